@@ -1,0 +1,27 @@
+"""gpipe: graph sampling and random walks at scale, on Dask, on CPUs and GPUs."""
+
+__version__ = "0.1.0"
+
+from . import config  # noqa: F401  (merges gpipe.yaml into dask.config)
+from . import walks
+from .cluster import connect
+from .errors import DeviceUnavailableError, GpipeError, GpipeFileError, GpipeValueError, TaskError
+from .graph import Graph, from_edges, generators, read_edges
+from .runtime import WalkResult, attach
+
+__all__ = [
+    "DeviceUnavailableError",
+    "Graph",
+    "GpipeError",
+    "GpipeFileError",
+    "GpipeValueError",
+    "TaskError",
+    "WalkResult",
+    "__version__",
+    "attach",
+    "connect",
+    "from_edges",
+    "generators",
+    "read_edges",
+    "walks",
+]

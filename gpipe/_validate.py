@@ -1,0 +1,47 @@
+"""Checks at the public boundary: each names the parameter, the rule and the value."""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from .errors import GpipeValueError
+
+
+def check_int(name: str, value, *, minimum: int | None = None, maximum: int | None = None) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise GpipeValueError(f"'{name}' must be an integer, got {value!r}")
+    value = int(value)
+    if minimum is not None and value < minimum:
+        rule = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
+        raise GpipeValueError(f"'{name}' must be {rule}, got {value}")
+    if maximum is not None and value > maximum:
+        raise GpipeValueError(f"'{name}' must be an integer <= {maximum}, got {value}")
+    return value
+
+
+def check_optional_int(name: str, value, *, minimum: int | None = None) -> int | None:
+    return None if value is None else check_int(name, value, minimum=minimum)
+
+
+def check_probability(name: str, value, *, open_low: bool = False, open_high: bool = False) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not np.isfinite(value):
+        raise GpipeValueError(f"'{name}' must be a finite number, got {value!r}")
+    value = float(value)
+    low_ok = value > 0 if open_low else value >= 0
+    high_ok = value < 1 if open_high else value <= 1
+    if not (low_ok and high_ok):
+        interval = ("(" if open_low else "[") + "0, 1" + (")" if open_high else "]")
+        raise GpipeValueError(f"'{name}' must be in {interval}, got {value}")
+    return value
+
+
+def check_choice(name: str, value, choices) -> str:
+    if value not in choices:
+        raise GpipeValueError(f"'{name}' must be one of {', '.join(map(repr, choices))}; got {value!r}")
+    return value
+
+
+def check_seed(value) -> int:
+    return check_int("seed", value, minimum=0, maximum=2**63 - 1)

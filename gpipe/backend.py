@@ -1,0 +1,134 @@
+"""The one place that imports cupy, cudf and numba.
+
+``xp(device)`` is numpy or cupy, ``xdf(device)`` pandas or cudf. GPU libraries
+are imported lazily, so ``import gpipe`` works on a machine without them, and
+asking for a GPU that is not usable raises :class:`DeviceUnavailableError`
+saying what is missing — there is no silent fallback to the CPU.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import os
+
+import numba
+import numpy as np
+
+from ._validate import check_choice
+from .errors import DeviceUnavailableError
+
+DEVICES = ("auto", "cpu", "gpu")
+
+_INSTALL_HINT = (
+    "install the GPU extra with `pip install 'gpipe[gpu]'` (cupy-cuda13x and dask-cuda; "
+    "use cupy-cuda12x on CUDA 12 drivers)"
+)
+
+
+@functools.cache
+def gpu_problem() -> str | None:
+    """Why no GPU is usable in this process, or None when one is."""
+    try:
+        import cupy
+    except ImportError as exc:
+        return f"cupy cannot be imported ({exc}); {_INSTALL_HINT}"
+    try:
+        count = cupy.cuda.runtime.getDeviceCount()
+    except Exception as exc:  # cupy raises CUDARuntimeError without a driver
+        return f"cupy found no CUDA driver or device ({exc})"
+    if count == 0:
+        return "no CUDA device is visible (check CUDA_VISIBLE_DEVICES and nvidia-smi)"
+    return None
+
+
+def resolve(device: str) -> str:
+    """Turn 'auto' | 'cpu' | 'gpu' into 'cpu' or 'gpu' for this process."""
+    check_choice("device", device, DEVICES)
+    if device == "cpu":
+        return "cpu"
+    problem = gpu_problem()
+    if device == "gpu" and problem is not None:
+        raise DeviceUnavailableError(f"device='gpu' was asked for, but {problem}")
+    return "cpu" if problem is not None else "gpu"
+
+
+def gpu_count() -> int:
+    """Visible CUDA devices, without initialising CUDA in this process when cupy is absent."""
+    if gpu_problem() is not None:
+        return 0
+    import cupy
+
+    return int(cupy.cuda.runtime.getDeviceCount())
+
+
+def xp(device: str):
+    """numpy for 'cpu', cupy for 'gpu'."""
+    if device == "gpu":
+        resolve("gpu")
+        return importlib.import_module("cupy")
+    return np
+
+
+def xdf(device: str):
+    """pandas for 'cpu', cudf for 'gpu' where installed (pandas otherwise: frames are for I/O only)."""
+    if device == "gpu":
+        try:
+            return importlib.import_module("cudf")
+        except ImportError:
+            pass
+    return importlib.import_module("pandas")
+
+
+def device_of(array) -> str:
+    return "cpu" if isinstance(array, np.ndarray) else "gpu"
+
+
+def to_host(array) -> np.ndarray:
+    """A numpy copy (or the array itself) of a numpy or cupy array."""
+    if isinstance(array, np.ndarray):
+        return array
+    return array.get()
+
+
+def to_device(array, device: str):
+    """``array`` (numpy or cupy) on ``device``."""
+    if device == "cpu":
+        return to_host(array)
+    return xp("gpu").asarray(array)
+
+
+def group_max(x, values, group):
+    """Per-group maximum of non-negative ``values``; ``group`` is sorted, dense from 0."""
+    out = x.zeros(int(group[-1]) + 1, dtype=values.dtype)
+    if x is np:
+        np.maximum.at(out, group, values)
+    else:
+        importlib.import_module("cupyx").scatter_max(out, group, values)
+    return out
+
+
+def cpu_kernel(*, parallel: bool = False):
+    """Decorator compiling a CPU twin with numba (cached on disk, GIL released)."""
+    return numba.njit(cache=True, nogil=True, parallel=parallel)
+
+
+prange = numba.prange
+
+
+def set_cpu_threads(n: int) -> None:
+    """Threads the numba CPU twins may use in this process."""
+    numba.set_num_threads(max(1, min(int(n), numba.config.NUMBA_NUM_THREADS)))
+
+
+def versions() -> dict:
+    """Versions of the stack, for `gpipe info` and run summaries."""
+    out = {}
+    for name in ("gpipe", "dask", "distributed", "numpy", "pandas", "pyarrow", "numba", "cupy", "cudf", "dask_cuda"):
+        try:
+            out[name] = importlib.import_module(name).__version__
+        except Exception:
+            out[name] = None
+    out["cuda_visible_devices"] = os.environ.get("CUDA_VISIBLE_DEVICES")
+    out["gpus"] = gpu_count()
+    return out

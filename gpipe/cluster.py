@@ -1,0 +1,104 @@
+"""One way to get a Dask client: ``gpipe.connect()``."""
+
+from __future__ import annotations
+
+import os
+
+from distributed import Client, LocalCluster
+
+from . import config
+from ._validate import check_choice, check_optional_int
+from .backend import DEVICES, gpu_count, gpu_problem
+from .errors import DeviceUnavailableError
+from .runtime import attach
+
+ENV_SCHEDULER_FILE = "GPIPE_SCHEDULER_FILE"
+ENV_ADDRESS = "GPIPE_SCHEDULER_ADDRESS"
+
+
+class _LocalClient(Client):
+    """A client that owns the local cluster it was started with and closes it too."""
+
+    def close(self, *args, **kwargs):
+        result = super().close(*args, **kwargs)
+        if self.cluster is not None and self.cluster.status.name not in ("closed", "closing"):
+            self.cluster.close()
+        return result
+
+
+def connect(scheduler_file: str | None = None, address: str | None = None, *, n_workers: int | None = None,
+            threads_per_worker: int | None = None, device: str | None = None, **cluster_kwargs) -> Client:
+    """Connect to a Dask cluster, or start one on this machine, and prepare its workers for gpipe.
+
+    The cluster is, in order: ``scheduler_file`` or ``address`` when given; the
+    ``GPIPE_SCHEDULER_FILE`` or ``GPIPE_SCHEDULER_ADDRESS`` environment variable
+    (what the scripts in ``cluster/`` export); a ``LocalCUDACluster`` with one
+    worker per visible GPU; else a ``LocalCluster`` of worker processes.
+
+    Parameters
+    ----------
+    scheduler_file, address : str, optional
+        An existing cluster's scheduler file or address.
+    n_workers, threads_per_worker : int, optional
+        Local clusters only; default one worker per GPU, or one CPU worker
+        whose kernels use every core (walkers then never migrate).
+    device : {'auto', 'cpu', 'gpu'}, optional
+        Where kernels run (default ``gpipe.device``, 'auto': the GPU when every
+        worker has one). 'gpu' without a usable GPU raises.
+    **cluster_kwargs
+        Passed to ``LocalCluster`` / ``LocalCUDACluster``.
+
+    Returns
+    -------
+    distributed.Client
+        Also a context manager; closing a client that started a local cluster closes the cluster.
+
+    Raises
+    ------
+    DeviceUnavailableError
+        ``device='gpu'`` and no worker can use a GPU (the message says what is missing).
+
+    Examples
+    --------
+    >>> import gpipe
+    >>> with gpipe.connect(n_workers=1, device="cpu") as client:   # doctest: +SKIP
+    ...     print(client.dashboard_link)
+    """
+    device = check_choice("device", device or config.get("device"), DEVICES)
+    n_workers = check_optional_int("n_workers", n_workers if n_workers is not None else config.get("cluster.n-workers"), minimum=1)
+    threads_per_worker = check_optional_int("threads_per_worker", threads_per_worker, minimum=1)
+    scheduler_file = scheduler_file or os.environ.get(ENV_SCHEDULER_FILE) or config.get("cluster.scheduler-file")
+    address = address or os.environ.get(ENV_ADDRESS) or config.get("cluster.address")
+    if scheduler_file:
+        client = Client(scheduler_file=os.fspath(scheduler_file))
+    elif address:
+        client = Client(address)
+    else:
+        client = _LocalClient(_local_cluster(device, n_workers, threads_per_worker, cluster_kwargs))
+    try:
+        attach(client, device)
+    except BaseException:
+        client.close()
+        raise
+    return client
+
+
+def _local_cluster(device: str, n_workers: int | None, threads_per_worker: int | None, kwargs: dict):
+    if device != "cpu" and gpu_count() > 0:
+        try:
+            from dask_cuda import LocalCUDACluster
+        except ImportError as exc:
+            if device == "gpu":
+                raise DeviceUnavailableError(
+                    f"device='gpu' needs dask-cuda to start GPU workers ({exc}); install it with `pip install 'gpipe[gpu]'`"
+                ) from None
+        else:
+            if n_workers is not None:
+                kwargs.setdefault("CUDA_VISIBLE_DEVICES", list(range(min(n_workers, gpu_count()))))
+            return LocalCUDACluster(threads_per_worker=threads_per_worker or 1, **kwargs)
+    if device == "gpu":
+        raise DeviceUnavailableError(f"device='gpu' was asked for, but {gpu_problem() or 'no GPU is visible'}")
+    cores = os.cpu_count() or 1
+    n_workers = n_workers or 1
+    threads_per_worker = threads_per_worker or max(1, cores // n_workers)
+    return LocalCluster(n_workers=n_workers, threads_per_worker=threads_per_worker, processes=True, **kwargs)

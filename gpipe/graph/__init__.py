@@ -1,0 +1,7 @@
+"""Graphs partitioned over the Dask workers: readers, writers, generators, renumbering."""
+
+from . import generators
+from ._graph import Graph
+from ._io import from_edges, read_edges
+
+__all__ = ["Graph", "from_edges", "generators", "read_edges"]

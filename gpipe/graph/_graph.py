@@ -1,0 +1,203 @@
+"""The client-side handle of a partitioned graph, and the pipeline that builds one."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import uuid
+import weakref
+from functools import reduce
+
+import numpy as np
+import pandas as pd
+
+from .. import config
+from .._validate import check_int
+from ..backend import to_host
+from ..errors import GpipeValueError
+from ..runtime._session import Session
+from ..runtime._store import store
+from ..runtime._files import atomic_dir
+from . import _build
+
+
+class Graph:
+    """A graph whose CSR partitions live on the Dask workers.
+
+    Vertices are dense ids ``0..n-1`` inside gpipe; when the input ids were not,
+    ``id_map`` holds the original id of each dense id and every output is
+    translated back. Build one with :func:`gpipe.read_edges`,
+    :func:`gpipe.from_edges` or :func:`gpipe.generators.rmat`.
+    """
+
+    def __init__(self, session: Session, graph_id: str, bounds: np.ndarray, placement: list[str],
+                 num_edges: int, directed: bool, weighted: bool, id_map: np.ndarray | None,
+                 partition_info: list[dict]):
+        self._session = session
+        self.graph_id = graph_id
+        self.bounds = bounds
+        self.placement = placement
+        self.directed = directed
+        self.weighted = weighted
+        self.id_map = id_map
+        self.partition_info = partition_info
+        self.num_edges = num_edges
+        self._finalizer = weakref.finalize(self, _release, session.client, graph_id)
+
+    # -- shape -------------------------------------------------------------------
+    @property
+    def num_vertices(self) -> int:
+        return int(self.bounds[-1])
+
+    @property
+    def num_partitions(self) -> int:
+        return len(self.bounds) - 1
+
+    @property
+    def device(self) -> str:
+        return self._session.device
+
+    @property
+    def client(self):
+        return self._session.client
+
+    def __repr__(self) -> str:
+        kind = "directed" if self.directed else "undirected"
+        return (f"<gpipe.Graph {kind}{' weighted' if self.weighted else ''}: {self.num_vertices} vertices, "
+                f"{self.num_edges} edges, {self.num_partitions} partitions on {self.device}>")
+
+    # -- ids ---------------------------------------------------------------------
+    def to_internal(self, vertices, name: str = "vertices") -> np.ndarray:
+        """Dense ids of original vertex ids; unknown ids raise naming ``name``."""
+        values = np.asarray(vertices).ravel()
+        if self.id_map is None:
+            if values.size and not np.issubdtype(values.dtype, np.integer):
+                raise GpipeValueError(f"'{name}' must hold integer vertex ids of this graph, got dtype {values.dtype}")
+            dense = values.astype(np.int64)
+            bad = (dense < 0) | (dense >= self.num_vertices)
+        else:
+            dense = pd.Index(self.id_map).get_indexer(values).astype(np.int64)
+            bad = dense < 0
+        if bad.any():
+            raise GpipeValueError(
+                f"'{name}' must hold vertices of the graph; {int(bad.sum())} do not, e.g. {values[bad][:3].tolist()}"
+            )
+        return dense
+
+    def to_original(self, dense):
+        """Original ids of dense ids (the identity when the graph was not renumbered)."""
+        dense = np.asarray(dense)
+        return dense if self.id_map is None else self.id_map[dense]
+
+    def owner(self, v):
+        """Partition holding vertex ``v`` (an original id, or an array of them)."""
+        dense = self.to_internal(v, "v")
+        parts = np.searchsorted(self.bounds, dense, side="right") - 1
+        return int(parts[0]) if np.ndim(v) == 0 else parts
+
+    # -- data --------------------------------------------------------------------
+    def _per_partition(self, func, *args):
+        client = self.client
+        return [
+            client.submit(func, self.graph_id, p, *args, workers=[w], allow_other_workers=False, pure=False)
+            for p, w in enumerate(self.placement)
+        ]
+
+    def degrees(self) -> pd.Series:
+        """Out-degree of every vertex, indexed by original id."""
+        parts = self.client.gather(self._per_partition(_partition_degrees))
+        return pd.Series(np.concatenate(parts), index=self._index(), name="degree")
+
+    def _index(self):
+        return pd.RangeIndex(self.num_vertices, name="vertex") if self.id_map is None else pd.Index(self.id_map, name="vertex")
+
+    def to_parquet(self, path) -> str:
+        """Write the graph to a folder (one Parquet file per partition and ``_gpipe.json``).
+
+        The folder appears complete or not at all; :func:`gpipe.read_edges` reads it back.
+        """
+        path = os.fspath(path)
+        with atomic_dir(path) as tmp:
+            self.client.gather(self._per_partition(_write_partition, tmp))
+            if self.id_map is not None:
+                pd.DataFrame({"id": self.id_map}).to_parquet(os.path.join(tmp, "ids.parquet"))
+            meta = {"format": "gpipe-graph", "version": 1, "num_vertices": self.num_vertices,
+                    "num_edges": self.num_edges, "directed": self.directed, "weighted": self.weighted,
+                    "partitions": self.num_partitions, "renumbered": self.id_map is not None}
+            with open(os.path.join(tmp, "_gpipe.json"), "w") as f:
+                json.dump(meta, f, indent=2)
+        return path
+
+
+def _release(client, graph_id: str) -> None:
+    if client.status == "running":
+        with contextlib.suppress(Exception):  # the cluster is going away: nothing to release
+            client.submit(_drop_everywhere, graph_id, pure=False)
+
+
+def _drop_graph(graph_id: str, dask_worker=None) -> int:
+    plugin = dask_worker.plugins.get("gpipe")
+    return plugin.drop_graph(graph_id) if plugin is not None else 0
+
+
+def _drop_everywhere(graph_id: str) -> None:
+    """A task that releases a graph's partitions on every worker (fire and forget)."""
+    from distributed import get_client
+
+    get_client().run(_drop_graph, graph_id)
+
+
+def _partition_degrees(graph_id: str, part: int) -> np.ndarray:
+    indptr = store().partition(graph_id, part).indptr
+    return to_host(indptr[1:] - indptr[:-1])
+
+
+def _write_partition(graph_id: str, part: int, folder: str) -> str:
+    p = store().partition(graph_id, part)
+    indptr = to_host(p.indptr)
+    frame = {"src": np.repeat(np.arange(p.lo, p.hi, dtype=np.int64), np.diff(indptr)),
+             "dst": to_host(p.indices).astype(np.int64)}
+    if p.weights is not None:
+        frame["weight"] = to_host(p.weights)
+    name = os.path.join(folder, f"part-{part:05d}.parquet")
+    pd.DataFrame(frame).to_parquet(name, index=False)
+    return name
+
+
+def default_partitions(session: Session) -> int:
+    return len(session.workers()) * int(config.get("partitions-per-worker"))
+
+
+def build(session: Session, chunks: list, n: int, *, directed: bool, weighted: bool, id_map,
+          partitions: int | None, keep_self_loops: bool = False, keep_duplicates: bool = False,
+          symmetrize: bool = True) -> Graph:
+    """Partition and store a graph from futures of dense-id edge chunks."""
+    client = session.client
+    workers = session.workers()
+    parts = default_partitions(session) if partitions is None else check_int("partitions", partitions, minimum=1)
+    if parts > max(n, 1):
+        raise GpipeValueError(f"'partitions' must be at most the number of vertices ({n}), got {parts}")
+    prepared = [
+        client.submit(_build.prepare, c, n, directed or not symmetrize, keep_self_loops, pure=False) for c in chunks
+    ]
+    hists = [client.submit(_build.histogram, c, n, pure=False) for c in prepared]
+    hist = client.submit(reduce, _build.add, hists).result() if hists else np.zeros(1, np.int64)
+    bounds = _build.balanced_bounds(hist, n, parts)
+    placement = [workers[p * len(workers) // parts] for p in range(parts)]
+    splits = [client.submit(_build.split, c, bounds, pure=False) for c in prepared]
+    graph_id = uuid.uuid4().hex
+    built = [
+        client.submit(
+            _build.assemble, graph_id, p, bounds, keep_duplicates,
+            *[client.submit(_build.pick, s, p, pure=False) for s in splits],
+            workers=[placement[p]], allow_other_workers=False, pure=False,
+        )
+        for p in range(parts)
+    ]
+    info = client.gather(built)
+    del prepared, hists, splits
+    stored = sum(i["edges"] for i in info)
+    loops = sum(i["self_loops"] for i in info)
+    num_edges = stored if directed else (stored + loops) // 2
+    return Graph(session, graph_id, bounds, placement, num_edges, directed, weighted, id_map, info)

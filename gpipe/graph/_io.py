@@ -1,0 +1,227 @@
+"""Graphs from frames and files: validation, renumbering, chunking onto the workers."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import pandas as pd
+
+from .. import config
+from ..errors import GpipeFileError, GpipeValueError
+from ..runtime._session import current
+from ._graph import Graph, build
+from ._readers import read_table
+
+__all__ = ["from_edges", "read_edges"]
+
+GRAPH_META = "_gpipe.json"
+
+
+def read_edges(path, src: str = "src", dst: str = "dst", weight: str | bool | None = None, directed: bool = False,
+               partitions: int | None = None, *, fmt: str | None = None, renumber: bool | None = None,
+               keep_self_loops: bool = False, keep_duplicates: bool = False) -> Graph:
+    """Read a graph from an edge file, or from a folder written by ``Graph.to_parquet``.
+
+    Parameters
+    ----------
+    path : str or path-like
+        ``.txt``/``.el``/``.edges``/``.tsv`` (SNAP: whitespace-separated, ``#`` or
+        ``%`` comments, 2 or 3 columns), ``.csv`` (with a header), ``.parquet``
+        (a file or a folder), ``.npz`` (CSR: scipy ``save_npz`` or ``indptr``,
+        ``indices``, ``weights``), or a gpipe graph folder.
+    src, dst, weight : str
+        Column names (CSV and Parquet). For SNAP files a third column is the
+        weight unless ``weight=False``.
+    directed : bool
+        Keep edges directed; by default both directions are stored.
+    partitions : int, optional
+        Number of partitions (default: workers x ``gpipe.partitions-per-worker``).
+    fmt : {'snap', 'csv', 'parquet', 'npz'}, optional
+        Force a format instead of guessing it from the extension.
+    renumber : bool, optional
+        Map ids to ``0..n-1`` (default: when the ids are not non-negative integers,
+        or are much sparser than their range). Outputs always use the original ids.
+    keep_self_loops, keep_duplicates : bool
+        Keep what is dropped by default.
+
+    Returns
+    -------
+    Graph
+
+    Raises
+    ------
+    GpipeFileError
+        The file is malformed: the message names the file and the line.
+    GpipeValueError
+        A parameter is wrong.
+
+    Examples
+    --------
+    >>> import gpipe
+    >>> with gpipe.connect(n_workers=1, device="cpu"):   # doctest: +SKIP
+    ...     g = gpipe.read_edges("karate.txt")
+    """
+    path = os.fspath(path)
+    if os.path.isdir(path) and os.path.exists(os.path.join(path, GRAPH_META)):
+        return _read_graph_folder(path, partitions)
+    frame, num_vertices = read_table(path, src=src, dst=dst, weight=weight, fmt=fmt)
+    return from_edges(frame, "src", "dst", "weight" if "weight" in frame.columns else None, directed, partitions,
+                      renumber=renumber, keep_self_loops=keep_self_loops, keep_duplicates=keep_duplicates,
+                      num_vertices=num_vertices)
+
+
+def from_edges(frame, src: str = "src", dst: str = "dst", weight: str | None = None, directed: bool = False,
+               partitions: int | None = None, *, renumber: bool | None = None, keep_self_loops: bool = False,
+               keep_duplicates: bool = False, num_vertices: int | None = None) -> Graph:
+    """Build a graph from an edge frame (pandas, cudf or dask).
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame, cudf.DataFrame or dask.dataframe.DataFrame
+        One row per edge.
+    src, dst : str
+        Columns of the endpoint ids (any hashable ids: ints, strings, ...).
+    weight : str, optional
+        Column of non-negative, finite edge weights.
+    directed : bool
+        Keep edges directed; by default both directions are stored.
+    partitions : int, optional
+        Number of partitions (default: workers x ``gpipe.partitions-per-worker``).
+    renumber : bool, optional
+        See :func:`read_edges`.
+    keep_self_loops, keep_duplicates : bool
+        Keep what is dropped by default. Duplicates are merged keeping the largest weight.
+    num_vertices : int, optional
+        For dense integer ids: the vertex count, to keep isolated vertices past the largest id.
+
+    Returns
+    -------
+    Graph
+
+    Examples
+    --------
+    >>> import pandas as pd, gpipe
+    >>> edges = pd.DataFrame({"src": ["a", "b", "c"], "dst": ["b", "c", "a"]})
+    >>> with gpipe.connect(n_workers=1, device="cpu"):   # doctest: +SKIP
+    ...     g = gpipe.from_edges(edges)
+    ...     g.num_vertices, g.num_edges
+    (3, 3)
+    """
+    session = current()
+    client = session.client
+    columns = [src, dst] + ([weight] if weight is not None else [])
+    chunks = _chunks(client, frame, columns)
+    uniques = client.gather([client.submit(_unique_ids, c, src, dst, pure=False) for c in chunks])
+    ids = _merge_ids(uniques)
+    id_map, n = _numbering(ids, renumber, num_vertices)
+    id_future = client.scatter(id_map, broadcast=True) if id_map is not None else None
+    dense = [client.submit(_to_dense, c, src, dst, weight, id_future, pure=False) for c in chunks]
+    return build(session, dense, n, directed=directed, weighted=weight is not None, id_map=id_map,
+                 partitions=partitions, keep_self_loops=keep_self_loops, keep_duplicates=keep_duplicates)
+
+
+def _chunks(client, frame, columns: list[str]) -> list:
+    """Futures of pandas chunks of ``frame`` on the workers, after checking its columns."""
+    if hasattr(frame, "to_delayed") and hasattr(frame, "npartitions"):
+        _check_columns(frame, columns)
+        return client.compute(frame[columns].to_delayed())
+    if hasattr(frame, "to_pandas") and not isinstance(frame, pd.DataFrame):
+        frame = frame.to_pandas()
+    if not isinstance(frame, pd.DataFrame):
+        raise GpipeValueError(f"'frame' must be a pandas, cudf or dask DataFrame, got {type(frame).__name__}")
+    _check_columns(frame, columns)
+    if len(frame) == 0:
+        raise GpipeValueError("'frame' must hold at least one edge, got an empty frame")
+    if len(columns) == 3:
+        _check_weights(frame[columns[2]], columns[2])
+    step = int(config.get("graph.chunk-edges"))
+    pieces = [frame[columns].iloc[i:i + step] for i in range(0, len(frame), step)]
+    return client.scatter(pieces)
+
+
+def _check_columns(frame, columns: list[str]) -> None:
+    missing = [c for c in columns if c not in frame.columns]
+    if missing:
+        names = ("src", "dst", "weight")
+        which = names[columns.index(missing[0])]
+        raise GpipeValueError(
+            f"'{which}' must name a column of the frame, got {missing[0]!r}; columns are {list(frame.columns)}"
+        )
+
+
+def _check_weights(values: pd.Series, name: str) -> None:
+    if not pd.api.types.is_numeric_dtype(values) or pd.api.types.is_bool_dtype(values):
+        raise GpipeValueError(f"'weight' column {name!r} must be numeric, got dtype {values.dtype}")
+    arr = values.to_numpy(dtype=np.float64, na_value=np.nan)
+    bad = ~np.isfinite(arr) | (arr < 0)
+    if bad.any():
+        raise GpipeValueError(
+            f"'weight' column {name!r} must hold finite, non-negative numbers; row {int(np.argmax(bad))} is {arr[bad][0]}"
+        )
+
+
+def _unique_ids(chunk: pd.DataFrame, src: str, dst: str) -> np.ndarray:
+    values = np.concatenate([chunk[src].to_numpy(), chunk[dst].to_numpy()])
+    if values.dtype.kind not in "iu" and pd.isna(values).any():
+        raise GpipeValueError(f"'src'/'dst' columns must not hold missing ids, got {int(pd.isna(values).sum())}")
+    return pd.unique(values)
+
+
+def _merge_ids(uniques: list[np.ndarray]) -> np.ndarray:
+    """Sorted unique ids of the whole graph: int64, or an object array of strings."""
+    if all(u.dtype.kind in "iu" for u in uniques):
+        return np.unique(np.concatenate(uniques).astype(np.int64))
+    merged = pd.unique(np.concatenate([u.astype(object) for u in uniques]))
+    kind = pd.api.types.infer_dtype(merged, skipna=False)
+    if kind != "string":
+        raise GpipeValueError(f"'src'/'dst' ids must be all integers or all strings, got {kind} ids")
+    return np.sort(merged)
+
+
+def _numbering(ids: np.ndarray, renumber: bool | None, num_vertices: int | None):
+    """(id_map or None, n)."""
+    integral = ids.dtype.kind in "iu"
+    dense_ok = integral and (ids.size == 0 or ids[0] >= 0)
+    if renumber is False and not dense_ok:
+        raise GpipeValueError("'renumber' must be True (or None) when ids are not non-negative integers")
+    if renumber is None:
+        renumber = not dense_ok or (ids.size and ids[-1] + 1 > 2 * ids.size and num_vertices is None)
+    if renumber:
+        return ids, int(ids.size)
+    n = int(ids[-1]) + 1 if ids.size else 0
+    if num_vertices is not None:
+        if num_vertices < n:
+            raise GpipeValueError(f"'num_vertices' must exceed the largest id ({n - 1}), got {num_vertices}")
+        n = int(num_vertices)
+    return None, n
+
+
+def _to_dense(chunk: pd.DataFrame, src: str, dst: str, weight: str | None, id_map) -> dict:
+    if id_map is None:
+        out = {"src": chunk[src].to_numpy(np.int64), "dst": chunk[dst].to_numpy(np.int64)}
+    else:
+        index = pd.Index(id_map)
+        out = {"src": index.get_indexer(chunk[src].to_numpy()).astype(np.int64),
+               "dst": index.get_indexer(chunk[dst].to_numpy()).astype(np.int64)}
+    if weight is not None:
+        _check_weights(chunk[weight], weight)
+        out["weight"] = chunk[weight].to_numpy(np.float32)
+    return out
+
+
+def _read_graph_folder(path: str, partitions: int | None) -> Graph:
+    meta_path = os.path.join(path, GRAPH_META)
+    with open(meta_path) as f:
+        meta = json.load(f)
+    if meta.get("format") != "gpipe-graph":
+        raise GpipeFileError(meta_path, None, f"not a gpipe graph folder (format {meta.get('format')!r})")
+    session = current()
+    files = sorted(f for f in os.listdir(path) if f.startswith("part-") and f.endswith(".parquet"))
+    frames = [pd.read_parquet(os.path.join(path, f)) for f in files]
+    chunks = session.client.scatter([{k: fr[k].to_numpy() for k in fr.columns} for fr in frames])
+    id_map = pd.read_parquet(os.path.join(path, "ids.parquet"))["id"].to_numpy() if meta["renumbered"] else None
+    return build(session, chunks, int(meta["num_vertices"]), directed=bool(meta["directed"]),
+                 weighted=bool(meta["weighted"]), id_map=id_map, partitions=partitions, keep_self_loops=True,
+                 keep_duplicates=True, symmetrize=False)

@@ -1,0 +1,370 @@
+"""Read an edge table from disk: SNAP edge lists, CSV, parquet and CSR ``.npz`` files.
+
+:func:`read_table` returns the edges in file order as a frame with columns ``src``, ``dst``
+and, when there is one, ``weight`` (float64). Text files are parsed by pandas' C engine;
+only when that fast path fails or its result looks wrong does a line-by-line scan run,
+which names the first bad line (1-based, comments and blank lines included) or, for files
+the fast path cannot take (comments between data lines), builds the table itself.
+"""
+
+from __future__ import annotations
+
+import bz2
+import contextlib
+import csv
+import errno
+import functools
+import gzip
+import io
+import lzma
+import math
+import os
+import re
+import warnings
+import zipfile
+from collections.abc import Iterator
+from typing import NoReturn
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.dataset as pads
+
+from .._validate import check_choice
+from ..errors import GpipeFileError, GpipeValueError
+
+FORMATS = ("snap", "csv", "parquet", "npz")
+_EXTENSIONS = {".txt": "snap", ".el": "snap", ".edges": "snap", ".tsv": "snap", ".snap": "snap",
+               ".csv": "csv", ".parquet": "parquet", ".pq": "parquet", ".npz": "npz"}
+_COMMENT = ("#", "%")
+_INT = re.compile(r"\s*[+-]?[0-9]+\s*")
+
+
+def _open_zstd(path: str, mode: str):
+    import zstandard  # optional, as it is for pandas
+
+    return zstandard.open(path, mode)
+
+
+# The compressions pandas infers from these suffixes; the scans must read what pandas reads.
+_DECOMPRESSORS = {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open, ".zst": _open_zstd}
+
+
+def read_table(path, *, src: str = "src", dst: str = "dst", weight=None,
+               fmt: str | None = None) -> tuple[pd.DataFrame, int | None]:
+    """Read the edges of ``path``; return ``(frame, num_vertices)``.
+
+    ``fmt`` forces one of :data:`FORMATS`; by default the extension picks it. ``src``,
+    ``dst`` and ``weight`` name the columns of csv and parquet input; there ``weight``
+    is a column name, or None/False for no weight. For snap input ``weight`` is a flag:
+    a third column is returned unless it is False, and a true value requires one. For
+    npz input a true ``weight`` returns the ``weights`` (or ``data``) array.
+    ``num_vertices`` is the row count of a CSR ``.npz`` (isolated vertices included),
+    else None. Malformed input raises :class:`GpipeFileError` naming the file and line.
+    """
+    path = os.fspath(path)
+    for name, value in (("src", src), ("dst", dst)):
+        if not isinstance(value, str) or not value:
+            raise GpipeValueError(f"'{name}' must be a non-empty column name, got {value!r}")
+    if fmt is not None:
+        check_choice("fmt", fmt, FORMATS)
+    if not os.path.exists(path):
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), path)
+    fmt = fmt or _detect(path)
+    if fmt == "npz":
+        return _read_npz(path, bool(weight))
+    if fmt == "snap":
+        return _read_snap(path, weight), None
+    if not (weight is None or weight is False or isinstance(weight, str)):
+        raise GpipeValueError(f"'weight' must be a column name, None or False for {fmt} input; got {weight!r}")
+    columns = [src, dst] + ([weight] if weight else [])
+    return (_read_csv(path, columns) if fmt == "csv" else _read_parquet(path, columns)), None
+
+
+def _detect(path: str) -> str:
+    if os.path.isdir(path):
+        return "parquet"
+    stem, ext = os.path.splitext(path.lower())
+    compressed = ext in _DECOMPRESSORS
+    fmt = _EXTENSIONS.get(os.path.splitext(stem)[1] if compressed else ext)
+    if fmt is None or (compressed and fmt not in ("snap", "csv")):
+        raise GpipeValueError(
+            f"'path' must end in one of {', '.join(_EXTENSIONS)} (snap and csv files may add "
+            f"{', '.join(_DECOMPRESSORS)}) or be a directory of parquet files; pass fmt= one of "
+            f"{', '.join(map(repr, FORMATS))} to force a format; got {path!r}")
+    return fmt
+
+
+def _open_text(path: str, newline: str | None = None) -> io.TextIOWrapper:
+    opener = _DECOMPRESSORS.get(os.path.splitext(path)[1].lower(), open)
+    # surrogateescape defers a decoding error to the line that holds it, so it can be named.
+    return io.TextIOWrapper(opener(path, "rb"), encoding="utf-8-sig", errors="surrogateescape",
+                            newline=newline)
+
+
+@contextlib.contextmanager
+def _pandas_warnings() -> Iterator[None]:
+    with warnings.catch_warnings():
+        # Mixed types across chunks are handled by re-reading the ids as strings.
+        warnings.simplefilter("ignore", pd.errors.DtypeWarning)
+        # pandas only warns when it drops a row's extra fields; that row is malformed.
+        warnings.simplefilter("error", pd.errors.ParserWarning)
+        yield
+
+
+_FAST_FAILURES = (ValueError, OverflowError, pd.errors.ParserWarning)
+
+
+def _frame(src, dst, weight) -> pd.DataFrame:
+    columns = {"src": src, "dst": dst}
+    if weight is not None:
+        columns["weight"] = np.asarray(weight, dtype=np.float64)
+    return pd.DataFrame(columns)
+
+
+def _both_int(a: pd.Series, b: pd.Series) -> bool:
+    return a.dtype == np.int64 and b.dtype == np.int64
+
+
+def _finite_numbers(values: pd.Series) -> bool:
+    return values.dtype.kind in "iuf" and bool(np.isfinite(values.to_numpy(dtype=np.float64)).all())
+
+
+def _is_utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _ids(srcs: list[str], dsts: list[str]) -> tuple:
+    if all(_INT.fullmatch(t) for t in srcs) and all(_INT.fullmatch(t) for t in dsts):
+        with contextlib.suppress(OverflowError):  # beyond int64: keep them as strings
+            return np.array([int(t) for t in srcs], np.int64), np.array([int(t) for t in dsts], np.int64)
+    return pd.Series(srcs, dtype=str), pd.Series(dsts, dtype=str)
+
+
+def _parse_weight(path: str, lineno: int, token: str) -> float:
+    try:
+        value = float(token)
+    except ValueError:
+        raise GpipeFileError(path, lineno, f"weight {token!r} is not a number") from None
+    if not math.isfinite(value):
+        raise GpipeFileError(path, lineno, f"weight {token!r} is not finite")
+    return value
+
+
+def _read_snap(path: str, weight) -> pd.DataFrame:
+    table = _snap_fast(path)
+    if table is None:
+        table = _scan_snap(path)
+    if weight is False:
+        return table.drop(columns="weight", errors="ignore")
+    if weight and "weight" not in table:
+        raise GpipeFileError(path, None, f"weight={weight!r} but the data lines have no third column")
+    return table
+
+
+def _leading_comments(path: str) -> int:
+    with _open_text(path) as lines:
+        for count, line in enumerate(lines):
+            stripped = line.lstrip()
+            if stripped and not stripped.startswith(_COMMENT):
+                return count
+    return 0
+
+
+def _snap_fast(path: str) -> pd.DataFrame | None:
+    read = functools.partial(pd.read_csv, path, sep=r"\s+", header=None, engine="c",
+                             skiprows=_leading_comments(path), na_filter=False, quoting=csv.QUOTE_NONE)
+    try:
+        with _pandas_warnings():
+            table = read()
+            if table.shape[1] not in (2, 3):
+                return None
+            if not _both_int(table[0], table[1]):
+                table = read(dtype={0: str, 1: str})
+                # A '#' or '%' line past the leading comments is parsed as data here; a short
+                # line leaves its missing field empty.
+                if table[0].str.startswith(_COMMENT).any() or table[1].eq("").any():
+                    return None
+    except _FAST_FAILURES:
+        return None
+    weight = table[2] if table.shape[1] == 3 else None
+    if weight is not None and not _finite_numbers(weight):
+        return None
+    return _frame(table[0], table[1], weight)
+
+
+def _scan_snap(path: str) -> pd.DataFrame:
+    width = first = None
+    srcs, dsts, weights = [], [], []
+    with _open_text(path) as lines:
+        for lineno, line in enumerate(lines, 1):
+            fields = line.split()
+            if not fields or fields[0].startswith(_COMMENT):
+                continue
+            if not _is_utf8(line):
+                raise GpipeFileError(path, lineno, "line is not valid UTF-8")
+            if len(fields) not in (2, 3):
+                raise GpipeFileError(path, lineno, f"expected 2 or 3 whitespace-separated fields, got {len(fields)}")
+            if width is None:
+                width, first = len(fields), lineno
+            elif len(fields) != width:
+                raise GpipeFileError(
+                    path, lineno, f"expected {width} fields like the first data line (line {first}), got {len(fields)}")
+            srcs.append(fields[0])
+            dsts.append(fields[1])
+            if width == 3:
+                weights.append(_parse_weight(path, lineno, fields[2]))
+    if width is None:
+        raise GpipeFileError(path, None, "no edges")
+    return _frame(*_ids(srcs, dsts), weights if width == 3 else None)
+
+
+def _read_csv(path: str, columns: list[str]) -> pd.DataFrame:
+    with _open_text(path, newline="") as lines:
+        header = next(csv.reader(lines), None)
+    if not header:
+        raise GpipeFileError(path, 1, "expected a header row naming the columns")
+    for name in columns:
+        if name not in header:
+            raise GpipeFileError(path, 1, f"no column {name!r} in the header; columns are {header}")
+    table = _csv_fast(path, columns, header[-1])
+    return table if table is not None else _scan_csv(path, header, columns)
+
+
+def _csv_fast(path: str, columns: list[str], last: str) -> pd.DataFrame | None:
+    src, dst = columns[:2]
+    read = functools.partial(pd.read_csv, path, engine="c", index_col=False,
+                             keep_default_na=False, na_values=[""])
+    try:
+        with _pandas_warnings():
+            table = read()
+            if not _both_int(table[src], table[dst]):
+                table = read(dtype={src: str, dst: str})
+    except _FAST_FAILURES:
+        return None
+    # A short row leaves its trailing fields empty, so an empty last field may be malformed.
+    if table.empty or table[list({*columns, last})].isna().any(axis=None):
+        return None
+    weight = table[columns[2]] if len(columns) == 3 else None
+    if weight is not None and not _finite_numbers(weight):
+        return None
+    return _frame(table[src], table[dst], weight)
+
+
+def _scan_csv(path: str, header: list[str], columns: list[str]) -> pd.DataFrame:
+    where = [header.index(name) for name in columns]
+    picked: list[list] = [[] for _ in columns]
+    with _open_text(path, newline="") as lines:
+        rows = csv.reader(lines)
+        next(rows)
+        try:
+            for row in rows:
+                lineno = rows.line_num
+                if not row:
+                    continue
+                if len(row) != len(header):
+                    raise GpipeFileError(path, lineno, f"expected {len(header)} fields like the header, got {len(row)}")
+                if not _is_utf8(",".join(row)):
+                    raise GpipeFileError(path, lineno, "line is not valid UTF-8")
+                for k, (name, i) in enumerate(zip(columns, where)):
+                    if k == 2:
+                        picked[k].append(_parse_weight(path, lineno, row[i]))
+                    elif row[i] == "":
+                        raise GpipeFileError(path, lineno, f"column {name!r} is empty")
+                    else:
+                        picked[k].append(row[i])
+        except csv.Error as exc:
+            raise GpipeFileError(path, rows.line_num, str(exc)) from None
+    if not picked[0]:
+        raise GpipeFileError(path, None, "no edges")
+    return _frame(*_ids(picked[0], picked[1]), picked[2] if len(columns) == 3 else None)
+
+
+def _read_parquet(path: str, columns: list[str]) -> pd.DataFrame:
+    try:
+        dataset = pads.dataset(path, format="parquet")
+        names = dataset.schema.names
+        missing = [name for name in columns if name not in names]
+        table = None if missing else dataset.to_table(columns=columns)
+    except (pa.ArrowException, OSError) as exc:
+        raise GpipeFileError(path, None, f"not readable as parquet: {exc}") from exc
+    if missing:
+        raise GpipeFileError(path, None, f"no column {missing[0]!r}; columns are {names}")
+    if table.num_rows == 0:
+        raise GpipeFileError(path, None, "no edges")
+    for name in columns:
+        if table.column(name).null_count:
+            raise GpipeFileError(path, None, f"column {name!r} has {table.column(name).null_count} null values")
+    ids = [table.column(name) for name in columns[:2]]
+    for name, col in zip(columns, ids):
+        if not (pa.types.is_integer(col.type) or pa.types.is_string(col.type) or pa.types.is_large_string(col.type)):
+            raise GpipeFileError(path, None, f"column {name!r} has type {col.type}; ids must be integers or strings")
+    if all(pa.types.is_integer(col.type) for col in ids):
+        src, dst = (col.cast(pa.int64()).to_numpy() for col in ids)
+    else:
+        src, dst = (pd.Series(col.to_numpy()).astype(str) for col in ids)
+    weight = None
+    if len(columns) == 3:
+        col = table.column(columns[2])
+        if not (pa.types.is_integer(col.type) or pa.types.is_floating(col.type)):
+            raise GpipeFileError(path, None, f"column {columns[2]!r} has type {col.type}; weights must be numbers")
+        weight = col.to_numpy().astype(np.float64)
+        if not np.isfinite(weight).all():
+            bad = int((~np.isfinite(weight)).sum())
+            raise GpipeFileError(path, None, f"column {columns[2]!r} has {bad} non-finite values")
+    return _frame(src, dst, weight)
+
+
+def _read_npz(path: str, weight: bool) -> tuple[pd.DataFrame, int]:
+    try:
+        archive = np.load(path, allow_pickle=False)
+        if not isinstance(archive, np.lib.npyio.NpzFile):
+            raise ValueError("it holds a single array")
+        with archive:
+            arrays = {key: archive[key] for key in archive.files}
+    except (ValueError, OSError, zipfile.BadZipFile) as exc:
+        raise GpipeFileError(path, None, f"not a readable .npz archive: {exc}") from exc
+
+    def fail(reason: str) -> NoReturn:
+        raise GpipeFileError(path, None, reason)
+
+    if "format" in arrays:
+        name = arrays["format"].item()
+        name = name.decode() if isinstance(name, bytes) else str(name)
+        if name != "csr":
+            fail(f"sparse format {name!r} is not supported; save a CSR matrix (format 'csr')")
+    for key in ("indptr", "indices"):
+        if key not in arrays:
+            fail(f"no {key!r} array; arrays are {sorted(arrays)}")
+        if arrays[key].ndim != 1 or arrays[key].dtype.kind not in "iu":
+            fail(f"{key!r} must be a 1-D integer array, got {arrays[key].dtype} of shape {arrays[key].shape}")
+    indptr, indices = arrays["indptr"].astype(np.int64), arrays["indices"].astype(np.int64)
+    if len(indptr) == 0 or indptr[0] != 0:
+        fail("'indptr' must start at 0")
+    n = len(indptr) - 1
+    if "shape" in arrays and tuple(int(s) for s in arrays["shape"].ravel()) != (n, n):
+        fail(f"shape {tuple(arrays['shape'].tolist())} is not a square matrix of len(indptr) - 1 = {n} rows")
+    degrees = np.diff(indptr)
+    if (degrees < 0).any():
+        fail(f"'indptr' must be non-decreasing; it drops after row {int(np.argmax(degrees < 0))}")
+    if indptr[-1] != len(indices):
+        fail(f"'indptr' ends at {indptr[-1]} but there are {len(indices)} indices")
+    bad = indices[(indices < 0) | (indices >= n)]
+    if len(bad):
+        fail(f"'indices' must lie in [0, {n}); found {bad[0]}")
+    values = None
+    if weight:
+        key = "weights" if "weights" in arrays else "data"
+        if key not in arrays:
+            fail(f"no 'weights' or 'data' array for the weights; arrays are {sorted(arrays)}")
+        values = arrays[key]
+        if values.shape != indices.shape or values.dtype.kind not in "iuf":
+            fail(f"{key!r} must be {len(indices)} numbers, got {values.dtype} of shape {values.shape}")
+        if not np.isfinite(values).all():
+            fail(f"{key!r} has {int((~np.isfinite(values)).sum())} non-finite values")
+    src = np.repeat(np.arange(n, dtype=np.int64), degrees)
+    return _frame(src, indices, values), n

@@ -1,0 +1,13 @@
+"""The superstep engine: worker-side store, walker queues, exchange and collection.
+
+It knows no algorithm: a walk family hands it a step kernel (see
+:func:`step_kernel`) and parameters, and it moves walkers between the
+partitions until every walk has ended.
+"""
+
+from ._advance import step_kernel
+from ._driver import run_walks
+from ._result import WalkResult
+from ._session import Session, attach, current
+
+__all__ = ["Session", "WalkResult", "attach", "current", "run_walks", "step_kernel"]

@@ -1,0 +1,145 @@
+"""Worker-side superstep tasks: init, advance, exchange, collect, assemble.
+
+Each wraps its failure in a :class:`TaskError` naming the phase, the superstep
+and the partition. Walkers are dicts of arrays on the worker's device
+(``walk_id`` int64, ``vertex`` int64, ``step`` int32, plus whatever a walk
+keeps, e.g. ``prev``).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from ..backend import to_host, xp
+from ..errors import GpipeError, TaskError
+from . import _pieces
+from ._store import store
+
+
+def _phase(name: str, unit: str = "partition"):
+    def wrap(task):
+        @functools.wraps(task)
+        def run(*args, part: int, superstep: int | None = None, **kwargs):
+            try:
+                return task(*args, part=part, superstep=superstep, **kwargs)
+            except TaskError:
+                raise
+            except Exception as exc:
+                cause = str(exc) if isinstance(exc, GpipeError) else repr(exc)
+                raise TaskError(name, part, superstep, cause, unit) from exc
+        return run
+    return wrap
+
+
+def _device_xp():
+    return xp(store().device)
+
+
+def step_kernel(fill):
+    """Make a runtime step function from a kernel that fills per-walker outputs.
+
+    ``fill(x, partition, walkers, params, out)`` gets room for every step each
+    walker has left: ``out['offset']`` into ``out['flat']``; it writes each
+    walker's visited vertices there (its current vertex first), the count in
+    ``out['length']``, the walker's new ``vertex`` and ``step`` (and any other
+    walker field it updates) and ``out['moved']`` = 1 for a walker that left
+    the partition, 0 for one that finished.
+    """
+
+    @functools.wraps(fill)
+    def advance(part, walkers: dict, params: dict):
+        x = _device_xp()
+        n = walkers["walk_id"].shape[0]
+        offset, total = _pieces.regions(x, walkers["step"], params["length"])
+        out = {"offset": offset, "flat": x.empty(total, part.indices.dtype), "length": x.empty(n, x.int32),
+               "vertex": x.empty(n, x.int64), "step": x.empty(n, x.int32), "moved": x.empty(n, x.int8)}
+        fill(x, part, walkers, params, out)
+        pieces = _pieces.compact({"walk_id": walkers["walk_id"], "start": walkers["step"], "length": out["length"],
+                                  "offset": offset, "flat": out["flat"]})
+        steps = int((out["step"] - walkers["step"]).sum())
+        moved = out["moved"].astype(bool)
+        movers = {k: out.get(k, v)[moved] for k, v in walkers.items()}
+        return pieces, movers, steps
+
+    return advance
+
+
+@_phase("init")
+def init_all(graph_id: str, walks_per_vertex: int, *, part: int, superstep=None) -> dict:
+    """One walker per (repetition, vertex) of this partition; walk id = rep * n + vertex."""
+    x = _device_xp()
+    p = store().partition(graph_id, part)
+    n = int(p.bounds[-1])
+    vertices = x.arange(p.lo, p.hi, dtype=x.int64)
+    walk_id = x.concatenate([vertices + r * n for r in range(walks_per_vertex)])
+    return {"walk_id": walk_id, "vertex": x.tile(vertices, walks_per_vertex),
+            "step": x.zeros(walk_id.shape[0], dtype=x.int32)}
+
+
+@_phase("advance")
+def advance(graph_id: str, run_id: str, walkers: dict, kernel, params: dict, *, part: int, superstep: int):
+    """Run ``kernel`` on this partition's walkers; keep the pieces, send the leavers on by destination."""
+    x = _device_xp()
+    st = store()
+    p = st.partition(graph_id, part)
+    walkers = {k: x.asarray(v) for k, v in walkers.items()}
+    pieces, movers, steps = kernel(p, walkers, params)
+    st.add_pieces(run_id, part, pieces)
+    parts = len(p.bounds) - 1
+    dest = x.searchsorted(x.asarray(p.bounds[1:-1]), movers["vertex"], side="right")
+    counts = to_host(x.bincount(dest, minlength=parts)).astype(np.int64)
+    order = x.argsort(dest)
+    ends = np.cumsum(counts)
+    outbound = [{k: v[order[int(e - c):int(e)]] for k, v in movers.items()} for c, e in zip(counts, ends)]
+    return {"to": counts, "steps": steps}, outbound
+
+
+def summary(advanced):
+    return advanced[0]
+
+
+def outbound(advanced, dest: int) -> dict:
+    return advanced[1][dest]
+
+
+@_phase("exchange")
+def exchange(*inbound: dict, part: int, superstep: int) -> dict:
+    """The walkers arriving at this partition, from every source."""
+    x = _device_xp()
+    return {k: x.concatenate([x.asarray(w[k]) for w in inbound]) for k in inbound[0]}
+
+
+@_phase("collect")
+def collect(run_id: str, block_rows: int, n_blocks: int, dtype, *, part: int, superstep=None) -> list[dict]:
+    """This partition's pieces of the run, grouped by output block (and released from the store)."""
+    x = _device_xp()
+    pieces = _pieces.concat(x, store().pop_pieces(run_id, part), dtype)
+    block = pieces["walk_id"] // block_rows
+    order = x.argsort(block)
+    counts = to_host(x.bincount(block, minlength=n_blocks))
+    ends = np.cumsum(counts)
+    keys = ("walk_id", "start", "length", "offset")
+    sorted_pieces = {k: pieces[k][order] for k in keys}
+    return [_pieces.compact(dict({k: v[int(e - c):int(e)] for k, v in sorted_pieces.items()}, flat=pieces["flat"]),
+                            always=True)
+            for c, e in zip(counts, ends)]
+
+
+def block_of(collected: list[dict], block: int) -> dict:
+    return collected[block]
+
+
+@_phase("assemble", unit="output block")
+def assemble(base: int, rows: int, width: int, dtype, *piece_sets: dict, part: int, superstep=None):
+    """Block ``part`` of the result: walks ``base..base+rows-1`` as a ``(rows, width)`` array."""
+    x = _device_xp()
+    piece_sets = [{k: x.asarray(v) for k, v in ps.items()} for ps in piece_sets]
+    return _pieces.scatter(x, _pieces.concat(x, piece_sets, dtype), base, rows, width, dtype)
+
+
+def drop_run(run_id: str, dask_worker=None) -> None:
+    plugin = dask_worker.plugins.get("gpipe")
+    if plugin is not None:
+        plugin.drop_run(run_id)

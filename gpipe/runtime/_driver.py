@@ -1,0 +1,124 @@
+"""The client-side superstep loop: it looks only at counts.
+
+Each superstep runs one ``advance`` task per partition holding walkers (the
+busiest first), then one ``exchange`` task per destination that gathers the
+walkers sent to it. When no walker is left, ``collect`` and ``assemble`` turn
+the pieces kept on the workers into blocks of the result, still on the workers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+import uuid
+from collections import defaultdict
+from typing import Callable
+
+import numpy as np
+from distributed import wait
+
+from .. import config
+from . import _advance
+from ._result import WalkResult
+
+
+def _pinned(client, func, *args, worker: str, key: str, **kwargs):
+    return client.submit(func, *args, workers=[worker], allow_other_workers=False, pure=False, key=key, **kwargs)
+
+
+def run_walks(graph, kernel: Callable, params: dict, *, length: int, num_walks: int, walks_per_vertex: int,
+              starts: np.ndarray | None, algorithm: str, progress: Callable | None = None) -> WalkResult:
+    """Run walkers over ``graph`` with ``kernel`` until every walk has ended.
+
+    ``starts`` are dense start vertices (None: every vertex); walk ``r * len(starts) + i``
+    is the ``r``-th walk from ``starts[i]``.
+    """
+    client = graph.client
+    run_id = uuid.uuid4().hex[:12]
+    params = dict(params, length=length)
+    placement = graph.placement
+    parts = graph.num_partitions
+    t0 = time.perf_counter()
+    try:
+        queues, counts = _initial_walkers(graph, run_id, walks_per_vertex, starts)
+        ran: set[int] = set()
+        superstep = steps = 0
+        while counts.sum() > 0:
+            active = [int(p) for p in np.argsort(-counts, kind="stable") if counts[p] > 0]
+            advanced = {
+                p: _pinned(client, _advance.advance, graph.graph_id, run_id, queues[p], kernel, params, part=p,
+                           superstep=superstep, worker=placement[p], key=f"gpipe-advance-{run_id}-{superstep}-{p}")
+                for p in active
+            }
+            ran.update(active)
+            summaries = client.gather([client.submit(_advance.summary, advanced[p], pure=False) for p in active])
+            counts = np.zeros(parts, dtype=np.int64)
+            inbound = defaultdict(list)
+            for p, s in zip(active, summaries):
+                steps += s["steps"]
+                counts += s["to"]
+                inbound_for = np.flatnonzero(s["to"])
+                for q in inbound_for:
+                    inbound[int(q)].append(client.submit(_advance.outbound, advanced[p], int(q), pure=False))
+            queues = {
+                q: _pinned(client, _advance.exchange, *futs, part=q, superstep=superstep, worker=placement[q],
+                           key=f"gpipe-exchange-{run_id}-{superstep}-{q}")
+                for q, futs in inbound.items()
+            }
+            superstep += 1
+            if progress is not None:
+                progress(superstep=superstep, active=int(counts.sum()), steps=steps, total=num_walks)
+        blocks, block_rows = _collect(graph, run_id, sorted(ran), length, num_walks)
+        wait(blocks)
+    except BaseException:
+        with contextlib.suppress(Exception):
+            client.run(_advance.drop_run, run_id)
+        raise
+    seconds = time.perf_counter() - t0
+    stats = {"algorithm": algorithm, "walks": num_walks, "length": length, "steps": steps, "seconds": seconds,
+             "steps_per_second": steps / seconds if seconds > 0 else 0.0, "supersteps": superstep,
+             "partitions": parts, "workers": len(set(placement)), "device": graph.device}
+    return WalkResult(client, blocks, block_rows, num_walks, length + 1, graph.id_map, stats)
+
+
+def _initial_walkers(graph, run_id: str, walks_per_vertex: int, starts: np.ndarray | None):
+    client, placement = graph.client, graph.placement
+    parts = graph.num_partitions
+    if starts is None:
+        sizes = np.diff(graph.bounds) * walks_per_vertex
+        queues = {
+            p: _pinned(client, _advance.init_all, graph.graph_id, walks_per_vertex, part=p, worker=placement[p],
+                       key=f"gpipe-init-{run_id}-{p}")
+            for p in range(parts) if sizes[p] > 0
+        }
+        return queues, sizes.astype(np.int64)
+    walk_id = np.arange(len(starts) * walks_per_vertex, dtype=np.int64)
+    vertex = np.tile(starts.astype(np.int64), walks_per_vertex)
+    owner = np.searchsorted(graph.bounds, vertex, side="right") - 1
+    counts = np.bincount(owner, minlength=parts).astype(np.int64)
+    queues = {}
+    for p in np.flatnonzero(counts):
+        mask = owner == p
+        walkers = {"walk_id": walk_id[mask], "vertex": vertex[mask], "step": np.zeros(int(counts[p]), np.int32)}
+        [queues[int(p)]] = client.scatter([walkers], workers=[placement[p]])
+    return queues, counts
+
+
+def _collect(graph, run_id: str, ran: list[int], length: int, num_walks: int):
+    client, placement = graph.client, graph.placement
+    block_rows = int(config.get("walks.block-size"))
+    n_blocks = max(1, -(-num_walks // block_rows))
+    dtype = np.int32 if graph.num_vertices < 2**31 else np.int64
+    collected = {
+        p: _pinned(client, _advance.collect, run_id, block_rows, n_blocks, dtype, part=p, worker=placement[p],
+                   key=f"gpipe-collect-{run_id}-{p}")
+        for p in ran
+    }
+    blocks = []
+    for b in range(n_blocks):
+        base = b * block_rows
+        rows = min(block_rows, num_walks - base)
+        pieces = [client.submit(_advance.block_of, collected[p], b, pure=False) for p in ran]
+        blocks.append(client.submit(_advance.assemble, base, rows, length + 1, dtype, *pieces, part=b, pure=False,
+                                    key=f"gpipe-assemble-{run_id}-{b}"))
+    return blocks, block_rows

@@ -1,0 +1,80 @@
+"""Path pieces: what a walker wrote while it stayed inside one partition.
+
+A piece set is a dict of arrays ``walk_id`` (int64), ``start`` (int32, the step
+of the piece's first vertex), ``length`` (int32), ``offset`` (int64) and a
+``flat`` vertex buffer. Step kernels write pieces; the collect phase scatters
+them into blocks of the ``(walks, length + 1)`` result. CUDA: ``kernels/pieces.cu``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..backend import cpu_kernel, device_of, prange, xp
+from ..kernels import function, id_type, launch
+
+
+def regions(x, steps, length: int):
+    """Offsets of each walker's output region (room for every step it has left) and the total size."""
+    room = (length + 1 - steps).astype(x.int64)
+    offset = x.zeros(room.shape[0] + 1, dtype=x.int64)
+    x.cumsum(room, out=offset[1:])
+    return offset[:-1], int(offset[-1])
+
+
+def compact(pieces: dict, always: bool = False) -> dict:
+    """The same pieces over a flat buffer with no gaps (when the gaps are most of it, or ``always``)."""
+    x = xp(device_of(pieces["flat"]))
+    length = pieces["length"]
+    new_offset = x.zeros(length.shape[0] + 1, dtype=x.int64)
+    x.cumsum(length, out=new_offset[1:])
+    total = int(new_offset[-1])
+    if not always and 2 * total >= pieces["flat"].shape[0]:
+        return pieces
+    flat = x.empty(total, dtype=pieces["flat"].dtype)
+    args = (pieces["offset"], length, new_offset[:-1], pieces["flat"], flat)
+    if x is np:
+        _copy_pieces_cpu(*args)
+    else:
+        launch(function("pieces.cu", "gp_copy_pieces", template=id_type(flat.dtype)), length.shape[0],
+               (np.int64(length.shape[0]), *args))
+    return {**pieces, "offset": new_offset[:-1], "flat": flat}
+
+
+def concat(x, piece_sets: list[dict], dtype) -> dict:
+    """One piece set from many (offsets shifted onto the concatenated buffer)."""
+    if not piece_sets:
+        return {"walk_id": x.zeros(0, x.int64), "start": x.zeros(0, x.int32), "length": x.zeros(0, x.int32),
+                "offset": x.zeros(0, x.int64), "flat": x.zeros(0, dtype)}
+    shifts = np.cumsum([0] + [p["flat"].shape[0] for p in piece_sets[:-1]])
+    out = {k: x.concatenate([p[k] for p in piece_sets]) for k in ("walk_id", "start", "length", "flat")}
+    out["offset"] = x.concatenate([p["offset"] + int(s) for p, s in zip(piece_sets, shifts)])
+    return out
+
+
+def scatter(x, pieces: dict, base: int, rows: int, width: int, dtype):
+    """A ``(rows, width)`` block of walks ``base..base+rows-1``, -1 where nothing was written."""
+    out = x.full((rows, width), -1, dtype=dtype)
+    n = pieces["walk_id"].shape[0]
+    args = (pieces["walk_id"], pieces["start"], pieces["length"], pieces["offset"], pieces["flat"].astype(dtype, copy=False))
+    if x is np:
+        _scatter_pieces_cpu(*args, base, width, out.reshape(-1))
+    else:
+        launch(function("pieces.cu", "gp_scatter_pieces", template=id_type(dtype)), n,
+               (np.int64(n), *args, np.int64(base), np.int32(width), out))
+    return out
+
+
+@cpu_kernel(parallel=True)
+def _copy_pieces_cpu(offset, length, new_offset, src, dst):
+    for i in prange(length.shape[0]):
+        for j in range(length[i]):
+            dst[new_offset[i] + j] = src[offset[i] + j]
+
+
+@cpu_kernel(parallel=True)
+def _scatter_pieces_cpu(walk_id, start, length, offset, flat, base, width, out):
+    for i in prange(walk_id.shape[0]):
+        row = (walk_id[i] - base) * width + start[i]
+        for j in range(length[i]):
+            out[row + j] = flat[offset[i] + j]

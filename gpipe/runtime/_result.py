@@ -1,0 +1,171 @@
+"""The lazy result of a walk run: blocks of the walk matrix that stay on the workers."""
+
+from __future__ import annotations
+
+import os
+from collections import deque
+
+import numpy as np
+import pandas as pd
+
+from ..backend import cpu_kernel, to_host
+from ._files import atomic_dir, atomic_file
+
+
+class WalkResult:
+    """Walks kept on the workers as blocks of rows until asked for.
+
+    ``compute()`` gives an ``(n_walks, length + 1)`` array of original vertex
+    ids, padded after a walk's end with -1 (or None when the ids are not
+    integers). ``to_corpus`` writes one walk per line, ids separated by spaces
+    (gensim's ``LineSentence`` format), streaming block by block;
+    ``to_parquet`` writes one file per block. ``stats`` holds steps, seconds
+    and steps per second.
+    """
+
+    def __init__(self, client, blocks: list, block_rows: int, num_walks: int, width: int, id_map, stats: dict):
+        self._client = client
+        self._blocks = blocks
+        self._block_rows = block_rows
+        self.num_walks = num_walks
+        self.width = width
+        self._id_map = id_map
+        self._id_future = None
+        self.stats = stats
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return (self.num_walks, self.width)
+
+    def __len__(self) -> int:
+        return self.num_walks
+
+    def __repr__(self) -> str:
+        s = self.stats
+        return (f"<gpipe.WalkResult {s['algorithm']}: {self.num_walks} walks x {self.width} vertices, "
+                f"{s['steps']} steps in {s['seconds']:.3f} s ({s['steps_per_second']:.3g} steps/s)>")
+
+    def _ids(self):
+        if self._id_map is not None and self._id_future is None:
+            [self._id_future] = self._client.scatter([self._id_map], broadcast=True)
+        return self._id_future
+
+    def _map_blocks(self, func, *args):
+        ids = self._ids()
+        return [self._client.submit(func, block, ids, b * self._block_rows, *args, pure=False)
+                for b, block in enumerate(self._blocks)]
+
+    def compute(self) -> np.ndarray:
+        """All walks as one host array of original vertex ids."""
+        parts = self._client.gather(self._map_blocks(_original))
+        return np.concatenate(parts) if parts else np.zeros((0, self.width), np.int64)
+
+    def to_dask(self):
+        """The walks as a dask array, one chunk per block, original vertex ids."""
+        import dask.array as da
+
+        dtype = np.int64 if self._id_map is None else self._id_map.dtype
+        futures = self._map_blocks(_original)
+        rows = [min(self._block_rows, self.num_walks - b * self._block_rows) for b in range(len(futures))]
+        return da.concatenate([da.from_delayed(f, (r, self.width), dtype=dtype) for f, r in zip(futures, rows)])
+
+    def to_parquet(self, path) -> str:
+        """Write one Parquet file per block (columns ``walk``, ``step_0`` .. ``step_L``) into folder ``path``."""
+        path = os.fspath(path)
+        with atomic_dir(path) as tmp:
+            self._client.gather(self._map_blocks(_write_parquet, tmp))
+        return path
+
+    def to_corpus(self, path) -> str:
+        """Write the walks as text, one per line, ids separated by spaces (word2vec ``LineSentence``).
+
+        Blocks are formatted on the workers and written in order; the client
+        holds one block of text at a time, so corpora larger than its memory
+        can be written.
+        """
+        path = os.fspath(path)
+        ids = self._ids()
+        window = max(2, 2 * len(self._client.scheduler_info(n_workers=-1)["workers"]))
+        pending: deque = deque()
+        with atomic_file(path, "wb") as out:
+            for b, block in enumerate(self._blocks):
+                pending.append(self._client.submit(_corpus_text, block, ids, b * self._block_rows, pure=False))
+                if len(pending) >= window:
+                    out.write(pending.popleft().result())
+            while pending:
+                out.write(pending.popleft().result())
+        return path
+
+
+def _original(block, id_map, base: int) -> np.ndarray:
+    dense = to_host(block)
+    if id_map is None:
+        return dense.astype(np.int64)
+    pad = dense < 0
+    if np.issubdtype(id_map.dtype, np.integer):
+        return np.where(pad, -1, id_map[np.where(pad, 0, dense)]).astype(np.int64)
+    out = id_map[np.where(pad, 0, dense)].astype(object)
+    out[pad] = None
+    return out
+
+
+def _write_parquet(block, id_map, base: int, folder: str) -> str:
+    walks = _original(block, id_map, base)
+    frame = pd.DataFrame({f"step_{j}": walks[:, j] for j in range(walks.shape[1])})
+    frame.insert(0, "walk", np.arange(base, base + walks.shape[0], dtype=np.int64))
+    name = os.path.join(folder, f"walks-{base:012d}.parquet")
+    frame.to_parquet(name, index=False)
+    return name
+
+
+def _corpus_text(block, id_map, base: int) -> bytes:
+    dense = to_host(block)
+    if id_map is None:
+        return _format_int_rows(dense, np.zeros(0, np.int64), False).tobytes()
+    if np.issubdtype(id_map.dtype, np.integer):
+        return _format_int_rows(dense, id_map.astype(np.int64), True).tobytes()
+    lines = (" ".join(map(str, id_map[row[row >= 0]])) for row in dense)
+    return ("\n".join(lines) + "\n").encode() if dense.shape[0] else b""
+
+
+@cpu_kernel()
+def _digits(v):
+    n = 1
+    v = -v if v < 0 else v
+    while v >= 10:
+        v //= 10
+        n += 1
+    return n
+
+
+@cpu_kernel()
+def _format_int_rows(dense, ids, mapped):
+    size = 0
+    for r in range(dense.shape[0]):
+        for c in range(dense.shape[1]):
+            if dense[r, c] < 0:
+                break
+            v = ids[dense[r, c]] if mapped else np.int64(dense[r, c])
+            size += _digits(v) + 1 + (1 if v < 0 else 0)
+    out = np.empty(size, np.uint8)
+    pos = 0
+    for r in range(dense.shape[0]):
+        for c in range(dense.shape[1]):
+            if dense[r, c] < 0:
+                break
+            v = ids[dense[r, c]] if mapped else np.int64(dense[r, c])
+            if c > 0:
+                out[pos] = 32
+                pos += 1
+            if v < 0:
+                out[pos] = 45
+                pos += 1
+                v = -v
+            nd = _digits(v)
+            for k in range(nd - 1, -1, -1):
+                out[pos + k] = 48 + v % 10
+                v //= 10
+            pos += nd
+        out[pos] = 10
+        pos += 1
+    return out

@@ -1,0 +1,67 @@
+"""Which client and device gpipe work runs on: attaching a Dask client once."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from distributed import Client, default_client
+
+from .. import config
+from ..backend import DEVICES, gpu_problem
+from .._validate import check_choice
+from ..errors import DeviceUnavailableError, GpipeError
+from ._store import PLUGIN_NAME, GpipeStore
+
+
+@dataclass(frozen=True)
+class Session:
+    client: Client
+    device: str
+
+    def workers(self) -> list[str]:
+        """Addresses of the workers now connected, in a stable order."""
+        workers = sorted(self.client.scheduler_info(n_workers=-1)["workers"])
+        if not workers:
+            raise GpipeError(f"the cluster at {self.client.scheduler.address} has no workers")
+        return workers
+
+
+_sessions: dict[str, Session] = {}
+
+
+def _store_device(dask_worker=None) -> str | None:
+    plugin = dask_worker.plugins.get(PLUGIN_NAME)
+    return getattr(plugin, "device", None)
+
+
+def attach(client: Client, device: str = "auto", timeout: float = 60) -> Session:
+    """Register gpipe's worker store on every worker of ``client`` and fix the device.
+
+    ``device='auto'`` picks the GPU when every worker has one; ``'gpu'`` raises
+    :class:`DeviceUnavailableError` naming a worker without a usable GPU.
+    """
+    check_choice("device", device, DEVICES)
+    client.wait_for_workers(1, timeout=timeout)
+    problems = client.run(gpu_problem) if device != "cpu" else {}
+    missing = {w: p for w, p in problems.items() if p is not None}
+    if device == "gpu" and missing:
+        worker, problem = next(iter(sorted(missing.items())))
+        raise DeviceUnavailableError(f"device='gpu' was asked for, but on worker {worker}: {problem}")
+    resolved = "cpu" if device == "cpu" or missing else "gpu"
+    if set(client.run(_store_device).values()) != {resolved}:
+        client.register_plugin(GpipeStore(resolved), name=PLUGIN_NAME)
+    session = _sessions[client.id] = Session(client, resolved)
+    return session
+
+
+def current(client: Client | None = None) -> Session:
+    """The session of ``client`` (default: the current Dask client), attaching it on first use."""
+    if client is None:
+        try:
+            client = default_client()
+        except ValueError:
+            raise GpipeError("no Dask client is connected: call gpipe.connect() first") from None
+    session = _sessions.get(client.id)
+    if session is None or session.client.status != "running":
+        session = attach(client, config.get("device"))
+    return session

@@ -1,0 +1,40 @@
+"""Shared fixtures: real Dask clusters of worker processes (never mocks)."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import gpipe
+
+
+def _local(n_workers: int, device: str):
+    return gpipe.connect(n_workers=n_workers, threads_per_worker=1, device=device, dashboard_address=":0")
+
+
+@pytest.fixture(scope="session")
+def cpu_cluster():
+    """A LocalCluster of two worker processes, CPU device."""
+    with _local(2, "cpu") as client:
+        yield client
+
+
+@pytest.fixture(scope="session")
+def one_worker_cluster():
+    with _local(1, "cpu") as client:
+        yield client
+
+
+@pytest.fixture
+def cpu(cpu_cluster):
+    """The two-worker CPU client, current for the test."""
+    with cpu_cluster.as_current():
+        yield cpu_cluster
+
+
+@pytest.fixture
+def small_edges() -> pd.DataFrame:
+    """A small undirected graph with a skewed degree sequence, a pendant vertex and a triangle."""
+    rng = np.random.default_rng(5)
+    src = np.concatenate([np.zeros(12, int), rng.integers(1, 40, 80)])
+    dst = np.concatenate([np.arange(1, 13), rng.integers(1, 40, 80)])
+    return pd.DataFrame({"src": src, "dst": dst})

@@ -1,0 +1,81 @@
+"""CUDA kernels against their CPU twins: same bits for the same seed (run with -m gpu on a GPU host)."""
+
+import numpy as np
+import pytest
+
+import gpipe
+from gpipe import _rng
+from gpipe.backend import gpu_problem
+
+pytestmark = pytest.mark.gpu
+
+if gpu_problem() is not None:
+    pytest.skip(f"no usable GPU: {gpu_problem()}", allow_module_level=True)
+
+import cupy  # noqa: E402
+
+from gpipe.kernels import function, launch  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def gpu_cluster():
+    with gpipe.connect(n_workers=1, device="gpu", dashboard_address=":0") as client:
+        yield client
+
+
+def test_rng_bits_match_cpu_twin():
+    streams = np.arange(0, 1 << 16, 7, dtype=np.int64) * 1_000_003
+    for step, draw in [(0, 0), (5, 1), (79, 3)]:
+        out = cupy.empty(streams.size, cupy.uint64)
+        launch(function("rng.cu", "gp_draws"), streams.size,
+               (np.uint64(42), cupy.asarray(streams), np.int64(streams.size), np.int64(step), np.int64(draw), out))
+        np.testing.assert_array_equal(out.get(), _rng.draws(42, streams, step, draw))
+
+
+def _on(client, func):
+    with client.as_current():
+        return func()
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_rmat_graph_matches_cpu(gpu_cluster, cpu_cluster, weighted, tmp_path):
+    def build():
+        g = gpipe.generators.rmat(scale=12, edge_factor=8, seed=3, weighted=weighted, partitions=3)
+        return g.device, g.num_edges, g.degrees().to_numpy(), g.to_parquet(tmp_path / g.device)
+
+    gdev, gm, gdeg, gpath = _on(gpu_cluster, build)
+    cdev, cm, cdeg, cpath = _on(cpu_cluster, build)
+    assert (gdev, cdev) == ("gpu", "cpu")
+    assert gm == cm
+    np.testing.assert_array_equal(gdeg, cdeg)
+    import pandas as pd
+
+    for part in range(3):
+        name = f"part-{part:05d}.parquet"
+        pd.testing.assert_frame_equal(pd.read_parquet(f"{gpath}/{name}"), pd.read_parquet(f"{cpath}/{name}"))
+
+
+@pytest.mark.parametrize("partitions", [1, 3, 8])
+def test_deepwalk_cuda_equals_cpu_twin(gpu_cluster, cpu_cluster, partitions):
+    def walk():
+        g = gpipe.generators.rmat(scale=11, edge_factor=4, seed=9, partitions=partitions)
+        w = gpipe.walks.deepwalk(g, length=40, walks_per_vertex=2, seed=11)
+        return w.stats["device"], w.compute()
+
+    gdev, gwalks = _on(gpu_cluster, walk)
+    cdev, cwalks = _on(cpu_cluster, walk)
+    assert (gdev, cdev) == ("gpu", "cpu")
+    assert gwalks.shape == (2 * 2048, 41)
+    np.testing.assert_array_equal(gwalks, cwalks)
+
+
+def test_deepwalk_gpu_string_ids_and_starts(gpu_cluster, cpu_cluster):
+    import pandas as pd
+
+    edges = pd.DataFrame({"src": ["a", "b", "c", "c", "e"], "dst": ["b", "c", "a", "d", "a"]})
+
+    def walk():
+        g = gpipe.from_edges(edges, partitions=2)
+        return gpipe.walks.deepwalk(g, length=12, start=["a", "d", "a"], walks_per_vertex=3, seed=4).compute()
+
+    np.testing.assert_array_equal(_on(gpu_cluster, walk), _on(cpu_cluster, walk))

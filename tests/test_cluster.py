@@ -1,0 +1,98 @@
+"""Connecting the way users do: local clusters, scheduler files (HPC jobs), addresses; device errors."""
+
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+import gpipe
+from gpipe.backend import gpu_problem
+from gpipe.errors import DeviceUnavailableError, GpipeValueError, TaskError
+
+
+def _walks():
+    g = gpipe.generators.rmat(scale=9, edge_factor=4, seed=6, partitions=3)
+    return gpipe.walks.deepwalk(g, length=12, seed=2).compute()
+
+
+@pytest.fixture
+def scheduler_file_cluster(tmp_path):
+    """A scheduler and two worker processes started as an HPC batch job starts them."""
+    sched_file = tmp_path / "scheduler.json"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [os.getcwd(), os.environ.get("PYTHONPATH")])))
+    dask = [os.path.join(os.path.dirname(sys.executable), "dask")]
+    procs = [subprocess.Popen(dask + ["scheduler", "--scheduler-file", str(sched_file), "--port", "0",
+                                      "--dashboard-address", ":0"], env=env, stderr=subprocess.DEVNULL)]
+    try:
+        for _ in range(2):
+            procs.append(subprocess.Popen(dask + ["worker", "--scheduler-file", str(sched_file), "--nthreads", "1",
+                                                  "--nworkers", "1", "--no-dashboard"], env=env,
+                                          stderr=subprocess.DEVNULL))
+        yield sched_file
+    finally:
+        for p in reversed(procs):
+            p.terminate()
+        for p in procs:
+            p.wait(timeout=30)
+
+
+def test_scheduler_file_cluster_via_environment(scheduler_file_cluster, cpu_cluster, monkeypatch):
+    for _ in range(300):
+        if scheduler_file_cluster.exists():
+            break
+        time.sleep(0.1)
+    monkeypatch.setenv("GPIPE_SCHEDULER_FILE", str(scheduler_file_cluster))
+    with gpipe.connect(device="cpu") as client:
+        client.wait_for_workers(2, timeout=60)
+        assert len(client.scheduler_info()["workers"]) == 2
+        hpc = _walks()
+    with cpu_cluster.as_current():
+        local = _walks()
+    np.testing.assert_array_equal(hpc, local)
+
+
+def test_connect_by_address_shares_the_cluster(cpu_cluster):
+    with gpipe.connect(address=cpu_cluster.scheduler.address) as client:
+        assert set(client.scheduler_info()["workers"]) == set(cpu_cluster.scheduler_info()["workers"])
+        g = gpipe.generators.rmat(scale=6, edge_factor=2, seed=0, partitions=2)
+        assert g.num_vertices == 64
+    assert cpu_cluster.status == "running"  # closing a client of an existing cluster leaves it up
+
+
+@pytest.mark.skipif(gpu_problem() is None, reason="this machine has a usable GPU")
+def test_asking_for_a_missing_gpu_says_what_is_missing():
+    with pytest.raises(DeviceUnavailableError, match="device='gpu' was asked for, but .*cupy"):
+        gpipe.connect(device="gpu", n_workers=1)
+
+
+def test_bad_connect_parameters():
+    with pytest.raises(GpipeValueError, match="'device' must be one of 'auto', 'cpu', 'gpu'; got 'tpu'"):
+        gpipe.connect(device="tpu")
+    with pytest.raises(GpipeValueError, match="'n_workers' must be a positive integer, got 0"):
+        gpipe.connect(n_workers=0, device="cpu")
+
+
+def test_failed_task_names_phase_and_partition(cpu):
+    from gpipe.graph._graph import _drop_graph
+
+    g = gpipe.generators.rmat(scale=6, edge_factor=2, seed=0, partitions=2)
+    cpu.run(_drop_graph, g.graph_id)  # as if the workers had lost the graph
+    with pytest.raises(TaskError, match=r"init failed in partition \d: partition \d of graph \w+ is not on worker"):
+        gpipe.walks.deepwalk(g, length=3)
+
+
+def test_calls_without_a_client_say_to_connect():
+    from distributed.client import _current_client, _global_clients
+
+    saved = dict(_global_clients)
+    _global_clients.clear()
+    token = _current_client.set(None)
+    try:
+        with pytest.raises(gpipe.GpipeError, match=r"call gpipe.connect\(\) first"):
+            gpipe.generators.rmat(scale=4)
+    finally:
+        _current_client.reset(token)
+        _global_clients.update(saved)

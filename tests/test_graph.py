@@ -1,0 +1,159 @@
+"""Graph construction on a real two-worker cluster: partitioning, cleaning, renumbering, I/O."""
+
+import dask.dataframe as dd
+import numpy as np
+import pandas as pd
+import pytest
+
+import gpipe
+from gpipe.errors import GpipeFileError, GpipeValueError
+
+
+def _stored_edges(g, tmp_path) -> pd.DataFrame:
+    folder = g.to_parquet(tmp_path / "g")
+    return pd.read_parquet(folder).sort_values(["src", "dst"]).reset_index(drop=True)
+
+
+def _expected_undirected(edges: pd.DataFrame) -> pd.DataFrame:
+    e = edges[edges.src != edges.dst]
+    both = pd.concat([e, e.rename(columns={"src": "dst", "dst": "src"})])
+    return both.drop_duplicates().sort_values(["src", "dst"]).reset_index(drop=True)
+
+
+def test_undirected_graph_stores_both_directions_without_loops_or_duplicates(cpu, small_edges, tmp_path):
+    edges = pd.concat([small_edges, pd.DataFrame({"src": [3, 3, 7], "dst": [3, 9, 9]})], ignore_index=True)
+    g = gpipe.from_edges(edges, partitions=3)
+    expected = _expected_undirected(edges)
+    stored = _stored_edges(g, tmp_path)
+    pd.testing.assert_frame_equal(stored[["src", "dst"]], expected[["src", "dst"]], check_dtype=False)
+    assert g.num_edges == len(expected) // 2
+    assert g.num_partitions == 3
+    deg = g.degrees()
+    np.testing.assert_array_equal(deg.to_numpy(), np.bincount(expected.src, minlength=g.num_vertices))
+
+
+def test_keep_self_loops_and_duplicates(cpu, tmp_path):
+    edges = pd.DataFrame({"src": [0, 0, 1, 2], "dst": [1, 1, 1, 0]})
+    g = gpipe.from_edges(edges, directed=True, keep_self_loops=True, keep_duplicates=True, partitions=2)
+    assert g.num_edges == 4
+    g2 = gpipe.from_edges(edges, directed=True, partitions=2)
+    assert g2.num_edges == 2
+    assert g2.degrees().tolist() == [1, 0, 1]
+
+
+def test_duplicate_weights_merge_to_the_largest(cpu, tmp_path):
+    edges = pd.DataFrame({"src": [0, 1, 0, 1], "dst": [1, 0, 2, 2], "w": [0.5, 2.0, 1.0, 3.0]})
+    g = gpipe.from_edges(edges, weight="w", partitions=2)
+    stored = _stored_edges(g, tmp_path)
+    got = {(s, d): w for s, d, w in stored.itertuples(index=False)}
+    assert got == {(0, 1): 2.0, (1, 0): 2.0, (0, 2): 1.0, (2, 0): 1.0, (1, 2): 3.0, (2, 1): 3.0}
+    assert g.weighted
+
+
+def test_partitions_are_contiguous_and_edge_balanced(cpu):
+    g = gpipe.generators.rmat(scale=12, edge_factor=8, seed=2, partitions=4)
+    assert g.bounds[0] == 0 and g.bounds[-1] == 4096 and np.all(np.diff(g.bounds) > 0)
+    edges = np.array([info["edges"] for info in g.partition_info])
+    assert edges.max() / edges.mean() < 1.1
+    assert set(g.placement) == set(cpu.scheduler_info()["workers"])
+    vertices = np.array([0, int(g.bounds[1]) - 1, int(g.bounds[1]), 4095])
+    np.testing.assert_array_equal(g.owner(vertices), [0, 0, 1, 3])
+    assert g.owner(0) == 0
+
+
+def test_rmat_is_independent_of_partitions_and_symmetric(cpu, tmp_path):
+    a = gpipe.generators.rmat(scale=10, edge_factor=8, seed=4, partitions=1)
+    b = gpipe.generators.rmat(scale=10, edge_factor=8, seed=4, partitions=5)
+    assert a.num_vertices == 1024 and a.num_edges == b.num_edges > 0
+    np.testing.assert_array_equal(a.degrees(), b.degrees())
+    stored = _stored_edges(b, tmp_path)
+    assert not (stored.src == stored.dst).any()
+    flipped = stored.rename(columns={"src": "dst", "dst": "src"})[["src", "dst"]]
+    pd.testing.assert_frame_equal(flipped.sort_values(["src", "dst"]).reset_index(drop=True), stored[["src", "dst"]])
+    c = gpipe.generators.rmat(scale=10, edge_factor=8, seed=5, partitions=1)
+    assert not np.array_equal(a.degrees(), c.degrees())
+
+
+def test_rmat_degrees_are_skewed(cpu):
+    deg = gpipe.generators.rmat(scale=12, edge_factor=16, seed=0).degrees().to_numpy()
+    assert deg.max() > 20 * deg.mean()
+
+
+def test_string_ids_are_renumbered_and_translated_back(cpu):
+    edges = pd.DataFrame({"src": ["x", "y", "z", "z"], "dst": ["y", "z", "x", "w"]})
+    g = gpipe.from_edges(edges, partitions=2)
+    assert g.num_vertices == 4 and g.num_edges == 4
+    assert g.degrees().to_dict() == {"w": 1, "x": 2, "y": 2, "z": 3}
+    assert g.owner("w") == 0
+    with pytest.raises(GpipeValueError, match="'v' must hold vertices of the graph"):
+        g.owner("nope")
+
+
+def test_sparse_integer_ids_are_renumbered(cpu):
+    edges = pd.DataFrame({"src": [10**12, 5], "dst": [5, 7]})
+    g = gpipe.from_edges(edges, partitions=1)
+    assert g.num_vertices == 3
+    assert g.degrees().to_dict() == {5: 2, 7: 1, 10**12: 1}
+
+
+def test_dask_frame_input(cpu, small_edges):
+    g = gpipe.from_edges(dd.from_pandas(small_edges, npartitions=3), partitions=2)
+    ref = gpipe.from_edges(small_edges, partitions=1)
+    assert g.num_edges == ref.num_edges
+    np.testing.assert_array_equal(g.degrees(), ref.degrees())
+
+
+def test_graph_folder_round_trip(cpu, tmp_path):
+    edges = pd.DataFrame({"src": ["a", "b", "c"], "dst": ["b", "c", "a"], "w": [1.0, 2.0, 3.0]})
+    g = gpipe.from_edges(edges, weight="w", partitions=2)
+    folder = g.to_parquet(tmp_path / "graph")
+    back = gpipe.read_edges(folder, partitions=3)
+    assert (back.num_vertices, back.num_edges, back.weighted, back.directed) == (3, 3, True, False)
+    pd.testing.assert_series_equal(back.degrees(), g.degrees())
+    a = gpipe.walks.deepwalk(g, length=6, seed=1).compute()
+    b = gpipe.walks.deepwalk(back, length=6, seed=1).compute()
+    np.testing.assert_array_equal(a, b)
+
+
+def test_read_edges_snap_file(cpu, tmp_path):
+    path = tmp_path / "g.txt"
+    path.write_text("# a SNAP file\n% another comment\n1\t2\n2 3\n\n3   1\n4 1\n")
+    g = gpipe.read_edges(path, partitions=2)
+    assert (g.num_vertices, g.num_edges) == (5, 4)
+    assert g.degrees().tolist() == [0, 3, 2, 2, 1]
+
+
+def test_read_edges_malformed_file_names_file_and_line(cpu, tmp_path):
+    path = tmp_path / "bad.txt"
+    path.write_text("# header\n1 2\n2 3\n3 4 5 6\n")
+    with pytest.raises(GpipeFileError, match=rf"{path}:4"):
+        gpipe.read_edges(path)
+
+
+def test_read_edges_formats_agree(cpu, small_edges, tmp_path):
+    small_edges.to_csv(tmp_path / "e.csv", index=False)
+    small_edges.to_parquet(tmp_path / "e.parquet")
+    (tmp_path / "e.el").write_text("".join(f"{s} {d}\n" for s, d in small_edges.itertuples(index=False)))
+    ref = gpipe.from_edges(small_edges).degrees()
+    for name in ("e.csv", "e.parquet", "e.el"):
+        pd.testing.assert_series_equal(gpipe.read_edges(tmp_path / name).degrees(), ref)
+
+
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda: gpipe.generators.rmat(scale=0), "'scale' must be a positive integer, got 0"),
+        (lambda: gpipe.generators.rmat(scale=4, edge_factor=-1), "'edge_factor' must be a positive integer, got -1"),
+        (lambda: gpipe.generators.rmat(scale=4, a=0.6, b=0.3, c=0.3), "'a \\+ b \\+ c' must be at most 1"),
+        (lambda: gpipe.generators.rmat(scale=4, partitions=0), "'partitions' must be a positive integer, got 0"),
+        (lambda: gpipe.generators.rmat(scale=2, partitions=9), "'partitions' must be at most the number of vertices"),
+        (lambda: gpipe.from_edges(pd.DataFrame({"a": [1], "dst": [2]})), "'src' must name a column of the frame, got 'src'"),
+        (lambda: gpipe.from_edges(pd.DataFrame({"src": [1], "dst": [2], "w": [-1.0]}), weight="w"),
+         "'weight' column 'w' must hold finite, non-negative numbers"),
+        (lambda: gpipe.from_edges([(1, 2)]), "'frame' must be a pandas, cudf or dask DataFrame, got list"),
+        (lambda: gpipe.from_edges(pd.DataFrame({"src": ["a"], "dst": [2]})), "all integers or all strings"),
+    ],
+)
+def test_bad_parameters_are_rejected_by_name(cpu, call, message):
+    with pytest.raises(GpipeValueError, match=message):
+        call()

@@ -1,0 +1,312 @@
+"""Tests of gpipe.graph._readers.read_table: snap, csv, parquet and npz edge tables."""
+
+import gzip
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from gpipe.errors import GpipeFileError, GpipeValueError
+from gpipe.graph._readers import read_table
+
+
+def _write(path, text):
+    path.write_text(text)
+    return path
+
+
+def _rows(frame):
+    return frame.to_numpy().tolist()
+
+
+def _file_error(path, lineno, match, **kwargs):
+    with pytest.raises(GpipeFileError, match=match) as info:
+        read_table(path, **kwargs)
+    where = f"{path}:{lineno}" if lineno is not None else f"{path}: "
+    assert where in str(info.value)
+    assert info.value.line == lineno
+    return info.value
+
+
+# --- snap ---------------------------------------------------------------------------------------
+
+def test_snap_comments_blanks_tabs_and_spaces(tmp_path):
+    path = _write(tmp_path / "g.txt", "# Directed graph\n% Nodes: 4\n\n0\t1\n1    2\n   \n2 \t 3\n% late\n3 0\n")
+    frame, num_vertices = read_table(path)
+    assert list(frame.columns) == ["src", "dst"]
+    assert frame["src"].dtype == np.int64 and frame["dst"].dtype == np.int64
+    assert _rows(frame) == [[0, 1], [1, 2], [2, 3], [3, 0]]
+    assert num_vertices is None
+
+
+def test_snap_comment_between_data_lines(tmp_path):
+    path = _write(tmp_path / "g.el", "5 6\n# note\n7 8\n% a longer note\n")
+    frame, _ = read_table(path)
+    assert frame["src"].tolist() == [5, 7] and frame["dst"].tolist() == [6, 8]
+    assert frame["src"].dtype == np.int64
+
+
+def test_snap_three_columns_weight(tmp_path):
+    path = _write(tmp_path / "g.edges", "# w\n0 1 0.5\n1 2 2\n2 0 -1.25e1\n")
+    frame, _ = read_table(path)
+    assert list(frame.columns) == ["src", "dst", "weight"]
+    assert frame["weight"].dtype == np.float64
+    assert _rows(frame) == [[0, 1, 0.5], [1, 2, 2.0], [2, 0, -12.5]]
+    assert list(read_table(path, weight=True)[0].columns) == ["src", "dst", "weight"]
+
+
+def test_snap_weight_false_drops_the_column(tmp_path):
+    path = _write(tmp_path / "g.tsv", "0\t1\t0.5\n1\t2\t2\n")
+    frame, _ = read_table(path, weight=False)
+    assert list(frame.columns) == ["src", "dst"]
+    assert _rows(frame) == [[0, 1], [1, 2]]
+
+
+def test_snap_weight_true_needs_a_third_column(tmp_path):
+    path = _write(tmp_path / "g.txt", "0 1\n")
+    _file_error(path, None, "third column", weight=True)
+
+
+def test_snap_string_ids(tmp_path):
+    path = _write(tmp_path / "g.txt", "alice bob\n# c\nbob  carol\n")
+    frame, _ = read_table(path)
+    assert frame["src"].tolist() == ["alice", "bob"] and frame["dst"].tolist() == ["bob", "carol"]
+    assert frame["src"].dtype == frame["dst"].dtype != np.int64
+
+
+def test_snap_mixed_ids_are_all_strings(tmp_path):
+    path = _write(tmp_path / "g.txt", "1 2\n3 x\n007 4\n")
+    frame, _ = read_table(path)
+    assert frame["src"].tolist() == ["1", "3", "007"]
+    assert frame["dst"].tolist() == ["2", "x", "4"]
+    assert frame["src"].dtype == frame["dst"].dtype
+
+
+def test_snap_mixed_ids_with_comment_and_weight(tmp_path):
+    path = _write(tmp_path / "g.snap", "1 b 1.5\n% note\na 2 2.5\n")
+    frame, _ = read_table(path)
+    assert _rows(frame) == [["1", "b", 1.5], ["a", "2", 2.5]]
+
+
+def test_snap_gzip(tmp_path):
+    path = tmp_path / "g.txt.gz"
+    with gzip.open(path, "wt") as f:
+        f.write("# c\n0 1\n1 2\n")
+    frame, _ = read_table(path)
+    assert _rows(frame) == [[0, 1], [1, 2]]
+
+
+def test_snap_gzip_bad_line(tmp_path):
+    path = tmp_path / "g.txt.gz"
+    with gzip.open(path, "wt") as f:
+        f.write("# c\n0 1\n1 2 3 4\n")
+    _file_error(path, 3, "got 4")
+
+
+def test_snap_too_many_fields_after_comments(tmp_path):
+    path = _write(tmp_path / "g.txt", "# header\n% more\n0 1\n\n1 2 3 4\n2 3\n")
+    err = _file_error(path, 5, "expected 2 or 3 whitespace-separated fields, got 4")
+    assert err.path == str(path)
+
+
+def test_snap_one_field(tmp_path):
+    path = _write(tmp_path / "g.txt", "0 1\n1 2\n7\n")
+    _file_error(path, 3, "got 1")
+
+
+def test_snap_non_numeric_weight(tmp_path):
+    path = _write(tmp_path / "g.txt", "# c\n0 1 1.0\n1 2 abc\n")
+    _file_error(path, 3, "weight 'abc' is not a number")
+
+
+def test_snap_non_finite_weight(tmp_path):
+    path = _write(tmp_path / "g.txt", "0 1 1.0\n1 2 inf\n")
+    _file_error(path, 2, "weight 'inf' is not finite")
+
+
+def test_snap_inconsistent_column_count(tmp_path):
+    path = _write(tmp_path / "g.txt", "# c\n\n0 1 0.5\n1 2 0.5\n2 3\n")
+    _file_error(path, 5, r"expected 3 fields like the first data line \(line 3\), got 2")
+
+
+def test_snap_inconsistent_column_count_two_then_three(tmp_path):
+    path = _write(tmp_path / "g.txt", "0 1\n# c\n1 2 0.5\n")
+    _file_error(path, 3, r"expected 2 fields like the first data line \(line 1\), got 3")
+
+
+def test_snap_first_bad_line_is_reported(tmp_path):
+    path = _write(tmp_path / "g.txt", "0 1 1\n1 2 x\n2 3 4 5\n")
+    _file_error(path, 2, "weight 'x'")
+
+
+def test_snap_empty_file(tmp_path):
+    for name, text in (("empty.txt", ""), ("comments.txt", "# a\n% b\n\n")):
+        _file_error(_write(tmp_path / name, text), None, "no edges")
+
+
+# --- csv ----------------------------------------------------------------------------------------
+
+def test_csv_selects_and_renames_columns(tmp_path):
+    path = _write(tmp_path / "e.csv", "w,from,label,to\n0.5,1,x,2\n2,3,y,1\n")
+    frame, num_vertices = read_table(path, src="from", dst="to", weight="w")
+    assert list(frame.columns) == ["src", "dst", "weight"]
+    assert frame["src"].dtype == np.int64 and frame["weight"].dtype == np.float64
+    assert _rows(frame) == [[1, 2, 0.5], [3, 1, 2.0]]
+    assert num_vertices is None
+
+
+def test_csv_without_weight_and_string_ids(tmp_path):
+    path = _write(tmp_path / "e.csv", "src,dst,w\na,1,0.5\nb,c,1\n")
+    frame, _ = read_table(path)
+    assert list(frame.columns) == ["src", "dst"]
+    assert frame["src"].tolist() == ["a", "b"] and frame["dst"].tolist() == ["1", "c"]
+
+
+def test_csv_missing_column(tmp_path):
+    path = _write(tmp_path / "e.csv", "src,dst\n0,1\n")
+    err = _file_error(path, 1, "no column 'w' in the header", weight="w")
+    assert "['src', 'dst']" in str(err)
+
+
+def test_csv_short_row(tmp_path):
+    path = _write(tmp_path / "e.csv", "src,dst,w\n0,1,1\n1,2,1\n2,3\n")
+    _file_error(path, 4, "expected 3 fields like the header, got 2", weight="w")
+
+
+def test_csv_long_row(tmp_path):
+    path = _write(tmp_path / "e.csv", "src,dst\n0,1\n1,2,3\n")
+    _file_error(path, 3, "got 3")
+
+
+def test_csv_non_numeric_weight(tmp_path):
+    path = _write(tmp_path / "e.csv", "src,dst,w\n0,1,1\n1,2,heavy\n")
+    _file_error(path, 3, "weight 'heavy' is not a number", weight="w")
+
+
+def test_csv_missing_id(tmp_path):
+    path = _write(tmp_path / "e.csv", "src,dst\n0,1\n\n,2\n")
+    _file_error(path, 4, "column 'src' is empty")
+
+
+def test_csv_header_only(tmp_path):
+    _file_error(_write(tmp_path / "e.csv", "src,dst\n"), None, "no edges")
+
+
+def test_csv_weight_must_be_a_name(tmp_path):
+    path = _write(tmp_path / "e.csv", "src,dst\n0,1\n")
+    with pytest.raises(GpipeValueError, match="'weight'"):
+        read_table(path, weight=True)
+
+
+# --- parquet ------------------------------------------------------------------------------------
+
+def test_parquet_file(tmp_path):
+    path = tmp_path / "e.parquet"
+    pd.DataFrame({"a": [3, 1], "b": [0, 2], "c": [1.5, 2], "extra": ["x", "y"]}).to_parquet(path)
+    frame, num_vertices = read_table(path, src="a", dst="b", weight="c")
+    assert list(frame.columns) == ["src", "dst", "weight"]
+    assert frame["src"].dtype == np.int64 and frame["weight"].dtype == np.float64
+    assert _rows(frame) == [[3, 0, 1.5], [1, 2, 2.0]]
+    assert num_vertices is None
+
+
+def test_parquet_directory_of_two_files(tmp_path):
+    folder = tmp_path / "edges"
+    folder.mkdir()
+    pd.DataFrame({"src": [0, 1], "dst": [1, 2]}).to_parquet(folder / "part-0.parquet")
+    pd.DataFrame({"src": [2], "dst": [0]}).to_parquet(folder / "part-1.parquet")
+    frame, _ = read_table(folder)
+    assert _rows(frame) == [[0, 1], [1, 2], [2, 0]]
+
+
+def test_parquet_missing_column(tmp_path):
+    path = tmp_path / "e.pq"
+    pd.DataFrame({"src": [0], "dst": [1]}).to_parquet(path)
+    err = _file_error(path, None, "no column 'weight'", weight="weight")
+    assert "['src', 'dst']" in str(err)
+
+
+def test_parquet_null_weight(tmp_path):
+    path = tmp_path / "e.parquet"
+    pd.DataFrame({"src": [0, 1], "dst": [1, 2], "w": [1.0, None]}).to_parquet(path)
+    _file_error(path, None, "column 'w' has 1 null values", weight="w")
+
+
+# --- npz ----------------------------------------------------------------------------------------
+
+def test_npz_scipy_format_with_isolated_vertices(tmp_path):
+    sparse = pytest.importorskip("scipy.sparse")
+    matrix = sparse.csr_matrix((np.array([2.0, 3.0, 4.0]), (np.array([0, 0, 2]), np.array([1, 2, 0]))), shape=(6, 6))
+    path = tmp_path / "g.npz"
+    sparse.save_npz(path, matrix)
+    frame, num_vertices = read_table(path, weight=True)
+    assert num_vertices == 6
+    assert _rows(frame) == [[0, 1, 2.0], [0, 2, 3.0], [2, 0, 4.0]]
+    unweighted, _ = read_table(path)
+    assert list(unweighted.columns) == ["src", "dst"]
+    assert unweighted["src"].dtype == np.int64 and unweighted["dst"].dtype == np.int64
+
+
+def test_npz_scipy_non_csr_format(tmp_path):
+    sparse = pytest.importorskip("scipy.sparse")
+    path = tmp_path / "g.npz"
+    sparse.save_npz(path, sparse.coo_matrix(np.eye(2)))
+    _file_error(path, None, "'coo'")
+
+
+def test_npz_plain_savez(tmp_path):
+    path = tmp_path / "g.npz"
+    np.savez(path, indptr=np.array([0, 2, 2, 3, 3, 3]), indices=np.array([1, 3, 0]), weights=np.array([0.5, 1, 2]))
+    frame, num_vertices = read_table(path, weight=True)
+    assert num_vertices == 5
+    assert _rows(frame) == [[0, 1, 0.5], [0, 3, 1.0], [2, 0, 2.0]]
+    assert list(read_table(path, weight=None)[0].columns) == ["src", "dst"]
+
+
+def test_npz_index_out_of_range(tmp_path):
+    path = tmp_path / "g.npz"
+    np.savez(path, indptr=np.array([0, 1, 2]), indices=np.array([1, 2]))
+    _file_error(path, None, r"must lie in \[0, 2\); found 2")
+
+
+def test_npz_bad_indptr(tmp_path):
+    path = tmp_path / "g.npz"
+    np.savez(path, indptr=np.array([0, 2, 1, 3]), indices=np.array([0, 1, 2]))
+    _file_error(path, None, "non-decreasing")
+    np.savez(path, indptr=np.array([0, 1, 2]), indices=np.array([0, 1, 1]))
+    _file_error(path, None, "ends at 2 but there are 3 indices")
+
+
+def test_npz_non_square_shape(tmp_path):
+    sparse = pytest.importorskip("scipy.sparse")
+    path = tmp_path / "g.npz"
+    sparse.save_npz(path, sparse.csr_matrix(np.ones((2, 3))))
+    _file_error(path, None, "square")
+
+
+# --- format selection ---------------------------------------------------------------------------
+
+def test_unknown_extension(tmp_path):
+    path = _write(tmp_path / "g.dat", "0 1\n")
+    with pytest.raises(GpipeValueError, match="'path'") as info:
+        read_table(path)
+    assert "fmt=" in str(info.value) and ".txt" in str(info.value) and "g.dat" in str(info.value)
+
+
+def test_fmt_overrides_extension(tmp_path):
+    path = _write(tmp_path / "g.dat", "# c\n0 1\n1 2\n")
+    assert _rows(read_table(path, fmt="snap")[0]) == [[0, 1], [1, 2]]
+    csv_named_txt = _write(tmp_path / "g.txt", "src,dst\n4,5\n")
+    assert _rows(read_table(csv_named_txt, fmt="csv")[0]) == [[4, 5]]
+
+
+def test_bad_fmt(tmp_path):
+    path = _write(tmp_path / "g.txt", "0 1\n")
+    with pytest.raises(GpipeValueError, match="'fmt'"):
+        read_table(path, fmt="xml")
+
+
+def test_missing_file(tmp_path):
+    path = tmp_path / "nope.txt"
+    with pytest.raises(FileNotFoundError, match="nope.txt"):
+        read_table(path)

@@ -1,0 +1,156 @@
+"""DeepWalk on the partitioned runtime: structure, statistics, determinism, outputs, errors."""
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+import gpipe
+from gpipe.errors import GpipeValueError
+
+
+def _adjacency(g, tmp_path) -> set:
+    stored = pd.read_parquet(g.to_parquet(tmp_path / "adj"))
+    return set(zip(stored.src.tolist(), stored.dst.tolist()))
+
+
+def _steps(walks: np.ndarray):
+    """(u, v) for every step of every walk (padding excluded)."""
+    a, b = walks[:, :-1], walks[:, 1:]
+    keep = b >= 0
+    return a[keep], b[keep]
+
+
+@pytest.mark.parametrize("directed", [False, True])
+def test_every_step_is_an_edge_and_walks_end_only_at_dead_ends(cpu, directed, tmp_path):
+    g = gpipe.generators.rmat(scale=9, edge_factor=4, seed=1, directed=directed, partitions=3)
+    walks = gpipe.walks.deepwalk(g, length=20, walks_per_vertex=2, seed=5).compute()
+    assert walks.shape == (2 * 512, 21)
+    np.testing.assert_array_equal(walks[:, 0], np.tile(np.arange(512), 2))
+    edges = _adjacency(g, tmp_path)
+    u, v = _steps(walks)
+    assert len(u) > 0 and all(e in edges for e in zip(u.tolist(), v.tolist()))
+    deg = g.degrees().to_numpy()
+    for row in walks:
+        valid = row[row >= 0]
+        assert np.all(row[len(valid):] == -1)  # padding only at the end
+        if len(valid) < 21:
+            assert deg[valid[-1]] == 0  # ended early only at a dead end
+
+
+def test_transitions_are_uniform_over_neighbors(cpu, small_edges):
+    """Chi-square of every vertex's transition counts vs 1/deg (false-alarm rate 1e-3, fixed seed)."""
+    g = gpipe.from_edges(small_edges, partitions=3)
+    walks = gpipe.walks.deepwalk(g, length=30, walks_per_vertex=60, seed=11).compute()
+    u, v = _steps(walks)
+    counts = pd.DataFrame({"u": u, "v": v}).value_counts()
+    deg = g.degrees()
+    chi2, dof = 0.0, 0
+    for vertex, group in counts.groupby(level="u"):
+        observed = np.zeros(deg[vertex])
+        observed[: len(group)] = group.to_numpy()  # neighbors never visited count 0
+        expected = observed.sum() / deg[vertex]
+        chi2 += ((observed - expected) ** 2 / expected).sum()
+        dof += deg[vertex] - 1
+    assert dof > 50
+    assert stats.chi2.sf(chi2, dof) > 1e-3
+
+
+def test_first_step_from_a_hub_is_uniform(cpu, small_edges):
+    g = gpipe.from_edges(small_edges, partitions=2)
+    walks = gpipe.walks.deepwalk(g, length=1, start=[0], walks_per_vertex=6000, seed=3).compute()
+    counts = pd.Series(walks[:, 1]).value_counts()
+    assert len(counts) == g.degrees()[0] == 12
+    assert stats.chisquare(counts.to_numpy()).pvalue > 1e-3
+
+
+def test_walks_do_not_depend_on_partitions(cpu):
+    results = []
+    for parts in (1, 3, 8):
+        g = gpipe.generators.rmat(scale=10, edge_factor=4, seed=2, partitions=parts)
+        w = gpipe.walks.deepwalk(g, length=25, walks_per_vertex=2, seed=9)
+        assert w.stats["partitions"] == parts
+        results.append(w.compute())
+    np.testing.assert_array_equal(results[0], results[1])
+    np.testing.assert_array_equal(results[0], results[2])
+    assert (results[0][:, 1:] >= 0).any()
+
+
+def test_walks_do_not_depend_on_worker_count(cpu_cluster, one_worker_cluster):
+    out = []
+    for client in (one_worker_cluster, cpu_cluster):
+        with client.as_current():
+            g = gpipe.generators.rmat(scale=10, edge_factor=4, seed=2, partitions=4)
+            w = gpipe.walks.deepwalk(g, length=25, seed=9)
+            out.append((w.stats["workers"], w.compute()))
+    assert [o[0] for o in out] == [1, 2]
+    np.testing.assert_array_equal(out[0][1], out[1][1])
+
+
+def test_seed_controls_the_walks(cpu):
+    g = gpipe.generators.rmat(scale=8, edge_factor=4, seed=2, partitions=2)
+    a = gpipe.walks.deepwalk(g, length=10, seed=1).compute()
+    np.testing.assert_array_equal(a, gpipe.walks.deepwalk(g, length=10, seed=1).compute())
+    assert not np.array_equal(a, gpipe.walks.deepwalk(g, length=10, seed=2).compute())
+
+
+def test_explicit_starts_with_string_ids(cpu):
+    edges = pd.DataFrame({"src": ["a", "b", "c", "c", "e"], "dst": ["b", "c", "a", "d", "a"]})
+    g = gpipe.from_edges(edges, partitions=2)
+    w = gpipe.walks.deepwalk(g, length=8, start=["d", "a", "d"], walks_per_vertex=2, seed=4)
+    walks = w.compute()
+    assert walks.shape == (6, 9) and walks.dtype == object
+    assert walks[:, 0].tolist() == ["d", "a", "d"] * 2
+    names = set(edges.src) | set(edges.dst)
+    assert all(x in names for x in walks.ravel())
+
+
+def test_directed_dead_ends_pad_with_minus_one(cpu):
+    g = gpipe.from_edges(pd.DataFrame({"src": [0, 1, 2], "dst": [1, 2, 3]}), directed=True, partitions=2)
+    walks = gpipe.walks.deepwalk(g, length=5, seed=0).compute()
+    np.testing.assert_array_equal(walks, [[0, 1, 2, 3, -1, -1], [1, 2, 3, -1, -1, -1],
+                                          [2, 3, -1, -1, -1, -1], [3, -1, -1, -1, -1, -1]])
+
+
+def test_outputs_corpus_parquet_dask_and_stats(cpu, tmp_path):
+    import dask
+
+    g = gpipe.generators.rmat(scale=9, edge_factor=4, seed=3, partitions=3)
+    with dask.config.set({"gpipe.walks.block-size": 100}):
+        w = gpipe.walks.deepwalk(g, length=7, seed=1)
+    walks = w.compute()
+    assert w.stats["steps"] == int((walks[:, 1:] >= 0).sum()) > 0
+    assert w.stats["steps_per_second"] > 0 and w.stats["supersteps"] >= 1
+    lines = open(w.to_corpus(tmp_path / "walks.txt")).read().splitlines()
+    assert lines == [" ".join(map(str, row[row >= 0])) for row in walks]
+    frame = pd.read_parquet(w.to_parquet(tmp_path / "walks.parquet")).sort_values("walk")
+    np.testing.assert_array_equal(frame["walk"], np.arange(len(walks)))
+    np.testing.assert_array_equal(frame[[f"step_{j}" for j in range(8)]].to_numpy(), walks)
+    np.testing.assert_array_equal(w.to_dask().compute(), walks)
+    assert not list(tmp_path.glob(".*tmp*"))  # no temporary leftovers
+
+
+def test_corpus_with_string_ids(cpu, tmp_path):
+    g = gpipe.from_edges(pd.DataFrame({"src": ["a b", "x"], "dst": ["x", "y"]}), partitions=1)
+    w = gpipe.walks.deepwalk(g, length=3, seed=0)
+    lines = open(w.to_corpus(tmp_path / "c.txt")).read().splitlines()
+    assert len(lines) == 3 and lines[0].startswith("a b x")
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"length": 0}, "'length' must be a positive integer, got 0"),
+        ({"length": -3}, "'length' must be a positive integer, got -3"),
+        ({"length": 2.5}, "'length' must be an integer, got 2.5"),
+        ({"walks_per_vertex": 0}, "'walks_per_vertex' must be a positive integer, got 0"),
+        ({"seed": -1}, "'seed' must be an integer >= 0, got -1"),
+        ({"start": [0, 99999]}, "'start' must hold vertices of the graph; 1 do not, e.g. \\[99999\\]"),
+        ({"start": []}, "'start' must hold at least one vertex"),
+        ({"weighted": True}, "'weighted' must be False"),
+    ],
+)
+def test_bad_parameters_are_rejected_by_name(cpu, kwargs, message):
+    g = gpipe.generators.rmat(scale=6, edge_factor=2, seed=0, partitions=1)
+    with pytest.raises(GpipeValueError, match=message):
+        gpipe.walks.deepwalk(g, **kwargs)
