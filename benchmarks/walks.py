@@ -77,7 +77,10 @@ def main() -> None:
             "seconds": best["seconds"],
             "steps_per_second": best["steps_per_second"],
             "fraction_of_h200_ceiling": best["steps_per_second"] / H200_CEILING_STEPS_PER_S,
-            "runs": [{k: s[k] for k in ("steps", "seconds", "steps_per_second", "supersteps")} for s in runs],
+            "kernel_seconds": best["kernel_seconds"],
+            "kernel_steps_per_second": best["steps"] / best["kernel_seconds"],
+            "runs": [{k: s[k] for k in ("steps", "seconds", "steps_per_second", "kernel_seconds", "supersteps")}
+                     for s in runs],
             "versions": {k: v for k, v in versions().items() if v is not None},
             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         }

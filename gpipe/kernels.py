@@ -57,6 +57,22 @@ def launch(kernel, n: int, args: tuple) -> None:
     kernel(((n + threads - 1) // threads,), (threads,), args)
 
 
+def launch_queued(kernel, n: int, args: tuple) -> None:
+    """Run a kernel whose threads take items from a shared counter (its last argument).
+
+    As many threads start as the GPU keeps resident; each takes the next item
+    when its last one is done, so items of very different cost keep every lane busy.
+    """
+    if n <= 0:
+        return
+    cupy = xp("gpu")
+    threads = int(config.get("kernels.threads-per-block"))
+    device = cupy.cuda.Device()
+    resident = device.attributes["MultiProcessorCount"] * (2048 // threads)
+    counter = cupy.zeros(1, dtype=cupy.uint64)
+    kernel((min(resident, (n + threads - 1) // threads),), (threads,), args + (counter,))
+
+
 def id_type(dtype) -> str:
     """The C++ type that instantiates a kernel for vertex ids of ``dtype``."""
     return {np.dtype(np.int32): "int", np.dtype(np.int64): "long long"}[np.dtype(dtype)]

@@ -157,3 +157,23 @@ def test_read_edges_formats_agree(cpu, small_edges, tmp_path):
 def test_bad_parameters_are_rejected_by_name(cpu, call, message):
     with pytest.raises(GpipeValueError, match=message):
         call()
+
+
+def _partitions_held(dask_worker=None):
+    return len(dask_worker.plugins["gpipe"].partitions)
+
+
+def test_partitions_are_released_with_the_graph(cpu):
+    import gc
+    import time
+
+    before = sum(cpu.run(_partitions_held).values())
+    g = gpipe.generators.rmat(scale=6, edge_factor=2, seed=0, partitions=3)
+    assert sum(cpu.run(_partitions_held).values()) == before + 3
+    del g
+    gc.collect()
+    for _ in range(50):
+        if sum(cpu.run(_partitions_held).values()) == before:
+            break
+        time.sleep(0.1)
+    assert sum(cpu.run(_partitions_held).values()) == before

@@ -11,6 +11,7 @@ from functools import reduce
 
 import numpy as np
 import pandas as pd
+from distributed import fire_and_forget
 
 from .. import config
 from .._validate import check_int
@@ -133,7 +134,7 @@ class Graph:
 def _release(client, graph_id: str) -> None:
     if client.status == "running":
         with contextlib.suppress(Exception):  # the cluster is going away: nothing to release
-            client.submit(_drop_everywhere, graph_id, pure=False)
+            fire_and_forget(client.submit(_drop_everywhere, graph_id, pure=False))
 
 
 def _drop_graph(graph_id: str, dask_worker=None) -> int:

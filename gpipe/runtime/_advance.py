@@ -9,6 +9,7 @@ keeps, e.g. ``prev``).
 from __future__ import annotations
 
 import functools
+import time
 
 import numpy as np
 
@@ -85,7 +86,9 @@ def advance(graph_id: str, run_id: str, walkers: dict, kernel, params: dict, *, 
     st = store()
     p = st.partition(graph_id, part)
     walkers = {k: x.asarray(v) for k, v in walkers.items()}
-    pieces, movers, steps = kernel(p, walkers, params)
+    t0 = time.perf_counter()
+    pieces, movers, steps = kernel(p, walkers, params)  # synchronous: it counts the steps on the host
+    seconds = time.perf_counter() - t0
     st.add_pieces(run_id, part, pieces)
     parts = len(p.bounds) - 1
     dest = x.searchsorted(x.asarray(p.bounds[1:-1]), movers["vertex"], side="right")
@@ -93,7 +96,7 @@ def advance(graph_id: str, run_id: str, walkers: dict, kernel, params: dict, *, 
     order = x.argsort(dest)
     ends = np.cumsum(counts)
     outbound = [{k: v[order[int(e - c):int(e)]] for k, v in movers.items()} for c, e in zip(counts, ends)]
-    return {"to": counts, "steps": steps}, outbound
+    return {"to": counts, "steps": steps, "seconds": seconds}, outbound
 
 
 def summary(advanced):

@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import time
 import uuid
-from collections import defaultdict
 from typing import Callable
 
 import numpy as np
@@ -43,6 +42,7 @@ def run_walks(graph, kernel: Callable, params: dict, *, length: int, num_walks: 
         queues, counts = _initial_walkers(graph, run_id, walks_per_vertex, starts)
         ran: set[int] = set()
         superstep = steps = 0
+        kernel_seconds = 0.0
         while counts.sum() > 0:
             active = [int(p) for p in np.argsort(-counts, kind="stable") if counts[p] > 0]
             advanced = {
@@ -51,20 +51,20 @@ def run_walks(graph, kernel: Callable, params: dict, *, length: int, num_walks: 
                 for p in active
             }
             ran.update(active)
-            summaries = client.gather([client.submit(_advance.summary, advanced[p], pure=False) for p in active])
-            counts = np.zeros(parts, dtype=np.int64)
-            inbound = defaultdict(list)
-            for p, s in zip(active, summaries):
-                steps += s["steps"]
-                counts += s["to"]
-                inbound_for = np.flatnonzero(s["to"])
-                for q in inbound_for:
-                    inbound[int(q)].append(client.submit(_advance.outbound, advanced[p], int(q), pure=False))
+            summary_futures = [client.submit(_advance.summary, advanced[p], pure=False) for p in active]
+            # Exchanges go in before the counts come back, so the client's round trip overlaps them;
+            # a destination that receives nobody gets an empty queue, which is never advanced.
             queues = {
-                q: _pinned(client, _advance.exchange, *futs, part=q, superstep=superstep, worker=placement[q],
+                q: _pinned(client, _advance.exchange,
+                           *[client.submit(_advance.outbound, advanced[p], q, pure=False) for p in active if p != q],
+                           part=q, superstep=superstep, worker=placement[q],
                            key=f"gpipe-exchange-{run_id}-{superstep}-{q}")
-                for q, futs in inbound.items()
+                for q in range(parts) if any(p != q for p in active)
             }
+            summaries = client.gather(summary_futures)
+            kernel_seconds += max(s["seconds"] for s in summaries)
+            steps += sum(s["steps"] for s in summaries)
+            counts = np.sum([s["to"] for s in summaries], axis=0)
             superstep += 1
             if progress is not None:
                 progress(superstep=superstep, active=int(counts.sum()), steps=steps, total=num_walks)
@@ -77,6 +77,7 @@ def run_walks(graph, kernel: Callable, params: dict, *, length: int, num_walks: 
     seconds = time.perf_counter() - t0
     stats = {"algorithm": algorithm, "walks": num_walks, "length": length, "steps": steps, "seconds": seconds,
              "steps_per_second": steps / seconds if seconds > 0 else 0.0, "supersteps": superstep,
+             "kernel_seconds": kernel_seconds,
              "partitions": parts, "workers": len(set(placement)), "device": graph.device}
     return WalkResult(client, blocks, block_rows, num_walks, length + 1, graph.id_map, stats)
 

@@ -6,7 +6,7 @@ import numpy as np
 
 from .. import _rng
 from ..backend import cpu_kernel, prange
-from ..kernels import function, id_type, launch
+from ..kernels import function, id_type, launch_queued
 from ..runtime import step_kernel
 
 
@@ -20,7 +20,7 @@ def advance_uniform(x, part, walkers: dict, params: dict, out: dict) -> None:
         _advance_cpu(part.indptr, part.indices, part.lo, part.hi, params["key"], params["length"], n, *arrays)
     else:
         kernel = function("walk_uniform.cu", "gp_walk_uniform", template=id_type(part.indices.dtype))
-        launch(kernel, n, (part.indptr, part.indices, np.int64(part.lo), np.int64(part.hi), np.uint64(params["key"]),
+        launch_queued(kernel, n, (part.indptr, part.indices, np.int64(part.lo), np.int64(part.hi), np.uint64(params["key"]),
                            np.int32(params["length"]), np.int64(n), *arrays))
 
 

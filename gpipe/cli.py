@@ -1,0 +1,393 @@
+"""The ``gpipe`` command, for batch and HPC use.
+
+``gpipe info`` reports the software stack, the GPUs and, when one is named, the
+cluster; ``gpipe generate rmat`` writes a generated graph; ``gpipe walk ALGORITHM``
+walks a graph file, a graph folder or a generated ``rmat:SCALE[:EDGE_FACTOR]``
+graph; ``gpipe demo`` runs DeepWalk on an R-MAT graph in one command.
+
+Commands that do work connect with :func:`gpipe.connect` (``--scheduler-file``,
+``--address``, the ``GPIPE_SCHEDULER_*`` variables, else a local cluster of
+``--workers`` on ``--device``), print the Dask dashboard link and a progress bar
+on stderr, and write their outputs and a ``summary.json`` (parameters, graph,
+cluster, walk statistics, outputs, timings) to ``--out``. Bad input exits with
+status 2 and a one-line message naming the parameter, the rule and the value.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import inspect
+import json
+import os
+import shlex
+import sys
+import time
+from dataclasses import dataclass
+from functools import partial
+from typing import Callable
+
+from . import __version__, config, generators, walks
+from ._validate import check_int, check_probability, check_seed
+from .backend import DEVICES, gpu_problem, versions
+from .cluster import ENV_ADDRESS, ENV_SCHEDULER_FILE, connect
+from .errors import GpipeError, GpipeValueError
+from .graph import Graph, read_edges
+from .runtime import current
+from .runtime._files import write_json
+
+# name -> (function, its extra flags as (flag, argparse keywords)); every walk also takes
+# --length, --walks-per-vertex and --seed. A new walk is one entry here.
+_WALKS: dict[str, tuple[Callable, tuple[tuple[str, dict], ...]]] = {
+    "deepwalk": (walks.deepwalk, ()),
+}
+_FORMATS = ("corpus", "parquet", "both")
+_NOT_PARAMETERS = ("run", "command", "command_line")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the ``gpipe`` command line.
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        The arguments after the program name (default ``sys.argv[1:]``).
+
+    Returns
+    -------
+    int
+        The exit status: 0 on success, 2 on bad input (usage errors included),
+        whose message is printed to stderr without a traceback.
+    """
+    argv = sys.argv[1:] if argv is None else list(argv)
+    try:
+        args = _parser().parse_args(argv)
+    except SystemExit as exc:  # argparse has printed the usage error or the help
+        return exc.code
+    args.command_line = shlex.join(["gpipe", *argv])
+    try:
+        return args.run(args)
+    except (GpipeError, FileNotFoundError) as exc:
+        print(f"gpipe: error: {exc}", file=sys.stderr)
+        return 2
+
+
+# -- the parser -------------------------------------------------------------------------------
+
+def _default(function: Callable, name: str):
+    return inspect.signature(function).parameters[name].default
+
+
+def _checked(check: Callable, convert: Callable = int) -> Callable[[str], object]:
+    """An argparse type applying gpipe's ``check`` to the converted text, so its message names the parameter."""
+    def parse(text: str):
+        try:
+            value = convert(text)
+        except ValueError:
+            value = text  # the check then says what was expected
+        try:
+            return check(value)
+        except GpipeValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+    return parse
+
+
+def _positive(name: str) -> Callable[[str], int]:
+    return _checked(partial(check_int, name, minimum=1))
+
+
+@dataclass(frozen=True)
+class _Rmat:
+    """A graph given as ``rmat:SCALE[:EDGE_FACTOR]``: generated on the workers with rmat's default seed."""
+
+    scale: int
+    edge_factor: int = _default(generators.rmat, "edge_factor")
+
+    def __str__(self) -> str:
+        return f"rmat:{self.scale}:{self.edge_factor}"
+
+
+def _graph_source(text: str) -> str | _Rmat:
+    """The argparse type of ``--graph``: a path, or an :class:`_Rmat` for ``rmat:SCALE[:EDGE_FACTOR]``."""
+    fields = text.split(":")
+    if fields[0] != "rmat":
+        if not os.path.exists(text):
+            raise argparse.ArgumentTypeError(f"'graph' must be an existing file or folder, got {text!r}")
+        return text
+    if len(fields) not in (2, 3) or not all(f.isdigit() and int(f) > 0 for f in fields[1:]):
+        raise argparse.ArgumentTypeError(
+            f"'graph' must be an edge file, a graph folder or rmat:SCALE[:EDGE_FACTOR] with positive integers, "
+            f"got {text!r}")
+    return _Rmat(*map(int, fields[1:]))
+
+
+def _cluster_flags(parser: argparse.ArgumentParser, *, local: bool) -> None:
+    group = parser.add_argument_group("cluster")
+    group.add_argument("--scheduler-file", metavar="F",
+                       help=f"scheduler file of a running cluster (or ${ENV_SCHEDULER_FILE})")
+    group.add_argument("--address", metavar="A", help=f"scheduler address of a running cluster (or ${ENV_ADDRESS})")
+    group.add_argument("--device", choices=DEVICES, help="where kernels run (default: gpipe.device, 'auto')")
+    if local:
+        group.add_argument("--workers", type=_positive("n_workers"), metavar="N",
+                           help="workers of a local cluster (default: one per GPU, else one CPU worker)")
+        group.add_argument("--quiet", action="store_true", help="no dashboard link or progress bar on stderr")
+
+
+def _dest(flag: str) -> str:
+    """The attribute argparse stores ``flag`` under."""
+    return flag.lstrip("-").replace("-", "_")
+
+
+def _partitions_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--partitions", type=_positive("partitions"), metavar="P",
+                        help="default: workers x gpipe.partitions-per-worker")
+
+
+def _walk_flags(parser: argparse.ArgumentParser, function: Callable) -> None:
+    parser.add_argument("--length", type=_positive("length"), default=_default(function, "length"), metavar="L",
+                        help="steps per walk (default: %(default)s)")
+    parser.add_argument("--walks-per-vertex", type=_positive("walks_per_vertex"), metavar="R",
+                        default=_default(function, "walks_per_vertex"),
+                        help="walks from each vertex (default: %(default)s)")
+    parser.add_argument("--seed", type=_checked(check_seed), default=_default(function, "seed"),
+                        help="seed of the walks (default: %(default)s)")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="gpipe", description="Graph sampling and random walks at scale, on Dask.")
+    parser.add_argument("--version", action="version", version=f"gpipe {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    info = commands.add_parser("info", help="versions, GPUs and the cluster, if one is named")
+    info.add_argument("--json", action="store_true", help="print one JSON object")
+    _cluster_flags(info, local=False)
+    info.set_defaults(run=_info)
+
+    generate = commands.add_parser("generate", help="generate a graph and write it to a folder")
+    kinds = generate.add_subparsers(dest="generator", required=True, metavar="GENERATOR")
+    rmat = kinds.add_parser("rmat", help="Graph500-style R-MAT graph")
+    rmat.add_argument("--scale", type=_positive("scale"), required=True, metavar="S", help="2**S vertices")
+    rmat.add_argument("--edge-factor", type=_positive("edge_factor"), default=_default(generators.rmat, "edge_factor"),
+                      metavar="E", help="edges drawn per vertex (default: %(default)s)")
+    rmat.add_argument("--seed", type=_checked(check_seed), default=_default(generators.rmat, "seed"),
+                      help="seed of the edge stream (default: %(default)s)")
+    for name in "abc":
+        rmat.add_argument(f"--{name}", type=_checked(partial(check_probability, name), float),
+                          default=_default(generators.rmat, name), help="quadrant probability (default: %(default)s)")
+    rmat.add_argument("--directed", action="store_true", help="keep edges directed")
+    rmat.add_argument("--weighted", action="store_true", help="weights uniform in (0, 1]")
+    _partitions_flag(rmat)
+    rmat.add_argument("--out", required=True, metavar="DIR", help="writes DIR/graph/ and DIR/summary.json")
+    _cluster_flags(rmat, local=True)
+    rmat.set_defaults(run=_generate)
+
+    walk = commands.add_parser("walk", help="random walks on a graph")
+    algorithms = walk.add_subparsers(dest="algorithm", required=True, metavar="ALGORITHM")
+    for name, (function, extra) in _WALKS.items():
+        summary_line = inspect.getdoc(function).splitlines()[0]
+        one = algorithms.add_parser(name, help=summary_line, description=summary_line)
+        one.add_argument("--graph", type=_graph_source, required=True, metavar="PATH",
+                         help="edge file, graph folder, or rmat:SCALE[:EDGE_FACTOR] to generate one")
+        one.add_argument("--directed", action="store_true", help="keep the edges of an edge file directed")
+        _partitions_flag(one)
+        _walk_flags(one, function)
+        for flag, keywords in extra:
+            one.add_argument(flag, **keywords)
+        one.add_argument("--format", choices=_FORMATS, default="corpus",
+                         help="DIR/walks.txt (one walk per line), DIR/walks.parquet/, or both (default: %(default)s)")
+        one.add_argument("--out", required=True, metavar="DIR", help="writes the walks and DIR/summary.json")
+        _cluster_flags(one, local=True)
+        one.set_defaults(run=_walk)
+
+    demo = commands.add_parser("demo", help="DeepWalk on an R-MAT graph, in one command")
+    demo.add_argument("--scale", type=_positive("scale"), default=16, metavar="S",
+                      help="2**S vertices (default: %(default)s)")
+    demo.add_argument("--length", type=_positive("length"), default=_default(walks.deepwalk, "length"), metavar="L",
+                      help="steps per walk (default: %(default)s)")
+    demo.add_argument("--out", default="out", metavar="DIR",
+                      help="writes DIR/walks.txt and DIR/summary.json (default: %(default)s)")
+    _cluster_flags(demo, local=True)
+    demo.set_defaults(run=_demo, algorithm="deepwalk", walks_per_vertex=1, seed=_default(walks.deepwalk, "seed"),
+                      directed=False, partitions=None, format="corpus")
+    return parser
+
+
+# -- commands ---------------------------------------------------------------------------------
+
+def _info(args) -> int:
+    stack = versions()
+    report = {"versions": stack, "gpu": {"count": stack["gpus"], "problem": gpu_problem()}, "cluster": None}
+    named = (args.scheduler_file, args.address, os.environ.get(ENV_SCHEDULER_FILE), os.environ.get(ENV_ADDRESS),
+             config.get("cluster.scheduler-file"), config.get("cluster.address"))
+    if any(named):
+        with connect(args.scheduler_file, args.address, device=args.device) as client:
+            report["cluster"] = _cluster_info(client)
+    if args.json:
+        print(json.dumps(report, indent=2, default=str))
+        return 0
+    print(f"gpipe {stack['gpipe']}")
+    print("  " + ", ".join(f"{name} {version or '-'}" for name, version in stack.items()
+                           if name not in ("gpipe", "gpus", "cuda_visible_devices")))
+    gpu = report["gpu"]
+    print(f"GPU: {gpu['count']} visible" if gpu["problem"] is None else f"GPU: none usable: {gpu['problem']}")
+    cluster = report["cluster"]
+    if cluster is None:
+        print(f"cluster: none given (--scheduler-file, --address, ${ENV_SCHEDULER_FILE} or ${ENV_ADDRESS})")
+        return 0
+    print(f"cluster: {cluster['scheduler']}, device {cluster['device']}, dashboard {cluster['dashboard']}")
+    for worker in cluster["workers"]:
+        print(f"  {worker['address']}  {worker['nthreads']} threads  (name {worker['name']})")
+    return 0
+
+
+def _generate(args) -> int:
+    out = os.path.abspath(args.out)
+    watch = _Stopwatch()
+    with _cluster(args) as client:
+        watch.lap("connect")
+        g = generators.rmat(args.scale, args.edge_factor, args.a, args.b, args.c, args.seed, directed=args.directed,
+                            weighted=args.weighted, partitions=args.partitions)
+        watch.lap("generate")
+        outputs = {"graph": g.to_parquet(os.path.join(out, "graph"))}
+        watch.lap("write")
+        summary = _write_summary(args, out, client, g, outputs, watch)
+        del g  # frees its partitions on the workers now: once the client is closed, nothing would
+    graph = summary["graph"]
+    print(f"{graph['num_vertices']:,} vertices, {graph['num_edges']:,} edges, {graph['num_partitions']} partitions "
+          f"-> {outputs['graph']} ({summary['timings']['total']:.2f} s)")
+    return 0
+
+
+def _walk(args) -> int:
+    summary = _run_walk(args)
+    stats = summary["walk"]
+    print(f"{stats['algorithm']}: {stats['walks']:,} walks, {stats['steps']:,} steps in {stats['seconds']:.3f} s, "
+          f"{stats['steps_per_second']:,.0f} steps/s")
+    print("wrote " + ", ".join(summary["outputs"].values()))
+    return 0
+
+
+def _demo(args) -> int:
+    args.graph = _Rmat(args.scale)
+    summary = _run_walk(args)
+    graph, cluster, stats = summary["graph"], summary["cluster"], summary["walk"]
+    print(f"gpipe demo: DeepWalk on an R-MAT graph (scale {args.scale}, edge factor {args.graph.edge_factor})\n"
+          f"  graph      {graph['num_vertices']:,} vertices, {graph['num_edges']:,} edges, "
+          f"{graph['num_partitions']} partitions\n"
+          f"  cluster    {len(cluster['workers'])} worker(s) on {cluster['device']} ({cluster['scheduler']})\n"
+          f"  walks      {stats['walks']:,} of length {stats['length']}: {stats['steps']:,} steps in "
+          f"{stats['seconds']:.3f} s = {stats['steps_per_second']:,.0f} steps/s\n"
+          f"  corpus     {summary['outputs']['corpus']}\n"
+          f"  summary    {summary['outputs']['summary']}\n"
+          f"  dashboard  {cluster['dashboard']}")
+    return 0
+
+
+# -- helpers ----------------------------------------------------------------------------------
+
+@contextlib.contextmanager
+def _cluster(args):
+    """The client named by the flags (else a local cluster, closed on exit), current inside the block."""
+    with connect(args.scheduler_file, args.address, n_workers=args.workers, device=args.device) as client, \
+            client.as_current():
+        if not args.quiet:
+            print(f"gpipe: Dask dashboard at {client.dashboard_link}", file=sys.stderr)
+        yield client
+
+
+def _run_walk(args) -> dict:
+    """Load or generate ``args.graph``, walk it, write the walks and summary.json; return the summary."""
+    function, extra = _WALKS[args.algorithm]
+    out = os.path.abspath(args.out)
+    watch = _Stopwatch()
+    with _cluster(args) as client:
+        watch.lap("connect")
+        if isinstance(args.graph, _Rmat):
+            g = generators.rmat(args.graph.scale, args.graph.edge_factor, directed=args.directed,
+                                partitions=args.partitions)
+        else:
+            g = read_edges(args.graph, directed=args.directed, partitions=args.partitions)
+        watch.lap("graph")
+        result = function(g, length=args.length, walks_per_vertex=args.walks_per_vertex, seed=args.seed,
+                          progress=None if args.quiet else _Progress(sys.stderr),
+                          **{_dest(flag): getattr(args, _dest(flag)) for flag, _ in extra})
+        watch.lap("walk")
+        outputs = {}
+        if args.format in ("corpus", "both"):
+            outputs["corpus"] = result.to_corpus(os.path.join(out, "walks.txt"))
+        if args.format in ("parquet", "both"):
+            outputs["parquet"] = result.to_parquet(os.path.join(out, "walks.parquet"))
+        watch.lap("write")
+        summary = _write_summary(args, out, client, g, outputs, watch, walk=result.stats)
+        del g, result  # frees them on the workers now: once the client is closed, nothing would
+    return summary
+
+
+def _cluster_info(client) -> dict:
+    workers = client.scheduler_info(n_workers=-1)["workers"]
+    return {"scheduler": client.scheduler.address, "dashboard": client.dashboard_link,
+            "device": current(client).device,
+            "workers": [{"address": address, "name": w.get("name"), "nthreads": w.get("nthreads")}
+                        for address, w in sorted(workers.items())]}
+
+
+def _write_summary(args, out: str, client, g: Graph, outputs: dict, watch: _Stopwatch,
+                   walk: dict | None = None) -> dict:
+    """Write ``out/summary.json`` (the last file a command writes: its presence means success) and return it."""
+    outputs = dict(outputs, summary=os.path.join(out, "summary.json"))
+    summary = {
+        "status": "ok",
+        "command": args.command,
+        "command_line": args.command_line,
+        "parameters": {k: v for k, v in vars(args).items() if k not in _NOT_PARAMETERS},
+        "graph": {"num_vertices": g.num_vertices, "num_edges": g.num_edges, "num_partitions": g.num_partitions,
+                  "directed": g.directed, "weighted": g.weighted},
+        "cluster": _cluster_info(client),
+        **({"walk": walk} if walk is not None else {}),
+        "outputs": outputs,
+        "timings": dict(watch.seconds, total=watch.total()),
+        "gpipe_version": __version__,
+    }
+    write_json(outputs["summary"], summary)
+    return summary
+
+
+class _Stopwatch:
+    """Seconds spent in each phase of a command, one lap per phase."""
+
+    def __init__(self):
+        self._last = time.perf_counter()
+        self.seconds: dict[str, float] = {}
+
+    def lap(self, phase: str) -> None:
+        now = time.perf_counter()
+        self.seconds[phase] = now - self._last
+        self._last = now
+
+    def total(self) -> float:
+        return sum(self.seconds.values())
+
+
+class _Progress:
+    """A walk's ``progress=`` callback: a bar redrawn in place on a TTY, else printed every 2 s and at the end."""
+
+    width = 30
+    interval = 2.0
+
+    def __init__(self, stream):
+        self._stream = stream
+        self._tty = stream.isatty()
+        self._printed = time.monotonic()
+
+    def __call__(self, *, superstep: int, active: int, steps: int, total: int) -> None:
+        done = (total - active) / total if total else 1.0
+        filled = round(done * self.width)
+        line = (f"walks [{'#' * filled}{'-' * (self.width - filled)}] {done:4.0%} "
+                f"superstep {superstep} steps {steps:,}")
+        now = time.monotonic()
+        if self._tty:
+            self._stream.write("\r" + line + ("\n" if active == 0 else ""))
+        elif active == 0 or now - self._printed >= self.interval:
+            self._stream.write(line + "\n")
+            self._printed = now
+        self._stream.flush()

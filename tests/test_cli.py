@@ -1,0 +1,161 @@
+"""Tests of the ``gpipe`` command line, run in-process against the session's two-worker cluster."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+
+import gpipe
+from gpipe.cli import main
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _run(capsys, cluster, *args):
+    """``main(args)`` against ``cluster`` on the CPU: (exit status, stdout, stderr)."""
+    code = main([*args, "--address", cluster.scheduler.address, "--device", "cpu"])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _summary(folder):
+    with open(os.path.join(folder, "summary.json")) as f:
+        return json.load(f)
+
+
+def _edges(graph_folder) -> set:
+    frame = pd.concat(pd.read_parquet(os.path.join(graph_folder, f))
+                      for f in os.listdir(graph_folder) if f.startswith("part-"))
+    return set(zip(frame["src"].tolist(), frame["dst"].tolist()))
+
+
+def _walks(corpus) -> list[list[int]]:
+    with open(corpus) as f:
+        return [[int(v) for v in line.split()] for line in f]
+
+
+@pytest.fixture(scope="module")
+def generated(cpu_cluster, tmp_path_factory):
+    """``gpipe generate rmat --scale 8 --edge-factor 4`` on the session cluster: (out folder, exit status)."""
+    out = tmp_path_factory.mktemp("generated")
+    code = main(["generate", "rmat", "--scale", "8", "--edge-factor", "4", "--seed", "3", "--out", str(out),
+                 "--address", cpu_cluster.scheduler.address, "--device", "cpu"])
+    return out, code
+
+
+def test_info_json_reports_versions_and_the_cluster(capsys, cpu_cluster):
+    code, out, _ = _run(capsys, cpu_cluster, "info", "--json")
+    assert code == 0
+    report = json.loads(out)
+    assert report["versions"]["gpipe"] == gpipe.__version__
+    assert report["versions"]["dask"] and report["versions"]["numba"]
+    assert set(report["gpu"]) == {"count", "problem"}
+    cluster = report["cluster"]
+    assert cluster["scheduler"] == cpu_cluster.scheduler.address and cluster["device"] == "cpu"
+    assert len(cluster["workers"]) == 2 and all(w["nthreads"] == 1 for w in cluster["workers"])
+
+
+def test_info_finds_the_cluster_in_the_environment(capsys, cpu_cluster, monkeypatch):
+    monkeypatch.setenv("GPIPE_SCHEDULER_ADDRESS", cpu_cluster.scheduler.address)
+    assert main(["info", "--device", "cpu"]) == 0
+    out = capsys.readouterr().out
+    assert f"cluster: {cpu_cluster.scheduler.address}, device cpu" in out
+    assert out.count("1 threads") == 2
+
+
+def test_info_without_a_cluster_starts_none(capsys, monkeypatch):
+    monkeypatch.delenv("GPIPE_SCHEDULER_FILE", raising=False)
+    monkeypatch.delenv("GPIPE_SCHEDULER_ADDRESS", raising=False)
+    assert main(["info"]) == 0
+    out = capsys.readouterr().out
+    assert f"gpipe {gpipe.__version__}" in out and "GPU:" in out and "cluster: none given" in out
+
+
+def test_generate_rmat_writes_the_graph_and_summary(generated, cpu):
+    out, code = generated
+    assert code == 0
+    summary = _summary(out)
+    assert summary["status"] == "ok" and summary["command"] == "generate"
+    assert summary["graph"]["num_vertices"] == 256 and not summary["graph"]["directed"]
+    assert summary["parameters"]["scale"] == 8 and summary["parameters"]["edge_factor"] == 4
+    assert summary["outputs"]["graph"] == str(out / "graph")
+    assert summary["cluster"]["device"] == "cpu" and len(summary["cluster"]["workers"]) == 2
+    g = gpipe.read_edges(out / "graph")
+    assert (g.num_vertices, g.num_edges) == (256, summary["graph"]["num_edges"])
+
+
+def test_walk_deepwalk_on_a_graph_folder(capsys, cpu_cluster, generated, tmp_path):
+    graph = generated[0] / "graph"
+    code, out, err = _run(capsys, cpu_cluster, "walk", "deepwalk", "--graph", str(graph), "--length", "5",
+                          "--seed", "11", "--out", str(tmp_path))
+    assert code == 0, err
+    walks, edges = _walks(tmp_path / "walks.txt"), _edges(graph)
+    assert len(walks) == 256 and all(1 <= len(w) <= 6 for w in walks)
+    assert all((u, v) in edges for w in walks for u, v in zip(w, w[1:]))
+    summary = _summary(tmp_path)
+    assert summary["status"] == "ok" and summary["parameters"]["algorithm"] == "deepwalk"
+    assert summary["walk"]["steps"] > 0 and summary["walk"]["walks"] == 256
+    assert summary["graph"]["num_vertices"] == 256
+    assert set(summary["outputs"]) == {"corpus", "summary"}
+    assert set(summary["timings"]) == {"connect", "graph", "walk", "write", "total"}
+    assert "steps/s" in out and cpu_cluster.dashboard_link in err
+    assert "walks [" in err and "100%" in err  # the progress line, printed at the end when stderr is no TTY
+
+
+def test_walk_deepwalk_on_a_generated_graph_in_both_formats(capsys, cpu_cluster, tmp_path):
+    code, _, err = _run(capsys, cpu_cluster, "walk", "deepwalk", "--graph", "rmat:7:4", "--length", "4",
+                        "--walks-per-vertex", "2", "--format", "both", "--quiet", "--out", str(tmp_path))
+    assert code == 0 and err == ""
+    corpus = _walks(tmp_path / "walks.txt")
+    assert len(corpus) == 2 * 128
+    table = pd.concat(pd.read_parquet(tmp_path / "walks.parquet" / f)
+                      for f in sorted(os.listdir(tmp_path / "walks.parquet")))
+    steps = table[[f"step_{j}" for j in range(5)]].to_numpy()
+    assert [list(row[row >= 0]) for row in steps] == corpus
+    summary = _summary(tmp_path)
+    assert summary["graph"]["num_vertices"] == 128 and summary["parameters"]["graph"] == "rmat:7:4"
+    assert summary["walk"]["steps"] > 0
+
+
+def test_walk_reports_a_malformed_edge_file(capsys, cpu_cluster, tmp_path):
+    path = tmp_path / "bad.txt"
+    path.write_text("0 1\n1 2\n2\n")
+    code, _, err = _run(capsys, cpu_cluster, "walk", "deepwalk", "--graph", str(path), "--out", str(tmp_path / "o"))
+    assert code == 2
+    assert err.splitlines()[-1].startswith("gpipe: error: ") and f"{path}:3" in err and "Traceback" not in err
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("args, name", [
+    (["--length", "0"], "'length'"),
+    (["--graph", "rmat:x"], "'graph'"),
+    (["--graph", "rmat:8:4:2"], "'graph'"),
+    (["--graph", "no/such/edges.txt"], "no/such/edges.txt"),
+    (["--format", "xml"], "--format"),
+    (["--seed", "-1"], "'seed'"),
+])
+def test_walk_rejects_bad_flags_before_connecting(capsys, args, name):
+    code = main(["walk", "deepwalk", "--graph", "rmat:8", "--out", "never", "--address", "tcp://127.0.0.1:1", *args])
+    err = capsys.readouterr().err
+    assert code == 2 and name in err and "Traceback" not in err
+
+
+def test_demo_runs_on_its_own_local_cluster(tmp_path):
+    out = tmp_path / "demo"
+    env = dict(os.environ, PYTHONPATH=REPO)
+    env.pop("GPIPE_SCHEDULER_FILE", None)
+    env.pop("GPIPE_SCHEDULER_ADDRESS", None)
+    done = subprocess.run(
+        [sys.executable, "-m", "gpipe", "demo", "--scale", "8", "--length", "5", "--out", str(out), "--workers", "1",
+         "--device", "cpu", "--quiet"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert len((out / "walks.txt").read_text().splitlines()) == 256
+    summary = _summary(out)
+    assert summary["status"] == "ok" and summary["command"] == "demo"
+    assert summary["graph"]["num_vertices"] == 256 and summary["cluster"]["device"] == "cpu"
+    assert len(summary["cluster"]["workers"]) == 1 and summary["walk"]["steps"] > 0
+    assert "steps/s" in done.stdout and str(out / "walks.txt") in done.stdout and "dashboard" in done.stdout
