@@ -251,7 +251,7 @@ def _generate(args) -> int:
         outputs = {"graph": g.to_parquet(os.path.join(out, "graph"))}
         watch.lap("write")
         summary = _write_summary(args, out, client, g, outputs, watch)
-        del g  # frees its partitions on the workers now: once the client is closed, nothing would
+        g.release()  # on a shared cluster, nothing would free it once this client is closed
     graph = summary["graph"]
     print(f"{graph['num_vertices']:,} vertices, {graph['num_edges']:,} edges, {graph['num_partitions']} partitions "
           f"-> {outputs['graph']} ({summary['timings']['total']:.2f} s)")
@@ -308,6 +308,8 @@ def _run_walk(args) -> dict:
         else:
             g = read_edges(args.graph, directed=args.directed, partitions=args.partitions)
         watch.lap("graph")
+        function(g, length=2, start=g.to_original(g.bounds[:-1]), seed=args.seed)  # compiles kernels on every worker
+        watch.lap("compile")
         result = function(g, length=args.length, walks_per_vertex=args.walks_per_vertex, seed=args.seed,
                           progress=None if args.quiet else _Progress(sys.stderr),
                           **{_dest(flag): getattr(args, _dest(flag)) for flag, _ in extra})
@@ -319,7 +321,7 @@ def _run_walk(args) -> dict:
             outputs["parquet"] = result.to_parquet(os.path.join(out, "walks.parquet"))
         watch.lap("write")
         summary = _write_summary(args, out, client, g, outputs, watch, walk=result.stats)
-        del g, result  # frees them on the workers now: once the client is closed, nothing would
+        g.release()  # on a shared cluster, nothing would free it once this client is closed
     return summary
 
 

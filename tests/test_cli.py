@@ -100,7 +100,7 @@ def test_walk_deepwalk_on_a_graph_folder(capsys, cpu_cluster, generated, tmp_pat
     assert summary["walk"]["steps"] > 0 and summary["walk"]["walks"] == 256
     assert summary["graph"]["num_vertices"] == 256
     assert set(summary["outputs"]) == {"corpus", "summary"}
-    assert set(summary["timings"]) == {"connect", "graph", "walk", "write", "total"}
+    assert set(summary["timings"]) == {"connect", "graph", "compile", "walk", "write", "total"}
     assert "steps/s" in out and cpu_cluster.dashboard_link in err
     assert "walks [" in err and "100%" in err  # the progress line, printed at the end when stderr is no TTY
 

@@ -11,7 +11,6 @@ from functools import reduce
 
 import numpy as np
 import pandas as pd
-from distributed import fire_and_forget
 
 from .. import config
 from .._validate import check_int
@@ -45,6 +44,11 @@ class Graph:
         self.partition_info = partition_info
         self.num_edges = num_edges
         self._finalizer = weakref.finalize(self, _release, session.client, graph_id)
+
+    def release(self) -> None:
+        """Free the partitions on the workers now (they are also freed when the graph is garbage-collected)."""
+        if self._finalizer.detach() is not None:
+            self.client.run(_drop_graph, self.graph_id)
 
     # -- shape -------------------------------------------------------------------
     @property
@@ -132,21 +136,19 @@ class Graph:
 
 
 def _release(client, graph_id: str) -> None:
+    """Drop a collected graph's partitions, from whatever thread the collector runs in."""
     if client.status == "running":
-        with contextlib.suppress(Exception):  # the cluster is going away: nothing to release
-            fire_and_forget(client.submit(_drop_everywhere, graph_id, pure=False))
+        client.loop.add_callback(_release_quietly, client, graph_id)
+
+
+async def _release_quietly(client, graph_id: str) -> None:
+    with contextlib.suppress(Exception):  # the cluster is going away: nothing left to release
+        await client.run(_drop_graph, graph_id, asynchronous=True)
 
 
 def _drop_graph(graph_id: str, dask_worker=None) -> int:
     plugin = dask_worker.plugins.get("gpipe")
     return plugin.drop_graph(graph_id) if plugin is not None else 0
-
-
-def _drop_everywhere(graph_id: str) -> None:
-    """A task that releases a graph's partitions on every worker (fire and forget)."""
-    from distributed import get_client
-
-    get_client().run(_drop_graph, graph_id)
 
 
 def _partition_degrees(graph_id: str, part: int) -> np.ndarray:

@@ -116,7 +116,7 @@ def from_edges(frame, src: str = "src", dst: str = "dst", weight: str | None = N
     uniques = client.gather([client.submit(_unique_ids, c, src, dst, pure=False) for c in chunks])
     ids = _merge_ids(uniques)
     id_map, n = _numbering(ids, renumber, num_vertices)
-    id_future = client.scatter(id_map, broadcast=True) if id_map is not None else None
+    id_future = client.scatter(id_map, broadcast=True, hash=False) if id_map is not None else None
     dense = [client.submit(_to_dense, c, src, dst, weight, id_future, pure=False) for c in chunks]
     return build(session, dense, n, directed=directed, weighted=weight is not None, id_map=id_map,
                  partitions=partitions, keep_self_loops=keep_self_loops, keep_duplicates=keep_duplicates)
@@ -138,7 +138,7 @@ def _chunks(client, frame, columns: list[str]) -> list:
         _check_weights(frame[columns[2]], columns[2])
     step = int(config.get("graph.chunk-edges"))
     pieces = [frame[columns].iloc[i:i + step] for i in range(0, len(frame), step)]
-    return client.scatter(pieces)
+    return client.scatter(pieces, hash=False)  # equal data scattered twice must not share a key
 
 
 def _check_columns(frame, columns: list[str]) -> None:
@@ -220,7 +220,7 @@ def _read_graph_folder(path: str, partitions: int | None) -> Graph:
     session = current()
     files = sorted(f for f in os.listdir(path) if f.startswith("part-") and f.endswith(".parquet"))
     frames = [pd.read_parquet(os.path.join(path, f)) for f in files]
-    chunks = session.client.scatter([{k: fr[k].to_numpy() for k in fr.columns} for fr in frames])
+    chunks = session.client.scatter([{k: fr[k].to_numpy() for k in fr.columns} for fr in frames], hash=False)
     id_map = pd.read_parquet(os.path.join(path, "ids.parquet"))["id"].to_numpy() if meta["renumbered"] else None
     return build(session, chunks, int(meta["num_vertices"]), directed=bool(meta["directed"]),
                  weighted=bool(meta["weighted"]), id_map=id_map, partitions=partitions, keep_self_loops=True,

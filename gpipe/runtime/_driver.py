@@ -101,7 +101,7 @@ def _initial_walkers(graph, run_id: str, walks_per_vertex: int, starts: np.ndarr
     for p in np.flatnonzero(counts):
         mask = owner == p
         walkers = {"walk_id": walk_id[mask], "vertex": vertex[mask], "step": np.zeros(int(counts[p]), np.int32)}
-        [queues[int(p)]] = client.scatter([walkers], workers=[placement[p]])
+        [queues[int(p)]] = client.scatter([walkers], workers=[placement[p]], hash=False)
     return queues, counts
 
 

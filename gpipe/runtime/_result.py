@@ -47,7 +47,7 @@ class WalkResult:
 
     def _ids(self):
         if self._id_map is not None and self._id_future is None:
-            [self._id_future] = self._client.scatter([self._id_map], broadcast=True)
+            [self._id_future] = self._client.scatter([self._id_map], broadcast=True, hash=False)
         return self._id_future
 
     def _map_blocks(self, func, *args):
