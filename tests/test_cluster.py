@@ -80,7 +80,7 @@ def test_failed_task_names_phase_and_partition(cpu):
 
     g = gpipe.generators.rmat(scale=6, edge_factor=2, seed=0, partitions=2)
     cpu.run(_drop_graph, g.graph_id)  # as if the workers had lost the graph
-    with pytest.raises(TaskError, match=r"init failed in partition \d: partition \d of graph \w+ is not on worker"):
+    with pytest.raises(TaskError, match=r"advance failed in superstep 0, partition \d: partition \d of graph \w+ is not on"):
         gpipe.walks.deepwalk(g, length=3)
 
 

@@ -1,4 +1,4 @@
-"""Worker-side superstep tasks: init, advance, exchange, collect, assemble.
+"""Worker-side superstep tasks: advance, exchange, collect, assemble.
 
 Each wraps its failure in a :class:`TaskError` naming the phase, the superstep
 and the partition. Walkers are dicts of arrays on the worker's device
@@ -67,11 +67,8 @@ def step_kernel(fill):
     return advance
 
 
-@_phase("init")
-def init_all(graph_id: str, walks_per_vertex: int, *, part: int, superstep=None) -> dict:
-    """One walker per (repetition, vertex) of this partition; walk id = rep * n + vertex."""
-    x = _device_xp()
-    p = store().partition(graph_id, part)
+def _every_vertex(x, p, walks_per_vertex: int) -> dict:
+    """One walker per (repetition, vertex) of partition ``p``; walk id = rep * n + vertex."""
     n = int(p.bounds[-1])
     vertices = x.arange(p.lo, p.hi, dtype=x.int64)
     walk_id = x.concatenate([vertices + r * n for r in range(walks_per_vertex)])
@@ -80,11 +77,16 @@ def init_all(graph_id: str, walks_per_vertex: int, *, part: int, superstep=None)
 
 
 @_phase("advance")
-def advance(graph_id: str, run_id: str, walkers: dict, kernel, params: dict, *, part: int, superstep: int):
-    """Run ``kernel`` on this partition's walkers; keep the pieces, send the leavers on by destination."""
+def advance(graph_id: str, run_id: str, walkers: dict | int, kernel, params: dict, *, part: int, superstep: int):
+    """Run ``kernel`` on this partition's walkers; keep the pieces, send the leavers on by destination.
+
+    ``walkers`` may be an int: that many walks start from every vertex of the partition.
+    """
     x = _device_xp()
     st = store()
     p = st.partition(graph_id, part)
+    if isinstance(walkers, int):
+        walkers = _every_vertex(x, p, walkers)
     walkers = {k: x.asarray(v) for k, v in walkers.items()}
     t0 = time.perf_counter()
     pieces, movers, steps = kernel(p, walkers, params)  # synchronous: it counts the steps on the host

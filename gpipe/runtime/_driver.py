@@ -2,8 +2,8 @@
 
 Each superstep runs one ``advance`` task per partition holding walkers (the
 busiest first), then one ``exchange`` task per destination that gathers the
-walkers sent to it. When no walker is left, ``collect`` and ``assemble`` turn
-the pieces kept on the workers into blocks of the result, still on the workers.
+walkers sent to it. When no walker is left, the walks are the path pieces kept
+in the workers' stores; the :class:`WalkResult` assembles them when asked.
 """
 
 from __future__ import annotations
@@ -14,9 +14,7 @@ import uuid
 from typing import Callable
 
 import numpy as np
-from distributed import wait
 
-from .. import config
 from . import _advance
 from ._result import WalkResult
 
@@ -39,7 +37,7 @@ def run_walks(graph, kernel: Callable, params: dict, *, length: int, num_walks: 
     parts = graph.num_partitions
     t0 = time.perf_counter()
     try:
-        queues, counts = _initial_walkers(graph, run_id, walks_per_vertex, starts)
+        queues, counts = _initial_walkers(graph, walks_per_vertex, starts)
         ran: set[int] = set()
         superstep = steps = 0
         kernel_seconds = 0.0
@@ -68,8 +66,6 @@ def run_walks(graph, kernel: Callable, params: dict, *, length: int, num_walks: 
             superstep += 1
             if progress is not None:
                 progress(superstep=superstep, active=int(counts.sum()), steps=steps, total=num_walks)
-        blocks, block_rows = _collect(graph, run_id, sorted(ran), length, num_walks)
-        wait(blocks)
     except BaseException:
         with contextlib.suppress(Exception):
             client.run(_advance.drop_run, run_id)
@@ -79,20 +75,18 @@ def run_walks(graph, kernel: Callable, params: dict, *, length: int, num_walks: 
              "steps_per_second": steps / seconds if seconds > 0 else 0.0, "supersteps": superstep,
              "kernel_seconds": kernel_seconds,
              "partitions": parts, "workers": len(set(placement)), "device": graph.device}
-    return WalkResult(client, blocks, block_rows, num_walks, length + 1, graph.id_map, stats)
+    dtype = np.int32 if graph.num_vertices < 2**31 else np.int64
+    return WalkResult(client, run_id, {p: placement[p] for p in sorted(ran)}, num_walks, length + 1, dtype,
+                      graph.id_map, stats)
 
 
-def _initial_walkers(graph, run_id: str, walks_per_vertex: int, starts: np.ndarray | None):
+def _initial_walkers(graph, walks_per_vertex: int, starts: np.ndarray | None):
+    """Per partition, its first walkers (or how many walks start at each of its vertices), and their counts."""
     client, placement = graph.client, graph.placement
     parts = graph.num_partitions
-    if starts is None:
+    if starts is None:  # the first advance makes them on its worker
         sizes = np.diff(graph.bounds) * walks_per_vertex
-        queues = {
-            p: _pinned(client, _advance.init_all, graph.graph_id, walks_per_vertex, part=p, worker=placement[p],
-                       key=f"gpipe-init-{run_id}-{p}")
-            for p in range(parts) if sizes[p] > 0
-        }
-        return queues, sizes.astype(np.int64)
+        return {p: walks_per_vertex for p in range(parts)}, sizes.astype(np.int64)
     walk_id = np.arange(len(starts) * walks_per_vertex, dtype=np.int64)
     vertex = np.tile(starts.astype(np.int64), walks_per_vertex)
     owner = np.searchsorted(graph.bounds, vertex, side="right") - 1
@@ -103,23 +97,3 @@ def _initial_walkers(graph, run_id: str, walks_per_vertex: int, starts: np.ndarr
         walkers = {"walk_id": walk_id[mask], "vertex": vertex[mask], "step": np.zeros(int(counts[p]), np.int32)}
         [queues[int(p)]] = client.scatter([walkers], workers=[placement[p]], hash=False)
     return queues, counts
-
-
-def _collect(graph, run_id: str, ran: list[int], length: int, num_walks: int):
-    client, placement = graph.client, graph.placement
-    block_rows = int(config.get("walks.block-size"))
-    n_blocks = max(1, -(-num_walks // block_rows))
-    dtype = np.int32 if graph.num_vertices < 2**31 else np.int64
-    collected = {
-        p: _pinned(client, _advance.collect, run_id, block_rows, n_blocks, dtype, part=p, worker=placement[p],
-                   key=f"gpipe-collect-{run_id}-{p}")
-        for p in ran
-    }
-    blocks = []
-    for b in range(n_blocks):
-        base = b * block_rows
-        rows = min(block_rows, num_walks - base)
-        pieces = [client.submit(_advance.block_of, collected[p], b, pure=False) for p in ran]
-        blocks.append(client.submit(_advance.assemble, base, rows, length + 1, dtype, *pieces, part=b, pure=False,
-                                    key=f"gpipe-assemble-{run_id}-{b}"))
-    return blocks, block_rows

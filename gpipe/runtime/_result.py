@@ -2,36 +2,66 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import time
+import weakref
 from collections import deque
 
 import numpy as np
 import pandas as pd
 
+from distributed import wait
+
+from .. import config
 from ..backend import cpu_kernel, to_host
+from . import _advance
 from ._files import atomic_dir, atomic_file
 
 
 class WalkResult:
-    """Walks kept on the workers as blocks of rows until asked for.
+    """Walks kept on the workers until asked for.
 
-    ``compute()`` gives an ``(n_walks, length + 1)`` array of original vertex
-    ids, padded after a walk's end with -1 (or None when the ids are not
-    integers). ``to_corpus`` writes one walk per line, ids separated by spaces
-    (gensim's ``LineSentence`` format), streaming block by block;
+    When the walk ends, each walk is a set of path pieces in the stores of the
+    workers it passed through. The first use (``persist``, ``compute``,
+    ``to_corpus``, ``to_parquet``, ``to_dask``) assembles them on the workers
+    into blocks of rows. ``compute()`` gives an ``(n_walks, length + 1)`` array
+    of original vertex ids, padded after a walk's end with -1 (or None when the
+    ids are not integers). ``to_corpus`` writes one walk per line, ids separated
+    by spaces (gensim's ``LineSentence`` format), streaming block by block;
     ``to_parquet`` writes one file per block. ``stats`` holds steps, seconds
-    and steps per second.
+    (of the walk) and steps per second, and ``assemble_seconds`` once assembled.
     """
 
-    def __init__(self, client, blocks: list, block_rows: int, num_walks: int, width: int, id_map, stats: dict):
+    def __init__(self, client, run_id: str, partitions: dict[int, str], num_walks: int, width: int, dtype,
+                 id_map, stats: dict):
         self._client = client
-        self._blocks = blocks
-        self._block_rows = block_rows
+        self._run_id = run_id
+        self._partitions = partitions
         self.num_walks = num_walks
         self.width = width
+        self._dtype = dtype
         self._id_map = id_map
         self._id_future = None
+        self._block_futures: list | None = None
+        self._block_rows = int(config.get("walks.block-size"))
         self.stats = stats
+        self._finalizer = weakref.finalize(self, _drop_pieces, client, run_id)
+
+    def _blocks(self) -> list:
+        """Futures of the assembled blocks (assembling them on first use)."""
+        if self._block_futures is None:
+            self._block_futures = _assemble_blocks(self._client, self._run_id, self._partitions, self.num_walks,
+                                                   self._block_rows, self.width, self._dtype)
+            self._finalizer.detach()  # the collect tasks take the pieces out of the stores
+        return self._block_futures
+
+    def persist(self) -> WalkResult:
+        """Assemble the blocks on the workers and wait for them; ``stats['assemble_seconds']`` says how long."""
+        t0 = time.perf_counter()
+        wait(self._blocks())
+        self.stats.setdefault("assemble_seconds", time.perf_counter() - t0)
+        return self
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -53,7 +83,7 @@ class WalkResult:
     def _map_blocks(self, func, *args):
         ids = self._ids()
         return [self._client.submit(func, block, ids, b * self._block_rows, *args, pure=False)
-                for b, block in enumerate(self._blocks)]
+                for b, block in enumerate(self._blocks())]
 
     def compute(self) -> np.ndarray:
         """All walks as one host array of original vertex ids."""
@@ -88,13 +118,43 @@ class WalkResult:
         window = max(2, 2 * len(self._client.scheduler_info(n_workers=-1)["workers"]))
         pending: deque = deque()
         with atomic_file(path, "wb") as out:
-            for b, block in enumerate(self._blocks):
+            for b, block in enumerate(self._blocks()):
                 pending.append(self._client.submit(_corpus_text, block, ids, b * self._block_rows, pure=False))
                 if len(pending) >= window:
                     out.write(pending.popleft().result())
             while pending:
                 out.write(pending.popleft().result())
         return path
+
+
+def _drop_pieces(client, run_id: str) -> None:
+    """Free the pieces of a walk that was never assembled, from whatever thread the collector runs in."""
+    if client.status == "running":
+        client.loop.add_callback(_drop_quietly, client, run_id)
+
+
+async def _drop_quietly(client, run_id: str) -> None:
+    with contextlib.suppress(Exception):  # the cluster is going away: nothing left to free
+        await client.run(_advance.drop_run, run_id, asynchronous=True)
+
+
+def _assemble_blocks(client, run_id: str, partitions: dict[int, str], num_walks: int, block_rows: int, width: int,
+                     dtype) -> list:
+    """Collect each partition's pieces by block, then assemble every block from its pieces."""
+    n_blocks = max(1, -(-num_walks // block_rows))
+    collected = {
+        p: client.submit(_advance.collect, run_id, block_rows, n_blocks, dtype, part=p, workers=[w],
+                         allow_other_workers=False, pure=False, key=f"gpipe-collect-{run_id}-{p}")
+        for p, w in partitions.items()
+    }
+    blocks = []
+    for b in range(n_blocks):
+        base = b * block_rows
+        rows = min(block_rows, num_walks - base)
+        pieces = [client.submit(_advance.block_of, collected[p], b, pure=False) for p in partitions]
+        blocks.append(client.submit(_advance.assemble, base, rows, width, dtype, *pieces, part=b, pure=False,
+                                    key=f"gpipe-assemble-{run_id}-{b}"))
+    return blocks
 
 
 def _original(block, id_map, base: int) -> np.ndarray:
