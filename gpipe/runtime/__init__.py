@@ -1,4 +1,4 @@
-"""The superstep engine: worker-side store, walker queues, exchange and collection.
+"""The superstep engine: worker-side store, walker queues, walker migration and collection.
 
 It knows no algorithm: a walk family hands it a step kernel (see
 :func:`step_kernel`) and parameters, and it moves walkers between the

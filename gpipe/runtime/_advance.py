@@ -1,4 +1,4 @@
-"""Worker-side superstep tasks: advance, exchange, collect, assemble.
+"""Worker-side superstep tasks: advance (with the walker exchange), collect, assemble.
 
 Each wraps its failure in a :class:`TaskError` naming the phase, the superstep
 and the partition. Walkers are dicts of arrays on the worker's device
@@ -77,15 +77,22 @@ def _every_vertex(x, p, walks_per_vertex: int) -> dict:
 
 
 @_phase("advance")
-def advance(graph_id: str, run_id: str, walkers: dict | int, kernel, params: dict, *, part: int, superstep: int):
-    """Run ``kernel`` on this partition's walkers; keep the pieces, send the leavers on by destination.
+def advance(graph_id: str, run_id: str, walkers: dict | int | None, kernel, params: dict, placement: list[str], *,
+            part: int, superstep: int) -> dict:
+    """Run ``kernel`` on this partition's walkers; keep the pieces, push the leavers to their new partitions.
 
-    ``walkers`` may be an int: that many walks start from every vertex of the partition.
+    ``walkers`` is None after the first superstep (they are in this worker's
+    inbox), an int on the first when that many walks start from every vertex
+    of the partition, or the walkers themselves. Returns how many walkers went
+    to each partition, the steps taken and the kernel's seconds.
     """
     x = _device_xp()
     st = store()
     p = st.partition(graph_id, part)
-    if isinstance(walkers, int):
+    if walkers is None:
+        arrived = st.take_inbox(run_id, superstep, part)
+        walkers = {k: x.concatenate([x.asarray(w[k]) for w in arrived]) for k in arrived[0]}
+    elif isinstance(walkers, int):
         walkers = _every_vertex(x, p, walkers)
     walkers = {k: x.asarray(v) for k, v in walkers.items()}
     t0 = time.perf_counter()
@@ -97,23 +104,10 @@ def advance(graph_id: str, run_id: str, walkers: dict | int, kernel, params: dic
     counts = to_host(x.bincount(dest, minlength=parts)).astype(np.int64)
     order = x.argsort(dest)
     ends = np.cumsum(counts)
-    outbound = [{k: v[order[int(e - c):int(e)]] for k, v in movers.items()} for c, e in zip(counts, ends)]
-    return {"to": counts, "steps": steps, "seconds": seconds}, outbound
-
-
-def summary(advanced):
-    return advanced[0]
-
-
-def outbound(advanced, dest: int) -> dict:
-    return advanced[1][dest]
-
-
-@_phase("exchange")
-def exchange(*inbound: dict, part: int, superstep: int) -> dict:
-    """The walkers arriving at this partition, from every source."""
-    x = _device_xp()
-    return {k: x.concatenate([x.asarray(w[k]) for w in inbound]) for k in inbound[0]}
+    outbound = {q: {k: v[order[int(e - c):int(e)]] for k, v in movers.items()}
+                for q, (c, e) in enumerate(zip(counts, ends)) if c > 0}
+    st.send(run_id, superstep + 1, outbound, placement)
+    return {"to": counts, "steps": steps, "seconds": seconds}
 
 
 @_phase("collect")

@@ -1,8 +1,8 @@
 """The client-side superstep loop: it looks only at counts.
 
 Each superstep runs one ``advance`` task per partition holding walkers (the
-busiest first), then one ``exchange`` task per destination that gathers the
-walkers sent to it. When no walker is left, the walks are the path pieces kept
+busiest first); each pushes the walkers that left its partition into the inbox
+of the worker holding their new partition before it returns their counts. When no walker is left, the walks are the path pieces kept
 in the workers' stores; the :class:`WalkResult` assembles them when asked.
 """
 
@@ -43,23 +43,15 @@ def run_walks(graph, kernel: Callable, params: dict, *, length: int, num_walks: 
         kernel_seconds = 0.0
         while counts.sum() > 0:
             active = [int(p) for p in np.argsort(-counts, kind="stable") if counts[p] > 0]
-            advanced = {
-                p: _pinned(client, _advance.advance, graph.graph_id, run_id, queues[p], kernel, params, part=p,
-                           superstep=superstep, worker=placement[p], key=f"gpipe-advance-{run_id}-{superstep}-{p}")
+            advanced = [
+                _pinned(client, _advance.advance, graph.graph_id, run_id, queues.get(p), kernel, params, placement,
+                        part=p, superstep=superstep, worker=placement[p],
+                        key=f"gpipe-advance-{run_id}-{superstep}-{p}")
                 for p in active
-            }
+            ]
             ran.update(active)
-            summary_futures = [client.submit(_advance.summary, advanced[p], pure=False) for p in active]
-            # Exchanges go in before the counts come back, so the client's round trip overlaps them;
-            # a destination that receives nobody gets an empty queue, which is never advanced.
-            queues = {
-                q: _pinned(client, _advance.exchange,
-                           *[client.submit(_advance.outbound, advanced[p], q, pure=False) for p in active if p != q],
-                           part=q, superstep=superstep, worker=placement[q],
-                           key=f"gpipe-exchange-{run_id}-{superstep}-{q}")
-                for q in range(parts) if any(p != q for p in active)
-            }
-            summaries = client.gather(summary_futures)
+            queues = {}  # from now on, walkers wait in the inbox of the worker holding their partition
+            summaries = client.gather(advanced)
             kernel_seconds += max(s["seconds"] for s in summaries)
             steps += sum(s["steps"] for s in summaries)
             counts = np.sum([s["to"] for s in summaries], axis=0)

@@ -2,14 +2,22 @@
 
 Tasks pass keys, never the arrays: a partition is put here once when the graph
 is built and looked up by ``(graph_id, partition)`` by every task that runs on
-this worker. Off a worker, :func:`store` raises a clear error.
+this worker. Walkers that leave a partition are pushed straight into the inbox
+of the worker owning their destination (the ``gpipe_receive`` handler, over
+Dask's worker-to-worker comms, as Dask's P2P shuffle does), so that the next
+superstep's advance task finds them there. Off a worker, :func:`store` raises a
+clear error.
 """
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from collections import defaultdict
 
 from distributed import WorkerPlugin, get_worker
+from distributed.protocol import to_serialize
+from distributed.utils import sync
 
 from ..backend import set_cpu_threads
 from ..errors import GpipeError
@@ -24,16 +32,55 @@ class GpipeStore(WorkerPlugin):
 
     def __init__(self, device: str):
         self.device = device
-        self.partitions: dict[tuple[str, int], object] = {}
-        self.pieces: dict[tuple[str, int], list] = defaultdict(list)
 
     def setup(self, worker):
+        self.partitions: dict[tuple[str, int], object] = {}
+        self.pieces: dict[tuple[str, int], list] = defaultdict(list)
+        self.inbox: dict[tuple[str, int, int], list] = defaultdict(list)
+        self._lock = threading.Lock()
+        self.worker = worker
         self.worker_address = worker.address
+        worker.handlers["gpipe_receive"] = self._receive
         set_cpu_threads(worker.state.nthreads)
 
     def teardown(self, worker):
         self.partitions.clear()
         self.pieces.clear()
+        self.inbox.clear()
+
+    async def _receive(self, run_id: str, superstep: int, part: int, walkers: dict) -> str:
+        self.deliver(run_id, superstep, part, walkers)
+        return "OK"
+
+    def deliver(self, run_id: str, superstep: int, part: int, walkers: dict) -> None:
+        """Walkers for partition ``part`` (held here) to advance in ``superstep``."""
+        with self._lock:
+            self.inbox[(run_id, superstep, part)].append(walkers)
+
+    def take_inbox(self, run_id: str, superstep: int, part: int) -> list[dict]:
+        with self._lock:
+            return self.inbox.pop((run_id, superstep, part), [])
+
+    def send(self, run_id: str, superstep: int, outbound: dict[int, dict], placement: list[str]) -> None:
+        """Deliver each destination's walkers to the worker holding it, and wait until all have them."""
+        remote = {}
+        for part, walkers in outbound.items():
+            if placement[part] == self.worker_address:
+                self.deliver(run_id, superstep, part, walkers)
+            else:
+                remote[part] = walkers
+        if remote:
+            sync(self.worker.loop, self._push, run_id, superstep, remote, placement)
+
+    async def _push(self, run_id: str, superstep: int, remote: dict[int, dict], placement: list[str]) -> None:
+        async def one(part: int, walkers: dict):
+            try:
+                await self.worker.rpc(placement[part]).gpipe_receive(
+                    run_id=run_id, superstep=superstep, part=part, walkers=to_serialize(walkers))
+            except Exception as exc:
+                raise GpipeError(f"could not send walkers to partition {part} on worker {placement[part]}: {exc!r}")
+
+        await asyncio.gather(*(one(part, walkers) for part, walkers in remote.items()))
 
     def put_partition(self, graph_id: str, part: int, partition) -> None:
         self.partitions[(graph_id, part)] = partition
@@ -60,8 +107,10 @@ class GpipeStore(WorkerPlugin):
         return self.pieces.pop((run_id, part), [])
 
     def drop_run(self, run_id: str) -> None:
-        for k in [k for k in self.pieces if k[0] == run_id]:
-            del self.pieces[k]
+        with self._lock:
+            for buffers in (self.pieces, self.inbox):
+                for k in [k for k in buffers if k[0] == run_id]:
+                    del buffers[k]
 
 
 def store() -> GpipeStore:
