@@ -1,4 +1,4 @@
-"""Worker-side superstep tasks: advance (with the walker exchange), collect, assemble.
+"""Worker-side tasks of a walk: advance (with the walker exchange) and assemble.
 
 Each wraps its failure in a :class:`TaskError` naming the phase, the superstep
 and the partition. Walkers are dicts of arrays on the worker's device
@@ -110,30 +110,14 @@ def advance(graph_id: str, run_id: str, walkers: dict | int | None, kernel, para
     return {"to": counts, "steps": steps, "seconds": seconds}
 
 
-@_phase("collect")
-def collect(run_id: str, block_rows: int, n_blocks: int, dtype, *, part: int, superstep=None) -> list[dict]:
-    """This partition's pieces of the run, grouped by output block (and released from the store)."""
-    x = _device_xp()
-    pieces = _pieces.concat(x, store().pop_pieces(run_id, part), dtype)
-    block = pieces["walk_id"] // block_rows
-    order = x.argsort(block)
-    counts = to_host(x.bincount(block, minlength=n_blocks))
-    ends = np.cumsum(counts)
-    keys = ("walk_id", "start", "length", "offset")
-    sorted_pieces = {k: pieces[k][order] for k in keys}
-    return [_pieces.compact(dict({k: v[int(e - c):int(e)] for k, v in sorted_pieces.items()}, flat=pieces["flat"]),
-                            always=True)
-            for c, e in zip(counts, ends)]
-
-
-def block_of(collected: list[dict], block: int) -> dict:
-    return collected[block]
-
-
 @_phase("assemble", unit="output block")
-def assemble(base: int, rows: int, width: int, dtype, *piece_sets: dict, part: int, superstep=None):
-    """Block ``part`` of the result: walks ``base..base+rows-1`` as a ``(rows, width)`` array."""
+def assemble(run_id: str, partitions: dict[int, str], layout: tuple, *, part: int, superstep=None):
+    """Block ``part`` of the result, ``(rows, width)``: its pieces taken from every partition that ran."""
     x = _device_xp()
+    block_rows, n_blocks, num_walks, width, dtype = layout
+    base = part * block_rows
+    rows = min(block_rows, num_walks - base)
+    piece_sets = store().gather_block(run_id, part, partitions, block_rows, n_blocks, dtype)
     piece_sets = [{k: x.asarray(v) for k, v in ps.items()} for ps in piece_sets]
     return _pieces.scatter(x, _pieces.concat(x, piece_sets, dtype), base, rows, width, dtype)
 

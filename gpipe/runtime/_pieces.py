@@ -2,7 +2,7 @@
 
 A piece set is a dict of arrays ``walk_id`` (int64), ``start`` (int32, the step
 of the piece's first vertex), ``length`` (int32), ``offset`` (int64) and a
-``flat`` vertex buffer. Step kernels write pieces; the collect phase scatters
+``flat`` vertex buffer. Step kernels write pieces; the assemble tasks scatter
 them into blocks of the ``(walks, length + 1)`` result. CUDA: ``kernels/pieces.cu``.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..backend import cpu_kernel, device_of, prange, xp
+from ..backend import cpu_kernel, device_of, prange, to_host, xp
 from ..kernels import function, id_type, launch
 
 
@@ -50,6 +50,18 @@ def concat(x, piece_sets: list[dict], dtype) -> dict:
     out = {k: x.concatenate([p[k] for p in piece_sets]) for k in ("walk_id", "start", "length", "flat")}
     out["offset"] = x.concatenate([p["offset"] + int(s) for p, s in zip(piece_sets, shifts)])
     return out
+
+
+def group_by_block(x, piece_sets: list[dict], block_rows: int, n_blocks: int, dtype) -> dict[int, dict]:
+    """Pieces grouped by output block (walk_id // block_rows), each group over its own flat buffer."""
+    pieces = concat(x, piece_sets, dtype)
+    block = pieces["walk_id"] // block_rows
+    order = x.argsort(block)
+    counts = to_host(x.bincount(block, minlength=n_blocks))
+    ends = np.cumsum(counts)
+    ordered = {k: pieces[k][order] for k in ("walk_id", "start", "length", "offset")}
+    return {b: compact(dict({k: v[int(e - c):int(e)] for k, v in ordered.items()}, flat=pieces["flat"]), always=True)
+            for b, (c, e) in enumerate(zip(counts, ends))}
 
 
 def scatter(x, pieces: dict, base: int, rows: int, width: int, dtype):

@@ -53,7 +53,7 @@ class WalkResult:
         if self._block_futures is None:
             self._block_futures = _assemble_blocks(self._client, self._run_id, self._partitions, self.num_walks,
                                                    self._block_rows, self.width, self._dtype)
-            self._finalizer.detach()  # the collect tasks take the pieces out of the stores
+            self._finalizer.detach()  # the assemble tasks take the pieces out of the stores
         return self._block_futures
 
     def persist(self) -> WalkResult:
@@ -140,21 +140,13 @@ async def _drop_quietly(client, run_id: str) -> None:
 
 def _assemble_blocks(client, run_id: str, partitions: dict[int, str], num_walks: int, block_rows: int, width: int,
                      dtype) -> list:
-    """Collect each partition's pieces by block, then assemble every block from its pieces."""
+    """One task per output block, spread over the workers that hold pieces, each taking its pieces from them."""
     n_blocks = max(1, -(-num_walks // block_rows))
-    collected = {
-        p: client.submit(_advance.collect, run_id, block_rows, n_blocks, dtype, part=p, workers=[w],
-                         allow_other_workers=False, pure=False, key=f"gpipe-collect-{run_id}-{p}")
-        for p, w in partitions.items()
-    }
-    blocks = []
-    for b in range(n_blocks):
-        base = b * block_rows
-        rows = min(block_rows, num_walks - base)
-        pieces = [client.submit(_advance.block_of, collected[p], b, pure=False) for p in partitions]
-        blocks.append(client.submit(_advance.assemble, base, rows, width, dtype, *pieces, part=b, pure=False,
-                                    key=f"gpipe-assemble-{run_id}-{b}"))
-    return blocks
+    workers = sorted(set(partitions.values()))
+    layout = (block_rows, n_blocks, num_walks, width, dtype)
+    return [client.submit(_advance.assemble, run_id, partitions, layout, part=b, workers=[workers[b % len(workers)]],
+                          allow_other_workers=False, pure=False, key=f"gpipe-assemble-{run_id}-{b}")
+            for b in range(n_blocks)]
 
 
 def _original(block, id_map, base: int) -> np.ndarray:

@@ -15,11 +15,14 @@ import asyncio
 import threading
 from collections import defaultdict
 
+import numpy as np
+
 from distributed import WorkerPlugin, get_worker
 from distributed.protocol import to_serialize
 from distributed.utils import sync
 
-from ..backend import set_cpu_threads
+from ..backend import set_cpu_threads, xp
+from . import _pieces
 from ..errors import GpipeError
 
 PLUGIN_NAME = "gpipe"
@@ -37,16 +40,19 @@ class GpipeStore(WorkerPlugin):
         self.partitions: dict[tuple[str, int], object] = {}
         self.pieces: dict[tuple[str, int], list] = defaultdict(list)
         self.inbox: dict[tuple[str, int, int], list] = defaultdict(list)
+        self.blocks: dict[tuple[str, int], dict[int, dict]] = {}
         self._lock = threading.Lock()
         self.worker = worker
         self.worker_address = worker.address
         worker.handlers["gpipe_receive"] = self._receive
+        worker.handlers["gpipe_block"] = self._block
         set_cpu_threads(worker.state.nthreads)
 
     def teardown(self, worker):
         self.partitions.clear()
         self.pieces.clear()
         self.inbox.clear()
+        self.blocks.clear()
 
     async def _receive(self, run_id: str, superstep: int, part: int, walkers: dict) -> str:
         self.deliver(run_id, superstep, part, walkers)
@@ -103,12 +109,43 @@ class GpipeStore(WorkerPlugin):
     def add_pieces(self, run_id: str, part: int, pieces: dict) -> None:
         self.pieces[(run_id, part)].append(pieces)
 
-    def pop_pieces(self, run_id: str, part: int) -> list:
-        return self.pieces.pop((run_id, part), [])
+    def take_block(self, run_id: str, part: int, block: int, block_rows: int, n_blocks: int, dtype) -> dict:
+        """Partition ``part``'s pieces of output block ``block`` (grouping all its pieces on first call)."""
+        with self._lock:
+            groups = self.blocks.get((run_id, part))
+            if groups is None:
+                groups = self.blocks[(run_id, part)] = _pieces.group_by_block(
+                    xp(self.device), self.pieces.pop((run_id, part), []), block_rows, n_blocks, dtype)
+            taken = groups.pop(block)
+            if not groups:
+                del self.blocks[(run_id, part)]
+            return taken
+
+    async def _block(self, run_id: str, part: int, block: int, block_rows: int, n_blocks: int, dtype: str):
+        loop = asyncio.get_running_loop()
+        taken = await loop.run_in_executor(None, self.take_block, run_id, part, block, block_rows, n_blocks, dtype)
+        return to_serialize(taken)
+
+    def gather_block(self, run_id: str, block: int, partitions: dict[int, str], block_rows: int, n_blocks: int,
+                     dtype) -> list[dict]:
+        """Every partition's pieces of output block ``block``: taken here, or fetched from the worker holding them."""
+        dtype = np.dtype(dtype).name
+        local = [self.take_block(run_id, p, block, block_rows, n_blocks, dtype)
+                 for p, w in partitions.items() if w == self.worker_address]
+        remote = {p: w for p, w in partitions.items() if w != self.worker_address}
+        return local + (sync(self.worker.loop, self._fetch, run_id, block, remote, block_rows, n_blocks, dtype)
+                        if remote else [])
+
+    async def _fetch(self, run_id: str, block: int, remote: dict[int, str], block_rows: int, n_blocks: int,
+                     dtype: str) -> list[dict]:
+        return await asyncio.gather(*(
+            self.worker.rpc(w).gpipe_block(run_id=run_id, part=p, block=block, block_rows=block_rows,
+                                           n_blocks=n_blocks, dtype=dtype)
+            for p, w in remote.items()))
 
     def drop_run(self, run_id: str) -> None:
         with self._lock:
-            for buffers in (self.pieces, self.inbox):
+            for buffers in (self.pieces, self.inbox, self.blocks):
                 for k in [k for k in buffers if k[0] == run_id]:
                     del buffers[k]
 
