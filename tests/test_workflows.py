@@ -1,0 +1,89 @@
+"""Tests of ``workflows/embeddings``, run in-process against the session's two-worker cluster."""
+
+import importlib.util
+import json
+import os
+
+import pandas as pd
+import pytest
+import yaml
+
+import gpipe
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+WORKFLOW = os.path.join(REPO, "workflows", "embeddings")
+
+
+@pytest.fixture(scope="module")
+def embeddings():
+    """``workflows/embeddings/run.py`` loaded as a module."""
+    spec = importlib.util.spec_from_file_location("embeddings_workflow", os.path.join(WORKFLOW, "run.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_embeddings_workflow_writes_walks_along_edges_summary_and_embeddings(embeddings, cpu_cluster, tmp_path,
+                                                                             capsys):
+    out = tmp_path / "out"
+    code = embeddings.main(["--set", f"cluster.address={cpu_cluster.scheduler.address}", "--set", "cluster.device=cpu",
+                            "--set", "graph.path=rmat:7:4", "--set", "walks.length=6",
+                            "--set", "walks.walks_per_vertex=2", "--set", f"output={out}"])
+    stdout = capsys.readouterr().out
+    assert code == 0
+
+    with open(out / "corpus.txt") as f:
+        walks = [line.split() for line in f]
+    assert len(walks) == 2 * 128 and all(1 <= len(w) <= 7 for w in walks)
+    with cpu_cluster.as_current():
+        g = gpipe.generators.rmat(7, 4)
+        g.to_parquet(tmp_path / "graph")
+        g.release()
+    frame = pd.concat(pd.read_parquet(tmp_path / "graph" / f) for f in os.listdir(tmp_path / "graph")
+                      if f.startswith("part-"))
+    edges = set(zip(frame["src"].astype(str), frame["dst"].astype(str)))
+    assert all((a, b) in edges for w in walks for a, b in zip(w, w[1:]))
+
+    with open(out / "summary.json") as f:
+        summary = json.load(f)
+    assert summary["status"] == "ok" and summary["walk"]["steps"] > 0
+    assert summary["graph"]["num_vertices"] == 128 and summary["config"]["walks"]["length"] == 6
+    if importlib.util.find_spec("gensim") is None:
+        assert summary["embeddings"] == {"status": "skipped", "reason": "gensim is not installed"}
+        assert not (out / "embeddings.w2v").exists() and "pip install gensim" in stdout
+    else:
+        n_words = len({v for w in walks for v in w})
+        with open(out / "embeddings.w2v") as f:
+            assert f.readline().strip() == f"{n_words} 64"
+        assert summary["embeddings"]["status"] == "ok"
+        assert summary["outputs"]["embeddings"] == str(out / "embeddings.w2v")
+
+
+@pytest.mark.parametrize("override, expected", [
+    ("walks.lenght=5", ["'walks.lenght'", "length"]),
+    ("walks.algorithm=nope", ["'walks.algorithm'", "'nope'", *gpipe.walks.__all__]),
+    ("walks.params.nope=1", ["'walks.params.nope'"]),
+    ("walks.length=0", ["'walks.length' must be a positive integer"]),
+    ("graph.path=no/such/edges.txt", ["'graph.path'", "no/such/edges.txt"]),
+    ("walks", ["'--set' must be key.sub=value"]),
+])
+def test_bad_config_exits_2_naming_the_key_before_connecting(embeddings, capsys, override, expected):
+    code = embeddings.main(["--set", "cluster.address=tcp://127.0.0.1:1", "--set", override])
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith("embeddings: error: ") and "Traceback" not in err
+    assert all(text in err for text in expected)
+
+
+def test_shipped_config_parses_and_validates(embeddings):
+    with open(os.path.join(WORKFLOW, "config.yaml")) as f:
+        config = yaml.safe_load(f)
+    assert embeddings.validate_config(config) == config
+    assert config["walks"]["algorithm"] in gpipe.walks.__all__
+
+
+def test_a_config_file_is_merged_over_the_defaults(embeddings, tmp_path):
+    path = tmp_path / "my.yaml"
+    path.write_text("walks:\n  length: 3\noutput: elsewhere\n")
+    config = embeddings.validate_config(embeddings.load_config(str(path), ["walks.seed=4"]))
+    assert config["walks"]["length"] == 3 and config["walks"]["seed"] == 4 and config["output"] == "elsewhere"
+    assert config["walks"]["walks_per_vertex"] == 10 and config["word2vec"]["vector_size"] == 64

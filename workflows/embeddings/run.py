@@ -1,0 +1,296 @@
+"""Node embeddings from random walks: a batch workflow to copy and adapt.
+
+    python workflows/embeddings/run.py [config.yaml] [--set key.sub=value ...]
+
+The config is merged over ``config.yaml`` next to this script (which holds every
+key and its default), then ``--set`` overrides are applied (values read as YAML),
+and the result is checked before connecting. The workflow connects with
+:func:`gpipe.connect`, loads or generates the graph, runs the walk and writes to
+``output``: ``corpus.txt`` (one walk per line), ``embeddings.w2v`` (word2vec text
+format, only when gensim is installed) and ``summary.json`` (written last: its
+presence means success). A bad config exits with status 2 and one line on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import inspect
+import os
+import sys
+import time
+from functools import partial
+from itertools import pairwise
+
+import yaml
+
+import gpipe
+from gpipe._validate import check_choice, check_int
+from gpipe.backend import DEVICES
+from gpipe.errors import GpipeError, GpipeValueError
+from gpipe.runtime._files import atomic_file, write_json
+
+DEFAULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "config.yaml")
+
+# Walk arguments the workflow sets itself; a walk's other keywords may go in walks.params.
+_SET_BY_WORKFLOW = ("g", "length", "walks_per_vertex", "seed", "start", "progress")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the workflow.
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        ``[config.yaml] [--set key.sub=value ...]`` (default ``sys.argv[1:]``).
+
+    Returns
+    -------
+    int
+        0 on success; 2 on a bad config or bad input, whose message is printed
+        to stderr as ``embeddings: error: ...`` without a traceback.
+    """
+    try:
+        args = _parser().parse_args(argv)
+    except SystemExit as exc:  # argparse has printed the usage error or the help
+        return exc.code
+    try:
+        config = validate_config(load_config(args.config, args.set))
+        summary = _run(config)
+    except (GpipeError, FileNotFoundError) as exc:
+        print(f"embeddings: error: {exc}", file=sys.stderr)
+        return 2
+    _report(summary)
+    return 0
+
+
+def load_config(path: str | None = None, overrides=()) -> dict:
+    """The config at ``path`` merged over the defaults, then the ``key.sub=value`` overrides (not yet checked)."""
+    config = _read_yaml(DEFAULTS)
+    if path is not None:
+        _merge(config, _read_yaml(path))
+    for item in overrides:
+        key, equals, text = item.partition("=")
+        if not equals or not all(key.split(".")):
+            raise GpipeValueError(f"'--set' must be key.sub=value, got {item!r}")
+        try:
+            value = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            raise GpipeValueError(f"'--set {item}': the value is not valid YAML ({exc})") from None
+        for name in reversed(key.split(".")):
+            value = {name: value}
+        _merge(config, value)
+    return config
+
+
+def validate_config(config: dict) -> dict:
+    """Check that ``config`` has exactly the known keys and valid values, and return it.
+
+    Raises
+    ------
+    GpipeValueError
+        The message names the key, the rule and the value (for an unknown key,
+        the keys its section takes; for an unknown walk, ``gpipe.walks.__all__``).
+    """
+    _check_keys(config, "")
+    for key, rule in _RULES.items():
+        section, _, name = key.rpartition(".")
+        rule(key, config[section][name] if section else config[name])
+    walk = config["walks"]
+    accepted = [p for p in inspect.signature(getattr(gpipe.walks, walk["algorithm"])).parameters
+                if p not in _SET_BY_WORKFLOW]
+    for name in walk["params"]:
+        if name not in accepted:
+            raise GpipeValueError(f"unknown key 'walks.params.{name}': {walk['algorithm']} takes "
+                                  f"{', '.join(accepted) or 'no extra parameters'}")
+    return config
+
+
+# -- the rules --------------------------------------------------------------------------------
+
+def _flag(name: str, value) -> bool:
+    if not isinstance(value, bool):
+        raise GpipeValueError(f"'{name}' must be true or false, got {value!r}")
+    return value
+
+
+def _text(name: str, value) -> str:
+    if not isinstance(value, str) or not value:
+        raise GpipeValueError(f"'{name}' must be a non-empty string, got {value!r}")
+    return value
+
+
+def _mapping(name: str, value) -> dict:
+    if not isinstance(value, dict):
+        raise GpipeValueError(f"'{name}' must be a mapping of keys to values, got {value!r}")
+    return value
+
+
+def _optional(rule):
+    return lambda name, value: None if value is None else rule(name, value)
+
+
+def _rmat_spec(text: str) -> tuple[int, ...] | None:
+    """``(scale,)`` or ``(scale, edge_factor)`` for ``rmat:SCALE[:EDGE_FACTOR]``, else None."""
+    fields = text.split(":")
+    if fields[0] == "rmat" and len(fields) in (2, 3) and all(f.isdigit() and int(f) > 0 for f in fields[1:]):
+        return tuple(map(int, fields[1:]))
+    return None
+
+
+def _graph_path(name: str, value) -> str:
+    if _rmat_spec(_text(name, value)) is None and not os.path.exists(value):
+        raise GpipeValueError(f"'{name}' must be an existing edge file or graph folder, or rmat:SCALE[:EDGE_FACTOR] "
+                              f"with positive integers, got {value!r}")
+    return value
+
+
+_positive = partial(check_int, minimum=1)
+_seed = partial(check_int, minimum=0, maximum=2**63 - 1)
+
+# Every key of the config and the rule its value follows; a new key is one entry here and one in config.yaml.
+_RULES = {
+    "graph.path": _graph_path,
+    "graph.directed": _flag,
+    "graph.partitions": _optional(_positive),
+    "walks.algorithm": lambda name, value: check_choice(name, value, gpipe.walks.__all__),
+    "walks.length": _positive,
+    "walks.walks_per_vertex": _positive,
+    "walks.seed": _seed,
+    "walks.params": _mapping,
+    "word2vec.vector_size": _positive,
+    "word2vec.window": _positive,
+    "word2vec.min_count": partial(check_int, minimum=0),
+    "word2vec.sg": partial(check_int, minimum=0, maximum=1),
+    "word2vec.epochs": _positive,
+    "word2vec.workers": _positive,
+    "word2vec.seed": _seed,
+    "output": _text,
+    "cluster.scheduler_file": _optional(_text),
+    "cluster.address": _optional(_text),
+    "cluster.device": lambda name, value: check_choice(name, value, DEVICES),
+    "cluster.n_workers": _optional(_positive),
+}
+
+
+def _check_keys(section, prefix: str) -> None:
+    """Every key under ``prefix`` is known and present, recursively."""
+    _mapping(prefix.rstrip(".") or "config", section)
+    known = list(dict.fromkeys(k[len(prefix):].split(".")[0] for k in _RULES if k.startswith(prefix)))
+    for key in section:
+        if key not in known:
+            takes = f"'{prefix.rstrip('.')}' takes" if prefix else "the config takes"
+            raise GpipeValueError(f"unknown key '{prefix}{key}': {takes} {', '.join(known)}")
+    for key in known:
+        if key not in section:
+            raise GpipeValueError(f"missing key '{prefix}{key}'")
+        if prefix + key not in _RULES:
+            _check_keys(section[key], f"{prefix}{key}.")
+
+
+def _read_yaml(path: str) -> dict:
+    try:
+        with open(path) as f:
+            config = yaml.safe_load(f)
+    except FileNotFoundError:
+        raise GpipeValueError(f"the config file {path!r} does not exist") from None
+    except yaml.YAMLError as exc:
+        raise GpipeValueError(f"{path}: not valid YAML ({' '.join(str(exc).split())})") from None
+    return _mapping(path, {} if config is None else config)
+
+
+def _merge(base: dict, update: dict) -> None:
+    """Merge ``update`` into ``base``, section by section."""
+    for key, value in update.items():
+        if isinstance(value, dict) and isinstance(base.get(key), dict):
+            _merge(base[key], value)
+        else:
+            base[key] = value
+
+
+# -- the run ----------------------------------------------------------------------------------
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="embeddings", description=__doc__.splitlines()[0])
+    parser.add_argument("config", nargs="?", help=f"YAML config merged over the defaults ({DEFAULTS})")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="override one key, e.g. --set walks.length=20 (the value is read as YAML)")
+    return parser
+
+
+def _run(config: dict) -> dict:
+    """Walk the graph, write the corpus, the embeddings and summary.json; return the summary."""
+    graph, walks, cluster = config["graph"], config["walks"], config["cluster"]
+    out = os.path.abspath(config["output"])
+    walk = getattr(gpipe.walks, walks["algorithm"])
+    marks = {"start": time.perf_counter()}
+    with gpipe.connect(cluster["scheduler_file"], cluster["address"], n_workers=cluster["n_workers"],
+                       device=cluster["device"]) as client, client.as_current():
+        print(f"embeddings: Dask dashboard at {client.dashboard_link}", file=sys.stderr)
+        marks["connect"] = time.perf_counter()
+        rmat = _rmat_spec(graph["path"])
+        if rmat is not None:
+            g = gpipe.generators.rmat(*rmat, directed=graph["directed"], partitions=graph["partitions"])
+        else:
+            g = gpipe.read_edges(graph["path"], directed=graph["directed"], partitions=graph["partitions"])
+        marks["graph"] = time.perf_counter()
+        # compile the kernels on every worker, so that the timed walk measures walking only
+        walk(g, length=2, start=g.to_original(g.bounds[:-1]), seed=walks["seed"], **walks["params"])
+        marks["compile"] = time.perf_counter()
+        result = walk(g, length=walks["length"], walks_per_vertex=walks["walks_per_vertex"], seed=walks["seed"],
+                      **walks["params"])
+        marks["walk"] = time.perf_counter()
+        outputs = {"corpus": result.to_corpus(os.path.join(out, "corpus.txt"))}
+        marks["corpus"] = time.perf_counter()
+        summary = {
+            "status": "ok",
+            "config": config,
+            "graph": {"num_vertices": g.num_vertices, "num_edges": g.num_edges, "num_partitions": g.num_partitions,
+                      "directed": g.directed},
+            "cluster": {"scheduler": client.scheduler.address, "dashboard": client.dashboard_link},
+            "walk": result.stats,
+        }
+        g.release()  # on a shared cluster, nothing would free it once this client is closed
+    marks["disconnect"] = time.perf_counter()
+    summary["embeddings"] = _train(outputs["corpus"], os.path.join(out, "embeddings.w2v"), config["word2vec"])
+    marks["word2vec"] = time.perf_counter()
+    if summary["embeddings"]["status"] == "ok":
+        outputs["embeddings"] = summary["embeddings"]["path"]
+    outputs["summary"] = os.path.join(out, "summary.json")
+    summary["outputs"] = outputs
+    summary["timings"] = dict({b: marks[b] - marks[a] for a, b in pairwise(marks)},
+                              total=marks["word2vec"] - marks["start"])
+    summary["gpipe_version"] = gpipe.__version__
+    write_json(outputs["summary"], summary)
+    return summary
+
+
+def _train(corpus: str, path: str, options: dict) -> dict:
+    """Train word2vec on the corpus and write the vectors to ``path``; skipped when gensim is missing."""
+    if importlib.util.find_spec("gensim") is None:
+        return {"status": "skipped", "reason": "gensim is not installed"}
+    from gensim.models import Word2Vec
+
+    model = Word2Vec(corpus_file=corpus, **options)
+    with atomic_file(path) as tmp:
+        model.wv.save_word2vec_format(tmp.name)  # gensim opens files by name: it fills the file atomic_file renames
+    return {"status": "ok", "path": path, "words": len(model.wv), "vector_size": model.wv.vector_size}
+
+
+def _report(summary: dict) -> None:
+    graph, stats, embeddings, outputs = summary["graph"], summary["walk"], summary["embeddings"], summary["outputs"]
+    if embeddings["status"] == "ok":
+        vectors = f"{outputs['embeddings']} ({embeddings['words']:,} vectors of {embeddings['vector_size']})"
+    else:
+        vectors = f"skipped: {embeddings['reason']} (`pip install gensim` to train them)"
+    print(f"embeddings: {stats['algorithm']} on {graph['num_vertices']:,} vertices, {graph['num_edges']:,} edges, "
+          f"{stats['workers']} worker(s) on {stats['device']}\n"
+          f"  walks       {stats['walks']:,} of length {stats['length']}: {stats['steps']:,} steps in "
+          f"{stats['seconds']:.3f} s = {stats['steps_per_second']:,.0f} steps/s\n"
+          f"  corpus      {outputs['corpus']}\n"
+          f"  embeddings  {vectors}\n"
+          f"  summary     {outputs['summary']}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
