@@ -1,5 +1,7 @@
 """Shared fixtures: real Dask clusters of worker processes (never mocks)."""
 
+import time
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -38,3 +40,17 @@ def small_edges() -> pd.DataFrame:
     src = np.concatenate([np.zeros(12, int), rng.integers(1, 40, 80)])
     dst = np.concatenate([np.arange(1, 13), rng.integers(1, 40, 80)])
     return pd.DataFrame({"src": src, "dst": dst})
+
+
+@pytest.fixture
+def eventually():
+    """``eventually(condition)``: poll ``condition`` for up to 5 s (for what the cluster does in the background)."""
+
+    def wait(condition) -> bool:
+        for _ in range(50):
+            if condition():
+                return True
+            time.sleep(0.1)
+        return condition()
+
+    return wait

@@ -163,17 +163,18 @@ def _partitions_held(dask_worker=None):
     return len(dask_worker.plugins["gpipe"].partitions)
 
 
-def test_partitions_are_released_with_the_graph(cpu):
+def test_partitions_are_released_with_the_graph(cpu, eventually):
     import gc
-    import time
 
-    before = sum(cpu.run(_partitions_held).values())
+    def held():
+        return sum(cpu.run(_partitions_held).values())
+
+    before = held()
     g = gpipe.generators.rmat(scale=6, edge_factor=2, seed=0, partitions=3)
-    assert sum(cpu.run(_partitions_held).values()) == before + 3
+    assert held() == before + 3
     del g
     gc.collect()
-    for _ in range(50):
-        if sum(cpu.run(_partitions_held).values()) == before:
-            break
-        time.sleep(0.1)
-    assert sum(cpu.run(_partitions_held).values()) == before
+    assert eventually(lambda: held() == before)
+    g = gpipe.generators.rmat(scale=6, edge_factor=2, seed=0, partitions=2)
+    g.release()
+    assert held() == before

@@ -160,20 +160,18 @@ def _pieces_held(dask_worker=None):
     return len(dask_worker.plugins["gpipe"].pieces)
 
 
-def test_pieces_stay_on_workers_until_assembled_or_dropped(cpu):
+def test_pieces_stay_on_workers_until_assembled_or_dropped(cpu, eventually):
     import gc
-    import time
+
+    def held():
+        return sum(cpu.run(_pieces_held).values())
 
     g = gpipe.generators.rmat(scale=8, edge_factor=4, seed=1, partitions=3)
-    before = sum(cpu.run(_pieces_held).values())
+    before = held()
     w = gpipe.walks.deepwalk(g, length=5, seed=0)
-    assert sum(cpu.run(_pieces_held).values()) == before + 3  # one piece list per partition
+    assert held() == before + 3  # one piece list per partition
     assert w.persist().stats["assemble_seconds"] >= 0
-    assert sum(cpu.run(_pieces_held).values()) == before  # assembling took them
+    assert held() == before  # assembling took them
     gpipe.walks.deepwalk(g, length=5, seed=0)  # never assembled: freed when collected
     gc.collect()
-    for _ in range(50):
-        if sum(cpu.run(_pieces_held).values()) == before:
-            break
-        time.sleep(0.1)
-    assert sum(cpu.run(_pieces_held).values()) == before
+    assert eventually(lambda: held() == before)

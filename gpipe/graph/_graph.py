@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import uuid
@@ -16,8 +15,8 @@ from .. import config
 from .._validate import check_int
 from ..backend import to_host
 from ..errors import GpipeValueError
-from ..runtime._session import Session
-from ..runtime._store import store
+from ..runtime._session import Session, run_later
+from ..runtime._store import on_store, store
 from ..runtime._files import atomic_dir
 from . import _build
 
@@ -43,12 +42,12 @@ class Graph:
         self.id_map = id_map
         self.partition_info = partition_info
         self.num_edges = num_edges
-        self._finalizer = weakref.finalize(self, _release, session.client, graph_id)
+        self._finalizer = weakref.finalize(self, run_later, session.client, on_store, "drop_graph", graph_id)
 
     def release(self) -> None:
         """Free the partitions on the workers now (they are also freed when the graph is garbage-collected)."""
         if self._finalizer.detach() is not None:
-            self.client.run(_drop_graph, self.graph_id)
+            self.client.run(on_store, "drop_graph", self.graph_id)
 
     # -- shape -------------------------------------------------------------------
     @property
@@ -133,22 +132,6 @@ class Graph:
             with open(os.path.join(tmp, "_gpipe.json"), "w") as f:
                 json.dump(meta, f, indent=2)
         return path
-
-
-def _release(client, graph_id: str) -> None:
-    """Drop a collected graph's partitions, from whatever thread the collector runs in."""
-    if client.status == "running":
-        client.loop.add_callback(_release_quietly, client, graph_id)
-
-
-async def _release_quietly(client, graph_id: str) -> None:
-    with contextlib.suppress(Exception):  # the cluster is going away: nothing left to release
-        await client.run(_drop_graph, graph_id, asynchronous=True)
-
-
-def _drop_graph(graph_id: str, dask_worker=None) -> int:
-    plugin = dask_worker.plugins.get("gpipe")
-    return plugin.drop_graph(graph_id) if plugin is not None else 0
 
 
 def _partition_degrees(graph_id: str, part: int) -> np.ndarray:

@@ -120,9 +120,3 @@ def assemble(run_id: str, partitions: dict[int, str], layout: tuple, *, part: in
     piece_sets = store().gather_block(run_id, part, partitions, block_rows, n_blocks, dtype)
     piece_sets = [{k: x.asarray(v) for k, v in ps.items()} for ps in piece_sets]
     return _pieces.scatter(x, _pieces.concat(x, piece_sets, dtype), base, rows, width, dtype)
-
-
-def drop_run(run_id: str, dask_worker=None) -> None:
-    plugin = dask_worker.plugins.get("gpipe")
-    if plugin is not None:
-        plugin.drop_run(run_id)

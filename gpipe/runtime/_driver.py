@@ -17,6 +17,7 @@ import numpy as np
 
 from . import _advance
 from ._result import WalkResult
+from ._store import on_store
 
 
 def _pinned(client, func, *args, worker: str, key: str, **kwargs):
@@ -60,7 +61,7 @@ def run_walks(graph, kernel: Callable, params: dict, *, length: int, num_walks: 
                 progress(superstep=superstep, active=int(counts.sum()), steps=steps, total=num_walks)
     except BaseException:
         with contextlib.suppress(Exception):
-            client.run(_advance.drop_run, run_id)
+            client.run(on_store, "drop_run", run_id)
         raise
     seconds = time.perf_counter() - t0
     stats = {"algorithm": algorithm, "walks": num_walks, "length": length, "steps": steps, "seconds": seconds,

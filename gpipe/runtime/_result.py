@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 import time
 import weakref
@@ -16,6 +15,8 @@ from distributed import wait
 from .. import config
 from ..backend import cpu_kernel, to_host
 from . import _advance
+from ._session import run_later
+from ._store import on_store
 from ._files import atomic_dir, atomic_file
 
 
@@ -46,7 +47,7 @@ class WalkResult:
         self._block_futures: list | None = None
         self._block_rows = int(config.get("walks.block-size"))
         self.stats = stats
-        self._finalizer = weakref.finalize(self, _drop_pieces, client, run_id)
+        self._finalizer = weakref.finalize(self, run_later, client, on_store, "drop_run", run_id)
 
     def _blocks(self) -> list:
         """Futures of the assembled blocks (assembling them on first use)."""
@@ -125,17 +126,6 @@ class WalkResult:
             while pending:
                 out.write(pending.popleft().result())
         return path
-
-
-def _drop_pieces(client, run_id: str) -> None:
-    """Free the pieces of a walk that was never assembled, from whatever thread the collector runs in."""
-    if client.status == "running":
-        client.loop.add_callback(_drop_quietly, client, run_id)
-
-
-async def _drop_quietly(client, run_id: str) -> None:
-    with contextlib.suppress(Exception):  # the cluster is going away: nothing left to free
-        await client.run(_advance.drop_run, run_id, asynchronous=True)
 
 
 def _assemble_blocks(client, run_id: str, partitions: dict[int, str], num_walks: int, block_rows: int, width: int,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 
 from distributed import Client, default_client
@@ -52,6 +53,20 @@ def attach(client: Client, device: str = "auto", timeout: float = 60) -> Session
         client.register_plugin(GpipeStore(resolved), name=PLUGIN_NAME)
     session = _sessions[client.id] = Session(client, resolved)
     return session
+
+
+def run_later(client: Client, function, *args) -> None:
+    """``client.run(function, *args)`` from any thread (a garbage collector's too), without waiting.
+
+    Nothing happens when the cluster is already going away.
+    """
+    if client.status == "running":
+        client.loop.add_callback(_run_quietly, client, function, args)
+
+
+async def _run_quietly(client: Client, function, args: tuple) -> None:
+    with contextlib.suppress(Exception):  # the cluster is going away: nothing left to do
+        await client.run(function, *args, asynchronous=True)
 
 
 def current(client: Client | None = None) -> Session:

@@ -150,6 +150,12 @@ class GpipeStore(WorkerPlugin):
                     del buffers[k]
 
 
+def on_store(method: str, *args, dask_worker=None):
+    """Call a method of the worker's store (for ``client.run``); a worker without one is skipped."""
+    plugin = dask_worker.plugins.get(PLUGIN_NAME)
+    return getattr(plugin, method)(*args) if plugin is not None else None
+
+
 def store() -> GpipeStore:
     """The gpipe store of the worker running this task."""
     try:
