@@ -2,12 +2,12 @@
 
 Every draw is a pure function of ``(seed, stream, counter)``: a walk's stream
 is its walk id (an R-MAT chunk's is its edge index), the counter is
-``step << 8 | draw``. Nothing depends on how many workers, partitions or GPUs
+``step << 32 | draw``. Nothing depends on how many workers, partitions or GPUs
 run the work, nor on the device: the CUDA header computes the same bits.
 
     key(seed)            = mix64(seed + GOLDEN)
     stream(key, s)       = mix64(key + s * GOLDEN)
-    bits(stream, c)      = mix64(stream + (c + 1) * GOLDEN)
+    bits(stream, c)      = mix64(stream + (c + 1) * GOLDEN)       # c = step << 32 | draw
     below(bits, n)       = ((bits >> 32) * n) >> 32          # uniform in [0, n), n < 2**32
     unit(bits)           = (bits >> 11) * 2**-53             # uniform in [0, 1)
 
@@ -23,7 +23,7 @@ from .backend import cpu_kernel
 GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
 _M2 = np.uint64(0x94D049BB133111EB)
-_S30, _S27, _S31, _S32, _S11, _S8 = (np.uint64(s) for s in (30, 27, 31, 32, 11, 8))
+_S30, _S27, _S31, _S32, _S11 = (np.uint64(s) for s in (30, 27, 31, 32, 11))
 _ONE = np.uint64(1)
 _INV53 = 1.0 / 9007199254740992.0
 
@@ -47,7 +47,7 @@ def stream(run_key, s):
 
 @cpu_kernel()
 def bits(stream_key, step, draw):
-    counter = (np.uint64(step) << _S8) | np.uint64(draw)
+    counter = (np.uint64(step) << _S32) | np.uint64(draw)
     return mix64(stream_key + (counter + _ONE) * GOLDEN)
 
 

@@ -1,6 +1,6 @@
 // Counter-based random numbers: the CUDA side of gpipe/_rng.py (same bits).
 //   key(seed) = mix64(seed + GOLDEN); stream(key, s) = mix64(key + s * GOLDEN)
-//   bits(stream, step, draw) = mix64(stream + (((step << 8) | draw) + 1) * GOLDEN)
+//   bits(stream, step, draw) = mix64(stream + (((step << 32) | draw) + 1) * GOLDEN)
 #pragma once
 
 #define GPIPE_GOLDEN 0x9E3779B97F4A7C15ULL
@@ -21,7 +21,7 @@ __device__ __forceinline__ unsigned long long gp_stream(unsigned long long key, 
 
 __device__ __forceinline__ unsigned long long gp_bits(unsigned long long stream, unsigned long long step,
                                                       unsigned long long draw) {
-    return gp_mix64(stream + (((step << 8) | draw) + 1ULL) * GPIPE_GOLDEN);
+    return gp_mix64(stream + (((step << 32) | draw) + 1ULL) * GPIPE_GOLDEN);
 }
 
 // uniform integer in [0, n) for n < 2^32

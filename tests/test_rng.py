@@ -18,12 +18,12 @@ def _mix(z):
 def _reference(seed, stream, step, draw):
     key = _mix((seed + GOLDEN) & MASK)
     s = _mix((key + stream * GOLDEN) & MASK)
-    return _mix((s + (((step << 8) | draw) + 1) * GOLDEN) & MASK)
+    return _mix((s + (((step << 32) | draw) + 1) * GOLDEN) & MASK)
 
 
 def test_cpu_twin_matches_the_written_definition():
     streams = np.array([0, 1, 2, 12345, 2**40 + 7, 2**62], dtype=np.int64)
-    for seed, step, draw in [(0, 0, 0), (7, 3, 1), (2**63 - 1, 79, 255)]:
+    for seed, step, draw in [(0, 0, 0), (7, 3, 1), (2**63 - 1, 79, 2**32 - 1)]:
         got = _rng.draws(seed, streams, step, draw)
         assert [int(x) for x in got] == [_reference(seed, int(s), step, draw) for s in streams]
 

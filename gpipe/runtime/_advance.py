@@ -41,39 +41,50 @@ def _device_xp():
 def step_kernel(fill):
     """Make a runtime step function from a kernel that fills per-walker outputs.
 
-    ``fill(x, partition, walkers, params, out)`` gets room for every step each
-    walker has left: ``out['offset']`` into ``out['flat']``; it writes each
-    walker's visited vertices there (its current vertex first), the count in
-    ``out['length']``, the walker's new ``vertex`` and ``step`` (and any other
-    walker field it updates) and ``out['moved']`` = 1 for a walker that left
-    the partition, 0 for one that finished.
+    ``fill(x, partition, walkers, params, out)`` gets room for the steps each
+    walker may take in this superstep (every step it has left, at most
+    ``params['room']``): ``out['offset']`` into ``out['flat']``. It writes each
+    walker's vertices there, starting with the walk's vertex at the walker's
+    current step, the count in ``out['length']``, the new value of each walker
+    field it changes in ``out[field]`` (which starts as a copy), and
+    ``out['moved']`` = 1 for a walker to be
+    delivered to the partition owning its new ``vertex`` (which may be this
+    one), 0 for one whose walk has ended.
     """
 
     @functools.wraps(fill)
     def advance(part, walkers: dict, params: dict):
         x = _device_xp()
         n = walkers["walk_id"].shape[0]
-        offset, total = _pieces.regions(x, walkers["step"], params["length"])
-        out = {"offset": offset, "flat": x.empty(total, part.indices.dtype), "length": x.empty(n, x.int32),
-               "vertex": x.empty(n, x.int64), "step": x.empty(n, x.int32), "moved": x.empty(n, x.int8)}
+        offset, total = _pieces.regions(x, walkers["step"], params["length"], params.get("room"))
+        out = {k: v.copy() for k, v in walkers.items()}
+        out.update(offset=offset, flat=x.empty(total, part.indices.dtype), length=x.empty(n, x.int32),
+                   moved=x.empty(n, x.int8))
         fill(x, part, walkers, params, out)
         pieces = _pieces.compact({"walk_id": walkers["walk_id"], "start": walkers["step"], "length": out["length"],
                                   "offset": offset, "flat": out["flat"]})
         steps = int((out["step"] - walkers["step"]).sum())
         moved = out["moved"].astype(bool)
-        movers = {k: out.get(k, v)[moved] for k, v in walkers.items()}
+        movers = {k: out[k][moved] for k in walkers}
         return pieces, movers, steps
 
     return advance
 
 
-def _every_vertex(x, p, walks_per_vertex: int) -> dict:
+def new_walkers(x, walk_id, vertex, fields: tuple = ()) -> dict:
+    """Walkers at step 0 with the walk's own ``fields``: ``(name, dtype, init)``, init a number or 'vertex'."""
+    walkers = {"walk_id": walk_id, "vertex": vertex, "step": x.zeros(walk_id.shape[0], dtype=x.int32)}
+    for name, dtype, init in fields:
+        walkers[name] = vertex.astype(dtype) if init == "vertex" else x.full(walk_id.shape[0], init, dtype=dtype)
+    return walkers
+
+
+def _every_vertex(x, p, walks_per_vertex: int, fields: tuple) -> dict:
     """One walker per (repetition, vertex) of partition ``p``; walk id = rep * n + vertex."""
     n = int(p.bounds[-1])
     vertices = x.arange(p.lo, p.hi, dtype=x.int64)
     walk_id = x.concatenate([vertices + r * n for r in range(walks_per_vertex)])
-    return {"walk_id": walk_id, "vertex": x.tile(vertices, walks_per_vertex),
-            "step": x.zeros(walk_id.shape[0], dtype=x.int32)}
+    return new_walkers(x, walk_id, x.tile(vertices, walks_per_vertex), fields)
 
 
 @_phase("advance")
@@ -93,7 +104,7 @@ def advance(graph_id: str, run_id: str, walkers: dict | int | None, kernel, para
         arrived = st.take_inbox(run_id, superstep, part)
         walkers = {k: x.concatenate([x.asarray(w[k]) for w in arrived]) for k in arrived[0]}
     elif isinstance(walkers, int):
-        walkers = _every_vertex(x, p, walkers)
+        walkers = _every_vertex(x, p, walkers, params.get("fields", ()))
     walkers = {k: x.asarray(v) for k, v in walkers.items()}
     t0 = time.perf_counter()
     pieces, movers, steps = kernel(p, walkers, params)  # synchronous: it counts the steps on the host

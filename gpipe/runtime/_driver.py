@@ -38,7 +38,7 @@ def run_walks(graph, kernel: Callable, params: dict, *, length: int, num_walks: 
     parts = graph.num_partitions
     t0 = time.perf_counter()
     try:
-        queues, counts = _initial_walkers(graph, walks_per_vertex, starts)
+        queues, counts = _initial_walkers(graph, walks_per_vertex, starts, params.get("fields", ()))
         ran: set[int] = set()
         superstep = steps = 0
         kernel_seconds = 0.0
@@ -73,7 +73,7 @@ def run_walks(graph, kernel: Callable, params: dict, *, length: int, num_walks: 
                       graph.id_map, stats)
 
 
-def _initial_walkers(graph, walks_per_vertex: int, starts: np.ndarray | None):
+def _initial_walkers(graph, walks_per_vertex: int, starts: np.ndarray | None, fields: tuple):
     """Per partition, its first walkers (or how many walks start at each of its vertices), and their counts."""
     client, placement = graph.client, graph.placement
     parts = graph.num_partitions
@@ -87,6 +87,6 @@ def _initial_walkers(graph, walks_per_vertex: int, starts: np.ndarray | None):
     queues = {}
     for p in np.flatnonzero(counts):
         mask = owner == p
-        walkers = {"walk_id": walk_id[mask], "vertex": vertex[mask], "step": np.zeros(int(counts[p]), np.int32)}
+        walkers = _advance.new_walkers(np, walk_id[mask], vertex[mask], fields)
         [queues[int(p)]] = client.scatter([walkers], workers=[placement[p]], hash=False)
     return queues, counts

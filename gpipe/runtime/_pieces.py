@@ -14,9 +14,14 @@ from ..backend import cpu_kernel, device_of, prange, to_host, xp
 from ..kernels import function, id_type, launch
 
 
-def regions(x, steps, length: int):
-    """Offsets of each walker's output region (room for every step it has left) and the total size."""
-    room = (length + 1 - steps).astype(x.int64)
+def regions(x, steps, length: int, room: int | None = None):
+    """Offsets of each walker's output region and the total size.
+
+    A region has room for the walker's vertex now and every step it has left,
+    or for ``room`` vertices when that is less.
+    """
+    room = length + 1 - steps if room is None else x.minimum(length + 1 - steps, room)
+    room = room.astype(x.int64)
     offset = x.zeros(room.shape[0] + 1, dtype=x.int64)
     x.cumsum(room, out=offset[1:])
     return offset[:-1], int(offset[-1])
