@@ -147,7 +147,7 @@ def test_corpus_with_string_ids(cpu, tmp_path):
         ({"seed": -1}, "'seed' must be an integer >= 0, got -1"),
         ({"start": [0, 99999]}, "'start' must hold vertices of the graph; 1 do not, e.g. \\[99999\\]"),
         ({"start": []}, "'start' must hold at least one vertex"),
-        ({"weighted": True}, "'weighted' must be False"),
+        ({"weighted": True}, "'weighted' needs a graph with edge weights"),
     ],
 )
 def test_bad_parameters_are_rejected_by_name(cpu, kwargs, message):

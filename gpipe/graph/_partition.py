@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
+
+from ..backend import cpu_kernel, device_of, prange, xp
+from ..kernels import function, launch
 
 
 @dataclass
@@ -24,6 +27,7 @@ class Partition:
     indptr: object
     indices: object
     weights: object | None
+    _cdf: object | None = field(default=None, repr=False)
 
     @property
     def num_edges(self) -> int:
@@ -31,5 +35,28 @@ class Partition:
 
     @property
     def nbytes(self) -> int:
-        arrays = (self.indptr, self.indices, self.weights)
+        arrays = (self.indptr, self.indices, self.weights, self._cdf)
         return int(sum(a.nbytes for a in arrays if a is not None))
+
+    def cdf(self):
+        """Per-vertex prefix sums of the edge weights (float64), built once and kept (CUDA: ``kernels/cdf.cu``)."""
+        if self._cdf is None:
+            x = xp(device_of(self.indptr))
+            n = self.hi - self.lo
+            weights = self.weights if self.weights is not None else x.ones(self.num_edges, x.float32)
+            cdf = x.empty(self.num_edges, x.float64)
+            if x is np:
+                _segment_cdf_cpu(self.indptr, weights, cdf)
+            else:
+                launch(function("cdf.cu", "gp_segment_cdf"), n, (np.int64(n), self.indptr, weights, cdf))
+            self._cdf = cdf
+        return self._cdf
+
+
+@cpu_kernel(parallel=True)
+def _segment_cdf_cpu(indptr, weights, cdf):
+    for v in prange(indptr.shape[0] - 1):
+        total = 0.0
+        for e in range(indptr[v], indptr[v + 1]):
+            total += np.float64(weights[e])
+            cdf[e] = total

@@ -25,11 +25,13 @@ def _pinned(client, func, *args, worker: str, key: str, **kwargs):
 
 
 def run_walks(graph, kernel: Callable, params: dict, *, length: int, num_walks: int, walks_per_vertex: int,
-              starts: np.ndarray | None, algorithm: str, progress: Callable | None = None) -> WalkResult:
+              starts: np.ndarray | None, algorithm: str, progress: Callable | None = None,
+              result_type: type = WalkResult, **result_kwargs) -> WalkResult:
     """Run walkers over ``graph`` with ``kernel`` until every walk has ended.
 
     ``starts`` are dense start vertices (None: every vertex); walk ``r * len(starts) + i``
-    is the ``r``-th walk from ``starts[i]``.
+    is the ``r``-th walk from ``starts[i]``. The result is a ``result_type``
+    (a :class:`WalkResult`) given ``result_kwargs`` too.
     """
     client = graph.client
     run_id = uuid.uuid4().hex[:12]
@@ -67,10 +69,11 @@ def run_walks(graph, kernel: Callable, params: dict, *, length: int, num_walks: 
     stats = {"algorithm": algorithm, "walks": num_walks, "length": length, "steps": steps, "seconds": seconds,
              "steps_per_second": steps / seconds if seconds > 0 else 0.0, "supersteps": superstep,
              "kernel_seconds": kernel_seconds,
-             "partitions": parts, "workers": len(set(placement)), "device": graph.device}
+             "partitions": parts, "workers": len(set(placement)), "device": graph.device,
+             "num_vertices": graph.num_vertices}
     dtype = np.int32 if graph.num_vertices < 2**31 else np.int64
-    return WalkResult(client, run_id, {p: placement[p] for p in sorted(ran)}, num_walks, length + 1, dtype,
-                      graph.id_map, stats)
+    return result_type(client, run_id, {p: placement[p] for p in sorted(ran)}, num_walks, length + 1, dtype,
+                       graph.id_map, stats, **result_kwargs)
 
 
 def _initial_walkers(graph, walks_per_vertex: int, starts: np.ndarray | None, fields: tuple):

@@ -1,4 +1,12 @@
-"""Random walks on the partitioned runtime: one step kernel pair (CUDA + CPU twin) and one function each."""
+"""Random walks on the partitioned runtime: a step kernel pair (CUDA + CPU twin) and one function each.
+
+Every walk starts ``walks_per_vertex`` walks from every vertex or from the
+``start`` vertices (walk ``r * len(start) + i`` is the ``r``-th from
+``start[i]``), takes at most ``length`` steps, ends early at a vertex with no
+out-edge, and draws its random numbers from ``(seed, walk id, step)`` only: the
+walks are the same for any number of partitions, workers or GPUs, on the CPU
+and on the GPU.
+"""
 
 from __future__ import annotations
 
@@ -7,23 +15,24 @@ from typing import Callable
 import numpy as np
 
 from .. import _rng
-from .._validate import check_int, check_seed
+from .._validate import check_int, check_probability, check_seed
 from ..errors import GpipeValueError
 from ..runtime import WalkResult, run_walks
-from ._uniform import advance_uniform
+from . import _mh, _node2vec
+from ._first_order import advance_first_order
+from ._ppr import PPRResult
 
-__all__ = ["deepwalk"]
+__all__ = ["PPRResult", "deepwalk", "metropolis_hastings", "node2vec", "ppr", "with_jump"]
 
 
 def deepwalk(g, length: int = 80, walks_per_vertex: int = 1, start=None, weighted: bool = False, seed: int = 0,
              *, progress: Callable | None = None) -> WalkResult:
-    """Uniform random walks (DeepWalk) from every vertex, or from ``start``.
+    """Uniform random walks (DeepWalk), or walks biased by edge weight.
 
-    Each step moves to an out-neighbor chosen uniformly at random; a walk that
-    reaches a vertex with no out-edge ends there (the rest of its row is
-    padding). The walk with id ``r * len(start) + i`` is the ``r``-th walk from
-    ``start[i]``; its draws depend only on ``(seed, walk id, step)``, so the
-    walks are the same for any number of partitions, workers or GPUs.
+    Each step moves to an out-neighbor chosen uniformly at random, or with
+    probability proportional to the edge's weight when ``weighted`` (biased
+    DeepWalk: inverse transform sampling over per-partition prefix sums of the
+    weights, built once, O(log degree) per step).
 
     Parameters
     ----------
@@ -35,7 +44,7 @@ def deepwalk(g, length: int = 80, walks_per_vertex: int = 1, start=None, weighte
     start : array-like, optional
         Start vertices (original ids); default every vertex of ``g``.
     weighted : bool
-        Reserved for edge-weight-biased walks; must be False for now.
+        Bias each step by the edge weights (``g`` must have them).
     seed : int
         Seed of the random stream.
     progress : callable, optional
@@ -59,15 +68,154 @@ def deepwalk(g, length: int = 80, walks_per_vertex: int = 1, start=None, weighte
     ...     gpipe.walks.deepwalk(g, length=4, seed=7).compute().shape
     (3, 5)
     """
+    return _first_order(g, "deepwalk", length, walks_per_vertex, start, weighted, seed, progress, 0.0, "none")
+
+
+def with_jump(g, jump: float = 0.1, length: int = 80, walks_per_vertex: int = 1, start=None,
+              weighted: bool = False, seed: int = 0, *, progress: Callable | None = None) -> WalkResult:
+    """Random walks that jump to a uniformly random vertex with probability ``jump`` at each step.
+
+    Otherwise a step moves to an out-neighbor (uniformly, or by weight when
+    ``weighted``); a walk at a vertex without out-edges ends unless it jumps.
+    Parameters as :func:`deepwalk`, plus ``jump`` in [0, 1].
+
+    Examples
+    --------
+    >>> with gpipe.connect(n_workers=1, device="cpu"):   # doctest: +SKIP
+    ...     w = gpipe.walks.with_jump(gpipe.generators.rmat(8), jump=0.2, length=10, seed=1)
+    """
+    jump = check_probability("jump", jump)
+    return _first_order(g, "with_jump", length, walks_per_vertex, start, weighted, seed, progress, jump, "uniform")
+
+
+def ppr(g, sources, restart: float = 0.15, walks_per_source: int = 100, length: int = 80, weighted: bool = False,
+        seed: int = 0, *, progress: Callable | None = None) -> PPRResult:
+    """Random walks with restart from each source, and the personalized PageRank they estimate.
+
+    At each step a walk returns to its source with probability ``restart``,
+    else moves to an out-neighbor (uniformly, or by weight when ``weighted``);
+    a walk at a vertex without out-edges ends. ``result.scores()`` gives, per
+    source, the fraction of the walks' visits that fell on each vertex: the
+    visit-frequency estimate of the personalized PageRank with teleport
+    probability ``restart``.
+
+    Parameters
+    ----------
+    g : Graph
+    sources : array-like
+        Source vertices (original ids).
+    restart : float
+        Restart probability, in [0, 1).
+    walks_per_source : int
+        Walks from each source.
+    length : int
+        Steps per walk.
+    weighted : bool
+        Bias the steps by the edge weights.
+    seed : int
+        Seed of the random stream.
+
+    Returns
+    -------
+    PPRResult
+        A :class:`WalkResult` with ``scores()``: a frame ``source, vertex, score``.
+
+    Examples
+    --------
+    >>> with gpipe.connect(n_workers=1, device="cpu"):   # doctest: +SKIP
+    ...     r = gpipe.walks.ppr(gpipe.generators.rmat(8), sources=[0, 5], restart=0.2, seed=3)
+    ...     r.scores().head()
+    """
+    restart = check_probability("restart", restart, open_high=True)
+    starts = g.to_internal(sources, "sources")
+    if starts.size == 0:
+        raise GpipeValueError("'sources' must hold at least one vertex, got an empty array")
+    walks_per_source = check_int("walks_per_source", walks_per_source, minimum=1)
+    return _first_order(g, "ppr", length, walks_per_source, sources, weighted, seed, progress, restart, "source",
+                        fields=(("source", "int64", "vertex"),), result_type=PPRResult,
+                        sources=np.asarray(sources).ravel())
+
+
+def node2vec(g, p: float = 1.0, q: float = 1.0, length: int = 80, walks_per_vertex: int = 1, start=None,
+             weighted: bool = False, seed: int = 0, *, progress: Callable | None = None) -> WalkResult:
+    """node2vec's second-order random walks, exact, on a partitioned graph.
+
+    At v, having come from t, the walk moves to a neighbor x with probability
+    proportional to ``w(v, x) * a(t, x)`` (``w = 1`` unless ``weighted``),
+    where ``a`` is ``1/p`` for x = t, 1 when x is a neighbor of t, ``1/q``
+    otherwise; the first step is first-order. Sampling is by rejection
+    (KnightKing's method): candidates drawn in proportion to ``w`` are accepted
+    with probability ``a / max(1/p, 1, 1/q)``; when that needs to know whether
+    x is a neighbor of t and t is in another partition, the partition that owns
+    t answers as part of the walker exchange, so the walks are exact for any
+    partitioning. Other parameters as :func:`deepwalk`.
+
+    Parameters
+    ----------
+    p, q : float
+        Return and in-out parameters, both > 0.
+
+    Examples
+    --------
+    >>> with gpipe.connect(n_workers=1, device="cpu"):   # doctest: +SKIP
+    ...     w = gpipe.walks.node2vec(gpipe.generators.rmat(8), p=0.5, q=2.0, length=20, seed=1)
+    """
+    p, q = _positive_float("p", p), _positive_float("q", q)
+    length, walks_per_vertex, starts, seed = _checked_starts(g, length, walks_per_vertex, start, weighted, seed)
+    params = {"key": np.uint64(_rng.key(seed)), "weighted": bool(weighted), "p": p, "q": q,
+              "fields": _node2vec.FIELDS}
+    return _run(g, "node2vec", _node2vec.advance_node2vec, params, length, walks_per_vertex, starts, progress)
+
+
+def metropolis_hastings(g, length: int = 80, walks_per_vertex: int = 1, start=None, seed: int = 0, *,
+                        progress: Callable | None = None) -> WalkResult:
+    """Metropolis-Hastings random walks, whose stationary distribution is uniform over the vertices.
+
+    At v the walk proposes a uniform out-neighbor u and moves there with
+    probability ``min(1, deg(v) / deg(u))``; otherwise it stays at v for that
+    step. A proposal to another partition's vertex is decided by that
+    partition (which knows ``deg(u)``); a rejected walker goes back. Other
+    parameters as :func:`deepwalk`.
+
+    Examples
+    --------
+    >>> with gpipe.connect(n_workers=1, device="cpu"):   # doctest: +SKIP
+    ...     w = gpipe.walks.metropolis_hastings(gpipe.generators.rmat(8), length=20, seed=1)
+    """
+    length, walks_per_vertex, starts, seed = _checked_starts(g, length, walks_per_vertex, start, False, seed)
+    params = {"key": np.uint64(_rng.key(seed)), "fields": _mh.FIELDS}
+    return _run(g, "metropolis_hastings", _mh.advance_mh, params, length, walks_per_vertex, starts, progress)
+
+
+def _positive_float(name: str, value) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) \
+            or not np.isfinite(value) or value <= 0:
+        raise GpipeValueError(f"'{name}' must be a positive finite number, got {value!r}")
+    return float(value)
+
+
+def _checked_starts(g, length: int, walks_per_vertex: int, start, weighted: bool, seed: int):
+    """The checks every walk makes; returns (length, walks_per_vertex, dense starts or None, seed)."""
     length = check_int("length", length, minimum=1, maximum=2**30)
     walks_per_vertex = check_int("walks_per_vertex", walks_per_vertex, minimum=1)
     seed = check_seed(seed)
-    if weighted:
-        raise GpipeValueError("'weighted' must be False: edge-weight-biased DeepWalk is not available yet, got True")
+    if weighted and not g.weighted:
+        raise GpipeValueError("'weighted' needs a graph with edge weights; this graph has none, got weighted=True")
     starts = None if start is None else g.to_internal(start, "start")
     if starts is not None and starts.size == 0:
         raise GpipeValueError("'start' must hold at least one vertex, got an empty array")
+    return length, walks_per_vertex, starts, seed
+
+
+def _first_order(g, algorithm: str, length, walks_per_vertex, start, weighted, seed, progress, alpha: float,
+                 teleport: str, fields: tuple = (), **result):
+    length, walks_per_vertex, starts, seed = _checked_starts(g, length, walks_per_vertex, start, weighted, seed)
+    params = {"key": np.uint64(_rng.key(seed)), "weighted": bool(weighted), "alpha": alpha, "teleport": teleport,
+              "num_vertices": g.num_vertices, "fields": fields}
+    return _run(g, algorithm, advance_first_order, params, length, walks_per_vertex, starts, progress, **result)
+
+
+def _run(g, algorithm: str, kernel, params: dict, length: int, walks_per_vertex: int, starts, progress, **result):
     num_walks = (g.num_vertices if starts is None else starts.size) * walks_per_vertex
-    params = {"key": np.uint64(_rng.key(seed))}
-    return run_walks(g, advance_uniform, params, length=length, num_walks=num_walks,
-                     walks_per_vertex=walks_per_vertex, starts=starts, algorithm="deepwalk", progress=progress)
+    return run_walks(g, kernel, params, length=length, num_walks=num_walks, walks_per_vertex=walks_per_vertex,
+                     starts=starts, algorithm=algorithm, progress=progress, **result)

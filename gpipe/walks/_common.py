@@ -1,0 +1,48 @@
+"""Helpers shared by the walk kernels' CPU twins; the CUDA side is ``kernels/walk.cuh``."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import _rng
+from ..backend import cpu_kernel
+
+
+@cpu_kernel()
+def pick_edge(cdf, weighted, a, d, r):
+    """The edge taken from out-edges a..a+d-1: uniform, or by binary search over weight prefix sums; -1 if all zero."""
+    if not weighted:
+        return a + _rng.below(r, d)
+    total = cdf[a + d - 1]
+    if not total > 0.0:
+        return np.int64(-1)
+    target = _rng.unit(r) * total
+    lo = a
+    hi = a + d - 1
+    while lo < hi:
+        mid = lo + (hi - lo) // 2
+        if cdf[mid] > target:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
+@cpu_kernel()
+def has_edge(indices, a, d, x):
+    """Whether ``x`` is among the sorted neighbors ``indices[a:a+d]``."""
+    lo = a
+    hi = a + d
+    while lo < hi:
+        mid = lo + (hi - lo) // 2
+        if np.int64(indices[mid]) < x:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo < a + d and np.int64(indices[lo]) == x
+
+
+@cpu_kernel()
+def uniform_vertex(r, n):
+    v = np.int64(_rng.unit(r) * np.float64(n))
+    return v if v < n else n - 1

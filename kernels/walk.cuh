@@ -1,0 +1,37 @@
+// Device helpers shared by the walk kernels; CPU twins in gpipe/walks/_common.py.
+#pragma once
+#include "rng.cuh"
+
+// The edge taken from a vertex whose out-edges are a..a+d-1: uniform, or by
+// inverse transform sampling over the per-vertex weight prefix sums `cdf`
+// (O(log d)). -1 when every weight is zero.
+__device__ __forceinline__ long long gp_pick_edge(const double* __restrict__ cdf, int weighted, long long a,
+                                                  long long d, unsigned long long r) {
+    if (!weighted) return a + gp_below(r, d);
+    const double total = cdf[a + d - 1];
+    if (!(total > 0.0)) return -1;
+    const double target = gp_unit(r) * total;
+    long long lo = a, hi = a + d - 1;  // first e with cdf[e] > target; the last edge if rounding reaches total
+    while (lo < hi) {
+        const long long mid = lo + (hi - lo) / 2;
+        if (cdf[mid] > target) hi = mid; else lo = mid + 1;
+    }
+    return lo;
+}
+
+// Whether x is among the sorted neighbors indices[a..a+d-1].
+template <typename IdT>
+__device__ __forceinline__ bool gp_has_edge(const IdT* __restrict__ indices, long long a, long long d, long long x) {
+    long long lo = a, hi = a + d;
+    while (lo < hi) {
+        const long long mid = lo + (hi - lo) / 2;
+        if ((long long)indices[mid] < x) lo = mid + 1; else hi = mid;
+    }
+    return lo < a + d && (long long)indices[lo] == x;
+}
+
+// A vertex uniform in [0, n) (for jumps): floor(unit * n), in double on both devices.
+__device__ __forceinline__ long long gp_uniform_vertex(unsigned long long r, long long n) {
+    const long long v = (long long)(gp_unit(r) * (double)n);
+    return v < n ? v : n - 1;
+}

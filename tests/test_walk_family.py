@@ -1,0 +1,203 @@
+"""The walk family against exact probabilities (fixed seeds, chi-square at a 1e-3 false-alarm rate),
+and the same walks for any partitioning."""
+
+from collections import Counter, defaultdict
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+import gpipe
+from gpipe.errors import GpipeValueError
+
+ALPHA = 1e-3
+
+
+@pytest.fixture(scope="module")
+def weighted_edges() -> pd.DataFrame:
+    """A connected undirected graph of 40 vertices with weights in [0.5, 2]: a ring plus random chords."""
+    rng = np.random.default_rng(7)
+    n = 40
+    ring = np.arange(n)
+    src = np.concatenate([ring, rng.integers(0, n, 120)])
+    dst = np.concatenate([(ring + 1) % n, rng.integers(0, n, 120)])
+    frame = pd.DataFrame({"src": src, "dst": dst})
+    frame = frame[frame.src != frame.dst]
+    key = np.minimum(frame.src, frame.dst) * n + np.maximum(frame.src, frame.dst)
+    frame = frame.loc[~key.duplicated()].reset_index(drop=True)
+    frame["w"] = rng.uniform(0.5, 2.0, len(frame)).round(3)
+    return frame
+
+
+def _adjacency(edges: pd.DataFrame) -> dict:
+    adj = defaultdict(dict)
+    for s, d, w in edges[["src", "dst", "w"]].itertuples(index=False):
+        adj[s][d] = w
+        adj[d][s] = w
+    return adj
+
+
+def _transitions(walks: np.ndarray, order: int = 1) -> Counter:
+    """Counts of (u, v) (order 1) or (t, u, v) (order 2) over all walks."""
+    counts = Counter()
+    for row in walks:
+        row = row[row >= 0].tolist()
+        counts.update(zip(*(row[i:] for i in range(order + 1))))
+    return counts
+
+
+def _chi2_pvalue(counts: Counter, exact: dict) -> float:
+    """Aggregate chi-square of observed next-vertex counts vs ``exact[context] = {next: probability}``."""
+    by_context = defaultdict(dict)
+    for key, c in counts.items():
+        by_context[key[:-1]][key[-1]] = c
+    chi2, dof = 0.0, 0
+    for context, observed in by_context.items():
+        probs = exact[context]
+        assert set(observed) <= set(probs), f"impossible move from {context}: {set(observed) - set(probs)}"
+        total = sum(observed.values())
+        expected = {x: total * p for x, p in probs.items()}
+        if total < 30 or min(expected.values()) < 5:
+            continue
+        chi2 += sum((observed.get(x, 0) - e) ** 2 / e for x, e in expected.items())
+        dof += len(probs) - 1
+    assert dof >= 50, "too few contexts tested"
+    return stats.chi2.sf(chi2, dof)
+
+
+def test_biased_deepwalk_moves_in_proportion_to_weight(cpu, weighted_edges):
+    g = gpipe.from_edges(weighted_edges, weight="w", partitions=3)
+    walks = gpipe.walks.deepwalk(g, length=20, walks_per_vertex=60, weighted=True, seed=1).compute()
+    adj = _adjacency(weighted_edges)
+    exact = {(u,): {x: w / sum(nb.values()) for x, w in nb.items()} for u, nb in adj.items()}
+    assert _chi2_pvalue(_transitions(walks), exact) > ALPHA
+
+
+def _node2vec_exact(adj: dict, p: float, q: float, weighted: bool) -> dict:
+    exact = {}
+    for v, nb in adj.items():
+        for t in nb:
+            bias = {x: (w if weighted else 1.0) * (1 / p if x == t else 1.0 if x in adj[t] else 1 / q)
+                    for x, w in nb.items()}
+            total = sum(bias.values())
+            exact[(t, v)] = {x: b / total for x, b in bias.items()}
+    return exact
+
+
+@pytest.mark.parametrize("p, q, weighted", [(0.5, 2.0, False), (2.0, 0.25, True)])
+def test_node2vec_matches_exact_second_order_probabilities_across_partitions(cpu, weighted_edges, p, q, weighted):
+    g = gpipe.from_edges(weighted_edges, weight="w", partitions=4)
+    walks = gpipe.walks.node2vec(g, p=p, q=q, length=12, walks_per_vertex=150, weighted=weighted, seed=2).compute()
+    triples = _transitions(walks[:, 1:], order=2)  # from the second step on: second-order moves only
+    owner = g.owner(np.arange(40))
+    remote = Counter({k: c for k, c in triples.items() if owner[k[0]] != owner[k[1]]})
+    assert sum(remote.values()) > 0.3 * sum(triples.values())  # t's neighbors mostly live elsewhere
+    exact = _node2vec_exact(_adjacency(weighted_edges), p, q, weighted)
+    assert _chi2_pvalue(remote, exact) > ALPHA
+    assert _chi2_pvalue(triples, exact) > ALPHA
+
+
+def test_metropolis_hastings_acceptance(cpu, weighted_edges):
+    g = gpipe.from_edges(weighted_edges, partitions=3)
+    walks = gpipe.walks.metropolis_hastings(g, length=20, walks_per_vertex=80, seed=3).compute()
+    adj = _adjacency(weighted_edges)
+    exact = {}
+    for v, nb in adj.items():
+        moves = {u: min(1.0, len(nb) / len(adj[u])) / len(nb) for u in nb}
+        exact[(v,)] = {**moves, v: 1.0 - sum(moves.values())}
+    assert _chi2_pvalue(_transitions(walks), exact) > ALPHA
+
+
+def test_jump_rate(cpu, weighted_edges):
+    g = gpipe.from_edges(weighted_edges, partitions=3)
+    jump, n = 0.3, 40
+    walks = gpipe.walks.with_jump(g, jump=jump, length=10, walks_per_vertex=300, seed=4).compute()
+    adj = _adjacency(weighted_edges)
+    exact = {(v,): {u: jump / n + (1 - jump) * (u in nb) / len(nb) for u in range(n)} for v, nb in adj.items()}
+    assert _chi2_pvalue(_transitions(walks), exact) > ALPHA
+
+
+def test_restart_rate_and_ppr_scores(cpu, weighted_edges):
+    g = gpipe.from_edges(weighted_edges, partitions=3)
+    restart, sources, length = 0.2, [3, 17], 20
+    result = gpipe.walks.ppr(g, sources, restart=restart, walks_per_source=3000, length=length, seed=5)
+    walks = result.compute()
+    adj = _adjacency(weighted_edges)
+    n_src = len(sources)
+    for i, s in enumerate(sources):
+        mine = walks[np.arange(len(walks)) % n_src == i]
+        assert (mine[:, 0] == s).all()
+        exact = {(v,): {u: restart * (u == s) + (1 - restart) * (u in nb) / len(nb) for u in set(nb) | {s}}
+                 for v, nb in adj.items()}
+        assert _chi2_pvalue(_transitions(mine), exact) > ALPHA
+    # the expected visit shares of a walk of `length` steps with restart, by iterating its chain exactly
+    n = 40
+    P = np.zeros((n, n))
+    for v, nb in adj.items():
+        for u in nb:
+            P[v, u] = 1 / len(nb)
+    scores = result.scores()
+    for s in sources:
+        x = np.eye(n)[s]
+        visits = x.copy()
+        for _ in range(length):
+            x = (1 - restart) * x @ P + restart * np.eye(n)[s]
+            visits += x
+        expected = visits / (length + 1)
+        got = scores[scores.source == s].set_index("vertex").score.reindex(range(n), fill_value=0).to_numpy()
+        assert np.isclose(got.sum(), 1.0)
+        assert np.abs(got - expected).max() < 0.01
+
+
+@pytest.mark.parametrize("walk, kwargs", [
+    (gpipe.walks.deepwalk, {"weighted": True}),
+    (gpipe.walks.node2vec, {"p": 0.25, "q": 4.0}),
+    (gpipe.walks.node2vec, {"p": 4.0, "q": 0.5, "weighted": True}),
+    (gpipe.walks.metropolis_hastings, {}),
+    (gpipe.walks.with_jump, {"jump": 0.2}),
+])
+def test_walks_are_the_same_for_any_partitioning(cpu, walk, kwargs):
+    out = []
+    for parts in (1, 4):
+        g = gpipe.generators.rmat(scale=9, edge_factor=4, seed=8, weighted=True, partitions=parts)
+        out.append(walk(g, length=15, walks_per_vertex=2, seed=6, **kwargs).compute())
+    np.testing.assert_array_equal(out[0], out[1])
+    assert (out[0][:, 1:] >= 0).any()
+
+
+def test_ppr_is_the_same_for_any_partitioning(cpu):
+    out = []
+    for parts in (1, 4):
+        g = gpipe.generators.rmat(scale=8, edge_factor=4, seed=8, partitions=parts)
+        r = gpipe.walks.ppr(g, [1, 2, 3], restart=0.3, walks_per_source=20, length=10, seed=2)
+        out.append((r.compute(), r.scores()))
+    np.testing.assert_array_equal(out[0][0], out[1][0])
+    pd.testing.assert_frame_equal(out[0][1], out[1][1])
+
+
+@pytest.mark.parametrize("walk", [gpipe.walks.node2vec, gpipe.walks.metropolis_hastings, gpipe.walks.with_jump])
+def test_directed_graphs_end_at_dead_ends(cpu, walk):
+    g = gpipe.from_edges(pd.DataFrame({"src": [0, 1, 2], "dst": [1, 2, 3]}), directed=True, partitions=2)
+    kwargs = {"jump": 0.0} if walk is gpipe.walks.with_jump else {}
+    walks = walk(g, length=5, start=[0], seed=0, **kwargs).compute()
+    np.testing.assert_array_equal(walks, [[0, 1, 2, 3, -1, -1]])
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda g: gpipe.walks.node2vec(g, p=0), "'p' must be a positive finite number, got 0"),
+    (lambda g: gpipe.walks.node2vec(g, q=-1.0), "'q' must be a positive finite number, got -1.0"),
+    (lambda g: gpipe.walks.node2vec(g, length=0), "'length' must be a positive integer, got 0"),
+    (lambda g: gpipe.walks.node2vec(g, start=[10**6]), "'start' must hold vertices of the graph"),
+    (lambda g: gpipe.walks.ppr(g, [0], restart=1.0), r"'restart' must be in \[0, 1\), got 1.0"),
+    (lambda g: gpipe.walks.ppr(g, [0], restart=-0.1), r"'restart' must be in \[0, 1\), got -0.1"),
+    (lambda g: gpipe.walks.ppr(g, [10**6]), "'sources' must hold vertices of the graph"),
+    (lambda g: gpipe.walks.ppr(g, [0], walks_per_source=0), "'walks_per_source' must be a positive integer"),
+    (lambda g: gpipe.walks.with_jump(g, jump=1.5), r"'jump' must be in \[0, 1\], got 1.5"),
+    (lambda g: gpipe.walks.metropolis_hastings(g, length=-2), "'length' must be a positive integer, got -2"),
+    (lambda g: gpipe.walks.node2vec(g, weighted=True), "'weighted' needs a graph with edge weights"),
+])
+def test_bad_parameters_are_rejected_by_name(cpu, call, message):
+    g = gpipe.generators.rmat(scale=6, edge_factor=2, seed=0, partitions=1)
+    with pytest.raises(GpipeValueError, match=message):
+        call(g)
