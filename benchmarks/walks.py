@@ -1,13 +1,19 @@
-"""Walk throughput on an R-MAT graph: writes a JSON record (workload, graph, parameters, device, seconds, steps/s).
+"""Walk throughput on an R-MAT graph, for every walk of gpipe.walks, with baselines beside it.
 
-    python benchmarks/walks.py --device gpu --scale 22 --edge-factor 16 --length 80 --out results.json
+    python benchmarks/walks.py --device gpu --scale 22 --walks all --compare pecanpy --out results.json
+    python benchmarks/walks.py --device cpu --scale 18 --walks node2vec --compare pecanpy igraph --out cpu.json
 
-``seconds`` is the walk itself (until every walk has ended, its path pieces on
-the workers); ``assemble_seconds`` the assembly of the walk matrix from them on
-the workers, which ``compute``/``to_corpus``/``to_parquet`` start with.
-Throughput is also given as a fraction of the 9.74 G steps/s ceiling that a
-minimal hand-written uniform walk kernel reached on one H200
-(``../shared/gpu/README.md``).
+Writes one JSON file: the graph, the device and, per walk, the workload,
+parameters, workers, seconds, steps/s and its fraction of the 9.74 G steps/s
+ceiling that a minimal uniform walk kernel reached on one H200
+(``../shared/gpu/README.md``). ``seconds`` is the walk itself (until every
+walk has ended, as path pieces on the workers); ``assemble_seconds`` the
+assembly of the walk matrix from them; ``kernel_seconds`` the step kernels.
+
+Baselines run on the same graph, with the same p, q and length, in their own
+processes (``benchmarks/baselines.py``): PecanPy's node2vec kernel on every
+core of this machine and igraph's ``random_walk``; the ``ratios`` compare
+gpipe's walk + assembly time per step with theirs.
 """
 
 from __future__ import annotations
@@ -17,12 +23,27 @@ import datetime
 import json
 import os
 import platform
+import subprocess
+import sys
+import tempfile
 import time
+
+import numpy as np
+import pandas as pd
 
 import gpipe
 from gpipe.backend import versions
 
 H200_CEILING_STEPS_PER_S = 9.74e9
+WALKS = {
+    "deepwalk": (gpipe.walks.deepwalk, {}),
+    "deepwalk-weighted": (gpipe.walks.deepwalk, {"weighted": True}),
+    "node2vec": (gpipe.walks.node2vec, {"p": "P", "q": "Q"}),
+    "node2vec-weighted": (gpipe.walks.node2vec, {"p": "P", "q": "Q", "weighted": True}),
+    "metropolis-hastings": (gpipe.walks.metropolis_hastings, {}),
+    "jump": (gpipe.walks.with_jump, {"jump": 0.1}),
+    "ppr": (gpipe.walks.ppr, {"sources": "ALL", "restart": 0.15, "walks_per_source": 1}),
+}
 
 
 def _device_name(client, device: str) -> str:
@@ -38,62 +59,114 @@ def _device_name(client, device: str) -> str:
     return f"{models[0] if models else platform.processor()} ({os.cpu_count()} cores)"
 
 
+def _kwargs(template: dict, args, g) -> dict:
+    values = {"P": args.p, "Q": args.q, "ALL": g.to_original(np.arange(g.num_vertices))}
+    return {k: values.get(v, v) if isinstance(v, str) else v for k, v in template.items()}
+
+
+def _run_walk(name: str, g, args) -> dict:
+    function, template = WALKS[name]
+    kwargs = _kwargs(template, args, g)
+    warm = dict(kwargs, sources=g.to_original(g.bounds[:-1])) if "sources" in kwargs else \
+        dict(kwargs, start=g.to_original(g.bounds[:-1]))
+    function(g, length=2, seed=99, **warm).persist()  # compile the kernels on every worker
+    runs = []
+    for r in range(args.repeat):
+        w = function(g, length=args.length, seed=args.seed + r, **kwargs)
+        runs.append(w.persist().stats)
+        print(f"{name} run {r}: {w.stats['steps']:,} steps in {w.stats['seconds']:.3f} s = "
+              f"{w.stats['steps_per_second'] / 1e9:.3f} G steps/s (+{w.stats['assemble_seconds']:.3f} s assembly)",
+              flush=True)
+        del w
+    best = max(runs, key=lambda s: s["steps_per_second"])
+    return {
+        "workload": name,
+        "parameters": {"length": args.length, "repeat": args.repeat,
+                       **{k: v for k, v in kwargs.items() if k != "sources"},
+                       **({"sources": "every vertex"} if "sources" in kwargs else {"walks_per_vertex": 1})},
+        "walks": best["walks"], "steps": best["steps"], "seconds": best["seconds"],
+        "steps_per_second": best["steps_per_second"],
+        "fraction_of_h200_ceiling": best["steps_per_second"] / H200_CEILING_STEPS_PER_S,
+        "assemble_seconds": best["assemble_seconds"],
+        "steps_per_second_with_assembly": best["steps"] / (best["seconds"] + best["assemble_seconds"]),
+        "kernel_seconds": best["kernel_seconds"], "supersteps": best["supersteps"],
+        "runs": [{k: s[k] for k in ("steps", "seconds", "steps_per_second", "kernel_seconds", "assemble_seconds",
+                                    "supersteps")} for s in runs],
+    }
+
+
+def _csr_file(g, folder: str) -> str:
+    """The graph as a CSR .npz (indptr, indices, data) for the baselines."""
+    edges = pd.read_parquet(g.to_parquet(os.path.join(folder, "graph")), columns=["src", "dst"])
+    counts = np.bincount(edges.src.to_numpy(), minlength=g.num_vertices)
+    indptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    path = os.path.join(folder, "graph.npz")
+    np.savez(path, indptr=indptr, indices=edges.dst.to_numpy(np.int64), data=np.ones(len(edges), np.float32))
+    return path
+
+
+def _baseline(which: str, csr: str, args) -> dict:
+    command = [sys.executable, os.path.join(os.path.dirname(__file__), "baselines.py"), which, csr,
+               "--p", str(args.p), "--q", str(args.q), "--length", str(args.length), "--threads",
+               str(os.cpu_count())]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=args.baseline_timeout)
+    if done.returncode != 0:
+        return {"baseline": which, "error": done.stderr.strip().splitlines()[-1:]}
+    record = json.loads(done.stdout.strip().splitlines()[-1])
+    print(f"baseline {which}: {record['steps']:,} steps in {record['seconds']:.3f} s = "
+          f"{record['steps_per_second'] / 1e6:.2f} M steps/s", flush=True)
+    return record
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--device", choices=["cpu", "gpu"], default="cpu")
     ap.add_argument("--scale", type=int, default=18)
     ap.add_argument("--edge-factor", type=int, default=16)
     ap.add_argument("--length", type=int, default=80)
-    ap.add_argument("--walks-per-vertex", type=int, default=1)
-    ap.add_argument("--workers", type=int, default=None, help="local workers (default: one per GPU, or gpipe's CPU default)")
+    ap.add_argument("--walks", nargs="+", default=["deepwalk"], choices=[*WALKS, "all"])
+    ap.add_argument("--p", type=float, default=0.5, help="node2vec return parameter")
+    ap.add_argument("--q", type=float, default=2.0, help="node2vec in-out parameter")
+    ap.add_argument("--compare", nargs="*", default=[], choices=["pecanpy", "igraph"])
+    ap.add_argument("--baseline-timeout", type=float, default=900)
+    ap.add_argument("--workers", type=int, default=None, help="local workers (default: one per GPU, else one)")
     ap.add_argument("--partitions", type=int, default=None)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default="walks.json")
     args = ap.parse_args()
+    names = list(WALKS) if "all" in args.walks else args.walks
 
     with gpipe.connect(n_workers=args.workers, device=args.device, dashboard_address=":0") as client:
         t0 = time.perf_counter()
-        g = gpipe.generators.rmat(scale=args.scale, edge_factor=args.edge_factor, seed=args.seed,
+        g = gpipe.generators.rmat(scale=args.scale, edge_factor=args.edge_factor, seed=args.seed, weighted=True,
                                   partitions=args.partitions)
         generate_s = time.perf_counter() - t0
-        gpipe.walks.deepwalk(g, length=args.length, start=list(range(1024)), seed=args.seed + 1)  # compile kernels
-        runs = []
-        for r in range(args.repeat):
-            w = gpipe.walks.deepwalk(g, length=args.length, walks_per_vertex=args.walks_per_vertex, seed=args.seed + r)
-            runs.append(w.persist().stats)
-            print(f"run {r}: {w.stats['steps']:,} steps in {w.stats['seconds']:.3f} s = "
-                  f"{w.stats['steps_per_second'] / 1e9:.3f} G steps/s (then {w.stats['assemble_seconds']:.3f} s "
-                  "to assemble the walk matrix on the workers)", flush=True)
-            del w
-        best = max(runs, key=lambda s: s["steps_per_second"])
-        record = {
-            "workload": "deepwalk",
+        records = [_run_walk(name, g, args) for name in names]
+        report = {
             "graph": {"generator": "rmat", "scale": args.scale, "edge_factor": args.edge_factor, "seed": args.seed,
-                      "num_vertices": g.num_vertices, "num_edges": g.num_edges, "partitions": g.num_partitions,
-                      "generate_seconds": generate_s},
-            "parameters": {"length": args.length, "walks_per_vertex": args.walks_per_vertex, "repeat": args.repeat},
+                      "weights": "uniform in (0, 1]", "num_vertices": g.num_vertices, "num_edges": g.num_edges,
+                      "partitions": g.num_partitions, "generate_seconds": generate_s},
             "device": args.device,
             "device_name": _device_name(client, g.device),
             "workers": len(set(g.placement)),
-            "walks": best["walks"],
-            "steps": best["steps"],
-            "seconds": best["seconds"],
-            "steps_per_second": best["steps_per_second"],
-            "fraction_of_h200_ceiling": best["steps_per_second"] / H200_CEILING_STEPS_PER_S,
-            "assemble_seconds": best["assemble_seconds"],
-            "steps_per_second_with_assembly": best["steps"] / (best["seconds"] + best["assemble_seconds"]),
-            "kernel_seconds": best["kernel_seconds"],
-            "kernel_steps_per_second": best["steps"] / best["kernel_seconds"],
-            "runs": [{k: s[k] for k in ("steps", "seconds", "steps_per_second", "kernel_seconds", "assemble_seconds",
-                                        "supersteps")}
-                     for s in runs],
+            "records": records,
             "versions": {k: v for k, v in versions().items() if v is not None},
             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         }
+        if args.compare:
+            with tempfile.TemporaryDirectory() as folder:
+                csr = _csr_file(g, folder)
+                report["baselines"] = [_baseline(which, csr, args) for which in args.compare]
+    ours = {r["workload"]: r["steps"] / (r["seconds"] + r["assemble_seconds"]) for r in records}
+    report["ratios"] = {
+        f"gpipe {name} / {b['baseline']}": ours[name] / b["steps_per_second"]
+        for b in report.get("baselines", []) if "steps_per_second" in b
+        for name in (["node2vec"] if b["baseline"] == "pecanpy" else ["deepwalk"]) if name in ours
+    }
     with open(args.out, "w") as f:
-        json.dump(record, f, indent=2)
-    print(json.dumps({k: record[k] for k in ("device_name", "steps_per_second", "fraction_of_h200_ceiling")}))
+        json.dump(report, f, indent=2)
+    print(json.dumps({"ratios": report["ratios"], **{r["workload"]: r["steps_per_second"] for r in records}}))
 
 
 if __name__ == "__main__":

@@ -2,8 +2,9 @@
 
 ``gpipe info`` reports the software stack, the GPUs and, when one is named, the
 cluster; ``gpipe generate rmat`` writes a generated graph; ``gpipe walk ALGORITHM``
-walks a graph file, a graph folder or a generated ``rmat:SCALE[:EDGE_FACTOR]``
-graph; ``gpipe demo`` runs DeepWalk on an R-MAT graph in one command.
+(``deepwalk``, ``node2vec``, ``metropolis-hastings``, ``jump``, ``ppr``) walks a
+graph file, a graph folder or a generated ``rmat:SCALE[:EDGE_FACTOR]`` graph;
+``gpipe demo`` runs DeepWalk on an R-MAT graph in one command.
 
 Commands that do work connect with :func:`gpipe.connect` (``--scheduler-file``,
 ``--address``, the ``GPIPE_SCHEDULER_*`` variables, else a local cluster of
@@ -20,12 +21,15 @@ import contextlib
 import inspect
 import json
 import os
+import re
 import shlex
 import sys
 import time
 from dataclasses import dataclass
 from functools import partial
 from typing import Callable
+
+import numpy as np
 
 from . import __version__, config, generators, walks
 from ._validate import check_int, check_probability, check_seed
@@ -34,13 +38,8 @@ from .cluster import ENV_ADDRESS, ENV_SCHEDULER_FILE, connect
 from .errors import GpipeError, GpipeValueError
 from .graph import Graph, read_edges
 from .runtime import current
-from .runtime._files import write_json
+from .runtime._files import atomic_file, write_json
 
-# name -> (function, its extra flags as (flag, argparse keywords)); every walk also takes
-# --length, --walks-per-vertex and --seed. A new walk is one entry here.
-_WALKS: dict[str, tuple[Callable, tuple[tuple[str, dict], ...]]] = {
-    "deepwalk": (walks.deepwalk, ()),
-}
 _FORMATS = ("corpus", "parquet", "both")
 _NOT_PARAMETERS = ("run", "command", "command_line")
 
@@ -78,6 +77,11 @@ def _default(function: Callable, name: str):
     return inspect.signature(function).parameters[name].default
 
 
+def _dest(flag: str) -> str:
+    """The attribute argparse stores ``flag`` under."""
+    return flag.lstrip("-").replace("-", "_")
+
+
 def _checked(check: Callable, convert: Callable = int) -> Callable[[str], object]:
     """An argparse type applying gpipe's ``check`` to the converted text, so its message names the parameter."""
     def parse(text: str):
@@ -94,6 +98,102 @@ def _checked(check: Callable, convert: Callable = int) -> Callable[[str], object
 
 def _positive(name: str) -> Callable[[str], int]:
     return _checked(partial(check_int, name, minimum=1))
+
+
+def _positive_finite(name: str, value) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not np.isfinite(value) or value <= 0:
+        raise GpipeValueError(f"'{name}' must be a positive finite number, got {value!r}")
+    return float(value)
+
+
+@dataclass(frozen=True, eq=False)
+class _Vertices:
+    """Vertex ids given as ``ID,ID,...`` or ``@FILE`` (one id per line); ``str`` gives the text, for summary.json."""
+
+    text: str
+    ids: np.ndarray
+
+    def __str__(self) -> str:
+        return self.text
+
+
+_INTEGER = re.compile(r"[+-]?[0-9]+")
+
+
+def _vertices(name: str) -> Callable[[str], _Vertices]:
+    """The argparse type of a vertex list: ints when every id looks like one, else strings."""
+    def parse(text: str) -> _Vertices:
+        if text.startswith("@"):
+            try:
+                with open(text[1:]) as f:
+                    ids = [line.strip() for line in f]
+            except OSError as exc:
+                raise argparse.ArgumentTypeError(
+                    f"'{name}' must be ID,ID,... or @FILE with one id per line; cannot read {text[1:]!r}: "
+                    f"{exc.strerror}") from None
+            ids = [i for i in ids if i]
+        else:
+            ids = [i.strip() for i in text.split(",")]
+            if not all(ids):
+                raise argparse.ArgumentTypeError(f"'{name}' must be ID,ID,... with no empty id, got {text!r}")
+        if not ids:
+            raise argparse.ArgumentTypeError(f"'{name}' must hold at least one vertex id, got {text!r}")
+        if all(_INTEGER.fullmatch(i) for i in ids):
+            return _Vertices(text, np.array([int(i) for i in ids], dtype=np.int64))
+        return _Vertices(text, np.array(ids, dtype=object))
+    return parse
+
+
+def _option(function: Callable, flag: str, **keywords) -> tuple[str, dict]:
+    """An extra flag of ``function``: its default is the function's default for that parameter."""
+    keywords.setdefault("default", _default(function, _dest(flag)))
+    return flag, keywords
+
+
+def _start(function: Callable) -> tuple[str, dict]:
+    return _option(function, "--start", type=_vertices("start"), metavar="IDS",
+                   help="start vertices, ID,ID,... or @FILE with one id per line (default: every vertex)")
+
+
+def _weighted(function: Callable) -> tuple[str, dict]:
+    return _option(function, "--weighted", action="store_true",
+                   help="bias each step by the edge weights (with rmat:..., generate a weighted graph)")
+
+
+def _positive_number(function: Callable, flag: str, text: str) -> tuple[str, dict]:
+    name = _dest(flag)
+    return _option(function, flag, type=_checked(partial(_positive_finite, name), float), metavar=name.upper(),
+                   help=text + " (default: %(default)s)")
+
+
+def _probability(function: Callable, flag: str, text: str, **rule) -> tuple[str, dict]:
+    name = _dest(flag)
+    return _option(function, flag, type=_checked(partial(check_probability, name, **rule), float), metavar="X",
+                   help=text + " (default: %(default)s)")
+
+
+# name -> (function, its extra flags as (flag, argparse keywords)); every walk also takes --length and --seed,
+# and --walks-per-vertex when its function does. Each flag is the keyword of the same name (dashes as
+# underscores) of the function. A new walk is one entry here.
+_WALKS: dict[str, tuple[Callable, tuple[tuple[str, dict], ...]]] = {
+    "deepwalk": (walks.deepwalk, (_start(walks.deepwalk), _weighted(walks.deepwalk))),
+    "node2vec": (walks.node2vec, (
+        _positive_number(walks.node2vec, "--p", "return parameter: 1/p weighs stepping back, > 0"),
+        _positive_number(walks.node2vec, "--q", "in-out parameter: 1/q weighs moving away, > 0"),
+        _start(walks.node2vec), _weighted(walks.node2vec))),
+    "metropolis-hastings": (walks.metropolis_hastings, (_start(walks.metropolis_hastings),)),
+    "jump": (walks.with_jump, (
+        _probability(walks.with_jump, "--jump", "probability of jumping to a uniformly random vertex, in [0, 1]"),
+        _start(walks.with_jump), _weighted(walks.with_jump))),
+    "ppr": (walks.ppr, (
+        _option(walks.ppr, "--sources", type=_vertices("sources"), required=True, default=None, metavar="IDS",
+                help="source vertices, ID,ID,... or @FILE with one id per line; also writes DIR/scores.parquet"),
+        _probability(walks.ppr, "--restart", "probability of returning to the source at each step, in [0, 1)",
+                     open_high=True),
+        _option(walks.ppr, "--walks-per-source", type=_positive("walks_per_source"), metavar="R",
+                help="walks from each source (default: %(default)s)"),
+        _weighted(walks.ppr))),
+}
 
 
 @dataclass(frozen=True)
@@ -133,11 +233,6 @@ def _cluster_flags(parser: argparse.ArgumentParser, *, local: bool) -> None:
         group.add_argument("--quiet", action="store_true", help="no dashboard link or progress bar on stderr")
 
 
-def _dest(flag: str) -> str:
-    """The attribute argparse stores ``flag`` under."""
-    return flag.lstrip("-").replace("-", "_")
-
-
 def _partitions_flag(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--partitions", type=_positive("partitions"), metavar="P",
                         help="default: workers x gpipe.partitions-per-worker")
@@ -146,9 +241,10 @@ def _partitions_flag(parser: argparse.ArgumentParser) -> None:
 def _walk_flags(parser: argparse.ArgumentParser, function: Callable) -> None:
     parser.add_argument("--length", type=_positive("length"), default=_default(function, "length"), metavar="L",
                         help="steps per walk (default: %(default)s)")
-    parser.add_argument("--walks-per-vertex", type=_positive("walks_per_vertex"), metavar="R",
-                        default=_default(function, "walks_per_vertex"),
-                        help="walks from each vertex (default: %(default)s)")
+    if "walks_per_vertex" in inspect.signature(function).parameters:
+        parser.add_argument("--walks-per-vertex", type=_positive("walks_per_vertex"), metavar="R",
+                            default=_default(function, "walks_per_vertex"),
+                            help="walks from each start vertex (default: %(default)s)")
     parser.add_argument("--seed", type=_checked(check_seed), default=_default(function, "seed"),
                         help="seed of the walks (default: %(default)s)")
 
@@ -184,7 +280,7 @@ def _parser() -> argparse.ArgumentParser:
     walk = commands.add_parser("walk", help="random walks on a graph")
     algorithms = walk.add_subparsers(dest="algorithm", required=True, metavar="ALGORITHM")
     for name, (function, extra) in _WALKS.items():
-        summary_line = inspect.getdoc(function).splitlines()[0]
+        summary_line = inspect.getdoc(function).splitlines()[0].replace("``", "")
         one = algorithms.add_parser(name, help=summary_line, description=summary_line)
         one.add_argument("--graph", type=_graph_source, required=True, metavar="PATH",
                          help="edge file, graph folder, or rmat:SCALE[:EDGE_FACTOR] to generate one")
@@ -208,7 +304,7 @@ def _parser() -> argparse.ArgumentParser:
                       help="writes DIR/walks.txt and DIR/summary.json (default: %(default)s)")
     _cluster_flags(demo, local=True)
     demo.set_defaults(run=_demo, algorithm="deepwalk", walks_per_vertex=1, seed=_default(walks.deepwalk, "seed"),
-                      directed=False, partitions=None, format="corpus")
+                      start=None, weighted=False, directed=False, partitions=None, format="corpus")
     return parser
 
 
@@ -298,27 +394,42 @@ def _cluster(args):
 def _run_walk(args) -> dict:
     """Load or generate ``args.graph``, walk it, write the walks and summary.json; return the summary."""
     function, extra = _WALKS[args.algorithm]
+    taken = inspect.signature(function).parameters
+    options = {"seed": args.seed, **{_dest(flag): getattr(args, _dest(flag)) for flag, _ in extra}}
+    if "walks_per_vertex" in taken:
+        options["walks_per_vertex"] = args.walks_per_vertex
+    options = {name: value.ids if isinstance(value, _Vertices) else value for name, value in options.items()}
     out = os.path.abspath(args.out)
     watch = _Stopwatch()
     with _cluster(args) as client:
         watch.lap("connect")
-        if isinstance(args.graph, _Rmat):
+        if isinstance(args.graph, _Rmat):  # --weighted asks for a graph with weights
             g = generators.rmat(args.graph.scale, args.graph.edge_factor, directed=args.directed,
-                                partitions=args.partitions)
+                                weighted=options.get("weighted", False), partitions=args.partitions)
         else:
             g = read_edges(args.graph, directed=args.directed, partitions=args.partitions)
         watch.lap("graph")
-        function(g, length=2, start=g.to_original(g.bounds[:-1]), seed=args.seed)  # compiles kernels on every worker
+        # compile the kernels on every worker: one short walk from the first vertex of each partition
+        warm_up = dict(options, length=2)
+        for name in ("start", "sources"):
+            if name in taken:
+                warm_up[name] = g.to_original(g.bounds[:-1])
+        for name in ("walks_per_vertex", "walks_per_source"):
+            if name in taken:
+                warm_up[name] = 1
+        function(g, **warm_up)
         watch.lap("compile")
-        result = function(g, length=args.length, walks_per_vertex=args.walks_per_vertex, seed=args.seed,
-                          progress=None if args.quiet else _Progress(sys.stderr),
-                          **{_dest(flag): getattr(args, _dest(flag)) for flag, _ in extra})
+        result = function(g, length=args.length, progress=None if args.quiet else _Progress(sys.stderr), **options)
         watch.lap("walk")
         outputs = {}
         if args.format in ("corpus", "both"):
             outputs["corpus"] = result.to_corpus(os.path.join(out, "walks.txt"))
         if args.format in ("parquet", "both"):
             outputs["parquet"] = result.to_parquet(os.path.join(out, "walks.parquet"))
+        if isinstance(result, walks.PPRResult):  # the personalized PageRank its walks estimate
+            outputs["scores"] = os.path.join(out, "scores.parquet")
+            with atomic_file(outputs["scores"], "wb") as f:
+                result.scores().to_parquet(f, index=False)
         watch.lap("write")
         summary = _write_summary(args, out, client, g, outputs, watch, walk=result.stats)
         g.release()  # on a shared cluster, nothing would free it once this client is closed

@@ -38,6 +38,20 @@ def _walks(corpus) -> list[list[int]]:
 
 
 @pytest.fixture(scope="module")
+def rmat_7_4(cpu_cluster, tmp_path_factory):
+    """The edges of ``rmat:7:4`` and of ``rmat:7:4`` with ``--weighted``: {weighted: set of (src, dst)}."""
+    edges = {}
+    for weighted in (False, True):
+        folder = tmp_path_factory.mktemp("rmat") / "graph"
+        with cpu_cluster.as_current():
+            g = gpipe.generators.rmat(7, 4, weighted=weighted)
+            g.to_parquet(folder)
+            g.release()
+        edges[weighted] = _edges(folder)
+    return edges
+
+
+@pytest.fixture(scope="module")
 def generated(cpu_cluster, tmp_path_factory):
     """``gpipe generate rmat --scale 8 --edge-factor 4`` on the session cluster: (out folder, exit status)."""
     out = tmp_path_factory.mktemp("generated")
@@ -120,6 +134,83 @@ def test_walk_deepwalk_on_a_generated_graph_in_both_formats(capsys, cpu_cluster,
     assert summary["walk"]["steps"] > 0
 
 
+def test_walk_node2vec_steps_along_edges(capsys, cpu_cluster, rmat_7_4, tmp_path):
+    code, _, err = _run(capsys, cpu_cluster, "walk", "node2vec", "--graph", "rmat:7:4", "--p", "0.5", "--q", "2",
+                        "--length", "6", "--quiet", "--out", str(tmp_path))
+    assert code == 0, err
+    walks = _walks(tmp_path / "walks.txt")
+    assert len(walks) == 128 and all(1 <= len(w) <= 7 for w in walks)
+    assert all((u, v) in rmat_7_4[False] for w in walks for u, v in zip(w, w[1:]))
+    summary = _summary(tmp_path)
+    assert summary["status"] == "ok" and summary["walk"]["algorithm"] == "node2vec"
+    assert summary["parameters"]["p"] == 0.5 and summary["parameters"]["q"] == 2.0
+
+
+def test_walk_ppr_writes_scores_that_sum_to_one_per_source(capsys, cpu_cluster, rmat_7_4, tmp_path):
+    code, out, err = _run(capsys, cpu_cluster, "walk", "ppr", "--graph", "rmat:7:4", "--sources", "0,5",
+                          "--walks-per-source", "10", "--length", "8", "--quiet", "--out", str(tmp_path))
+    assert code == 0, err
+    walks = _walks(tmp_path / "walks.txt")
+    assert len(walks) == 20 and [w[0] for w in walks] == [0, 5] * 10
+    scores = pd.read_parquet(tmp_path / "scores.parquet")
+    assert list(scores.columns) == ["source", "vertex", "score"]
+    assert set(scores["source"]) == {0, 5} and (scores["score"] > 0).all()
+    assert scores.groupby("source")["score"].sum().to_numpy() == pytest.approx([1.0, 1.0])
+    summary = _summary(tmp_path)
+    assert summary["status"] == "ok" and summary["walk"]["walks"] == 20
+    assert summary["outputs"]["scores"] == str(tmp_path / "scores.parquet") and "scores.parquet" in out
+    assert summary["parameters"]["sources"] == "0,5" and summary["parameters"]["walks_per_source"] == 10
+
+
+@pytest.mark.parametrize("algorithm, flags, name", [("metropolis-hastings", [], "metropolis_hastings"),
+                                                   ("jump", ["--jump", "0.3"], "with_jump")])
+def test_walk_metropolis_hastings_and_jump_run(capsys, cpu_cluster, tmp_path, algorithm, flags, name):
+    code, _, err = _run(capsys, cpu_cluster, "walk", algorithm, "--graph", "rmat:7:4", "--length", "5", *flags,
+                        "--quiet", "--out", str(tmp_path))
+    assert code == 0, err
+    assert len(_walks(tmp_path / "walks.txt")) == 128
+    summary = _summary(tmp_path)
+    assert summary["status"] == "ok" and summary["walk"]["steps"] > 0
+    assert summary["walk"]["algorithm"] == name and summary["parameters"]["algorithm"] == algorithm
+
+
+def test_walk_deepwalk_weighted_generates_a_weighted_rmat(capsys, cpu_cluster, rmat_7_4, tmp_path):
+    code, _, err = _run(capsys, cpu_cluster, "walk", "deepwalk", "--weighted", "--graph", "rmat:7:4", "--length", "5",
+                        "--quiet", "--out", str(tmp_path))
+    assert code == 0, err
+    walks = _walks(tmp_path / "walks.txt")
+    assert len(walks) == 128 and all((u, v) in rmat_7_4[True] for w in walks for u, v in zip(w, w[1:]))
+    summary = _summary(tmp_path)
+    assert summary["graph"]["weighted"] and summary["parameters"]["weighted"]
+
+
+def test_walk_weighted_on_a_graph_without_weights_exits_2(capsys, cpu_cluster, generated, tmp_path):
+    code, _, err = _run(capsys, cpu_cluster, "walk", "node2vec", "--weighted", "--graph", str(generated[0] / "graph"),
+                        "--quiet", "--out", str(tmp_path / "o"))
+    assert code == 2 and "'weighted'" in err and "Traceback" not in err
+    assert not (tmp_path / "o" / "summary.json").exists()
+
+
+def test_walk_start_from_a_file(capsys, cpu_cluster, tmp_path):
+    starts = tmp_path / "starts.txt"
+    starts.write_text("3\n\n17\n")
+    code, _, err = _run(capsys, cpu_cluster, "walk", "deepwalk", "--graph", "rmat:7:4", "--start", f"@{starts}",
+                        "--walks-per-vertex", "2", "--length", "3", "--quiet", "--out", str(tmp_path / "o"))
+    assert code == 0, err
+    assert [w[0] for w in _walks(tmp_path / "o" / "walks.txt")] == [3, 17, 3, 17]
+    assert _summary(tmp_path / "o")["parameters"]["start"] == f"@{starts}"
+
+
+def test_walk_start_with_string_ids(capsys, cpu_cluster, tmp_path):
+    path = tmp_path / "edges.txt"
+    path.write_text("a b\nb c\nc a\nc d\n")
+    code, _, err = _run(capsys, cpu_cluster, "walk", "metropolis-hastings", "--graph", str(path), "--start", "d,a",
+                        "--length", "4", "--quiet", "--out", str(tmp_path / "o"))
+    assert code == 0, err
+    walks = (tmp_path / "o" / "walks.txt").read_text().split("\n")
+    assert [w.split()[0] for w in walks if w] == ["d", "a"]
+
+
 def test_walk_reports_a_malformed_edge_file(capsys, cpu_cluster, tmp_path):
     path = tmp_path / "bad.txt"
     path.write_text("0 1\n1 2\n2\n")
@@ -139,6 +230,24 @@ def test_walk_reports_a_malformed_edge_file(capsys, cpu_cluster, tmp_path):
 ])
 def test_walk_rejects_bad_flags_before_connecting(capsys, args, name):
     code = main(["walk", "deepwalk", "--graph", "rmat:8", "--out", "never", "--address", "tcp://127.0.0.1:1", *args])
+    err = capsys.readouterr().err
+    assert code == 2 and name in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("args, name", [
+    (["node2vec", "--p", "0"], "'p'"),
+    (["node2vec", "--q", "inf"], "'q'"),
+    (["ppr", "--sources", "0", "--restart", "1"], "'restart'"),
+    (["ppr", "--sources", "0", "--walks-per-source", "0"], "'walks_per_source'"),
+    (["ppr"], "--sources"),
+    (["ppr", "--sources", "1,,2"], "'sources'"),
+    (["jump", "--jump", "1.5"], "'jump'"),
+    (["deepwalk", "--start", "@no/such/starts.txt"], "'start'"),
+    (["metropolis-hastings", "--weighted"], "--weighted"),
+])
+def test_walk_rejects_bad_values_of_each_walk(capsys, args, name):
+    algorithm, *flags = args
+    code = main(["walk", algorithm, "--graph", "rmat:8", "--out", "never", "--address", "tcp://127.0.0.1:1", *flags])
     err = capsys.readouterr().err
     assert code == 2 and name in err and "Traceback" not in err
 

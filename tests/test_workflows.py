@@ -23,14 +23,16 @@ def embeddings():
     return module
 
 
-def test_embeddings_workflow_writes_walks_along_edges_summary_and_embeddings(embeddings, cpu_cluster, tmp_path,
-                                                                             capsys):
+def test_embeddings_workflow_writes_node2vec_walks_along_edges_summary_and_embeddings(embeddings, cpu_cluster,
+                                                                                      tmp_path, capsys):
     out = tmp_path / "out"
     code = embeddings.main(["--set", f"cluster.address={cpu_cluster.scheduler.address}", "--set", "cluster.device=cpu",
                             "--set", "graph.path=rmat:7:4", "--set", "walks.length=6",
-                            "--set", "walks.walks_per_vertex=2", "--set", f"output={out}"])
+                            "--set", "walks.walks_per_vertex=2", "--set", "walks.params={p: 0.5, q: 2}",
+                            "--set", f"output={out}"])
     stdout = capsys.readouterr().out
     assert code == 0
+    assert "node2vec on 128 vertices" in stdout
 
     with open(out / "corpus.txt") as f:
         walks = [line.split() for line in f]
@@ -48,6 +50,7 @@ def test_embeddings_workflow_writes_walks_along_edges_summary_and_embeddings(emb
         summary = json.load(f)
     assert summary["status"] == "ok" and summary["walk"]["steps"] > 0
     assert summary["graph"]["num_vertices"] == 128 and summary["config"]["walks"]["length"] == 6
+    assert summary["walk"]["algorithm"] == "node2vec" and summary["config"]["walks"]["params"] == {"p": 0.5, "q": 2}
     if importlib.util.find_spec("gensim") is None:
         assert summary["embeddings"] == {"status": "skipped", "reason": "gensim is not installed"}
         assert not (out / "embeddings.w2v").exists() and "pip install gensim" in stdout
@@ -61,8 +64,11 @@ def test_embeddings_workflow_writes_walks_along_edges_summary_and_embeddings(emb
 
 @pytest.mark.parametrize("override, expected", [
     ("walks.lenght=5", ["'walks.lenght'", "length"]),
-    ("walks.algorithm=nope", ["'walks.algorithm'", "'nope'", *gpipe.walks.__all__]),
-    ("walks.params.nope=1", ["'walks.params.nope'"]),
+    ("walks.algorithm=nope", ["'walks.algorithm'", "'nope'", "'node2vec'", "'deepwalk'", "'metropolis_hastings'",
+                              "'with_jump'"]),
+    ("walks.algorithm=ppr", ["'walks.algorithm'", "'ppr'"]),
+    ("walks.algorithm=deepwalk", ["unknown key 'walks.params.p'", "deepwalk takes weighted"]),
+    ("walks.params.nope=1", ["'walks.params.nope'", "node2vec takes p, q, weighted"]),
     ("walks.length=0", ["'walks.length' must be a positive integer"]),
     ("graph.path=no/such/edges.txt", ["'graph.path'", "no/such/edges.txt"]),
     ("walks", ["'--set' must be key.sub=value"]),
@@ -78,7 +84,8 @@ def test_shipped_config_parses_and_validates(embeddings):
     with open(os.path.join(WORKFLOW, "config.yaml")) as f:
         config = yaml.safe_load(f)
     assert embeddings.validate_config(config) == config
-    assert config["walks"]["algorithm"] in gpipe.walks.__all__
+    assert config["walks"]["algorithm"] == "node2vec" and config["walks"]["params"] == {"p": 1.0, "q": 1.0}
+    assert set(embeddings.WALKS) == {"deepwalk", "node2vec", "metropolis_hastings", "with_jump"}
 
 
 def test_a_config_file_is_merged_over_the_defaults(embeddings, tmp_path):
@@ -87,3 +94,20 @@ def test_a_config_file_is_merged_over_the_defaults(embeddings, tmp_path):
     config = embeddings.validate_config(embeddings.load_config(str(path), ["walks.seed=4"]))
     assert config["walks"]["length"] == 3 and config["walks"]["seed"] == 4 and config["output"] == "elsewhere"
     assert config["walks"]["walks_per_vertex"] == 10 and config["word2vec"]["vector_size"] == 64
+    assert config["walks"]["params"] == {"p": 1.0, "q": 1.0}
+
+
+def test_another_walk_replaces_the_node2vec_params(embeddings):
+    config = embeddings.validate_config(embeddings.load_config(None, ["walks.algorithm=with_jump",
+                                                                      "walks.params={jump: 0.2}"]))
+    assert config["walks"]["params"] == {"jump": 0.2}
+    config = embeddings.load_config(None, ["walks.params.q=4"])
+    assert config["walks"]["params"] == {"p": 1.0, "q": 4}
+
+
+def test_a_config_file_for_deepwalk_drops_the_node2vec_params(embeddings, tmp_path):
+    path = tmp_path / "deepwalk.yaml"
+    path.write_text("walks:\n  algorithm: deepwalk\n  params: {}\n")
+    config = embeddings.validate_config(embeddings.load_config(str(path)))
+    assert config["walks"]["algorithm"] == "deepwalk" and config["walks"]["params"] == {}
+    assert config["walks"]["length"] == 40

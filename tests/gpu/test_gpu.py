@@ -69,6 +69,25 @@ def test_deepwalk_cuda_equals_cpu_twin(gpu_cluster, cpu_cluster, partitions):
     np.testing.assert_array_equal(gwalks, cwalks)
 
 
+@pytest.mark.parametrize("walk, kwargs", [
+    (gpipe.walks.deepwalk, {"weighted": True}),
+    (gpipe.walks.node2vec, {"p": 0.5, "q": 2.0}),
+    (gpipe.walks.node2vec, {"p": 2.0, "q": 0.25, "weighted": True}),
+    (gpipe.walks.metropolis_hastings, {}),
+    (gpipe.walks.with_jump, {"jump": 0.2}),
+    (gpipe.walks.ppr, {"sources": list(range(0, 2048, 7)), "restart": 0.2, "walks_per_source": 3}),
+])
+@pytest.mark.parametrize("partitions", [1, 4])
+def test_walk_family_cuda_equals_cpu_twin(gpu_cluster, cpu_cluster, walk, kwargs, partitions):
+    def run():
+        g = gpipe.generators.rmat(scale=11, edge_factor=4, seed=5, weighted=True, partitions=partitions)
+        return walk(g, length=30, seed=13, **kwargs).compute()
+
+    gpu, cpu = _on(gpu_cluster, run), _on(cpu_cluster, run)
+    assert (gpu[:, 1:] >= 0).any()
+    np.testing.assert_array_equal(gpu, cpu)
+
+
 def test_deepwalk_gpu_string_ids_and_starts(gpu_cluster, cpu_cluster):
     import pandas as pd
 

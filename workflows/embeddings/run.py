@@ -34,6 +34,10 @@ DEFAULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "config.yaml
 
 # Walk arguments the workflow sets itself; a walk's other keywords may go in walks.params.
 _SET_BY_WORKFLOW = ("g", "length", "walks_per_vertex", "seed", "start", "progress")
+# The walks of gpipe.walks that start walks_per_vertex walks from every vertex: those an embedding needs
+# (not ppr, whose walks start from given sources).
+WALKS = tuple(name for name in gpipe.walks.__all__
+              if "walks_per_vertex" in inspect.signature(getattr(gpipe.walks, name)).parameters)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -65,7 +69,12 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def load_config(path: str | None = None, overrides=()) -> dict:
-    """The config at ``path`` merged over the defaults, then the ``key.sub=value`` overrides (not yet checked)."""
+    """The config at ``path`` merged over the defaults, then the ``key.sub=value`` overrides (not yet checked).
+
+    Sections are merged key by key; a key's value, ``walks.params`` included, is replaced whole (so a config
+    or ``--set walks.params={}`` for another walk drops node2vec's p and q), while ``--set walks.params.p=...``
+    sets one entry of it.
+    """
     config = _read_yaml(DEFAULTS)
     if path is not None:
         _merge(config, _read_yaml(path))
@@ -77,9 +86,13 @@ def load_config(path: str | None = None, overrides=()) -> dict:
             value = yaml.safe_load(text)
         except yaml.YAMLError as exc:
             raise GpipeValueError(f"'--set {item}': the value is not valid YAML ({exc})") from None
-        for name in reversed(key.split(".")):
-            value = {name: value}
-        _merge(config, value)
+        *path, last = key.split(".")
+        section = config
+        for name in path:
+            if not isinstance(section.get(name), dict):
+                section[name] = {}
+            section = section[name]
+        _merge(section, {last: value}, "".join(f"{name}." for name in path))
     return config
 
 
@@ -90,7 +103,7 @@ def validate_config(config: dict) -> dict:
     ------
     GpipeValueError
         The message names the key, the rule and the value (for an unknown key,
-        the keys its section takes; for an unknown walk, ``gpipe.walks.__all__``).
+        the keys its section takes; for an unknown walk, the walks in ``WALKS``).
     """
     _check_keys(config, "")
     for key, rule in _RULES.items():
@@ -153,7 +166,7 @@ _RULES = {
     "graph.path": _graph_path,
     "graph.directed": _flag,
     "graph.partitions": _optional(_positive),
-    "walks.algorithm": lambda name, value: check_choice(name, value, gpipe.walks.__all__),
+    "walks.algorithm": lambda name, value: check_choice(name, value, WALKS),
     "walks.length": _positive,
     "walks.walks_per_vertex": _positive,
     "walks.seed": _seed,
@@ -199,11 +212,11 @@ def _read_yaml(path: str) -> dict:
     return _mapping(path, {} if config is None else config)
 
 
-def _merge(base: dict, update: dict) -> None:
-    """Merge ``update`` into ``base``, section by section."""
+def _merge(base: dict, update: dict, prefix: str = "") -> None:
+    """Merge ``update`` into ``base`` (at ``prefix``), section by section; a key of ``_RULES`` is replaced whole."""
     for key, value in update.items():
-        if isinstance(value, dict) and isinstance(base.get(key), dict):
-            _merge(base[key], value)
+        if isinstance(value, dict) and isinstance(base.get(key), dict) and prefix + key not in _RULES:
+            _merge(base[key], value, f"{prefix}{key}.")
         else:
             base[key] = value
 
@@ -230,7 +243,8 @@ def _run(config: dict) -> dict:
         marks["connect"] = time.perf_counter()
         rmat = _rmat_spec(graph["path"])
         if rmat is not None:
-            g = gpipe.generators.rmat(*rmat, directed=graph["directed"], partitions=graph["partitions"])
+            g = gpipe.generators.rmat(*rmat, directed=graph["directed"], partitions=graph["partitions"],
+                                      weighted=walks["params"].get("weighted", False))  # weights if the walk uses them
         else:
             g = gpipe.read_edges(graph["path"], directed=graph["directed"], partitions=graph["partitions"])
         marks["graph"] = time.perf_counter()
