@@ -1,15 +1,16 @@
 """Baselines run beside gpipe on the same graph: PecanPy's node2vec and igraph's random_walk.
 
     python benchmarks/baselines.py pecanpy GRAPH.npz --p 1 --q 1 --length 80 --threads 16
-    python benchmarks/baselines.py igraph GRAPH.npz --length 80
+    python benchmarks/baselines.py igraph GRAPH.npz --length 80 --walks 65536
 
 GRAPH.npz is a CSR graph (indptr, indices, data), as ``benchmarks/walks.py``
 writes it. Prints one JSON object: steps, seconds, steps/s. Each runs in its
 own process (``walks.py`` starts it), so its threads and imports stay its own.
 
-PecanPy 2.0.9 imports ``nptyping`` for type annotations only, and nptyping 2.5
-fails to import under NumPy 2 (``np.bool8`` is gone); this script gives it an
-inert stand-in for those annotation names, which changes nothing PecanPy runs.
+PecanPy 2.0.9 imports ``nptyping`` for type annotations only (nptyping 2.5
+fails to import under NumPy 2: ``np.bool8`` is gone) and gensim's Word2Vec for
+its embedding step only; where either cannot be imported, this script gives
+PecanPy an inert stand-in for those names, which changes nothing its walks run.
 """
 
 from __future__ import annotations
@@ -23,25 +24,36 @@ import types
 import numpy as np
 
 
-def _annotation_stand_in() -> None:
-    try:
-        import nptyping  # noqa: F401
-    except Exception:
-        sys.modules.pop("nptyping", None)
-        stand_in = types.ModuleType("nptyping")
-
-        class _Annotation:
-            def __class_getitem__(cls, item):
-                return cls
-
-        for name in ("Bool", "Float32", "NDArray", "Shape", "UInt32", "UInt64"):
-            setattr(stand_in, name, _Annotation)
-        sys.modules["nptyping"] = stand_in
+class _Inert:
+    def __class_getitem__(cls, item):
+        return cls
 
 
-def pecanpy(path: str, p: float, q: float, length: int, threads: int) -> dict:
+def _stand_ins() -> None:
+    """Inert modules for the names PecanPy imports but its walks never use, where the real ones fail."""
+    for module, names in (("nptyping", ("Bool", "Float32", "NDArray", "Shape", "UInt32", "UInt64")),
+                          ("gensim.models", ("Word2Vec",))):
+        try:
+            __import__(module)
+        except Exception:
+            for name in (module, module.split(".")[0]):
+                sys.modules.pop(name, None)
+            stand_in = types.ModuleType(module)
+            for name in names:
+                setattr(stand_in, name, _Inert)
+            sys.modules[module] = stand_in
+            sys.modules.setdefault(module.split(".")[0], types.ModuleType(module.split(".")[0]))
+
+
+def _starts(n: int, walks: int | None) -> np.ndarray:
+    """Start vertices: every vertex, or a seeded random subset of ``walks`` of them, in random order."""
+    starts = np.random.default_rng(0).permutation(n).astype(np.uint32)
+    return starts if walks is None else starts[:walks]
+
+
+def pecanpy(path: str, p: float, q: float, length: int, threads: int, walks: int | None) -> dict:
     """PecanPy's own walk kernel (``_random_walks``, numba, parallel), compiled first, then timed."""
-    _annotation_stand_in()
+    _stand_ins()
     import numba
     from numba_progress import ProgressBar
     from pecanpy import pecanpy as pp
@@ -51,9 +63,7 @@ def pecanpy(path: str, p: float, q: float, length: int, threads: int) -> dict:
     graph.read_npz(path, weighted=False, implicit_ids=True)
     graph._preprocess_transition_probs()
     move_forward, has_nbrs = graph.get_move_forward(), graph.get_has_nbrs()
-    starts = np.arange(graph.num_nodes, dtype=np.uint32)
-    np.random.seed(0)
-    np.random.shuffle(starts)  # as simulate_walks does, for load balance
+    starts = _starts(graph.num_nodes, walks)  # shuffled as simulate_walks does, for load balance
     with ProgressBar(total=starts.size, disable=True) as progress:
         graph._random_walks(64, 2, 0, starts[:64], has_nbrs, move_forward, progress)  # compile
         t0 = time.perf_counter()
@@ -65,7 +75,7 @@ def pecanpy(path: str, p: float, q: float, length: int, threads: int) -> dict:
             "steps_per_second": steps / seconds}
 
 
-def igraph_walks(path: str, length: int) -> dict:
+def igraph_walks(path: str, length: int, walks: int | None) -> dict:
     import igraph
     import scipy.sparse as sp
 
@@ -76,11 +86,12 @@ def igraph_walks(path: str, length: int) -> dict:
     graph = igraph.Graph(n=n, edges=np.column_stack([coo.row[keep], coo.col[keep]]).tolist(), directed=False)
     t0 = time.perf_counter()
     steps = 0
-    for v in range(n):
+    starts = _starts(n, walks).tolist()
+    for v in starts:
         steps += len(graph.random_walk(v, length, stuck="return")) - 1
     seconds = time.perf_counter() - t0
     return {"baseline": "igraph.random_walk", "version": igraph.__version__, "threads": 1, "length": length,
-            "walks": n, "steps": steps, "seconds": seconds, "steps_per_second": steps / seconds}
+            "walks": len(starts), "steps": steps, "seconds": seconds, "steps_per_second": steps / seconds}
 
 
 def _version(name: str) -> str | None:
@@ -100,11 +111,12 @@ def main() -> None:
     ap.add_argument("--q", type=float, default=1.0)
     ap.add_argument("--length", type=int, default=80)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--walks", type=int, default=None, help="walks from a random subset of this many vertices")
     args = ap.parse_args()
     if args.which == "pecanpy":
-        record = pecanpy(args.graph, args.p, args.q, args.length, args.threads)
+        record = pecanpy(args.graph, args.p, args.q, args.length, args.threads, args.walks)
     else:
-        record = igraph_walks(args.graph, args.length)
+        record = igraph_walks(args.graph, args.length, args.walks)
     print(json.dumps(record))
 
 

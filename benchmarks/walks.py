@@ -108,7 +108,7 @@ def _csr_file(g, folder: str) -> str:
 def _baseline(which: str, csr: str, args) -> dict:
     command = [sys.executable, os.path.join(os.path.dirname(__file__), "baselines.py"), which, csr,
                "--p", str(args.p), "--q", str(args.q), "--length", str(args.length), "--threads",
-               str(os.cpu_count())]
+               str(os.cpu_count())] + (["--walks", str(args.baseline_walks)] if args.baseline_walks else [])
     done = subprocess.run(command, capture_output=True, text=True, timeout=args.baseline_timeout)
     if done.returncode != 0:
         return {"baseline": which, "error": done.stderr.strip().splitlines()[-1:]}
@@ -129,6 +129,8 @@ def main() -> None:
     ap.add_argument("--q", type=float, default=2.0, help="node2vec in-out parameter")
     ap.add_argument("--compare", nargs="*", default=[], choices=["pecanpy", "igraph"])
     ap.add_argument("--baseline-timeout", type=float, default=900)
+    ap.add_argument("--baseline-walks", type=int, default=None,
+                    help="baselines walk from a random subset of this many vertices (steps/s is what is compared)")
     ap.add_argument("--workers", type=int, default=None, help="local workers (default: one per GPU, else one)")
     ap.add_argument("--partitions", type=int, default=None)
     ap.add_argument("--repeat", type=int, default=3)
