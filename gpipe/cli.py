@@ -37,7 +37,7 @@ from .backend import DEVICES, gpu_problem, versions
 from .cluster import ENV_ADDRESS, ENV_SCHEDULER_FILE, connect
 from .errors import GpipeError, GpipeValueError
 from .graph import Graph, read_edges
-from .runtime import current
+from .runtime import EdgeSample, current
 from .runtime._files import atomic_file, write_json
 
 _FORMATS = ("corpus", "parquet", "both")
@@ -193,6 +193,13 @@ _WALKS: dict[str, tuple[Callable, tuple[tuple[str, dict], ...]]] = {
         _option(walks.ppr, "--walks-per-source", type=_positive("walks_per_source"), metavar="R",
                 help="walks from each source (default: %(default)s)"),
         _weighted(walks.ppr))),
+    "multidimensional": (walks.multidimensional, (
+        _option(walks.multidimensional, "--frontier-size", type=_positive("frontier_size"), metavar="M",
+                help="vertices in each instance's pool (default: %(default)s)"),
+        _option(walks.multidimensional, "--budget", type=_positive("budget"), metavar="B",
+                help="edges sampled per instance (default: the frontier size); writes DIR/edges.parquet"),
+        _option(walks.multidimensional, "--instances", type=_positive("instances"), metavar="N",
+                help="independent samples (default: %(default)s)"))),
 }
 
 
@@ -239,9 +246,11 @@ def _partitions_flag(parser: argparse.ArgumentParser) -> None:
 
 
 def _walk_flags(parser: argparse.ArgumentParser, function: Callable) -> None:
-    parser.add_argument("--length", type=_positive("length"), default=_default(function, "length"), metavar="L",
-                        help="steps per walk (default: %(default)s)")
-    if "walks_per_vertex" in inspect.signature(function).parameters:
+    taken = inspect.signature(function).parameters
+    if "length" in taken:
+        parser.add_argument("--length", type=_positive("length"), default=_default(function, "length"), metavar="L",
+                            help="steps per walk (default: %(default)s)")
+    if "walks_per_vertex" in taken:
         parser.add_argument("--walks-per-vertex", type=_positive("walks_per_vertex"), metavar="R",
                             default=_default(function, "walks_per_vertex"),
                             help="walks from each start vertex (default: %(default)s)")
@@ -410,21 +419,28 @@ def _run_walk(args) -> dict:
             g = read_edges(args.graph, directed=args.directed, partitions=args.partitions)
         watch.lap("graph")
         # compile the kernels on every worker: one short walk from the first vertex of each partition
-        warm_up = dict(options, length=2)
-        for name in ("start", "sources"):
-            if name in taken:
-                warm_up[name] = g.to_original(g.bounds[:-1])
-        for name in ("walks_per_vertex", "walks_per_source"):
-            if name in taken:
-                warm_up[name] = 1
+        if "length" in taken:
+            warm_up = dict(options, length=2)
+            for name in ("start", "sources"):
+                if name in taken:
+                    warm_up[name] = g.to_original(g.bounds[:-1])
+            for name in ("walks_per_vertex", "walks_per_source"):
+                if name in taken:
+                    warm_up[name] = 1
+        else:  # frontier sampling: one small instance
+            warm_up = dict(options, budget=2, instances=1)
         function(g, **warm_up)
         watch.lap("compile")
-        result = function(g, length=args.length, progress=None if args.quiet else _Progress(sys.stderr), **options)
+        if "length" in taken:
+            options["length"] = args.length
+        result = function(g, progress=None if args.quiet else _Progress(sys.stderr), **options)
         watch.lap("walk")
         outputs = {}
-        if args.format in ("corpus", "both"):
+        if isinstance(result, EdgeSample):  # frontier sampling gives edges, not walks
+            outputs["edges"] = result.to_parquet(os.path.join(out, "edges.parquet"))
+        elif args.format in ("corpus", "both"):
             outputs["corpus"] = result.to_corpus(os.path.join(out, "walks.txt"))
-        if args.format in ("parquet", "both"):
+        if args.format in ("parquet", "both") and not isinstance(result, EdgeSample):
             outputs["parquet"] = result.to_parquet(os.path.join(out, "walks.parquet"))
         if isinstance(result, walks.PPRResult):  # the personalized PageRank its walks estimate
             outputs["scores"] = os.path.join(out, "scores.parquet")

@@ -268,3 +268,15 @@ def test_demo_runs_on_its_own_local_cluster(tmp_path):
     assert summary["graph"]["num_vertices"] == 256 and summary["cluster"]["device"] == "cpu"
     assert len(summary["cluster"]["workers"]) == 1 and summary["walk"]["steps"] > 0
     assert "steps/s" in done.stdout and str(out / "walks.txt") in done.stdout and "dashboard" in done.stdout
+
+
+def test_walk_multidimensional_writes_sampled_edges(capsys, cpu_cluster, rmat_7_4, tmp_path):
+    code, _, err = _run(capsys, cpu_cluster, "walk", "multidimensional", "--graph", "rmat:7:4", "--frontier-size", "8",
+                        "--budget", "20", "--instances", "3", "--quiet", "--out", str(tmp_path))
+    assert code == 0, err
+    edges = pd.read_parquet(tmp_path / "edges.parquet")
+    assert edges.groupby("instance").size().tolist() == [20, 20, 20]
+    assert set(zip(edges.src, edges.dst)) <= rmat_7_4[False]
+    summary = _summary(tmp_path)
+    assert summary["status"] == "ok" and summary["walk"]["edges"] == 60
+    assert set(summary["outputs"]) == {"edges", "summary"}

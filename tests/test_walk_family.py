@@ -201,3 +201,58 @@ def test_bad_parameters_are_rejected_by_name(cpu, call, message):
     g = gpipe.generators.rmat(scale=6, edge_factor=2, seed=0, partitions=1)
     with pytest.raises(GpipeValueError, match=message):
         call(g)
+
+
+def test_frontier_sampling_selects_pool_members_in_proportion_to_degree(cpu):
+    """Star-like graph: pool {0, 1, 2} with degrees 1, 2, 4; the first pick is v with probability deg(v) / 7,
+    and the second is proportional to the degrees of the pool after the first replacement."""
+    edges = pd.DataFrame({"src": [0, 1, 1, 2, 2, 2, 2], "dst": [10, 11, 12, 13, 14, 15, 16]})
+    g = gpipe.from_edges(edges, partitions=3)
+    deg = g.degrees()
+    sample = gpipe.walks.multidimensional(g, frontier_size=3, budget=2, instances=6000, start=[0, 1, 2], seed=4)
+    frame = sample.compute()
+    assert frame.groupby("instance").size().eq(2).all()
+    first = frame[frame.step == 0]
+    counts = first.src.value_counts().reindex([0, 1, 2], fill_value=0).to_numpy()
+    assert stats.chisquare(counts, 6000 * np.array([1, 2, 4]) / 7).pvalue > ALPHA
+    second = frame[frame.step == 1].set_index("instance")
+    chi2, dof = 0.0, 0
+    for moved, group in first.groupby("src"):
+        for dst, sub in group.groupby("dst"):
+            pool = [v for v in (0, 1, 2) if v != moved] + [dst]
+            weights = np.array([deg[v] for v in pool], float)
+            observed = second.loc[sub.instance].src.value_counts().reindex(pool, fill_value=0).to_numpy()
+            expected = observed.sum() * weights / weights.sum()
+            keep = expected > 0
+            if observed.sum() >= 50:
+                chi2 += ((observed[keep] - expected[keep]) ** 2 / expected[keep]).sum()
+                dof += keep.sum() - 1
+    assert dof >= 10 and stats.chi2.sf(chi2, dof) > ALPHA
+
+
+def test_frontier_sampling_structure_and_partitioning(cpu, tmp_path):
+    out = []
+    for parts in (1, 4):
+        g = gpipe.generators.rmat(scale=10, edge_factor=4, seed=3, partitions=parts)
+        s = gpipe.walks.multidimensional(g, frontier_size=40, budget=250, instances=6, seed=9)
+        out.append(s.compute())
+        assert s.stats["edges"] == 6 * 250 and s.stats["edges_per_second"] > 0
+    pd.testing.assert_frame_equal(out[0], out[1])
+    frame = out[0]
+    assert frame.groupby("instance").step.apply(list).apply(lambda x: x == list(range(250))).all()
+    assert frame.groupby("instance").time.is_monotonic_increasing.all()
+    stored = pd.read_parquet(g.to_parquet(tmp_path / "g"))
+    edges = set(zip(stored.src, stored.dst))
+    assert all(e in edges for e in zip(frame.src, frame.dst))
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"frontier_size": 0}, "'frontier_size' must be a positive integer, got 0"),
+    ({"budget": 0}, "'budget' must be a positive integer, got 0"),
+    ({"instances": -1}, "'instances' must be a positive integer, got -1"),
+    ({"frontier_size": 2, "start": [0, 1, 2]}, r"'start' must have shape \(2,\) or \(1, 2\)"),
+])
+def test_frontier_sampling_bad_parameters(cpu, kwargs, message):
+    g = gpipe.generators.rmat(scale=6, edge_factor=2, seed=0, partitions=1)
+    with pytest.raises(GpipeValueError, match=message):
+        gpipe.walks.multidimensional(g, **kwargs)

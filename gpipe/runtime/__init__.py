@@ -5,9 +5,10 @@ It knows no algorithm: a walk family hands it a step kernel (see
 partitions until every walk has ended.
 """
 
-from ._advance import step_kernel
-from ._driver import run_walks
-from ._result import WalkResult
+from ._advance import step_kernel, take_outputs
+from ._driver import run_supersteps, run_walks
+from ._result import EdgeSample, WalkResult
 from ._session import Session, attach, current
 
-__all__ = ["Session", "WalkResult", "attach", "current", "run_walks", "step_kernel"]
+__all__ = ["EdgeSample", "Session", "WalkResult", "attach", "current", "run_supersteps", "run_walks", "step_kernel",
+           "take_outputs"]

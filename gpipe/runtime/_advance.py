@@ -131,3 +131,13 @@ def assemble(run_id: str, partitions: dict[int, str], layout: tuple, *, part: in
     piece_sets = store().gather_block(run_id, part, partitions, block_rows, n_blocks, dtype)
     piece_sets = [{k: x.asarray(v) for k, v in ps.items()} for ps in piece_sets]
     return _pieces.scatter(x, _pieces.concat(x, piece_sets, dtype), base, rows, width, dtype)
+
+
+@_phase("collect")
+def take_outputs(run_id: str, *, part: int, superstep=None) -> list:
+    """What a run's kernel output on this partition (taken out of the store), as host arrays."""
+    return [_on_host(out) for out in store().take_pieces(run_id, part)]
+
+
+def _on_host(out):
+    return {k: _on_host(v) for k, v in out.items()} if isinstance(out, dict) else to_host(out)

@@ -27,20 +27,41 @@ def _pinned(client, func, *args, worker: str, key: str, **kwargs):
 def run_walks(graph, kernel: Callable, params: dict, *, length: int, num_walks: int, walks_per_vertex: int,
               starts: np.ndarray | None, algorithm: str, progress: Callable | None = None,
               result_type: type = WalkResult, **result_kwargs) -> WalkResult:
-    """Run walkers over ``graph`` with ``kernel`` until every walk has ended.
+    """Run walkers over ``graph`` with ``kernel`` until every walk has ended; their paths are the result.
 
     ``starts`` are dense start vertices (None: every vertex); walk ``r * len(starts) + i``
     is the ``r``-th walk from ``starts[i]``. The result is a ``result_type``
     (a :class:`WalkResult`) given ``result_kwargs`` too.
     """
+    params = dict(params, length=length)
+    if starts is None:
+        initial = walks_per_vertex
+    else:
+        walk_id = np.arange(len(starts) * walks_per_vertex, dtype=np.int64)
+        initial = _advance.new_walkers(np, walk_id, np.tile(starts.astype(np.int64), walks_per_vertex),
+                                       params.get("fields", ()))
+    run_id, partitions, stats = run_supersteps(graph, kernel, params, initial, num_walks=num_walks,
+                                               progress=progress)
+    stats = {"algorithm": algorithm, "walks": num_walks, "length": length, **stats}
+    dtype = np.int32 if graph.num_vertices < 2**31 else np.int64
+    return result_type(graph.client, run_id, partitions, num_walks, length + 1, dtype, graph.id_map, stats,
+                       **result_kwargs)
+
+
+def run_supersteps(graph, kernel: Callable, params: dict, initial: int | dict, *, num_walks: int,
+                   progress: Callable | None = None) -> tuple[str, dict[int, str], dict]:
+    """Advance walkers until none is left; what the kernel outputs stays in the workers' stores.
+
+    ``initial`` is the number of walkers to start from every vertex, or the
+    walkers themselves (a dict of host arrays). Returns the run's id, the
+    partitions that ran (with their workers) and statistics.
+    """
     client = graph.client
     run_id = uuid.uuid4().hex[:12]
-    params = dict(params, length=length)
     placement = graph.placement
-    parts = graph.num_partitions
     t0 = time.perf_counter()
     try:
-        queues, counts = _initial_walkers(graph, walks_per_vertex, starts, params.get("fields", ()))
+        queues, counts = _initial_walkers(graph, initial)
         ran: set[int] = set()
         superstep = steps = 0
         kernel_seconds = 0.0
@@ -66,30 +87,24 @@ def run_walks(graph, kernel: Callable, params: dict, *, length: int, num_walks: 
             client.run(on_store, "drop_run", run_id)
         raise
     seconds = time.perf_counter() - t0
-    stats = {"algorithm": algorithm, "walks": num_walks, "length": length, "steps": steps, "seconds": seconds,
-             "steps_per_second": steps / seconds if seconds > 0 else 0.0, "supersteps": superstep,
-             "kernel_seconds": kernel_seconds,
-             "partitions": parts, "workers": len(set(placement)), "device": graph.device,
-             "num_vertices": graph.num_vertices}
-    dtype = np.int32 if graph.num_vertices < 2**31 else np.int64
-    return result_type(client, run_id, {p: placement[p] for p in sorted(ran)}, num_walks, length + 1, dtype,
-                       graph.id_map, stats, **result_kwargs)
+    stats = {"steps": steps, "seconds": seconds, "steps_per_second": steps / seconds if seconds > 0 else 0.0,
+             "supersteps": superstep, "kernel_seconds": kernel_seconds, "partitions": graph.num_partitions,
+             "workers": len(set(placement)), "device": graph.device, "num_vertices": graph.num_vertices}
+    return run_id, {p: placement[p] for p in sorted(ran)}, stats
 
 
-def _initial_walkers(graph, walks_per_vertex: int, starts: np.ndarray | None, fields: tuple):
+def _initial_walkers(graph, initial: int | dict):
     """Per partition, its first walkers (or how many walks start at each of its vertices), and their counts."""
     client, placement = graph.client, graph.placement
     parts = graph.num_partitions
-    if starts is None:  # the first advance makes them on its worker
-        sizes = np.diff(graph.bounds) * walks_per_vertex
-        return {p: walks_per_vertex for p in range(parts)}, sizes.astype(np.int64)
-    walk_id = np.arange(len(starts) * walks_per_vertex, dtype=np.int64)
-    vertex = np.tile(starts.astype(np.int64), walks_per_vertex)
-    owner = np.searchsorted(graph.bounds, vertex, side="right") - 1
+    if isinstance(initial, int):  # the first advance makes them on its worker
+        sizes = np.diff(graph.bounds) * initial
+        return {p: initial for p in range(parts)}, sizes.astype(np.int64)
+    owner = np.searchsorted(graph.bounds, initial["vertex"], side="right") - 1
     counts = np.bincount(owner, minlength=parts).astype(np.int64)
     queues = {}
     for p in np.flatnonzero(counts):
         mask = owner == p
-        walkers = _advance.new_walkers(np, walk_id[mask], vertex[mask], fields)
-        [queues[int(p)]] = client.scatter([walkers], workers=[placement[p]], hash=False)
+        [queues[int(p)]] = client.scatter([{k: v[mask] for k, v in initial.items()}], workers=[placement[p]],
+                                          hash=False)
     return queues, counts

@@ -139,6 +139,36 @@ def _assemble_blocks(client, run_id: str, partitions: dict[int, str], num_walks:
             for b in range(n_blocks)]
 
 
+class EdgeSample:
+    """Sampled edges ``instance, step, src, dst`` (original ids), with ``stats``; small enough for the client."""
+
+    def __init__(self, edges: pd.DataFrame, id_map, stats: dict):
+        self._edges = edges
+        self._id_map = id_map
+        self.stats = stats
+
+    def __len__(self) -> int:
+        return len(self._edges)
+
+    def __repr__(self) -> str:
+        return f"<gpipe.EdgeSample {self.stats.get('algorithm', '')}: {len(self)} edges in {self.stats['seconds']:.3f} s>"
+
+    def compute(self) -> pd.DataFrame:
+        """The edges as a frame of original vertex ids."""
+        edges = self._edges.copy()
+        if self._id_map is not None:
+            for column in ("src", "dst"):
+                edges[column] = self._id_map[edges[column].to_numpy()]
+        return edges
+
+    def to_parquet(self, path) -> str:
+        """Write the edges to one Parquet file (complete or not at all)."""
+        path = os.fspath(path)
+        with atomic_file(path, "wb") as out:
+            self.compute().to_parquet(out, index=False)
+        return path
+
+
 def _original(block, id_map, base: int) -> np.ndarray:
     dense = to_host(block)
     if id_map is None:

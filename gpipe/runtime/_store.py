@@ -109,6 +109,10 @@ class GpipeStore(WorkerPlugin):
     def add_pieces(self, run_id: str, part: int, pieces: dict) -> None:
         self.pieces[(run_id, part)].append(pieces)
 
+    def take_pieces(self, run_id: str, part: int) -> list:
+        with self._lock:
+            return self.pieces.pop((run_id, part), [])
+
     def take_block(self, run_id: str, part: int, block: int, block_rows: int, n_blocks: int, dtype) -> dict:
         """Partition ``part``'s pieces of output block ``block`` (grouping all its pieces on first call)."""
         with self._lock:

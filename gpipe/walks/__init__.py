@@ -17,12 +17,12 @@ import numpy as np
 from .. import _rng
 from .._validate import check_int, check_probability, check_seed
 from ..errors import GpipeValueError
-from ..runtime import WalkResult, run_walks
-from . import _mh, _node2vec
+from ..runtime import EdgeSample, WalkResult, run_walks
+from . import _frontier, _mh, _node2vec
 from ._first_order import advance_first_order
 from ._ppr import PPRResult
 
-__all__ = ["PPRResult", "deepwalk", "metropolis_hastings", "node2vec", "ppr", "with_jump"]
+__all__ = ["PPRResult", "deepwalk", "metropolis_hastings", "multidimensional", "node2vec", "ppr", "with_jump"]
 
 
 def deepwalk(g, length: int = 80, walks_per_vertex: int = 1, start=None, weighted: bool = False, seed: int = 0,
@@ -185,6 +185,69 @@ def metropolis_hastings(g, length: int = 80, walks_per_vertex: int = 1, start=No
     length, walks_per_vertex, starts, seed = _checked_starts(g, length, walks_per_vertex, start, False, seed)
     params = {"key": np.uint64(_rng.key(seed)), "fields": _mh.FIELDS}
     return _run(g, "metropolis_hastings", _mh.advance_mh, params, length, walks_per_vertex, starts, progress)
+
+
+def multidimensional(g, frontier_size: int = 2000, budget: int | None = None, instances: int = 1, seed: int = 0,
+                     start=None, *, progress: Callable | None = None) -> EdgeSample:
+    """Multi-dimensional random walk (frontier sampling), many independent instances at once.
+
+    Each instance keeps a pool of ``frontier_size`` vertices (drawn uniformly
+    among the vertices with out-edges), picks one with probability
+    proportional to its degree, replaces it with a uniform neighbor and records
+    that edge, until ``budget`` edges are sampled (fewer only if its pool
+    reaches vertices without out-edges). The pool members run as independent
+    continuous-time walkers (the same process), so all instances share one
+    batch of walkers on the partitioned runtime.
+
+    Parameters
+    ----------
+    g : Graph
+    frontier_size : int
+        Vertices in each instance's pool.
+    budget : int, optional
+        Edges sampled per instance (default ``frontier_size``).
+    instances : int
+        Independent samples.
+    seed : int
+        Seed of the random stream.
+    start : array-like, optional
+        The starting pool (original ids): ``frontier_size`` vertices shared by
+        every instance, or one row of them per instance.
+
+    Returns
+    -------
+    EdgeSample
+        ``.compute()``: a frame ``instance, step, src, dst, time`` (``step``:
+        the edge's rank within its instance); ``.stats`` with
+        ``edges_per_second`` (C-SAW's SEPS).
+
+    Examples
+    --------
+    >>> with gpipe.connect(n_workers=1, device="cpu"):   # doctest: +SKIP
+    ...     s = gpipe.walks.multidimensional(gpipe.generators.rmat(10), frontier_size=50, budget=200, instances=4)
+    ...     s.compute().groupby("instance").size().tolist()
+    [200, 200, 200, 200]
+    """
+    frontier_size = check_int("frontier_size", frontier_size, minimum=1)
+    budget = frontier_size if budget is None else check_int("budget", budget, minimum=1, maximum=2**31 - 1)
+    instances = check_int("instances", instances, minimum=1)
+    seed = check_seed(seed)
+    if g.num_edges == 0:
+        raise GpipeValueError("'g' must have edges for frontier sampling, got a graph with none")
+    pool = None
+    if start is not None:
+        shape = np.shape(start)
+        if shape not in ((frontier_size,), (instances, frontier_size)):
+            raise GpipeValueError(f"'start' must have shape ({frontier_size},) or ({instances}, {frontier_size}) "
+                                  f"(frontier_size, or instances x frontier_size), got {shape}")
+        pool = np.broadcast_to(g.to_internal(start, "start").reshape(shape), (instances, frontier_size))
+    edges, stats = _frontier.sample(g, frontier_size, budget, instances, seed, pool, progress)
+    edges_per_second = len(edges) / stats["seconds"] if stats["seconds"] > 0 else 0.0
+    stats.update(algorithm="multidimensional", walks=instances * frontier_size, frontier_size=frontier_size,
+                 budget=budget, instances=instances,
+                 edges=len(edges), edges_per_second=edges_per_second,
+                 steps_per_second=stats["steps"] / stats["seconds"] if stats["seconds"] > 0 else 0.0)
+    return EdgeSample(edges, g.id_map, stats)
 
 
 def _positive_float(name: str, value) -> float:

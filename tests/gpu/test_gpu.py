@@ -88,6 +88,19 @@ def test_walk_family_cuda_equals_cpu_twin(gpu_cluster, cpu_cluster, walk, kwargs
     np.testing.assert_array_equal(gpu, cpu)
 
 
+@pytest.mark.parametrize("partitions", [1, 4])
+def test_frontier_sampling_cuda_equals_cpu_twin(gpu_cluster, cpu_cluster, partitions):
+    import pandas as pd
+
+    def run():
+        g = gpipe.generators.rmat(scale=11, edge_factor=4, seed=5, partitions=partitions)
+        return gpipe.walks.multidimensional(g, frontier_size=64, budget=500, instances=8, seed=3).compute()
+
+    gpu, cpu = _on(gpu_cluster, run), _on(cpu_cluster, run)
+    pd.testing.assert_frame_equal(gpu.drop(columns="time"), cpu.drop(columns="time"))
+    np.testing.assert_allclose(gpu.time, cpu.time, rtol=1e-12)
+
+
 def test_deepwalk_gpu_string_ids_and_starts(gpu_cluster, cpu_cluster):
     import pandas as pd
 

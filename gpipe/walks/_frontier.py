@@ -1,0 +1,162 @@
+"""Multi-dimensional random walk (frontier sampling): CUDA in ``kernels/walk_frontier.cu``, CPU twin here.
+
+Frontier sampling keeps a pool of ``frontier_size`` vertices, picks one with
+probability proportional to its degree, and replaces it with a uniform
+neighbor, recording the edge, until ``budget`` edges are sampled. That is the
+same process as every pool member walking on its own in continuous time, moving
+after an exponential wait of rate deg(v): the next member to move is member i
+with probability deg_i / sum(deg). So the members run as independent walkers of
+the partitioned runtime, each recording (src, dst, time) for its moves up to a
+time horizon, and an instance's sample is its first ``budget`` moves in time
+order. An instance with fewer moves than that by the horizon resumes its parked
+members with a later one.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from .. import _rng
+from ..backend import cpu_kernel, prange
+from ..kernels import function, id_type, launch_queued
+from ..runtime import run_supersteps, take_outputs
+from ..runtime._advance import _device_xp
+
+INIT_STEP = 2**32 - 1  # the draw counter of a member's start vertex; moves use 0..budget-1
+
+
+def advance_frontier(part, walkers: dict, params: dict):
+    """Step function for the runtime: walk the members here; keep their moves and park the ones at the horizon."""
+    x = _device_xp()
+    n = walkers["walk_id"].shape[0]
+    room = params["room"]
+    rec = {"src": x.empty(n * room, x.int64), "dst": x.empty(n * room, x.int64), "time": x.empty(n * room, x.float64)}
+    count = x.empty(n, x.int32)
+    out = {"vertex": x.empty(n, x.int64), "step": x.empty(n, x.int32), "time": x.empty(n, x.float64)}
+    status = x.empty(n, x.int8)
+    scalars = (part.lo, part.hi, params["key"], params["budget"], params["horizon"], room, n)
+    arrays = (walkers["walk_id"], walkers["vertex"], walkers["step"], walkers["time"], rec["src"], rec["dst"],
+              rec["time"], count, out["vertex"], out["step"], out["time"], status)
+    if x is np:
+        _advance_cpu(part.indptr, part.indices, *scalars, *arrays)
+    else:
+        kernel = function("walk_frontier.cu", "gp_walk_frontier", template=id_type(part.indices.dtype))
+        types = (np.int64, np.int64, np.uint64, np.int32, np.float64, np.int32, np.int64)
+        launch_queued(kernel, n, (part.indptr, part.indices, *(t(v) for t, v in zip(types, scalars)), *arrays))
+    # the moves: record j of member i is its move number step[i] + j
+    total = int(count.sum())
+    ends = x.cumsum(count)
+    member = x.searchsorted(ends, x.arange(total), side="right")
+    j = x.arange(total) - (ends[member] - count[member])
+    moves = {"walk_id": walkers["walk_id"][member], "step": walkers["step"][member] + j,
+             **{k: v[member * room + j] for k, v in rec.items()}}
+    parked = status == 2
+    outputs = {"moves": moves, "parked": {"walk_id": walkers["walk_id"][parked], "vertex": out["vertex"][parked],
+                                          "step": out["step"][parked], "time": out["time"][parked]}}
+    moved = status == 1
+    movers = {"walk_id": walkers["walk_id"][moved], **{k: v[moved] for k, v in out.items()}}
+    return outputs, movers, total
+
+
+@cpu_kernel(parallel=True)
+def _advance_cpu(indptr, indices, lo, hi, key, budget, horizon, room, n, walk_id, vertex, step, time, rec_src,
+                 rec_dst, rec_time, rec_count, out_vertex, out_step, out_time, status):
+    for i in prange(n):
+        stream = _rng.stream(np.uint64(key), walk_id[i])
+        v = vertex[i]
+        s = step[i]
+        t = time[i]
+        o = i * room
+        c = 0
+        st = 0
+        while True:
+            if s >= budget:
+                break
+            a = indptr[v - lo]
+            d = indptr[v - lo + 1] - a
+            if d == 0:
+                break
+            nt = t - np.log(1.0 - _rng.unit(_rng.bits(stream, s, 0))) / np.float64(d)
+            if nt > horizon:
+                st = 2
+                break
+            if c == room:
+                st = 1
+                break
+            u = np.int64(indices[a + _rng.below(_rng.bits(stream, s, 1), d)])
+            rec_src[o + c] = v
+            rec_dst[o + c] = u
+            rec_time[o + c] = nt
+            c += 1
+            s += 1
+            t = nt
+            v = u
+            if u < lo or u >= hi:
+                st = 1
+                break
+        rec_count[i] = c
+        out_vertex[i] = v
+        out_step[i] = s
+        out_time[i] = t
+        status[i] = st
+
+
+def sample(g, frontier_size: int, budget: int, instances: int, seed: int, pool: np.ndarray | None,
+           progress) -> tuple[pd.DataFrame, dict]:
+    """The sampled edges ``instance, step, src, dst`` (dense ids, ``step`` the rank in time) and statistics.
+
+    ``pool`` holds each instance's starting pool (dense ids, ``(instances, frontier_size)``);
+    by default it is drawn uniformly among the vertices with out-edges.
+    """
+    key = np.uint64(_rng.key(seed))
+    degrees = g.degrees().to_numpy()
+    walk_id = np.arange(instances * frontier_size, dtype=np.int64)
+    if pool is None:
+        candidates = np.flatnonzero(degrees > 0)
+        bits = _rng.draws(seed, walk_id, INIT_STEP, 0)
+        picks = ((bits >> np.uint64(32)) * np.uint64(candidates.size)) >> np.uint64(32)  # _rng.below, vectorized
+        vertex = candidates[picks.astype(np.int64)].astype(np.int64)
+    else:
+        vertex = pool.reshape(-1).astype(np.int64)
+    rate = np.bincount(walk_id // frontier_size, weights=degrees[vertex], minlength=instances)
+    horizon = 1.25 * budget / max(rate.min(), 1.0)
+    walkers = {"walk_id": walk_id, "vertex": vertex, "step": np.zeros(walk_id.size, np.int32),
+               "time": np.zeros(walk_id.size, np.float64)}
+    room = max(1, min(budget, math.ceil(2 * budget / frontier_size)))
+    moves, stats = [], {"steps": 0, "seconds": 0.0, "kernel_seconds": 0.0, "supersteps": 0, "rounds": 0}
+    while True:
+        params = {"key": key, "budget": budget, "horizon": horizon, "room": room}
+        run_id, partitions, run = run_supersteps(g, advance_frontier, params, walkers, num_walks=len(walkers["walk_id"]),
+                                                 progress=progress)
+        for k in ("steps", "seconds", "kernel_seconds", "supersteps"):
+            stats[k] += run[k]
+        stats["rounds"] += 1
+        client = g.client
+        outputs = client.gather([
+            client.submit(take_outputs, run_id, part=p, workers=[w], allow_other_workers=False, pure=False)
+            for p, w in partitions.items()])
+        outputs = [o for per_part in outputs for o in per_part]
+        moves += [o["moves"] for o in outputs]
+        parked = {k: np.concatenate([o["parked"][k] for o in outputs]) for k in ("walk_id", "vertex", "step", "time")}
+        have = np.bincount(np.concatenate([m["walk_id"] for m in moves]) // frontier_size, minlength=instances)
+        short = np.flatnonzero(have < budget)
+        resume = np.isin(parked["walk_id"] // frontier_size, short)
+        if not resume.any():
+            break
+        walkers = {k: v[resume] for k, v in parked.items()}
+        horizon *= 2
+    stats.update({k: run[k] for k in ("partitions", "workers", "device", "num_vertices")})
+    return _first_moves(moves, frontier_size, budget), stats
+
+
+def _first_moves(moves: list[dict], frontier_size: int, budget: int) -> pd.DataFrame:
+    """Each instance's first ``budget`` moves in time order."""
+    frame = pd.DataFrame({k: np.concatenate([m[k] for m in moves]) for k in ("walk_id", "step", "time", "src", "dst")})
+    frame.insert(0, "instance", frame.walk_id // frontier_size)
+    frame = frame.sort_values(["instance", "time", "walk_id", "step"], ignore_index=True)
+    frame["step"] = frame.groupby("instance").cumcount()
+    frame = frame[frame.step < budget]
+    return frame[["instance", "step", "src", "dst", "time"]].reset_index(drop=True)
