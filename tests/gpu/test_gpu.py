@@ -111,3 +111,21 @@ def test_deepwalk_gpu_string_ids_and_starts(gpu_cluster, cpu_cluster):
         return gpipe.walks.deepwalk(g, length=12, start=["a", "d", "a"], walks_per_vertex=3, seed=4).compute()
 
     np.testing.assert_array_equal(_on(gpu_cluster, walk), _on(cpu_cluster, walk))
+
+
+@pytest.mark.parametrize("method", ["bipartite", "updated", "repeated"])
+@pytest.mark.parametrize("bitmap", [True, False])
+def test_select_cuda_equals_cpu_twin(method, bitmap):
+    from gpipe.sampling._select import select
+
+    rng = np.random.default_rng(3)
+    sizes = rng.integers(0, 60, 5000)
+    offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    bias = rng.exponential(1.0, offsets[-1]) ** 2 * (rng.random(offsets[-1]) < 0.85)
+    want = rng.integers(0, 16, sizes.size)
+    streams = np.arange(sizes.size, dtype=np.int64) * 7
+    cpu = select(bias, offsets, want, streams, _rng.key(5), 2, method, bitmap)
+    gpu = select(cupy.asarray(bias), cupy.asarray(offsets), cupy.asarray(want), cupy.asarray(streams), _rng.key(5), 2,
+                 method, bitmap)
+    for c, g in zip(cpu, gpu):
+        np.testing.assert_array_equal(g.get(), c)

@@ -1,0 +1,150 @@
+"""SELECT: pick k candidates per segment without replacement, in proportion to their biases.
+
+CUDA in ``kernels/select.cu``, CPU twin here (same random stream, same picks).
+Every method gives the distribution of *updated sampling*: each successive pick
+is proportional to the bias among the candidates not yet picked.
+
+- ``"bipartite"`` (default): C-SAW's bipartite region search over the cumulative
+  bias array (CTPS), built once per segment; a draw landing on a picked region
+  is followed by a fresh draw mapped onto the rest of the CTPS.
+- ``"updated"``: rebuild the CTPS without the picked candidates for every pick.
+- ``"repeated"``: draw again until an unpicked candidate comes up.
+
+Collisions are detected with a strided bitmap (``bitmap=True``) or by scanning
+the picks so far. A pick still not made after ``ROUNDS`` rounds (extremely
+skewed biases) is made by one updated-sampling pass, which keeps it exact. Candidates with zero bias are never picked; a segment with
+fewer positive candidates than asked gives all of them.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import _rng
+from ..backend import cpu_kernel, device_of, prange, xp
+from ..kernels import function, launch
+
+METHODS = {"bipartite": 0, "updated": 1, "repeated": 2}
+ROUNDS = 1024  # GP_SELECT_ROUNDS in kernels/select.cu
+
+
+def select(bias, offsets, want, streams, key, step: int, method: str = "bipartite", bitmap: bool = True):
+    """Picks per segment: ``(pick_offsets, picks, iterations)``.
+
+    ``bias`` (float64) holds the candidates of segment ``s`` at
+    ``offsets[s]:offsets[s+1]``; ``want[s]`` of them are picked with the random
+    stream ``streams[s]`` at draw counter ``step``. ``picks`` are candidate
+    indices, in pick order, segment after segment (``pick_offsets``);
+    ``iterations[s]`` counts the draws it took (for the ablation).
+    """
+    x = xp(device_of(bias))
+    nseg = offsets.shape[0] - 1
+    positive = x.zeros(bias.shape[0] + 1, dtype=x.int64)
+    x.cumsum(bias > 0, out=positive[1:])
+    count = x.minimum(positive[offsets[1:]] - positive[offsets[:-1]], want)
+    pick_offsets = x.zeros(nseg + 1, dtype=x.int64)
+    x.cumsum(count, out=pick_offsets[1:])
+    byte_offsets = x.zeros(nseg + 1, dtype=x.int64)
+    x.cumsum((offsets[1:] - offsets[:-1] + 7) // 8, out=byte_offsets[1:])
+    picks = x.empty(int(pick_offsets[-1]), dtype=x.int64)
+    iterations = x.zeros(nseg, dtype=x.int64)
+    cdf = x.empty(bias.shape[0], dtype=x.float64)
+    bits = x.empty(int(byte_offsets[-1]), dtype=x.uint8)
+    args = (offsets, bias, pick_offsets, np.uint64(key), streams, np.int64(step), np.int32(METHODS[method]),
+            np.int32(bitmap), cdf, bits, byte_offsets, picks, iterations)
+    if x is np:
+        _select_cpu(np.int64(nseg), *args)
+    else:
+        launch(function("select.cu", "gp_select"), nseg, (np.int64(nseg), *args))
+    return pick_offsets, picks, iterations
+
+
+@cpu_kernel()
+def _upper(cdf, a, d, target):
+    lo = a
+    hi = a + d - 1
+    while lo < hi:
+        mid = lo + (hi - lo) // 2
+        if cdf[mid] > target:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
+@cpu_kernel()
+def _taken(bits, base, width, j, use_bitmap, out, o, picked, e):
+    if use_bitmap:
+        return (bits[base + j % width] >> (j // width)) & 1 == 1
+    for i in range(picked):
+        if out[o + i] == e:
+            return True
+    return False
+
+
+@cpu_kernel(parallel=True)
+def _select_cpu(nseg, offsets, bias, out_offsets, key, streams, step, method, use_bitmap, cdf, bitmap, byte_offsets,
+                out, iterations):
+    for s in prange(nseg):
+        a = offsets[s]
+        d = offsets[s + 1] - a
+        o = out_offsets[s]
+        k = out_offsets[s + 1] - o
+        base = byte_offsets[s]
+        width = byte_offsets[s + 1] - base
+        for b in range(width):
+            bitmap[base + b] = 0
+        total = 0.0
+        for e in range(a, a + d):
+            total += bias[e]
+            cdf[e] = total
+        stream = _rng.stream(key, streams[s])
+        draw = 0
+        iters = 0
+        for i in range(k):
+            pick = -1
+            rounds = 0
+            while pick < 0:
+                iters += 1
+                r = _rng.unit(_rng.bits(stream, step, draw))
+                draw += 1
+                rounds += 1
+                if method == 1 or rounds == ROUNDS + 1:  # rebuild the CTPS without the picked candidates: one pass
+                    rest = 0.0
+                    for e in range(a, a + d):
+                        if not _taken(bitmap, base, width, e - a, use_bitmap, out, o, i, e):
+                            rest += bias[e]
+                    target = r * rest
+                    run = 0.0
+                    for e in range(a, a + d):
+                        if _taken(bitmap, base, width, e - a, use_bitmap, out, o, i, e) or not bias[e] > 0.0:
+                            continue
+                        run += bias[e]
+                        if run > target:
+                            pick = e
+                            break
+                    if pick < 0:  # rounding at the very end: the last positive unpicked candidate
+                        for e in range(a + d - 1, a - 1, -1):
+                            if bias[e] > 0.0 and not _taken(bitmap, base, width, e - a, use_bitmap, out, o, i, e):
+                                pick = e
+                                break
+                    break
+                e = _upper(cdf, a, d, r * total)
+                if bias[e] > 0.0 and not _taken(bitmap, base, width, e - a, use_bitmap, out, o, i, e):
+                    pick = e
+                    break
+                if method == 0 and bias[e] > 0.0:  # bipartite region search around the picked region
+                    low = cdf[e - 1] if e > a else 0.0
+                    delta = cdf[e] - low
+                    v = _rng.unit(_rng.bits(stream, step, draw)) * (total - delta)
+                    draw += 1
+                    if v >= low:
+                        v += delta
+                    e = _upper(cdf, a, d, v)
+                    if bias[e] > 0.0 and not _taken(bitmap, base, width, e - a, use_bitmap, out, o, i, e):
+                        pick = e
+            out[o + i] = pick
+            if use_bitmap:
+                j = pick - a
+                bitmap[base + j % width] |= np.uint8(1 << (j // width))
+        iterations[s] = iters

@@ -1,0 +1,95 @@
+// SELECT (C-SAW, Fig. 5): per segment of candidates, pick `k` of them without
+// replacement, each with probability proportional to its bias among those not
+// yet picked (the distribution of "updated sampling"). One thread per segment
+// builds the segment's cumulative bias array (the CTPS, summed in order, so the
+// CPU twin gets the same bits) and draws by inverse transform sampling.
+// method 0: bipartite region search — when a draw lands on an already picked
+//   region [l, h), a second draw r2 is mapped onto the rest of the CTPS
+//   (r2 * (total - δ), plus δ past l: Theorem 2's map from the updated CTPS) and
+//   searched there; only if that lands on another picked region does a round
+//   start over. (C-SAW maps the colliding draw itself, which is confined to
+//   [l, h) and so favours the neighbours of the picked region; a fresh draw
+//   makes every round pick each unpicked candidate in proportion to its bias.)
+// method 1: updated sampling — the CTPS is rebuilt without the picked ones;
+// method 2: repeated sampling — draw again until an unpicked one comes up.
+// Collisions are found in a strided bitmap (candidate j at byte j % B, bit j / B)
+// or, with use_bitmap = 0, by scanning the picks so far. A pick that has not
+// succeeded after GP_SELECT_ROUNDS rounds (extremely skewed biases) is made by
+// one updated-sampling pass, which keeps it exact. Draws: (step, 0, 1, ...).
+// CPU twin: gpipe/sampling/_select.py::_select_cpu.
+#include "rng.cuh"
+
+#define GP_SELECT_ROUNDS 1024
+
+__device__ __forceinline__ long long gp_upper(const double* cdf, long long a, long long d, double target) {
+    long long lo = a, hi = a + d - 1;  // first e with cdf[e] > target (the last one if rounding reaches the end)
+    while (lo < hi) {
+        const long long mid = lo + (hi - lo) / 2;
+        if (cdf[mid] > target) hi = mid; else lo = mid + 1;
+    }
+    return lo;
+}
+
+__device__ __forceinline__ bool gp_taken(const unsigned char* bits, long long B, long long j, int use_bitmap,
+                                         const long long* out, long long o, int picked, long long e) {
+    if (use_bitmap) return (bits[j % B] >> (j / B)) & 1;
+    for (int i = 0; i < picked; ++i) if (out[o + i] == e) return true;
+    return false;
+}
+
+extern "C" __global__ void gp_select(long long nseg, const long long* __restrict__ offsets,
+                                     const double* __restrict__ bias, const long long* __restrict__ out_offsets,
+                                     unsigned long long key, const long long* __restrict__ streams, long long step,
+                                     int method, int use_bitmap, double* __restrict__ cdf,
+                                     unsigned char* __restrict__ bitmap, const long long* __restrict__ byte_offsets,
+                                     long long* __restrict__ out, long long* __restrict__ iterations) {
+    const long long s = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    if (s >= nseg) return;
+    const long long a = offsets[s], d = offsets[s + 1] - a, o = out_offsets[s];
+    const int k = (int)(out_offsets[s + 1] - o);
+    unsigned char* bits = bitmap + byte_offsets[s];
+    const long long B = byte_offsets[s + 1] - byte_offsets[s];
+    for (long long b = 0; b < B; ++b) bits[b] = 0;
+    double total = 0.0;
+    for (long long e = a; e < a + d; ++e) { total += bias[e]; cdf[e] = total; }
+    const unsigned long long stream = gp_stream(key, (unsigned long long)streams[s]);
+    unsigned long long draw = 0;
+    long long iters = 0;
+    for (int i = 0; i < k; ++i) {
+        long long pick = -1;
+        int iters_pick = 0;
+        while (pick < 0) {
+            ++iters;
+            const double r = gp_unit(gp_bits(stream, (unsigned long long)step, draw++));
+            if (method == 1 || iters_pick++ == GP_SELECT_ROUNDS) {  // rebuild the CTPS without the picked candidates: one pass
+                double rest = 0.0;
+                for (long long e = a; e < a + d; ++e)
+                    if (!gp_taken(bits, B, e - a, use_bitmap, out, o, i, e)) rest += bias[e];
+                const double target = r * rest;
+                double run = 0.0;
+                for (long long e = a; e < a + d && pick < 0; ++e) {
+                    if (gp_taken(bits, B, e - a, use_bitmap, out, o, i, e) || !(bias[e] > 0.0)) continue;
+                    run += bias[e];
+                    if (run > target) pick = e;
+                }
+                if (pick < 0) {  // rounding at the very end: the last positive unpicked candidate
+                    for (long long e = a + d - 1; e >= a && pick < 0; --e)
+                        if (bias[e] > 0.0 && !gp_taken(bits, B, e - a, use_bitmap, out, o, i, e)) pick = e;
+                }
+                break;
+            }
+            long long e = gp_upper(cdf, a, d, r * total);
+            if (bias[e] > 0.0 && !gp_taken(bits, B, e - a, use_bitmap, out, o, i, e)) { pick = e; break; }
+            if (method == 0 && bias[e] > 0.0) {  // bipartite region search around the picked region [l, h)
+                const double l = e > a ? cdf[e - 1] : 0.0, delta = cdf[e] - l;
+                double v = gp_unit(gp_bits(stream, (unsigned long long)step, draw++)) * (total - delta);
+                if (v >= l) v += delta;
+                e = gp_upper(cdf, a, d, v);
+                if (bias[e] > 0.0 && !gp_taken(bits, B, e - a, use_bitmap, out, o, i, e)) pick = e;
+            }
+        }
+        out[o + i] = pick;
+        if (use_bitmap) { const long long j = pick - a; bits[j % B] |= (unsigned char)(1u << (j / B)); }
+    }
+    iterations[s] = iters;
+}
