@@ -3,7 +3,7 @@
 __version__ = "0.1.0"
 
 from . import config  # noqa: F401  (merges gpipe.yaml into dask.config)
-from . import walks
+from . import sampling, walks
 from .cluster import connect
 from .errors import DeviceUnavailableError, GpipeError, GpipeFileError, GpipeValueError, TaskError
 from .graph import Graph, from_edges, generators, read_edges
@@ -23,5 +23,6 @@ __all__ = [
     "from_edges",
     "generators",
     "read_edges",
+    "sampling",
     "walks",
 ]

@@ -159,22 +159,22 @@ def test_bad_parameters_are_rejected_by_name(cpu, call, message):
         call()
 
 
-def _partitions_held(dask_worker=None):
-    return len(dask_worker.plugins["gpipe"].partitions)
+def _partitions_of(graph_id, dask_worker=None):
+    return sum(k[0] == graph_id for k in dask_worker.plugins["gpipe"].partitions)
 
 
 def test_partitions_are_released_with_the_graph(cpu, eventually):
     import gc
 
-    def held():
-        return sum(cpu.run(_partitions_held).values())
+    def held(graph_id):
+        return sum(cpu.run(_partitions_of, graph_id).values())
 
-    before = held()
     g = gpipe.generators.rmat(scale=6, edge_factor=2, seed=0, partitions=3)
-    assert held() == before + 3
+    graph_id = g.graph_id
+    assert held(graph_id) == 3
     del g
     gc.collect()
-    assert eventually(lambda: held() == before)
+    assert eventually(lambda: held(graph_id) == 0)
     g = gpipe.generators.rmat(scale=6, edge_factor=2, seed=0, partitions=2)
     g.release()
-    assert held() == before
+    assert held(g.graph_id) == 0

@@ -156,22 +156,23 @@ def test_bad_parameters_are_rejected_by_name(cpu, kwargs, message):
         gpipe.walks.deepwalk(g, **kwargs)
 
 
-def _pieces_held(dask_worker=None):
-    return len(dask_worker.plugins["gpipe"].pieces)
+def _pieces_of(run_id, dask_worker=None):
+    return sum(k[0] == run_id for k in dask_worker.plugins["gpipe"].pieces)
 
 
 def test_pieces_stay_on_workers_until_assembled_or_dropped(cpu, eventually):
     import gc
 
-    def held():
-        return sum(cpu.run(_pieces_held).values())
+    def held(run_id):
+        return sum(cpu.run(_pieces_of, run_id).values())
 
     g = gpipe.generators.rmat(scale=8, edge_factor=4, seed=1, partitions=3)
-    before = held()
     w = gpipe.walks.deepwalk(g, length=5, seed=0)
-    assert held() == before + 3  # one piece list per partition
+    assert held(w._run_id) == 3  # one piece list per partition
     assert w.persist().stats["assemble_seconds"] >= 0
-    assert held() == before  # assembling took them
-    gpipe.walks.deepwalk(g, length=5, seed=0)  # never assembled: freed when collected
+    assert held(w._run_id) == 0  # assembling took them
+    w = gpipe.walks.deepwalk(g, length=5, seed=0)  # never assembled: freed when collected
+    run_id = w._run_id
+    del w
     gc.collect()
-    assert eventually(lambda: held() == before)
+    assert eventually(lambda: held(run_id) == 0)

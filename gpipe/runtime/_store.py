@@ -41,6 +41,7 @@ class GpipeStore(WorkerPlugin):
         self.pieces: dict[tuple[str, int], list] = defaultdict(list)
         self.inbox: dict[tuple[str, int, int], list] = defaultdict(list)
         self.blocks: dict[tuple[str, int], dict[int, dict]] = {}
+        self.state: dict[tuple[str, int], object] = {}  # a run's own per-partition state (e.g. visited sets)
         self._lock = threading.Lock()
         self.worker = worker
         self.worker_address = worker.address
@@ -53,6 +54,7 @@ class GpipeStore(WorkerPlugin):
         self.pieces.clear()
         self.inbox.clear()
         self.blocks.clear()
+        self.state.clear()
 
     async def _receive(self, run_id: str, superstep: int, part: int, walkers: dict) -> str:
         self.deliver(run_id, superstep, part, walkers)
@@ -149,7 +151,7 @@ class GpipeStore(WorkerPlugin):
 
     def drop_run(self, run_id: str) -> None:
         with self._lock:
-            for buffers in (self.pieces, self.inbox, self.blocks):
+            for buffers in (self.pieces, self.inbox, self.blocks, self.state):
                 for k in [k for k in buffers if k[0] == run_id]:
                     del buffers[k]
 

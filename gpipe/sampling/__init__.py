@@ -1,3 +1,5 @@
-"""Programmable graph sampling (C-SAW): the SELECT kernel today; the Sampler and built-in samplers build on it."""
+"""Programmable graph sampling (C-SAW): the bias-centric Sampler on the partitioned runtime, and SELECT."""
 
-__all__: list[str] = []
+from ._sampler import Sampler
+
+__all__ = ["Sampler"]

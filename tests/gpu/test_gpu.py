@@ -129,3 +129,22 @@ def test_select_cuda_equals_cpu_twin(method, bitmap):
                  method, bitmap)
     for c, g in zip(cpu, gpu):
         np.testing.assert_array_equal(g.get(), c)
+
+
+def _prefer_heavy(table):
+    return table["weight"] ** 2 + (table["candidate"] % 3 == 0)
+
+
+@pytest.mark.parametrize("kwargs", [
+    {"neighbor_size": 3, "depth": 3},
+    {"edge_bias": "weight", "update": "unvisited", "neighbor_size": 2, "depth": 3},
+    {"edge_bias": _prefer_heavy, "neighbor_size": 2, "depth": 2},
+])
+def test_sampler_gpu_equals_cpu(gpu_cluster, cpu_cluster, kwargs):
+    def run():
+        g = gpipe.generators.rmat(scale=11, edge_factor=4, seed=5, weighted=True, partitions=3)
+        return gpipe.sampling.Sampler(**kwargs).run(g, seeds=np.arange(0, 2048, 5), seed=2).compute()
+
+    import pandas as pd
+
+    pd.testing.assert_frame_equal(_on(gpu_cluster, run), _on(cpu_cluster, run))
