@@ -69,3 +69,26 @@ def draws(seed, streams, step, draw):
     for i in range(streams.shape[0]):
         out[i] = bits(stream(k, streams[i]), step, draw)
     return out
+
+
+def bits_array(x, stream_keys, step: int, draw: int):
+    """``bits`` for an array of stream keys (numpy or cupy, vectorized; the same bits as the kernels)."""
+    counter = (np.uint64(step) << _S32) | np.uint64(draw)
+    with np.errstate(over="ignore"):  # uint64 arithmetic wraps, as in the kernels
+        return _mix_array(stream_keys.astype(x.uint64) + (counter + _ONE) * GOLDEN)
+
+
+def stream_array(x, run_key, ids):
+    """``stream`` for an array of ids."""
+    with np.errstate(over="ignore"):
+        return _mix_array(np.uint64(run_key) + ids.astype(x.uint64) * GOLDEN)
+
+
+def unit_array(bits):
+    return (bits >> _S11).astype(np.float64) * _INV53
+
+
+def _mix_array(z):
+    z = (z ^ (z >> _S30)) * _M1
+    z = (z ^ (z >> _S27)) * _M2
+    return z ^ (z >> _S31)

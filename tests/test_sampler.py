@@ -100,3 +100,45 @@ def test_bad_parameters(cpu, make, message):
 def test_a_bias_function_returning_negative_values_fails_naming_the_phase(cpu):
     with pytest.raises(TaskError, match="advance failed in superstep 0, partition .*'edge_bias' must return finite"):
         Sampler(edge_bias=lambda t: -t["weight"]).run(_rmat(2), seeds=[0, 1, 2])
+
+
+def test_neighbor_is_the_sampler_it_documents(cpu):
+    g = _rmat(3)
+    a = gpipe.sampling.neighbor(g, np.arange(30), fanout=2, depth=2, weighted=True, seed=1).compute()
+    b = Sampler(edge_bias="weight", update="all", neighbor_size=2, depth=2).run(g, np.arange(30), seed=1).compute()
+    pd.testing.assert_frame_equal(a, b)
+
+
+def test_snowball_takes_every_neighbor_and_expands_each_vertex_once(cpu, graph_edges):
+    frame = gpipe.sampling.snowball(_rmat(4), seeds=np.arange(10), depth=3).compute()
+    degree = graph_edges.groupby("src").size()
+    assert frame.groupby(["instance", "src"]).depth.nunique().eq(1).all()
+    per_source = frame.groupby(["instance", "src"]).size()
+    assert np.array_equal(per_source.to_numpy(), degree.reindex(per_source.index.get_level_values("src")).to_numpy())
+    capped = gpipe.sampling.snowball(_rmat(4), seeds=np.arange(10), depth=2, max_per_vertex=2).compute()
+    assert capped.groupby(["instance", "src"]).size().max() <= 2
+
+
+def test_forest_fire_burns_a_geometric_number_of_neighbors(cpu):
+    """From a vertex with 60 out-neighbors, the number burned is geometric with mean p / (1 - p)."""
+    from scipy import stats
+
+    p = 0.7
+    g = gpipe.from_edges(pd.DataFrame({"src": 0, "dst": np.arange(1, 61)}), directed=True)
+    instances = 20_000
+    frame = gpipe.sampling.forest_fire(g, seeds=np.zeros(instances, int), p_forward=p, depth=1, seed=3).compute()
+    counts = np.bincount(frame.groupby("instance").size().reindex(range(instances), fill_value=0), minlength=12)
+    k = np.arange(12)
+    pmf = np.append(p ** k[:-1] * (1 - p), p ** 11)  # the last bin: 11 or more
+    observed = np.append(counts[:11], counts[11:].sum())
+    assert stats.chisquare(observed, instances * pmf).pvalue > 1e-3
+
+
+def test_builtin_samplers_reject_bad_parameters(cpu):
+    g = _rmat(1)
+    with pytest.raises(GpipeValueError, match="'fanout' must be a positive integer, got 0"):
+        gpipe.sampling.neighbor(g, [0], fanout=0)
+    with pytest.raises(GpipeValueError, match=r"'p_forward' must be in \[0, 1\), got 1.0"):
+        gpipe.sampling.forest_fire(g, [0], p_forward=1.0)
+    with pytest.raises(GpipeValueError, match="'max_per_vertex' must be a positive integer, got 0"):
+        gpipe.sampling.snowball(g, [0], max_per_vertex=0)

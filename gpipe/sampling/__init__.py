@@ -1,5 +1,6 @@
-"""Programmable graph sampling (C-SAW): the bias-centric Sampler on the partitioned runtime, and SELECT."""
+"""Programmable graph sampling (C-SAW): the bias-centric Sampler on the partitioned runtime, and built-ins on it."""
 
+from ._builtin import forest_fire, neighbor, snowball
 from ._sampler import Sampler
 
-__all__ = ["Sampler"]
+__all__ = ["Sampler", "forest_fire", "neighbor", "snowball"]

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from .. import _rng
-from .._validate import check_choice, check_int, check_seed
+from .._validate import check_choice, check_int, check_probability, check_seed
 from ..errors import GpipeValueError
 from ..runtime import EdgeSample, run_supersteps, take_outputs
 from ..runtime._advance import _device_xp
@@ -28,6 +28,7 @@ from ..runtime._store import on_store, store
 from ._select import METHODS, select
 
 EDGE_BIASES = ("uniform", "weight")
+COUNT_STEP = 1 << 31  # draw counters of the forest-fire counts, apart from SELECT's (step = depth)
 UPDATES = ("all", "unvisited")
 
 
@@ -45,8 +46,10 @@ class Sampler:
         Which picked neighbors join the next frontier: all of them (a vertex
         once per instance and depth), or only those the instance has not
         visited yet.
-    neighbor_size : int
-        Neighbors picked per frontier vertex (all of them if it has fewer).
+    neighbor_size : int, None or ('geometric', p)
+        Neighbors picked per frontier vertex (all of them if it has fewer);
+        None: all of them; ``('geometric', p)``: a count drawn per frontier
+        vertex, geometric with mean ``p / (1 - p)`` (forest fire's burning).
     depth : int
         Frontier expansions.
     select : {'bipartite', 'updated', 'repeated'}
@@ -65,13 +68,19 @@ class Sampler:
     ['instance', 'depth', 'src', 'dst']
     """
 
-    def __init__(self, edge_bias: str | Callable = "uniform", update: str = "all", neighbor_size: int = 2,
-                 depth: int = 2, select: str = "bipartite"):
+    def __init__(self, edge_bias: str | Callable = "uniform", update: str = "all",
+                 neighbor_size: int | None | tuple = 2, depth: int = 2, select: str = "bipartite"):
         if not callable(edge_bias):
             check_choice("edge_bias", edge_bias, EDGE_BIASES)
         self.edge_bias = edge_bias
         self.update = check_choice("update", update, UPDATES)
-        self.neighbor_size = check_int("neighbor_size", neighbor_size, minimum=1)
+        if isinstance(neighbor_size, tuple):
+            if len(neighbor_size) != 2 or neighbor_size[0] != "geometric":
+                raise GpipeValueError(f"'neighbor_size' must be an int, None or ('geometric', p), got {neighbor_size!r}")
+            neighbor_size = ("geometric", check_probability("p", neighbor_size[1], open_high=True))
+        elif neighbor_size is not None:
+            neighbor_size = check_int("neighbor_size", neighbor_size, minimum=1)
+        self.neighbor_size = neighbor_size
         self.depth = check_int("depth", depth, minimum=1)
         self.select = check_choice("select", select, tuple(METHODS))
 
@@ -117,6 +126,7 @@ def _expand(part, entries: dict, params: dict):
     instance, vertex, depth = entries["instance"][first], entries["vertex"][first], entries["depth"][first]
     if params["update"] == "unvisited":
         instance, vertex, depth = _unvisited(x, part, params, instance, vertex, depth, key)
+        key = instance * n + vertex
     local = vertex - part.lo
     start, end = part.indptr[local], part.indptr[local + 1]
     offsets = x.zeros(vertex.shape[0] + 1, dtype=x.int64)
@@ -128,16 +138,35 @@ def _expand(part, entries: dict, params: dict):
     weight = part.weights[edge] if part.weights is not None else x.ones(total, x.float32)
     bias = _biases(x, params["edge_bias"], {"instance": instance[segment], "frontier": vertex[segment],
                                             "candidate": candidate, "weight": weight, "depth": depth[segment]})
-    streams = _rng_streams(x, instance, vertex, depth)
-    want = x.full(vertex.shape[0], params["neighbor_size"], dtype=x.int64)
-    pick_offsets, picks, _ = select(bias, offsets, want, streams, params["key"], int(depth[0]) if depth.size else 0,
-                                    params["select"])
+    level = int(depth[0]) if depth.size else 0  # every entry here is at the same depth
+    want = _wanted(x, params, key, level, end - start)
+    pick_offsets, picks, _ = select(bias, offsets, want, key, params["key"], level, params["select"])
     owner = x.searchsorted(pick_offsets[1:], x.arange(picks.shape[0]), side="right")
     out = {"instance": instance[owner], "depth": depth[owner], "src": vertex[owner], "dst": candidate[picks]}
-    more = int(depth[0]) + 1 < params["depth"] if depth.size else False
+    more = level + 1 < params["depth"]
     movers = ({"instance": out["instance"], "vertex": out["dst"], "depth": out["depth"] + 1} if more
               else {"instance": x.zeros(0, x.int64), "vertex": x.zeros(0, x.int64), "depth": x.zeros(0, x.int32)})
     return out, movers, int(picks.shape[0])
+
+
+def _wanted(x, params: dict, key, level: int, degree):
+    """Neighbors to pick per entry: a constant, all, or (forest fire) geometric with mean p / (1 - p)."""
+    size = params["neighbor_size"]
+    if size is None:
+        return degree.astype(x.int64)
+    if isinstance(size, int):
+        return x.full(key.shape[0], size, dtype=x.int64)
+    # geometric: count trials of probability p until one fails, one draw per trial, at a step of their own
+    p = size[1]
+    streams = _rng.stream_array(x, params["key"], key)
+    count = x.zeros(key.shape[0], dtype=x.int64)
+    burning = x.ones(key.shape[0], dtype=bool)
+    trial = 0
+    while bool(burning.any()):
+        burning &= _rng.unit_array(_rng.bits_array(x, streams, COUNT_STEP + level, trial)) < p
+        count += burning
+        trial += 1
+    return count
 
 
 def _biases(x, edge_bias, table: dict):
@@ -152,14 +181,6 @@ def _biases(x, edge_bias, table: dict):
     if not bool(x.all(x.isfinite(bias) & (bias >= 0))):
         raise GpipeValueError("'edge_bias' must return finite, non-negative biases")
     return bias
-
-
-def _rng_streams(x, instance, vertex, depth):
-    """One stream per frontier entry, a hash of (instance, vertex, depth); int64 bits of a uint64 hash."""
-    golden = np.uint64(0x9E3779B97F4A7C15)
-    h = (instance.astype(x.uint64) * golden) ^ (vertex.astype(x.uint64) + (depth.astype(x.uint64) << np.uint64(40)))
-    h = (h ^ (h >> np.uint64(31))) * np.uint64(0xBF58476D1CE4E5B9)
-    return (h ^ (h >> np.uint64(29))).view(x.int64)
 
 
 def _unvisited(x, part, params: dict, instance, vertex, depth, key):

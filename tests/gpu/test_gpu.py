@@ -139,6 +139,7 @@ def _prefer_heavy(table):
     {"neighbor_size": 3, "depth": 3},
     {"edge_bias": "weight", "update": "unvisited", "neighbor_size": 2, "depth": 3},
     {"edge_bias": _prefer_heavy, "neighbor_size": 2, "depth": 2},
+    {"update": "unvisited", "neighbor_size": ("geometric", 0.7), "depth": 3},
 ])
 def test_sampler_gpu_equals_cpu(gpu_cluster, cpu_cluster, kwargs):
     def run():
