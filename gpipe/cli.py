@@ -4,7 +4,9 @@
 cluster; ``gpipe generate rmat`` writes a generated graph; ``gpipe walk ALGORITHM``
 (``deepwalk``, ``node2vec``, ``metropolis-hastings``, ``jump``, ``ppr``) walks a
 graph file, a graph folder or a generated ``rmat:SCALE[:EDGE_FACTOR]`` graph;
-``gpipe demo`` runs DeepWalk on an R-MAT graph in one command.
+``gpipe sample ALGORITHM`` (``neighbor``, ``snowball``, ``forest-fire``) samples
+edges from ``--seeds`` into ``edges.parquet``; ``gpipe demo`` runs DeepWalk on an
+R-MAT graph in one command.
 
 Commands that do work connect with :func:`gpipe.connect` (``--scheduler-file``,
 ``--address``, the ``GPIPE_SCHEDULER_*`` variables, else a local cluster of
@@ -31,7 +33,7 @@ from typing import Callable
 
 import numpy as np
 
-from . import __version__, config, generators, walks
+from . import __version__, config, generators, sampling, walks
 from ._validate import check_int, check_probability, check_seed
 from .backend import DEVICES, gpu_problem, versions
 from .cluster import ENV_ADDRESS, ENV_SCHEDULER_FILE, connect
@@ -203,6 +205,29 @@ _WALKS: dict[str, tuple[Callable, tuple[tuple[str, dict], ...]]] = {
 }
 
 
+def _depth(function: Callable) -> tuple[str, dict]:
+    return _option(function, "--depth", type=_positive("depth"), metavar="D",
+                   help="expansion rounds from the seeds (default: %(default)s)")
+
+
+# name -> (function, its extra flags), as _WALKS; every sampler also takes --seeds and --seed. A new one is one entry.
+_SAMPLERS: dict[str, tuple[Callable, tuple[tuple[str, dict], ...]]] = {
+    "neighbor": (sampling.neighbor, (
+        _option(sampling.neighbor, "--fanout", type=_positive("fanout"), metavar="K",
+                help="out-neighbors each frontier vertex picks (default: %(default)s)"),
+        _depth(sampling.neighbor),
+        _option(sampling.neighbor, "--weighted", action="store_true",
+                help="pick in proportion to the edge weights (with rmat:..., generate a weighted graph)"))),
+    "snowball": (sampling.snowball, (
+        _depth(sampling.snowball),
+        _option(sampling.snowball, "--max-per-vertex", type=_positive("max_per_vertex"), metavar="K",
+                help="out-neighbors each vertex adds at most (default: all)"))),
+    "forest-fire": (sampling.forest_fire, (
+        _probability(sampling.forest_fire, "--p-forward", "forward burning probability, in [0, 1)", open_high=True),
+        _depth(sampling.forest_fire))),
+}
+
+
 @dataclass(frozen=True)
 class _Rmat:
     """A graph given as ``rmat:SCALE[:EDGE_FACTOR]``: generated on the workers with rmat's default seed."""
@@ -304,6 +329,25 @@ def _parser() -> argparse.ArgumentParser:
         _cluster_flags(one, local=True)
         one.set_defaults(run=_walk)
 
+    sample = commands.add_parser("sample", help="sample edges around seed vertices")
+    samplers = sample.add_subparsers(dest="algorithm", required=True, metavar="ALGORITHM")
+    for name, (function, extra) in _SAMPLERS.items():
+        summary_line = " ".join(inspect.getdoc(function).split("\n\n")[0].split()).split(":")[0]
+        one = samplers.add_parser(name, help=summary_line, description=summary_line)
+        one.add_argument("--graph", type=_graph_source, required=True, metavar="PATH",
+                         help="edge file, graph folder, or rmat:SCALE[:EDGE_FACTOR] to generate one")
+        one.add_argument("--seeds", type=_vertices("seeds"), required=True, metavar="IDS",
+                         help="seed vertices, one instance each: ID,ID,... or @FILE with one id per line")
+        one.add_argument("--directed", action="store_true", help="keep the edges of an edge file directed")
+        _partitions_flag(one)
+        one.add_argument("--seed", type=_checked(check_seed), default=_default(function, "seed"),
+                         help="seed of the sample (default: %(default)s)")
+        for flag, keywords in extra:
+            one.add_argument(flag, **keywords)
+        one.add_argument("--out", required=True, metavar="DIR", help="writes DIR/edges.parquet and DIR/summary.json")
+        _cluster_flags(one, local=True)
+        one.set_defaults(run=_sample)
+
     demo = commands.add_parser("demo", help="DeepWalk on an R-MAT graph, in one command")
     demo.add_argument("--scale", type=_positive("scale"), default=16, metavar="S",
                       help="2**S vertices (default: %(default)s)")
@@ -372,6 +416,32 @@ def _walk(args) -> int:
     return 0
 
 
+def _sample(args) -> int:
+    """Load or generate ``args.graph``, sample edges from ``args.seeds``, write edges.parquet and summary.json."""
+    function, extra = _SAMPLERS[args.algorithm]
+    options = {"seeds": args.seeds.ids, "seed": args.seed,
+               **{_dest(flag): getattr(args, _dest(flag)) for flag, _ in extra}}
+    out = os.path.abspath(args.out)
+    watch = _Stopwatch()
+    with _cluster(args) as client:
+        watch.lap("connect")
+        g = _load_graph(args, weighted=options.get("weighted", False))
+        watch.lap("graph")
+        function(g, **dict(options, seeds=options["seeds"][:1], depth=1))  # compile the kernels: a tiny sample
+        watch.lap("compile")
+        result = function(g, **options)
+        result.stats["algorithm"] = function.__name__
+        watch.lap("sample")
+        outputs = {"edges": result.to_parquet(os.path.join(out, "edges.parquet"))}
+        watch.lap("write")
+        summary = _write_summary(args, out, client, g, outputs, watch, sample=result.stats)
+        g.release()  # on a shared cluster, nothing would free it once this client is closed
+    stats = summary["sample"]
+    print(f"{stats['algorithm']}: {stats['edges']:,} edges from {stats['instances']:,} seeds in "
+          f"{stats['seconds']:.3f} s, {stats['edges_per_second']:,.0f} edges/s -> {outputs['edges']}")
+    return 0
+
+
 def _demo(args) -> int:
     args.graph = _Rmat(args.scale)
     summary = _run_walk(args)
@@ -400,6 +470,14 @@ def _cluster(args):
         yield client
 
 
+def _load_graph(args, weighted: bool) -> Graph:
+    """``args.graph`` read, or generated for ``rmat:...`` (with weights when ``weighted`` asks for them)."""
+    if isinstance(args.graph, _Rmat):
+        return generators.rmat(args.graph.scale, args.graph.edge_factor, directed=args.directed, weighted=weighted,
+                               partitions=args.partitions)
+    return read_edges(args.graph, directed=args.directed, partitions=args.partitions)
+
+
 def _run_walk(args) -> dict:
     """Load or generate ``args.graph``, walk it, write the walks and summary.json; return the summary."""
     function, extra = _WALKS[args.algorithm]
@@ -412,11 +490,7 @@ def _run_walk(args) -> dict:
     watch = _Stopwatch()
     with _cluster(args) as client:
         watch.lap("connect")
-        if isinstance(args.graph, _Rmat):  # --weighted asks for a graph with weights
-            g = generators.rmat(args.graph.scale, args.graph.edge_factor, directed=args.directed,
-                                weighted=options.get("weighted", False), partitions=args.partitions)
-        else:
-            g = read_edges(args.graph, directed=args.directed, partitions=args.partitions)
+        g = _load_graph(args, weighted=options.get("weighted", False))
         watch.lap("graph")
         # compile the kernels on every worker: one short walk from the first vertex of each partition
         if "length" in taken:
@@ -461,8 +535,11 @@ def _cluster_info(client) -> dict:
 
 
 def _write_summary(args, out: str, client, g: Graph, outputs: dict, watch: _Stopwatch,
-                   walk: dict | None = None) -> dict:
-    """Write ``out/summary.json`` (the last file a command writes: its presence means success) and return it."""
+                   **sections: dict | None) -> dict:
+    """Write ``out/summary.json`` (the last file a command writes: its presence means success) and return it.
+
+    ``sections`` (``walk=``, ``sample=``) are the run's statistics, each under its own key; None ones are left out.
+    """
     outputs = dict(outputs, summary=os.path.join(out, "summary.json"))
     summary = {
         "status": "ok",
@@ -472,7 +549,7 @@ def _write_summary(args, out: str, client, g: Graph, outputs: dict, watch: _Stop
         "graph": {"num_vertices": g.num_vertices, "num_edges": g.num_edges, "num_partitions": g.num_partitions,
                   "directed": g.directed, "weighted": g.weighted},
         "cluster": _cluster_info(client),
-        **({"walk": walk} if walk is not None else {}),
+        **{key: value for key, value in sections.items() if value is not None},
         "outputs": outputs,
         "timings": dict(watch.seconds, total=watch.total()),
         "gpipe_version": __version__,

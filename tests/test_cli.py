@@ -280,3 +280,53 @@ def test_walk_multidimensional_writes_sampled_edges(capsys, cpu_cluster, rmat_7_
     summary = _summary(tmp_path)
     assert summary["status"] == "ok" and summary["walk"]["edges"] == 60
     assert set(summary["outputs"]) == {"edges", "summary"}
+
+
+def test_sample_neighbor_writes_edges_of_the_graph_at_most_fanout_per_vertex(capsys, cpu_cluster, rmat_7_4, tmp_path):
+    code, out, err = _run(capsys, cpu_cluster, "sample", "neighbor", "--graph", "rmat:7:4", "--seeds", "0,1,2",
+                          "--fanout", "2", "--depth", "2", "--quiet", "--out", str(tmp_path))
+    assert code == 0, err
+    edges = pd.read_parquet(tmp_path / "edges.parquet")
+    assert list(edges.columns) == ["instance", "depth", "src", "dst"] and len(edges) > 0
+    assert set(zip(edges.src, edges.dst)) <= rmat_7_4[False]
+    assert set(edges.instance) <= {0, 1, 2} and edges.groupby(["instance", "depth", "src"]).size().max() <= 2
+    summary = _summary(tmp_path)
+    assert summary["status"] == "ok" and summary["command"] == "sample"
+    assert summary["sample"]["edges"] == len(edges) and summary["sample"]["algorithm"] == "neighbor"
+    assert summary["parameters"]["seeds"] == "0,1,2" and summary["parameters"]["fanout"] == 2
+    assert set(summary["outputs"]) == {"edges", "summary"}
+    assert set(summary["timings"]) == {"connect", "graph", "compile", "sample", "write", "total"}
+    assert "edges/s" in out
+
+
+@pytest.mark.parametrize("algorithm, flags", [("forest-fire", ["--p-forward", "0.5"]),
+                                              ("snowball", ["--max-per-vertex", "3"])])
+def test_sample_forest_fire_and_snowball_run(capsys, cpu_cluster, rmat_7_4, tmp_path, algorithm, flags):
+    code, _, err = _run(capsys, cpu_cluster, "sample", algorithm, "--graph", "rmat:7:4", "--seeds", "0,3", *flags,
+                        "--depth", "2", "--quiet", "--out", str(tmp_path))
+    assert code == 0, err
+    edges = pd.read_parquet(tmp_path / "edges.parquet")
+    assert set(zip(edges.src, edges.dst)) <= rmat_7_4[False]
+    summary = _summary(tmp_path)
+    assert summary["status"] == "ok" and summary["parameters"]["algorithm"] == algorithm
+    assert summary["sample"]["algorithm"] == algorithm.replace("-", "_")
+
+
+@pytest.mark.parametrize("args, name", [
+    (["neighbor", "--fanout", "0"], "'fanout'"),
+    (["neighbor", "--depth", "0"], "'depth'"),
+    (["forest-fire", "--p-forward", "1"], "'p_forward'"),
+    (["snowball", "--max-per-vertex", "x"], "'max_per_vertex'"),
+    (["neighbor", "--seeds", "1,,2"], "'seeds'"),
+])
+def test_sample_rejects_bad_values_before_connecting(capsys, args, name):
+    algorithm, *flags = args
+    code = main(["sample", algorithm, "--graph", "rmat:8", "--seeds", "0", "--out", "never",
+                 "--address", "tcp://127.0.0.1:1", *flags])
+    err = capsys.readouterr().err
+    assert code == 2 and name in err and "Traceback" not in err
+
+
+def test_sample_needs_seeds(capsys):
+    code = main(["sample", "snowball", "--graph", "rmat:8", "--out", "never", "--address", "tcp://127.0.0.1:1"])
+    assert code == 2 and "--seeds" in capsys.readouterr().err

@@ -111,3 +111,67 @@ def test_a_config_file_for_deepwalk_drops_the_node2vec_params(embeddings, tmp_pa
     config = embeddings.validate_config(embeddings.load_config(str(path)))
     assert config["walks"]["algorithm"] == "deepwalk" and config["walks"]["params"] == {}
     assert config["walks"]["length"] == 40
+
+
+import numpy as np  # noqa: E402  (for the graph sampling tests below)
+
+SAMPLING = os.path.join(REPO, "workflows", "graph_sampling")
+
+
+@pytest.fixture(scope="module")
+def graph_sampling():
+    """``workflows/graph_sampling/run.py`` loaded as a module."""
+    spec = importlib.util.spec_from_file_location("graph_sampling_workflow", os.path.join(SAMPLING, "run.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_graph_sampling_workflow_samples_edges_from_random_seeds(graph_sampling, cpu_cluster, tmp_path, capsys):
+    out = tmp_path / "out"
+    code = graph_sampling.main(["--set", f"cluster.address={cpu_cluster.scheduler.address}",
+                                "--set", "cluster.device=cpu", "--set", "graph.path=rmat:7:4",
+                                "--set", "seeds={random: 5}", "--set", "sampler.seed=3",
+                                "--set", "sampler.params={fanout: 2, depth: 2}", "--set", f"output={out}"])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    assert "neighbor on 128 vertices" in captured.out
+
+    with open(out / "summary.json") as f:
+        summary = json.load(f)
+    expected = sorted(np.random.default_rng(3).choice(128, size=5, replace=False).tolist())
+    assert summary["status"] == "ok" and summary["seeds"] == expected
+    assert summary["config"]["seeds"] == {"random": 5} and summary["sample"]["algorithm"] == "neighbor"
+    edges = pd.read_parquet(out / "edges.parquet")
+    assert summary["sample"]["edges"] == len(edges) > 0 and set(edges.instance) <= set(range(5))
+    assert edges.groupby(["instance", "depth", "src"]).size().max() <= 2
+    roots = edges[edges.depth == edges.depth.min()]
+    assert {expected[i] for i in roots.instance} == set(roots.src)
+    with cpu_cluster.as_current():
+        g = gpipe.generators.rmat(7, 4)
+        g.to_parquet(tmp_path / "graph")
+        g.release()
+    frame = pd.concat(pd.read_parquet(tmp_path / "graph" / f) for f in os.listdir(tmp_path / "graph")
+                      if f.startswith("part-"))
+    assert set(zip(edges.src, edges.dst)) <= set(zip(frame.src, frame.dst))
+
+
+@pytest.mark.parametrize("override, expected", [
+    ("sampler.fanout=2", ["unknown key 'sampler.fanout'", "algorithm, seed, params"]),
+    ("sampler.params.p=0.5", ["unknown key 'sampler.params.p'", "neighbor takes fanout, depth, weighted"]),
+    ("sampler.algorithm=walk", ["'sampler.algorithm'", "'walk'"]),
+    ("seeds={random: 0}", ["'seeds.random' must be a positive integer"]),
+    ("seeds=[]", ["'seeds'"]),
+])
+def test_graph_sampling_bad_config_exits_2_naming_the_key(graph_sampling, capsys, override, expected):
+    code = graph_sampling.main(["--set", "cluster.address=tcp://127.0.0.1:1", "--set", override])
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith("graph_sampling: error: ") and "Traceback" not in err
+    assert all(text in err for text in expected)
+
+
+def test_graph_sampling_shipped_config_validates(graph_sampling):
+    with open(os.path.join(SAMPLING, "config.yaml")) as f:
+        config = yaml.safe_load(f)
+    assert graph_sampling.validate_config(config) == config
+    assert set(graph_sampling.SAMPLERS) == {"neighbor", "snowball", "forest_fire"}

@@ -19,16 +19,13 @@ import operator
 
 import numpy as np
 
-from ..backend import group_max, to_host, xp
+from ..backend import group_max, to_host
 from ..errors import TaskError
+from ..runtime import worker_xp
 from ..runtime._store import store
 from ._partition import Partition
 
 MAX_BUCKETS = 1 << 20
-
-
-def _xp():
-    return xp(store().device)
 
 
 def bucket_width(n: int) -> int:
@@ -37,7 +34,7 @@ def bucket_width(n: int) -> int:
 
 def prepare(chunk: dict, n: int, directed: bool, keep_self_loops: bool) -> dict:
     """Device copy of a chunk with self-loops dropped and reverse edges added."""
-    x = _xp()
+    x = worker_xp()
     src, dst = x.asarray(chunk["src"], dtype=x.int64), x.asarray(chunk["dst"], dtype=x.int64)
     weight = chunk.get("weight")
     weight = None if weight is None else x.asarray(weight, dtype=x.float32)
@@ -59,7 +56,7 @@ def prepare(chunk: dict, n: int, directed: bool, keep_self_loops: bool) -> dict:
 
 def histogram(chunk: dict, n: int) -> np.ndarray:
     """Out-edges per vertex bucket (host array), for choosing partition bounds."""
-    x = _xp()
+    x = worker_xp()
     width = bucket_width(n)
     buckets = -(-n // width)
     return to_host(x.bincount(chunk["src"] // width, minlength=buckets)).astype(np.int64)
@@ -81,7 +78,7 @@ def balanced_bounds(hist: np.ndarray, n: int, parts: int) -> np.ndarray:
 
 def split(chunk: dict, bounds: np.ndarray) -> list[dict]:
     """The chunk's edges grouped by the partition owning their source."""
-    x = _xp()
+    x = worker_xp()
     owner = x.searchsorted(x.asarray(bounds[1:-1]), chunk["src"], side="right")
     order = x.argsort(owner, kind="stable")
     counts = to_host(x.bincount(owner, minlength=len(bounds) - 1))
@@ -98,7 +95,7 @@ pick = operator.getitem
 def assemble(graph_id: str, part: int, bounds: np.ndarray, keep_duplicates: bool, *pieces: dict) -> dict:
     """Build partition ``part`` from its pieces and store it on this worker."""
     try:
-        x = _xp()
+        x = worker_xp()
         lo, hi, n = int(bounds[part]), int(bounds[part + 1]), int(bounds[-1])
         src = x.concatenate([p["src"] for p in pieces]) if pieces else x.zeros(0, x.int64)
         dst = x.concatenate([p["dst"] for p in pieces]) if pieces else x.zeros(0, x.int64)

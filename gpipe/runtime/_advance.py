@@ -34,7 +34,8 @@ def _phase(name: str, unit: str = "partition"):
     return wrap
 
 
-def _device_xp():
+def worker_xp():
+    """numpy or cupy: the array module of the device this worker computes on."""
     return xp(store().device)
 
 
@@ -54,7 +55,7 @@ def step_kernel(fill):
 
     @functools.wraps(fill)
     def advance(part, walkers: dict, params: dict):
-        x = _device_xp()
+        x = worker_xp()
         n = walkers["walk_id"].shape[0]
         offset, total = _pieces.regions(x, walkers["step"], params["length"], params.get("room"))
         out = {k: v.copy() for k, v in walkers.items()}
@@ -97,7 +98,7 @@ def advance(graph_id: str, run_id: str, walkers: dict | int | None, kernel, para
     of the partition, or the walkers themselves. Returns how many walkers went
     to each partition, the steps taken and the kernel's seconds.
     """
-    x = _device_xp()
+    x = worker_xp()
     st = store()
     p = st.partition(graph_id, part)
     if walkers is None:
@@ -124,7 +125,7 @@ def advance(graph_id: str, run_id: str, walkers: dict | int | None, kernel, para
 @_phase("assemble", unit="output block")
 def assemble(run_id: str, partitions: dict[int, str], layout: tuple, *, part: int, superstep=None):
     """Block ``part`` of the result, ``(rows, width)``: its pieces taken from every partition that ran."""
-    x = _device_xp()
+    x = worker_xp()
     block_rows, n_blocks, num_walks, width, dtype = layout
     base = part * block_rows
     rows = min(block_rows, num_walks - base)

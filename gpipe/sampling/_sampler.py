@@ -22,8 +22,7 @@ import pandas as pd
 from .. import _rng
 from .._validate import check_choice, check_int, check_probability, check_seed
 from ..errors import GpipeValueError
-from ..runtime import EdgeSample, run_supersteps, take_outputs
-from ..runtime._advance import _device_xp
+from ..runtime import EdgeSample, run_supersteps, take_outputs, worker_xp
 from ..runtime._store import on_store, store
 from ._select import METHODS, select
 
@@ -119,7 +118,7 @@ class Sampler:
 
 def _expand(part, entries: dict, params: dict):
     """Step function for the runtime: expand this partition's frontier entries by one depth."""
-    x = _device_xp()
+    x = worker_xp()
     n = params["num_vertices"]
     key = entries["instance"] * n + entries["vertex"]  # one entry per (instance, vertex) at a depth
     key, first = x.unique(key, return_index=True)

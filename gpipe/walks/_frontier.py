@@ -22,15 +22,14 @@ import pandas as pd
 from .. import _rng
 from ..backend import cpu_kernel, prange
 from ..kernels import function, id_type, launch_queued
-from ..runtime import run_supersteps, take_outputs
-from ..runtime._advance import _device_xp
+from ..runtime import run_supersteps, take_outputs, worker_xp
 
 INIT_STEP = 2**32 - 1  # the draw counter of a member's start vertex; moves use 0..budget-1
 
 
 def advance_frontier(part, walkers: dict, params: dict):
     """Step function for the runtime: walk the members here; keep their moves and park the ones at the horizon."""
-    x = _device_xp()
+    x = worker_xp()
     n = walkers["walk_id"].shape[0]
     room = params["room"]
     rec = {"src": x.empty(n * room, x.int64), "dst": x.empty(n * room, x.int64), "time": x.empty(n * room, x.float64)}

@@ -1,0 +1,213 @@
+"""Graph sampling around seed vertices: a batch workflow to copy and adapt.
+
+    python workflows/graph_sampling/run.py [config.yaml] [--set key.sub=value ...]
+
+Built like ``workflows/embeddings/run.py``: the config is merged over ``config.yaml``
+next to this script, then ``--set`` overrides are applied (values read as YAML), and
+the result is checked before connecting. The workflow connects with
+:func:`gpipe.connect`, loads or generates the graph, runs one sampler of
+:mod:`gpipe.sampling` (one instance per seed) and writes to ``output``:
+``edges.parquet`` (``instance, depth, src, dst``) and ``summary.json`` (written last:
+its presence means success). A bad config exits with status 2 and one line on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import inspect
+import os
+import sys
+import time
+from itertools import pairwise
+
+import numpy as np
+
+import gpipe
+from gpipe._validate import check_choice
+from gpipe.errors import GpipeError, GpipeValueError
+from gpipe.runtime._files import write_json
+
+# The config machinery (load_config, _check_keys, the rules) is the embeddings workflow's: one copy to maintain.
+_spec = importlib.util.spec_from_file_location(
+    "_embeddings_workflow", os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "embeddings", "run.py"))
+_base = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_base)
+
+DEFAULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "config.yaml")
+SAMPLERS = tuple(name for name in gpipe.sampling.__all__ if name != "Sampler")  # the built-in samplers
+# Sampler arguments the workflow sets itself; a sampler's other keywords go in sampler.params.
+_SET_BY_WORKFLOW = ("g", "seeds", "seed")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the workflow: 0 on success; 2 on a bad config or bad input (``graph_sampling: error: ...`` on stderr)."""
+    parser = argparse.ArgumentParser(prog="graph_sampling", description=__doc__.splitlines()[0])
+    parser.add_argument("config", nargs="?", help=f"YAML config merged over the defaults ({DEFAULTS})")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="override one key, e.g. --set sampler.params.depth=3 (the value is read as YAML)")
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse has printed the usage error or the help
+        return exc.code
+    try:
+        config = validate_config(load_config(args.config, args.set))
+        summary = _run(config)
+    except (GpipeError, FileNotFoundError) as exc:
+        print(f"graph_sampling: error: {exc}", file=sys.stderr)
+        return 2
+    stats, graph = summary["sample"], summary["graph"]
+    print(f"graph_sampling: {stats['algorithm']} on {graph['num_vertices']:,} vertices, {graph['num_edges']:,} edges: "
+          f"{stats['edges']:,} edges from {stats['instances']:,} seeds in {stats['seconds']:.3f} s = "
+          f"{stats['edges_per_second']:,.0f} edges/s\n  edges    {summary['outputs']['edges']}\n"
+          f"  summary  {summary['outputs']['summary']}")
+    return 0
+
+
+def load_config(path: str | None = None, overrides=()) -> dict:
+    """The config at ``path`` merged over the defaults, then the ``key.sub=value`` overrides (not yet checked)."""
+    config = _base._read_yaml(DEFAULTS)
+    if path is not None:
+        _merge(config, _base._read_yaml(path))
+    for item in overrides:
+        key, equals, text = item.partition("=")
+        if not equals or not all(key.split(".")):
+            raise GpipeValueError(f"'--set' must be key.sub=value, got {item!r}")
+        try:
+            value = _base.yaml.safe_load(text)
+        except _base.yaml.YAMLError as exc:
+            raise GpipeValueError(f"'--set {item}': the value is not valid YAML ({exc})") from None
+        *parents, last = key.split(".")
+        section = config
+        for name in parents:
+            if not isinstance(section.get(name), dict):
+                section[name] = {}
+            section = section[name]
+        _merge(section, {last: value}, "".join(f"{name}." for name in parents))
+    return config
+
+
+def validate_config(config: dict) -> dict:
+    """Check that ``config`` has exactly the known keys and valid values, and return it (else GpipeValueError)."""
+    _check_keys(config, "")
+    for key, rule in _RULES.items():
+        section, _, name = key.rpartition(".")
+        rule(key, config[section][name] if section else config[name])
+    sampler = config["sampler"]
+    accepted = [p for p in inspect.signature(getattr(gpipe.sampling, sampler["algorithm"])).parameters
+                if p not in _SET_BY_WORKFLOW]
+    for name in sampler["params"]:
+        if name not in accepted:
+            raise GpipeValueError(f"unknown key 'sampler.params.{name}': {sampler['algorithm']} takes "
+                                  f"{', '.join(accepted)}")
+    return config
+
+
+def _seeds(name: str, value):
+    """A non-empty list of vertex ids, or ``{random: N}``."""
+    if isinstance(value, dict):
+        if set(value) != {"random"}:
+            raise GpipeValueError(f"'{name}' must be a list of vertex ids or {{random: N}}, got {value!r}")
+        _base._positive(f"{name}.random", value["random"])
+    elif not isinstance(value, list) or not value or not all(
+            isinstance(v, (int, str)) and not isinstance(v, bool) for v in value):
+        raise GpipeValueError(f"'{name}' must be a non-empty list of vertex ids or {{random: N}}, got {value!r}")
+    return value
+
+
+# Every key of the config and its rule, the embeddings workflow's rules for the shared sections.
+_RULES = {
+    **{key: rule for key, rule in _base._RULES.items() if key.split(".")[0] in ("graph", "output", "cluster")},
+    "sampler.algorithm": lambda name, value: check_choice(name, value, SAMPLERS),
+    "sampler.seed": _base._seed,
+    "sampler.params": _base._mapping,
+    "seeds": _seeds,
+}
+
+
+def _check_keys(section, prefix: str) -> None:
+    """Every key under ``prefix`` is known and present, recursively."""
+    _base._mapping(prefix.rstrip(".") or "config", section)
+    known = list(dict.fromkeys(k[len(prefix):].split(".")[0] for k in _RULES if k.startswith(prefix)))
+    for key in section:
+        if key not in known:
+            takes = f"'{prefix.rstrip('.')}' takes" if prefix else "the config takes"
+            raise GpipeValueError(f"unknown key '{prefix}{key}': {takes} {', '.join(known)}")
+    for key in known:
+        if key not in section:
+            raise GpipeValueError(f"missing key '{prefix}{key}'")
+        if prefix + key not in _RULES:
+            _check_keys(section[key], f"{prefix}{key}.")
+
+
+def _merge(base: dict, update: dict, prefix: str = "") -> None:
+    """Merge section by section; a key of ``_RULES`` (``seeds``, ``sampler.params``) is replaced whole."""
+    for key, value in update.items():
+        if isinstance(value, dict) and isinstance(base.get(key), dict) and prefix + key not in _RULES:
+            _merge(base[key], value, f"{prefix}{key}.")
+        else:
+            base[key] = value
+
+
+def random_seeds(g, count: int, seed: int) -> np.ndarray:
+    """``count`` distinct vertices among ``0..n-1`` of a graph whose ids are ``0..n-1``, drawn with ``seed``."""
+    dense = g.id_map is None or (np.issubdtype(g.id_map.dtype, np.integer)
+                                 and np.array_equal(g.id_map, np.arange(g.num_vertices)))
+    if not dense:
+        raise GpipeValueError("'seeds.random' needs a graph whose vertex ids are 0..n-1; give 'seeds' as a list")
+    if count > g.num_vertices:
+        raise GpipeValueError(f"'seeds.random' must be at most the {g.num_vertices} vertices, got {count}")
+    return np.sort(np.random.default_rng(seed).choice(g.num_vertices, size=count, replace=False))
+
+
+def _run(config: dict) -> dict:
+    """Sample the graph, write edges.parquet and summary.json; return the summary."""
+    graph, sampler, cluster = config["graph"], config["sampler"], config["cluster"]
+    out = os.path.abspath(config["output"])
+    sample = getattr(gpipe.sampling, sampler["algorithm"])
+    marks = {"start": time.perf_counter()}
+    with gpipe.connect(cluster["scheduler_file"], cluster["address"], n_workers=cluster["n_workers"],
+                       device=cluster["device"]) as client, client.as_current():
+        print(f"graph_sampling: Dask dashboard at {client.dashboard_link}", file=sys.stderr)
+        marks["connect"] = time.perf_counter()
+        rmat = _base._rmat_spec(graph["path"])
+        if rmat is not None:
+            g = gpipe.generators.rmat(*rmat, directed=graph["directed"], partitions=graph["partitions"],
+                                      weighted=sampler["params"].get("weighted", False))
+        else:
+            g = gpipe.read_edges(graph["path"], directed=graph["directed"], partitions=graph["partitions"])
+        marks["graph"] = time.perf_counter()
+        if isinstance(config["seeds"], dict):
+            seeds = random_seeds(g, config["seeds"]["random"], sampler["seed"])
+        else:
+            seeds = np.array(config["seeds"], dtype=object if any(isinstance(v, str) for v in config["seeds"])
+                             else np.int64)
+        # compile the kernels on every worker, so that the timed sample measures sampling only
+        sample(g, seeds[:1], **dict(sampler["params"], depth=1), seed=sampler["seed"])
+        marks["compile"] = time.perf_counter()
+        result = sample(g, seeds, seed=sampler["seed"], **sampler["params"])
+        result.stats["algorithm"] = sampler["algorithm"]
+        marks["sample"] = time.perf_counter()
+        outputs = {"edges": result.to_parquet(os.path.join(out, "edges.parquet")),
+                   "summary": os.path.join(out, "summary.json")}
+        marks["write"] = time.perf_counter()
+        summary = {
+            "status": "ok",
+            "config": config,
+            "seeds": seeds.tolist(),
+            "graph": {"num_vertices": g.num_vertices, "num_edges": g.num_edges, "num_partitions": g.num_partitions,
+                      "directed": g.directed},
+            "cluster": {"scheduler": client.scheduler.address, "dashboard": client.dashboard_link},
+            "sample": result.stats,
+            "outputs": outputs,
+            "timings": dict({b: marks[b] - marks[a] for a, b in pairwise(marks)},
+                            total=marks["write"] - marks["start"]),
+            "gpipe_version": gpipe.__version__,
+        }
+        g.release()  # on a shared cluster, nothing would free it once this client is closed
+    write_json(outputs["summary"], summary)
+    return summary
+
+
+if __name__ == "__main__":
+    sys.exit(main())
