@@ -21,6 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _rng
+from .._search import first_above
 from ..backend import cpu_kernel, device_of, prange, xp
 from ..kernels import function, launch
 
@@ -57,19 +58,6 @@ def select(bias, offsets, want, streams, key, step: int, method: str = "bipartit
     else:
         launch(function("select.cu", "gp_select"), nseg, (np.int64(nseg), *args))
     return pick_offsets, picks, iterations
-
-
-@cpu_kernel()
-def _upper(cdf, a, d, target):
-    lo = a
-    hi = a + d - 1
-    while lo < hi:
-        mid = lo + (hi - lo) // 2
-        if cdf[mid] > target:
-            hi = mid
-        else:
-            lo = mid + 1
-    return lo
 
 
 @cpu_kernel()
@@ -129,7 +117,7 @@ def _select_cpu(nseg, offsets, bias, out_offsets, key, streams, step, method, us
                                 pick = e
                                 break
                     break
-                e = _upper(cdf, a, d, r * total)
+                e = first_above(cdf, a, d, r * total)
                 if bias[e] > 0.0 and not _taken(bitmap, base, width, e - a, use_bitmap, out, o, i, e):
                     pick = e
                     break
@@ -140,7 +128,7 @@ def _select_cpu(nseg, offsets, bias, out_offsets, key, streams, step, method, us
                     draw += 1
                     if v >= low:
                         v += delta
-                    e = _upper(cdf, a, d, v)
+                    e = first_above(cdf, a, d, v)
                     if bias[e] > 0.0 and not _taken(bitmap, base, width, e - a, use_bitmap, out, o, i, e):
                         pick = e
             out[o + i] = pick

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _rng
+from .._search import first_above
 from ..backend import cpu_kernel
 
 
@@ -16,16 +17,7 @@ def pick_edge(cdf, weighted, a, d, r):
     total = cdf[a + d - 1]
     if not total > 0.0:
         return np.int64(-1)
-    target = _rng.unit(r) * total
-    lo = a
-    hi = a + d - 1
-    while lo < hi:
-        mid = lo + (hi - lo) // 2
-        if cdf[mid] > target:
-            hi = mid
-        else:
-            lo = mid + 1
-    return lo
+    return first_above(cdf, a, d, _rng.unit(r) * total)
 
 
 @cpu_kernel()
