@@ -68,16 +68,17 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def load_config(path: str | None = None, overrides=()) -> dict:
+def load_config(path: str | None = None, overrides=(), defaults: str | None = None, rules: dict | None = None) -> dict:
     """The config at ``path`` merged over the defaults, then the ``key.sub=value`` overrides (not yet checked).
 
     Sections are merged key by key; a key's value, ``walks.params`` included, is replaced whole (so a config
     or ``--set walks.params={}`` for another walk drops node2vec's p and q), while ``--set walks.params.p=...``
     sets one entry of it.
     """
-    config = _read_yaml(DEFAULTS)
+    rules = _RULES if rules is None else rules
+    config = _read_yaml(defaults or DEFAULTS)
     if path is not None:
-        _merge(config, _read_yaml(path))
+        _merge(config, _read_yaml(path), "", rules)
     for item in overrides:
         key, equals, text = item.partition("=")
         if not equals or not all(key.split(".")):
@@ -92,7 +93,7 @@ def load_config(path: str | None = None, overrides=()) -> dict:
             if not isinstance(section.get(name), dict):
                 section[name] = {}
             section = section[name]
-        _merge(section, {last: value}, "".join(f"{name}." for name in path))
+        _merge(section, {last: value}, "".join(f"{name}." for name in path), rules)
     return config
 
 
@@ -186,10 +187,11 @@ _RULES = {
 }
 
 
-def _check_keys(section, prefix: str) -> None:
-    """Every key under ``prefix`` is known and present, recursively."""
+def _check_keys(section, prefix: str, rules: dict | None = None) -> None:
+    """Every key under ``prefix`` is known and present, recursively (``rules``: another workflow's keys)."""
+    rules = _RULES if rules is None else rules
     _mapping(prefix.rstrip(".") or "config", section)
-    known = list(dict.fromkeys(k[len(prefix):].split(".")[0] for k in _RULES if k.startswith(prefix)))
+    known = list(dict.fromkeys(k[len(prefix):].split(".")[0] for k in rules if k.startswith(prefix)))
     for key in section:
         if key not in known:
             takes = f"'{prefix.rstrip('.')}' takes" if prefix else "the config takes"
@@ -197,8 +199,8 @@ def _check_keys(section, prefix: str) -> None:
     for key in known:
         if key not in section:
             raise GpipeValueError(f"missing key '{prefix}{key}'")
-        if prefix + key not in _RULES:
-            _check_keys(section[key], f"{prefix}{key}.")
+        if prefix + key not in rules:
+            _check_keys(section[key], f"{prefix}{key}.", rules)
 
 
 def _read_yaml(path: str) -> dict:
@@ -212,11 +214,12 @@ def _read_yaml(path: str) -> dict:
     return _mapping(path, {} if config is None else config)
 
 
-def _merge(base: dict, update: dict, prefix: str = "") -> None:
-    """Merge ``update`` into ``base`` (at ``prefix``), section by section; a key of ``_RULES`` is replaced whole."""
+def _merge(base: dict, update: dict, prefix: str = "", rules: dict | None = None) -> None:
+    """Merge ``update`` into ``base`` (at ``prefix``), section by section; a key of ``rules`` is replaced whole."""
+    rules = _RULES if rules is None else rules
     for key, value in update.items():
-        if isinstance(value, dict) and isinstance(base.get(key), dict) and prefix + key not in _RULES:
-            _merge(base[key], value, f"{prefix}{key}.")
+        if isinstance(value, dict) and isinstance(base.get(key), dict) and prefix + key not in rules:
+            _merge(base[key], value, f"{prefix}{key}.", rules)
         else:
             base[key] = value
 

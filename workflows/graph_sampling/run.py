@@ -66,30 +66,12 @@ def main(argv: list[str] | None = None) -> int:
 
 def load_config(path: str | None = None, overrides=()) -> dict:
     """The config at ``path`` merged over the defaults, then the ``key.sub=value`` overrides (not yet checked)."""
-    config = _base._read_yaml(DEFAULTS)
-    if path is not None:
-        _merge(config, _base._read_yaml(path))
-    for item in overrides:
-        key, equals, text = item.partition("=")
-        if not equals or not all(key.split(".")):
-            raise GpipeValueError(f"'--set' must be key.sub=value, got {item!r}")
-        try:
-            value = _base.yaml.safe_load(text)
-        except _base.yaml.YAMLError as exc:
-            raise GpipeValueError(f"'--set {item}': the value is not valid YAML ({exc})") from None
-        *parents, last = key.split(".")
-        section = config
-        for name in parents:
-            if not isinstance(section.get(name), dict):
-                section[name] = {}
-            section = section[name]
-        _merge(section, {last: value}, "".join(f"{name}." for name in parents))
-    return config
+    return _base.load_config(path, overrides, DEFAULTS, _RULES)
 
 
 def validate_config(config: dict) -> dict:
     """Check that ``config`` has exactly the known keys and valid values, and return it (else GpipeValueError)."""
-    _check_keys(config, "")
+    _base._check_keys(config, "", _RULES)
     for key, rule in _RULES.items():
         section, _, name = key.rpartition(".")
         rule(key, config[section][name] if section else config[name])
@@ -123,30 +105,6 @@ _RULES = {
     "sampler.params": _base._mapping,
     "seeds": _seeds,
 }
-
-
-def _check_keys(section, prefix: str) -> None:
-    """Every key under ``prefix`` is known and present, recursively."""
-    _base._mapping(prefix.rstrip(".") or "config", section)
-    known = list(dict.fromkeys(k[len(prefix):].split(".")[0] for k in _RULES if k.startswith(prefix)))
-    for key in section:
-        if key not in known:
-            takes = f"'{prefix.rstrip('.')}' takes" if prefix else "the config takes"
-            raise GpipeValueError(f"unknown key '{prefix}{key}': {takes} {', '.join(known)}")
-    for key in known:
-        if key not in section:
-            raise GpipeValueError(f"missing key '{prefix}{key}'")
-        if prefix + key not in _RULES:
-            _check_keys(section[key], f"{prefix}{key}.")
-
-
-def _merge(base: dict, update: dict, prefix: str = "") -> None:
-    """Merge section by section; a key of ``_RULES`` (``seeds``, ``sampler.params``) is replaced whole."""
-    for key, value in update.items():
-        if isinstance(value, dict) and isinstance(base.get(key), dict) and prefix + key not in _RULES:
-            _merge(base[key], value, f"{prefix}{key}.")
-        else:
-            base[key] = value
 
 
 def random_seeds(g, count: int, seed: int) -> np.ndarray:
