@@ -71,9 +71,13 @@ def draws(seed, streams, step, draw):
     return out
 
 
-def bits_array(x, stream_keys, step: int, draw: int):
-    """``bits`` for an array of stream keys (numpy or cupy, vectorized; the same bits as the kernels)."""
-    counter = (np.uint64(step) << _S32) | np.uint64(draw)
+def bits_array(x, stream_keys, step: int, draw):
+    """``bits`` for an array of stream keys (numpy or cupy, vectorized; the same bits as the kernels).
+
+    ``draw`` is one draw index for all, or an array of them (one per stream key).
+    """
+    draw = np.uint64(draw) if np.isscalar(draw) else draw.astype(x.uint64)
+    counter = (np.uint64(step) << _S32) | draw
     with np.errstate(over="ignore"):  # uint64 arithmetic wraps, as in the kernels
         return _mix_array(stream_keys.astype(x.uint64) + (counter + _ONE) * GOLDEN)
 

@@ -11,7 +11,8 @@
 //   [l, h) and so favours the neighbours of the picked region; a fresh draw
 //   makes every round pick each unpicked candidate in proportion to its bias.)
 // method 1: updated sampling — the CTPS is rebuilt without the picked ones;
-// method 2: repeated sampling — draw again until an unpicked one comes up.
+// method 2: repeated sampling — draw again until an unpicked one comes up;
+// method 3: with replacement — every pick is an independent draw.
 // Collisions are found in a strided bitmap (candidate j at byte j % B, bit j / B)
 // or, with use_bitmap = 0, by scanning the picks so far. A pick that has not
 // succeeded after GP_SELECT_ROUNDS rounds (extremely skewed biases) is made by
@@ -79,6 +80,7 @@ extern "C" __global__ void gp_select(long long nseg, const long long* __restrict
                 break;
             }
             long long e = gp_upper(cdf, a, d, r * total);
+            if (method == 3) { if (bias[e] > 0.0) pick = e; continue; }
             if (bias[e] > 0.0 && !gp_taken(bits, B, e - a, use_bitmap, out, o, i, e)) { pick = e; break; }
             if (method == 0 && bias[e] > 0.0) {  // bipartite region search around the picked region [l, h)
                 const double l = e > a ? cdf[e - 1] : 0.0, delta = cdf[e] - l;
@@ -89,7 +91,7 @@ extern "C" __global__ void gp_select(long long nseg, const long long* __restrict
             }
         }
         out[o + i] = pick;
-        if (use_bitmap) { const long long j = pick - a; bits[j % B] |= (unsigned char)(1u << (j / B)); }
+        if (use_bitmap && method != 3) { const long long j = pick - a; bits[j % B] |= (unsigned char)(1u << (j / B)); }
     }
     iterations[s] = iters;
 }

@@ -49,6 +49,9 @@ def test_unvisited_update_expands_each_vertex_once(cpu):
 
 @pytest.mark.parametrize("kwargs", [
     {"neighbor_size": 2, "depth": 3},
+    {"neighbor_size": 5, "neighbor_pool": "frontier", "depth": 3},  # layer sampling
+    {"vertex_bias": "degree", "frontier_size": 3, "neighbor_size": 2, "update": "unvisited", "depth": 3},
+    {"edge_bias": "degree", "neighbor_size": 4, "replace": True, "depth": 2},
     {"edge_bias": "weight", "update": "unvisited", "neighbor_size": 2, "depth": 3},
     {"edge_bias": "weight", "neighbor_size": 4, "depth": 2, "select": "repeated"},
 ])
@@ -58,6 +61,25 @@ def test_samples_are_the_same_for_any_partitioning(cpu, kwargs):
     b = Sampler(**kwargs).run(_rmat(4), seeds=seeds, seed=5).compute()
     pd.testing.assert_frame_equal(a, b)
     assert len(a) > len(seeds)
+
+
+@pytest.mark.parametrize("kwargs, instances", [
+    ({"frontier_size": 300, "neighbor_size": None, "neighbor_pool": "frontier",
+      "edge_bias": lambda t: t["in_frontier"]}, 6),  # random node: the induced subgraphs
+    ({"vertex_bias": "degree", "frontier_size": 5, "neighbor_size": 2, "depth": 2}, 4),
+    ({"neighbor_size": 40, "neighbor_pool": "frontier", "depth": 2}, 5),  # random edges, then layers
+])
+def test_samples_without_seeds_are_the_same_for_any_partitioning(cpu, kwargs, instances):
+    a = Sampler(**kwargs).run(_rmat(1), instances=instances, seed=2).compute()
+    b = Sampler(**kwargs).run(_rmat(4), instances=instances, seed=2).compute()
+    pd.testing.assert_frame_equal(a, b)
+    assert a.instance.nunique() == instances
+
+
+def test_instances_repeat_the_seeds(cpu):
+    frame = Sampler(neighbor_size=2, depth=1).run(_rmat(2), seeds=[3, 5], instances=50).compute()
+    assert set(frame.instance) == set(range(50)) and set(frame.src) == {3, 5}
+    assert frame.groupby("instance").apply(lambda f: tuple(f.dst), include_groups=False).nunique() > 1
 
 
 def test_weighted_picks_follow_updated_sampling(cpu):
@@ -85,9 +107,18 @@ def test_user_defined_edge_bias(cpu):
 @pytest.mark.parametrize("make, message", [
     (lambda: Sampler(neighbor_size=0), "'neighbor_size' must be a positive integer, got 0"),
     (lambda: Sampler(depth=0), "'depth' must be a positive integer, got 0"),
-    (lambda: Sampler(edge_bias="degreee"), "'edge_bias' must be one of 'uniform', 'weight'; got 'degreee'"),
+    (lambda: Sampler(edge_bias="degreee"), "'edge_bias' must be one of 'uniform', 'weight', 'degree'; got 'degreee'"),
+    (lambda: Sampler(vertex_bias="weight"), "'vertex_bias' must be one of 'uniform', 'degree'; got 'weight'"),
+    (lambda: Sampler(frontier_size=0), "'frontier_size' must be a positive integer, got 0"),
+    (lambda: Sampler(neighbor_pool="graph"), "'neighbor_pool' must be one of 'vertex', 'frontier'; got 'graph'"),
+    (lambda: Sampler(neighbor_size=None, replace=True), "'replace' = True needs a 'neighbor_size'"),
+    (lambda: Sampler().run(_rmat(1)), r"'seeds' = None \(every vertex is the pool\) needs 'frontier_size'"),
+    (lambda: Sampler(neighbor_pool="frontier", edge_bias="degree").run(_rmat(1)),
+     "without 'seeds' and 'frontier_size' the pool is every edge, which takes 'edge_bias' = 'uniform'"),
+    (lambda: Sampler().run(_rmat(1), seeds=[[0, 1]], instances=2), "'instances' applies to 1-D 'seeds'"),
+    (lambda: Sampler().run(_rmat(1), seeds=[0], instances=0), "'instances' must be a positive integer, got 0"),
     (lambda: Sampler(update="some"), "'update' must be one of 'all', 'unvisited'; got 'some'"),
-    (lambda: Sampler().run(_rmat(1), seeds=[]), "'seeds' must be a non-empty 1-D or 2-D array"),
+    (lambda: Sampler().run(_rmat(1), seeds=[]), "'seeds' must be None or a non-empty 1-D or 2-D array"),
     (lambda: Sampler().run(_rmat(1), seeds=[10**7]), "'seeds' must hold vertices of the graph"),
     (lambda: Sampler(edge_bias="weight").run(gpipe.generators.rmat(6, 2), seeds=[0]),
      "'edge_bias' = 'weight' needs a graph with edge weights"),
@@ -95,6 +126,111 @@ def test_user_defined_edge_bias(cpu):
 def test_bad_parameters(cpu, make, message):
     with pytest.raises(GpipeValueError, match=message):
         make()
+
+
+def test_the_degree_column_is_the_candidates_out_degree(cpu):
+    """"Prefer high-degree neighbors" as a user function gives the built-in degree bias's samples."""
+    g = _rmat(3)
+    user = Sampler(edge_bias=lambda t: t["degree"] ** 1.0, neighbor_size=2, depth=2).run(g, np.arange(40)).compute()
+    builtin = Sampler(edge_bias="degree", neighbor_size=2, depth=2).run(g, np.arange(40)).compute()
+    pd.testing.assert_frame_equal(user, builtin)
+
+
+def test_in_frontier_exists_only_for_selection_over_the_frontier(cpu):
+    with pytest.raises(TaskError, match="the bias table has no column 'in_frontier'"):
+        Sampler(edge_bias=lambda t: t["in_frontier"]).run(_rmat(2), seeds=[0, 1])
+
+
+def _chi_square_pvalue(observed, expected):
+    from scipy import stats
+
+    return stats.chisquare(observed, expected * observed.sum() / expected.sum()).pvalue
+
+
+def test_frontier_size_selects_the_frontier_by_vertex_bias(cpu):
+    """From a pool {0, 1, 2} of out-degrees 1, 2, 4, frontier_size 2 picks ordered pairs as updated sampling."""
+    edges = pd.DataFrame({"src": [0, 1, 1, 2, 2, 2, 2], "dst": [3, 4, 5, 6, 7, 8, 9]})
+    g = gpipe.from_edges(edges, directed=True, partitions=2)
+    instances = 6000
+    frame = Sampler(vertex_bias="degree", frontier_size=2, neighbor_size=1, depth=1).run(
+        g, seeds=[0, 1, 2], instances=instances, seed=4).compute()
+    chosen = frame.groupby("instance").src.apply(lambda s: tuple(sorted(s)))
+    degree = np.array([1.0, 2.0, 4.0])
+    pairs = [(0, 1), (0, 2), (1, 2)]
+    exact = np.array([sum(degree[i] / 7 * degree[j] / (7 - degree[i]) for i, j in permutations(pair))
+                      for pair in pairs])
+    observed = chosen.value_counts().reindex(pairs, fill_value=0).to_numpy()
+    assert observed.sum() == instances and _chi_square_pvalue(observed, exact) > 1e-3
+
+
+def test_layer_sampling_picks_layer_size_edges_from_the_whole_frontier(cpu, graph_edges):
+    frame = gpipe.sampling.layer(_rmat(3), seeds=np.arange(60).reshape(20, 3), layer_size=6, depth=3).compute()
+    assert set(zip(frame.src, frame.dst)) <= set(zip(graph_edges.src, graph_edges.dst))
+    per_layer = frame.groupby(["instance", "depth"])
+    assert per_layer.size().max() == 6 and (per_layer.size() <= 6).all()
+    assert not frame.duplicated(["instance", "depth", "src", "dst"]).any()
+    degree = graph_edges.groupby("src").size()
+    for (instance, depth), group in per_layer:
+        frontier = set(range(3 * instance, 3 * instance + 3)) if depth == 0 else \
+            set(frame[(frame.instance == instance) & (frame.depth == depth - 1)].dst)
+        assert set(group.src) <= frontier
+        assert len(group) == min(6, degree.reindex(list(frontier), fill_value=0).sum())
+
+
+def test_layer_picks_are_uniform_over_the_frontiers_edges(cpu):
+    """A frontier {0, 1} with 2 + 3 out-edges: each of the 5 edges is in a layer of 2 with probability 2/5."""
+    edges = pd.DataFrame({"src": [0, 0, 1, 1, 1], "dst": [2, 3, 4, 5, 6]})
+    g = gpipe.from_edges(edges, directed=True, partitions=2)
+    instances = 5000
+    frame = gpipe.sampling.layer(g, seeds=np.tile([0, 1], (instances, 1)), layer_size=2, depth=1, seed=1).compute()
+    assert frame.groupby("instance").size().eq(2).all()
+    observed = frame.dst.value_counts().reindex(range(2, 7)).to_numpy()
+    assert _chi_square_pvalue(observed, np.ones(5)) > 1e-3
+
+
+def test_random_node_keeps_the_induced_subgraph_of_uniform_vertices(cpu):
+    m, n, instances = 12, 4, 3000
+    complete = pd.DataFrame([(u, v) for u in range(m) for v in range(m) if u != v], columns=["src", "dst"])
+    g = gpipe.from_edges(complete, directed=True, partitions=3)
+    frame = gpipe.sampling.random_node(g, n, instances=instances, seed=5).compute()
+    per_instance = frame.groupby("instance")
+    assert per_instance.size().eq(n * (n - 1)).all()  # all edges among n distinct vertices
+    assert per_instance.src.nunique().eq(n).all()
+    assert _chi_square_pvalue(np.bincount(frame.src, minlength=m) // (n - 1), np.ones(m)) > 1e-3
+
+
+def test_vertices_without_seeds_by_degree(cpu, graph_edges):
+    instances = 4000
+    frame = Sampler(vertex_bias="degree", frontier_size=1, neighbor_size=1, depth=1).run(
+        _rmat(2), instances=instances, seed=6).compute()
+    degree = graph_edges.groupby("src").size()
+    top = degree.nlargest(8)
+    observed = frame.src.value_counts().reindex(top.index, fill_value=0).to_numpy()
+    rest = instances - observed.sum()
+    expected = np.append(top.to_numpy(), degree.sum() - top.sum())
+    assert _chi_square_pvalue(np.append(observed, rest), expected) > 1e-3
+
+
+def test_random_edge_picks_distinct_uniform_edges(cpu):
+    edges = pd.DataFrame({"src": [0, 0, 1, 2, 3, 3, 3, 4], "dst": [1, 2, 2, 3, 0, 1, 4, 0]})
+    g = gpipe.from_edges(edges, directed=True, partitions=2)
+    instances = 4000
+    frame = gpipe.sampling.random_edge(g, 3, instances=instances, seed=7).compute()
+    assert frame.groupby("instance").size().eq(3).all()
+    assert not frame.duplicated(["instance", "src", "dst"]).any()
+    assert set(zip(frame.src, frame.dst)) <= set(zip(edges.src, edges.dst))
+    observed = frame.groupby(["src", "dst"]).size().reindex(list(zip(edges.src, edges.dst))).to_numpy()
+    assert _chi_square_pvalue(observed, np.ones(len(edges))) > 1e-3
+
+
+def test_picks_with_replacement_are_independent_draws(cpu):
+    weights = np.array([8.0, 4.0, 2.0, 1.0])
+    g = gpipe.from_edges(pd.DataFrame({"src": 0, "dst": np.arange(1, 5), "w": weights}), weight="w", directed=True)
+    frame = gpipe.sampling.neighbor(g, seeds=np.zeros(3000, int), fanout=6, depth=1, weighted=True,
+                                    replace=True, seed=8).compute()
+    assert frame.groupby("instance").size().eq(6).all()  # more picks than neighbors
+    assert frame.duplicated(["instance", "dst"]).any()
+    assert _chi_square_pvalue(np.bincount(frame.dst - 1, minlength=4), weights) > 1e-3
 
 
 def test_a_bias_function_returning_negative_values_fails_naming_the_phase(cpu):

@@ -42,6 +42,7 @@ class Graph:
         self.id_map = id_map
         self.partition_info = partition_info
         self.num_edges = num_edges
+        self._degrees = None
         self._finalizer = weakref.finalize(self, run_later, session.client, on_store, "drop_graph", graph_id)
 
     def release(self) -> None:
@@ -110,8 +111,13 @@ class Graph:
 
     def degrees(self) -> pd.Series:
         """Out-degree of every vertex, indexed by original id."""
-        parts = self.client.gather(self._per_partition(_partition_degrees))
-        return pd.Series(np.concatenate(parts), index=self._index(), name="degree")
+        return pd.Series(self._degree_array(), index=self._index(), name="degree")
+
+    def _degree_array(self) -> np.ndarray:
+        """Out-degree of every dense vertex (computed once)."""
+        if self._degrees is None:
+            self._degrees = np.concatenate(self.client.gather(self._per_partition(_partition_degrees)))
+        return self._degrees
 
     def _index(self):
         return pd.RangeIndex(self.num_vertices, name="vertex") if self.id_map is None else pd.Index(self.id_map, name="vertex")

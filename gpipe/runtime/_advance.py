@@ -93,6 +93,9 @@ def advance(graph_id: str, run_id: str, walkers: dict | int | None, kernel, para
             part: int, superstep: int) -> dict:
     """Run ``kernel`` on this partition's walkers; keep the pieces, push the leavers to their new partitions.
 
+    The kernel returns ``(pieces, movers, steps)``; a mover goes to the partition
+    owning its ``vertex``, or to partition ``to`` if the movers have that field.
+
     ``walkers`` is None after the first superstep (they are in this worker's
     inbox), an int on the first when that many walks start from every vertex
     of the partition, or the walkers themselves. Returns how many walkers went
@@ -112,7 +115,8 @@ def advance(graph_id: str, run_id: str, walkers: dict | int | None, kernel, para
     seconds = time.perf_counter() - t0
     st.add_pieces(run_id, part, pieces)
     parts = len(p.bounds) - 1
-    dest = x.searchsorted(x.asarray(p.bounds[1:-1]), movers["vertex"], side="right")
+    dest = movers.pop("to") if "to" in movers else x.searchsorted(x.asarray(p.bounds[1:-1]), movers["vertex"],
+                                                                  side="right")
     counts = to_host(x.bincount(dest, minlength=parts)).astype(np.int64)
     order = x.argsort(dest)
     ends = np.cumsum(counts)

@@ -53,7 +53,8 @@ def run_supersteps(graph, kernel: Callable, params: dict, initial: int | dict, *
     """Advance walkers until none is left; what the kernel outputs stays in the workers' stores.
 
     ``initial`` is the number of walkers to start from every vertex, or the
-    walkers themselves (a dict of host arrays). Returns the run's id, the
+    walkers themselves (a dict of host arrays, each going to the partition
+    owning its ``vertex``, or to partition ``to`` where given). Returns the run's id, the
     partitions that ran (with their workers) and statistics.
     """
     client = graph.client
@@ -100,7 +101,9 @@ def _initial_walkers(graph, initial: int | dict):
     if isinstance(initial, int):  # the first advance makes them on its worker
         sizes = np.diff(graph.bounds) * initial
         return {p: initial for p in range(parts)}, sizes.astype(np.int64)
-    owner = np.searchsorted(graph.bounds, initial["vertex"], side="right") - 1
+    initial = dict(initial)
+    owner = initial.pop("to") if "to" in initial else np.searchsorted(graph.bounds, initial["vertex"],
+                                                                      side="right") - 1
     counts = np.bincount(owner, minlength=parts).astype(np.int64)
     queues = {}
     for p in np.flatnonzero(counts):

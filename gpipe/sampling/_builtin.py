@@ -7,12 +7,17 @@ from ..runtime import EdgeSample
 from ._sampler import Sampler
 
 
-def neighbor(g, seeds, fanout: int = 2, depth: int = 2, weighted: bool = False, seed: int = 0) -> EdgeSample:
-    """Neighbor sampling: every frontier vertex picks ``fanout`` out-neighbors without replacement.
+def neighbor(g, seeds, fanout: int = 2, depth: int = 2, weighted: bool = False, replace: bool = False,
+             seed: int = 0) -> EdgeSample:
+    """Neighbor sampling: every frontier vertex picks ``fanout`` out-neighbors, without replacement unless ``replace``.
 
-    Uniformly, or in proportion to the edge weights when ``weighted``. As a Sampler::
+    Uniformly, or in proportion to the edge weights when ``weighted``. Its three functions::
 
-        Sampler(edge_bias="weight" if weighted else "uniform", update="all", neighbor_size=fanout, depth=depth)
+        VERTEXBIAS: none (the whole pool is the frontier)
+        EDGEBIAS:   1, or the edge's weight
+        UPDATE:     every picked neighbor joins the next frontier
+        Sampler(edge_bias="weight" if weighted else "uniform", update="all", neighbor_size=fanout, depth=depth,
+                replace=replace)
 
     Returns the sampled edges ``instance, depth, src, dst`` (one instance per seed, or per row of a 2-D ``seeds``).
 
@@ -22,14 +27,18 @@ def neighbor(g, seeds, fanout: int = 2, depth: int = 2, weighted: bool = False, 
     ...     gpipe.sampling.neighbor(gpipe.generators.rmat(10), seeds=[0, 1], fanout=2, depth=2).compute()
     """
     fanout = check_int("fanout", fanout, minimum=1)
-    sampler = Sampler(edge_bias="weight" if weighted else "uniform", update="all", neighbor_size=fanout, depth=depth)
+    sampler = Sampler(edge_bias="weight" if weighted else "uniform", update="all", neighbor_size=fanout, depth=depth,
+                      replace=replace)
     return sampler.run(g, seeds, seed=seed)
 
 
 def snowball(g, seeds, depth: int = 2, max_per_vertex: int | None = None, seed: int = 0) -> EdgeSample:
     """Snowball sampling: every frontier vertex adds its out-neighbors (at most ``max_per_vertex``,
-    picked uniformly), and each vertex is expanded once per instance. As a Sampler::
+    picked uniformly), and each vertex is expanded once per instance. Its three functions::
 
+        VERTEXBIAS: none (the whole pool is the frontier)
+        EDGEBIAS:   1
+        UPDATE:     picked neighbors the instance has not expanded yet
         Sampler(edge_bias="uniform", update="unvisited", neighbor_size=max_per_vertex, depth=depth)
     """
     max_per_vertex = check_optional_int("max_per_vertex", max_per_vertex, minimum=1)
@@ -38,11 +47,69 @@ def snowball(g, seeds, depth: int = 2, max_per_vertex: int | None = None, seed: 
 
 
 def forest_fire(g, seeds, p_forward: float = 0.7, depth: int = 2, seed: int = 0) -> EdgeSample:
-    """Forest fire sampling (Leskovec & Faloutsos): every burning vertex burns a number of unburned
-    out-neighbors drawn geometric with mean ``p_forward / (1 - p_forward)``. As a Sampler::
+    """Forest fire sampling (Leskovec & Faloutsos): every burning vertex burns a number of its
+    out-neighbors drawn geometric with mean ``p_forward / (1 - p_forward)``; a vertex burns (is expanded)
+    once per instance. Its three functions::
 
+        VERTEXBIAS: none (the whole pool is the frontier)
+        EDGEBIAS:   1, with NeighborSize geometric(p_forward) per burning vertex
+        UPDATE:     burned neighbors not burning before
         Sampler(edge_bias="uniform", update="unvisited", neighbor_size=("geometric", p_forward), depth=depth)
     """
     p_forward = check_probability("p_forward", p_forward, open_high=True)
     sampler = Sampler(edge_bias="uniform", update="unvisited", neighbor_size=("geometric", p_forward), depth=depth)
     return sampler.run(g, seeds, seed=seed)
+
+
+def layer(g, seeds, layer_size: int = 8, depth: int = 2, seed: int = 0) -> EdgeSample:
+    """Layer sampling: each instance picks ``layer_size`` edges, uniformly without replacement, from all the
+    out-edges of its whole frontier, per layer. Its three functions::
+
+        VERTEXBIAS: none (the whole pool is the frontier)
+        EDGEBIAS:   1, over the frontier's neighbor pool (NeighborSize for the whole frontier)
+        UPDATE:     every picked neighbor joins the next frontier
+        Sampler(edge_bias="uniform", update="all", neighbor_size=layer_size, neighbor_pool="frontier", depth=depth)
+
+    Returns the sampled edges ``instance, depth, src, dst`` (one instance per seed, or per row of a 2-D ``seeds``).
+    """
+    layer_size = check_int("layer_size", layer_size, minimum=1)
+    sampler = Sampler(edge_bias="uniform", update="all", neighbor_size=layer_size, neighbor_pool="frontier",
+                      depth=depth)
+    return sampler.run(g, seeds, seed=seed)
+
+
+def random_node(g, n: int, instances: int = 1, by_degree: bool = False, seed: int = 0) -> EdgeSample:
+    """Random node sampling: each instance picks ``n`` distinct vertices (uniformly, or in proportion to
+    their out-degree) and keeps the subgraph they induce. One pass over every vertex as the pool::
+
+        VERTEXBIAS: 1, or the degree (FrontierSize = n)
+        EDGEBIAS:   1 if the neighbor is in the frontier, else 0 (all of them: the induced edges)
+        UPDATE:     none (depth 1)
+        Sampler(vertex_bias="degree" if by_degree else "uniform", frontier_size=n, neighbor_size=None,
+                neighbor_pool="frontier", edge_bias=in_frontier, depth=1).run(g, seeds=None, instances=instances)
+
+    The picked vertices are those of the induced edges plus any isolated in the sample; the result holds the edges.
+    """
+    n = check_int("n", n, minimum=1)
+    sampler = Sampler(vertex_bias="degree" if by_degree else "uniform", frontier_size=n, neighbor_size=None,
+                      neighbor_pool="frontier", edge_bias=_in_frontier, depth=1)
+    return sampler.run(g, None, instances=instances, seed=seed)
+
+
+def _in_frontier(table):
+    return table["in_frontier"]
+
+
+def random_edge(g, m: int, instances: int = 1, seed: int = 0) -> EdgeSample:
+    """Random edge sampling: each instance picks ``m`` distinct edges uniformly. One pass over every edge as
+    the pool — layer sampling whose frontier is the whole graph::
+
+        VERTEXBIAS: none (every vertex is the frontier)
+        EDGEBIAS:   1, over all edges (NeighborSize = m for the whole frontier)
+        UPDATE:     none (depth 1)
+        Sampler(edge_bias="uniform", neighbor_size=m, neighbor_pool="frontier", depth=1).run(g, seeds=None,
+                                                                                              instances=instances)
+    """
+    m = check_int("m", m, minimum=1)
+    sampler = Sampler(edge_bias="uniform", neighbor_size=m, neighbor_pool="frontier", depth=1)
+    return sampler.run(g, None, instances=instances, seed=seed)

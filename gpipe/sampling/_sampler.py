@@ -1,14 +1,28 @@
 """The bias-centric Sampler (C-SAW's MAIN loop) on the partitioned runtime.
 
-Frontier entries ``(instance, vertex, depth)`` of many instances share one
-queue per partition; a superstep expands one depth: on the partition owning
-each frontier vertex, its out-edges become a candidate table, ``edge_bias``
-gives every candidate a bias, SELECT picks ``neighbor_size`` of them without
-replacement, the picked edges are kept on the worker, and ``update`` decides
-which picked neighbors join the next depth's frontier — delivered, like
-walkers, to the partition that owns them. An entry's random stream is a hash
-of ``(instance, vertex, depth)``, so the samples do not depend on the
-partitioning or the device.
+C-SAW's loop, for every instance at once::
+
+    FrontierPool = Seeds
+    for depth in range(Depth):
+        Frontier     = SELECT(VERTEXBIAS(FrontierPool), FrontierSize)    # per instance
+        NeighborPool = GATHERNEIGHBORS(Frontier)
+        Sampled     += SELECT(EDGEBIAS(NeighborPool), NeighborSize)      # per frontier vertex, or per instance
+        FrontierPool = UPDATE(Sampled)
+
+Entries ``(instance, vertex, depth)`` of all instances share one queue per
+partition and travel, like walkers, to the partition owning their vertex, where
+the vertex's degree and out-edges are. A selection over an instance's whole
+pool (``frontier_size``, or ``neighbor_pool='frontier'``: layer sampling) sees
+candidates from every partition, so those candidates go to the instance's
+*home* partition (``instance % P``), which sorts them into a canonical order and
+runs SELECT there. Every selection draws from a stream keyed by what it
+selects for — ``(instance, vertex)`` or ``instance`` — and the depth, so the
+samples do not depend on the partitioning or the device.
+
+Without seeds the pool is every vertex (or, for ``neighbor_pool='frontier'``
+without ``frontier_size``, every edge): the home draws from it directly,
+uniformly or by degree, without listing it — C-SAW's random node and random
+edge sampling.
 """
 
 from __future__ import annotations
@@ -20,15 +34,20 @@ import numpy as np
 import pandas as pd
 
 from .. import _rng
-from .._validate import check_choice, check_int, check_probability, check_seed
+from .._validate import check_choice, check_int, check_optional_int, check_probability, check_seed
 from ..errors import GpipeValueError
 from ..runtime import EdgeSample, run_supersteps, take_outputs, worker_xp
 from ..runtime._store import on_store, store
 from ._select import METHODS, select
 
-EDGE_BIASES = ("uniform", "weight")
-COUNT_STEP = 1 << 31  # draw counters of the forest-fire counts, apart from SELECT's (step = depth)
+VERTEX_BIASES = ("uniform", "degree")
+EDGE_BIASES = ("uniform", "weight", "degree")
 UPDATES = ("all", "unvisited")
+NEIGHBOR_POOLS = ("vertex", "frontier")
+POOL, FRONTIER, EXPAND, NEIGHBORS, RESOLVE = range(5)  # the stages an entry goes through
+# The draw counter's step (``step << 32 | draw``) of each kind of draw, plus the depth: apart from each other.
+NEIGHBOR_STEP, INSTANCE_NEIGHBOR_STEP, FRONTIER_STEP, COUNT_STEP = 0, 1 << 29, 1 << 30, 1 << 31
+EDGE_COLUMNS = ("instance", "depth", "src", "dst")
 
 
 class Sampler:
@@ -36,28 +55,47 @@ class Sampler:
 
     Parameters
     ----------
-    edge_bias : {'uniform', 'weight'} or callable
-        The bias of each candidate edge. A callable receives the candidate
-        table — a dict of arrays (numpy on the CPU, cupy on the GPU) with
-        ``instance, frontier, candidate, weight, depth`` — and returns one
-        non-negative bias per row, vectorized, so it runs unchanged on both.
+    vertex_bias : {'uniform', 'degree'} or callable
+        The bias of each vertex of an instance's frontier pool, when
+        ``frontier_size`` selects from it. A callable receives the table
+        ``instance, vertex, degree, depth`` (a dict of arrays: numpy on the
+        CPU, cupy on the GPU) and returns one non-negative bias per row.
+    edge_bias : {'uniform', 'weight', 'degree'} or callable
+        The bias of each candidate edge: 1, its weight, or the out-degree of
+        its head. A callable receives the candidate table ``instance,
+        frontier, candidate, weight, degree, depth`` — and, with
+        ``neighbor_pool='frontier'``, ``in_frontier`` (the candidate is in the
+        instance's frontier) — and returns one bias per row, vectorized, so it
+        runs unchanged on both devices. ``degree`` and ``in_frontier`` are
+        computed only if read.
     update : {'all', 'unvisited'}
-        Which picked neighbors join the next frontier: all of them (a vertex
-        once per instance and depth), or only those the instance has not
-        visited yet.
+        Which picked neighbors join the next frontier pool: all of them (a
+        vertex once per instance and depth), or those the instance has not
+        expanded yet.
+    frontier_size : int or None
+        Vertices each instance selects from its pool, by ``vertex_bias``, to
+        expand; None: the whole pool.
     neighbor_size : int, None or ('geometric', p)
-        Neighbors picked per frontier vertex (all of them if it has fewer);
-        None: all of them; ``('geometric', p)``: a count drawn per frontier
-        vertex, geometric with mean ``p / (1 - p)`` (forest fire's burning).
+        Neighbors picked per frontier vertex (``neighbor_pool='vertex'``) or per
+        instance from all its frontier's neighbors (``'frontier'``); None: all;
+        ``('geometric', p)``: a count drawn each time, geometric with mean
+        ``p / (1 - p)`` (forest fire's burning).
+    neighbor_pool : {'vertex', 'frontier'}
+        Where ``neighbor_size`` applies.
     depth : int
         Frontier expansions.
+    replace : bool
+        Pick neighbors with replacement (independent draws) instead of without.
     select : {'bipartite', 'updated', 'repeated'}
-        The SELECT method (same distribution; for the ablation).
+        The SELECT method without replacement (same distribution; for the ablation).
+    bitmap : bool
+        Detect SELECT's collisions with a strided bitmap (else by scanning the picks).
 
     Examples
     --------
-    The three functions that define neighbor sampling::
+    The three functions that define neighbor sampling (C-SAW's Fig. 3)::
 
+        VERTEXBIAS: none (frontier_size=None)   EDGEBIAS: 1   UPDATE: every picked neighbor
         Sampler(edge_bias="uniform", update="all", neighbor_size=fanout, depth=depth)
 
     >>> with gpipe.connect(n_workers=1, device="cpu"):   # doctest: +SKIP
@@ -67,12 +105,18 @@ class Sampler:
     ['instance', 'depth', 'src', 'dst']
     """
 
-    def __init__(self, edge_bias: str | Callable = "uniform", update: str = "all",
-                 neighbor_size: int | None | tuple = 2, depth: int = 2, select: str = "bipartite"):
+    def __init__(self, vertex_bias: str | Callable = "uniform", edge_bias: str | Callable = "uniform",
+                 update: str = "all", frontier_size: int | None = None, neighbor_size: int | None | tuple = 2,
+                 neighbor_pool: str = "vertex", depth: int = 2, replace: bool = False, select: str = "bipartite",
+                 bitmap: bool = True):
+        if not callable(vertex_bias):
+            check_choice("vertex_bias", vertex_bias, VERTEX_BIASES)
         if not callable(edge_bias):
             check_choice("edge_bias", edge_bias, EDGE_BIASES)
+        self.vertex_bias = vertex_bias
         self.edge_bias = edge_bias
         self.update = check_choice("update", update, UPDATES)
+        self.frontier_size = check_optional_int("frontier_size", frontier_size, minimum=1)
         if isinstance(neighbor_size, tuple):
             if len(neighbor_size) != 2 or neighbor_size[0] != "geometric":
                 raise GpipeValueError(f"'neighbor_size' must be an int, None or ('geometric', p), got {neighbor_size!r}")
@@ -80,52 +124,155 @@ class Sampler:
         elif neighbor_size is not None:
             neighbor_size = check_int("neighbor_size", neighbor_size, minimum=1)
         self.neighbor_size = neighbor_size
+        self.neighbor_pool = check_choice("neighbor_pool", neighbor_pool, NEIGHBOR_POOLS)
         self.depth = check_int("depth", depth, minimum=1)
+        if not isinstance(replace, (bool, np.bool_)):
+            raise GpipeValueError(f"'replace' must be True or False, got {replace!r}")
+        if replace and neighbor_size is None:
+            raise GpipeValueError("'replace' = True needs a 'neighbor_size' (all neighbors are taken once)")
+        self.replace = bool(replace)
         self.select = check_choice("select", select, tuple(METHODS))
+        self.bitmap = bool(bitmap)
 
-    def run(self, g, seeds, seed: int = 0) -> EdgeSample:
-        """Sample from ``seeds``: a 1-D array (one instance per seed) or 2-D (a row of seeds per instance).
+    def run(self, g, seeds=None, instances: int | None = None, seed: int = 0) -> EdgeSample:
+        """Sample ``instances`` subgraphs.
 
-        Returns an :class:`EdgeSample` whose ``compute()`` is a frame ``instance, depth, src, dst``.
+        ``seeds``: a 1-D array (one instance per seed, or, given ``instances``,
+        that many instances each starting from all of them), a 2-D array (a row
+        of seeds per instance), or None: every vertex is the first frontier
+        pool of each of ``instances`` (default 1) instances — which needs
+        ``frontier_size`` (random node) or ``neighbor_pool='frontier'`` (random
+        edge). Returns an :class:`EdgeSample` whose ``compute()`` is a frame
+        ``instance, depth, src, dst``.
         """
         seed = check_seed(seed)
-        seeds = np.asarray(seeds)
-        if seeds.ndim not in (1, 2) or seeds.size == 0:
-            raise GpipeValueError(f"'seeds' must be a non-empty 1-D or 2-D array of vertices, got shape {seeds.shape}")
-        if self.edge_bias == "weight" and not g.weighted:
-            raise GpipeValueError("'edge_bias' = 'weight' needs a graph with edge weights; this graph has none")
-        dense = g.to_internal(seeds, "seeds").reshape(seeds.shape if seeds.ndim == 2 else (-1, 1))
-        instance = np.repeat(np.arange(dense.shape[0], dtype=np.int64), dense.shape[1])
-        entries = {"instance": instance, "vertex": dense.ravel(), "depth": np.zeros(instance.size, np.int32)}
-        params = {"key": np.uint64(_rng.key(seed)), "edge_bias": self.edge_bias, "update": self.update,
-                  "neighbor_size": self.neighbor_size, "depth": self.depth, "select": self.select,
-                  "num_vertices": g.num_vertices, "run_token": uuid.uuid4().hex}
+        instances = check_optional_int("instances", instances, minimum=1)
+        for name, bias in (("edge_bias", self.edge_bias), ("vertex_bias", self.vertex_bias)):
+            if bias == "weight" and not g.weighted:
+                raise GpipeValueError(f"'{name}' = 'weight' needs a graph with edge weights; this graph has none")
+        parts = g.num_partitions
+        if seeds is None:
+            count = instances or 1
+            entries = self._implicit_entries(count, parts)
+        else:
+            seeds = np.asarray(seeds)
+            if seeds.ndim not in (1, 2) or seeds.size == 0:
+                raise GpipeValueError(f"'seeds' must be None or a non-empty 1-D or 2-D array of vertices, "
+                                      f"got shape {seeds.shape}")
+            if instances is not None and seeds.ndim == 2:
+                raise GpipeValueError("'instances' applies to 1-D 'seeds' (each instance starts from all of them); "
+                                      f"got 2-D seeds of shape {seeds.shape}")
+            dense = g.to_internal(seeds, "seeds")
+            dense = np.tile(dense, (instances, 1)) if instances else dense.reshape(seeds.shape if seeds.ndim == 2
+                                                                                     else (-1, 1))
+            count = dense.shape[0]
+            instance = np.repeat(np.arange(count, dtype=np.int64), dense.shape[1])
+            entries = {"instance": instance, "vertex": dense.ravel().astype(np.int64),
+                       "depth": np.zeros(instance.size, np.int32), "stage": np.full(instance.size, POOL, np.int8)}
         client = g.client
+        params = {"key": np.uint64(_rng.key(seed)), "num_vertices": g.num_vertices, "implicit": seeds is None,
+                  "run_token": uuid.uuid4().hex, **{k: getattr(self, k) for k in (
+                      "vertex_bias", "edge_bias", "update", "frontier_size", "neighbor_size", "neighbor_pool",
+                      "depth", "replace", "select", "bitmap")}}
+        if seeds is None or self.edge_bias == "degree" or callable(self.edge_bias):
+            params["degrees"] = client.scatter(g._degree_array(), broadcast=True, hash=False)
         try:
-            run_id, partitions, stats = run_supersteps(g, _expand, params, entries, num_walks=int(instance.size))
+            run_id, partitions, stats = run_supersteps(g, _step, params, entries, num_walks=count)
         finally:
             client.run(on_store, "drop_run", params["run_token"])
         outputs = client.gather([client.submit(take_outputs, run_id, part=p, workers=[w], allow_other_workers=False,
                                                pure=False) for p, w in partitions.items()])
-        edges = [o for per_part in outputs for o in per_part]
-        frame = pd.DataFrame({k: np.concatenate([e[k] for e in edges]) if edges else np.zeros(0, np.int64)
-                              for k in ("instance", "depth", "src", "dst")})
-        frame = frame.sort_values(["instance", "depth", "src", "dst"], ignore_index=True)
-        stats.update(algorithm="sampler", instances=int(dense.shape[0]), edges=len(frame),
-                     edges_per_second=len(frame) / stats["seconds"] if stats["seconds"] > 0 else 0.0)
+        outs = [o for per_part in outputs for o in per_part]
+        frame = pd.DataFrame({k: np.concatenate([o[k] for o in outs]) if outs else np.zeros(0, np.int64)
+                              for k in EDGE_COLUMNS})
+        frame = frame.sort_values(list(EDGE_COLUMNS), ignore_index=True)
+        picks = sum(int(o["picks"].sum()) for o in outs)
+        iterations = sum(int(o["iterations"].sum()) for o in outs)
+        stats.update(algorithm="sampler", instances=count, edges=len(frame),
+                     edges_per_second=len(frame) / stats["seconds"] if stats["seconds"] > 0 else 0.0,
+                     select=self.select, bitmap=self.bitmap, select_picks=picks,
+                     iterations_per_pick=iterations / picks if picks else 0.0)
         return EdgeSample(frame, g.id_map, stats)
 
+    def _implicit_entries(self, count: int, parts: int) -> dict:
+        """The first entries when every vertex (or edge) is the pool: one per instance, sent to its home."""
+        if self.frontier_size is not None:
+            if callable(self.vertex_bias):
+                raise GpipeValueError("without 'seeds' the pool is every vertex, which takes 'vertex_bias' = "
+                                      f"'uniform' or 'degree', got {self.vertex_bias!r}")
+            stage = FRONTIER
+        elif self.neighbor_pool == "frontier":
+            if self.edge_bias != "uniform" or not isinstance(self.neighbor_size, int):
+                raise GpipeValueError("without 'seeds' and 'frontier_size' the pool is every edge, which takes "
+                                      "'edge_bias' = 'uniform' and an int 'neighbor_size', got "
+                                      f"{self.edge_bias!r} and {self.neighbor_size!r}")
+            stage = NEIGHBORS
+        else:
+            raise GpipeValueError("'seeds' = None (every vertex is the pool) needs 'frontier_size' or "
+                                  "'neighbor_pool' = 'frontier'")
+        instance = np.arange(count, dtype=np.int64)
+        return {"instance": instance, "vertex": np.full(count, -1, np.int64), "depth": np.zeros(count, np.int32),
+                "stage": np.full(count, stage, np.int8), "to": instance % parts}
 
-def _expand(part, entries: dict, params: dict):
-    """Step function for the runtime: expand this partition's frontier entries by one depth."""
+
+def _step(part, entries: dict, params: dict):
+    """Step function for the runtime: this partition's entries, all at one stage of one depth."""
     x = worker_xp()
+    stage = int(entries["stage"][0])
+    return _STAGES[stage](x, part, entries, params)
+
+
+def _pool(x, part, entries: dict, params: dict):
+    """At the vertex's owner: the pool entries of a depth, with their vertex biases if a frontier is selected."""
     n = params["num_vertices"]
-    key = entries["instance"] * n + entries["vertex"]  # one entry per (instance, vertex) at a depth
-    key, first = x.unique(key, return_index=True)
+    key, first = x.unique(entries["instance"] * n + entries["vertex"], return_index=True)
     instance, vertex, depth = entries["instance"][first], entries["vertex"][first], entries["depth"][first]
     if params["update"] == "unvisited":
-        instance, vertex, depth = _unvisited(x, part, params, instance, vertex, depth, key)
-        key = instance * n + vertex
+        fresh = ~x.isin(key, _visited(x, part, params))
+        instance, vertex, depth = instance[fresh], vertex[fresh], depth[fresh]
+    if params["frontier_size"] is None:
+        return _expand(x, part, instance, vertex, depth, params)
+    local = vertex - part.lo
+    table = {"instance": instance, "vertex": vertex, "degree": part.indptr[local + 1] - part.indptr[local],
+             "depth": depth}
+    bias = _biases(x, "vertex_bias", params["vertex_bias"], table, "vertex")
+    movers = {"instance": instance, "vertex": vertex, "depth": depth, "bias": bias,
+              "stage": x.full(instance.shape[0], FRONTIER, x.int8), "to": instance % (len(part.bounds) - 1)}
+    return _no_edges(x), movers, 0
+
+
+def _frontier(x, part, entries: dict, params: dict):
+    """At the instance's home: select each instance's frontier from its pool."""
+    n = params["num_vertices"]
+    level = int(entries["depth"][0])
+    if params["implicit"] and level == 0:
+        instance, vertex = _implicit_vertices(x, entries["instance"], params)
+        iterations = x.zeros(1, x.int64)
+    else:
+        order = x.argsort(entries["instance"] * n + entries["vertex"])
+        pool_instance, pool_vertex = entries["instance"][order], entries["vertex"][order]
+        streams, offsets = _segments(x, pool_instance)
+        want = x.full(streams.shape[0], params["frontier_size"], dtype=x.int64)
+        _, picks, iterations = select(entries["bias"][order], offsets, want, streams, params["key"],
+                                      FRONTIER_STEP + level, params["select"], params["bitmap"])
+        instance, vertex = pool_instance[picks], pool_vertex[picks]
+    if params["neighbor_pool"] == "frontier":  # for the candidates' in_frontier
+        store().state[(params["run_token"], part.part, "frontier")] = instance * n + vertex
+    movers = {"instance": instance, "vertex": vertex, "depth": x.full(instance.shape[0], level, x.int32),
+              "stage": x.full(instance.shape[0], EXPAND, x.int8)}
+    return _no_edges(x, picks=instance.shape[0], iterations=int(iterations.sum())), movers, 0
+
+
+def _expand_stage(x, part, entries: dict, params: dict):
+    return _expand(x, part, entries["instance"], entries["vertex"], entries["depth"], params)
+
+
+def _expand(x, part, instance, vertex, depth, params: dict):
+    """At the vertex's owner: gather the frontier's out-edges; pick from each, or send them to the home."""
+    n = params["num_vertices"]
+    key = instance * n + vertex
+    if params["update"] == "unvisited":
+        _visited(x, part, params, add=key)
     local = vertex - part.lo
     start, end = part.indptr[local], part.indptr[local + 1]
     offsets = x.zeros(vertex.shape[0] + 1, dtype=x.int64)
@@ -135,61 +282,224 @@ def _expand(part, entries: dict, params: dict):
     edge = start[segment] + x.arange(total) - offsets[segment]
     candidate = part.indices[edge].astype(x.int64)
     weight = part.weights[edge] if part.weights is not None else x.ones(total, x.float32)
-    bias = _biases(x, params["edge_bias"], {"instance": instance[segment], "frontier": vertex[segment],
-                                            "candidate": candidate, "weight": weight, "depth": depth[segment]})
     level = int(depth[0]) if depth.size else 0  # every entry here is at the same depth
-    want = _wanted(x, params, key, level, end - start)
-    pick_offsets, picks, _ = select(bias, offsets, want, key, params["key"], level, params["select"])
+    if params["neighbor_pool"] == "frontier":
+        parts = len(part.bounds) - 1
+        frontier_rows = params["frontier_size"] is None  # the home learns the frontier from these
+        rows = {"instance": instance[segment], "frontier": vertex[segment], "candidate": candidate, "weight": weight}
+        if frontier_rows:
+            rows = {k: x.concatenate([v, {"instance": instance, "frontier": vertex,
+                                          "candidate": x.full(vertex.shape[0], -1, x.int64),
+                                          "weight": x.zeros(vertex.shape[0], weight.dtype)}[k]])
+                    for k, v in rows.items()}
+        size = rows["instance"].shape[0]
+        movers = dict(rows, depth=x.full(size, level, x.int32), stage=x.full(size, NEIGHBORS, x.int8),
+                      to=rows["instance"] % parts)
+        return _no_edges(x), movers, 0
+    table = _Table({"instance": instance[segment], "frontier": vertex[segment], "candidate": candidate,
+                    "weight": weight, "depth": depth[segment]}, degree=lambda: _degrees(x, params)[candidate])
+    bias = _biases(x, "edge_bias", params["edge_bias"], table, "candidate")
+    want = _wanted(x, params, key, COUNT_STEP + level, end - start)
+    pick_offsets, picks, iterations = select(bias, offsets, want, key, params["key"], NEIGHBOR_STEP + level,
+                                             params["select"], params["bitmap"], params["replace"])
     owner = x.searchsorted(pick_offsets[1:], x.arange(picks.shape[0]), side="right")
-    out = {"instance": instance[owner], "depth": depth[owner], "src": vertex[owner], "dst": candidate[picks]}
-    more = level + 1 < params["depth"]
-    movers = ({"instance": out["instance"], "vertex": out["dst"], "depth": out["depth"] + 1} if more
-              else {"instance": x.zeros(0, x.int64), "vertex": x.zeros(0, x.int64), "depth": x.zeros(0, x.int32)})
-    return out, movers, int(picks.shape[0])
+    return _picked(x, params, instance[owner], level, vertex[owner], candidate[picks], iterations)
 
 
-def _wanted(x, params: dict, key, level: int, degree):
-    """Neighbors to pick per entry: a constant, all, or (forest fire) geometric with mean p / (1 - p)."""
+def _neighbors(x, part, entries: dict, params: dict):
+    """At the instance's home: pick neighbors from all candidates of the instance's frontier (layer sampling)."""
+    n = params["num_vertices"]
+    level = int(entries["depth"][0])
+    if params["implicit"] and params["frontier_size"] is None and level == 0:  # the pool is every edge: draw global edge ids, resolved by their owners
+        degrees = _degrees(x, params)
+        ends = x.cumsum(degrees)
+        instance, edge = _first_distinct(x, entries["instance"], params["neighbor_size"], int(ends[-1]),
+                                         INSTANCE_NEIGHBOR_STEP, params)
+        first_edges = x.concatenate([x.zeros(1, ends.dtype), ends])[x.asarray(part.bounds[1:-1])]
+        owner = x.searchsorted(first_edges, edge, side="right")
+        movers = {"instance": instance, "edge": edge, "depth": x.zeros(instance.shape[0], x.int32),
+                  "stage": x.full(instance.shape[0], RESOLVE, x.int8), "to": owner}
+        return _no_edges(x, picks=instance.shape[0]), movers, 0
+    rows = entries["candidate"] >= 0
+    frontier = _frontier_keys(x, part, entries, rows, params)
+    order = x.lexsort(x.stack([entries["candidate"][rows], entries["frontier"][rows], entries["instance"][rows]]))
+    instance, src, candidate, weight = (entries[k][rows][order] for k in ("instance", "frontier", "candidate",
+                                                                          "weight"))
+    streams, offsets = _segments(x, instance)
+    table = _Table({"instance": instance, "frontier": src, "candidate": candidate, "weight": weight,
+                    "depth": x.full(instance.shape[0], level, x.int32)},
+                   degree=lambda: _degrees(x, params)[candidate],
+                   in_frontier=lambda: x.isin(instance * n + candidate, frontier))
+    bias = _biases(x, "edge_bias", params["edge_bias"], table, "candidate")
+    want = _wanted(x, params, streams, COUNT_STEP + INSTANCE_NEIGHBOR_STEP + level, offsets[1:] - offsets[:-1])
+    _, picks, iterations = select(bias, offsets, want, streams, params["key"], INSTANCE_NEIGHBOR_STEP + level,
+                                  params["select"], params["bitmap"], params["replace"])
+    return _picked(x, params, instance[picks], level, src[picks], candidate[picks], iterations)
+
+
+def _resolve(x, part, entries: dict, params: dict):
+    """At the owner of drawn global edge ids: their endpoints."""
+    local = entries["edge"] - _degrees(x, params)[:part.lo].sum()
+    src = part.lo + x.searchsorted(part.indptr[1:], local, side="right")
+    dst = part.indices[local].astype(x.int64)
+    return _picked(x, params, entries["instance"], 0, src, dst, x.zeros(1, x.int64), count_picks=False)
+
+
+_STAGES = {POOL: _pool, FRONTIER: _frontier, EXPAND: _expand_stage, NEIGHBORS: _neighbors, RESOLVE: _resolve}
+
+
+def _picked(x, params: dict, instance, level: int, src, dst, iterations, count_picks: bool = True):
+    """The sampled edges of a depth, and the picked vertices as the next depth's pool entries."""
+    size = instance.shape[0]
+    out = {"instance": instance, "depth": x.full(size, level, x.int32), "src": src, "dst": dst,
+           "picks": x.full(1, size if count_picks else 0, x.int64), "iterations": x.full(1, int(iterations.sum()),
+                                                                                        x.int64)}
+    if level + 1 < params["depth"]:
+        movers = {"instance": instance, "vertex": dst, "depth": x.full(size, level + 1, x.int32),
+                  "stage": x.full(size, POOL, x.int8)}
+    else:
+        movers = {"instance": x.zeros(0, x.int64), "vertex": x.zeros(0, x.int64), "depth": x.zeros(0, x.int32),
+                  "stage": x.zeros(0, x.int8)}
+    return out, movers, size
+
+
+def _no_edges(x, picks: int = 0, iterations: int = 0) -> dict:
+    return {"instance": x.zeros(0, x.int64), "depth": x.zeros(0, x.int32), "src": x.zeros(0, x.int64),
+            "dst": x.zeros(0, x.int64), "picks": x.full(1, picks, x.int64), "iterations": x.full(1, iterations, x.int64)}
+
+
+def _segments(x, instance):
+    """The distinct instances of a sorted array and where each one's rows start and end."""
+    streams, starts = x.unique(instance, return_index=True)
+    return streams, x.concatenate([starts, x.asarray([instance.shape[0]])]).astype(x.int64)
+
+
+class _Table(dict):
+    """A bias function's table: its columns, plus those computed on first read (``lazy`` name -> function)."""
+
+    def __init__(self, columns: dict, **lazy):
+        super().__init__(columns)
+        self._lazy = lazy
+
+    def __missing__(self, name: str):
+        if name not in self._lazy:
+            raise KeyError(f"the bias table has no column {name!r}; it has {sorted([*self, *self._lazy])}")
+        value = self[name] = self._lazy[name]()
+        return value
+
+
+def _degrees(x, params: dict):
+    """Every vertex's out-degree, on this worker's device (once per run)."""
+    state = store().state
+    key = (params["run_token"], "degrees")
+    if key not in state:
+        state[key] = x.asarray(params["degrees"])
+    return state[key]
+
+
+def _visited(x, part, params: dict, add=None):
+    """The (instance, vertex) keys this run has expanded on this partition, after adding ``add``."""
+    state = store().state
+    key = (params["run_token"], part.part)
+    seen = state.get(key, x.zeros(0, x.int64))
+    if add is not None:
+        seen = state[key] = x.unique(x.concatenate([seen, add]))
+    return seen
+
+
+def _frontier_keys(x, part, entries: dict, rows, params: dict):
+    """The (instance, vertex) keys of the frontier of this home's instances, for ``in_frontier``."""
+    if params["frontier_size"] is not None:
+        return store().state.pop((params["run_token"], part.part, "frontier"))
+    return entries["instance"][~rows] * params["num_vertices"] + entries["frontier"][~rows]
+
+
+def _implicit_vertices(x, instances, params: dict):
+    """Each instance's frontier drawn from every vertex: uniformly, or in proportion to degree via uniform edges."""
+    if params["vertex_bias"] == "uniform":
+        return _first_distinct(x, instances, params["frontier_size"], params["num_vertices"], FRONTIER_STEP, params)
+    degrees = _degrees(x, params)
+    ends = x.cumsum(degrees)
+    return _first_distinct(x, instances, params["frontier_size"], int(ends[-1]), FRONTIER_STEP, params,
+                           source=lambda e: x.searchsorted(ends, e, side="right"), distinct=int((degrees > 0).sum()))
+
+
+def _first_distinct(x, instances, want: int, size: int, step: int, params: dict, source=None,
+                    distinct: int | None = None):
+    """Per instance, ``want`` uniform draws in [0, size) — or the vertices ``source(draw)`` they map to — the
+    first distinct ones of the i.i.d. sequence (the successive picks of updated sampling), or all of them with
+    ``params['replace']``.
+
+    Returns ``(instance, value)`` rows, each instance's in pick order. ``distinct`` is how many distinct
+    values there are (default ``size``).
+    """
+    replace = params["replace"]
+    want = want if replace else min(want, size if distinct is None else distinct)
+    span = size if source is None else params["num_vertices"]
+    streams = _rng.stream_array(x, params["key"], instances)
+    count = x.zeros(instances.shape[0], x.int64)
+    drawn = x.zeros(instances.shape[0], x.int64)
+    seen = x.zeros(0, x.int64)
+    rows, values = [], []
+    while True:
+        need = want - count
+        total = int(need.sum())
+        if total == 0:
+            break
+        starts = x.cumsum(need) - need
+        row = x.repeat(x.arange(instances.shape[0]), need)
+        draw = drawn[row] + x.arange(total) - starts[row]
+        v = x.minimum((_rng.unit_array(_rng.bits_array(x, streams[row], step, draw)) * size).astype(x.int64),
+                      size - 1)
+        if source is not None:
+            v = source(v)
+        if replace:
+            accept = x.ones(total, bool)
+        else:  # in draw order: a value new to its instance and not drawn before in this round
+            keys = row * span + v
+            _, first = x.unique(keys, return_index=True)
+            accept = x.zeros(total, bool)
+            accept[first] = True
+            accept &= ~x.isin(keys, seen)
+            seen = x.concatenate([seen, keys[accept]])
+        rows.append(row[accept])
+        values.append(v[accept])
+        count += x.bincount(row[accept], minlength=instances.shape[0])
+        drawn += need
+    row, v = x.concatenate(rows), x.concatenate(values)
+    order = x.argsort(row, kind="stable")
+    return instances[row[order]], v[order]
+
+
+def _wanted(x, params: dict, streams, step: int, degree):
+    """Neighbors to pick per segment: a constant, all, or (forest fire) geometric with mean p / (1 - p)."""
     size = params["neighbor_size"]
     if size is None:
         return degree.astype(x.int64)
     if isinstance(size, int):
-        return x.full(key.shape[0], size, dtype=x.int64)
-    # geometric: count trials of probability p until one fails, one draw per trial, at a step of their own
+        return x.full(streams.shape[0], size, dtype=x.int64)
+    # geometric: count trials of probability p until one fails, one draw per trial
     p = size[1]
-    streams = _rng.stream_array(x, params["key"], key)
-    count = x.zeros(key.shape[0], dtype=x.int64)
-    burning = x.ones(key.shape[0], dtype=bool)
+    keys = _rng.stream_array(x, params["key"], streams)
+    count = x.zeros(streams.shape[0], dtype=x.int64)
+    burning = x.ones(streams.shape[0], dtype=bool)
     trial = 0
     while bool(burning.any()):
-        burning &= _rng.unit_array(_rng.bits_array(x, streams, COUNT_STEP + level, trial)) < p
+        burning &= _rng.unit_array(_rng.bits_array(x, keys, step, trial)) < p
         count += burning
         trial += 1
     return count
 
 
-def _biases(x, edge_bias, table: dict):
-    if edge_bias == "uniform":
-        return x.ones(table["candidate"].shape[0], dtype=x.float64)
-    if edge_bias == "weight":
-        return table["weight"].astype(x.float64)
-    bias = x.asarray(edge_bias(table), dtype=x.float64).reshape(-1)
-    if bias.shape[0] != table["candidate"].shape[0]:
-        raise GpipeValueError(f"'edge_bias' must return one bias per candidate ({table['candidate'].shape[0]}), "
-                              f"got {bias.shape[0]}")
-    if not bool(x.all(x.isfinite(bias) & (bias >= 0))):
-        raise GpipeValueError("'edge_bias' must return finite, non-negative biases")
-    return bias
-
-
-def _unvisited(x, part, params: dict, instance, vertex, depth, key):
-    """The entries whose (instance, vertex) this run has not expanded before (remembered in the store)."""
-    st = store()
-    state = (params["run_token"], part.part)
-    seen = st.state.get(state)
-    if seen is not None:
-        fresh = ~x.isin(key, seen)
-        instance, vertex, depth, key = instance[fresh], vertex[fresh], depth[fresh], key[fresh]
-        key = x.concatenate([seen, key])
-    st.state[state] = x.sort(key)
-    return instance, vertex, depth
+def _biases(x, name: str, bias, table: dict, rows: str):
+    size = table[rows].shape[0]
+    if bias == "uniform":
+        return x.ones(size, dtype=x.float64)
+    if bias in ("weight", "degree"):
+        return table[bias].astype(x.float64)
+    values = x.asarray(bias(table), dtype=x.float64).reshape(-1)
+    if values.shape[0] != size:
+        raise GpipeValueError(f"'{name}' must return one bias per row ({size}), got {values.shape[0]}")
+    if not bool(x.all(x.isfinite(values) & (values >= 0))):
+        raise GpipeValueError(f"'{name}' must return finite, non-negative biases")
+    return values

@@ -10,6 +10,9 @@ is proportional to the bias among the candidates not yet picked.
 - ``"updated"``: rebuild the CTPS without the picked candidates for every pick.
 - ``"repeated"``: draw again until an unpicked candidate comes up.
 
+With ``replace=True`` every pick is an independent draw in proportion to the
+biases (duplicates allowed; the method does not matter).
+
 Collisions are detected with a strided bitmap (``bitmap=True``) or by scanning
 the picks so far. A pick still not made after ``ROUNDS`` rounds (extremely
 skewed biases) is made by one updated-sampling pass, which keeps it exact. Candidates with zero bias are never picked; a segment with
@@ -26,10 +29,12 @@ from ..backend import cpu_kernel, device_of, prange, xp
 from ..kernels import function, launch
 
 METHODS = {"bipartite": 0, "updated": 1, "repeated": 2}
+_WITH_REPLACEMENT = 3
 ROUNDS = 1024  # GP_SELECT_ROUNDS in kernels/select.cu
 
 
-def select(bias, offsets, want, streams, key, step: int, method: str = "bipartite", bitmap: bool = True):
+def select(bias, offsets, want, streams, key, step: int, method: str = "bipartite", bitmap: bool = True,
+           replace: bool = False):
     """Picks per segment: ``(pick_offsets, picks, iterations)``.
 
     ``bias`` (float64) holds the candidates of segment ``s`` at
@@ -42,7 +47,8 @@ def select(bias, offsets, want, streams, key, step: int, method: str = "bipartit
     nseg = offsets.shape[0] - 1
     positive = x.zeros(bias.shape[0] + 1, dtype=x.int64)
     x.cumsum(bias > 0, out=positive[1:])
-    count = x.minimum(positive[offsets[1:]] - positive[offsets[:-1]], want)
+    positives = positive[offsets[1:]] - positive[offsets[:-1]]
+    count = x.where(positives > 0, want, 0) if replace else x.minimum(positives, want)
     pick_offsets = x.zeros(nseg + 1, dtype=x.int64)
     x.cumsum(count, out=pick_offsets[1:])
     byte_offsets = x.zeros(nseg + 1, dtype=x.int64)
@@ -51,7 +57,7 @@ def select(bias, offsets, want, streams, key, step: int, method: str = "bipartit
     iterations = x.zeros(nseg, dtype=x.int64)
     cdf = x.empty(bias.shape[0], dtype=x.float64)
     bits = x.empty(int(byte_offsets[-1]), dtype=x.uint8)
-    args = (offsets, bias, pick_offsets, np.uint64(key), streams, np.int64(step), np.int32(METHODS[method]),
+    args = (offsets, bias, pick_offsets, np.uint64(key), streams, np.int64(step), np.int32(_WITH_REPLACEMENT if replace else METHODS[method]),
             np.int32(bitmap), cdf, bits, byte_offsets, picks, iterations)
     if x is np:
         _select_cpu(np.int64(nseg), *args)
@@ -118,6 +124,10 @@ def _select_cpu(nseg, offsets, bias, out_offsets, key, streams, step, method, us
                                 break
                     break
                 e = first_above(cdf, a, d, r * total)
+                if method == _WITH_REPLACEMENT:
+                    if bias[e] > 0.0:
+                        pick = e
+                    continue
                 if bias[e] > 0.0 and not _taken(bitmap, base, width, e - a, use_bitmap, out, o, i, e):
                     pick = e
                     break
@@ -132,7 +142,7 @@ def _select_cpu(nseg, offsets, bias, out_offsets, key, streams, step, method, us
                     if bias[e] > 0.0 and not _taken(bitmap, base, width, e - a, use_bitmap, out, o, i, e):
                         pick = e
             out[o + i] = pick
-            if use_bitmap:
+            if use_bitmap and method != _WITH_REPLACEMENT:
                 j = pick - a
                 bitmap[base + j % width] |= np.uint8(1 << (j // width))
         iterations[s] = iters

@@ -113,7 +113,7 @@ def test_deepwalk_gpu_string_ids_and_starts(gpu_cluster, cpu_cluster):
     np.testing.assert_array_equal(_on(gpu_cluster, walk), _on(cpu_cluster, walk))
 
 
-@pytest.mark.parametrize("method", ["bipartite", "updated", "repeated"])
+@pytest.mark.parametrize("method", ["bipartite", "updated", "repeated", "replace"])
 @pytest.mark.parametrize("bitmap", [True, False])
 def test_select_cuda_equals_cpu_twin(method, bitmap):
     from gpipe.sampling._select import select
@@ -124,9 +124,11 @@ def test_select_cuda_equals_cpu_twin(method, bitmap):
     bias = rng.exponential(1.0, offsets[-1]) ** 2 * (rng.random(offsets[-1]) < 0.85)
     want = rng.integers(0, 16, sizes.size)
     streams = np.arange(sizes.size, dtype=np.int64) * 7
-    cpu = select(bias, offsets, want, streams, _rng.key(5), 2, method, bitmap)
+    replace = method == "replace"
+    method = "bipartite" if replace else method
+    cpu = select(bias, offsets, want, streams, _rng.key(5), 2, method, bitmap, replace)
     gpu = select(cupy.asarray(bias), cupy.asarray(offsets), cupy.asarray(want), cupy.asarray(streams), _rng.key(5), 2,
-                 method, bitmap)
+                 method, bitmap, replace)
     for c, g in zip(cpu, gpu):
         np.testing.assert_array_equal(g.get(), c)
 
@@ -135,16 +137,39 @@ def _prefer_heavy(table):
     return table["weight"] ** 2 + (table["candidate"] % 3 == 0)
 
 
+def _prefer_high_degree(table):
+    return table["degree"].astype(float) ** 1.5
+
+
 @pytest.mark.parametrize("kwargs", [
     {"neighbor_size": 3, "depth": 3},
     {"edge_bias": "weight", "update": "unvisited", "neighbor_size": 2, "depth": 3},
     {"edge_bias": _prefer_heavy, "neighbor_size": 2, "depth": 2},
     {"update": "unvisited", "neighbor_size": ("geometric", 0.7), "depth": 3},
+    {"edge_bias": _prefer_high_degree, "neighbor_size": 3, "depth": 2},
+    {"edge_bias": "weight", "neighbor_size": 4, "replace": True, "depth": 2},
+    {"neighbor_size": 6, "neighbor_pool": "frontier", "depth": 3},  # layer
+    {"vertex_bias": "degree", "frontier_size": 2, "neighbor_size": 3, "update": "unvisited", "depth": 3},
 ])
 def test_sampler_gpu_equals_cpu(gpu_cluster, cpu_cluster, kwargs):
     def run():
         g = gpipe.generators.rmat(scale=11, edge_factor=4, seed=5, weighted=True, partitions=3)
         return gpipe.sampling.Sampler(**kwargs).run(g, seeds=np.arange(0, 2048, 5), seed=2).compute()
+
+    import pandas as pd
+
+    pd.testing.assert_frame_equal(_on(gpu_cluster, run), _on(cpu_cluster, run))
+
+
+@pytest.mark.parametrize("sample", [
+    lambda g: gpipe.sampling.random_node(g, 300, instances=20, seed=3),
+    lambda g: gpipe.sampling.random_node(g, 100, instances=20, by_degree=True, seed=3),
+    lambda g: gpipe.sampling.random_edge(g, 50, instances=20, seed=3),
+    lambda g: gpipe.sampling.Sampler(frontier_size=30, neighbor_size=2, depth=2).run(g, instances=10, seed=3),
+])
+def test_samplers_without_seeds_gpu_equals_cpu(gpu_cluster, cpu_cluster, sample):
+    def run():
+        return sample(gpipe.generators.rmat(scale=11, edge_factor=4, seed=5, weighted=True, partitions=3)).compute()
 
     import pandas as pd
 
