@@ -19,10 +19,8 @@ gpipe's walk + assembly time per step with theirs.
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import os
-import platform
 import subprocess
 import sys
 import tempfile
@@ -32,7 +30,7 @@ import numpy as np
 import pandas as pd
 
 import gpipe
-from gpipe.backend import versions
+from _common import environment
 
 H200_CEILING_STEPS_PER_S = 9.74e9
 WALKS = {
@@ -44,19 +42,6 @@ WALKS = {
     "jump": (gpipe.walks.with_jump, {"jump": 0.1}),
     "ppr": (gpipe.walks.ppr, {"sources": "ALL", "restart": 0.15, "walks_per_source": 1}),
 }
-
-
-def _device_name(client, device: str) -> str:
-    if device == "gpu":
-        def name():
-            import cupy
-
-            return cupy.cuda.runtime.getDeviceProperties(0)["name"].decode()
-
-        return sorted(set(client.run(name).values()))[0]
-    with open("/proc/cpuinfo") as f:
-        models = [line.split(":", 1)[1].strip() for line in f if line.startswith("model name")]
-    return f"{models[0] if models else platform.processor()} ({os.cpu_count()} cores)"
 
 
 def _kwargs(template: dict, args, g) -> dict:
@@ -170,12 +155,9 @@ def main() -> None:
             "graph": {"generator": "rmat", "scale": args.scale, "edge_factor": args.edge_factor, "seed": args.seed,
                       "weights": "uniform in (0, 1]", "num_vertices": g.num_vertices, "num_edges": g.num_edges,
                       "partitions": g.num_partitions, "generate_seconds": generate_s},
-            "device": args.device,
-            "device_name": _device_name(client, g.device),
+            **environment(client, g.device),
             "workers": len(set(g.placement)),
             "records": records,
-            "versions": {k: v for k, v in versions().items() if v is not None},
-            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         }
         if args.compare:
             with tempfile.TemporaryDirectory() as folder:

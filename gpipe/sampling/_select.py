@@ -13,7 +13,9 @@ is proportional to the bias among the candidates not yet picked.
 With ``replace=True`` every pick is an independent draw in proportion to the
 biases (duplicates allowed; the method does not matter).
 
-Collisions are detected with a strided bitmap (``bitmap=True``) or by scanning
+The CTPS of a segment is summed in the order a CUDA warp sums it (``LANES``
+chunks summed from 0, then their totals left to right), so both devices get the
+same bits. Collisions are detected with a strided bitmap (``bitmap=True``) or by scanning
 the picks so far. A pick still not made after ``ROUNDS`` rounds (extremely
 skewed biases) is made by one updated-sampling pass, which keeps it exact. Candidates with zero bias are never picked; a segment with
 fewer positive candidates than asked gives all of them.
@@ -31,6 +33,7 @@ from ..kernels import function, launch
 METHODS = {"bipartite": 0, "updated": 1, "repeated": 2}
 _WITH_REPLACEMENT = 3
 ROUNDS = 1024  # GP_SELECT_ROUNDS in kernels/select.cu
+LANES = 32  # GP_LANES: the chunks of the CTPS's summation order (a CUDA warp per segment)
 
 
 def select(bias, offsets, want, streams, key, step: int, method: str = "bipartite", bitmap: bool = True,
@@ -62,7 +65,7 @@ def select(bias, offsets, want, streams, key, step: int, method: str = "bipartit
     if x is np:
         _select_cpu(np.int64(nseg), *args)
     else:
-        launch(function("select.cu", "gp_select"), nseg, (np.int64(nseg), *args))
+        launch(function("select.cu", "gp_select"), nseg * LANES, (np.int64(nseg), *args))
     return pick_offsets, picks, iterations
 
 
@@ -74,6 +77,43 @@ def _taken(bits, base, width, j, use_bitmap, out, o, picked, e):
         if out[o + i] == e:
             return True
     return False
+
+
+@cpu_kernel()
+def _chunk(a, d, lane):
+    """Lane ``lane``'s chunk of the segment at ``a`` of ``d`` candidates: the CTPS's fixed summation order."""
+    size = (d + LANES - 1) // LANES
+    return a + min(lane * size, d), a + min((lane + 1) * size, d)
+
+
+@cpu_kernel()
+def _updated_pick(bias, a, d, r, bitmap, base, width, use_bitmap, out, o, picked):
+    """One updated-sampling pass over the unpicked candidates, chunk by chunk as the CUDA warp does it."""
+    rest = np.zeros(LANES)
+    for lane in range(LANES):
+        lo, hi = _chunk(a, d, lane)
+        for e in range(lo, hi):
+            if not _taken(bitmap, base, width, e - a, use_bitmap, out, o, picked, e):
+                rest[lane] += bias[e]
+    offset = np.zeros(LANES)
+    total = 0.0
+    for lane in range(LANES):
+        offset[lane] = total
+        total += rest[lane]
+    target = r * total
+    for lane in range(LANES):
+        lo, hi = _chunk(a, d, lane)
+        run = 0.0
+        for e in range(lo, hi):
+            if _taken(bitmap, base, width, e - a, use_bitmap, out, o, picked, e) or not bias[e] > 0.0:
+                continue
+            run += bias[e]
+            if offset[lane] + run > target:
+                return e
+    for e in range(a + d - 1, a - 1, -1):  # rounding at the very end: the last positive unpicked candidate
+        if bias[e] > 0.0 and not _taken(bitmap, base, width, e - a, use_bitmap, out, o, picked, e):
+            return e
+    return -1
 
 
 @cpu_kernel(parallel=True)
@@ -88,10 +128,16 @@ def _select_cpu(nseg, offsets, bias, out_offsets, key, streams, step, method, us
         width = byte_offsets[s + 1] - base
         for b in range(width):
             bitmap[base + b] = 0
-        total = 0.0
-        for e in range(a, a + d):
-            total += bias[e]
-            cdf[e] = total
+        total = 0.0  # the chunk totals, added left to right: each chunk's offset
+        for lane in range(LANES):
+            lo, hi = _chunk(a, d, lane)
+            run = 0.0
+            for e in range(lo, hi):
+                run += bias[e]
+                cdf[e] = run
+            for e in range(lo, hi):
+                cdf[e] = total + cdf[e]
+            total += run
         stream = _rng.stream(key, streams[s])
         draw = 0
         iters = 0
@@ -103,25 +149,8 @@ def _select_cpu(nseg, offsets, bias, out_offsets, key, streams, step, method, us
                 r = _rng.unit(_rng.bits(stream, step, draw))
                 draw += 1
                 rounds += 1
-                if method == 1 or rounds == ROUNDS + 1:  # rebuild the CTPS without the picked candidates: one pass
-                    rest = 0.0
-                    for e in range(a, a + d):
-                        if not _taken(bitmap, base, width, e - a, use_bitmap, out, o, i, e):
-                            rest += bias[e]
-                    target = r * rest
-                    run = 0.0
-                    for e in range(a, a + d):
-                        if _taken(bitmap, base, width, e - a, use_bitmap, out, o, i, e) or not bias[e] > 0.0:
-                            continue
-                        run += bias[e]
-                        if run > target:
-                            pick = e
-                            break
-                    if pick < 0:  # rounding at the very end: the last positive unpicked candidate
-                        for e in range(a + d - 1, a - 1, -1):
-                            if bias[e] > 0.0 and not _taken(bitmap, base, width, e - a, use_bitmap, out, o, i, e):
-                                pick = e
-                                break
+                if method == 1 or rounds == ROUNDS + 1:
+                    pick = _updated_pick(bias, a, d, r, bitmap, base, width, use_bitmap, out, o, i)
                     break
                 e = first_above(cdf, a, d, r * total)
                 if method == _WITH_REPLACEMENT:
