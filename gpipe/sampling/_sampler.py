@@ -66,8 +66,7 @@ class Sampler:
         frontier, candidate, weight, degree, depth`` — and, with
         ``neighbor_pool='frontier'``, ``in_frontier`` (the candidate is in the
         instance's frontier) — and returns one bias per row, vectorized, so it
-        runs unchanged on both devices. ``degree`` and ``in_frontier`` are
-        computed only if read.
+        runs unchanged on both devices. Columns are computed when first read.
     update : {'all', 'unvisited'}
         Which picked neighbors join the next frontier pool: all of them (a
         vertex once per instance and depth), or those the instance has not
@@ -233,9 +232,9 @@ def _pool(x, part, entries: dict, params: dict):
     if params["frontier_size"] is None:
         return _expand(x, part, instance, vertex, depth, params)
     local = vertex - part.lo
-    table = {"instance": instance, "vertex": vertex, "degree": part.indptr[local + 1] - part.indptr[local],
-             "depth": depth}
-    bias = _biases(x, "vertex_bias", params["vertex_bias"], table, "vertex")
+    table = _Table({"instance": instance, "vertex": vertex, "degree": part.indptr[local + 1] - part.indptr[local],
+                    "depth": depth})
+    bias = _biases(x, "vertex_bias", params["vertex_bias"], table)
     movers = {"instance": instance, "vertex": vertex, "depth": depth, "bias": bias,
               "stage": x.full(instance.shape[0], FRONTIER, x.int8), "to": instance % (len(part.bounds) - 1)}
     return _no_edges(x), movers, 0
@@ -280,13 +279,17 @@ def _expand(x, part, instance, vertex, depth, params: dict):
     total = int(offsets[-1])
     segment = x.searchsorted(offsets[1:], x.arange(total), side="right")
     edge = start[segment] + x.arange(total) - offsets[segment]
-    candidate = part.indices[edge].astype(x.int64)
-    weight = part.weights[edge] if part.weights is not None else x.ones(total, x.float32)
     level = int(depth[0]) if depth.size else 0  # every entry here is at the same depth
+    # the candidate table's columns are made when read: a built-in bias reads few of them
+    table = _Table({}, size=total, instance=lambda: instance[segment], frontier=lambda: vertex[segment],
+                   candidate=lambda: part.indices[edge].astype(x.int64), depth=lambda: depth[segment],
+                   weight=lambda: part.weights[edge] if part.weights is not None else x.ones(total, x.float32),
+                   degree=lambda: _degrees(x, params)[table["candidate"]])
     if params["neighbor_pool"] == "frontier":
         parts = len(part.bounds) - 1
         frontier_rows = params["frontier_size"] is None  # the home learns the frontier from these
-        rows = {"instance": instance[segment], "frontier": vertex[segment], "candidate": candidate, "weight": weight}
+        rows = {k: table[k] for k in ("instance", "frontier", "candidate", "weight")}
+        weight = rows["weight"]
         if frontier_rows:
             rows = {k: x.concatenate([v, {"instance": instance, "frontier": vertex,
                                           "candidate": x.full(vertex.shape[0], -1, x.int64),
@@ -296,14 +299,13 @@ def _expand(x, part, instance, vertex, depth, params: dict):
         movers = dict(rows, depth=x.full(size, level, x.int32), stage=x.full(size, NEIGHBORS, x.int8),
                       to=rows["instance"] % parts)
         return _no_edges(x), movers, 0
-    table = _Table({"instance": instance[segment], "frontier": vertex[segment], "candidate": candidate,
-                    "weight": weight, "depth": depth[segment]}, degree=lambda: _degrees(x, params)[candidate])
-    bias = _biases(x, "edge_bias", params["edge_bias"], table, "candidate")
+    bias = _biases(x, "edge_bias", params["edge_bias"], table)
     want = _wanted(x, params, key, COUNT_STEP + level, end - start)
     pick_offsets, picks, iterations = select(bias, offsets, want, key, params["key"], NEIGHBOR_STEP + level,
                                              params["select"], params["bitmap"], params["replace"])
     owner = x.searchsorted(pick_offsets[1:], x.arange(picks.shape[0]), side="right")
-    return _picked(x, params, instance[owner], level, vertex[owner], candidate[picks], iterations)
+    return _picked(x, params, instance[owner], level, vertex[owner], part.indices[edge[picks]].astype(x.int64),
+                   iterations)
 
 
 def _neighbors(x, part, entries: dict, params: dict):
@@ -330,7 +332,7 @@ def _neighbors(x, part, entries: dict, params: dict):
                     "depth": x.full(instance.shape[0], level, x.int32)},
                    degree=lambda: _degrees(x, params)[candidate],
                    in_frontier=lambda: x.isin(instance * n + candidate, frontier))
-    bias = _biases(x, "edge_bias", params["edge_bias"], table, "candidate")
+    bias = _biases(x, "edge_bias", params["edge_bias"], table)
     want = _wanted(x, params, streams, COUNT_STEP + INSTANCE_NEIGHBOR_STEP + level, offsets[1:] - offsets[:-1])
     _, picks, iterations = select(bias, offsets, want, streams, params["key"], INSTANCE_NEIGHBOR_STEP + level,
                                   params["select"], params["bitmap"], params["replace"])
@@ -375,10 +377,11 @@ def _segments(x, instance):
 
 
 class _Table(dict):
-    """A bias function's table: its columns, plus those computed on first read (``lazy`` name -> function)."""
+    """A bias function's table of ``size`` rows: its columns, plus those made on first read (name -> function)."""
 
-    def __init__(self, columns: dict, **lazy):
+    def __init__(self, columns: dict, size: int | None = None, **lazy):
         super().__init__(columns)
+        self.size = size if size is not None else next(iter(columns.values())).shape[0]
         self._lazy = lazy
 
     def __missing__(self, name: str):
@@ -491,15 +494,14 @@ def _wanted(x, params: dict, streams, step: int, degree):
     return count
 
 
-def _biases(x, name: str, bias, table: dict, rows: str):
-    size = table[rows].shape[0]
+def _biases(x, name: str, bias, table: _Table):
     if bias == "uniform":
-        return x.ones(size, dtype=x.float64)
+        return x.ones(table.size, dtype=x.float64)
     if bias in ("weight", "degree"):
         return table[bias].astype(x.float64)
     values = x.asarray(bias(table), dtype=x.float64).reshape(-1)
-    if values.shape[0] != size:
-        raise GpipeValueError(f"'{name}' must return one bias per row ({size}), got {values.shape[0]}")
+    if values.shape[0] != table.size:
+        raise GpipeValueError(f"'{name}' must return one bias per row ({table.size}), got {values.shape[0]}")
     if not bool(x.all(x.isfinite(values) & (values >= 0))):
         raise GpipeValueError(f"'{name}' must return finite, non-negative biases")
     return values
