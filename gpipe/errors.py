@@ -1,6 +1,7 @@
 """The exceptions gpipe raises; every one is a :class:`GpipeError`."""
 
-__all__ = ["GpipeError", "GpipeValueError", "GpipeFileError", "DeviceUnavailableError", "TaskError"]
+__all__ = ["GpipeError", "GpipeValueError", "GpipeFileError", "DeviceUnavailableError", "TaskError",
+           "WorkerLostError"]
 
 
 class GpipeError(Exception):
@@ -37,3 +38,18 @@ class TaskError(GpipeError, RuntimeError):
 
     def __reduce__(self):
         return (type(self), (self.phase, self.partition, self.superstep, self.cause, self.unit))
+
+
+class WorkerLostError(GpipeError, RuntimeError):
+    """A worker holding graph partitions or a run's data left the cluster during a run; what it held is lost."""
+
+    def __init__(self, phase: str, workers: list[str], partitions: list[int]):
+        self.phase, self.workers, self.partitions = phase, workers, partitions
+        many = len(partitions) > 1
+        super().__init__(f"{phase}: worker {', '.join(workers)} left the cluster; partition{'s' * many} "
+                         f"{', '.join(map(str, partitions))} it held (graph and run data) {'are' if many else 'is'} "
+                         "lost, so the run stops rather than finish without them — load or build the graph again "
+                         "and rerun")
+
+    def __reduce__(self):
+        return (type(self), (self.phase, self.workers, self.partitions))

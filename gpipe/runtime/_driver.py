@@ -18,6 +18,7 @@ import numpy as np
 from . import _advance
 from ._result import WalkResult
 from ._store import on_store
+from ._watch import wait_pinned
 
 
 def _pinned(client, func, *args, worker: str, key: str, **kwargs):
@@ -76,6 +77,7 @@ def run_supersteps(graph, kernel: Callable, params: dict, initial: int | dict, *
             ]
             ran.update(active)
             queues = {}  # from now on, walkers wait in the inbox of the worker holding their partition
+            wait_pinned(client, advanced, dict(enumerate(placement)), f"superstep {superstep}")
             summaries = client.gather(advanced)
             kernel_seconds += max(s["seconds"] for s in summaries)
             steps += sum(s["steps"] for s in summaries)
@@ -111,3 +113,11 @@ def _initial_walkers(graph, initial: int | dict):
         [queues[int(p)]] = client.scatter([{k: v[mask] for k, v in initial.items()}], workers=[placement[p]],
                                           hash=False)
     return queues, counts
+
+
+def collect_outputs(client, run_id: str, partitions: dict[int, str]) -> list[dict]:
+    """What a run's kernel output on every partition that ran (host arrays), taken out of the workers' stores."""
+    futures = [_pinned(client, _advance.take_outputs, run_id, part=p, worker=w, key=f"gpipe-collect-{run_id}-{p}")
+               for p, w in partitions.items()]
+    wait_pinned(client, futures, partitions, "collect")
+    return [out for per_part in client.gather(futures) for out in per_part]

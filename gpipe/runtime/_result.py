@@ -10,14 +10,13 @@ from collections import deque
 import numpy as np
 import pandas as pd
 
-from distributed import wait
-
 from .. import config
 from ..backend import cpu_kernel, to_host
 from . import _advance
 from ._session import run_later
 from ._store import on_store
 from ._files import atomic_dir, atomic_file
+from ._watch import wait_pinned
 
 
 class WalkResult:
@@ -60,7 +59,7 @@ class WalkResult:
     def persist(self) -> WalkResult:
         """Assemble the blocks on the workers and wait for them; ``stats['assemble_seconds']`` says how long."""
         t0 = time.perf_counter()
-        wait(self._blocks())
+        wait_pinned(self._client, self._blocks(), self._partitions, "assembly")
         self.stats.setdefault("assemble_seconds", time.perf_counter() - t0)
         return self
 
@@ -82,6 +81,7 @@ class WalkResult:
         return self._id_future
 
     def _map_blocks(self, func, *args):
+        self.persist()
         ids = self._ids()
         return [self._client.submit(func, block, ids, b * self._block_rows, *args, pure=False)
                 for b, block in enumerate(self._blocks())]

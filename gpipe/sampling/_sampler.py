@@ -36,7 +36,7 @@ import pandas as pd
 from .. import _rng
 from .._validate import check_choice, check_int, check_optional_int, check_probability, check_seed
 from ..errors import GpipeValueError
-from ..runtime import EdgeSample, run_supersteps, take_outputs, worker_xp
+from ..runtime import EdgeSample, collect_outputs, run_supersteps, worker_xp
 from ..runtime._store import on_store, store
 from ._select import METHODS, select
 
@@ -179,9 +179,7 @@ class Sampler:
             run_id, partitions, stats = run_supersteps(g, _step, params, entries, num_walks=count)
         finally:
             client.run(on_store, "drop_run", params["run_token"])
-        outputs = client.gather([client.submit(take_outputs, run_id, part=p, workers=[w], allow_other_workers=False,
-                                               pure=False) for p, w in partitions.items()])
-        outs = [o for per_part in outputs for o in per_part]
+        outs = collect_outputs(client, run_id, partitions)
         frame = pd.DataFrame({k: np.concatenate([o[k] for o in outs]) if outs else np.zeros(0, np.int64)
                               for k in EDGE_COLUMNS})
         frame = frame.sort_values(list(EDGE_COLUMNS), ignore_index=True)

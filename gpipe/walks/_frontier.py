@@ -22,7 +22,7 @@ import pandas as pd
 from .. import _rng
 from ..backend import cpu_kernel, prange
 from ..kernels import function, id_type, launch_queued
-from ..runtime import run_supersteps, take_outputs, worker_xp
+from ..runtime import collect_outputs, run_supersteps, worker_xp
 
 INIT_STEP = 2**32 - 1  # the draw counter of a member's start vertex; moves use 0..budget-1
 
@@ -134,10 +134,7 @@ def sample(g, frontier_size: int, budget: int, instances: int, seed: int, pool: 
             stats[k] += run[k]
         stats["rounds"] += 1
         client = g.client
-        outputs = client.gather([
-            client.submit(take_outputs, run_id, part=p, workers=[w], allow_other_workers=False, pure=False)
-            for p, w in partitions.items()])
-        outputs = [o for per_part in outputs for o in per_part]
+        outputs = collect_outputs(client, run_id, partitions)
         moves += [o["moves"] for o in outputs]
         parked = {k: np.concatenate([o["parked"][k] for o in outputs]) for k in ("walk_id", "vertex", "step", "time")}
         have = np.bincount(np.concatenate([m["walk_id"] for m in moves]) // frontier_size, minlength=instances)

@@ -1,0 +1,67 @@
+"""A worker that dies mid-run: the run fails with an error naming the lost partitions, never hangs or half-finishes."""
+
+import os
+import signal
+import threading
+
+import numpy as np
+import pytest
+
+import gpipe
+from gpipe.errors import GpipeError, TaskError, WorkerLostError
+
+
+def _run_and_kill(work, kill_after: float = 1.5, timeout: float = 120):
+    """Run ``work(g)`` on a fresh two-worker cluster, kill one worker's process while it runs; (outcome, lost parts)."""
+    with gpipe.connect(n_workers=2, threads_per_worker=1, device="cpu", dashboard_address=":0") as client:
+        g = gpipe.generators.rmat(scale=9, edge_factor=4, seed=3, partitions=4)
+        work(g, warm=True)  # compile first, so that the kill lands in the run
+        victim = g.placement[-1]
+        pid = client.run(os.getpid, workers=[victim])[victim]
+        lost = [p for p, w in enumerate(g.placement) if w == victim]
+        outcome = {}
+
+        def target():
+            try:
+                outcome["result"] = work(g, warm=False)
+            except Exception as exc:  # what the test checks
+                outcome["error"] = exc
+
+        thread = threading.Thread(target=target, daemon=True)
+        thread.start()
+        thread.join(kill_after)
+        assert thread.is_alive(), "the run ended before the worker was killed: make it longer"
+        os.kill(pid, signal.SIGKILL)
+        thread.join(timeout)
+        assert not thread.is_alive(), f"the run did not end within {timeout} s of the worker's death"
+        return outcome, lost
+
+
+def _deepwalk(g, warm):
+    w = gpipe.walks.deepwalk(g, length=4 if warm else 4000, seed=1)
+    return w.compute()
+
+
+def _check(outcome, lost):
+    error = outcome.get("error")
+    assert "result" not in outcome, "a run that lost a worker returned a result"
+    assert isinstance(error, GpipeError), repr(error)
+    if isinstance(error, WorkerLostError):
+        assert error.partitions == lost and str(lost[0]) in str(error)
+    else:  # another worker failed first, sending walkers to a lost partition
+        assert isinstance(error, TaskError) and "could not send" in str(error)
+        assert any(f"partition {p}" in str(error) for p in lost)
+
+
+def test_killing_a_worker_mid_walk_fails_naming_its_partitions():
+    _check(*_run_and_kill(_deepwalk))
+
+
+def _sample(g, warm):
+    seeds = np.arange(0, 512, 7) if warm else np.tile(np.arange(0, 512, 3), 40)
+    return gpipe.sampling.snowball(g, seeds=seeds, depth=2 if warm else 60).compute()
+
+
+@pytest.mark.parametrize("work", [_sample])
+def test_killing_a_worker_mid_sample_fails_naming_its_partitions(work):
+    _check(*_run_and_kill(work))
