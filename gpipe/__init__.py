@@ -3,9 +3,9 @@
 __version__ = "0.1.0"
 
 from . import config  # noqa: F401  (merges gpipe.yaml into dask.config)
-from . import sampling, walks
+from . import sampling, walks, workflow
 from .cluster import connect
-from .errors import DeviceUnavailableError, GpipeError, GpipeFileError, GpipeValueError, TaskError
+from .errors import DeviceUnavailableError, GpipeError, GpipeFileError, GpipeValueError, TaskError, WorkerLostError
 from .graph import Graph, from_edges, generators, read_edges
 from .runtime import WalkResult, attach
 
@@ -16,6 +16,7 @@ __all__ = [
     "GpipeFileError",
     "GpipeValueError",
     "TaskError",
+    "WorkerLostError",
     "WalkResult",
     "__version__",
     "attach",
@@ -25,4 +26,5 @@ __all__ = [
     "read_edges",
     "sampling",
     "walks",
+    "workflow",
 ]

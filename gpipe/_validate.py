@@ -43,5 +43,23 @@ def check_choice(name: str, value, choices) -> str:
     return value
 
 
-def check_seed(value) -> int:
-    return check_int("seed", value, minimum=0, maximum=2**63 - 1)
+def check_seed(value, name: str = "seed") -> int:
+    return check_int(name, value, minimum=0, maximum=2**63 - 1)
+
+
+def check_bool(name: str, value) -> bool:
+    if not isinstance(value, bool):
+        raise GpipeValueError(f"'{name}' must be true or false, got {value!r}")
+    return value
+
+
+def check_text(name: str, value) -> str:
+    if not isinstance(value, str) or not value:
+        raise GpipeValueError(f"'{name}' must be a non-empty string, got {value!r}")
+    return value
+
+
+def check_mapping(name: str, value) -> dict:
+    if not isinstance(value, dict):
+        raise GpipeValueError(f"'{name}' must be a mapping of keys to values, got {value!r}")
+    return value

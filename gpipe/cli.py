@@ -5,8 +5,10 @@ cluster; ``gpipe generate rmat`` writes a generated graph; ``gpipe walk ALGORITH
 (``deepwalk``, ``node2vec``, ``metropolis-hastings``, ``jump``, ``ppr``) walks a
 graph file, a graph folder or a generated ``rmat:SCALE[:EDGE_FACTOR]`` graph;
 ``gpipe sample ALGORITHM`` (``neighbor``, ``snowball``, ``forest-fire``) samples
-edges from ``--seeds`` into ``edges.parquet``; ``gpipe demo`` runs DeepWalk on an
-R-MAT graph in one command.
+edges from ``--seeds`` into ``edges.parquet``; ``gpipe run WORKFLOW.yaml`` runs the
+workflow a YAML config names (:mod:`gpipe.workflow`) on a cluster, as the batch
+scripts of ``cluster/`` do; ``gpipe demo`` runs DeepWalk on an R-MAT graph in one
+command.
 
 Commands that do work connect with :func:`gpipe.connect` (``--scheduler-file``,
 ``--address``, the ``GPIPE_SCHEDULER_*`` variables, else a local cluster of
@@ -33,7 +35,7 @@ from typing import Callable
 
 import numpy as np
 
-from . import __version__, config, generators, sampling, walks
+from . import __version__, config, generators, sampling, walks, workflow
 from ._validate import check_int, check_probability, check_seed
 from .backend import DEVICES, gpu_problem, versions
 from .cluster import ENV_ADDRESS, ENV_SCHEDULER_FILE, connect
@@ -152,6 +154,11 @@ def _option(function: Callable, flag: str, **keywords) -> tuple[str, dict]:
     return flag, keywords
 
 
+def _instances(function: Callable) -> tuple[str, dict]:
+    return _option(function, "--instances", type=_positive("instances"), metavar="N",
+                   help="independent samples (default: %(default)s)")
+
+
 def _start(function: Callable) -> tuple[str, dict]:
     return _option(function, "--start", type=_vertices("start"), metavar="IDS",
                    help="start vertices, ID,ID,... or @FILE with one id per line (default: every vertex)")
@@ -200,8 +207,7 @@ _WALKS: dict[str, tuple[Callable, tuple[tuple[str, dict], ...]]] = {
                 help="vertices in each instance's pool (default: %(default)s)"),
         _option(walks.multidimensional, "--budget", type=_positive("budget"), metavar="B",
                 help="edges sampled per instance (default: the frontier size); writes DIR/edges.parquet"),
-        _option(walks.multidimensional, "--instances", type=_positive("instances"), metavar="N",
-                help="independent samples (default: %(default)s)"))),
+        _instances(walks.multidimensional))),
 }
 
 
@@ -225,7 +231,22 @@ _SAMPLERS: dict[str, tuple[Callable, tuple[tuple[str, dict], ...]]] = {
     "forest-fire": (sampling.forest_fire, (
         _probability(sampling.forest_fire, "--p-forward", "forward burning probability, in [0, 1)", open_high=True),
         _depth(sampling.forest_fire))),
+    "layer": (sampling.layer, (
+        _option(sampling.layer, "--layer-size", type=_positive("layer_size"), metavar="K",
+                help="edges each instance picks from its whole frontier per layer (default: %(default)s)"),
+        _depth(sampling.layer))),
+    "random-node": (sampling.random_node, (
+        _option(sampling.random_node, "--n", type=_positive("n"), required=True, metavar="N",
+                help="vertices per instance; the sample is the subgraph they induce"),
+        _instances(sampling.random_node),
+        _option(sampling.random_node, "--by-degree", action="store_true",
+                help="pick vertices in proportion to their out-degree"))),
+    "random-edge": (sampling.random_edge, (
+        _option(sampling.random_edge, "--m", type=_positive("m"), required=True, metavar="M",
+                help="edges per instance"),
+        _instances(sampling.random_edge))),
 }
+
 
 
 @dataclass(frozen=True)
@@ -241,16 +262,16 @@ class _Rmat:
 
 def _graph_source(text: str) -> str | _Rmat:
     """The argparse type of ``--graph``: a path, or an :class:`_Rmat` for ``rmat:SCALE[:EDGE_FACTOR]``."""
-    fields = text.split(":")
-    if fields[0] != "rmat":
+    if text.split(":")[0] != "rmat":
         if not os.path.exists(text):
             raise argparse.ArgumentTypeError(f"'graph' must be an existing file or folder, got {text!r}")
         return text
-    if len(fields) not in (2, 3) or not all(f.isdigit() and int(f) > 0 for f in fields[1:]):
+    spec = workflow._rmat_spec(text)
+    if spec is None:
         raise argparse.ArgumentTypeError(
             f"'graph' must be an edge file, a graph folder or rmat:SCALE[:EDGE_FACTOR] with positive integers, "
             f"got {text!r}")
-    return _Rmat(*map(int, fields[1:]))
+    return _Rmat(*spec)
 
 
 def _cluster_flags(parser: argparse.ArgumentParser, *, local: bool) -> None:
@@ -336,8 +357,9 @@ def _parser() -> argparse.ArgumentParser:
         one = samplers.add_parser(name, help=summary_line, description=summary_line)
         one.add_argument("--graph", type=_graph_source, required=True, metavar="PATH",
                          help="edge file, graph folder, or rmat:SCALE[:EDGE_FACTOR] to generate one")
-        one.add_argument("--seeds", type=_vertices("seeds"), required=True, metavar="IDS",
-                         help="seed vertices, one instance each: ID,ID,... or @FILE with one id per line")
+        if "seeds" in inspect.signature(function).parameters:
+            one.add_argument("--seeds", type=_vertices("seeds"), required=True, metavar="IDS",
+                             help="seed vertices, one instance each: ID,ID,... or @FILE with one id per line")
         one.add_argument("--directed", action="store_true", help="keep the edges of an edge file directed")
         _partitions_flag(one)
         one.add_argument("--seed", type=_checked(check_seed), default=_default(function, "seed"),
@@ -347,6 +369,23 @@ def _parser() -> argparse.ArgumentParser:
         one.add_argument("--out", required=True, metavar="DIR", help="writes DIR/edges.parquet and DIR/summary.json")
         _cluster_flags(one, local=True)
         one.set_defaults(run=_sample)
+
+    run = commands.add_parser("run", help="run a workflow (workflows/*) from its YAML config, on a cluster",
+                              description="Run the workflow that WORKFLOW.yaml names (its key 'workflow': a "
+                                          "shipped workflow or the path of a run.py), with the config merged over "
+                                          "that workflow's defaults.")
+    run.add_argument("workflow", metavar="WORKFLOW.yaml",
+                     help="a workflow config, or the name of a shipped workflow to run with its defaults "
+                          f"({', '.join(workflow._shipped()) or 'none found'})")
+    run.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="overrides",
+                     help="override one key of the config, e.g. --set output=results (the value is read as YAML)")
+    run.add_argument("--wait-for-workers", type=_positive("wait_for_workers"), metavar="N",
+                     help="on an existing cluster, wait until N workers have joined before starting")
+    run.add_argument("--wait-timeout", type=_checked(partial(_positive_finite, "wait_timeout"), float),
+                     metavar="S", help="seconds to wait for the scheduler file and the workers "
+                                       f"(default: gpipe.cluster.wait-timeout, {config.get('cluster.wait-timeout')})")
+    _cluster_flags(run, local=False)
+    run.set_defaults(run=_run_workflow)
 
     demo = commands.add_parser("demo", help="DeepWalk on an R-MAT graph, in one command")
     demo.add_argument("--scale", type=_positive("scale"), default=16, metavar="S",
@@ -419,15 +458,18 @@ def _walk(args) -> int:
 def _sample(args) -> int:
     """Load or generate ``args.graph``, sample edges from ``args.seeds``, write edges.parquet and summary.json."""
     function, extra = _SAMPLERS[args.algorithm]
-    options = {"seeds": args.seeds.ids, "seed": args.seed,
-               **{_dest(flag): getattr(args, _dest(flag)) for flag, _ in extra}}
+    options = {"seed": args.seed, **{_dest(flag): getattr(args, _dest(flag)) for flag, _ in extra}}
+    if "seeds" in args:
+        options["seeds"] = args.seeds.ids
+    tiny = {"seeds": options["seeds"][:1]} if "seeds" in options else {}
+    tiny.update({k: 1 for k in ("depth", "instances") if k in options})
     out = os.path.abspath(args.out)
     watch = _Stopwatch()
     with _cluster(args) as client:
         watch.lap("connect")
         g = _load_graph(args, weighted=options.get("weighted", False))
         watch.lap("graph")
-        function(g, **dict(options, seeds=options["seeds"][:1], depth=1))  # compile the kernels: a tiny sample
+        function(g, **dict(options, **tiny))  # compile the kernels: a tiny sample
         watch.lap("compile")
         result = function(g, **options)
         result.stats["algorithm"] = function.__name__
@@ -437,9 +479,16 @@ def _sample(args) -> int:
         summary = _write_summary(args, out, client, g, outputs, watch, sample=result.stats)
         g.release()  # on a shared cluster, nothing would free it once this client is closed
     stats = summary["sample"]
-    print(f"{stats['algorithm']}: {stats['edges']:,} edges from {stats['instances']:,} seeds in "
+    print(f"{stats['algorithm']}: {stats['edges']:,} edges in {stats['instances']:,} instances in "
           f"{stats['seconds']:.3f} s, {stats['edges_per_second']:,.0f} edges/s -> {outputs['edges']}")
     return 0
+
+
+def _run_workflow(args) -> int:
+    """``gpipe run``: the workflow's own exit status (it prints its report, or its one-line error)."""
+    overrides = [*args.overrides, *([f"cluster.device={args.device}"] if args.device else [])]
+    return workflow.run(args.workflow, overrides, scheduler_file=args.scheduler_file, address=args.address,
+                        wait_for_workers=args.wait_for_workers, wait_timeout=args.wait_timeout)
 
 
 def _demo(args) -> int:

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import os
+import time
 
 from distributed import Client, LocalCluster
 
 from . import config
 from ._validate import check_choice, check_optional_int
 from .backend import DEVICES, gpu_count, gpu_problem
-from .errors import DeviceUnavailableError
+from .errors import DeviceUnavailableError, GpipeError
 from .runtime import attach
 
 ENV_SCHEDULER_FILE = "GPIPE_SCHEDULER_FILE"
@@ -33,7 +34,10 @@ def connect(scheduler_file: str | None = None, address: str | None = None, *, n_
     The cluster is, in order: ``scheduler_file`` or ``address`` when given; the
     ``GPIPE_SCHEDULER_FILE`` or ``GPIPE_SCHEDULER_ADDRESS`` environment variable
     (what the scripts in ``cluster/`` export); a ``LocalCUDACluster`` with one
-    worker per visible GPU; else a ``LocalCluster`` of worker processes.
+    worker per visible GPU; else a ``LocalCluster`` of worker processes. On an
+    existing cluster, it waits up to ``gpipe.cluster.wait-timeout`` seconds for
+    the scheduler file to appear and, when ``gpipe.cluster.wait-for-workers`` is
+    set (``gpipe run --wait-for-workers``), for that many workers to join.
 
     Parameters
     ----------
@@ -57,6 +61,8 @@ def connect(scheduler_file: str | None = None, address: str | None = None, *, n_
     ------
     DeviceUnavailableError
         ``device='gpu'`` and no worker can use a GPU (the message says what is missing).
+    GpipeError
+        The scheduler file did not appear, or the workers did not join, within the wait timeout.
 
     Examples
     --------
@@ -69,13 +75,24 @@ def connect(scheduler_file: str | None = None, address: str | None = None, *, n_
     threads_per_worker = check_optional_int("threads_per_worker", threads_per_worker, minimum=1)
     scheduler_file = scheduler_file or os.environ.get(ENV_SCHEDULER_FILE) or config.get("cluster.scheduler-file")
     address = address or os.environ.get(ENV_ADDRESS) or config.get("cluster.address")
-    if scheduler_file:
-        client = Client(scheduler_file=os.fspath(scheduler_file))
-    elif address:
-        client = Client(address)
+    wait_for_workers = check_optional_int("gpipe.cluster.wait-for-workers", config.get("cluster.wait-for-workers"),
+                                          minimum=1)
+    timeout = config.get("cluster.wait-timeout")
+    if scheduler_file or address:
+        where = f"scheduler file {os.fspath(scheduler_file)!r}" if scheduler_file else f"address {address!r}"
+        try:
+            if scheduler_file:
+                _wait_for_file(os.fspath(scheduler_file), timeout)
+                client = Client(scheduler_file=os.fspath(scheduler_file))
+            else:
+                client = Client(address)
+        except OSError as exc:  # TimeoutError included
+            raise GpipeError(f"cannot reach the scheduler of {where}: {exc}") from None
     else:
         client = _LocalClient(_local_cluster(device, n_workers, threads_per_worker, cluster_kwargs))
     try:
+        if wait_for_workers and (scheduler_file or address):
+            _wait_for_workers(client, wait_for_workers, timeout)
         attach(client, device)
     except BaseException:
         client.close()
@@ -102,3 +119,23 @@ def _local_cluster(device: str, n_workers: int | None, threads_per_worker: int |
     n_workers = n_workers or 1
     threads_per_worker = threads_per_worker or max(1, cores // n_workers)
     return LocalCluster(n_workers=n_workers, threads_per_worker=threads_per_worker, processes=True, **kwargs)
+
+
+def _wait_for_file(path: str, timeout: float) -> None:
+    """Wait for a scheduler file (a batch job's scheduler may still be starting); Client would wait forever."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while not os.path.exists(path):
+        if deadline is not None and time.monotonic() > deadline:
+            raise GpipeError(f"the scheduler file {path!r} did not appear within {timeout:g} s "
+                             f"(gpipe.cluster.wait-timeout): is the scheduler running?")
+        time.sleep(0.1)
+
+
+def _wait_for_workers(client: Client, n_workers: int, timeout: float) -> None:
+    try:
+        client.wait_for_workers(n_workers, timeout=timeout)
+    except TimeoutError:
+        joined = len(client.scheduler_info(n_workers=-1)["workers"])
+        raise GpipeError(f"'gpipe.cluster.wait-for-workers': {n_workers} workers expected at "
+                         f"{client.scheduler.address}, {joined} joined within {timeout:g} s "
+                         f"(gpipe.cluster.wait-timeout); see the workers' logs") from None

@@ -300,8 +300,9 @@ def test_sample_neighbor_writes_edges_of_the_graph_at_most_fanout_per_vertex(cap
 
 
 @pytest.mark.parametrize("algorithm, flags", [("forest-fire", ["--p-forward", "0.5"]),
-                                              ("snowball", ["--max-per-vertex", "3"])])
-def test_sample_forest_fire_and_snowball_run(capsys, cpu_cluster, rmat_7_4, tmp_path, algorithm, flags):
+                                              ("snowball", ["--max-per-vertex", "3"]),
+                                              ("layer", ["--layer-size", "5"])])
+def test_sample_forest_fire_snowball_and_layer_run(capsys, cpu_cluster, rmat_7_4, tmp_path, algorithm, flags):
     code, _, err = _run(capsys, cpu_cluster, "sample", algorithm, "--graph", "rmat:7:4", "--seeds", "0,3", *flags,
                         "--depth", "2", "--quiet", "--out", str(tmp_path))
     assert code == 0, err
@@ -312,8 +313,23 @@ def test_sample_forest_fire_and_snowball_run(capsys, cpu_cluster, rmat_7_4, tmp_
     assert summary["sample"]["algorithm"] == algorithm.replace("-", "_")
 
 
+@pytest.mark.parametrize("algorithm, flags, per_instance", [("random-node", ["--n", "40", "--by-degree"], None),
+                                                            ("random-edge", ["--m", "7"], 7)])
+def test_sample_random_nodes_and_edges_need_no_seeds(capsys, cpu_cluster, rmat_7_4, tmp_path, algorithm, flags,
+                                                      per_instance):
+    code, _, err = _run(capsys, cpu_cluster, "sample", algorithm, "--graph", "rmat:7:4", "--instances", "3", *flags,
+                        "--quiet", "--out", str(tmp_path))
+    assert code == 0, err
+    edges = pd.read_parquet(tmp_path / "edges.parquet")
+    assert set(zip(edges.src, edges.dst)) <= rmat_7_4[False] and set(edges.instance) == {0, 1, 2}
+    if per_instance:
+        assert edges.groupby("instance").size().eq(per_instance).all()
+    assert _summary(tmp_path)["sample"]["instances"] == 3
+
+
 @pytest.mark.parametrize("args, name", [
     (["neighbor", "--fanout", "0"], "'fanout'"),
+    (["layer", "--layer-size", "0"], "'layer_size'"),
     (["neighbor", "--depth", "0"], "'depth'"),
     (["forest-fire", "--p-forward", "1"], "'p_forward'"),
     (["snowball", "--max-per-vertex", "x"], "'max_per_vertex'"),

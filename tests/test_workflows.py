@@ -174,4 +174,4 @@ def test_graph_sampling_shipped_config_validates(graph_sampling):
     with open(os.path.join(SAMPLING, "config.yaml")) as f:
         config = yaml.safe_load(f)
     assert graph_sampling.validate_config(config) == config
-    assert set(graph_sampling.SAMPLERS) == {"neighbor", "snowball", "forest_fire"}
+    assert set(graph_sampling.SAMPLERS) == {"neighbor", "snowball", "forest_fire", "layer"}

@@ -1,10 +1,11 @@
 """Node embeddings from random walks: a batch workflow to copy and adapt.
 
     python workflows/embeddings/run.py [config.yaml] [--set key.sub=value ...]
+    gpipe run config.yaml [--scheduler-file F] [--set key.sub=value ...]   # config.yaml: workflow: embeddings
 
 The config is merged over ``config.yaml`` next to this script (which holds every
 key and its default), then ``--set`` overrides are applied (values read as YAML),
-and the result is checked before connecting. The workflow connects with
+and the result is checked before connecting (:mod:`gpipe.workflow`). The workflow connects with
 :func:`gpipe.connect`, loads or generates the graph, runs the walk and writes to
 ``output``: ``corpus.txt`` (one walk per line), ``embeddings.w2v`` (word2vec text
 format, only when gensim is installed) and ``summary.json`` (written last: its
@@ -13,7 +14,6 @@ presence means success). A bad config exits with status 2 and one line on stderr
 
 from __future__ import annotations
 
-import argparse
 import importlib.util
 import inspect
 import os
@@ -22,12 +22,10 @@ import time
 from functools import partial
 from itertools import pairwise
 
-import yaml
-
 import gpipe
-from gpipe._validate import check_choice, check_int
-from gpipe.backend import DEVICES
-from gpipe.errors import GpipeError, GpipeValueError
+from gpipe import workflow
+from gpipe._validate import check_choice, check_int, check_mapping, check_seed
+from gpipe.errors import GpipeValueError
 from gpipe.runtime._files import atomic_file, write_json
 
 DEFAULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "config.yaml")
@@ -54,47 +52,19 @@ def main(argv: list[str] | None = None) -> int:
         0 on success; 2 on a bad config or bad input, whose message is printed
         to stderr as ``embeddings: error: ...`` without a traceback.
     """
-    try:
-        args = _parser().parse_args(argv)
-    except SystemExit as exc:  # argparse has printed the usage error or the help
-        return exc.code
-    try:
-        config = validate_config(load_config(args.config, args.set))
-        summary = _run(config)
-    except (GpipeError, FileNotFoundError) as exc:
-        print(f"embeddings: error: {exc}", file=sys.stderr)
-        return 2
-    _report(summary)
-    return 0
+    return workflow.main(argv, prog="embeddings", description=__doc__.splitlines()[0], defaults=DEFAULTS,
+                         configure=lambda path, overrides: validate_config(load_config(path, overrides)),
+                         run=lambda config: _report(_run(config)))
 
 
-def load_config(path: str | None = None, overrides=(), defaults: str | None = None, rules: dict | None = None) -> dict:
+def load_config(path: str | None = None, overrides=()) -> dict:
     """The config at ``path`` merged over the defaults, then the ``key.sub=value`` overrides (not yet checked).
 
     Sections are merged key by key; a key's value, ``walks.params`` included, is replaced whole (so a config
     or ``--set walks.params={}`` for another walk drops node2vec's p and q), while ``--set walks.params.p=...``
     sets one entry of it.
     """
-    rules = _RULES if rules is None else rules
-    config = _read_yaml(defaults or DEFAULTS)
-    if path is not None:
-        _merge(config, _read_yaml(path), "", rules)
-    for item in overrides:
-        key, equals, text = item.partition("=")
-        if not equals or not all(key.split(".")):
-            raise GpipeValueError(f"'--set' must be key.sub=value, got {item!r}")
-        try:
-            value = yaml.safe_load(text)
-        except yaml.YAMLError as exc:
-            raise GpipeValueError(f"'--set {item}': the value is not valid YAML ({exc})") from None
-        *path, last = key.split(".")
-        section = config
-        for name in path:
-            if not isinstance(section.get(name), dict):
-                section[name] = {}
-            section = section[name]
-        _merge(section, {last: value}, "".join(f"{name}." for name in path), rules)
-    return config
+    return workflow.load_config(path, overrides, defaults=DEFAULTS, rules=_RULES)
 
 
 def validate_config(config: dict) -> dict:
@@ -106,10 +76,7 @@ def validate_config(config: dict) -> dict:
         The message names the key, the rule and the value (for an unknown key,
         the keys its section takes; for an unknown walk, the walks in ``WALKS``).
     """
-    _check_keys(config, "")
-    for key, rule in _RULES.items():
-        section, _, name = key.rpartition(".")
-        rule(key, config[section][name] if section else config[name])
+    workflow.check_config(config, _RULES)
     walk = config["walks"]
     accepted = [p for p in inspect.signature(getattr(gpipe.walks, walk["algorithm"])).parameters
                 if p not in _SET_BY_WORKFLOW]
@@ -120,119 +87,28 @@ def validate_config(config: dict) -> dict:
     return config
 
 
-# -- the rules --------------------------------------------------------------------------------
-
-def _flag(name: str, value) -> bool:
-    if not isinstance(value, bool):
-        raise GpipeValueError(f"'{name}' must be true or false, got {value!r}")
-    return value
-
-
-def _text(name: str, value) -> str:
-    if not isinstance(value, str) or not value:
-        raise GpipeValueError(f"'{name}' must be a non-empty string, got {value!r}")
-    return value
-
-
-def _mapping(name: str, value) -> dict:
-    if not isinstance(value, dict):
-        raise GpipeValueError(f"'{name}' must be a mapping of keys to values, got {value!r}")
-    return value
-
-
-def _optional(rule):
-    return lambda name, value: None if value is None else rule(name, value)
-
-
-def _rmat_spec(text: str) -> tuple[int, ...] | None:
-    """``(scale,)`` or ``(scale, edge_factor)`` for ``rmat:SCALE[:EDGE_FACTOR]``, else None."""
-    fields = text.split(":")
-    if fields[0] == "rmat" and len(fields) in (2, 3) and all(f.isdigit() and int(f) > 0 for f in fields[1:]):
-        return tuple(map(int, fields[1:]))
-    return None
-
-
-def _graph_path(name: str, value) -> str:
-    if _rmat_spec(_text(name, value)) is None and not os.path.exists(value):
-        raise GpipeValueError(f"'{name}' must be an existing edge file or graph folder, or rmat:SCALE[:EDGE_FACTOR] "
-                              f"with positive integers, got {value!r}")
-    return value
-
-
 _positive = partial(check_int, minimum=1)
-_seed = partial(check_int, minimum=0, maximum=2**63 - 1)
 
-# Every key of the config and the rule its value follows; a new key is one entry here and one in config.yaml.
+# Every key of the config and the rule its value follows (gpipe.workflow.RULES: the workflow's name, the graph,
+# the output and the cluster); a new key is one entry here and one in config.yaml.
 _RULES = {
-    "graph.path": _graph_path,
-    "graph.directed": _flag,
-    "graph.partitions": _optional(_positive),
+    **workflow.RULES,
     "walks.algorithm": lambda name, value: check_choice(name, value, WALKS),
     "walks.length": _positive,
     "walks.walks_per_vertex": _positive,
-    "walks.seed": _seed,
-    "walks.params": _mapping,
+    "walks.seed": lambda name, value: check_seed(value, name),
+    "walks.params": check_mapping,
     "word2vec.vector_size": _positive,
     "word2vec.window": _positive,
     "word2vec.min_count": partial(check_int, minimum=0),
     "word2vec.sg": partial(check_int, minimum=0, maximum=1),
     "word2vec.epochs": _positive,
     "word2vec.workers": _positive,
-    "word2vec.seed": _seed,
-    "output": _text,
-    "cluster.scheduler_file": _optional(_text),
-    "cluster.address": _optional(_text),
-    "cluster.device": lambda name, value: check_choice(name, value, DEVICES),
-    "cluster.n_workers": _optional(_positive),
+    "word2vec.seed": lambda name, value: check_seed(value, name),
 }
 
 
-def _check_keys(section, prefix: str, rules: dict | None = None) -> None:
-    """Every key under ``prefix`` is known and present, recursively (``rules``: another workflow's keys)."""
-    rules = _RULES if rules is None else rules
-    _mapping(prefix.rstrip(".") or "config", section)
-    known = list(dict.fromkeys(k[len(prefix):].split(".")[0] for k in rules if k.startswith(prefix)))
-    for key in section:
-        if key not in known:
-            takes = f"'{prefix.rstrip('.')}' takes" if prefix else "the config takes"
-            raise GpipeValueError(f"unknown key '{prefix}{key}': {takes} {', '.join(known)}")
-    for key in known:
-        if key not in section:
-            raise GpipeValueError(f"missing key '{prefix}{key}'")
-        if prefix + key not in rules:
-            _check_keys(section[key], f"{prefix}{key}.", rules)
-
-
-def _read_yaml(path: str) -> dict:
-    try:
-        with open(path) as f:
-            config = yaml.safe_load(f)
-    except FileNotFoundError:
-        raise GpipeValueError(f"the config file {path!r} does not exist") from None
-    except yaml.YAMLError as exc:
-        raise GpipeValueError(f"{path}: not valid YAML ({' '.join(str(exc).split())})") from None
-    return _mapping(path, {} if config is None else config)
-
-
-def _merge(base: dict, update: dict, prefix: str = "", rules: dict | None = None) -> None:
-    """Merge ``update`` into ``base`` (at ``prefix``), section by section; a key of ``rules`` is replaced whole."""
-    rules = _RULES if rules is None else rules
-    for key, value in update.items():
-        if isinstance(value, dict) and isinstance(base.get(key), dict) and prefix + key not in rules:
-            _merge(base[key], value, f"{prefix}{key}.", rules)
-        else:
-            base[key] = value
-
-
 # -- the run ----------------------------------------------------------------------------------
-
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="embeddings", description=__doc__.splitlines()[0])
-    parser.add_argument("config", nargs="?", help=f"YAML config merged over the defaults ({DEFAULTS})")
-    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                        help="override one key, e.g. --set walks.length=20 (the value is read as YAML)")
-    return parser
-
 
 def _run(config: dict) -> dict:
     """Walk the graph, write the corpus, the embeddings and summary.json; return the summary."""
@@ -244,12 +120,7 @@ def _run(config: dict) -> dict:
                        device=cluster["device"]) as client, client.as_current():
         print(f"embeddings: Dask dashboard at {client.dashboard_link}", file=sys.stderr)
         marks["connect"] = time.perf_counter()
-        rmat = _rmat_spec(graph["path"])
-        if rmat is not None:
-            g = gpipe.generators.rmat(*rmat, directed=graph["directed"], partitions=graph["partitions"],
-                                      weighted=walks["params"].get("weighted", False))  # weights if the walk uses them
-        else:
-            g = gpipe.read_edges(graph["path"], directed=graph["directed"], partitions=graph["partitions"])
+        g = workflow.load_graph(graph, weighted=walks["params"].get("weighted", False))  # weights if the walk uses them
         marks["graph"] = time.perf_counter()
         # compile the kernels on every worker, so that the timed walk measures walking only
         walk(g, length=2, start=g.to_original(g.bounds[:-1]), seed=walks["seed"], **walks["params"])

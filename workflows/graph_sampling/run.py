@@ -1,10 +1,11 @@
 """Graph sampling around seed vertices: a batch workflow to copy and adapt.
 
     python workflows/graph_sampling/run.py [config.yaml] [--set key.sub=value ...]
+    gpipe run config.yaml [--scheduler-file F] [--set key.sub=value ...]   # config.yaml: workflow: graph_sampling
 
 Built like ``workflows/embeddings/run.py``: the config is merged over ``config.yaml``
 next to this script, then ``--set`` overrides are applied (values read as YAML), and
-the result is checked before connecting. The workflow connects with
+the result is checked before connecting (:mod:`gpipe.workflow`). The workflow connects with
 :func:`gpipe.connect`, loads or generates the graph, runs one sampler of
 :mod:`gpipe.sampling` (one instance per seed) and writes to ``output``:
 ``edges.parquet`` (``instance, depth, src, dst``) and ``summary.json`` (written last:
@@ -13,8 +14,6 @@ its presence means success). A bad config exits with status 2 and one line on st
 
 from __future__ import annotations
 
-import argparse
-import importlib.util
 import inspect
 import os
 import sys
@@ -24,57 +23,34 @@ from itertools import pairwise
 import numpy as np
 
 import gpipe
-from gpipe._validate import check_choice
-from gpipe.errors import GpipeError, GpipeValueError
+from gpipe import workflow
+from gpipe._validate import check_choice, check_int, check_mapping, check_seed
+from gpipe.errors import GpipeValueError
 from gpipe.runtime._files import write_json
 
-# The config machinery (load_config, _check_keys, the rules) is the embeddings workflow's: one copy to maintain.
-_spec = importlib.util.spec_from_file_location(
-    "_embeddings_workflow", os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "embeddings", "run.py"))
-_base = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(_base)
-
 DEFAULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "config.yaml")
-SAMPLERS = tuple(name for name in gpipe.sampling.__all__ if name != "Sampler")  # the built-in samplers
+# The built-in samplers that start from seeds (random_node and random_edge sample without them).
+SAMPLERS = tuple(name for name in gpipe.sampling.__all__ if name != "Sampler"
+                 and "seeds" in inspect.signature(getattr(gpipe.sampling, name)).parameters)
 # Sampler arguments the workflow sets itself; a sampler's other keywords go in sampler.params.
 _SET_BY_WORKFLOW = ("g", "seeds", "seed")
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run the workflow: 0 on success; 2 on a bad config or bad input (``graph_sampling: error: ...`` on stderr)."""
-    parser = argparse.ArgumentParser(prog="graph_sampling", description=__doc__.splitlines()[0])
-    parser.add_argument("config", nargs="?", help=f"YAML config merged over the defaults ({DEFAULTS})")
-    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                        help="override one key, e.g. --set sampler.params.depth=3 (the value is read as YAML)")
-    try:
-        args = parser.parse_args(argv)
-    except SystemExit as exc:  # argparse has printed the usage error or the help
-        return exc.code
-    try:
-        config = validate_config(load_config(args.config, args.set))
-        summary = _run(config)
-    except (GpipeError, FileNotFoundError) as exc:
-        print(f"graph_sampling: error: {exc}", file=sys.stderr)
-        return 2
-    stats, graph = summary["sample"], summary["graph"]
-    print(f"graph_sampling: {stats['algorithm']} on {graph['num_vertices']:,} vertices, {graph['num_edges']:,} edges: "
-          f"{stats['edges']:,} edges from {stats['instances']:,} seeds in {stats['seconds']:.3f} s = "
-          f"{stats['edges_per_second']:,.0f} edges/s\n  edges    {summary['outputs']['edges']}\n"
-          f"  summary  {summary['outputs']['summary']}")
-    return 0
+    return workflow.main(argv, prog="graph_sampling", description=__doc__.splitlines()[0], defaults=DEFAULTS,
+                         configure=lambda path, overrides: validate_config(load_config(path, overrides)),
+                         run=lambda config: _report(_run(config)))
 
 
 def load_config(path: str | None = None, overrides=()) -> dict:
     """The config at ``path`` merged over the defaults, then the ``key.sub=value`` overrides (not yet checked)."""
-    return _base.load_config(path, overrides, DEFAULTS, _RULES)
+    return workflow.load_config(path, overrides, defaults=DEFAULTS, rules=_RULES)
 
 
 def validate_config(config: dict) -> dict:
     """Check that ``config`` has exactly the known keys and valid values, and return it (else GpipeValueError)."""
-    _base._check_keys(config, "", _RULES)
-    for key, rule in _RULES.items():
-        section, _, name = key.rpartition(".")
-        rule(key, config[section][name] if section else config[name])
+    workflow.check_config(config, _RULES)
     sampler = config["sampler"]
     accepted = [p for p in inspect.signature(getattr(gpipe.sampling, sampler["algorithm"])).parameters
                 if p not in _SET_BY_WORKFLOW]
@@ -90,19 +66,20 @@ def _seeds(name: str, value):
     if isinstance(value, dict):
         if set(value) != {"random"}:
             raise GpipeValueError(f"'{name}' must be a list of vertex ids or {{random: N}}, got {value!r}")
-        _base._positive(f"{name}.random", value["random"])
+        check_int(f"{name}.random", value["random"], minimum=1)
     elif not isinstance(value, list) or not value or not all(
             isinstance(v, (int, str)) and not isinstance(v, bool) for v in value):
         raise GpipeValueError(f"'{name}' must be a non-empty list of vertex ids or {{random: N}}, got {value!r}")
     return value
 
 
-# Every key of the config and its rule, the embeddings workflow's rules for the shared sections.
+# Every key of the config and its rule (gpipe.workflow.RULES: the workflow's name, the graph, the output and
+# the cluster); a new key is one entry here and one in config.yaml.
 _RULES = {
-    **{key: rule for key, rule in _base._RULES.items() if key.split(".")[0] in ("graph", "output", "cluster")},
+    **workflow.RULES,
     "sampler.algorithm": lambda name, value: check_choice(name, value, SAMPLERS),
-    "sampler.seed": _base._seed,
-    "sampler.params": _base._mapping,
+    "sampler.seed": lambda name, value: check_seed(value, name),
+    "sampler.params": check_mapping,
     "seeds": _seeds,
 }
 
@@ -128,12 +105,7 @@ def _run(config: dict) -> dict:
                        device=cluster["device"]) as client, client.as_current():
         print(f"graph_sampling: Dask dashboard at {client.dashboard_link}", file=sys.stderr)
         marks["connect"] = time.perf_counter()
-        rmat = _base._rmat_spec(graph["path"])
-        if rmat is not None:
-            g = gpipe.generators.rmat(*rmat, directed=graph["directed"], partitions=graph["partitions"],
-                                      weighted=sampler["params"].get("weighted", False))
-        else:
-            g = gpipe.read_edges(graph["path"], directed=graph["directed"], partitions=graph["partitions"])
+        g = workflow.load_graph(graph, weighted=sampler["params"].get("weighted", False))
         marks["graph"] = time.perf_counter()
         if isinstance(config["seeds"], dict):
             seeds = random_seeds(g, config["seeds"]["random"], sampler["seed"])
@@ -165,6 +137,14 @@ def _run(config: dict) -> dict:
         g.release()  # on a shared cluster, nothing would free it once this client is closed
     write_json(outputs["summary"], summary)
     return summary
+
+
+def _report(summary: dict) -> None:
+    stats, graph = summary["sample"], summary["graph"]
+    print(f"graph_sampling: {stats['algorithm']} on {graph['num_vertices']:,} vertices, {graph['num_edges']:,} edges: "
+          f"{stats['edges']:,} edges from {stats['instances']:,} seeds in {stats['seconds']:.3f} s = "
+          f"{stats['edges_per_second']:,.0f} edges/s\n  edges    {summary['outputs']['edges']}\n"
+          f"  summary  {summary['outputs']['summary']}")
 
 
 if __name__ == "__main__":

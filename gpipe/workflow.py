@@ -1,0 +1,402 @@
+"""Batch workflows: one script and one YAML config each, run by ``gpipe run`` or as a script.
+
+A workflow is a folder holding ``run.py``, whose ``main(argv)`` runs it from
+``[config.yaml] [--set key.sub=value ...]``, and ``config.yaml``, which holds every
+key of its config with its default, ``workflow: NAME`` included. The shipped ones
+are in ``workflows/`` of the source tree (``gpipe/_workflows`` in a wheel); users
+copy and adapt them. This module holds what they share: :func:`load_config` and
+:func:`check_config` (a config merged over the defaults, then the overrides, and
+checked against a table of rules that extends :data:`RULES`), :func:`main` (a
+script's command line), :func:`load_graph`, and :func:`run`, which runs the
+workflow that a YAML file names on a given cluster (``gpipe run``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import sys
+from collections.abc import Callable, Iterable, Mapping
+from functools import partial
+from pathlib import Path
+from types import MappingProxyType
+
+import dask.config
+import yaml
+
+from ._validate import check_bool, check_choice, check_int, check_mapping, check_text
+from .backend import DEVICES
+from .errors import GpipeError, GpipeValueError
+from .graph import Graph, generators, read_edges
+
+__all__ = ["RULES", "check_config", "load_config", "load_graph", "main", "run"]
+
+_Rule = Callable[[str, object], object]
+
+
+def _optional(rule: _Rule) -> _Rule:
+    return lambda name, value: None if value is None else rule(name, value)
+
+
+def _rmat_spec(text: str) -> tuple[int, ...] | None:
+    """``(scale,)`` or ``(scale, edge_factor)`` for ``rmat:SCALE[:EDGE_FACTOR]``, else None."""
+    fields = text.split(":")
+    if fields[0] == "rmat" and len(fields) in (2, 3) and all(f.isdigit() and int(f) > 0 for f in fields[1:]):
+        return tuple(map(int, fields[1:]))
+    return None
+
+
+def _graph_path(name: str, value) -> str:
+    if _rmat_spec(check_text(name, value)) is None and not os.path.exists(value):
+        raise GpipeValueError(f"'{name}' must be an existing edge file or graph folder, or rmat:SCALE[:EDGE_FACTOR] "
+                              f"with positive integers, got {value!r}")
+    return value
+
+
+_positive = partial(check_int, minimum=1)
+
+#: The keys every workflow's config has, each with the rule its value follows (``rule(key, value)`` raises
+#: :class:`GpipeValueError` naming the key): the workflow's name, the graph, the output folder and the cluster.
+#: A workflow's own table is ``{**RULES, "section.key": rule, ...}``; a key of the table is replaced whole when
+#: configs are merged, a section (``graph``) is merged key by key.
+RULES: Mapping[str, _Rule] = MappingProxyType({
+    "workflow": check_text,
+    "graph.path": _graph_path,
+    "graph.directed": check_bool,
+    "graph.partitions": _optional(_positive),
+    "output": check_text,
+    "cluster.scheduler_file": _optional(check_text),
+    "cluster.address": _optional(check_text),
+    "cluster.device": lambda name, value: check_choice(name, value, DEVICES),
+    "cluster.n_workers": _optional(_positive),
+})
+
+
+# -- configs ----------------------------------------------------------------------------------
+
+def load_config(path: str | None, overrides: Iterable[str] = (), *, defaults: str,
+                rules: Mapping[str, _Rule]) -> dict:
+    """The config at ``path`` merged over the ``defaults`` file, then the ``key.sub=value`` overrides.
+
+    Sections are merged key by key; the value of a key of ``rules`` (a mapping such as ``walks.params``
+    included) is replaced whole, while the override ``walks.params.p=0.5`` sets one entry of it.
+
+    Parameters
+    ----------
+    path : str or None
+        A YAML config holding the keys it changes; None for the defaults alone.
+    overrides : iterable of str
+        ``key.sub=value`` items, as ``--set`` takes them; each value is read as YAML.
+    defaults : str
+        The workflow's ``config.yaml``, which holds every key.
+    rules : mapping
+        The workflow's keys and their rules (see :data:`RULES`).
+
+    Returns
+    -------
+    dict
+        The merged config, not yet checked: see :func:`check_config`.
+
+    Raises
+    ------
+    GpipeValueError
+        A file is missing or is not YAML, ``path`` holds an unknown key (the message names the file and the
+        key), or an override is not ``key.sub=value``.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from gpipe.workflow import load_config
+    >>> defaults = os.path.join(tempfile.mkdtemp(), "config.yaml")
+    >>> with open(defaults, "w") as f:
+    ...     _ = f.write("walks: {length: 40, params: {p: 1.0, q: 1.0}}\\n")
+    >>> rules = {"walks.length": lambda name, value: value, "walks.params": lambda name, value: value}
+    >>> load_config(None, ["walks.length=5", "walks.params.q=2"], defaults=defaults, rules=rules)
+    {'walks': {'length': 5, 'params': {'p': 1.0, 'q': 2}}}
+    """
+    config = _read_yaml(defaults)
+    if path is not None:
+        update = _read_yaml(path)
+        try:
+            _check_keys(update, "", rules, complete=False)
+        except GpipeValueError as exc:
+            raise GpipeValueError(f"{path}: {exc}") from None
+        _merge(config, update, "", rules)
+    for item in overrides:
+        key, equals, text = item.partition("=")
+        if not equals or not all(key.split(".")):
+            raise GpipeValueError(f"'--set' must be key.sub=value, got {item!r}")
+        try:
+            value = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            raise GpipeValueError(f"'--set {item}': the value is not valid YAML ({' '.join(str(exc).split())})") \
+                from None
+        *sections, last = key.split(".")
+        section = config
+        for name in sections:
+            if not isinstance(section.get(name), dict):
+                section[name] = {}
+            section = section[name]
+        _merge(section, {last: value}, "".join(f"{name}." for name in sections), rules)
+    return config
+
+
+def check_config(config: dict, rules: Mapping[str, _Rule]) -> dict:
+    """Check that ``config`` has exactly the keys of ``rules`` and that each value follows its rule.
+
+    Parameters
+    ----------
+    config : dict
+        A config, as :func:`load_config` returns it.
+    rules : mapping
+        The workflow's keys (``section.key``) and their rules (see :data:`RULES`).
+
+    Returns
+    -------
+    dict
+        ``config`` itself.
+
+    Raises
+    ------
+    GpipeValueError
+        The message names the key, the rule and the value; for an unknown key, the keys its section takes.
+
+    Examples
+    --------
+    >>> from gpipe.workflow import check_config
+    >>> check_config({"run": {"length": 3}}, {"run.length": lambda name, value: value})
+    {'run': {'length': 3}}
+    """
+    _check_keys(config, "", rules)
+    for key, rule in rules.items():
+        value = config
+        for name in key.split("."):
+            value = value[name]
+        rule(key, value)
+    return config
+
+
+def _check_keys(section, prefix: str, rules: Mapping[str, _Rule], complete: bool = True) -> None:
+    """Every key under ``prefix`` is known and, when ``complete``, present, recursively."""
+    check_mapping(prefix.rstrip(".") or "config", section)
+    known = list(dict.fromkeys(k[len(prefix):].split(".")[0] for k in rules if k.startswith(prefix)))
+    for key in section:
+        if key not in known:
+            takes = f"'{prefix.rstrip('.')}' takes" if prefix else "the config takes"
+            raise GpipeValueError(f"unknown key '{prefix}{key}': {takes} {', '.join(known)}")
+    for key in known:
+        if key not in section:
+            if complete:
+                raise GpipeValueError(f"missing key '{prefix}{key}'")
+        elif prefix + key not in rules:
+            _check_keys(section[key], f"{prefix}{key}.", rules, complete)
+
+
+def _read_yaml(path: str | os.PathLike) -> dict:
+    try:
+        with open(path) as f:
+            config = yaml.safe_load(f)
+    except FileNotFoundError:
+        raise GpipeValueError(f"the config file {os.fspath(path)!r} does not exist") from None
+    except yaml.YAMLError as exc:
+        raise GpipeValueError(f"{os.fspath(path)}: not valid YAML ({' '.join(str(exc).split())})") from None
+    return check_mapping(os.fspath(path), {} if config is None else config)
+
+
+def _merge(base: dict, update: dict, prefix: str, rules: Mapping[str, _Rule]) -> None:
+    """Merge ``update`` into ``base`` (at ``prefix``), section by section; a key of ``rules`` is replaced whole."""
+    for key, value in update.items():
+        if isinstance(value, dict) and isinstance(base.get(key), dict) and prefix + key not in rules:
+            _merge(base[key], value, f"{prefix}{key}.", rules)
+        else:
+            base[key] = value
+
+
+# -- a workflow script ------------------------------------------------------------------------
+
+def main(argv: list[str] | None, *, prog: str, description: str, defaults: str,
+         configure: Callable[[str | None, list[str]], dict], run: Callable[[dict], object]) -> int:
+    """The command line of a workflow script: ``[config.yaml] [--set key.sub=value ...]``.
+
+    Parameters
+    ----------
+    argv : list of str or None
+        The arguments (default ``sys.argv[1:]``).
+    prog, description : str
+        The script's name, which starts its error messages, and its one-line description.
+    defaults : str
+        The script's ``config.yaml``, named in the help.
+    configure : callable
+        ``configure(path, overrides)``: the checked config (raises :class:`GpipeError` on a bad one).
+    run : callable
+        ``run(config)``: runs the workflow and reports.
+
+    Returns
+    -------
+    int
+        0 on success; 2 on a bad config or bad input, whose message is printed to stderr as
+        ``PROG: error: ...`` on one line, without a traceback; argparse's status on a usage error.
+
+    Examples
+    --------
+    >>> from gpipe.workflow import main
+    >>> main(["--set", "x=1"], prog="demo", description="A demo.", defaults="config.yaml",
+    ...      configure=lambda path, overrides: {"x": 1}, run=print)
+    {'x': 1}
+    0
+    """
+    parser = argparse.ArgumentParser(prog=prog, description=description)
+    parser.add_argument("config", nargs="?", help=f"YAML config merged over the defaults ({defaults})")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="override one key, e.g. --set output=results (the value is read as YAML)")
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse has printed the usage error or the help
+        return exc.code
+    try:
+        run(configure(args.config, args.set))
+    except (GpipeError, FileNotFoundError) as exc:
+        print(f"{prog}: error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def load_graph(section: dict, *, weighted: bool = False) -> Graph:
+    """The graph of a config's ``graph`` section, on the current client.
+
+    Parameters
+    ----------
+    section : dict
+        ``path`` (an edge file or graph folder read with :func:`gpipe.read_edges`, or
+        ``rmat:SCALE[:EDGE_FACTOR]``, generated with :func:`gpipe.generators.rmat`), ``directed``
+        and ``partitions``.
+    weighted : bool
+        Generate an ``rmat:`` graph with edge weights (for a walk or sampler that uses them).
+
+    Returns
+    -------
+    Graph
+
+    Examples
+    --------
+    >>> import gpipe
+    >>> from gpipe.workflow import load_graph
+    >>> with gpipe.connect(n_workers=1, device="cpu") as client, client.as_current():  # doctest: +SKIP
+    ...     load_graph({"path": "rmat:6:4", "directed": False, "partitions": None}).num_vertices
+    64
+    """
+    rmat = _rmat_spec(section["path"])
+    if rmat is not None:
+        return generators.rmat(*rmat, directed=section["directed"], partitions=section["partitions"],
+                               weighted=weighted)
+    return read_edges(section["path"], directed=section["directed"], partitions=section["partitions"])
+
+
+# -- gpipe run --------------------------------------------------------------------------------
+
+def run(workflow: str, overrides: Iterable[str] = (), *, scheduler_file: str | None = None,
+        address: str | None = None, wait_for_workers: int | None = None, wait_timeout: float | None = None) -> int:
+    """Run the workflow that a YAML file names, on a running cluster or a local one.
+
+    Parameters
+    ----------
+    workflow : str
+        A workflow config: a YAML file whose top-level ``workflow`` key names a shipped workflow
+        (a folder of ``workflows/``: ``embeddings``, ``graph_sampling``) or the ``run.py`` of one
+        (a path relative to the file); the rest is merged over that workflow's defaults. Or the name
+        of a shipped workflow, run with its defaults.
+    overrides : iterable of str
+        ``key.sub=value`` items, as the workflow's ``--set`` takes them.
+    scheduler_file, address : str, optional
+        The cluster to run on, in place of the config's ``cluster.scheduler_file`` and
+        ``cluster.address``. Without either: the config's cluster, else ``GPIPE_SCHEDULER_FILE`` /
+        ``GPIPE_SCHEDULER_ADDRESS``, else a local cluster.
+    wait_for_workers : int, optional
+        On an existing cluster, wait until this many workers have joined before starting, once the
+        config is checked (``gpipe.cluster.wait-for-workers``).
+    wait_timeout : float, optional
+        Seconds to wait for the scheduler file and those workers (default ``gpipe.cluster.wait-timeout``).
+
+    Returns
+    -------
+    int
+        The workflow's exit status: 0 on success; 2 on a bad config or a cluster that did not come up,
+        whose message the workflow has printed on one line.
+
+    Raises
+    ------
+    GpipeValueError
+        The workflow file is missing, is not YAML or names no workflow that exists (the message names the
+        file and the key), both ``scheduler_file`` and ``address`` are given, or a wait is not positive.
+
+    Examples
+    --------
+    >>> import gpipe
+    >>> gpipe.workflow.run("graph_sampling", ["graph.path=rmat:8:4", "output=out/sample",  # doctest: +SKIP
+    ...                                        "cluster.device=cpu"])
+    0
+    """
+    script, config = _find(workflow)
+    overrides = list(overrides)
+    if scheduler_file is not None and address is not None:
+        raise GpipeValueError(f"give 'scheduler_file' or 'address', not both; got {scheduler_file!r} and {address!r}")
+    if scheduler_file is not None or address is not None:  # JSON is YAML: the values stay strings
+        overrides += [f"cluster.scheduler_file={json.dumps(scheduler_file)}", f"cluster.address={json.dumps(address)}"]
+    waits = {}
+    if wait_for_workers is not None:
+        waits["gpipe.cluster.wait-for-workers"] = check_int("wait_for_workers", wait_for_workers, minimum=1)
+    if wait_timeout is not None:
+        if isinstance(wait_timeout, bool) or not isinstance(wait_timeout, (int, float)) or not wait_timeout > 0:
+            raise GpipeValueError(f"'wait_timeout' must be a positive number of seconds, got {wait_timeout!r}")
+        waits["gpipe.cluster.wait-timeout"] = wait_timeout
+    argv = ([config] if config is not None else []) + [arg for item in overrides for arg in ("--set", item)]
+    main = _load_script(script).main
+    with dask.config.set(waits):  # gpipe.connect waits, after the workflow has checked its config
+        return main(argv)
+
+
+def _shipped() -> dict[str, Path]:
+    """The shipped workflows, name -> run.py: ``gpipe/_workflows`` in a wheel, ``workflows/`` in a source tree."""
+    here = Path(__file__).resolve().parent
+    for folder in (here / "_workflows", here.parent / "workflows"):
+        if folder.is_dir():
+            return {d.name: d / "run.py" for d in sorted(folder.iterdir()) if (d / "run.py").is_file()}
+    return {}
+
+
+def _find(workflow: str) -> tuple[Path, str | None]:
+    """The ``run.py`` that ``workflow`` names, and the config file to give it (None: its defaults)."""
+    shipped = _shipped()
+    names = ", ".join(shipped) or "none shipped"
+    if workflow in shipped and not os.path.exists(workflow):
+        return shipped[workflow], None
+    if not os.path.isfile(workflow):
+        if workflow.endswith((".yaml", ".yml")) or os.sep in workflow:
+            raise GpipeValueError(f"the workflow file {workflow!r} does not exist")
+        raise GpipeValueError(f"'workflow' must be a workflow YAML file or the name of a shipped workflow "
+                              f"({names}), got {workflow!r}")
+    name = _read_yaml(workflow).get("workflow")
+    if name is None:
+        raise GpipeValueError(f"{workflow}: missing key 'workflow': it names the workflow to run ({names}) "
+                              f"or its run.py")
+    if isinstance(name, str) and name.endswith(".py"):
+        script = Path(workflow).resolve().parent / name
+        if not script.is_file():
+            raise GpipeValueError(f"{workflow}: 'workflow' names {str(script)!r}, which does not exist")
+        return script, workflow
+    if not isinstance(name, str) or name not in shipped:
+        raise GpipeValueError(f"{workflow}: 'workflow' must be a shipped workflow ({names}) or the path of a "
+                              f"workflow's run.py, got {name!r}")
+    return shipped[name], workflow
+
+
+def _load_script(path: Path):
+    """``path`` loaded as a module (not registered in ``sys.modules``: functions it sends to workers go by value)."""
+    spec = importlib.util.spec_from_file_location(f"gpipe_workflow_{path.parent.name}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    if not callable(getattr(module, "main", None)):
+        raise GpipeValueError(f"{path}: a workflow's run.py must define main(argv) returning an exit status")
+    return module
