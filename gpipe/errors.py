@@ -43,13 +43,13 @@ class TaskError(GpipeError, RuntimeError):
 class WorkerLostError(GpipeError, RuntimeError):
     """A worker holding graph partitions or a run's data left the cluster during a run; what it held is lost."""
 
-    def __init__(self, phase: str, workers: list[str], partitions: list[int]):
-        self.phase, self.workers, self.partitions = phase, workers, partitions
+    def __init__(self, phase: str, workers: list[str], partitions: list[int], unit: str = "partition"):
+        self.phase, self.workers, self.partitions, self.unit = phase, workers, partitions, unit
         many = len(partitions) > 1
-        super().__init__(f"{phase}: worker {', '.join(workers)} left the cluster; partition{'s' * many} "
+        super().__init__(f"{phase}: worker {', '.join(workers)} left the cluster; {unit}{'s' * many} "
                          f"{', '.join(map(str, partitions))} it held (graph and run data) {'are' if many else 'is'} "
                          "lost, so the run stops rather than finish without them — load or build the graph again "
                          "and rerun")
 
     def __reduce__(self):
-        return (type(self), (self.phase, self.workers, self.partitions))
+        return (type(self), (self.phase, self.workers, self.partitions, self.unit))

@@ -119,6 +119,29 @@ def assemble(graph_id: str, part: int, bounds: np.ndarray, keep_duplicates: bool
         raise TaskError("assemble", part, None, repr(exc)) from exc
 
 
+def replica(graph_id: str, replica_id: str, placement: list[str], bounds: np.ndarray) -> int:
+    """Store the whole graph ``graph_id`` on this worker as partition 0 of ``replica_id``: its replica.
+
+    The partitions held elsewhere are fetched from their workers; the CSR arrays are concatenated.
+    """
+    try:
+        x = worker_xp()
+        parts = store().fetch_partitions(graph_id, placement)
+        sizes = [int(p["indices"].shape[0]) for p in parts]
+        starts = np.concatenate([[0], np.cumsum(sizes)])
+        indptr = x.concatenate([x.asarray(parts[0]["indptr"][:1])] + [
+            x.asarray(p["indptr"][1:]) + int(start) for p, start in zip(parts, starts[:-1])]).astype(x.int64)
+        indices = x.concatenate([x.asarray(p["indices"]) for p in parts])
+        weighted = parts[0]["weights"] is not None
+        weights = x.concatenate([x.asarray(p["weights"]) for p in parts]) if weighted else None
+        n = int(bounds[-1])
+        whole = Partition(0, 0, n, np.array([0, n]), indptr, indices, weights)
+        store().put_partition(replica_id, 0, whole)
+        return whole.nbytes
+    except Exception as exc:
+        raise TaskError("replicate", 0, None, repr(exc)) from exc
+
+
 def _sort_edges(x, src, dst, weight, lo: int, hi: int, n: int):
     """Edges sorted by (src, dst); one int64 key when (src - lo) * n + dst fits."""
     if (hi - lo) * n < 2**62:

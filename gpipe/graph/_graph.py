@@ -10,14 +10,16 @@ from functools import reduce
 
 import numpy as np
 import pandas as pd
+import psutil
 
 from .. import config
-from .._validate import check_int
+from .._validate import check_choice, check_int
 from ..backend import to_host
 from ..errors import GpipeValueError
 from ..runtime._session import Session, run_later
 from ..runtime._store import on_store, store
 from ..runtime._files import atomic_dir
+from ..runtime._watch import wait_pinned
 from . import _build
 
 
@@ -32,7 +34,7 @@ class Graph:
 
     def __init__(self, session: Session, graph_id: str, bounds: np.ndarray, placement: list[str],
                  num_edges: int, directed: bool, weighted: bool, id_map: np.ndarray | None,
-                 partition_info: list[dict]):
+                 partition_info: list[dict], replicas: list[str] | None = None):
         self._session = session
         self.graph_id = graph_id
         self.bounds = bounds
@@ -42,6 +44,7 @@ class Graph:
         self.id_map = id_map
         self.partition_info = partition_info
         self.num_edges = num_edges
+        self.replicas = replicas  # replicated mode: the workers that each hold the whole graph (as partition 0)
         self._degrees = None
         self._finalizer = weakref.finalize(self, run_later, session.client, on_store, "drop_graph", graph_id)
 
@@ -54,6 +57,11 @@ class Graph:
     @property
     def num_vertices(self) -> int:
         return int(self.bounds[-1])
+
+    @property
+    def mode(self) -> str:
+        """'partitioned' (partitions spread over the workers) or 'replicated' (the whole graph on every worker)."""
+        return "partitioned" if self.replicas is None else "replicated"
 
     @property
     def num_partitions(self) -> int:
@@ -70,7 +78,8 @@ class Graph:
     def __repr__(self) -> str:
         kind = "directed" if self.directed else "undirected"
         return (f"<gpipe.Graph {kind}{' weighted' if self.weighted else ''}: {self.num_vertices} vertices, "
-                f"{self.num_edges} edges, {self.num_partitions} partitions on {self.device}>")
+                f"{self.num_edges} edges, " + (f"{self.num_partitions} partitions" if self.replicas is None else
+                                                f"replicated on {len(self.replicas)} workers") + f" on {self.device}>")
 
     # -- ids ---------------------------------------------------------------------
     def to_internal(self, vertices, name: str = "vertices") -> np.ndarray:
@@ -157,14 +166,22 @@ def _write_partition(graph_id: str, part: int, folder: str) -> str:
     return name
 
 
+MODES = ("auto", "partitioned", "replicated")
+
+
 def default_partitions(session: Session) -> int:
     return len(session.workers()) * int(config.get("partitions-per-worker"))
 
 
+def check_mode(mode: str | None) -> str:
+    """The graph mode asked for, or the configured default."""
+    return check_choice("mode", config.get("graph.mode") if mode is None else mode, MODES)
+
+
 def build(session: Session, chunks: list, n: int, *, directed: bool, weighted: bool, id_map,
-          partitions: int | None, keep_self_loops: bool = False, keep_duplicates: bool = False,
-          symmetrize: bool = True) -> Graph:
-    """Partition and store a graph from futures of dense-id edge chunks."""
+          partitions: int | None, mode: str = "partitioned", keep_self_loops: bool = False,
+          keep_duplicates: bool = False, symmetrize: bool = True) -> Graph:
+    """Partition and store a graph from futures of dense-id edge chunks; replicate it if ``mode`` says so."""
     client = session.client
     workers = session.workers()
     parts = default_partitions(session) if partitions is None else check_int("partitions", partitions, minimum=1)
@@ -187,9 +204,51 @@ def build(session: Session, chunks: list, n: int, *, directed: bool, weighted: b
         )
         for p in range(parts)
     ]
+    wait_pinned(client, built, dict(enumerate(placement)), "graph construction")
     info = client.gather(built)
     del prepared, hists, splits
     stored = sum(i["edges"] for i in info)
     loops = sum(i["self_loops"] for i in info)
     num_edges = stored if directed else (stored + loops) // 2
-    return Graph(session, graph_id, bounds, placement, num_edges, directed, weighted, id_map, info)
+    g = Graph(session, graph_id, bounds, placement, num_edges, directed, weighted, id_map, info)
+    nbytes = sum(i["nbytes"] for i in info)
+    if mode == "replicated" or (mode == "auto" and partitions is None and _fits_every_worker(session, nbytes)):
+        g = _replicate(g, workers)
+    return g
+
+
+def _fits_every_worker(session: Session, nbytes: int) -> bool:
+    """Whether ``nbytes`` is at most ``gpipe.graph.replicate-fraction`` of every worker's (GPU) memory."""
+    if session.device == "gpu":
+        memory = session.client.run(_gpu_memory).values()
+    else:
+        workers = session.client.scheduler_info(n_workers=-1)["workers"].values()
+        memory = [w.get("memory_limit") or psutil.virtual_memory().total for w in workers]
+    return nbytes <= float(config.get("graph.replicate-fraction")) * min(memory)
+
+
+def _gpu_memory() -> int:
+    import cupy
+
+    return cupy.cuda.Device().mem_info[1]
+
+
+def _replicate(g: Graph, workers: list[str]) -> Graph:
+    """The graph held whole on every worker (as partition 0 of a new graph id); the partitioned copy is freed."""
+    client = g.client
+    replica_id = uuid.uuid4().hex
+    copies = [client.submit(_build.replica, g.graph_id, replica_id, g.placement, g.bounds, workers=[w],
+                            allow_other_workers=False, pure=False, key=f"gpipe-replicate-{replica_id}-{i}")
+              for i, w in enumerate(workers)]
+    try:
+        wait_pinned(client, copies, dict(enumerate(g.placement)), "replication")
+        nbytes = client.gather(copies)[0]
+    except BaseException:
+        client.run(on_store, "drop_graph", replica_id)
+        raise
+    finally:
+        g.release()
+    info = [{"edges": sum(i["edges"] for i in g.partition_info),
+             "self_loops": sum(i["self_loops"] for i in g.partition_info), "nbytes": nbytes}]
+    return Graph(g._session, replica_id, np.array([0, g.num_vertices]), [workers[0]], g.num_edges, g.directed,
+                 g.weighted, g.id_map, info, replicas=workers)

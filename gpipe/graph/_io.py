@@ -11,7 +11,7 @@ import pandas as pd
 from .. import config
 from ..errors import GpipeFileError, GpipeValueError
 from ..runtime._session import current
-from ._graph import Graph, build
+from ._graph import Graph, build, check_mode
 from ._readers import read_table
 
 __all__ = ["from_edges", "read_edges"]
@@ -20,8 +20,8 @@ GRAPH_META = "_gpipe.json"
 
 
 def read_edges(path, src: str = "src", dst: str = "dst", weight: str | bool | None = None, directed: bool = False,
-               partitions: int | None = None, *, fmt: str | None = None, renumber: bool | None = None,
-               keep_self_loops: bool = False, keep_duplicates: bool = False) -> Graph:
+               partitions: int | None = None, *, mode: str | None = None, fmt: str | None = None,
+               renumber: bool | None = None, keep_self_loops: bool = False, keep_duplicates: bool = False) -> Graph:
     """Read a graph from an edge file, or from a folder written by ``Graph.to_parquet``.
 
     Parameters
@@ -38,6 +38,13 @@ def read_edges(path, src: str = "src", dst: str = "dst", weight: str | bool | No
         Keep edges directed; by default both directions are stored.
     partitions : int, optional
         Number of partitions (default: workers x ``gpipe.partitions-per-worker``).
+    mode : {'auto', 'partitioned', 'replicated'}, optional
+        How the graph is held (default ``gpipe.graph.mode``, 'auto'): spread
+        over the workers as partitions that walkers travel between, or whole on
+        every worker, each running its share of the walks or instances with no
+        communication. 'auto' replicates when no ``partitions`` are asked for
+        and the graph takes at most ``gpipe.graph.replicate-fraction`` of each
+        worker's (GPU) memory. Results are the same in every mode.
     fmt : {'snap', 'csv', 'parquet', 'npz'}, optional
         Force a format instead of guessing it from the extension.
     renumber : bool, optional
@@ -63,18 +70,20 @@ def read_edges(path, src: str = "src", dst: str = "dst", weight: str | bool | No
     >>> with gpipe.connect(n_workers=1, device="cpu"):   # doctest: +SKIP
     ...     g = gpipe.read_edges("karate.txt")
     """
+    mode = check_mode(mode)
     path = os.fspath(path)
     if os.path.isdir(path) and os.path.exists(os.path.join(path, GRAPH_META)):
-        return _read_graph_folder(path, partitions)
+        return _read_graph_folder(path, partitions, mode)
     frame, num_vertices = read_table(path, src=src, dst=dst, weight=weight, fmt=fmt)
     return from_edges(frame, "src", "dst", "weight" if "weight" in frame.columns else None, directed, partitions,
+                      mode=mode,
                       renumber=renumber, keep_self_loops=keep_self_loops, keep_duplicates=keep_duplicates,
                       num_vertices=num_vertices)
 
 
 def from_edges(frame, src: str = "src", dst: str = "dst", weight: str | None = None, directed: bool = False,
-               partitions: int | None = None, *, renumber: bool | None = None, keep_self_loops: bool = False,
-               keep_duplicates: bool = False, num_vertices: int | None = None) -> Graph:
+               partitions: int | None = None, *, mode: str | None = None, renumber: bool | None = None,
+               keep_self_loops: bool = False, keep_duplicates: bool = False, num_vertices: int | None = None) -> Graph:
     """Build a graph from an edge frame (pandas, cudf or dask).
 
     Parameters
@@ -89,6 +98,13 @@ def from_edges(frame, src: str = "src", dst: str = "dst", weight: str | None = N
         Keep edges directed; by default both directions are stored.
     partitions : int, optional
         Number of partitions (default: workers x ``gpipe.partitions-per-worker``).
+    mode : {'auto', 'partitioned', 'replicated'}, optional
+        How the graph is held (default ``gpipe.graph.mode``, 'auto'): spread
+        over the workers as partitions that walkers travel between, or whole on
+        every worker, each running its share of the walks or instances with no
+        communication. 'auto' replicates when no ``partitions`` are asked for
+        and the graph takes at most ``gpipe.graph.replicate-fraction`` of each
+        worker's (GPU) memory. Results are the same in every mode.
     renumber : bool, optional
         See :func:`read_edges`.
     keep_self_loops, keep_duplicates : bool
@@ -109,6 +125,7 @@ def from_edges(frame, src: str = "src", dst: str = "dst", weight: str | None = N
     ...     g.num_vertices, g.num_edges
     (3, 3)
     """
+    mode = check_mode(mode)
     session = current()
     client = session.client
     columns = [src, dst] + ([weight] if weight is not None else [])
@@ -119,7 +136,7 @@ def from_edges(frame, src: str = "src", dst: str = "dst", weight: str | None = N
     id_future = client.scatter(id_map, broadcast=True, hash=False) if id_map is not None else None
     dense = [client.submit(_to_dense, c, src, dst, weight, id_future, pure=False) for c in chunks]
     return build(session, dense, n, directed=directed, weighted=weight is not None, id_map=id_map,
-                 partitions=partitions, keep_self_loops=keep_self_loops, keep_duplicates=keep_duplicates)
+                 partitions=partitions, mode=mode, keep_self_loops=keep_self_loops, keep_duplicates=keep_duplicates)
 
 
 def _chunks(client, frame, columns: list[str]) -> list:
@@ -211,7 +228,7 @@ def _to_dense(chunk: pd.DataFrame, src: str, dst: str, weight: str | None, id_ma
     return out
 
 
-def _read_graph_folder(path: str, partitions: int | None) -> Graph:
+def _read_graph_folder(path: str, partitions: int | None, mode: str | None) -> Graph:
     meta_path = os.path.join(path, GRAPH_META)
     with open(meta_path) as f:
         meta = json.load(f)
@@ -223,5 +240,5 @@ def _read_graph_folder(path: str, partitions: int | None) -> Graph:
     chunks = session.client.scatter([{k: fr[k].to_numpy() for k in fr.columns} for fr in frames], hash=False)
     id_map = pd.read_parquet(os.path.join(path, "ids.parquet"))["id"].to_numpy() if meta["renumbered"] else None
     return build(session, chunks, int(meta["num_vertices"]), directed=bool(meta["directed"]),
-                 weighted=bool(meta["weighted"]), id_map=id_map, partitions=partitions, keep_self_loops=True,
-                 keep_duplicates=True, symmetrize=False)
+                 weighted=bool(meta["weighted"]), id_map=id_map, partitions=partitions, mode=mode,
+                 keep_self_loops=True,                 keep_duplicates=True, symmetrize=False)

@@ -11,7 +11,7 @@ from ..errors import GpipeValueError
 from ..kernels import function, launch
 from ..runtime._session import current
 from ..runtime._store import store
-from ._graph import Graph, build
+from ._graph import Graph, build, check_mode
 
 __all__ = ["rmat"]
 
@@ -23,7 +23,7 @@ _S32 = np.uint64(32)
 
 def rmat(scale: int, edge_factor: int = 16, a: float = 0.57, b: float = 0.19, c: float = 0.19, seed: int = 0,
          *, directed: bool = False, weighted: bool = False, scramble: bool = True,
-         partitions: int | None = None) -> Graph:
+         partitions: int | None = None, mode: str | None = None) -> Graph:
     """Generate a Graph500-style R-MAT graph on the workers.
 
     ``edge_factor * 2**scale`` edges are drawn: each picks, level by level, one
@@ -50,6 +50,8 @@ def rmat(scale: int, edge_factor: int = 16, a: float = 0.57, b: float = 0.19, c:
         Permute vertex ids with a seeded bijection.
     partitions : int, optional
         Number of partitions (default: workers x ``gpipe.partitions-per-worker``).
+    mode : {'auto', 'partitioned', 'replicated'}, optional
+        How the graph is held (see :func:`gpipe.read_edges`).
 
     Returns
     -------
@@ -76,6 +78,7 @@ def rmat(scale: int, edge_factor: int = 16, a: float = 0.57, b: float = 0.19, c:
     if a + b + c > 1:
         raise GpipeValueError(f"'a + b + c' must be at most 1, got {a + b + c}")
     seed = check_seed(seed)
+    mode = check_mode(mode)
     session = current()
     n, m = 1 << scale, edge_factor << scale
     step = int(config.get("graph.chunk-edges"))
@@ -85,7 +88,8 @@ def rmat(scale: int, edge_factor: int = 16, a: float = 0.57, b: float = 0.19, c:
                               pure=False)
         for start in range(0, m, step)
     ]
-    return build(session, chunks, n, directed=directed, weighted=weighted, id_map=None, partitions=partitions)
+    return build(session, chunks, n, directed=directed, weighted=weighted, id_map=None, partitions=partitions,
+                 mode=mode)
 
 
 def _rmat_chunk(scale: int, thresholds: tuple, seed: int, start: int, count: int, scramble: bool,

@@ -80,10 +80,10 @@ def new_walkers(x, walk_id, vertex, fields: tuple = ()) -> dict:
     return walkers
 
 
-def _every_vertex(x, p, walks_per_vertex: int, fields: tuple) -> dict:
-    """One walker per (repetition, vertex) of partition ``p``; walk id = rep * n + vertex."""
+def _every_vertex(x, p, walks_per_vertex: int, fields: tuple, lo: int | None = None, hi: int | None = None) -> dict:
+    """One walker per (repetition, vertex) of partition ``p`` (or of vertices ``lo..hi-1``); walk id = rep * n + vertex."""
     n = int(p.bounds[-1])
-    vertices = x.arange(p.lo, p.hi, dtype=x.int64)
+    vertices = x.arange(p.lo if lo is None else lo, p.hi if hi is None else hi, dtype=x.int64)
     walk_id = x.concatenate([vertices + r * n for r in range(walks_per_vertex)])
     return new_walkers(x, walk_id, x.tile(vertices, walks_per_vertex), fields)
 
@@ -124,6 +124,35 @@ def advance(graph_id: str, run_id: str, walkers: dict | int | None, kernel, para
                 for q, (c, e) in enumerate(zip(counts, ends)) if c > 0}
     st.send(run_id, superstep + 1, outbound, placement)
     return {"to": counts, "steps": steps, "seconds": seconds}
+
+
+@_phase("advance", unit="replica")
+def advance_local(graph_id: str, run_id: str, walkers: dict | tuple, kernel, params: dict, *, part: int,
+                  superstep=None) -> dict:
+    """Replicated mode: advance replica ``part``'s share of the walkers until every one has ended, here.
+
+    The whole graph is partition 0 on this worker, so nothing leaves it: the
+    supersteps run back to back with no exchange and no round trip to the
+    client. ``walkers`` are the walkers themselves or ``(walks_per_vertex, lo,
+    hi)``: that many walks from each vertex of ``lo..hi-1``.
+    """
+    x = worker_xp()
+    st = store()
+    p = st.partition(graph_id, 0)
+    if isinstance(walkers, tuple):
+        walkers = _every_vertex(x, p, walkers[0], params.get("fields", ()), walkers[1], walkers[2])
+    walkers = {k: x.asarray(v) for k, v in walkers.items()}
+    steps = supersteps = 0
+    seconds = 0.0
+    while next(iter(walkers.values())).shape[0]:
+        t0 = time.perf_counter()
+        pieces, walkers, taken = kernel(p, walkers, params)
+        seconds += time.perf_counter() - t0
+        st.add_pieces(run_id, part, pieces)
+        walkers.pop("to", None)
+        steps += taken
+        supersteps += 1
+    return {"steps": steps, "seconds": seconds, "supersteps": supersteps}
 
 
 @_phase("assemble", unit="output block")

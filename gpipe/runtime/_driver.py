@@ -58,6 +58,8 @@ def run_supersteps(graph, kernel: Callable, params: dict, initial: int | dict, *
     owning its ``vertex``, or to partition ``to`` where given). Returns the run's id, the
     partitions that ran (with their workers) and statistics.
     """
+    if graph.replicas is not None:
+        return _run_replicated(graph, kernel, params, initial, progress)
     client = graph.client
     run_id = uuid.uuid4().hex[:12]
     placement = graph.placement
@@ -92,8 +94,52 @@ def run_supersteps(graph, kernel: Callable, params: dict, initial: int | dict, *
     seconds = time.perf_counter() - t0
     stats = {"steps": steps, "seconds": seconds, "steps_per_second": steps / seconds if seconds > 0 else 0.0,
              "supersteps": superstep, "kernel_seconds": kernel_seconds, "partitions": graph.num_partitions,
-             "workers": len(set(placement)), "device": graph.device, "num_vertices": graph.num_vertices}
+             "workers": len(set(placement)), "mode": "partitioned", "device": graph.device,
+             "num_vertices": graph.num_vertices}
     return run_id, {p: placement[p] for p in sorted(ran)}, stats
+
+
+def _run_replicated(graph, kernel: Callable, params: dict, initial: int | dict, progress: Callable | None):
+    """Replicated mode: each worker runs its share of the walkers (or of the instances) on its own whole copy.
+
+    Walkers are shared out by walk id, sampling entries by instance (an
+    instance's entries stay together: its selections need all of them); the
+    random streams are the same as in partitioned mode, so are the results.
+    """
+    client, replicas = graph.client, graph.replicas
+    run_id = uuid.uuid4().hex[:12]
+    count = len(replicas)
+    t0 = time.perf_counter()
+    if isinstance(initial, int):
+        cuts = np.linspace(0, graph.num_vertices, count + 1).astype(np.int64)
+        shares = {r: (initial, int(cuts[r]), int(cuts[r + 1])) for r in range(count) if cuts[r] < cuts[r + 1]}
+    else:
+        initial = {k: v for k, v in initial.items() if k != "to"}
+        group = (initial["instance"] if "instance" in initial else initial["walk_id"]) % count
+        shares = {}
+        for r in np.unique(group):
+            mask = group == r
+            [shares[int(r)]] = client.scatter([{k: v[mask] for k, v in initial.items()}], workers=[replicas[r]],
+                                              hash=False)
+    runs = [_pinned(client, _advance.advance_local, graph.graph_id, run_id, share, kernel, params, part=r,
+                    worker=replicas[r], key=f"gpipe-local-{run_id}-{r}") for r, share in shares.items()]
+    try:
+        wait_pinned(client, runs, {r: replicas[r] for r in shares}, "replicated run", "replica")
+        summaries = client.gather(runs)
+    except BaseException:
+        with contextlib.suppress(Exception):
+            client.run(on_store, "drop_run", run_id)
+        raise
+    seconds = time.perf_counter() - t0
+    steps = sum(s["steps"] for s in summaries)
+    supersteps = max((s["supersteps"] for s in summaries), default=0)
+    if progress is not None:
+        progress(superstep=supersteps, active=0, steps=steps, total=steps)
+    stats = {"steps": steps, "seconds": seconds, "steps_per_second": steps / seconds if seconds > 0 else 0.0,
+             "supersteps": supersteps, "kernel_seconds": max((s["seconds"] for s in summaries), default=0.0),
+             "partitions": 1, "workers": count, "mode": "replicated", "device": graph.device,
+             "num_vertices": graph.num_vertices}
+    return run_id, {r: replicas[r] for r in shares}, stats
 
 
 def _initial_walkers(graph, initial: int | dict):

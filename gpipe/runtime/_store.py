@@ -21,7 +21,7 @@ from distributed import WorkerPlugin, get_worker
 from distributed.protocol import to_serialize
 from distributed.utils import sync
 
-from ..backend import set_cpu_threads, xp
+from ..backend import set_cpu_threads, to_host, xp
 from . import _pieces
 from ..errors import GpipeError
 
@@ -47,6 +47,7 @@ class GpipeStore(WorkerPlugin):
         self.worker_address = worker.address
         worker.handlers["gpipe_receive"] = self._receive
         worker.handlers["gpipe_block"] = self._block
+        worker.handlers["gpipe_partition"] = self._partition_arrays
         set_cpu_threads(worker.state.nthreads)
 
     def teardown(self, worker):
@@ -101,6 +102,22 @@ class GpipeStore(WorkerPlugin):
                 f"partition {part} of graph {graph_id} is not on worker {self.worker_address} "
                 "(the worker restarted or the graph was released)"
             ) from None
+
+    async def _partition_arrays(self, graph_id: str, part: int):
+        p = self.partition(graph_id, part)
+        return to_serialize({"indptr": to_host(p.indptr), "indices": to_host(p.indices),
+                             "weights": None if p.weights is None else to_host(p.weights)})
+
+    def fetch_partitions(self, graph_id: str, placement: list[str]) -> list[dict]:
+        """Every partition's CSR arrays (host copies of remote ones, this worker's own as they are), in order."""
+        local = {p: self.partition(graph_id, p) for p, w in enumerate(placement) if w == self.worker_address}
+        remote = {p: w for p, w in enumerate(placement) if w != self.worker_address}
+        fetched = dict(zip(remote, sync(self.worker.loop, self._fetch_partitions, graph_id, remote))) if remote else {}
+        return [vars(local[p]) if p in local else fetched[p] for p in range(len(placement))]
+
+    async def _fetch_partitions(self, graph_id: str, remote: dict[int, str]) -> list[dict]:
+        return await asyncio.gather(*(self.worker.rpc(w).gpipe_partition(graph_id=graph_id, part=p)
+                                      for p, w in remote.items()))
 
     def drop_graph(self, graph_id: str) -> int:
         keys = [k for k in self.partitions if k[0] == graph_id]
