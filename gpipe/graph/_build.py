@@ -92,8 +92,10 @@ def split(chunk: dict, bounds: np.ndarray) -> list[dict]:
 pick = operator.getitem
 
 
-def assemble(graph_id: str, part: int, bounds: np.ndarray, keep_duplicates: bool, *pieces: dict) -> dict:
-    """Build partition ``part`` from its pieces and store it on this worker."""
+def assemble(graph_id: str, part: int, bounds: np.ndarray, keep_duplicates: bool, budget: int | None,
+             *pieces: dict) -> dict:
+    """Build partition ``part`` from its pieces and store it on this worker (staged in host memory, with a
+    ``budget`` of device partitions per worker: only this partition's edges are ever on the device)."""
     try:
         x = worker_xp()
         lo, hi, n = int(bounds[part]), int(bounds[part + 1]), int(bounds[-1])
@@ -113,7 +115,7 @@ def assemble(graph_id: str, part: int, bounds: np.ndarray, keep_duplicates: bool
         x.cumsum(counts, out=indptr[1:])
         index_dtype = x.int32 if n < 2**31 else x.int64
         partition = Partition(part, lo, hi, np.asarray(bounds), indptr, dst.astype(index_dtype), weight)
-        store().put_partition(graph_id, part, partition)
+        store().put_partition(graph_id, part, partition, budget)
         return {"edges": partition.num_edges, "self_loops": int((src == dst).sum()), "nbytes": partition.nbytes}
     except Exception as exc:
         raise TaskError("assemble", part, None, repr(exc)) from exc

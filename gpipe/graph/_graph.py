@@ -34,7 +34,8 @@ class Graph:
 
     def __init__(self, session: Session, graph_id: str, bounds: np.ndarray, placement: list[str],
                  num_edges: int, directed: bool, weighted: bool, id_map: np.ndarray | None,
-                 partition_info: list[dict], replicas: list[str] | None = None):
+                 partition_info: list[dict], replicas: list[str] | None = None,
+                 device_partitions: int | None = None):
         self._session = session
         self.graph_id = graph_id
         self.bounds = bounds
@@ -45,6 +46,7 @@ class Graph:
         self.partition_info = partition_info
         self.num_edges = num_edges
         self.replicas = replicas  # replicated mode: the workers that each hold the whole graph (as partition 0)
+        self.device_partitions = device_partitions  # out-of-memory: partitions on each worker's device at once
         self._degrees = None
         self._finalizer = weakref.finalize(self, run_later, session.client, on_store, "drop_graph", graph_id)
 
@@ -195,10 +197,12 @@ def build(session: Session, chunks: list, n: int, *, directed: bool, weighted: b
     bounds = _build.balanced_bounds(hist, n, parts)
     placement = [workers[p * len(workers) // parts] for p in range(parts)]
     splits = [client.submit(_build.split, c, bounds, pure=False) for c in prepared]
+    budget = config.get("memory.device-partitions")
+    budget = None if budget is None else check_int("gpipe.memory.device-partitions", budget, minimum=1)
     graph_id = uuid.uuid4().hex
     built = [
         client.submit(
-            _build.assemble, graph_id, p, bounds, keep_duplicates,
+            _build.assemble, graph_id, p, bounds, keep_duplicates, budget,
             *[client.submit(_build.pick, s, p, pure=False) for s in splits],
             workers=[placement[p]], allow_other_workers=False, pure=False,
         )
@@ -210,9 +214,11 @@ def build(session: Session, chunks: list, n: int, *, directed: bool, weighted: b
     stored = sum(i["edges"] for i in info)
     loops = sum(i["self_loops"] for i in info)
     num_edges = stored if directed else (stored + loops) // 2
-    g = Graph(session, graph_id, bounds, placement, num_edges, directed, weighted, id_map, info)
+    g = Graph(session, graph_id, bounds, placement, num_edges, directed, weighted, id_map, info,
+              device_partitions=budget)
     nbytes = sum(i["nbytes"] for i in info)
-    if mode == "replicated" or (mode == "auto" and partitions is None and _fits_every_worker(session, nbytes)):
+    if mode == "replicated" or (mode == "auto" and partitions is None and budget is None
+                                and _fits_every_worker(session, nbytes)):
         g = _replicate(g, workers)
     return g
 

@@ -90,7 +90,7 @@ def _every_vertex(x, p, walks_per_vertex: int, fields: tuple, lo: int | None = N
 
 @_phase("advance")
 def advance(graph_id: str, run_id: str, walkers: dict | int | None, kernel, params: dict, placement: list[str], *,
-            part: int, superstep: int) -> dict:
+            part: int, superstep: int, policy: str = "workload", prefetch: int | None = None) -> dict:
     """Run ``kernel`` on this partition's walkers; keep the pieces, push the leavers to their new partitions.
 
     The kernel returns ``(pieces, movers, steps)``; a mover goes to the partition
@@ -99,11 +99,15 @@ def advance(graph_id: str, run_id: str, walkers: dict | int | None, kernel, para
     ``walkers`` is None after the first superstep (they are in this worker's
     inbox), an int on the first when that many walks start from every vertex
     of the partition, or the walkers themselves. Returns how many walkers went
-    to each partition, the steps taken and the kernel's seconds.
+    to each partition, the steps taken, the kernel's seconds and, for an
+    out-of-memory graph, which of this worker's partitions are on its device.
+    ``policy`` and ``prefetch`` steer out-of-memory graphs (see ``Residency``).
     """
     x = worker_xp()
     st = store()
-    p = st.partition(graph_id, part)
+    p = st.partition(graph_id, part, run_id, policy)
+    if prefetch is not None:  # out of memory: copy the worker's next partition in while this one computes
+        st.prefetch(graph_id, prefetch, part, run_id, policy)
     if walkers is None:
         arrived = st.take_inbox(run_id, superstep, part)
         walkers = {k: x.concatenate([x.asarray(w[k]) for w in arrived]) for k in arrived[0]}
@@ -123,7 +127,9 @@ def advance(graph_id: str, run_id: str, walkers: dict | int | None, kernel, para
     outbound = {q: {k: v[order[int(e - c):int(e)]] for k, v in movers.items()}
                 for q, (c, e) in enumerate(zip(counts, ends)) if c > 0}
     st.send(run_id, superstep + 1, outbound, placement)
-    return {"to": counts, "steps": steps, "seconds": seconds}
+    staged = [q for q, w in enumerate(placement) if w == st.worker_address and st.residency.manages((graph_id, q))]
+    on_device = set(st.residency.resident_parts(graph_id))
+    return {"to": counts, "steps": steps, "seconds": seconds, "resident": {q: q in on_device for q in staged}}
 
 
 @_phase("advance", unit="replica")

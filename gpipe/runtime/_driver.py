@@ -15,14 +15,18 @@ from typing import Callable
 
 import numpy as np
 
+from .. import config
+from .._validate import check_choice
 from . import _advance
 from ._result import WalkResult
+from ._residency import POLICIES
 from ._store import on_store
 from ._watch import wait_pinned
 
 
-def _pinned(client, func, *args, worker: str, key: str, **kwargs):
-    return client.submit(func, *args, workers=[worker], allow_other_workers=False, pure=False, key=key, **kwargs)
+def _pinned(client, func, *args, worker: str, key: str, priority: int = 0, **kwargs):
+    return client.submit(func, *args, workers=[worker], allow_other_workers=False, pure=False, key=key,
+                         priority=priority, **kwargs)
 
 
 def run_walks(graph, kernel: Callable, params: dict, *, length: int, num_walks: int, walks_per_vertex: int,
@@ -63,6 +67,10 @@ def run_supersteps(graph, kernel: Callable, params: dict, initial: int | dict, *
     client = graph.client
     run_id = uuid.uuid4().hex[:12]
     placement = graph.placement
+    out_of_memory = graph.device_partitions is not None
+    policy = check_choice("gpipe.memory.schedule", config.get("memory.schedule"), POLICIES)
+    resident: dict[int, bool] = {}  # out-of-memory: whether each partition was on its worker's device last time
+    before = _transfers(graph) if out_of_memory else None
     t0 = time.perf_counter()
     try:
         queues, counts = _initial_walkers(graph, initial)
@@ -70,20 +78,22 @@ def run_supersteps(graph, kernel: Callable, params: dict, initial: int | dict, *
         superstep = steps = 0
         kernel_seconds = 0.0
         while counts.sum() > 0:
-            active = [int(p) for p in np.argsort(-counts, kind="stable") if counts[p] > 0]
+            order = _schedule(counts, placement, resident, policy)
             advanced = [
                 _pinned(client, _advance.advance, graph.graph_id, run_id, queues.get(p), kernel, params, placement,
-                        part=p, superstep=superstep, worker=placement[p],
-                        key=f"gpipe-advance-{run_id}-{superstep}-{p}")
-                for p in active
+                        part=p, superstep=superstep, policy=policy, prefetch=following, worker=placement[p],
+                        key=f"gpipe-advance-{run_id}-{superstep}-{p}", priority=-rank)
+                for p, rank, following in order
             ]
-            ran.update(active)
+            ran.update(p for p, _, _ in order)
             queues = {}  # from now on, walkers wait in the inbox of the worker holding their partition
             wait_pinned(client, advanced, dict(enumerate(placement)), f"superstep {superstep}")
             summaries = client.gather(advanced)
             kernel_seconds += max(s["seconds"] for s in summaries)
             steps += sum(s["steps"] for s in summaries)
             counts = np.sum([s["to"] for s in summaries], axis=0)
+            for s in summaries:
+                resident.update(s["resident"])
             superstep += 1
             if progress is not None:
                 progress(superstep=superstep, active=int(counts.sum()), steps=steps, total=num_walks)
@@ -96,6 +106,11 @@ def run_supersteps(graph, kernel: Callable, params: dict, initial: int | dict, *
              "supersteps": superstep, "kernel_seconds": kernel_seconds, "partitions": graph.num_partitions,
              "workers": len(set(placement)), "mode": "partitioned", "device": graph.device,
              "num_vertices": graph.num_vertices}
+    if out_of_memory:
+        count, nbytes, copy_seconds = np.subtract(_transfers(graph), before)
+        stats.update(device_partitions=graph.device_partitions, schedule=policy, partition_transfers=int(count),
+                     bytes_moved=int(nbytes), transfer_seconds=float(copy_seconds),
+                     host_to_device_bytes_per_second=float(nbytes / copy_seconds) if copy_seconds > 0 else 0.0)
     return run_id, {p: placement[p] for p in sorted(ran)}, stats
 
 
@@ -167,3 +182,26 @@ def collect_outputs(client, run_id: str, partitions: dict[int, str]) -> list[dic
                for p, w in partitions.items()]
     wait_pinned(client, futures, partitions, "collect")
     return [out for per_part in client.gather(futures) for out in per_part]
+
+
+def _schedule(counts: np.ndarray, placement: list[str], resident: dict[int, bool], policy: str) -> list:
+    """The active partitions as ``(partition, rank on its worker, the partition its worker runs next)``.
+
+    ``workload``: on each worker, the partitions already on its device first,
+    then the busiest; ``round-robin``: in partition order. A worker runs its
+    partitions by rank (the task priority), prefetching the next one.
+    """
+    active = [int(p) for p in np.flatnonzero(counts)]
+    if policy == "workload":
+        active.sort(key=lambda p: (not resident.get(p, False), -int(counts[p]), p))
+    order, by_worker = [], {}
+    for p in active:
+        by_worker.setdefault(placement[p], []).append(p)
+    for parts in by_worker.values():
+        order += [(p, rank, parts[rank + 1] if rank + 1 < len(parts) else None) for rank, p in enumerate(parts)]
+    return order
+
+
+def _transfers(graph) -> np.ndarray:
+    """The graph's partition copies onto the devices so far, over all workers: [count, bytes, seconds]."""
+    return np.sum(list(graph.client.run(on_store, "transfers", graph.graph_id).values()), axis=0)

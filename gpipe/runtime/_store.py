@@ -23,6 +23,7 @@ from distributed.utils import sync
 
 from ..backend import set_cpu_threads, to_host, xp
 from . import _pieces
+from ._residency import Residency
 from ..errors import GpipeError
 
 PLUGIN_NAME = "gpipe"
@@ -42,6 +43,7 @@ class GpipeStore(WorkerPlugin):
         self.inbox: dict[tuple[str, int, int], list] = defaultdict(list)
         self.blocks: dict[tuple[str, int], dict[int, dict]] = {}
         self.state: dict[tuple[str, int], object] = {}  # a run's own per-partition state (e.g. visited sets)
+        self.residency = Residency(self.device)  # partitions of out-of-memory graphs
         self._lock = threading.Lock()
         self.worker = worker
         self.worker_address = worker.address
@@ -52,6 +54,7 @@ class GpipeStore(WorkerPlugin):
 
     def teardown(self, worker):
         self.partitions.clear()
+        self.residency = Residency(self.device)
         self.pieces.clear()
         self.inbox.clear()
         self.blocks.clear()
@@ -91,12 +94,25 @@ class GpipeStore(WorkerPlugin):
 
         await asyncio.gather(*(one(part, walkers) for part, walkers in remote.items()))
 
-    def put_partition(self, graph_id: str, part: int, partition) -> None:
-        self.partitions[(graph_id, part)] = partition
+    def put_partition(self, graph_id: str, part: int, partition, budget: int | None = None) -> None:
+        """Keep a partition: on the device, or — with a ``budget`` of device partitions — staged in host memory."""
+        if budget is None:
+            self.partitions[(graph_id, part)] = partition
+        else:
+            self.residency.put((graph_id, part), partition, budget)
 
-    def partition(self, graph_id: str, part: int):
+    def partition(self, graph_id: str, part: int, run_id: str | None = None, policy: str = "workload"):
+        """Partition ``part`` on this worker's device (an out-of-memory one is copied in if it is not there).
+
+        For an out-of-memory graph, ``run_id`` and ``policy`` choose what is
+        evicted to make room: the partition with the fewest walkers of that run
+        waiting in the inbox (``workload``) or the least recently used.
+        """
+        key = (graph_id, part)
+        if self.residency.manages(key):
+            return self.residency.get(key, self._pending(run_id, policy))
         try:
-            return self.partitions[(graph_id, part)]
+            return self.partitions[key]
         except KeyError:
             raise GpipeError(
                 f"partition {part} of graph {graph_id} is not on worker {self.worker_address} "
@@ -119,11 +135,33 @@ class GpipeStore(WorkerPlugin):
         return await asyncio.gather(*(self.worker.rpc(w).gpipe_partition(graph_id=graph_id, part=p)
                                       for p, w in remote.items()))
 
+    def prefetch(self, graph_id: str, part: int, keep: int, run_id: str, policy: str) -> None:
+        """Start copying an out-of-memory partition in while partition ``keep`` computes (GPU workers)."""
+        if self.residency.manages((graph_id, part)):
+            self.residency.prefetch((graph_id, part), (graph_id, keep), self._pending(run_id, policy))
+
+    def _pending(self, run_id: str | None, policy: str):
+        if run_id is None or policy != "workload":
+            return None
+
+        def waiting(key: tuple[str, int]) -> int:
+            with self._lock:
+                return sum(next(iter(w.values())).shape[0] for (r, _, p), ws in self.inbox.items()
+                           if r == run_id and p == key[1] for w in ws)
+
+        return waiting
+
+    def transfers(self, graph_id: str) -> list:
+        """Copies of this graph's partitions onto the device so far: [count, bytes, seconds]."""
+        return list(self.residency.counters.get(graph_id, [0, 0, 0.0]))
+
     def drop_graph(self, graph_id: str) -> int:
         keys = [k for k in self.partitions if k[0] == graph_id]
         for k in keys:
             del self.partitions[k]
-        return len(keys)
+        staged = sum(1 for k in self.residency.staged if k[0] == graph_id)
+        self.residency.drop(graph_id)
+        return len(keys) + staged
 
     def add_pieces(self, run_id: str, part: int, pieces: dict) -> None:
         self.pieces[(run_id, part)].append(pieces)

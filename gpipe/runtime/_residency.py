@@ -1,0 +1,148 @@
+"""Out-of-memory partitions: staged in host memory, at most a budget of them on the device at once.
+
+A graph built with ``gpipe.memory.device-partitions = B`` keeps every partition
+of a worker in host memory (pinned on a GPU worker, so copies are asynchronous
+DMA) and at most ``B`` of them on the device. A task asking for a partition that
+is not resident copies it in, after evicting the resident partition the next
+superstep needs least: the fewest walkers waiting for it in the inbox
+(``workload`` policy), or the least recently used (``round-robin``). The next
+partition a worker will run can be copied in on a side stream while the current
+one computes (``prefetch``). Every copy is counted per graph: transfers, bytes,
+seconds. On a CPU worker "the device" is a second copy in memory, so that the
+same bookkeeping is exercised (and tested) everywhere.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import replace
+
+import numpy as np
+
+from ..backend import xp
+
+POLICIES = ("workload", "round-robin")
+
+
+class Residency:
+    """The staged partitions of one worker and which of them are on its device."""
+
+    def __init__(self, device: str):
+        self.device = device
+        self.budgets: dict[str, int] = {}
+        self.staged: dict[tuple[str, int], object] = {}
+        self.resident: OrderedDict[tuple[str, int], object] = OrderedDict()  # least recently used first
+        self.counters: dict[str, list] = {}  # graph id -> [transfers, bytes, seconds]
+        self._copies: dict[tuple[str, int], Future] = {}
+        self._lock = threading.RLock()
+        self._copier = ThreadPoolExecutor(1, thread_name_prefix="gpipe-prefetch")
+
+    def manages(self, key: tuple[str, int]) -> bool:
+        return key in self.staged
+
+    def put(self, key: tuple[str, int], partition, budget: int) -> None:
+        """Stage ``partition`` (built on the device) in host memory; it stays resident while the budget allows."""
+        with self._lock:
+            self.budgets[key[0]] = budget
+            self.counters.setdefault(key[0], [0, 0, 0.0])
+            self.staged[key] = replace(partition, indptr=self._host(partition.indptr),
+                                       indices=self._host(partition.indices),
+                                       weights=None if partition.weights is None else self._host(partition.weights),
+                                       _cdf=None)
+            if len(self._resident_of(key[0])) < budget:
+                self.resident[key] = partition
+
+    def get(self, key: tuple[str, int], pending: Callable[[tuple], int] | None = None):
+        """The partition on the device: resident, prefetched, or copied in now (evicting one if the budget is full)."""
+        with self._lock:
+            if key in self.resident:
+                self.resident.move_to_end(key)
+                return self.resident[key]
+            copy = self._copies.pop(key, None)
+            if copy is None:
+                self._make_room(key, pending, keep=())
+                partition = self._copy_in(key)
+            else:
+                partition = copy.result()  # room was made when the copy started
+            self.resident[key] = partition
+            return partition
+
+    def prefetch(self, key: tuple[str, int], keep: tuple[str, int], pending: Callable[[tuple], int] | None) -> None:
+        """Start copying ``key`` in on a side stream (GPU workers), keeping ``keep`` resident; the next get waits."""
+        with self._lock:
+            if (self.device != "gpu" or key in self.resident or key in self._copies or key not in self.staged
+                    or self.budgets[key[0]] < 2):
+                return
+            self._make_room(key, pending, keep=(keep,))
+            self._copies[key] = self._copier.submit(self._copy_in, key, True)
+
+    def resident_parts(self, graph_id: str) -> list[int]:
+        with self._lock:
+            return sorted(k[1] for k in self._resident_of(graph_id))
+
+    def drop(self, graph_id: str) -> None:
+        with self._lock:
+            for key in [k for k in self._copies if k[0] == graph_id]:
+                self._copies.pop(key).result()
+            for table in (self.staged, self.resident):
+                for key in [k for k in table if k[0] == graph_id]:
+                    del table[key]
+            self.budgets.pop(graph_id, None)
+            self.counters.pop(graph_id, None)
+
+    def _resident_of(self, graph_id: str) -> list[tuple[str, int]]:
+        return [k for k in (*self.resident, *self._copies) if k[0] == graph_id]
+
+    def _make_room(self, key: tuple[str, int], pending, keep: tuple) -> None:
+        """Evict until one more of ``key``'s graph fits: the fewest waiting walkers first, then least recently used."""
+        budget = self.budgets[key[0]]
+        while True:
+            held = [k for k in self._resident_of(key[0]) if k not in keep and k != key]
+            if len(held) + len(keep) < budget or not held:
+                return
+            order = {k: i for i, k in enumerate(self.resident)}
+            candidates = [k for k in held if k in self.resident]  # copies in flight are not evicted
+            if not candidates:
+                return
+            victim = min(candidates, key=lambda k: (pending(k) if pending else 0, order[k]))
+            del self.resident[victim]
+
+    def _copy_in(self, key: tuple[str, int], side_stream: bool = False):
+        staged = self.staged[key]
+        t0 = time.perf_counter()
+        if self.device == "gpu":
+            cupy = xp("gpu")
+            stream = cupy.cuda.Stream(non_blocking=True) if side_stream else cupy.cuda.get_current_stream()
+            with stream:
+                arrays = [None if a is None else cupy.asarray(a) for a in (staged.indptr, staged.indices,
+                                                                            staged.weights)]
+            stream.synchronize()
+        else:
+            arrays = [None if a is None else a.copy() for a in (staged.indptr, staged.indices, staged.weights)]
+        seconds = time.perf_counter() - t0
+        nbytes = sum(a.nbytes for a in arrays if a is not None)
+        with self._lock:
+            counter = self.counters[key[0]]
+            counter[0] += 1
+            counter[1] += nbytes
+            counter[2] += seconds
+        return replace(staged, indptr=arrays[0], indices=arrays[1], weights=arrays[2], _cdf=None)
+
+    def _host(self, array):
+        """A host copy: pinned on a GPU worker (asynchronous copies), a plain one on a CPU worker."""
+        if self.device != "gpu":
+            return np.array(array, copy=True)
+        cupy = xp("gpu")
+        pinned = cupy.cuda.alloc_pinned_memory(array.nbytes)
+        host = np.frombuffer(pinned, array.dtype, array.size).reshape(array.shape)
+        array.get(out=host)
+        return host
+
+
+def bandwidth(counter: list) -> float:
+    """Bytes per second of a graph's copies."""
+    return counter[1] / counter[2] if counter[2] > 0 else 0.0

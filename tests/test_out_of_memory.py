@@ -1,0 +1,69 @@
+"""Out-of-memory graphs: at most a budget of partitions on each worker's device, the rest staged in host memory."""
+
+import dask
+import numpy as np
+import pandas as pd
+import pytest
+
+import gpipe
+from gpipe.errors import GpipeValueError
+from gpipe.sampling import Sampler
+
+
+def _rmat(budget=None, parts=4):
+    with dask.config.set({"gpipe.memory.device-partitions": budget}):
+        return gpipe.generators.rmat(scale=10, edge_factor=4, seed=2, weighted=True, partitions=parts)
+
+
+RUNS = {
+    "deepwalk": lambda g: gpipe.walks.deepwalk(g, length=15, seed=1, weighted=True),
+    "node2vec": lambda g: gpipe.walks.node2vec(g, p=0.5, q=2.0, length=15, seed=1),
+    "neighbor": lambda g: gpipe.sampling.neighbor(g, np.arange(0, 1024, 9), fanout=3, depth=3, seed=1),
+    "layer": lambda g: Sampler(neighbor_size=4, neighbor_pool="frontier", depth=2).run(g, np.arange(40), seed=1),
+}
+
+
+@pytest.mark.parametrize("name", RUNS)
+def test_a_budget_smaller_than_the_graph_gives_the_same_results(cpu, name):
+    small = RUNS[name](_rmat(budget=1))
+    whole = RUNS[name](_rmat())
+    a, b = small.compute(), whole.compute()
+    if isinstance(a, np.ndarray):
+        np.testing.assert_array_equal(a, b)
+    else:
+        pd.testing.assert_frame_equal(a, b)
+    assert small.stats["device_partitions"] == 1 and small.stats["partition_transfers"] > 0
+    assert small.stats["bytes_moved"] > 0 and small.stats["host_to_device_bytes_per_second"] > 0
+    assert "partition_transfers" not in whole.stats
+
+
+def _transfers(policy):
+    starts = np.arange(0, 64)  # a skewed start set: every walk starts in the first partition
+    g = _rmat(budget=2)
+    with dask.config.set({"gpipe.memory.schedule": policy}):
+        w = gpipe.walks.deepwalk(g, length=30, start=starts, walks_per_vertex=4, seed=3)
+    return w.stats, w.compute()
+
+
+def test_workload_aware_scheduling_moves_fewer_partitions_than_round_robin(one_worker_cluster):
+    with one_worker_cluster.as_current():
+        workload, a = _transfers("workload")
+        round_robin, b = _transfers("round-robin")
+    np.testing.assert_array_equal(a, b)
+    assert workload["schedule"] == "workload" and round_robin["schedule"] == "round-robin"
+    assert workload["partition_transfers"] < round_robin["partition_transfers"], (workload, round_robin)
+
+
+def test_an_out_of_memory_graph_is_never_replicated(cpu):
+    with dask.config.set({"gpipe.memory.device-partitions": 1}):
+        g = gpipe.generators.rmat(scale=8, edge_factor=4, seed=2)
+    assert g.mode == "partitioned" and g.device_partitions == 1
+
+
+def test_bad_budget_and_schedule(cpu):
+    with pytest.raises(GpipeValueError, match="'gpipe.memory.device-partitions' must be a positive integer, got 0"):
+        _rmat(budget=0)
+    g = _rmat(budget=1)
+    with dask.config.set({"gpipe.memory.schedule": "fifo"}), pytest.raises(
+            GpipeValueError, match="'gpipe.memory.schedule' must be one of 'workload', 'round-robin'; got 'fifo'"):
+        gpipe.walks.deepwalk(g, length=3)
