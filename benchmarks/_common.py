@@ -6,6 +6,8 @@ import datetime
 import os
 import platform
 
+import numpy as np
+
 from gpipe.backend import versions
 
 
@@ -28,3 +30,9 @@ def environment(client, device: str) -> dict:
     return {"device": device, "device_name": device_name(client, device),
             "versions": {k: v for k, v in versions().items() if v is not None},
             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
+
+
+def warm_starts(g) -> np.ndarray:
+    """Start vertices for a compiling warm-up run: some on every partition, and enough for every replica."""
+    dense = np.unique(np.concatenate([g.bounds[:-1], np.arange(min(64, g.num_vertices))]))
+    return g.to_original(dense)

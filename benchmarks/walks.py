@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 
 import gpipe
-from _common import environment
+from _common import environment, warm_starts
 
 H200_CEILING_STEPS_PER_S = 9.74e9
 WALKS = {
@@ -52,8 +52,7 @@ def _kwargs(template: dict, args, g) -> dict:
 def _run_walk(name: str, g, args) -> dict:
     function, template = WALKS[name]
     kwargs = _kwargs(template, args, g)
-    warm = dict(kwargs, sources=g.to_original(g.bounds[:-1])) if "sources" in kwargs else \
-        dict(kwargs, start=g.to_original(g.bounds[:-1]))
+    warm = dict(kwargs, sources=warm_starts(g)) if "sources" in kwargs else dict(kwargs, start=warm_starts(g))
     function(g, length=2, seed=99, **warm).persist()  # compile the kernels on every worker
     runs = []
     for r in range(args.repeat):
@@ -83,7 +82,7 @@ def _run_walk(name: str, g, args) -> dict:
 def _run_frontier(g, args) -> dict:
     """Frontier sampling in C-SAW's setting: sampled edges per second (SEPS) over many instances."""
     kwargs = {"frontier_size": args.frontier_size, "budget": args.budget, "instances": args.instances}
-    gpipe.walks.multidimensional(g, frontier_size=args.frontier_size, budget=2, instances=1, seed=99)  # compile
+    gpipe.walks.multidimensional(g, frontier_size=args.frontier_size, budget=2, instances=8, seed=99)  # compile
     runs = []
     for r in range(args.repeat):
         s = gpipe.walks.multidimensional(g, seed=args.seed + r, **kwargs)

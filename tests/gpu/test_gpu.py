@@ -174,3 +174,28 @@ def test_samplers_without_seeds_gpu_equals_cpu(gpu_cluster, cpu_cluster, sample)
     import pandas as pd
 
     pd.testing.assert_frame_equal(_on(gpu_cluster, run), _on(cpu_cluster, run))
+
+
+@pytest.mark.parametrize("settings", [
+    {"mode": "replicated"},
+    {"partitions": 4, "budget": 1},  # out of memory: one partition on the GPU at a time
+    {"partitions": 4, "budget": 2},  # ... with the next one prefetched on a side stream
+])
+def test_replicated_and_out_of_memory_gpu_runs_equal_cpu(gpu_cluster, cpu_cluster, settings):
+    import dask
+    import pandas as pd
+
+    def run():
+        budget = settings.get("budget")
+        with dask.config.set({"gpipe.memory.device-partitions": budget}):
+            g = gpipe.generators.rmat(scale=11, edge_factor=4, seed=5, weighted=True,
+                                      partitions=settings.get("partitions"), mode=settings.get("mode"))
+        walks = gpipe.walks.node2vec(g, p=0.5, q=2.0, length=12, weighted=True, seed=1)
+        sample = gpipe.sampling.neighbor(g, np.arange(0, 2048, 7), fanout=2, depth=3, weighted=True, seed=1)
+        if budget is not None:
+            assert walks.stats["partition_transfers"] > 0
+        return walks.compute(), sample.compute()
+
+    (gw, gs), (cw, cs) = _on(gpu_cluster, run), _on(cpu_cluster, run)
+    np.testing.assert_array_equal(gw, cw)
+    pd.testing.assert_frame_equal(gs, cs)

@@ -1,0 +1,177 @@
+"""Beyond one GPU: out-of-memory partitions and multi-GPU scaling.
+
+    python benchmarks/scale.py oom --scale 24 --out oom_rmat24_h200.json           # one GPU
+    python benchmarks/scale.py scaling --scale 24 --gpus 1 2 --out scaling_rmat24_2xh200.json
+
+``oom`` (C-SAW Fig. 13): DeepWalk (1 walk per vertex, length 80) and biased
+neighbor sampling (NeighborSize 2, depth 2, 2,000 and 8,000 instances) on a
+graph of 4 partitions, with every partition on the GPU and with a budget of 2
+device partitions (the rest in pinned host memory, copied in when scheduled);
+per run the partition transfers, bytes moved and achieved host-to-device
+bandwidth, beside a plain pinned-memory copy's bandwidth on the same GPU.
+
+``scaling``: the same workloads on 1 and on 2 GPUs (one worker per GPU), with
+the graph partitioned (walkers travel between GPUs) and replicated (each GPU
+holds all of it and runs half of the walks or instances).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+import dask
+import numpy as np
+from _common import environment, warm_starts
+
+import gpipe
+from gpipe.sampling import Sampler
+
+H200_CEILING_STEPS_PER_S = 9.74e9
+
+
+def _deepwalk(g, args) -> dict:
+    gpipe.walks.deepwalk(g, length=2, start=warm_starts(g), seed=99).persist()  # compile
+    runs = []
+    for r in range(args.repeat):
+        w = gpipe.walks.deepwalk(g, length=args.length, seed=args.seed + r)
+        runs.append(dict(w.stats))
+        del w
+    best = max(runs, key=lambda s: s["steps_per_second"])
+    print(f"  deepwalk: {best['steps']:,} steps in {best['seconds']:.3f} s = {best['steps_per_second'] / 1e9:.2f} "
+          f"G steps/s{_moved(best)}", flush=True)
+    return {"workload": "deepwalk", "length": args.length, "walks_per_vertex": 1, **_keep(best),
+            "fraction_of_h200_ceiling": best["steps_per_second"] / H200_CEILING_STEPS_PER_S}
+
+
+def _sampling(g, instances: int, args) -> dict:
+    degrees = g.degrees().to_numpy()
+    seeds = np.random.default_rng(args.seed).choice(np.flatnonzero(degrees > 0), size=instances)
+    sampler = Sampler(edge_bias="weight", neighbor_size=2, depth=2)
+    sampler.run(g, seeds[:8], seed=99)  # compile
+    runs = [sampler.run(g, seeds, seed=args.seed + r).stats for r in range(args.repeat)]
+    best = max(runs, key=lambda s: s["edges_per_second"])
+    print(f"  neighbor sampling x{instances}: {best['edges']:,} edges in {best['seconds']:.3f} s = "
+          f"{best['edges_per_second'] / 1e6:.2f} M SEPS{_moved(best)}", flush=True)
+    return {"workload": "neighbor-biased", "instances": instances, "neighbor_size": 2, "depth": 2, **_keep(best)}
+
+
+KEEP = ("steps", "edges", "seconds", "steps_per_second", "edges_per_second", "kernel_seconds", "supersteps",
+        "partitions", "workers", "mode", "device_partitions", "schedule", "partition_transfers", "bytes_moved",
+        "transfer_seconds", "host_to_device_bytes_per_second")
+
+
+def _keep(stats: dict) -> dict:
+    return {k: stats[k] for k in KEEP if k in stats}
+
+
+def _moved(stats: dict) -> str:
+    if "partition_transfers" not in stats:
+        return ""
+    return (f" ({stats['partition_transfers']} partition transfers, {stats['bytes_moved'] / 1e9:.2f} GB at "
+            f"{stats['host_to_device_bytes_per_second'] / 1e9:.1f} GB/s)")
+
+
+def _workloads(g, args) -> list[dict]:
+    return [_deepwalk(g, args)] + [_sampling(g, n, args) for n in args.instances]
+
+
+def _pinned_copy_bandwidth(nbytes: int = 1 << 30, repeat: int = 5) -> float:
+    """Bytes per second of a plain host-to-device copy from pinned memory (cupy, default stream)."""
+    import cupy
+
+    pinned = cupy.cuda.alloc_pinned_memory(nbytes)
+    host = np.frombuffer(pinned, np.uint8, nbytes)
+    host[:] = 1
+    device = cupy.empty(nbytes, cupy.uint8)
+    best = float("inf")
+    for _ in range(repeat):
+        cupy.cuda.Device().synchronize()
+        t0 = time.perf_counter()
+        device.set(host)
+        cupy.cuda.Device().synchronize()
+        best = min(best, time.perf_counter() - t0)
+    return nbytes / best
+
+
+def _graph(args, **kwargs):
+    t0 = time.perf_counter()
+    g = gpipe.generators.rmat(scale=args.scale, edge_factor=args.edge_factor, seed=args.seed, weighted=True,
+                              **kwargs)
+    return g, time.perf_counter() - t0
+
+
+def _oom(args) -> dict:
+    records = []
+    with gpipe.connect(n_workers=1, device=args.device, dashboard_address=":0") as client:
+        env = environment(client, args.device)
+        plain = client.submit(_pinned_copy_bandwidth, pure=False).result() if args.device == "gpu" else float("nan")
+        print(f"plain pinned copy: {plain / 1e9:.1f} GB/s", flush=True)
+        for budget in (None, args.budget):
+            with dask.config.set({"gpipe.memory.device-partitions": budget}):
+                g, built = _graph(args, partitions=args.partitions, mode="partitioned")
+            print(f"{g}: device partitions {budget or 'all'} (built in {built:.1f} s)", flush=True)
+            for record in _workloads(g, args):
+                records.append(dict(record, device_partitions=budget or args.partitions))
+            g.release()
+    resident = {(r["workload"], r.get("instances")): r for r in records if r["device_partitions"] == args.partitions}
+    ratios = {}
+    for r in records:
+        if r["device_partitions"] != args.partitions:
+            base = resident[(r["workload"], r.get("instances"))]
+            name = r["workload"] + (f" x{r['instances']}" if "instances" in r else "")
+            ratios[f"{name}: budget {args.budget} / all resident throughput"] = (
+                r["steps_per_second"] / base["steps_per_second"] if r["workload"] == "deepwalk"
+                else r["edges_per_second"] / base["edges_per_second"])
+            ratios[f"{name}: achieved / plain pinned copy bandwidth"] = r["host_to_device_bytes_per_second"] / plain
+    return {**env, "benchmark": "oom", "partitions": args.partitions, "budget": args.budget,
+            "plain_pinned_copy_bytes_per_second": plain, "records": records, "ratios": ratios}
+
+
+def _scaling(args) -> dict:
+    records, env = [], None
+    for gpus in args.gpus:
+        with gpipe.connect(n_workers=gpus, device=args.device, dashboard_address=":0") as client:
+            env = env or environment(client, args.device)
+            for mode in ("replicated", "partitioned"):
+                g, built = _graph(args, mode=mode)
+                print(f"{gpus} GPU(s), {g} (built in {built:.1f} s)", flush=True)
+                records += [dict(r, gpus=gpus, graph_mode=mode) for r in _workloads(g, args)]
+                g.release()
+    ratios = {}
+    for r in records:
+        if r["gpus"] == max(args.gpus) and max(args.gpus) > min(args.gpus):
+            base = next(o for o in records if o["gpus"] == min(args.gpus) and o["graph_mode"] == r["graph_mode"]
+                        and o["workload"] == r["workload"] and o.get("instances") == r.get("instances"))
+            key = "steps_per_second" if r["workload"] == "deepwalk" else "edges_per_second"
+            name = r["workload"] + (f" x{r['instances']}" if "instances" in r else "")
+            ratios[f"{name}, {r['graph_mode']}: {r['gpus']} / {base['gpus']} GPU throughput"] = r[key] / base[key]
+    return {**env, "benchmark": "scaling", "records": records, "ratios": ratios}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("benchmark", choices=["oom", "scaling"])
+    ap.add_argument("--device", choices=["gpu", "cpu"], default="gpu", help="cpu: a dry run of the script")
+    ap.add_argument("--scale", type=int, default=24)
+    ap.add_argument("--edge-factor", type=int, default=16)
+    ap.add_argument("--length", type=int, default=80)
+    ap.add_argument("--instances", type=int, nargs="+", default=[2000, 8000])
+    ap.add_argument("--partitions", type=int, default=4, help="oom: partitions of the graph")
+    ap.add_argument("--budget", type=int, default=2, help="oom: partitions on the GPU at once")
+    ap.add_argument("--gpus", type=int, nargs="+", default=[1, 2], help="scaling: GPU counts")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--out", default="scale.json")
+    args = ap.parse_args()
+    report = _oom(args) if args.benchmark == "oom" else _scaling(args)
+    report["graph"] = {"generator": "rmat", "scale": args.scale, "edge_factor": args.edge_factor, "seed": args.seed,
+                       "weights": "uniform in (0, 1]"}
+    with open(args.out, "w") as f:
+        json.dump(report, f, indent=2)
+    print(json.dumps(report["ratios"], indent=1))
+
+
+if __name__ == "__main__":
+    main()
