@@ -9,7 +9,7 @@ superstep needs least: the fewest walkers waiting for it in the inbox
 partition a worker will run can be copied in on a side stream while the current
 one computes (``prefetch``). Every copy is counted per graph: transfers, bytes,
 seconds. On a CPU worker "the device" is a second copy in memory, so that the
-same bookkeeping is exercised (and tested) everywhere.
+same bookkeeping, prefetching included, is exercised (and tested) everywhere.
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ class Residency:
         self.counters: dict[str, list] = {}  # graph id -> [transfers, bytes, seconds]
         self._copies: dict[tuple[str, int], Future] = {}
         self._lock = threading.RLock()
+        self._count_lock = threading.Lock()  # apart: a prefetch counts its copy while get() waits for it
         self._copier = ThreadPoolExecutor(1, thread_name_prefix="gpipe-prefetch")
 
     def manages(self, key: tuple[str, int]) -> bool:
@@ -72,10 +73,9 @@ class Residency:
             return partition
 
     def prefetch(self, key: tuple[str, int], keep: tuple[str, int], pending: Callable[[tuple], int] | None) -> None:
-        """Start copying ``key`` in on a side stream (GPU workers), keeping ``keep`` resident; the next get waits."""
+        """Start copying ``key`` in (on a side stream on a GPU), keeping ``keep`` resident; the next get waits."""
         with self._lock:
-            if (self.device != "gpu" or key in self.resident or key in self._copies or key not in self.staged
-                    or self.budgets[key[0]] < 2):
+            if key in self.resident or key in self._copies or key not in self.staged or self.budgets[key[0]] < 2:
                 return
             self._make_room(key, pending, keep=(keep,))
             self._copies[key] = self._copier.submit(self._copy_in, key, True)
@@ -125,7 +125,7 @@ class Residency:
             arrays = [None if a is None else a.copy() for a in (staged.indptr, staged.indices, staged.weights)]
         seconds = time.perf_counter() - t0
         nbytes = sum(a.nbytes for a in arrays if a is not None)
-        with self._lock:
+        with self._count_lock:
             counter = self.counters[key[0]]
             counter[0] += 1
             counter[1] += nbytes
