@@ -12,7 +12,8 @@ bandwidth, beside a plain pinned-memory copy's bandwidth on the same GPU.
 
 ``scaling``: the same workloads on 1 and on 2 GPUs (one worker per GPU), with
 the graph partitioned (walkers travel between GPUs) and replicated (each GPU
-holds all of it and runs half of the walks or instances).
+holds all of it and runs half of the walks or instances); DeepWalk also with
+more walks per vertex (``--walks-per-vertex 1 10``: a DeepWalk corpus's usual 10).
 """
 
 from __future__ import annotations
@@ -31,17 +32,17 @@ from gpipe.sampling import Sampler
 H200_CEILING_STEPS_PER_S = 9.74e9
 
 
-def _deepwalk(g, args) -> dict:
+def _deepwalk(g, args, walks_per_vertex: int) -> dict:
     gpipe.walks.deepwalk(g, length=2, start=warm_starts(g), seed=99).persist()  # compile
     runs = []
     for r in range(args.repeat):
-        w = gpipe.walks.deepwalk(g, length=args.length, seed=args.seed + r)
+        w = gpipe.walks.deepwalk(g, length=args.length, walks_per_vertex=walks_per_vertex, seed=args.seed + r)
         runs.append(dict(w.stats))
         del w
     best = max(runs, key=lambda s: s["steps_per_second"])
-    print(f"  deepwalk: {best['steps']:,} steps in {best['seconds']:.3f} s = {best['steps_per_second'] / 1e9:.2f} "
-          f"G steps/s{_moved(best)}", flush=True)
-    return {"workload": "deepwalk", "length": args.length, "walks_per_vertex": 1, **_keep(best),
+    print(f"  deepwalk x{walks_per_vertex}: {best['steps']:,} steps in {best['seconds']:.3f} s = "
+          f"{best['steps_per_second'] / 1e9:.2f} G steps/s{_moved(best)}", flush=True)
+    return {"workload": "deepwalk", "length": args.length, "walks_per_vertex": walks_per_vertex, **_keep(best),
             "fraction_of_h200_ceiling": best["steps_per_second"] / H200_CEILING_STEPS_PER_S}
 
 
@@ -73,8 +74,8 @@ def _moved(stats: dict) -> str:
             f"{stats['host_to_device_bytes_per_second'] / 1e9:.1f} GB/s)")
 
 
-def _workloads(g, args) -> list[dict]:
-    return [_deepwalk(g, args)] + [_sampling(g, n, args) for n in args.instances]
+def _workloads(g, args, walks_per_vertex=(1,)) -> list[dict]:
+    return [_deepwalk(g, args, r) for r in walks_per_vertex] + [_sampling(g, n, args) for n in args.instances]
 
 
 def _pinned_copy_bandwidth(nbytes: int = 1 << 30, repeat: int = 5) -> float:
@@ -134,18 +135,19 @@ def _scaling(args) -> dict:
     for gpus in args.gpus:
         with gpipe.connect(n_workers=gpus, device=args.device, dashboard_address=":0") as client:
             env = env or environment(client, args.device)
-            for mode in ("replicated", "partitioned"):
+            for mode in args.modes:
                 g, built = _graph(args, mode=mode)
                 print(f"{gpus} GPU(s), {g} (built in {built:.1f} s)", flush=True)
-                records += [dict(r, gpus=gpus, graph_mode=mode) for r in _workloads(g, args)]
+                records += [dict(r, gpus=gpus, graph_mode=mode) for r in _workloads(g, args, args.walks_per_vertex)]
                 g.release()
     ratios = {}
     for r in records:
         if r["gpus"] == max(args.gpus) and max(args.gpus) > min(args.gpus):
-            base = next(o for o in records if o["gpus"] == min(args.gpus) and o["graph_mode"] == r["graph_mode"]
-                        and o["workload"] == r["workload"] and o.get("instances") == r.get("instances"))
+            same = ("graph_mode", "workload", "instances", "walks_per_vertex")
+            base = next(o for o in records if o["gpus"] == min(args.gpus) and all(o.get(k) == r.get(k) for k in same))
             key = "steps_per_second" if r["workload"] == "deepwalk" else "edges_per_second"
-            name = r["workload"] + (f" x{r['instances']}" if "instances" in r else "")
+            name = r["workload"] + (f" x{r['instances']}" if "instances" in r else
+                                    f" {r['walks_per_vertex']} walk(s)/vertex")
             ratios[f"{name}, {r['graph_mode']}: {r['gpus']} / {base['gpus']} GPU throughput"] = r[key] / base[key]
     return {**env, "benchmark": "scaling", "records": records, "ratios": ratios}
 
@@ -161,6 +163,8 @@ def main() -> None:
     ap.add_argument("--partitions", type=int, default=4, help="oom: partitions of the graph")
     ap.add_argument("--budget", type=int, default=2, help="oom: partitions on the GPU at once")
     ap.add_argument("--gpus", type=int, nargs="+", default=[1, 2], help="scaling: GPU counts")
+    ap.add_argument("--modes", nargs="+", default=["replicated", "partitioned"], help="scaling: graph modes")
+    ap.add_argument("--walks-per-vertex", type=int, nargs="+", default=[1], help="scaling: DeepWalk runs")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default="scale.json")

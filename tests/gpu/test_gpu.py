@@ -192,7 +192,7 @@ def test_replicated_and_out_of_memory_gpu_runs_equal_cpu(gpu_cluster, cpu_cluste
                                       partitions=settings.get("partitions"), mode=settings.get("mode"))
         walks = gpipe.walks.node2vec(g, p=0.5, q=2.0, length=12, weighted=True, seed=1)
         sample = gpipe.sampling.neighbor(g, np.arange(0, 2048, 7), fanout=2, depth=3, weighted=True, seed=1)
-        if budget is not None:
+        if budget is not None and budget * len(set(g.placement)) < g.num_partitions:  # not all fit at once
             assert walks.stats["partition_transfers"] > 0
         return walks.compute(), sample.compute()
 
