@@ -19,7 +19,7 @@ from ..errors import GpipeValueError
 from ..runtime._session import Session, run_later
 from ..runtime._store import on_store, store
 from ..runtime._files import atomic_dir
-from ..runtime._watch import wait_pinned
+from ..runtime._watch import gather_pinned
 from . import _build
 
 
@@ -208,8 +208,7 @@ def build(session: Session, chunks: list, n: int, *, directed: bool, weighted: b
         )
         for p in range(parts)
     ]
-    wait_pinned(client, built, dict(enumerate(placement)), "graph construction")
-    info = client.gather(built)
+    info = gather_pinned(client, built, dict(enumerate(placement)), "graph construction")
     del prepared, hists, splits
     stored = sum(i["edges"] for i in info)
     loops = sum(i["self_loops"] for i in info)
@@ -247,8 +246,7 @@ def _replicate(g: Graph, workers: list[str]) -> Graph:
                             allow_other_workers=False, pure=False, key=f"gpipe-replicate-{replica_id}-{i}")
               for i, w in enumerate(workers)]
     try:
-        wait_pinned(client, copies, dict(enumerate(g.placement)), "replication")
-        nbytes = client.gather(copies)[0]
+        nbytes = gather_pinned(client, copies, dict(enumerate(g.placement)), "replication")[0]
     except BaseException:
         client.run(on_store, "drop_graph", replica_id)
         raise

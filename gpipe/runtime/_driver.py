@@ -21,7 +21,7 @@ from . import _advance
 from ._result import WalkResult
 from ._residency import POLICIES
 from ._store import on_store
-from ._watch import wait_pinned
+from ._watch import gather_pinned
 
 
 def _pinned(client, func, *args, worker: str, key: str, priority: int = 0, **kwargs):
@@ -87,8 +87,7 @@ def run_supersteps(graph, kernel: Callable, params: dict, initial: int | dict, *
             ]
             ran.update(p for p, _, _ in order)
             queues = {}  # from now on, walkers wait in the inbox of the worker holding their partition
-            wait_pinned(client, advanced, dict(enumerate(placement)), f"superstep {superstep}")
-            summaries = client.gather(advanced)
+            summaries = gather_pinned(client, advanced, dict(enumerate(placement)), f"superstep {superstep}")
             kernel_seconds += max(s["seconds"] for s in summaries)
             steps += sum(s["steps"] for s in summaries)
             counts = np.sum([s["to"] for s in summaries], axis=0)
@@ -139,8 +138,7 @@ def _run_replicated(graph, kernel: Callable, params: dict, initial: int | dict, 
     runs = [_pinned(client, _advance.advance_local, graph.graph_id, run_id, share, kernel, params, part=r,
                     worker=replicas[r], key=f"gpipe-local-{run_id}-{r}") for r, share in shares.items()]
     try:
-        wait_pinned(client, runs, {r: replicas[r] for r in shares}, "replicated run", "replica")
-        summaries = client.gather(runs)
+        summaries = gather_pinned(client, runs, {r: replicas[r] for r in shares}, "replicated run", "replica")
     except BaseException:
         with contextlib.suppress(Exception):
             client.run(on_store, "drop_run", run_id)
@@ -180,8 +178,7 @@ def collect_outputs(client, run_id: str, partitions: dict[int, str]) -> list[dic
     """What a run's kernel output on every partition that ran (host arrays), taken out of the workers' stores."""
     futures = [_pinned(client, _advance.take_outputs, run_id, part=p, worker=w, key=f"gpipe-collect-{run_id}-{p}")
                for p, w in partitions.items()]
-    wait_pinned(client, futures, partitions, "collect")
-    return [out for per_part in client.gather(futures) for out in per_part]
+    return [out for per_part in gather_pinned(client, futures, partitions, "collect") for out in per_part]
 
 
 def _schedule(counts: np.ndarray, placement: list[str], resident: dict[int, bool], policy: str) -> list:
