@@ -99,12 +99,7 @@ def from_edges(frame, src: str = "src", dst: str = "dst", weight: str | None = N
     partitions : int, optional
         Number of partitions (default: workers x ``gpipe.partitions-per-worker``).
     mode : {'auto', 'partitioned', 'replicated'}, optional
-        How the graph is held (default ``gpipe.graph.mode``, 'auto'): spread
-        over the workers as partitions that walkers travel between, or whole on
-        every worker, each running its share of the walks or instances with no
-        communication. 'auto' replicates when no ``partitions`` are asked for
-        and the graph takes at most ``gpipe.graph.replicate-fraction`` of each
-        worker's (GPU) memory. Results are the same in every mode.
+        How the graph is held (see :func:`read_edges`).
     renumber : bool, optional
         See :func:`read_edges`.
     keep_self_loops, keep_duplicates : bool
