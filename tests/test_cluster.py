@@ -1,6 +1,7 @@
 """Connecting the way users do: local clusters, scheduler files (HPC jobs), addresses; device errors."""
 
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -23,7 +24,8 @@ def scheduler_file_cluster(tmp_path):
     """A scheduler and two worker processes started as an HPC batch job starts them."""
     sched_file = tmp_path / "scheduler.json"
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [os.getcwd(), os.environ.get("PYTHONPATH")])))
-    dask = [os.path.join(os.path.dirname(sys.executable), "dask")]
+    # the dask command next to this Python (a virtual environment's), else the one on PATH
+    dask = [shutil.which("dask", path=os.path.dirname(sys.executable)) or shutil.which("dask")]
     procs = [subprocess.Popen(dask + ["scheduler", "--scheduler-file", str(sched_file), "--port", "0",
                                       "--dashboard-address", ":0"], env=env, stderr=subprocess.DEVNULL)]
     try:

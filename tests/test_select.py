@@ -98,3 +98,27 @@ def test_bipartite_region_search_needs_fewer_draws_than_repeated_sampling_on_ske
     bias = np.array([1000.0, 500.0, 200.0] + [1.0] * 20)
     draws = {m: _run(bias, 8, 2000, m)[2].sum() for m in ("bipartite", "repeated")}
     assert draws["bipartite"] * 2 < draws["repeated"]
+
+
+def test_races_keep_the_k_shortest_in_order():
+    """The race kernel's winners are the k shortest of -log(1 - u) / bias, u drawn per (segment, candidate)."""
+    from gpipe import _rng
+    from gpipe.sampling._race import race
+
+    rng = np.random.default_rng(4)
+    sizes = rng.integers(0, 40, 300)
+    offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    bias = rng.exponential(1.0, offsets[-1]) * (rng.random(offsets[-1]) < 0.8)
+    want = rng.integers(0, 12, sizes.size)
+    streams = np.arange(sizes.size, dtype=np.int64) * 3 + 1
+    key = _rng.key(9)
+    win_offsets, winners, races = race(bias, offsets, want, streams, key, 5)
+    for s in range(sizes.size):
+        a, b = offsets[s], offsets[s + 1]
+        u = _rng.unit_array(_rng.bits_array(np, _rng.stream_array(np, key, np.full(b - a, streams[s])), 5,
+                                            np.arange(b - a)))
+        with np.errstate(divide="ignore"):
+            expected = np.where(bias[a:b] > 0, -np.log1p(-u) / bias[a:b], np.inf)
+        k = min(want[s], int((bias[a:b] > 0).sum()))
+        np.testing.assert_array_equal(winners[win_offsets[s]:win_offsets[s + 1]], a + np.argsort(expected)[:k])
+        np.testing.assert_allclose(races[win_offsets[s]:win_offsets[s + 1]], np.sort(expected)[:k])

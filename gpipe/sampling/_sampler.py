@@ -15,7 +15,9 @@ the vertex's degree and out-edges are. A selection over an instance's whole
 pool (``frontier_size``, or ``neighbor_pool='frontier'``: layer sampling) sees
 candidates from every partition, so those candidates go to the instance's
 *home* partition (``instance % P``), which sorts them into a canonical order and
-runs SELECT there. Every selection draws from a stream keyed by what it
+runs SELECT there — except that, with a built-in edge bias, a selection over
+the frontier's neighbors runs as exponential races, where each partition sends
+only its fastest candidates. Every selection draws from a stream keyed by what it
 selects for — ``(instance, vertex)`` or ``instance`` — and the depth, so the
 samples do not depend on the partitioning or the device.
 
@@ -38,6 +40,7 @@ from .._validate import check_choice, check_int, check_optional_int, check_proba
 from ..errors import GpipeValueError
 from ..runtime import EdgeSample, collect_outputs, run_supersteps, worker_xp
 from ..runtime._store import on_store, store
+from ._race import race
 from ._select import METHODS, select
 
 VERTEX_BIASES = ("uniform", "degree")
@@ -86,7 +89,9 @@ class Sampler:
     replace : bool
         Pick neighbors with replacement (independent draws) instead of without.
     select : {'bipartite', 'updated', 'repeated'}
-        The SELECT method without replacement (same distribution; for the ablation).
+        The SELECT method without replacement (same distribution; for the
+        ablation). Selections over the whole frontier's neighbors with a
+        built-in ``edge_bias`` run as exponential races instead.
     bitmap : bool
         Detect SELECT's collisions with a strided bitmap (else by scanning the picks).
 
@@ -283,6 +288,8 @@ def _expand(x, part, instance, vertex, depth, params: dict):
                    candidate=lambda: part.indices[edge].astype(x.int64), depth=lambda: depth[segment],
                    weight=lambda: part.weights[edge] if part.weights is not None else x.ones(total, x.float32),
                    degree=lambda: _degrees(x, params)[table["candidate"]])
+    if params["neighbor_pool"] == "frontier" and _races(params):
+        return _race_entries(x, part, table, instance, vertex, key, offsets, edge, level, params)
     if params["neighbor_pool"] == "frontier":
         parts = len(part.bounds) - 1
         frontier_rows = params["frontier_size"] is None  # the home learns the frontier from these
@@ -320,6 +327,10 @@ def _neighbors(x, part, entries: dict, params: dict):
         movers = {"instance": instance, "edge": edge, "depth": x.zeros(instance.shape[0], x.int32),
                   "stage": x.full(instance.shape[0], RESOLVE, x.int8), "to": owner}
         return _no_edges(x, picks=instance.shape[0]), movers, 0
+    if "race" in entries:  # each partition's fastest: the instance's picks are the fastest of them all
+        won = _fastest(x, entries, level, params)
+        return _picked(x, params, entries["instance"][won], level, entries["frontier"][won],
+                       entries["candidate"][won], x.full(1, int(won.shape[0]), x.int64))
     rows = entries["candidate"] >= 0
     frontier = _frontier_keys(x, part, entries, rows, params)
     order = x.lexsort(x.stack([entries["candidate"][rows], entries["frontier"][rows], entries["instance"][rows]]))
@@ -343,6 +354,45 @@ def _resolve(x, part, entries: dict, params: dict):
     src = part.lo + x.searchsorted(part.indptr[1:], local, side="right")
     dst = part.indices[local].astype(x.int64)
     return _picked(x, params, entries["instance"], 0, src, dst, x.zeros(1, x.int64), count_picks=False)
+
+
+def _races(params: dict) -> bool:
+    """Whether a selection over the whole frontier's neighbors runs as exponential races (see _race_entries)."""
+    return not callable(params["edge_bias"]) and not params["replace"] and params["neighbor_size"] is not None
+
+
+def _race_entries(x, part, table: _Table, instance, vertex, key, offsets, edge, level: int, params: dict):
+    """At the frontier's owner: this partition's share of each instance's picks from its frontier's neighbors.
+
+    Every candidate edge runs an exponential race (``kernels/race.cu``); an
+    instance's picks are its ``k`` fastest over all partitions, in order —
+    updated sampling's distribution — so each partition sends the home only
+    its own ``k`` fastest per instance instead of the whole pool.
+    """
+    bias = _biases(x, "edge_bias", params["edge_bias"], table)
+    step = INSTANCE_NEIGHBOR_STEP + level
+    want = _wanted(x, params, instance, COUNT_STEP + step, None)
+    win_offsets, winners, races = race(bias, offsets, want, key, params["key"], step)
+    entry = x.searchsorted(win_offsets[1:], x.arange(winners.shape[0]), side="right")
+    rows = {"instance": instance[entry], "frontier": vertex[entry],
+            "candidate": part.indices[edge[winners]].astype(x.int64), "race": races}
+    won = _fastest(x, rows, level, params)
+    movers = {k: v[won] for k, v in rows.items()}
+    size = won.shape[0]
+    movers.update(depth=x.full(size, level, x.int32), stage=x.full(size, NEIGHBORS, x.int8),
+                  to=movers["instance"] % (len(part.bounds) - 1))
+    return _no_edges(x), movers, 0
+
+
+def _fastest(x, rows: dict, level: int, params: dict):
+    """Indices of each instance's ``k`` fastest rows, instance by instance, fastest first."""
+    order = x.lexsort(x.stack([rows["race"], rows["instance"].astype(x.float64)]))
+    instance = rows["instance"][order]
+    streams, offsets = _segments(x, instance)
+    want = _wanted(x, params, streams, COUNT_STEP + INSTANCE_NEIGHBOR_STEP + level, None)
+    rank = x.arange(instance.shape[0])
+    segment = x.searchsorted(offsets[1:], rank, side="right")
+    return order[rank - offsets[segment] < want[segment]]
 
 
 _STAGES = {POOL: _pool, FRONTIER: _frontier, EXPAND: _expand_stage, NEIGHBORS: _neighbors, RESOLVE: _resolve}

@@ -199,3 +199,19 @@ def test_replicated_and_out_of_memory_gpu_runs_equal_cpu(gpu_cluster, cpu_cluste
     (gw, gs), (cw, cs) = _on(gpu_cluster, run), _on(cpu_cluster, run)
     np.testing.assert_array_equal(gw, cw)
     pd.testing.assert_frame_equal(gs, cs)
+
+
+def test_race_cuda_equals_cpu_twin():
+    from gpipe.sampling._race import race
+
+    rng = np.random.default_rng(8)
+    sizes = rng.integers(0, 3000, 2000)
+    offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    bias = rng.exponential(1.0, offsets[-1]) ** 3 * (rng.random(offsets[-1]) < 0.9)
+    want = rng.integers(0, 20, sizes.size)
+    streams = np.arange(sizes.size, dtype=np.int64) * 11
+    cpu = race(bias, offsets, want, streams, _rng.key(2), 7)
+    gpu = race(cupy.asarray(bias), cupy.asarray(offsets), cupy.asarray(want), cupy.asarray(streams), _rng.key(2), 7)
+    for c, g in zip(cpu[:2], gpu[:2]):
+        np.testing.assert_array_equal(g.get(), c)
+    np.testing.assert_allclose(gpu[2].get(), cpu[2], rtol=1e-15)

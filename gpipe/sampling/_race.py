@@ -1,0 +1,71 @@
+"""Exponential races: per segment, the k candidates with the shortest race ``-log(1 - u) / bias``, in order.
+
+CUDA in ``kernels/race.cu``, CPU twin here (same draws, same winners). The k
+shortest races of a pool are a selection without replacement in proportion to
+bias — the distribution of updated sampling (Efraimidis & Spirakis) — and the k
+shortest of a union are among the k shortest of each of its parts, so a pool
+spread over partitions is selected from by keeping k per part and merging.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .. import _rng
+from ..backend import cpu_kernel, device_of, prange, xp
+from ..kernels import function, launch
+
+
+def race(bias, offsets, want, streams, key, step: int):
+    """``(win_offsets, winners, races)``: per segment ``s`` the ``min(want[s], positive biases)`` candidates
+    (indices into ``bias``) with the shortest races, shortest first; candidate ``j`` of segment ``s`` draws
+    from stream ``streams[s]`` at ``(step, j)``."""
+    x = xp(device_of(bias))
+    nseg = offsets.shape[0] - 1
+    positive = x.zeros(bias.shape[0] + 1, dtype=x.int64)
+    x.cumsum(bias > 0, out=positive[1:])
+    count = x.minimum(positive[offsets[1:]] - positive[offsets[:-1]], want)
+    win_offsets = x.zeros(nseg + 1, dtype=x.int64)
+    x.cumsum(count, out=win_offsets[1:])
+    total = int(win_offsets[-1])
+    winners = x.empty(total, dtype=x.int64)
+    races = x.empty(total, dtype=x.float64)
+    args = (offsets, bias, win_offsets, np.uint64(key), streams, np.int64(step), winners, races)
+    if x is np:
+        _race_cpu(np.int64(nseg), *args)
+    else:
+        launch(function("race.cu", "gp_race"), nseg, (np.int64(nseg), *args))
+    return win_offsets, winners, races
+
+
+@cpu_kernel(parallel=True)
+def _race_cpu(nseg, offsets, bias, out_offsets, key, streams, step, out, out_race):
+    for s in prange(nseg):
+        a = offsets[s]
+        d = offsets[s + 1] - a
+        o = out_offsets[s]
+        k = out_offsets[s + 1] - o
+        if k == 0:
+            continue
+        stream = _rng.stream(key, streams[s])
+        held = 0
+        for j in range(d):
+            b = bias[a + j]
+            if not b > 0.0:
+                continue
+            r = -math.log1p(-_rng.unit(_rng.bits(stream, step, j))) / b
+            if held == k and not r < out_race[o + k - 1]:
+                continue
+            if held < k:
+                i = held
+                held += 1
+            else:
+                i = k - 1
+            while i > 0 and r < out_race[o + i - 1]:
+                out_race[o + i] = out_race[o + i - 1]
+                out[o + i] = out[o + i - 1]
+                i -= 1
+            out_race[o + i] = r
+            out[o + i] = a + j
