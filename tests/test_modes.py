@@ -66,3 +66,6 @@ def test_auto_replicates_small_graphs_unless_partitions_are_asked_for(cpu):
 def test_bad_mode(cpu):
     with pytest.raises(GpipeValueError, match="'mode' must be one of 'auto', 'partitioned', 'replicated'; got 'copy'"):
         _rmat(mode="copy")
+    with dask.config.set({"gpipe.graph.replicate-fraction": "half"}), pytest.raises(
+            GpipeValueError, match="'gpipe.graph.replicate-fraction' must be a finite number, got 'half'"):
+        _rmat()

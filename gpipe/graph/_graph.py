@@ -13,7 +13,7 @@ import pandas as pd
 import psutil
 
 from .. import config
-from .._validate import check_choice, check_int
+from .._validate import check_choice, check_int, check_probability
 from ..backend import to_host
 from ..errors import GpipeValueError
 from ..runtime._session import Session, run_later
@@ -48,6 +48,7 @@ class Graph:
         self.replicas = replicas  # replicated mode: the workers that each hold the whole graph (as partition 0)
         self.device_partitions = device_partitions  # out-of-memory: partitions on each worker's device at once
         self._degrees = None
+        self._degrees_future = None
         self._finalizer = weakref.finalize(self, run_later, session.client, on_store, "drop_graph", graph_id)
 
     def release(self) -> None:
@@ -129,6 +130,12 @@ class Graph:
         if self._degrees is None:
             self._degrees = np.concatenate(self.client.gather(self._per_partition(_partition_degrees)))
         return self._degrees
+
+    def _degrees_on_workers(self):
+        """A future of the degree array, on every worker (broadcast once)."""
+        if self._degrees_future is None:
+            self._degrees_future = self.client.scatter(self._degree_array(), broadcast=True, hash=False)
+        return self._degrees_future
 
     def _index(self):
         return pd.RangeIndex(self.num_vertices, name="vertex") if self.id_map is None else pd.Index(self.id_map, name="vertex")
@@ -229,7 +236,9 @@ def _fits_every_worker(session: Session, nbytes: int) -> bool:
     else:
         workers = session.client.scheduler_info(n_workers=-1)["workers"].values()
         memory = [w.get("memory_limit") or psutil.virtual_memory().total for w in workers]
-    return nbytes <= float(config.get("graph.replicate-fraction")) * min(memory)
+    fraction = check_probability("gpipe.graph.replicate-fraction", config.get("graph.replicate-fraction"),
+                                 open_low=True)
+    return nbytes <= fraction * min(memory)
 
 
 def _gpu_memory() -> int:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .._validate import check_int, check_optional_int, check_probability
+from .._validate import check_bool, check_int, check_optional_int, check_probability
 from ..runtime import EdgeSample
 from ._sampler import Sampler
 
@@ -91,7 +91,7 @@ def random_node(g, n: int, instances: int = 1, by_degree: bool = False, seed: in
     The picked vertices are those of the induced edges plus any isolated in the sample; the result holds the edges.
     """
     n = check_int("n", n, minimum=1)
-    sampler = Sampler(vertex_bias="degree" if by_degree else "uniform", frontier_size=n, neighbor_size=None,
+    sampler = Sampler(vertex_bias="degree" if check_bool("by_degree", by_degree) else "uniform", frontier_size=n, neighbor_size=None,
                       neighbor_pool="frontier", edge_bias=_in_frontier, depth=1)
     return sampler.run(g, None, instances=instances, seed=seed)
 

@@ -36,7 +36,7 @@ import numpy as np
 import pandas as pd
 
 from .. import _rng
-from .._validate import check_choice, check_int, check_optional_int, check_probability, check_seed
+from .._validate import check_bool, check_choice, check_int, check_optional_int, check_probability, check_seed
 from ..errors import GpipeValueError
 from ..runtime import EdgeSample, collect_outputs, run_supersteps, worker_xp
 from ..runtime._store import on_store, store
@@ -130,13 +130,12 @@ class Sampler:
         self.neighbor_size = neighbor_size
         self.neighbor_pool = check_choice("neighbor_pool", neighbor_pool, NEIGHBOR_POOLS)
         self.depth = check_int("depth", depth, minimum=1)
-        if not isinstance(replace, (bool, np.bool_)):
-            raise GpipeValueError(f"'replace' must be True or False, got {replace!r}")
+        replace = check_bool("replace", replace)
         if replace and neighbor_size is None:
             raise GpipeValueError("'replace' = True needs a 'neighbor_size' (all neighbors are taken once)")
-        self.replace = bool(replace)
+        self.replace = replace
         self.select = check_choice("select", select, tuple(METHODS))
-        self.bitmap = bool(bitmap)
+        self.bitmap = check_bool("bitmap", bitmap)
 
     def run(self, g, seeds=None, instances: int | None = None, seed: int = 0) -> EdgeSample:
         """Sample ``instances`` subgraphs.
@@ -179,7 +178,7 @@ class Sampler:
                       "vertex_bias", "edge_bias", "update", "frontier_size", "neighbor_size", "neighbor_pool",
                       "depth", "replace", "select", "bitmap")}}
         if seeds is None or self.edge_bias == "degree" or callable(self.edge_bias):
-            params["degrees"] = client.scatter(g._degree_array(), broadcast=True, hash=False)
+            params["degrees"] = g._degrees_on_workers()
         try:
             run_id, partitions, stats = run_supersteps(g, _step, params, entries, num_walks=count)
         finally:
