@@ -87,6 +87,29 @@ def test_walks_do_not_depend_on_worker_count(cpu_cluster, one_worker_cluster):
     np.testing.assert_array_equal(out[0][1], out[1][1])
 
 
+def test_progress_is_reported_per_superstep_while_the_workers_run_them(cpu):
+    g = gpipe.generators.rmat(scale=9, edge_factor=4, seed=2, partitions=4)
+    calls = []
+    w = gpipe.walks.deepwalk(g, length=40, seed=9, progress=lambda **kw: calls.append(kw))
+    assert calls[-1] == {"superstep": w.stats["supersteps"], "active": 0, "steps": w.stats["steps"],
+                         "total": g.num_vertices}
+    assert len(calls) > 1 and all(c["total"] == g.num_vertices for c in calls)
+    for before, after in zip(calls, calls[1:]):
+        assert before["superstep"] < after["superstep"] and before["steps"] <= after["steps"]
+    assert all(c["active"] > 0 for c in calls[:-1])
+
+
+def test_concurrent_runs_share_the_workers(cpu):
+    """Each run holds a long task on every worker, waiting on its peers: two at once both end, each as if alone."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    g = gpipe.generators.rmat(scale=9, edge_factor=4, seed=2, partitions=4)
+    with ThreadPoolExecutor(2) as pool:
+        both = list(pool.map(lambda seed: gpipe.walks.deepwalk(g, length=30, seed=seed).compute(), (1, 2)))
+    np.testing.assert_array_equal(both[0], gpipe.walks.deepwalk(g, length=30, seed=1).compute())
+    np.testing.assert_array_equal(both[1], gpipe.walks.deepwalk(g, length=30, seed=2).compute())
+
+
 def test_seed_controls_the_walks(cpu):
     g = gpipe.generators.rmat(scale=8, edge_factor=4, seed=2, partitions=2)
     a = gpipe.walks.deepwalk(g, length=10, seed=1).compute()

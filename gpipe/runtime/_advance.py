@@ -1,4 +1,4 @@
-"""Worker-side tasks of a walk: advance (with the walker exchange) and assemble.
+"""Worker-side tasks of a walk: the superstep loops (with the walker exchange) and assembly.
 
 Each wraps its failure in a :class:`TaskError` naming the phase, the superstep
 and the partition. Walkers are dicts of arrays on the worker's device
@@ -8,10 +8,13 @@ keeps, e.g. ``prev``).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import time
 
 import numpy as np
+from distributed import get_worker, secede
+from distributed.worker import thread_state
 
 from ..backend import to_host, xp
 from ..errors import GpipeError, TaskError
@@ -19,17 +22,24 @@ from . import _pieces
 from ._store import store
 
 
+@contextlib.contextmanager
+def failing(name: str, part: int, superstep: int | None = None, unit: str = "partition"):
+    """Turn a failure into a :class:`TaskError` naming the phase, the superstep and the partition (or other unit)."""
+    try:
+        yield
+    except TaskError:
+        raise
+    except Exception as exc:
+        cause = str(exc) if isinstance(exc, GpipeError) else repr(exc)
+        raise TaskError(name, part, superstep, cause, unit) from exc
+
+
 def _phase(name: str, unit: str = "partition"):
     def wrap(task):
         @functools.wraps(task)
         def run(*args, part: int, superstep: int | None = None, **kwargs):
-            try:
+            with failing(name, part, superstep, unit):
                 return task(*args, part=part, superstep=superstep, **kwargs)
-            except TaskError:
-                raise
-            except Exception as exc:
-                cause = str(exc) if isinstance(exc, GpipeError) else repr(exc)
-                raise TaskError(name, part, superstep, cause, unit) from exc
         return run
     return wrap
 
@@ -88,23 +98,83 @@ def _every_vertex(x, p, walks_per_vertex: int, fields: tuple, lo: int | None = N
     return new_walkers(x, walk_id, x.tile(vertices, walks_per_vertex), fields)
 
 
-@_phase("advance")
-def advance(graph_id: str, run_id: str, walkers: dict | int | None, kernel, params: dict, placement: list[str], *,
-            part: int, superstep: int, policy: str = "workload", prefetch: int | None = None) -> dict:
-    """Run ``kernel`` on this partition's walkers; keep the pieces, push the leavers to their new partitions.
+def run_partitions(graph_id: str, run_id: str, initial: dict, kernel, params: dict, placement: list[str],
+                   counts: np.ndarray, *, policy: str = "workload", report: bool = False) -> dict:
+    """Partitioned mode: run this worker's partitions' supersteps until no walker is left anywhere.
+
+    One such task runs on every worker holding partitions, for the whole run
+    (a BSP loop with no client in it). In each superstep the worker advances
+    each of its partitions that has walkers (``counts`` of them, over the whole
+    graph), pushes the leavers into the inboxes of their new partitions'
+    workers, then sends every peer how many walkers it sent to each partition
+    and waits for theirs: their sum is the next superstep's ``counts``, the
+    same on every worker, and once it is heard from every peer all their
+    walkers are in the inboxes. The run ends when it is zero everywhere.
+
+    ``initial`` holds this worker's partitions' first walkers (see
+    :func:`_advance_partition`). ``policy`` orders an out-of-memory graph's
+    partitions (see :func:`_order`); ``report`` logs each superstep's progress
+    as the Dask event ``gpipe-progress-<run_id>``. Returns the steps taken,
+    each superstep's kernel seconds and the partitions that ran.
+    """
+    secede()  # a long wait on peers must not hold one of the worker's task slots
+    st = store()
+    me = st.worker_address
+    mine = [p for p, w in enumerate(placement) if w == me]
+    peers = sorted(set(placement) - {me})
+    key = thread_state.key
+    with st.loop(run_id):
+        superstep = steps = 0
+        seconds, ran = [], set()
+        while counts.sum() > 0:
+            sent = np.zeros(len(placement), np.int64)
+            spent = 0.0
+            order = _order(counts, mine, set(st.residency.resident_parts(graph_id)), policy)
+            for i, p in enumerate(order):
+                with failing("advance", p, superstep):
+                    summary = _advance_partition(st, graph_id, run_id, initial.pop(p, None), kernel, params, placement,
+                                                 p, superstep, policy, order[i + 1] if i + 1 < len(order) else None)
+                sent += summary["to"]
+                steps += summary["steps"]
+                spent += summary["seconds"]
+            ran.update(order)
+            seconds.append(spent)
+            with failing("exchange", me, superstep, "worker"):
+                counts = st.exchange_counts(run_id, superstep, sent, peers, key)
+            superstep += 1
+            if report:
+                get_worker().log_event(f"gpipe-progress-{run_id}", {"worker": me, "superstep": superstep,
+                                                                    "steps": steps, "active": int(counts.sum())})
+    return {"steps": steps, "seconds": seconds, "ran": sorted(ran)}
+
+
+def _order(counts: np.ndarray, mine: list[int], resident: set[int], policy: str) -> list[int]:
+    """This worker's partitions with walkers, in the order it advances them.
+
+    ``workload``: the partitions already on the device first, then the
+    busiest; ``round-robin``: in partition order. (Only out-of-memory graphs
+    have partitions off the device; the next in order is prefetched.)
+    """
+    active = [p for p in mine if counts[p] > 0]
+    if policy == "workload":
+        active.sort(key=lambda p: (p not in resident, -int(counts[p]), p))
+    return active
+
+
+def _advance_partition(st, graph_id: str, run_id: str, walkers: dict | int | None, kernel, params: dict,
+                       placement: list[str], part: int, superstep: int, policy: str, prefetch: int | None) -> dict:
+    """Run ``kernel`` on partition ``part``'s walkers; keep the pieces, push the leavers to their new partitions.
 
     The kernel returns ``(pieces, movers, steps)``; a mover goes to the partition
     owning its ``vertex``, or to partition ``to`` if the movers have that field.
 
-    ``walkers`` is None after the first superstep (they are in this worker's
-    inbox), an int on the first when that many walks start from every vertex
-    of the partition, or the walkers themselves. Returns how many walkers went
-    to each partition, the steps taken, the kernel's seconds and, for an
-    out-of-memory graph, which of this worker's partitions are on its device.
-    ``policy`` and ``prefetch`` steer out-of-memory graphs (see ``Residency``).
+    ``walkers`` is None when they are in this worker's inbox, an int on the
+    first superstep when that many walks start from every vertex of the
+    partition, or the walkers themselves. Returns how many walkers went to
+    each partition, the steps taken and the kernel's seconds. ``policy`` and
+    ``prefetch`` steer out-of-memory graphs (see ``Residency``).
     """
     x = worker_xp()
-    st = store()
     p = st.partition(graph_id, part, run_id, policy)
     if prefetch is not None:  # out of memory: copy the worker's next partition in while this one computes
         st.prefetch(graph_id, prefetch, part, run_id, policy)
@@ -127,9 +197,7 @@ def advance(graph_id: str, run_id: str, walkers: dict | int | None, kernel, para
     outbound = {q: {k: v[order[int(e - c):int(e)]] for k, v in movers.items()}
                 for q, (c, e) in enumerate(zip(counts, ends)) if c > 0}
     st.send(run_id, superstep + 1, outbound, placement)
-    staged = [q for q, w in enumerate(placement) if w == st.worker_address and st.residency.manages((graph_id, q))]
-    on_device = set(st.residency.resident_parts(graph_id))
-    return {"to": counts, "steps": steps, "seconds": seconds, "resident": {q: q in on_device for q in staged}}
+    return {"to": counts, "steps": steps, "seconds": seconds}
 
 
 @_phase("advance", unit="replica")

@@ -1,9 +1,13 @@
-"""The client-side superstep loop: it looks only at counts.
+"""Starting a run: one task per worker, which runs all of the run's supersteps there.
 
-Each superstep runs one ``advance`` task per partition holding walkers (the
-busiest first); each pushes the walkers that left its partition into the inbox
-of the worker holding their new partition before it returns their counts. When no walker is left, the walks are the path pieces kept
-in the workers' stores; the :class:`WalkResult` assembles them when asked.
+Partitioned mode: every worker holding partitions runs a BSP loop
+(:func:`_advance.run_partitions`): it advances its partitions' walkers, pushes
+those that left into the inbox of the worker holding their new partition, and
+swaps walker counts with its peers as the superstep's barrier, until no walker
+is left anywhere; the client only waits (and watches for lost workers).
+Replicated mode: each worker runs its share of the walkers on its own copy.
+When no walker is left, the walks are the path pieces kept in the workers'
+stores; the :class:`WalkResult` assembles them when asked.
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import time
 import uuid
+from collections import defaultdict
 from typing import Callable
 
 import numpy as np
@@ -69,38 +74,31 @@ def run_supersteps(graph, kernel: Callable, params: dict, initial: int | dict, *
     placement = graph.placement
     out_of_memory = graph.device_partitions is not None
     policy = check_choice("gpipe.memory.schedule", config.get("memory.schedule"), POLICIES)
-    resident: dict[int, bool] = {}  # out-of-memory: whether each partition was on its worker's device last time
     before = _transfers(graph) if out_of_memory else None
     t0 = time.perf_counter()
     try:
-        queues, counts = _initial_walkers(graph, initial)
-        ran: set[int] = set()
-        superstep = steps = 0
-        kernel_seconds = 0.0
-        while counts.sum() > 0:
-            order = _schedule(counts, placement, resident, policy)
-            advanced = [
-                _pinned(client, _advance.advance, graph.graph_id, run_id, queues.get(p), kernel, params, placement,
-                        part=p, superstep=superstep, policy=policy, prefetch=following, worker=placement[p],
-                        key=f"gpipe-advance-{run_id}-{superstep}-{p}", priority=-rank)
-                for p, rank, following in order
-            ]
-            ran.update(p for p, _, _ in order)
-            queues = {}  # from now on, walkers wait in the inbox of the worker holding their partition
-            summaries = gather_pinned(client, advanced, dict(enumerate(placement)), f"superstep {superstep}")
-            kernel_seconds += max(s["seconds"] for s in summaries)
-            steps += sum(s["steps"] for s in summaries)
-            counts = np.sum([s["to"] for s in summaries], axis=0)
-            for s in summaries:
-                resident.update(s["resident"])
-            superstep += 1
-            if progress is not None:
-                progress(superstep=superstep, active=int(counts.sum()), steps=steps, total=num_walks)
+        workers = sorted(set(placement))
+        with _reporting(client, run_id, progress, len(workers), num_walks):
+            queues, counts = _initial_walkers(graph, initial)
+            loops = [_pinned(client, _advance.run_partitions, graph.graph_id, run_id,
+                             {p: q for p, q in queues.items() if placement[p] == w}, kernel, params, placement, counts,
+                             policy=policy, report=progress is not None, worker=w, key=f"gpipe-supersteps-{run_id}-{i}")
+                     for i, w in enumerate(workers)]
+            summaries = gather_pinned(client, loops, dict(enumerate(placement)), "supersteps")
     except BaseException:
         with contextlib.suppress(Exception):
             client.run(on_store, "drop_run", run_id)
         raise
     seconds = time.perf_counter() - t0
+    steps = sum(s["steps"] for s in summaries)
+    superstep = max(len(s["seconds"]) for s in summaries)
+    per_superstep = np.zeros(superstep)
+    for s in summaries:  # a superstep lasts as long as its slowest worker
+        per_superstep[:len(s["seconds"])] = np.maximum(per_superstep[:len(s["seconds"])], s["seconds"])
+    kernel_seconds = float(per_superstep.sum())
+    ran = {p for s in summaries for p in s["ran"]}
+    if progress is not None:
+        progress(superstep=superstep, active=0, steps=steps, total=num_walks)
     stats = {"steps": steps, "seconds": seconds, "steps_per_second": steps / seconds if seconds > 0 else 0.0,
              "supersteps": superstep, "kernel_seconds": kernel_seconds, "partitions": graph.num_partitions,
              "workers": len(set(placement)), "mode": "partitioned", "device": graph.device,
@@ -181,22 +179,34 @@ def collect_outputs(client, run_id: str, partitions: dict[int, str]) -> list[dic
     return [out for per_part in gather_pinned(client, futures, partitions, "collect") for out in per_part]
 
 
-def _schedule(counts: np.ndarray, placement: list[str], resident: dict[int, bool], policy: str) -> list:
-    """The active partitions as ``(partition, rank on its worker, the partition its worker runs next)``.
+@contextlib.contextmanager
+def _reporting(client, run_id: str, progress: Callable | None, workers: int, total: int):
+    """While a partitioned run lasts, pass its ``workers``' superstep reports (Dask events) to ``progress``.
 
-    ``workload``: on each worker, the partitions already on its device first,
-    then the busiest; ``round-robin``: in partition order. A worker runs its
-    partitions by rank (the task priority), prefetching the next one.
+    A superstep is reported once every worker has; reports come
+    asynchronously, so the run's end is reported by the caller once the loops
+    have returned.
     """
-    active = [int(p) for p in np.flatnonzero(counts)]
-    if policy == "workload":
-        active.sort(key=lambda p: (not resident.get(p, False), -int(counts[p]), p))
-    order, by_worker = [], {}
-    for p in active:
-        by_worker.setdefault(placement[p], []).append(p)
-    for parts in by_worker.values():
-        order += [(p, rank, parts[rank + 1] if rank + 1 < len(parts) else None) for rank, p in enumerate(parts)]
-    return order
+    if progress is None:
+        yield
+        return
+    topic = f"gpipe-progress-{run_id}"
+    heard: dict[int, list] = defaultdict(list)
+
+    def hear(event) -> None:
+        _, report = event
+        reports = heard[report["superstep"]]
+        reports.append(report)
+        if len(reports) == workers and report["active"]:
+            del heard[report["superstep"]]
+            progress(superstep=report["superstep"], active=report["active"], steps=sum(r["steps"] for r in reports),
+                     total=total)
+
+    client.subscribe_topic(topic, hear)
+    try:
+        yield
+    finally:
+        client.unsubscribe_topic(topic)
 
 
 def _transfers(graph) -> np.ndarray:

@@ -5,13 +5,15 @@ is built and looked up by ``(graph_id, partition)`` by every task that runs on
 this worker. Walkers that leave a partition are pushed straight into the inbox
 of the worker owning their destination (the ``gpipe_receive`` handler, over
 Dask's worker-to-worker comms, as Dask's P2P shuffle does), so that the next
-superstep's advance task finds them there. Off a worker, :func:`store` raises a
+superstep finds them there; the workers then swap walker counts
+(``gpipe_counts``) as the superstep's barrier. Off a worker, :func:`store` raises a
 clear error.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 from collections import defaultdict
 
@@ -43,12 +45,17 @@ class GpipeStore(WorkerPlugin):
         self.inbox: dict[tuple[str, int, int], list] = defaultdict(list)
         self.blocks: dict[tuple[str, int], dict[int, dict]] = {}
         self.state: dict[tuple[str, int], object] = {}  # a run's own per-partition state (e.g. visited sets)
+        self.counts: dict[tuple[str, int], list] = defaultdict(list)  # peers' walker counts per (run, superstep)
+        self.looping: set[str] = set()  # runs whose superstep loop runs here
+        self.stopped: set[str] = set()  # of those, the ones dropped: their waits for peers end in an error
         self.residency = Residency(self.device)  # partitions of out-of-memory graphs
         self._lock = threading.Lock()
+        self._heard = threading.Condition(self._lock)
         self.worker = worker
         self.worker_address = worker.address
         worker.handlers["gpipe_receive"] = self._receive
         worker.handlers["gpipe_block"] = self._block
+        worker.handlers["gpipe_counts"] = self._counts
         worker.handlers["gpipe_partition"] = self._partition_arrays
         set_cpu_threads(worker.state.nthreads)
 
@@ -59,6 +66,7 @@ class GpipeStore(WorkerPlugin):
         self.inbox.clear()
         self.blocks.clear()
         self.state.clear()
+        self.counts.clear()
 
     async def _receive(self, run_id: str, superstep: int, part: int, walkers: dict) -> str:
         self.deliver(run_id, superstep, part, walkers)
@@ -93,6 +101,48 @@ class GpipeStore(WorkerPlugin):
                 raise GpipeError(f"could not send walkers to partition {part} on worker {placement[part]}: {exc!r}")
 
         await asyncio.gather(*(one(part, walkers) for part, walkers in remote.items()))
+
+    def exchange_counts(self, run_id: str, superstep: int, sent: np.ndarray, peers: list[str],
+                        key: str | None = None) -> np.ndarray:
+        """The superstep's barrier: tell every peer how many walkers went to each partition, add up theirs.
+
+        Call it once this worker's walkers of the superstep are delivered: a
+        peer's counts arrive after its walkers, so once every peer is heard
+        from the inboxes hold all of the next superstep's walkers. Waiting
+        stops with an error when the run is dropped or the task ``key`` is
+        cancelled (the client saw a worker leave, or went away itself).
+        """
+        if peers:
+            sync(self.worker.loop, self._tell, run_id, superstep, [int(c) for c in sent], peers)
+        with self._heard:
+            while len(self.counts.get((run_id, superstep), ())) < len(peers):
+                if run_id in self.stopped or self._cancelled(key):
+                    raise GpipeError(f"the run was stopped while waiting for the other workers' superstep {superstep}")
+                self._heard.wait(timeout=0.5)
+            heard = self.counts.pop((run_id, superstep), [])
+        return sent + np.sum(heard, axis=0, dtype=np.int64) if heard else sent
+
+    async def _tell(self, run_id: str, superstep: int, sent: list[int], peers: list[str]) -> None:
+        async def one(peer: str):
+            try:
+                await self.worker.rpc(peer).gpipe_counts(run_id=run_id, superstep=superstep, sent=sent)
+            except Exception as exc:
+                raise GpipeError(f"could not reach worker {peer} at the end of superstep {superstep}: {exc!r}")
+
+        await asyncio.gather(*(one(peer) for peer in peers))
+
+    async def _counts(self, run_id: str, superstep: int, sent: list[int]) -> str:
+        with self._heard:
+            if run_id not in self.stopped:
+                self.counts[(run_id, superstep)].append(sent)
+            self._heard.notify_all()
+        return "OK"
+
+    def _cancelled(self, key: str | None) -> bool:
+        if key is None:
+            return False
+        task = self.worker.state.tasks.get(key)
+        return task is None or task.state in ("cancelled", "released", "forgotten")
 
     def put_partition(self, graph_id: str, part: int, partition, budget: int | None = None) -> None:
         """Keep a partition: on the device, or — with a ``budget`` of device partitions — staged in host memory."""
@@ -205,10 +255,26 @@ class GpipeStore(WorkerPlugin):
             for p, w in remote.items()))
 
     def drop_run(self, run_id: str) -> None:
-        with self._lock:
-            for buffers in (self.pieces, self.inbox, self.blocks, self.state):
+        """Forget a run's buffers; its supersteps still waiting on peers here stop with an error."""
+        with self._heard:
+            for buffers in (self.pieces, self.inbox, self.blocks, self.state, self.counts):
                 for k in [k for k in buffers if k[0] == run_id]:
                     del buffers[k]
+            if run_id in self.looping:
+                self.stopped.add(run_id)
+            self._heard.notify_all()
+
+    @contextlib.contextmanager
+    def loop(self, run_id: str):
+        """While a run's superstep loop runs here (so that dropping the run stops it)."""
+        with self._lock:
+            self.looping.add(run_id)
+        try:
+            yield
+        finally:
+            with self._lock:
+                self.looping.discard(run_id)
+                self.stopped.discard(run_id)
 
 
 def on_store(method: str, *args, dask_worker=None):

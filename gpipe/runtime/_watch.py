@@ -4,11 +4,13 @@ A task pinned to a worker that has died would wait forever for it to come
 back. While a wait lasts, a watchdog thread checks once a second that the
 workers holding the partitions (or replicas) are still there; if one has left,
 it cancels the tasks and the wait raises a :class:`WorkerLostError` naming it
-and what it held.
+and what it held. A wait that fails otherwise (a task failing to reach the
+lost worker, or cancelled with the data it held) checks the same once.
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Callable
 
@@ -33,10 +35,13 @@ def _watched(client, futures: list, held: dict[int, str], phase: str, unit: str,
     lost: dict[int, str] = {}
     done = threading.Event()
 
+    def check() -> None:
+        alive = set(client.scheduler_info()["workers"])
+        lost.update({p: w for p, w in held.items() if w not in alive})
+
     def watch() -> None:
         while not done.wait(WATCH_SECONDS):
-            alive = set(client.scheduler_info()["workers"])
-            lost.update({p: w for p, w in held.items() if w not in alive})
+            check()
             if lost:
                 client.cancel(futures)
                 return
@@ -45,7 +50,11 @@ def _watched(client, futures: list, held: dict[int, str], phase: str, unit: str,
     watchdog.start()
     try:
         result = block()
-    except Exception:
+    except BaseException:  # also a cancelled future's CancelledError: a lost worker's data may take its tasks along
+        done.set()
+        if not lost:
+            with contextlib.suppress(Exception):
+                check()
         if lost:
             raise WorkerLostError(phase, sorted(set(lost.values())), sorted(lost), unit) from None
         raise
