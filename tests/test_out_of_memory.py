@@ -67,3 +67,30 @@ def test_bad_budget_and_schedule(cpu):
     with dask.config.set({"gpipe.memory.schedule": "fifo"}), pytest.raises(
             GpipeValueError, match="'gpipe.memory.schedule' must be one of 'workload', 'round-robin'; got 'fifo'"):
         gpipe.walks.deepwalk(g, length=3)
+
+
+@pytest.mark.parametrize("mode", ["partitioned", "replicated"])
+@pytest.mark.parametrize("name", RUNS)
+def test_outputs_past_the_output_limit_spill_to_host_and_give_the_same_results(cpu, name, mode):
+    """On CPU workers 'the device' copy is simulated as for partitions: spilled piece sets are kept apart."""
+    g = gpipe.generators.rmat(scale=10, edge_factor=4, seed=2, weighted=True, mode=mode,
+                              partitions=4 if mode == "partitioned" else None)
+    with dask.config.set({"gpipe.memory.output-limit": "1 kB"}):  # older pieces spill, the newest stay
+        spilled = RUNS[name](g)
+    with dask.config.set({"gpipe.memory.output-limit": None}):
+        kept = RUNS[name](g)
+    a, b = spilled.compute(), kept.compute()
+    if isinstance(a, np.ndarray):
+        np.testing.assert_array_equal(a, b)
+    else:
+        pd.testing.assert_frame_equal(a, b)
+    assert spilled.stats["spilled_bytes"] > 0 and kept.stats["spilled_bytes"] == 0
+    assert spilled.stats["mode"] == mode
+
+
+def test_bad_output_limit(cpu):
+    g = _rmat()
+    for bad, shown in (("lots", "'lots'"), (-1, "-1"), (1.5, "1.5")):
+        with dask.config.set({"gpipe.memory.output-limit": bad}), pytest.raises(
+                GpipeValueError, match=f"'gpipe.memory.output-limit' must be .*, got {shown}"):
+            gpipe.walks.deepwalk(g, length=3)

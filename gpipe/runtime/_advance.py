@@ -19,7 +19,7 @@ from distributed.worker import thread_state
 from ..backend import to_host, xp
 from ..errors import GpipeError, TaskError
 from . import _pieces
-from ._store import store
+from ._store import on_host, store
 
 
 @contextlib.contextmanager
@@ -99,7 +99,8 @@ def _every_vertex(x, p, walks_per_vertex: int, fields: tuple, lo: int | None = N
 
 
 def run_partitions(graph_id: str, run_id: str, initial: dict, kernel, params: dict, placement: list[str],
-                   counts: np.ndarray, *, policy: str = "workload", report: bool = False) -> dict:
+                   counts: np.ndarray, *, policy: str = "workload", output_limit: int | str | None = None,
+                   report: bool = False) -> dict:
     """Partitioned mode: run this worker's partitions' supersteps until no walker is left anywhere.
 
     One such task runs on every worker holding partitions, for the whole run
@@ -113,9 +114,11 @@ def run_partitions(graph_id: str, run_id: str, initial: dict, kernel, params: di
 
     ``initial`` holds this worker's partitions' first walkers (see
     :func:`_advance_partition`). ``policy`` orders an out-of-memory graph's
-    partitions (see :func:`_order`); ``report`` logs each superstep's progress
-    as the Dask event ``gpipe-progress-<run_id>``. Returns the steps taken,
-    each superstep's kernel seconds and the partitions that ran.
+    partitions (see :func:`_order`); ``output_limit`` bounds the outputs kept
+    on the device (see ``GpipeStore.add_pieces``); ``report`` logs each
+    superstep's progress as the Dask event ``gpipe-progress-<run_id>``. Returns
+    the steps taken, each superstep's kernel seconds, the bytes of outputs
+    spilled to host memory and the partitions that ran.
     """
     secede()  # a long wait on peers must not hold one of the worker's task slots
     st = store()
@@ -124,7 +127,7 @@ def run_partitions(graph_id: str, run_id: str, initial: dict, kernel, params: di
     peers = sorted(set(placement) - {me})
     key = thread_state.key
     with st.loop(run_id):
-        superstep = steps = 0
+        superstep = steps = spilled = 0
         seconds, ran = [], set()
         while counts.sum() > 0:
             sent = np.zeros(len(placement), np.int64)
@@ -132,9 +135,11 @@ def run_partitions(graph_id: str, run_id: str, initial: dict, kernel, params: di
             order = _order(counts, mine, set(st.residency.resident_parts(graph_id)), policy)
             for i, p in enumerate(order):
                 with failing("advance", p, superstep):
-                    summary = _advance_partition(st, graph_id, run_id, initial.pop(p, None), kernel, params, placement,
-                                                 p, superstep, policy, order[i + 1] if i + 1 < len(order) else None)
+                    summary = _advance_partition(st, graph_id, run_id, initial.pop(p, None), kernel, params,
+                                                 placement, p, superstep, policy,
+                                                 order[i + 1] if i + 1 < len(order) else None, output_limit)
                 sent += summary["to"]
+                spilled += summary["spilled"]
                 steps += summary["steps"]
                 spent += summary["seconds"]
             ran.update(order)
@@ -145,7 +150,7 @@ def run_partitions(graph_id: str, run_id: str, initial: dict, kernel, params: di
             if report:
                 get_worker().log_event(f"gpipe-progress-{run_id}", {"worker": me, "superstep": superstep,
                                                                     "steps": steps, "active": int(counts.sum())})
-    return {"steps": steps, "seconds": seconds, "ran": sorted(ran)}
+    return {"steps": steps, "seconds": seconds, "spilled": spilled, "ran": sorted(ran)}
 
 
 def _order(counts: np.ndarray, mine: list[int], resident: set[int], policy: str) -> list[int]:
@@ -162,7 +167,8 @@ def _order(counts: np.ndarray, mine: list[int], resident: set[int], policy: str)
 
 
 def _advance_partition(st, graph_id: str, run_id: str, walkers: dict | int | None, kernel, params: dict,
-                       placement: list[str], part: int, superstep: int, policy: str, prefetch: int | None) -> dict:
+                       placement: list[str], part: int, superstep: int, policy: str, prefetch: int | None,
+                       output_limit: int | str | None) -> dict:
     """Run ``kernel`` on partition ``part``'s walkers; keep the pieces, push the leavers to their new partitions.
 
     The kernel returns ``(pieces, movers, steps)``; a mover goes to the partition
@@ -171,8 +177,9 @@ def _advance_partition(st, graph_id: str, run_id: str, walkers: dict | int | Non
     ``walkers`` is None when they are in this worker's inbox, an int on the
     first superstep when that many walks start from every vertex of the
     partition, or the walkers themselves. Returns how many walkers went to
-    each partition, the steps taken and the kernel's seconds. ``policy`` and
-    ``prefetch`` steer out-of-memory graphs (see ``Residency``).
+    each partition, the steps taken, the kernel's seconds and the bytes of
+    outputs spilled. ``policy`` and ``prefetch`` steer out-of-memory graphs
+    (see ``Residency``).
     """
     x = worker_xp()
     p = st.partition(graph_id, part, run_id, policy)
@@ -187,7 +194,7 @@ def _advance_partition(st, graph_id: str, run_id: str, walkers: dict | int | Non
     t0 = time.perf_counter()
     pieces, movers, steps = kernel(p, walkers, params)  # synchronous: it counts the steps on the host
     seconds = time.perf_counter() - t0
-    st.add_pieces(run_id, part, pieces)
+    spilled = st.add_pieces(run_id, part, pieces, output_limit)
     parts = len(p.bounds) - 1
     dest = movers.pop("to") if "to" in movers else x.searchsorted(x.asarray(p.bounds[1:-1]), movers["vertex"],
                                                                   side="right")
@@ -197,12 +204,12 @@ def _advance_partition(st, graph_id: str, run_id: str, walkers: dict | int | Non
     outbound = {q: {k: v[order[int(e - c):int(e)]] for k, v in movers.items()}
                 for q, (c, e) in enumerate(zip(counts, ends)) if c > 0}
     st.send(run_id, superstep + 1, outbound, placement)
-    return {"to": counts, "steps": steps, "seconds": seconds}
+    return {"to": counts, "steps": steps, "seconds": seconds, "spilled": spilled}
 
 
 @_phase("advance", unit="replica")
 def advance_local(graph_id: str, run_id: str, walkers: dict | tuple, kernel, params: dict, *, part: int,
-                  superstep=None) -> dict:
+                  output_limit: int | str | None = None, superstep=None) -> dict:
     """Replicated mode: advance replica ``part``'s share of the walkers until every one has ended, here.
 
     The whole graph is partition 0 on this worker, so nothing leaves it: the
@@ -216,17 +223,17 @@ def advance_local(graph_id: str, run_id: str, walkers: dict | tuple, kernel, par
     if isinstance(walkers, tuple):
         walkers = _every_vertex(x, p, walkers[0], params.get("fields", ()), walkers[1], walkers[2])
     walkers = {k: x.asarray(v) for k, v in walkers.items()}
-    steps = supersteps = 0
+    steps = supersteps = spilled = 0
     seconds = 0.0
     while next(iter(walkers.values())).shape[0]:
         t0 = time.perf_counter()
         pieces, walkers, taken = kernel(p, walkers, params)
         seconds += time.perf_counter() - t0
-        st.add_pieces(run_id, part, pieces)
+        spilled += st.add_pieces(run_id, part, pieces, output_limit)
         walkers.pop("to", None)
         steps += taken
         supersteps += 1
-    return {"steps": steps, "seconds": seconds, "supersteps": supersteps}
+    return {"steps": steps, "seconds": seconds, "supersteps": supersteps, "spilled": spilled}
 
 
 @_phase("assemble", unit="output block")
@@ -244,8 +251,4 @@ def assemble(run_id: str, partitions: dict[int, str], layout: tuple, *, part: in
 @_phase("collect")
 def take_outputs(run_id: str, *, part: int, superstep=None) -> list:
     """What a run's kernel output on this partition (taken out of the store), as host arrays."""
-    return [_on_host(out) for out in store().take_pieces(run_id, part)]
-
-
-def _on_host(out):
-    return {k: _on_host(v) for k, v in out.items()} if isinstance(out, dict) else to_host(out)
+    return [on_host(out) for out in store().take_pieces(run_id, part)]

@@ -19,9 +19,11 @@ from collections import defaultdict
 from typing import Callable
 
 import numpy as np
+from dask.utils import parse_bytes
 
 from .. import config
-from .._validate import check_choice
+from .._validate import check_choice, check_int
+from ..errors import GpipeValueError
 from . import _advance
 from ._result import WalkResult
 from ._residency import POLICIES
@@ -74,6 +76,7 @@ def run_supersteps(graph, kernel: Callable, params: dict, initial: int | dict, *
     placement = graph.placement
     out_of_memory = graph.device_partitions is not None
     policy = check_choice("gpipe.memory.schedule", config.get("memory.schedule"), POLICIES)
+    limit = _output_limit()
     before = _transfers(graph) if out_of_memory else None
     t0 = time.perf_counter()
     try:
@@ -82,7 +85,8 @@ def run_supersteps(graph, kernel: Callable, params: dict, initial: int | dict, *
             queues, counts = _initial_walkers(graph, initial)
             loops = [_pinned(client, _advance.run_partitions, graph.graph_id, run_id,
                              {p: q for p, q in queues.items() if placement[p] == w}, kernel, params, placement, counts,
-                             policy=policy, report=progress is not None, worker=w, key=f"gpipe-supersteps-{run_id}-{i}")
+                             policy=policy, output_limit=limit, report=progress is not None, worker=w,
+                             key=f"gpipe-supersteps-{run_id}-{i}")
                      for i, w in enumerate(workers)]
             summaries = gather_pinned(client, loops, dict(enumerate(placement)), "supersteps")
     except BaseException:
@@ -102,7 +106,7 @@ def run_supersteps(graph, kernel: Callable, params: dict, initial: int | dict, *
     stats = {"steps": steps, "seconds": seconds, "steps_per_second": steps / seconds if seconds > 0 else 0.0,
              "supersteps": superstep, "kernel_seconds": kernel_seconds, "partitions": graph.num_partitions,
              "workers": len(set(placement)), "mode": "partitioned", "device": graph.device,
-             "num_vertices": graph.num_vertices}
+             "num_vertices": graph.num_vertices, "spilled_bytes": sum(s["spilled"] for s in summaries)}
     if out_of_memory:
         count, nbytes, copy_seconds = np.subtract(_transfers(graph), before)
         stats.update(device_partitions=graph.device_partitions, schedule=policy, partition_transfers=int(count),
@@ -133,8 +137,10 @@ def _run_replicated(graph, kernel: Callable, params: dict, initial: int | dict, 
             mask = group == r
             [shares[int(r)]] = client.scatter([{k: v[mask] for k, v in initial.items()}], workers=[replicas[r]],
                                               hash=False)
+    limit = _output_limit()
     runs = [_pinned(client, _advance.advance_local, graph.graph_id, run_id, share, kernel, params, part=r,
-                    worker=replicas[r], key=f"gpipe-local-{run_id}-{r}") for r, share in shares.items()]
+                    output_limit=limit, worker=replicas[r], key=f"gpipe-local-{run_id}-{r}")
+            for r, share in shares.items()]
     try:
         summaries = gather_pinned(client, runs, {r: replicas[r] for r in shares}, "replicated run", "replica")
     except BaseException:
@@ -149,8 +155,22 @@ def _run_replicated(graph, kernel: Callable, params: dict, initial: int | dict, 
     stats = {"steps": steps, "seconds": seconds, "steps_per_second": steps / seconds if seconds > 0 else 0.0,
              "supersteps": supersteps, "kernel_seconds": max((s["seconds"] for s in summaries), default=0.0),
              "partitions": 1, "workers": count, "mode": "replicated", "device": graph.device,
-             "num_vertices": graph.num_vertices}
+             "num_vertices": graph.num_vertices, "spilled_bytes": sum(s["spilled"] for s in summaries)}
     return run_id, {r: replicas[r] for r in shares}, stats
+
+
+def _output_limit() -> int | str | None:
+    """``gpipe.memory.output-limit``: 'auto', None, or bytes (an int or a string such as '4 GB')."""
+    limit = config.get("memory.output-limit")
+    if limit is None or limit == "auto":
+        return limit
+    if isinstance(limit, str):
+        try:
+            limit = parse_bytes(limit)
+        except ValueError:
+            raise GpipeValueError("'gpipe.memory.output-limit' must be 'auto', null or a byte count such as "
+                                  f"'4 GB', got {limit!r}") from None
+    return check_int("gpipe.memory.output-limit", limit, minimum=0)
 
 
 def _initial_walkers(graph, initial: int | dict):

@@ -213,20 +213,48 @@ class GpipeStore(WorkerPlugin):
         self.residency.drop(graph_id)
         return len(keys) + staged
 
-    def add_pieces(self, run_id: str, part: int, pieces: dict) -> None:
-        self.pieces[(run_id, part)].append(pieces)
+    def add_pieces(self, run_id: str, part: int, pieces: dict, limit: int | str | None = None) -> int:
+        """Keep what a kernel output; then, past ``limit`` bytes of outputs on the device, spill the oldest to host.
+
+        ``limit`` is ``gpipe.memory.output-limit``: bytes, None (never spill),
+        or 'auto' (half of a GPU's memory; no limit on CPU workers, whose
+        outputs are in host memory already). Returns the bytes spilled.
+        """
+        limit = _output_limit(self.device) if limit == "auto" else limit
+        with self._lock:
+            self.pieces[(run_id, part)].append(pieces)
+            if limit is None:
+                return 0
+            held = [(sets, i, _nbytes(s)) for sets in self.pieces.values() for i, s in enumerate(sets)
+                    if not isinstance(s, Spilled)]
+            over = sum(n for _, _, n in held) - limit
+            spilled = 0
+            for sets, i, n in held:  # oldest first
+                if spilled >= over:
+                    break
+                sets[i] = Spilled(on_host(sets[i]))
+                spilled += n
+            return spilled
 
     def take_pieces(self, run_id: str, part: int) -> list:
         with self._lock:
             return self.pieces.pop((run_id, part), [])
 
-    def take_block(self, run_id: str, part: int, block: int, block_rows: int, n_blocks: int, dtype) -> dict:
-        """Partition ``part``'s pieces of output block ``block`` (grouping all its pieces on first call)."""
+    def take_block(self, run_id: str, part: int, block: int, block_rows: int, n_blocks: int, dtype) -> list[dict]:
+        """Partition ``part``'s pieces of output block ``block`` (grouping all its pieces on first call).
+
+        Spilled pieces are grouped in host memory, apart: one piece set of the
+        block for those on the device and one for those on the host.
+        """
         with self._lock:
             groups = self.blocks.get((run_id, part))
             if groups is None:
-                groups = self.blocks[(run_id, part)] = _pieces.group_by_block(
-                    xp(self.device), self.pieces.pop((run_id, part), []), block_rows, n_blocks, dtype)
+                sets = self.pieces.pop((run_id, part), [])
+                held = [_pieces.group_by_block(x, [s for s in sets if isinstance(s, Spilled) == spilled], block_rows,
+                                               n_blocks, dtype)
+                        for x, spilled in ((xp(self.device), False), (np, True))
+                        if any(isinstance(s, Spilled) == spilled for s in sets)]
+                groups = self.blocks[(run_id, part)] = {b: [h[b] for h in held] for b in range(n_blocks)}
             taken = groups.pop(block)
             if not groups:
                 del self.blocks[(run_id, part)]
@@ -244,8 +272,8 @@ class GpipeStore(WorkerPlugin):
         local = [self.take_block(run_id, p, block, block_rows, n_blocks, dtype)
                  for p, w in partitions.items() if w == self.worker_address]
         remote = {p: w for p, w in partitions.items() if w != self.worker_address}
-        return local + (sync(self.worker.loop, self._fetch, run_id, block, remote, block_rows, n_blocks, dtype)
-                        if remote else [])
+        fetched = sync(self.worker.loop, self._fetch, run_id, block, remote, block_rows, n_blocks, dtype) if remote else []
+        return [piece_set for per_part in local + fetched for piece_set in per_part]
 
     async def _fetch(self, run_id: str, block: int, remote: dict[int, str], block_rows: int, n_blocks: int,
                      dtype: str) -> list[dict]:
@@ -275,6 +303,27 @@ class GpipeStore(WorkerPlugin):
             with self._lock:
                 self.looping.discard(run_id)
                 self.stopped.discard(run_id)
+
+
+class Spilled(dict):
+    """A piece set moved from the device to host memory (``gpipe.memory.output-limit``)."""
+
+
+def on_host(pieces: dict) -> dict:
+    return {k: on_host(v) if isinstance(v, dict) else to_host(v) for k, v in pieces.items()}
+
+
+def _nbytes(pieces: dict) -> int:
+    return sum(_nbytes(v) if isinstance(v, dict) else v.nbytes for v in pieces.values())
+
+
+def _output_limit(device: str) -> int | None:
+    """'auto': half of this worker's GPU memory; none on a CPU worker."""
+    if device != "gpu":
+        return None
+    import cupy
+
+    return cupy.cuda.Device().mem_info[1] // 2
 
 
 def on_store(method: str, *args, dask_worker=None):
