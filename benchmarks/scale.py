@@ -6,9 +6,11 @@
 ``oom`` (C-SAW Fig. 13): DeepWalk (1 walk per vertex, length 80) and biased
 neighbor sampling (NeighborSize 2, depth 2, 2,000 and 8,000 instances) on a
 graph of 4 partitions, with every partition on the GPU and with a budget of 2
-device partitions (the rest in pinned host memory, copied in when scheduled);
-per run the partition transfers, bytes moved and achieved host-to-device
-bandwidth, beside a plain pinned-memory copy's bandwidth on the same GPU.
+device partitions (the rest in pinned host memory, copied in when scheduled, or
+read in place when few walkers or entries wait for them; the budget runs are
+repeated with every partition copied in); per run the partition transfers,
+reads in place, bytes moved and achieved host-to-device bandwidth, beside a
+plain pinned-memory copy's bandwidth on the same GPU.
 
 ``scaling``: the same workloads on 1 and on 2 GPUs (one worker per GPU), with
 the graph partitioned (walkers travel between GPUs) and replicated (each GPU
@@ -59,8 +61,8 @@ def _sampling(g, instances: int, args) -> dict:
 
 
 KEEP = ("steps", "edges", "seconds", "steps_per_second", "edges_per_second", "kernel_seconds", "supersteps",
-        "partitions", "workers", "mode", "device_partitions", "schedule", "partition_transfers", "bytes_moved",
-        "transfer_seconds", "host_to_device_bytes_per_second")
+        "partitions", "workers", "mode", "device_partitions", "schedule", "partition_transfers",
+        "partition_reads_in_place", "bytes_moved", "transfer_seconds", "host_to_device_bytes_per_second")
 
 
 def _keep(stats: dict) -> dict:
@@ -71,7 +73,8 @@ def _moved(stats: dict) -> str:
     if "partition_transfers" not in stats:
         return ""
     return (f" ({stats['partition_transfers']} partition transfers, {stats['bytes_moved'] / 1e9:.2f} GB at "
-            f"{stats['host_to_device_bytes_per_second'] / 1e9:.1f} GB/s)")
+            f"{stats['host_to_device_bytes_per_second'] / 1e9:.1f} GB/s, "
+            f"{stats['partition_reads_in_place']} read in place)")
 
 
 def _workloads(g, args, walks_per_vertex=(1,)) -> list[dict]:
@@ -113,19 +116,26 @@ def _oom(args) -> dict:
             with dask.config.set({"gpipe.memory.device-partitions": budget}):
                 g, built = _graph(args, partitions=args.partitions, mode="partitioned")
             print(f"{g}: device partitions {budget or 'all'} (built in {built:.1f} s)", flush=True)
-            for record in _workloads(g, args):
-                records.append(dict(record, device_partitions=budget or args.partitions))
+            for below in ((None,) if budget is None else (args.read_in_place_below, 0.0)):
+                if below is not None:
+                    print(f" read in place below {below:g} x the partition's vertices", flush=True)
+                with dask.config.set({} if below is None else {"gpipe.memory.read-in-place-below": below}):
+                    for record in _workloads(g, args):
+                        records.append(dict(record, device_partitions=budget or args.partitions,
+                                            read_in_place_below=below))
             g.release()
     resident = {(r["workload"], r.get("instances")): r for r in records if r["device_partitions"] == args.partitions}
     ratios = {}
     for r in records:
         if r["device_partitions"] != args.partitions:
             base = resident[(r["workload"], r.get("instances"))]
-            name = r["workload"] + (f" x{r['instances']}" if "instances" in r else "")
+            name = (r["workload"] + (f" x{r['instances']}" if "instances" in r else "")
+                    + (" (always copy in)" if r["read_in_place_below"] == 0 else ""))
             ratios[f"{name}: budget {args.budget} / all resident throughput"] = (
                 r["steps_per_second"] / base["steps_per_second"] if r["workload"] == "deepwalk"
                 else r["edges_per_second"] / base["edges_per_second"])
-            ratios[f"{name}: achieved / plain pinned copy bandwidth"] = r["host_to_device_bytes_per_second"] / plain
+            if r["partition_transfers"]:
+                ratios[f"{name}: achieved / plain pinned copy bandwidth"] = r["host_to_device_bytes_per_second"] / plain
     return {**env, "benchmark": "oom", "partitions": args.partitions, "budget": args.budget,
             "plain_pinned_copy_bytes_per_second": plain, "records": records, "ratios": ratios}
 
@@ -162,6 +172,8 @@ def main() -> None:
     ap.add_argument("--instances", type=int, nargs="+", default=[2000, 8000])
     ap.add_argument("--partitions", type=int, default=4, help="oom: partitions of the graph")
     ap.add_argument("--budget", type=int, default=2, help="oom: partitions on the GPU at once")
+    ap.add_argument("--read-in-place-below", type=float, default=0.01,
+                    help="oom: gpipe.memory.read-in-place-below of the budget runs (also run with 0: always copy in)")
     ap.add_argument("--gpus", type=int, nargs="+", default=[1, 2], help="scaling: GPU counts")
     ap.add_argument("--modes", nargs="+", default=["replicated", "partitioned"], help="scaling: graph modes")
     ap.add_argument("--walks-per-vertex", type=int, nargs="+", default=[1], help="scaling: DeepWalk runs")

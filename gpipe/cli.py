@@ -42,6 +42,7 @@ from .cluster import ENV_ADDRESS, ENV_SCHEDULER_FILE, connect
 from .errors import GpipeError, GpipeValueError
 from .graph import Graph, read_edges
 from .runtime import EdgeSample, current
+from .runtime._session import workers_info
 from .runtime._files import atomic_file, write_json
 
 _FORMATS = ("corpus", "parquet", "both")
@@ -576,7 +577,7 @@ def _run_walk(args) -> dict:
 
 
 def _cluster_info(client) -> dict:
-    workers = client.scheduler_info(n_workers=-1)["workers"]
+    workers = workers_info(client)
     return {"scheduler": client.scheduler.address, "dashboard": client.dashboard_link,
             "device": current(client).device,
             "workers": [{"address": address, "name": w.get("name"), "nthreads": w.get("nthreads")}

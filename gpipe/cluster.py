@@ -12,6 +12,7 @@ from ._validate import check_choice, check_optional_int
 from .backend import DEVICES, gpu_count, gpu_problem
 from .errors import DeviceUnavailableError, GpipeError
 from .runtime import attach
+from .runtime._session import workers_info
 
 ENV_SCHEDULER_FILE = "GPIPE_SCHEDULER_FILE"
 ENV_ADDRESS = "GPIPE_SCHEDULER_ADDRESS"
@@ -135,7 +136,7 @@ def _wait_for_workers(client: Client, n_workers: int, timeout: float) -> None:
     try:
         client.wait_for_workers(n_workers, timeout=timeout)
     except TimeoutError:
-        joined = len(client.scheduler_info(n_workers=-1)["workers"])
+        joined = len(workers_info(client))
         raise GpipeError(f"'gpipe.cluster.wait-for-workers': {n_workers} workers expected at "
                          f"{client.scheduler.address}, {joined} joined within {timeout:g} s "
                          f"(gpipe.cluster.wait-timeout); see the workers' logs") from None

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import gpipe
+from gpipe.runtime._session import workers_info
 from gpipe.backend import gpu_problem
 from gpipe.errors import DeviceUnavailableError, GpipeValueError, TaskError
 
@@ -49,7 +50,7 @@ def test_scheduler_file_cluster_via_environment(scheduler_file_cluster, cpu_clus
     monkeypatch.setenv("GPIPE_SCHEDULER_FILE", str(scheduler_file_cluster))
     with gpipe.connect(device="cpu") as client:
         client.wait_for_workers(2, timeout=60)
-        assert len(client.scheduler_info()["workers"]) == 2
+        assert len(workers_info(client)) == 2
         hpc = _walks()
     with cpu_cluster.as_current():
         local = _walks()
@@ -58,7 +59,7 @@ def test_scheduler_file_cluster_via_environment(scheduler_file_cluster, cpu_clus
 
 def test_connect_by_address_shares_the_cluster(cpu_cluster):
     with gpipe.connect(address=cpu_cluster.scheduler.address) as client:
-        assert set(client.scheduler_info()["workers"]) == set(cpu_cluster.scheduler_info()["workers"])
+        assert set(workers_info(client)) == set(workers_info(cpu_cluster))
         g = gpipe.generators.rmat(scale=6, edge_factor=2, seed=0, partitions=2)
         assert g.num_vertices == 64
     assert cpu_cluster.status == "running"  # closing a client of an existing cluster leaves it up

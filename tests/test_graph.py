@@ -6,6 +6,7 @@ import pandas as pd
 import pytest
 
 import gpipe
+from gpipe.runtime._session import workers_info
 from gpipe.errors import GpipeFileError, GpipeValueError
 
 
@@ -55,7 +56,7 @@ def test_partitions_are_contiguous_and_edge_balanced(cpu):
     assert g.bounds[0] == 0 and g.bounds[-1] == 4096 and np.all(np.diff(g.bounds) > 0)
     edges = np.array([info["edges"] for info in g.partition_info])
     assert edges.max() / edges.mean() < 1.1
-    assert set(g.placement) == set(cpu.scheduler_info()["workers"])
+    assert set(g.placement) == set(workers_info(cpu))
     vertices = np.array([0, int(g.bounds[1]) - 1, int(g.bounds[1]), 4095])
     np.testing.assert_array_equal(g.owner(vertices), [0, 0, 1, 3])
     assert g.owner(0) == 0

@@ -6,6 +6,7 @@ import pandas as pd
 import pytest
 
 import gpipe
+from gpipe.runtime._session import workers_info
 from gpipe.errors import GpipeValueError
 from gpipe.sampling import Sampler
 
@@ -46,7 +47,7 @@ def test_replicated_and_partitioned_modes_agree(cpu, graphs, name):
 def test_a_replicated_graph_is_whole_on_every_worker_and_runs_on_all(cpu, graphs):
     partitioned, replicated = graphs
     assert replicated.mode == "replicated" and partitioned.mode == "partitioned"
-    assert sorted(replicated.replicas) == sorted(cpu.scheduler_info()["workers"]) and replicated.num_partitions == 1
+    assert sorted(replicated.replicas) == sorted(workers_info(cpu)) and replicated.num_partitions == 1
     assert replicated.num_edges == partitioned.num_edges
     pd.testing.assert_series_equal(replicated.degrees(), partitioned.degrees())
     w = gpipe.walks.deepwalk(replicated, length=10, seed=1)

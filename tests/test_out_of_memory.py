@@ -23,18 +23,35 @@ RUNS = {
 }
 
 
+@pytest.mark.parametrize("below", [0.0, 1.0])  # always copy in / read in place when fewer walkers than vertices wait
 @pytest.mark.parametrize("name", RUNS)
-def test_a_budget_smaller_than_the_graph_gives_the_same_results(cpu, name):
-    small = RUNS[name](_rmat(budget=1))
+def test_a_budget_smaller_than_the_graph_gives_the_same_results(cpu, name, below):
+    with dask.config.set({"gpipe.memory.read-in-place-below": below}):
+        small = RUNS[name](_rmat(budget=1))
     whole = RUNS[name](_rmat())
     a, b = small.compute(), whole.compute()
     if isinstance(a, np.ndarray):
         np.testing.assert_array_equal(a, b)
     else:
         pd.testing.assert_frame_equal(a, b)
-    assert small.stats["device_partitions"] == 1 and small.stats["partition_transfers"] > 0
-    assert small.stats["bytes_moved"] > 0 and small.stats["host_to_device_bytes_per_second"] > 0
+    assert small.stats["device_partitions"] == 1
+    assert (small.stats["partition_reads_in_place"] > 0) == (below > 0)
+    if below == 0:
+        assert small.stats["bytes_moved"] > 0 and small.stats["host_to_device_bytes_per_second"] > 0
     assert "partition_transfers" not in whole.stats
+
+
+def test_sparse_frontiers_read_partitions_in_place_instead_of_copying_them(cpu):
+    g = _rmat(budget=1)
+    seeds = np.arange(0, 1024, 9)  # ~28 frontier entries per partition of 256 vertices
+    runs = {}
+    for below in (0.0, 0.5):
+        with dask.config.set({"gpipe.memory.read-in-place-below": below}):
+            runs[below] = gpipe.sampling.neighbor(g, seeds, fanout=3, depth=3, seed=1)
+    copied, in_place = runs[0.0].stats, runs[0.5].stats
+    pd.testing.assert_frame_equal(runs[0.0].compute(), runs[0.5].compute())
+    assert copied["partition_reads_in_place"] == 0 and copied["partition_transfers"] > 0
+    assert in_place["partition_reads_in_place"] > 0 and in_place["partition_transfers"] < copied["partition_transfers"]
 
 
 def _transfers(policy):
@@ -66,6 +83,9 @@ def test_bad_budget_and_schedule(cpu):
     g = _rmat(budget=1)
     with dask.config.set({"gpipe.memory.schedule": "fifo"}), pytest.raises(
             GpipeValueError, match="'gpipe.memory.schedule' must be one of 'workload', 'round-robin'; got 'fifo'"):
+        gpipe.walks.deepwalk(g, length=3)
+    with dask.config.set({"gpipe.memory.read-in-place-below": 2}), pytest.raises(
+            GpipeValueError, match="'gpipe.memory.read-in-place-below' must be .*, got 2"):
         gpipe.walks.deepwalk(g, length=3)
 
 

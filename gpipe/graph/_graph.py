@@ -16,7 +16,7 @@ from .. import config
 from .._validate import check_choice, check_int, check_probability
 from ..backend import to_host
 from ..errors import GpipeValueError
-from ..runtime._session import Session, run_later
+from ..runtime._session import Session, run_later, workers_info
 from ..runtime._store import on_store, store
 from ..runtime._files import atomic_dir
 from ..runtime._watch import gather_pinned
@@ -234,7 +234,7 @@ def _fits_every_worker(session: Session, nbytes: int) -> bool:
     if session.device == "gpu":
         memory = session.client.run(_gpu_memory).values()
     else:
-        workers = session.client.scheduler_info(n_workers=-1)["workers"].values()
+        workers = workers_info(session.client).values()
         memory = [w.get("memory_limit") or psutil.virtual_memory().total for w in workers]
     fraction = check_probability("gpipe.graph.replicate-fraction", config.get("graph.replicate-fraction"),
                                  open_low=True)

@@ -13,8 +13,6 @@ import functools
 import time
 
 import numpy as np
-from distributed import get_worker, secede
-from distributed.worker import thread_state
 
 from ..backend import to_host, xp
 from ..errors import GpipeError, TaskError
@@ -99,12 +97,12 @@ def _every_vertex(x, p, walks_per_vertex: int, fields: tuple, lo: int | None = N
 
 
 def run_partitions(graph_id: str, run_id: str, initial: dict, kernel, params: dict, placement: list[str],
-                   counts: np.ndarray, *, policy: str = "workload", output_limit: int | str | None = None,
-                   report: bool = False) -> dict:
+                   counts: np.ndarray, *, policy: str = "workload", in_place_below: float = 0.0,
+                   output_limit: int | str | None = None, report: bool = False) -> dict:
     """Partitioned mode: run this worker's partitions' supersteps until no walker is left anywhere.
 
-    One such task runs on every worker holding partitions, for the whole run
-    (a BSP loop with no client in it). In each superstep the worker advances
+    It runs on every worker holding partitions, for the whole run (a BSP loop
+    with no client or scheduler in it; see :func:`call_workers`). In each superstep the worker advances
     each of its partitions that has walkers (``counts`` of them, over the whole
     graph), pushes the leavers into the inboxes of their new partitions'
     workers, then sends every peer how many walkers it sent to each partition
@@ -114,18 +112,18 @@ def run_partitions(graph_id: str, run_id: str, initial: dict, kernel, params: di
 
     ``initial`` holds this worker's partitions' first walkers (see
     :func:`_advance_partition`). ``policy`` orders an out-of-memory graph's
-    partitions (see :func:`_order`); ``output_limit`` bounds the outputs kept
+    partitions (see :func:`_order`), and one not on the device that fewer
+    walkers than ``in_place_below`` x its vertices wait for is read in place
+    rather than copied in (see ``Residency.read_in_place``); ``output_limit`` bounds the outputs kept
     on the device (see ``GpipeStore.add_pieces``); ``report`` logs each
     superstep's progress as the Dask event ``gpipe-progress-<run_id>``. Returns
     the steps taken, each superstep's kernel seconds, the bytes of outputs
     spilled to host memory and the partitions that ran.
     """
-    secede()  # a long wait on peers must not hold one of the worker's task slots
     st = store()
     me = st.worker_address
     mine = [p for p, w in enumerate(placement) if w == me]
     peers = sorted(set(placement) - {me})
-    key = thread_state.key
     with st.loop(run_id):
         superstep = steps = spilled = 0
         seconds, ran = [], set()
@@ -133,11 +131,13 @@ def run_partitions(graph_id: str, run_id: str, initial: dict, kernel, params: di
             sent = np.zeros(len(placement), np.int64)
             spent = 0.0
             order = _order(counts, mine, set(st.residency.resident_parts(graph_id)), policy)
+            in_place = {p for p in order if st.residency.in_place((graph_id, p), counts[p], in_place_below)}
             for i, p in enumerate(order):
+                following = next((q for q in order[i + 1:] if q not in in_place), None)  # to prefetch
                 with failing("advance", p, superstep):
                     summary = _advance_partition(st, graph_id, run_id, initial.pop(p, None), kernel, params,
-                                                 placement, p, superstep, policy,
-                                                 order[i + 1] if i + 1 < len(order) else None, output_limit)
+                                                 placement, p, superstep, policy, following, p in in_place,
+                                                 output_limit)
                 sent += summary["to"]
                 spilled += summary["spilled"]
                 steps += summary["steps"]
@@ -145,10 +145,10 @@ def run_partitions(graph_id: str, run_id: str, initial: dict, kernel, params: di
             ran.update(order)
             seconds.append(spent)
             with failing("exchange", me, superstep, "worker"):
-                counts = st.exchange_counts(run_id, superstep, sent, peers, key)
+                counts = st.exchange_counts(run_id, superstep, sent, peers)
             superstep += 1
             if report:
-                get_worker().log_event(f"gpipe-progress-{run_id}", {"worker": me, "superstep": superstep,
+                st.worker.log_event(f"gpipe-progress-{run_id}", {"worker": me, "superstep": superstep,
                                                                     "steps": steps, "active": int(counts.sum())})
     return {"steps": steps, "seconds": seconds, "spilled": spilled, "ran": sorted(ran)}
 
@@ -168,7 +168,7 @@ def _order(counts: np.ndarray, mine: list[int], resident: set[int], policy: str)
 
 def _advance_partition(st, graph_id: str, run_id: str, walkers: dict | int | None, kernel, params: dict,
                        placement: list[str], part: int, superstep: int, policy: str, prefetch: int | None,
-                       output_limit: int | str | None) -> dict:
+                       in_place: bool, output_limit: int | str | None) -> dict:
     """Run ``kernel`` on partition ``part``'s walkers; keep the pieces, push the leavers to their new partitions.
 
     The kernel returns ``(pieces, movers, steps)``; a mover goes to the partition
@@ -178,11 +178,11 @@ def _advance_partition(st, graph_id: str, run_id: str, walkers: dict | int | Non
     first superstep when that many walks start from every vertex of the
     partition, or the walkers themselves. Returns how many walkers went to
     each partition, the steps taken, the kernel's seconds and the bytes of
-    outputs spilled. ``policy`` and ``prefetch`` steer out-of-memory graphs
-    (see ``Residency``).
+    outputs spilled. ``policy``, ``prefetch`` and ``in_place`` steer
+    out-of-memory graphs (see ``Residency``).
     """
     x = worker_xp()
-    p = st.partition(graph_id, part, run_id, policy)
+    p = st.partition(graph_id, part, run_id, policy, in_place)
     if prefetch is not None:  # out of memory: copy the worker's next partition in while this one computes
         st.prefetch(graph_id, prefetch, part, run_id, policy)
     if walkers is None:

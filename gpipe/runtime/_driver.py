@@ -22,18 +22,13 @@ import numpy as np
 from dask.utils import parse_bytes
 
 from .. import config
-from .._validate import check_choice, check_int
+from .._validate import check_choice, check_int, check_probability
 from ..errors import GpipeValueError
 from . import _advance
 from ._result import WalkResult
 from ._residency import POLICIES
 from ._store import on_store
-from ._watch import gather_pinned
-
-
-def _pinned(client, func, *args, worker: str, key: str, priority: int = 0, **kwargs):
-    return client.submit(func, *args, workers=[worker], allow_other_workers=False, pure=False, key=key,
-                         priority=priority, **kwargs)
+from ._watch import call_workers
 
 
 def run_walks(graph, kernel: Callable, params: dict, *, length: int, num_walks: int, walks_per_vertex: int,
@@ -76,6 +71,7 @@ def run_supersteps(graph, kernel: Callable, params: dict, initial: int | dict, *
     placement = graph.placement
     out_of_memory = graph.device_partitions is not None
     policy = check_choice("gpipe.memory.schedule", config.get("memory.schedule"), POLICIES)
+    in_place_below = check_probability("gpipe.memory.read-in-place-below", config.get("memory.read-in-place-below"))
     limit = _output_limit()
     before = _transfers(graph) if out_of_memory else None
     t0 = time.perf_counter()
@@ -83,12 +79,13 @@ def run_supersteps(graph, kernel: Callable, params: dict, initial: int | dict, *
         workers = sorted(set(placement))
         with _reporting(client, run_id, progress, len(workers), num_walks):
             queues, counts = _initial_walkers(graph, initial)
-            loops = [_pinned(client, _advance.run_partitions, graph.graph_id, run_id,
-                             {p: q for p, q in queues.items() if placement[p] == w}, kernel, params, placement, counts,
-                             policy=policy, output_limit=limit, report=progress is not None, worker=w,
-                             key=f"gpipe-supersteps-{run_id}-{i}")
-                     for i, w in enumerate(workers)]
-            summaries = gather_pinned(client, loops, dict(enumerate(placement)), "supersteps")
+            loops = [(w, _advance.run_partitions,
+                      (graph.graph_id, run_id, {p: q for p, q in queues.items() if placement[p] == w}, kernel, params,
+                       placement, counts),
+                      {"policy": policy, "in_place_below": in_place_below, "output_limit": limit,
+                       "report": progress is not None})
+                     for w in workers]
+            summaries = call_workers(client, loops, dict(enumerate(placement)), "supersteps")
     except BaseException:
         with contextlib.suppress(Exception):
             client.run(on_store, "drop_run", run_id)
@@ -108,9 +105,10 @@ def run_supersteps(graph, kernel: Callable, params: dict, initial: int | dict, *
              "workers": len(set(placement)), "mode": "partitioned", "device": graph.device,
              "num_vertices": graph.num_vertices, "spilled_bytes": sum(s["spilled"] for s in summaries)}
     if out_of_memory:
-        count, nbytes, copy_seconds = np.subtract(_transfers(graph), before)
+        count, nbytes, copy_seconds, in_place = np.subtract(_transfers(graph), before)
         stats.update(device_partitions=graph.device_partitions, schedule=policy, partition_transfers=int(count),
-                     bytes_moved=int(nbytes), transfer_seconds=float(copy_seconds),
+                     partition_reads_in_place=int(in_place), bytes_moved=int(nbytes),
+                     transfer_seconds=float(copy_seconds),
                      host_to_device_bytes_per_second=float(nbytes / copy_seconds) if copy_seconds > 0 else 0.0)
     return run_id, {p: placement[p] for p in sorted(ran)}, stats
 
@@ -132,17 +130,12 @@ def _run_replicated(graph, kernel: Callable, params: dict, initial: int | dict, 
     else:
         initial = {k: v for k, v in initial.items() if k != "to"}
         group = (initial["instance"] if "instance" in initial else initial["walk_id"]) % count
-        shares = {}
-        for r in np.unique(group):
-            mask = group == r
-            [shares[int(r)]] = client.scatter([{k: v[mask] for k, v in initial.items()}], workers=[replicas[r]],
-                                              hash=False)
+        shares = {int(r): {k: v[group == r] for k, v in initial.items()} for r in np.unique(group)}
     limit = _output_limit()
-    runs = [_pinned(client, _advance.advance_local, graph.graph_id, run_id, share, kernel, params, part=r,
-                    output_limit=limit, worker=replicas[r], key=f"gpipe-local-{run_id}-{r}")
-            for r, share in shares.items()]
+    runs = [(replicas[r], _advance.advance_local, (graph.graph_id, run_id, share, kernel, params),
+             {"part": r, "output_limit": limit}) for r, share in shares.items()]
     try:
-        summaries = gather_pinned(client, runs, {r: replicas[r] for r in shares}, "replicated run", "replica")
+        summaries = call_workers(client, runs, {r: replicas[r] for r in shares}, "replicated run", "replica")
     except BaseException:
         with contextlib.suppress(Exception):
             client.run(on_store, "drop_run", run_id)
@@ -175,7 +168,6 @@ def _output_limit() -> int | str | None:
 
 def _initial_walkers(graph, initial: int | dict):
     """Per partition, its first walkers (or how many walks start at each of its vertices), and their counts."""
-    client, placement = graph.client, graph.placement
     parts = graph.num_partitions
     if isinstance(initial, int):  # the first advance makes them on its worker
         sizes = np.diff(graph.bounds) * initial
@@ -184,19 +176,13 @@ def _initial_walkers(graph, initial: int | dict):
     owner = initial.pop("to") if "to" in initial else np.searchsorted(graph.bounds, initial["vertex"],
                                                                       side="right") - 1
     counts = np.bincount(owner, minlength=parts).astype(np.int64)
-    queues = {}
-    for p in np.flatnonzero(counts):
-        mask = owner == p
-        [queues[int(p)]] = client.scatter([{k: v[mask] for k, v in initial.items()}], workers=[placement[p]],
-                                          hash=False)
-    return queues, counts
+    return {int(p): {k: v[owner == p] for k, v in initial.items()} for p in np.flatnonzero(counts)}, counts
 
 
 def collect_outputs(client, run_id: str, partitions: dict[int, str]) -> list[dict]:
     """What a run's kernel output on every partition that ran (host arrays), taken out of the workers' stores."""
-    futures = [_pinned(client, _advance.take_outputs, run_id, part=p, worker=w, key=f"gpipe-collect-{run_id}-{p}")
-               for p, w in partitions.items()]
-    return [out for per_part in gather_pinned(client, futures, partitions, "collect") for out in per_part]
+    calls = [(w, _advance.take_outputs, (run_id,), {"part": p}) for p, w in partitions.items()]
+    return [out for per_part in call_workers(client, calls, partitions, "collect") for out in per_part]
 
 
 @contextlib.contextmanager
@@ -230,5 +216,5 @@ def _reporting(client, run_id: str, progress: Callable | None, workers: int, tot
 
 
 def _transfers(graph) -> np.ndarray:
-    """The graph's partition copies onto the devices so far, over all workers: [count, bytes, seconds]."""
+    """The graph's partition copies onto the devices so far, over all workers: [count, bytes, seconds, in place]."""
     return np.sum(list(graph.client.run(on_store, "transfers", graph.graph_id).values()), axis=0)

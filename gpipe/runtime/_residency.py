@@ -7,8 +7,10 @@ is not resident copies it in, after evicting the resident partition the next
 superstep needs least: the fewest walkers waiting for it in the inbox
 (``workload`` policy), or the least recently used (``round-robin``). The next
 partition a worker will run can be copied in on a side stream while the current
-one computes (``prefetch``). Every copy is counted per graph: transfers, bytes,
-seconds. On a CPU worker "the device" is a second copy in memory, so that the
+one computes (``prefetch``). A partition that only a few walkers or frontier
+entries wait for is not copied in at all: the device reads it in place, in
+pinned host memory (``read_in_place``, as UVA sampling in DGL does). Every copy
+is counted per graph: transfers, bytes, seconds, and reads in place. On a CPU worker "the device" is a second copy in memory, so that the
 same bookkeeping, prefetching included, is exercised (and tested) everywhere.
 """
 
@@ -36,7 +38,8 @@ class Residency:
         self.budgets: dict[str, int] = {}
         self.staged: dict[tuple[str, int], object] = {}
         self.resident: OrderedDict[tuple[str, int], object] = OrderedDict()  # least recently used first
-        self.counters: dict[str, list] = {}  # graph id -> [transfers, bytes, seconds]
+        self.counters: dict[str, list] = {}  # graph id -> [transfers, bytes, seconds, reads in place]
+        self._views: dict[tuple[str, int], object] = {}  # staged partitions as the device sees them in place
         self._copies: dict[tuple[str, int], Future] = {}
         self._lock = threading.RLock()
         self._count_lock = threading.Lock()  # apart: a prefetch counts its copy while get() waits for it
@@ -49,7 +52,7 @@ class Residency:
         """Stage ``partition`` (built on the device) in host memory; it stays resident while the budget allows."""
         with self._lock:
             self.budgets[key[0]] = budget
-            self.counters.setdefault(key[0], [0, 0, 0.0])
+            self.counters.setdefault(key[0], [0, 0, 0.0, 0])
             self.staged[key] = replace(partition, indptr=self._host(partition.indptr),
                                        indices=self._host(partition.indices),
                                        weights=None if partition.weights is None else self._host(partition.weights),
@@ -72,6 +75,32 @@ class Residency:
             self.resident[key] = partition
             return partition
 
+    def in_place(self, key: tuple[str, int], waiting: int, below: float) -> bool:
+        """Whether to read ``key`` in place: not on the device, and ``waiting`` < ``below`` x its vertices."""
+        with self._lock:
+            staged = self.staged.get(key)
+            return (staged is not None and key not in self.resident and key not in self._copies
+                    and waiting < below * (staged.hi - staged.lo))
+
+    def read_in_place(self, key: tuple[str, int]):
+        """The staged partition as the device reads it where it is, in pinned host memory (zero-copy): no copy in.
+
+        A few walkers or frontier entries touch a few of its edges; copying all
+        of it in for them would cost more than those reads over the bus. (On a
+        CPU worker: the staged copy itself.)
+        """
+        with self._lock:
+            view = self._views.get(key)
+            if view is None:
+                staged = self.staged[key]
+                arrays = [None if a is None else self._in_place(a) for a in (staged.indptr, staged.indices,
+                                                                            staged.weights)]
+                view = self._views[key] = replace(staged, indptr=arrays[0], indices=arrays[1], weights=arrays[2],
+                                                  _cdf=None)
+        with self._count_lock:
+            self.counters[key[0]][3] += 1
+        return view
+
     def prefetch(self, key: tuple[str, int], keep: tuple[str, int], pending: Callable[[tuple], int] | None) -> None:
         """Start copying ``key`` in (on a side stream on a GPU), keeping ``keep`` resident; the next get waits."""
         with self._lock:
@@ -88,7 +117,7 @@ class Residency:
         with self._lock:
             for key in [k for k in self._copies if k[0] == graph_id]:
                 self._copies.pop(key).result()
-            for table in (self.staged, self.resident):
+            for table in (self.staged, self.resident, self._views):
                 for key in [k for k in table if k[0] == graph_id]:
                     del table[key]
             self.budgets.pop(graph_id, None)
@@ -131,6 +160,13 @@ class Residency:
             counter[1] += nbytes
             counter[2] += seconds
         return replace(staged, indptr=arrays[0], indices=arrays[1], weights=arrays[2], _cdf=None)
+
+    def _in_place(self, array):
+        if self.device != "gpu":
+            return array
+        cupy = xp("gpu")  # pinned memory is mapped: with unified addressing the device uses the host pointer
+        memory = cupy.cuda.UnownedMemory(array.ctypes.data, array.nbytes, array, cupy.cuda.Device().id)
+        return cupy.ndarray(array.shape, array.dtype, cupy.cuda.MemoryPointer(memory, 0))
 
     def _host(self, array):
         """A host copy: pinned on a GPU worker (asynchronous copies), a plain one on a CPU worker."""

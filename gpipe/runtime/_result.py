@@ -13,7 +13,7 @@ import pandas as pd
 from .. import config
 from ..backend import cpu_kernel, to_host
 from . import _advance
-from ._session import run_later
+from ._session import run_later, workers_info
 from ._store import on_store
 from ._files import atomic_dir, atomic_file
 from ._watch import wait_pinned
@@ -116,7 +116,7 @@ class WalkResult:
         """
         path = os.fspath(path)
         ids = self._ids()
-        window = max(2, 2 * len(self._client.scheduler_info(n_workers=-1)["workers"]))
+        window = max(2, 2 * len(workers_info(self._client)))
         pending: deque = deque()
         with atomic_file(path, "wb") as out:
             for b, block in enumerate(self._blocks()):

@@ -21,13 +21,23 @@ class Session:
 
     def workers(self) -> list[str]:
         """Addresses of the workers now connected, in a stable order."""
-        workers = sorted(self.client.scheduler_info(n_workers=-1)["workers"])
+        workers = sorted(workers_info(self.client))
         if not workers:
             raise GpipeError(f"the cluster at {self.client.scheduler.address} has no workers")
         return workers
 
 
 _sessions: dict[str, Session] = {}
+
+
+def workers_info(client: Client) -> dict[str, dict]:
+    """The scheduler's table of its workers (address -> info), asked for now.
+
+    Not ``client.scheduler_info()["workers"]``: the client refreshes that
+    table every few seconds without the workers, and a refresh landing
+    during the call returns it empty (a run would think every worker gone).
+    """
+    return client.sync(client.scheduler.identity, n_workers=-1)["workers"]
 
 
 def _store_device(dask_worker=None) -> str | None:

@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import threading
 from collections import defaultdict
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -29,6 +30,10 @@ from ._residency import Residency
 from ..errors import GpipeError
 
 PLUGIN_NAME = "gpipe"
+RUN_THREADS = 8  # runs at once on one worker (each may wait on its peers at a superstep's barrier)
+PING_SECONDS = 5.0  # how long a barrier waits on a silent peer before checking that it is still there
+
+_running = threading.local()  # the store, in a thread running a call sent by call_workers
 
 
 class GpipeStore(WorkerPlugin):
@@ -45,7 +50,7 @@ class GpipeStore(WorkerPlugin):
         self.inbox: dict[tuple[str, int, int], list] = defaultdict(list)
         self.blocks: dict[tuple[str, int], dict[int, dict]] = {}
         self.state: dict[tuple[str, int], object] = {}  # a run's own per-partition state (e.g. visited sets)
-        self.counts: dict[tuple[str, int], list] = defaultdict(list)  # peers' walker counts per (run, superstep)
+        self.counts: dict[tuple[str, int], dict] = defaultdict(dict)  # per (run, superstep): peer -> walker counts
         self.looping: set[str] = set()  # runs whose superstep loop runs here
         self.stopped: set[str] = set()  # of those, the ones dropped: their waits for peers end in an error
         self.residency = Residency(self.device)  # partitions of out-of-memory graphs
@@ -57,9 +62,12 @@ class GpipeStore(WorkerPlugin):
         worker.handlers["gpipe_block"] = self._block
         worker.handlers["gpipe_counts"] = self._counts
         worker.handlers["gpipe_partition"] = self._partition_arrays
+        worker.handlers["gpipe_call"] = self._call
+        self._runner = ThreadPoolExecutor(RUN_THREADS, thread_name_prefix="gpipe-run")
         set_cpu_threads(worker.state.nthreads)
 
     def teardown(self, worker):
+        self._runner.shutdown(wait=False)
         self.partitions.clear()
         self.residency = Residency(self.device)
         self.pieces.clear()
@@ -67,6 +75,19 @@ class GpipeStore(WorkerPlugin):
         self.blocks.clear()
         self.state.clear()
         self.counts.clear()
+
+    async def _call(self, call: tuple) -> object:
+        """Run ``function(*args, **kwargs)`` in a thread of this store (a run's work, sent by :func:`call_workers`)."""
+        function, args, kwargs = call
+        loop = asyncio.get_running_loop()
+        return to_serialize(await loop.run_in_executor(self._runner, self._run_here, function, args, kwargs))
+
+    def _run_here(self, function, args: tuple, kwargs: dict):
+        _running.store = self
+        try:
+            return function(*args, **kwargs)
+        finally:
+            _running.store = None
 
     async def _receive(self, run_id: str, superstep: int, part: int, walkers: dict) -> str:
         self.deliver(run_id, superstep, part, walkers)
@@ -102,47 +123,61 @@ class GpipeStore(WorkerPlugin):
 
         await asyncio.gather(*(one(part, walkers) for part, walkers in remote.items()))
 
-    def exchange_counts(self, run_id: str, superstep: int, sent: np.ndarray, peers: list[str],
-                        key: str | None = None) -> np.ndarray:
+    def exchange_counts(self, run_id: str, superstep: int, sent: np.ndarray, peers: list[str]) -> np.ndarray:
         """The superstep's barrier: tell every peer how many walkers went to each partition, add up theirs.
 
         Call it once this worker's walkers of the superstep are delivered: a
         peer's counts arrive after its walkers, so once every peer is heard
         from the inboxes hold all of the next superstep's walkers. Waiting
-        stops with an error when the run is dropped or the task ``key`` is
-        cancelled (the client saw a worker leave, or went away itself).
+        stops with an error when the run is dropped, or when a peer not heard
+        from cannot be reached (pinged every ``PING_SECONDS``).
         """
         if peers:
             sync(self.worker.loop, self._tell, run_id, superstep, [int(c) for c in sent], peers)
+        waited = 0.0
         with self._heard:
             while len(self.counts.get((run_id, superstep), ())) < len(peers):
-                if run_id in self.stopped or self._cancelled(key):
+                if run_id in self.stopped:
                     raise GpipeError(f"the run was stopped while waiting for the other workers' superstep {superstep}")
-                self._heard.wait(timeout=0.5)
-            heard = self.counts.pop((run_id, superstep), [])
-        return sent + np.sum(heard, axis=0, dtype=np.int64) if heard else sent
+                if waited >= PING_SECONDS:
+                    silent = sorted(set(peers) - set(self.counts.get((run_id, superstep), ())))
+                    self._lock.release()
+                    try:
+                        sync(self.worker.loop, self._ping, silent, superstep)
+                    finally:
+                        self._lock.acquire()
+                    waited = 0.0
+                self._heard.wait(timeout=0.25)
+                waited += 0.25
+            heard = self.counts.pop((run_id, superstep), {})
+        return sent + np.sum(list(heard.values()), axis=0, dtype=np.int64) if heard else sent
 
     async def _tell(self, run_id: str, superstep: int, sent: list[int], peers: list[str]) -> None:
         async def one(peer: str):
             try:
-                await self.worker.rpc(peer).gpipe_counts(run_id=run_id, superstep=superstep, sent=sent)
+                await self.worker.rpc(peer).gpipe_counts(run_id=run_id, superstep=superstep, sender=self.worker_address,
+                                                         sent=sent)
             except Exception as exc:
                 raise GpipeError(f"could not reach worker {peer} at the end of superstep {superstep}: {exc!r}")
 
         await asyncio.gather(*(one(peer) for peer in peers))
 
-    async def _counts(self, run_id: str, superstep: int, sent: list[int]) -> str:
+    async def _ping(self, peers: list[str], superstep: int) -> None:
+        async def one(peer: str):
+            try:
+                await asyncio.wait_for(self.worker.rpc(peer).identity(), PING_SECONDS)
+            except Exception as exc:
+                raise GpipeError(f"worker {peer} cannot be reached while waiting for its superstep {superstep}: "
+                                 f"{exc!r}")
+
+        await asyncio.gather(*(one(peer) for peer in peers))
+
+    async def _counts(self, run_id: str, superstep: int, sender: str, sent: list[int]) -> str:
         with self._heard:
             if run_id not in self.stopped:
-                self.counts[(run_id, superstep)].append(sent)
+                self.counts[(run_id, superstep)][sender] = sent
             self._heard.notify_all()
         return "OK"
-
-    def _cancelled(self, key: str | None) -> bool:
-        if key is None:
-            return False
-        task = self.worker.state.tasks.get(key)
-        return task is None or task.state in ("cancelled", "released", "forgotten")
 
     def put_partition(self, graph_id: str, part: int, partition, budget: int | None = None) -> None:
         """Keep a partition: on the device, or — with a ``budget`` of device partitions — staged in host memory."""
@@ -151,15 +186,19 @@ class GpipeStore(WorkerPlugin):
         else:
             self.residency.put((graph_id, part), partition, budget)
 
-    def partition(self, graph_id: str, part: int, run_id: str | None = None, policy: str = "workload"):
+    def partition(self, graph_id: str, part: int, run_id: str | None = None, policy: str = "workload",
+                  in_place: bool = False):
         """Partition ``part`` on this worker's device (an out-of-memory one is copied in if it is not there).
 
         For an out-of-memory graph, ``run_id`` and ``policy`` choose what is
         evicted to make room: the partition with the fewest walkers of that run
-        waiting in the inbox (``workload``) or the least recently used.
+        waiting in the inbox (``workload``) or the least recently used; with
+        ``in_place`` a partition not on the device is read where it is staged.
         """
         key = (graph_id, part)
         if self.residency.manages(key):
+            if in_place:
+                return self.residency.read_in_place(key)
             return self.residency.get(key, self._pending(run_id, policy))
         try:
             return self.partitions[key]
@@ -201,9 +240,16 @@ class GpipeStore(WorkerPlugin):
 
         return waiting
 
+    def held(self, key: str):
+        """A value Dask keeps in this worker's memory (one broadcast with ``client.scatter``), by its key."""
+        try:
+            return self.worker.data[key]
+        except KeyError:
+            raise GpipeError(f"worker {self.worker_address} does not hold {key} (was it broadcast, and kept?)") from None
+
     def transfers(self, graph_id: str) -> list:
-        """Copies of this graph's partitions onto the device so far: [count, bytes, seconds]."""
-        return list(self.residency.counters.get(graph_id, [0, 0, 0.0]))
+        """Copies of this graph's partitions onto the device so far: [count, bytes, seconds, reads in place]."""
+        return list(self.residency.counters.get(graph_id, [0, 0, 0.0, 0]))
 
     def drop_graph(self, graph_id: str) -> int:
         keys = [k for k in self.partitions if k[0] == graph_id]
@@ -333,7 +379,10 @@ def on_store(method: str, *args, dask_worker=None):
 
 
 def store() -> GpipeStore:
-    """The gpipe store of the worker running this task."""
+    """The gpipe store of the worker running this task (or this run, sent by :func:`call_workers`)."""
+    here = getattr(_running, "store", None)
+    if here is not None:
+        return here
     try:
         worker = get_worker()
     except ValueError:

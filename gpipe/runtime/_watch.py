@@ -1,7 +1,10 @@
-"""Waiting for tasks pinned to the workers that hold partitions, without waiting forever for a dead one.
+"""Work on the workers that hold partitions, without waiting forever for a dead one.
 
-A task pinned to a worker that has died would wait forever for it to come
-back. While a wait lasts, a watchdog thread checks once a second that the
+A run's work is called on its workers directly (:func:`call_workers`): a
+worker that dies breaks its connection, and the call fails naming it.
+
+Other work runs as Dask tasks pinned to those workers; a task pinned to a
+worker that has died would wait forever for it to come back. While a wait lasts, a watchdog thread checks once a second that the
 workers holding the partitions (or replicas) are still there; if one has left,
 it cancels the tasks and the wait raises a :class:`WorkerLostError` naming it
 and what it held. A wait that fails otherwise (a task failing to reach the
@@ -10,13 +13,17 @@ lost worker, or cancelled with the data it held) checks the same once.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import threading
 from collections.abc import Callable
 
 from distributed import wait
+from distributed.comm import CommClosedError
+from distributed.protocol import to_serialize
 
 from ..errors import WorkerLostError
+from ._session import workers_info
 
 WATCH_SECONDS = 1.0  # how often the watchdog checks that the workers are still there
 
@@ -31,13 +38,55 @@ def wait_pinned(client, futures: list, held: dict[int, str], phase: str, unit: s
     _watched(client, futures, held, phase, unit, lambda: wait(futures))
 
 
+def call_workers(client, calls: list[tuple], held: dict[int, str], phase: str, unit: str = "partition") -> list:
+    """Run each ``(worker, function, args, kwargs)`` on its worker's gpipe store, straight from the client.
+
+    A run's work goes to the workers holding its partitions (or replicas)
+    without the scheduler: one message each way instead of a task's several
+    hops (about 4 ms at each end on a GPU host, which a 30 ms run notices).
+    Arguments travel with the call. A worker that leaves breaks its
+    connection, and the call raises a :class:`WorkerLostError` naming what it
+    held (``held``: partition, or replica, -> worker).
+    """
+    async def one(worker: str, function, args: tuple, kwargs: dict):
+        try:
+            return await client.rpc(worker).gpipe_call(call=to_serialize((function, args, kwargs)))
+        except (OSError, CommClosedError) as exc:
+            raise _Gone(worker) from exc
+
+    async def every():
+        return await asyncio.gather(*(one(*call) for call in calls))
+
+    try:
+        return client.sync(every)
+    except _Gone as gone:
+        lost = {p: w for p, w in held.items() if w == gone.worker}
+        raise WorkerLostError(phase, [gone.worker], sorted(lost), unit) from None
+    except BaseException:  # another worker failing to reach a lost one, first: name the lost one
+        lost = _lost(client, held)
+        if lost:
+            raise WorkerLostError(phase, sorted(set(lost.values())), sorted(lost), unit) from None
+        raise
+
+
+class _Gone(Exception):
+    def __init__(self, worker: str):
+        self.worker = worker
+
+
+def _lost(client, held: dict[int, str]) -> dict[int, str]:
+    with contextlib.suppress(Exception):
+        alive = set(workers_info(client))
+        return {p: w for p, w in held.items() if w not in alive}
+    return {}
+
+
 def _watched(client, futures: list, held: dict[int, str], phase: str, unit: str, block: Callable):
     lost: dict[int, str] = {}
     done = threading.Event()
 
     def check() -> None:
-        alive = set(client.scheduler_info()["workers"])
-        lost.update({p: w for p, w in held.items() if w not in alive})
+        lost.update(_lost(client, held))
 
     def watch() -> None:
         while not done.wait(WATCH_SECONDS):
@@ -53,8 +102,7 @@ def _watched(client, futures: list, held: dict[int, str], phase: str, unit: str,
     except BaseException:  # also a cancelled future's CancelledError: a lost worker's data may take its tasks along
         done.set()
         if not lost:
-            with contextlib.suppress(Exception):
-                check()
+            check()
         if lost:
             raise WorkerLostError(phase, sorted(set(lost.values())), sorted(lost), unit) from None
         raise

@@ -178,7 +178,7 @@ class Sampler:
                       "vertex_bias", "edge_bias", "update", "frontier_size", "neighbor_size", "neighbor_pool",
                       "depth", "replace", "select", "bitmap")}}
         if seeds is None or self.edge_bias == "degree" or callable(self.edge_bias):
-            params["degrees"] = g._degrees_on_workers()
+            params["degrees"] = g._degrees_on_workers().key  # broadcast: in every worker's memory
         try:
             run_id, partitions, stats = run_supersteps(g, _step, params, entries, num_walks=count)
         finally:
@@ -443,7 +443,7 @@ def _degrees(x, params: dict):
     state = store().state
     key = (params["run_token"], "degrees")
     if key not in state:
-        state[key] = x.asarray(params["degrees"])
+        state[key] = x.asarray(store().held(params["degrees"]))
     return state[key]
 
 

@@ -180,6 +180,7 @@ def test_samplers_without_seeds_gpu_equals_cpu(gpu_cluster, cpu_cluster, sample)
     {"mode": "replicated"},
     {"partitions": 4, "budget": 1},  # out of memory: one partition on the GPU at a time
     {"partitions": 4, "budget": 2},  # ... with the next one prefetched on a side stream
+    {"partitions": 4, "budget": 1, "in_place": 1.0},  # ... or read where it is, in pinned host memory (zero-copy)
     {"partitions": 4, "output_limit": "64 kB"},  # older outputs spill from the GPU to host memory
     {"mode": "replicated", "output_limit": "64 kB"},
 ])
@@ -192,12 +193,14 @@ def test_replicated_and_out_of_memory_gpu_runs_equal_cpu(gpu_cluster, cpu_cluste
         with dask.config.set({"gpipe.memory.device-partitions": budget}):
             g = gpipe.generators.rmat(scale=11, edge_factor=4, seed=5, weighted=True,
                                       partitions=settings.get("partitions"), mode=settings.get("mode"))
-        with dask.config.set({"gpipe.memory.output-limit": settings.get("output_limit")}):
+        with dask.config.set({"gpipe.memory.output-limit": settings.get("output_limit"),
+                              "gpipe.memory.read-in-place-below": settings.get("in_place", 0.0)}):
             walks = gpipe.walks.node2vec(g, p=0.5, q=2.0, length=12, weighted=True, seed=1)
             sample = gpipe.sampling.neighbor(g, np.arange(0, 2048, 7), fanout=2, depth=3, weighted=True, seed=1)
         assert (walks.stats["spilled_bytes"] > 0) == ("output_limit" in settings)
         if budget is not None and budget * len(set(g.placement)) < g.num_partitions:  # not all fit at once
             assert walks.stats["partition_transfers"] > 0
+            assert (sample.stats["partition_reads_in_place"] > 0) == ("in_place" in settings)
         return walks.compute(), sample.compute()
 
     (gw, gs), (cw, cs) = _on(gpu_cluster, run), _on(cpu_cluster, run)
