@@ -98,7 +98,7 @@ def _every_vertex(x, p, walks_per_vertex: int, fields: tuple, lo: int | None = N
 
 def run_partitions(graph_id: str, run_id: str, initial: dict, kernel, params: dict, placement: list[str],
                    counts: np.ndarray, *, policy: str = "workload", in_place_below: float = 0.0,
-                   output_limit: int | str | None = None, report: bool = False) -> dict:
+                   output_limit: int | str | None = None, ipc: bool = False, report: bool = False) -> dict:
     """Partitioned mode: run this worker's partitions' supersteps until no walker is left anywhere.
 
     It runs on every worker holding partitions, for the whole run (a BSP loop
@@ -115,10 +115,12 @@ def run_partitions(graph_id: str, run_id: str, initial: dict, kernel, params: di
     partitions (see :func:`_order`), and one not on the device that fewer
     walkers than ``in_place_below`` x its vertices wait for is read in place
     rather than copied in (see ``Residency.read_in_place``); ``output_limit`` bounds the outputs kept
-    on the device (see ``GpipeStore.add_pieces``); ``report`` logs each
-    superstep's progress as the Dask event ``gpipe-progress-<run_id>``. Returns
-    the steps taken, each superstep's kernel seconds, the bytes of outputs
-    spilled to host memory and the partitions that ran.
+    on the device (see ``GpipeStore.add_pieces``); ``ipc`` lets walkers go to
+    GPU peers on this host through CUDA IPC (see ``GpipeStore.send``);
+    ``report`` logs each superstep's progress as the Dask event
+    ``gpipe-progress-<run_id>``. Returns the steps taken, each superstep's
+    kernel seconds, the bytes of outputs spilled to host memory, the bytes of
+    walkers sent each way and the partitions that ran.
     """
     st = store()
     me = st.worker_address
@@ -137,7 +139,7 @@ def run_partitions(graph_id: str, run_id: str, initial: dict, kernel, params: di
                 with failing("advance", p, superstep):
                     summary = _advance_partition(st, graph_id, run_id, initial.pop(p, None), kernel, params,
                                                  placement, p, superstep, policy, following, p in in_place,
-                                                 output_limit)
+                                                 output_limit, ipc)
                 sent += summary["to"]
                 spilled += summary["spilled"]
                 steps += summary["steps"]
@@ -150,7 +152,8 @@ def run_partitions(graph_id: str, run_id: str, initial: dict, kernel, params: di
             if report:
                 st.worker.log_event(f"gpipe-progress-{run_id}", {"worker": me, "superstep": superstep,
                                                                     "steps": steps, "active": int(counts.sum())})
-    return {"steps": steps, "seconds": seconds, "spilled": spilled, "ran": sorted(ran)}
+        sent_bytes = st.sent_bytes(run_id)
+    return {"steps": steps, "seconds": seconds, "spilled": spilled, "sent_bytes": sent_bytes, "ran": sorted(ran)}
 
 
 def _order(counts: np.ndarray, mine: list[int], resident: set[int], policy: str) -> list[int]:
@@ -168,7 +171,7 @@ def _order(counts: np.ndarray, mine: list[int], resident: set[int], policy: str)
 
 def _advance_partition(st, graph_id: str, run_id: str, walkers: dict | int | None, kernel, params: dict,
                        placement: list[str], part: int, superstep: int, policy: str, prefetch: int | None,
-                       in_place: bool, output_limit: int | str | None) -> dict:
+                       in_place: bool, output_limit: int | str | None, ipc: bool) -> dict:
     """Run ``kernel`` on partition ``part``'s walkers; keep the pieces, push the leavers to their new partitions.
 
     The kernel returns ``(pieces, movers, steps)``; a mover goes to the partition
@@ -203,7 +206,7 @@ def _advance_partition(st, graph_id: str, run_id: str, walkers: dict | int | Non
     ends = np.cumsum(counts)
     outbound = {q: {k: v[order[int(e - c):int(e)]] for k, v in movers.items()}
                 for q, (c, e) in enumerate(zip(counts, ends)) if c > 0}
-    st.send(run_id, superstep + 1, outbound, placement)
+    st.send(run_id, superstep + 1, outbound, placement, ipc)
     return {"to": counts, "steps": steps, "seconds": seconds, "spilled": spilled}
 
 

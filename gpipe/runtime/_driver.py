@@ -31,6 +31,9 @@ from ._store import on_store
 from ._watch import call_workers
 
 
+EXCHANGES = ("auto", "comms")  # gpipe.exchange: walkers between workers
+
+
 def run_walks(graph, kernel: Callable, params: dict, *, length: int, num_walks: int, walks_per_vertex: int,
               starts: np.ndarray | None, algorithm: str, progress: Callable | None = None,
               result_type: type = WalkResult, **result_kwargs) -> WalkResult:
@@ -73,6 +76,7 @@ def run_supersteps(graph, kernel: Callable, params: dict, initial: int | dict, *
     policy = check_choice("gpipe.memory.schedule", config.get("memory.schedule"), POLICIES)
     in_place_below = check_probability("gpipe.memory.read-in-place-below", config.get("memory.read-in-place-below"))
     limit = _output_limit()
+    exchange = check_choice("gpipe.exchange", config.get("exchange"), EXCHANGES)
     before = _transfers(graph) if out_of_memory else None
     t0 = time.perf_counter()
     try:
@@ -83,7 +87,7 @@ def run_supersteps(graph, kernel: Callable, params: dict, initial: int | dict, *
                       (graph.graph_id, run_id, {p: q for p, q in queues.items() if placement[p] == w}, kernel, params,
                        placement, counts),
                       {"policy": policy, "in_place_below": in_place_below, "output_limit": limit,
-                       "report": progress is not None})
+                       "ipc": exchange == "auto", "report": progress is not None})
                      for w in workers]
             summaries = call_workers(client, loops, dict(enumerate(placement)), "supersteps")
     except BaseException:
@@ -103,7 +107,9 @@ def run_supersteps(graph, kernel: Callable, params: dict, initial: int | dict, *
     stats = {"steps": steps, "seconds": seconds, "steps_per_second": steps / seconds if seconds > 0 else 0.0,
              "supersteps": superstep, "kernel_seconds": kernel_seconds, "partitions": graph.num_partitions,
              "workers": len(set(placement)), "mode": "partitioned", "device": graph.device,
-             "num_vertices": graph.num_vertices, "spilled_bytes": sum(s["spilled"] for s in summaries)}
+             "num_vertices": graph.num_vertices, "spilled_bytes": sum(s["spilled"] for s in summaries),
+             "walker_bytes_ipc": sum(s["sent_bytes"][0] for s in summaries),
+             "walker_bytes_comms": sum(s["sent_bytes"][1] for s in summaries)}
     if out_of_memory:
         count, nbytes, copy_seconds, in_place = np.subtract(_transfers(graph), before)
         stats.update(device_partitions=graph.device_partitions, schedule=policy, partition_transfers=int(count),

@@ -21,11 +21,12 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from distributed import WorkerPlugin, get_worker
+from distributed.comm.addressing import get_address_host
 from distributed.protocol import to_serialize
 from distributed.utils import sync
 
 from ..backend import set_cpu_threads, to_host, xp
-from . import _pieces
+from . import _ipc, _pieces
 from ._residency import Residency
 from ..errors import GpipeError
 
@@ -59,6 +60,9 @@ class GpipeStore(WorkerPlugin):
         self.worker = worker
         self.worker_address = worker.address
         worker.handlers["gpipe_receive"] = self._receive
+        worker.handlers["gpipe_receive_ipc"] = self._receive_ipc
+        self._far: set[str] = set()  # peers that could not open this worker's device memory
+        self._sent: dict[str, list[int]] = {}  # run -> walker bytes sent [through CUDA IPC, through the comms]
         worker.handlers["gpipe_block"] = self._block
         worker.handlers["gpipe_counts"] = self._counts
         worker.handlers["gpipe_partition"] = self._partition_arrays
@@ -93,6 +97,19 @@ class GpipeStore(WorkerPlugin):
         self.deliver(run_id, superstep, part, walkers)
         return "OK"
 
+    async def _receive_ipc(self, run_id: str, superstep: int, part: int, handle: bytes, layout: list) -> str:
+        """Walkers left in a peer's device memory (CUDA IPC); an answer other than OK sends them again by comms."""
+        try:
+            walkers = await asyncio.get_running_loop().run_in_executor(None, _ipc.unpack, handle, layout)
+        except Exception as exc:  # e.g. the peer's GPU is not visible to this process
+            return f"cannot open the sender's memory: {exc!r}"
+        self.deliver(run_id, superstep, part, walkers)
+        return "OK"
+
+    def _count(self, run_id: str, path: int, nbytes: int) -> None:
+        with self._lock:
+            self._sent.setdefault(run_id, [0, 0])[path] += nbytes
+
     def deliver(self, run_id: str, superstep: int, part: int, walkers: dict) -> None:
         """Walkers for partition ``part`` (held here) to advance in ``superstep``."""
         with self._lock:
@@ -102,24 +119,58 @@ class GpipeStore(WorkerPlugin):
         with self._lock:
             return self.inbox.pop((run_id, superstep, part), [])
 
-    def send(self, run_id: str, superstep: int, outbound: dict[int, dict], placement: list[str]) -> None:
-        """Deliver each destination's walkers to the worker holding it, and wait until all have them."""
+    def send(self, run_id: str, superstep: int, outbound: dict[int, dict], placement: list[str],
+             ipc: bool = False) -> None:
+        """Deliver each destination's walkers to the worker holding it, and wait until all have them.
+
+        With ``ipc``, walkers for a GPU worker on this host go device to device
+        through CUDA IPC (see ``_ipc``); otherwise, and to a peer that cannot
+        open this worker's memory, through Dask's comms. The bytes sent each way
+        are counted per run (``sent_bytes``).
+        """
         remote = {}
         for part, walkers in outbound.items():
             if placement[part] == self.worker_address:
                 self.deliver(run_id, superstep, part, walkers)
             else:
                 remote[part] = walkers
-        if remote:
-            sync(self.worker.loop, self._push, run_id, superstep, remote, placement)
+        if not remote:
+            return
+        packed = {part: _ipc.pack(walkers) for part, walkers in remote.items() if ipc and self._near(placement[part])}
+        try:
+            sync(self.worker.loop, self._push, run_id, superstep, remote, packed, placement)
+        finally:
+            for pointer, _ in packed.values():
+                _ipc.free(pointer)
 
-    async def _push(self, run_id: str, superstep: int, remote: dict[int, dict], placement: list[str]) -> None:
+    def _near(self, peer: str) -> bool:
+        """Whether ``peer`` may open this worker's device memory: a GPU worker on this host, not known to fail."""
+        return (self.device == "gpu" and peer not in self._far
+                and get_address_host(peer) == get_address_host(self.worker_address))
+
+    def sent_bytes(self, run_id: str) -> list[int]:
+        """The bytes of walkers this worker sent for a run: [through CUDA IPC, through Dask's comms] (forgotten)."""
+        with self._lock:
+            return self._sent.pop(run_id, [0, 0])
+
+    async def _push(self, run_id: str, superstep: int, remote: dict[int, dict], packed: dict[int, tuple],
+                    placement: list[str]) -> None:
         async def one(part: int, walkers: dict):
+            peer = placement[part]
             try:
-                await self.worker.rpc(placement[part]).gpipe_receive(
+                if part in packed:
+                    pointer, layout = packed[part]
+                    answer = await self.worker.rpc(peer).gpipe_receive_ipc(
+                        run_id=run_id, superstep=superstep, part=part, handle=_ipc.handle(pointer), layout=layout)
+                    if answer == "OK":
+                        self._count(run_id, 0, _ipc.nbytes(walkers))
+                        return
+                    self._far.add(peer)  # it cannot open our memory (another GPU it cannot see): use the comms
+                await self.worker.rpc(peer).gpipe_receive(
                     run_id=run_id, superstep=superstep, part=part, walkers=to_serialize(walkers))
+                self._count(run_id, 1, _ipc.nbytes(walkers))
             except Exception as exc:
-                raise GpipeError(f"could not send walkers to partition {part} on worker {placement[part]}: {exc!r}")
+                raise GpipeError(f"could not send walkers to partition {part} on worker {peer}: {exc!r}")
 
         await asyncio.gather(*(one(part, walkers) for part, walkers in remote.items()))
 
@@ -334,6 +385,7 @@ class GpipeStore(WorkerPlugin):
             for buffers in (self.pieces, self.inbox, self.blocks, self.state, self.counts):
                 for k in [k for k in buffers if k[0] == run_id]:
                     del buffers[k]
+            self._sent.pop(run_id, None)
             if run_id in self.looping:
                 self.stopped.add(run_id)
             self._heard.notify_all()

@@ -208,6 +208,54 @@ def test_replicated_and_out_of_memory_gpu_runs_equal_cpu(gpu_cluster, cpu_cluste
     pd.testing.assert_frame_equal(gs, cs)
 
 
+@pytest.fixture(scope="module")
+def shared_gpu_cluster():
+    """Two GPU worker processes on one host (both on its first GPU): walkers can go between them by CUDA IPC."""
+    from distributed import Client, LocalCluster
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster, \
+            Client(cluster) as client:
+        gpipe.attach(client, device="gpu")
+        yield client
+
+
+@pytest.mark.parametrize("exchange", ["auto", "comms"])
+def test_walkers_between_gpu_workers_of_one_host_equal_cpu(shared_gpu_cluster, cpu_cluster, exchange):
+    import dask
+    import pandas as pd
+
+    def run():
+        g = gpipe.generators.rmat(scale=11, edge_factor=4, seed=5, weighted=True, partitions=4)
+        with dask.config.set({"gpipe.exchange": exchange}):
+            walks = gpipe.walks.node2vec(g, p=0.5, q=2.0, length=12, weighted=True, seed=1)
+            sample = gpipe.sampling.neighbor(g, np.arange(0, 2048, 7), fanout=2, depth=3, weighted=True, seed=1)
+        return walks.stats, walks.compute(), sample.compute()
+
+    (stats, gw, gs), (_, cw, cs) = _on(shared_gpu_cluster, run), _on(cpu_cluster, run)
+    np.testing.assert_array_equal(gw, cw)
+    pd.testing.assert_frame_equal(gs, cs)
+    assert stats["device"] == "gpu" and stats["workers"] == 2
+    by_ipc, by_comms = stats["walker_bytes_ipc"], stats["walker_bytes_comms"]
+    assert (by_ipc > 0 and by_comms == 0) if exchange == "auto" else (by_ipc == 0 and by_comms > 0)
+
+
+def test_out_of_memory_on_two_gpu_workers_equals_cpu(shared_gpu_cluster, cpu_cluster):
+    import dask
+    import pandas as pd
+
+    def run():
+        with dask.config.set({"gpipe.memory.device-partitions": 1}):
+            g = gpipe.generators.rmat(scale=11, edge_factor=4, seed=5, weighted=True, partitions=6)
+        walks = gpipe.walks.deepwalk(g, length=12, weighted=True, seed=1)
+        sample = gpipe.sampling.neighbor(g, np.arange(0, 2048, 7), fanout=2, depth=3, weighted=True, seed=1)
+        return walks.stats, walks.compute(), sample.compute()
+
+    (stats, gw, gs), (_, cw, cs) = _on(shared_gpu_cluster, run), _on(cpu_cluster, run)
+    np.testing.assert_array_equal(gw, cw)
+    pd.testing.assert_frame_equal(gs, cs)
+    assert stats["workers"] == 2 and stats["partition_transfers"] > 0 and stats["walker_bytes_ipc"] > 0
+
+
 def test_race_cuda_equals_cpu_twin():
     from gpipe.sampling._race import race
 
