@@ -61,7 +61,8 @@ def _sampling(g, instances: int, args) -> dict:
 
 
 KEEP = ("steps", "edges", "seconds", "steps_per_second", "edges_per_second", "kernel_seconds", "supersteps",
-        "partitions", "workers", "mode", "device_partitions", "schedule", "partition_transfers",
+        "partitions", "workers", "mode", "device_partitions", "schedule", "partition_transfers", "send_seconds",
+        "barrier_seconds", "walker_bytes_ipc", "walker_bytes_comms",
         "partition_reads_in_place", "bytes_moved", "transfer_seconds", "host_to_device_bytes_per_second")
 
 

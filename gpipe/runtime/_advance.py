@@ -120,7 +120,8 @@ def run_partitions(graph_id: str, run_id: str, initial: dict, kernel, params: di
     ``report`` logs each superstep's progress as the Dask event
     ``gpipe-progress-<run_id>``. Returns the steps taken, each superstep's
     kernel seconds, the bytes of outputs spilled to host memory, the bytes of
-    walkers sent each way and the partitions that ran.
+    walkers sent each way, the seconds spent sending them and waiting at the
+    barriers, and the partitions that ran.
     """
     st = store()
     me = st.worker_address
@@ -129,6 +130,7 @@ def run_partitions(graph_id: str, run_id: str, initial: dict, kernel, params: di
     with st.loop(run_id):
         superstep = steps = spilled = 0
         seconds, ran = [], set()
+        sending = waiting = 0.0
         while counts.sum() > 0:
             sent = np.zeros(len(placement), np.int64)
             spent = 0.0
@@ -144,16 +146,20 @@ def run_partitions(graph_id: str, run_id: str, initial: dict, kernel, params: di
                 spilled += summary["spilled"]
                 steps += summary["steps"]
                 spent += summary["seconds"]
+                sending += summary["send_seconds"]
             ran.update(order)
             seconds.append(spent)
+            t0 = time.perf_counter()
             with failing("exchange", me, superstep, "worker"):
                 counts = st.exchange_counts(run_id, superstep, sent, peers)
+            waiting += time.perf_counter() - t0
             superstep += 1
             if report:
                 st.worker.log_event(f"gpipe-progress-{run_id}", {"worker": me, "superstep": superstep,
                                                                     "steps": steps, "active": int(counts.sum())})
-        sent_bytes = st.sent_bytes(run_id)
-    return {"steps": steps, "seconds": seconds, "spilled": spilled, "sent_bytes": sent_bytes, "ran": sorted(ran)}
+        sent_bytes = st.end_exchange(run_id)
+    return {"steps": steps, "seconds": seconds, "spilled": spilled, "sent_bytes": sent_bytes, "send_seconds": sending,
+            "wait_seconds": waiting, "ran": sorted(ran)}
 
 
 def _order(counts: np.ndarray, mine: list[int], resident: set[int], policy: str) -> list[int]:
@@ -180,8 +186,8 @@ def _advance_partition(st, graph_id: str, run_id: str, walkers: dict | int | Non
     ``walkers`` is None when they are in this worker's inbox, an int on the
     first superstep when that many walks start from every vertex of the
     partition, or the walkers themselves. Returns how many walkers went to
-    each partition, the steps taken, the kernel's seconds and the bytes of
-    outputs spilled. ``policy``, ``prefetch`` and ``in_place`` steer
+    each partition, the steps taken, the kernel's seconds, the bytes of
+    outputs spilled and the seconds of sending the leavers. ``policy``, ``prefetch`` and ``in_place`` steer
     out-of-memory graphs (see ``Residency``).
     """
     x = worker_xp()
@@ -206,8 +212,10 @@ def _advance_partition(st, graph_id: str, run_id: str, walkers: dict | int | Non
     ends = np.cumsum(counts)
     outbound = {q: {k: v[order[int(e - c):int(e)]] for k, v in movers.items()}
                 for q, (c, e) in enumerate(zip(counts, ends)) if c > 0}
+    t0 = time.perf_counter()
     st.send(run_id, superstep + 1, outbound, placement, ipc)
-    return {"to": counts, "steps": steps, "seconds": seconds, "spilled": spilled}
+    return {"to": counts, "steps": steps, "seconds": seconds, "spilled": spilled,
+            "send_seconds": time.perf_counter() - t0}
 
 
 @_phase("advance", unit="replica")

@@ -109,7 +109,9 @@ def run_supersteps(graph, kernel: Callable, params: dict, initial: int | dict, *
              "workers": len(set(placement)), "mode": "partitioned", "device": graph.device,
              "num_vertices": graph.num_vertices, "spilled_bytes": sum(s["spilled"] for s in summaries),
              "walker_bytes_ipc": sum(s["sent_bytes"][0] for s in summaries),
-             "walker_bytes_comms": sum(s["sent_bytes"][1] for s in summaries)}
+             "walker_bytes_comms": sum(s["sent_bytes"][1] for s in summaries),
+             "send_seconds": max(s["send_seconds"] for s in summaries),  # the busiest worker's
+             "barrier_seconds": max(s["wait_seconds"] for s in summaries)}
     if out_of_memory:
         count, nbytes, copy_seconds, in_place = np.subtract(_transfers(graph), before)
         stats.update(device_partitions=graph.device_partitions, schedule=policy, partition_transfers=int(count),

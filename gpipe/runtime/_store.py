@@ -62,6 +62,7 @@ class GpipeStore(WorkerPlugin):
         worker.handlers["gpipe_receive"] = self._receive
         worker.handlers["gpipe_receive_ipc"] = self._receive_ipc
         self._far: set[str] = set()  # peers that could not open this worker's device memory
+        self._ipc = _ipc.Buffers() if self.device == "gpu" else None
         self._sent: dict[str, list[int]] = {}  # run -> walker bytes sent [through CUDA IPC, through the comms]
         worker.handlers["gpipe_block"] = self._block
         worker.handlers["gpipe_counts"] = self._counts
@@ -97,10 +98,12 @@ class GpipeStore(WorkerPlugin):
         self.deliver(run_id, superstep, part, walkers)
         return "OK"
 
-    async def _receive_ipc(self, run_id: str, superstep: int, part: int, handle: bytes, layout: list) -> str:
+    async def _receive_ipc(self, run_id: str, superstep: int, part: int, sender: str, handle: bytes,
+                           layout: list) -> str:
         """Walkers left in a peer's device memory (CUDA IPC); an answer other than OK sends them again by comms."""
         try:
-            walkers = await asyncio.get_running_loop().run_in_executor(None, _ipc.unpack, handle, layout)
+            walkers = await asyncio.get_running_loop().run_in_executor(None, self._ipc.unpack, run_id, part, sender,
+                                                                       handle, layout)
         except Exception as exc:  # e.g. the peer's GPU is not visible to this process
             return f"cannot open the sender's memory: {exc!r}"
         self.deliver(run_id, superstep, part, walkers)
@@ -136,20 +139,19 @@ class GpipeStore(WorkerPlugin):
                 remote[part] = walkers
         if not remote:
             return
-        packed = {part: _ipc.pack(walkers) for part, walkers in remote.items() if ipc and self._near(placement[part])}
-        try:
-            sync(self.worker.loop, self._push, run_id, superstep, remote, packed, placement)
-        finally:
-            for pointer, _ in packed.values():
-                _ipc.free(pointer)
+        packed = {part: self._ipc.pack(run_id, part, walkers) for part, walkers in remote.items()
+                  if ipc and self._near(placement[part])}
+        sync(self.worker.loop, self._push, run_id, superstep, remote, packed, placement)
 
     def _near(self, peer: str) -> bool:
         """Whether ``peer`` may open this worker's device memory: a GPU worker on this host, not known to fail."""
         return (self.device == "gpu" and peer not in self._far
                 and get_address_host(peer) == get_address_host(self.worker_address))
 
-    def sent_bytes(self, run_id: str) -> list[int]:
-        """The bytes of walkers this worker sent for a run: [through CUDA IPC, through Dask's comms] (forgotten)."""
+    def end_exchange(self, run_id: str) -> list[int]:
+        """A run's walkers are all delivered: let its IPC buffers go; the bytes sent [through CUDA IPC, by comms]."""
+        if self._ipc is not None:
+            self._ipc.release(run_id)
         with self._lock:
             return self._sent.pop(run_id, [0, 0])
 
@@ -159,9 +161,10 @@ class GpipeStore(WorkerPlugin):
             peer = placement[part]
             try:
                 if part in packed:
-                    pointer, layout = packed[part]
+                    handle, layout = packed[part]
                     answer = await self.worker.rpc(peer).gpipe_receive_ipc(
-                        run_id=run_id, superstep=superstep, part=part, handle=_ipc.handle(pointer), layout=layout)
+                        run_id=run_id, superstep=superstep, part=part, sender=self.worker_address, handle=handle,
+                        layout=layout)
                     if answer == "OK":
                         self._count(run_id, 0, _ipc.nbytes(walkers))
                         return
@@ -386,6 +389,8 @@ class GpipeStore(WorkerPlugin):
                 for k in [k for k in buffers if k[0] == run_id]:
                     del buffers[k]
             self._sent.pop(run_id, None)
+            if self._ipc is not None:
+                self._ipc.release(run_id)
             if run_id in self.looping:
                 self.stopped.add(run_id)
             self._heard.notify_all()
