@@ -57,19 +57,18 @@ class GpipeStore(WorkerPlugin):
         self.residency = Residency(self.device)  # partitions of out-of-memory graphs
         self._lock = threading.Lock()
         self._heard = threading.Condition(self._lock)
-        self.worker = worker
-        self.worker_address = worker.address
-        worker.handlers["gpipe_receive"] = self._receive
-        worker.handlers["gpipe_receive_ipc"] = self._receive_ipc
         self._far: set[str] = set()  # peers that could not open this worker's device memory
         self._ipc = _ipc.Buffers() if self.device == "gpu" else None
         self._sent: dict[str, list[int]] = {}  # run -> walker bytes sent [through CUDA IPC, through the comms]
-        worker.handlers["gpipe_block"] = self._block
-        worker.handlers["gpipe_counts"] = self._counts
-        worker.handlers["gpipe_partition"] = self._partition_arrays
-        worker.handlers["gpipe_call"] = self._call
         self._runner = ThreadPoolExecutor(RUN_THREADS, thread_name_prefix="gpipe-run")
-        set_cpu_threads(worker.state.nthreads)
+        self.worker = worker
+        self.worker_address = worker.address
+        worker.handlers["gpipe_call"] = self._call
+        worker.handlers["gpipe_receive"] = self._receive
+        worker.handlers["gpipe_receive_ipc"] = self._receive_ipc
+        worker.handlers["gpipe_counts"] = self._counts
+        worker.handlers["gpipe_block"] = self._block
+        worker.handlers["gpipe_partition"] = self._partition_arrays
 
     def teardown(self, worker):
         self._runner.shutdown(wait=False)
@@ -89,6 +88,7 @@ class GpipeStore(WorkerPlugin):
 
     def _run_here(self, function, args: tuple, kwargs: dict):
         _running.store = self
+        set_cpu_threads(self.worker.state.nthreads)  # numba's thread count is per calling thread
         try:
             return function(*args, **kwargs)
         finally:
