@@ -65,3 +65,23 @@ def _sample(g, warm):
 @pytest.mark.parametrize("work", [_sample])
 def test_killing_a_worker_mid_sample_fails_naming_its_partitions(work):
     _check(*_run_and_kill(work))
+
+
+def test_a_worker_this_client_cannot_reach_is_named_not_reported_lost(cpu, monkeypatch):
+    """Runs go to the workers directly: a worker still in the cluster but out of the client's reach is said so."""
+    g = gpipe.generators.rmat(scale=8, edge_factor=4, seed=2, partitions=2)
+    unreachable = g.placement[-1]
+    connect = cpu.rpc
+
+    class Refused:
+        def __getattr__(self, name):
+            async def call(**kwargs):
+                raise OSError("connection refused (a stand-in for a firewall)")
+            return call
+
+    monkeypatch.setattr(cpu, "rpc", lambda address: Refused() if address == unreachable else connect(address))
+    with pytest.raises(GpipeError, match=f"cannot connect to worker {unreachable}, which is still in the cluster") as err:
+        gpipe.walks.deepwalk(g, length=5, seed=1)
+    assert not isinstance(err.value, WorkerLostError)
+    monkeypatch.undo()
+    assert gpipe.walks.deepwalk(g, length=5, seed=1).compute().shape == (g.num_vertices, 6)  # the other worker let go

@@ -16,16 +16,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
+import time
 from collections.abc import Callable
 
 from distributed import wait
 from distributed.comm import CommClosedError
 from distributed.protocol import to_serialize
 
-from ..errors import WorkerLostError
+from ..errors import GpipeError, WorkerLostError
 from ._session import workers_info
 
 WATCH_SECONDS = 1.0  # how often the watchdog checks that the workers are still there
+GONE_SECONDS = 3.0  # how long the scheduler may take to notice that a worker that broke its connection is gone
 
 
 def gather_pinned(client, futures: list, held: dict[int, str], phase: str, unit: str = "partition") -> list:
@@ -46,7 +48,8 @@ def call_workers(client, calls: list[tuple], held: dict[int, str], phase: str, u
     hops (about 4 ms at each end on a GPU host, which a 30 ms run notices).
     Arguments travel with the call. A worker that leaves breaks its
     connection, and the call raises a :class:`WorkerLostError` naming what it
-    held (``held``: partition, or replica, -> worker).
+    held (``held``: partition, or replica, -> worker); a worker still in the
+    cluster that this client cannot connect to is a :class:`GpipeError` saying so.
     """
     async def one(worker: str, function, args: tuple, kwargs: dict):
         try:
@@ -60,6 +63,11 @@ def call_workers(client, calls: list[tuple], held: dict[int, str], phase: str, u
     try:
         return client.sync(every)
     except _Gone as gone:
+        if _stays(client, gone.worker):
+            raise GpipeError(
+                f"{phase}: this client cannot connect to worker {gone.worker}, which is still in the cluster "
+                f"({gone.__cause__!r}); gpipe sends a run's work to its workers directly, so run the client "
+                "where it reaches them (e.g. inside the batch job)") from None
         lost = {p: w for p, w in held.items() if w == gone.worker}
         raise WorkerLostError(phase, [gone.worker], sorted(lost), unit) from None
     except BaseException:  # another worker failing to reach a lost one, first: name the lost one
@@ -72,6 +80,16 @@ def call_workers(client, calls: list[tuple], held: dict[int, str], phase: str, u
 class _Gone(Exception):
     def __init__(self, worker: str):
         self.worker = worker
+
+
+def _stays(client, worker: str) -> bool:
+    """Whether ``worker`` is still in the cluster after ``GONE_SECONDS`` (a dead one is gone well before)."""
+    deadline = time.monotonic() + GONE_SECONDS
+    while time.monotonic() < deadline:
+        if worker not in workers_info(client):
+            return False
+        time.sleep(0.1)
+    return True
 
 
 def _lost(client, held: dict[int, str]) -> dict[int, str]:
