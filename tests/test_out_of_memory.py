@@ -55,18 +55,18 @@ def test_sparse_frontiers_read_partitions_in_place_instead_of_copying_them(cpu):
 
 
 def _transfers(policy):
-    starts = np.arange(0, 64)  # a skewed start set: every walk starts in the first partition
+    seeds = np.tile(np.arange(0, 64), 4)  # a skewed seed set: every instance starts in the first partition
     g = _rmat(budget=2)
-    with dask.config.set({"gpipe.memory.schedule": policy}):
-        w = gpipe.walks.deepwalk(g, length=30, start=starts, walks_per_vertex=4, seed=3)
-    return w.stats, w.compute()
+    with dask.config.set({"gpipe.memory.schedule": policy, "gpipe.memory.read-in-place-below": 0}):
+        sample = gpipe.sampling.neighbor(g, seeds, fanout=3, depth=4, seed=3)
+    return sample.stats, sample.compute()
 
 
 def test_workload_aware_scheduling_moves_fewer_partitions_than_round_robin(one_worker_cluster):
     with one_worker_cluster.as_current():
         workload, a = _transfers("workload")
         round_robin, b = _transfers("round-robin")
-    np.testing.assert_array_equal(a, b)
+    pd.testing.assert_frame_equal(a, b)
     assert workload["schedule"] == "workload" and round_robin["schedule"] == "round-robin"
     assert workload["partition_transfers"] < round_robin["partition_transfers"], (workload, round_robin)
 

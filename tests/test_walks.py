@@ -112,6 +112,21 @@ def test_concurrent_runs_share_the_workers(cpu):
     np.testing.assert_array_equal(both[1], gpipe.walks.deepwalk(g, length=30, seed=2).compute())
 
 
+def test_walkers_crossing_between_a_workers_partitions_go_on_in_the_same_superstep(one_worker_cluster, cpu):
+    """Walks need no barrier between walkers: on one worker, any number of partitions walk in one superstep."""
+    with one_worker_cluster.as_current():
+        walks = {parts: gpipe.walks.deepwalk(gpipe.generators.rmat(scale=10, edge_factor=4, seed=2, partitions=parts),
+                                             length=30, seed=3) for parts in (1, 4)}
+        np.testing.assert_array_equal(walks[1].compute(), walks[4].compute())
+    assert walks[4].stats["partitions"] == 4 and walks[4].stats["supersteps"] == 1
+    with cpu.as_current():  # two workers: walkers crossing to the other worker wait for the next superstep
+        w = gpipe.walks.deepwalk(gpipe.generators.rmat(scale=10, edge_factor=4, seed=2, partitions=4), length=30,
+                                 seed=3)
+        paths = w.compute()
+    np.testing.assert_array_equal(paths, walks[1].compute())
+    assert w.stats["workers"] == 2 and 1 < w.stats["supersteps"] <= 31
+
+
 def test_seed_controls_the_walks(cpu):
     g = gpipe.generators.rmat(scale=8, edge_factor=4, seed=2, partitions=2)
     a = gpipe.walks.deepwalk(g, length=10, seed=1).compute()

@@ -108,7 +108,10 @@ def run_partitions(graph_id: str, run_id: str, initial: dict, kernel, params: di
     workers, then sends every peer how many walkers it sent to each partition
     and waits for theirs: their sum is the next superstep's ``counts``, the
     same on every worker, and once it is heard from every peer all their
-    walkers are in the inboxes. The run ends when it is zero everywhere.
+    walkers are in the inboxes. The run ends when it is zero everywhere. Walks
+    (``params['order_free']``) on a worker whose partitions are all on its
+    device do not wait for the next superstep to cross between them (see
+    :func:`_drain`).
 
     ``initial`` holds this worker's partitions' first walkers (see
     :func:`_advance_partition`). ``policy`` orders an out-of-memory graph's
@@ -147,6 +150,16 @@ def run_partitions(graph_id: str, run_id: str, initial: dict, kernel, params: di
                 steps += summary["steps"]
                 spent += summary["seconds"]
                 sending += summary["send_seconds"]
+            if params.get("order_free") and not st.residency.manages((graph_id, mine[0])):  # walks, all on device
+                for p, walkers, summary in _drain(st, graph_id, run_id, kernel, params, placement, mine, superstep,
+                                                   policy, output_limit, ipc):
+                    sent[p] -= walkers
+                    sent += summary["to"]
+                    spilled += summary["spilled"]
+                    steps += summary["steps"]
+                    spent += summary["seconds"]
+                    sending += summary["send_seconds"]
+                    order.append(p)
             ran.update(order)
             seconds.append(spent)
             t0 = time.perf_counter()
@@ -160,6 +173,33 @@ def run_partitions(graph_id: str, run_id: str, initial: dict, kernel, params: di
         sent_bytes = st.end_exchange(run_id)
     return {"steps": steps, "seconds": seconds, "spilled": spilled, "sent_bytes": sent_bytes, "send_seconds": sending,
             "wait_seconds": waiting, "ran": sorted(ran)}
+
+
+def _drain(st, graph_id: str, run_id: str, kernel, params: dict, placement: list[str], mine: list[int],
+           superstep: int, policy: str, output_limit, ipc: bool):
+    """Advance the walkers this worker's partitions sent to one another, until none is left.
+
+    Only for walks, whose walkers do not depend on one another, on a worker
+    whose partitions are all on its device: a walker crossing between them goes
+    on in this superstep instead of waiting for the next (on one worker, a walk
+    then takes one superstep). Walkers from peers wait for the next superstep,
+    as the peers' counts say. (Out of memory, draining the resident partitions
+    saved transfers but cost more in small kernel calls: R-MAT 24 DeepWalk with
+    2 of 4 partitions resident went from 3.3 to 4.7 s.) Yields each partition
+    advanced, how many walkers it took, and the summary of :func:`_advance_partition`.
+    """
+    x = worker_xp()
+    while True:
+        ready = [q for q in mine if st.local_waiting(run_id, superstep + 1, q)]
+        if not ready:
+            return
+        for q in ready:
+            arrived = st.take_local(run_id, superstep + 1, q)
+            walkers = {k: x.concatenate([w[k] for w in arrived]) for k in arrived[0]}
+            with failing("advance", q, superstep):
+                summary = _advance_partition(st, graph_id, run_id, walkers, kernel, params, placement, q, superstep,
+                                             policy, None, False, output_limit, ipc)
+            yield q, int(walkers["walk_id"].shape[0]), summary
 
 
 def _order(counts: np.ndarray, mine: list[int], resident: set[int], policy: str) -> list[int]:

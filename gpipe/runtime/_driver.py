@@ -43,7 +43,7 @@ def run_walks(graph, kernel: Callable, params: dict, *, length: int, num_walks: 
     is the ``r``-th walk from ``starts[i]``. The result is a ``result_type``
     (a :class:`WalkResult`) given ``result_kwargs`` too.
     """
-    params = dict(params, length=length)
+    params = dict(params, length=length, order_free=True)  # a walker's path depends on no other walker
     if starts is None:
         initial = walks_per_vertex
     else:

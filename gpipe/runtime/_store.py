@@ -49,6 +49,7 @@ class GpipeStore(WorkerPlugin):
         self.partitions: dict[tuple[str, int], object] = {}
         self.pieces: dict[tuple[str, int], list] = defaultdict(list)
         self.inbox: dict[tuple[str, int, int], list] = defaultdict(list)
+        self.local_inbox: dict[tuple[str, int, int], list] = defaultdict(list)  # walkers from this worker's partitions
         self.blocks: dict[tuple[str, int], dict[int, dict]] = {}
         self.state: dict[tuple[str, int], object] = {}  # a run's own per-partition state (e.g. visited sets)
         self.counts: dict[tuple[str, int], dict] = defaultdict(dict)  # per (run, superstep): peer -> walker counts
@@ -76,6 +77,7 @@ class GpipeStore(WorkerPlugin):
         self.residency = Residency(self.device)
         self.pieces.clear()
         self.inbox.clear()
+        self.local_inbox.clear()
         self.blocks.clear()
         self.state.clear()
         self.counts.clear()
@@ -113,14 +115,24 @@ class GpipeStore(WorkerPlugin):
         with self._lock:
             self._sent.setdefault(run_id, [0, 0])[path] += nbytes
 
-    def deliver(self, run_id: str, superstep: int, part: int, walkers: dict) -> None:
-        """Walkers for partition ``part`` (held here) to advance in ``superstep``."""
+    def deliver(self, run_id: str, superstep: int, part: int, walkers: dict, local: bool = False) -> None:
+        """Walkers for partition ``part`` (held here) to advance in ``superstep`` (``local``: from a partition here)."""
         with self._lock:
-            self.inbox[(run_id, superstep, part)].append(walkers)
+            (self.local_inbox if local else self.inbox)[(run_id, superstep, part)].append(walkers)
 
     def take_inbox(self, run_id: str, superstep: int, part: int) -> list[dict]:
         with self._lock:
-            return self.inbox.pop((run_id, superstep, part), [])
+            key = (run_id, superstep, part)
+            return self.inbox.pop(key, []) + self.local_inbox.pop(key, [])
+
+    def take_local(self, run_id: str, superstep: int, part: int) -> list[dict]:
+        """Only the walkers that came from this worker's own partitions (the peers' stay, as their counts say)."""
+        with self._lock:
+            return self.local_inbox.pop((run_id, superstep, part), [])
+
+    def local_waiting(self, run_id: str, superstep: int, part: int) -> bool:
+        with self._lock:
+            return bool(self.local_inbox.get((run_id, superstep, part)))
 
     def send(self, run_id: str, superstep: int, outbound: dict[int, dict], placement: list[str],
              ipc: bool = False) -> None:
@@ -134,7 +146,7 @@ class GpipeStore(WorkerPlugin):
         remote = {}
         for part, walkers in outbound.items():
             if placement[part] == self.worker_address:
-                self.deliver(run_id, superstep, part, walkers)
+                self.deliver(run_id, superstep, part, walkers, local=True)
             else:
                 remote[part] = walkers
         if not remote:
@@ -289,8 +301,8 @@ class GpipeStore(WorkerPlugin):
 
         def waiting(key: tuple[str, int]) -> int:
             with self._lock:
-                return sum(next(iter(w.values())).shape[0] for (r, _, p), ws in self.inbox.items()
-                           if r == run_id and p == key[1] for w in ws)
+                return sum(next(iter(w.values())).shape[0] for inbox in (self.inbox, self.local_inbox)
+                           for (r, _, p), ws in inbox.items() if r == run_id and p == key[1] for w in ws)
 
         return waiting
 
@@ -385,7 +397,7 @@ class GpipeStore(WorkerPlugin):
     def drop_run(self, run_id: str) -> None:
         """Forget a run's buffers; its supersteps still waiting on peers here stop with an error."""
         with self._heard:
-            for buffers in (self.pieces, self.inbox, self.blocks, self.state, self.counts):
+            for buffers in (self.pieces, self.inbox, self.local_inbox, self.blocks, self.state, self.counts):
                 for k in [k for k in buffers if k[0] == run_id]:
                     del buffers[k]
             self._sent.pop(run_id, None)
