@@ -79,21 +79,16 @@ def run_supersteps(graph, kernel: Callable, params: dict, initial: int | dict, *
     exchange = check_choice("gpipe.exchange", config.get("exchange"), EXCHANGES)
     before = _transfers(graph) if out_of_memory else None
     t0 = time.perf_counter()
-    try:
-        workers = sorted(set(placement))
-        with _reporting(client, run_id, progress, len(workers), num_walks):
-            queues, counts = _initial_walkers(graph, initial)
-            loops = [(w, _advance.run_partitions,
-                      (graph.graph_id, run_id, {p: q for p, q in queues.items() if placement[p] == w}, kernel, params,
-                       placement, counts),
-                      {"policy": policy, "in_place_below": in_place_below, "output_limit": limit,
-                       "ipc": exchange == "auto", "report": progress is not None})
-                     for w in workers]
-            summaries = call_workers(client, loops, dict(enumerate(placement)), "supersteps")
-    except BaseException:
-        with contextlib.suppress(Exception):
-            client.run(on_store, "drop_run", run_id)
-        raise
+    workers = sorted(set(placement))
+    with _reporting(client, run_id, progress, len(workers), num_walks):
+        queues, counts = _initial_walkers(graph, initial)
+        loops = [(w, _advance.run_partitions,
+                  (graph.graph_id, run_id, {p: q for p, q in queues.items() if placement[p] == w}, kernel, params,
+                   placement, counts),
+                  {"policy": policy, "in_place_below": in_place_below, "output_limit": limit,
+                   "ipc": exchange == "auto", "report": progress is not None})
+                 for w in workers]
+        summaries = _call_run(client, run_id, loops, dict(enumerate(placement)), "supersteps")
     seconds = time.perf_counter() - t0
     steps = sum(s["steps"] for s in summaries)
     superstep = max(len(s["seconds"]) for s in summaries)
@@ -104,10 +99,8 @@ def run_supersteps(graph, kernel: Callable, params: dict, initial: int | dict, *
     ran = {p for s in summaries for p in s["ran"]}
     if progress is not None:
         progress(superstep=superstep, active=0, steps=steps, total=num_walks)
-    stats = {"steps": steps, "seconds": seconds, "steps_per_second": steps / seconds if seconds > 0 else 0.0,
-             "supersteps": superstep, "kernel_seconds": kernel_seconds, "partitions": graph.num_partitions,
-             "workers": len(set(placement)), "mode": "partitioned", "device": graph.device,
-             "num_vertices": graph.num_vertices, "spilled_bytes": sum(s["spilled"] for s in summaries),
+    stats = {**_stats(graph, summaries, "partitioned", graph.num_partitions, len(workers), steps, seconds, superstep,
+                      kernel_seconds),
              "walker_bytes_ipc": sum(s["sent_bytes"][0] for s in summaries),
              "walker_bytes_comms": sum(s["sent_bytes"][1] for s in summaries),
              "send_seconds": max(s["send_seconds"] for s in summaries),  # the busiest worker's
@@ -142,22 +135,34 @@ def _run_replicated(graph, kernel: Callable, params: dict, initial: int | dict, 
     limit = _output_limit()
     runs = [(replicas[r], _advance.advance_local, (graph.graph_id, run_id, share, kernel, params),
              {"part": r, "output_limit": limit}) for r, share in shares.items()]
-    try:
-        summaries = call_workers(client, runs, {r: replicas[r] for r in shares}, "replicated run", "replica")
-    except BaseException:
-        with contextlib.suppress(Exception):
-            client.run(on_store, "drop_run", run_id)
-        raise
+    summaries = _call_run(client, run_id, runs, {r: replicas[r] for r in shares}, "replicated run", "replica")
     seconds = time.perf_counter() - t0
     steps = sum(s["steps"] for s in summaries)
     supersteps = max((s["supersteps"] for s in summaries), default=0)
     if progress is not None:
         progress(superstep=supersteps, active=0, steps=steps, total=steps)
-    stats = {"steps": steps, "seconds": seconds, "steps_per_second": steps / seconds if seconds > 0 else 0.0,
-             "supersteps": supersteps, "kernel_seconds": max((s["seconds"] for s in summaries), default=0.0),
-             "partitions": 1, "workers": count, "mode": "replicated", "device": graph.device,
-             "num_vertices": graph.num_vertices, "spilled_bytes": sum(s["spilled"] for s in summaries)}
+    stats = _stats(graph, summaries, "replicated", 1, count, steps, seconds, supersteps,
+                   max((s["seconds"] for s in summaries), default=0.0))
     return run_id, {r: replicas[r] for r in shares}, stats
+
+
+def _call_run(client, run_id: str, calls: list[tuple], held: dict[int, str], phase: str, unit: str = "partition"):
+    """:func:`call_workers` for a run's work; if it fails, the run's buffers on every worker go first."""
+    try:
+        return call_workers(client, calls, held, phase, unit)
+    except BaseException:
+        with contextlib.suppress(Exception):
+            client.run(on_store, "drop_run", run_id)
+        raise
+
+
+def _stats(graph, summaries: list[dict], mode: str, partitions: int, workers: int, steps: int, seconds: float,
+           supersteps: int, kernel_seconds: float) -> dict:
+    """What every run reports, in either mode."""
+    return {"steps": steps, "seconds": seconds, "steps_per_second": steps / seconds if seconds > 0 else 0.0,
+            "supersteps": supersteps, "kernel_seconds": kernel_seconds, "partitions": partitions,
+            "workers": workers, "mode": mode, "device": graph.device, "num_vertices": graph.num_vertices,
+            "spilled_bytes": sum(s["spilled"] for s in summaries)}
 
 
 def _output_limit() -> int | str | None:
