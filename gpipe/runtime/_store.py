@@ -48,6 +48,8 @@ class GpipeStore(WorkerPlugin):
     def setup(self, worker):
         self.partitions: dict[tuple[str, int], object] = {}
         self.pieces: dict[tuple[str, int], list] = defaultdict(list)
+        self._held = 0  # bytes of the pieces not spilled (on the device of a GPU worker)
+        self._auto_limit = _output_limit(self.device)  # what gpipe.memory.output-limit 'auto' means here
         self.inbox: dict[tuple[str, int, int], list] = defaultdict(list)
         self.local_inbox: dict[tuple[str, int, int], list] = defaultdict(list)  # walkers from this worker's partitions
         self.blocks: dict[tuple[str, int], dict[int, dict]] = {}
@@ -76,6 +78,7 @@ class GpipeStore(WorkerPlugin):
         self.partitions.clear()
         self.residency = Residency(self.device)
         self.pieces.clear()
+        self._held = 0
         self.inbox.clear()
         self.local_inbox.clear()
         self.blocks.clear()
@@ -332,25 +335,32 @@ class GpipeStore(WorkerPlugin):
         or 'auto' (half of a GPU's memory; no limit on CPU workers, whose
         outputs are in host memory already). Returns the bytes spilled.
         """
-        limit = _output_limit(self.device) if limit == "auto" else limit
+        limit = self._auto_limit if limit == "auto" else limit
         with self._lock:
             self.pieces[(run_id, part)].append(pieces)
-            if limit is None:
-                return 0
-            held = [(sets, i, _nbytes(s)) for sets in self.pieces.values() for i, s in enumerate(sets)
-                    if not isinstance(s, Spilled)]
-            over = sum(n for _, _, n in held) - limit
+            self._held += _nbytes(pieces)
             spilled = 0
-            for sets, i, n in held:  # oldest first
-                if spilled >= over:
-                    break
-                sets[i] = Spilled(on_host(sets[i]))
-                spilled += n
+            if limit is None or self._held <= limit:
+                return spilled
+            for sets in self.pieces.values():  # oldest first
+                for i, s in enumerate(sets):
+                    if self._held <= limit:
+                        return spilled
+                    if not isinstance(s, Spilled):
+                        n = _nbytes(s)
+                        sets[i] = Spilled(on_host(s))
+                        self._held -= n
+                        spilled += n
             return spilled
 
     def take_pieces(self, run_id: str, part: int) -> list:
         with self._lock:
-            return self.pieces.pop((run_id, part), [])
+            return self._taken(self.pieces.pop((run_id, part), []))
+
+    def _taken(self, sets: list) -> list:
+        """``sets``, no longer counted among the outputs on the device (call under the lock)."""
+        self._held -= sum(_nbytes(s) for s in sets if not isinstance(s, Spilled))
+        return sets
 
     def take_block(self, run_id: str, part: int, block: int, block_rows: int, n_blocks: int, dtype) -> list[dict]:
         """Partition ``part``'s pieces of output block ``block`` (grouping all its pieces on first call).
@@ -361,7 +371,7 @@ class GpipeStore(WorkerPlugin):
         with self._lock:
             groups = self.blocks.get((run_id, part))
             if groups is None:
-                sets = self.pieces.pop((run_id, part), [])
+                sets = self._taken(self.pieces.pop((run_id, part), []))
                 held = [_pieces.group_by_block(x, [s for s in sets if isinstance(s, Spilled) == spilled], block_rows,
                                                n_blocks, dtype)
                         for x, spilled in ((xp(self.device), False), (np, True))
@@ -397,7 +407,9 @@ class GpipeStore(WorkerPlugin):
     def drop_run(self, run_id: str) -> None:
         """Forget a run's buffers; its supersteps still waiting on peers here stop with an error."""
         with self._heard:
-            for buffers in (self.pieces, self.inbox, self.local_inbox, self.blocks, self.state, self.counts):
+            for key in [k for k in self.pieces if k[0] == run_id]:
+                self._taken(self.pieces.pop(key))
+            for buffers in (self.inbox, self.local_inbox, self.blocks, self.state, self.counts):
                 for k in [k for k in buffers if k[0] == run_id]:
                     del buffers[k]
             self._sent.pop(run_id, None)
