@@ -176,6 +176,34 @@ def test_samplers_without_seeds_gpu_equals_cpu(gpu_cluster, cpu_cluster, sample)
     pd.testing.assert_frame_equal(_on(gpu_cluster, run), _on(cpu_cluster, run))
 
 
+def _node2vec(g):
+    return gpipe.walks.node2vec(g, p=0.5, q=2.0, length=12, weighted=True, seed=1)
+
+
+def _walk_and_sample_equal_cpu(gpu_client, cpu_client, build: dict, run: dict, walk=_node2vec, check=None) -> dict:
+    """A walk and a neighbor sample on an R-MAT graph built (``build``) and run (``run``: config) on the GPU
+    cluster and on the CPU one: the same results; ``check(g, walks, sample)`` holds on each. The GPU walk's stats.
+    """
+    import dask
+    import pandas as pd
+
+    def on_this_client():
+        build_options = dict(build)
+        with dask.config.set({"gpipe.memory.device-partitions": build_options.pop("budget", None)}):
+            g = gpipe.generators.rmat(scale=11, edge_factor=4, seed=5, weighted=True, **build_options)
+        with dask.config.set(run):
+            walks = walk(g)
+            sample = gpipe.sampling.neighbor(g, np.arange(0, 2048, 7), fanout=2, depth=3, weighted=True, seed=1)
+        if check is not None:
+            check(g, walks, sample)
+        return walks.stats, walks.compute(), sample.compute()
+
+    (stats, gw, gs), (_, cw, cs) = _on(gpu_client, on_this_client), _on(cpu_client, on_this_client)
+    np.testing.assert_array_equal(gw, cw)
+    pd.testing.assert_frame_equal(gs, cs)
+    return stats
+
+
 @pytest.mark.parametrize("settings", [
     {"mode": "replicated"},
     {"partitions": 4, "budget": 1},  # out of memory: one partition on the GPU at a time
@@ -185,27 +213,17 @@ def test_samplers_without_seeds_gpu_equals_cpu(gpu_cluster, cpu_cluster, sample)
     {"mode": "replicated", "output_limit": "64 kB"},
 ])
 def test_replicated_and_out_of_memory_gpu_runs_equal_cpu(gpu_cluster, cpu_cluster, settings):
-    import dask
-    import pandas as pd
-
-    def run():
-        budget = settings.get("budget")
-        with dask.config.set({"gpipe.memory.device-partitions": budget}):
-            g = gpipe.generators.rmat(scale=11, edge_factor=4, seed=5, weighted=True,
-                                      partitions=settings.get("partitions"), mode=settings.get("mode"))
-        with dask.config.set({"gpipe.memory.output-limit": settings.get("output_limit"),
-                              "gpipe.memory.read-in-place-below": settings.get("in_place", 0.0)}):
-            walks = gpipe.walks.node2vec(g, p=0.5, q=2.0, length=12, weighted=True, seed=1)
-            sample = gpipe.sampling.neighbor(g, np.arange(0, 2048, 7), fanout=2, depth=3, weighted=True, seed=1)
+    def check(g, walks, sample):
         assert (walks.stats["spilled_bytes"] > 0) == ("output_limit" in settings)
+        budget = settings.get("budget")
         if budget is not None and budget * len(set(g.placement)) < g.num_partitions:  # not all fit at once
             assert walks.stats["partition_transfers"] > 0
             assert (sample.stats["partition_reads_in_place"] > 0) == ("in_place" in settings)
-        return walks.compute(), sample.compute()
 
-    (gw, gs), (cw, cs) = _on(gpu_cluster, run), _on(cpu_cluster, run)
-    np.testing.assert_array_equal(gw, cw)
-    pd.testing.assert_frame_equal(gs, cs)
+    build = {k: settings.get(k) for k in ("partitions", "mode", "budget")}
+    run = {"gpipe.memory.output-limit": settings.get("output_limit"),
+           "gpipe.memory.read-in-place-below": settings.get("in_place", 0.0)}
+    _walk_and_sample_equal_cpu(gpu_cluster, cpu_cluster, build, run, check=check)
 
 
 @pytest.fixture(scope="module")
@@ -221,38 +239,16 @@ def shared_gpu_cluster():
 
 @pytest.mark.parametrize("exchange", ["auto", "comms"])
 def test_walkers_between_gpu_workers_of_one_host_equal_cpu(shared_gpu_cluster, cpu_cluster, exchange):
-    import dask
-    import pandas as pd
-
-    def run():
-        g = gpipe.generators.rmat(scale=11, edge_factor=4, seed=5, weighted=True, partitions=4)
-        with dask.config.set({"gpipe.exchange": exchange}):
-            walks = gpipe.walks.node2vec(g, p=0.5, q=2.0, length=12, weighted=True, seed=1)
-            sample = gpipe.sampling.neighbor(g, np.arange(0, 2048, 7), fanout=2, depth=3, weighted=True, seed=1)
-        return walks.stats, walks.compute(), sample.compute()
-
-    (stats, gw, gs), (_, cw, cs) = _on(shared_gpu_cluster, run), _on(cpu_cluster, run)
-    np.testing.assert_array_equal(gw, cw)
-    pd.testing.assert_frame_equal(gs, cs)
+    stats = _walk_and_sample_equal_cpu(shared_gpu_cluster, cpu_cluster, {"partitions": 4},
+                                       {"gpipe.exchange": exchange})
     assert stats["device"] == "gpu" and stats["workers"] == 2
     by_ipc, by_comms = stats["walker_bytes_ipc"], stats["walker_bytes_comms"]
     assert (by_ipc > 0 and by_comms == 0) if exchange == "auto" else (by_ipc == 0 and by_comms > 0)
 
 
 def test_out_of_memory_on_two_gpu_workers_equals_cpu(shared_gpu_cluster, cpu_cluster):
-    import dask
-    import pandas as pd
-
-    def run():
-        with dask.config.set({"gpipe.memory.device-partitions": 1}):
-            g = gpipe.generators.rmat(scale=11, edge_factor=4, seed=5, weighted=True, partitions=6)
-        walks = gpipe.walks.deepwalk(g, length=12, weighted=True, seed=1)
-        sample = gpipe.sampling.neighbor(g, np.arange(0, 2048, 7), fanout=2, depth=3, weighted=True, seed=1)
-        return walks.stats, walks.compute(), sample.compute()
-
-    (stats, gw, gs), (_, cw, cs) = _on(shared_gpu_cluster, run), _on(cpu_cluster, run)
-    np.testing.assert_array_equal(gw, cw)
-    pd.testing.assert_frame_equal(gs, cs)
+    stats = _walk_and_sample_equal_cpu(shared_gpu_cluster, cpu_cluster, {"partitions": 6, "budget": 1}, {},
+                                       walk=lambda g: gpipe.walks.deepwalk(g, length=12, weighted=True, seed=1))
     assert stats["workers"] == 2 and stats["partition_transfers"] > 0 and stats["walker_bytes_ipc"] > 0
 
 
