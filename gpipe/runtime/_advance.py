@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import itertools
 import time
 
 import numpy as np
@@ -89,7 +90,7 @@ def new_walkers(x, walk_id, vertex, fields: tuple = ()) -> dict:
 
 
 def _every_vertex(x, p, walks_per_vertex: int, fields: tuple, lo: int | None = None, hi: int | None = None) -> dict:
-    """One walker per (repetition, vertex) of partition ``p`` (or of vertices ``lo..hi-1``); walk id = rep * n + vertex."""
+    """One walker per (repetition, vertex) of partition ``p`` (or of ``lo..hi-1``); walk id = rep * n + vertex."""
     n = int(p.bounds[-1])
     vertices = x.arange(p.lo if lo is None else lo, p.hi if hi is None else hi, dtype=x.int64)
     walk_id = x.concatenate([vertices + r * n for r in range(walks_per_vertex)])
@@ -102,8 +103,8 @@ def run_partitions(graph_id: str, run_id: str, initial: dict, kernel, params: di
     """Partitioned mode: run this worker's partitions' supersteps until no walker is left anywhere.
 
     It runs on every worker holding partitions, for the whole run (a BSP loop
-    with no client or scheduler in it; see :func:`call_workers`). In each superstep the worker advances
-    each of its partitions that has walkers (``counts`` of them, over the whole
+    with no client or scheduler in it; see ``call_workers``). In each superstep
+    the worker advances each of its partitions that has walkers (``counts`` of them, over the whole
     graph), pushes the leavers into the inboxes of their new partitions'
     workers, then sends every peer how many walkers it sent to each partition
     and waits for theirs: their sum is the next superstep's ``counts``, the
@@ -117,8 +118,8 @@ def run_partitions(graph_id: str, run_id: str, initial: dict, kernel, params: di
     :func:`_advance_partition`). ``policy`` orders an out-of-memory graph's
     partitions (see :func:`_order`), and one not on the device that fewer
     walkers than ``in_place_below`` x its vertices wait for is read in place
-    rather than copied in (see ``Residency.read_in_place``); ``output_limit`` bounds the outputs kept
-    on the device (see ``GpipeStore.add_pieces``); ``ipc`` lets walkers go to
+    rather than copied in (see ``Residency.read_in_place``); ``output_limit``
+    bounds the outputs kept on the device (see ``GpipeStore.add_pieces``); ``ipc`` lets walkers go to
     GPU peers on this host through CUDA IPC (see ``GpipeStore.send``);
     ``report`` logs each superstep's progress as the Dask event
     ``gpipe-progress-<run_id>``. Returns the steps taken, each superstep's
@@ -138,29 +139,19 @@ def run_partitions(graph_id: str, run_id: str, initial: dict, kernel, params: di
             sent = np.zeros(len(placement), np.int64)
             spent = 0.0
             order = _order(counts, mine, set(st.residency.resident_parts(graph_id)), policy)
-            in_place = {p for p in order if st.residency.in_place((graph_id, p), counts[p], in_place_below)}
-            for i, p in enumerate(order):
-                following = next((q for q in order[i + 1:] if q not in in_place), None)  # to prefetch
-                with failing("advance", p, superstep):
-                    summary = _advance_partition(st, graph_id, run_id, initial.pop(p, None), kernel, params,
-                                                 placement, p, superstep, policy, following, p in in_place,
-                                                 output_limit, ipc)
+            advanced = _pass(st, graph_id, run_id, initial, kernel, params, placement, order, counts, superstep,
+                             policy, in_place_below, output_limit, ipc)
+            if params.get("order_free") and not st.residency.manages((graph_id, mine[0])):  # walks, all on device
+                advanced = itertools.chain(advanced, _drain(st, graph_id, run_id, kernel, params, placement, mine,
+                                                            superstep, policy, output_limit, ipc))
+            for p, taken, summary in advanced:
+                sent[p] -= taken
                 sent += summary["to"]
                 spilled += summary["spilled"]
                 steps += summary["steps"]
                 spent += summary["seconds"]
                 sending += summary["send_seconds"]
-            if params.get("order_free") and not st.residency.manages((graph_id, mine[0])):  # walks, all on device
-                for p, walkers, summary in _drain(st, graph_id, run_id, kernel, params, placement, mine, superstep,
-                                                   policy, output_limit, ipc):
-                    sent[p] -= walkers
-                    sent += summary["to"]
-                    spilled += summary["spilled"]
-                    steps += summary["steps"]
-                    spent += summary["seconds"]
-                    sending += summary["send_seconds"]
-                    order.append(p)
-            ran.update(order)
+                ran.add(p)
             seconds.append(spent)
             t0 = time.perf_counter()
             with failing("exchange", me, superstep, "worker"):
@@ -173,6 +164,24 @@ def run_partitions(graph_id: str, run_id: str, initial: dict, kernel, params: di
         sent_bytes = st.end_exchange(run_id)
     return {"steps": steps, "seconds": seconds, "spilled": spilled, "sent_bytes": sent_bytes, "send_seconds": sending,
             "wait_seconds": waiting, "ran": sorted(ran)}
+
+
+def _pass(st, graph_id: str, run_id: str, initial: dict, kernel, params: dict, placement: list[str],
+          order: list[int], counts: np.ndarray, superstep: int, policy: str, in_place_below: float, output_limit,
+          ipc: bool):
+    """Advance the superstep's walkers of each partition in ``order``: yields it, 0 (none of its walkers was
+    counted as sent by this superstep) and the summary of :func:`_advance_partition`.
+
+    An out-of-memory partition off the device that few walkers wait for is
+    read in place; the next partition to copy in is prefetched.
+    """
+    in_place = {p for p in order if st.residency.in_place((graph_id, p), counts[p], in_place_below)}
+    for i, p in enumerate(order):
+        following = next((q for q in order[i + 1:] if q not in in_place), None)  # to prefetch
+        with failing("advance", p, superstep):
+            summary = _advance_partition(st, graph_id, run_id, initial.pop(p, None), kernel, params, placement, p,
+                                         superstep, policy, following, p in in_place, output_limit, ipc)
+        yield p, 0, summary
 
 
 def _drain(st, graph_id: str, run_id: str, kernel, params: dict, placement: list[str], mine: list[int],
@@ -227,8 +236,8 @@ def _advance_partition(st, graph_id: str, run_id: str, walkers: dict | int | Non
     first superstep when that many walks start from every vertex of the
     partition, or the walkers themselves. Returns how many walkers went to
     each partition, the steps taken, the kernel's seconds, the bytes of
-    outputs spilled and the seconds of sending the leavers. ``policy``, ``prefetch`` and ``in_place`` steer
-    out-of-memory graphs (see ``Residency``).
+    outputs spilled and the seconds of sending the leavers. ``policy``,
+    ``prefetch`` and ``in_place`` steer out-of-memory graphs (see ``Residency``).
     """
     x = worker_xp()
     p = st.partition(graph_id, part, run_id, policy, in_place)

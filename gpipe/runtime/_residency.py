@@ -10,8 +10,9 @@ partition a worker will run can be copied in on a side stream while the current
 one computes (``prefetch``). A partition that only a few walkers or frontier
 entries wait for is not copied in at all: the device reads it in place, in
 pinned host memory (``read_in_place``, as UVA sampling in DGL does). Every copy
-is counted per graph: transfers, bytes, seconds, and reads in place. On a CPU worker "the device" is a second copy in memory, so that the
-same bookkeeping, prefetching included, is exercised (and tested) everywhere.
+is counted per graph: transfers, bytes, seconds, and reads in place. On a CPU
+worker "the device" is a second copy in memory, so that the same bookkeeping,
+prefetching included, is exercised (and tested) everywhere.
 """
 
 from __future__ import annotations

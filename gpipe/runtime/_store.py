@@ -314,7 +314,8 @@ class GpipeStore(WorkerPlugin):
         try:
             return self.worker.data[key]
         except KeyError:
-            raise GpipeError(f"worker {self.worker_address} does not hold {key} (was it broadcast, and kept?)") from None
+            raise GpipeError(f"worker {self.worker_address} does not hold {key} (was it broadcast, and kept?)") \
+                from None
 
     def transfers(self, graph_id: str) -> list:
         """Copies of this graph's partitions onto the device so far: [count, bytes, seconds, reads in place]."""
@@ -394,7 +395,8 @@ class GpipeStore(WorkerPlugin):
         local = [self.take_block(run_id, p, block, block_rows, n_blocks, dtype)
                  for p, w in partitions.items() if w == self.worker_address]
         remote = {p: w for p, w in partitions.items() if w != self.worker_address}
-        fetched = sync(self.worker.loop, self._fetch, run_id, block, remote, block_rows, n_blocks, dtype) if remote else []
+        fetched = (sync(self.worker.loop, self._fetch, run_id, block, remote, block_rows, n_blocks, dtype)
+                   if remote else [])
         return [piece_set for per_part in local + fetched for piece_set in per_part]
 
     async def _fetch(self, run_id: str, block: int, remote: dict[int, str], block_rows: int, n_blocks: int,

@@ -4,11 +4,12 @@ A run's work is called on its workers directly (:func:`call_workers`): a
 worker that dies breaks its connection, and the call fails naming it.
 
 Other work runs as Dask tasks pinned to those workers; a task pinned to a
-worker that has died would wait forever for it to come back. While a wait lasts, a watchdog thread checks once a second that the
-workers holding the partitions (or replicas) are still there; if one has left,
-it cancels the tasks and the wait raises a :class:`WorkerLostError` naming it
-and what it held. A wait that fails otherwise (a task failing to reach the
-lost worker, or cancelled with the data it held) checks the same once.
+worker that has died would wait forever for it to come back. While a wait
+lasts, a watchdog thread checks once a second that the workers holding the
+partitions (or replicas) are still there; if one has left, it cancels the
+tasks and the wait raises a :class:`WorkerLostError` naming it and what it
+held. A wait that fails otherwise (a task failing to reach the lost worker, or
+cancelled with the data it held) checks the same once.
 """
 
 from __future__ import annotations
