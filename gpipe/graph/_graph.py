@@ -18,7 +18,7 @@ from ..backend import to_host
 from ..errors import GpipeValueError
 from ..runtime._session import Session, run_later, workers_info
 from ..runtime._store import on_store, store
-from ..runtime._files import atomic_dir
+from ..runtime._files import GRAPH_FILES, atomic_dir
 from ..runtime._watch import gather_pinned
 from . import _build
 
@@ -140,19 +140,39 @@ class Graph:
     def _index(self):
         return pd.RangeIndex(self.num_vertices, name="vertex") if self.id_map is None else pd.Index(self.id_map, name="vertex")
 
-    def to_parquet(self, path) -> str:
-        """Write the graph to a folder (one Parquet file per partition and ``_gpipe.json``).
+    def to_parquet(self, path, overwrite: bool = False) -> str:
+        """Write the graph to a folder: one Parquet file per partition, ``ids.parquet`` and ``_gpipe.json``.
 
         The folder appears complete or not at all; :func:`gpipe.read_edges` reads it back.
+
+        Parameters
+        ----------
+        path : str or path-like
+            A new or empty folder (like pyarrow's dataset writer, gpipe writes
+            into nothing else unless asked).
+        overwrite : bool
+            Replace a folder that holds a graph gpipe wrote. A folder holding any
+            other file, or a file at ``path``, is refused even then.
+
+        Returns
+        -------
+        str
+            ``path``.
+
+        Raises
+        ------
+        GpipeValueError
+            ``path`` holds something this call may not replace; nothing was written.
         """
         path = os.fspath(path)
-        with atomic_dir(path) as tmp:
-            self.client.gather(self._per_partition(_write_partition, tmp))
+        with atomic_dir(path, owned=GRAPH_FILES, overwrite=overwrite) as tmp:
+            part_edges = self.client.gather(self._per_partition(_write_partition, tmp))
             if self.id_map is not None:
                 pd.DataFrame({"id": self.id_map}).to_parquet(os.path.join(tmp, "ids.parquet"))
-            meta = {"format": "gpipe-graph", "version": 1, "num_vertices": self.num_vertices,
+            meta = {"format": "gpipe-graph", "version": 2, "num_vertices": self.num_vertices,
                     "num_edges": self.num_edges, "directed": self.directed, "weighted": self.weighted,
-                    "partitions": self.num_partitions, "renumbered": self.id_map is not None}
+                    "partitions": self.num_partitions, "part_edges": part_edges,
+                    "renumbered": self.id_map is not None}
             with open(os.path.join(tmp, "_gpipe.json"), "w") as f:
                 json.dump(meta, f, indent=2)
         return path
@@ -163,16 +183,16 @@ def _partition_degrees(graph_id: str, part: int) -> np.ndarray:
     return to_host(indptr[1:] - indptr[:-1])
 
 
-def _write_partition(graph_id: str, part: int, folder: str) -> str:
+def _write_partition(graph_id: str, part: int, folder: str) -> int:
+    """Write partition ``part`` to ``folder``; return its number of edges (rows)."""
     p = store().partition(graph_id, part)
     indptr = to_host(p.indptr)
     frame = {"src": np.repeat(np.arange(p.lo, p.hi, dtype=np.int64), np.diff(indptr)),
              "dst": to_host(p.indices).astype(np.int64)}
     if p.weights is not None:
         frame["weight"] = to_host(p.weights)
-    name = os.path.join(folder, f"part-{part:05d}.parquet")
-    pd.DataFrame(frame).to_parquet(name, index=False)
-    return name
+    pd.DataFrame(frame).to_parquet(os.path.join(folder, f"part-{part:05d}.parquet"), index=False)
+    return len(frame["dst"])
 
 
 MODES = ("auto", "partitioned", "replicated")

@@ -1,12 +1,26 @@
-"""Outputs appear complete or not at all: written under a temporary name, then renamed."""
+"""Outputs appear complete or not at all: written under a temporary name, then renamed.
+
+A writer removes nothing but its own output. A file writer replaces the file it is
+given (as pandas does) and refuses a folder there. A folder writer writes into a new
+or empty folder; with ``overwrite`` it also replaces a folder that holds nothing but
+files gpipe writes there, and refuses any other.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import json
 import os
+import re
 import shutil
 import uuid
+
+from .._validate import check_bool
+from ..errors import GpipeValueError
+
+# The files gpipe writes in each kind of output folder, as paths relative to it ('/'-separated).
+GRAPH_FILES = r"_gpipe\.json|ids\.parquet|part-\d{5}\.parquet"
+WALK_FILES = r"walks-\d{12}\.parquet"
 
 
 def _temporary(path: str) -> str:
@@ -14,31 +28,73 @@ def _temporary(path: str) -> str:
     return os.path.join(head, f".{tail}.tmp-{uuid.uuid4().hex[:8]}")
 
 
+def _foreign_file(folder: str, owned: re.Pattern) -> str | None:
+    """The first file under ``folder`` (its relative path) that ``owned`` does not match, else None."""
+    for root, dirs, files in os.walk(folder):
+        dirs.sort()
+        for name in sorted(files):
+            relative = os.path.relpath(os.path.join(root, name), folder).replace(os.sep, "/")
+            if not owned.fullmatch(relative):
+                return relative
+    return None
+
+
+def _check_folder_target(path: str, name: str, owned: re.Pattern, overwrite: bool) -> None:
+    """Refuse to replace ``path`` unless it is absent, an empty folder, or (``overwrite``) gpipe's output only."""
+    if not os.path.lexists(path):
+        return
+    if os.path.islink(path) or not os.path.isdir(path):
+        raise GpipeValueError(f"'{name}' must be a folder to write into, got {path!r}: a file of that name exists")
+    entries = sorted(os.listdir(path))
+    if not entries:
+        return
+    if not overwrite:
+        listed = ", ".join(map(repr, entries[:3])) + (", ..." if len(entries) > 3 else "")
+        raise GpipeValueError(f"'{name}' must be a new or empty folder unless overwrite is set, got {path!r}: "
+                              f"it holds {len(entries)} entries ({listed})")
+    foreign = _foreign_file(path, owned)
+    if foreign is not None:
+        raise GpipeValueError(f"'{name}' must hold only gpipe's output to be overwritten, got {path!r}: "
+                              f"{foreign!r} is not a file gpipe writes there")
+
+
 @contextlib.contextmanager
-def atomic_dir(path: str):
-    """Yield a temporary folder that replaces ``path`` when the block succeeds."""
+def atomic_dir(path: str, *, owned: str, overwrite: bool = False, name: str = "path"):
+    """Yield a temporary folder that replaces ``path`` when the block succeeds.
+
+    ``path`` is checked before the block, so that a refusal comes before the work, and
+    again before the swap, which replaces exactly what was checked. ``owned`` matches
+    the relative path of every file gpipe writes in such a folder; ``name`` is the
+    parameter that gave ``path``, for the error.
+    """
     path = os.path.abspath(path)
+    owned_files = re.compile(owned)
+    check_bool("overwrite", overwrite)
+    _check_folder_target(path, name, owned_files, overwrite)
     os.makedirs(os.path.dirname(path), exist_ok=True)
     tmp = _temporary(path)
     os.makedirs(tmp)
     try:
         yield tmp
+        _check_folder_target(path, name, owned_files, overwrite)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     old = None
-    if os.path.exists(path):
+    if os.path.lexists(path):
         old = _temporary(path)
         os.rename(path, old)
     os.rename(tmp, path)
     if old is not None:
-        shutil.rmtree(old, ignore_errors=True) if os.path.isdir(old) else os.remove(old)
+        shutil.rmtree(old, ignore_errors=True)
 
 
 @contextlib.contextmanager
 def atomic_file(path: str, mode: str = "w"):
-    """Yield an open temporary file that replaces ``path`` when the block succeeds."""
+    """Yield an open temporary file that replaces the file ``path`` when the block succeeds (a folder is refused)."""
     path = os.path.abspath(path)
+    if os.path.isdir(path):
+        raise GpipeValueError(f"'path' must be a file path, got {path!r}: a folder of that name exists")
     os.makedirs(os.path.dirname(path), exist_ok=True)
     tmp = _temporary(path)
     try:

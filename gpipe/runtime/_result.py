@@ -15,7 +15,7 @@ from ..backend import cpu_kernel, to_host
 from . import _advance
 from ._session import run_later, workers_info
 from ._store import on_store
-from ._files import atomic_dir, atomic_file
+from ._files import WALK_FILES, atomic_dir, atomic_file
 from ._watch import wait_pinned
 
 
@@ -100,10 +100,16 @@ class WalkResult:
         rows = [min(self._block_rows, self.num_walks - b * self._block_rows) for b in range(len(futures))]
         return da.concatenate([da.from_delayed(f, (r, self.width), dtype=dtype) for f, r in zip(futures, rows)])
 
-    def to_parquet(self, path) -> str:
-        """Write one Parquet file per block (columns ``walk``, ``step_0`` .. ``step_L``) into folder ``path``."""
+    def to_parquet(self, path, overwrite: bool = False) -> str:
+        """Write one Parquet file per block (columns ``walk``, ``step_0`` .. ``step_L``) into folder ``path``.
+
+        ``path`` must be a new or empty folder; ``overwrite=True`` also replaces a
+        folder that holds only walks gpipe wrote. Anything else there (another
+        file, a file at ``path``) is refused with a ``GpipeValueError`` before any
+        work, and kept. The folder appears complete or not at all.
+        """
         path = os.fspath(path)
-        with atomic_dir(path) as tmp:
+        with atomic_dir(path, owned=WALK_FILES, overwrite=overwrite) as tmp:
             self._client.gather(self._map_blocks(_write_parquet, tmp))
         return path
 
@@ -112,7 +118,8 @@ class WalkResult:
 
         Blocks are formatted on the workers and written in order; the client
         holds one block of text at a time, so corpora larger than its memory
-        can be written.
+        can be written. A file at ``path`` is replaced, as pandas' writers do,
+        once the corpus is complete; a folder there is refused (``GpipeValueError``).
         """
         path = os.fspath(path)
         ids = self._ids()
@@ -162,7 +169,11 @@ class EdgeSample:
         return edges
 
     def to_parquet(self, path) -> str:
-        """Write the edges to one Parquet file (complete or not at all)."""
+        """Write the edges to one Parquet file (complete or not at all).
+
+        A file at ``path`` is replaced, as pandas' writers do; a folder there is
+        refused (``GpipeValueError``).
+        """
         path = os.fspath(path)
         with atomic_file(path, "wb") as out:
             self.compute().to_parquet(out, index=False)

@@ -1,0 +1,109 @@
+"""What each writer does with what is already at its path (a real two-worker cluster).
+
+Folder writers (``Graph.to_parquet``, ``WalkResult.to_parquet``) write into a new or empty
+folder; they refuse anything else unless ``overwrite=True``, and even then replace only a
+folder that holds nothing but what gpipe writes there. File writers (``to_corpus``,
+``EdgeSample.to_parquet``) replace a file, as pandas does, and refuse a folder.
+"""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import gpipe
+from gpipe.errors import GpipeValueError
+
+
+@pytest.fixture
+def graph(cpu):
+    g = gpipe.from_edges(pd.DataFrame({"src": [0, 1, 2, 3], "dst": [1, 2, 3, 0]}), partitions=2)
+    yield g
+    g.release()
+
+
+def _writers(g):
+    """Each folder writer, as ``write(path, **kwargs)``."""
+    walks = gpipe.walks.deepwalk(g, length=3, seed=0)
+    return {"graph": g.to_parquet, "walks": walks.to_parquet}
+
+
+def _tree(folder) -> dict:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.parametrize("overwrite", [False, True])
+@pytest.mark.parametrize("kind", ["graph", "walks"])
+def test_folder_writers_keep_a_folder_they_did_not_write(graph, tmp_path, kind, overwrite):
+    folder = tmp_path / "results"
+    (folder / "figures").mkdir(parents=True)
+    (folder / "thesis.tex").write_text("\\chapter{Results}\n")
+    (folder / "figures" / "walks.pdf").write_bytes(b"%PDF")
+    before = _tree(folder)
+    with pytest.raises(GpipeValueError, match=r"'path' .*thesis\.tex|'path' .*figures"):
+        _writers(graph)[kind](folder, overwrite=overwrite)
+    assert _tree(folder) == before
+    assert not list(tmp_path.glob(".*tmp*"))
+
+
+@pytest.mark.parametrize("overwrite", [False, True])
+@pytest.mark.parametrize("kind", ["graph", "walks"])
+def test_folder_writers_keep_a_file_of_that_name(graph, tmp_path, kind, overwrite):
+    path = tmp_path / "results"
+    path.write_text("not a folder\n")
+    with pytest.raises(GpipeValueError, match="'path' must be a folder.*a file of that name exists"):
+        _writers(graph)[kind](path, overwrite=overwrite)
+    assert path.read_text() == "not a folder\n"
+
+
+@pytest.mark.parametrize("kind", ["graph", "walks"])
+def test_folder_writers_replace_their_own_output_only_when_asked(graph, tmp_path, kind):
+    folder = tmp_path / "out"
+    write = _writers(graph)[kind]
+    write(folder)
+    before = _tree(folder)
+    with pytest.raises(GpipeValueError, match="'path' must be a new or empty folder unless overwrite"):
+        write(folder)
+    assert _tree(folder) == before
+    (folder / "stale-extra.parquet").write_bytes(b"")  # not a name gpipe writes: no longer its output alone
+    with pytest.raises(GpipeValueError, match="stale-extra.parquet"):
+        write(folder, overwrite=True)
+    (folder / "stale-extra.parquet").unlink()
+    assert write(folder, overwrite=True) == str(folder)
+    assert set(_tree(folder)) == set(before)
+    assert not list(tmp_path.glob(".*tmp*"))
+
+
+def test_an_overwritten_graph_folder_holds_the_new_graph_only(graph, cpu, tmp_path):
+    folder = tmp_path / "g"
+    gpipe.generators.rmat(scale=5, edge_factor=2, partitions=3).to_parquet(folder)
+    graph.to_parquet(folder, overwrite=True)
+    back = gpipe.read_edges(folder)
+    assert (back.num_vertices, back.num_edges) == (4, 4)
+    assert sorted(p.name for p in folder.iterdir()) == ["_gpipe.json", "part-00000.parquet", "part-00001.parquet"]
+
+
+def test_folder_writers_write_into_an_empty_folder(graph, tmp_path):
+    folder = tmp_path / "empty"
+    folder.mkdir()
+    graph.to_parquet(folder)
+    assert gpipe.read_edges(folder).num_edges == 4
+
+
+def test_file_writers_replace_a_file_and_refuse_a_folder(graph, tmp_path):
+    walks = gpipe.walks.deepwalk(graph, length=3, seed=0)
+    sample = gpipe.sampling.neighbor(graph, seeds=[0], fanout=1, depth=1)
+    corpus, edges = tmp_path / "walks.txt", tmp_path / "edges.parquet"
+    corpus.write_text("old\n")
+    edges.write_text("old\n")
+    walks.to_corpus(corpus)
+    sample.to_parquet(edges)
+    assert len(corpus.read_text().splitlines()) == 4
+    pd.testing.assert_frame_equal(pd.read_parquet(edges), sample.compute())
+    for write in (walks.to_corpus, sample.to_parquet):
+        folder = tmp_path / f"folder-{write.__name__}"
+        folder.mkdir()
+        (folder / "keep.txt").write_text("mine\n")
+        with pytest.raises(GpipeValueError, match="'path' must be a file.*a folder of that name exists"):
+            write(folder)
+        assert (folder / "keep.txt").read_text() == "mine\n"
+    assert np.array_equal(walks.compute()[:, 0], [0, 1, 2, 3])
