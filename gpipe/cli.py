@@ -14,8 +14,12 @@ Commands that do work connect with :func:`gpipe.connect` (``--scheduler-file``,
 ``--address``, the ``GPIPE_SCHEDULER_*`` variables, else a local cluster of
 ``--workers`` on ``--device``), print the Dask dashboard link and a progress bar
 on stderr, and write their outputs and a ``summary.json`` (parameters, graph,
-cluster, walk statistics, outputs, timings) to ``--out``. Bad input exits with
-status 2 and a one-line message naming the parameter, the rule and the value.
+cluster, walk statistics, outputs, timings) to ``--out``. The folder appears as
+a whole once the command succeeded, so ``summary.json`` in it means that run
+succeeded: it is written under a temporary name and renamed at the end. ``--out``
+must be new or empty; ``--overwrite`` replaces an earlier run's folder, never one
+holding other files. Bad input exits with status 2 and a one-line message naming
+the parameter, the rule and the value.
 """
 
 from __future__ import annotations
@@ -43,9 +47,12 @@ from .errors import GpipeError, GpipeValueError
 from .graph import Graph, read_edges
 from .runtime import EdgeSample, current
 from .runtime._session import workers_info
-from .runtime._files import atomic_file, write_json
+from .runtime._files import GRAPH_FILES, WALK_FILES, atomic_dir, atomic_file, write_json
 
 _FORMATS = ("corpus", "parquet", "both")
+# Every file a command writes in its --out folder; --overwrite replaces a folder only when it holds no other.
+_RUN_FILES = (rf"summary\.json|walks\.txt|edges\.parquet|scores\.parquet|walks\.parquet/(?:{WALK_FILES})"
+              rf"|graph/(?:{GRAPH_FILES})")
 _NOT_PARAMETERS = ("run", "command", "command_line")
 
 
@@ -287,6 +294,13 @@ def _cluster_flags(parser: argparse.ArgumentParser, *, local: bool) -> None:
         group.add_argument("--quiet", action="store_true", help="no dashboard link or progress bar on stderr")
 
 
+def _out_flags(parser: argparse.ArgumentParser, text: str, **keywords) -> None:
+    parser.add_argument("--out", metavar="DIR", help=text + "; DIR must be new or empty", **keywords)
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace DIR when it holds an earlier gpipe run (only files gpipe writes there); "
+                             "DIR changes only once this run has succeeded")
+
+
 def _partitions_flag(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--partitions", type=_positive("partitions"), metavar="P",
                         help="default: workers x gpipe.partitions-per-worker")
@@ -329,7 +343,7 @@ def _parser() -> argparse.ArgumentParser:
     rmat.add_argument("--directed", action="store_true", help="keep edges directed")
     rmat.add_argument("--weighted", action="store_true", help="weights uniform in (0, 1]")
     _partitions_flag(rmat)
-    rmat.add_argument("--out", required=True, metavar="DIR", help="writes DIR/graph/ and DIR/summary.json")
+    _out_flags(rmat, "writes DIR/graph/ and DIR/summary.json", required=True)
     _cluster_flags(rmat, local=True)
     rmat.set_defaults(run=_generate)
 
@@ -347,7 +361,7 @@ def _parser() -> argparse.ArgumentParser:
             one.add_argument(flag, **keywords)
         one.add_argument("--format", choices=_FORMATS, default="corpus",
                          help="DIR/walks.txt (one walk per line), DIR/walks.parquet/, or both (default: %(default)s)")
-        one.add_argument("--out", required=True, metavar="DIR", help="writes the walks and DIR/summary.json")
+        _out_flags(one, "writes the walks and DIR/summary.json", required=True)
         _cluster_flags(one, local=True)
         one.set_defaults(run=_walk)
 
@@ -367,7 +381,7 @@ def _parser() -> argparse.ArgumentParser:
                          help="seed of the sample (default: %(default)s)")
         for flag, keywords in extra:
             one.add_argument(flag, **keywords)
-        one.add_argument("--out", required=True, metavar="DIR", help="writes DIR/edges.parquet and DIR/summary.json")
+        _out_flags(one, "writes DIR/edges.parquet and DIR/summary.json", required=True)
         _cluster_flags(one, local=True)
         one.set_defaults(run=_sample)
 
@@ -393,8 +407,7 @@ def _parser() -> argparse.ArgumentParser:
                       help="2**S vertices (default: %(default)s)")
     demo.add_argument("--length", type=_positive("length"), default=_default(walks.deepwalk, "length"), metavar="L",
                       help="steps per walk (default: %(default)s)")
-    demo.add_argument("--out", default="out", metavar="DIR",
-                      help="writes DIR/walks.txt and DIR/summary.json (default: %(default)s)")
+    _out_flags(demo, "writes DIR/walks.txt and DIR/summary.json (default: %(default)s)", default="out")
     _cluster_flags(demo, local=True)
     demo.set_defaults(run=_demo, algorithm="deepwalk", walks_per_vertex=1, seed=_default(walks.deepwalk, "seed"),
                       start=None, weighted=False, directed=False, partitions=None, format="corpus")
@@ -430,20 +443,19 @@ def _info(args) -> int:
 
 
 def _generate(args) -> int:
-    out = os.path.abspath(args.out)
     watch = _Stopwatch()
-    with _cluster(args) as client:
+    with _out_folder(args) as folder, _cluster(args) as client:
         watch.lap("connect")
         g = generators.rmat(args.scale, args.edge_factor, args.a, args.b, args.c, args.seed, directed=args.directed,
                             weighted=args.weighted, partitions=args.partitions)
         watch.lap("generate")
-        outputs = {"graph": g.to_parquet(os.path.join(out, "graph"))}
+        outputs = {"graph": g.to_parquet(os.path.join(folder, "graph"))}
         watch.lap("write")
-        summary = _write_summary(args, out, client, g, outputs, watch)
+        summary = _write_summary(args, folder, client, g, outputs, watch)
         g.release()  # on a shared cluster, nothing would free it once this client is closed
     graph = summary["graph"]
     print(f"{graph['num_vertices']:,} vertices, {graph['num_edges']:,} edges, {graph['num_partitions']} partitions "
-          f"-> {outputs['graph']} ({summary['timings']['total']:.2f} s)")
+          f"-> {summary['outputs']['graph']} ({summary['timings']['total']:.2f} s)")
     return 0
 
 
@@ -464,9 +476,8 @@ def _sample(args) -> int:
         options["seeds"] = args.seeds.ids
     tiny = {"seeds": options["seeds"][:1]} if "seeds" in options else {}
     tiny.update({k: 1 for k in ("depth", "instances") if k in options})
-    out = os.path.abspath(args.out)
     watch = _Stopwatch()
-    with _cluster(args) as client:
+    with _out_folder(args) as folder, _cluster(args) as client:
         watch.lap("connect")
         g = _load_graph(args, weighted=options.get("weighted", False))
         watch.lap("graph")
@@ -475,13 +486,13 @@ def _sample(args) -> int:
         result = function(g, **options)
         result.stats["algorithm"] = function.__name__
         watch.lap("sample")
-        outputs = {"edges": result.to_parquet(os.path.join(out, "edges.parquet"))}
+        outputs = {"edges": result.to_parquet(os.path.join(folder, "edges.parquet"))}
         watch.lap("write")
-        summary = _write_summary(args, out, client, g, outputs, watch, sample=result.stats)
+        summary = _write_summary(args, folder, client, g, outputs, watch, sample=result.stats)
         g.release()  # on a shared cluster, nothing would free it once this client is closed
     stats = summary["sample"]
     print(f"{stats['algorithm']}: {stats['edges']:,} edges in {stats['instances']:,} instances in "
-          f"{stats['seconds']:.3f} s, {stats['edges_per_second']:,.0f} edges/s -> {outputs['edges']}")
+          f"{stats['seconds']:.3f} s, {stats['edges_per_second']:,.0f} edges/s -> {summary['outputs']['edges']}")
     return 0
 
 
@@ -510,6 +521,11 @@ def _demo(args) -> int:
 
 # -- helpers ----------------------------------------------------------------------------------
 
+def _out_folder(args):
+    """A temporary folder that becomes ``--out`` as a whole when the command succeeds (checked before any work)."""
+    return atomic_dir(args.out, owned=_RUN_FILES, overwrite=args.overwrite, name="out")
+
+
 @contextlib.contextmanager
 def _cluster(args):
     """The client named by the flags (else a local cluster, closed on exit), current inside the block."""
@@ -536,9 +552,8 @@ def _run_walk(args) -> dict:
     if "walks_per_vertex" in taken:
         options["walks_per_vertex"] = args.walks_per_vertex
     options = {name: value.ids if isinstance(value, _Vertices) else value for name, value in options.items()}
-    out = os.path.abspath(args.out)
     watch = _Stopwatch()
-    with _cluster(args) as client:
+    with _out_folder(args) as folder, _cluster(args) as client:
         watch.lap("connect")
         g = _load_graph(args, weighted=options.get("weighted", False))
         watch.lap("graph")
@@ -561,17 +576,17 @@ def _run_walk(args) -> dict:
         watch.lap("walk")
         outputs = {}
         if isinstance(result, EdgeSample):  # frontier sampling gives edges, not walks
-            outputs["edges"] = result.to_parquet(os.path.join(out, "edges.parquet"))
+            outputs["edges"] = result.to_parquet(os.path.join(folder, "edges.parquet"))
         elif args.format in ("corpus", "both"):
-            outputs["corpus"] = result.to_corpus(os.path.join(out, "walks.txt"))
+            outputs["corpus"] = result.to_corpus(os.path.join(folder, "walks.txt"))
         if args.format in ("parquet", "both") and not isinstance(result, EdgeSample):
-            outputs["parquet"] = result.to_parquet(os.path.join(out, "walks.parquet"))
+            outputs["parquet"] = result.to_parquet(os.path.join(folder, "walks.parquet"))
         if isinstance(result, walks.PPRResult):  # the personalized PageRank its walks estimate
-            outputs["scores"] = os.path.join(out, "scores.parquet")
+            outputs["scores"] = os.path.join(folder, "scores.parquet")
             with atomic_file(outputs["scores"], "wb") as f:
                 result.scores().to_parquet(f, index=False)
         watch.lap("write")
-        summary = _write_summary(args, out, client, g, outputs, watch, walk=result.stats)
+        summary = _write_summary(args, folder, client, g, outputs, watch, walk=result.stats)
         g.release()  # on a shared cluster, nothing would free it once this client is closed
     return summary
 
@@ -584,13 +599,17 @@ def _cluster_info(client) -> dict:
                         for address, w in sorted(workers.items())]}
 
 
-def _write_summary(args, out: str, client, g: Graph, outputs: dict, watch: _Stopwatch,
+def _write_summary(args, folder: str, client, g: Graph, outputs: dict, watch: _Stopwatch,
                    **sections: dict | None) -> dict:
-    """Write ``out/summary.json`` (the last file a command writes: its presence means success) and return it.
+    """Write ``summary.json`` into the run's temporary ``folder`` (its last file) and return the summary.
 
-    ``sections`` (``walk=``, ``sample=``) are the run's statistics, each under its own key; None ones are left out.
+    ``outputs`` are paths in ``folder``; the summary names them where they will be once ``folder`` becomes
+    ``--out``. ``sections`` (``walk=``, ``sample=``) are the run's statistics, each under its own key; None ones
+    are left out.
     """
-    outputs = dict(outputs, summary=os.path.join(out, "summary.json"))
+    out = os.path.abspath(args.out)
+    outputs = {key: os.path.join(out, os.path.relpath(path, folder)) for key, path in outputs.items()}
+    outputs["summary"] = os.path.join(out, "summary.json")
     summary = {
         "status": "ok",
         "command": args.command,
@@ -604,7 +623,7 @@ def _write_summary(args, out: str, client, g: Graph, outputs: dict, watch: _Stop
         "timings": dict(watch.seconds, total=watch.total()),
         "gpipe_version": __version__,
     }
-    write_json(outputs["summary"], summary)
+    write_json(os.path.join(folder, "summary.json"), summary)
     return summary
 
 

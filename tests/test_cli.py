@@ -346,3 +346,59 @@ def test_sample_rejects_bad_values_before_connecting(capsys, args, name):
 def test_sample_needs_seeds(capsys):
     code = main(["sample", "snowball", "--graph", "rmat:8", "--out", "never", "--address", "tcp://127.0.0.1:1"])
     assert code == 2 and "--seeds" in capsys.readouterr().err
+
+
+def _files(folder) -> dict:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def _walk_into(capsys, cluster, out, seed, *flags):
+    return _run(capsys, cluster, "walk", "deepwalk", "--graph", "rmat:7:4", "--length", "3", "--seed", str(seed),
+                "--quiet", "--out", str(out), *flags)
+
+
+def test_a_rerun_into_an_earlier_run_is_refused_before_connecting(capsys, tmp_path):
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "summary.json").write_text('{"status": "ok"}\n')
+    code = main(["walk", "deepwalk", "--graph", "rmat:7", "--out", str(out), "--address", "tcp://127.0.0.1:1"])
+    err = capsys.readouterr().err
+    assert code == 2 and "'out' must be a new or empty folder unless overwrite is set" in err and "Traceback" not in err
+    assert _files(out) == {"summary.json": b'{"status": "ok"}\n'}
+
+
+def test_overwrite_replaces_the_whole_earlier_run(capsys, cpu_cluster, tmp_path):
+    out = tmp_path / "run"
+    assert _walk_into(capsys, cpu_cluster, out, 1, "--format", "both")[0] == 0
+    code, _, err = _walk_into(capsys, cpu_cluster, out, 2, "--overwrite")
+    assert code == 0, err
+    assert sorted(p.name for p in out.iterdir()) == ["summary.json", "walks.txt"]  # no walks.parquet of run 1
+    summary = _summary(out)
+    assert summary["parameters"]["seed"] == 2 and summary["outputs"]["corpus"] == str(out / "walks.txt")
+    assert not list(tmp_path.glob(".*tmp*"))
+
+
+def test_an_interrupted_rerun_leaves_the_earlier_run_whole(capsys, cpu_cluster, tmp_path, monkeypatch):
+    out = tmp_path / "run"
+    assert _walk_into(capsys, cpu_cluster, out, 1, "--format", "both")[0] == 0
+    before = _files(out)
+
+    def interrupted(self, path, overwrite=False):
+        raise KeyboardInterrupt  # after walks.txt was written, before walks.parquet and summary.json
+
+    monkeypatch.setattr(gpipe.runtime.WalkResult, "to_parquet", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        _walk_into(capsys, cpu_cluster, out, 2, "--format", "both", "--overwrite")
+    assert _files(out) == before and _summary(out)["parameters"]["seed"] == 1
+    assert not list(tmp_path.glob(".*tmp*"))
+
+
+def test_overwrite_keeps_a_folder_that_holds_other_files(capsys, cpu_cluster, tmp_path):
+    out = tmp_path / "run"
+    (out / "walks.parquet").mkdir(parents=True)  # names gpipe writes, holding a file it does not
+    (out / "summary.json").write_text("{}\n")
+    (out / "walks.parquet" / "notes.md").write_text("my notes\n")
+    before = _files(out)
+    code, _, err = _walk_into(capsys, cpu_cluster, out, 1, "--overwrite")
+    assert code == 2 and "'out' must hold only gpipe's output to be overwritten" in err
+    assert "'walks.parquet/notes.md' is not a file gpipe writes there" in err and _files(out) == before
