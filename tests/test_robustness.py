@@ -85,3 +85,32 @@ def test_a_worker_this_client_cannot_reach_is_named_not_reported_lost(cpu, monke
     assert not isinstance(err.value, WorkerLostError)
     monkeypatch.undo()
     assert gpipe.walks.deepwalk(g, length=5, seed=1).compute().shape == (g.num_vertices, 6)  # the other worker let go
+
+
+def _push(run_id: str, walkers: dict, placement: list[str], length: int | None):
+    """Send ``walkers`` to partition 1 (vertices 10..19 of 20) as a superstep's leavers would go, from this worker."""
+    from gpipe.runtime._store import store
+
+    store().send(run_id, 3, {1: walkers}, placement, bounds=np.array([0, 10, 20]), length=length)
+    return store().worker_address
+
+
+def _walkers(vertex, step):
+    return {"walk_id": np.arange(len(vertex), dtype=np.int64), "vertex": np.asarray(vertex, np.int64),
+            "step": np.asarray(step, np.int32)}
+
+
+@pytest.mark.parametrize("walkers, length, damage", [
+    (_walkers([12, 25], [1, 1]), 8, r"vertex spans \[12, 25\], outside \[10, 19\]"),
+    (_walkers([12, 13], [1, 9]), 8, r"step spans \[1, 9\], outside \[0, 8\]"),
+    (dict(_walkers([12, 13], [1, 2]), vertex=np.arange(10, 13)), None, "vertex has 3 entries"),
+])
+def test_walkers_damaged_on_the_way_stop_the_run_naming_sender_superstep_and_partition(cpu, walkers, length, damage):
+    sender, receiver = sorted(cpu.scheduler_info()["workers"])
+    run = f"damaged-{length}"
+    with pytest.raises(GpipeError, match=rf"walkers from worker {sender} for partition 1 \(superstep 3\) arrived "
+                                         rf"damaged: 2 walkers sent, {damage}"):
+        cpu.submit(_push, run, walkers, [sender, receiver], length, workers=[sender], pure=False).result()
+    fine = _walkers([10, 19], [0, 8])
+    assert cpu.submit(_push, run, fine, [sender, receiver], 8, workers=[sender], pure=False).result() == sender
+    cpu.run(lambda dask_worker: dask_worker.plugins["gpipe"].drop_run(run), workers=[receiver])

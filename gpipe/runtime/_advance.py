@@ -254,15 +254,15 @@ def _advance_partition(st, graph_id: str, run_id: str, walkers: dict | int | Non
     seconds = time.perf_counter() - t0
     spilled = st.add_pieces(run_id, part, pieces, output_limit)
     parts = len(p.bounds) - 1
-    dest = movers.pop("to") if "to" in movers else x.searchsorted(x.asarray(p.bounds[1:-1]), movers["vertex"],
-                                                                  side="right")
+    routed = "to" in movers  # to partition ``to``, not to the owner of ``vertex``
+    dest = movers.pop("to") if routed else x.searchsorted(x.asarray(p.bounds[1:-1]), movers["vertex"], side="right")
     counts = to_host(x.bincount(dest, minlength=parts)).astype(np.int64)
     order = x.argsort(dest)
     ends = np.cumsum(counts)
     outbound = {q: {k: v[order[int(e - c):int(e)]] for k, v in movers.items()}
                 for q, (c, e) in enumerate(zip(counts, ends)) if c > 0}
     t0 = time.perf_counter()
-    st.send(run_id, superstep + 1, outbound, placement, ipc)
+    st.send(run_id, superstep + 1, outbound, placement, ipc, None if routed else p.bounds, params.get("length"))
     return {"to": counts, "steps": steps, "seconds": seconds, "spilled": spilled,
             "send_seconds": time.perf_counter() - t0}
 

@@ -7,11 +7,29 @@ sender packs a destination's walkers into a device buffer of its own and sends
 only the buffer's IPC handle (64 bytes) and the layout; the receiver copies the
 walkers out into its own device memory (over NVLink or PCIe peer to peer).
 
-A run keeps one buffer per destination partition (grown when too small) and
-each receiver keeps the sender's buffer open, since opening a handle costs far more than the copy
-of a superstep's walkers; both are let go when the run ends (``release``). A
-send returns only once the receiver has copied, so a buffer is never
-overwritten while it is read.
+A run keeps one buffer per destination partition and each receiver keeps the
+sender's buffer open, since opening a handle costs far more than the copy of a
+superstep's walkers; both are let go when the run ends (``release``).
+
+Two processes share nothing that orders their GPU work, so the protocol orders
+every copy on the host, where the messages are:
+
+1. ``pack`` returns the handle only once its copies into the buffer are
+   complete (a device-to-device ``cudaMemcpy`` does not wait for the copy on
+   the host side: a handle sent before it ends lets the receiver read
+   half-written walkers; the copy also queues behind any other work on the
+   device, e.g. another run's kernels).
+2. ``unpack`` returns only once its copies out of the buffer are complete, and
+   the receiver answers the sender after it returns; the sender's ``send``
+   waits for that answer before anything else may write the buffer (the next
+   ``pack`` for the same partition comes after it). So a buffer is never
+   rewritten while it is read.
+3. A buffer too small for a message is not freed when a larger one replaces it:
+   the receiver may still hold it open. It is retired, and freed at the next
+   ``pack`` for the same partition: by then the message with the new handle
+   was answered, and the receiver closes the old mapping before it opens the
+   new one. Whatever is left is freed by ``release`` when the run's walkers are
+   all delivered (no receiver reads after that).
 """
 
 from __future__ import annotations
@@ -34,11 +52,15 @@ class Buffers:
 
     def __init__(self):
         self._exports: dict[tuple[str, int], tuple[int, int, bytes]] = {}  # pointer, capacity, handle
+        self._retired: dict[tuple[str, int], list[int]] = {}  # replaced buffers a receiver may still hold open
         self._imports: dict[tuple[str, int, str], tuple[bytes, int]] = {}  # handle, pointer here
         self._lock = threading.Lock()
 
     def pack(self, run_id: str, part: int, walkers: dict) -> tuple[bytes, list]:
-        """Copy the walker arrays into the run's buffer for ``part``: (its IPC handle, the layout to read it back)."""
+        """Copy the walker arrays into the run's buffer for ``part``: (its IPC handle, the layout to read it back).
+
+        The copies are complete when it returns (rule 1 of the module's protocol).
+        """
         cupy = xp("gpu")
         runtime = cupy.cuda.runtime
         layout, size = [], 0
@@ -46,24 +68,29 @@ class Buffers:
             layout.append((name, array.dtype.str, int(array.shape[0]), size))
             size += -(-array.nbytes // ALIGN) * ALIGN
         with self._lock:
+            for pointer in self._retired.pop((run_id, part), ()):  # rule 3: the receiver has let these go
+                runtime.free(pointer)
             pointer, capacity, handle = self._exports.get((run_id, part), (0, 0, b""))
             if capacity < size:
                 if pointer:
-                    runtime.free(pointer)
-                    del self._exports[(run_id, part)]
+                    self._retired[(run_id, part)] = [pointer]
                 capacity = max(int(size * GROWTH), ALIGN)
                 pointer = runtime.malloc(capacity)
                 handle = runtime.ipcGetMemHandle(pointer)
                 self._exports[(run_id, part)] = (pointer, capacity, handle)
-        cupy.cuda.get_current_stream().synchronize()  # the walkers were computed on this thread's stream
+        stream = cupy.cuda.get_current_stream()  # the walkers were computed on this thread's stream: copy after them
         for (_, _, _, offset), array in zip(layout, walkers.values()):
             array = cupy.ascontiguousarray(array)
             if array.nbytes:
-                runtime.memcpy(pointer + offset, array.data.ptr, array.nbytes, _DEFAULT)
+                runtime.memcpyAsync(pointer + offset, array.data.ptr, array.nbytes, _DEFAULT, stream.ptr)
+        stream.synchronize()
         return handle, layout
 
     def unpack(self, run_id: str, part: int, sender: str, handle: bytes, layout: list) -> dict:
-        """The walkers ``sender`` packed for partition ``part``, copied into this worker's device memory."""
+        """The walkers ``sender`` packed for partition ``part``, copied into this worker's device memory.
+
+        The copies are complete when it returns (rule 2 of the module's protocol).
+        """
         cupy = xp("gpu")
         runtime = cupy.cuda.runtime
         key = (run_id, part, sender)
@@ -76,21 +103,26 @@ class Buffers:
                 source = runtime.ipcOpenMemHandle(handle)
                 self._imports[key] = (handle, source)
         walkers = {}  # one message per buffer at a time: the copies need no lock
+        stream = cupy.cuda.get_current_stream()
         for name, dtype, length, offset in layout:
             array = cupy.empty(length, dtype)
             if array.nbytes:
-                runtime.memcpy(array.data.ptr, source + offset, array.nbytes, _DEFAULT)
+                runtime.memcpyAsync(array.data.ptr, source + offset, array.nbytes, _DEFAULT, stream.ptr)
             walkers[name] = array
+        stream.synchronize()
         return walkers
 
     def release(self, run_id: str) -> None:
-        """Close what the run opened and free what it sent from (once no peer will read it again)."""
+        """Close what the run opened and free what it sent from (its walkers are all delivered: no one reads)."""
         runtime = xp("gpu").cuda.runtime
         with self._lock:
             for key in [k for k in self._imports if k[0] == run_id]:
                 runtime.ipcCloseMemHandle(self._imports.pop(key)[1])
             for key in [k for k in self._exports if k[0] == run_id]:
                 runtime.free(self._exports.pop(key)[0])
+            for key in [k for k in self._retired if k[0] == run_id]:
+                for pointer in self._retired.pop(key):
+                    runtime.free(pointer)
 
 
 def nbytes(walkers: dict) -> int:

@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import threading
 from collections import defaultdict
+from dataclasses import dataclass
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -25,7 +26,7 @@ from distributed.comm.addressing import get_address_host
 from distributed.protocol import to_serialize
 from distributed.utils import sync
 
-from ..backend import set_cpu_threads, to_host, xp
+from ..backend import device_of, set_cpu_threads, to_host, xp
 from . import _ipc, _pieces
 from ._residency import Residency
 from ..errors import GpipeError
@@ -35,6 +36,34 @@ RUN_THREADS = 8  # runs at once on one worker (each may wait on its peers at a s
 PING_SECONDS = 5.0  # how long a barrier waits on a silent peer before checking that it is still there
 
 _running = threading.local()  # the store, in a thread running a call sent by call_workers
+
+
+@dataclass(frozen=True)
+class Arrival:
+    """What one message of walkers must hold, checked where it arrives: a walker damaged on the way (a race in
+    an exchange, a bad copy) stops the run with an error naming the sender, the superstep and the partition
+    rather than faulting a kernel or walking on from a wrong vertex.
+    """
+
+    count: int  # walkers in the message: every field has this many
+    vertices: tuple[int, int] | None  # [lo, hi) of the destination partition, for walkers routed by their vertex
+    length: int | None  # a walk's length: steps lie in [0, length]
+
+    def check(self, walkers: dict, sender: str, superstep: int, part: int) -> None:
+        wrong = [f"{name} has {int(a.shape[0])} entries" for name, a in walkers.items() if a.shape[0] != self.count]
+        rules = {name: rule for name, rule in (("vertex", self.vertices),
+                                               ("step", None if self.length is None else (0, self.length + 1)))
+                 if rule is not None and name in walkers}
+        if not wrong and self.count and rules:
+            x = xp(device_of(walkers[next(iter(rules))]))
+            spans = to_host(x.stack([x.stack([walkers[name].min(), walkers[name].max()]).astype(x.int64)
+                                     for name in rules]))  # one copy to the host
+            for (name, (lo, hi)), (low, high) in zip(rules.items(), spans):
+                if low < lo or high >= hi:
+                    wrong.append(f"{name} spans [{low}, {high}], outside [{lo}, {hi - 1}]")
+        if wrong:
+            raise GpipeError(f"walkers from worker {sender} for partition {part} (superstep {superstep}) arrived "
+                             f"damaged: {self.count} walkers sent, " + "; ".join(wrong))
 
 
 class GpipeStore(WorkerPlugin):
@@ -99,18 +128,21 @@ class GpipeStore(WorkerPlugin):
         finally:
             _running.store = None
 
-    async def _receive(self, run_id: str, superstep: int, part: int, walkers: dict) -> str:
+    async def _receive(self, run_id: str, superstep: int, part: int, sender: str, walkers: dict,
+                       expect: Arrival) -> str:
+        await asyncio.get_running_loop().run_in_executor(None, expect.check, walkers, sender, superstep, part)
         self.deliver(run_id, superstep, part, walkers)
         return "OK"
 
     async def _receive_ipc(self, run_id: str, superstep: int, part: int, sender: str, handle: bytes,
-                           layout: list) -> str:
+                           layout: list, expect: Arrival) -> str:
         """Walkers left in a peer's device memory (CUDA IPC); an answer other than OK sends them again by comms."""
+        loop = asyncio.get_running_loop()
         try:
-            walkers = await asyncio.get_running_loop().run_in_executor(None, self._ipc.unpack, run_id, part, sender,
-                                                                       handle, layout)
+            walkers = await loop.run_in_executor(None, self._ipc.unpack, run_id, part, sender, handle, layout)
         except Exception as exc:  # e.g. the peer's GPU is not visible to this process
             return f"cannot open the sender's memory: {exc!r}"
+        await loop.run_in_executor(None, expect.check, walkers, sender, superstep, part)
         self.deliver(run_id, superstep, part, walkers)
         return "OK"
 
@@ -138,13 +170,16 @@ class GpipeStore(WorkerPlugin):
             return bool(self.local_inbox.get((run_id, superstep, part)))
 
     def send(self, run_id: str, superstep: int, outbound: dict[int, dict], placement: list[str],
-             ipc: bool = False) -> None:
+             ipc: bool = False, bounds: np.ndarray | None = None, length: int | None = None) -> None:
         """Deliver each destination's walkers to the worker holding it, and wait until all have them.
 
         With ``ipc``, walkers for a GPU worker on this host go device to device
         through CUDA IPC (see ``_ipc``); otherwise, and to a peer that cannot
         open this worker's memory, through Dask's comms. The bytes sent each way
-        are counted per run (``sent_bytes``).
+        are counted per run (``sent_bytes``). The receiver checks what arrives
+        (see :class:`Arrival`): the walkers' count, their vertices inside the
+        destination's range of ``bounds`` (walkers routed by vertex), their
+        steps within ``length`` (walks).
         """
         remote = {}
         for part, walkers in outbound.items():
@@ -154,9 +189,12 @@ class GpipeStore(WorkerPlugin):
                 remote[part] = walkers
         if not remote:
             return
+        expect = {part: Arrival(int(next(iter(walkers.values())).shape[0]),
+                                None if bounds is None else (int(bounds[part]), int(bounds[part + 1])), length)
+                  for part, walkers in remote.items()}
         packed = {part: self._ipc.pack(run_id, part, walkers) for part, walkers in remote.items()
                   if ipc and self._near(placement[part])}
-        sync(self.worker.loop, self._push, run_id, superstep, remote, packed, placement)
+        sync(self.worker.loop, self._push, run_id, superstep, remote, packed, placement, expect)
 
     def _near(self, peer: str) -> bool:
         """Whether ``peer`` may open this worker's device memory: a GPU worker on this host, not known to fail."""
@@ -171,7 +209,7 @@ class GpipeStore(WorkerPlugin):
             return self._sent.pop(run_id, [0, 0])
 
     async def _push(self, run_id: str, superstep: int, remote: dict[int, dict], packed: dict[int, tuple],
-                    placement: list[str]) -> None:
+                    placement: list[str], expect: dict[int, Arrival]) -> None:
         async def one(part: int, walkers: dict):
             peer = placement[part]
             try:
@@ -179,16 +217,18 @@ class GpipeStore(WorkerPlugin):
                     handle, layout = packed[part]
                     answer = await self.worker.rpc(peer).gpipe_receive_ipc(
                         run_id=run_id, superstep=superstep, part=part, sender=self.worker_address, handle=handle,
-                        layout=layout)
+                        layout=layout, expect=to_serialize(expect[part]))
                     if answer == "OK":
                         self._count(run_id, 0, _ipc.nbytes(walkers))
                         return
                     self._far.add(peer)  # it cannot open our memory (another GPU it cannot see): use the comms
                 await self.worker.rpc(peer).gpipe_receive(
-                    run_id=run_id, superstep=superstep, part=part, walkers=to_serialize(walkers))
+                    run_id=run_id, superstep=superstep, part=part, sender=self.worker_address,
+                    walkers=to_serialize(walkers), expect=to_serialize(expect[part]))
                 self._count(run_id, 1, _ipc.nbytes(walkers))
             except Exception as exc:
-                raise GpipeError(f"could not send walkers to partition {part} on worker {peer}: {exc!r}")
+                cause = str(exc) if isinstance(exc, GpipeError) else repr(exc)
+                raise GpipeError(f"could not send walkers to partition {part} on worker {peer}: {cause}") from exc
 
         await asyncio.gather(*(one(part, walkers) for part, walkers in remote.items()))
 

@@ -266,3 +266,58 @@ def test_race_cuda_equals_cpu_twin():
     for c, g in zip(cpu[:2], gpu[:2]):
         np.testing.assert_array_equal(g.get(), c)
     np.testing.assert_allclose(gpu[2].get(), cpu[2], rtol=1e-15)
+
+
+_SPIN = r"""
+extern "C" __global__ void gp_test_spin(long long cycles) {
+    const long long start = clock64();
+    while (clock64() - start < cycles) {}
+}
+"""
+_IPC_WORDS = 1 << 26  # 512 MB of int64 per message: a superstep's walkers at R-MAT 24 are this large
+
+
+def _pattern(salt: int):
+    return cupy.arange(_IPC_WORDS, dtype=cupy.int64) * 7 + salt
+
+
+def _ipc_task(action: str, run: str, *args, busy: bool = False):
+    """On a worker of the shared GPU: keep the GPU busy first (``busy``: a kernel spinning ~1 s on a blocking
+    stream, as another run's kernels would), then pack a pattern or unpack a message with the store's buffers."""
+    from distributed import get_worker
+
+    buffers = get_worker().plugins["gpipe"]._ipc
+    if busy:
+        with cupy.cuda.Stream(non_blocking=False):
+            cupy.RawKernel(_SPIN, "gp_test_spin")((1,), (1,), (np.int64(2_000_000_000),))
+    if action == "pack":
+        return buffers.pack(run, 1, {"vertex": _pattern(args[0])})
+    if action == "unpack":
+        return buffers.unpack(run, 1, "sender", *args)
+    buffers.release(run)
+
+
+def _equals_pattern(walkers: dict, salt: int) -> bool:
+    return bool((walkers["vertex"] == _pattern(salt)).all())
+
+
+def test_cuda_ipc_orders_every_copy_between_processes_on_a_busy_gpu(shared_gpu_cluster):
+    """The sender's copy is complete before its handle goes out, the receiver's before it answers (which lets the
+    sender write the buffer again): with another kernel holding the GPU, an unordered copy reads the wrong walkers."""
+    from distributed import wait
+
+    client = shared_gpu_cluster
+    sender, receiver = sorted(client.scheduler_info()["workers"])
+    on = {"sender": dict(workers=[sender], pure=False), "receiver": dict(workers=[receiver], pure=False)}
+    try:
+        handle, layout = client.submit(_ipc_task, "pack", "ipc-test", 1, busy=True, **on["sender"]).result()
+        first = client.submit(_ipc_task, "unpack", "ipc-test", handle, layout, **on["receiver"])
+        assert client.submit(_equals_pattern, first, 1, **on["receiver"]).result(), "read before the sender's copy"
+        handle, layout = client.submit(_ipc_task, "pack", "ipc-test", 2, **on["sender"]).result()
+        second = client.submit(_ipc_task, "unpack", "ipc-test", handle, layout, busy=True, **on["receiver"])
+        wait(second)  # the receiver answered
+        client.submit(_ipc_task, "pack", "ipc-test", 3, **on["sender"]).result()  # the next superstep's walkers
+        assert client.submit(_equals_pattern, second, 2, **on["receiver"]).result(), "overwritten while read"
+    finally:
+        for worker in (sender, receiver):
+            client.submit(_ipc_task, "release", "ipc-test", workers=[worker], pure=False).result()
