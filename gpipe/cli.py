@@ -204,7 +204,8 @@ _WALKS: dict[str, tuple[Callable, tuple[tuple[str, dict], ...]]] = {
         _start(walks.with_jump), _weighted(walks.with_jump))),
     "ppr": (walks.ppr, (
         _option(walks.ppr, "--sources", type=_vertices("sources"), required=True, default=None, metavar="IDS",
-                help="source vertices, ID,ID,... or @FILE with one id per line; also writes DIR/scores.parquet"),
+                help="source vertices, each once, ID,ID,... or @FILE with one id per line; also writes "
+                     "DIR/scores.parquet"),
         _probability(walks.ppr, "--restart", "probability of returning to the source at each step, in [0, 1)",
                      open_high=True),
         _option(walks.ppr, "--walks-per-source", type=_positive("walks_per_source"), metavar="R",
@@ -557,12 +558,12 @@ def _run_walk(args) -> dict:
         watch.lap("connect")
         g = _load_graph(args, weighted=options.get("weighted", False))
         watch.lap("graph")
-        # compile the kernels on every worker: one short walk from the first vertex of each partition
+        # compile the kernels on every worker: one short walk from the first vertex of each non-empty partition
         if "length" in taken:
             warm_up = dict(options, length=2)
             for name in ("start", "sources"):
                 if name in taken:
-                    warm_up[name] = g.to_original(g.bounds[:-1])
+                    warm_up[name] = g.to_original(g.bounds[:-1][np.diff(g.bounds) > 0])  # distinct, as sources must be
             for name in ("walks_per_vertex", "walks_per_source"):
                 if name in taken:
                     warm_up[name] = 1
