@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 import time
 
 from distributed import Client, LocalCluster
@@ -101,7 +102,36 @@ def connect(scheduler_file: str | None = None, address: str | None = None, *, n_
     return client
 
 
+_GUARD = ("worker processes re-import the main module: put the code that starts the cluster under "
+          "`if __name__ == \"__main__\":`")
+
+
 def _local_cluster(device: str, n_workers: int | None, threads_per_worker: int | None, kwargs: dict):
+    if _importing_main_in_a_worker():
+        raise GpipeError(f"gpipe.connect() was called while a worker process imported the script: {_GUARD}")
+    try:
+        return _start_local_cluster(device, n_workers, threads_per_worker, kwargs)
+    except RuntimeError as exc:
+        if "failed to start" not in str(exc) or not _main_is_a_script():
+            raise
+        raise GpipeError(f"the local cluster's workers failed to start ({exc}); in a script, {_GUARD}") from None
+
+
+def _importing_main_in_a_worker() -> bool:
+    """Whether this is a spawned process running the parent's main script (as ``__mp_main__``) at module level."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code.co_name == "<module>" and frame.f_globals.get("__name__") == "__mp_main__":
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _main_is_a_script() -> bool:
+    return getattr(sys.modules.get("__main__"), "__file__", None) is not None
+
+
+def _start_local_cluster(device: str, n_workers: int | None, threads_per_worker: int | None, kwargs: dict):
     if device != "cpu" and gpu_count() > 0:
         try:
             from dask_cuda import LocalCUDACluster

@@ -99,3 +99,21 @@ def test_calls_without_a_client_say_to_connect():
     finally:
         _current_client.reset(token)
         _global_clients.update(saved)
+
+
+@pytest.mark.parametrize("guarded", [False, True])
+def test_a_script_without_the_main_guard_is_told_what_to_add(tmp_path, guarded):
+    body = ('with gpipe.connect(n_workers=1, device="cpu", dashboard_address=":0") as client:\n'
+            '    print("workers:", len(client.scheduler_info()["workers"]))\n')
+    if guarded:
+        body = 'if __name__ == "__main__":\n' + "".join(f"    {line}\n" for line in body.splitlines())
+    script = tmp_path / "tour.py"
+    script.write_text("import gpipe\n\n" + body)
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    if guarded:
+        assert done.returncode == 0 and "workers: 1" in done.stdout, done.stderr
+    else:
+        last = done.stderr.strip().splitlines()[-1]
+        assert done.returncode == 1
+        assert last.startswith("gpipe.errors.GpipeError") and 'if __name__ == "__main__":' in last, last
+        assert len(done.stderr.splitlines()) < 60  # not Dask's pages of tracebacks
