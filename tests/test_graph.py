@@ -1,5 +1,7 @@
 """Graph construction on a real two-worker cluster: partitioning, cleaning, renumbering, I/O."""
 
+import json
+
 import dask.dataframe as dd
 import numpy as np
 import pandas as pd
@@ -179,3 +181,47 @@ def test_partitions_are_released_with_the_graph(cpu, eventually):
     g = gpipe.generators.rmat(scale=6, edge_factor=2, seed=0, partitions=2)
     g.release()
     assert held(g.graph_id) == 0
+
+
+def _drop(folder, name):
+    (folder / name).unlink()
+
+
+def _fewer_rows(folder, name):
+    part = pd.read_parquet(folder / name)
+    part.iloc[: len(part) // 2].to_parquet(folder / name, index=False)
+
+
+def _cut(folder, name):
+    data = (folder / name).read_bytes()
+    (folder / name).write_bytes(data[: len(data) // 2])
+
+
+def _edit_meta(change):
+    def damage(folder, name):
+        meta = json.loads((folder / name).read_text())
+        change(meta)
+        (folder / name).write_text(json.dumps(meta))
+    return damage
+
+
+@pytest.mark.parametrize("damage, name, message", [
+    (_drop, "part-00001.parquet", "missing: _gpipe.json lists 3 partitions"),
+    (_fewer_rows, "part-00001.parquet", r"holds \d+ edges; _gpipe.json says \d+"),
+    (_cut, "part-00001.parquet", "not readable as parquet"),
+    (lambda folder, name: (folder / name).write_bytes((folder / "part-00000.parquet").read_bytes()),
+     "part-00003.parquet",
+     "not one of the 3 partitions _gpipe.json lists"),
+    (lambda folder, name: (folder / name).write_text('{"format": "gpipe-graph",\n'), "_gpipe.json", "not valid JSON"),
+    (_edit_meta(lambda m: m.pop("num_edges")), "_gpipe.json", "no key 'num_edges'"),
+    (_edit_meta(lambda m: m.update(partitions="3")), "_gpipe.json", "'partitions' must be an integer"),
+    (_edit_meta(lambda m: m.update(num_edges=m["num_edges"] + 1)), "_gpipe.json",
+     r"'num_edges' is \d+ but the part files hold \d+ edges"),
+])
+def test_a_damaged_graph_folder_is_an_error_naming_the_file(cpu, tmp_path, damage, name, message):
+    folder = tmp_path / "graph"
+    gpipe.generators.rmat(scale=6, edge_factor=4, seed=1, partitions=3).to_parquet(folder)
+    damage(folder, name)
+    with pytest.raises(GpipeFileError, match=message) as info:
+        gpipe.read_edges(folder)
+    assert info.value.path == str(folder / name)

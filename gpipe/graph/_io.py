@@ -2,21 +2,18 @@
 
 from __future__ import annotations
 
-import json
 import os
 
 import numpy as np
 import pandas as pd
 
 from .. import config
-from ..errors import GpipeFileError, GpipeValueError
+from ..errors import GpipeValueError
 from ..runtime._session import current
 from ._graph import Graph, build, check_mode
-from ._readers import read_table
+from ._readers import GRAPH_META, read_graph_folder, read_table
 
 __all__ = ["from_edges", "read_edges"]
-
-GRAPH_META = "_gpipe.json"
 
 
 def read_edges(path, src: str = "src", dst: str = "dst", weight: str | bool | None = None, directed: bool = False,
@@ -224,16 +221,9 @@ def _to_dense(chunk: pd.DataFrame, src: str, dst: str, weight: str | None, id_ma
 
 
 def _read_graph_folder(path: str, partitions: int | None, mode: str | None) -> Graph:
-    meta_path = os.path.join(path, GRAPH_META)
-    with open(meta_path) as f:
-        meta = json.load(f)
-    if meta.get("format") != "gpipe-graph":
-        raise GpipeFileError(meta_path, None, f"not a gpipe graph folder (format {meta.get('format')!r})")
+    meta, parts, id_map = read_graph_folder(path)
     session = current()
-    files = sorted(f for f in os.listdir(path) if f.startswith("part-") and f.endswith(".parquet"))
-    frames = [pd.read_parquet(os.path.join(path, f)) for f in files]
-    chunks = session.client.scatter([{k: fr[k].to_numpy() for k in fr.columns} for fr in frames], hash=False)
-    id_map = pd.read_parquet(os.path.join(path, "ids.parquet"))["id"].to_numpy() if meta["renumbered"] else None
-    return build(session, chunks, int(meta["num_vertices"]), directed=bool(meta["directed"]),
-                 weighted=bool(meta["weighted"]), id_map=id_map, partitions=partitions, mode=mode,
-                 keep_self_loops=True,                 keep_duplicates=True, symmetrize=False)
+    chunks = session.client.scatter(parts, hash=False)
+    return build(session, chunks, meta["num_vertices"], directed=meta["directed"], weighted=meta["weighted"],
+                 id_map=id_map, partitions=partitions, mode=mode, keep_self_loops=True, keep_duplicates=True,
+                 symmetrize=False)

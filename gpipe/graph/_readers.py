@@ -1,10 +1,12 @@
-"""Read an edge table from disk: SNAP edge lists, CSV, parquet and CSR ``.npz`` files.
+"""Read an edge table from disk: SNAP edge lists, CSV, parquet and CSR ``.npz`` files; and graph folders.
 
 :func:`read_table` returns the edges in file order as a frame with columns ``src``, ``dst``
 and, when there is one, ``weight`` (float64). Text files are parsed by pandas' C engine;
 only when that fast path fails or its result looks wrong does a line-by-line scan run,
 which names the first bad line (1-based, comments and blank lines included) or, for files
 the fast path cannot take (comments between data lines), builds the table itself.
+:func:`read_graph_folder` reads a folder written by ``Graph.to_parquet`` after checking
+it against its ``_gpipe.json``.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import errno
 import functools
 import gzip
 import io
+import json
 import lzma
 import math
 import os
@@ -30,13 +33,15 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.dataset as pads
 
-from .._validate import check_choice
+from .._validate import check_bool, check_choice, check_int
 from ..errors import GpipeFileError, GpipeValueError
 
 FORMATS = ("snap", "csv", "parquet", "npz")
 _EXTENSIONS = {".txt": "snap", ".el": "snap", ".edges": "snap", ".tsv": "snap", ".snap": "snap",
                ".csv": "csv", ".parquet": "parquet", ".pq": "parquet", ".npz": "npz"}
 _COMMENT = ("#", "%")
+GRAPH_META = "_gpipe.json"
+_GRAPH_KEYS = ("num_vertices", "num_edges", "directed", "weighted", "partitions", "renumbered")
 _INT = re.compile(r"\s*[+-]?[0-9]+\s*")
 
 
@@ -284,7 +289,8 @@ def _scan_csv(path: str, header: list[str], columns: list[str]) -> pd.DataFrame:
     return _frame(*_ids(picked[0], picked[1]), picked[2] if len(columns) == 3 else None)
 
 
-def _read_parquet(path: str, columns: list[str]) -> pd.DataFrame:
+def _parquet_table(path: str, columns: list[str]) -> pa.Table:
+    """``columns`` of a parquet file or folder, checked to be there and to hold no nulls."""
     try:
         dataset = pads.dataset(path, format="parquet")
         names = dataset.schema.names
@@ -294,11 +300,26 @@ def _read_parquet(path: str, columns: list[str]) -> pd.DataFrame:
         raise GpipeFileError(path, None, f"not readable as parquet: {exc}") from exc
     if missing:
         raise GpipeFileError(path, None, f"no column {missing[0]!r}; columns are {names}")
-    if table.num_rows == 0:
-        raise GpipeFileError(path, None, "no edges")
     for name in columns:
         if table.column(name).null_count:
             raise GpipeFileError(path, None, f"column {name!r} has {table.column(name).null_count} null values")
+    return table
+
+
+def _parquet_weights(path: str, name: str, col: pa.ChunkedArray) -> np.ndarray:
+    if not (pa.types.is_integer(col.type) or pa.types.is_floating(col.type)):
+        raise GpipeFileError(path, None, f"column {name!r} has type {col.type}; weights must be numbers")
+    weight = col.to_numpy().astype(np.float64)
+    if not np.isfinite(weight).all():
+        bad = int((~np.isfinite(weight)).sum())
+        raise GpipeFileError(path, None, f"column {name!r} has {bad} non-finite values")
+    return weight
+
+
+def _read_parquet(path: str, columns: list[str]) -> pd.DataFrame:
+    table = _parquet_table(path, columns)
+    if table.num_rows == 0:
+        raise GpipeFileError(path, None, "no edges")
     ids = [table.column(name) for name in columns[:2]]
     for name, col in zip(columns, ids):
         if not (pa.types.is_integer(col.type) or pa.types.is_string(col.type) or pa.types.is_large_string(col.type)):
@@ -307,15 +328,7 @@ def _read_parquet(path: str, columns: list[str]) -> pd.DataFrame:
         src, dst = (col.cast(pa.int64()).to_numpy() for col in ids)
     else:
         src, dst = (pd.Series(col.to_numpy()).astype(str) for col in ids)
-    weight = None
-    if len(columns) == 3:
-        col = table.column(columns[2])
-        if not (pa.types.is_integer(col.type) or pa.types.is_floating(col.type)):
-            raise GpipeFileError(path, None, f"column {columns[2]!r} has type {col.type}; weights must be numbers")
-        weight = col.to_numpy().astype(np.float64)
-        if not np.isfinite(weight).all():
-            bad = int((~np.isfinite(weight)).sum())
-            raise GpipeFileError(path, None, f"column {columns[2]!r} has {bad} non-finite values")
+    weight = _parquet_weights(path, columns[2], table.column(columns[2])) if len(columns) == 3 else None
     return _frame(src, dst, weight)
 
 
@@ -368,3 +381,97 @@ def _read_npz(path: str, weight: bool) -> tuple[pd.DataFrame, int]:
             fail(f"{key!r} has {int((~np.isfinite(values)).sum())} non-finite values")
     src = np.repeat(np.arange(n, dtype=np.int64), degrees)
     return _frame(src, indices, values), n
+
+
+def read_graph_folder(path: str) -> tuple[dict, list[dict], np.ndarray | None]:
+    """The metadata, each part's edge arrays and the id map (or None) of a ``Graph.to_parquet`` folder.
+
+    Every part ``_gpipe.json`` lists must be there, readable and, from format version 2
+    on, hold the number of edges it records; the edges must lie in ``0..num_vertices-1``
+    and add up to ``num_edges``. A damaged folder raises :class:`GpipeFileError` naming
+    the file.
+    """
+    meta_path = os.path.join(path, GRAPH_META)
+    meta = _graph_meta(meta_path)
+    n, count = meta["num_vertices"], meta["partitions"]
+    names = [f"part-{p:05d}.parquet" for p in range(count)]
+    for name in names:
+        if not os.path.isfile(os.path.join(path, name)):
+            raise GpipeFileError(os.path.join(path, name), None, f"missing: {GRAPH_META} lists {count} partitions")
+    for name in sorted(os.listdir(path)):
+        if name.startswith("part-") and name not in names:
+            raise GpipeFileError(os.path.join(path, name), None,
+                                 f"not one of the {count} partitions {GRAPH_META} lists")
+    columns = ["src", "dst"] + (["weight"] if meta["weighted"] else [])
+    parts, rows, loops = [], 0, 0
+    for p, name in enumerate(names):
+        part = _graph_part(os.path.join(path, name), columns, n)
+        edges = len(part["dst"])
+        if "part_edges" in meta and edges != meta["part_edges"][p]:
+            raise GpipeFileError(os.path.join(path, name), None,
+                                 f"holds {edges} edges; {GRAPH_META} says {meta['part_edges'][p]}")
+        rows += edges
+        loops += int((part["src"] == part["dst"]).sum())
+        parts.append(part)
+    # An undirected graph stores both directions of each edge but a self-loop once.
+    if (rows if meta["directed"] else (rows + loops) / 2) != meta["num_edges"]:
+        raise GpipeFileError(meta_path, None, f"'num_edges' is {meta['num_edges']} but the part files hold {rows} "
+                                              f"edges ({'directed' if meta['directed'] else 'undirected'}, "
+                                              f"{loops} self-loops)")
+    ids = None
+    if meta["renumbered"]:
+        ids_path = os.path.join(path, "ids.parquet")
+        ids = _parquet_table(ids_path, ["id"]).column("id").to_numpy()
+        if len(ids) != n:
+            raise GpipeFileError(ids_path, None, f"holds {len(ids)} ids; {GRAPH_META} says {n} vertices")
+    return meta, parts, ids
+
+
+def _graph_meta(meta_path: str) -> dict:
+    try:
+        with open(meta_path, encoding="utf-8") as f:
+            meta = json.load(f)
+    except ValueError as exc:  # bad JSON or bad UTF-8
+        raise GpipeFileError(meta_path, getattr(exc, "lineno", None), f"not valid JSON: {exc}") from None
+    if not isinstance(meta, dict) or meta.get("format") != "gpipe-graph":
+        found = meta.get("format") if isinstance(meta, dict) else meta
+        raise GpipeFileError(meta_path, None, f"not a gpipe graph folder (format {found!r})")
+    if meta.get("version") not in (1, 2):
+        raise GpipeFileError(meta_path, None, f"format version {meta.get('version')!r} is not 1 or 2, the versions "
+                                              "this gpipe reads")
+    for key in _GRAPH_KEYS + (("part_edges",) if meta["version"] >= 2 else ()):
+        if key not in meta:
+            raise GpipeFileError(meta_path, None, f"no key {key!r}")
+    try:
+        check_int("num_vertices", meta["num_vertices"], minimum=1)
+        check_int("num_edges", meta["num_edges"], minimum=0)
+        check_int("partitions", meta["partitions"], minimum=1)
+        for key in ("directed", "weighted", "renumbered"):
+            check_bool(key, meta[key])
+        if "part_edges" in meta:
+            counts = meta["part_edges"]
+            if not isinstance(counts, list) or len(counts) != meta["partitions"]:
+                raise GpipeValueError(f"'part_edges' must list the edges of each of the {meta['partitions']} "
+                                      f"partitions, got {counts!r}")
+            for c in counts:
+                check_int("part_edges", c, minimum=0)
+    except GpipeValueError as exc:
+        raise GpipeFileError(meta_path, None, str(exc)) from None
+    return meta
+
+
+def _graph_part(path: str, columns: list[str], n: int) -> dict:
+    """The ``src``, ``dst`` (int64) and ``weight`` arrays of one part file, checked."""
+    table = _parquet_table(path, columns)
+    for name in columns[:2]:
+        if not pa.types.is_integer(table.column(name).type):
+            raise GpipeFileError(path, None, f"column {name!r} has type {table.column(name).type}; "
+                                             "vertices must be integers")
+    part = {name: table.column(name).to_numpy().astype(np.int64) for name in columns[:2]}
+    for name, ids in part.items():
+        outside = ids[(ids < 0) | (ids >= n)]
+        if len(outside):
+            raise GpipeFileError(path, None, f"column {name!r} holds vertex {outside[0]}, outside 0..{n - 1}")
+    if len(columns) == 3:
+        part["weight"] = _parquet_weights(path, "weight", table.column("weight"))
+    return part
