@@ -99,6 +99,23 @@ def test_sparse_integer_ids_are_renumbered(cpu):
     assert g.degrees().to_dict() == {5: 2, 7: 1, 10**12: 1}
 
 
+def test_integer_ids_with_gaps_give_no_vertex_that_is_not_in_the_input(cpu):
+    edges = pd.DataFrame({"src": [0, 1, 2, 4, 4], "dst": [1, 2, 4, 0, 2]})  # no 3: dense enough to be kept before
+    g = gpipe.from_edges(edges, partitions=2)
+    assert g.num_vertices == 4 and g.degrees().index.tolist() == [0, 1, 2, 4]
+    assert gpipe.walks.deepwalk(g, length=3, seed=0).compute()[:, 0].tolist() == [0, 1, 2, 4]
+
+
+def test_isolated_vertices_are_kept_when_the_input_says_so(cpu, tmp_path):
+    edges = pd.DataFrame({"src": [1, 2], "dst": [2, 4]})
+    g = gpipe.from_edges(edges, num_vertices=6, partitions=2)
+    assert g.id_map is None and g.degrees().tolist() == [0, 1, 2, 0, 1, 0]
+    path = tmp_path / "g.npz"
+    np.savez(path, indptr=np.array([0, 0, 1, 1, 1, 1]), indices=np.array([3]))  # 5 rows, one edge
+    g = gpipe.read_edges(path, directed=True, partitions=1)
+    assert g.id_map is None and g.num_vertices == 5 and g.degrees().tolist() == [0, 1, 0, 0, 0]
+
+
 def test_dask_frame_input(cpu, small_edges):
     g = gpipe.from_edges(dd.from_pandas(small_edges, npartitions=3), partitions=2)
     ref = gpipe.from_edges(small_edges, partitions=1)
@@ -122,8 +139,12 @@ def test_read_edges_snap_file(cpu, tmp_path):
     path = tmp_path / "g.txt"
     path.write_text("# a SNAP file\n% another comment\n1\t2\n2 3\n\n3   1\n4 1\n")
     g = gpipe.read_edges(path, partitions=2)
-    assert (g.num_vertices, g.num_edges) == (5, 4)
-    assert g.degrees().tolist() == [0, 3, 2, 2, 1]
+    assert (g.num_vertices, g.num_edges) == (4, 4)
+    assert g.degrees().to_dict() == {1: 3, 2: 2, 3: 2, 4: 1}  # 1-based ids: no vertex 0
+    walks = gpipe.walks.deepwalk(g, length=4, seed=0)
+    assert walks.compute()[:, 0].tolist() == [1, 2, 3, 4]
+    lines = open(walks.to_corpus(tmp_path / "walks.txt")).read().split()
+    assert "0" not in lines
 
 
 def test_read_edges_malformed_file_names_file_and_line(cpu, tmp_path):

@@ -45,8 +45,12 @@ def read_edges(path, src: str = "src", dst: str = "dst", weight: str | bool | No
     fmt : {'snap', 'csv', 'parquet', 'npz'}, optional
         Force a format instead of guessing it from the extension.
     renumber : bool, optional
-        Map ids to ``0..n-1`` (default: when the ids are not non-negative integers,
-        or are much sparser than their range). Outputs always use the original ids.
+        Map ids to ``0..n-1`` (default: unless the ids are exactly ``0..n-1``, or
+        the input gives the vertex count: the rows of a CSR ``.npz``, whose
+        isolated vertices are kept). Renumbered, the graph has exactly the
+        vertices in the input. ``False`` keeps non-negative integer ids as
+        vertex numbers, adding a vertex for every missing id below the largest.
+        Outputs always use the original ids.
     keep_self_loops, keep_duplicates : bool
         Keep what is dropped by default.
 
@@ -102,7 +106,9 @@ def from_edges(frame, src: str = "src", dst: str = "dst", weight: str | None = N
     keep_self_loops, keep_duplicates : bool
         Keep what is dropped by default. Duplicates are merged keeping the largest weight.
     num_vertices : int, optional
-        For dense integer ids: the vertex count, to keep isolated vertices past the largest id.
+        For non-negative integer ids: the vertex count. The ids are then kept as
+        vertex numbers ``0..num_vertices-1``, the ones missing from ``frame``
+        being isolated vertices (unless ``renumber=True``).
 
     Returns
     -------
@@ -190,13 +196,13 @@ def _merge_ids(uniques: list[np.ndarray]) -> np.ndarray:
 
 
 def _numbering(ids: np.ndarray, renumber: bool | None, num_vertices: int | None):
-    """(id_map or None, n)."""
-    integral = ids.dtype.kind in "iu"
-    dense_ok = integral and (ids.size == 0 or ids[0] >= 0)
-    if renumber is False and not dense_ok:
+    """(id_map or None, n) for the sorted unique ``ids``: a vertex for each id unless the input gives the count."""
+    non_negative = ids.dtype.kind in "iu" and (ids.size == 0 or ids[0] >= 0)
+    if renumber is False and not non_negative:
         raise GpipeValueError("'renumber' must be True (or None) when ids are not non-negative integers")
     if renumber is None:
-        renumber = not dense_ok or (ids.size and ids[-1] + 1 > 2 * ids.size and num_vertices is None)
+        dense = non_negative and (ids.size == 0 or ids[-1] == ids.size - 1)
+        renumber = not (dense or (non_negative and num_vertices is not None))
     if renumber:
         return ids, int(ids.size)
     n = int(ids[-1]) + 1 if ids.size else 0
