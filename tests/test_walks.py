@@ -171,10 +171,40 @@ def test_outputs_corpus_parquet_dask_and_stats(cpu, tmp_path):
 
 
 def test_corpus_with_string_ids(cpu, tmp_path):
-    g = gpipe.from_edges(pd.DataFrame({"src": ["a b", "x"], "dst": ["x", "y"]}), partitions=1)
+    g = gpipe.from_edges(pd.DataFrame({"src": ["a-b", "x"], "dst": ["x", "y"]}), directed=True, partitions=1)
     w = gpipe.walks.deepwalk(g, length=3, seed=0)
-    lines = open(w.to_corpus(tmp_path / "c.txt")).read().splitlines()
-    assert len(lines) == 3 and lines[0].startswith("a b x")
+    assert open(w.to_corpus(tmp_path / "c.txt")).read() == "a-b x y\nx y\ny\n"
+
+
+def test_corpus_refuses_ids_that_would_not_read_back_as_one_token(cpu, tmp_path):
+    """Spaces separate ids and newlines walks: 'New York' would read back as two ids; '' as none."""
+    edges = pd.DataFrame({"src": ["New York", "two\nlines", "", "tab\there"], "dst": ["ok", "ok", "ok", "ok"]})
+    w = gpipe.walks.deepwalk(gpipe.from_edges(edges, partitions=2), length=3, seed=0)
+    with pytest.raises(GpipeValueError, match=r"4 are not, e.g. '', 'New York', 'tab\\there'"):
+        w.to_corpus(tmp_path / "c.txt")
+    assert not list(tmp_path.iterdir())  # refused before anything was written
+
+
+@pytest.mark.parametrize("ids", [[-1, 0, -5, 3], ["a", "b", "c", "d"]])
+def test_walks_pad_with_none_where_minus_one_could_be_an_id(cpu, tmp_path, ids):
+    """-1 is a vertex here (or ids are not integers), so it cannot mark a walk's end: every output pads with None
+    (null), and the Parquet blocks read back as one table although the first block has only null columns."""
+    import dask
+
+    g = gpipe.from_edges(pd.DataFrame({"src": ids[:-1], "dst": ids[1:]}), directed=True, partitions=2)
+    with dask.config.set({"gpipe.walks.block-size": 1}):
+        w = gpipe.walks.deepwalk(g, length=4, start=[ids[3], ids[0]], seed=0)
+    expected = np.array([[ids[3], None, None, None, None], [*ids, None]], dtype=object)
+    walks = w.compute()
+    assert walks.dtype == object
+    np.testing.assert_array_equal(walks, expected)
+    dask_walks = w.to_dask()
+    assert dask_walks.dtype == object
+    np.testing.assert_array_equal(dask_walks.compute(), expected)
+    frame = pd.read_parquet(w.to_parquet(tmp_path / "walks")).sort_values("walk")
+    steps = frame[[f"step_{j}" for j in range(5)]].astype(object)
+    assert steps.where(steps.notna(), None).to_numpy().tolist() == expected.tolist()
+    assert open(w.to_corpus(tmp_path / "c.txt")).read() == f"{ids[3]}\n{' '.join(map(str, ids))}\n"
 
 
 @pytest.mark.parametrize(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import time
 import weakref
@@ -12,6 +13,7 @@ import pandas as pd
 
 from .. import config
 from ..backend import cpu_kernel, to_host
+from ..errors import GpipeValueError
 from . import _advance
 from ._session import run_later, workers_info
 from ._store import on_store
@@ -26,11 +28,14 @@ class WalkResult:
     workers it passed through. The first use (``persist``, ``compute``,
     ``to_corpus``, ``to_parquet``, ``to_dask``) assembles them on the workers
     into blocks of rows. ``compute()`` gives an ``(n_walks, length + 1)`` array
-    of original vertex ids, padded after a walk's end with -1 (or None when the
-    ids are not integers). ``to_corpus`` writes one walk per line, ids separated
-    by spaces (gensim's ``LineSentence`` format), streaming block by block;
-    ``to_parquet`` writes one file per block. ``stats`` holds steps, seconds
-    (of the walk) and steps per second, and ``assemble_seconds`` once assembled.
+    of original vertex ids, padded after a walk's end with a value that cannot
+    be an id: -1 in an int64 array when the ids are non-negative integers;
+    otherwise (strings, or integers of which some are negative) None in an
+    object array, as ``to_dask`` does too, and ``to_parquet`` writes null there.
+    ``to_corpus`` writes one walk per line, ids separated by spaces (gensim's
+    ``LineSentence`` format), streaming block by block; ``to_parquet`` writes
+    one file per block. ``stats`` holds steps, seconds (of the walk) and steps
+    per second, and ``assemble_seconds`` once assembled.
     """
 
     def __init__(self, client, run_id: str, partitions: dict[int, str], num_walks: int, width: int, dtype,
@@ -80,6 +85,14 @@ class WalkResult:
             [self._id_future] = self._client.scatter([self._id_map], broadcast=True, hash=False)
         return self._id_future
 
+    @functools.cached_property
+    def _walk_dtype(self) -> np.dtype:
+        """int64 (padding -1) where -1 cannot be an id: dense or non-negative integer ids; else object (None)."""
+        ids = self._id_map
+        if ids is None or (ids.dtype.kind in "iu" and (ids.size == 0 or ids.min() >= 0)):
+            return np.dtype(np.int64)
+        return np.dtype(object)
+
     def _map_blocks(self, func, *args):
         self.persist()
         ids = self._ids()
@@ -88,17 +101,17 @@ class WalkResult:
 
     def compute(self) -> np.ndarray:
         """All walks as one host array of original vertex ids."""
-        parts = self._client.gather(self._map_blocks(_original))
-        return np.concatenate(parts) if parts else np.zeros((0, self.width), np.int64)
+        parts = self._client.gather(self._map_blocks(_original, self._walk_dtype))
+        return np.concatenate(parts) if parts else np.zeros((0, self.width), self._walk_dtype)
 
     def to_dask(self):
         """The walks as a dask array, one chunk per block, original vertex ids."""
         import dask.array as da
 
-        dtype = np.int64 if self._id_map is None else self._id_map.dtype
-        futures = self._map_blocks(_original)
+        futures = self._map_blocks(_original, self._walk_dtype)
         rows = [min(self._block_rows, self.num_walks - b * self._block_rows) for b in range(len(futures))]
-        return da.concatenate([da.from_delayed(f, (r, self.width), dtype=dtype) for f, r in zip(futures, rows)])
+        return da.concatenate([da.from_delayed(f, (r, self.width), dtype=self._walk_dtype)
+                               for f, r in zip(futures, rows)])
 
     def to_parquet(self, path, overwrite: bool = False) -> str:
         """Write one Parquet file per block (columns ``walk``, ``step_0`` .. ``step_L``) into folder ``path``.
@@ -110,7 +123,7 @@ class WalkResult:
         """
         path = os.fspath(path)
         with atomic_dir(path, owned=WALK_FILES, overwrite=overwrite) as tmp:
-            self._client.gather(self._map_blocks(_write_parquet, tmp))
+            self._client.gather(self._map_blocks(_write_parquet, self._walk_dtype, tmp))
         return path
 
     def to_corpus(self, path) -> str:
@@ -120,8 +133,15 @@ class WalkResult:
         holds one block of text at a time, so corpora larger than its memory
         can be written. A file at ``path`` is replaced, as pandas' writers do,
         once the corpus is complete; a folder there is refused (``GpipeValueError``).
+
+        Ids are written as they are, not escaped: an id that would not read
+        back as one token (empty, or holding a space, a tab, a newline or
+        other whitespace: ``'New York'`` would be two ids) is refused with a
+        ``GpipeValueError`` naming it, before anything is written. Every id of
+        the graph is checked, walked or not.
         """
         path = os.fspath(path)
+        _check_corpus_ids(self._id_map)
         ids = self._ids()
         window = max(2, 2 * len(workers_info(self._client)))
         pending: deque = deque()
@@ -180,25 +200,40 @@ class EdgeSample:
         return path
 
 
-def _original(block, id_map, base: int) -> np.ndarray:
+def _original(block, id_map, base: int, dtype: np.dtype) -> np.ndarray:
+    """The block in original ids, padded as ``WalkResult._walk_dtype`` says: -1 (int64) or None (object)."""
     dense = to_host(block)
     if id_map is None:
         return dense.astype(np.int64)
     pad = dense < 0
-    if np.issubdtype(id_map.dtype, np.integer):
+    if dtype != object:
         return np.where(pad, -1, id_map[np.where(pad, 0, dense)]).astype(np.int64)
     out = id_map[np.where(pad, 0, dense)].astype(object)
     out[pad] = None
     return out
 
 
-def _write_parquet(block, id_map, base: int, folder: str) -> str:
-    walks = _original(block, id_map, base)
-    frame = pd.DataFrame({f"step_{j}": walks[:, j] for j in range(walks.shape[1])})
+def _write_parquet(block, id_map, base: int, dtype: np.dtype, folder: str) -> str:
+    walks = _original(block, id_map, base, dtype)
+    if dtype == object:  # nullable columns of the ids' type: a block whose column is all None still reads as one
+        dtype = pd.Int64Dtype() if id_map.dtype.kind in "iu" else pd.StringDtype()
+    frame = pd.DataFrame({f"step_{j}": pd.array(walks[:, j], dtype=dtype) for j in range(walks.shape[1])})
     frame.insert(0, "walk", np.arange(base, base + walks.shape[0], dtype=np.int64))
     name = os.path.join(folder, f"walks-{base:012d}.parquet")
     frame.to_parquet(name, index=False)
     return name
+
+
+def _check_corpus_ids(id_map) -> None:
+    """Refuse ids whose text is not one whitespace-free token (LineSentence splits lines on whitespace)."""
+    if id_map is None or id_map.dtype.kind in "iu":
+        return
+    text = pd.Series(id_map, dtype=object).astype(str)  # as _corpus_text writes them
+    bad = id_map[((text == "") | text.str.contains(r"\s")).to_numpy()]
+    if bad.size:
+        examples = ", ".join(repr(str(i)) for i in bad[:3])
+        raise GpipeValueError(f"vertex ids written to a corpus must be non-empty and hold no whitespace (spaces "
+                              f"separate ids, newlines walks); {bad.size} are not, e.g. {examples}")
 
 
 def _corpus_text(block, id_map, base: int) -> bytes:
