@@ -284,6 +284,30 @@ def test_npz_non_square_shape(tmp_path):
     _file_error(path, None, "square")
 
 
+# --- weights float32 cannot hold ---------------------------------------------------------------
+
+@pytest.mark.parametrize("value", ["1e300", "-4e38", "1e-60", "1e-40"])  # to inf; to 0 or subnormal
+def test_snap_and_csv_weights_float32_cannot_hold_name_the_line(tmp_path, value):
+    snap = _write(tmp_path / "g.txt", f"# w\n0 1 1.0\n1 2 {value}\n")
+    _file_error(snap, 3, f"weight '{value}' does not fit float32")
+    csv = _write(tmp_path / "g.csv", f"src,dst,w\n0,1,1.0\n1,2,{value}\n2,0,1\n")
+    _file_error(csv, 3, f"weight '{value}' does not fit float32", weight="w")
+
+
+def test_parquet_and_npz_weights_float32_cannot_hold_name_the_row(tmp_path):
+    path = tmp_path / "e.parquet"
+    pd.DataFrame({"src": [0, 1, 2], "dst": [1, 2, 0], "w": [1.0, 1e300, 1e-60]}).to_parquet(path)
+    _file_error(path, None, r"column 'w' has 2 values that do not fit float32.*; row 1 is 1e\+300", weight="w")
+    path = tmp_path / "g.npz"
+    np.savez(path, indptr=np.array([0, 1, 2]), indices=np.array([1, 0]), weights=np.array([2.0, 1e-60]))
+    _file_error(path, None, "'weights' has 1 values that do not fit float32.*; index 1 is 1e-60", weight=True)
+
+
+def test_weights_float32_holds_are_read(tmp_path):
+    path = _write(tmp_path / "g.txt", "0 1 0\n1 2 2e-38\n2 3 3e38\n")
+    assert read_table(path)[0]["weight"].tolist() == [0.0, 2e-38, 3e38]
+
+
 # --- format selection ---------------------------------------------------------------------------
 
 def test_unknown_extension(tmp_path):

@@ -11,7 +11,7 @@ from .. import config
 from ..errors import GpipeValueError
 from ..runtime._session import current
 from ._graph import Graph, build, check_mode
-from ._readers import GRAPH_META, read_graph_folder, read_table
+from ._readers import FLOAT32_RANGE, GRAPH_META, float32_misfits, read_graph_folder, read_table
 
 __all__ = ["from_edges", "read_edges"]
 
@@ -94,7 +94,8 @@ def from_edges(frame, src: str = "src", dst: str = "dst", weight: str | None = N
     src, dst : str
         Columns of the endpoint ids (any hashable ids: ints, strings, ...).
     weight : str, optional
-        Column of non-negative, finite edge weights.
+        Column of non-negative edge weights that float32 holds: 0, or 1.175e-38
+        to 3.403e38 (gpipe keeps weights as float32; others are refused).
     directed : bool
         Keep edges directed; by default both directions are stored.
     partitions : int, optional
@@ -170,11 +171,10 @@ def _check_weights(values: pd.Series, name: str) -> None:
     if not pd.api.types.is_numeric_dtype(values) or pd.api.types.is_bool_dtype(values):
         raise GpipeValueError(f"'weight' column {name!r} must be numeric, got dtype {values.dtype}")
     arr = values.to_numpy(dtype=np.float64, na_value=np.nan)
-    bad = ~np.isfinite(arr) | (arr < 0)
+    bad = float32_misfits(arr) | (arr < 0)
     if bad.any():
-        raise GpipeValueError(
-            f"'weight' column {name!r} must hold finite, non-negative numbers; row {int(np.argmax(bad))} is {arr[bad][0]}"
-        )
+        raise GpipeValueError(f"'weight' column {name!r} must hold finite, non-negative numbers that fit float32 "
+                              f"({FLOAT32_RANGE}); row {int(np.argmax(bad))} is {arr[bad][0]}")
 
 
 def _unique_ids(chunk: pd.DataFrame, src: str, dst: str) -> np.ndarray:

@@ -43,6 +43,9 @@ _COMMENT = ("#", "%")
 GRAPH_META = "_gpipe.json"
 _GRAPH_KEYS = ("num_vertices", "num_edges", "directed", "weighted", "partitions", "renumbered")
 _INT = re.compile(r"\s*[+-]?[0-9]+\s*")
+_FLOAT32 = np.finfo(np.float32)
+# gpipe keeps weights as float32: a larger one would become inf (never taken), a smaller one 0 (walks stop there).
+FLOAT32_RANGE = f"0, or {_FLOAT32.tiny:.4g} to {_FLOAT32.max:.4g} in magnitude"
 
 
 def _open_zstd(path: str, mode: str):
@@ -131,8 +134,15 @@ def _both_int(a: pd.Series, b: pd.Series) -> bool:
     return a.dtype == np.int64 and b.dtype == np.int64
 
 
-def _finite_numbers(values: pd.Series) -> bool:
-    return values.dtype.kind in "iuf" and bool(np.isfinite(values.to_numpy(dtype=np.float64)).all())
+def float32_misfits(values: np.ndarray) -> np.ndarray:
+    """Where ``values`` are not finite, or float32 would make them inf, or 0 or subnormal from nonzero."""
+    with np.errstate(over="ignore"):
+        single = np.abs(values).astype(np.float32)
+    return ~np.isfinite(values) | ~np.isfinite(single) | ((values != 0) & (single < _FLOAT32.tiny))
+
+
+def _float32_numbers(values: pd.Series) -> bool:
+    return values.dtype.kind in "iuf" and not float32_misfits(values.to_numpy(dtype=np.float64)).any()
 
 
 def _is_utf8(text: str) -> bool:
@@ -157,6 +167,9 @@ def _parse_weight(path: str, lineno: int, token: str) -> float:
         raise GpipeFileError(path, lineno, f"weight {token!r} is not a number") from None
     if not math.isfinite(value):
         raise GpipeFileError(path, lineno, f"weight {token!r} is not finite")
+    if float32_misfits(np.float64(value)):
+        raise GpipeFileError(path, lineno, f"weight {token!r} does not fit float32, gpipe's weight type "
+                                           f"({FLOAT32_RANGE})")
     return value
 
 
@@ -197,7 +210,7 @@ def _snap_fast(path: str) -> pd.DataFrame | None:
     except _FAST_FAILURES:
         return None
     weight = table[2] if table.shape[1] == 3 else None
-    if weight is not None and not _finite_numbers(weight):
+    if weight is not None and not _float32_numbers(weight):
         return None
     return _frame(table[0], table[1], weight)
 
@@ -255,7 +268,7 @@ def _csv_fast(path: str, columns: list[str], last: str) -> pd.DataFrame | None:
     if table.empty or table[list({*columns, last})].isna().any(axis=None):
         return None
     weight = table[columns[2]] if len(columns) == 3 else None
-    if weight is not None and not _finite_numbers(weight):
+    if weight is not None and not _float32_numbers(weight):
         return None
     return _frame(table[src], table[dst], weight)
 
@@ -313,7 +326,16 @@ def _parquet_weights(path: str, name: str, col: pa.ChunkedArray) -> np.ndarray:
     if not np.isfinite(weight).all():
         bad = int((~np.isfinite(weight)).sum())
         raise GpipeFileError(path, None, f"column {name!r} has {bad} non-finite values")
+    _check_float32(path, f"column {name!r}", "row", weight)
     return weight
+
+
+def _check_float32(path: str, what: str, unit: str, weight: np.ndarray) -> None:
+    misfits = float32_misfits(weight)
+    if misfits.any():
+        first = int(np.argmax(misfits))
+        raise GpipeFileError(path, None, f"{what} has {int(misfits.sum())} values that do not fit float32, gpipe's "
+                                         f"weight type ({FLOAT32_RANGE}); {unit} {first} is {weight[first]}")
 
 
 def _read_parquet(path: str, columns: list[str]) -> pd.DataFrame:
@@ -379,6 +401,7 @@ def _read_npz(path: str, weight: bool) -> tuple[pd.DataFrame, int]:
             fail(f"{key!r} must be {len(indices)} numbers, got {values.dtype} of shape {values.shape}")
         if not np.isfinite(values).all():
             fail(f"{key!r} has {int((~np.isfinite(values)).sum())} non-finite values")
+        _check_float32(path, repr(key), "index", values.astype(np.float64))
     src = np.repeat(np.arange(n, dtype=np.int64), degrees)
     return _frame(src, indices, values), n
 
