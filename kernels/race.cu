@@ -17,12 +17,12 @@ extern "C" __global__ void gp_race(long long nseg, const long long* __restrict__
     const long long a = offsets[s], d = offsets[s + 1] - a, o = out_offsets[s];
     const long long k = out_offsets[s + 1] - o;
     if (k == 0) return;
-    const unsigned long long stream = gp_stream(key, (unsigned long long)streams[s]);
+    const unsigned long long id = (unsigned long long)streams[s];
     long long held = 0;
     for (long long j = 0; j < d; ++j) {
         const double b = bias[a + j];
         if (!(b > 0.0)) continue;
-        const double race = -log1p(-gp_unit(gp_bits(stream, (unsigned long long)step, (unsigned long long)j))) / b;
+        const double race = -log1p(-gp_unit(gp_bits(key, id, (unsigned long long)step, (unsigned long long)j))) / b;
         if (held == k && !(race < out_race[o + k - 1])) continue;
         long long i = held < k ? held++ : k - 1;  // insert, keeping the k shortest sorted
         while (i > 0 && race < out_race[o + i - 1]) {

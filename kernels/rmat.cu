@@ -18,10 +18,10 @@ extern "C" __global__ void gp_rmat(int scale, double t1, double t2, double t3, u
     long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
     if (i >= count) return;
     const unsigned long long k = gp_key(seed);
-    const unsigned long long s = gp_stream(k, (unsigned long long)(start + i));
+    const unsigned long long e = (unsigned long long)(start + i);
     unsigned long long u = 0, v = 0;
     for (int level = 0; level < scale; ++level) {
-        const double r = gp_unit(gp_bits(s, level, 0));
+        const double r = gp_unit(gp_bits(k, e, level, 0));
         const unsigned long long bit = 1ULL << (scale - 1 - level);
         if (r >= t3) { u |= bit; v |= bit; }
         else if (r >= t2) { u |= bit; }
@@ -30,5 +30,5 @@ extern "C" __global__ void gp_rmat(int scale, double t1, double t2, double t3, u
     if (scramble) { u = gp_scramble(u, scale, k); v = gp_scramble(v, scale, k); }
     src[i] = (long long)u;
     dst[i] = (long long)v;
-    if (weighted) weight[i] = (float)(1.0 - gp_unit(gp_bits(s, scale, 1)));
+    if (weighted) weight[i] = (float)(1.0 - gp_unit(gp_bits(k, e, scale, 1)));
 }

@@ -1,9 +1,14 @@
-// Raw counter-based draws, for checking that the CUDA and CPU streams agree.
+// Blocks of the counter-based stream for many stream ids at one step: the GPU side of
+// gpipe/_rng.py::draws (vectorized draws, and the check that the CUDA and CPU streams agree).
 #include "rng.cuh"
 
-extern "C" __global__ void gp_draws(unsigned long long seed, const long long* streams, long long n,
-                                    long long step, long long draw, unsigned long long* out) {
+extern "C" __global__ void gp_draws(unsigned long long key, const long long* __restrict__ ids, long long n,
+                                    long long step, const long long* __restrict__ draw,
+                                    unsigned long long* __restrict__ out) {
     long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
     if (i >= n) return;
-    out[i] = gp_bits(gp_stream(gp_key(seed), (unsigned long long)streams[i]), step, draw);
+    const ulonglong2 r = gp_bits(key, (unsigned long long)ids[i], (unsigned long long)step,
+                                 (unsigned long long)draw[i]);
+    out[2 * i] = r.x;
+    out[2 * i + 1] = r.y;
 }

@@ -107,7 +107,7 @@ extern "C" __global__ void gp_select(long long nseg, const long long* __restrict
     const double offset = gp_chunk_offset(run, lane, &total);
     for (long long e = lo; e < hi; ++e) cdf[e] = offset + cdf[e];
     __syncwarp();
-    const unsigned long long stream = gp_stream(key, (unsigned long long)streams[s]);
+    const unsigned long long id = (unsigned long long)streams[s];
     unsigned long long draw = 0;
     long long iters = 0;
     for (int i = 0; i < k; ++i) {
@@ -115,7 +115,7 @@ extern "C" __global__ void gp_select(long long nseg, const long long* __restrict
         int iters_pick = 0;
         while (pick < 0) {
             ++iters;
-            const double r = gp_unit(gp_bits(stream, (unsigned long long)step, draw++));
+            const double r = gp_unit(gp_bits(key, id, (unsigned long long)step, draw++));
             if (method == 1 || iters_pick++ == GP_SELECT_ROUNDS) {
                 pick = gp_updated_pick(bias, lo, hi, a, r, bits, B, use_bitmap, out, o, i, lane);
                 break;
@@ -125,7 +125,7 @@ extern "C" __global__ void gp_select(long long nseg, const long long* __restrict
             if (bias[e] > 0.0 && !gp_taken(bits, B, e - a, use_bitmap, out, o, i, e)) { pick = e; break; }
             if (method == 0 && bias[e] > 0.0) {  // bipartite region search around the picked region [l, h)
                 const double l = e > a ? cdf[e - 1] : 0.0, delta = cdf[e] - l;
-                double v = gp_unit(gp_bits(stream, (unsigned long long)step, draw++)) * (total - delta);
+                double v = gp_unit(gp_bits(key, id, (unsigned long long)step, draw++)) * (total - delta);
                 if (v >= l) v += delta;
                 e = gp_upper(cdf, a, d, v);
                 if (bias[e] > 0.0 && !gp_taken(bits, B, e - a, use_bitmap, out, o, i, e)) pick = e;

@@ -6,7 +6,7 @@
 // inverse transform sampling over the per-vertex weight prefix sums `cdf`
 // (O(log d)). -1 when every weight is zero.
 __device__ __forceinline__ long long gp_pick_edge(const double* __restrict__ cdf, int weighted, long long a,
-                                                  long long d, unsigned long long r) {
+                                                  long long d, ulonglong2 r) {
     if (!weighted) return a + gp_below(r, d);
     const double total = cdf[a + d - 1];
     if (!(total > 0.0)) return -1;
@@ -31,7 +31,7 @@ __device__ __forceinline__ bool gp_has_edge(const IdT* __restrict__ indices, lon
 }
 
 // A vertex uniform in [0, n) (for jumps): floor(unit * n), in double on both devices.
-__device__ __forceinline__ long long gp_uniform_vertex(unsigned long long r, long long n) {
+__device__ __forceinline__ long long gp_uniform_vertex(ulonglong2 r, long long n) {
     const long long v = (long long)(gp_unit(r) * (double)n);
     return v < n ? v : n - 1;
 }

@@ -20,7 +20,7 @@ __global__ void gp_walk_first_order(const long long* __restrict__ indptr, const 
                                     long long* __restrict__ out_vertex, int* __restrict__ out_step,
                                     signed char* __restrict__ moved, unsigned long long* __restrict__ next) {
     for (long long i = (long long)atomicAdd(next, 1ULL); i < n; i = (long long)atomicAdd(next, 1ULL)) {
-        const unsigned long long stream = gp_stream(key, (unsigned long long)walk_id[i]);
+        const unsigned long long id = (unsigned long long)walk_id[i];
         long long v = vertex[i];
         int s = step[i];
         IdT* out = flat + offset[i];
@@ -30,13 +30,13 @@ __global__ void gp_walk_first_order(const long long* __restrict__ indptr, const 
             out[k++] = (IdT)v;
             if (s >= length) break;
             long long u;
-            if (teleport != TELEPORT_NONE && gp_unit(gp_bits(stream, s, 0)) < alpha) {
-                u = teleport == TELEPORT_UNIFORM ? gp_uniform_vertex(gp_bits(stream, s, 1), num_vertices) : source[i];
+            if (teleport != TELEPORT_NONE && gp_unit(gp_bits(key, id, s, 0)) < alpha) {
+                u = teleport == TELEPORT_UNIFORM ? gp_uniform_vertex(gp_bits(key, id, s, 1), num_vertices) : source[i];
             } else {
                 const long long a = indptr[v - lo];
                 const long long d = indptr[v - lo + 1] - a;
                 if (d == 0) break;
-                const long long e = gp_pick_edge(cdf, weighted, a, d, gp_bits(stream, s, 1));
+                const long long e = gp_pick_edge(cdf, weighted, a, d, gp_bits(key, id, s, 1));
                 if (e < 0) break;
                 u = (long long)indices[e];
             }

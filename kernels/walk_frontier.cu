@@ -21,7 +21,7 @@ __global__ void gp_walk_frontier(const long long* __restrict__ indptr, const IdT
                                  int* __restrict__ out_step, double* __restrict__ out_time,
                                  signed char* __restrict__ status, unsigned long long* __restrict__ next) {
     for (long long i = (long long)atomicAdd(next, 1ULL); i < n; i = (long long)atomicAdd(next, 1ULL)) {
-        const unsigned long long stream = gp_stream(key, (unsigned long long)walk_id[i]);
+        const unsigned long long id = (unsigned long long)walk_id[i];
         long long v = vertex[i];
         int s = step[i];
         double t = time[i];
@@ -33,10 +33,10 @@ __global__ void gp_walk_frontier(const long long* __restrict__ indptr, const IdT
             const long long a = indptr[v - lo];
             const long long d = indptr[v - lo + 1] - a;
             if (d == 0) break;
-            const double nt = t - log(1.0 - gp_unit(gp_bits(stream, s, 0))) / (double)d;
+            const double nt = t - log(1.0 - gp_unit(gp_bits(key, id, s, 0))) / (double)d;
             if (nt > horizon) { st = 2; break; }
             if (c == room) { st = 1; break; }
-            const long long u = (long long)indices[a + gp_below(gp_bits(stream, s, 1), d)];
+            const long long u = (long long)indices[a + gp_below(gp_bits(key, id, s, 1), d)];
             rec_src[o + c] = v;
             rec_dst[o + c] = u;
             rec_time[o + c] = nt;

@@ -18,7 +18,7 @@ __global__ void gp_walk_mh(const long long* __restrict__ indptr, const IdT* __re
                            signed char* __restrict__ out_state, signed char* __restrict__ moved,
                            unsigned long long* __restrict__ next) {
     for (long long i = (long long)atomicAdd(next, 1ULL); i < n; i = (long long)atomicAdd(next, 1ULL)) {
-        const unsigned long long stream = gp_stream(key, (unsigned long long)walk_id[i]);
+        const unsigned long long id = (unsigned long long)walk_id[i];
         long long v = cur[i];
         int s = step[i];
         IdT* out = flat + offset[i];
@@ -30,7 +30,7 @@ __global__ void gp_walk_mh(const long long* __restrict__ indptr, const IdT* __re
             const long long u = vertex[i];
             const long long du = indptr[u - lo + 1] - indptr[u - lo];
             out[k++] = (IdT)v;
-            const bool accept = gp_unit(gp_bits(stream, s, 1)) * (double)du < (double)degv[i];
+            const bool accept = gp_unit(gp_bits(key, id, s, 1)) * (double)du < (double)degv[i];
             ++s;
             if (accept) {
                 v = u;  // the loop below writes it
@@ -46,10 +46,10 @@ __global__ void gp_walk_mh(const long long* __restrict__ indptr, const IdT* __re
             const long long a = indptr[v - lo];
             const long long d = indptr[v - lo + 1] - a;
             if (d == 0) break;
-            const long long u = (long long)indices[a + gp_below(gp_bits(stream, s, 0), d)];
+            const long long u = (long long)indices[a + gp_below(gp_bits(key, id, s, 0), d)];
             if (u < lo || u >= hi) { left = 1; st = 1; route = u; dv = d; break; }
             const long long du = indptr[u - lo + 1] - indptr[u - lo];
-            if (gp_unit(gp_bits(stream, s, 1)) * (double)du < (double)d) v = u;
+            if (gp_unit(gp_bits(key, id, s, 1)) * (double)du < (double)d) v = u;
             ++s;
         }
         if (st == 0) route = v;

@@ -29,7 +29,7 @@ __global__ void gp_walk_node2vec(const long long* __restrict__ indptr, const IdT
     const double bound = fmax(inv_p, fmax(1.0, inv_q));
     const double sure = fmin(1.0, inv_q), never = fmax(1.0, inv_q);
     for (long long i = (long long)atomicAdd(next, 1ULL); i < n; i = (long long)atomicAdd(next, 1ULL)) {
-        const unsigned long long stream = gp_stream(key, (unsigned long long)walk_id[i]);
+        const unsigned long long id = (unsigned long long)walk_id[i];
         long long v = cur[i], t = prev[i], x = cand[i], route = v;
         int s = step[i], kk = trial[i];
         signed char known = answer[i], st = 0, left = 0;
@@ -49,13 +49,13 @@ __global__ void gp_walk_node2vec(const long long* __restrict__ indptr, const IdT
                 if (d == 0) break;
                 long long e;
                 if (t < 0) {  // the first step is first-order
-                    e = gp_pick_edge(cdf, weighted, a, d, gp_bits(stream, s, 0));
+                    e = gp_pick_edge(cdf, weighted, a, d, gp_bits(key, id, s, 0));
                 } else {
                     while (true) {
-                        e = gp_pick_edge(cdf, weighted, a, d, gp_bits(stream, s, 2ULL * kk));
+                        e = gp_pick_edge(cdf, weighted, a, d, gp_bits(key, id, s, 2ULL * kk));
                         if (e < 0) break;
                         x = (long long)indices[e];
-                        const double u = gp_unit(gp_bits(stream, s, 2ULL * kk + 1)) * bound;
+                        const double u = gp_unit(gp_bits(key, id, s, 2ULL * kk + 1)) * bound;
                         bool ok;
                         if (x == t) {
                             ok = u < inv_p;

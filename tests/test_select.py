@@ -115,8 +115,7 @@ def test_races_keep_the_k_shortest_in_order():
     win_offsets, winners, races = race(bias, offsets, want, streams, key, 5)
     for s in range(sizes.size):
         a, b = offsets[s], offsets[s + 1]
-        u = _rng.unit_array(_rng.bits_array(np, _rng.stream_array(np, key, np.full(b - a, streams[s])), 5,
-                                            np.arange(b - a)))
+        u = _rng.unit_array(_rng.draws(np, key, np.full(b - a, streams[s]), 5, np.arange(b - a)))
         with np.errstate(divide="ignore"):
             expected = np.where(bias[a:b] > 0, -np.log1p(-u) / bias[a:b], np.inf)
         k = min(want[s], int((bias[a:b] > 0).sum()))

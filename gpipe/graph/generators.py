@@ -126,11 +126,10 @@ def _scramble(v, scale, k):
 def _rmat_cpu(scale, t1, t2, t3, seed, start, count, scramble, weighted, src, dst, weight):
     k = _rng.key(seed)
     for i in prange(count):
-        s = _rng.stream(k, start + i)
         u = np.uint64(0)
         v = np.uint64(0)
         for level in range(scale):
-            r = _rng.unit(_rng.bits(s, level, 0))
+            r = _rng.unit(_rng.bits(k, start + i, level, 0))
             bit = np.uint64(1) << np.uint64(scale - 1 - level)
             if r >= t3:
                 u |= bit
@@ -145,4 +144,4 @@ def _rmat_cpu(scale, t1, t2, t3, seed, start, count, scramble, weighted, src, ds
         src[i] = np.int64(u)
         dst[i] = np.int64(v)
         if weighted:
-            weight[i] = np.float32(1.0 - _rng.unit(_rng.bits(s, scale, 1)))
+            weight[i] = np.float32(1.0 - _rng.unit(_rng.bits(k, start + i, scale, 1)))

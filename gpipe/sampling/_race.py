@@ -49,13 +49,12 @@ def _race_cpu(nseg, offsets, bias, out_offsets, key, streams, step, out, out_rac
         k = out_offsets[s + 1] - o
         if k == 0:
             continue
-        stream = _rng.stream(key, streams[s])
         held = 0
         for j in range(d):
             b = bias[a + j]
             if not b > 0.0:
                 continue
-            r = -math.log1p(-_rng.unit(_rng.bits(stream, step, j))) / b
+            r = -math.log1p(-_rng.unit(_rng.bits(key, streams[s], step, j))) / b
             if held == k and not r < out_race[o + k - 1]:
                 continue
             if held < k:

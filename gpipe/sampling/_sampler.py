@@ -486,7 +486,6 @@ def _first_distinct(x, instances, want: int, size: int, step: int, params: dict,
     replace = params["replace"]
     want = want if replace else min(want, size if distinct is None else distinct)
     span = size if source is None else params["num_vertices"]
-    streams = _rng.stream_array(x, params["key"], instances)
     count = x.zeros(instances.shape[0], x.int64)
     drawn = x.zeros(instances.shape[0], x.int64)
     seen = x.zeros(0, x.int64)
@@ -499,8 +498,8 @@ def _first_distinct(x, instances, want: int, size: int, step: int, params: dict,
         starts = x.cumsum(need) - need
         row = x.repeat(x.arange(instances.shape[0]), need)
         draw = drawn[row] + x.arange(total) - starts[row]
-        v = x.minimum((_rng.unit_array(_rng.bits_array(x, streams[row], step, draw)) * size).astype(x.int64),
-                      size - 1)
+        v = x.minimum((_rng.unit_array(_rng.draws(x, params["key"], instances[row], step, draw)) * size)
+                      .astype(x.int64), size - 1)
         if source is not None:
             v = source(v)
         if replace:
@@ -530,12 +529,11 @@ def _wanted(x, params: dict, streams, step: int, degree):
         return x.full(streams.shape[0], size, dtype=x.int64)
     # geometric: count trials of probability p until one fails, one draw per trial
     p = size[1]
-    keys = _rng.stream_array(x, params["key"], streams)
     count = x.zeros(streams.shape[0], dtype=x.int64)
     burning = x.ones(streams.shape[0], dtype=bool)
     trial = 0
     while bool(burning.any()):
-        burning &= _rng.unit_array(_rng.bits_array(x, keys, step, trial)) < p
+        burning &= _rng.unit_array(_rng.draws(x, params["key"], streams, step, trial)) < p
         count += burning
         trial += 1
     return count

@@ -138,7 +138,6 @@ def _select_cpu(nseg, offsets, bias, out_offsets, key, streams, step, method, us
             for e in range(lo, hi):
                 cdf[e] = total + cdf[e]
             total += run
-        stream = _rng.stream(key, streams[s])
         draw = 0
         iters = 0
         for i in range(k):
@@ -146,7 +145,7 @@ def _select_cpu(nseg, offsets, bias, out_offsets, key, streams, step, method, us
             rounds = 0
             while pick < 0:
                 iters += 1
-                r = _rng.unit(_rng.bits(stream, step, draw))
+                r = _rng.unit(_rng.bits(key, streams[s], step, draw))
                 draw += 1
                 rounds += 1
                 if method == 1 or rounds == ROUNDS + 1:
@@ -163,7 +162,7 @@ def _select_cpu(nseg, offsets, bias, out_offsets, key, streams, step, method, us
                 if method == 0 and bias[e] > 0.0:  # bipartite region search around the picked region
                     low = cdf[e - 1] if e > a else 0.0
                     delta = cdf[e] - low
-                    v = _rng.unit(_rng.bits(stream, step, draw)) * (total - delta)
+                    v = _rng.unit(_rng.bits(key, streams[s], step, draw)) * (total - delta)
                     draw += 1
                     if v >= low:
                         v += delta

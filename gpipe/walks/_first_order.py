@@ -39,7 +39,6 @@ def advance_first_order(x, part, walkers: dict, params: dict, out: dict) -> None
 def _advance_cpu(indptr, indices, cdf, weighted, lo, hi, num_vertices, key, length, alpha, teleport, n, walk_id,
                  source, vertex, step, offset, flat, piece_len, out_vertex, out_step, moved):
     for i in prange(n):
-        stream = _rng.stream(np.uint64(key), walk_id[i])
         v = vertex[i]
         s = step[i]
         o = offset[i]
@@ -50,9 +49,9 @@ def _advance_cpu(indptr, indices, cdf, weighted, lo, hi, num_vertices, key, leng
             k += 1
             if s >= length:
                 break
-            if teleport != 0 and _rng.unit(_rng.bits(stream, s, 0)) < alpha:
+            if teleport != 0 and _rng.unit(_rng.bits(key, walk_id[i], s, 0)) < alpha:
                 if teleport == 1:
-                    u = uniform_vertex(_rng.bits(stream, s, 1), num_vertices)
+                    u = uniform_vertex(_rng.bits(key, walk_id[i], s, 1), num_vertices)
                 else:
                     u = source[i]
             else:
@@ -60,7 +59,7 @@ def _advance_cpu(indptr, indices, cdf, weighted, lo, hi, num_vertices, key, leng
                 d = indptr[v - lo + 1] - a
                 if d == 0:
                     break
-                e = pick_edge(cdf, weighted, a, d, _rng.bits(stream, s, 1))
+                e = pick_edge(cdf, weighted, a, d, _rng.bits(key, walk_id[i], s, 1))
                 if e < 0:
                     break
                 u = np.int64(indices[e])

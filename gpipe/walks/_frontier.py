@@ -64,7 +64,6 @@ def advance_frontier(part, walkers: dict, params: dict):
 def _advance_cpu(indptr, indices, lo, hi, key, budget, horizon, room, n, walk_id, vertex, step, time, rec_src,
                  rec_dst, rec_time, rec_count, out_vertex, out_step, out_time, status):
     for i in prange(n):
-        stream = _rng.stream(np.uint64(key), walk_id[i])
         v = vertex[i]
         s = step[i]
         t = time[i]
@@ -78,14 +77,14 @@ def _advance_cpu(indptr, indices, lo, hi, key, budget, horizon, room, n, walk_id
             d = indptr[v - lo + 1] - a
             if d == 0:
                 break
-            nt = t - np.log(1.0 - _rng.unit(_rng.bits(stream, s, 0))) / np.float64(d)
+            nt = t - np.log(1.0 - _rng.unit(_rng.bits(key, walk_id[i], s, 0))) / np.float64(d)
             if nt > horizon:
                 st = 2
                 break
             if c == room:
                 st = 1
                 break
-            u = np.int64(indices[a + _rng.below(_rng.bits(stream, s, 1), d)])
+            u = np.int64(indices[a + _rng.below(_rng.bits(key, walk_id[i], s, 1), d)])
             rec_src[o + c] = v
             rec_dst[o + c] = u
             rec_time[o + c] = nt
@@ -103,6 +102,15 @@ def _advance_cpu(indptr, indices, lo, hi, key, budget, horizon, room, n, walk_id
         status[i] = st
 
 
+@cpu_kernel(parallel=True)
+def _uniform_starts(key, walk_id, candidates):
+    """Each member's start vertex, uniform among ``candidates``."""
+    out = np.empty(walk_id.shape[0], np.int64)
+    for i in prange(walk_id.shape[0]):
+        out[i] = candidates[_rng.below(_rng.bits(key, walk_id[i], INIT_STEP, 0), candidates.shape[0])]
+    return out
+
+
 def sample(g, frontier_size: int, budget: int, instances: int, seed: int, pool: np.ndarray | None,
            progress) -> tuple[pd.DataFrame, dict]:
     """The sampled edges ``instance, step, src, dst`` (dense ids, ``step`` the rank in time) and statistics.
@@ -114,10 +122,7 @@ def sample(g, frontier_size: int, budget: int, instances: int, seed: int, pool: 
     degrees = g.degrees().to_numpy()
     walk_id = np.arange(instances * frontier_size, dtype=np.int64)
     if pool is None:
-        candidates = np.flatnonzero(degrees > 0)
-        bits = _rng.draws(seed, walk_id, INIT_STEP, 0)
-        picks = ((bits >> np.uint64(32)) * np.uint64(candidates.size)) >> np.uint64(32)  # _rng.below, vectorized
-        vertex = candidates[picks.astype(np.int64)].astype(np.int64)
+        vertex = _uniform_starts(key, walk_id, np.flatnonzero(degrees > 0))
     else:
         vertex = pool.reshape(-1).astype(np.int64)
     rate = np.bincount(walk_id // frontier_size, weights=degrees[vertex], minlength=instances)

@@ -36,7 +36,6 @@ def advance_mh(x, part, walkers: dict, params: dict, out: dict) -> None:
 def _advance_cpu(indptr, indices, lo, hi, key, length, n, walk_id, vertex, step, cur, degv, state, offset, flat,
                  piece_len, out_vertex, out_step, out_cur, out_degv, out_state, moved):
     for i in prange(n):
-        stream = _rng.stream(np.uint64(key), walk_id[i])
         v = cur[i]
         s = step[i]
         o = offset[i]
@@ -51,7 +50,7 @@ def _advance_cpu(indptr, indices, lo, hi, key, length, n, walk_id, vertex, step,
             du = indptr[u - lo + 1] - indptr[u - lo]
             flat[o + k] = v
             k += 1
-            accept = _rng.unit(_rng.bits(stream, s, 1)) * np.float64(du) < np.float64(degv[i])
+            accept = _rng.unit(_rng.bits(key, walk_id[i], s, 1)) * np.float64(du) < np.float64(degv[i])
             s += 1
             if accept:
                 v = u
@@ -69,7 +68,7 @@ def _advance_cpu(indptr, indices, lo, hi, key, length, n, walk_id, vertex, step,
             d = indptr[v - lo + 1] - a
             if d == 0:
                 break
-            u = np.int64(indices[a + _rng.below(_rng.bits(stream, s, 0), d)])
+            u = np.int64(indices[a + _rng.below(_rng.bits(key, walk_id[i], s, 0), d)])
             if u < lo or u >= hi:
                 left = 1
                 st = 1
@@ -77,7 +76,7 @@ def _advance_cpu(indptr, indices, lo, hi, key, length, n, walk_id, vertex, step,
                 dv = d
                 break
             du = indptr[u - lo + 1] - indptr[u - lo]
-            if _rng.unit(_rng.bits(stream, s, 1)) * np.float64(du) < np.float64(d):
+            if _rng.unit(_rng.bits(key, walk_id[i], s, 1)) * np.float64(du) < np.float64(d):
                 v = u
             s += 1
         if st == 0:

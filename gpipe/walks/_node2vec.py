@@ -48,7 +48,6 @@ def _advance_cpu(indptr, indices, cdf, weighted, lo, hi, key, length, inv_p, inv
     sure = min(1.0, inv_q)
     never = max(1.0, inv_q)
     for i in prange(n):
-        stream = _rng.stream(np.uint64(key), walk_id[i])
         v = cur[i]
         t = prev[i]
         x = cand[i]
@@ -77,14 +76,14 @@ def _advance_cpu(indptr, indices, cdf, weighted, lo, hi, key, length, inv_p, inv
                 if d == 0:
                     break
                 if t < 0:  # the first step is first-order
-                    e = pick_edge(cdf, weighted, a, d, _rng.bits(stream, s, 0))
+                    e = pick_edge(cdf, weighted, a, d, _rng.bits(key, walk_id[i], s, 0))
                 else:
                     while True:
-                        e = pick_edge(cdf, weighted, a, d, _rng.bits(stream, s, 2 * kk))
+                        e = pick_edge(cdf, weighted, a, d, _rng.bits(key, walk_id[i], s, 2 * kk))
                         if e < 0:
                             break
                         x = np.int64(indices[e])
-                        u = _rng.unit(_rng.bits(stream, s, 2 * kk + 1)) * bound
+                        u = _rng.unit(_rng.bits(key, walk_id[i], s, 2 * kk + 1)) * bound
                         if x == t:
                             ok = u < inv_p
                         elif u < sure:

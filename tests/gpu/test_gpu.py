@@ -14,8 +14,6 @@ if gpu_problem() is not None:
 
 import cupy  # noqa: E402
 
-from gpipe.kernels import function, launch  # noqa: E402
-
 
 @pytest.fixture(scope="module")
 def gpu_cluster():
@@ -24,12 +22,13 @@ def gpu_cluster():
 
 
 def test_rng_bits_match_cpu_twin():
-    streams = np.arange(0, 1 << 16, 7, dtype=np.int64) * 1_000_003
-    for step, draw in [(0, 0), (5, 1), (79, 3)]:
-        out = cupy.empty(streams.size, cupy.uint64)
-        launch(function("rng.cu", "gp_draws"), streams.size,
-               (np.uint64(42), cupy.asarray(streams), np.int64(streams.size), np.int64(step), np.int64(draw), out))
-        np.testing.assert_array_equal(out.get(), _rng.draws(42, streams, step, draw))
+    """Both words of each Philox block (the second is ``below``'s retry), ids past 32 bits, steps up to 2**32 - 1."""
+    ids = np.arange(0, 1 << 16, 7, dtype=np.int64) * 1_000_003 * 1_000_003
+    key = _rng.key(42)
+    for step, draw in [(0, 0), (5, 1), (79, np.arange(ids.size) % 5), (2**32 - 1, 2**32 - 1)]:
+        gpu_draw = draw if np.isscalar(draw) else cupy.asarray(draw)
+        np.testing.assert_array_equal(_rng.draws(cupy, key, cupy.asarray(ids), step, gpu_draw).get(),
+                                      _rng.draws(np, key, ids, step, draw))
 
 
 def _on(client, func):
