@@ -1,7 +1,9 @@
 """The bias-centric Sampler on the partitioned runtime: bounds, visited-once, bias, partition independence."""
 
+import time
 from itertools import permutations
 
+import dask
 import numpy as np
 import pandas as pd
 import pytest
@@ -271,6 +273,39 @@ def test_forest_fire_burns_a_geometric_number_of_neighbors(cpu):
     pmf = np.append(p ** k[:-1] * (1 - p), p ** 11)  # the last bin: 11 or more
     observed = np.append(counts[:11], counts[11:].sum())
     assert stats.chisquare(observed, instances * pmf).pvalue > 1e-3
+
+
+def _raises_its_own_error(table):
+    table["degree"]
+    raise ValueError("this bias is broken")
+
+
+def _graph_arrays_of(graph_id, dask_worker=None):
+    return sorted(name for held, name in dask_worker.plugins["gpipe"].graph_arrays if held == graph_id)
+
+
+def test_a_graph_samples_again_after_the_memory_manager_ran(cpu):
+    """What runs read on the workers (the degrees) is held with the graph: Dask's memory manager drops the extra
+    replicas of data it broadcast every few seconds, and runs on the same graph after that must still find it."""
+    assert dask.config.get("distributed.scheduler.active-memory-manager.start") and cpu.amm.running()
+    g = _rmat(2)
+    runs = [
+        lambda: gpipe.sampling.random_edge(g, 5, instances=4, seed=1),
+        lambda: gpipe.sampling.random_node(g, 5, instances=4, by_degree=True, seed=1),
+        lambda: Sampler(edge_bias="degree", neighbor_size=2, depth=2).run(g, seeds=np.arange(10), seed=1),
+        lambda: Sampler(vertex_bias="degree", frontier_size=4, edge_bias=lambda t: t["degree"] ** 2,
+                        neighbor_size=3, update="unvisited", depth=3).run(g, seeds=np.arange(6), instances=20),
+    ]
+    first = [run().compute() for run in runs]
+    time.sleep(2 * dask.utils.parse_timedelta(dask.config.get("distributed.scheduler.active-memory-manager.interval"))
+               + 1)
+    for run, before in zip(runs, first):
+        pd.testing.assert_frame_equal(run().compute(), before)
+    with pytest.raises(TaskError, match="this bias is broken"):
+        Sampler(edge_bias=_raises_its_own_error).run(g, seeds=[0, 1])
+    assert list(cpu.run(_graph_arrays_of, g.graph_id).values()) == [["degrees"]] * 2
+    g.release()  # they go with the graph
+    assert list(cpu.run(_graph_arrays_of, g.graph_id).values()) == [[], []]
 
 
 def test_builtin_samplers_reject_bad_parameters(cpu):

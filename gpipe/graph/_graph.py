@@ -19,7 +19,7 @@ from ..errors import GpipeValueError
 from ..runtime._session import Session, run_later, workers_info
 from ..runtime._store import on_store, store
 from ..runtime._files import GRAPH_FILES, atomic_dir
-from ..runtime._watch import gather_pinned
+from ..runtime._watch import call_workers, gather_pinned
 from . import _build
 
 
@@ -47,8 +47,8 @@ class Graph:
         self.num_edges = num_edges
         self.replicas = replicas  # replicated mode: the workers that each hold the whole graph (as partition 0)
         self.device_partitions = device_partitions  # out-of-memory: partitions on each worker's device at once
-        self._degrees = None
-        self._degrees_future = None
+        self._vertex_arrays: dict[str, np.ndarray] = {}  # per-vertex arrays gathered from the partitions
+        self._on_workers: set[str] = set()  # those of them put into the stores of the graph's workers
         self._finalizer = weakref.finalize(self, run_later, session.client, on_store, "drop_graph", graph_id)
 
     def release(self) -> None:
@@ -123,19 +123,29 @@ class Graph:
 
     def degrees(self) -> pd.Series:
         """Out-degree of every vertex, indexed by original id."""
-        return pd.Series(self._degree_array(), index=self._index(), name="degree")
+        return pd.Series(self._vertex_array("degrees"), index=self._index(), name="degree")
 
-    def _degree_array(self) -> np.ndarray:
-        """Out-degree of every dense vertex (computed once)."""
-        if self._degrees is None:
-            self._degrees = np.concatenate(self.client.gather(self._per_partition(_partition_degrees)))
-        return self._degrees
+    def _vertex_array(self, name: str) -> np.ndarray:
+        """A per-vertex array of dense ids, gathered from the partitions once: one of ``VERTEX_ARRAYS``."""
+        if name not in self._vertex_arrays:
+            parts = self._per_partition(VERTEX_ARRAYS[name])
+            self._vertex_arrays[name] = np.concatenate(self.client.gather(parts))
+        return self._vertex_arrays[name]
 
-    def _degrees_on_workers(self):
-        """A future of the degree array, on every worker (broadcast once)."""
-        if self._degrees_future is None:
-            self._degrees_future = self.client.scatter(self._degree_array(), broadcast=True, hash=False)
-        return self._degrees_future
+    def _put_on_workers(self, names) -> None:
+        """Put per-vertex arrays (``VERTEX_ARRAYS``) into the store of every worker holding the graph, once.
+
+        Runs there read them by name (``store().graph_array``); they go with the graph.
+        """
+        missing = sorted(set(names) - self._on_workers)
+        if not missing:
+            return
+        arrays = {name: self._vertex_array(name) for name in missing}
+        held, unit = ((dict(enumerate(self.placement)), "partition") if self.replicas is None
+                      else (dict(enumerate(self.replicas)), "replica"))
+        call_workers(self.client, [(w, _keep_arrays, (self.graph_id, arrays), {}) for w in sorted(set(held.values()))],
+                     held, "graph arrays", unit)
+        self._on_workers.update(missing)
 
     def _index(self):
         return pd.RangeIndex(self.num_vertices, name="vertex") if self.id_map is None else pd.Index(self.id_map, name="vertex")
@@ -181,6 +191,13 @@ class Graph:
 def _partition_degrees(graph_id: str, part: int) -> np.ndarray:
     indptr = store().partition(graph_id, part).indptr
     return to_host(indptr[1:] - indptr[:-1])
+
+
+VERTEX_ARRAYS = {"degrees": _partition_degrees}  # name -> per partition
+
+
+def _keep_arrays(graph_id: str, arrays: dict) -> None:
+    store().put_graph_arrays(graph_id, arrays)
 
 
 def _write_partition(graph_id: str, part: int, folder: str) -> int:

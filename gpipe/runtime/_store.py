@@ -76,6 +76,7 @@ class GpipeStore(WorkerPlugin):
 
     def setup(self, worker):
         self.partitions: dict[tuple[str, int], object] = {}
+        self.graph_arrays: dict[tuple[str, str], object] = {}  # (graph, name) -> a per-vertex array its runs read
         self.pieces: dict[tuple[str, int], list] = defaultdict(list)
         self._held = 0  # bytes of the pieces not spilled (on the device of a GPU worker)
         self._auto_limit = _output_limit(self.device)  # what gpipe.memory.output-limit 'auto' means here
@@ -105,6 +106,7 @@ class GpipeStore(WorkerPlugin):
     def teardown(self, worker):
         self._runner.shutdown(wait=False)
         self.partitions.clear()
+        self.graph_arrays.clear()
         self.residency = Residency(self.device)
         self.pieces.clear()
         self._held = 0
@@ -349,13 +351,23 @@ class GpipeStore(WorkerPlugin):
 
         return waiting
 
-    def held(self, key: str):
-        """A value Dask keeps in this worker's memory (one broadcast with ``client.scatter``), by its key."""
+    def put_graph_arrays(self, graph_id: str, arrays: dict) -> None:
+        """Keep per-vertex arrays of a graph (e.g. its degrees) on this worker's device, for its runs to read by name.
+
+        They are the store's, as the partitions are, and go with the graph: not
+        Dask data, which Dask may move or drop (its memory manager drops the
+        replicas of a broadcast value) without the runs that read it here knowing.
+        """
+        x = xp(self.device)
+        for name, array in arrays.items():
+            self.graph_arrays[(graph_id, name)] = x.asarray(array)
+
+    def graph_array(self, graph_id: str, name: str):
         try:
-            return self.worker.data[key]
+            return self.graph_arrays[(graph_id, name)]
         except KeyError:
-            raise GpipeError(f"worker {self.worker_address} does not hold {key} (was it broadcast, and kept?)") \
-                from None
+            raise GpipeError(f"worker {self.worker_address} holds no {name!r} of graph {graph_id} "
+                             "(the worker restarted or the graph was released)") from None
 
     def transfers(self, graph_id: str) -> list:
         """Copies of this graph's partitions onto the device so far: [count, bytes, seconds, reads in place]."""
@@ -365,6 +377,8 @@ class GpipeStore(WorkerPlugin):
         keys = [k for k in self.partitions if k[0] == graph_id]
         for k in keys:
             del self.partitions[k]
+        for k in [k for k in self.graph_arrays if k[0] == graph_id]:
+            del self.graph_arrays[k]
         staged = sum(1 for k in self.residency.staged if k[0] == graph_id)
         self.residency.drop(graph_id)
         return len(keys) + staged

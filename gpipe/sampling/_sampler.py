@@ -177,8 +177,9 @@ class Sampler:
                   "run_token": uuid.uuid4().hex, **{k: getattr(self, k) for k in (
                       "vertex_bias", "edge_bias", "update", "frontier_size", "neighbor_size", "neighbor_pool",
                       "depth", "replace", "select", "bitmap")}}
+        params["graph_id"] = g.graph_id  # the graph's per-vertex arrays the run reads, in the workers' stores
         if seeds is None or self.edge_bias == "degree" or callable(self.edge_bias):
-            params["degrees"] = g._degrees_on_workers().key  # broadcast: in every worker's memory
+            g._put_on_workers(["degrees"])
         try:
             run_id, partitions, stats = run_supersteps(g, _step, params, entries, num_walks=count)
         finally:
@@ -286,7 +287,7 @@ def _expand(x, part, instance, vertex, depth, params: dict):
     table = _Table({}, size=total, instance=lambda: instance[segment], frontier=lambda: vertex[segment],
                    candidate=lambda: part.indices[edge].astype(x.int64), depth=lambda: depth[segment],
                    weight=lambda: part.weights[edge] if part.weights is not None else x.ones(total, x.float32),
-                   degree=lambda: _degrees(x, params)[table["candidate"]])
+                   degree=lambda: _graph_array(params, "degrees")[table["candidate"]])
     if params["neighbor_pool"] == "frontier" and _races(params):
         return _race_entries(x, part, table, instance, vertex, key, offsets, edge, level, params)
     if params["neighbor_pool"] == "frontier":
@@ -317,7 +318,7 @@ def _neighbors(x, part, entries: dict, params: dict):
     n = params["num_vertices"]
     level = int(entries["depth"][0])
     if params["implicit"] and params["frontier_size"] is None and level == 0:  # the pool is every edge: draw global edge ids, resolved by their owners
-        degrees = _degrees(x, params)
+        degrees = _graph_array(params, "degrees")
         ends = x.cumsum(degrees)
         instance, edge = _first_distinct(x, entries["instance"], params["neighbor_size"], int(ends[-1]),
                                          INSTANCE_NEIGHBOR_STEP, params)
@@ -338,7 +339,7 @@ def _neighbors(x, part, entries: dict, params: dict):
     streams, offsets = _segments(x, instance)
     table = _Table({"instance": instance, "frontier": src, "candidate": candidate, "weight": weight,
                     "depth": x.full(instance.shape[0], level, x.int32)},
-                   degree=lambda: _degrees(x, params)[candidate],
+                   degree=lambda: _graph_array(params, "degrees")[candidate],
                    in_frontier=lambda: x.isin(instance * n + candidate, frontier))
     bias = _biases(x, "edge_bias", params["edge_bias"], table)
     want = _wanted(x, params, streams, COUNT_STEP + INSTANCE_NEIGHBOR_STEP + level, offsets[1:] - offsets[:-1])
@@ -349,7 +350,7 @@ def _neighbors(x, part, entries: dict, params: dict):
 
 def _resolve(x, part, entries: dict, params: dict):
     """At the owner of drawn global edge ids: their endpoints."""
-    local = entries["edge"] - _degrees(x, params)[:part.lo].sum()
+    local = entries["edge"] - _graph_array(params, "degrees")[:part.lo].sum()
     src = part.lo + x.searchsorted(part.indptr[1:], local, side="right")
     dst = part.indices[local].astype(x.int64)
     return _picked(x, params, entries["instance"], 0, src, dst, x.zeros(1, x.int64), count_picks=False)
@@ -438,13 +439,9 @@ class _Table(dict):
         return value
 
 
-def _degrees(x, params: dict):
-    """Every vertex's out-degree, on this worker's device (once per run)."""
-    state = store().state
-    key = (params["run_token"], "degrees")
-    if key not in state:
-        state[key] = x.asarray(store().held(params["degrees"]))
-    return state[key]
+def _graph_array(params: dict, name: str):
+    """A per-vertex array of the run's graph (e.g. its out-degrees), on this worker's device."""
+    return store().graph_array(params["graph_id"], name)
 
 
 def _visited(x, part, params: dict, add=None):
@@ -468,7 +465,7 @@ def _implicit_vertices(x, instances, params: dict):
     """Each instance's frontier drawn from every vertex: uniformly, or in proportion to degree via uniform edges."""
     if params["vertex_bias"] == "uniform":
         return _first_distinct(x, instances, params["frontier_size"], params["num_vertices"], FRONTIER_STEP, params)
-    degrees = _degrees(x, params)
+    degrees = _graph_array(params, "degrees")
     ends = x.cumsum(degrees)
     return _first_distinct(x, instances, params["frontier_size"], int(ends[-1]), FRONTIER_STEP, params,
                            source=lambda e: x.searchsorted(ends, e, side="right"), distinct=int((degrees > 0).sum()))
