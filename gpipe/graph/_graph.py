@@ -14,7 +14,7 @@ import psutil
 
 from .. import config
 from .._validate import check_choice, check_int, check_probability
-from ..backend import to_host
+from ..backend import device_of, to_host, xp
 from ..errors import GpipeValueError
 from ..runtime._session import Session, run_later, workers_info
 from ..runtime._store import on_store, store
@@ -193,7 +193,15 @@ def _partition_degrees(graph_id: str, part: int) -> np.ndarray:
     return to_host(indptr[1:] - indptr[:-1])
 
 
-VERTEX_ARRAYS = {"degrees": _partition_degrees}  # name -> per partition
+def _partition_upper_degrees(graph_id: str, part: int) -> np.ndarray:
+    """Out-edges (v, w) with w >= v of each vertex: an undirected graph's edges, each once (at its smaller end)."""
+    p = store().partition(graph_id, part)
+    x = xp(device_of(p.indptr))
+    row = x.searchsorted(p.indptr[1:], x.arange(p.num_edges), side="right")
+    return to_host(x.bincount(row[p.indices >= row + p.lo], minlength=p.hi - p.lo))
+
+
+VERTEX_ARRAYS = {"degrees": _partition_degrees, "upper_degrees": _partition_upper_degrees}  # name -> per partition
 
 
 def _keep_arrays(graph_id: str, arrays: dict) -> None:

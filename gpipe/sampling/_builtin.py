@@ -101,14 +101,17 @@ def _in_frontier(table):
 
 
 def random_edge(g, m: int, instances: int = 1, seed: int = 0) -> EdgeSample:
-    """Random edge sampling: each instance picks ``m`` distinct edges uniformly. One pass over every edge as
-    the pool — layer sampling whose frontier is the whole graph::
+    """Random edge sampling: each instance picks ``m`` distinct edges uniformly (all of them if fewer). One pass
+    over every edge as the pool — layer sampling whose frontier is the whole graph::
 
         VERTEXBIAS: none (every vertex is the frontier)
         EDGEBIAS:   1, over all edges (NeighborSize = m for the whole frontier)
         UPDATE:     none (depth 1)
         Sampler(edge_bias="uniform", neighbor_size=m, neighbor_pool="frontier", depth=1).run(g, seeds=None,
                                                                                               instances=instances)
+
+    An edge of an undirected graph is one edge, not its two stored directions: it is picked once at most, with the
+    same probability as any other (a self-loop too), and reported in a direction drawn at random.
     """
     m = check_int("m", m, minimum=1)
     sampler = Sampler(edge_bias="uniform", neighbor_size=m, neighbor_pool="frontier", depth=1)

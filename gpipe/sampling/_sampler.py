@@ -49,7 +49,7 @@ UPDATES = ("all", "unvisited")
 NEIGHBOR_POOLS = ("vertex", "frontier")
 POOL, FRONTIER, EXPAND, NEIGHBORS, RESOLVE = range(5)  # the stages an entry goes through
 # The draw counter's step (``step << 32 | draw``) of each kind of draw, plus the depth: apart from each other.
-NEIGHBOR_STEP, INSTANCE_NEIGHBOR_STEP, FRONTIER_STEP, COUNT_STEP = 0, 1 << 29, 1 << 30, 1 << 31
+NEIGHBOR_STEP, INSTANCE_NEIGHBOR_STEP, FRONTIER_STEP, DIRECTION_STEP, COUNT_STEP = 0, 1 << 29, 2 << 29, 3 << 29, 1 << 31
 EDGE_COLUMNS = ("instance", "depth", "src", "dst")
 
 
@@ -145,8 +145,9 @@ class Sampler:
         of seeds per instance), or None: every vertex is the first frontier
         pool of each of ``instances`` (default 1) instances — which needs
         ``frontier_size`` (random node) or ``neighbor_pool='frontier'`` (random
-        edge). Returns an :class:`EdgeSample` whose ``compute()`` is a frame
-        ``instance, depth, src, dst``.
+        edge: an undirected edge is in the pool once, and picked in a random
+        direction). Returns an :class:`EdgeSample` whose ``compute()`` is a
+        frame ``instance, depth, src, dst``.
         """
         seed = check_seed(seed)
         instances = check_optional_int("instances", instances, minimum=1)
@@ -178,8 +179,13 @@ class Sampler:
                       "vertex_bias", "edge_bias", "update", "frontier_size", "neighbor_size", "neighbor_pool",
                       "depth", "replace", "select", "bitmap")}}
         params["graph_id"] = g.graph_id  # the graph's per-vertex arrays the run reads, in the workers' stores
-        if seeds is None or self.edge_bias == "degree" or callable(self.edge_bias):
-            g._put_on_workers(["degrees"])
+        arrays = {"degrees"} if self.edge_bias == "degree" or callable(self.edge_bias) else set()
+        if seeds is None and self.frontier_size is not None and self.vertex_bias == "degree":
+            arrays.add("degrees")
+        if seeds is None and self.frontier_size is None:  # every edge is the pool; an undirected one once
+            params["edge_pool"] = "degrees" if g.directed else "upper_degrees"
+            arrays.add(params["edge_pool"])
+        g._put_on_workers(arrays)
         try:
             run_id, partitions, stats = run_supersteps(g, _step, params, entries, num_walks=count)
         finally:
@@ -318,14 +324,14 @@ def _neighbors(x, part, entries: dict, params: dict):
     n = params["num_vertices"]
     level = int(entries["depth"][0])
     if params["implicit"] and params["frontier_size"] is None and level == 0:  # the pool is every edge: draw global edge ids, resolved by their owners
-        degrees = _graph_array(params, "degrees")
-        ends = x.cumsum(degrees)
+        ends = x.cumsum(_graph_array(params, params["edge_pool"]))
         instance, edge = _first_distinct(x, entries["instance"], params["neighbor_size"], int(ends[-1]),
                                          INSTANCE_NEIGHBOR_STEP, params)
         first_edges = x.concatenate([x.zeros(1, ends.dtype), ends])[x.asarray(part.bounds[1:-1])]
         owner = x.searchsorted(first_edges, edge, side="right")
-        movers = {"instance": instance, "edge": edge, "depth": x.zeros(instance.shape[0], x.int32),
-                  "stage": x.full(instance.shape[0], RESOLVE, x.int8), "to": owner}
+        movers = {"instance": instance, "edge": edge, "reverse": _reverse(x, instance, params),
+                  "depth": x.zeros(instance.shape[0], x.int32), "stage": x.full(instance.shape[0], RESOLVE, x.int8),
+                  "to": owner}
         return _no_edges(x, picks=instance.shape[0]), movers, 0
     if "race" in entries:  # each partition's fastest: the instance's picks are the fastest of them all
         won = _fastest(x, entries, level, params)
@@ -349,11 +355,31 @@ def _neighbors(x, part, entries: dict, params: dict):
 
 
 def _resolve(x, part, entries: dict, params: dict):
-    """At the owner of drawn global edge ids: their endpoints."""
-    local = entries["edge"] - _graph_array(params, "degrees")[:part.lo].sum()
-    src = part.lo + x.searchsorted(part.indptr[1:], local, side="right")
-    dst = part.indices[local].astype(x.int64)
-    return _picked(x, params, entries["instance"], 0, src, dst, x.zeros(1, x.int64), count_picks=False)
+    """At the owner of drawn edge ids of the pool: their endpoints, in the direction drawn.
+
+    A vertex's edges in the pool are the last of its row (its out-edges are
+    sorted by head): all of them, or, undirected, those to a head not below it.
+    """
+    pool = _graph_array(params, params["edge_pool"])
+    ends = x.cumsum(pool[part.lo:part.hi])
+    local = entries["edge"] - pool[:part.lo].sum()
+    row = x.searchsorted(ends, local, side="right")
+    src = part.lo + row
+    dst = part.indices[part.indptr[row + 1] - (ends[row] - local)].astype(x.int64)
+    reverse = entries["reverse"]
+    return _picked(x, params, entries["instance"], 0, x.where(reverse, dst, src), x.where(reverse, src, dst),
+                   x.zeros(1, x.int64), count_picks=False)
+
+
+def _reverse(x, instance, params: dict):
+    """Whether each edge drawn from the pool is reported head first: on an undirected graph a fair coin per pick
+    (keyed by its instance and its rank there), so that either direction of an edge is as likely."""
+    if params["edge_pool"] == "degrees":
+        return x.zeros(instance.shape[0], bool)
+    _, offsets = _segments(x, instance)
+    pick = x.arange(instance.shape[0])
+    rank = pick - offsets[x.searchsorted(offsets[1:], pick, side="right")]
+    return _rng.unit_array(_rng.draws(x, params["key"], instance, DIRECTION_STEP, rank)) < 0.5
 
 
 def _races(params: dict) -> bool:
