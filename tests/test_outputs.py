@@ -27,6 +27,11 @@ def _writers(g):
     return {"graph": g.to_parquet, "walks": walks.to_parquet}
 
 
+def _asked(overwrite: bool) -> dict:
+    """The keywords of a call that asks to overwrite, or of a plain call."""
+    return {"overwrite": True} if overwrite else {}
+
+
 def _tree(folder) -> dict:
     return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
 
@@ -40,7 +45,7 @@ def test_folder_writers_keep_a_folder_they_did_not_write(graph, tmp_path, kind, 
     (folder / "figures" / "walks.pdf").write_bytes(b"%PDF")
     before = _tree(folder)
     with pytest.raises(GpipeValueError, match=r"'path' .*thesis\.tex|'path' .*figures"):
-        _writers(graph)[kind](folder, overwrite=overwrite)
+        _writers(graph)[kind](folder, **_asked(overwrite))
     assert _tree(folder) == before
     assert not list(tmp_path.glob(".*tmp*"))
 
@@ -51,7 +56,7 @@ def test_folder_writers_keep_a_file_of_that_name(graph, tmp_path, kind, overwrit
     path = tmp_path / "results"
     path.write_text("not a folder\n")
     with pytest.raises(GpipeValueError, match="'path' must be a folder.*a file of that name exists"):
-        _writers(graph)[kind](path, overwrite=overwrite)
+        _writers(graph)[kind](path, **_asked(overwrite))
     assert path.read_text() == "not a folder\n"
 
 
