@@ -151,9 +151,12 @@ class Graph:
         return pd.RangeIndex(self.num_vertices, name="vertex") if self.id_map is None else pd.Index(self.id_map, name="vertex")
 
     def to_parquet(self, path, overwrite: bool = False) -> str:
-        """Write the graph to a folder: one Parquet file per partition, ``ids.parquet`` and ``_gpipe.json``.
+        """Write the graph to a folder: one Parquet file per partition, ``_gpipe.json`` and ``ids.parquet``.
 
-        The folder appears complete or not at all; :func:`gpipe.read_edges` reads it back.
+        ``ids.parquet`` (the original ids) is written when the graph was renumbered;
+        ``_gpipe.json`` records the shape and each partition's edge count, which
+        :func:`gpipe.read_edges` checks when it reads the folder back. The folder
+        appears complete or not at all.
 
         Parameters
         ----------
