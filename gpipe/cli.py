@@ -4,11 +4,12 @@
 cluster; ``gpipe generate rmat`` writes a generated graph; ``gpipe walk ALGORITHM``
 (``deepwalk``, ``node2vec``, ``metropolis-hastings``, ``jump``, ``ppr``) walks a
 graph file, a graph folder or a generated ``rmat:SCALE[:EDGE_FACTOR]`` graph;
-``gpipe sample ALGORITHM`` (``neighbor``, ``snowball``, ``forest-fire``) samples
-edges from ``--seeds`` into ``edges.parquet``; ``gpipe run WORKFLOW.yaml`` runs the
-workflow a YAML config names (:mod:`gpipe.workflow`) on a cluster, as the batch
-scripts of ``cluster/`` do; ``gpipe demo`` runs DeepWalk on an R-MAT graph in one
-command.
+``gpipe sample ALGORITHM`` (``neighbor``, ``snowball``, ``forest-fire``, ``layer``
+from ``--seeds``; ``random-node``, ``random-edge``) writes the sampled edges into
+``edges.parquet`` (``random-node`` its vertices into ``nodes.parquet`` too);
+``gpipe run WORKFLOW.yaml`` runs the workflow a YAML config names
+(:mod:`gpipe.workflow`) on a cluster, as the batch scripts of ``cluster/`` do;
+``gpipe demo`` runs DeepWalk on an R-MAT graph in one command.
 
 Commands that do work connect with :func:`gpipe.connect` (``--scheduler-file``,
 ``--address``, the ``GPIPE_SCHEDULER_*`` variables, else a local cluster of
@@ -51,8 +52,8 @@ from .runtime._files import GRAPH_FILES, WALK_FILES, atomic_dir, atomic_file, wr
 
 _FORMATS = ("corpus", "parquet", "both")
 # Every file a command writes in its --out folder; --overwrite replaces a folder only when it holds no other.
-_RUN_FILES = (rf"summary\.json|walks\.txt|edges\.parquet|scores\.parquet|walks\.parquet/(?:{WALK_FILES})"
-              rf"|graph/(?:{GRAPH_FILES})")
+_RUN_FILES = (rf"summary\.json|walks\.txt|edges\.parquet|nodes\.parquet|scores\.parquet"
+              rf"|walks\.parquet/(?:{WALK_FILES})|graph/(?:{GRAPH_FILES})")
 _NOT_PARAMETERS = ("run", "command", "command_line")
 
 
@@ -255,6 +256,7 @@ _SAMPLERS: dict[str, tuple[Callable, tuple[tuple[str, dict], ...]]] = {
                 help="edges per instance"),
         _instances(sampling.random_edge))),
 }
+_NODE_SAMPLERS = {"random-node"}  # samples of vertices, not all in their edges: they write DIR/nodes.parquet too
 
 
 
@@ -382,7 +384,8 @@ def _parser() -> argparse.ArgumentParser:
                          help="seed of the sample (default: %(default)s)")
         for flag, keywords in extra:
             one.add_argument(flag, **keywords)
-        _out_flags(one, "writes DIR/edges.parquet and DIR/summary.json", required=True)
+        nodes = ", DIR/nodes.parquet" if name in _NODE_SAMPLERS else ""
+        _out_flags(one, f"writes DIR/edges.parquet{nodes} and DIR/summary.json", required=True)
         _cluster_flags(one, local=True)
         one.set_defaults(run=_sample)
 
@@ -470,7 +473,7 @@ def _walk(args) -> int:
 
 
 def _sample(args) -> int:
-    """Load or generate ``args.graph``, sample edges from ``args.seeds``, write edges.parquet and summary.json."""
+    """Load or generate ``args.graph``, sample it, write edges.parquet (and nodes.parquet) and summary.json."""
     function, extra = _SAMPLERS[args.algorithm]
     options = {"seed": args.seed, **{_dest(flag): getattr(args, _dest(flag)) for flag, _ in extra}}
     if "seeds" in args:
@@ -488,12 +491,14 @@ def _sample(args) -> int:
         result.stats["algorithm"] = function.__name__
         watch.lap("sample")
         outputs = {"edges": result.to_parquet(os.path.join(folder, "edges.parquet"))}
+        if args.algorithm in _NODE_SAMPLERS:
+            outputs["nodes"] = result.to_parquet(os.path.join(folder, "nodes.parquet"), nodes=True)
         watch.lap("write")
         summary = _write_summary(args, folder, client, g, outputs, watch, sample=result.stats)
         g.release()  # on a shared cluster, nothing would free it once this client is closed
-    stats = summary["sample"]
+    stats, written = summary["sample"], ", ".join(summary["outputs"][k] for k in outputs)
     print(f"{stats['algorithm']}: {stats['edges']:,} edges in {stats['instances']:,} instances in "
-          f"{stats['seconds']:.3f} s, {stats['edges_per_second']:,.0f} edges/s -> {summary['outputs']['edges']}")
+          f"{stats['seconds']:.3f} s, {stats['edges_per_second']:,.0f} edges/s -> {written}")
     return 0
 
 

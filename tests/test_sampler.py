@@ -1,5 +1,6 @@
 """The bias-centric Sampler on the partitioned runtime: bounds, visited-once, bias, partition independence."""
 
+import json
 import time
 from itertools import permutations
 
@@ -9,6 +10,7 @@ import pandas as pd
 import pytest
 
 import gpipe
+from gpipe.cli import main
 from gpipe.errors import GpipeValueError, TaskError
 from gpipe.sampling import Sampler
 
@@ -202,6 +204,51 @@ def test_random_node_keeps_the_induced_subgraph_of_uniform_vertices(cpu):
     assert per_instance.size().eq(n * (n - 1)).all()  # all edges among n distinct vertices
     assert per_instance.src.nunique().eq(n).all()
     assert _chi_square_pvalue(np.bincount(frame.src, minlength=m) // (n - 1), np.ones(m)) > 1e-3
+
+
+def test_random_node_returns_every_instances_vertices_with_or_without_edges(cpu):
+    """On a sparse graph most pairs induce no edge; every instance still has its n uniform vertices."""
+    edges = pd.DataFrame({"src": [10, 20, 30], "dst": [20, 30, 40]})  # renumbered ids; 50 and 60 are isolated
+    g = gpipe.from_edges(pd.concat([edges, pd.DataFrame({"src": [50], "dst": [60]})]), directed=True, partitions=2)
+    n, instances = 2, 6000
+    sample = gpipe.sampling.random_node(g, n, instances=instances, seed=3)
+    nodes = sample.nodes()
+    assert list(nodes.columns) == ["instance", "vertex"]
+    assert nodes.groupby("instance").vertex.nunique().reindex(range(instances), fill_value=0).eq(n).all()
+    assert len(nodes) == n * instances
+    frame = sample.compute()
+    picked = set(zip(nodes.instance, nodes.vertex))
+    assert set(zip(frame.instance, frame.src)) <= picked and set(zip(frame.instance, frame.dst)) <= picked
+    vertices = [10, 20, 30, 40, 50, 60]
+    observed = nodes.vertex.value_counts().reindex(vertices, fill_value=0).to_numpy()
+    assert _chi_square_pvalue(observed, np.ones(len(vertices))) > 1e-3  # a false alarm 1 run in 1000
+
+
+def test_the_command_writes_random_nodes_vertices_beside_their_edges(cpu_cluster, tmp_path, capsys):
+    code = main(["sample", "random-node", "--graph", "rmat:7:4", "--n", "5", "--instances", "4", "--quiet",
+                 "--out", str(tmp_path), "--address", cpu_cluster.scheduler.address, "--device", "cpu"])
+    assert code == 0, capsys.readouterr().err
+    nodes, edges = pd.read_parquet(tmp_path / "nodes.parquet"), pd.read_parquet(tmp_path / "edges.parquet")
+    assert list(nodes.columns) == ["instance", "vertex"] and not nodes.duplicated().any()
+    assert nodes.groupby("instance").size().reindex(range(4), fill_value=0).eq(5).all()
+    assert set(zip(edges.instance, edges.src)) <= set(zip(nodes.instance, nodes.vertex))
+    with open(tmp_path / "summary.json") as f:
+        assert set(json.load(f)["outputs"]) == {"edges", "nodes", "summary"}
+
+
+def _ends(frame) -> set:
+    return set(zip(frame.instance, frame.src)) | set(zip(frame.instance, frame.dst))
+
+
+def test_nodes_are_the_seeds_and_the_endpoints_of_each_instances_edges(cpu):
+    """A seed with no out-edge is in its instance's nodes; random edges' nodes are their endpoints."""
+    g = gpipe.from_edges(pd.DataFrame({"src": [0, 0, 1], "dst": [1, 2, 3]}), directed=True, partitions=2)
+    for sample, seeds in [(gpipe.sampling.neighbor(g, seeds=[0, 3], fanout=1, depth=2, seed=1), {(0, 0), (1, 3)}),
+                          (gpipe.sampling.random_edge(g, 2, instances=50, seed=2), set())]:
+        frame, nodes = sample.compute(), sample.nodes()
+        assert list(nodes.columns) == ["instance", "vertex"] and not nodes.duplicated().any()
+        assert nodes.instance.is_monotonic_increasing and len(frame) > 0
+        assert set(zip(nodes.instance, nodes.vertex)) == seeds | _ends(frame)
 
 
 def test_vertices_without_seeds_by_degree(cpu, graph_edges):

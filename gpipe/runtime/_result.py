@@ -167,10 +167,20 @@ def _assemble_blocks(client, run_id: str, partitions: dict[int, str], num_walks:
 
 
 class EdgeSample:
-    """Sampled edges ``instance, step, src, dst`` (original ids), with ``stats``; small enough for the client."""
+    """Sampled subgraphs, one per instance, small enough for the client; ``stats`` says how the run went.
 
-    def __init__(self, edges: pd.DataFrame, id_map, stats: dict):
+    ``compute()`` gives the sampled edges, one row per edge of each instance
+    (``instance, depth, src, dst`` from the samplers of :mod:`gpipe.sampling`;
+    ``instance, step, src, dst, time`` from frontier sampling), ``nodes()``
+    each instance's vertices (``instance, vertex``): the endpoints of its edges
+    and the ``vertices`` it holds without one (e.g. a seed with no out-edge, or
+    a vertex random node sampling picked that induces no edge). Ids are the
+    graph's original ones.
+    """
+
+    def __init__(self, edges: pd.DataFrame, id_map, stats: dict, vertices: pd.DataFrame | None = None):
         self._edges = edges
+        self._vertices = vertices  # dense ids: instance, vertex
         self._id_map = id_map
         self.stats = stats
 
@@ -188,15 +198,24 @@ class EdgeSample:
                 edges[column] = self._id_map[edges[column].to_numpy()]
         return edges
 
-    def to_parquet(self, path) -> str:
-        """Write the edges to one Parquet file (complete or not at all).
+    def nodes(self) -> pd.DataFrame:
+        """Each instance's vertices, once each: a frame ``instance, vertex`` (original ids) in order of instance."""
+        ends = [self._edges[["instance", end]].set_axis(["instance", "vertex"], axis=1) for end in ("src", "dst")]
+        nodes = pd.concat(ends + ([] if self._vertices is None else [self._vertices]), ignore_index=True)
+        nodes = nodes.astype(np.int64).drop_duplicates().sort_values(["instance", "vertex"], ignore_index=True)
+        if self._id_map is not None:
+            nodes["vertex"] = self._id_map[nodes["vertex"].to_numpy()]
+        return nodes
+
+    def to_parquet(self, path, nodes: bool = False) -> str:
+        """Write the edges (or, with ``nodes``, the nodes) to one Parquet file (complete or not at all).
 
         A file at ``path`` is replaced, as pandas' writers do; a folder there is
         refused (``GpipeValueError``).
         """
         path = os.fspath(path)
         with atomic_file(path, "wb") as out:
-            self.compute().to_parquet(out, index=False)
+            (self.nodes() if nodes else self.compute()).to_parquet(out, index=False)
         return path
 
 

@@ -19,7 +19,9 @@ def neighbor(g, seeds, fanout: int = 2, depth: int = 2, weighted: bool = False, 
         Sampler(edge_bias="weight" if weighted else "uniform", update="all", neighbor_size=fanout, depth=depth,
                 replace=replace)
 
-    Returns the sampled edges ``instance, depth, src, dst`` (one instance per seed, or per row of a 2-D ``seeds``).
+    Returns an :class:`EdgeSample`: ``compute()`` the sampled edges ``instance, depth, src, dst`` (one instance
+    per seed, or per row of a 2-D ``seeds``), ``nodes()`` each instance's vertices ``instance, vertex`` (its
+    seeds and its edges' ends).
 
     Examples
     --------
@@ -40,6 +42,10 @@ def snowball(g, seeds, depth: int = 2, max_per_vertex: int | None = None, seed: 
         EDGEBIAS:   1
         UPDATE:     picked neighbors the instance has not expanded yet
         Sampler(edge_bias="uniform", update="unvisited", neighbor_size=max_per_vertex, depth=depth)
+
+    Returns an :class:`EdgeSample`: ``compute()`` the sampled edges ``instance, depth, src, dst`` (one instance
+    per seed, or per row of a 2-D ``seeds``), ``nodes()`` each instance's vertices ``instance, vertex`` (its
+    seeds and its edges' ends).
     """
     max_per_vertex = check_optional_int("max_per_vertex", max_per_vertex, minimum=1)
     sampler = Sampler(edge_bias="uniform", update="unvisited", neighbor_size=max_per_vertex, depth=depth)
@@ -55,6 +61,10 @@ def forest_fire(g, seeds, p_forward: float = 0.7, depth: int = 2, seed: int = 0)
         EDGEBIAS:   1, with NeighborSize geometric(p_forward) per burning vertex
         UPDATE:     burned neighbors not burning before
         Sampler(edge_bias="uniform", update="unvisited", neighbor_size=("geometric", p_forward), depth=depth)
+
+    Returns an :class:`EdgeSample`: ``compute()`` the sampled edges ``instance, depth, src, dst`` (one instance
+    per seed, or per row of a 2-D ``seeds``), ``nodes()`` each instance's vertices ``instance, vertex`` (its
+    seeds and its edges' ends).
     """
     p_forward = check_probability("p_forward", p_forward, open_high=True)
     sampler = Sampler(edge_bias="uniform", update="unvisited", neighbor_size=("geometric", p_forward), depth=depth)
@@ -70,7 +80,9 @@ def layer(g, seeds, layer_size: int = 8, depth: int = 2, seed: int = 0) -> EdgeS
         UPDATE:     every picked neighbor joins the next frontier
         Sampler(edge_bias="uniform", update="all", neighbor_size=layer_size, neighbor_pool="frontier", depth=depth)
 
-    Returns the sampled edges ``instance, depth, src, dst`` (one instance per seed, or per row of a 2-D ``seeds``).
+    Returns an :class:`EdgeSample`: ``compute()`` the sampled edges ``instance, depth, src, dst`` (one instance
+    per seed, or per row of a 2-D ``seeds``), ``nodes()`` each instance's vertices ``instance, vertex`` (its
+    seeds and its edges' ends).
     """
     layer_size = check_int("layer_size", layer_size, minimum=1)
     sampler = Sampler(edge_bias="uniform", update="all", neighbor_size=layer_size, neighbor_pool="frontier",
@@ -88,7 +100,9 @@ def random_node(g, n: int, instances: int = 1, by_degree: bool = False, seed: in
         Sampler(vertex_bias="degree" if by_degree else "uniform", frontier_size=n, neighbor_size=None,
                 neighbor_pool="frontier", edge_bias=in_frontier, depth=1).run(g, seeds=None, instances=instances)
 
-    The picked vertices are those of the induced edges plus any isolated in the sample; the result holds the edges.
+    Returns an :class:`EdgeSample`: ``nodes()`` the ``n`` picked vertices of each instance ``instance, vertex``
+    (all of them, those that induce no edge too), ``compute()`` the edges they induce ``instance, depth, src, dst``
+    (depth 0).
     """
     n = check_int("n", n, minimum=1)
     sampler = Sampler(vertex_bias="degree" if check_bool("by_degree", by_degree) else "uniform", frontier_size=n, neighbor_size=None,
@@ -111,7 +125,9 @@ def random_edge(g, m: int, instances: int = 1, seed: int = 0) -> EdgeSample:
                                                                                               instances=instances)
 
     An edge of an undirected graph is one edge, not its two stored directions: it is picked once at most, with the
-    same probability as any other (a self-loop too), and reported in a direction drawn at random.
+    same probability as any other (a self-loop too), and reported in a direction drawn at random. Returns an
+    :class:`EdgeSample`: ``compute()`` the edges ``instance, depth, src, dst`` (depth 0), ``nodes()`` their ends
+    ``instance, vertex``.
     """
     m = check_int("m", m, minimum=1)
     sampler = Sampler(edge_bias="uniform", neighbor_size=m, neighbor_pool="frontier", depth=1)

@@ -51,6 +51,7 @@ POOL, FRONTIER, EXPAND, NEIGHBORS, RESOLVE = range(5)  # the stages an entry goe
 # The draw counter's step (``step << 32 | draw``) of each kind of draw, plus the depth: apart from each other.
 NEIGHBOR_STEP, INSTANCE_NEIGHBOR_STEP, FRONTIER_STEP, DIRECTION_STEP, COUNT_STEP = 0, 1 << 29, 2 << 29, 3 << 29, 1 << 31
 EDGE_COLUMNS = ("instance", "depth", "src", "dst")
+NODE_COLUMNS = ("instance", "vertex")
 
 
 class Sampler:
@@ -146,8 +147,10 @@ class Sampler:
         pool of each of ``instances`` (default 1) instances — which needs
         ``frontier_size`` (random node) or ``neighbor_pool='frontier'`` (random
         edge: an undirected edge is in the pool once, and picked in a random
-        direction). Returns an :class:`EdgeSample` whose ``compute()`` is a
-        frame ``instance, depth, src, dst``.
+        direction). Returns an :class:`EdgeSample`: ``compute()`` the sampled
+        edges ``instance, depth, src, dst``, ``nodes()`` each instance's
+        vertices ``instance, vertex`` — the frontiers it expanded (its seeds,
+        its picked vertices: those without an edge too) and its edges' ends.
         """
         seed = check_seed(seed)
         instances = check_optional_int("instances", instances, minimum=1)
@@ -191,16 +194,20 @@ class Sampler:
         finally:
             client.run(on_store, "drop_run", params["run_token"])
         outs = collect_outputs(client, run_id, partitions)
-        frame = pd.DataFrame({k: np.concatenate([o[k] for o in outs]) if outs else np.zeros(0, np.int64)
-                              for k in EDGE_COLUMNS})
-        frame = frame.sort_values(list(EDGE_COLUMNS), ignore_index=True)
+
+        def column(name: str) -> np.ndarray:
+            parts = [o[name] for o in outs if name in o]
+            return np.concatenate(parts) if parts else np.zeros(0, np.int64)
+
+        frame = pd.DataFrame({k: column(k) for k in EDGE_COLUMNS}).sort_values(list(EDGE_COLUMNS), ignore_index=True)
+        expanded = pd.DataFrame({k: column(f"node_{k}") for k in NODE_COLUMNS})
         picks = sum(int(o["picks"].sum()) for o in outs)
         iterations = sum(int(o["iterations"].sum()) for o in outs)
         stats.update(algorithm="sampler", instances=count, edges=len(frame),
                      edges_per_second=len(frame) / stats["seconds"] if stats["seconds"] > 0 else 0.0,
                      select=self.select, bitmap=self.bitmap, select_picks=picks,
                      iterations_per_pick=iterations / picks if picks else 0.0)
-        return EdgeSample(frame, g.id_map, stats)
+        return EdgeSample(frame, g.id_map, stats, vertices=expanded)
 
     def _implicit_entries(self, count: int, parts: int) -> dict:
         """The first entries when every vertex (or edge) is the pool: one per instance, sent to its home."""
@@ -276,7 +283,14 @@ def _expand_stage(x, part, entries: dict, params: dict):
 
 
 def _expand(x, part, instance, vertex, depth, params: dict):
-    """At the vertex's owner: gather the frontier's out-edges; pick from each, or send them to the home."""
+    """At the vertex's owner: expand the frontier, whose vertices are nodes of their instances, edges or not."""
+    out, movers, steps = _gather_neighbors(x, part, instance, vertex, depth, params)
+    out.update(node_instance=instance, node_vertex=vertex)
+    return out, movers, steps
+
+
+def _gather_neighbors(x, part, instance, vertex, depth, params: dict):
+    """The frontier's out-edges: pick from each vertex's, or send them to the instance's home."""
     n = params["num_vertices"]
     key = instance * n + vertex
     if params["update"] == "unvisited":
