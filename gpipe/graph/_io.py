@@ -61,7 +61,9 @@ def read_edges(path, src: str = "src", dst: str = "dst", weight: str | bool | No
     Raises
     ------
     GpipeFileError
-        The file is malformed: the message names the file and the line.
+        The file is malformed: the message names the file and the line. For a
+        graph folder: its ``_gpipe.json`` is, or a part file is missing, extra,
+        unreadable, or does not hold the edges ``_gpipe.json`` records.
     GpipeValueError
         A parameter is wrong.
 
