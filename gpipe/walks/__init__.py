@@ -95,15 +95,17 @@ def ppr(g, sources, restart: float = 0.15, walks_per_source: int = 100, length: 
     At each step a walk returns to its source with probability ``restart``,
     else moves to an out-neighbor (uniformly, or by weight when ``weighted``);
     a walk at a vertex without out-edges ends. ``result.scores()`` gives, per
-    source, the fraction of the walks' visits that fell on each vertex: the
-    visit-frequency estimate of the personalized PageRank with teleport
-    probability ``restart``.
+    source, the personalized PageRank with teleport probability ``restart``
+    (dead ends returning to the source) that the walks estimate, from the
+    visits between restarts: :meth:`PPRResult.scores` says how, and how close
+    (``length`` bounds the bias, ``walks_per_source`` the noise).
 
     Parameters
     ----------
     g : Graph
     sources : array-like
-        Source vertices (original ids).
+        Source vertices (original ids), each once: for more walks from a
+        source, raise ``walks_per_source``.
     restart : float
         Restart probability, in [0, 1).
     walks_per_source : int
@@ -120,6 +122,11 @@ def ppr(g, sources, restart: float = 0.15, walks_per_source: int = 100, length: 
     PPRResult
         A :class:`WalkResult` with ``scores()``: a frame ``source, vertex, score``.
 
+    Raises
+    ------
+    GpipeValueError
+        A parameter is out of range, or a source is not in the graph or is repeated.
+
     Examples
     --------
     >>> with gpipe.connect(n_workers=1, device="cpu"):   # doctest: +SKIP
@@ -130,10 +137,15 @@ def ppr(g, sources, restart: float = 0.15, walks_per_source: int = 100, length: 
     starts = g.to_internal(sources, "sources")
     if starts.size == 0:
         raise GpipeValueError("'sources' must hold at least one vertex, got an empty array")
+    vertices, counts = np.unique(starts, return_counts=True)
+    if (counts > 1).any():
+        repeated = np.argmax(counts > 1)
+        raise GpipeValueError(f"'sources' must hold each vertex once (for more walks, raise walks_per_source); "
+                              f"{g.to_original(vertices[[repeated]]).tolist()[0]!r} is there {counts[repeated]} times")
     walks_per_source = check_int("walks_per_source", walks_per_source, minimum=1)
     return _first_order(g, "ppr", length, walks_per_source, sources, weighted, seed, progress, restart, "source",
                         fields=(("source", "int64", "vertex"),), result_type=PPRResult,
-                        sources=np.asarray(sources).ravel())
+                        sources=np.asarray(sources).ravel(), restart=restart, walk_seed=seed)
 
 
 def node2vec(g, p: float = 1.0, q: float = 1.0, length: int = 80, walks_per_vertex: int = 1, start=None,
