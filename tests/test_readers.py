@@ -1,6 +1,7 @@
 """Tests of gpipe.graph._readers.read_table: snap, csv, parquet and npz edge tables."""
 
 import gzip
+import time
 
 import numpy as np
 import pandas as pd
@@ -86,6 +87,54 @@ def test_snap_mixed_ids_with_comment_and_weight(tmp_path):
     path = _write(tmp_path / "g.snap", "1 b 1.5\n% note\na 2 2.5\n")
     frame, _ = read_table(path)
     assert _rows(frame) == [["1", "b", 1.5], ["a", "2", 2.5]]
+
+
+def _lines_with_comments(lines: list[str], end: str) -> str:
+    """``lines`` with comment lines before, between and after them, each line ending in ``end``."""
+    commented = ["# header", "% Nodes: 4"]
+    for i, line in enumerate(lines):
+        commented += [line] + (["#", "   % indented", "\t#1 2", "# 3 4 5 6"] if i % 3 == 1 else [])
+    return "".join(line + end for line in commented + ["% the end"])
+
+
+@pytest.mark.parametrize("block", [1 << 22, 5])  # 5 bytes: every line and comment crosses a block boundary
+@pytest.mark.parametrize("end", ["\n", "\r\n"])
+@pytest.mark.parametrize("lines", [
+    ["0 1", "1 2", "2 3", "3 0", "1 3"],
+    ["0 1 0.5", "1 2 2", "2 0 1e-3", "3 1 4"],
+    ["alice bob", "bob c#rol", "c#rol 1", "1 alice"],
+])
+def test_snap_comment_lines_anywhere_read_as_without_them(tmp_path, monkeypatch, block, end, lines):
+    monkeypatch.setattr("gpipe.graph._readers._BLOCK", block)
+    plain, _ = read_table(_write(tmp_path / "plain.txt", "".join(line + end for line in lines)))
+    text = _lines_with_comments(lines, end)
+    for path in (_write(tmp_path / "commented.txt", text), _write(tmp_path / "bom.txt", "\ufeff" + text)):
+        pd.testing.assert_frame_equal(read_table(path)[0], plain)
+    with gzip.open(tmp_path / "commented.txt.gz", "wt", newline="") as f:
+        f.write(text)
+    pd.testing.assert_frame_equal(read_table(tmp_path / "commented.txt.gz")[0], plain)
+    bad = _write(tmp_path / "bad.txt", text.replace(lines[2] + end, lines[2] + " 7 7" + end))
+    _file_error(bad, text.split(end).index(lines[2]) + 1, "got [45]")
+
+
+def test_snap_comment_lines_keep_the_fast_path(tmp_path):
+    rng = np.random.default_rng(0)
+    lines = [f"{s} {d}\n" for s, d in rng.integers(0, 50_000, (1_000_000, 2))]
+    plain = _write(tmp_path / "plain.txt", "".join(lines))
+    commented = _write(tmp_path / "commented.txt", "".join(
+        line + ("# a comment line\n" if i % 100_000 == 50_000 else "") for i, line in enumerate(lines)))
+
+    def seconds(path):
+        timings = []
+        for _ in range(3):
+            start = time.perf_counter()
+            frame, _ = read_table(path)
+            timings.append(time.perf_counter() - start)
+        assert len(frame) == len(lines)
+        return min(timings)
+
+    # The line-by-line scan took 12x as long; the fast path with its comment lines emptied takes about 1.2x.
+    assert seconds(commented) < 3 * seconds(plain)
 
 
 def test_snap_gzip(tmp_path):

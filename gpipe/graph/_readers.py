@@ -1,10 +1,11 @@
 """Read an edge table from disk: SNAP edge lists, CSV, parquet and CSR ``.npz`` files; and graph folders.
 
 :func:`read_table` returns the edges in file order as a frame with columns ``src``, ``dst``
-and, when there is one, ``weight`` (float64). Text files are parsed by pandas' C engine;
-only when that fast path fails or its result looks wrong does a line-by-line scan run,
-which names the first bad line (1-based, comments and blank lines included) or, for files
-the fast path cannot take (comments between data lines), builds the table itself.
+and, when there is one, ``weight`` (float64). Text files are parsed by pandas' C engine
+(SNAP comment lines emptied on the way); only when that fast path fails or its result looks
+wrong does a line-by-line scan run, which names the first bad line (1-based, comments and
+blank lines included) or, for files the fast path cannot take (comments in a file whose
+lines end in a lone '\r'), builds the table itself.
 :func:`read_graph_folder` reads a folder written by ``Graph.to_parquet`` after checking
 it against its ``_gpipe.json``.
 """
@@ -12,6 +13,7 @@ it against its ``_gpipe.json``.
 from __future__ import annotations
 
 import bz2
+import codecs
 import contextlib
 import csv
 import errno
@@ -40,6 +42,9 @@ FORMATS = ("snap", "csv", "parquet", "npz")
 _EXTENSIONS = {".txt": "snap", ".el": "snap", ".edges": "snap", ".tsv": "snap", ".snap": "snap",
                ".csv": "csv", ".parquet": "parquet", ".pq": "parquet", ".npz": "npz"}
 _COMMENT = ("#", "%")
+# A comment line after a '\n' (a lone '\r' ends lines too rarely to slow every search down by looking for it).
+_COMMENT_LINE = re.compile(rb"\n[ \t\f\v]*[#%][^\r\n]*")
+_BLOCK = 1 << 22
 GRAPH_META = "_gpipe.json"
 _GRAPH_KEYS = ("num_vertices", "num_edges", "directed", "weighted", "partitions", "renumbered")
 _INT = re.compile(r"\s*[+-]?[0-9]+\s*")
@@ -103,11 +108,13 @@ def _detect(path: str) -> str:
     return fmt
 
 
+def _open_bytes(path: str):
+    return _DECOMPRESSORS.get(os.path.splitext(path)[1].lower(), open)(path, "rb")
+
+
 def _open_text(path: str, newline: str | None = None) -> io.TextIOWrapper:
-    opener = _DECOMPRESSORS.get(os.path.splitext(path)[1].lower(), open)
     # surrogateescape defers a decoding error to the line that holds it, so it can be named.
-    return io.TextIOWrapper(opener(path, "rb"), encoding="utf-8-sig", errors="surrogateescape",
-                            newline=newline)
+    return io.TextIOWrapper(_open_bytes(path), encoding="utf-8-sig", errors="surrogateescape", newline=newline)
 
 
 @contextlib.contextmanager
@@ -184,18 +191,57 @@ def _read_snap(path: str, weight) -> pd.DataFrame:
     return table
 
 
-def _leading_comments(path: str) -> int:
-    with _open_text(path) as lines:
-        for count, line in enumerate(lines):
-            stripped = line.lstrip()
-            if stripped and not stripped.startswith(_COMMENT):
-                return count
-    return 0
+class _Uncommented(io.RawIOBase):
+    """The bytes of a text file with its comment lines emptied, streamed block by block to the C parser.
+
+    pandas then skips them as blank lines, so a comment between data lines keeps the fast path.
+    """
+
+    def __init__(self, path: str):
+        self._raw = _open_bytes(path)
+        self._blocks = self._uncommented()
+        self._left = memoryview(b"")
+
+    def _uncommented(self) -> Iterator[bytes]:
+        # The first line is given a '\n' before it too, which pandas skips as a blank line.
+        carry, block = b"\n", self._raw.read(_BLOCK).removeprefix(codecs.BOM_UTF8)
+        while block:
+            block = carry + block
+            cut = max(block.rfind(b"\n"), block.rfind(b"\r"))
+            if cut > 0:  # whole lines go on; the last line end starts the next block
+                yield _blank_comments(block[:cut])
+                block = block[cut:]
+            carry, block = block, self._raw.read(_BLOCK)
+        yield _blank_comments(carry)
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        while not self._left:
+            block = next(self._blocks, None)
+            if block is None:
+                return 0
+            self._left = memoryview(block)
+        count = min(len(buffer), len(self._left))
+        buffer[:count], self._left = self._left[:count], self._left[count:]
+        return count
+
+    def close(self) -> None:
+        self._raw.close()
+        super().close()
+
+
+def _blank_comments(lines: bytes) -> bytes:
+    return _COMMENT_LINE.sub(b"\n", lines) if b"#" in lines or b"%" in lines else lines
 
 
 def _snap_fast(path: str) -> pd.DataFrame | None:
-    read = functools.partial(pd.read_csv, path, sep=r"\s+", header=None, engine="c",
-                             skiprows=_leading_comments(path), na_filter=False, quoting=csv.QUOTE_NONE)
+    def read(**dtype) -> pd.DataFrame:
+        with _Uncommented(path) as lines:
+            return pd.read_csv(lines, sep=r"\s+", header=None, engine="c", na_filter=False,
+                               quoting=csv.QUOTE_NONE, **dtype)
+
     try:
         with _pandas_warnings():
             table = read()
@@ -203,8 +249,7 @@ def _snap_fast(path: str) -> pd.DataFrame | None:
                 return None
             if not _both_int(table[0], table[1]):
                 table = read(dtype={0: str, 1: str})
-                # A '#' or '%' line past the leading comments is parsed as data here; a short
-                # line leaves its missing field empty.
+                # A comment after a lone '\r' is parsed as data here; a short line leaves its missing field empty.
                 if table[0].str.startswith(_COMMENT).any() or table[1].eq("").any():
                     return None
     except _FAST_FAILURES:
