@@ -48,11 +48,11 @@ def test_snap_comment_between_data_lines(tmp_path):
 
 
 def test_snap_three_columns_weight(tmp_path):
-    path = _write(tmp_path / "g.edges", "# w\n0 1 0.5\n1 2 2\n2 0 -1.25e1\n")
+    path = _write(tmp_path / "g.edges", "# w\n0 1 0.5\n1 2 2\n2 0 1.25e1\n")
     frame, _ = read_table(path)
     assert list(frame.columns) == ["src", "dst", "weight"]
     assert frame["weight"].dtype == np.float64
-    assert _rows(frame) == [[0, 1, 0.5], [1, 2, 2.0], [2, 0, -12.5]]
+    assert _rows(frame) == [[0, 1, 0.5], [1, 2, 2.0], [2, 0, 12.5]]
     assert list(read_table(path, weight=True)[0].columns) == ["src", "dst", "weight"]
 
 
@@ -168,6 +168,20 @@ def test_snap_non_numeric_weight(tmp_path):
     _file_error(path, 3, "weight 'abc' is not a number")
 
 
+def test_negative_weights_name_the_line_or_row(tmp_path):
+    _file_error(_write(tmp_path / "g.txt", "# w\n0 1 0.5\n1 2 -0.5\n2 0 1\n"), 3,
+                "weight '-0.5' is negative; weights must be >= 0")
+    _file_error(_write(tmp_path / "g.csv", "src,dst,w\n0,1,0.5\n1,2,-0.5\n"), 3, "weight '-0.5' is negative",
+                weight="w")
+    path = tmp_path / "e.parquet"
+    pd.DataFrame({"src": [0, 1, 2], "dst": [1, 2, 0], "w": [1.0, 2.0, -0.5]}).to_parquet(path)
+    _file_error(path, None, "column 'w' has 1 values that are negative; weights must be >= 0; row 2 is -0.5",
+                weight="w")
+    path = tmp_path / "g.npz"
+    np.savez(path, indptr=np.array([0, 1, 2]), indices=np.array([1, 0]), weights=np.array([-2.0, 1.0]))
+    _file_error(path, None, "'weights' has 1 values that are negative.*; index 0 is -2.0", weight=True)
+
+
 def test_snap_non_finite_weight(tmp_path):
     path = _write(tmp_path / "g.txt", "0 1 1.0\n1 2 inf\n")
     _file_error(path, 2, "weight 'inf' is not finite")
@@ -266,6 +280,16 @@ def test_parquet_directory_of_two_files(tmp_path):
     pd.DataFrame({"src": [2], "dst": [0]}).to_parquet(folder / "part-1.parquet")
     frame, _ = read_table(folder)
     assert _rows(frame) == [[0, 1], [1, 2], [2, 0]]
+
+
+def test_parquet_uint64_ids_above_int64_are_an_error_naming_the_column(tmp_path):
+    pa, pq = pytest.importorskip("pyarrow"), pytest.importorskip("pyarrow.parquet")
+    path = tmp_path / "e.parquet"
+    pq.write_table(pa.table({"src": pa.array([1, 2**63], pa.uint64()), "dst": pa.array([2, 3], pa.uint64())}), path)
+    _file_error(path, None, r"column 'src' holds id 9223372036854775808, above 2\*\*63 - 1")
+    pq.write_table(pa.table({"src": pa.array([1, 2**63 - 1], pa.uint64()), "dst": pa.array([2, 3], pa.uint64())}),
+                   path)
+    assert _rows(read_table(path)[0]) == [[1, 2], [2**63 - 1, 3]]
 
 
 def test_parquet_missing_column(tmp_path):

@@ -33,6 +33,7 @@ from typing import NoReturn
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.dataset as pads
 
 from .._validate import check_bool, check_choice, check_int
@@ -48,6 +49,7 @@ _BLOCK = 1 << 22
 GRAPH_META = "_gpipe.json"
 _GRAPH_KEYS = ("num_vertices", "num_edges", "directed", "weighted", "partitions", "renumbered")
 _INT = re.compile(r"\s*[+-]?[0-9]+\s*")
+_INT64_MAX = np.iinfo(np.int64).max
 _FLOAT32 = np.finfo(np.float32)
 # gpipe keeps weights as float32: a larger one would become inf (never taken), a smaller one 0 (walks stop there).
 FLOAT32_RANGE = f"0, or {_FLOAT32.tiny:.4g} to {_FLOAT32.max:.4g} in magnitude"
@@ -148,8 +150,12 @@ def float32_misfits(values: np.ndarray) -> np.ndarray:
     return ~np.isfinite(values) | ~np.isfinite(single) | ((values != 0) & (single < _FLOAT32.tiny))
 
 
-def _float32_numbers(values: pd.Series) -> bool:
-    return values.dtype.kind in "iuf" and not float32_misfits(values.to_numpy(dtype=np.float64)).any()
+def _weights_taken(values: pd.Series) -> bool:
+    """Whether the fast path's weights are all ones gpipe takes; if not, the scan names the first bad line."""
+    if values.dtype.kind not in "iuf":
+        return False
+    weight = values.to_numpy(dtype=np.float64)
+    return not (float32_misfits(weight) | (weight < 0)).any()
 
 
 def _is_utf8(text: str) -> bool:
@@ -177,6 +183,8 @@ def _parse_weight(path: str, lineno: int, token: str) -> float:
     if float32_misfits(np.float64(value)):
         raise GpipeFileError(path, lineno, f"weight {token!r} does not fit float32, gpipe's weight type "
                                            f"({FLOAT32_RANGE})")
+    if value < 0:
+        raise GpipeFileError(path, lineno, f"weight {token!r} is negative; weights must be >= 0")
     return value
 
 
@@ -255,7 +263,7 @@ def _snap_fast(path: str) -> pd.DataFrame | None:
     except _FAST_FAILURES:
         return None
     weight = table[2] if table.shape[1] == 3 else None
-    if weight is not None and not _float32_numbers(weight):
+    if weight is not None and not _weights_taken(weight):
         return None
     return _frame(table[0], table[1], weight)
 
@@ -313,7 +321,7 @@ def _csv_fast(path: str, columns: list[str], last: str) -> pd.DataFrame | None:
     if table.empty or table[list({*columns, last})].isna().any(axis=None):
         return None
     weight = table[columns[2]] if len(columns) == 3 else None
-    if weight is not None and not _float32_numbers(weight):
+    if weight is not None and not _weights_taken(weight):
         return None
     return _frame(table[src], table[dst], weight)
 
@@ -371,16 +379,17 @@ def _parquet_weights(path: str, name: str, col: pa.ChunkedArray) -> np.ndarray:
     if not np.isfinite(weight).all():
         bad = int((~np.isfinite(weight)).sum())
         raise GpipeFileError(path, None, f"column {name!r} has {bad} non-finite values")
-    _check_float32(path, f"column {name!r}", "row", weight)
+    _check_weights(path, f"column {name!r}", "row", weight)
     return weight
 
 
-def _check_float32(path: str, what: str, unit: str, weight: np.ndarray) -> None:
-    misfits = float32_misfits(weight)
-    if misfits.any():
-        first = int(np.argmax(misfits))
-        raise GpipeFileError(path, None, f"{what} has {int(misfits.sum())} values that do not fit float32, gpipe's "
-                                         f"weight type ({FLOAT32_RANGE}); {unit} {first} is {weight[first]}")
+def _check_weights(path: str, what: str, unit: str, weight: np.ndarray) -> None:
+    for bad, rule in ((float32_misfits(weight), f"that do not fit float32, gpipe's weight type ({FLOAT32_RANGE})"),
+                      (weight < 0, "that are negative; weights must be >= 0")):
+        if bad.any():
+            first = int(np.argmax(bad))
+            raise GpipeFileError(path, None, f"{what} has {int(bad.sum())} values {rule}; {unit} {first} is "
+                                             f"{weight[first]}")
 
 
 def _read_parquet(path: str, columns: list[str]) -> pd.DataFrame:
@@ -392,6 +401,11 @@ def _read_parquet(path: str, columns: list[str]) -> pd.DataFrame:
         if not (pa.types.is_integer(col.type) or pa.types.is_string(col.type) or pa.types.is_large_string(col.type)):
             raise GpipeFileError(path, None, f"column {name!r} has type {col.type}; ids must be integers or strings")
     if all(pa.types.is_integer(col.type) for col in ids):
+        for name, col in zip(columns, ids):
+            largest = pc.max(col).as_py()
+            if largest > _INT64_MAX:
+                raise GpipeFileError(path, None, f"column {name!r} holds id {largest}, above 2**63 - 1: integer ids "
+                                                 "must fit int64 (store larger ones as strings)")
         src, dst = (col.cast(pa.int64()).to_numpy() for col in ids)
     else:
         src, dst = (pd.Series(col.to_numpy()).astype(str) for col in ids)
@@ -446,7 +460,7 @@ def _read_npz(path: str, weight: bool) -> tuple[pd.DataFrame, int]:
             fail(f"{key!r} must be {len(indices)} numbers, got {values.dtype} of shape {values.shape}")
         if not np.isfinite(values).all():
             fail(f"{key!r} has {int((~np.isfinite(values)).sum())} non-finite values")
-        _check_float32(path, repr(key), "index", values.astype(np.float64))
+        _check_weights(path, repr(key), "index", values.astype(np.float64))
     src = np.repeat(np.arange(n, dtype=np.int64), degrees)
     return _frame(src, indices, values), n
 
