@@ -61,6 +61,8 @@ def test_snap_weight_false_drops_the_column(tmp_path):
     frame, _ = read_table(path, weight=False)
     assert list(frame.columns) == ["src", "dst"]
     assert _rows(frame) == [[0, 1], [1, 2]]
+    signed = _write(tmp_path / "signed.txt", "# a signed network\n0 1 -1\n1 2 +1\n2 0 n/a\n")  # not weights
+    assert _rows(read_table(signed, weight=False)[0]) == [[0, 1], [1, 2], [2, 0]]
 
 
 def test_snap_weight_true_needs_a_third_column(tmp_path):

@@ -189,11 +189,9 @@ def _parse_weight(path: str, lineno: int, token: str) -> float:
 
 
 def _read_snap(path: str, weight) -> pd.DataFrame:
-    table = _snap_fast(path)
+    table = _snap_fast(path, weight is not False)
     if table is None:
-        table = _scan_snap(path)
-    if weight is False:
-        return table.drop(columns="weight", errors="ignore")
+        table = _scan_snap(path, weight is not False)  # the third column, unless dropped, is checked line by line
     if weight and "weight" not in table:
         raise GpipeFileError(path, None, f"weight={weight!r} but the data lines have no third column")
     return table
@@ -244,7 +242,7 @@ def _blank_comments(lines: bytes) -> bytes:
     return _COMMENT_LINE.sub(b"\n", lines) if b"#" in lines or b"%" in lines else lines
 
 
-def _snap_fast(path: str) -> pd.DataFrame | None:
+def _snap_fast(path: str, keep_weight: bool) -> pd.DataFrame | None:
     def read(**dtype) -> pd.DataFrame:
         with _Uncommented(path) as lines:
             return pd.read_csv(lines, sep=r"\s+", header=None, engine="c", na_filter=False,
@@ -262,13 +260,13 @@ def _snap_fast(path: str) -> pd.DataFrame | None:
                     return None
     except _FAST_FAILURES:
         return None
-    weight = table[2] if table.shape[1] == 3 else None
+    weight = table[2] if table.shape[1] == 3 and keep_weight else None
     if weight is not None and not _weights_taken(weight):
         return None
     return _frame(table[0], table[1], weight)
 
 
-def _scan_snap(path: str) -> pd.DataFrame:
+def _scan_snap(path: str, keep_weight: bool) -> pd.DataFrame:
     width = first = None
     srcs, dsts, weights = [], [], []
     with _open_text(path) as lines:
@@ -287,11 +285,11 @@ def _scan_snap(path: str) -> pd.DataFrame:
                     path, lineno, f"expected {width} fields like the first data line (line {first}), got {len(fields)}")
             srcs.append(fields[0])
             dsts.append(fields[1])
-            if width == 3:
+            if width == 3 and keep_weight:
                 weights.append(_parse_weight(path, lineno, fields[2]))
     if width is None:
         raise GpipeFileError(path, None, "no edges")
-    return _frame(*_ids(srcs, dsts), weights if width == 3 else None)
+    return _frame(*_ids(srcs, dsts), weights if width == 3 and keep_weight else None)
 
 
 def _read_csv(path: str, columns: list[str]) -> pd.DataFrame:
