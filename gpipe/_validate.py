@@ -53,6 +53,16 @@ def check_bool(name: str, value) -> bool:
     return value
 
 
+def check_graph(value, name: str = "g"):
+    """``value`` if it is a :class:`gpipe.Graph`."""
+    from .graph import Graph  # here, not at the top: the graph package imports this module
+
+    if not isinstance(value, Graph):
+        raise GpipeValueError(f"'{name}' must be a gpipe.Graph (from gpipe.read_edges, gpipe.from_edges or "
+                              f"gpipe.generators), got {type(value).__name__}")
+    return value
+
+
 def check_text(name: str, value) -> str:
     if not isinstance(value, str) or not value:
         raise GpipeValueError(f"'{name}' must be a non-empty string, got {value!r}")

@@ -9,7 +9,7 @@ import pytest
 
 import gpipe
 from gpipe.runtime._session import workers_info
-from gpipe.errors import GpipeFileError, GpipeValueError
+from gpipe.errors import GpipeError, GpipeFileError, GpipeValueError
 
 
 def _stored_edges(g, tmp_path) -> pd.DataFrame:
@@ -180,11 +180,32 @@ def test_read_edges_formats_agree(cpu, small_edges, tmp_path):
          r"'weight' column 'w' must hold .* that fit float32 .*; row 0 is 1e-60"),
         (lambda: gpipe.from_edges([(1, 2)]), "'frame' must be a pandas, cudf or dask DataFrame, got list"),
         (lambda: gpipe.from_edges(pd.DataFrame({"src": ["a"], "dst": [2]})), "all integers or all strings"),
+        (lambda: gpipe.from_edges(pd.DataFrame({"src": [0], "dst": [2**63 - 1]}), renumber=False),
+         "'renumber' must be True .* when the largest id is 9223372036854775807"),
+        (lambda: gpipe.generators.rmat(scale=4, weighted="yes"), "'weighted' must be true or false, got 'yes'"),
+        (lambda: gpipe.walks.deepwalk(gpipe.generators.rmat(scale=4, weighted=True), weighted="yes"),
+         "'weighted' must be true or false, got 'yes'"),
+        (lambda: gpipe.walks.node2vec(gpipe.generators.rmat(scale=4, weighted=True), weighted=1),
+         "'weighted' must be true or false, got 1"),
+        (lambda: gpipe.walks.deepwalk(None), "'g' must be a gpipe.Graph .*, got NoneType"),
+        (lambda: gpipe.walks.metropolis_hastings(pd.DataFrame({"src": [0], "dst": [1]})),
+         "'g' must be a gpipe.Graph .*, got DataFrame"),
+        (lambda: gpipe.walks.ppr(None, sources=[0]), "'g' must be a gpipe.Graph .*, got NoneType"),
+        (lambda: gpipe.walks.multidimensional("graph.txt"), "'g' must be a gpipe.Graph .*, got str"),
     ],
 )
 def test_bad_parameters_are_rejected_by_name(cpu, call, message):
     with pytest.raises(GpipeValueError, match=message):
         call()
+
+
+def test_a_graph_of_a_closed_client_says_its_cluster_is_closed(cpu_cluster):
+    with gpipe.connect(address=cpu_cluster.scheduler.address):
+        g = gpipe.generators.rmat(scale=5, edge_factor=2, seed=0)
+    for call in (lambda: gpipe.walks.deepwalk(g, length=2), lambda: gpipe.sampling.neighbor(g, seeds=[0]),
+                 lambda: g.degrees()):
+        with pytest.raises(GpipeError, match="this graph's cluster is closed"):
+            call()
 
 
 def _partitions_of(graph_id, dask_worker=None):

@@ -15,7 +15,7 @@ import psutil
 from .. import config
 from .._validate import check_choice, check_int, check_probability
 from ..backend import device_of, to_host, xp
-from ..errors import GpipeValueError
+from ..errors import GpipeError, GpipeValueError
 from ..runtime._session import Session, run_later, workers_info
 from ..runtime._store import on_store, store
 from ..runtime._files import GRAPH_FILES, atomic_dir
@@ -76,7 +76,12 @@ class Graph:
 
     @property
     def client(self):
-        return self._session.client
+        """The graph's Dask client; a :class:`GpipeError` once it is closed, since the partitions went with it."""
+        client = self._session.client
+        if client.status in ("closing", "closed"):
+            raise GpipeError("this graph's cluster is closed (its client was closed, and its partitions with it): "
+                             "read or build the graph again on an open cluster")
+        return client
 
     def __repr__(self) -> str:
         kind = "directed" if self.directed else "undirected"

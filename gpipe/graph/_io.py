@@ -208,6 +208,9 @@ def _numbering(ids: np.ndarray, renumber: bool | None, num_vertices: int | None)
     if renumber:
         return ids, int(ids.size)
     n = int(ids[-1]) + 1 if ids.size else 0
+    if n > np.iinfo(np.int64).max:
+        raise GpipeValueError(f"'renumber' must be True (or None) when the largest id is {ids[-1]}: kept as vertex "
+                              f"numbers, ids 0..{ids[-1]} are more vertices than int64 counts")
     if num_vertices is not None:
         if num_vertices < n:
             raise GpipeValueError(f"'num_vertices' must exceed the largest id ({n - 1}), got {num_vertices}")

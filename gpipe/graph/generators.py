@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _rng, config
-from .._validate import check_int, check_probability, check_seed
+from .._validate import check_bool, check_int, check_probability, check_seed
 from ..backend import cpu_kernel, prange, xp
 from ..errors import GpipeValueError
 from ..kernels import function, launch
@@ -78,6 +78,7 @@ def rmat(scale: int, edge_factor: int = 16, a: float = 0.57, b: float = 0.19, c:
     if a + b + c > 1:
         raise GpipeValueError(f"'a + b + c' must be at most 1, got {a + b + c}")
     seed = check_seed(seed)
+    weighted = check_bool("weighted", weighted)
     mode = check_mode(mode)
     session = current()
     n, m = 1 << scale, edge_factor << scale

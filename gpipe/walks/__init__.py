@@ -15,7 +15,7 @@ from typing import Callable
 import numpy as np
 
 from .. import _rng
-from .._validate import check_int, check_probability, check_seed
+from .._validate import check_bool, check_graph, check_int, check_probability, check_seed
 from ..errors import GpipeValueError
 from ..runtime import EdgeSample, WalkResult, run_walks
 from . import _frontier, _mh, _node2vec
@@ -134,7 +134,7 @@ def ppr(g, sources, restart: float = 0.15, walks_per_source: int = 100, length: 
     ...     r.scores().head()
     """
     restart = check_probability("restart", restart, open_high=True)
-    starts = g.to_internal(sources, "sources")
+    starts = check_graph(g).to_internal(sources, "sources")
     if starts.size == 0:
         raise GpipeValueError("'sources' must hold at least one vertex, got an empty array")
     vertices, counts = np.unique(starts, return_counts=True)
@@ -244,7 +244,7 @@ def multidimensional(g, frontier_size: int = 2000, budget: int | None = None, in
     budget = frontier_size if budget is None else check_int("budget", budget, minimum=1, maximum=2**31 - 1)
     instances = check_int("instances", instances, minimum=1)
     seed = check_seed(seed)
-    if g.num_edges == 0:
+    if check_graph(g).num_edges == 0:
         raise GpipeValueError("'g' must have edges for frontier sampling, got a graph with none")
     pool = None
     if start is not None:
@@ -271,10 +271,11 @@ def _positive_float(name: str, value) -> float:
 
 def _checked_starts(g, length: int, walks_per_vertex: int, start, weighted: bool, seed: int):
     """The checks every walk makes; returns (length, walks_per_vertex, dense starts or None, seed)."""
+    check_graph(g)
     length = check_int("length", length, minimum=1, maximum=2**30)
     walks_per_vertex = check_int("walks_per_vertex", walks_per_vertex, minimum=1)
     seed = check_seed(seed)
-    if weighted and not g.weighted:
+    if check_bool("weighted", weighted) and not g.weighted:
         raise GpipeValueError("'weighted' needs a graph with edge weights; this graph has none, got weighted=True")
     starts = None if start is None else g.to_internal(start, "start")
     if starts is not None and starts.size == 0:
