@@ -17,10 +17,11 @@ Commands that do work connect with :func:`gpipe.connect` (``--scheduler-file``,
 on stderr, and write their outputs and a ``summary.json`` (parameters, graph,
 cluster, walk statistics, outputs, timings) to ``--out``. The folder appears as
 a whole once the command succeeded, so ``summary.json`` in it means that run
-succeeded: it is written under a temporary name and renamed at the end. ``--out``
-must be new or empty; ``--overwrite`` replaces an earlier run's folder, never one
-holding other files. Bad input exits with status 2 and a one-line message naming
-the parameter, the rule and the value.
+succeeded: it is written under a temporary name and renamed at the end, and removed
+when the command fails, is interrupted or gets SIGTERM. ``--out`` must be new or
+empty, where a folder can be created; ``--overwrite`` replaces an earlier run's
+folder, never one holding other files. Bad input exits with status 2 and a one-line
+message naming the parameter, the rule and the value, before any work.
 """
 
 from __future__ import annotations
@@ -32,7 +33,9 @@ import json
 import os
 import re
 import shlex
+import signal
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from functools import partial
@@ -69,7 +72,9 @@ def main(argv: list[str] | None = None) -> int:
     -------
     int
         The exit status: 0 on success, 2 on bad input (usage errors included),
-        whose message is printed to stderr without a traceback.
+        whose message is printed to stderr without a traceback; 143 (128 +
+        SIGTERM) when terminated, after removing the unfinished outputs as an
+        interrupt (SIGINT, KeyboardInterrupt) does.
     """
     argv = sys.argv[1:] if argv is None else list(argv)
     try:
@@ -78,10 +83,35 @@ def main(argv: list[str] | None = None) -> int:
         return exc.code
     args.command_line = shlex.join(["gpipe", *argv])
     try:
-        return args.run(args)
+        with _terminate_as_interrupt():
+            return args.run(args)
     except (GpipeError, FileNotFoundError) as exc:
         print(f"gpipe: error: {exc}", file=sys.stderr)
         return 2
+    except _Terminated:
+        print("gpipe: terminated (SIGTERM); unfinished outputs were removed", file=sys.stderr)
+        return 128 + signal.SIGTERM
+
+
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where SIGINT raises KeyboardInterrupt, so that the same cleanup runs."""
+
+
+def _raise_terminated(signum, frame) -> None:
+    raise _Terminated
+
+
+@contextlib.contextmanager
+def _terminate_as_interrupt():
+    """Raise :class:`_Terminated` on SIGTERM inside the block (from the main thread, the only one signals reach)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _raise_terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 # -- the parser -------------------------------------------------------------------------------

@@ -2,8 +2,10 @@
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 
 import pandas as pd
 import pytest
@@ -391,6 +393,60 @@ def test_an_interrupted_rerun_leaves_the_earlier_run_whole(capsys, cpu_cluster, 
         _walk_into(capsys, cpu_cluster, out, 2, "--format", "both", "--overwrite")
     assert _files(out) == before and _summary(out)["parameters"]["seed"] == 1
     assert not list(tmp_path.glob(".*tmp*"))
+
+
+def _a_file(tmp_path):
+    (tmp_path / "run").write_text("")
+    return tmp_path / "run"
+
+
+def _under_a_file(tmp_path):
+    return _a_file(tmp_path) / "run"
+
+
+def _read_only(tmp_path):
+    folder = tmp_path / "read-only"
+    folder.mkdir(mode=0o555)
+    return folder / "run"
+
+
+@pytest.mark.parametrize("out, problem", [
+    (_a_file, "a file of that name exists"),
+    (_under_a_file, "File exists"),
+    pytest.param(lambda tmp_path: "/sys/gpipe-run", "Operation not permitted",
+                 marks=pytest.mark.skipif(not os.path.isdir("/sys/kernel"), reason="needs Linux's read-only /sys")),
+    pytest.param(_read_only, "Permission denied",
+                 marks=pytest.mark.skipif(os.geteuid() == 0, reason="root may write anywhere")),
+])
+def test_an_out_that_cannot_be_written_is_refused_before_connecting(capsys, tmp_path, out, problem):
+    code = main(["walk", "deepwalk", "--graph", "rmat:7", "--out", str(out(tmp_path)), "--address", "tcp://127.0.0.1:1"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith("gpipe: error: 'out' must be a folder") and problem in err
+    assert err.count("\n") == 1 and "tmp" not in err.replace(str(tmp_path), "")
+    assert not list(tmp_path.glob(".*tmp*"))
+
+
+def test_a_terminated_run_removes_its_unfinished_outputs(tmp_path):
+    out = tmp_path / "run"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GPIPE_SCHEDULER")}
+    run = subprocess.Popen(
+        [sys.executable, "-m", "gpipe", "walk", "deepwalk", "--graph", "rmat:11", "--length", "1000", "--out", str(out),
+         "--workers", "1", "--device", "cpu", "--quiet"],
+        cwd=tmp_path, env=dict(env, PYTHONPATH=REPO), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while run.poll() is None and time.monotonic() < deadline:  # until it writes into its temporary --out
+            if any(os.listdir(folder) for folder in tmp_path.glob(".run.tmp-*")):
+                break
+            time.sleep(0.01)
+        assert run.poll() is None, "the walk ended before it could be terminated"
+        run.send_signal(signal.SIGTERM)
+        _, err = run.communicate(timeout=60)
+    finally:
+        run.kill()
+    assert run.returncode == 128 + signal.SIGTERM, err
+    assert err.splitlines()[-1] == "gpipe: terminated (SIGTERM); unfinished outputs were removed"
+    assert os.listdir(tmp_path) == []
 
 
 def test_overwrite_keeps_a_folder_that_holds_other_files(capsys, cpu_cluster, tmp_path):

@@ -62,8 +62,9 @@ def _check_folder_target(path: str, name: str, owned: re.Pattern, overwrite: boo
 def atomic_dir(path: str, *, owned: str, overwrite: bool = False, name: str = "path"):
     """Yield a temporary folder that replaces ``path`` when the block succeeds.
 
-    ``path`` is checked before the block, so that a refusal comes before the work, and
-    again before the swap, which replaces exactly what was checked. ``owned`` matches
+    ``path`` is checked before the block, so that a refusal comes before the work (a
+    path that may not be replaced, or where no folder can be created), and again
+    before the swap, which replaces exactly what was checked. ``owned`` matches
     the relative path of every file gpipe writes in such a folder; ``name`` is the
     parameter that gave ``path``, for the error.
     """
@@ -71,9 +72,14 @@ def atomic_dir(path: str, *, owned: str, overwrite: bool = False, name: str = "p
     owned_files = re.compile(owned)
     check_bool("overwrite", overwrite)
     _check_folder_target(path, name, owned_files, overwrite)
-    os.makedirs(os.path.dirname(path), exist_ok=True)
     tmp = _temporary(path)
-    os.makedirs(tmp)
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        os.makedirs(tmp)
+    except OSError as exc:
+        culprit = "" if exc.filename == tmp else f" ({exc.filename})"
+        message = f"'{name}' must be a folder gpipe can create, got {path!r}: {exc.strerror}{culprit}"
+        raise GpipeValueError(message) from None
     try:
         yield tmp
         _check_folder_target(path, name, owned_files, overwrite)
