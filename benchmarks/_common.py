@@ -5,10 +5,18 @@ from __future__ import annotations
 import datetime
 import os
 import platform
+import time
 
 import numpy as np
 
+import gpipe
 from gpipe.backend import versions
+
+# The run statistics a benchmark keeps, where the run reports them.
+KEPT_STATS = ("steps", "edges", "seconds", "steps_per_second", "edges_per_second", "kernel_seconds", "supersteps",
+              "partitions", "workers", "mode", "device_partitions", "schedule", "partition_transfers",
+              "send_seconds", "barrier_seconds", "walker_bytes_ipc", "walker_bytes_comms",
+              "partition_reads_in_place", "bytes_moved", "transfer_seconds", "host_to_device_bytes_per_second")
 
 
 def device_name(client, device: str) -> str:
@@ -36,3 +44,27 @@ def warm_starts(g) -> np.ndarray:
     """Start vertices for a compiling warm-up run: some on every partition, and enough for every replica."""
     dense = np.unique(np.concatenate([g.bounds[:-1], np.arange(min(64, g.num_vertices))]))
     return g.to_original(dense)
+
+
+def kept_stats(stats: dict) -> dict:
+    """The :data:`KEPT_STATS` of a run's ``stats``."""
+    return {k: stats[k] for k in KEPT_STATS if k in stats}
+
+
+def rmat_graph(args, **kwargs):
+    """The weighted R-MAT graph of ``args.scale``, ``args.edge_factor`` and ``args.seed``, and seconds to build it."""
+    t0 = time.perf_counter()
+    g = gpipe.generators.rmat(scale=args.scale, edge_factor=args.edge_factor, seed=args.seed, weighted=True,
+                              **kwargs)
+    return g, time.perf_counter() - t0
+
+
+def rmat_record(args) -> dict:
+    """The JSON description of :func:`rmat_graph`'s graph."""
+    return {"generator": "rmat", "scale": args.scale, "edge_factor": args.edge_factor, "seed": args.seed,
+            "weights": "uniform in (0, 1]"}
+
+
+def seed_vertices(degrees: np.ndarray, count: int, seed: int) -> np.ndarray:
+    """``count`` seeds drawn uniformly (with replacement) among the vertices with out-edges."""
+    return np.random.default_rng(seed).choice(np.flatnonzero(degrees > 0), size=count)

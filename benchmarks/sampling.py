@@ -29,7 +29,7 @@ import json
 import time
 
 import numpy as np
-from _common import environment
+from _common import environment, rmat_graph, rmat_record, seed_vertices
 
 import gpipe
 from gpipe.sampling import Sampler
@@ -41,10 +41,6 @@ SAMPLERS = {
     "neighbor": {"neighbor_size": 2},
 }
 METHODS = ("repeated", "updated", "bipartite")
-
-
-def _seeds(degrees: np.ndarray, count: int, seed: int) -> np.ndarray:
-    return np.random.default_rng(seed).choice(np.flatnonzero(degrees > 0), size=count)
 
 
 def _run(g, name: str, seeds: np.ndarray, args, **options) -> dict:
@@ -130,22 +126,17 @@ def main() -> None:
     segments = args.segments or (200_000 if args.device == "gpu" else 20_000)
 
     with gpipe.connect(n_workers=args.workers, device=args.device, dashboard_address=":0") as client:
-        t0 = time.perf_counter()
-        g = gpipe.generators.rmat(scale=args.scale, edge_factor=args.edge_factor, seed=args.seed, weighted=True,
-                                  partitions=args.partitions)
-        generate_s = time.perf_counter() - t0
+        g, generate_s = rmat_graph(args, partitions=args.partitions)
         degrees = g.degrees().to_numpy()
         for name in args.samplers:  # compile the kernels on every worker
-            Sampler(depth=1, **SAMPLERS[name]).run(g, _seeds(degrees, 4 * g.num_partitions, 99))
-        records = [_run(g, name, _seeds(degrees, count, args.seed), args)
+            Sampler(depth=1, **SAMPLERS[name]).run(g, seed_vertices(degrees, 4 * g.num_partitions, 99))
+        records = [_run(g, name, seed_vertices(degrees, count, args.seed), args)
                    for count in args.instances for name in args.samplers]
-        report = {"graph": {"generator": "rmat", "scale": args.scale, "edge_factor": args.edge_factor,
-                            "seed": args.seed, "weights": "uniform in (0, 1]", "num_vertices": g.num_vertices,
-                            "num_edges": g.num_edges, "partitions": g.num_partitions,
-                            "generate_seconds": generate_s},
+        report = {"graph": {**rmat_record(args), "num_vertices": g.num_vertices, "num_edges": g.num_edges,
+                            "partitions": g.num_partitions, "generate_seconds": generate_s},
                   **environment(client, g.device), "workers": len(set(g.placement)), "records": records}
         if not args.no_ablation:
-            seeds = _seeds(degrees, max(args.instances), args.seed)
+            seeds = seed_vertices(degrees, max(args.instances), args.seed)
             report["ablation_end_to_end"] = [_run(g, name, seeds, args, select=method, bitmap=bitmap)
                                              for name in args.samplers for method in METHODS
                                              for bitmap in (True, False)]

@@ -26,7 +26,7 @@ import time
 
 import dask
 import numpy as np
-from _common import environment, warm_starts
+from _common import environment, kept_stats, rmat_graph, rmat_record, seed_vertices, warm_starts
 
 import gpipe
 from gpipe.sampling import Sampler
@@ -44,30 +44,20 @@ def _deepwalk(g, args, walks_per_vertex: int) -> dict:
     best = max(runs, key=lambda s: s["steps_per_second"])
     print(f"  deepwalk x{walks_per_vertex}: {best['steps']:,} steps in {best['seconds']:.3f} s = "
           f"{best['steps_per_second'] / 1e9:.2f} G steps/s{_moved(best)}", flush=True)
-    return {"workload": "deepwalk", "length": args.length, "walks_per_vertex": walks_per_vertex, **_keep(best),
+    return {"workload": "deepwalk", "length": args.length, "walks_per_vertex": walks_per_vertex, **kept_stats(best),
             "fraction_of_h200_ceiling": best["steps_per_second"] / H200_CEILING_STEPS_PER_S}
 
 
 def _sampling(g, instances: int, args) -> dict:
     degrees = g.degrees().to_numpy()
-    seeds = np.random.default_rng(args.seed).choice(np.flatnonzero(degrees > 0), size=instances)
+    seeds = seed_vertices(degrees, instances, args.seed)
     sampler = Sampler(edge_bias="weight", neighbor_size=2, depth=2)
     sampler.run(g, seeds[:8], seed=99)  # compile
     runs = [sampler.run(g, seeds, seed=args.seed + r).stats for r in range(args.repeat)]
     best = max(runs, key=lambda s: s["edges_per_second"])
     print(f"  neighbor sampling x{instances}: {best['edges']:,} edges in {best['seconds']:.3f} s = "
           f"{best['edges_per_second'] / 1e6:.2f} M SEPS{_moved(best)}", flush=True)
-    return {"workload": "neighbor-biased", "instances": instances, "neighbor_size": 2, "depth": 2, **_keep(best)}
-
-
-KEEP = ("steps", "edges", "seconds", "steps_per_second", "edges_per_second", "kernel_seconds", "supersteps",
-        "partitions", "workers", "mode", "device_partitions", "schedule", "partition_transfers", "send_seconds",
-        "barrier_seconds", "walker_bytes_ipc", "walker_bytes_comms",
-        "partition_reads_in_place", "bytes_moved", "transfer_seconds", "host_to_device_bytes_per_second")
-
-
-def _keep(stats: dict) -> dict:
-    return {k: stats[k] for k in KEEP if k in stats}
+    return {"workload": "neighbor-biased", "instances": instances, "neighbor_size": 2, "depth": 2, **kept_stats(best)}
 
 
 def _moved(stats: dict) -> str:
@@ -100,13 +90,6 @@ def _pinned_copy_bandwidth(nbytes: int = 1 << 30, repeat: int = 5) -> float:
     return nbytes / best
 
 
-def _graph(args, **kwargs):
-    t0 = time.perf_counter()
-    g = gpipe.generators.rmat(scale=args.scale, edge_factor=args.edge_factor, seed=args.seed, weighted=True,
-                              **kwargs)
-    return g, time.perf_counter() - t0
-
-
 def _oom(args) -> dict:
     records = []
     with gpipe.connect(n_workers=1, device=args.device, dashboard_address=":0") as client:
@@ -115,7 +98,7 @@ def _oom(args) -> dict:
         print(f"plain pinned copy: {plain / 1e9:.1f} GB/s", flush=True)
         for budget in (None, args.budget):
             with dask.config.set({"gpipe.memory.device-partitions": budget}):
-                g, built = _graph(args, partitions=args.partitions, mode="partitioned")
+                g, built = rmat_graph(args, partitions=args.partitions, mode="partitioned")
             print(f"{g}: device partitions {budget or 'all'} (built in {built:.1f} s)", flush=True)
             for below in ((None,) if budget is None else (args.read_in_place_below, 0.0)):
                 if below is not None:
@@ -147,7 +130,7 @@ def _scaling(args) -> dict:
         with gpipe.connect(n_workers=gpus, device=args.device, dashboard_address=":0") as client:
             env = env or environment(client, args.device)
             for mode in args.modes:
-                g, built = _graph(args, mode=mode)
+                g, built = rmat_graph(args, mode=mode)
                 print(f"{gpus} GPU(s), {g} (built in {built:.1f} s)", flush=True)
                 records += [dict(r, gpus=gpus, graph_mode=mode) for r in _workloads(g, args, args.walks_per_vertex)]
                 g.release()
@@ -183,8 +166,7 @@ def main() -> None:
     ap.add_argument("--out", default="scale.json")
     args = ap.parse_args()
     report = _oom(args) if args.benchmark == "oom" else _scaling(args)
-    report["graph"] = {"generator": "rmat", "scale": args.scale, "edge_factor": args.edge_factor, "seed": args.seed,
-                       "weights": "uniform in (0, 1]"}
+    report["graph"] = rmat_record(args)
     with open(args.out, "w") as f:
         json.dump(report, f, indent=2)
     print(json.dumps(report["ratios"], indent=1))

@@ -24,13 +24,12 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 
 import numpy as np
 import pandas as pd
 
 import gpipe
-from _common import environment, warm_starts
+from _common import environment, rmat_graph, rmat_record, warm_starts
 
 H200_CEILING_STEPS_PER_S = 9.74e9
 WALKS = {
@@ -144,15 +143,11 @@ def main() -> None:
     names = [*WALKS, "multidimensional"] if "all" in args.walks else args.walks
 
     with gpipe.connect(n_workers=args.workers, device=args.device, dashboard_address=":0") as client:
-        t0 = time.perf_counter()
-        g = gpipe.generators.rmat(scale=args.scale, edge_factor=args.edge_factor, seed=args.seed, weighted=True,
-                                  partitions=args.partitions)
-        generate_s = time.perf_counter() - t0
+        g, generate_s = rmat_graph(args, partitions=args.partitions)
         records = [_run_frontier(g, args) if name == "multidimensional" else _run_walk(name, g, args)
                    for name in names]
         report = {
-            "graph": {"generator": "rmat", "scale": args.scale, "edge_factor": args.edge_factor, "seed": args.seed,
-                      "weights": "uniform in (0, 1]", "num_vertices": g.num_vertices, "num_edges": g.num_edges,
+            "graph": {**rmat_record(args), "num_vertices": g.num_vertices, "num_edges": g.num_edges,
                       "partitions": g.num_partitions, "generate_seconds": generate_s},
             **environment(client, g.device),
             "workers": len(set(g.placement)),

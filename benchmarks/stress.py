@@ -1,0 +1,399 @@
+"""GPU stress suite: every walk and sampler over N GPUs, each output compared by digest with a reference run.
+
+    python benchmarks/stress.py --gpus 2 --out stress_rmat24_2xh200.json                # on a 2-GPU host
+    python benchmarks/stress.py --device cpu --scale 12 --gpus 1 2 --repeat 1 --out /tmp/stress.json  # dry run
+
+Run it before calling a multi-GPU change done. References first: every
+workload, once per seed it will run with, with the graph replicated on
+``--reference-gpus`` GPUs (default the most of ``--gpus``): each GPU runs its
+share of the walks or instances on its own copy, so no walker or frontier entry
+ever leaves its GPU. ``--reference-gpus 1`` is the strictest reference, for
+smaller runs: one H200 cannot assemble the 54 GB walk matrix of R-MAT 24 with
+10 walks per vertex (it runs out of device memory, and of host memory with
+``gpipe.memory.output-limit`` at 16 GB), nor partition it on one GPU, so
+``--gpus 1`` is for smaller runs too. Then, for each GPU count N of ``--gpus``
+(one worker per GPU), on the R-MAT graph cut in ``--partitions-per-gpu`` x N
+partitions, all of them on the GPUs (``partitioned``) and with
+``--device-partitions`` per GPU at once, the rest in pinned host memory
+(``oom``); on each, through each exchange path of ``--exchanges`` (``auto``:
+CUDA IPC between the GPU workers of a host; ``comms``: Dask's comms; one path
+when N is 1): ``--repeat`` rounds (seed + round) of every workload, then of
+the ``--concurrent`` workloads submitted at once from threads (the i-th with
+seed + round + i).
+
+A digest is a blake2b: of a walk matrix, of a 64-bit hash of each row in walk
+order, computed on the workers block by block on the block's device (the
+corpus never comes to the client); of sampled edges, of the frame sorted by
+all its columns. A run fails when its digest differs from its reference or
+when its walkers went another way than its exchange path asked (under
+``auto``, any walker bytes through comms between GPU workers). The JSON holds
+per run the workload, parameters, where it ran, seconds, throughput, digests,
+the stats ``walker_bytes_ipc`` / ``walker_bytes_comms`` / ``send_seconds``, and
+the walker bytes per second of sending (all walker bytes over the busiest
+worker's ``send_seconds``) beside a plain peer-to-peer copy's from GPU 0 to
+GPU 1 of the same host; a PNG figure beside it when matplotlib is installed.
+(A workload's first run on a cluster includes compiling its kernels.)
+The script exits with status 1, listing every failed run, if any failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import dask
+import numpy as np
+from _common import environment, kept_stats, rmat_graph, rmat_record, seed_vertices
+
+import gpipe
+from gpipe.backend import device_of, to_host, xp
+from gpipe.sampling import Sampler
+
+WALKS = ("deepwalk", "deepwalk-weighted", "node2vec", "metropolis-hastings", "jump", "ppr", "multidimensional")
+SAMPLERS = ("neighbor", "neighbor-weighted", "forest-fire", "snowball", "layer", "random-node", "random-edge",
+            "sampler-degree")
+# splitmix64's finalizer (Steele et al.), and the golden ratio that salts each column.
+MIX = ((np.uint64(30), np.uint64(0xBF58476D1CE4E5B9)), (np.uint64(27), np.uint64(0x94D049BB133111EB)))
+LAST_SHIFT, GOLDEN = np.uint64(31), np.uint64(0x9E3779B97F4A7C15)
+# Sizes left unset, by device: the CPU's for a dry run of the script on a small graph, on a 2-core machine.
+SIZES = {"gpu": {"length": 80, "instances": 20000, "frontier_instances": 1000},
+         "cpu": {"length": 20, "instances": 500, "frontier_instances": 20}}
+
+
+def _prefer_hubs(table):
+    return table["degree"] ** 2
+
+
+def _hub_sampler(g, seeds, seed: int, **options):
+    """C-SAW's example: a degree vertex bias, an edge bias of the degree squared (vectorized: numpy or cupy)."""
+    return Sampler(edge_bias=_prefer_hubs, **options).run(g, seeds, seed=seed)
+
+
+def _workloads(g, args) -> dict:
+    """Each workload's function and its keyword arguments but the seed."""
+    seeds = seed_vertices(g.degrees().to_numpy(), args.instances, args.seed)
+    walk = {"length": args.length, "walks_per_vertex": args.walks_per_vertex}
+    subgraphs = {"instances": args.subgraph_instances}
+    return {
+        "deepwalk": (gpipe.walks.deepwalk, walk),
+        "deepwalk-weighted": (gpipe.walks.deepwalk, {**walk, "weighted": True}),
+        "node2vec": (gpipe.walks.node2vec, {**walk, "p": args.p, "q": args.q}),
+        "metropolis-hastings": (gpipe.walks.metropolis_hastings, walk),
+        "jump": (gpipe.walks.with_jump, {**walk, "jump": 0.1}),
+        "ppr": (gpipe.walks.ppr, {"sources": g.to_original(np.arange(g.num_vertices)), "restart": 0.15,
+                                  "walks_per_source": args.walks_per_vertex, "length": args.length}),
+        "multidimensional": (gpipe.walks.multidimensional, {"frontier_size": args.frontier_size,
+                                                            "budget": args.budget,
+                                                            "instances": args.frontier_instances}),
+        "neighbor": (gpipe.sampling.neighbor, {"seeds": seeds, "fanout": 2, "depth": 2}),
+        "neighbor-weighted": (gpipe.sampling.neighbor, {"seeds": seeds, "fanout": 2, "depth": 2, "weighted": True}),
+        "forest-fire": (gpipe.sampling.forest_fire, {"seeds": seeds, "p_forward": 0.7, "depth": 2}),
+        "snowball": (gpipe.sampling.snowball, {"seeds": seeds, "depth": 2, "max_per_vertex": 10}),
+        "layer": (gpipe.sampling.layer, {"seeds": seeds, "layer_size": 8, "depth": 2}),
+        "random-node": (gpipe.sampling.random_node, {"n": args.subgraph_size, **subgraphs}),
+        "random-edge": (gpipe.sampling.random_edge, {"m": args.subgraph_size, **subgraphs}),
+        "sampler-degree": (_hub_sampler, {"seeds": seeds, "vertex_bias": "degree", "frontier_size": 4,
+                                          "neighbor_size": 3, "update": "unvisited", "depth": 3}),
+    }
+
+
+def _parameters(kwargs: dict) -> dict:
+    return {k: f"{len(v):,} vertices" if isinstance(v, np.ndarray) else v for k, v in kwargs.items()}
+
+
+def _block_digest(block, _ids, _first_row: int) -> bytes:
+    """blake2b of a 64-bit hash of each row of a walk block, hashed where the block is (only those come to host)."""
+    x = xp(device_of(block))
+    z = block.astype(x.uint64) ^ (x.arange(1, block.shape[1] + 1, dtype=x.uint64) * GOLDEN)
+    for shift, multiplier in MIX:
+        z ^= z >> shift
+        z *= multiplier
+    z ^= z >> LAST_SHIFT
+    return hashlib.blake2b(to_host(z.sum(axis=1, dtype=x.uint64)).tobytes(), digest_size=16).digest()
+
+
+def _digest(result) -> str:
+    """The digest of a run's output: its walks, row by row in walk order, or its edges in canonical order."""
+    h = hashlib.blake2b(digest_size=16)
+    if isinstance(result, gpipe.WalkResult):
+        h.update(repr(result.shape).encode())
+        # The raw blocks, on their devices: to_dask would bring every block to host memory as int64 first.
+        for block in result._map_blocks(_block_digest):
+            h.update(block.result())
+    else:
+        frame = result.compute()
+        for name, column in frame.sort_values(list(frame.columns), ignore_index=True).items():
+            h.update(name.encode())
+            h.update(np.ascontiguousarray(column.to_numpy()).tobytes())
+    return h.hexdigest()
+
+
+def _run(workload: tuple, g, seed: int) -> tuple[dict, str | None, str | None]:
+    """The run's stats and digest, or the error that stopped it (a failed run: the suite goes on)."""
+    function, kwargs = workload
+    try:
+        result = function(g, seed=seed, **kwargs)
+        return result.stats, _digest(result), None
+    except gpipe.GpipeError as exc:
+        return {}, None, f"{type(exc).__name__}: {exc}"
+
+
+def _throughput(stats: dict) -> tuple[float | None, str | None]:
+    for key, unit in (("edges_per_second", "edges/s"), ("steps_per_second", "steps/s")):
+        if key in stats:
+            return stats[key], unit
+    return None, None
+
+
+def _outcome(stats: dict, error: str | None) -> str:
+    if error:
+        return f"FAILED: {error}"
+    throughput, unit = _throughput(stats)
+    scale, prefix = (1e9, "G") if throughput >= 1e9 else (1e6, "M")
+    return f"{stats['seconds']:.3f} s, {throughput / scale:.2f} {prefix} {unit}"
+
+
+def _references(g, table: dict, needed: set) -> dict:
+    references = {}
+    for name, seed in sorted(needed):
+        stats, digest, error = _run(table[name], g, seed)
+        throughput, unit = _throughput(stats)
+        references[(name, seed)] = {"workload": name, "seed": seed, "digest": digest, "error": error,
+                                    "seconds": stats.get("seconds"), "throughput": throughput,
+                                    "throughput_unit": unit}
+        print(f"  reference {name} seed {seed}: {_outcome(stats, error)}, digest {digest}", flush=True)
+    return references
+
+
+def _record(name: str, kwargs: dict, seed: int, run: tuple, reference: str | None, where: dict,
+            device: str) -> dict:
+    stats, digest, error = run
+    ipc, comms = stats.get("walker_bytes_ipc", 0), stats.get("walker_bytes_comms", 0)
+    throughput, unit = _throughput(stats)
+    record = {"workload": name, "parameters": _parameters(kwargs), "seed": seed, **kept_stats(stats), **where,
+              "throughput": throughput, "throughput_unit": unit, "digest": digest, "reference_digest": reference,
+              "equal": digest is not None and digest == reference, "error": error,
+              "path_as_asked": ipc == 0 if device == "cpu" or where["exchange"] == "comms" else comms == 0,
+              "walker_bytes_per_second": (ipc + comms) / stats["send_seconds"] if stats.get("send_seconds") else None}
+    sent = (f", walkers {ipc / 1e9:.3f} GB IPC + {comms / 1e9:.3f} GB comms in {stats['send_seconds']:.3f} s "
+            "of sends" if ipc + comms else "")
+    verdict = "equal" if record["equal"] else f"DIFFERENT: digest {digest} != reference {reference}"
+    if not record["path_as_asked"]:
+        verdict += f"; WALKERS WENT ANOTHER WAY than exchange {where['exchange']!r}"
+    print(f"    {name} seed {seed}{' (concurrent)' if where['concurrent'] else ''}: {_outcome(stats, error)}"
+          f"{sent}{'' if error else ': ' + verdict}", flush=True)
+    return record
+
+
+def _stress(g, table: dict, references: dict, args, where: dict) -> list[dict]:
+    """Every workload ``--repeat`` times and the concurrent runs, through each exchange path."""
+    records = []
+    for exchange in args.exchanges if where["gpus"] > 1 else ["auto"]:
+        print(f"  exchange {exchange}", flush=True)
+        with dask.config.set({"gpipe.exchange": exchange}):  # read by the client when a run starts
+            for r in range(args.repeat):
+                for name in args.workloads:
+                    seed = args.seed + r
+                    records.append(_record(name, table[name][1], seed, _run(table[name], g, seed),
+                                           references[(name, seed)]["digest"],
+                                           dict(where, exchange=exchange, concurrent=False), args.device))
+                seeds = [args.seed + r + i for i in range(len(args.concurrent))]
+                with ThreadPoolExecutor(len(args.concurrent)) as pool:
+                    runs = list(pool.map(_run, [table[name] for name in args.concurrent], [g] * len(seeds), seeds))
+                for name, seed, run in zip(args.concurrent, seeds, runs):
+                    records.append(_record(name, table[name][1], seed, run,
+                                           references[(name, seed)]["digest"],
+                                           dict(where, exchange=exchange, concurrent=True), args.device))
+    return records
+
+
+def _peer_copy_bandwidth(nbytes: int = 1 << 30, repeat: int = 5) -> float:
+    """Bytes per second of a plain copy from this process's GPU 0 to its GPU 1, peer access on (best of ``repeat``)."""
+    import cupy
+
+    runtime = cupy.cuda.runtime
+    with cupy.cuda.Device(0):
+        try:
+            runtime.deviceEnablePeerAccess(1)
+        except runtime.CUDARuntimeError as exc:
+            if exc.status != 704:  # cudaErrorPeerAccessAlreadyEnabled
+                raise
+        source = cupy.ones(nbytes, cupy.uint8)
+    with cupy.cuda.Device(1):
+        target = cupy.empty(nbytes, cupy.uint8)
+    best = float("inf")
+    for _ in range(repeat):
+        for device in (0, 1):
+            cupy.cuda.Device(device).synchronize()
+        t0 = time.perf_counter()
+        runtime.memcpyPeer(target.data.ptr, 1, source.data.ptr, 0, nbytes)
+        cupy.cuda.Device(1).synchronize()
+        best = min(best, time.perf_counter() - t0)
+    del source, target
+    cupy.get_default_memory_pool().free_all_blocks()
+    return nbytes / best
+
+
+def _gpus(count: int, device: str) -> str:
+    return f"{count} {device.upper()}{'s' * (count > 1)}"
+
+
+def _setting(record: dict) -> str:
+    gpus = record["gpus"]
+    return f"{gpus} GPU{'s' * (gpus > 1)}, {record['graph_mode']}, {record['exchange']}"
+
+
+def _figure(report: dict, path: str) -> str | None:
+    """Walker bytes/s per workload beside the peer-to-peer copy, and the runs equal per workload and setting."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    records, peer = report["records"], report["peer_copy_bytes_per_second"]
+    names = list(dict.fromkeys(r["workload"] for r in records))
+    settings = list(dict.fromkeys(_setting(r) for r in records))
+    fig, (rates, verdicts) = plt.subplots(2, 1, figsize=(12, 11), constrained_layout=True)
+    sending = [s for s in settings if any(_setting(r) == s and r["walker_bytes_per_second"] for r in records)]
+    for k, setting in enumerate(sending):
+        runs = [r for r in records if _setting(r) == setting and r["walker_bytes_per_second"]]
+        offset = (k - (len(sending) - 1) / 2) * 0.8 / len(sending)
+        rates.scatter([names.index(r["workload"]) + offset for r in runs],
+                      [r["walker_bytes_per_second"] / 1e9 for r in runs], s=18, label=setting)
+    if peer:
+        rates.axhline(peer / 1e9, color="black", linestyle="--", label="plain peer-to-peer copy, GPU 0 -> 1")
+    rates.set_xticks(range(len(names)), names, rotation=30, ha="right")
+    rates.set_yscale("log")
+    rates.set_ylabel("walker GB/s while sending")
+    if sending or peer:
+        rates.legend(fontsize=8)
+    rates.set_title(f"Walker bytes / the busiest worker's send seconds, per run ({report['device_name']})")
+    rows = list(dict.fromkeys(_row(r) for r in records))
+    for x, setting in enumerate(settings):
+        for y, row in enumerate(rows):
+            runs = [r["equal"] and r["path_as_asked"] for r in records if _setting(r) == setting and _row(r) == row]
+            if runs:
+                verdicts.scatter(x, y, s=500, marker="s", color="tab:green" if all(runs) else "tab:red")
+                verdicts.text(x, y, f"{sum(runs)}/{len(runs)}", ha="center", va="center", fontsize=7)
+    verdicts.set_xticks(range(len(settings)), settings, rotation=15, ha="right")
+    verdicts.set_yticks(range(len(rows)), rows)
+    verdicts.set_xlim(-0.5, len(settings) - 0.5)
+    verdicts.set_ylim(len(rows) - 0.5, -0.5)
+    failed = report["failed"]
+    verdicts.set_title(f"Runs equal to their reference (red: not all): {report['runs'] - failed} of "
+                       f"{report['runs']}")
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def _row(record: dict) -> str:
+    return record["workload"] + (" (concurrent)" if record["concurrent"] else "")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--device", choices=["gpu", "cpu"], default="gpu", help="cpu: a dry run (gpus = CPU workers)")
+    ap.add_argument("--workloads", nargs="+", choices=[*WALKS, *SAMPLERS], default=[*WALKS, *SAMPLERS])
+    ap.add_argument("--concurrent", nargs="+", choices=[*WALKS, *SAMPLERS], default=["deepwalk", "deepwalk"],
+                    help="workloads run at once from threads after each round")
+    ap.add_argument("--scale", type=int, default=24)
+    ap.add_argument("--edge-factor", type=int, default=16)
+    ap.add_argument("--gpus", type=int, nargs="+", default=[2], help="GPU counts (one worker per GPU)")
+    ap.add_argument("--reference-gpus", type=int,
+                    help="GPUs of the replicated reference runs (default: the most of --gpus; 1 GPU cannot "
+                         "assemble R-MAT 24's 10 walks per vertex)")
+    ap.add_argument("--partitions-per-gpu", type=int, default=2)
+    ap.add_argument("--device-partitions", type=int, default=1, help="oom: partitions on each GPU at once")
+    ap.add_argument("--modes", nargs="+", choices=["partitioned", "oom"], default=["partitioned", "oom"])
+    ap.add_argument("--exchanges", nargs="+", choices=["auto", "comms"], default=["auto", "comms"])
+    ap.add_argument("--length", type=int, help="walk length (default: GPU 80, CPU 20)")
+    ap.add_argument("--walks-per-vertex", type=int, default=10, help="walks (ppr: walks per source, every vertex)")
+    ap.add_argument("--p", type=float, default=0.5, help="node2vec return parameter")
+    ap.add_argument("--q", type=float, default=2.0, help="node2vec in-out parameter")
+    ap.add_argument("--frontier-size", type=int, default=2000, help="multidimensional: pool per instance")
+    ap.add_argument("--budget", type=int, default=2000, help="multidimensional: sampled edges per instance")
+    ap.add_argument("--frontier-instances", type=int, help="multidimensional: instances (default: GPU 1000, CPU 20)")
+    ap.add_argument("--instances", type=int,
+                    help="samplers from seeds: instances, one seed each (default: GPU 20,000, CPU 500)")
+    ap.add_argument("--subgraph-size", type=int, default=1000, help="random-node / random-edge: vertices / edges")
+    ap.add_argument("--subgraph-instances", type=int, default=64, help="random-node / random-edge: instances")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--seed", type=int, default=0, help="graph seed, and the first run seed")
+    ap.add_argument("--out", default="stress.json")
+    args = ap.parse_args()
+    for name, size in SIZES[args.device].items():
+        if getattr(args, name) is None:
+            setattr(args, name, size)
+    if args.device_partitions >= args.partitions_per_gpu:
+        ap.error(f"--device-partitions must be below --partitions-per-gpu ({args.partitions_per_gpu}) to leave "
+                 f"partitions off the GPU, got {args.device_partitions}")
+    needed = {(name, args.seed + r) for name in args.workloads for r in range(args.repeat)} | {
+        (name, args.seed + r + i) for i, name in enumerate(args.concurrent) for r in range(args.repeat)}
+    reference_gpus = args.reference_gpus or max(args.gpus)
+    records, env, peer = [], None, None
+    for gpus in [reference_gpus, *sorted(set(args.gpus) - {reference_gpus})]:
+        with gpipe.connect(n_workers=gpus, device=args.device, dashboard_address=":0") as client:
+            env = env or environment(client, args.device)
+            if gpus == reference_gpus:
+                g, built = rmat_graph(args, mode="replicated")
+                print(f"references, {_gpus(gpus, args.device)}, replicated (no walker leaves its worker): {g} "
+                      f"(built in {built:.1f} s)", flush=True)
+                table = _workloads(g, args)
+                references = _references(g, table, needed)
+                g.release()
+                if gpus not in args.gpus:
+                    continue
+            if args.device == "gpu" and gpus > 1 and peer is None:
+                worker = sorted(client.scheduler_info()["workers"])[0]  # it sees every GPU, its own as GPU 0
+                try:
+                    peer = client.submit(_peer_copy_bandwidth, workers=[worker], pure=False).result()
+                    print(f"plain peer-to-peer copy, GPU 0 -> 1: {peer / 1e9:.1f} GB/s", flush=True)
+                except Exception as exc:  # a yardstick only: the stress runs go on without it
+                    print(f"plain peer-to-peer copy not measured: {exc!r}", flush=True)
+            partitions = args.partitions_per_gpu * gpus
+            for mode in args.modes:
+                budget = args.device_partitions if mode == "oom" else None
+                with dask.config.set({"gpipe.memory.device-partitions": budget}):
+                    g, built = rmat_graph(args, mode="partitioned", partitions=partitions)
+                print(f"{_gpus(gpus, args.device)}, {mode}: {g}"
+                      f"{f', {budget} partition(s) per GPU at once' if budget else ''} (built in {built:.1f} s)",
+                      flush=True)
+                records += _stress(g, table, references, args, {"gpus": gpus, "graph_mode": mode,
+                                                                "partitions": partitions, "device_partitions": budget})
+                g.release()
+    for r in records:
+        r["fraction_of_peer_copy"] = r["walker_bytes_per_second"] / peer if r["walker_bytes_per_second"] and peer \
+            else None
+    failed = [r for r in records if not (r["equal"] and r["path_as_asked"])]
+    report = {**env, "benchmark": "stress", "graph": rmat_record(args),
+              "parameters": {k: v for k, v in vars(args).items() if k != "out"},
+              "peer_copy_bytes_per_second": peer, "references": list(references.values()), "records": records,
+              "runs": len(records), "failed": len(failed)}
+    with open(args.out, "w") as f:
+        json.dump(report, f, indent=2)
+    figure = _figure(report, os.path.splitext(args.out)[0] + ".png")
+    print(f"wrote {args.out}" + (f" and {figure}" if figure else " (no figure: matplotlib is not installed)"))
+    if failed:
+        print(f"\n{'!' * 80}\nSTRESS FAILED: {len(failed)} of {len(records)} runs failed, differ from their "
+              "reference or sent walkers another way than asked:", file=sys.stderr)
+        for r in failed:
+            print(f"  {r['workload']} seed {r['seed']}, {_setting(r)}"
+                  f"{', concurrent' if r['concurrent'] else ''}: "
+                  + (r["error"] or f"digest {r['digest']} vs reference {r['reference_digest']}"
+                     + ("" if r["path_as_asked"] else ", walkers went another way")),
+                  file=sys.stderr)
+        print("!" * 80, file=sys.stderr)
+        sys.exit(1)
+    print(f"stress passed: all {len(records)} runs equal to their reference")
+
+
+if __name__ == "__main__":
+    main()
