@@ -49,6 +49,7 @@ from .backend import DEVICES, gpu_problem, versions
 from .cluster import ENV_ADDRESS, ENV_SCHEDULER_FILE, connect
 from .errors import GpipeError, GpipeValueError
 from .graph import Graph, read_edges
+from .graph._readers import FORMATS
 from .runtime import EdgeSample, current
 from .runtime._session import workers_info
 from .runtime._files import GRAPH_FILES, WALK_FILES, atomic_dir, atomic_file, write_json
@@ -154,17 +155,24 @@ class _Vertices:
     """Vertex ids given as ``ID,ID,...`` or ``@FILE`` (one id per line); ``str`` gives the text, for summary.json."""
 
     text: str
-    ids: np.ndarray
+    ids: tuple[str, ...]
 
     def __str__(self) -> str:
         return self.text
+
+    def of(self, g: Graph) -> np.ndarray:
+        """The ids typed as ``g``'s: strings where its ids are strings, else ints when each one is an int64."""
+        if (g.id_map is None or g.id_map.dtype.kind in "iu") and all(_INTEGER.fullmatch(i) for i in self.ids):
+            with contextlib.suppress(OverflowError):  # beyond int64, so no vertex of g: to_internal says so
+                return np.array([int(i) for i in self.ids], dtype=np.int64)
+        return np.array(self.ids, dtype=object)
 
 
 _INTEGER = re.compile(r"[+-]?[0-9]+")
 
 
 def _vertices(name: str) -> Callable[[str], _Vertices]:
-    """The argparse type of a vertex list: ints when every id looks like one, else strings."""
+    """The argparse type of a vertex list, whose ids are typed once the graph is known (:meth:`_Vertices.of`)."""
     def parse(text: str) -> _Vertices:
         if text.startswith("@"):
             try:
@@ -181,9 +189,7 @@ def _vertices(name: str) -> Callable[[str], _Vertices]:
                 raise argparse.ArgumentTypeError(f"'{name}' must be ID,ID,... with no empty id, got {text!r}")
         if not ids:
             raise argparse.ArgumentTypeError(f"'{name}' must hold at least one vertex id, got {text!r}")
-        if all(_INTEGER.fullmatch(i) for i in ids):
-            return _Vertices(text, np.array([int(i) for i in ids], dtype=np.int64))
-        return _Vertices(text, np.array(ids, dtype=object))
+        return _Vertices(text, tuple(ids))
     return parse
 
 
@@ -334,6 +340,18 @@ def _out_flags(parser: argparse.ArgumentParser, text: str, **keywords) -> None:
                              "DIR changes only once this run has succeeded")
 
 
+def _graph_flags(parser: argparse.ArgumentParser) -> None:
+    """``--graph`` and how to read it: read_edges's ``fmt``, ``weight`` (a column name) and ``directed``."""
+    parser.add_argument("--graph", type=_graph_source, required=True, metavar="PATH",
+                        help="edge file, graph folder, or rmat:SCALE[:EDGE_FACTOR] to generate one")
+    parser.add_argument("--fmt", choices=FORMATS,
+                        help="format of the edge file (default: from its extension, e.g. .txt is snap)")
+    parser.add_argument("--weight-column", metavar="NAME",
+                        help="the weight column of a csv or parquet edge file (default: none; a snap file's third "
+                             "column is its weight)")
+    parser.add_argument("--directed", action="store_true", help="keep the edges of an edge file directed")
+
+
 def _partitions_flag(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--partitions", type=_positive("partitions"), metavar="P",
                         help="default: workers x gpipe.partitions-per-worker")
@@ -385,9 +403,7 @@ def _parser() -> argparse.ArgumentParser:
     for name, (function, extra) in _WALKS.items():
         summary_line = inspect.getdoc(function).splitlines()[0].replace("``", "")
         one = algorithms.add_parser(name, help=summary_line, description=summary_line)
-        one.add_argument("--graph", type=_graph_source, required=True, metavar="PATH",
-                         help="edge file, graph folder, or rmat:SCALE[:EDGE_FACTOR] to generate one")
-        one.add_argument("--directed", action="store_true", help="keep the edges of an edge file directed")
+        _graph_flags(one)
         _partitions_flag(one)
         _walk_flags(one, function)
         for flag, keywords in extra:
@@ -403,12 +419,10 @@ def _parser() -> argparse.ArgumentParser:
     for name, (function, extra) in _SAMPLERS.items():
         summary_line = " ".join(inspect.getdoc(function).split("\n\n")[0].split()).split(":")[0]
         one = samplers.add_parser(name, help=summary_line, description=summary_line)
-        one.add_argument("--graph", type=_graph_source, required=True, metavar="PATH",
-                         help="edge file, graph folder, or rmat:SCALE[:EDGE_FACTOR] to generate one")
+        _graph_flags(one)
         if "seeds" in inspect.signature(function).parameters:
             one.add_argument("--seeds", type=_vertices("seeds"), required=True, metavar="IDS",
                              help="seed vertices, one instance each: ID,ID,... or @FILE with one id per line")
-        one.add_argument("--directed", action="store_true", help="keep the edges of an edge file directed")
         _partitions_flag(one)
         one.add_argument("--seed", type=_checked(check_seed), default=_default(function, "seed"),
                          help="seed of the sample (default: %(default)s)")
@@ -444,7 +458,8 @@ def _parser() -> argparse.ArgumentParser:
     _out_flags(demo, "writes DIR/walks.txt and DIR/summary.json (default: %(default)s)", default="out")
     _cluster_flags(demo, local=True)
     demo.set_defaults(run=_demo, algorithm="deepwalk", walks_per_vertex=1, seed=_default(walks.deepwalk, "seed"),
-                      start=None, weighted=False, directed=False, partitions=None, format="corpus")
+                      start=None, weighted=False, directed=False, partitions=None, format="corpus", fmt=None,
+                      weight_column=None)
     return parser
 
 
@@ -507,13 +522,16 @@ def _sample(args) -> int:
     function, extra = _SAMPLERS[args.algorithm]
     options = {"seed": args.seed, **{_dest(flag): getattr(args, _dest(flag)) for flag, _ in extra}}
     if "seeds" in args:
-        options["seeds"] = args.seeds.ids
-    tiny = {"seeds": options["seeds"][:1]} if "seeds" in options else {}
-    tiny.update({k: 1 for k in ("depth", "instances") if k in options})
+        options["seeds"] = args.seeds
+    tiny = {k: 1 for k in ("depth", "instances") if k in options}
+    _check_graph_flags(args)
     watch = _Stopwatch()
     with _out_folder(args) as folder, _cluster(args) as client:
         watch.lap("connect")
         g = _load_graph(args, weighted=options.get("weighted", False))
+        options = _typed_as_ids_of(g, options)
+        if "seeds" in options:
+            tiny["seeds"] = options["seeds"][:1]
         watch.lap("graph")
         function(g, **dict(options, **tiny))  # compile the kernels: a tiny sample
         watch.lap("compile")
@@ -572,12 +590,27 @@ def _cluster(args):
         yield client
 
 
+def _check_graph_flags(args) -> None:
+    """Before any work: the flags on reading an edge file are refused with ``rmat:...``, which reads none."""
+    for flag in ("--fmt", "--weight-column"):
+        value = getattr(args, _dest(flag))
+        if value is not None and isinstance(args.graph, _Rmat):
+            raise GpipeValueError(f"'{_dest(flag)}' must be given with an edge file only, got {flag} {value} with "
+                                  f"--graph {args.graph}, which is generated")
+
+
 def _load_graph(args, weighted: bool) -> Graph:
     """``args.graph`` read, or generated for ``rmat:...`` (with weights when ``weighted`` asks for them)."""
     if isinstance(args.graph, _Rmat):
         return generators.rmat(args.graph.scale, args.graph.edge_factor, directed=args.directed, weighted=weighted,
                                partitions=args.partitions)
-    return read_edges(args.graph, directed=args.directed, partitions=args.partitions)
+    return read_edges(args.graph, weight=args.weight_column, directed=args.directed, partitions=args.partitions,
+                      fmt=args.fmt)
+
+
+def _typed_as_ids_of(g: Graph, options: dict) -> dict:
+    """``options`` with their vertex lists (``--start``, ``--sources``, ``--seeds``) typed as ``g``'s ids."""
+    return {name: value.of(g) if isinstance(value, _Vertices) else value for name, value in options.items()}
 
 
 def _run_walk(args) -> dict:
@@ -587,11 +620,12 @@ def _run_walk(args) -> dict:
     options = {"seed": args.seed, **{_dest(flag): getattr(args, _dest(flag)) for flag, _ in extra}}
     if "walks_per_vertex" in taken:
         options["walks_per_vertex"] = args.walks_per_vertex
-    options = {name: value.ids if isinstance(value, _Vertices) else value for name, value in options.items()}
+    _check_graph_flags(args)
     watch = _Stopwatch()
     with _out_folder(args) as folder, _cluster(args) as client:
         watch.lap("connect")
         g = _load_graph(args, weighted=options.get("weighted", False))
+        options = _typed_as_ids_of(g, options)
         watch.lap("graph")
         # compile the kernels on every worker: one short walk from the first vertex of each non-empty partition
         if "length" in taken:

@@ -7,6 +7,7 @@ import subprocess
 import sys
 import time
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -213,6 +214,66 @@ def test_walk_start_with_string_ids(capsys, cpu_cluster, tmp_path):
     assert [w.split()[0] for w in walks if w] == ["d", "a"]
 
 
+def test_start_sources_and_seeds_are_read_as_the_graph_reads_its_ids(capsys, cpu_cluster, tmp_path):
+    path = tmp_path / "edges.txt"
+    path.write_text("007 a\na 1\n1 007\n")  # ids read as strings: '007' is not 7, and '1' is not 1
+    code, _, err = _run(capsys, cpu_cluster, "walk", "deepwalk", "--graph", str(path), "--start", "1,007",
+                        "--length", "2", "--quiet", "--out", str(tmp_path / "walk"))
+    assert code == 0, err
+    assert [line.split()[0] for line in (tmp_path / "walk" / "walks.txt").read_text().splitlines()] == ["1", "007"]
+    code, _, err = _run(capsys, cpu_cluster, "sample", "neighbor", "--graph", str(path), "--seeds", "1", "--depth", "1",
+                        "--quiet", "--out", str(tmp_path / "sample"))
+    assert code == 0, err
+    assert set(pd.read_parquet(tmp_path / "sample" / "edges.parquet")["src"]) == {"1"}
+    code, _, err = _run(capsys, cpu_cluster, "walk", "deepwalk", "--graph", "rmat:7", "--start", "9" * 20,
+                        "--quiet", "--out", str(tmp_path / "huge"))
+    assert code == 2 and "'start' must hold integer vertex ids of this graph" in err and err.count("\n") == 1
+
+
+def test_walk_reads_the_weight_column_of_a_csv(capsys, cpu_cluster, tmp_path):
+    path = tmp_path / "edges.csv"
+    path.write_text("src,dst,w\n0,1,1\n0,2,0\n1,0,1\n2,0,1\n")
+    code, _, err = _run(capsys, cpu_cluster, "walk", "deepwalk", "--graph", str(path), "--weight-column", "w",
+                        "--weighted", "--directed", "--start", "0", "--walks-per-vertex", "20", "--length", "1",
+                        "--quiet", "--out", str(tmp_path / "o"))
+    assert code == 0, err
+    assert _walks(tmp_path / "o" / "walks.txt") == [[0, 1]] * 20  # never along the edge of weight 0
+    assert _summary(tmp_path / "o")["graph"]["weighted"]
+
+
+def test_walk_fmt_reads_a_file_whose_extension_says_nothing(capsys, cpu_cluster, tmp_path):
+    path = tmp_path / "edges.dat"
+    path.write_text("0 1\n1 2\n2 0\n")
+    code, _, err = _run(capsys, cpu_cluster, "walk", "deepwalk", "--graph", str(path), "--quiet",
+                        "--out", str(tmp_path / "unread"))
+    assert code == 2 and "fmt" in err and err.count("\n") == 1
+    code, _, err = _run(capsys, cpu_cluster, "walk", "deepwalk", "--graph", str(path), "--fmt", "snap", "--length", "2",
+                        "--quiet", "--out", str(tmp_path / "o"))
+    assert code == 0, err
+    assert len(_walks(tmp_path / "o" / "walks.txt")) == 3
+
+
+def _negative_weight(tmp_path):
+    path = tmp_path / "edges.txt"
+    path.write_text("0 1 0.5\n1 2 -0.5\n")
+    return path, f"{path}:2: weight '-0.5' is negative"
+
+
+def _uint64_ids(tmp_path):
+    path = tmp_path / "edges.parquet"
+    pd.DataFrame({"src": np.array([1, 2**64 - 1], np.uint64), "dst": np.array([2, 3], np.uint64)}).to_parquet(path)
+    return path, f"{path}: column 'src' holds id {2**64 - 1}"
+
+
+@pytest.mark.parametrize("edges", [_negative_weight, _uint64_ids])
+def test_walk_reports_what_is_wrong_in_an_edge_file_in_one_line(capsys, cpu_cluster, tmp_path, edges):
+    path, message = edges(tmp_path)
+    code, _, err = _run(capsys, cpu_cluster, "walk", "deepwalk", "--graph", str(path), "--quiet",
+                        "--out", str(tmp_path / "o"))
+    assert code == 2 and err.startswith("gpipe: error: ") and message in err and err.count("\n") == 1
+    assert not (tmp_path / "o").exists()
+
+
 def test_walk_reports_a_malformed_edge_file(capsys, cpu_cluster, tmp_path):
     path = tmp_path / "bad.txt"
     path.write_text("0 1\n1 2\n2\n")
@@ -229,6 +290,9 @@ def test_walk_reports_a_malformed_edge_file(capsys, cpu_cluster, tmp_path):
     (["--graph", "no/such/edges.txt"], "no/such/edges.txt"),
     (["--format", "xml"], "--format"),
     (["--seed", "-1"], "'seed'"),
+    (["--fmt", "xml"], "--fmt"),
+    (["--fmt", "csv"], "'fmt' must be given with an edge file only"),
+    (["--weight-column", "w"], "'weight_column' must be given with an edge file only"),
 ])
 def test_walk_rejects_bad_flags_before_connecting(capsys, args, name):
     code = main(["walk", "deepwalk", "--graph", "rmat:8", "--out", "never", "--address", "tcp://127.0.0.1:1", *args])
