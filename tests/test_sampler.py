@@ -129,6 +129,7 @@ def test_user_defined_edge_bias(cpu):
     (lambda: Sampler().run(_rmat(1), seeds=[10**7]), "'seeds' must hold vertices of the graph"),
     (lambda: Sampler(edge_bias="weight").run(gpipe.generators.rmat(6, 2), seeds=[0]),
      "'edge_bias' = 'weight' needs a graph with edge weights"),
+    (lambda: gpipe.sampling.neighbor(_rmat(1), [0], weighted="yes"), "'weighted' must be true or false, got 'yes'"),
 ])
 def test_bad_parameters(cpu, make, message):
     with pytest.raises(GpipeValueError, match=message):
@@ -388,3 +389,19 @@ def test_builtin_samplers_reject_bad_parameters(cpu):
         gpipe.sampling.forest_fire(g, [0], p_forward=1.0)
     with pytest.raises(GpipeValueError, match="'max_per_vertex' must be a positive integer, got 0"):
         gpipe.sampling.snowball(g, [0], max_per_vertex=0)
+
+
+@pytest.mark.parametrize("run", [
+    lambda g: Sampler().run(g, seeds=[0]),
+    lambda g: gpipe.sampling.neighbor(g, [0]),
+    lambda g: gpipe.sampling.snowball(g, [0]),
+    lambda g: gpipe.sampling.forest_fire(g, [0]),
+    lambda g: gpipe.sampling.layer(g, [0]),
+    lambda g: gpipe.sampling.random_node(g, 3),
+    lambda g: gpipe.sampling.random_edge(g, 3),
+], ids=["Sampler.run", "neighbor", "snowball", "forest_fire", "layer", "random_node", "random_edge"])
+@pytest.mark.parametrize("g, kind", [(None, "NoneType"), (pd.DataFrame({"src": [0], "dst": [1]}), "DataFrame")])
+def test_every_sampler_refuses_what_is_not_a_graph_by_name(cpu, run, g, kind):
+    with pytest.raises(GpipeValueError, match=f"'g' must be a gpipe.Graph .*, got {kind}$"):
+        run(g)
+

@@ -29,6 +29,7 @@ def neighbor(g, seeds, fanout: int = 2, depth: int = 2, weighted: bool = False, 
     ...     gpipe.sampling.neighbor(gpipe.generators.rmat(10), seeds=[0, 1], fanout=2, depth=2).compute()
     """
     fanout = check_int("fanout", fanout, minimum=1)
+    weighted = check_bool("weighted", weighted)
     sampler = Sampler(edge_bias="weight" if weighted else "uniform", update="all", neighbor_size=fanout, depth=depth,
                       replace=replace)
     return sampler.run(g, seeds, seed=seed)
@@ -105,7 +106,8 @@ def random_node(g, n: int, instances: int = 1, by_degree: bool = False, seed: in
     (depth 0).
     """
     n = check_int("n", n, minimum=1)
-    sampler = Sampler(vertex_bias="degree" if check_bool("by_degree", by_degree) else "uniform", frontier_size=n, neighbor_size=None,
+    by_degree = check_bool("by_degree", by_degree)
+    sampler = Sampler(vertex_bias="degree" if by_degree else "uniform", frontier_size=n, neighbor_size=None,
                       neighbor_pool="frontier", edge_bias=_in_frontier, depth=1)
     return sampler.run(g, None, instances=instances, seed=seed)
 

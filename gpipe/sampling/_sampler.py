@@ -36,7 +36,8 @@ import numpy as np
 import pandas as pd
 
 from .. import _rng
-from .._validate import check_bool, check_choice, check_int, check_optional_int, check_probability, check_seed
+from .._validate import (check_bool, check_choice, check_graph, check_int, check_optional_int, check_probability,
+                         check_seed)
 from ..errors import GpipeValueError
 from ..runtime import EdgeSample, collect_outputs, run_supersteps, worker_xp
 from ..runtime._store import on_store, store
@@ -152,6 +153,7 @@ class Sampler:
         vertices ``instance, vertex`` — the frontiers it expanded (its seeds,
         its picked vertices: those without an edge too) and its edges' ends.
         """
+        check_graph(g)
         seed = check_seed(seed)
         instances = check_optional_int("instances", instances, minimum=1)
         for name, bias in (("edge_bias", self.edge_bias), ("vertex_bias", self.vertex_bias)):
