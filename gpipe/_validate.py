@@ -63,6 +63,28 @@ def check_graph(value, name: str = "g"):
     return value
 
 
+def check_array(name: str, value) -> np.ndarray:
+    """``value`` as a numpy array; nested rows of different lengths are refused, naming the lengths."""
+    try:
+        return np.asarray(value)
+    except ValueError:
+        first_row = {}  # each row length, at the first row that has it
+        for row, item in enumerate(value):
+            first_row.setdefault(_length(item), row)
+        shown = [f"{length} (row {row})" for length, row in first_row.items()]
+        if len(shown) > 4:
+            shown = shown[:3] + [f"{len(shown) - 3} other lengths"]
+        raise GpipeValueError(f"'{name}' must have rows of equal length, got rows of {', '.join(shown[:-1])} and "
+                              f"{shown[-1]}") from None
+
+
+def _length(row) -> int:
+    try:
+        return 1 if isinstance(row, str) else len(row)
+    except TypeError:  # a scalar among the rows
+        return 1
+
+
 def check_text(name: str, value) -> str:
     if not isinstance(value, str) or not value:
         raise GpipeValueError(f"'{name}' must be a non-empty string, got {value!r}")

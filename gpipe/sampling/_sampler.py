@@ -36,8 +36,8 @@ import numpy as np
 import pandas as pd
 
 from .. import _rng
-from .._validate import (check_bool, check_choice, check_graph, check_int, check_optional_int, check_probability,
-                         check_seed)
+from .._validate import (check_array, check_bool, check_choice, check_graph, check_int, check_optional_int,
+                         check_probability, check_seed)
 from ..errors import GpipeValueError
 from ..runtime import EdgeSample, collect_outputs, run_supersteps, worker_xp
 from ..runtime._store import on_store, store
@@ -164,7 +164,7 @@ class Sampler:
             count = instances or 1
             entries = self._implicit_entries(count, parts)
         else:
-            seeds = np.asarray(seeds)
+            seeds = check_array("seeds", seeds)
             if seeds.ndim not in (1, 2) or seeds.size == 0:
                 raise GpipeValueError(f"'seeds' must be None or a non-empty 1-D or 2-D array of vertices, "
                                       f"got shape {seeds.shape}")
