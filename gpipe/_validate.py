@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import numbers
+import textwrap
 
+import cloudpickle
 import numpy as np
 
 from .errors import GpipeValueError
@@ -83,6 +85,17 @@ def _length(row) -> int:
         return 1 if isinstance(row, str) else len(row)
     except TypeError:  # a scalar among the rows
         return 1
+
+
+def check_picklable(name: str, value):
+    """``value`` if cloudpickle, Dask's serializer of functions, can send it to the workers."""
+    try:  # a captured array's buffers stay out of band: checked, not copied
+        cloudpickle.dumps(value, protocol=5, buffer_callback=lambda buffer: False)
+    except Exception as exc:  # whatever a captured object's reduction raises
+        cause = textwrap.shorten(str(exc), 120, placeholder=" ...")
+        raise GpipeValueError(f"'{name}' must be picklable (by cloudpickle) to reach the workers; pickling it "
+                              f"failed: {cause}") from None
+    return value
 
 
 def check_text(name: str, value) -> str:

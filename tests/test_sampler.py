@@ -1,6 +1,7 @@
 """The bias-centric Sampler on the partitioned runtime: bounds, visited-once, bias, partition independence."""
 
 import json
+import threading
 import time
 from itertools import permutations
 
@@ -407,3 +408,16 @@ def test_every_sampler_refuses_what_is_not_a_graph_by_name(cpu, run, g, kind):
     with pytest.raises(GpipeValueError, match=f"'g' must be a gpipe.Graph .*, got {kind}$"):
         run(g)
 
+
+@pytest.mark.parametrize("name", ["edge_bias", "vertex_bias"])
+def test_a_bias_that_cannot_reach_the_workers_is_refused_in_a_line(cpu, tmp_path, name):
+    """A closure over a lock or an open file cannot be pickled: the error names the bias and what failed, short."""
+    lock = threading.Lock()
+    with open(tmp_path / "log.txt", "w") as log:
+        for bias, cause in ((lambda t: t["degree"] + (lock is None), "cannot pickle '_thread.lock' object"),
+                            (lambda t: t["degree"] + log.closed, "Cannot pickle files that are not opened for reading")):
+            with pytest.raises(GpipeValueError) as info:
+                Sampler(frontier_size=2, **{name: bias}).run(_rmat(1), seeds=[[0, 1, 2]])
+            message = str(info.value)
+            assert message.startswith(f"'{name}' must be picklable (by cloudpickle) to reach the workers; ")
+            assert cause in message and "<lambda>" not in message and len(message) < 200

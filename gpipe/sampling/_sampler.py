@@ -37,7 +37,7 @@ import pandas as pd
 
 from .. import _rng
 from .._validate import (check_array, check_bool, check_choice, check_graph, check_int, check_optional_int,
-                         check_probability, check_seed)
+                         check_picklable, check_probability, check_seed)
 from ..errors import GpipeValueError
 from ..runtime import EdgeSample, collect_outputs, run_supersteps, worker_xp
 from ..runtime._store import on_store, store
@@ -64,7 +64,9 @@ class Sampler:
         The bias of each vertex of an instance's frontier pool, when
         ``frontier_size`` selects from it. A callable receives the table
         ``instance, vertex, degree, depth`` (a dict of arrays: numpy on the
-        CPU, cupy on the GPU) and returns one non-negative bias per row.
+        CPU, cupy on the GPU) and returns one non-negative bias per row. A
+        callable runs on the workers, so it must be picklable by cloudpickle
+        (not hold a lock or a file open for writing, say).
     edge_bias : {'uniform', 'weight', 'degree'} or callable
         The bias of each candidate edge: 1, its weight, or the out-degree of
         its head. A callable receives the candidate table ``instance,
@@ -72,6 +74,7 @@ class Sampler:
         ``neighbor_pool='frontier'``, ``in_frontier`` (the candidate is in the
         instance's frontier) — and returns one bias per row, vectorized, so it
         runs unchanged on both devices. Columns are computed when first read.
+        Picklable, as ``vertex_bias``.
     update : {'all', 'unvisited'}
         Which picked neighbors join the next frontier pool: all of them (a
         vertex once per instance and depth), or those the instance has not
@@ -115,12 +118,10 @@ class Sampler:
                  update: str = "all", frontier_size: int | None = None, neighbor_size: int | None | tuple = 2,
                  neighbor_pool: str = "vertex", depth: int = 2, replace: bool = False, select: str = "bipartite",
                  bitmap: bool = True):
-        if not callable(vertex_bias):
-            check_choice("vertex_bias", vertex_bias, VERTEX_BIASES)
-        if not callable(edge_bias):
-            check_choice("edge_bias", edge_bias, EDGE_BIASES)
-        self.vertex_bias = vertex_bias
-        self.edge_bias = edge_bias
+        self.vertex_bias = (check_picklable("vertex_bias", vertex_bias) if callable(vertex_bias)
+                            else check_choice("vertex_bias", vertex_bias, VERTEX_BIASES))
+        self.edge_bias = (check_picklable("edge_bias", edge_bias) if callable(edge_bias)
+                          else check_choice("edge_bias", edge_bias, EDGE_BIASES))
         self.update = check_choice("update", update, UPDATES)
         self.frontier_size = check_optional_int("frontier_size", frontier_size, minimum=1)
         if isinstance(neighbor_size, tuple):
