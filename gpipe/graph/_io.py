@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 
 from .. import config
+from .._validate import check_bool
 from ..errors import GpipeValueError
 from ..runtime._session import current
 from ._graph import Graph, build, check_mode
@@ -127,6 +128,9 @@ def from_edges(frame, src: str = "src", dst: str = "dst", weight: str | None = N
     (3, 3)
     """
     mode = check_mode(mode)
+    directed = check_bool("directed", directed)
+    keep_self_loops = check_bool("keep_self_loops", keep_self_loops)
+    keep_duplicates = check_bool("keep_duplicates", keep_duplicates)
     session = current()
     client = session.client
     columns = [src, dst] + ([weight] if weight is not None else [])

@@ -79,6 +79,8 @@ def rmat(scale: int, edge_factor: int = 16, a: float = 0.57, b: float = 0.19, c:
         raise GpipeValueError(f"'a + b + c' must be at most 1, got {a + b + c}")
     seed = check_seed(seed)
     weighted = check_bool("weighted", weighted)
+    directed = check_bool("directed", directed)
+    scramble = check_bool("scramble", scramble)
     mode = check_mode(mode)
     session = current()
     n, m = 1 << scale, edge_factor << scale
