@@ -19,15 +19,23 @@ __device__ __forceinline__ long long gp_pick_edge(const double* __restrict__ cdf
     return lo;
 }
 
-// Whether x is among the sorted neighbors indices[a..a+d-1].
-template <typename IdT>
-__device__ __forceinline__ bool gp_has_edge(const IdT* __restrict__ indices, long long a, long long d, long long x) {
+// The first index in a..a+d-1 whose sorted value is >= x; a + d if none is.
+template <typename T>
+__device__ __forceinline__ long long gp_lower_bound(const T* __restrict__ sorted, long long a, long long d,
+                                                    long long x) {
     long long lo = a, hi = a + d;
     while (lo < hi) {
         const long long mid = lo + (hi - lo) / 2;
-        if ((long long)indices[mid] < x) lo = mid + 1; else hi = mid;
+        if ((long long)sorted[mid] < x) lo = mid + 1; else hi = mid;
     }
-    return lo < a + d && (long long)indices[lo] == x;
+    return lo;
+}
+
+// Whether x is among the sorted neighbors indices[a..a+d-1].
+template <typename IdT>
+__device__ __forceinline__ bool gp_has_edge(const IdT* __restrict__ indices, long long a, long long d, long long x) {
+    const long long e = gp_lower_bound(indices, a, d, x);
+    return e < a + d && (long long)indices[e] == x;
 }
 
 // A vertex uniform in [0, n) (for jumps): floor(unit * n), in double on both devices.

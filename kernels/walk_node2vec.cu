@@ -5,18 +5,100 @@
 // decided by the bounds min(1, 1/q) and max(1, 1/q) alone; the rest need "is
 // x a neighbor of t?". When t lives in another partition, the walker travels
 // there as a query (state 1, carrying x and the trial number), t's owner
-// answers, and the walker comes back to redo that trial with the answer.
-// Draws per step: 2k and 2k+1 for trial k (the first step, first-order, uses 0).
+// answers, and the walker comes back to redo that trial with the answer
+// (answer -2 once it is used). After `trials` rejections the step is drawn
+// exactly (gp_n2v_exact), which reads all of t's neighbors. Both read them
+// here, or borrowed from t's partition (`borrowed_*`: sorted ids, their lists
+// as a CSR); a walker that needs them a second time in a step (or for the
+// exact draw) and has neither stops with state 2, and the caller launches it
+// again with t's neighbors borrowed.
+// Draws per step: 2k and 2k+1 for trial k (the first step, first-order, uses 0);
+// 2 * trials and 2 * trials + 1 for the exact draw.
 // Walker fields: cur, prev, cand, trial, answer, state. CPU twin:
 // gpipe/walks/_node2vec.py::_advance_cpu (same random stream).
 #include "walk.cuh"
 
+// Where t's sorted neighbors are (tn[ta..ta+td-1]): this partition's, or borrowed; false if neither.
+template <typename IdT>
+__device__ __forceinline__ bool gp_n2v_neighbors(long long t, long long lo, long long hi,
+                                                 const long long* __restrict__ indptr, const IdT* indices,
+                                                 long long borrowed_count, const long long* __restrict__ borrowed_ids,
+                                                 const long long* __restrict__ borrowed_indptr,
+                                                 const IdT* borrowed_indices, const IdT** tn, long long* ta,
+                                                 long long* td) {
+    if (t >= lo && t < hi) {
+        *tn = indices;
+        *ta = indptr[t - lo];
+        *td = indptr[t - lo + 1] - *ta;
+        return true;
+    }
+    const long long b = gp_lower_bound(borrowed_ids, 0, borrowed_count, t);
+    if (b == borrowed_count || borrowed_ids[b] != t) return false;
+    *tn = borrowed_indices;
+    *ta = borrowed_indptr[b];
+    *td = borrowed_indptr[b + 1] - *ta;
+    return true;
+}
+
+// The weight of edge e among a vertex's edges a..: from the prefix sums `cdf`, or 1.
+__device__ __forceinline__ double gp_n2v_weight(const double* __restrict__ cdf, int weighted, long long a,
+                                                long long e) {
+    if (!weighted) return 1.0;
+    return e > a ? cdf[e] - cdf[e - 1] : cdf[e];
+}
+
+// Which bias x takes: 0 (x is t), 1 (a neighbor of t: tn[ta..ta+td-1]), 2 (neither).
+template <typename IdT>
+__device__ __forceinline__ int gp_n2v_class(long long x, long long t, const IdT* __restrict__ tn, long long ta,
+                                            long long td) {
+    if (x == t) return 0;
+    return gp_has_edge(tn, ta, td, x) ? 1 : 2;
+}
+
+// The step from v (edges a..a+d-1) drawn exactly: a class by its mass (its edges' weight times its bias,
+// the biases scaled by the largest present so that none overflows), then an edge of that class in
+// proportion to its weight, each by inverse transform. Rounded products stay unfused so that the CPU
+// twin computes the same bits.
+template <typename IdT>
+__device__ long long gp_n2v_exact(const IdT* __restrict__ indices, const double* __restrict__ cdf, int weighted,
+                                  long long a, long long d, long long t, const IdT* __restrict__ tn, long long ta,
+                                  long long td, double inv_p, double inv_q, ulonglong2 r_class, ulonglong2 r_edge) {
+    double s0 = 0.0, s1 = 0.0, s2 = 0.0;
+    for (long long e = a; e < a + d; ++e) {
+        const double w = gp_n2v_weight(cdf, weighted, a, e);
+        const int c = gp_n2v_class((long long)indices[e], t, tn, ta, td);
+        if (c == 0) s0 += w; else if (c == 1) s1 += w; else s2 += w;
+    }
+    double top = 0.0;
+    if (s0 > 0.0) top = inv_p;
+    if (s1 > 0.0) top = fmax(top, 1.0);
+    if (s2 > 0.0) top = fmax(top, inv_q);
+    const double m0 = __dmul_rn(s0, inv_p / top), m1 = __dmul_rn(s1, 1.0 / top), m2 = __dmul_rn(s2, inv_q / top);
+    const double u = gp_unit(r_class) * ((m0 + m1) + m2);
+    int c = m0 > u ? 0 : (m0 + m1 > u ? 1 : 2);
+    if (c == 2 && !(m2 > 0.0)) c = m1 > 0.0 ? 1 : 0;  // rounding reached the end: the last class with mass
+    const double target = gp_unit(r_edge) * (c == 0 ? s0 : (c == 1 ? s1 : s2));
+    double sum = 0.0;
+    long long last = -1;
+    for (long long e = a; e < a + d; ++e) {
+        if (gp_n2v_class((long long)indices[e], t, tn, ta, td) != c) continue;
+        const double w = gp_n2v_weight(cdf, weighted, a, e);
+        sum += w;
+        if (w > 0.0) last = e;
+        if (sum > target) return e;
+    }
+    return last;
+}
+
 template <typename IdT>
 __global__ void gp_walk_node2vec(const long long* __restrict__ indptr, const IdT* __restrict__ indices,
-                                 const double* __restrict__ cdf, int weighted, long long lo, long long hi,
-                                 unsigned long long key, int length, double inv_p, double inv_q, long long n,
-                                 const long long* __restrict__ walk_id, const int* __restrict__ step,
-                                 const long long* __restrict__ cur, const long long* __restrict__ prev,
+                                 const double* __restrict__ cdf, const long long* __restrict__ borrowed_ids,
+                                 const long long* __restrict__ borrowed_indptr,
+                                 const IdT* __restrict__ borrowed_indices, int weighted, long long lo, long long hi,
+                                 unsigned long long key, int length, double inv_p, double inv_q, int trials,
+                                 long long borrowed_count, long long n, const long long* __restrict__ walk_id,
+                                 const int* __restrict__ step, const long long* __restrict__ cur,
+                                 const long long* __restrict__ prev,
                                  const long long* __restrict__ cand, const int* __restrict__ trial,
                                  const signed char* __restrict__ answer, const signed char* __restrict__ state,
                                  const long long* __restrict__ offset, IdT* __restrict__ flat,
@@ -51,7 +133,21 @@ __global__ void gp_walk_node2vec(const long long* __restrict__ indptr, const IdT
                 if (t < 0) {  // the first step is first-order
                     e = gp_pick_edge(cdf, weighted, a, d, gp_bits(key, id, s, 0));
                 } else {
+                    const IdT* tn = indices;
+                    long long ta = 0, td = 0;
+                    const bool near = gp_n2v_neighbors(t, lo, hi, indptr, indices, borrowed_count, borrowed_ids,
+                                                       borrowed_indptr, borrowed_indices, &tn, &ta, &td);
                     while (true) {
+                        if (kk == trials) {  // rejection is slow at this step: draw it exactly
+                            if (!near) {
+                                st = 2;  // with t's neighbors borrowed
+                                break;
+                            }
+                            e = gp_n2v_exact(indices, cdf, weighted, a, d, t, tn, ta, td, inv_p, inv_q,
+                                             gp_bits(key, id, s, 2ULL * trials),
+                                             gp_bits(key, id, s, 2ULL * trials + 1));
+                            break;
+                        }
                         e = gp_pick_edge(cdf, weighted, a, d, gp_bits(key, id, s, 2ULL * kk));
                         if (e < 0) break;
                         x = (long long)indices[e];
@@ -65,22 +161,22 @@ __global__ void gp_walk_node2vec(const long long* __restrict__ indptr, const IdT
                             ok = false;
                         } else {
                             int member;
-                            if (t >= lo && t < hi) {
-                                const long long at = indptr[t - lo];
-                                member = gp_has_edge(indices, at, indptr[t - lo + 1] - at, x);
+                            if (near) {
+                                member = gp_has_edge(tn, ta, td, x);
                             } else if (known >= 0) {
                                 member = known;
                             } else {
-                                st = 1;  // ask t's partition
+                                st = known == -1 ? 1 : 2;  // ask t's partition; a second time, borrow t's neighbors
                                 break;
                             }
                             ok = u < (member ? 1.0 : inv_q);
                         }
-                        known = -1;
+                        if (known >= 0) known = -2;  // an answer serves one trial
                         if (ok) break;
                         ++kk;
                     }
                     if (st == 1) { left = 1; route = t; break; }
+                    if (st == 2) break;
                 }
                 if (e < 0) break;
                 const long long nx = (long long)indices[e];

@@ -5,10 +5,10 @@ It knows no algorithm: a walk family hands it a step kernel (see
 partitions until every walk has ended.
 """
 
-from ._advance import step_kernel, worker_xp
+from ._advance import neighbor_lists, step_kernel, worker_xp
 from ._driver import collect_outputs, run_supersteps, run_walks
 from ._result import EdgeSample, WalkResult
 from ._session import Session, attach, current
 
-__all__ = ["EdgeSample", "Session", "WalkResult", "attach", "collect_outputs", "current", "run_supersteps",
-           "run_walks", "step_kernel", "worker_xp"]
+__all__ = ["EdgeSample", "Session", "WalkResult", "attach", "collect_outputs", "current", "neighbor_lists",
+           "run_supersteps", "run_walks", "step_kernel", "worker_xp"]

@@ -81,6 +81,13 @@ def step_kernel(fill):
     return advance
 
 
+def neighbor_lists(graph: tuple[str, list[str]], bounds: np.ndarray, vertices) -> tuple:
+    """For a step function: the out-neighbors of ``vertices`` (sorted, unique, of any partitions of ``graph``, its
+    id and placement) as a CSR ``(indptr, indices)`` on this worker's device, fetched from the workers holding them."""
+    graph_id, placement = graph
+    return store().neighbor_lists(graph_id, placement, bounds, vertices)
+
+
 def new_walkers(x, walk_id, vertex, fields: tuple = ()) -> dict:
     """Walkers at step 0 with the walk's own ``fields``: ``(name, dtype, init)``, init a number or 'vertex'."""
     walkers = {"walk_id": walk_id, "vertex": vertex, "step": x.zeros(walk_id.shape[0], dtype=x.int32)}

@@ -102,6 +102,7 @@ class GpipeStore(WorkerPlugin):
         worker.handlers["gpipe_counts"] = self._counts
         worker.handlers["gpipe_block"] = self._block
         worker.handlers["gpipe_partition"] = self._partition_arrays
+        worker.handlers["gpipe_neighbors"] = self._neighbors
 
     def teardown(self, worker):
         self._runner.shutdown(wait=False)
@@ -335,6 +336,40 @@ class GpipeStore(WorkerPlugin):
         return await asyncio.gather(*(self.worker.rpc(w).gpipe_partition(graph_id=graph_id, part=p)
                                       for p, w in remote.items()))
 
+    def neighbor_lists(self, graph_id: str, placement: list[str], bounds: np.ndarray, vertices) -> tuple:
+        """The out-neighbors of ``vertices`` (sorted, unique, of any partitions): a CSR ``(indptr, indices)`` on this
+        worker's device, read from the partitions here and fetched from the workers holding the others."""
+        vertices = to_host(vertices)
+        owner = np.searchsorted(bounds, vertices, side="right") - 1
+        wanted = {int(p): vertices[owner == p] for p in np.unique(owner)}
+        remote = {p: v for p, v in wanted.items() if placement[p] != self.worker_address}
+        fetched = dict(zip(remote, sync(self.worker.loop, self._fetch_neighbors, graph_id, placement, remote))
+                       if remote else ())
+        rows = [fetched[p] if p in remote else _rows(self._as_held(graph_id, p), v) for p, v in wanted.items()]
+        x = xp(self.device)
+        indptr = x.zeros(vertices.shape[0] + 1, x.int64)
+        x.cumsum(x.concatenate([x.asarray(length) for length, _ in rows]), out=indptr[1:])
+        return indptr, x.concatenate([x.asarray(indices) for _, indices in rows])
+
+    async def _fetch_neighbors(self, graph_id: str, placement: list[str], remote: dict[int, np.ndarray]) -> list:
+        return await asyncio.gather(*(self.worker.rpc(placement[p]).gpipe_neighbors(graph_id=graph_id, part=p,
+                                                                                    vertices=to_serialize(v))
+                                      for p, v in remote.items()))
+
+    async def _neighbors(self, graph_id: str, part: int, vertices: np.ndarray):
+        def read():
+            return tuple(to_host(a) for a in _rows(self._as_held(graph_id, part), vertices))
+
+        return to_serialize(await asyncio.get_running_loop().run_in_executor(None, read))
+
+    def _as_held(self, graph_id: str, part: int):
+        """Partition ``part`` where it is, to read a few rows: an out-of-memory one resident on the device or
+        staged in host memory, neither copied in nor counted as a read in place."""
+        key = (graph_id, part)
+        if self.residency.manages(key):
+            return self.residency.resident.get(key) or self.residency.staged[key]
+        return self.partition(graph_id, part)
+
     def prefetch(self, graph_id: str, part: int, keep: int, run_id: str, policy: str) -> None:
         """Start copying an out-of-memory partition in while partition ``keep`` computes (GPU workers)."""
         if self.residency.manages((graph_id, part)):
@@ -507,6 +542,17 @@ def _output_limit(device: str) -> int | None:
     import cupy
 
     return cupy.cuda.Device().mem_info[1] // 2
+
+
+def _rows(p, vertices: np.ndarray) -> tuple:
+    """The out-degrees and the concatenated out-neighbors of ``vertices`` (of partition ``p``)."""
+    x = xp(device_of(p.indptr))
+    local = x.asarray(vertices - p.lo)
+    start, length = p.indptr[local], p.indptr[local + 1] - p.indptr[local]
+    ends = x.cumsum(length)
+    edge = x.arange(int(ends[-1]))
+    row = x.searchsorted(ends, edge, side="right")
+    return length, p.indices[start[row] + edge - (ends[row] - length[row])]
 
 
 def on_store(method: str, *args, dask_worker=None):

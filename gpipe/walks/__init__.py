@@ -160,7 +160,10 @@ def node2vec(g, p: float = 1.0, q: float = 1.0, length: int = 80, walks_per_vert
     with probability ``a / max(1/p, 1, 1/q)``; when that needs to know whether
     x is a neighbor of t and t is in another partition, the partition that owns
     t answers as part of the walker exchange, so the walks are exact for any
-    partitioning. Other parameters as :func:`deepwalk`.
+    partitioning. A step that rejects 32 candidates is drawn exactly instead,
+    over all of v's neighbors, so extreme ``p`` and ``q`` (1e4 and 1e-4, even
+    1e300 and 1e-300) cost at most that plus one pass over them, and the walks
+    are the same. Other parameters as :func:`deepwalk`.
 
     Parameters
     ----------
@@ -175,7 +178,7 @@ def node2vec(g, p: float = 1.0, q: float = 1.0, length: int = 80, walks_per_vert
     p, q = _positive_float("p", p), _positive_float("q", q)
     length, walks_per_vertex, starts, seed = _checked_starts(g, length, walks_per_vertex, start, weighted, seed)
     params = {"key": np.uint64(_rng.key(seed)), "weighted": bool(weighted), "p": p, "q": q,
-              "fields": _node2vec.FIELDS}
+              "fields": _node2vec.FIELDS, "graph": (g.graph_id, g.placement)}
     return _run(g, "node2vec", _node2vec.advance_node2vec, params, length, walks_per_vertex, starts, progress)
 
 

@@ -21,17 +21,24 @@ def pick_edge(cdf, weighted, a, d, r):
 
 
 @cpu_kernel()
-def has_edge(indices, a, d, x):
-    """Whether ``x`` is among the sorted neighbors ``indices[a:a+d]``."""
+def lower_bound(sorted_values, a, d, x):
+    """The first index in a..a+d-1 whose sorted value is >= ``x``; a + d if none is."""
     lo = a
     hi = a + d
     while lo < hi:
         mid = lo + (hi - lo) // 2
-        if np.int64(indices[mid]) < x:
+        if np.int64(sorted_values[mid]) < x:
             lo = mid + 1
         else:
             hi = mid
-    return lo < a + d and np.int64(indices[lo]) == x
+    return lo
+
+
+@cpu_kernel()
+def has_edge(indices, a, d, x):
+    """Whether ``x`` is among the sorted neighbors ``indices[a:a+d]``."""
+    e = lower_bound(indices, a, d, x)
+    return e < a + d and np.int64(indices[e]) == x
 
 
 @cpu_kernel()

@@ -5,6 +5,23 @@ candidate x is proposed in proportion to w(v, x) (or uniformly) and accepted
 with probability bias(x) / max(1/p, 1, 1/q). When the decision needs to know
 whether x is a neighbor of t and t lives in another partition, the walker
 travels to t's partition as a query and comes back with the answer.
+
+Rejection alone has no bound: with p = 1e4, q = 1e-4 a walk at a vertex whose
+neighbors are all t or t's neighbors accepts one proposal in 1e4 (and one in
+1e300 with p = 1e300, q = 1e-300), each undecided one a round trip when t is
+elsewhere. After ``TRIALS`` rejected proposals, a step is drawn exactly
+instead: one pass over v's neighbors sums their weights per bias class (t, t's
+neighbors, the others), a draw picks a class by weight times bias, a second an
+edge of it by weight, both by inverse transform and with draw indices no trial
+uses. That needs t's whole neighbor list, which the query protocol cannot carry
+(one round trip per neighbor of v), so a walker whose t lives in another
+partition stops where it is (state 2) and its worker borrows t's list from t's
+partition (:func:`neighbor_lists`: one message per partition and launch) and
+launches it again; a walker needing a second answer in one step borrows the
+same way rather than travel again, so a step costs at most one round trip.
+Rejection is exact, so is falling back after a fixed number of rejections, and
+where t's list is read does not change a draw: the walks stay the same for any
+partitioning, on the CPU and on the GPU.
 """
 
 from __future__ import annotations
@@ -14,36 +31,134 @@ import numpy as np
 from .. import _rng
 from ..backend import cpu_kernel, prange
 from ..kernels import function, id_type, launch_queued
-from ..runtime import step_kernel
-from ._common import has_edge, pick_edge
+from ..runtime import neighbor_lists, step_kernel
+from ._common import has_edge, lower_bound, pick_edge
 
 FIELDS = (("cur", "int64", "vertex"), ("prev", "int64", -1), ("cand", "int64", -1), ("trial", "int32", 0),
           ("answer", "int8", -1), ("state", "int8", 0))
+TRIALS = 32  # rejected proposals at a step before it is drawn exactly (the kernel's ``trials``)
+BORROW = 2  # walker state: stopped before the exact draw, t's neighbors needed from t's partition
+_WRITES = ("vertex", "step", "cur", "prev", "cand", "trial", "answer", "state")  # what the kernel writes per walker
 
 
 @step_kernel
 def advance_node2vec(x, part, walkers: dict, params: dict, out: dict) -> None:
-    n = walkers["walk_id"].shape[0]
     weighted = bool(params["weighted"])
     cdf = part.cdf() if weighted else x.zeros(1, x.float64)
-    scalars = (int(weighted), part.lo, part.hi, params["key"], params["length"], 1.0 / params["p"],
-               1.0 / params["q"], n)
+    nothing = (x.zeros(0, x.int64), x.zeros(1, x.int64), x.zeros(0, part.indices.dtype))
+    _launch(x, part, cdf, params, nothing, walkers, out["offset"], out)
+    stopped = x.flatnonzero(out["state"] == BORROW)
+    if stopped.size:
+        ids = x.unique(out["prev"][stopped])
+        borrowed = (ids, *neighbor_lists(params["graph"], part.bounds, ids))
+        again = {k: out[k][stopped] for k in walkers}
+        again["state"][:] = 0
+        rest = {k: v.copy() for k, v in again.items()}
+        rest.update(flat=out["flat"], length=x.empty(stopped.size, x.int32), moved=x.empty(stopped.size, x.int8))
+        # on from the vertex each stopped at, in the rest of its output region
+        _launch(x, part, cdf, params, borrowed, again, out["offset"][stopped] + out["length"][stopped] - 1, rest)
+        for k in (*_WRITES, "moved"):
+            out[k][stopped] = rest[k]
+        out["length"][stopped] += rest["length"] - 1
+
+
+def _launch(x, part, cdf, params: dict, borrowed: tuple, walkers: dict, offset, out: dict) -> None:
+    """One pass of the kernel over ``walkers``, their output regions starting at ``offset``."""
+    graph = (part.indptr, part.indices, cdf, *borrowed)
+    n = walkers["walk_id"].shape[0]
+    scalars = (int(params["weighted"]), part.lo, part.hi, params["key"], params["length"], 1.0 / params["p"],
+               1.0 / params["q"], TRIALS, borrowed[0].shape[0], n)
     arrays = (walkers["walk_id"], walkers["step"], walkers["cur"], walkers["prev"], walkers["cand"],
-              walkers["trial"], walkers["answer"], walkers["state"], out["offset"], out["flat"], out["length"],
-              out["vertex"], out["step"], out["cur"], out["prev"], out["cand"], out["trial"], out["answer"],
-              out["state"], out["moved"])
+              walkers["trial"], walkers["answer"], walkers["state"], offset, out["flat"], out["length"],
+              *(out[k] for k in _WRITES), out["moved"])
     if x is np:
-        _advance_cpu(part.indptr, part.indices, cdf, *scalars, *arrays)
+        _advance_cpu(*graph, *scalars, *arrays)
     else:
         kernel = function("walk_node2vec.cu", "gp_walk_node2vec", template=id_type(part.indices.dtype))
-        types = (np.int32, np.int64, np.int64, np.uint64, np.int32, np.float64, np.float64, np.int64)
-        launch_queued(kernel, n, (part.indptr, part.indices, cdf, *(t(v) for t, v in zip(types, scalars)), *arrays))
+        types = (np.int32, np.int64, np.int64, np.uint64, np.int32, np.float64, np.float64, np.int32, np.int64,
+                 np.int64)
+        launch_queued(kernel, n, (*graph, *(t(v) for t, v in zip(types, scalars)), *arrays))
+
+
+@cpu_kernel()
+def _neighbors_of(t, lo, hi, indptr, indices, borrowed_count, borrowed_ids, borrowed_indptr, borrowed_indices):
+    """Where t's sorted neighbors are, ``(list, a, d, found)``: this partition's, or borrowed."""
+    if t >= lo and t < hi:
+        a = indptr[t - lo]
+        return indices, a, indptr[t - lo + 1] - a, True
+    b = lower_bound(borrowed_ids, 0, borrowed_count, t)
+    if b == borrowed_count or borrowed_ids[b] != t:
+        return indices, np.int64(0), np.int64(0), False
+    a = borrowed_indptr[b]
+    return borrowed_indices, a, borrowed_indptr[b + 1] - a, True
+
+
+@cpu_kernel()
+def _weight(cdf, weighted, a, e):
+    """The weight of edge ``e`` among a vertex's edges ``a..``: from the prefix sums, or 1."""
+    if not weighted:
+        return 1.0
+    return cdf[e] - cdf[e - 1] if e > a else cdf[e]
+
+
+@cpu_kernel()
+def _bias_class(x, t, tn, ta, td):
+    """Which bias ``x`` takes: 0 (x is t), 1 (a neighbor of t: ``tn[ta:ta+td]``), 2 (neither)."""
+    if x == t:
+        return 0
+    return 1 if has_edge(tn, ta, td, x) else 2
+
+
+@cpu_kernel()
+def _exact(indices, cdf, weighted, a, d, t, tn, ta, td, inv_p, inv_q, r_class, r_edge):
+    """The step from v (edges a..a+d-1) drawn exactly: a class by its mass (its edges' weight times its bias,
+    the biases scaled by the largest present so that none overflows), then an edge of it by weight."""
+    s0 = 0.0
+    s1 = 0.0
+    s2 = 0.0
+    for e in range(a, a + d):
+        w = _weight(cdf, weighted, a, e)
+        c = _bias_class(np.int64(indices[e]), t, tn, ta, td)
+        if c == 0:
+            s0 += w
+        elif c == 1:
+            s1 += w
+        else:
+            s2 += w
+    top = 0.0
+    if s0 > 0.0:
+        top = inv_p
+    if s1 > 0.0:
+        top = max(top, 1.0)
+    if s2 > 0.0:
+        top = max(top, inv_q)
+    m0 = s0 * (inv_p / top)
+    m1 = s1 * (1.0 / top)
+    m2 = s2 * (inv_q / top)
+    u = _rng.unit(r_class) * ((m0 + m1) + m2)
+    c = 0 if m0 > u else (1 if m0 + m1 > u else 2)
+    if c == 2 and not m2 > 0.0:  # rounding reached the end: the last class with mass
+        c = 1 if m1 > 0.0 else 0
+    target = _rng.unit(r_edge) * (s0 if c == 0 else (s1 if c == 1 else s2))
+    total = 0.0
+    last = np.int64(-1)
+    for e in range(a, a + d):
+        if _bias_class(np.int64(indices[e]), t, tn, ta, td) != c:
+            continue
+        w = _weight(cdf, weighted, a, e)
+        total += w
+        if w > 0.0:
+            last = np.int64(e)
+        if total > target:
+            return np.int64(e)
+    return last
 
 
 @cpu_kernel(parallel=True)
-def _advance_cpu(indptr, indices, cdf, weighted, lo, hi, key, length, inv_p, inv_q, n, walk_id, step, cur, prev,
-                 cand, trial, answer, state, offset, flat, piece_len, out_vertex, out_step, out_cur, out_prev,
-                 out_cand, out_trial, out_answer, out_state, moved):
+def _advance_cpu(indptr, indices, cdf, borrowed_ids, borrowed_indptr, borrowed_indices, weighted, lo, hi, key, length,
+                 inv_p, inv_q, trials, borrowed_count, n, walk_id, step, cur, prev, cand, trial, answer, state, offset,
+                 flat, piece_len, out_vertex, out_step, out_cur, out_prev, out_cand, out_trial, out_answer, out_state,
+                 moved):
     bound = max(inv_p, max(1.0, inv_q))
     sure = min(1.0, inv_q)
     never = max(1.0, inv_q)
@@ -78,7 +193,17 @@ def _advance_cpu(indptr, indices, cdf, weighted, lo, hi, key, length, inv_p, inv
                 if t < 0:  # the first step is first-order
                     e = pick_edge(cdf, weighted, a, d, _rng.bits(key, walk_id[i], s, 0))
                 else:
+                    tn, ta, td, near = _neighbors_of(t, lo, hi, indptr, indices, borrowed_count, borrowed_ids,
+                                                     borrowed_indptr, borrowed_indices)
                     while True:
+                        if kk == trials:  # rejection is slow at this step: draw it exactly
+                            if not near:
+                                st = 2  # with t's neighbors borrowed
+                                break
+                            e = _exact(indices, cdf, weighted, a, d, t, tn, ta, td, inv_p, inv_q,
+                                       _rng.bits(key, walk_id[i], s, 2 * trials),
+                                       _rng.bits(key, walk_id[i], s, 2 * trials + 1))
+                            break
                         e = pick_edge(cdf, weighted, a, d, _rng.bits(key, walk_id[i], s, 2 * kk))
                         if e < 0:
                             break
@@ -91,22 +216,24 @@ def _advance_cpu(indptr, indices, cdf, weighted, lo, hi, key, length, inv_p, inv
                         elif u >= never:
                             ok = False
                         else:
-                            if t >= lo and t < hi:
-                                at = indptr[t - lo]
-                                member = 1 if has_edge(indices, at, indptr[t - lo + 1] - at, x) else 0
+                            if near:
+                                member = 1 if has_edge(tn, ta, td, x) else 0
                             elif known >= 0:
                                 member = known
                             else:
-                                st = 1  # ask t's partition
+                                st = 1 if known == -1 else 2  # ask t's partition; a second time, borrow t's neighbors
                                 break
                             ok = u < (1.0 if member == 1 else inv_q)
-                        known = -1
+                        if known >= 0:
+                            known = -2  # an answer serves one trial
                         if ok:
                             break
                         kk += 1
                     if st == 1:
                         left = 1
                         route = t
+                        break
+                    if st == 2:
                         break
                 if e < 0:
                     break

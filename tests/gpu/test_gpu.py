@@ -72,6 +72,8 @@ def test_deepwalk_cuda_equals_cpu_twin(gpu_cluster, cpu_cluster, partitions):
     (gpipe.walks.deepwalk, {"weighted": True}),
     (gpipe.walks.node2vec, {"p": 0.5, "q": 2.0}),
     (gpipe.walks.node2vec, {"p": 2.0, "q": 0.25, "weighted": True}),
+    (gpipe.walks.node2vec, {"p": 1e4, "q": 1e-4, "weighted": True}),  # many steps drawn exactly, t borrowed
+    (gpipe.walks.node2vec, {"p": 1e300, "q": 1e-300}),
     (gpipe.walks.metropolis_hastings, {}),
     (gpipe.walks.with_jump, {"jump": 0.2}),
     (gpipe.walks.ppr, {"sources": list(range(0, 2048, 7)), "restart": 0.2, "walks_per_source": 3}),

@@ -1,0 +1,95 @@
+"""Resources bounded before work starts: node2vec's trials at a step (extreme p, q against exact
+probabilities, fixed seeds, a false-alarm rate of 1e-3 per test)."""
+
+import time
+from collections import defaultdict
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+import gpipe
+from test_walk_family import ALPHA, _adjacency, _node2vec_exact, _transitions
+
+EXTREME = [(1e4, 1e-4), (1e300, 1e-300)]
+
+
+@pytest.fixture(scope="module")
+def cliques() -> pd.DataFrame:
+    """Six 5-cliques in a ring (one edge from each to the next) with a pendant vertex on each, weights in [0.5, 2].
+
+    At most of their vertices every neighbor is the previous vertex or one of its neighbors: with p = 1e4,
+    q = 1e-4 rejection accepts one proposal in 1e4 there, and one in 1e8 at a pendant vertex.
+    """
+    size, k = 5, 6
+    src, dst = [], []
+    for c in range(k):
+        clique = np.arange(c * size, (c + 1) * size)
+        i, j = np.triu_indices(size, 1)
+        src += [*clique[i], clique[-1], clique[1]]
+        dst += [*clique[j], (c + 1) % k * size, size * k + c]
+    frame = pd.DataFrame({"src": src, "dst": dst})
+    frame["w"] = np.random.default_rng(3).uniform(0.5, 2.0, len(frame)).round(3)
+    return frame
+
+
+def _pvalue(counts, exact: dict) -> tuple[float, int]:
+    """Observed second-order moves against ``exact[(t, v)] = {x: probability}``, and the chi-square's degrees of
+    freedom: the smaller (Bonferroni-doubled) of two p-values, a chi-square over the moves expected at least 5
+    times in their context (given how many of its moves those were) and a two-sided Poisson test of how many
+    of the rarer moves there were (expected 1e-4 or 1e-300 of a context's, they may not happen at all)."""
+    by_context = defaultdict(dict)
+    for (t, v, x), c in counts.items():
+        by_context[(t, v)][x] = c
+    chi2, dof, rare, rare_expected = 0.0, 0, 0, 0.0
+    for context, observed in by_context.items():
+        probs = exact[context]
+        assert set(observed) <= set(probs), f"impossible move from {context}: {set(observed) - set(probs)}"
+        total = sum(observed.values())
+        common = {x: p for x, p in probs.items() if total * p >= 5}
+        rare += total - sum(observed.get(x, 0) for x in common)
+        rare_expected += total * sum(p for x, p in probs.items() if x not in common)
+        seen = sum(observed.get(x, 0) for x in common)
+        mass = sum(common.values())
+        chi2 += sum((observed.get(x, 0) - seen * p / mass) ** 2 / (seen * p / mass) for x, p in common.items())
+        dof += max(len(common) - 1, 0)
+    poisson = 2 * min(stats.poisson.sf(rare - 1, rare_expected), stats.poisson.cdf(rare, rare_expected), 0.5)
+    return min(1.0, 2 * min(stats.chi2.sf(chi2, dof), poisson)), dof
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("p, q", EXTREME)
+def test_node2vec_with_extreme_p_and_q_keeps_exact_probabilities(cpu, cliques, p, q, weighted):
+    g = gpipe.from_edges(cliques, weight="w", partitions=4)
+    walks = gpipe.walks.node2vec(g, p=p, q=q, length=20, walks_per_vertex=300, weighted=weighted, seed=5).compute()
+    triples = _transitions(walks[:, 1:], order=2)  # from the second step on: second-order moves only
+    pvalue, dof = _pvalue(triples, _node2vec_exact(_adjacency(cliques), p, q, weighted))
+    assert pvalue > ALPHA and dof >= 30
+
+
+@pytest.mark.parametrize("p, q", EXTREME)
+def test_node2vec_with_extreme_p_and_q_is_the_same_for_any_partitioning(cpu, cliques, p, q):
+    """Steps drawn exactly after rejections read t's neighbors where they are, or borrowed from t's partition."""
+    out = []
+    for mode in ("replicated", "partitioned"):
+        g = gpipe.from_edges(cliques, weight="w", partitions=None if mode == "replicated" else 4, mode=mode)
+        out.append(gpipe.walks.node2vec(g, p=p, q=q, length=20, walks_per_vertex=20, weighted=True, seed=9).compute())
+    np.testing.assert_array_equal(out[0], out[1])
+    g = gpipe.from_edges(cliques, weight="w", partitions=4)
+    owner = g.owner(np.arange(g.num_vertices))
+    adj = _adjacency(cliques)
+    # drawn exactly (all of v's neighbors are t or t's, so rejection would have gone on) with t on another partition
+    borrowed = [(t, v) for row in out[1] for t, v in zip(row[1:-1], row[2:])
+                if owner[t] != owner[v] and set(adj[v]) <= set(adj[t]) | {t}]
+    assert len(borrowed) > 10
+
+
+def test_node2vec_with_extreme_p_and_q_ends_in_seconds(cpu, cliques):
+    """144 walks of 10 steps took 325 s before the exact draw (p = q = 1: 0.07 s), 0.1 s after; with p = 1e300,
+    q = 1e-300 they never ended."""
+    g = gpipe.from_edges(cliques, weight="w")
+    t0 = time.perf_counter()
+    for p, q in EXTREME:
+        gpipe.walks.node2vec(g, p=p, q=q, length=10, walks_per_vertex=4, seed=1).compute()
+    assert time.perf_counter() - t0 < 30
