@@ -41,15 +41,23 @@ class TaskError(GpipeError, RuntimeError):
 
 
 class WorkerLostError(GpipeError, RuntimeError):
-    """A worker holding graph partitions or a run's data left the cluster during a run; what it held is lost."""
+    """A worker holding graph partitions or a run's data left the cluster during a run; what it held is lost.
 
-    def __init__(self, phase: str, workers: list[str], partitions: list[int], unit: str = "partition"):
+    ``out_of_memory`` names those of ``workers`` known to have been restarted for running out of memory.
+    """
+
+    def __init__(self, phase: str, workers: list[str], partitions: list[int], unit: str = "partition",
+                 out_of_memory: list[str] = ()):
         self.phase, self.workers, self.partitions, self.unit = phase, workers, partitions, unit
+        self.out_of_memory = list(out_of_memory)
         many = len(partitions) > 1
-        super().__init__(f"{phase}: worker {', '.join(workers)} left the cluster; {unit}{'s' * many} "
+        why = ""
+        if self.out_of_memory:
+            why = f" ({'it' if len(workers) == 1 else ', '.join(self.out_of_memory)} ran out of memory)"
+        super().__init__(f"{phase}: worker {', '.join(workers)} left the cluster{why}; {unit}{'s' * many} "
                          f"{', '.join(map(str, partitions))} it held (graph and run data) {'are' if many else 'is'} "
                          "lost, so the run stops rather than finish without them — load or build the graph again "
                          "and rerun")
 
     def __reduce__(self):
-        return (type(self), (self.phase, self.workers, self.partitions, self.unit))
+        return (type(self), (self.phase, self.workers, self.partitions, self.unit, self.out_of_memory))

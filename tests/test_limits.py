@@ -1,5 +1,6 @@
-"""Resources bounded before work starts: node2vec's trials at a step (extreme p, q against exact
-probabilities, fixed seeds, a false-alarm rate of 1e-3 per test)."""
+"""Resources bounded before work starts: runs larger than the workers' memory refused, a worker's death of
+memory said, and node2vec's trials at a step (extreme p, q against exact probabilities, fixed seeds, a
+false-alarm rate of 1e-3 per test)."""
 
 import time
 from collections import defaultdict
@@ -10,9 +11,40 @@ import pytest
 from scipy import stats
 
 import gpipe
+from gpipe.errors import GpipeValueError, WorkerLostError
 from test_walk_family import ALPHA, _adjacency, _node2vec_exact, _transitions
 
 EXTREME = [(1e4, 1e-4), (1e300, 1e-300)]
+
+
+def _ring(n: int = 40) -> pd.DataFrame:
+    return pd.DataFrame({"src": np.arange(n), "dst": (np.arange(n) + 1) % n})
+
+
+@pytest.mark.parametrize("run, names", [
+    (lambda g: gpipe.walks.deepwalk(g, length=10**9), r"'length' x the number of walks \(40 walks of 1000000000"),
+    (lambda g: gpipe.walks.node2vec(g, length=2**30, walks_per_vertex=100), "'length' x the number of walks"),
+    (lambda g: gpipe.walks.ppr(g, [0, 1], walks_per_source=10**9, length=100), "'length' x the number of walks"),
+    (lambda g: gpipe.walks.multidimensional(g, frontier_size=10, budget=2**31 - 1, instances=10**5),
+     "'instances' x 'budget'"),
+])
+def test_a_run_larger_than_the_workers_memory_is_refused_before_it_starts(cpu, run, names):
+    g = gpipe.from_edges(_ring())
+    with pytest.raises(GpipeValueError, match=names + r".*would take [\d.]+ [GTPE]iB, more than the workers' "
+                                                      r"[\d.]+ GiB of memory"):
+        run(g)
+    assert gpipe.walks.deepwalk(g, length=5, seed=1).compute().shape == (40, 6)  # the graph is still there
+
+
+def test_a_worker_that_runs_out_of_memory_is_said_to():
+    """One walk of 600 MB fits two workers of 600 MB each, so it starts; the worker it runs on dies of it."""
+    with gpipe.connect(n_workers=2, threads_per_worker=1, device="cpu", dashboard_address=":0",
+                       memory_limit="600 MB"):
+        g = gpipe.from_edges(_ring())
+        gpipe.walks.deepwalk(g, length=5, seed=1)  # compiled before
+        with pytest.raises(WorkerLostError, match=r"left the cluster \(it ran out of memory\)") as lost:
+            gpipe.walks.deepwalk(g, length=150_000_000, start=[0], seed=1)
+        assert lost.value.out_of_memory == lost.value.workers
 
 
 @pytest.fixture(scope="module")

@@ -6,9 +6,9 @@ partitions until every walk has ended.
 """
 
 from ._advance import neighbor_lists, step_kernel, worker_xp
-from ._driver import collect_outputs, run_supersteps, run_walks
+from ._driver import check_memory, collect_outputs, run_supersteps, run_walks
 from ._result import EdgeSample, WalkResult
 from ._session import Session, attach, current
 
-__all__ = ["EdgeSample", "Session", "WalkResult", "attach", "collect_outputs", "current", "neighbor_lists",
-           "run_supersteps", "run_walks", "step_kernel", "worker_xp"]
+__all__ = ["EdgeSample", "Session", "WalkResult", "attach", "check_memory", "collect_outputs", "current",
+           "neighbor_lists", "run_supersteps", "run_walks", "step_kernel", "worker_xp"]

@@ -19,7 +19,7 @@ from collections import defaultdict
 from typing import Callable
 
 import numpy as np
-from dask.utils import parse_bytes
+from dask.utils import format_bytes, parse_bytes
 
 from .. import config
 from .._validate import check_choice, check_int, check_probability
@@ -32,6 +32,7 @@ from ._watch import call_workers
 
 
 EXCHANGES = ("auto", "comms")  # gpipe.exchange: walkers between workers
+_MEMORY: dict[str, tuple] = {}  # worker -> GpipeStore.memory(), asked once: a worker's memory stays as it started
 
 
 def run_walks(graph, kernel: Callable, params: dict, *, length: int, num_walks: int, walks_per_vertex: int,
@@ -44,6 +45,10 @@ def run_walks(graph, kernel: Callable, params: dict, *, length: int, num_walks: 
     (a :class:`WalkResult`) given ``result_kwargs`` too.
     """
     params = dict(params, length=length, order_free=True)  # a walker's path depends on no other walker
+    dtype = np.dtype(np.int32 if graph.num_vertices < 2**31 else np.int64)
+    walker = 20 + sum(np.dtype(t).itemsize for _, t, _ in params.get("fields", ()))  # walk_id, vertex, step, own
+    check_memory(graph, num_walks * ((length + 1) * dtype.itemsize + walker),
+                 f"'length' x the number of walks ({num_walks} walks of {length} steps)", "walks")
     if starts is None:
         initial = walks_per_vertex
     else:
@@ -53,9 +58,37 @@ def run_walks(graph, kernel: Callable, params: dict, *, length: int, num_walks: 
     run_id, partitions, stats = run_supersteps(graph, kernel, params, initial, num_walks=num_walks,
                                                progress=progress)
     stats = {"algorithm": algorithm, "walks": num_walks, "length": length, **stats}
-    dtype = np.int32 if graph.num_vertices < 2**31 else np.int64
     return result_type(graph.client, run_id, partitions, num_walks, length + 1, dtype, graph.id_map, stats,
                        **result_kwargs)
+
+
+def check_memory(graph, nbytes: int, names: str, what: str) -> None:
+    """Refuse a run whose outputs would not fit in its workers' memory, before any work starts.
+
+    ``nbytes`` estimates what the run keeps on the workers (its outputs and
+    its walkers), ``names`` the parameters that make it that large. The bound
+    is what the workers holding the graph can hold together: each its memory
+    limit; a GPU worker its device memory if outputs never spill
+    (``gpipe.memory.output-limit`` null), else that limit's worth on the device
+    and the rest in host memory. A run refused here could not have finished:
+    its worker would have run out of memory and been restarted, taking the
+    graph along. One that passes may still run out, the graph taking memory too.
+    """
+    workers = sorted(set(graph.replicas or graph.placement))
+    missing = [w for w in workers if w not in _MEMORY]
+    if missing:
+        _MEMORY.update(graph.client.run(on_store, "memory", workers=missing))
+    limit = _output_limit()
+    room = 0
+    for host, device, auto in (_MEMORY[w] for w in workers):
+        if device is None:
+            room += host
+        else:
+            spill = auto if limit == "auto" else limit
+            room += device if spill is None else host + min(spill, device)
+    if nbytes > room:
+        raise GpipeValueError(f"{names}: the {what} would take {format_bytes(nbytes)}, more than the workers' "
+                              f"{format_bytes(room)} of memory")
 
 
 def run_supersteps(graph, kernel: Callable, params: dict, initial: int | dict, *, num_walks: int,

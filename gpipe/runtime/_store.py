@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
+import psutil
 
 from distributed import WorkerPlugin, get_worker
 from distributed.comm.addressing import get_address_host
@@ -403,6 +404,13 @@ class GpipeStore(WorkerPlugin):
         except KeyError:
             raise GpipeError(f"worker {self.worker_address} holds no {name!r} of graph {graph_id} "
                              "(the worker restarted or the graph was released)") from None
+
+    def memory(self) -> tuple[int, int | None, int | None]:
+        """This worker's memory limit (the host's memory without one), its device memory and what
+        ``gpipe.memory.output-limit`` 'auto' means here (None and None on a CPU worker)."""
+        host = self.worker.memory_manager.memory_limit or psutil.virtual_memory().total
+        device = xp("gpu").cuda.Device().mem_info[1] if self.device == "gpu" else None
+        return host, device, self._auto_limit
 
     def transfers(self, graph_id: str) -> list:
         """Copies of this graph's partitions onto the device so far: [count, bytes, seconds, reads in place]."""

@@ -61,6 +61,7 @@ def call_workers(client, calls: list[tuple], held: dict[int, str], phase: str, u
     async def every():
         return await asyncio.gather(*(one(*call) for call in calls))
 
+    since = time.time()
     try:
         return client.sync(every)
     except _Gone as gone:
@@ -69,12 +70,11 @@ def call_workers(client, calls: list[tuple], held: dict[int, str], phase: str, u
                 f"{phase}: this client cannot connect to worker {gone.worker}, which is still in the cluster "
                 f"({gone.__cause__!r}); gpipe sends a run's work to its workers directly, so run the client "
                 "where it reaches them (e.g. inside the batch job)") from None
-        lost = {p: w for p, w in held.items() if w == gone.worker}
-        raise WorkerLostError(phase, [gone.worker], sorted(lost), unit) from None
+        raise _lost_error(client, {p: w for p, w in held.items() if w == gone.worker}, phase, unit, since) from None
     except BaseException:  # another worker failing to reach a lost one, first: name the lost one
         lost = _lost(client, held)
         if lost:
-            raise WorkerLostError(phase, sorted(set(lost.values())), sorted(lost), unit) from None
+            raise _lost_error(client, lost, phase, unit, since) from None
         raise
 
 
@@ -93,6 +93,18 @@ def _stays(client, worker: str) -> bool:
     return True
 
 
+def _lost_error(client, lost: dict[int, str], phase: str, unit: str, since: float) -> WorkerLostError:
+    """The error naming the ``lost`` partitions' workers, and those their nannies restarted for running out of
+    memory since ``since`` (the 'worker-restart-memory' events the scheduler keeps; logged before the restart,
+    so they are there by the time the worker is known gone)."""
+    workers = sorted(set(lost.values()))
+    out_of_memory = []
+    with contextlib.suppress(Exception):
+        restarts = client.get_events("worker-restart-memory")
+        out_of_memory = sorted({event["worker"] for at, event in restarts if at >= since} & set(workers))
+    return WorkerLostError(phase, workers, sorted(lost), unit, out_of_memory)
+
+
 def _lost(client, held: dict[int, str]) -> dict[int, str]:
     with contextlib.suppress(Exception):
         alive = set(workers_info(client))
@@ -101,6 +113,7 @@ def _lost(client, held: dict[int, str]) -> dict[int, str]:
 
 
 def _watched(client, futures: list, held: dict[int, str], phase: str, unit: str, block: Callable):
+    since = time.time()
     lost: dict[int, str] = {}
     done = threading.Event()
 
@@ -123,10 +136,10 @@ def _watched(client, futures: list, held: dict[int, str], phase: str, unit: str,
         if not lost:
             check()
         if lost:
-            raise WorkerLostError(phase, sorted(set(lost.values())), sorted(lost), unit) from None
+            raise _lost_error(client, lost, phase, unit, since) from None
         raise
     finally:
         done.set()
     if lost:  # the wait ended because the watchdog cancelled the tasks
-        raise WorkerLostError(phase, sorted(set(lost.values())), sorted(lost), unit)
+        raise _lost_error(client, lost, phase, unit, since)
     return result

@@ -22,7 +22,7 @@ import pandas as pd
 from .. import _rng
 from ..backend import cpu_kernel, prange
 from ..kernels import function, id_type, launch_queued
-from ..runtime import collect_outputs, run_supersteps, worker_xp
+from ..runtime import check_memory, collect_outputs, run_supersteps, worker_xp
 
 INIT_STEP = 2**32 - 1  # the draw counter of a member's start vertex; moves use 0..budget-1
 
@@ -130,6 +130,10 @@ def sample(g, frontier_size: int, budget: int, instances: int, seed: int, pool: 
     walkers = {"walk_id": walk_id, "vertex": vertex, "step": np.zeros(walk_id.size, np.int32),
                "time": np.zeros(walk_id.size, np.float64)}
     room = max(1, min(budget, math.ceil(2 * budget / frontier_size)))
+    # the moves kept (36 bytes each, about budget per instance), each member's room for moves in the kernel
+    # (src, dst, time) and the members themselves
+    check_memory(g, instances * budget * 36 + walk_id.size * (room * 24 + 28), "'instances' x 'budget'",
+                 "sampled edges")
     moves, stats = [], {"steps": 0, "seconds": 0.0, "kernel_seconds": 0.0, "supersteps": 0, "rounds": 0}
     while True:
         params = {"key": key, "budget": budget, "horizon": horizon, "room": room}
