@@ -1,8 +1,12 @@
 """Resources bounded before work starts: runs larger than the workers' memory refused, a worker's death of
-memory said, and node2vec's trials at a step (extreme p, q against exact probabilities, fixed seeds, a
-false-alarm rate of 1e-3 per test)."""
+memory said, node2vec's trials at a step (extreme p, q against exact probabilities, fixed seeds, a false-alarm
+rate of 1e-3 per test), and the workers' loops stopped when the client is interrupted."""
 
+import signal
+import sys
+import threading
 import time
+import traceback
 from collections import defaultdict
 
 import numpy as np
@@ -45,6 +49,26 @@ def test_a_worker_that_runs_out_of_memory_is_said_to():
         with pytest.raises(WorkerLostError, match=r"left the cluster \(it ran out of memory\)") as lost:
             gpipe.walks.deepwalk(g, length=150_000_000, start=[0], seed=1)
         assert lost.value.out_of_memory == lost.value.workers
+
+
+def _in_loops(dask_worker=None) -> int:
+    """This worker's threads inside a run's loop."""
+    loops = ("run_partitions", "advance_local")
+    return sum(any(frame.f_code.co_name in loops for frame, _ in traceback.walk_stack(top))
+               for top in sys._current_frames().values())
+
+
+def test_interrupting_the_client_stops_the_workers_loops(one_worker_cluster, eventually):
+    """An interrupt (KeyboardInterrupt) drops the run; on one worker holding every partition, its loop would go on
+    for some 20 minutes of walkers crossing between them within one superstep, with no barrier to stop it."""
+    with one_worker_cluster.as_current():
+        g = gpipe.generators.rmat(scale=8, edge_factor=4, seed=1, partitions=4)
+        gpipe.walks.deepwalk(g, length=5, seed=1)  # compiled before
+        # a real SIGINT to the main thread, as ^C sends (interrupt_main would wait for distributed's 10 s wait)
+        threading.Timer(1.0, signal.pthread_kill, (threading.main_thread().ident, signal.SIGINT)).start()
+        with pytest.raises(KeyboardInterrupt):
+            gpipe.walks.deepwalk(g, length=10**6, start=np.arange(16), seed=1)
+        assert eventually(lambda: sum(one_worker_cluster.run(_in_loops).values()) == 0)
 
 
 @pytest.fixture(scope="module")

@@ -292,14 +292,15 @@ def advance_local(graph_id: str, run_id: str, walkers: dict | tuple, kernel, par
     walkers = {k: x.asarray(v) for k, v in walkers.items()}
     steps = supersteps = spilled = 0
     seconds = 0.0
-    while next(iter(walkers.values())).shape[0]:
-        t0 = time.perf_counter()
-        pieces, walkers, taken = kernel(p, walkers, params)
-        seconds += time.perf_counter() - t0
-        spilled += st.add_pieces(run_id, part, pieces, output_limit)
-        walkers.pop("to", None)
-        steps += taken
-        supersteps += 1
+    with st.loop(run_id):
+        while next(iter(walkers.values())).shape[0]:
+            t0 = time.perf_counter()
+            pieces, walkers, taken = kernel(p, walkers, params)
+            seconds += time.perf_counter() - t0
+            spilled += st.add_pieces(run_id, part, pieces, output_limit)
+            walkers.pop("to", None)
+            steps += taken
+            supersteps += 1
     return {"steps": steps, "seconds": seconds, "supersteps": supersteps, "spilled": spilled}
 
 

@@ -87,7 +87,7 @@ class GpipeStore(WorkerPlugin):
         self.state: dict[tuple[str, int], object] = {}  # a run's own per-partition state (e.g. visited sets)
         self.counts: dict[tuple[str, int], dict] = defaultdict(dict)  # per (run, superstep): peer -> walker counts
         self.looping: set[str] = set()  # runs whose superstep loop runs here
-        self.stopped: set[str] = set()  # of those, the ones dropped: their waits for peers end in an error
+        self.stopped: set[str] = set()  # of those, the ones dropped: their loops end in an error
         self.residency = Residency(self.device)  # partitions of out-of-memory graphs
         self._lock = threading.Lock()
         self._heard = threading.Condition(self._lock)
@@ -431,10 +431,14 @@ class GpipeStore(WorkerPlugin):
 
         ``limit`` is ``gpipe.memory.output-limit``: bytes, None (never spill),
         or 'auto' (half of a GPU's memory; no limit on CPU workers, whose
-        outputs are in host memory already). Returns the bytes spilled.
+        outputs are in host memory already). Returns the bytes spilled. A run
+        dropped while its loop runs here keeps nothing: its loop stops here
+        with an error, after the kernel call it was in.
         """
         limit = self._auto_limit if limit == "auto" else limit
         with self._lock:
+            if run_id in self.stopped:
+                raise GpipeError("the run was stopped (it failed elsewhere, or its client was interrupted)")
             self.pieces[(run_id, part)].append(pieces)
             self._held += _nbytes(pieces)
             spilled = 0
@@ -504,7 +508,7 @@ class GpipeStore(WorkerPlugin):
             for p, w in remote.items()))
 
     def drop_run(self, run_id: str) -> None:
-        """Forget a run's buffers; its supersteps still waiting on peers here stop with an error."""
+        """Forget a run's buffers; its loop here stops with an error (at its barrier, or after its kernel call)."""
         with self._heard:
             for key in [k for k in self.pieces if k[0] == run_id]:
                 self._taken(self.pieces.pop(key))
