@@ -1,21 +1,24 @@
 """Work on the workers that hold partitions, without waiting forever for a dead one.
 
-A run's work is called on its workers directly (:func:`call_workers`): a
-worker that dies breaks its connection, and the call fails naming it.
-
-Other work runs as Dask tasks pinned to those workers; a task pinned to a
-worker that has died would wait forever for it to come back. While a wait
-lasts, a watchdog thread checks once a second that the workers holding the
-partitions (or replicas) are still there; if one has left, it cancels the
-tasks and the wait raises a :class:`WorkerLostError` naming it and what it
-held. A wait that fails otherwise (a task failing to reach the lost worker, or
-cancelled with the data it held) checks the same once.
+A run's work is called on its workers directly (:func:`call_workers`); other
+work runs as Dask tasks pinned to those workers. Either would wait for a
+worker that has died: a task pinned to it until it comes back, a call to its
+address for the connect timeout (30 s). So every wait of the client on gpipe
+work goes through this module: while it lasts, a watchdog thread checks at
+once, then once a second, that the workers holding the partitions (or
+replicas) are still in the scheduler's table; if one has left, it cancels the
+tasks (or the calls) and the wait raises a :class:`WorkerLostError` naming it
+and what it held. A wait that fails otherwise (a task cancelled with the lost
+worker's data) checks the same once. A failure naming one of those workers (a
+task, or this client, failing to reach it) can come before the scheduler has
+seen the worker leave: the scheduler then has up to ``GONE_SECONDS`` to.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 import threading
 import time
 from collections.abc import Callable
@@ -33,12 +36,12 @@ GONE_SECONDS = 3.0  # how long the scheduler may take to notice that a worker th
 
 def gather_pinned(client, futures: list, held: dict[int, str], phase: str, unit: str = "partition") -> list:
     """``client.gather(futures)``, watched (``held``: partition, or replica, -> worker)."""
-    return _watched(client, futures, held, phase, unit, lambda: client.gather(futures))
+    return _watched(client, held, phase, unit, lambda: client.gather(futures), lambda: client.cancel(futures))
 
 
 def wait_pinned(client, futures: list, held: dict[int, str], phase: str, unit: str = "partition") -> None:
     """``distributed.wait(futures)``, watched; the results stay on the workers."""
-    _watched(client, futures, held, phase, unit, lambda: wait(futures))
+    _watched(client, held, phase, unit, lambda: wait(futures), lambda: client.cancel(futures))
 
 
 def call_workers(client, calls: list[tuple], held: dict[int, str], phase: str, unit: str = "partition") -> list:
@@ -47,10 +50,11 @@ def call_workers(client, calls: list[tuple], held: dict[int, str], phase: str, u
     A run's work goes to the workers holding its partitions (or replicas)
     without the scheduler: one message each way instead of a task's several
     hops (about 4 ms at each end on a GPU host, which a 30 ms run notices).
-    Arguments travel with the call. A worker that leaves breaks its
-    connection, and the call raises a :class:`WorkerLostError` naming what it
-    held (``held``: partition, or replica, -> worker); a worker still in the
-    cluster that this client cannot connect to is a :class:`GpipeError` saying so.
+    Arguments travel with the call. A worker that leaves (before the call or
+    during it) is noticed as a watched wait notices it, and the call raises a
+    :class:`WorkerLostError` naming what it held (``held``: partition, or
+    replica, -> worker); a worker still in the cluster that this client cannot
+    connect to is a :class:`GpipeError` saying so.
     """
     async def one(worker: str, function, args: tuple, kwargs: dict):
         try:
@@ -61,25 +65,23 @@ def call_workers(client, calls: list[tuple], held: dict[int, str], phase: str, u
     async def every():
         return await asyncio.gather(*(one(*call) for call in calls))
 
-    since = time.time()
+    calls_done = asyncio.run_coroutine_threadsafe(every(), client.loop.asyncio_loop)
     try:
-        return client.sync(every)
-    except _Gone as gone:
-        if _stays(client, gone.worker):
-            raise GpipeError(
-                f"{phase}: this client cannot connect to worker {gone.worker}, which is still in the cluster "
-                f"({gone.__cause__!r}); gpipe sends a run's work to its workers directly, so run the client "
-                "where it reaches them (e.g. inside the batch job)") from None
-        raise _lost_error(client, {p: w for p, w in held.items() if w == gone.worker}, phase, unit, since) from None
-    except BaseException:  # another worker failing to reach a lost one, first: name the lost one
-        lost = _lost(client, held)
-        if lost:
-            raise _lost_error(client, lost, phase, unit, since) from None
-        raise
+        return _watched(client, held, phase, unit, calls_done.result, calls_done.cancel)
+    except _Gone as gone:  # its connection broke, yet it stays in the cluster (one that left is a WorkerLostError)
+        raise GpipeError(
+            f"{phase}: this client cannot connect to worker {gone.worker}, which is still in the cluster "
+            f"({gone.__cause__!r}); gpipe sends a run's work to its workers directly, so run the client "
+            "where it reaches them (e.g. inside the batch job)") from None
+    finally:
+        calls_done.cancel()  # an interrupted wait stops the calls (done, they are not touched)
 
 
 class _Gone(Exception):
+    """The connection of a call to ``worker`` broke; the message is its address (a failure naming the worker)."""
+
     def __init__(self, worker: str):
+        super().__init__(worker)
         self.worker = worker
 
 
@@ -112,7 +114,9 @@ def _lost(client, held: dict[int, str]) -> dict[int, str]:
     return {}
 
 
-def _watched(client, futures: list, held: dict[int, str], phase: str, unit: str, block: Callable):
+def _watched(client, held: dict[int, str], phase: str, unit: str, block: Callable, cancel: Callable):
+    """``block()``, while a watchdog thread checks at once, then every ``WATCH_SECONDS``, that the workers of
+    ``held`` are still there; ``cancel()`` ends the block's wait when one has left."""
     since = time.time()
     lost: dict[int, str] = {}
     done = threading.Event()
@@ -121,20 +125,26 @@ def _watched(client, futures: list, held: dict[int, str], phase: str, unit: str,
         lost.update(_lost(client, held))
 
     def watch() -> None:
-        while not done.wait(WATCH_SECONDS):
+        while True:
             check()
             if lost:
-                client.cancel(futures)
+                cancel()
+                return
+            if done.wait(WATCH_SECONDS):
                 return
 
     watchdog = threading.Thread(target=watch, name="gpipe-watchdog", daemon=True)
     watchdog.start()
     try:
         result = block()
-    except BaseException:  # also a cancelled future's CancelledError: a lost worker's data may take its tasks along
+    except BaseException as failure:  # also a cancelled wait's: a lost worker's data may take its tasks along
         done.set()
         if not lost:
             check()
+        if not lost:  # an address followed by no further digit: tcp://h:80 is not named by tcp://h:8000
+            named = {w for w in set(held.values()) if re.search(re.escape(w) + r"(?!\d)", str(failure))}
+            gone = {w for w in named if not _stays(client, w)}
+            lost.update({p: w for p, w in held.items() if w in gone})
         if lost:
             raise _lost_error(client, lost, phase, unit, since) from None
         raise
