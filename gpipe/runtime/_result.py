@@ -6,7 +6,6 @@ import functools
 import os
 import time
 import weakref
-from collections import deque
 
 import numpy as np
 import pandas as pd
@@ -18,7 +17,7 @@ from . import _advance
 from ._session import run_later, workers_info
 from ._store import on_store
 from ._files import WALK_FILES, atomic_dir, atomic_file
-from ._watch import wait_pinned
+from ._watch import gather_pinned, results_pinned, wait_pinned
 
 
 class WalkResult:
@@ -99,9 +98,13 @@ class WalkResult:
         return [self._client.submit(func, block, ids, b * self._block_rows, *args, pure=False)
                 for b, block in enumerate(self._blocks())]
 
+    def _gather_blocks(self, phase: str, func, *args) -> list:
+        """``func(block, id_map, first_row, *args)`` of every block, watched; the results in order."""
+        return gather_pinned(self._client, self._map_blocks(func, *args), self._partitions, phase)
+
     def compute(self) -> np.ndarray:
         """All walks as one host array of original vertex ids."""
-        parts = self._client.gather(self._map_blocks(_original, self._walk_dtype))
+        parts = self._gather_blocks("walks", _original, self._walk_dtype)
         return np.concatenate(parts) if parts else np.zeros((0, self.width), self._walk_dtype)
 
     def to_dask(self):
@@ -123,7 +126,7 @@ class WalkResult:
         """
         path = os.fspath(path)
         with atomic_dir(path, owned=WALK_FILES, overwrite=overwrite) as tmp:
-            self._client.gather(self._map_blocks(_write_parquet, self._walk_dtype, tmp))
+            self._gather_blocks("walk writing", _write_parquet, self._walk_dtype, tmp)
         return path
 
     def to_corpus(self, path) -> str:
@@ -144,14 +147,11 @@ class WalkResult:
         _check_corpus_ids(self._id_map)
         ids = self._ids()
         window = max(2, 2 * len(workers_info(self._client)))
-        pending: deque = deque()
+        texts = (self._client.submit(_corpus_text, block, ids, b * self._block_rows, pure=False)
+                 for b, block in enumerate(self._blocks()))
         with atomic_file(path, "wb") as out:
-            for b, block in enumerate(self._blocks()):
-                pending.append(self._client.submit(_corpus_text, block, ids, b * self._block_rows, pure=False))
-                if len(pending) >= window:
-                    out.write(pending.popleft().result())
-            while pending:
-                out.write(pending.popleft().result())
+            for text in results_pinned(self._client, texts, self._partitions, "corpus writing", ahead=window):
+                out.write(text)
         return path
 
 

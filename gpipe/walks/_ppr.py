@@ -52,11 +52,10 @@ class PPRResult(WalkResult):
         """
         n = int(self.stats["num_vertices"])
         n_sources = len(self.sources)
-        starts = sum(self._client.gather(self._map_blocks(_cycle_starts, n_sources, self._key, self.restart)))
+        starts = sum(self._gather_blocks("scores", _cycle_starts, n_sources, self._key, self.restart))
         seen = np.cumsum(starts, axis=1)[:, ::-1]  # seen[i, k]: cycles of source i started at step <= length - k
         [weights] = self._client.scatter([1.0 / seen], broadcast=True, hash=False)
-        parts = self._client.gather(self._map_blocks(_weighted_visits, n_sources, self._key, self.restart, n,
-                                                     weights))
+        parts = self._gather_blocks("scores", _weighted_visits, n_sources, self._key, self.restart, n, weights)
         keys, inverse = np.unique(np.concatenate([k for k, _ in parts]), return_inverse=True)
         visits = np.bincount(inverse, weights=np.concatenate([w for _, w in parts]))
         source_index, vertex = keys // n, keys % n
