@@ -71,6 +71,14 @@ class Graph:
         return len(self.bounds) - 1
 
     @property
+    def holders(self) -> tuple[dict[int, str], str]:
+        """The workers holding the graph, for a wait on them to name what a lost one held: partition -> worker
+        and 'partition', or (replicated) replica -> worker and 'replica'."""
+        if self.replicas is None:
+            return dict(enumerate(self.placement)), "partition"
+        return dict(enumerate(self.replicas)), "replica"
+
+    @property
     def device(self) -> str:
         return self._session.device
 
@@ -119,12 +127,12 @@ class Graph:
         return int(parts[0]) if np.ndim(v) == 0 else parts
 
     # -- data --------------------------------------------------------------------
-    def _per_partition(self, func, *args):
+    def _on_partitions(self, phase: str, func, *args) -> list:
+        """``func(graph_id, part, *args)`` on the worker of every partition, watched; the results in order."""
         client = self.client
-        return [
-            client.submit(func, self.graph_id, p, *args, workers=[w], allow_other_workers=False, pure=False)
-            for p, w in enumerate(self.placement)
-        ]
+        futures = [client.submit(func, self.graph_id, p, *args, workers=[w], allow_other_workers=False, pure=False)
+                   for p, w in enumerate(self.placement)]
+        return gather_pinned(client, futures, dict(enumerate(self.placement)), phase)
 
     def degrees(self) -> pd.Series:
         """Out-degree of every vertex, indexed by original id."""
@@ -133,8 +141,7 @@ class Graph:
     def _vertex_array(self, name: str) -> np.ndarray:
         """A per-vertex array of dense ids, gathered from the partitions once: one of ``VERTEX_ARRAYS``."""
         if name not in self._vertex_arrays:
-            parts = self._per_partition(VERTEX_ARRAYS[name])
-            self._vertex_arrays[name] = np.concatenate(self.client.gather(parts))
+            self._vertex_arrays[name] = np.concatenate(self._on_partitions(f"graph {name}", VERTEX_ARRAYS[name]))
         return self._vertex_arrays[name]
 
     def _put_on_workers(self, names) -> None:
@@ -146,8 +153,7 @@ class Graph:
         if not missing:
             return
         arrays = {name: self._vertex_array(name) for name in missing}
-        held, unit = ((dict(enumerate(self.placement)), "partition") if self.replicas is None
-                      else (dict(enumerate(self.replicas)), "replica"))
+        held, unit = self.holders
         call_workers(self.client, [(w, _keep_arrays, (self.graph_id, arrays), {}) for w in sorted(set(held.values()))],
                      held, "graph arrays", unit)
         self._on_workers.update(missing)
@@ -184,7 +190,7 @@ class Graph:
         """
         path = os.fspath(path)
         with atomic_dir(path, owned=GRAPH_FILES, overwrite=overwrite) as tmp:
-            part_edges = self.client.gather(self._per_partition(_write_partition, tmp))
+            part_edges = self._on_partitions("graph writing", _write_partition, tmp)
             if self.id_map is not None:
                 pd.DataFrame({"id": self.id_map}).to_parquet(os.path.join(tmp, "ids.parquet"))
             meta = {"format": "gpipe-graph", "version": 2, "num_vertices": self.num_vertices,

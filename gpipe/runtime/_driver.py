@@ -27,7 +27,7 @@ from ..errors import GpipeValueError
 from . import _advance
 from ._result import WalkResult
 from ._residency import POLICIES
-from ._store import on_store
+from ._store import on_store, store
 from ._watch import call_workers
 
 
@@ -77,7 +77,9 @@ def check_memory(graph, nbytes: int, names: str, what: str) -> None:
     workers = sorted(set(graph.replicas or graph.placement))
     missing = [w for w in workers if w not in _MEMORY]
     if missing:
-        _MEMORY.update(graph.client.run(on_store, "memory", workers=missing))
+        held, unit = graph.holders
+        asked = call_workers(graph.client, [(w, _memory, (), {}) for w in missing], held, "memory check", unit)
+        _MEMORY.update(zip(missing, asked))
     limit = _output_limit()
     room = 0
     for host, device, auto in (_MEMORY[w] for w in workers):
@@ -89,6 +91,10 @@ def check_memory(graph, nbytes: int, names: str, what: str) -> None:
     if nbytes > room:
         raise GpipeValueError(f"{names}: the {what} would take {format_bytes(nbytes)}, more than the workers' "
                               f"{format_bytes(room)} of memory")
+
+
+def _memory() -> tuple:
+    return store().memory()
 
 
 def run_supersteps(graph, kernel: Callable, params: dict, initial: int | dict, *, num_walks: int,
