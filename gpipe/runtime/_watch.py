@@ -158,7 +158,7 @@ def _watched(client, held: dict[int, str], phase: str, unit: str, block: Callabl
         done.set()
         if not lost:
             check()
-        if not lost:  # an address followed by no further digit: tcp://h:80 is not named by tcp://h:8000
+        if not lost:  # an address followed by no further digit: naming tcp://h:8000 does not name tcp://h:80
             named = {w for w in set(held.values()) if re.search(re.escape(w) + r"(?!\d)", str(failure))}
             gone = {w for w in named if not _stays(client, w)}
             lost.update({p: w for p, w in held.items() if w in gone})
