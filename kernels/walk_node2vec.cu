@@ -60,7 +60,7 @@ __device__ __forceinline__ int gp_n2v_class(long long x, long long t, const IdT*
 // proportion to its weight, each by inverse transform. Rounded products stay unfused so that the CPU
 // twin computes the same bits.
 template <typename IdT>
-__device__ long long gp_n2v_exact(const IdT* __restrict__ indices, const double* __restrict__ cdf, int weighted,
+__device__ __noinline__ long long gp_n2v_exact(const IdT* __restrict__ indices, const double* __restrict__ cdf, int weighted,
                                   long long a, long long d, long long t, const IdT* __restrict__ tn, long long ta,
                                   long long td, double inv_p, double inv_q, ulonglong2 r_class, ulonglong2 r_edge) {
     double s0 = 0.0, s1 = 0.0, s2 = 0.0;
@@ -133,12 +133,16 @@ __global__ void gp_walk_node2vec(const long long* __restrict__ indptr, const IdT
                 if (t < 0) {  // the first step is first-order
                     e = gp_pick_edge(cdf, weighted, a, d, gp_bits(key, id, s, 0));
                 } else {
+                    // t's neighbors are looked up only when a trial needs them: most steps are decided by
+                    // the bounds alone, without reading t's row
                     const IdT* tn = indices;
                     long long ta = 0, td = 0;
-                    const bool near = gp_n2v_neighbors(t, lo, hi, indptr, indices, borrowed_count, borrowed_ids,
-                                                       borrowed_indptr, borrowed_indices, &tn, &ta, &td);
+                    int near = -1;  // not looked up yet
                     while (true) {
                         if (kk == trials) {  // rejection is slow at this step: draw it exactly
+                            if (near < 0) near = gp_n2v_neighbors(t, lo, hi, indptr, indices, borrowed_count,
+                                                                  borrowed_ids, borrowed_indptr, borrowed_indices,
+                                                                  &tn, &ta, &td);
                             if (!near) {
                                 st = 2;  // with t's neighbors borrowed
                                 break;
@@ -161,6 +165,9 @@ __global__ void gp_walk_node2vec(const long long* __restrict__ indptr, const IdT
                             ok = false;
                         } else {
                             int member;
+                            if (near < 0) near = gp_n2v_neighbors(t, lo, hi, indptr, indices, borrowed_count,
+                                                                  borrowed_ids, borrowed_indptr, borrowed_indices,
+                                                                  &tn, &ta, &td);
                             if (near) {
                                 member = gp_has_edge(tn, ta, td, x);
                             } else if (known >= 0) {
