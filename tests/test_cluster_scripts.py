@@ -118,6 +118,7 @@ def _write(path, text: str) -> str:
     return str(path)
 
 
+@pytest.mark.slow  # a real cluster started by the script: run by CI all the same
 def test_local_sh_cluster_runs_a_workflow_with_gpipe_run(tmp_path):
     run_dir, out = tmp_path / "cluster", tmp_path / "out"
     config = _write(tmp_path / "walks.yaml", "workflow: embeddings\ngraph: {path: 'rmat:7:4'}\n"
@@ -149,6 +150,7 @@ def test_local_sh_cluster_runs_a_workflow_with_gpipe_run(tmp_path):
         assert _wait_until_gone(pids, 30), [p for p in pids if _alive(p)]
 
 
+@pytest.mark.slow  # a real cluster started by the script: run by CI all the same
 @pytest.mark.parametrize("kind", ["slurm", "pbs"])
 def test_batch_script_starts_a_worker_per_node_runs_the_workflow_and_stops_them(tmp_path, kind):
     out = tmp_path / "out"
