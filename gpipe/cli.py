@@ -44,6 +44,7 @@ from typing import Callable
 import numpy as np
 
 from . import __version__, config, generators, sampling, walks, workflow
+from ._files import GRAPH_FILES, WALK_FILES, atomic_dir, atomic_file, write_json
 from ._validate import check_int, check_probability, check_seed
 from .backend import DEVICES, gpu_problem, versions
 from .cluster import ENV_ADDRESS, ENV_SCHEDULER_FILE, connect
@@ -52,7 +53,6 @@ from .graph import Graph, read_edges
 from .graph._readers import FORMATS
 from .runtime import EdgeSample, current
 from .runtime._session import workers_info
-from .runtime._files import GRAPH_FILES, WALK_FILES, atomic_dir, atomic_file, write_json
 
 _FORMATS = ("corpus", "parquet", "both")
 # Every file a command writes in its --out folder; --overwrite replaces a folder only when it holds no other.

@@ -6,8 +6,10 @@ key of its config with its default, ``workflow: NAME`` included. The shipped one
 are in ``workflows/`` of the source tree (``gpipe/_workflows`` in a wheel); users
 copy and adapt them. This module holds what they share: :func:`load_config` and
 :func:`check_config` (a config merged over the defaults, then the overrides, and
-checked against a table of rules that extends :data:`RULES`), :func:`main` (a
-script's command line), :func:`load_graph`, and :func:`run`, which runs the
+checked against a table of rules that extends :data:`RULES`, built with the rules
+:func:`integer`, :func:`one_of`, :func:`seed` and :func:`mapping`), :func:`main` (a
+script's command line), :func:`load_graph`, :func:`write_json` and :func:`atomic_file`
+(outputs that appear complete or not at all), and :func:`run`, which runs the
 workflow that a YAML file names on a given cluster (``gpipe run``).
 """
 
@@ -26,14 +28,85 @@ from types import MappingProxyType
 import dask.config
 import yaml
 
-from ._validate import check_bool, check_choice, check_int, check_mapping, check_text
+from ._files import atomic_file, write_json
+from ._validate import check_bool, check_choice, check_int, check_mapping, check_seed, check_text
 from .backend import DEVICES
 from .errors import GpipeError, GpipeValueError
 from .graph import Graph, generators, read_edges
 
-__all__ = ["RULES", "check_config", "load_config", "load_graph", "main", "run"]
+__all__ = ["RULES", "atomic_file", "check_config", "integer", "load_config", "load_graph", "main", "mapping", "one_of",
+           "run", "seed", "write_json"]
 
 _Rule = Callable[[str, object], object]
+
+
+def integer(minimum: int | None = None, maximum: int | None = None) -> _Rule:
+    """The rule of a key whose value is an integer in ``minimum..maximum`` (either bound optional).
+
+    Parameters
+    ----------
+    minimum, maximum : int, optional
+        The bounds, inclusive.
+
+    Returns
+    -------
+    callable
+        ``rule(key, value)``: returns the value as an int, or raises :class:`GpipeValueError` naming the key.
+
+    Examples
+    --------
+    >>> from gpipe.workflow import integer
+    >>> integer(minimum=1)("walks.length", 40)
+    40
+    """
+    return partial(check_int, minimum=minimum, maximum=maximum)
+
+
+def one_of(choices: Iterable) -> _Rule:
+    """The rule of a key whose value is one of ``choices``.
+
+    Parameters
+    ----------
+    choices : iterable
+        The values the key takes, named in the error.
+
+    Returns
+    -------
+    callable
+        ``rule(key, value)``: returns the value, or raises :class:`GpipeValueError` naming the key and the choices.
+
+    Examples
+    --------
+    >>> from gpipe.workflow import one_of
+    >>> one_of(("cpu", "gpu"))("cluster.device", "cpu")
+    'cpu'
+    """
+    choices = tuple(choices)
+    return lambda name, value: check_choice(name, value, choices)
+
+
+def seed(name: str, value) -> int:
+    """The rule of a random seed: an integer in ``0..2**63-1``; returns it, else raises :class:`GpipeValueError`.
+
+    Examples
+    --------
+    >>> from gpipe.workflow import seed
+    >>> seed("walks.seed", 42)
+    42
+    """
+    return check_seed(value, name)
+
+
+def mapping(name: str, value) -> dict:
+    """The rule of a key whose value is a mapping (``walks.params``); returns it, else raises :class:`GpipeValueError`.
+
+    Examples
+    --------
+    >>> from gpipe.workflow import mapping
+    >>> mapping("walks.params", {"p": 0.5})
+    {'p': 0.5}
+    """
+    return check_mapping(name, value)
 
 
 def _optional(rule: _Rule) -> _Rule:
@@ -55,7 +128,7 @@ def _graph_path(name: str, value) -> str:
     return value
 
 
-_positive = partial(check_int, minimum=1)
+_positive = integer(minimum=1)
 
 #: The keys every workflow's config has, each with the rule its value follows (``rule(key, value)`` raises
 #: :class:`GpipeValueError` naming the key): the workflow's name, the graph, the output folder and the cluster.
@@ -69,7 +142,7 @@ RULES: Mapping[str, _Rule] = MappingProxyType({
     "output": check_text,
     "cluster.scheduler_file": _optional(check_text),
     "cluster.address": _optional(check_text),
-    "cluster.device": lambda name, value: check_choice(name, value, DEVICES),
+    "cluster.device": one_of(DEVICES),
     "cluster.n_workers": _optional(_positive),
 })
 

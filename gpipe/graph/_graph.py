@@ -13,12 +13,12 @@ import pandas as pd
 import psutil
 
 from .. import config
+from .._files import GRAPH_FILES, atomic_dir
 from .._validate import check_choice, check_int, check_probability
 from ..backend import device_of, to_host, xp
 from ..errors import GpipeError, GpipeValueError
 from ..runtime._session import Session, run_later, workers_info
 from ..runtime._store import on_store, store
-from ..runtime._files import GRAPH_FILES, atomic_dir
 from ..runtime._watch import call_workers, gather_pinned
 from . import _build
 

@@ -11,12 +11,12 @@ import numpy as np
 import pandas as pd
 
 from .. import config
+from .._files import WALK_FILES, atomic_dir, atomic_file
 from ..backend import cpu_kernel, to_host
 from ..errors import GpipeValueError
 from . import _advance
 from ._session import run_later, workers_info
 from ._store import on_store
-from ._files import WALK_FILES, atomic_dir, atomic_file
 from ._watch import gather_pinned, results_pinned, wait_pinned
 
 

@@ -19,14 +19,11 @@ import inspect
 import os
 import sys
 import time
-from functools import partial
 from itertools import pairwise
 
 import gpipe
 from gpipe import workflow
-from gpipe._validate import check_choice, check_int, check_mapping, check_seed
 from gpipe.errors import GpipeValueError
-from gpipe.runtime._files import atomic_file, write_json
 
 DEFAULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "config.yaml")
 
@@ -87,24 +84,24 @@ def validate_config(config: dict) -> dict:
     return config
 
 
-_positive = partial(check_int, minimum=1)
+_positive = workflow.integer(minimum=1)
 
 # Every key of the config and the rule its value follows (gpipe.workflow.RULES: the workflow's name, the graph,
 # the output and the cluster); a new key is one entry here and one in config.yaml.
 _RULES = {
     **workflow.RULES,
-    "walks.algorithm": lambda name, value: check_choice(name, value, WALKS),
+    "walks.algorithm": workflow.one_of(WALKS),
     "walks.length": _positive,
     "walks.walks_per_vertex": _positive,
-    "walks.seed": lambda name, value: check_seed(value, name),
-    "walks.params": check_mapping,
+    "walks.seed": workflow.seed,
+    "walks.params": workflow.mapping,
     "word2vec.vector_size": _positive,
     "word2vec.window": _positive,
-    "word2vec.min_count": partial(check_int, minimum=0),
-    "word2vec.sg": partial(check_int, minimum=0, maximum=1),
+    "word2vec.min_count": workflow.integer(minimum=0),
+    "word2vec.sg": workflow.integer(minimum=0, maximum=1),
     "word2vec.epochs": _positive,
     "word2vec.workers": _positive,
-    "word2vec.seed": lambda name, value: check_seed(value, name),
+    "word2vec.seed": workflow.seed,
 }
 
 
@@ -149,7 +146,7 @@ def _run(config: dict) -> dict:
     summary["timings"] = dict({b: marks[b] - marks[a] for a, b in pairwise(marks)},
                               total=marks["word2vec"] - marks["start"])
     summary["gpipe_version"] = gpipe.__version__
-    write_json(outputs["summary"], summary)
+    workflow.write_json(outputs["summary"], summary)
     return summary
 
 
@@ -160,7 +157,7 @@ def _train(corpus: str, path: str, options: dict) -> dict:
     from gensim.models import Word2Vec
 
     model = Word2Vec(corpus_file=corpus, **options)
-    with atomic_file(path) as tmp:
+    with workflow.atomic_file(path) as tmp:
         model.wv.save_word2vec_format(tmp.name)  # gensim opens files by name: it fills the file atomic_file renames
     return {"status": "ok", "path": path, "words": len(model.wv), "vector_size": model.wv.vector_size}
 

@@ -24,9 +24,7 @@ import numpy as np
 
 import gpipe
 from gpipe import workflow
-from gpipe._validate import check_choice, check_int, check_mapping, check_seed
 from gpipe.errors import GpipeValueError
-from gpipe.runtime._files import write_json
 
 DEFAULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "config.yaml")
 # The built-in samplers that start from seeds (random_node and random_edge sample without them).
@@ -66,7 +64,7 @@ def _seeds(name: str, value):
     if isinstance(value, dict):
         if set(value) != {"random"}:
             raise GpipeValueError(f"'{name}' must be a list of vertex ids or {{random: N}}, got {value!r}")
-        check_int(f"{name}.random", value["random"], minimum=1)
+        workflow.integer(minimum=1)(f"{name}.random", value["random"])
     elif not isinstance(value, list) or not value or not all(
             isinstance(v, (int, str)) and not isinstance(v, bool) for v in value):
         raise GpipeValueError(f"'{name}' must be a non-empty list of vertex ids or {{random: N}}, got {value!r}")
@@ -77,9 +75,9 @@ def _seeds(name: str, value):
 # the cluster); a new key is one entry here and one in config.yaml.
 _RULES = {
     **workflow.RULES,
-    "sampler.algorithm": lambda name, value: check_choice(name, value, SAMPLERS),
-    "sampler.seed": lambda name, value: check_seed(value, name),
-    "sampler.params": check_mapping,
+    "sampler.algorithm": workflow.one_of(SAMPLERS),
+    "sampler.seed": workflow.seed,
+    "sampler.params": workflow.mapping,
     "seeds": _seeds,
 }
 
@@ -135,7 +133,7 @@ def _run(config: dict) -> dict:
             "gpipe_version": gpipe.__version__,
         }
         g.release()  # on a shared cluster, nothing would free it once this client is closed
-    write_json(outputs["summary"], summary)
+    workflow.write_json(outputs["summary"], summary)
     return summary
 
 

@@ -15,8 +15,8 @@ import re
 import shutil
 import uuid
 
-from .._validate import check_bool
-from ..errors import GpipeValueError
+from ._validate import check_bool
+from .errors import GpipeValueError
 
 # The files gpipe writes in each kind of output folder, as paths relative to it ('/'-separated).
 GRAPH_FILES = r"_gpipe\.json|ids\.parquet|part-\d{5}\.parquet"
@@ -97,7 +97,35 @@ def atomic_dir(path: str, *, owned: str, overwrite: bool = False, name: str = "p
 
 @contextlib.contextmanager
 def atomic_file(path: str, mode: str = "w"):
-    """Yield an open temporary file that replaces the file ``path`` when the block succeeds (a folder is refused)."""
+    """Yield an open temporary file that replaces the file ``path`` when the block succeeds.
+
+    Parameters
+    ----------
+    path : str
+        The file to write; its folder is created if need be.
+    mode : str
+        The mode the temporary file is opened in (``"w"``, ``"wb"``).
+
+    Yields
+    ------
+    file
+        The open temporary file (a writer that opens files by name uses its ``name``).
+
+    Raises
+    ------
+    GpipeValueError
+        ``path`` is a folder.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from gpipe.workflow import atomic_file
+    >>> path = os.path.join(tempfile.mkdtemp(), "out", "notes.txt")
+    >>> with atomic_file(path) as f:
+    ...     _ = f.write("complete or absent\\n")
+    >>> open(path).read()
+    'complete or absent\\n'
+    """
     path = os.path.abspath(path)
     if os.path.isdir(path):
         raise GpipeValueError(f"'path' must be a file path, got {path!r}: a folder of that name exists")
@@ -114,6 +142,28 @@ def atomic_file(path: str, mode: str = "w"):
 
 
 def write_json(path: str, obj) -> str:
+    """Write ``obj`` as indented JSON to ``path`` with :func:`atomic_file` (values JSON lacks as ``str``).
+
+    Parameters
+    ----------
+    path : str
+        The file to write.
+    obj : object
+        What to write: dicts, lists, strings, numbers; anything else is written as its ``str``.
+
+    Returns
+    -------
+    str
+        ``path``.
+
+    Examples
+    --------
+    >>> import json, os, tempfile
+    >>> from gpipe.workflow import write_json
+    >>> path = write_json(os.path.join(tempfile.mkdtemp(), "summary.json"), {"status": "ok"})
+    >>> json.load(open(path))
+    {'status': 'ok'}
+    """
     with atomic_file(path) as f:
         json.dump(obj, f, indent=2, default=str)
         f.write("\n")
