@@ -49,10 +49,8 @@ from ._validate import check_int, check_probability, check_seed
 from .backend import DEVICES, gpu_problem, versions
 from .cluster import ENV_ADDRESS, ENV_SCHEDULER_FILE, connect
 from .errors import GpipeError, GpipeValueError
-from .graph import Graph, read_edges
-from .graph._readers import FORMATS
-from .runtime import EdgeSample, current
-from .runtime._session import workers_info
+from .graph import FORMATS, Graph, read_edges
+from .runtime import EdgeSample, current, workers_info
 
 _FORMATS = ("corpus", "parquet", "both")
 # Every file a command writes in its --out folder; --overwrite replaces a folder only when it holds no other.

@@ -12,8 +12,7 @@ from . import config
 from ._validate import check_choice, check_optional_int
 from .backend import DEVICES, gpu_count, gpu_problem
 from .errors import DeviceUnavailableError, GpipeError
-from .runtime import attach
-from .runtime._session import workers_info
+from .runtime import attach, workers_info
 
 ENV_SCHEDULER_FILE = "GPIPE_SCHEDULER_FILE"
 ENV_ADDRESS = "GPIPE_SCHEDULER_ADDRESS"

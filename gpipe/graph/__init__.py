@@ -3,5 +3,6 @@
 from . import generators
 from ._graph import Graph
 from ._io import from_edges, read_edges
+from ._readers import FORMATS
 
-__all__ = ["Graph", "from_edges", "generators", "read_edges"]
+__all__ = ["FORMATS", "Graph", "from_edges", "generators", "read_edges"]

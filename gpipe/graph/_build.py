@@ -21,8 +21,7 @@ import numpy as np
 
 from ..backend import group_max, to_host
 from ..errors import TaskError
-from ..runtime import worker_xp
-from ..runtime._store import store
+from ..runtime import store, worker_xp
 from ._partition import Partition
 
 MAX_BUCKETS = 1 << 20

@@ -17,9 +17,7 @@ from .._files import GRAPH_FILES, atomic_dir
 from .._validate import check_choice, check_int, check_probability
 from ..backend import device_of, to_host, xp
 from ..errors import GpipeError, GpipeValueError
-from ..runtime._session import Session, run_later, workers_info
-from ..runtime._store import on_store, store
-from ..runtime._watch import call_workers, gather_pinned
+from ..runtime import Session, call_workers, gather_pinned, on_store, run_later, store, workers_info
 from . import _build
 
 

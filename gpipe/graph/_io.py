@@ -10,7 +10,7 @@ import pandas as pd
 from .. import config
 from .._validate import check_bool
 from ..errors import GpipeValueError
-from ..runtime._session import current
+from ..runtime import current
 from ._graph import Graph, build, check_mode
 from ._readers import FLOAT32_RANGE, GRAPH_META, float32_misfits, read_graph_folder, read_table
 

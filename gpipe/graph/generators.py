@@ -9,8 +9,7 @@ from .._validate import check_bool, check_int, check_probability, check_seed
 from ..backend import cpu_kernel, prange, xp
 from ..errors import GpipeValueError
 from ..kernels import function, launch
-from ..runtime._session import current
-from ..runtime._store import store
+from ..runtime import current, store
 from ._graph import Graph, build, check_mode
 
 __all__ = ["rmat"]

@@ -8,7 +8,10 @@ partitions until every walk has ended.
 from ._advance import neighbor_lists, step_kernel, worker_xp
 from ._driver import check_memory, collect_outputs, run_supersteps, run_walks
 from ._result import EdgeSample, WalkResult
-from ._session import Session, attach, current
+from ._session import Session, attach, current, run_later, workers_info
+from ._store import on_store, store
+from ._watch import call_workers, gather_pinned
 
-__all__ = ["EdgeSample", "Session", "WalkResult", "attach", "check_memory", "collect_outputs", "current",
-           "neighbor_lists", "run_supersteps", "run_walks", "step_kernel", "worker_xp"]
+__all__ = ["EdgeSample", "Session", "WalkResult", "attach", "call_workers", "check_memory", "collect_outputs",
+           "current", "gather_pinned", "neighbor_lists", "on_store", "run_later", "run_supersteps", "run_walks",
+           "step_kernel", "store", "worker_xp", "workers_info"]

@@ -39,8 +39,7 @@ from .. import _rng
 from .._validate import (check_array, check_bool, check_choice, check_graph, check_int, check_optional_int,
                          check_picklable, check_probability, check_seed)
 from ..errors import GpipeValueError
-from ..runtime import EdgeSample, collect_outputs, run_supersteps, worker_xp
-from ..runtime._store import on_store, store
+from ..runtime import EdgeSample, collect_outputs, on_store, run_supersteps, store, worker_xp
 from ._race import race
 from ._select import METHODS, select
 
