@@ -142,8 +142,8 @@ class Graph:
             self._vertex_arrays[name] = np.concatenate(self._on_partitions(f"graph {name}", VERTEX_ARRAYS[name]))
         return self._vertex_arrays[name]
 
-    def _put_on_workers(self, names) -> None:
-        """Put per-vertex arrays (``VERTEX_ARRAYS``) into the store of every worker holding the graph, once.
+    def put_on_workers(self, names) -> None:
+        """Put per-vertex arrays (``"degrees"``, ``"upper_degrees"``) into the stores of the graph's workers, once.
 
         Runs there read them by name (``store().graph_array``); they go with the graph.
         """

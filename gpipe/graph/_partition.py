@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -27,7 +27,7 @@ class Partition:
     indptr: object
     indices: object
     weights: object | None
-    _cdf: object | None = field(default=None, repr=False)
+    _cdf: object | None = field(default=None, init=False, repr=False)
 
     @property
     def num_edges(self) -> int:
@@ -37,6 +37,13 @@ class Partition:
     def nbytes(self) -> int:
         arrays = (self.indptr, self.indices, self.weights, self._cdf)
         return int(sum(a.nbytes for a in arrays if a is not None))
+
+    def with_arrays(self, indptr, indices, weights) -> Partition:
+        """This partition with its arrays elsewhere (staged in host memory, on the device, read in place).
+
+        The CDF is not carried over: it belonged to the old arrays, and is built again where it is first used.
+        """
+        return replace(self, indptr=indptr, indices=indices, weights=weights)
 
     def cdf(self):
         """Per-vertex prefix sums of the edge weights (float64), built once and kept (CUDA: ``kernels/cdf.cu``)."""

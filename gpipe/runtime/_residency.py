@@ -22,7 +22,6 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import replace
 
 import numpy as np
 
@@ -54,10 +53,9 @@ class Residency:
         with self._lock:
             self.budgets[key[0]] = budget
             self.counters.setdefault(key[0], [0, 0, 0.0, 0])
-            self.staged[key] = replace(partition, indptr=self._host(partition.indptr),
-                                       indices=self._host(partition.indices),
-                                       weights=None if partition.weights is None else self._host(partition.weights),
-                                       _cdf=None)
+            self.staged[key] = partition.with_arrays(
+                self._host(partition.indptr), self._host(partition.indices),
+                None if partition.weights is None else self._host(partition.weights))
             if len(self._resident_of(key[0])) < budget:
                 self.resident[key] = partition
 
@@ -96,8 +94,7 @@ class Residency:
                 staged = self.staged[key]
                 arrays = [None if a is None else self._in_place(a) for a in (staged.indptr, staged.indices,
                                                                             staged.weights)]
-                view = self._views[key] = replace(staged, indptr=arrays[0], indices=arrays[1], weights=arrays[2],
-                                                  _cdf=None)
+                view = self._views[key] = staged.with_arrays(*arrays)
         with self._count_lock:
             self.counters[key[0]][3] += 1
         return view
@@ -160,7 +157,7 @@ class Residency:
             counter[0] += 1
             counter[1] += nbytes
             counter[2] += seconds
-        return replace(staged, indptr=arrays[0], indices=arrays[1], weights=arrays[2], _cdf=None)
+        return staged.with_arrays(*arrays)
 
     def _in_place(self, array):
         if self.device != "gpu":

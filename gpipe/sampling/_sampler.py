@@ -190,7 +190,7 @@ class Sampler:
         if seeds is None and self.frontier_size is None:  # every edge is the pool; an undirected one once
             params["edge_pool"] = "degrees" if g.directed else "upper_degrees"
             arrays.add(params["edge_pool"])
-        g._put_on_workers(arrays)
+        g.put_on_workers(arrays)
         try:
             run_id, partitions, stats = run_supersteps(g, _step, params, entries, num_walks=count)
         finally:
