@@ -1,0 +1,130 @@
+"""A package's door is its ``__init__``: no module imports another package's private names.
+
+The rule, checked on every import (and every attribute chain from an imported
+gpipe name) in each module of ``gpipe/`` and ``workflows/``:
+
+* A name or module whose name starts with ``_`` (dunders aside) belongs to the
+  package whose folder holds it: a private module or subpackage to the
+  package above it, a private name in a module to that module's package.
+* A module of gpipe may import a private name of its own package
+  (``from ._store import store`` in ``gpipe/runtime/``) or of a package above
+  it: the top-level modules (``gpipe/_validate.py``, ``gpipe/_rng.py``,
+  ``gpipe/_files.py``, ...) are gpipe's own shared internals, which every
+  subpackage may use.
+* Nothing else: not a sibling package's private module
+  (``from ..runtime._store import store``, ``from ..runtime import _store``,
+  ``import gpipe.runtime._files``), nor one of a subpackage from above
+  (``from .graph._readers import FORMATS`` in ``gpipe/cli.py``).
+* The shipped workflows, which users copy, stand outside the package: they
+  use public names only (``gpipe._validate`` is not one).
+
+A private attribute reached through an object that another package hands over
+(``partition._cdf`` in the runtime, ``g._put_on_workers`` in sampling) is out of
+an import's sight; it is kept out by review.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+SOURCES = sorted([*(REPO / "gpipe").rglob("*.py"), *(REPO / "workflows").rglob("*.py")])
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def _owner(parts: list[str], i: int) -> list[str]:
+    """The package that owns ``parts[i]``: the one above a module or package, the module's package for a name."""
+    for j in range(i, 0, -1):
+        if REPO.joinpath(*parts[:j]).with_suffix(".py").is_file():
+            return parts[:j - 1]
+        if REPO.joinpath(*parts[:j], "__init__.py").is_file():
+            return parts[:j]
+    return []
+
+
+def _package(path: Path) -> list[str] | None:
+    """The package a source file belongs to (its folder), None outside gpipe."""
+    parts = list(path.relative_to(REPO).parts)
+    return parts[:-1] if parts[0] == "gpipe" else None
+
+
+def _crossing(target: str, package: list[str] | None) -> bool:
+    """Whether the dotted gpipe path ``target`` passes a private name that ``package`` may not use."""
+    parts = target.split(".")
+    for i, name in enumerate(parts):
+        if _private(name):
+            owner = _owner(parts, i)
+            if package is None or package[:len(owner)] != owner:
+                return True
+    return False
+
+
+def violations(source: str, path: Path) -> list[str]:
+    """``path:line: gpipe.name`` for each import or attribute of ``source`` (the module at ``path``) off the rule."""
+    package = _package(path)
+    bound: dict[str, str] = {}  # local name -> the gpipe module or name it is bound to
+    found = []
+
+    def check(node: ast.AST, target: str) -> None:
+        if target.split(".")[0] == "gpipe" and _crossing(target, package):
+            found.append(f"{path.relative_to(REPO)}:{node.lineno}: {target}")
+
+    tree = ast.parse(source, str(path))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                check(node, alias.name)
+                local = alias.asname or alias.name.split(".")[0]
+                bound[local] = alias.name if alias.asname else local
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[:len(package) - node.level + 1]
+                origin = ".".join(base + ([node.module] if node.module else []))
+            else:
+                origin = node.module
+            for alias in node.names:
+                target = f"{origin}.{alias.name}"
+                check(node, target)
+                bound[alias.asname or alias.name] = target
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute):
+            chain = []
+            while isinstance(node, ast.Attribute):
+                chain.append(node.attr)
+                node = node.value
+            if isinstance(node, ast.Name) and node.id in bound and any(map(_private, chain)):
+                check(node, ".".join([bound[node.id], *reversed(chain)]))
+    return list(dict.fromkeys(found))  # an attribute chain is met once per link
+
+
+@pytest.mark.parametrize("source, where, bad", [
+    ("from ._store import store", "gpipe/runtime/_driver.py", False),
+    ("from .._validate import check_int", "gpipe/graph/_graph.py", False),
+    ("from .. import _rng", "gpipe/walks/_mh.py", False),
+    ("from ..runtime import store", "gpipe/graph/_graph.py", False),
+    ("from ..runtime._store import store", "gpipe/graph/_graph.py", True),
+    ("from ..runtime import _store", "gpipe/graph/_graph.py", True),
+    ("import gpipe.runtime._files", "gpipe/cli.py", True),
+    ("from .graph._readers import FORMATS", "gpipe/cli.py", True),
+    ("from ._store import _rows", "gpipe/runtime/_driver.py", False),
+    ("from ._graph import _private", "gpipe/graph/_io.py", False),
+    ("from ._graph import Graph\nGraph._put_on_workers", "gpipe/graph/_io.py", False),
+    ("from ..graph import Graph\nGraph._put_on_workers", "gpipe/sampling/_sampler.py", True),
+    ("from gpipe._validate import check_int", "workflows/embeddings/run.py", True),
+    ("import gpipe\ngpipe._validate.check_int('n', 1)", "workflows/embeddings/run.py", True),
+    ("from gpipe import workflow\nworkflow._read_yaml('x')", "workflows/embeddings/run.py", True),
+    ("import gpipe\ngpipe.workflow.write_json('x', {})", "workflows/embeddings/run.py", False),
+])
+def test_the_rule_tells_a_private_import_across_packages(source, where, bad):
+    assert bool(violations(source, REPO / where)) == bad
+
+
+def test_no_module_imports_another_packages_private_names():
+    found = [line for path in SOURCES for line in violations(path.read_text(), path)]
+    assert not found, "imports of private names across package boundaries:\n" + "\n".join(found)
