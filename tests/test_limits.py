@@ -31,6 +31,10 @@ def _ring(n: int = 40) -> pd.DataFrame:
     (lambda g: gpipe.walks.ppr(g, [0, 1], walks_per_source=10**9, length=100), "'length' x the number of walks"),
     (lambda g: gpipe.walks.multidimensional(g, frontier_size=10, budget=2**31 - 1, instances=10**5),
      "'instances' x 'budget'"),
+    (lambda g: gpipe.sampling.neighbor(g, seeds=np.arange(40), fanout=10**4, depth=3, replace=True),
+     r"'instances' x the seeds x 'neighbor_size' \*\* 'depth': the sampled edges"),
+    (lambda g: gpipe.sampling.Sampler(neighbor_size=10**9, neighbor_pool="frontier", depth=2, replace=True).run(
+        g, instances=1000), "'instances' x the seeds x 'neighbor_size'"),
 ])
 def test_a_run_larger_than_the_workers_memory_is_refused_before_it_starts(cpu, run, names):
     g = gpipe.from_edges(_ring())
@@ -38,6 +42,13 @@ def test_a_run_larger_than_the_workers_memory_is_refused_before_it_starts(cpu, r
                                                       r"[\d.]+ GiB of memory"):
         run(g)
     assert gpipe.walks.deepwalk(g, length=5, seed=1).compute().shape == (40, 6)  # the graph is still there
+
+
+def test_a_large_neighbor_size_without_replacement_is_bounded_by_the_degrees_not_refused(cpu):
+    g = gpipe.from_edges(_ring())  # degree 2: at most 2 picks per vertex however many are asked for
+    edges = gpipe.sampling.Sampler(neighbor_size=10**9, depth=3, replace=False).run(g, seeds=np.arange(40)).compute()
+    assert 0 < len(edges) <= 40 * (2 + 4 + 8)
+    assert edges.groupby(["instance", "depth", "src"]).size().max() <= 2
 
 
 def test_a_worker_that_runs_out_of_memory_is_said_to():

@@ -39,7 +39,7 @@ from .. import _rng
 from .._validate import (check_array, check_bool, check_choice, check_graph, check_int, check_optional_int,
                          check_picklable, check_probability, check_seed)
 from ..errors import GpipeValueError
-from ..runtime import EdgeSample, collect_outputs, on_store, run_supersteps, store, worker_xp
+from ..runtime import EdgeSample, check_memory, collect_outputs, on_store, run_supersteps, store, worker_xp
 from ._race import race
 from ._select import METHODS, select
 
@@ -52,6 +52,9 @@ POOL, FRONTIER, EXPAND, NEIGHBORS, RESOLVE = range(5)  # the stages an entry goe
 NEIGHBOR_STEP, INSTANCE_NEIGHBOR_STEP, FRONTIER_STEP, DIRECTION_STEP, COUNT_STEP = 0, 1 << 29, 2 << 29, 3 << 29, 1 << 31
 EDGE_COLUMNS = ("instance", "depth", "src", "dst")
 NODE_COLUMNS = ("instance", "vertex")
+
+
+EDGE_BYTES = 28  # a sampled edge on the workers: instance (int64), depth (int32), src, dst (int64)
 
 
 class Sampler:
@@ -139,6 +142,31 @@ class Sampler:
         self.select = check_choice("select", select, tuple(METHODS))
         self.bitmap = check_bool("bitmap", bitmap)
 
+    def _most_edges(self, g, first_frontier: int) -> int | None:
+        """The most edges one instance can sample from a first frontier of ``first_frontier`` vertices.
+
+        None when ``neighbor_size`` is None (all neighbors: bounded by the
+        graph alone) or random with replacement. Without replacement a vertex gives at most its degree,
+        so the bound then reads the largest degree (the graph keeps its degrees
+        once gathered): a large ``neighbor_size`` on a small graph is not refused.
+        """
+        asked = self.neighbor_size if isinstance(self.neighbor_size, int) else None  # not a ('geometric', p)
+        if (self.replace and asked is None) or self.neighbor_size is None:
+            return None
+        most_degree = asked if self.replace else int(g.degrees().to_numpy().max(initial=0))
+        asked = most_degree if asked is None else asked
+        frontier, most = first_frontier, 0
+        for _ in range(self.depth):
+            if self.frontier_size is not None:
+                frontier = min(frontier, self.frontier_size)
+            if self.neighbor_pool == "frontier":
+                picks = min(asked, frontier * most_degree)
+            else:
+                picks = frontier * min(asked, most_degree)
+            most += picks
+            frontier = picks
+        return most
+
     def run(self, g, seeds=None, instances: int | None = None, seed: int = 0) -> EdgeSample:
         """Sample ``instances`` subgraphs.
 
@@ -178,6 +206,11 @@ class Sampler:
             instance = np.repeat(np.arange(count, dtype=np.int64), dense.shape[1])
             entries = {"instance": instance, "vertex": dense.ravel().astype(np.int64),
                        "depth": np.zeros(instance.size, np.int32), "stage": np.full(instance.size, POOL, np.int8)}
+        first = dense.shape[1] if seeds is not None else self.frontier_size or g.num_vertices
+        most = self._most_edges(g, first)
+        if most is not None:  # refused before any work, not a worker lost to its memory
+            check_memory(g, count * most * EDGE_BYTES, "'instances' x the seeds x 'neighbor_size' ** 'depth'",
+                         "sampled edges")
         client = g.client
         params = {"key": np.uint64(_rng.key(seed)), "num_vertices": g.num_vertices, "implicit": seeds is None,
                   "run_token": uuid.uuid4().hex, **{k: getattr(self, k) for k in (
