@@ -90,7 +90,13 @@ def atomic_dir(path: str, *, owned: str, overwrite: bool = False, name: str = "p
     if os.path.lexists(path):
         old = _temporary(path)
         os.rename(path, old)
-    os.rename(tmp, path)
+    try:
+        os.rename(tmp, path)
+    except BaseException:  # the earlier output goes back where it was, under its own name
+        if old is not None:
+            os.rename(old, path)
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
     if old is not None:
         shutil.rmtree(old, ignore_errors=True)
 

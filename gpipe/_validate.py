@@ -73,6 +73,9 @@ def check_array(name: str, value) -> np.ndarray:
         first_row = {}  # each row length, at the first row that has it
         for row, item in enumerate(value):
             first_row.setdefault(_length(item), row)
+        if len(first_row) == 1:  # the rows agree at the top: they differ further down
+            raise GpipeValueError(f"'{name}' must be a regular array of numbers, got rows nested unevenly "
+                                  f"within them") from None
         shown = [f"{length} (row {row})" for length, row in first_row.items()]
         if len(shown) > 4:
             shown = shown[:3] + [f"{len(shown) - 3} other lengths"]

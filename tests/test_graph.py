@@ -279,3 +279,11 @@ def test_a_damaged_graph_folder_is_an_error_naming_the_file(cpu, tmp_path, damag
     with pytest.raises(GpipeFileError, match=message) as info:
         gpipe.read_edges(folder)
     assert info.value.path == str(folder / name)
+
+
+def test_releasing_a_graph_after_its_cluster_closed_does_nothing():
+    with gpipe.connect(n_workers=1, threads_per_worker=1, device="cpu", dashboard_address=":0"):
+        g = gpipe.generators.rmat(scale=6, edge_factor=2, seed=1)
+    g.release()  # the partitions went with the cluster
+    with pytest.raises(gpipe.GpipeError, match="this graph's cluster is closed"):
+        g.degrees()

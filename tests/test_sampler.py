@@ -132,6 +132,8 @@ def test_user_defined_edge_bias(cpu):
      "'edge_bias' = 'weight' needs a graph with edge weights"),
     (lambda: Sampler().run(_rmat(1), seeds=[[0, 1], [2]]),
      r"'seeds' must have rows of equal length, got rows of 2 \(row 0\) and 1 \(row 1\)$"),
+    (lambda: Sampler().run(_rmat(1), seeds=[[0, 1], [2, [3, 4]]]),
+     "'seeds' must be a regular array of numbers, got rows nested unevenly within them"),
     (lambda: gpipe.sampling.neighbor(_rmat(1), [0], weighted="yes"), "'weighted' must be true or false, got 'yes'"),
 ])
 def test_bad_parameters(cpu, make, message):

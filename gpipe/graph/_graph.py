@@ -51,8 +51,9 @@ class Graph:
 
     def release(self) -> None:
         """Free the partitions on the workers now (they are also freed when the graph is garbage-collected)."""
-        if self._finalizer.detach() is not None:
-            self.client.run(on_store, "drop_graph", self.graph_id)
+        client = self._session.client  # not ``self.client``: a closed cluster took the partitions, nothing to free
+        if self._finalizer.detach() is not None and client.status == "running":
+            client.run(on_store, "drop_graph", self.graph_id)
 
     # -- shape -------------------------------------------------------------------
     @property
