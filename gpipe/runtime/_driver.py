@@ -32,7 +32,7 @@ from ._watch import call_workers
 
 
 EXCHANGES = ("auto", "comms")  # gpipe.exchange: walkers between workers
-_MEMORY: dict[str, tuple] = {}  # worker -> GpipeStore.memory(), asked once: a worker's memory stays as it started
+_MEMORY: dict[tuple[str, str], tuple] = {}  # (client, worker) -> GpipeStore.memory(), asked once per cluster
 
 
 def run_walks(graph, kernel: Callable, params: dict, *, length: int, num_walks: int, walks_per_vertex: int,
@@ -75,14 +75,15 @@ def check_memory(graph, nbytes: int, names: str, what: str) -> None:
     graph along. One that passes may still run out, the graph taking memory too.
     """
     workers = sorted(set(graph.replicas or graph.placement))
-    missing = [w for w in workers if w not in _MEMORY]
+    cluster = graph.client.id  # a later cluster may reuse an address for a worker of another size
+    missing = [w for w in workers if (cluster, w) not in _MEMORY]
     if missing:
         held, unit = graph.holders
         asked = call_workers(graph.client, [(w, _memory, (), {}) for w in missing], held, "memory check", unit)
-        _MEMORY.update(zip(missing, asked))
+        _MEMORY.update(((cluster, w), memory) for w, memory in zip(missing, asked))
     limit = _output_limit()
     room = 0
-    for host, device, auto in (_MEMORY[w] for w in workers):
+    for host, device, auto in (_MEMORY[(cluster, w)] for w in workers):
         if device is None:
             room += host
         else:
