@@ -31,7 +31,7 @@ def _ring(n: int = 40) -> pd.DataFrame:
     (lambda g: gpipe.walks.ppr(g, [0, 1], walks_per_source=10**9, length=100), "'length' x the number of walks"),
     (lambda g: gpipe.walks.multidimensional(g, frontier_size=10, budget=2**31 - 1, instances=10**5),
      "'instances' x 'budget'"),
-    (lambda g: gpipe.sampling.neighbor(g, seeds=np.arange(40), fanout=10**4, depth=3, replace=True),
+    (lambda g: gpipe.sampling.neighbor(g, seeds=np.arange(40), fanout=10**7, depth=3, replace=True),
      r"'instances' x the seeds x 'neighbor_size' \*\* 'depth': the sampled edges"),
     (lambda g: gpipe.sampling.Sampler(neighbor_size=10**9, neighbor_pool="frontier", depth=2, replace=True).run(
         g, instances=1000), "'instances' x the seeds x 'neighbor_size'"),
@@ -160,3 +160,10 @@ def test_node2vec_with_extreme_p_and_q_ends_in_seconds(cpu, cliques):
     for p, q in EXTREME:
         gpipe.walks.node2vec(g, p=p, q=q, length=10, walks_per_vertex=4, seed=1).compute()
     assert time.perf_counter() - t0 < 30
+
+
+def test_a_deep_sample_of_a_small_dense_graph_is_bounded_by_its_edges_not_refused(cpu):
+    src, dst = np.triu_indices(20, 1)  # K20: 19 ** 6 picks per instance unbounded, 6 x 380 at most
+    g = gpipe.from_edges(pd.DataFrame({"src": src, "dst": dst}))
+    edges = gpipe.sampling.Sampler(neighbor_size=19, depth=6).run(g, seeds=[0], instances=400).compute()
+    assert 0 < edges.groupby("instance").size().max() <= 6 * 380

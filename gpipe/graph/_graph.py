@@ -137,6 +137,11 @@ class Graph:
         """Out-degree of every vertex, indexed by original id."""
         return pd.Series(self._vertex_array("degrees"), index=self._index(), name="degree")
 
+    @property
+    def max_degree(self) -> int:
+        """The largest out-degree (the degrees are gathered from the partitions once per graph)."""
+        return int(self._vertex_array("degrees").max(initial=0))
+
     def _vertex_array(self, name: str) -> np.ndarray:
         """A per-vertex array of dense ids, gathered from the partitions once: one of ``VERTEX_ARRAYS``."""
         if name not in self._vertex_arrays:

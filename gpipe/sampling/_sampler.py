@@ -146,25 +146,26 @@ class Sampler:
         """The most edges one instance can sample from a first frontier of ``first_frontier`` vertices.
 
         None when ``neighbor_size`` is None (all neighbors: bounded by the
-        graph alone) or random with replacement. Without replacement a vertex gives at most its degree,
-        so the bound then reads the largest degree (the graph keeps its degrees
-        once gathered): a large ``neighbor_size`` on a small graph is not refused.
+        graph alone) or random with replacement. Without replacement a vertex gives at most its degree
+        and a level at most every edge, so a large ``neighbor_size`` or depth on a small graph is not refused.
         """
         asked = self.neighbor_size if isinstance(self.neighbor_size, int) else None  # not a ('geometric', p)
         if (self.replace and asked is None) or self.neighbor_size is None:
             return None
-        most_degree = asked if self.replace else int(g.degrees().to_numpy().max(initial=0))
+        most_degree = asked if self.replace else g.max_degree
         asked = most_degree if asked is None else asked
-        frontier, most = first_frontier, 0
-        for _ in range(self.depth):
+        frontier, most = min(first_frontier, g.num_vertices), 0
+        for _ in range(self.depth):  # an instance's frontier holds each vertex once
             if self.frontier_size is not None:
                 frontier = min(frontier, self.frontier_size)
             if self.neighbor_pool == "frontier":
                 picks = min(asked, frontier * most_degree)
             else:
                 picks = frontier * min(asked, most_degree)
+            if not self.replace:  # distinct vertices pick distinct edges
+                picks = min(picks, g.num_edges * (1 if g.directed else 2))  # stored both ways
             most += picks
-            frontier = picks
+            frontier = min(picks, g.num_vertices)
         return most
 
     def run(self, g, seeds=None, instances: int | None = None, seed: int = 0) -> EdgeSample:
