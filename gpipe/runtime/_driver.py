@@ -13,6 +13,7 @@ stores; the :class:`WalkResult` assembles them when asked.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import time
 import uuid
 from collections import defaultdict
@@ -52,9 +53,8 @@ def run_walks(graph, kernel: Callable, params: dict, *, length: int, num_walks: 
     if starts is None:
         initial = walks_per_vertex
     else:
-        walk_id = np.arange(len(starts) * walks_per_vertex, dtype=np.int64)
-        initial = _advance.new_walkers(np, walk_id, np.tile(starts.astype(np.int64), walks_per_vertex),
-                                       params.get("fields", ()))
+        initial = _advance.Starts(starts.astype(np.int32 if graph.num_vertices < 2**31 else np.int64),
+                                  walks_per_vertex, total=len(starts))
     run_id, partitions, stats = run_supersteps(graph, kernel, params, initial, num_walks=num_walks,
                                                progress=progress)
     stats = {"algorithm": algorithm, "walks": num_walks, "length": length, **stats}
@@ -98,12 +98,12 @@ def _memory() -> tuple:
     return store().memory()
 
 
-def run_supersteps(graph, kernel: Callable, params: dict, initial: int | dict, *, num_walks: int,
+def run_supersteps(graph, kernel: Callable, params: dict, initial: int | _advance.Starts | dict, *, num_walks: int,
                    progress: Callable | None = None) -> tuple[str, dict[int, str], dict]:
     """Advance walkers until none is left; what the kernel outputs stays in the workers' stores.
 
-    ``initial`` is the number of walkers to start from every vertex, or the
-    walkers themselves (a dict of host arrays, each going to the partition
+    ``initial`` is the number of walkers to start from every vertex, the
+    start vertices (:class:`_advance.Starts`), or the walkers themselves (a dict of host arrays, each going to the partition
     owning its ``vertex``, or to partition ``to`` where given). Returns the run's id, the
     partitions that ran (with their workers) and statistics.
     """
@@ -154,7 +154,8 @@ def run_supersteps(graph, kernel: Callable, params: dict, initial: int | dict, *
     return run_id, {p: placement[p] for p in sorted(ran)}, stats
 
 
-def _run_replicated(graph, kernel: Callable, params: dict, initial: int | dict, progress: Callable | None):
+def _run_replicated(graph, kernel: Callable, params: dict, initial: int | _advance.Starts | dict,
+                    progress: Callable | None):
     """Replicated mode: each worker runs its share of the walkers (or of the instances) on its own whole copy.
 
     Walkers are shared out by walk id, sampling entries by instance (an
@@ -168,6 +169,10 @@ def _run_replicated(graph, kernel: Callable, params: dict, initial: int | dict, 
     if isinstance(initial, int):
         cuts = np.linspace(0, graph.num_vertices, count + 1).astype(np.int64)
         shares = {r: (initial, int(cuts[r]), int(cuts[r + 1])) for r in range(count) if cuts[r] < cuts[r + 1]}
+    elif isinstance(initial, _advance.Starts):
+        cuts = np.linspace(0, initial.total, count + 1).astype(np.int64)
+        shares = {r: dataclasses.replace(initial, vertices=initial.vertices[cuts[r]:cuts[r + 1]], first=int(cuts[r]))
+                  for r in range(count) if cuts[r] < cuts[r + 1]}
     else:
         initial = {k: v for k, v in initial.items() if k != "to"}
         group = (initial["instance"] if "instance" in initial else initial["walk_id"]) % count
@@ -219,12 +224,16 @@ def _output_limit() -> int | str | None:
     return check_int("gpipe.memory.output-limit", limit, minimum=0)
 
 
-def _initial_walkers(graph, initial: int | dict):
-    """Per partition, its first walkers (or how many walks start at each of its vertices), and their counts."""
+def _initial_walkers(graph, initial: int | _advance.Starts | dict):
+    """Per partition, its first walkers (or how to make them on its worker), and their counts."""
     parts = graph.num_partitions
     if isinstance(initial, int):  # the first advance makes them on its worker
         sizes = np.diff(graph.bounds) * initial
         return {p: initial for p in range(parts)}, sizes.astype(np.int64)
+    if isinstance(initial, _advance.Starts):  # each partition's advance takes its own (sent once per worker)
+        owner = np.searchsorted(graph.bounds, initial.vertices, side="right") - 1
+        counts = np.bincount(owner, minlength=parts).astype(np.int64) * initial.walks_per_vertex
+        return {int(p): initial for p in np.flatnonzero(counts)}, counts
     initial = dict(initial)
     owner = initial.pop("to") if "to" in initial else np.searchsorted(graph.bounds, initial["vertex"],
                                                                       side="right") - 1
