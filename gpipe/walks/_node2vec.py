@@ -18,7 +18,10 @@ uses. That needs t's whole neighbor list, which the query protocol cannot carry
 partition stops where it is (state 2) and its worker borrows t's list from t's
 partition (:func:`neighbor_lists`: one message per partition and launch) and
 launches it again; a walker needing a second answer in one step borrows the
-same way rather than travel again, so a step costs at most one round trip.
+same way rather than travel again, so a step costs at most one round trip. On
+the GPU the first launch runs a kernel without the exact draw, which stops
+there too (its code in the hot loop cost 40 % of the speed); the CPU twin is the
+kernel with it, on both launches.
 Rejection is exact, so is falling back after a fixed number of rejections, and
 where t's list is read does not change a draw: the walks stay the same for any
 partitioning, on the CPU and on the GPU.
@@ -41,7 +44,7 @@ FIELDS = (("cur", "int64", "vertex"), ("prev", "int64", -1), ("cand", "int64", -
 # steps exactly and R-MAT 22 node2vec ran 3.5x slower on an H200. At 256 only p, q whose rejection sampling
 # would crawl fall back (0.75 ** 256 ~ 1e-32).
 TRIALS = 256
-BORROW = 2  # walker state: stopped before the exact draw, t's neighbors needed from t's partition
+BORROW = 2  # walker state: stopped before the exact draw (for t's neighbors, or on the GPU for the draw)
 _WRITES = ("vertex", "step", "cur", "prev", "cand", "trial", "answer", "state")  # what the kernel writes per walker
 
 
@@ -50,24 +53,27 @@ def advance_node2vec(x, part, walkers: dict, params: dict, out: dict) -> None:
     weighted = bool(params["weighted"])
     cdf = part.cdf() if weighted else x.zeros(1, x.float64)
     nothing = (x.zeros(0, x.int64), x.zeros(1, x.int64), x.zeros(0, part.indices.dtype))
-    _launch(x, part, cdf, params, nothing, walkers, out["offset"], out)
+    _launch(x, part, cdf, params, nothing, walkers, out["offset"], out, exact=False)
     stopped = x.flatnonzero(out["state"] == BORROW)
     if stopped.size:
         ids = x.unique(out["prev"][stopped])
-        borrowed = (ids, *neighbor_lists(params["graph"], part.bounds, ids))
+        ids = ids[(ids < part.lo) | (ids >= part.hi)]  # the kernel reads this partition's lists in place
+        borrowed = (ids, *neighbor_lists(params["graph"], part.bounds, ids)) if ids.size else nothing
         again = {k: out[k][stopped] for k in walkers}
         again["state"][:] = 0
         rest = {k: v.copy() for k, v in again.items()}
         rest.update(flat=out["flat"], length=x.empty(stopped.size, x.int32), moved=x.empty(stopped.size, x.int8))
         # on from the vertex each stopped at, in the rest of its output region
-        _launch(x, part, cdf, params, borrowed, again, out["offset"][stopped] + out["length"][stopped] - 1, rest)
+        _launch(x, part, cdf, params, borrowed, again, out["offset"][stopped] + out["length"][stopped] - 1, rest,
+                exact=True)
         for k in (*_WRITES, "moved"):
             out[k][stopped] = rest[k]
         out["length"][stopped] += rest["length"] - 1
 
 
-def _launch(x, part, cdf, params: dict, borrowed: tuple, walkers: dict, offset, out: dict) -> None:
-    """One pass of the kernel over ``walkers``, their output regions starting at ``offset``."""
+def _launch(x, part, cdf, params: dict, borrowed: tuple, walkers: dict, offset, out: dict, exact: bool) -> None:
+    """One pass of the kernel over ``walkers``, their output regions starting at ``offset``; without ``exact``,
+    the CUDA kernel stops a walker at the exact draw (state ``BORROW``)."""
     graph = (part.indptr, part.indices, cdf, *borrowed)
     n = walkers["walk_id"].shape[0]
     scalars = (int(params["weighted"]), part.lo, part.hi, params["key"], params["length"], 1.0 / params["p"],
@@ -78,7 +84,8 @@ def _launch(x, part, cdf, params: dict, borrowed: tuple, walkers: dict, offset, 
     if x is np:
         _advance_cpu(*graph, *scalars, *arrays)
     else:
-        kernel = function("walk_node2vec.cu", "gp_walk_node2vec", template=id_type(part.indices.dtype))
+        name = "gp_walk_node2vec_exact" if exact else "gp_walk_node2vec"
+        kernel = function("walk_node2vec.cu", name, template=id_type(part.indices.dtype))
         types = (np.int32, np.int64, np.int64, np.uint64, np.int32, np.float64, np.float64, np.int32, np.int64,
                  np.int64)
         launch_queued(kernel, n, (*graph, *(t(v) for t, v in zip(types, scalars)), *arrays))
