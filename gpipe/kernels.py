@@ -9,6 +9,7 @@ injected as ``#define``s and templates instantiated with ``name_expressions``.
 from __future__ import annotations
 
 import functools
+import hashlib
 from pathlib import Path
 
 import numpy as np
@@ -31,7 +32,10 @@ def _module(filename: str, defines: tuple, name_expressions: tuple, device_id: i
     cupy = xp("gpu")
     folder = kernel_dir()
     header = "".join(f"#define {k} {v}\n" for k, v in defines)
-    source = header + (folder / filename).read_text()
+    # CuPy's on-disk cache keys a module by its source text, not by the headers it includes: name their
+    # contents, or a changed header would be served its old binaries (seen: a stale gp_philox in rmat.cu)
+    headers = hashlib.sha256(b"".join(p.read_bytes() for p in sorted(folder.glob("*.cuh")))).hexdigest()
+    source = f"// headers {headers}\n" + header + (folder / filename).read_text()
     options = ("-std=c++17", f"-I{folder}")
     return cupy.RawModule(code=source, options=options, name_expressions=name_expressions or None)
 
