@@ -162,6 +162,16 @@ def test_node2vec_with_extreme_p_and_q_ends_in_seconds(cpu, cliques):
     assert time.perf_counter() - t0 < 30
 
 
+def test_forest_fires_bound_is_its_mean_burn_not_the_largest_degree(cpu):
+    """Bounded by a hub's degree at every burning vertex, forest fire on R-MAT 22 was refused (6.5 TiB for 2,000
+    instances of a few megabytes); a geometric count is bounded at its mean, as on a graph without a hub."""
+    fire = gpipe.sampling.Sampler(update="unvisited", neighbor_size=("geometric", 0.7), depth=3)
+    hub = gpipe.from_edges(pd.DataFrame({"src": np.zeros(5000, np.int64), "dst": np.arange(1, 5001)}))
+    chords = pd.DataFrame({"src": np.arange(5001), "dst": (np.arange(5001) + 2) % 5001})
+    degree_4 = gpipe.from_edges(pd.concat([_ring(5001), chords]))
+    assert fire._most_edges(hub, 1) == fire._most_edges(degree_4, 1) < 5000
+
+
 def test_a_deep_sample_of_a_small_dense_graph_is_bounded_by_its_edges_not_refused(cpu):
     src, dst = np.triu_indices(20, 1)  # K20: 19 ** 6 picks per instance unbounded, 6 x 380 at most
     g = gpipe.from_edges(pd.DataFrame({"src": src, "dst": dst}))
