@@ -26,10 +26,12 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import os
 import time
 
 import numpy as np
 from _common import environment, rmat_graph, rmat_record, seed_vertices
+from figures import draw
 
 import gpipe
 from gpipe.sampling import Sampler
@@ -160,6 +162,8 @@ def main() -> None:
                 for r in alone if r["method"] == "bipartite" and r["bitmap"]}
     with open(args.out, "w") as f:
         json.dump(report, f, indent=2)
+    figure = draw(report, os.path.splitext(args.out)[0] + ".png")
+    print(f"wrote {args.out}" + (f" and {figure}" if figure else " (no figure: matplotlib is not installed)"))
     print(json.dumps({"ratios": report.get("ratios", {}),
                       **{f"{r['workload']} x{r['instances']}": r["edges_per_second"] for r in records}}))
 

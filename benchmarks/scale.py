@@ -22,16 +22,18 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import time
 
 import dask
 import numpy as np
-from _common import environment, kept_stats, rmat_graph, rmat_record, seed_vertices, warm_starts
+from _common import (H200_CEILING_STEPS_PER_S, environment, kept_stats, rmat_graph, rmat_record, seed_vertices,
+                     warm_starts)
+from figures import draw
 
 import gpipe
 from gpipe.sampling import Sampler
 
-H200_CEILING_STEPS_PER_S = 9.74e9
 
 
 def _deepwalk(g, args, walks_per_vertex: int) -> dict:
@@ -169,6 +171,8 @@ def main() -> None:
     report["graph"] = rmat_record(args)
     with open(args.out, "w") as f:
         json.dump(report, f, indent=2)
+    figure = draw(report, os.path.splitext(args.out)[0] + ".png")
+    print(f"wrote {args.out}" + (f" and {figure}" if figure else " (no figure: matplotlib is not installed)"))
     print(json.dumps(report["ratios"], indent=1))
 
 

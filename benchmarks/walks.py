@@ -14,6 +14,12 @@ Baselines run on the same graph, with the same p, q and length, in their own
 processes (``benchmarks/baselines.py``): PecanPy's node2vec kernel on every
 core of this machine and igraph's ``random_walk``; the ``ratios`` compare
 gpipe's walk + assembly time per step with theirs.
+
+``--ceiling PATH`` runs ``../shared/gpu/minwalk.py`` (copied to PATH, where the
+GPU host sees it) on the same graph, in its own process: the minimal uniform
+walk kernel's steps/s on this graph, recorded as ``ceiling`` with each walk's
+``fraction_of_ceiling``, and drawn as the line beside the walks in the figure
+(a PNG beside the JSON, ``benchmarks/figures.py``).
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -29,9 +36,9 @@ import numpy as np
 import pandas as pd
 
 import gpipe
-from _common import environment, rmat_graph, rmat_record, warm_starts
+from _common import H200_CEILING_STEPS_PER_S, environment, rmat_graph, rmat_record, warm_starts
+from figures import draw
 
-H200_CEILING_STEPS_PER_S = 9.74e9
 WALKS = {
     "deepwalk": (gpipe.walks.deepwalk, {}),
     "deepwalk-weighted": (gpipe.walks.deepwalk, {"weighted": True}),
@@ -118,6 +125,17 @@ def _baseline(which: str, csr: str, args) -> dict:
     return record
 
 
+def _ceiling(minwalk: str, csr: str, timeout: float) -> dict:
+    """The minimal uniform walk kernel's steps/s on the graph in ``csr`` (one walk per vertex, length 80)."""
+    done = subprocess.run([sys.executable, minwalk, csr], capture_output=True, text=True, timeout=timeout)
+    found = re.search(r"sec=([\d.]+) Gsteps_per_s=([\d.]+)", done.stdout)
+    if done.returncode != 0 or not found:
+        raise SystemExit(f"{minwalk} failed: {(done.stderr or done.stdout).strip().splitlines()[-1:]}")
+    print(f"ceiling: {found.group(2)} G steps/s (minimal uniform walk on this graph)", flush=True)
+    return {"kernel": os.path.basename(minwalk), "seconds": float(found.group(1)),
+            "steps_per_second": float(found.group(2)) * 1e9}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--device", choices=["cpu", "gpu"], default="cpu")
@@ -132,6 +150,7 @@ def main() -> None:
     ap.add_argument("--q", type=float, default=2.0, help="node2vec in-out parameter")
     ap.add_argument("--compare", nargs="*", default=[], choices=["pecanpy", "igraph"])
     ap.add_argument("--baseline-timeout", type=float, default=900)
+    ap.add_argument("--ceiling", metavar="MINWALK_PY", help="minwalk.py: measure the walk ceiling on this graph")
     ap.add_argument("--baseline-walks", type=int, default=None,
                     help="baselines walk from a random subset of this many vertices (steps/s is what is compared)")
     ap.add_argument("--workers", type=int, default=None, help="local workers (default: one per GPU, else one)")
@@ -153,10 +172,14 @@ def main() -> None:
             "workers": len(set(g.placement)),
             "records": records,
         }
-        if args.compare:
+        if args.compare or args.ceiling:
             with tempfile.TemporaryDirectory() as folder:
                 csr = _csr_file(g, folder)
                 report["baselines"] = [_baseline(which, csr, args) for which in args.compare]
+                if args.ceiling:
+                    report["ceiling"] = _ceiling(args.ceiling, csr, args.baseline_timeout)
+                    for r in records:
+                        r["fraction_of_ceiling"] = r["steps_per_second"] / report["ceiling"]["steps_per_second"]
     ours = {r["workload"]: r["steps"] / (r["seconds"] + r["assemble_seconds"]) for r in records
             if "assemble_seconds" in r}
     report["ratios"] = {
@@ -166,7 +189,9 @@ def main() -> None:
     }
     with open(args.out, "w") as f:
         json.dump(report, f, indent=2)
+    figure = draw(report, os.path.splitext(args.out)[0] + ".png")
     print(json.dumps({"ratios": report["ratios"], **{r["workload"]: r["steps_per_second"] for r in records}}))
+    print(f"wrote {args.out}" + (f" and {figure}" if figure else " (no figure: matplotlib is not installed)"))
 
 
 if __name__ == "__main__":
