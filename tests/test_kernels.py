@@ -101,7 +101,7 @@ def test_launch_checks_its_arguments_against_the_declaration():
             for a in kernel.args}
     with pytest.raises(TypeError, match=r"missing arguments \['n'\], unexpected \['count'\]"):
         kernel.launch(**{k: v for k, v in args.items() if k != "n"}, count=0)
-    with pytest.raises(TypeError, match="'step' must be a C-contiguous int32 array on the cpu like the others, got int64"):
+    with pytest.raises(TypeError, match="'step' must be a C-contiguous int32 array on the cpu like the others, got int6"):
         kernel.launch(**dict(args, step=np.zeros(1, np.int64)))
     with pytest.raises(TypeError, match="'walk_id' must be a C-contiguous int64 array.*contiguous: False"):
         kernel.launch(**dict(args, walk_id=np.zeros(4, np.int64)[::2]))

@@ -30,7 +30,7 @@ import numpy as np
 
 from .. import _rng
 from ..backend import cpu_kernel, prange
-from ..kernels import function, id_type, launch_queued
+from ..kernels import Arg, Kernel
 from ..runtime import neighbor_lists, step_kernel
 from ._common import has_edge, lower_bound, pick_edge
 
@@ -68,20 +68,16 @@ def advance_node2vec(x, part, walkers: dict, params: dict, out: dict) -> None:
 
 def _launch(x, part, cdf, params: dict, borrowed: tuple, walkers: dict, offset, out: dict) -> None:
     """One pass of the kernel over ``walkers``, their output regions starting at ``offset``."""
-    graph = (part.indptr, part.indices, cdf, *borrowed)
     n = walkers["walk_id"].shape[0]
-    scalars = (int(params["weighted"]), part.lo, part.hi, params["key"], params["length"], 1.0 / params["p"],
-               1.0 / params["q"], TRIALS, borrowed[0].shape[0], n)
-    arrays = (walkers["walk_id"], walkers["step"], walkers["cur"], walkers["prev"], walkers["cand"],
-              walkers["trial"], walkers["answer"], walkers["state"], offset, out["flat"], out["length"],
-              *(out[k] for k in _WRITES), out["moved"])
-    if x is np:
-        _advance_cpu(*graph, *scalars, *arrays)
-    else:
-        kernel = function("walk_node2vec.cu", "gp_walk_node2vec", template=id_type(part.indices.dtype))
-        types = (np.int32, np.int64, np.int64, np.uint64, np.int32, np.float64, np.float64, np.int32, np.int64,
-                 np.int64)
-        launch_queued(kernel, n, (*graph, *(t(v) for t, v in zip(types, scalars)), *arrays))
+    borrowed_ids, borrowed_indptr, borrowed_indices = borrowed
+    ADVANCE.launch(indptr=part.indptr, indices=part.indices, cdf=cdf, borrowed_ids=borrowed_ids,
+                   borrowed_indptr=borrowed_indptr, borrowed_indices=borrowed_indices, weighted=params["weighted"],
+                   lo=part.lo, hi=part.hi, key=params["key"], length=params["length"], inv_p=1.0 / params["p"],
+                   inv_q=1.0 / params["q"], trials=TRIALS, borrowed_count=borrowed_ids.shape[0], n=n,
+                   walk_id=walkers["walk_id"], step=walkers["step"], cur=walkers["cur"], prev=walkers["prev"],
+                   cand=walkers["cand"], trial=walkers["trial"], answer=walkers["answer"], state=walkers["state"],
+                   offset=offset, flat=out["flat"], piece_len=out["length"], **{f"out_{k}": out[k] for k in _WRITES},
+                   moved=out["moved"])
 
 
 @cpu_kernel()
@@ -263,3 +259,18 @@ def _advance_cpu(indptr, indices, cdf, borrowed_ids, borrowed_indptr, borrowed_i
         out_answer[i] = known
         out_state[i] = st
         moved[i] = left
+
+
+ADVANCE = Kernel("walk_node2vec.cu", "gp_walk_node2vec", twin=_advance_cpu, items="n", queued=True, args=(
+    Arg("indptr", "i64[]"), Arg("indices", "IdT[]"), Arg("cdf", "f64[]"), Arg("borrowed_ids", "i64[m]"),
+    Arg("borrowed_indptr", "i64[m+1]"),
+    Arg("borrowed_indices", "IdT[]", note="neighbors of previous vertices in other partitions, borrowed"),
+    Arg("weighted", "i32"), Arg("lo", "i64"), Arg("hi", "i64"), Arg("key", "u64"), Arg("length", "i32"),
+    Arg("inv_p", "f64"), Arg("inv_q", "f64"), Arg("trials", "i32", note="rejections before the exact draw: TRIALS"),
+    Arg("borrowed_count", "i64", note="m"), Arg("n", "i64"), Arg("walk_id", "i64[n]"), Arg("step", "i32[n]"),
+    Arg("cur", "i64[n]"), Arg("prev", "i64[n]"), Arg("cand", "i64[n]"), Arg("trial", "i32[n]"),
+    Arg("answer", "i8[n]"), Arg("state", "i8[n]"), Arg("offset", "i64[n]"), Arg("flat", "IdT[]", out=True),
+    Arg("piece_len", "i32[n]", out=True), Arg("out_vertex", "i64[n]", out=True), Arg("out_step", "i32[n]", out=True),
+    Arg("out_cur", "i64[n]", out=True), Arg("out_prev", "i64[n]", out=True), Arg("out_cand", "i64[n]", out=True),
+    Arg("out_trial", "i32[n]", out=True), Arg("out_answer", "i8[n]", out=True),
+    Arg("out_state", "i8[n]", out=True, note="2: stopped for a borrowed list"), Arg("moved", "i8[n]", out=True)))
