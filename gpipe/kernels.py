@@ -126,13 +126,13 @@ class Kernel:
         if device == "cpu":
             self.twin(*ordered)
             return
-        kernel = function(self.file, self.name, defines=self.defines,
-                          template=_ID_TYPES[next(iter(ids))] if ids else None)
+        kernel = _function(self.file, self.name, defines=self.defines,
+                           template=_ID_TYPES[next(iter(ids))] if ids else None)
         n = int(values[self.items])
         if self.queued:
-            launch_queued(kernel, n, tuple(ordered))
+            _launch_queued(kernel, n, tuple(ordered))
         else:
-            launch(kernel, n * self.lanes, tuple(ordered))
+            _launch(kernel, n * self.lanes, tuple(ordered))
 
     def row(self) -> str:
         """This kernel's row of the table in ``kernels/README.md``."""
@@ -180,7 +180,7 @@ def _module(filename: str, defines: tuple, name_expressions: tuple, device_id: i
     return cupy.RawModule(code=source, options=options, name_expressions=name_expressions or None)
 
 
-def function(filename: str, name: str, *, defines: dict | None = None, template: str | None = None):
+def _function(filename: str, name: str, *, defines: dict | None = None, template: str | None = None):
     """The compiled kernel ``name`` (or ``name<template>``) of ``kernels/filename``."""
     cupy = xp("gpu")
     expression = f"{name}<{template}>" if template else None
@@ -193,15 +193,15 @@ def function(filename: str, name: str, *, defines: dict | None = None, template:
     return module.get_function(expression or name)
 
 
-def launch(kernel, n: int, args: tuple) -> None:
-    """Run ``kernel`` with one thread per item of ``n`` (nothing when ``n`` is 0)."""
-    if n <= 0:
+def _launch(kernel, threads: int, args: tuple) -> None:
+    """Run ``kernel`` with ``threads`` threads (nothing when that is 0)."""
+    if threads <= 0:
         return
-    threads = int(config.get("kernels.threads-per-block"))
-    kernel(((n + threads - 1) // threads,), (threads,), args)
+    per_block = int(config.get("kernels.threads-per-block"))
+    kernel(((threads + per_block - 1) // per_block,), (per_block,), args)
 
 
-def launch_queued(kernel, n: int, args: tuple) -> None:
+def _launch_queued(kernel, n: int, args: tuple) -> None:
     """Run a kernel whose threads take items from a shared counter (its last argument).
 
     As many threads start as the GPU keeps resident; each takes the next item
@@ -215,8 +215,3 @@ def launch_queued(kernel, n: int, args: tuple) -> None:
     resident = device.attributes["MultiProcessorCount"] * (2048 // threads)
     counter = cupy.zeros(1, dtype=cupy.uint64)
     kernel((min(resident, (n + threads - 1) // threads),), (threads,), args + (counter,))
-
-
-def id_type(dtype) -> str:
-    """The C++ type that instantiates a kernel for vertex ids of ``dtype``."""
-    return _ID_TYPES[np.dtype(dtype)]
