@@ -136,18 +136,22 @@ class Kernel:
 
     def row(self) -> str:
         """This kernel's row of the table in ``kernels/README.md``."""
-        args = [" ".join([a.name, a.type, *(["out"] if a.out else []), *([f"({a.note})"] if a.note else [])])
-                for a in self.args]
+        args = [_describe(a) for a in self.args]
         if self.queued:
             args.append("next u64[1] (added by the launcher)")
             shape = f"resident threads taking the `{self.items}` items from `next`"
         else:
             shape = f"{'one thread' if self.lanes == 1 else f'{self.lanes} threads'} per item of `{self.items}`"
-        defines = ", ".join(f"`{k}`" for k in self.defines) or "—"
+        defines = ", ".join(f"`{k}={v}`" for k, v in self.defines.items()) or "—"
         twin = self.twin.py_func
         name = f"{self.name}<IdT>" if self.templated else self.name
         return (f"| `{self.file}` | `{name}` | {', '.join(args)} | {shape} | {defines} | "
                 f"`{twin.__module__.replace('.', '/')}.py::{twin.__name__}` |")
+
+
+def _describe(arg: Arg) -> str:
+    notes = ["written"] * arg.out + [arg.note] * bool(arg.note)
+    return f"{arg.name} {arg.type}" + (f" ({'; '.join(notes)})" if notes else "")
 
 
 def declared() -> list[Kernel]:

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import gpipe  # noqa: F401  (imports every module that declares a kernel)
-from gpipe.kernels import TYPES, declared, kernel_dir
+from gpipe.kernels import TYPES, declared, kernel_dir, readme_table
 
 KERNELS = {k.name: k for k in declared()}
 _GLOBAL = re.compile(r"(template\s*<\s*typename\s+(\w+)\s*>\s*)?(?:extern\s+\"C\"\s+)?__global__\s+void\s+(\w+)\s*"
@@ -101,10 +101,24 @@ def test_launch_checks_its_arguments_against_the_declaration():
             for a in kernel.args}
     with pytest.raises(TypeError, match=r"missing arguments \['n'\], unexpected \['count'\]"):
         kernel.launch(**{k: v for k, v in args.items() if k != "n"}, count=0)
-    with pytest.raises(TypeError, match="'step' must be a C-contiguous int32 array on the cpu like the others, got int6"):
+    wrong = "'step' must be a C-contiguous int32 array on the cpu like the others, got int64 on the cpu"
+    with pytest.raises(TypeError, match=wrong):
         kernel.launch(**dict(args, step=np.zeros(1, np.int64)))
     with pytest.raises(TypeError, match="'walk_id' must be a C-contiguous int64 array.*contiguous: False"):
         kernel.launch(**dict(args, walk_id=np.zeros(4, np.int64)[::2]))
     with pytest.raises(TypeError, match=r"IdT arrays must share one dtype, int32 or int64, got \['int32', 'int64'\]"):
         kernel.launch(**dict(args, flat=np.zeros(1, np.int32)))
     kernel.launch(**args)  # n = 0: nothing to do
+
+
+def test_every_cuda_kernel_is_declared():
+    """A kernel without a declaration would be launched by hand again, its arguments written out once more."""
+    found = {name: path.name for path in kernel_dir().glob("*.cu") for name in cuda_signatures(path.read_text())}
+    assert found == {k.name: k.file for k in KERNELS.values()}
+
+
+def test_readme_table_is_rendered_from_the_declarations():
+    readme = (kernel_dir() / "README.md").read_text()
+    written = re.search(r"<!-- rendered by gpipe.kernels.readme_table\(\) -->\n(.*?)\n<!-- end", readme, re.S)
+    table = readme_table()
+    assert written and written.group(1) == table, f"kernels/README.md's table is stale; this one goes there:\n{table}"
