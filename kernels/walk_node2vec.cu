@@ -15,7 +15,8 @@
 // Draws per step: 2k and 2k+1 for trial k (the first step, first-order, uses 0);
 // 2 * trials and 2 * trials + 1 for the exact draw.
 // Walker fields: cur, prev, cand, trial, answer, state. CPU twin:
-// gpipe/walks/_node2vec.py::_advance_cpu (same random stream).
+// gpipe/walks/_node2vec.py::_advance_cpu (same random stream). GP_N2V_BORROW (state 2): defined by the
+// loader, from _node2vec.py's BORROW.
 #include "walk.cuh"
 
 // Where t's sorted neighbors are (tn[ta..ta+td-1]): this partition's, or borrowed; false if neither.
@@ -144,7 +145,7 @@ __global__ void gp_walk_node2vec(const long long* __restrict__ indptr, const IdT
                                                                   borrowed_ids, borrowed_indptr, borrowed_indices,
                                                                   &tn, &ta, &td);
                             if (!near) {
-                                st = 2;  // with t's neighbors borrowed
+                                st = GP_N2V_BORROW;  // with t's neighbors borrowed
                                 break;
                             }
                             e = gp_n2v_exact(indices, cdf, weighted, a, d, t, tn, ta, td, inv_p, inv_q,
@@ -173,7 +174,8 @@ __global__ void gp_walk_node2vec(const long long* __restrict__ indptr, const IdT
                             } else if (known >= 0) {
                                 member = known;
                             } else {
-                                st = known == -1 ? 1 : 2;  // ask t's partition; a second time, borrow t's neighbors
+                                // ask t's partition; a second time, borrow t's neighbors
+                                st = known == -1 ? 1 : GP_N2V_BORROW;
                                 break;
                             }
                             ok = u < (member ? 1.0 : inv_q);
@@ -183,7 +185,7 @@ __global__ void gp_walk_node2vec(const long long* __restrict__ indptr, const IdT
                         ++kk;
                     }
                     if (st == 1) { left = 1; route = t; break; }
-                    if (st == 2) break;
+                    if (st == GP_N2V_BORROW) break;
                 }
                 if (e < 0) break;
                 const long long nx = (long long)indices[e];

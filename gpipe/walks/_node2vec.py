@@ -198,7 +198,7 @@ def _advance_cpu(indptr, indices, cdf, borrowed_ids, borrowed_indptr, borrowed_i
                     while True:
                         if kk == trials:  # rejection is slow at this step: draw it exactly
                             if not near:
-                                st = 2  # with t's neighbors borrowed
+                                st = BORROW  # with t's neighbors borrowed
                                 break
                             e = _exact(indices, cdf, weighted, a, d, t, tn, ta, td, inv_p, inv_q,
                                        _rng.bits(key, walk_id[i], s, 2 * trials),
@@ -221,7 +221,8 @@ def _advance_cpu(indptr, indices, cdf, borrowed_ids, borrowed_indptr, borrowed_i
                             elif known >= 0:
                                 member = known
                             else:
-                                st = 1 if known == -1 else 2  # ask t's partition; a second time, borrow t's neighbors
+                                # ask t's partition; a second time, borrow t's neighbors
+                                st = 1 if known == -1 else BORROW
                                 break
                             ok = u < (1.0 if member == 1 else inv_q)
                         if known >= 0:
@@ -233,7 +234,7 @@ def _advance_cpu(indptr, indices, cdf, borrowed_ids, borrowed_indptr, borrowed_i
                         left = 1
                         route = t
                         break
-                    if st == 2:
+                    if st == BORROW:
                         break
                 if e < 0:
                     break
@@ -261,7 +262,8 @@ def _advance_cpu(indptr, indices, cdf, borrowed_ids, borrowed_indptr, borrowed_i
         moved[i] = left
 
 
-ADVANCE = Kernel("walk_node2vec.cu", "gp_walk_node2vec", twin=_advance_cpu, items="n", queued=True, args=(
+ADVANCE = Kernel("walk_node2vec.cu", "gp_walk_node2vec", twin=_advance_cpu, items="n", queued=True,
+                 defines={"GP_N2V_BORROW": BORROW}, args=(
     Arg("indptr", "i64[]"), Arg("indices", "IdT[]"), Arg("cdf", "f64[]"), Arg("borrowed_ids", "i64[m]"),
     Arg("borrowed_indptr", "i64[m+1]"),
     Arg("borrowed_indices", "IdT[]", note="neighbors of previous vertices in other partitions, borrowed"),
@@ -273,4 +275,5 @@ ADVANCE = Kernel("walk_node2vec.cu", "gp_walk_node2vec", twin=_advance_cpu, item
     Arg("piece_len", "i32[n]", out=True), Arg("out_vertex", "i64[n]", out=True), Arg("out_step", "i32[n]", out=True),
     Arg("out_cur", "i64[n]", out=True), Arg("out_prev", "i64[n]", out=True), Arg("out_cand", "i64[n]", out=True),
     Arg("out_trial", "i32[n]", out=True), Arg("out_answer", "i8[n]", out=True),
-    Arg("out_state", "i8[n]", out=True, note="2: stopped for a borrowed list"), Arg("moved", "i8[n]", out=True)))
+    Arg("out_state", "i8[n]", out=True, note="1 a query, BORROW stopped for t's list"),
+    Arg("moved", "i8[n]", out=True)))
