@@ -5,11 +5,12 @@ import inspect
 import re
 import shutil
 import subprocess
+import types
 
 import numpy as np
 import pytest
 
-import gpipe  # noqa: F401  (imports every module that declares a kernel)
+import gpipe  # imports every module that declares a kernel
 from gpipe.kernels import TYPES, declared, kernel_dir, readme_table
 
 KERNELS = {k.name: k for k in declared()}
@@ -122,3 +123,35 @@ def test_readme_table_is_rendered_from_the_declarations():
     written = re.search(r"<!-- rendered by gpipe.kernels.readme_table\(\) -->\n(.*?)\n<!-- end", readme, re.S)
     table = readme_table()
     assert written and written.group(1) == table, f"kernels/README.md's table is stale; this one goes there:\n{table}"
+
+
+class _DeviceArray:
+    """What ``Kernel.launch`` reads of a cupy array (its dtype, its layout), to follow the GPU branch on a CPU."""
+
+    def __init__(self, dtype):
+        self.dtype = np.dtype(dtype)
+        self.flags = types.SimpleNamespace(c_contiguous=True)
+
+
+@pytest.mark.parametrize("name", sorted(KERNELS))
+def test_launch_on_device_arrays_passes_the_declared_arguments_to_cuda(name, monkeypatch):
+    """The CuPy call: the arrays as given, the scalars cast to their declared dtype, in declared order, with the
+    template for the id arrays' dtype, the file's defines and ``items`` x ``lanes`` threads (or queued)."""
+    kernel = KERNELS[name]
+    calls = []
+    monkeypatch.setattr(gpipe.kernels, "_function", lambda *args, **kwargs: (args, kwargs))
+    monkeypatch.setattr(gpipe.kernels, "_launch", lambda *call: calls.append(("per-item", *call)))
+    monkeypatch.setattr(gpipe.kernels, "_launch_queued", lambda *call: calls.append(("queued", *call)))
+    values = {a.name: _DeviceArray("int32" if a.base == "IdT" else TYPES[a.base][0]) if a.is_array else 7
+              for a in kernel.args}
+    kernel.launch(**values)
+    [(shape, compiled, threads, args)] = calls
+    assert compiled == ((kernel.file, kernel.name), {"defines": kernel.defines,
+                                                     "template": "int" if kernel.templated else None})
+    assert (shape, threads) == (("queued", 7) if kernel.queued else ("per-item", 7 * kernel.lanes))
+    assert len(args) == len(kernel.args)
+    for a, value in zip(kernel.args, args):
+        if a.is_array:
+            assert value is values[a.name]
+        else:
+            assert type(value) is np.dtype(TYPES[a.base][0]).type and value == 7
