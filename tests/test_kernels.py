@@ -86,6 +86,17 @@ def test_a_kernel_that_drifts_from_its_declaration_is_caught(edit, problem):
     assert any(m.startswith(problem) for m in mismatches(kernel, source.replace(edit[0], edit[1], 1)))
 
 
+def test_a_declaration_with_swapped_arguments_is_caught():
+    kernel = KERNELS["gp_walk_first_order"]
+    args = list(kernel.args)
+    lo, hi = [a.name for a in args].index("lo"), [a.name for a in args].index("hi")
+    args[lo], args[hi] = args[hi], args[lo]
+    swapped = types.SimpleNamespace(name=kernel.name, file=kernel.file, args=args, queued=True, templated=True)
+    assert mismatches(swapped, _source(kernel)) == [
+        "parameter 4: ('lo', 'long long', False, False) in CUDA, ('hi', 'long long', False, False) declared",
+        "parameter 5: ('hi', 'long long', False, False) in CUDA, ('lo', 'long long', False, False) declared"]
+
+
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
 @pytest.mark.parametrize("file", sorted({k.file for k in KERNELS.values()}))
 def test_cuda_source_compiles_with_its_declared_defines(file, tmp_path):
