@@ -52,13 +52,18 @@ class Arg:
         if self.base not in (*TYPES, "IdT") or (self.base == "IdT" or self.out) and not self.is_array:
             raise ValueError(f"kernel argument {self.name!r}: no such type {self.type!r}{' (out)' if self.out else ''}")
 
-    @property
+    @functools.cached_property
     def base(self) -> str:
         return self.type.split("[")[0]
 
-    @property
+    @functools.cached_property
     def is_array(self) -> bool:
         return self.type.endswith("]")
+
+    @functools.cached_property
+    def dtype(self) -> np.dtype | None:
+        """The numpy dtype (None for ``IdT``: the ids' own)."""
+        return None if self.base == "IdT" else np.dtype(TYPES[self.base][0])
 
 
 _DECLARED: dict[str, Kernel] = {}
@@ -115,9 +120,9 @@ class Kernel:
         for a in self.args:
             value = values[a.name]
             if not a.is_array:
-                ordered.append(np.dtype(TYPES[a.base][0]).type(value))
+                ordered.append(a.dtype.type(value))
                 continue
-            dtype = next(iter(ids)) if a.base == "IdT" else np.dtype(TYPES[a.base][0])
+            dtype = a.dtype or next(iter(ids))
             if device_of(value) != device or value.dtype != dtype or not value.flags.c_contiguous:
                 raise TypeError(f"kernel {self.name}: {a.name!r} must be a C-contiguous {dtype} array on the {device} "
                                 f"like the others, got {value.dtype} on the {device_of(value)} "
