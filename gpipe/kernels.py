@@ -122,7 +122,7 @@ class Kernel:
             if not a.is_array:
                 ordered.append(a.dtype.type(value))
                 continue
-            dtype = a.dtype or next(iter(ids))
+            dtype = next(iter(ids)) if a.dtype is None else a.dtype
             if device_of(value) != device or value.dtype != dtype or not value.flags.c_contiguous:
                 raise TypeError(f"kernel {self.name}: {a.name!r} must be a C-contiguous {dtype} array on the {device} "
                                 f"like the others, got {value.dtype} on the {device_of(value)} "
