@@ -32,7 +32,7 @@ from __future__ import annotations
 import numpy as np
 
 from .backend import cpu_kernel, prange
-from .kernels import function, launch
+from .kernels import Arg, Kernel
 
 GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
@@ -108,8 +108,8 @@ def unit(block):
 
 
 @cpu_kernel(parallel=True)
-def _draws_cpu(run_key, stream_ids, step, draw, out):
-    for i in prange(stream_ids.shape[0]):
+def _draws_cpu(run_key, stream_ids, n, step, draw, out):
+    for i in prange(n):
         out[i, 0], out[i, 1] = bits(run_key, stream_ids[i], step, draw[i])
 
 
@@ -123,11 +123,13 @@ def draws(x, run_key, stream_ids, step: int, draw):
     ids = x.ascontiguousarray(stream_ids, dtype=x.int64)
     draw = x.full(n, draw, x.int64) if np.isscalar(draw) else x.ascontiguousarray(draw, dtype=x.int64)
     out = x.empty((n, 2), x.uint64)
-    if x is np:
-        _draws_cpu(np.uint64(run_key), ids, np.int64(step), draw, out)
-    else:
-        launch(function("rng.cu", "gp_draws"), n, (np.uint64(run_key), ids, np.int64(n), np.int64(step), draw, out))
+    DRAWS.launch(run_key=run_key, stream_ids=ids, n=n, step=step, draw=draw, out=out)
     return out
+
+
+DRAWS = Kernel("rng.cu", "gp_draws", twin=_draws_cpu, items="n", args=(
+    Arg("run_key", "u64"), Arg("stream_ids", "i64[n]"), Arg("n", "i64"), Arg("step", "i64"), Arg("draw", "i64[n]"),
+    Arg("out", "u64[n*2]", out=True, note="blocks")))
 
 
 def unit_array(blocks):

@@ -1,21 +1,174 @@
-"""The one loader for the CUDA kernels in ``kernels/*.cu``.
+"""The CUDA kernels of ``kernels/*.cu``: each declared once, and the one loader that compiles them.
+
+A kernel is declared once, next to its CPU twin, as a :class:`Kernel`: its
+ordered arguments with their dtypes, the constants it shares with Python
+(``defines``, injected as ``#define``s) and its launch shape. One keyword call,
+``KERNEL.launch(indptr=..., n=..., ...)``, checks the arguments against the
+declaration, then runs the numba twin on numpy arrays or the CUDA kernel on
+cupy arrays, with the same arguments in the same order.
+``tests/test_kernels.py`` checks every declaration against its ``__global__``
+signature, and the table of ``kernels/README.md`` is :func:`readme_table`.
 
 Each source file is compiled once per (device, file, defines, template
-instantiations) through ``cupy.RawModule`` and memoized; constants are
-injected as ``#define``s and templates instantiated with ``name_expressions``.
-``kernels/README.md`` lists every kernel's arguments, dtypes and launch shape.
+instantiation) through ``cupy.RawModule`` and memoized; templates are
+instantiated with ``name_expressions``.
 """
 
 from __future__ import annotations
 
 import functools
 import hashlib
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
 from . import config
-from .backend import xp
+from .backend import device_of, xp
+
+# An argument's type name: its numpy dtype and its C type. ``IdT`` is the vertex-id type a templated kernel is
+# instantiated for, that of a graph's CSR ``indices``: int32 below 2**31 vertices, else int64.
+TYPES = {"i8": ("int8", "signed char"), "u8": ("uint8", "unsigned char"), "i32": ("int32", "int"),
+         "i64": ("int64", "long long"), "u64": ("uint64", "unsigned long long"), "f32": ("float32", "float"),
+         "f64": ("float64", "double")}
+_ID_TYPES = {np.dtype(np.int32): "int", np.dtype(np.int64): "long long"}
+
+
+@dataclass(frozen=True)
+class Arg:
+    """One argument of a kernel.
+
+    ``type`` is a scalar (``"i32"``), an array (``"i64[n]"``: what the brackets
+    hold is documentation) or an array of vertex ids (``"IdT[]"``); ``out``
+    marks an array the kernel writes (a non-const pointer in CUDA).
+    """
+
+    name: str
+    type: str
+    out: bool = False
+    note: str = ""
+
+    def __post_init__(self):
+        if self.base not in (*TYPES, "IdT") or (self.base == "IdT" or self.out) and not self.is_array:
+            raise ValueError(f"kernel argument {self.name!r}: no such type {self.type!r}{' (out)' if self.out else ''}")
+
+    @functools.cached_property
+    def base(self) -> str:
+        return self.type.split("[")[0]
+
+    @functools.cached_property
+    def is_array(self) -> bool:
+        return self.type.endswith("]")
+
+    @functools.cached_property
+    def dtype(self) -> np.dtype | None:
+        """The numpy dtype (None for ``IdT``: the ids' own)."""
+        return None if self.base == "IdT" else np.dtype(TYPES[self.base][0])
+
+
+_DECLARED: dict[str, Kernel] = {}
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """A CUDA kernel of ``kernels/file`` and its numba CPU twin, declared once.
+
+    ``args`` are the kernel's parameters in order; the twin takes the same, by
+    the same names. ``items`` names the argument counting what the threads
+    work on (walkers, segments, vertices ...): ``lanes`` threads start per item
+    (32: a warp per item), or, when ``queued``, as many threads as stay
+    resident, each taking the next item from a shared counter (the CUDA
+    kernel's last parameter ``unsigned long long* next``, which the launcher
+    adds: it is not declared, and the twin does not take it). ``defines`` are
+    the constants the source uses as macros. A kernel with ``IdT[]`` arguments
+    is a template, instantiated for their dtype.
+    """
+
+    file: str
+    name: str
+    args: tuple[Arg, ...]
+    twin: Callable
+    items: str
+    queued: bool = False
+    lanes: int = 1
+    defines: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        names = [a.name for a in self.args]
+        if len(set(names)) != len(names) or self.items not in names:
+            raise ValueError(f"kernel {self.name}: arguments {names} must be unique and name items {self.items!r}")
+        if self.name in _DECLARED:
+            raise ValueError(f"kernel {self.name} is declared twice")
+        _DECLARED[self.name] = self
+
+    @property
+    def templated(self) -> bool:
+        return any(a.base == "IdT" for a in self.args)
+
+    def launch(self, **values) -> None:
+        """Run the kernel on every declared argument, given by name: the twin on numpy arrays, CUDA on cupy ones."""
+        names = [a.name for a in self.args]
+        if set(values) != set(names):
+            missing, extra = sorted(set(names) - set(values)), sorted(set(values) - set(names))
+            raise TypeError(f"kernel {self.name}: missing arguments {missing}, unexpected {extra}")
+        ids = {values[a.name].dtype for a in self.args if a.base == "IdT"}
+        if len(ids) > 1 or not ids <= set(_ID_TYPES):
+            raise TypeError(f"kernel {self.name}: the IdT arrays must share one dtype, int32 or int64, got "
+                            f"{sorted(map(str, ids))}")
+        device = device_of(next(values[a.name] for a in self.args if a.is_array))
+        ordered = []
+        for a in self.args:
+            value = values[a.name]
+            if not a.is_array:
+                ordered.append(a.dtype.type(value))
+                continue
+            dtype = next(iter(ids)) if a.dtype is None else a.dtype
+            if device_of(value) != device or value.dtype != dtype or not value.flags.c_contiguous:
+                raise TypeError(f"kernel {self.name}: {a.name!r} must be a C-contiguous {dtype} array on the {device} "
+                                f"like the others, got {value.dtype} on the {device_of(value)} "
+                                f"(contiguous: {value.flags.c_contiguous})")
+            ordered.append(value)
+        if device == "cpu":
+            self.twin(*ordered)
+            return
+        kernel = _function(self.file, self.name, defines=self.defines,
+                           template=_ID_TYPES[next(iter(ids))] if ids else None)
+        n = int(values[self.items])
+        if self.queued:
+            _launch_queued(kernel, n, tuple(ordered))
+        else:
+            _launch(kernel, n * self.lanes, tuple(ordered))
+
+    def row(self) -> str:
+        """This kernel's row of the table in ``kernels/README.md``."""
+        args = [_describe(a) for a in self.args]
+        if self.queued:
+            args.append("next u64[1] (added by the launcher)")
+            shape = f"resident threads taking the `{self.items}` items from `next`"
+        else:
+            shape = f"{'one thread' if self.lanes == 1 else f'{self.lanes} threads'} per item of `{self.items}`"
+        defines = ", ".join(f"`{k}={v}`" for k, v in self.defines.items()) or "—"
+        twin = self.twin.py_func
+        name = f"{self.name}<IdT>" if self.templated else self.name
+        return (f"| `{self.file}` | `{name}` | {', '.join(args)} | {shape} | {defines} | "
+                f"`{twin.__module__.replace('.', '/')}.py::{twin.__name__}` |")
+
+
+def _describe(arg: Arg) -> str:
+    notes = ["written"] * arg.out + [arg.note] * bool(arg.note)
+    return f"{arg.name} {arg.type}" + (f" ({'; '.join(notes)})" if notes else "")
+
+
+def declared() -> list[Kernel]:
+    """Every declared kernel (all of gpipe's: importing ``gpipe`` imports the modules declaring them), by file."""
+    return sorted(_DECLARED.values(), key=lambda k: (k.file, k.name))
+
+
+def readme_table() -> str:
+    """The table of ``kernels/README.md``: each declared kernel's arguments, launch, defines and CPU twin."""
+    head = ["| file | kernel | arguments (dtype) | launch | defines | CPU twin |", "|---|---|---|---|---|---|"]
+    return "\n".join(head + [k.row() for k in declared()])
 
 
 def kernel_dir() -> Path:
@@ -40,7 +193,7 @@ def _module(filename: str, defines: tuple, name_expressions: tuple, device_id: i
     return cupy.RawModule(code=source, options=options, name_expressions=name_expressions or None)
 
 
-def function(filename: str, name: str, *, defines: dict | None = None, template: str | None = None):
+def _function(filename: str, name: str, *, defines: dict | None = None, template: str | None = None):
     """The compiled kernel ``name`` (or ``name<template>``) of ``kernels/filename``."""
     cupy = xp("gpu")
     expression = f"{name}<{template}>" if template else None
@@ -53,15 +206,15 @@ def function(filename: str, name: str, *, defines: dict | None = None, template:
     return module.get_function(expression or name)
 
 
-def launch(kernel, n: int, args: tuple) -> None:
-    """Run ``kernel`` with one thread per item of ``n`` (nothing when ``n`` is 0)."""
-    if n <= 0:
+def _launch(kernel, threads: int, args: tuple) -> None:
+    """Run ``kernel`` with ``threads`` threads (nothing when that is 0)."""
+    if threads <= 0:
         return
-    threads = int(config.get("kernels.threads-per-block"))
-    kernel(((n + threads - 1) // threads,), (threads,), args)
+    per_block = int(config.get("kernels.threads-per-block"))
+    kernel(((threads + per_block - 1) // per_block,), (per_block,), args)
 
 
-def launch_queued(kernel, n: int, args: tuple) -> None:
+def _launch_queued(kernel, n: int, args: tuple) -> None:
     """Run a kernel whose threads take items from a shared counter (its last argument).
 
     As many threads start as the GPU keeps resident; each takes the next item
@@ -75,8 +228,3 @@ def launch_queued(kernel, n: int, args: tuple) -> None:
     resident = device.attributes["MultiProcessorCount"] * (2048 // threads)
     counter = cupy.zeros(1, dtype=cupy.uint64)
     kernel((min(resident, (n + threads - 1) // threads),), (threads,), args + (counter,))
-
-
-def id_type(dtype) -> str:
-    """The C++ type that instantiates a kernel for vertex ids of ``dtype``."""
-    return {np.dtype(np.int32): "int", np.dtype(np.int64): "long long"}[np.dtype(dtype)]

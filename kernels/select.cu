@@ -25,10 +25,10 @@
 // one updated-sampling pass, which keeps it exact. Draws: (step, 0, 1, ...);
 // every lane makes the same draws and searches, lane 0 records the picks.
 // CPU twin: gpipe/sampling/_select.py::_select_cpu.
+// GP_SELECT_ROUNDS, GP_LANES and the methods GP_SELECT_BIPARTITE, GP_SELECT_UPDATED, GP_SELECT_WITH_REPLACEMENT:
+// defined by the loader, from gpipe/sampling/_select.py (ROUNDS, LANES, METHODS).
 #include "rng.cuh"
 
-#define GP_SELECT_ROUNDS 1024
-#define GP_LANES 32
 #define GP_FULL_MASK 0xffffffffu
 
 __device__ __forceinline__ long long gp_upper(const double* cdf, long long a, long long d, double target) {
@@ -116,14 +116,14 @@ extern "C" __global__ void gp_select(long long nseg, const long long* __restrict
         while (pick < 0) {
             ++iters;
             const double r = gp_unit(gp_bits(key, id, (unsigned long long)step, draw++));
-            if (method == 1 || iters_pick++ == GP_SELECT_ROUNDS) {
+            if (method == GP_SELECT_UPDATED || iters_pick++ == GP_SELECT_ROUNDS) {
                 pick = gp_updated_pick(bias, lo, hi, a, r, bits, B, use_bitmap, out, o, i, lane);
                 break;
             }
             long long e = gp_upper(cdf, a, d, r * total);
-            if (method == 3) { if (bias[e] > 0.0) pick = e; continue; }
+            if (method == GP_SELECT_WITH_REPLACEMENT) { if (bias[e] > 0.0) pick = e; continue; }
             if (bias[e] > 0.0 && !gp_taken(bits, B, e - a, use_bitmap, out, o, i, e)) { pick = e; break; }
-            if (method == 0 && bias[e] > 0.0) {  // bipartite region search around the picked region [l, h)
+            if (method == GP_SELECT_BIPARTITE && bias[e] > 0.0) {  // region search around the picked region [l, h)
                 const double l = e > a ? cdf[e - 1] : 0.0, delta = cdf[e] - l;
                 double v = gp_unit(gp_bits(key, id, (unsigned long long)step, draw++)) * (total - delta);
                 if (v >= l) v += delta;
@@ -133,7 +133,10 @@ extern "C" __global__ void gp_select(long long nseg, const long long* __restrict
         }
         if (lane == 0) {
             out[o + i] = pick;
-            if (use_bitmap && method != 3) { const long long j = pick - a; bits[j % B] |= (unsigned char)(1u << (j / B)); }
+            if (use_bitmap && method != GP_SELECT_WITH_REPLACEMENT) {
+                const long long j = pick - a;
+                bits[j % B] |= (unsigned char)(1u << (j / B));
+            }
         }
         __syncwarp();
     }

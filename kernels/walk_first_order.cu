@@ -3,11 +3,8 @@
 // Each thread takes walkers from a shared counter and moves each for as many
 // steps as it stays inside [lo, hi). Draws per step: 0 = teleport?, 1 = where.
 // CPU twin: gpipe/walks/_first_order.py::_advance_cpu (same random stream).
+// TELEPORT_NONE, TELEPORT_UNIFORM, TELEPORT_SOURCE: defined by the loader, from _first_order.py's TELEPORT.
 #include "walk.cuh"
-
-#define TELEPORT_NONE 0
-#define TELEPORT_UNIFORM 1
-#define TELEPORT_SOURCE 2
 
 template <typename IdT>
 __global__ void gp_walk_first_order(const long long* __restrict__ indptr, const IdT* __restrict__ indices,

@@ -7,7 +7,8 @@
 // keeps each instance's first `budget` moves in time order. Draws per move s:
 // 0 = the wait, 1 = the neighbor. status: 0 done, 1 moved on (another partition,
 // or its room for records is full), 2 parked at the horizon.
-// CPU twin: gpipe/walks/_frontier.py::_advance_cpu (same random stream).
+// CPU twin: gpipe/walks/_frontier.py::_advance_cpu (same random stream). GP_MOVED (1) and GP_PARKED (2):
+// defined by the loader, from _frontier.py's MOVED and PARKED.
 #include "walk.cuh"
 
 template <typename IdT>
@@ -34,8 +35,8 @@ __global__ void gp_walk_frontier(const long long* __restrict__ indptr, const IdT
             const long long d = indptr[v - lo + 1] - a;
             if (d == 0) break;
             const double nt = t - log(1.0 - gp_unit(gp_bits(key, id, s, 0))) / (double)d;
-            if (nt > horizon) { st = 2; break; }
-            if (c == room) { st = 1; break; }
+            if (nt > horizon) { st = GP_PARKED; break; }
+            if (c == room) { st = GP_MOVED; break; }
             const long long u = (long long)indices[a + gp_below(gp_bits(key, id, s, 1), d)];
             rec_src[o + c] = v;
             rec_dst[o + c] = u;
@@ -44,7 +45,7 @@ __global__ void gp_walk_frontier(const long long* __restrict__ indptr, const IdT
             ++s;
             t = nt;
             v = u;
-            if (u < lo || u >= hi) { st = 1; break; }
+            if (u < lo || u >= hi) { st = GP_MOVED; break; }
         }
         rec_count[i] = c;
         out_vertex[i] = v;

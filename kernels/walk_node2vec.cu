@@ -21,7 +21,8 @@
 // Draws per step: 2k and 2k+1 for trial k (the first step, first-order, uses 0);
 // 2 * trials and 2 * trials + 1 for the exact draw.
 // Walker fields: cur, prev, cand, trial, answer, state. CPU twin:
-// gpipe/walks/_node2vec.py::_advance_cpu (gp_walk_node2vec_exact; same random stream).
+// gpipe/walks/_node2vec.py::_advance_cpu (gp_walk_node2vec_exact; same random stream). GP_N2V_BORROW
+// (state 2): defined by the loader, from _node2vec.py's BORROW.
 #include "walk.cuh"
 
 // Where t's sorted neighbors are (tn[ta..ta+td-1]): this partition's, or borrowed; false if neither.
@@ -150,7 +151,7 @@ __device__ __forceinline__ void gp_n2v_walk(const long long* __restrict__ indptr
                                                                   borrowed_ids, borrowed_indptr, borrowed_indices,
                                                                   &tn, &ta, &td);
                             if (!Exact || !near) {
-                                st = 2;  // to gp_walk_node2vec_exact, with t's neighbors borrowed if not here
+                                st = GP_N2V_BORROW;  // to gp_walk_node2vec_exact (with t's neighbors if not here)
                                 break;
                             }
                             e = gp_n2v_exact(indices, cdf, weighted, a, d, t, tn, ta, td, inv_p, inv_q,
@@ -179,7 +180,8 @@ __device__ __forceinline__ void gp_n2v_walk(const long long* __restrict__ indptr
                             } else if (known >= 0) {
                                 member = known;
                             } else {
-                                st = known == -1 ? 1 : 2;  // ask t's partition; a second time, borrow t's neighbors
+                                // ask t's partition; a second time, borrow t's neighbors
+                                st = known == -1 ? 1 : GP_N2V_BORROW;
                                 break;
                             }
                             ok = u < (member ? 1.0 : inv_q);
@@ -189,7 +191,7 @@ __device__ __forceinline__ void gp_n2v_walk(const long long* __restrict__ indptr
                         ++kk;
                     }
                     if (st == 1) { left = 1; route = t; break; }
-                    if (st == 2) break;
+                    if (st == GP_N2V_BORROW) break;
                 }
                 if (e < 0) break;
                 const long long nx = (long long)indices[e];

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from ..backend import cpu_kernel, device_of, prange, xp
-from ..kernels import function, launch
+from ..kernels import Arg, Kernel
 
 
 @dataclass
@@ -52,18 +52,20 @@ class Partition:
             n = self.hi - self.lo
             weights = self.weights if self.weights is not None else x.ones(self.num_edges, x.float32)
             cdf = x.empty(self.num_edges, x.float64)
-            if x is np:
-                _segment_cdf_cpu(self.indptr, weights, cdf)
-            else:
-                launch(function("cdf.cu", "gp_segment_cdf"), n, (np.int64(n), self.indptr, weights, cdf))
+            SEGMENT_CDF.launch(n=n, indptr=self.indptr, weights=weights, cdf=cdf)
             self._cdf = cdf
         return self._cdf
 
 
 @cpu_kernel(parallel=True)
-def _segment_cdf_cpu(indptr, weights, cdf):
-    for v in prange(indptr.shape[0] - 1):
+def _segment_cdf_cpu(n, indptr, weights, cdf):
+    for v in prange(n):
         total = 0.0
         for e in range(indptr[v], indptr[v + 1]):
             total += np.float64(weights[e])
             cdf[e] = total
+
+
+SEGMENT_CDF = Kernel("cdf.cu", "gp_segment_cdf", twin=_segment_cdf_cpu, items="n", args=(
+    Arg("n", "i64", note="vertices"), Arg("indptr", "i64[n+1]"), Arg("weights", "f32[]"),
+    Arg("cdf", "f64[]", out=True)))

@@ -8,7 +8,7 @@ from .. import _rng, config
 from .._validate import check_bool, check_int, check_probability, check_seed
 from ..backend import cpu_kernel, prange, xp
 from ..errors import GpipeValueError
-from ..kernels import function, launch
+from ..kernels import Arg, Kernel
 from ..runtime import current, store
 from ._graph import Graph, build, check_mode
 
@@ -96,17 +96,12 @@ def rmat(scale: int, edge_factor: int = 16, a: float = 0.57, b: float = 0.19, c:
 
 def _rmat_chunk(scale: int, thresholds: tuple, seed: int, start: int, count: int, scramble: bool,
                 weighted: bool) -> dict:
-    device = store().device
-    x = xp(device)
+    x = xp(store().device)
     src, dst = x.empty(count, x.int64), x.empty(count, x.int64)
     weight = x.empty(count if weighted else 0, x.float32)
     t1, t2, t3 = (float(t) for t in thresholds)
-    if device == "gpu":
-        launch(function("rmat.cu", "gp_rmat"), count,
-               (np.int32(scale), np.float64(t1), np.float64(t2), np.float64(t3), np.uint64(seed), np.int64(start),
-                np.int64(count), np.int32(scramble), np.int32(weighted), src, dst, weight))
-    else:
-        _rmat_cpu(scale, t1, t2, t3, seed, start, count, scramble, weighted, src, dst, weight)
+    RMAT.launch(scale=scale, t1=t1, t2=t2, t3=t3, seed=seed, start=start, count=count, scramble=scramble,
+                weighted=weighted, src=src, dst=dst, weight=weight)
     out = {"src": src, "dst": dst}
     if weighted:
         out["weight"] = weight
@@ -147,3 +142,10 @@ def _rmat_cpu(scale, t1, t2, t3, seed, start, count, scramble, weighted, src, ds
         dst[i] = np.int64(v)
         if weighted:
             weight[i] = np.float32(1.0 - _rng.unit(_rng.bits(k, start + i, scale, 1)))
+
+
+RMAT = Kernel("rmat.cu", "gp_rmat", twin=_rmat_cpu, items="count", args=(
+    Arg("scale", "i32"), Arg("t1", "f64", note="a"), Arg("t2", "f64", note="a + b"), Arg("t3", "f64", note="a + b + c"),
+    Arg("seed", "u64"), Arg("start", "i64"), Arg("count", "i64"), Arg("scramble", "i32"), Arg("weighted", "i32"),
+    Arg("src", "i64[count]", out=True), Arg("dst", "i64[count]", out=True),
+    Arg("weight", "f32[count or 0]", out=True)))

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..backend import cpu_kernel, device_of, prange, to_host, xp
-from ..kernels import function, id_type, launch
+from ..kernels import Arg, Kernel
 
 
 def regions(x, steps, length: int, room: int | None = None):
@@ -37,12 +37,8 @@ def compact(pieces: dict, always: bool = False) -> dict:
     if not always and 2 * total >= pieces["flat"].shape[0]:
         return pieces
     flat = x.empty(total, dtype=pieces["flat"].dtype)
-    args = (pieces["offset"], length, new_offset[:-1], pieces["flat"], flat)
-    if x is np:
-        _copy_pieces_cpu(*args)
-    else:
-        launch(function("pieces.cu", "gp_copy_pieces", template=id_type(flat.dtype)), length.shape[0],
-               (np.int64(length.shape[0]), *args))
+    COPY_PIECES.launch(n=length.shape[0], offset=pieces["offset"], length=length, new_offset=new_offset[:-1],
+                       src=pieces["flat"], dst=flat)
     return {**pieces, "offset": new_offset[:-1], "flat": flat}
 
 
@@ -73,25 +69,30 @@ def scatter(x, pieces: dict, base: int, rows: int, width: int, dtype):
     """A ``(rows, width)`` block of walks ``base..base+rows-1``, -1 where nothing was written."""
     out = x.full((rows, width), -1, dtype=dtype)
     n = pieces["walk_id"].shape[0]
-    args = (pieces["walk_id"], pieces["start"], pieces["length"], pieces["offset"], pieces["flat"].astype(dtype, copy=False))
-    if x is np:
-        _scatter_pieces_cpu(*args, base, width, out.reshape(-1))
-    else:
-        launch(function("pieces.cu", "gp_scatter_pieces", template=id_type(dtype)), n,
-               (np.int64(n), *args, np.int64(base), np.int32(width), out))
+    SCATTER_PIECES.launch(n=n, walk_id=pieces["walk_id"], start=pieces["start"], length=pieces["length"],
+                          offset=pieces["offset"], flat=pieces["flat"].astype(dtype, copy=False), base=base,
+                          width=width, out=out.reshape(-1))
     return out
 
 
 @cpu_kernel(parallel=True)
-def _copy_pieces_cpu(offset, length, new_offset, src, dst):
-    for i in prange(length.shape[0]):
+def _copy_pieces_cpu(n, offset, length, new_offset, src, dst):
+    for i in prange(n):
         for j in range(length[i]):
             dst[new_offset[i] + j] = src[offset[i] + j]
 
 
 @cpu_kernel(parallel=True)
-def _scatter_pieces_cpu(walk_id, start, length, offset, flat, base, width, out):
-    for i in prange(walk_id.shape[0]):
+def _scatter_pieces_cpu(n, walk_id, start, length, offset, flat, base, width, out):
+    for i in prange(n):
         row = (walk_id[i] - base) * width + start[i]
         for j in range(length[i]):
             out[row + j] = flat[offset[i] + j]
+
+
+COPY_PIECES = Kernel("pieces.cu", "gp_copy_pieces", twin=_copy_pieces_cpu, items="n", args=(
+    Arg("n", "i64"), Arg("offset", "i64[n]"), Arg("length", "i32[n]"), Arg("new_offset", "i64[n]"), Arg("src", "IdT[]"),
+    Arg("dst", "IdT[]", out=True)))
+SCATTER_PIECES = Kernel("pieces.cu", "gp_scatter_pieces", twin=_scatter_pieces_cpu, items="n", args=(
+    Arg("n", "i64"), Arg("walk_id", "i64[n]"), Arg("start", "i32[n]"), Arg("length", "i32[n]"), Arg("offset", "i64[n]"),
+    Arg("flat", "IdT[]"), Arg("base", "i64"), Arg("width", "i32"), Arg("out", "IdT[rows*width]", out=True)))

@@ -11,11 +11,9 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from .. import _rng
 from ..backend import cpu_kernel, device_of, prange, xp
-from ..kernels import function, launch
+from ..kernels import Arg, Kernel
 
 
 def race(bias, offsets, want, streams, key, step: int):
@@ -32,11 +30,8 @@ def race(bias, offsets, want, streams, key, step: int):
     total = int(win_offsets[-1])
     winners = x.empty(total, dtype=x.int64)
     races = x.empty(total, dtype=x.float64)
-    args = (offsets, bias, win_offsets, np.uint64(key), streams, np.int64(step), winners, races)
-    if x is np:
-        _race_cpu(np.int64(nseg), *args)
-    else:
-        launch(function("race.cu", "gp_race"), nseg, (np.int64(nseg), *args))
+    RACE.launch(nseg=nseg, offsets=offsets, bias=bias, out_offsets=win_offsets, key=key, streams=streams, step=step,
+                out=winners, out_race=races)
     return win_offsets, winners, races
 
 
@@ -68,3 +63,9 @@ def _race_cpu(nseg, offsets, bias, out_offsets, key, streams, step, out, out_rac
                 i -= 1
             out_race[o + i] = r
             out[o + i] = a + j
+
+
+RACE = Kernel("race.cu", "gp_race", twin=_race_cpu, items="nseg", args=(
+    Arg("nseg", "i64"), Arg("offsets", "i64[nseg+1]"), Arg("bias", "f64[]"), Arg("out_offsets", "i64[nseg+1]"),
+    Arg("key", "u64"), Arg("streams", "i64[nseg]"), Arg("step", "i64"), Arg("out", "i64[]", out=True),
+    Arg("out_race", "f64[]", out=True)))

@@ -28,12 +28,13 @@ import numpy as np
 from .. import _rng
 from .._search import first_above
 from ..backend import cpu_kernel, device_of, prange, xp
-from ..kernels import function, launch
+from ..kernels import Arg, Kernel
 
 METHODS = {"bipartite": 0, "updated": 1, "repeated": 2}
 _WITH_REPLACEMENT = 3
-ROUNDS = 1024  # GP_SELECT_ROUNDS in kernels/select.cu
-LANES = 32  # GP_LANES: the chunks of the CTPS's summation order (a CUDA warp per segment)
+_BIPARTITE, _UPDATED = METHODS["bipartite"], METHODS["updated"]
+ROUNDS = 1024  # rounds before a pick is made by an updated-sampling pass
+LANES = 32  # the chunks of the CTPS's summation order (a CUDA warp per segment)
 
 
 def select(bias, offsets, want, streams, key, step: int, method: str = "bipartite", bitmap: bool = True,
@@ -60,12 +61,9 @@ def select(bias, offsets, want, streams, key, step: int, method: str = "bipartit
     iterations = x.zeros(nseg, dtype=x.int64)
     cdf = x.empty(bias.shape[0], dtype=x.float64)
     bits = x.empty(int(byte_offsets[-1]), dtype=x.uint8)
-    args = (offsets, bias, pick_offsets, np.uint64(key), streams, np.int64(step), np.int32(_WITH_REPLACEMENT if replace else METHODS[method]),
-            np.int32(bitmap), cdf, bits, byte_offsets, picks, iterations)
-    if x is np:
-        _select_cpu(np.int64(nseg), *args)
-    else:
-        launch(function("select.cu", "gp_select"), nseg * LANES, (np.int64(nseg), *args))
+    SELECT.launch(nseg=nseg, offsets=offsets, bias=bias, out_offsets=pick_offsets, key=key, streams=streams, step=step,
+                  method=_WITH_REPLACEMENT if replace else METHODS[method], use_bitmap=bitmap, cdf=cdf, bitmap=bits,
+                  byte_offsets=byte_offsets, out=picks, iterations=iterations)
     return pick_offsets, picks, iterations
 
 
@@ -148,7 +146,7 @@ def _select_cpu(nseg, offsets, bias, out_offsets, key, streams, step, method, us
                 r = _rng.unit(_rng.bits(key, streams[s], step, draw))
                 draw += 1
                 rounds += 1
-                if method == 1 or rounds == ROUNDS + 1:
+                if method == _UPDATED or rounds == ROUNDS + 1:
                     pick = _updated_pick(bias, a, d, r, bitmap, base, width, use_bitmap, out, o, i)
                     break
                 e = first_above(cdf, a, d, r * total)
@@ -159,7 +157,7 @@ def _select_cpu(nseg, offsets, bias, out_offsets, key, streams, step, method, us
                 if bias[e] > 0.0 and not _taken(bitmap, base, width, e - a, use_bitmap, out, o, i, e):
                     pick = e
                     break
-                if method == 0 and bias[e] > 0.0:  # bipartite region search around the picked region
+                if method == _BIPARTITE and bias[e] > 0.0:  # bipartite region search around the picked region
                     low = cdf[e - 1] if e > a else 0.0
                     delta = cdf[e] - low
                     v = _rng.unit(_rng.bits(key, streams[s], step, draw)) * (total - delta)
@@ -174,3 +172,12 @@ def _select_cpu(nseg, offsets, bias, out_offsets, key, streams, step, method, us
                 j = pick - a
                 bitmap[base + j % width] |= np.uint8(1 << (j // width))
         iterations[s] = iters
+
+
+SELECT = Kernel("select.cu", "gp_select", twin=_select_cpu, items="nseg", lanes=LANES, defines={
+    "GP_SELECT_ROUNDS": ROUNDS, "GP_LANES": LANES, "GP_SELECT_BIPARTITE": _BIPARTITE, "GP_SELECT_UPDATED": _UPDATED,
+    "GP_SELECT_WITH_REPLACEMENT": _WITH_REPLACEMENT}, args=(
+    Arg("nseg", "i64"), Arg("offsets", "i64[nseg+1]"), Arg("bias", "f64[]"), Arg("out_offsets", "i64[nseg+1]"),
+    Arg("key", "u64"), Arg("streams", "i64[nseg]"), Arg("step", "i64"), Arg("method", "i32"),
+    Arg("use_bitmap", "i32"), Arg("cdf", "f64[]", out=True), Arg("bitmap", "u8[]", out=True),
+    Arg("byte_offsets", "i64[nseg+1]"), Arg("out", "i64[]", out=True), Arg("iterations", "i64[nseg]", out=True)))

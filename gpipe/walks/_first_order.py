@@ -9,11 +9,12 @@ import numpy as np
 
 from .. import _rng
 from ..backend import cpu_kernel, prange
-from ..kernels import function, id_type, launch_queued
+from ..kernels import Arg, Kernel
 from ..runtime import step_kernel
 from ._common import pick_edge, uniform_vertex
 
-TELEPORT = {"none": 0, "uniform": 1, "source": 2}
+TELEPORT = {"none": 0, "uniform": 1, "source": 2}  # the kernel's TELEPORT_NONE, _UNIFORM, _SOURCE (its defines)
+_NONE, _UNIFORM = TELEPORT["none"], TELEPORT["uniform"]
 
 
 @step_kernel
@@ -23,16 +24,12 @@ def advance_first_order(x, part, walkers: dict, params: dict, out: dict) -> None
     weighted = bool(params["weighted"])
     cdf = part.cdf() if weighted else x.zeros(1, x.float64)
     source = walkers.get("source", walkers["vertex"])
-    scalars = (int(weighted), part.lo, part.hi, params["num_vertices"], params["key"], params["length"],
-               params["alpha"], TELEPORT[params["teleport"]], n)
-    arrays = (walkers["walk_id"], source, walkers["vertex"], walkers["step"], out["offset"], out["flat"],
-              out["length"], out["vertex"], out["step"], out["moved"])
-    if x is np:
-        _advance_cpu(part.indptr, part.indices, cdf, *scalars, *arrays)
-    else:
-        kernel = function("walk_first_order.cu", "gp_walk_first_order", template=id_type(part.indices.dtype))
-        types = (np.int32, np.int64, np.int64, np.int64, np.uint64, np.int32, np.float64, np.int32, np.int64)
-        launch_queued(kernel, n, (part.indptr, part.indices, cdf, *(t(v) for t, v in zip(types, scalars)), *arrays))
+    ADVANCE.launch(indptr=part.indptr, indices=part.indices, cdf=cdf, weighted=weighted, lo=part.lo, hi=part.hi,
+                   num_vertices=params["num_vertices"], key=params["key"], length=params["length"],
+                   alpha=params["alpha"], teleport=TELEPORT[params["teleport"]], n=n, walk_id=walkers["walk_id"],
+                   source=source, vertex=walkers["vertex"], step=walkers["step"], offset=out["offset"],
+                   flat=out["flat"], piece_len=out["length"], out_vertex=out["vertex"], out_step=out["step"],
+                   moved=out["moved"])
 
 
 @cpu_kernel(parallel=True)
@@ -49,8 +46,8 @@ def _advance_cpu(indptr, indices, cdf, weighted, lo, hi, num_vertices, key, leng
             k += 1
             if s >= length:
                 break
-            if teleport != 0 and _rng.unit(_rng.bits(key, walk_id[i], s, 0)) < alpha:
-                if teleport == 1:
+            if teleport != _NONE and _rng.unit(_rng.bits(key, walk_id[i], s, 0)) < alpha:
+                if teleport == _UNIFORM:
                     u = uniform_vertex(_rng.bits(key, walk_id[i], s, 1), num_vertices)
                 else:
                     u = source[i]
@@ -72,3 +69,13 @@ def _advance_cpu(indptr, indices, cdf, weighted, lo, hi, num_vertices, key, leng
         out_vertex[i] = v
         out_step[i] = s
         moved[i] = left
+
+
+ADVANCE = Kernel("walk_first_order.cu", "gp_walk_first_order", twin=_advance_cpu, items="n", queued=True,
+                 defines={f"TELEPORT_{k.upper()}": v for k, v in TELEPORT.items()}, args=(
+    Arg("indptr", "i64[]"), Arg("indices", "IdT[]"), Arg("cdf", "f64[]"), Arg("weighted", "i32"), Arg("lo", "i64"),
+    Arg("hi", "i64"), Arg("num_vertices", "i64"), Arg("key", "u64"), Arg("length", "i32"), Arg("alpha", "f64"),
+    Arg("teleport", "i32"), Arg("n", "i64"), Arg("walk_id", "i64[n]"), Arg("source", "i64[n]"),
+    Arg("vertex", "i64[n]"), Arg("step", "i32[n]"), Arg("offset", "i64[n]"), Arg("flat", "IdT[]", out=True),
+    Arg("piece_len", "i32[n]", out=True), Arg("out_vertex", "i64[n]", out=True), Arg("out_step", "i32[n]", out=True),
+    Arg("moved", "i8[n]", out=True)))

@@ -21,10 +21,11 @@ import pandas as pd
 
 from .. import _rng
 from ..backend import cpu_kernel, prange
-from ..kernels import function, id_type, launch_queued
+from ..kernels import Arg, Kernel
 from ..runtime import check_memory, collect_outputs, run_supersteps, worker_xp
 
 INIT_STEP = 2**32 - 1  # the draw counter of a member's start vertex; moves use 0..budget-1
+MOVED, PARKED = 1, 2  # a member's status after the kernel (0: done): the kernel's GP_MOVED, GP_PARKED
 
 
 def advance_frontier(part, walkers: dict, params: dict):
@@ -36,15 +37,11 @@ def advance_frontier(part, walkers: dict, params: dict):
     count = x.empty(n, x.int32)
     out = {"vertex": x.empty(n, x.int64), "step": x.empty(n, x.int32), "time": x.empty(n, x.float64)}
     status = x.empty(n, x.int8)
-    scalars = (part.lo, part.hi, params["key"], params["budget"], params["horizon"], room, n)
-    arrays = (walkers["walk_id"], walkers["vertex"], walkers["step"], walkers["time"], rec["src"], rec["dst"],
-              rec["time"], count, out["vertex"], out["step"], out["time"], status)
-    if x is np:
-        _advance_cpu(part.indptr, part.indices, *scalars, *arrays)
-    else:
-        kernel = function("walk_frontier.cu", "gp_walk_frontier", template=id_type(part.indices.dtype))
-        types = (np.int64, np.int64, np.uint64, np.int32, np.float64, np.int32, np.int64)
-        launch_queued(kernel, n, (part.indptr, part.indices, *(t(v) for t, v in zip(types, scalars)), *arrays))
+    ADVANCE.launch(indptr=part.indptr, indices=part.indices, lo=part.lo, hi=part.hi, key=params["key"],
+                   budget=params["budget"], horizon=params["horizon"], room=room, n=n, walk_id=walkers["walk_id"],
+                   vertex=walkers["vertex"], step=walkers["step"], time=walkers["time"], rec_src=rec["src"],
+                   rec_dst=rec["dst"], rec_time=rec["time"], rec_count=count, out_vertex=out["vertex"],
+                   out_step=out["step"], out_time=out["time"], status=status)
     # the moves: record j of member i is its move number step[i] + j
     total = int(count.sum())
     ends = x.cumsum(count)
@@ -52,10 +49,10 @@ def advance_frontier(part, walkers: dict, params: dict):
     j = x.arange(total) - (ends[member] - count[member])
     moves = {"walk_id": walkers["walk_id"][member], "step": walkers["step"][member] + j,
              **{k: v[member * room + j] for k, v in rec.items()}}
-    parked = status == 2
+    parked = status == PARKED
     outputs = {"moves": moves, "parked": {"walk_id": walkers["walk_id"][parked], "vertex": out["vertex"][parked],
                                           "step": out["step"][parked], "time": out["time"][parked]}}
-    moved = status == 1
+    moved = status == MOVED
     movers = {"walk_id": walkers["walk_id"][moved], **{k: v[moved] for k, v in out.items()}}
     return outputs, movers, total
 
@@ -79,10 +76,10 @@ def _advance_cpu(indptr, indices, lo, hi, key, budget, horizon, room, n, walk_id
                 break
             nt = t - np.log(1.0 - _rng.unit(_rng.bits(key, walk_id[i], s, 0))) / np.float64(d)
             if nt > horizon:
-                st = 2
+                st = PARKED
                 break
             if c == room:
-                st = 1
+                st = MOVED
                 break
             u = np.int64(indices[a + _rng.below(_rng.bits(key, walk_id[i], s, 1), d)])
             rec_src[o + c] = v
@@ -93,13 +90,23 @@ def _advance_cpu(indptr, indices, lo, hi, key, budget, horizon, room, n, walk_id
             t = nt
             v = u
             if u < lo or u >= hi:
-                st = 1
+                st = MOVED
                 break
         rec_count[i] = c
         out_vertex[i] = v
         out_step[i] = s
         out_time[i] = t
         status[i] = st
+
+
+ADVANCE = Kernel("walk_frontier.cu", "gp_walk_frontier", twin=_advance_cpu, items="n", queued=True,
+                 defines={"GP_MOVED": MOVED, "GP_PARKED": PARKED}, args=(
+    Arg("indptr", "i64[]"), Arg("indices", "IdT[]"), Arg("lo", "i64"), Arg("hi", "i64"), Arg("key", "u64"),
+    Arg("budget", "i32"), Arg("horizon", "f64"), Arg("room", "i32"), Arg("n", "i64"), Arg("walk_id", "i64[n]"),
+    Arg("vertex", "i64[n]"), Arg("step", "i32[n]"), Arg("time", "f64[n]"), Arg("rec_src", "i64[n*room]", out=True),
+    Arg("rec_dst", "i64[n*room]", out=True), Arg("rec_time", "f64[n*room]", out=True),
+    Arg("rec_count", "i32[n]", out=True), Arg("out_vertex", "i64[n]", out=True), Arg("out_step", "i32[n]", out=True),
+    Arg("out_time", "f64[n]", out=True), Arg("status", "i8[n]", out=True, note="0 done, MOVED, PARKED")))
 
 
 @cpu_kernel(parallel=True)

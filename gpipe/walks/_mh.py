@@ -12,7 +12,7 @@ import numpy as np
 
 from .. import _rng
 from ..backend import cpu_kernel, prange
-from ..kernels import function, id_type, launch_queued
+from ..kernels import Arg, Kernel
 from ..runtime import step_kernel
 
 FIELDS = (("cur", "int64", "vertex"), ("degv", "int64", 0), ("state", "int8", 0))
@@ -21,15 +21,12 @@ FIELDS = (("cur", "int64", "vertex"), ("degv", "int64", 0), ("state", "int8", 0)
 @step_kernel
 def advance_mh(x, part, walkers: dict, params: dict, out: dict) -> None:
     n = walkers["walk_id"].shape[0]
-    arrays = (walkers["walk_id"], walkers["vertex"], walkers["step"], walkers["cur"], walkers["degv"],
-              walkers["state"], out["offset"], out["flat"], out["length"], out["vertex"], out["step"], out["cur"],
-              out["degv"], out["state"], out["moved"])
-    if x is np:
-        _advance_cpu(part.indptr, part.indices, part.lo, part.hi, params["key"], params["length"], n, *arrays)
-    else:
-        kernel = function("walk_mh.cu", "gp_walk_mh", template=id_type(part.indices.dtype))
-        launch_queued(kernel, n, (part.indptr, part.indices, np.int64(part.lo), np.int64(part.hi),
-                                  np.uint64(params["key"]), np.int32(params["length"]), np.int64(n), *arrays))
+    ADVANCE.launch(indptr=part.indptr, indices=part.indices, lo=part.lo, hi=part.hi, key=params["key"],
+                   length=params["length"], n=n, walk_id=walkers["walk_id"], vertex=walkers["vertex"],
+                   step=walkers["step"], cur=walkers["cur"], degv=walkers["degv"], state=walkers["state"],
+                   offset=out["offset"], flat=out["flat"], piece_len=out["length"], out_vertex=out["vertex"],
+                   out_step=out["step"], out_cur=out["cur"], out_degv=out["degv"], out_state=out["state"],
+                   moved=out["moved"])
 
 
 @cpu_kernel(parallel=True)
@@ -88,3 +85,12 @@ def _advance_cpu(indptr, indices, lo, hi, key, length, n, walk_id, vertex, step,
         out_degv[i] = dv
         out_state[i] = st
         moved[i] = left
+
+
+ADVANCE = Kernel("walk_mh.cu", "gp_walk_mh", twin=_advance_cpu, items="n", queued=True, args=(
+    Arg("indptr", "i64[]"), Arg("indices", "IdT[]"), Arg("lo", "i64"), Arg("hi", "i64"), Arg("key", "u64"),
+    Arg("length", "i32"), Arg("n", "i64"), Arg("walk_id", "i64[n]"), Arg("vertex", "i64[n]"), Arg("step", "i32[n]"),
+    Arg("cur", "i64[n]"), Arg("degv", "i64[n]"), Arg("state", "i8[n]"), Arg("offset", "i64[n]"),
+    Arg("flat", "IdT[]", out=True), Arg("piece_len", "i32[n]", out=True), Arg("out_vertex", "i64[n]", out=True),
+    Arg("out_step", "i32[n]", out=True), Arg("out_cur", "i64[n]", out=True), Arg("out_degv", "i64[n]", out=True),
+    Arg("out_state", "i8[n]", out=True), Arg("moved", "i8[n]", out=True)))

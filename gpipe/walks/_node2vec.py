@@ -33,7 +33,7 @@ import numpy as np
 
 from .. import _rng
 from ..backend import cpu_kernel, prange
-from ..kernels import function, id_type, launch_queued
+from ..kernels import Arg, Kernel
 from ..runtime import neighbor_lists, step_kernel
 from ._common import has_edge, lower_bound, pick_edge
 
@@ -53,7 +53,7 @@ def advance_node2vec(x, part, walkers: dict, params: dict, out: dict) -> None:
     weighted = bool(params["weighted"])
     cdf = part.cdf() if weighted else x.zeros(1, x.float64)
     nothing = (x.zeros(0, x.int64), x.zeros(1, x.int64), x.zeros(0, part.indices.dtype))
-    _launch(x, part, cdf, params, nothing, walkers, out["offset"], out, exact=False)
+    _launch(part, cdf, params, nothing, walkers, out["offset"], out, exact=False)
     stopped = x.flatnonzero(out["state"] == BORROW)
     if stopped.size:
         ids = x.unique(out["prev"][stopped])
@@ -64,31 +64,27 @@ def advance_node2vec(x, part, walkers: dict, params: dict, out: dict) -> None:
         rest = {k: v.copy() for k, v in again.items()}
         rest.update(flat=out["flat"], length=x.empty(stopped.size, x.int32), moved=x.empty(stopped.size, x.int8))
         # on from the vertex each stopped at, in the rest of its output region
-        _launch(x, part, cdf, params, borrowed, again, out["offset"][stopped] + out["length"][stopped] - 1, rest,
+        _launch(part, cdf, params, borrowed, again, out["offset"][stopped] + out["length"][stopped] - 1, rest,
                 exact=True)
         for k in (*_WRITES, "moved"):
             out[k][stopped] = rest[k]
         out["length"][stopped] += rest["length"] - 1
 
 
-def _launch(x, part, cdf, params: dict, borrowed: tuple, walkers: dict, offset, out: dict, exact: bool) -> None:
+def _launch(part, cdf, params: dict, borrowed: tuple, walkers: dict, offset, out: dict, exact: bool) -> None:
     """One pass of the kernel over ``walkers``, their output regions starting at ``offset``; without ``exact``,
     the CUDA kernel stops a walker at the exact draw (state ``BORROW``)."""
-    graph = (part.indptr, part.indices, cdf, *borrowed)
     n = walkers["walk_id"].shape[0]
-    scalars = (int(params["weighted"]), part.lo, part.hi, params["key"], params["length"], 1.0 / params["p"],
-               1.0 / params["q"], TRIALS, borrowed[0].shape[0], n)
-    arrays = (walkers["walk_id"], walkers["step"], walkers["cur"], walkers["prev"], walkers["cand"],
-              walkers["trial"], walkers["answer"], walkers["state"], offset, out["flat"], out["length"],
-              *(out[k] for k in _WRITES), out["moved"])
-    if x is np:
-        _advance_cpu(*graph, *scalars, *arrays)
-    else:
-        name = "gp_walk_node2vec_exact" if exact else "gp_walk_node2vec"
-        kernel = function("walk_node2vec.cu", name, template=id_type(part.indices.dtype))
-        types = (np.int32, np.int64, np.int64, np.uint64, np.int32, np.float64, np.float64, np.int32, np.int64,
-                 np.int64)
-        launch_queued(kernel, n, (*graph, *(t(v) for t, v in zip(types, scalars)), *arrays))
+    borrowed_ids, borrowed_indptr, borrowed_indices = borrowed
+    (ADVANCE_EXACT if exact else ADVANCE).launch(
+        indptr=part.indptr, indices=part.indices, cdf=cdf, borrowed_ids=borrowed_ids,
+        borrowed_indptr=borrowed_indptr, borrowed_indices=borrowed_indices, weighted=params["weighted"],
+        lo=part.lo, hi=part.hi, key=params["key"], length=params["length"], inv_p=1.0 / params["p"],
+        inv_q=1.0 / params["q"], trials=TRIALS, borrowed_count=borrowed_ids.shape[0], n=n,
+        walk_id=walkers["walk_id"], step=walkers["step"], cur=walkers["cur"], prev=walkers["prev"],
+        cand=walkers["cand"], trial=walkers["trial"], answer=walkers["answer"], state=walkers["state"],
+        offset=offset, flat=out["flat"], piece_len=out["length"], **{f"out_{k}": out[k] for k in _WRITES},
+        moved=out["moved"])
 
 
 @cpu_kernel()
@@ -209,7 +205,7 @@ def _advance_cpu(indptr, indices, cdf, borrowed_ids, borrowed_indptr, borrowed_i
                     while True:
                         if kk == trials:  # rejection is slow at this step: draw it exactly
                             if not near:
-                                st = 2  # with t's neighbors borrowed
+                                st = BORROW  # with t's neighbors borrowed
                                 break
                             e = _exact(indices, cdf, weighted, a, d, t, tn, ta, td, inv_p, inv_q,
                                        _rng.bits(key, walk_id[i], s, 2 * trials),
@@ -232,7 +228,8 @@ def _advance_cpu(indptr, indices, cdf, borrowed_ids, borrowed_indptr, borrowed_i
                             elif known >= 0:
                                 member = known
                             else:
-                                st = 1 if known == -1 else 2  # ask t's partition; a second time, borrow t's neighbors
+                                # ask t's partition; a second time, borrow t's neighbors
+                                st = 1 if known == -1 else BORROW
                                 break
                             ok = u < (1.0 if member == 1 else inv_q)
                         if known >= 0:
@@ -244,7 +241,7 @@ def _advance_cpu(indptr, indices, cdf, borrowed_ids, borrowed_indptr, borrowed_i
                         left = 1
                         route = t
                         break
-                    if st == 2:
+                    if st == BORROW:
                         break
                 if e < 0:
                     break
@@ -270,3 +267,24 @@ def _advance_cpu(indptr, indices, cdf, borrowed_ids, borrowed_indptr, borrowed_i
         out_answer[i] = known
         out_state[i] = st
         moved[i] = left
+
+
+# One argument list, two kernels of one body: gp_walk_node2vec stops a walker at the exact draw (state BORROW),
+# gp_walk_node2vec_exact makes it; the twin is the latter, which gives the same walks on one launch.
+_ARGS = (
+    Arg("indptr", "i64[]"), Arg("indices", "IdT[]"), Arg("cdf", "f64[]"), Arg("borrowed_ids", "i64[m]"),
+    Arg("borrowed_indptr", "i64[m+1]"),
+    Arg("borrowed_indices", "IdT[]", note="neighbors of previous vertices in other partitions, borrowed"),
+    Arg("weighted", "i32"), Arg("lo", "i64"), Arg("hi", "i64"), Arg("key", "u64"), Arg("length", "i32"),
+    Arg("inv_p", "f64"), Arg("inv_q", "f64"), Arg("trials", "i32", note="rejections before the exact draw: TRIALS"),
+    Arg("borrowed_count", "i64", note="m"), Arg("n", "i64"), Arg("walk_id", "i64[n]"), Arg("step", "i32[n]"),
+    Arg("cur", "i64[n]"), Arg("prev", "i64[n]"), Arg("cand", "i64[n]"), Arg("trial", "i32[n]"),
+    Arg("answer", "i8[n]"), Arg("state", "i8[n]"), Arg("offset", "i64[n]"), Arg("flat", "IdT[]", out=True),
+    Arg("piece_len", "i32[n]", out=True), Arg("out_vertex", "i64[n]", out=True), Arg("out_step", "i32[n]", out=True),
+    Arg("out_cur", "i64[n]", out=True), Arg("out_prev", "i64[n]", out=True), Arg("out_cand", "i64[n]", out=True),
+    Arg("out_trial", "i32[n]", out=True), Arg("out_answer", "i8[n]", out=True),
+    Arg("out_state", "i8[n]", out=True, note="1 a query, BORROW stopped for t's list"),
+    Arg("moved", "i8[n]", out=True))
+ADVANCE, ADVANCE_EXACT = (Kernel("walk_node2vec.cu", name, twin=_advance_cpu, items="n", queued=True,
+                                 defines={"GP_N2V_BORROW": BORROW}, args=_ARGS)
+                          for name in ("gp_walk_node2vec", "gp_walk_node2vec_exact"))
