@@ -94,8 +94,8 @@ SAMPLE = Kernel("gnn.cu", "gp_gnn_sample", twin=_sample_cpu, items="capacity", q
                 defines={"GP_GNN_TAIL": TAIL, "GP_GNN_PENDING": PENDING, "GP_GNN_EDGES": EDGES}, args=(
     Arg("indptr", "i64[]"), Arg("indices", "IdT[]"), Arg("cdf", "f64[]", note="per-vertex weight prefix sums"),
     Arg("weights", "f32[]"), Arg("weighted", "i32"), Arg("replace", "i32"), Arg("num_vertices", "i64"),
-    Arg("key", "u64"), Arg("batch", "i64"), Arg("hops", "i32"), Arg("stop", "i32", note="tasks of later hops are only recorded"),
-    Arg("fanouts", "i64[hops]"), Arg("capacity", "i64"),
+    Arg("key", "u64"), Arg("batch", "i64"), Arg("hops", "i32"),
+    Arg("stop", "i32", note="tasks of later hops are only recorded"), Arg("fanouts", "i64[hops]"), Arg("capacity", "i64"),
     Arg("tasks", "i64[capacity]", out=True, note="vertex * hops + hop; -1 empty"),
     Arg("counters", "u64[2+hops]", out=True, note="TAIL, PENDING, EDGES + hop"),
     Arg("seen", "u64[]", out=True, note="a bit per (hop, vertex)"), Arg("edge_base", "i64[hops]"),
