@@ -25,7 +25,8 @@ def _edges(seed: int = 2, n: int = 300, m: int = 2400) -> pd.DataFrame:
 def _star(weights) -> pd.DataFrame:
     """Vertex 0 joined to 1..d with the given weights (both directions stored)."""
     d = len(weights)
-    return pd.DataFrame({"src": np.zeros(d, np.int64), "dst": np.arange(1, d + 1), "w": np.asarray(weights, np.float32)})
+    return pd.DataFrame({"src": np.zeros(d, np.int64), "dst": np.arange(1, d + 1),
+                         "w": np.asarray(weights, np.float32)})
 
 
 @pytest.fixture(scope="module")
@@ -187,6 +188,55 @@ def test_weighted_sampling_needs_weights(cpu):
     g = gpipe.from_edges(_edges()[["src", "dst"]], partitions=1, num_vertices=300)
     with pytest.raises(GpipeValueError, match="'weighted' = True needs a graph with edge weights"):
         gpipe.gnn.sample_blocks(g, [1], [2], weighted=True)
+
+
+@pytest.mark.parametrize("batch_size", [0, -4])
+def test_loader_refuses_a_batch_size_below_one(graphs, batch_size):
+    with pytest.raises(GpipeValueError, match=f"'batch_size' must be a positive integer, got {batch_size}"):
+        gpipe.gnn.NeighborLoader(graphs["one"], SEEDS, [2], batch_size=batch_size)
+
+
+def test_loader_refuses_features_without_a_row_per_vertex(graphs):
+    with pytest.raises(GpipeValueError, match=r"'features' must have a row per vertex \(300\), got \(299, 4\)"):
+        gpipe.gnn.NeighborLoader(graphs["one"], SEEDS, [2], batch_size=2, features=np.zeros((299, 4)))
+
+
+@pytest.mark.parametrize("drop_last, sizes", [(False, [32] * 9 + [12]), (True, [32] * 9)])
+def test_loader_covers_the_seeds_once_per_epoch_in_a_new_order(graphs, drop_last, sizes):
+    seeds = np.arange(0, 300, 1)
+    loader = gpipe.gnn.NeighborLoader(graphs["one"], seeds, [3, 2], batch_size=32, drop_last=drop_last, seed=2)
+    epochs = [[b.output_nodes for b in loader] for _ in range(2)]
+    assert len(loader) == len(sizes)
+    for batches in epochs:
+        assert [b.size for b in batches] == sizes
+        seen = np.concatenate(batches)
+        assert np.unique(seen).size == seen.size and (drop_last or np.array_equal(np.sort(seen), seeds))
+    assert not np.array_equal(epochs[0][0], epochs[1][0])
+    unshuffled = gpipe.gnn.NeighborLoader(graphs["one"], seeds, [3, 2], batch_size=32, shuffle=False)
+    np.testing.assert_array_equal(next(iter(unshuffled)).output_nodes, seeds[:32])
+
+
+def test_loader_batches_depend_on_the_seed_and_epoch_only(graphs):
+    def epoch(loader, number):
+        loader.set_epoch(number)
+        return list(loader)
+
+    a = gpipe.gnn.NeighborLoader(graphs["one"], SEEDS, [3, 2], batch_size=3, seed=6)
+    b = gpipe.gnn.NeighborLoader(graphs["four"], SEEDS, [3, 2], batch_size=3, seed=6, fused=False)
+    list(a)  # epoch 0 first: a's epoch 1 is then its next iteration
+    for x, y in zip(list(a), epoch(b, 1)):
+        _assert_same(x, y)
+    first, second = epoch(a, 1), epoch(a, 1)
+    for x, y in zip(first, second):
+        _assert_same(x, y)
+    assert not all(np.array_equal(x.output_nodes, y.output_nodes) for x, y in zip(epoch(a, 0), first))
+
+
+def test_loader_gathers_the_feature_rows_of_the_input_nodes(graphs):
+    features = np.random.default_rng(1).random((300, 5)).astype(np.float32)
+    loader = gpipe.gnn.NeighborLoader(graphs["one"], SEEDS, [4, 4], batch_size=5, features=features)
+    for batch in loader:
+        np.testing.assert_array_equal(batch.features, features[batch.input_nodes])
 
 
 @pytest.mark.skipif(importlib.util.find_spec("torch") is not None, reason="torch is installed")

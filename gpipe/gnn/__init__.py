@@ -2,6 +2,7 @@
 process."""
 
 from ._blocks import Block, Blocks
+from ._loader import NeighborLoader
 from ._sample import sample_blocks
 
-__all__ = ["Block", "Blocks", "sample_blocks"]
+__all__ = ["Block", "Blocks", "NeighborLoader", "sample_blocks"]
