@@ -74,6 +74,23 @@ def test_each_vertex_picks_its_hops_fanout_or_all_its_neighbors(graphs, fanouts,
 
 
 @pytest.mark.parametrize("fused", [True, False])
+@pytest.mark.parametrize("fanouts, replace", [([-1, -1, -1], False), ([7, 9, 7], False), ([7, 7, 7], True)])
+def test_a_complete_graph_fills_every_hop_to_its_bound(cpu, fanouts, replace, fused):
+    """K8 from one seed: every vertex of a hop picks 7 edges — without replacement all of its own, so hop 0 takes
+    vertex 3's and every later hop all 56: the most a hop can hold, which the kernel's buffers are sized for."""
+    src, dst = np.triu_indices(8, 1)
+    g = gpipe.from_edges(pd.DataFrame({"src": src, "dst": dst}), partitions=2)
+    blocks = gpipe.gnn.sample_blocks(g, [3], fanouts, replace=replace, fused=fused, seed=1)
+    assert [b.src.size for b in blocks.blocks] == [7 * b.num_dst_nodes for b in blocks.blocks]
+    if not replace:  # vertex 3's edges, then every edge at each later hop
+        assert blocks.num_sampled_edges == (7, 56, 56) and blocks.num_sampled_nodes == (1, 7, 0, 0)
+        hops = [np.sort(b.edge_ids) for b in blocks.blocks[::-1]]
+        np.testing.assert_array_equal(hops[0], np.arange(21, 28))
+        for edge_ids in hops[1:]:
+            np.testing.assert_array_equal(edge_ids, np.arange(56))
+
+
+@pytest.mark.parametrize("fused", [True, False])
 def test_destinations_are_a_prefix_of_sources_and_every_vertex_is_listed_once(graphs, fused):
     blocks = gpipe.gnn.sample_blocks(graphs["one"], SEEDS, [5, 4, 3], fused=fused, seed=1)
     nodes = blocks.input_nodes
