@@ -120,6 +120,24 @@ def test_every_sampled_edge_is_an_edge_of_the_graph_and_its_edge_id(graphs, weig
         np.testing.assert_array_equal(csr_dst[block.edge_ids], src)
 
 
+def test_a_renumbered_graph_reports_its_own_ids(cpu):
+    frame = _edges()
+    frame[["src", "dst"]] = frame[["src", "dst"]] * 10 + 7
+    g = gpipe.from_edges(frame, partitions=3)
+    assert g.id_map is not None
+    truth = _neighbors(frame)
+    blocks = gpipe.gnn.sample_blocks(g, SEEDS * 10 + 7, [4, 4], seed=2)
+    np.testing.assert_array_equal(blocks.output_nodes, SEEDS * 10 + 7)
+    for src, dst in _layers(blocks):
+        assert src.size and all(s in truth[d] for s, d in zip(src, dst))
+
+
+def test_a_graph_with_other_than_integer_ids_is_refused(cpu):
+    g = gpipe.from_edges(pd.DataFrame({"src": ["a", "b"], "dst": ["b", "c"]}), partitions=1)
+    with pytest.raises(GpipeValueError, match="gpipe.gnn needs a graph with integer vertex ids; this one's are object"):
+        gpipe.gnn.sample_blocks(g, ["a"], [2])
+
+
 def _chi2_bound(df: int) -> float:
     return stats.chi2.ppf(1 - ALPHA, df)
 

@@ -34,8 +34,9 @@ class Blocks:
     ----------
     input_nodes : array
         Every sampled vertex (the graph's ids): the seeds first, then the
-        vertices each hop found, hop by hop, each hop's by id. Local id ``i``
-        is ``input_nodes[i]``.
+        vertices each hop found, hop by hop, each hop's in the graph's
+        internal order (by id, unless it was renumbered). Local id ``i`` is
+        ``input_nodes[i]``.
     output_nodes : array
         The seeds, in the order given: ``input_nodes[:len(output_nodes)]``.
     blocks : tuple of Block
