@@ -1,7 +1,14 @@
-"""Binary search over a segment of prefix sums, shared by the CPU twins (CUDA: ``gp_pick_edge``, ``gp_upper``)."""
+"""Picks within one segment of candidates, shared by the CPU twins of several packages: binary search over prefix
+sums (CUDA: ``gp_upper``), the edge pick built on it (``gp_pick_edge``, ``kernels/walk.cuh``) and exponential races
+(``gp_race_segment``, ``kernels/race.cuh``)."""
 
 from __future__ import annotations
 
+import math
+
+import numpy as np
+
+from . import _rng
 from .backend import cpu_kernel
 
 
@@ -17,3 +24,41 @@ def first_above(cdf, a, d, target):
         else:
             lo = mid + 1
     return lo
+
+
+@cpu_kernel()
+def pick_edge(cdf, weighted, a, d, r):
+    """The edge taken from out-edges a..a+d-1: uniform, or by binary search over weight prefix sums; -1 if all zero."""
+    if not weighted:
+        return a + _rng.below(r, d)
+    total = cdf[a + d - 1]
+    if not total > 0.0:
+        return np.int64(-1)
+    return first_above(cdf, a, d, _rng.unit(r) * total)
+
+
+@cpu_kernel()
+def race_segment(bias, a, d, k, key, stream, step, out, out_race, o):
+    """The (at most) ``k`` candidates ``a..a+d-1`` with the shortest races, shortest first, into ``out[o:o+k]``
+    (candidate indices) and ``out_race[o:o+k]``; candidate ``j`` draws from ``stream`` at ``(step, j)``. Returns
+    how many were written (CUDA: ``gp_race_segment``, ``kernels/race.cuh``)."""
+    held = 0
+    for j in range(d if k > 0 else 0):
+        b = np.float64(bias[a + j])
+        if not b > 0.0:
+            continue
+        r = -math.log1p(-_rng.unit(_rng.bits(key, stream, step, j))) / b
+        if held == k and not r < out_race[o + k - 1]:
+            continue
+        if held < k:
+            i = held
+            held += 1
+        else:
+            i = k - 1
+        while i > 0 and r < out_race[o + i - 1]:
+            out_race[o + i] = out_race[o + i - 1]
+            out[o + i] = out[o + i - 1]
+            i -= 1
+        out_race[o + i] = r
+        out[o + i] = a + j
+    return held

@@ -111,3 +111,13 @@ def check_mapping(name: str, value) -> dict:
     if not isinstance(value, dict):
         raise GpipeValueError(f"'{name}' must be a mapping of keys to values, got {value!r}")
     return value
+
+
+def check_fanouts(name: str, value) -> list[int]:
+    """A non-empty list of per-hop fanouts: each a positive int, or -1 for every neighbor."""
+    values = list(value) if isinstance(value, (list, tuple)) else None
+    if not values or any(isinstance(f, bool) or not isinstance(f, numbers.Integral) or (f < 1 and f != -1)
+                         for f in values):
+        raise GpipeValueError(f"'{name}' must be a non-empty list of positive ints or -1 (every neighbor), "
+                              f"got {value!r}")
+    return [int(f) for f in values]

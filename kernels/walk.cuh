@@ -1,4 +1,4 @@
-// Device helpers shared by the walk kernels; CPU twins in gpipe/walks/_common.py.
+// Device helpers shared by the walk kernels; CPU twins in gpipe/walks/_common.py (gp_pick_edge: gpipe/_search.py).
 #pragma once
 #include "rng.cuh"
 

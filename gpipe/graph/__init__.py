@@ -3,6 +3,7 @@
 from . import generators
 from ._graph import Graph
 from ._io import from_edges, read_edges
+from ._partition import Partition
 from ._readers import FORMATS
 
-__all__ = ["FORMATS", "Graph", "from_edges", "generators", "read_edges"]
+__all__ = ["FORMATS", "Graph", "Partition", "from_edges", "generators", "read_edges"]

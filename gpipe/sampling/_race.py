@@ -9,9 +9,7 @@ spread over partitions is selected from by keeping k per part and merging.
 
 from __future__ import annotations
 
-import math
-
-from .. import _rng
+from .._search import race_segment
 from ..backend import cpu_kernel, device_of, prange, xp
 from ..kernels import Arg, Kernel
 
@@ -39,30 +37,8 @@ def race(bias, offsets, want, streams, key, step: int):
 def _race_cpu(nseg, offsets, bias, out_offsets, key, streams, step, out, out_race):
     for s in prange(nseg):
         a = offsets[s]
-        d = offsets[s + 1] - a
         o = out_offsets[s]
-        k = out_offsets[s + 1] - o
-        if k == 0:
-            continue
-        held = 0
-        for j in range(d):
-            b = bias[a + j]
-            if not b > 0.0:
-                continue
-            r = -math.log1p(-_rng.unit(_rng.bits(key, streams[s], step, j))) / b
-            if held == k and not r < out_race[o + k - 1]:
-                continue
-            if held < k:
-                i = held
-                held += 1
-            else:
-                i = k - 1
-            while i > 0 and r < out_race[o + i - 1]:
-                out_race[o + i] = out_race[o + i - 1]
-                out[o + i] = out[o + i - 1]
-                i -= 1
-            out_race[o + i] = r
-            out[o + i] = a + j
+        race_segment(bias, a, offsets[s + 1] - a, out_offsets[s + 1] - o, key, streams[s], step, out, out_race, o)
 
 
 RACE = Kernel("race.cu", "gp_race", twin=_race_cpu, items="nseg", args=(

@@ -5,19 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _rng
-from .._search import first_above
 from ..backend import cpu_kernel
-
-
-@cpu_kernel()
-def pick_edge(cdf, weighted, a, d, r):
-    """The edge taken from out-edges a..a+d-1: uniform, or by binary search over weight prefix sums; -1 if all zero."""
-    if not weighted:
-        return a + _rng.below(r, d)
-    total = cdf[a + d - 1]
-    if not total > 0.0:
-        return np.int64(-1)
-    return first_above(cdf, a, d, _rng.unit(r) * total)
 
 
 @cpu_kernel()

@@ -8,10 +8,11 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _rng
+from .._search import pick_edge
 from ..backend import cpu_kernel, prange
 from ..kernels import Arg, Kernel
 from ..runtime import step_kernel
-from ._common import pick_edge, uniform_vertex
+from ._common import uniform_vertex
 
 TELEPORT = {"none": 0, "uniform": 1, "source": 2}  # the kernel's TELEPORT_NONE, _UNIFORM, _SOURCE (its defines)
 _NONE, _UNIFORM = TELEPORT["none"], TELEPORT["uniform"]

@@ -1,0 +1,313 @@
+"""GNN mini-batch sampling (gpipe.gnn): the blocks' structure, the pick distributions, and that the blocks depend on
+the seed only — not on fused or per-hop runs, nor on the partitioning. CPU; the CUDA twin is in tests/gpu."""
+
+import importlib.util
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+import gpipe
+from gpipe.errors import GpipeValueError
+
+ALPHA = 1e-3  # the false-alarm rate of each chi-square test (its seed is fixed: it fails or passes every time)
+
+
+def _edges(seed: int = 2, n: int = 300, m: int = 2400) -> pd.DataFrame:
+    """A skewed undirected graph (preferential ends) with a weight per edge."""
+    rng = np.random.default_rng(seed)
+    src = rng.integers(0, n, m)
+    dst = np.minimum(rng.zipf(1.6, m) - 1, n - 1)
+    return pd.DataFrame({"src": src, "dst": dst, "w": rng.uniform(0.1, 4.0, m).astype(np.float32)})
+
+
+def _star(weights) -> pd.DataFrame:
+    """Vertex 0 joined to 1..d with the given weights (both directions stored)."""
+    d = len(weights)
+    return pd.DataFrame({"src": np.zeros(d, np.int64), "dst": np.arange(1, d + 1),
+                         "w": np.asarray(weights, np.float32)})
+
+
+@pytest.fixture(scope="module")
+def graphs(cpu_cluster):
+    with cpu_cluster.as_current():
+        frame = _edges()
+        yield {"one": gpipe.from_edges(frame, weight="w", partitions=1, num_vertices=300),
+               "four": gpipe.from_edges(frame, weight="w", partitions=4, num_vertices=300),
+               "star": gpipe.from_edges(_star(np.arange(1, 13)), weight="w", partitions=2)}
+
+
+def _stored(frame: pd.DataFrame) -> pd.DataFrame:
+    """The edges a graph stores for an undirected edge frame, in its CSR's order: both directions, no self-loops,
+    no duplicates, sorted by (src, dst)."""
+    both = pd.concat([frame, frame.rename(columns={"src": "dst", "dst": "src"})])
+    return both[both.src != both.dst].drop_duplicates(["src", "dst"]).sort_values(["src", "dst"])
+
+
+def _neighbors(frame: pd.DataFrame) -> dict:
+    return _stored(frame).groupby("src")["dst"].apply(set).to_dict()
+
+
+def _layers(blocks):
+    """Each hop's (src, dst) as vertex ids, from the seeds outwards."""
+    nodes = blocks.input_nodes
+    return [(nodes[b.src], nodes[b.dst]) for b in blocks.blocks[::-1]]
+
+
+SEEDS = np.array([5, 0, 17, 3, 200, 42, 1, 99])
+
+
+@pytest.mark.parametrize("fanouts", [[4, 3], [2, -1, 2], [30]])
+@pytest.mark.parametrize("replace", [False, True])
+def test_each_vertex_picks_its_hops_fanout_or_all_its_neighbors(graphs, fanouts, replace):
+    truth = _neighbors(_edges())
+    blocks = gpipe.gnn.sample_blocks(graphs["four"], SEEDS, fanouts, replace=replace, seed=3)
+    for fanout, block, (src, dst) in zip(fanouts, blocks.blocks[::-1], _layers(blocks)):
+        for v in blocks.input_nodes[:block.num_dst_nodes]:
+            degree = len(truth.get(v, ()))
+            picked = src[dst == v]
+            want = degree if fanout == -1 else min(fanout, degree) if not replace else fanout if degree else 0
+            assert picked.size == want, (v, degree, fanout)
+            if not replace:
+                assert np.unique(picked).size == picked.size, "a neighbor picked twice without replacement"
+
+
+@pytest.mark.parametrize("fused", [True, False])
+@pytest.mark.parametrize("fanouts, replace", [([-1, -1, -1], False), ([7, 9, 7], False), ([7, 7, 7], True)])
+def test_a_complete_graph_fills_every_hop_to_its_bound(cpu, fanouts, replace, fused):
+    """K8 from one seed: every vertex of a hop picks 7 edges — without replacement all of its own, so hop 0 takes
+    vertex 3's and every later hop all 56: the most a hop can hold, which the kernel's buffers are sized for."""
+    src, dst = np.triu_indices(8, 1)
+    g = gpipe.from_edges(pd.DataFrame({"src": src, "dst": dst}), partitions=2)
+    blocks = gpipe.gnn.sample_blocks(g, [3], fanouts, replace=replace, fused=fused, seed=1)
+    assert [b.src.size for b in blocks.blocks] == [7 * b.num_dst_nodes for b in blocks.blocks]
+    if not replace:  # vertex 3's edges, then every edge at each later hop
+        assert blocks.num_sampled_edges == (7, 56, 56) and blocks.num_sampled_nodes == (1, 7, 0, 0)
+        hops = [np.sort(b.edge_ids) for b in blocks.blocks[::-1]]
+        np.testing.assert_array_equal(hops[0], np.arange(21, 28))
+        for edge_ids in hops[1:]:
+            np.testing.assert_array_equal(edge_ids, np.arange(56))
+
+
+@pytest.mark.parametrize("fused", [True, False])
+def test_destinations_are_a_prefix_of_sources_and_every_vertex_is_listed_once(graphs, fused):
+    blocks = gpipe.gnn.sample_blocks(graphs["one"], SEEDS, [5, 4, 3], fused=fused, seed=1)
+    nodes = blocks.input_nodes
+    assert np.unique(nodes).size == nodes.size
+    np.testing.assert_array_equal(blocks.output_nodes, SEEDS)
+    np.testing.assert_array_equal(nodes[:SEEDS.size], SEEDS)
+    assert blocks.blocks[0].num_src_nodes == nodes.size and blocks.blocks[-1].num_dst_nodes == SEEDS.size
+    counts = np.cumsum(blocks.num_sampled_nodes)
+    for hop, block in enumerate(blocks.blocks[::-1]):
+        assert (block.num_dst_nodes, block.num_src_nodes) == (counts[hop], counts[hop + 1])
+        assert block.src.size == blocks.num_sampled_edges[hop]
+        assert block.src.max() < block.num_src_nodes and block.dst.max() < block.num_dst_nodes
+        # a layer's sources are its destinations and the neighbors it picked, nothing else
+        sources = np.union1d(np.arange(block.num_dst_nodes), block.src)
+        np.testing.assert_array_equal(sources, np.arange(block.num_src_nodes))
+
+
+@pytest.mark.parametrize("weighted, replace", [(False, False), (True, False), (True, True)])
+def test_every_sampled_edge_is_an_edge_of_the_graph_and_its_edge_id(graphs, weighted, replace):
+    truth = _neighbors(_edges())
+    blocks = gpipe.gnn.sample_blocks(graphs["one"], SEEDS, [6, 6], weighted=weighted, replace=replace, seed=4)
+    stored = _stored(_edges())
+    csr_src, csr_dst = stored.src.to_numpy(), stored.dst.to_numpy()
+    for block, (src, dst) in zip(blocks.blocks[::-1], _layers(blocks)):
+        assert all(s in truth[d] for s, d in zip(src, dst))
+        np.testing.assert_array_equal(csr_src[block.edge_ids], dst)
+        np.testing.assert_array_equal(csr_dst[block.edge_ids], src)
+
+
+def test_a_renumbered_graph_reports_its_own_ids(cpu):
+    frame = _edges()
+    frame[["src", "dst"]] = frame[["src", "dst"]] * 10 + 7
+    g = gpipe.from_edges(frame, partitions=3)
+    assert g.id_map is not None
+    truth = _neighbors(frame)
+    blocks = gpipe.gnn.sample_blocks(g, SEEDS * 10 + 7, [4, 4], seed=2)
+    np.testing.assert_array_equal(blocks.output_nodes, SEEDS * 10 + 7)
+    for src, dst in _layers(blocks):
+        assert src.size and all(s in truth[d] for s, d in zip(src, dst))
+
+
+def test_a_graph_with_other_than_integer_ids_is_refused(cpu):
+    g = gpipe.from_edges(pd.DataFrame({"src": ["a", "b"], "dst": ["b", "c"]}), partitions=1)
+    with pytest.raises(GpipeValueError, match="gpipe.gnn needs a graph with integer vertex ids; this one's are object"):
+        gpipe.gnn.sample_blocks(g, ["a"], [2])
+
+
+def _chi2_bound(df: int) -> float:
+    return stats.chi2.ppf(1 - ALPHA, df)
+
+
+def test_each_neighbor_is_included_with_probability_fanout_over_degree(graphs):
+    """Vertex 0 of the star has 12 neighbors; fanout 4 includes each with p = 1/3. Over T seeds, the inclusion
+    counts of a uniform 4-subset have covariance T p (1 - p) d / (d - 1) (I - 11'/d): the scaled statistic is
+    chi-square with d - 1 degrees of freedom."""
+    d, k, trials = 12, 4, 1500
+    counts = np.zeros(d + 1)
+    for seed in range(trials):
+        blocks = gpipe.gnn.sample_blocks(graphs["star"], [0], [k], seed=seed)
+        counts[blocks.input_nodes[blocks.blocks[0].src]] += 1
+    p = k / d
+    statistic = ((counts[1:] - trials * p) ** 2).sum() * (d - 1) / (trials * p * (1 - p) * d)
+    assert counts.sum() == trials * k
+    assert statistic < _chi2_bound(d - 1)
+
+
+@pytest.mark.parametrize("replace, fanout", [(True, 5), (False, 1)])
+def test_weighted_picks_are_in_proportion_to_the_edge_weights(graphs, replace, fanout):
+    """With replacement every pick, without it the first pick, goes to neighbor j with probability w_j / sum w."""
+    d, trials = 12, 1500
+    counts = np.zeros(d + 1)
+    for seed in range(trials):
+        blocks = gpipe.gnn.sample_blocks(graphs["star"], [0], [fanout], weighted=True, replace=replace, seed=seed)
+        np.add.at(counts, blocks.input_nodes[blocks.blocks[0].src], 1)
+    weights = np.arange(1, d + 1, dtype=float)
+    expected = trials * fanout * weights / weights.sum()
+    assert stats.chisquare(counts[1:], expected).statistic < _chi2_bound(d - 1)
+
+
+def _assert_same(a, b):
+    np.testing.assert_array_equal(a.input_nodes, b.input_nodes)
+    assert (a.num_sampled_nodes, a.num_sampled_edges) == (b.num_sampled_nodes, b.num_sampled_edges)
+    for x, y in zip(a.blocks, b.blocks):
+        assert (x.num_src_nodes, x.num_dst_nodes) == (y.num_src_nodes, y.num_dst_nodes)
+        for name in ("src", "dst", "edge_ids"):
+            np.testing.assert_array_equal(getattr(x, name), getattr(y, name))
+
+
+CONFIGS = [dict(fanouts=[5, 3]), dict(fanouts=[3, -1, 2]), dict(fanouts=[4, 4], replace=True),
+           dict(fanouts=[4, 4], weighted=True), dict(fanouts=[2, 3, 2], weighted=True, replace=True)]
+
+
+@pytest.mark.parametrize("config", CONFIGS, ids=lambda c: "-".join(f"{k}={v}" for k, v in c.items()))
+def test_fused_and_per_hop_runs_give_the_same_blocks(graphs, config):
+    fused = gpipe.gnn.sample_blocks(graphs["one"], SEEDS, seed=8, **config)
+    _assert_same(fused, gpipe.gnn.sample_blocks(graphs["one"], SEEDS, seed=8, fused=False, **config))
+    assert sum(fused.num_sampled_edges) > 0
+
+
+@pytest.mark.parametrize("config", CONFIGS, ids=lambda c: "-".join(f"{k}={v}" for k, v in c.items()))
+def test_one_and_four_partitions_give_the_same_blocks(graphs, config):
+    _assert_same(gpipe.gnn.sample_blocks(graphs["one"], SEEDS, seed=5, **config),
+                 gpipe.gnn.sample_blocks(graphs["four"], SEEDS, seed=5, **config))
+
+
+def test_another_seed_gives_other_blocks(graphs):
+    a, b = (gpipe.gnn.sample_blocks(graphs["one"], SEEDS, [5, 5], seed=s) for s in (1, 2))
+    assert not np.array_equal(a.blocks[-1].edge_ids, b.blocks[-1].edge_ids)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(fanouts=[]), r"'fanouts' must be a non-empty list of positive ints or -1 \(every neighbor\), got \[\]"),
+    (dict(fanouts=[10, 0]), r"'fanouts' must be .*, got \[10, 0\]"),
+    (dict(fanouts=[-2]), r"'fanouts' must be .*, got \[-2\]"),
+    (dict(fanouts=5), r"'fanouts' must be .*, got 5"),
+    (dict(seeds=[1, 300]), r"'seeds' must hold vertices of the graph; 1 do not, e.g. \[300\]"),
+    (dict(seeds=[-1]), r"'seeds' must hold vertices of the graph; 1 do not, e.g. \[-1\]"),
+    (dict(seeds=[4, 2, 4]), r"'seeds' must be distinct vertices; 1 repeat, e.g. \[4\]"),
+    (dict(seeds=[]), r"'seeds' must be a non-empty 1-D array of vertices, got shape \(0,\)"),
+    (dict(seed=-1), r"'seed' must be an integer >= 0, got -1"),
+    (dict(fused="yes"), r"'fused' must be true or false, got 'yes'"),
+])
+def test_bad_input_is_refused_naming_the_parameter_and_value(graphs, kwargs, message):
+    args = dict(g=graphs["one"], seeds=[1, 2], fanouts=[3, 2]) | kwargs
+    with pytest.raises(GpipeValueError, match=message):
+        gpipe.gnn.sample_blocks(**args)
+
+
+def test_weighted_sampling_needs_weights(cpu):
+    g = gpipe.from_edges(_edges()[["src", "dst"]], partitions=1, num_vertices=300)
+    with pytest.raises(GpipeValueError, match="'weighted' = True needs a graph with edge weights"):
+        gpipe.gnn.sample_blocks(g, [1], [2], weighted=True)
+
+
+@pytest.mark.parametrize("batch_size", [0, -4])
+def test_loader_refuses_a_batch_size_below_one(graphs, batch_size):
+    with pytest.raises(GpipeValueError, match=f"'batch_size' must be a positive integer, got {batch_size}"):
+        gpipe.gnn.NeighborLoader(graphs["one"], SEEDS, [2], batch_size=batch_size)
+
+
+def test_loader_refuses_features_without_a_row_per_vertex(graphs):
+    with pytest.raises(GpipeValueError, match=r"'features' must have a row per vertex \(300\), got \(299, 4\)"):
+        gpipe.gnn.NeighborLoader(graphs["one"], SEEDS, [2], batch_size=2, features=np.zeros((299, 4)))
+
+
+@pytest.mark.parametrize("drop_last, sizes", [(False, [32] * 9 + [12]), (True, [32] * 9)])
+def test_loader_covers_the_seeds_once_per_epoch_in_a_new_order(graphs, drop_last, sizes):
+    seeds = np.arange(0, 300, 1)
+    loader = gpipe.gnn.NeighborLoader(graphs["one"], seeds, [3, 2], batch_size=32, drop_last=drop_last, seed=2)
+    epochs = [[b.output_nodes for b in loader] for _ in range(2)]
+    assert len(loader) == len(sizes)
+    for batches in epochs:
+        assert [b.size for b in batches] == sizes
+        seen = np.concatenate(batches)
+        assert np.unique(seen).size == seen.size and (drop_last or np.array_equal(np.sort(seen), seeds))
+    assert not np.array_equal(epochs[0][0], epochs[1][0])
+    unshuffled = gpipe.gnn.NeighborLoader(graphs["one"], seeds, [3, 2], batch_size=32, shuffle=False)
+    np.testing.assert_array_equal(next(iter(unshuffled)).output_nodes, seeds[:32])
+
+
+def test_loader_batches_depend_on_the_seed_and_epoch_only(graphs):
+    def epoch(loader, number):
+        loader.set_epoch(number)
+        return list(loader)
+
+    a = gpipe.gnn.NeighborLoader(graphs["one"], SEEDS, [3, 2], batch_size=3, seed=6)
+    b = gpipe.gnn.NeighborLoader(graphs["four"], SEEDS, [3, 2], batch_size=3, seed=6, fused=False)
+    list(a)  # epoch 0 first: a's epoch 1 is then its next iteration
+    for x, y in zip(list(a), epoch(b, 1)):
+        _assert_same(x, y)
+    first, second = epoch(a, 1), epoch(a, 1)
+    for x, y in zip(first, second):
+        _assert_same(x, y)
+    assert not all(np.array_equal(x.output_nodes, y.output_nodes) for x, y in zip(epoch(a, 0), first))
+
+
+def test_loader_gathers_the_feature_rows_of_the_input_nodes(graphs):
+    features = np.random.default_rng(1).random((300, 5)).astype(np.float32)
+    loader = gpipe.gnn.NeighborLoader(graphs["one"], SEEDS, [4, 4], batch_size=5, features=features)
+    for batch in loader:
+        np.testing.assert_array_equal(batch.features, features[batch.input_nodes])
+
+
+@pytest.mark.skipif(importlib.util.find_spec("torch") is not None, reason="torch is installed")
+@pytest.mark.parametrize("method", ["to_pyg", "to_dgl"])
+def test_adapters_without_torch_say_what_to_install(graphs, method):
+    blocks = gpipe.gnn.sample_blocks(graphs["one"], SEEDS, [2])
+    with pytest.raises(ImportError, match=rf"Blocks.{method}\(\) needs torch, which cannot be imported .*gpipe\[gnn\]"):
+        getattr(blocks, method)()
+
+
+def test_to_pyg_is_shaped_as_pyg_neighbor_loader_output(graphs):
+    pytest.importorskip("torch_geometric")
+    blocks = gpipe.gnn.sample_blocks(graphs["one"], SEEDS, [4, 3], seed=2)
+    data = blocks.to_pyg()
+    assert data.batch_size == SEEDS.size and data.num_nodes == blocks.input_nodes.size
+    assert data.num_sampled_nodes == list(blocks.num_sampled_nodes)
+    assert data.num_sampled_edges == list(blocks.num_sampled_edges)
+    np.testing.assert_array_equal(data.n_id.numpy(), blocks.input_nodes)
+    hops = blocks.blocks[::-1]
+    np.testing.assert_array_equal(data.edge_index.numpy(), [np.concatenate([b.src for b in hops]),
+                                                            np.concatenate([b.dst for b in hops])])
+    from torch_geometric.nn import SAGEConv
+    import torch
+
+    x = torch.randn(data.num_nodes, 8)
+    assert SAGEConv(8, 4)(x, data.edge_index).shape == (data.num_nodes, 4)
+
+
+def test_to_dgl_gives_blocks_a_sage_stack_takes(graphs):
+    pytest.importorskip("dgl")
+    import torch
+    from dgl.nn import SAGEConv
+
+    blocks = gpipe.gnn.sample_blocks(graphs["one"], SEEDS, [4, 3], seed=2)
+    dgl_blocks = blocks.to_dgl()
+    h = torch.randn(blocks.input_nodes.size, 8)
+    for block in dgl_blocks:
+        h = SAGEConv(8, 8, "mean")(block, h)
+    assert h.shape == (SEEDS.size, 8)
