@@ -356,7 +356,7 @@ def load_graph(section: dict, *, weighted: bool = False) -> Graph:
     --------
     >>> import gpipe
     >>> from gpipe.workflow import load_graph
-    >>> with gpipe.connect(n_workers=1, device="cpu") as client, client.as_current():  # doctest: +SKIP
+    >>> with gpipe.connect(n_workers=1, device="cpu") as client, client.as_current():
     ...     load_graph({"path": "rmat:6:4", "directed": False, "partitions": None}).num_vertices
     64
     """
@@ -406,10 +406,15 @@ def run(workflow: str, overrides: Iterable[str] = (), *, scheduler_file: str | N
 
     Examples
     --------
-    >>> import gpipe
-    >>> gpipe.workflow.run("graph_sampling", ["graph.path=rmat:8:4", "output=out/sample",  # doctest: +SKIP
-    ...                                        "cluster.device=cpu"])
+    >>> import os, tempfile, gpipe
+    >>> out = os.path.join(tempfile.mkdtemp(), "sample")
+    >>> gpipe.workflow.run("graph_sampling", ["graph.path=rmat:8:4", f"output={out}", "cluster.device=cpu"])
+    graph_sampling: neighbor on 256 vertices, 759 edges: 78 edges from 16 seeds in ... s = ... edges/s
+      edges    .../sample/edges.parquet
+      summary  .../sample/summary.json
     0
+    >>> sorted(os.listdir(out))
+    ['edges.parquet', 'summary.json']
     """
     script, config = _find(workflow)
     overrides = list(overrides)

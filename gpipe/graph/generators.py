@@ -66,10 +66,10 @@ def rmat(scale: int, edge_factor: int = 16, a: float = 0.57, b: float = 0.19, c:
     Examples
     --------
     >>> import gpipe
-    >>> with gpipe.connect(n_workers=1, device="cpu") as client:   # doctest: +SKIP
+    >>> with gpipe.connect(n_workers=1, device="cpu"):
     ...     g = gpipe.generators.rmat(scale=10, edge_factor=8, seed=1)
-    ...     g.num_vertices
-    1024
+    ...     g.num_vertices, g.num_edges
+    (1024, 6026)
     """
     scale = check_int("scale", scale, minimum=1, maximum=40)
     edge_factor = check_int("edge_factor", edge_factor, minimum=1)

@@ -25,8 +25,23 @@ def neighbor(g, seeds, fanout: int = 2, depth: int = 2, weighted: bool = False, 
 
     Examples
     --------
-    >>> with gpipe.connect(n_workers=1, device="cpu"):   # doctest: +SKIP
-    ...     gpipe.sampling.neighbor(gpipe.generators.rmat(10), seeds=[0, 1], fanout=2, depth=2).compute()
+    >>> import gpipe
+    >>> with gpipe.connect(n_workers=1, device="cpu"):
+    ...     g = gpipe.generators.rmat(10, seed=0)
+    ...     gpipe.sampling.neighbor(g, seeds=[0, 1], fanout=2, depth=2, seed=4).compute()
+        instance  depth  src  dst
+    0          0      0    0  314
+    1          0      0    0  348
+    2          0      1  314   71
+    3          0      1  314  605
+    4          0      1  348  378
+    5          0      1  348  834
+    6          1      0    1   25
+    7          1      0    1  620
+    8          1      1   25  281
+    9          1      1   25  698
+    10         1      1  620   53
+    11         1      1  620  367
     """
     fanout = check_int("fanout", fanout, minimum=1)
     weighted = check_bool("weighted", weighted)

@@ -109,11 +109,15 @@ class Sampler:
         VERTEXBIAS: none (frontier_size=None)   EDGEBIAS: 1   UPDATE: every picked neighbor
         Sampler(edge_bias="uniform", update="all", neighbor_size=fanout, depth=depth)
 
-    >>> with gpipe.connect(n_workers=1, device="cpu"):   # doctest: +SKIP
-    ...     g = gpipe.generators.rmat(10)
-    ...     s = Sampler(neighbor_size=2, depth=2).run(g, seeds=[0, 1, 2])
-    ...     s.compute().columns.tolist()
+    >>> import gpipe
+    >>> from gpipe.sampling import Sampler
+    >>> with gpipe.connect(n_workers=1, device="cpu"):
+    ...     g = gpipe.generators.rmat(10, seed=0)
+    ...     edges = Sampler(neighbor_size=2, depth=2).run(g, seeds=[0, 1, 2], seed=5).compute()
+    >>> edges.columns.tolist()
     ['instance', 'depth', 'src', 'dst']
+    >>> edges.groupby("instance").size().tolist()
+    [6, 6, 3]
     """
 
     def __init__(self, vertex_bias: str | Callable = "uniform", edge_bias: str | Callable = "uniform",
