@@ -29,7 +29,8 @@ import dask.config
 import yaml
 
 from ._files import atomic_file, write_json
-from ._validate import check_bool, check_choice, check_int, check_mapping, check_seed, check_text
+from ._validate import (check_bool, check_callable, check_choice, check_int, check_mapping, check_optional_int,
+                        check_seed, check_text, check_texts)
 from .backend import DEVICES
 from .errors import GpipeError, GpipeValueError
 from .graph import Graph, generators, read_edges
@@ -53,12 +54,21 @@ def integer(minimum: int | None = None, maximum: int | None = None) -> _Rule:
     callable
         ``rule(key, value)``: returns the value as an int, or raises :class:`GpipeValueError` naming the key.
 
+    Raises
+    ------
+    GpipeValueError
+        A bound is not an integer, or ``minimum > maximum``.
+
     Examples
     --------
     >>> from gpipe.workflow import integer
     >>> integer(minimum=1)("walks.length", 40)
     40
     """
+    minimum = check_optional_int("minimum", minimum)
+    maximum = check_optional_int("maximum", maximum)
+    if minimum is not None and maximum is not None and minimum > maximum:
+        raise GpipeValueError(f"'maximum' must be at least 'minimum' ({minimum}), got {maximum}")
     return partial(check_int, minimum=minimum, maximum=maximum)
 
 
@@ -75,13 +85,19 @@ def one_of(choices: Iterable) -> _Rule:
     callable
         ``rule(key, value)``: returns the value, or raises :class:`GpipeValueError` naming the key and the choices.
 
+    Raises
+    ------
+    GpipeValueError
+        ``choices`` is empty, a string (its characters would be the choices) or not iterable.
+
     Examples
     --------
     >>> from gpipe.workflow import one_of
     >>> one_of(("cpu", "gpu"))("cluster.device", "cpu")
     'cpu'
     """
-    choices = tuple(choices)
+    if isinstance(choices, str) or not isinstance(choices, Iterable) or not (choices := tuple(choices)):
+        raise GpipeValueError(f"'choices' must be a non-empty iterable of values (not a string), got {choices!r}")
     return lambda name, value: check_choice(name, value, choices)
 
 
@@ -111,6 +127,16 @@ def mapping(name: str, value) -> dict:
 
 def _optional(rule: _Rule) -> _Rule:
     return lambda name, value: None if value is None else rule(name, value)
+
+
+def _check_rules(rules) -> Mapping[str, _Rule]:
+    if not isinstance(rules, Mapping):
+        raise GpipeValueError(f"'rules' must be a mapping of 'section.key' to rule(key, value), got {rules!r}")
+    for key, rule in rules.items():
+        if not isinstance(key, str) or not all(key.split(".")) or not callable(rule):
+            raise GpipeValueError(f"'rules' must map each 'section.key' to a callable rule(key, value), got "
+                                  f"{key!r}: {rule!r}")
+    return rules
 
 
 def _rmat_spec(text: str) -> tuple[int, ...] | None:
@@ -145,6 +171,7 @@ RULES: Mapping[str, _Rule] = MappingProxyType({
     "cluster.device": one_of(DEVICES),
     "cluster.n_workers": _optional(_positive),
 })
+_GRAPH_RULES = {key: rule for key, rule in RULES.items() if key.startswith("graph.")}
 
 
 # -- configs ----------------------------------------------------------------------------------
@@ -176,7 +203,7 @@ def load_config(path: str | None, overrides: Iterable[str] = (), *, defaults: st
     ------
     GpipeValueError
         A file is missing or is not YAML, ``path`` holds an unknown key (the message names the file and the
-        key), or an override is not ``key.sub=value``.
+        key), an override is not ``key.sub=value``, or a parameter is not of the kind above.
 
     Examples
     --------
@@ -189,7 +216,10 @@ def load_config(path: str | None, overrides: Iterable[str] = (), *, defaults: st
     >>> load_config(None, ["walks.length=5", "walks.params.q=2"], defaults=defaults, rules=rules)
     {'walks': {'length': 5, 'params': {'p': 1.0, 'q': 2}}}
     """
-    config = _read_yaml(defaults)
+    path = _optional(check_text)("path", path)
+    overrides = check_texts("overrides", overrides)
+    rules = _check_rules(rules)
+    config = _read_yaml(check_text("defaults", defaults))
     if path is not None:
         update = _read_yaml(path)
         try:
@@ -242,6 +272,7 @@ def check_config(config: dict, rules: Mapping[str, _Rule]) -> dict:
     >>> check_config({"run": {"length": 3}}, {"run.length": lambda name, value: value})
     {'run': {'length': 3}}
     """
+    rules = _check_rules(rules)
     _check_keys(config, "", rules)
     for key, rule in rules.items():
         value = config
@@ -319,7 +350,20 @@ def main(argv: list[str] | None, *, prog: str, description: str, defaults: str,
     ...      configure=lambda path, overrides: {"x": 1}, run=print)
     {'x': 1}
     0
+
+    A bad parameter (not a bad config) is the caller's mistake, raised before parsing:
+
+    >>> main(["--set", "x=1"], prog="demo", description="A demo.", defaults="config.yaml",
+    ...      configure=None, run=print)
+    Traceback (most recent call last):
+    ...
+    gpipe.errors.GpipeValueError: 'configure' must be callable, got None
     """
+    argv = None if argv is None else check_texts("argv", argv)
+    for name, value in (("prog", prog), ("description", description), ("defaults", defaults)):
+        check_text(name, value)
+    check_callable("configure", configure)
+    check_callable("run", run)
     parser = argparse.ArgumentParser(prog=prog, description=description)
     parser.add_argument("config", nargs="?", help=f"YAML config merged over the defaults ({defaults})")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
@@ -352,6 +396,12 @@ def load_graph(section: dict, *, weighted: bool = False) -> Graph:
     -------
     Graph
 
+    Raises
+    ------
+    GpipeValueError
+        ``section`` lacks one of those keys, has another, or a value breaks its rule in :data:`RULES`
+        (the message names the key ``graph.KEY``); ``weighted`` is not a bool.
+
     Examples
     --------
     >>> import gpipe
@@ -360,6 +410,8 @@ def load_graph(section: dict, *, weighted: bool = False) -> Graph:
     ...     load_graph({"path": "rmat:6:4", "directed": False, "partitions": None}).num_vertices
     64
     """
+    check_config({"graph": check_mapping("section", section)}, _GRAPH_RULES)
+    weighted = check_bool("weighted", weighted)
     rmat = _rmat_spec(section["path"])
     if rmat is not None:
         return generators.rmat(*rmat, directed=section["directed"], partitions=section["partitions"],
@@ -402,7 +454,8 @@ def run(workflow: str, overrides: Iterable[str] = (), *, scheduler_file: str | N
     ------
     GpipeValueError
         The workflow file is missing, is not YAML or names no workflow that exists (the message names the
-        file and the key), both ``scheduler_file`` and ``address`` are given, or a wait is not positive.
+        file and the key), both ``scheduler_file`` and ``address`` are given, a wait is not positive, or a
+        parameter is not of the kind above.
 
     Examples
     --------
@@ -416,8 +469,10 @@ def run(workflow: str, overrides: Iterable[str] = (), *, scheduler_file: str | N
     >>> sorted(os.listdir(out))
     ['edges.parquet', 'summary.json']
     """
-    script, config = _find(workflow)
-    overrides = list(overrides)
+    script, config = _find(check_text("workflow", workflow))
+    overrides = check_texts("overrides", overrides)
+    scheduler_file = _optional(check_text)("scheduler_file", scheduler_file)
+    address = _optional(check_text)("address", address)
     if scheduler_file is not None and address is not None:
         raise GpipeValueError(f"give 'scheduler_file' or 'address', not both; got {scheduler_file!r} and {address!r}")
     if scheduler_file is not None or address is not None:  # JSON is YAML: the values stay strings

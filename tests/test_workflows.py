@@ -9,6 +9,8 @@ import pytest
 import yaml
 
 import gpipe
+from gpipe import workflow
+from gpipe.errors import GpipeValueError
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 WORKFLOW = os.path.join(REPO, "workflows", "embeddings")
@@ -175,3 +177,43 @@ def test_graph_sampling_shipped_config_validates(graph_sampling):
         config = yaml.safe_load(f)
     assert graph_sampling.validate_config(config) == config
     assert set(graph_sampling.SAMPLERS) == {"neighbor", "snowball", "forest_fire", "layer"}
+
+
+# -- gpipe.workflow's helpers, which users call from their own copies of the workflows ---------
+
+def _keep(name, value):
+    return value
+
+
+_GRAPH = {"path": "rmat:6:4", "directed": False, "partitions": None}
+_MAIN = dict(prog="demo", description="A demo.", defaults="config.yaml", configure=lambda path, overrides: {},
+             run=print)
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: workflow.integer(minimum="1"), "'minimum' must be an integer, got '1'"),
+    (lambda: workflow.integer(minimum=3, maximum=1), "'maximum' must be at least 'minimum' (3), got 1"),
+    (lambda: workflow.one_of("cpu"), "'choices' must be a non-empty iterable of values (not a string), got 'cpu'"),
+    (lambda: workflow.one_of([]), "'choices' must be a non-empty iterable of values (not a string), got ()"),
+    (lambda: workflow.load_config(None, "walks.length=5", defaults="config.yaml", rules={}),
+     "'overrides' must be an iterable of strings, got 'walks.length=5'"),
+    (lambda: workflow.load_config(None, [], defaults="config.yaml", rules={"walks.length": 5}),
+     "'rules' must map each 'section.key' to a callable rule(key, value), got 'walks.length': 5"),
+    (lambda: workflow.check_config({}, [("walks.length", _keep)]),
+     "'rules' must be a mapping of 'section.key' to rule(key, value), got [('walks.length', _keep)]"),
+    (lambda: workflow.main([], **dict(_MAIN, prog="")), "'prog' must be a non-empty string, got ''"),
+    (lambda: workflow.main(["--set", 1], **_MAIN), "'argv' must be an iterable of strings, got 1 among them"),
+    (lambda: workflow.main([], **dict(_MAIN, run="print")), "'run' must be callable, got 'print'"),
+    (lambda: workflow.load_graph([]), "'section' must be a mapping of keys to values, got []"),
+    (lambda: workflow.load_graph({"path": "rmat:6:4", "directed": False}), "missing key 'graph.partitions'"),
+    (lambda: workflow.load_graph(dict(_GRAPH, directed="no")), "'graph.directed' must be true or false, got 'no'"),
+    (lambda: workflow.load_graph(_GRAPH, weighted=1), "'weighted' must be true or false, got 1"),
+    (lambda: workflow.run(["graph_sampling"]), "'workflow' must be a non-empty string, got ['graph_sampling']"),
+    (lambda: workflow.run("graph_sampling", "seeds=[0]"),
+     "'overrides' must be an iterable of strings, got 'seeds=[0]'"),
+    (lambda: workflow.run("graph_sampling", scheduler_file=5), "'scheduler_file' must be a non-empty string, got 5"),
+])
+def test_workflow_helpers_refuse_a_bad_argument_naming_the_parameter_the_rule_and_the_value(call, message):
+    with pytest.raises(GpipeValueError) as raised:
+        call()
+    assert str(raised.value) == message.replace("_keep", repr(_keep))
