@@ -49,7 +49,7 @@ from ._validate import check_int, check_probability, check_seed
 from .backend import DEVICES, gpu_problem, versions
 from .cluster import ENV_ADDRESS, ENV_SCHEDULER_FILE, connect
 from .errors import GpipeError, GpipeValueError
-from .graph import FORMATS, Graph, read_edges
+from .graph import FORMATS, Graph, edge_format, read_edges
 from .runtime import EdgeSample, current, workers_info
 
 _FORMATS = ("corpus", "parquet", "both")
@@ -589,12 +589,15 @@ def _cluster(args):
 
 
 def _check_graph_flags(args) -> None:
-    """Before any work: the flags on reading an edge file are refused with ``rmat:...``, which reads none."""
+    """Before any work: the flags on reading an edge file are refused with ``rmat:...``, which reads none; an
+    edge file needs ``--fmt`` when its extension names no format."""
     for flag in ("--fmt", "--weight-column"):
         value = getattr(args, _dest(flag))
         if value is not None and isinstance(args.graph, _Rmat):
             raise GpipeValueError(f"'{_dest(flag)}' must be given with an edge file only, got {flag} {value} with "
                                   f"--graph {args.graph}, which is generated")
+    if args.fmt is None and not isinstance(args.graph, _Rmat):
+        edge_format(args.graph, name="graph", force="--fmt")
 
 
 def _load_graph(args, weighted: bool) -> Graph:

@@ -253,6 +253,17 @@ def test_walk_fmt_reads_a_file_whose_extension_says_nothing(capsys, cpu_cluster,
     assert len(_walks(tmp_path / "o" / "walks.txt")) == 3
 
 
+def test_a_file_whose_extension_says_nothing_is_refused_before_connecting_naming_the_flags(capsys, tmp_path):
+    path = tmp_path / "edges.dat"
+    path.write_text("0 1\n")
+    code = main(["walk", "deepwalk", "--graph", str(path), "--out", str(tmp_path / "o"),
+                 "--address", "tcp://127.0.0.1:1"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith("gpipe: error: 'graph' must end in one of .txt") and err.count("\n") == 1
+    assert f"pass --fmt one of 'snap', 'csv', 'parquet', 'npz' to force a format; got {str(path)!r}" in err
+    assert "fmt=" not in err
+
+
 def _negative_weight(tmp_path):
     path = tmp_path / "edges.txt"
     path.write_text("0 1 0.5\n1 2 -0.5\n")

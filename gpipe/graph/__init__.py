@@ -3,6 +3,6 @@
 from . import generators
 from ._graph import Graph
 from ._io import from_edges, read_edges
-from ._readers import FORMATS
+from ._readers import FORMATS, edge_format
 
-__all__ = ["FORMATS", "Graph", "from_edges", "generators", "read_edges"]
+__all__ = ["FORMATS", "Graph", "edge_format", "from_edges", "generators", "read_edges"]
