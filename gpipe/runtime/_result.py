@@ -266,11 +266,16 @@ def _corpus_text(block, id_map, base: int) -> bytes:
 
 
 @cpu_kernel()
-def _digits(v):
+def _magnitude(v):
+    """``|v|`` as uint64: -2**63 has no int64 negation."""
+    return np.uint64(0) - np.uint64(v) if v < 0 else np.uint64(v)
+
+
+@cpu_kernel()
+def _digits(u):
     n = 1
-    v = -v if v < 0 else v
-    while v >= 10:
-        v //= 10
+    while u >= np.uint64(10):
+        u //= np.uint64(10)
         n += 1
     return n
 
@@ -283,7 +288,7 @@ def _format_int_rows(dense, ids, mapped):
             if dense[r, c] < 0:
                 break
             v = ids[dense[r, c]] if mapped else np.int64(dense[r, c])
-            size += _digits(v) + 1 + (1 if v < 0 else 0)
+            size += _digits(_magnitude(v)) + 1 + (1 if v < 0 else 0)
     out = np.empty(size, np.uint8)
     pos = 0
     for r in range(dense.shape[0]):
@@ -297,11 +302,11 @@ def _format_int_rows(dense, ids, mapped):
             if v < 0:
                 out[pos] = 45
                 pos += 1
-                v = -v
-            nd = _digits(v)
+            u = _magnitude(v)
+            nd = _digits(u)
             for k in range(nd - 1, -1, -1):
-                out[pos + k] = 48 + v % 10
-                v //= 10
+                out[pos + k] = np.uint64(48) + u % np.uint64(10)
+                u //= np.uint64(10)
             pos += nd
         out[pos] = 10
         pos += 1
