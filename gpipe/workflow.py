@@ -8,8 +8,9 @@ copy and adapt them. This module holds what they share: :func:`load_config` and
 :func:`check_config` (a config merged over the defaults, then the overrides, and
 checked against a table of rules that extends :data:`RULES`, built with the rules
 :func:`integer`, :func:`one_of`, :func:`seed` and :func:`mapping`), :func:`main` (a
-script's command line), :func:`load_graph`, :func:`write_json` and :func:`atomic_file`
-(outputs that appear complete or not at all), and :func:`run`, which runs the
+script's command line), :func:`load_graph`, :func:`atomic_dir` (the ``output`` folder),
+:func:`atomic_file` and :func:`write_json` (outputs that appear complete or not at all),
+and :func:`run`, which runs the
 workflow that a YAML file names on a given cluster (``gpipe run``).
 """
 
@@ -28,14 +29,14 @@ from types import MappingProxyType
 import dask.config
 import yaml
 
-from ._files import atomic_file, write_json
+from ._files import atomic_dir, atomic_file, write_json
 from ._validate import (check_bool, check_callable, check_choice, check_int, check_mapping, check_optional_int,
                         check_seed, check_text, check_texts)
 from .backend import DEVICES
 from .errors import GpipeError, GpipeValueError
 from .graph import Graph, generators, read_edges
 
-__all__ = ["RULES", "atomic_file", "check_config", "integer", "load_config", "load_graph", "main", "mapping", "one_of",
+__all__ = ["RULES", "atomic_dir", "atomic_file", "check_config", "integer", "load_config", "load_graph", "main", "mapping", "one_of",
            "run", "seed", "write_json"]
 
 _Rule = Callable[[str, object], object]
@@ -157,7 +158,8 @@ def _graph_path(name: str, value) -> str:
 _positive = integer(minimum=1)
 
 #: The keys every workflow's config has, each with the rule its value follows (``rule(key, value)`` raises
-#: :class:`GpipeValueError` naming the key): the workflow's name, the graph, the output folder and the cluster.
+#: :class:`GpipeValueError` naming the key): the workflow's name, the graph, the output folder (written with
+#: :func:`atomic_dir`; ``overwrite`` replaces an earlier run's) and the cluster.
 #: A workflow's own table is ``{**RULES, "section.key": rule, ...}``; a key of the table is replaced whole when
 #: configs are merged, a section (``graph``) is merged key by key.
 RULES: Mapping[str, _Rule] = MappingProxyType({
@@ -166,6 +168,7 @@ RULES: Mapping[str, _Rule] = MappingProxyType({
     "graph.directed": check_bool,
     "graph.partitions": _optional(_positive),
     "output": check_text,
+    "overwrite": check_bool,
     "cluster.scheduler_file": _optional(check_text),
     "cluster.address": _optional(check_text),
     "cluster.device": one_of(DEVICES),

@@ -179,6 +179,46 @@ def test_graph_sampling_shipped_config_validates(graph_sampling):
     assert set(graph_sampling.SAMPLERS) == {"neighbor", "snowball", "forest_fire", "layer"}
 
 
+
+# -- both workflows: an output folder appears complete or not at all ----------------------------
+
+_SMALL_RUN = {"embeddings": ["walks.algorithm=deepwalk", "walks.params={}", "walks.length=3",
+                             "walks.walks_per_vertex=1"],
+              "graph_sampling": ["seeds=[0, 1]"]}
+
+
+def _small_run(name: str, cluster_address: str, out, *settings: str) -> list[str]:
+    return [arg for item in [f"cluster.address={cluster_address}", "cluster.device=cpu", "graph.path=rmat:6:4",
+                             *_SMALL_RUN[name], f"output={out}", *settings] for arg in ("--set", item)]
+
+
+@pytest.mark.parametrize("name", list(_SMALL_RUN))
+def test_an_interrupted_workflow_leaves_no_output_folder(request, cpu_cluster, tmp_path, monkeypatch, name):
+    def interrupted(path, obj):
+        raise KeyboardInterrupt  # Ctrl-C as the last file is written, once the others are
+
+    monkeypatch.setattr(workflow, "write_json", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        request.getfixturevalue(name).main(_small_run(name, cpu_cluster.scheduler.address, tmp_path / "out"))
+    assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize("name", list(_SMALL_RUN))
+def test_a_workflow_replaces_an_earlier_runs_output_only_when_asked_and_never_other_files(
+        request, cpu_cluster, tmp_path, capsys, name):
+    module, out = request.getfixturevalue(name), tmp_path / "out"
+    assert module.main(_small_run(name, cpu_cluster.scheduler.address, out)) == 0
+    earlier = sorted(os.listdir(out))
+    assert module.main(_small_run(name, "tcp://127.0.0.1:1", out)) == 2  # refused before connecting
+    assert "'output' must be a new or empty folder unless overwrite is set" in capsys.readouterr().err
+    assert module.main(_small_run(name, cpu_cluster.scheduler.address, out, "overwrite=true")) == 0
+    assert sorted(os.listdir(out)) == earlier and json.load(open(out / "summary.json"))["config"]["overwrite"]
+    (out / "notes.txt").write_text("mine")
+    assert module.main(_small_run(name, "tcp://127.0.0.1:1", out, "overwrite=true")) == 2
+    assert "'notes.txt' is not a file gpipe writes there" in capsys.readouterr().err
+    assert (out / "notes.txt").read_text() == "mine"
+
+
 # -- gpipe.workflow's helpers, which users call from their own copies of the workflows ---------
 
 def _keep(name, value):
