@@ -46,7 +46,7 @@ def check_choice(name: str, value, choices) -> str:
     return value
 
 
-def check_seed(value, name: str = "seed") -> int:
+def check_seed(name: str, value) -> int:
     return check_int(name, value, minimum=0, maximum=2**63 - 1)
 
 

@@ -111,7 +111,7 @@ def seed(name: str, value) -> int:
     >>> seed("walks.seed", 42)
     42
     """
-    return check_seed(value, name)
+    return check_seed(name, value)
 
 
 def mapping(name: str, value) -> dict:

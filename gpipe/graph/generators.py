@@ -76,7 +76,7 @@ def rmat(scale: int, edge_factor: int = 16, a: float = 0.57, b: float = 0.19, c:
     a, b, c = (check_probability(name, v) for name, v in (("a", a), ("b", b), ("c", c)))
     if a + b + c > 1:
         raise GpipeValueError(f"'a + b + c' must be at most 1, got {a + b + c}")
-    seed = check_seed(seed)
+    seed = check_seed("seed", seed)
     weighted = check_bool("weighted", weighted)
     directed = check_bool("directed", directed)
     scramble = check_bool("scramble", scramble)

@@ -187,7 +187,7 @@ class Sampler:
         its picked vertices: those without an edge too) and its edges' ends.
         """
         check_graph(g)
-        seed = check_seed(seed)
+        seed = check_seed("seed", seed)
         instances = check_optional_int("instances", instances, minimum=1)
         for name, bias in (("edge_bias", self.edge_bias), ("vertex_bias", self.vertex_bias)):
             if bias == "weight" and not g.weighted:

@@ -274,7 +274,7 @@ def multidimensional(g, frontier_size: int = 2000, budget: int | None = None, in
     frontier_size = check_int("frontier_size", frontier_size, minimum=1)
     budget = frontier_size if budget is None else check_int("budget", budget, minimum=1, maximum=2**31 - 1)
     instances = check_int("instances", instances, minimum=1)
-    seed = check_seed(seed)
+    seed = check_seed("seed", seed)
     if check_graph(g).num_edges == 0:
         raise GpipeValueError("'g' must have edges for frontier sampling, got a graph with none")
     pool = None
@@ -305,7 +305,7 @@ def _checked_starts(g, length: int, walks_per_vertex: int, start, weighted: bool
     check_graph(g)
     length = check_int("length", length, minimum=1, maximum=2**30)
     walks_per_vertex = check_int("walks_per_vertex", walks_per_vertex, minimum=1)
-    seed = check_seed(seed)
+    seed = check_seed("seed", seed)
     if check_bool("weighted", weighted) and not g.weighted:
         raise GpipeValueError("'weighted' needs a graph with edge weights; this graph has none, got weighted=True")
     starts = None if start is None else g.to_internal(start, "start")
