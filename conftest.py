@@ -30,6 +30,13 @@ def one_worker_cluster():
         yield client
 
 
+@pytest.fixture
+def killable_cluster():
+    """A cluster of two worker processes of its own, for a test that kills one."""
+    with _local(2, "cpu") as client:
+        yield client
+
+
 @pytest.fixture(autouse=True)
 def _doctest_cluster(request, monkeypatch, doctest_namespace):
     """A docstring example runs as written, on the one-worker cluster.
