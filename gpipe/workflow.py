@@ -36,8 +36,8 @@ from .backend import DEVICES
 from .errors import GpipeError, GpipeValueError
 from .graph import Graph, generators, read_edges
 
-__all__ = ["RULES", "atomic_dir", "atomic_file", "check_config", "integer", "load_config", "load_graph", "main", "mapping", "one_of",
-           "run", "seed", "write_json"]
+__all__ = ["RULES", "atomic_dir", "atomic_file", "check_config", "integer", "load_config", "load_graph", "main",
+           "mapping", "one_of", "run", "seed", "write_json"]
 
 _Rule = Callable[[str, object], object]
 
