@@ -97,8 +97,8 @@ def forest_fire(g, seeds, p_forward: float = 0.7, depth: int = 2, seed: int = 0)
     >>> with gpipe.connect(n_workers=1, device="cpu"):
     ...     g = gpipe.generators.rmat(10, seed=0)
     ...     edges = gpipe.sampling.forest_fire(g, seeds=[0, 1], p_forward=0.7, depth=2, seed=1).compute()
-    >>> edges.groupby("instance").size().to_dict()   # instance 1's seed burned none of its neighbors
-    {0: 3}
+    >>> edges.groupby("instance").size().to_dict()   # instance 0 burned no neighbor of its seed
+    {1: 3}
     """
     p_forward = check_probability("p_forward", p_forward, open_high=True)
     sampler = Sampler(edge_bias="uniform", update="unvisited", neighbor_size=("geometric", p_forward), depth=depth)
