@@ -35,6 +35,27 @@ class WalkResult:
     ``LineSentence`` format), streaming block by block; ``to_parquet`` writes
     one file per block. ``stats`` holds steps, seconds (of the walk) and steps
     per second, and ``assemble_seconds`` once assembled.
+
+    Examples
+    --------
+    >>> import os, tempfile, pandas as pd, gpipe
+    >>> with gpipe.connect(n_workers=1, device="cpu"):
+    ...     g = gpipe.from_edges(pd.DataFrame({"src": ["a", "b", "c", "c"], "dst": ["b", "c", "a", "d"]}))
+    ...     w = gpipe.walks.deepwalk(g, length=3, seed=2)
+    ...     walks = w.compute()
+    ...     corpus = w.to_corpus(os.path.join(tempfile.mkdtemp(), "walks.txt"))
+    >>> walks
+    array([['a', 'c', 'd', 'c'],
+           ['b', 'a', 'c', 'a'],
+           ['c', 'b', 'c', 'a'],
+           ['d', 'c', 'b', 'a']], dtype=object)
+    >>> print(open(corpus).read(), end="")
+    a c d c
+    b a c a
+    c b c a
+    d c b a
+    >>> w.stats["walks"], w.stats["steps"]
+    (4, 12)
     """
 
     def __init__(self, client, run_id: str, partitions: dict[int, str], num_walks: int, width: int, dtype,
@@ -176,6 +197,26 @@ class EdgeSample:
     and the ``vertices`` it holds without one (e.g. a seed with no out-edge, or
     a vertex random node sampling picked that induces no edge). Ids are the
     graph's original ones.
+
+    Examples
+    --------
+    >>> import pandas as pd, gpipe
+    >>> with gpipe.connect(n_workers=1, device="cpu"):
+    ...     g = gpipe.from_edges(pd.DataFrame({"src": ["a", "b", "c", "c"], "dst": ["b", "c", "a", "d"]}))
+    ...     s = gpipe.sampling.neighbor(g, seeds=["a", "d"], fanout=1, depth=2, seed=3)
+    >>> s.compute()
+       instance  depth src dst
+    0         0      0   a   c
+    1         0      1   c   a
+    2         1      0   d   c
+    3         1      1   c   b
+    >>> s.nodes()
+       instance vertex
+    0         0      a
+    1         0      c
+    2         1      b
+    3         1      c
+    4         1      d
     """
 
     def __init__(self, edges: pd.DataFrame, id_map, stats: dict, vertices: pd.DataFrame | None = None):
