@@ -16,13 +16,17 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 WORKFLOW = os.path.join(REPO, "workflows", "embeddings")
 
 
-@pytest.fixture(scope="module")
-def embeddings():
-    """``workflows/embeddings/run.py`` loaded as a module."""
-    spec = importlib.util.spec_from_file_location("embeddings_workflow", os.path.join(WORKFLOW, "run.py"))
+def _loaded(folder: str):
+    """``folder/run.py`` loaded as a module."""
+    spec = importlib.util.spec_from_file_location(f"{os.path.basename(folder)}_workflow", os.path.join(folder, "run.py"))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+@pytest.fixture(scope="module")
+def embeddings():
+    return _loaded(WORKFLOW)
 
 
 def test_embeddings_workflow_writes_node2vec_walks_along_edges_summary_and_embeddings(embeddings, cpu_cluster,
@@ -122,11 +126,7 @@ SAMPLING = os.path.join(REPO, "workflows", "graph_sampling")
 
 @pytest.fixture(scope="module")
 def graph_sampling():
-    """``workflows/graph_sampling/run.py`` loaded as a module."""
-    spec = importlib.util.spec_from_file_location("graph_sampling_workflow", os.path.join(SAMPLING, "run.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return _loaded(SAMPLING)
 
 
 def test_graph_sampling_workflow_samples_edges_from_random_seeds(graph_sampling, cpu_cluster, tmp_path, capsys):
