@@ -51,15 +51,13 @@ import numpy as np
 from _common import environment, kept_stats, rmat_graph, rmat_record, seed_vertices
 
 import gpipe
+from gpipe._rng import GOLDEN, mix64
 from gpipe.backend import device_of, to_host, xp
 from gpipe.sampling import Sampler
 
 WALKS = ("deepwalk", "deepwalk-weighted", "node2vec", "metropolis-hastings", "jump", "ppr", "multidimensional")
 SAMPLERS = ("neighbor", "neighbor-weighted", "forest-fire", "snowball", "layer", "random-node", "random-edge",
             "sampler-degree")
-# splitmix64's finalizer (Steele et al.), and the golden ratio that salts each column.
-MIX = ((np.uint64(30), np.uint64(0xBF58476D1CE4E5B9)), (np.uint64(27), np.uint64(0x94D049BB133111EB)))
-LAST_SHIFT, GOLDEN = np.uint64(31), np.uint64(0x9E3779B97F4A7C15)
 # Sizes left unset, by device: the CPU's for a dry run of the script on a small graph, on a 2-core machine.
 SIZES = {"gpu": {"length": 80, "instances": 20000, "frontier_instances": 1000},
          "cpu": {"length": 20, "instances": 500, "frontier_instances": 20}}
@@ -110,10 +108,7 @@ def _block_digest(block, _ids, _first_row: int) -> bytes:
     """blake2b of a 64-bit hash of each row of a walk block, hashed where the block is (only those come to host)."""
     x = xp(device_of(block))
     z = block.astype(x.uint64) ^ (x.arange(1, block.shape[1] + 1, dtype=x.uint64) * GOLDEN)
-    for shift, multiplier in MIX:
-        z ^= z >> shift
-        z *= multiplier
-    z ^= z >> LAST_SHIFT
+    z = mix64.py_func(z)  # gpipe's splitmix64 finalizer, as plain Python: it takes numpy and cupy arrays alike
     return hashlib.blake2b(to_host(z.sum(axis=1, dtype=x.uint64)).tobytes(), digest_size=16).digest()
 
 

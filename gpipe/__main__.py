@@ -1,2 +1,4 @@
 from .cli import main
-raise SystemExit(main())
+
+if __name__ == "__main__":  # not on import (pytest's --doctest-modules imports every module)
+    raise SystemExit(main())

@@ -60,13 +60,46 @@ def _check_folder_target(path: str, name: str, owned: re.Pattern, overwrite: boo
 
 @contextlib.contextmanager
 def atomic_dir(path: str, *, owned: str, overwrite: bool = False, name: str = "path"):
-    """Yield a temporary folder that replaces ``path`` when the block succeeds.
+    """Yield a temporary folder that replaces the folder ``path`` when the block succeeds.
 
-    ``path`` is checked before the block, so that a refusal comes before the work (a
-    path that may not be replaced, or where no folder can be created), and again
-    before the swap, which replaces exactly what was checked. ``owned`` matches
-    the relative path of every file gpipe writes in such a folder; ``name`` is the
-    parameter that gave ``path``, for the error.
+    ``path`` is checked before the block, so that a refusal comes before the work, and again
+    before the swap, which replaces exactly what was checked. A block that raises (an
+    interrupt too) leaves ``path`` as it was and removes the temporary folder.
+
+    Parameters
+    ----------
+    path : str
+        The folder to write: new, empty, or (``overwrite``) holding only files that ``owned`` matches.
+    owned : str
+        A regular expression that matches the path, relative to the folder and '/'-separated, of every
+        file written there (``summary\\.json|edges\\.parquet``).
+    overwrite : bool
+        Replace a folder of earlier output (only files that ``owned`` matches).
+    name : str
+        The parameter or config key that gave ``path``, named in the errors.
+
+    Yields
+    ------
+    str
+        The temporary folder, next to ``path``.
+
+    Raises
+    ------
+    GpipeValueError
+        ``path`` may not be replaced (a file, a folder that is not empty without ``overwrite``, or one
+        holding a file ``owned`` does not match), or no folder can be created there.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from gpipe.workflow import atomic_dir
+    >>> out = os.path.join(tempfile.mkdtemp(), "results")
+    >>> with atomic_dir(out, owned=r"notes\\.txt") as folder:
+    ...     _ = open(os.path.join(folder, "notes.txt"), "w").write("complete or absent\\n")
+    ...     os.path.exists(out)
+    False
+    >>> os.listdir(out)
+    ['notes.txt']
     """
     path = os.path.abspath(path)
     owned_files = re.compile(owned)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numbers
 import textwrap
+from collections.abc import Iterable
 
 import cloudpickle
 import numpy as np
@@ -45,7 +46,7 @@ def check_choice(name: str, value, choices) -> str:
     return value
 
 
-def check_seed(value, name: str = "seed") -> int:
+def check_seed(name: str, value) -> int:
     return check_int(name, value, minimum=0, maximum=2**63 - 1)
 
 
@@ -99,6 +100,23 @@ def check_picklable(name: str, value):
         raise GpipeValueError(f"'{name}' must be picklable (by cloudpickle) to reach the workers; pickling it "
                               f"failed: {cause}") from None
     return value
+
+
+def check_callable(name: str, value):
+    if not callable(value):
+        raise GpipeValueError(f"'{name}' must be callable, got {value!r}")
+    return value
+
+
+def check_texts(name: str, value) -> list[str]:
+    """``value`` as a list, if it is an iterable of strings (a string alone is refused: it is not a list of them)."""
+    if isinstance(value, str) or not isinstance(value, Iterable):
+        raise GpipeValueError(f"'{name}' must be an iterable of strings, got {value!r}")
+    items = list(value)
+    for item in items:
+        if not isinstance(item, str):
+            raise GpipeValueError(f"'{name}' must be an iterable of strings, got {item!r} among them")
+    return items
 
 
 def check_text(name: str, value) -> str:

@@ -49,7 +49,7 @@ from ._validate import check_int, check_probability, check_seed
 from .backend import DEVICES, gpu_problem, versions
 from .cluster import ENV_ADDRESS, ENV_SCHEDULER_FILE, connect
 from .errors import GpipeError, GpipeValueError
-from .graph import FORMATS, Graph, read_edges
+from .graph import FORMATS, Graph, edge_format, read_edges
 from .runtime import EdgeSample, current, workers_info
 
 _FORMATS = ("corpus", "parquet", "both")
@@ -364,7 +364,7 @@ def _walk_flags(parser: argparse.ArgumentParser, function: Callable) -> None:
         parser.add_argument("--walks-per-vertex", type=_positive("walks_per_vertex"), metavar="R",
                             default=_default(function, "walks_per_vertex"),
                             help="walks from each start vertex (default: %(default)s)")
-    parser.add_argument("--seed", type=_checked(check_seed), default=_default(function, "seed"),
+    parser.add_argument("--seed", type=_checked(partial(check_seed, "seed")), default=_default(function, "seed"),
                         help="seed of the walks (default: %(default)s)")
 
 
@@ -384,7 +384,7 @@ def _parser() -> argparse.ArgumentParser:
     rmat.add_argument("--scale", type=_positive("scale"), required=True, metavar="S", help="2**S vertices")
     rmat.add_argument("--edge-factor", type=_positive("edge_factor"), default=_default(generators.rmat, "edge_factor"),
                       metavar="E", help="edges drawn per vertex (default: %(default)s)")
-    rmat.add_argument("--seed", type=_checked(check_seed), default=_default(generators.rmat, "seed"),
+    rmat.add_argument("--seed", type=_checked(partial(check_seed, "seed")), default=_default(generators.rmat, "seed"),
                       help="seed of the edge stream (default: %(default)s)")
     for name in "abc":
         rmat.add_argument(f"--{name}", type=_checked(partial(check_probability, name), float),
@@ -422,7 +422,7 @@ def _parser() -> argparse.ArgumentParser:
             one.add_argument("--seeds", type=_vertices("seeds"), required=True, metavar="IDS",
                              help="seed vertices, one instance each: ID,ID,... or @FILE with one id per line")
         _partitions_flag(one)
-        one.add_argument("--seed", type=_checked(check_seed), default=_default(function, "seed"),
+        one.add_argument("--seed", type=_checked(partial(check_seed, "seed")), default=_default(function, "seed"),
                          help="seed of the sample (default: %(default)s)")
         for flag, keywords in extra:
             one.add_argument(flag, **keywords)
@@ -589,12 +589,15 @@ def _cluster(args):
 
 
 def _check_graph_flags(args) -> None:
-    """Before any work: the flags on reading an edge file are refused with ``rmat:...``, which reads none."""
+    """Before any work: the flags on reading an edge file are refused with ``rmat:...``, which reads none; an
+    edge file needs ``--fmt`` when its extension names no format."""
     for flag in ("--fmt", "--weight-column"):
         value = getattr(args, _dest(flag))
         if value is not None and isinstance(args.graph, _Rmat):
             raise GpipeValueError(f"'{_dest(flag)}' must be given with an edge file only, got {flag} {value} with "
                                   f"--graph {args.graph}, which is generated")
+    if args.fmt is None and not isinstance(args.graph, _Rmat):
+        edge_format(args.graph, name="graph", force="--fmt")
 
 
 def _load_graph(args, weighted: bool) -> Graph:

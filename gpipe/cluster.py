@@ -68,8 +68,9 @@ def connect(scheduler_file: str | None = None, address: str | None = None, *, n_
     Examples
     --------
     >>> import gpipe
-    >>> with gpipe.connect(n_workers=1, device="cpu") as client:   # doctest: +SKIP
-    ...     print(client.dashboard_link)
+    >>> with gpipe.connect(n_workers=1, device="cpu") as client:
+    ...     len(client.scheduler_info()["workers"])
+    1
     """
     device = check_choice("device", device or config.get("device"), DEVICES)
     n_workers = check_optional_int("n_workers", n_workers if n_workers is not None else config.get("cluster.n-workers"), minimum=1)

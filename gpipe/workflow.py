@@ -8,8 +8,9 @@ copy and adapt them. This module holds what they share: :func:`load_config` and
 :func:`check_config` (a config merged over the defaults, then the overrides, and
 checked against a table of rules that extends :data:`RULES`, built with the rules
 :func:`integer`, :func:`one_of`, :func:`seed` and :func:`mapping`), :func:`main` (a
-script's command line), :func:`load_graph`, :func:`write_json` and :func:`atomic_file`
-(outputs that appear complete or not at all), and :func:`run`, which runs the
+script's command line), :func:`load_graph`, :func:`atomic_dir` (the ``output`` folder),
+:func:`atomic_file` and :func:`write_json` (outputs that appear complete or not at all),
+and :func:`run`, which runs the
 workflow that a YAML file names on a given cluster (``gpipe run``).
 """
 
@@ -28,14 +29,15 @@ from types import MappingProxyType
 import dask.config
 import yaml
 
-from ._files import atomic_file, write_json
-from ._validate import check_bool, check_choice, check_int, check_mapping, check_seed, check_text
+from ._files import atomic_dir, atomic_file, write_json
+from ._validate import (check_bool, check_callable, check_choice, check_int, check_mapping, check_optional_int,
+                        check_seed, check_text, check_texts)
 from .backend import DEVICES
 from .errors import GpipeError, GpipeValueError
 from .graph import Graph, generators, read_edges
 
-__all__ = ["RULES", "atomic_file", "check_config", "integer", "load_config", "load_graph", "main", "mapping", "one_of",
-           "run", "seed", "write_json"]
+__all__ = ["RULES", "atomic_dir", "atomic_file", "check_config", "integer", "load_config", "load_graph", "main",
+           "mapping", "one_of", "run", "seed", "write_json"]
 
 _Rule = Callable[[str, object], object]
 
@@ -53,12 +55,21 @@ def integer(minimum: int | None = None, maximum: int | None = None) -> _Rule:
     callable
         ``rule(key, value)``: returns the value as an int, or raises :class:`GpipeValueError` naming the key.
 
+    Raises
+    ------
+    GpipeValueError
+        A bound is not an integer, or ``minimum > maximum``.
+
     Examples
     --------
     >>> from gpipe.workflow import integer
     >>> integer(minimum=1)("walks.length", 40)
     40
     """
+    minimum = check_optional_int("minimum", minimum)
+    maximum = check_optional_int("maximum", maximum)
+    if minimum is not None and maximum is not None and minimum > maximum:
+        raise GpipeValueError(f"'maximum' must be at least 'minimum' ({minimum}), got {maximum}")
     return partial(check_int, minimum=minimum, maximum=maximum)
 
 
@@ -75,13 +86,19 @@ def one_of(choices: Iterable) -> _Rule:
     callable
         ``rule(key, value)``: returns the value, or raises :class:`GpipeValueError` naming the key and the choices.
 
+    Raises
+    ------
+    GpipeValueError
+        ``choices`` is empty, a string (its characters would be the choices) or not iterable.
+
     Examples
     --------
     >>> from gpipe.workflow import one_of
     >>> one_of(("cpu", "gpu"))("cluster.device", "cpu")
     'cpu'
     """
-    choices = tuple(choices)
+    if isinstance(choices, str) or not isinstance(choices, Iterable) or not (choices := tuple(choices)):
+        raise GpipeValueError(f"'choices' must be a non-empty iterable of values (not a string), got {choices!r}")
     return lambda name, value: check_choice(name, value, choices)
 
 
@@ -94,7 +111,7 @@ def seed(name: str, value) -> int:
     >>> seed("walks.seed", 42)
     42
     """
-    return check_seed(value, name)
+    return check_seed(name, value)
 
 
 def mapping(name: str, value) -> dict:
@@ -111,6 +128,16 @@ def mapping(name: str, value) -> dict:
 
 def _optional(rule: _Rule) -> _Rule:
     return lambda name, value: None if value is None else rule(name, value)
+
+
+def _check_rules(rules) -> Mapping[str, _Rule]:
+    if not isinstance(rules, Mapping):
+        raise GpipeValueError(f"'rules' must be a mapping of 'section.key' to rule(key, value), got {rules!r}")
+    for key, rule in rules.items():
+        if not isinstance(key, str) or not all(key.split(".")) or not callable(rule):
+            raise GpipeValueError(f"'rules' must map each 'section.key' to a callable rule(key, value), got "
+                                  f"{key!r}: {rule!r}")
+    return rules
 
 
 def _rmat_spec(text: str) -> tuple[int, ...] | None:
@@ -131,7 +158,8 @@ def _graph_path(name: str, value) -> str:
 _positive = integer(minimum=1)
 
 #: The keys every workflow's config has, each with the rule its value follows (``rule(key, value)`` raises
-#: :class:`GpipeValueError` naming the key): the workflow's name, the graph, the output folder and the cluster.
+#: :class:`GpipeValueError` naming the key): the workflow's name, the graph, the output folder (written with
+#: :func:`atomic_dir`; ``overwrite`` replaces an earlier run's) and the cluster.
 #: A workflow's own table is ``{**RULES, "section.key": rule, ...}``; a key of the table is replaced whole when
 #: configs are merged, a section (``graph``) is merged key by key.
 RULES: Mapping[str, _Rule] = MappingProxyType({
@@ -140,11 +168,13 @@ RULES: Mapping[str, _Rule] = MappingProxyType({
     "graph.directed": check_bool,
     "graph.partitions": _optional(_positive),
     "output": check_text,
+    "overwrite": check_bool,
     "cluster.scheduler_file": _optional(check_text),
     "cluster.address": _optional(check_text),
     "cluster.device": one_of(DEVICES),
     "cluster.n_workers": _optional(_positive),
 })
+_GRAPH_RULES = {key: rule for key, rule in RULES.items() if key.startswith("graph.")}
 
 
 # -- configs ----------------------------------------------------------------------------------
@@ -176,7 +206,7 @@ def load_config(path: str | None, overrides: Iterable[str] = (), *, defaults: st
     ------
     GpipeValueError
         A file is missing or is not YAML, ``path`` holds an unknown key (the message names the file and the
-        key), or an override is not ``key.sub=value``.
+        key), an override is not ``key.sub=value``, or a parameter is not of the kind above.
 
     Examples
     --------
@@ -189,7 +219,10 @@ def load_config(path: str | None, overrides: Iterable[str] = (), *, defaults: st
     >>> load_config(None, ["walks.length=5", "walks.params.q=2"], defaults=defaults, rules=rules)
     {'walks': {'length': 5, 'params': {'p': 1.0, 'q': 2}}}
     """
-    config = _read_yaml(defaults)
+    path = _optional(check_text)("path", path)
+    overrides = check_texts("overrides", overrides)
+    rules = _check_rules(rules)
+    config = _read_yaml(check_text("defaults", defaults))
     if path is not None:
         update = _read_yaml(path)
         try:
@@ -242,6 +275,7 @@ def check_config(config: dict, rules: Mapping[str, _Rule]) -> dict:
     >>> check_config({"run": {"length": 3}}, {"run.length": lambda name, value: value})
     {'run': {'length': 3}}
     """
+    rules = _check_rules(rules)
     _check_keys(config, "", rules)
     for key, rule in rules.items():
         value = config
@@ -319,7 +353,20 @@ def main(argv: list[str] | None, *, prog: str, description: str, defaults: str,
     ...      configure=lambda path, overrides: {"x": 1}, run=print)
     {'x': 1}
     0
+
+    A bad parameter (not a bad config) is the caller's mistake, raised before parsing:
+
+    >>> main(["--set", "x=1"], prog="demo", description="A demo.", defaults="config.yaml",
+    ...      configure=None, run=print)
+    Traceback (most recent call last):
+    ...
+    gpipe.errors.GpipeValueError: 'configure' must be callable, got None
     """
+    argv = None if argv is None else check_texts("argv", argv)
+    for name, value in (("prog", prog), ("description", description), ("defaults", defaults)):
+        check_text(name, value)
+    check_callable("configure", configure)
+    check_callable("run", run)
     parser = argparse.ArgumentParser(prog=prog, description=description)
     parser.add_argument("config", nargs="?", help=f"YAML config merged over the defaults ({defaults})")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
@@ -352,14 +399,22 @@ def load_graph(section: dict, *, weighted: bool = False) -> Graph:
     -------
     Graph
 
+    Raises
+    ------
+    GpipeValueError
+        ``section`` lacks one of those keys, has another, or a value breaks its rule in :data:`RULES`
+        (the message names the key ``graph.KEY``); ``weighted`` is not a bool.
+
     Examples
     --------
     >>> import gpipe
     >>> from gpipe.workflow import load_graph
-    >>> with gpipe.connect(n_workers=1, device="cpu") as client, client.as_current():  # doctest: +SKIP
+    >>> with gpipe.connect(n_workers=1, device="cpu") as client, client.as_current():
     ...     load_graph({"path": "rmat:6:4", "directed": False, "partitions": None}).num_vertices
     64
     """
+    check_config({"graph": check_mapping("section", section)}, _GRAPH_RULES)
+    weighted = check_bool("weighted", weighted)
     rmat = _rmat_spec(section["path"])
     if rmat is not None:
         return generators.rmat(*rmat, directed=section["directed"], partitions=section["partitions"],
@@ -402,17 +457,25 @@ def run(workflow: str, overrides: Iterable[str] = (), *, scheduler_file: str | N
     ------
     GpipeValueError
         The workflow file is missing, is not YAML or names no workflow that exists (the message names the
-        file and the key), both ``scheduler_file`` and ``address`` are given, or a wait is not positive.
+        file and the key), both ``scheduler_file`` and ``address`` are given, a wait is not positive, or a
+        parameter is not of the kind above.
 
     Examples
     --------
-    >>> import gpipe
-    >>> gpipe.workflow.run("graph_sampling", ["graph.path=rmat:8:4", "output=out/sample",  # doctest: +SKIP
-    ...                                        "cluster.device=cpu"])
+    >>> import os, tempfile, gpipe
+    >>> out = os.path.join(tempfile.mkdtemp(), "sample")
+    >>> gpipe.workflow.run("graph_sampling", ["graph.path=rmat:8:4", f"output={out}", "cluster.device=cpu"])
+    graph_sampling: neighbor on 256 vertices, 759 edges: 78 edges from 16 seeds in ... s = ... edges/s
+      edges    .../sample/edges.parquet
+      summary  .../sample/summary.json
     0
+    >>> sorted(os.listdir(out))
+    ['edges.parquet', 'summary.json']
     """
-    script, config = _find(workflow)
-    overrides = list(overrides)
+    script, config = _find(check_text("workflow", workflow))
+    overrides = check_texts("overrides", overrides)
+    scheduler_file = _optional(check_text)("scheduler_file", scheduler_file)
+    address = _optional(check_text)("address", address)
     if scheduler_file is not None and address is not None:
         raise GpipeValueError(f"give 'scheduler_file' or 'address', not both; got {scheduler_file!r} and {address!r}")
     if scheduler_file is not None or address is not None:  # JSON is YAML: the values stay strings

@@ -1,29 +1,10 @@
-"""Shared fixtures: real Dask clusters of worker processes (never mocks)."""
+"""Fixtures of the tests; the clusters are in the repository's conftest.py, shared with the docstring examples."""
 
 import time
 
 import numpy as np
 import pandas as pd
 import pytest
-
-import gpipe
-
-
-def _local(n_workers: int, device: str):
-    return gpipe.connect(n_workers=n_workers, threads_per_worker=1, device=device, dashboard_address=":0")
-
-
-@pytest.fixture(scope="session")
-def cpu_cluster():
-    """A LocalCluster of two worker processes, CPU device."""
-    with _local(2, "cpu") as client:
-        yield client
-
-
-@pytest.fixture(scope="session")
-def one_worker_cluster():
-    with _local(1, "cpu") as client:
-        yield client
 
 
 @pytest.fixture

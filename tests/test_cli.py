@@ -13,6 +13,7 @@ import pytest
 
 import gpipe
 from gpipe.cli import main
+from helpers import read_summary, tree
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -22,11 +23,6 @@ def _run(capsys, cluster, *args):
     code = main([*args, "--address", cluster.scheduler.address, "--device", "cpu"])
     out, err = capsys.readouterr()
     return code, out, err
-
-
-def _summary(folder):
-    with open(os.path.join(folder, "summary.json")) as f:
-        return json.load(f)
 
 
 def _edges(graph_folder) -> set:
@@ -94,7 +90,7 @@ def test_info_without_a_cluster_starts_none(capsys, monkeypatch):
 def test_generate_rmat_writes_the_graph_and_summary(generated, cpu):
     out, code = generated
     assert code == 0
-    summary = _summary(out)
+    summary = read_summary(out)
     assert summary["status"] == "ok" and summary["command"] == "generate"
     assert summary["graph"]["num_vertices"] == 256 and not summary["graph"]["directed"]
     assert summary["parameters"]["scale"] == 8 and summary["parameters"]["edge_factor"] == 4
@@ -112,7 +108,7 @@ def test_walk_deepwalk_on_a_graph_folder(capsys, cpu_cluster, generated, tmp_pat
     walks, edges = _walks(tmp_path / "walks.txt"), _edges(graph)
     assert len(walks) == 256 and all(1 <= len(w) <= 6 for w in walks)
     assert all((u, v) in edges for w in walks for u, v in zip(w, w[1:]))
-    summary = _summary(tmp_path)
+    summary = read_summary(tmp_path)
     assert summary["status"] == "ok" and summary["parameters"]["algorithm"] == "deepwalk"
     assert summary["walk"]["steps"] > 0 and summary["walk"]["walks"] == 256
     assert summary["graph"]["num_vertices"] == 256
@@ -132,7 +128,7 @@ def test_walk_deepwalk_on_a_generated_graph_in_both_formats(capsys, cpu_cluster,
                       for f in sorted(os.listdir(tmp_path / "walks.parquet")))
     steps = table[[f"step_{j}" for j in range(5)]].to_numpy()
     assert [list(row[row >= 0]) for row in steps] == corpus
-    summary = _summary(tmp_path)
+    summary = read_summary(tmp_path)
     assert summary["graph"]["num_vertices"] == 128 and summary["parameters"]["graph"] == "rmat:7:4"
     assert summary["walk"]["steps"] > 0
 
@@ -144,7 +140,7 @@ def test_walk_node2vec_steps_along_edges(capsys, cpu_cluster, rmat_7_4, tmp_path
     walks = _walks(tmp_path / "walks.txt")
     assert len(walks) == 128 and all(1 <= len(w) <= 7 for w in walks)
     assert all((u, v) in rmat_7_4[False] for w in walks for u, v in zip(w, w[1:]))
-    summary = _summary(tmp_path)
+    summary = read_summary(tmp_path)
     assert summary["status"] == "ok" and summary["walk"]["algorithm"] == "node2vec"
     assert summary["parameters"]["p"] == 0.5 and summary["parameters"]["q"] == 2.0
 
@@ -159,7 +155,7 @@ def test_walk_ppr_writes_scores_that_sum_to_one_per_source(capsys, cpu_cluster, 
     assert list(scores.columns) == ["source", "vertex", "score"]
     assert set(scores["source"]) == {0, 5} and (scores["score"] > 0).all()
     assert scores.groupby("source")["score"].sum().to_numpy() == pytest.approx([1.0, 1.0])
-    summary = _summary(tmp_path)
+    summary = read_summary(tmp_path)
     assert summary["status"] == "ok" and summary["walk"]["walks"] == 20
     assert summary["outputs"]["scores"] == str(tmp_path / "scores.parquet") and "scores.parquet" in out
     assert summary["parameters"]["sources"] == "0,5" and summary["parameters"]["walks_per_source"] == 10
@@ -172,7 +168,7 @@ def test_walk_metropolis_hastings_and_jump_run(capsys, cpu_cluster, tmp_path, al
                         "--quiet", "--out", str(tmp_path))
     assert code == 0, err
     assert len(_walks(tmp_path / "walks.txt")) == 128
-    summary = _summary(tmp_path)
+    summary = read_summary(tmp_path)
     assert summary["status"] == "ok" and summary["walk"]["steps"] > 0
     assert summary["walk"]["algorithm"] == name and summary["parameters"]["algorithm"] == algorithm
 
@@ -183,7 +179,7 @@ def test_walk_deepwalk_weighted_generates_a_weighted_rmat(capsys, cpu_cluster, r
     assert code == 0, err
     walks = _walks(tmp_path / "walks.txt")
     assert len(walks) == 128 and all((u, v) in rmat_7_4[True] for w in walks for u, v in zip(w, w[1:]))
-    summary = _summary(tmp_path)
+    summary = read_summary(tmp_path)
     assert summary["graph"]["weighted"] and summary["parameters"]["weighted"]
 
 
@@ -201,7 +197,7 @@ def test_walk_start_from_a_file(capsys, cpu_cluster, tmp_path):
                         "--walks-per-vertex", "2", "--length", "3", "--quiet", "--out", str(tmp_path / "o"))
     assert code == 0, err
     assert [w[0] for w in _walks(tmp_path / "o" / "walks.txt")] == [3, 17, 3, 17]
-    assert _summary(tmp_path / "o")["parameters"]["start"] == f"@{starts}"
+    assert read_summary(tmp_path / "o")["parameters"]["start"] == f"@{starts}"
 
 
 def test_walk_start_with_string_ids(capsys, cpu_cluster, tmp_path):
@@ -238,7 +234,7 @@ def test_walk_reads_the_weight_column_of_a_csv(capsys, cpu_cluster, tmp_path):
                         "--quiet", "--out", str(tmp_path / "o"))
     assert code == 0, err
     assert _walks(tmp_path / "o" / "walks.txt") == [[0, 1]] * 20  # never along the edge of weight 0
-    assert _summary(tmp_path / "o")["graph"]["weighted"]
+    assert read_summary(tmp_path / "o")["graph"]["weighted"]
 
 
 def test_walk_fmt_reads_a_file_whose_extension_says_nothing(capsys, cpu_cluster, tmp_path):
@@ -251,6 +247,17 @@ def test_walk_fmt_reads_a_file_whose_extension_says_nothing(capsys, cpu_cluster,
                         "--quiet", "--out", str(tmp_path / "o"))
     assert code == 0, err
     assert len(_walks(tmp_path / "o" / "walks.txt")) == 3
+
+
+def test_a_file_whose_extension_says_nothing_is_refused_before_connecting_naming_the_flags(capsys, tmp_path):
+    path = tmp_path / "edges.dat"
+    path.write_text("0 1\n")
+    code = main(["walk", "deepwalk", "--graph", str(path), "--out", str(tmp_path / "o"),
+                 "--address", "tcp://127.0.0.1:1"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith("gpipe: error: 'graph' must end in one of .txt") and err.count("\n") == 1
+    assert f"pass --fmt one of 'snap', 'csv', 'parquet', 'npz' to force a format; got {str(path)!r}" in err
+    assert "fmt=" not in err
 
 
 def _negative_weight(tmp_path):
@@ -329,7 +336,7 @@ def test_demo_runs_on_its_own_local_cluster(tmp_path):
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert len((out / "walks.txt").read_text().splitlines()) == 256
-    summary = _summary(out)
+    summary = read_summary(out)
     assert summary["status"] == "ok" and summary["command"] == "demo"
     assert summary["graph"]["num_vertices"] == 256 and summary["cluster"]["device"] == "cpu"
     assert len(summary["cluster"]["workers"]) == 1 and summary["walk"]["steps"] > 0
@@ -343,7 +350,7 @@ def test_walk_multidimensional_writes_sampled_edges(capsys, cpu_cluster, rmat_7_
     edges = pd.read_parquet(tmp_path / "edges.parquet")
     assert edges.groupby("instance").size().tolist() == [20, 20, 20]
     assert set(zip(edges.src, edges.dst)) <= rmat_7_4[False]
-    summary = _summary(tmp_path)
+    summary = read_summary(tmp_path)
     assert summary["status"] == "ok" and summary["walk"]["edges"] == 60
     assert set(summary["outputs"]) == {"edges", "summary"}
 
@@ -356,7 +363,7 @@ def test_sample_neighbor_writes_edges_of_the_graph_at_most_fanout_per_vertex(cap
     assert list(edges.columns) == ["instance", "depth", "src", "dst"] and len(edges) > 0
     assert set(zip(edges.src, edges.dst)) <= rmat_7_4[False]
     assert set(edges.instance) <= {0, 1, 2} and edges.groupby(["instance", "depth", "src"]).size().max() <= 2
-    summary = _summary(tmp_path)
+    summary = read_summary(tmp_path)
     assert summary["status"] == "ok" and summary["command"] == "sample"
     assert summary["sample"]["edges"] == len(edges) and summary["sample"]["algorithm"] == "neighbor"
     assert summary["parameters"]["seeds"] == "0,1,2" and summary["parameters"]["fanout"] == 2
@@ -374,7 +381,7 @@ def test_sample_forest_fire_snowball_and_layer_run(capsys, cpu_cluster, rmat_7_4
     assert code == 0, err
     edges = pd.read_parquet(tmp_path / "edges.parquet")
     assert set(zip(edges.src, edges.dst)) <= rmat_7_4[False]
-    summary = _summary(tmp_path)
+    summary = read_summary(tmp_path)
     assert summary["status"] == "ok" and summary["parameters"]["algorithm"] == algorithm
     assert summary["sample"]["algorithm"] == algorithm.replace("-", "_")
 
@@ -390,7 +397,7 @@ def test_sample_random_nodes_and_edges_need_no_seeds(capsys, cpu_cluster, rmat_7
     assert set(zip(edges.src, edges.dst)) <= rmat_7_4[False] and set(edges.instance) == {0, 1, 2}
     if per_instance:
         assert edges.groupby("instance").size().eq(per_instance).all()
-    assert _summary(tmp_path)["sample"]["instances"] == 3
+    assert read_summary(tmp_path)["sample"]["instances"] == 3
 
 
 @pytest.mark.parametrize("args, name", [
@@ -414,10 +421,6 @@ def test_sample_needs_seeds(capsys):
     assert code == 2 and "--seeds" in capsys.readouterr().err
 
 
-def _files(folder) -> dict:
-    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
-
-
 def _walk_into(capsys, cluster, out, seed, *flags):
     return _run(capsys, cluster, "walk", "deepwalk", "--graph", "rmat:7:4", "--length", "3", "--seed", str(seed),
                 "--quiet", "--out", str(out), *flags)
@@ -430,7 +433,7 @@ def test_a_rerun_into_an_earlier_run_is_refused_before_connecting(capsys, tmp_pa
     code = main(["walk", "deepwalk", "--graph", "rmat:7", "--out", str(out), "--address", "tcp://127.0.0.1:1"])
     err = capsys.readouterr().err
     assert code == 2 and "'out' must be a new or empty folder unless overwrite is set" in err and "Traceback" not in err
-    assert _files(out) == {"summary.json": b'{"status": "ok"}\n'}
+    assert tree(out) == {"summary.json": b'{"status": "ok"}\n'}
 
 
 def test_overwrite_replaces_the_whole_earlier_run(capsys, cpu_cluster, tmp_path):
@@ -439,7 +442,7 @@ def test_overwrite_replaces_the_whole_earlier_run(capsys, cpu_cluster, tmp_path)
     code, _, err = _walk_into(capsys, cpu_cluster, out, 2, "--overwrite")
     assert code == 0, err
     assert sorted(p.name for p in out.iterdir()) == ["summary.json", "walks.txt"]  # no walks.parquet of run 1
-    summary = _summary(out)
+    summary = read_summary(out)
     assert summary["parameters"]["seed"] == 2 and summary["outputs"]["corpus"] == str(out / "walks.txt")
     assert not list(tmp_path.glob(".*tmp*"))
 
@@ -447,7 +450,7 @@ def test_overwrite_replaces_the_whole_earlier_run(capsys, cpu_cluster, tmp_path)
 def test_an_interrupted_rerun_leaves_the_earlier_run_whole(capsys, cpu_cluster, tmp_path, monkeypatch):
     out = tmp_path / "run"
     assert _walk_into(capsys, cpu_cluster, out, 1, "--format", "both")[0] == 0
-    before = _files(out)
+    before = tree(out)
 
     def interrupted(self, path, overwrite=False):
         raise KeyboardInterrupt  # after walks.txt was written, before walks.parquet and summary.json
@@ -455,7 +458,7 @@ def test_an_interrupted_rerun_leaves_the_earlier_run_whole(capsys, cpu_cluster, 
     monkeypatch.setattr(gpipe.runtime.WalkResult, "to_parquet", interrupted)
     with pytest.raises(KeyboardInterrupt):
         _walk_into(capsys, cpu_cluster, out, 2, "--format", "both", "--overwrite")
-    assert _files(out) == before and _summary(out)["parameters"]["seed"] == 1
+    assert tree(out) == before and read_summary(out)["parameters"]["seed"] == 1
     assert not list(tmp_path.glob(".*tmp*"))
 
 
@@ -518,7 +521,7 @@ def test_overwrite_keeps_a_folder_that_holds_other_files(capsys, cpu_cluster, tm
     (out / "walks.parquet").mkdir(parents=True)  # names gpipe writes, holding a file it does not
     (out / "summary.json").write_text("{}\n")
     (out / "walks.parquet" / "notes.md").write_text("my notes\n")
-    before = _files(out)
+    before = tree(out)
     code, _, err = _walk_into(capsys, cpu_cluster, out, 1, "--overwrite")
     assert code == 2 and "'out' must hold only gpipe's output to be overwritten" in err
-    assert "'walks.parquet/notes.md' is not a file gpipe writes there" in err and _files(out) == before
+    assert "'walks.parquet/notes.md' is not a file gpipe writes there" in err and tree(out) == before

@@ -20,6 +20,7 @@ import pandas as pd
 import pytest
 
 from gpipe.cli import main
+from helpers import read_summary
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CLUSTER = os.path.join(REPO, "cluster")
@@ -108,11 +109,6 @@ def _started(args, env, cwd, log):
         proc.wait(timeout=10)
 
 
-def _summary(folder) -> dict:
-    with open(os.path.join(folder, "summary.json")) as f:
-        return json.load(f)
-
-
 def _write(path, text: str) -> str:
     path.write_text(text)
     return str(path)
@@ -138,7 +134,7 @@ def test_local_sh_cluster_runs_a_workflow_with_gpipe_run(tmp_path):
         assert run.returncode == 0, run.stderr
         assert "deepwalk on 128 vertices" in run.stdout and "2 worker(s) on cpu" in run.stdout
 
-        summary = _summary(out)
+        summary = read_summary(out)
         assert summary["status"] == "ok" and summary["cluster"]["scheduler"] == scheduler
         assert summary["config"]["cluster"]["scheduler_file"] == str(run_dir / "scheduler.json")
         assert summary["walk"]["workers"] == 2  # both workers walked
@@ -178,7 +174,7 @@ def test_batch_script_starts_a_worker_per_node_runs_the_workflow_and_stops_them(
         assert _wait_until_gone(_group(job.pid), 30), "the job left processes running"
 
     assert "graph_sampling: neighbor on 128 vertices" in log
-    summary = _summary(out)
+    summary = read_summary(out)
     assert summary["status"] == "ok" and len(summary["seeds"]) == 4
     assert summary["config"]["cluster"]["scheduler_file"] == str(run_dir / "scheduler.json")
     assert summary["sample"]["workers"] == 2  # one worker per node
@@ -251,6 +247,6 @@ def test_mpi_launch_runs_the_workflow_on_mpi_ranks(tmp_path):
     with _started(["bash", os.path.join(CLUSTER, "mpi", "gpipe-mpi.sh"), config], env, tmp_path,
                   tmp_path / "mpi.log") as job:
         assert job.wait(timeout=180) == 0, (tmp_path / "mpi.log").read_text()
-    summary = _summary(out)
+    summary = read_summary(out)
     assert summary["status"] == "ok" and summary["seeds"] == [0, 5]
     assert summary["sample"]["workers"] == 2 and summary["config"]["cluster"]["address"].startswith("tcp://")

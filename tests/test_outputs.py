@@ -12,6 +12,7 @@ import pytest
 
 import gpipe
 from gpipe.errors import GpipeValueError
+from helpers import tree
 
 
 @pytest.fixture
@@ -32,10 +33,6 @@ def _asked(overwrite: bool) -> dict:
     return {"overwrite": True} if overwrite else {}
 
 
-def _tree(folder) -> dict:
-    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
-
-
 @pytest.mark.parametrize("overwrite", [False, True])
 @pytest.mark.parametrize("kind", ["graph", "walks"])
 def test_folder_writers_keep_a_folder_they_did_not_write(graph, tmp_path, kind, overwrite):
@@ -43,10 +40,10 @@ def test_folder_writers_keep_a_folder_they_did_not_write(graph, tmp_path, kind, 
     (folder / "figures").mkdir(parents=True)
     (folder / "thesis.tex").write_text("\\chapter{Results}\n")
     (folder / "figures" / "walks.pdf").write_bytes(b"%PDF")
-    before = _tree(folder)
+    before = tree(folder)
     with pytest.raises(GpipeValueError, match=r"'path' .*thesis\.tex|'path' .*figures"):
         _writers(graph)[kind](folder, **_asked(overwrite))
-    assert _tree(folder) == before
+    assert tree(folder) == before
     assert not list(tmp_path.glob(".*tmp*"))
 
 
@@ -65,16 +62,16 @@ def test_folder_writers_replace_their_own_output_only_when_asked(graph, tmp_path
     folder = tmp_path / "out"
     write = _writers(graph)[kind]
     write(folder)
-    before = _tree(folder)
+    before = tree(folder)
     with pytest.raises(GpipeValueError, match="'path' must be a new or empty folder unless overwrite"):
         write(folder)
-    assert _tree(folder) == before
+    assert tree(folder) == before
     (folder / "stale-extra.parquet").write_bytes(b"")  # not a name gpipe writes: no longer its output alone
     with pytest.raises(GpipeValueError, match="stale-extra.parquet"):
         write(folder, overwrite=True)
     (folder / "stale-extra.parquet").unlink()
     assert write(folder, overwrite=True) == str(folder)
-    assert set(_tree(folder)) == set(before)
+    assert set(tree(folder)) == set(before)
     assert not list(tmp_path.glob(".*tmp*"))
 
 

@@ -1,6 +1,8 @@
 """The counter-based random stream: Philox-4x32-10 against its published answers, the written definition of a
 draw, ``below`` as the exact high word of the 128-bit product, and uniformity."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from scipy import stats
@@ -126,3 +128,13 @@ def test_draws_take_one_draw_index_per_id():
     many = _rng.draws(np, _rng.key(6), ids, 9, draw)
     for d in range(4):
         np.testing.assert_array_equal(many[draw == d], _rng.draws(np, _rng.key(6), ids[draw == d], 9, d))
+
+
+def test_the_scripts_beside_the_package_take_the_splitmix64_constants_from_it():
+    """benchmarks/ and workflows/ hash with ``_rng``'s constants instead of writing them again (its CUDA twin,
+    ``kernels/rng.cuh``, is their one other home)."""
+    constants = [f"{int(c):X}" for c in (_rng.GOLDEN, _rng._M1, _rng._M2)]
+    repo = Path(__file__).resolve().parents[1]
+    for path in sorted([*repo.glob("benchmarks/*.py"), *repo.glob("workflows/*/*.py")]):
+        text = path.read_text().upper()
+        assert not [c for c in constants if c in text], f"{path.relative_to(repo)} writes them again"

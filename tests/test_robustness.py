@@ -2,7 +2,6 @@
 
 import os
 import signal
-import threading
 import time
 
 import numpy as np
@@ -10,6 +9,7 @@ import pytest
 
 import gpipe
 from gpipe.errors import GpipeError, WorkerLostError
+from helpers import assert_lost, holder, started
 
 
 def _looping(dask_worker) -> bool:
@@ -17,32 +17,21 @@ def _looping(dask_worker) -> bool:
     return bool(dask_worker.plugins["gpipe"].looping)
 
 
-def _run_and_kill(work, timeout: float = 120):
-    """Run ``work(g)`` on a fresh two-worker cluster, kill one worker's process once the run's superstep loop runs
+def _run_and_kill(client, work, timeout: float = 120):
+    """Run ``work(g)`` on ``client``'s two workers, kill one worker's process once the run's superstep loop runs
     there; (outcome, lost parts)."""
-    with gpipe.connect(n_workers=2, threads_per_worker=1, device="cpu", dashboard_address=":0") as client:
-        g = gpipe.generators.rmat(scale=9, edge_factor=4, seed=3, partitions=4)
-        work(g, warm=True)  # compile first, so that the kill lands in the run
-        victim = g.placement[-1]
-        pid = client.run(os.getpid, workers=[victim])[victim]
-        lost = [p for p, w in enumerate(g.placement) if w == victim]
-        outcome = {}
-
-        def target():
-            try:
-                outcome["result"] = work(g, warm=False)
-            except Exception as exc:  # what the test checks
-                outcome["error"] = exc
-
-        thread = threading.Thread(target=target, daemon=True)
-        thread.start()
-        while not client.run(_looping, workers=[victim])[victim]:
-            assert thread.is_alive(), "the run ended before the worker was killed: make it longer"
-            time.sleep(0.01)
-        os.kill(pid, signal.SIGKILL)
-        thread.join(timeout)
-        assert not thread.is_alive(), f"the run did not end within {timeout} s of the worker's death"
-        return outcome, lost
+    g = gpipe.generators.rmat(scale=9, edge_factor=4, seed=3, partitions=4)
+    work(g, warm=True)  # compile first, so that the kill lands in the run
+    pid, lost = holder(client, g)
+    victim = g.placement[-1]
+    thread, outcome = started(lambda: work(g, warm=False))
+    while not client.run(_looping, workers=[victim])[victim]:
+        assert thread.is_alive(), "the run ended before the worker was killed: make it longer"
+        time.sleep(0.01)
+    os.kill(pid, signal.SIGKILL)
+    thread.join(timeout)
+    assert not thread.is_alive(), f"the run did not end within {timeout} s of the worker's death"
+    return outcome, lost
 
 
 def _deepwalk(g, warm):
@@ -50,16 +39,9 @@ def _deepwalk(g, warm):
     return w.compute()
 
 
-def _check(outcome, lost):
-    """A WorkerLostError naming the lost partitions, also when another worker failed first, failing to reach them."""
-    error = outcome.get("error")
-    assert "result" not in outcome, "a run that lost a worker returned a result"
-    assert isinstance(error, WorkerLostError), repr(error)
-    assert error.partitions == lost and str(lost[0]) in str(error)
-
-
-def test_killing_a_worker_mid_walk_fails_naming_its_partitions():
-    _check(*_run_and_kill(_deepwalk))
+def test_killing_a_worker_mid_walk_fails_naming_its_partitions(killable_cluster):
+    # a WorkerLostError naming the lost partitions, also when another worker failed first, failing to reach them
+    assert_lost(*_run_and_kill(killable_cluster, _deepwalk))
 
 
 def _sample(g, warm):
@@ -68,8 +50,8 @@ def _sample(g, warm):
 
 
 @pytest.mark.parametrize("work", [_sample])
-def test_killing_a_worker_mid_sample_fails_naming_its_partitions(work):
-    _check(*_run_and_kill(work))
+def test_killing_a_worker_mid_sample_fails_naming_its_partitions(killable_cluster, work):
+    assert_lost(*_run_and_kill(killable_cluster, work))
 
 
 def test_a_worker_this_client_cannot_reach_is_named_not_reported_lost(cpu, monkeypatch):

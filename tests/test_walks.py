@@ -187,7 +187,7 @@ def test_corpus_refuses_ids_that_would_not_read_back_as_one_token(cpu, tmp_path)
     assert not list(tmp_path.iterdir())  # refused before anything was written
 
 
-@pytest.mark.parametrize("ids", [[-1, 0, -5, 3], ["a", "b", "c", "d"]])
+@pytest.mark.parametrize("ids", [[-1, 0, -5, 3], [-2**63, 0, 2**63 - 1, 3], ["a", "b", "c", "d"]])
 def test_walks_pad_with_none_where_minus_one_could_be_an_id(cpu, tmp_path, ids):
     """-1 is a vertex here (or ids are not integers), so it cannot mark a walk's end: every output pads with None
     (null), and the Parquet blocks read back as one table although the first block has only null columns."""

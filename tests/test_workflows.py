@@ -9,18 +9,24 @@ import pytest
 import yaml
 
 import gpipe
+from gpipe import workflow
+from gpipe.errors import GpipeValueError
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 WORKFLOW = os.path.join(REPO, "workflows", "embeddings")
 
 
-@pytest.fixture(scope="module")
-def embeddings():
-    """``workflows/embeddings/run.py`` loaded as a module."""
-    spec = importlib.util.spec_from_file_location("embeddings_workflow", os.path.join(WORKFLOW, "run.py"))
+def _loaded(folder: str):
+    """``folder/run.py`` loaded as a module."""
+    spec = importlib.util.spec_from_file_location(f"{os.path.basename(folder)}_workflow", os.path.join(folder, "run.py"))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+@pytest.fixture(scope="module")
+def embeddings():
+    return _loaded(WORKFLOW)
 
 
 def test_embeddings_workflow_writes_node2vec_walks_along_edges_summary_and_embeddings(embeddings, cpu_cluster,
@@ -120,11 +126,7 @@ SAMPLING = os.path.join(REPO, "workflows", "graph_sampling")
 
 @pytest.fixture(scope="module")
 def graph_sampling():
-    """``workflows/graph_sampling/run.py`` loaded as a module."""
-    spec = importlib.util.spec_from_file_location("graph_sampling_workflow", os.path.join(SAMPLING, "run.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return _loaded(SAMPLING)
 
 
 def test_graph_sampling_workflow_samples_edges_from_random_seeds(graph_sampling, cpu_cluster, tmp_path, capsys):
@@ -175,3 +177,83 @@ def test_graph_sampling_shipped_config_validates(graph_sampling):
         config = yaml.safe_load(f)
     assert graph_sampling.validate_config(config) == config
     assert set(graph_sampling.SAMPLERS) == {"neighbor", "snowball", "forest_fire", "layer"}
+
+
+
+# -- both workflows: an output folder appears complete or not at all ----------------------------
+
+_SMALL_RUN = {"embeddings": ["walks.algorithm=deepwalk", "walks.params={}", "walks.length=3",
+                             "walks.walks_per_vertex=1"],
+              "graph_sampling": ["seeds=[0, 1]"]}
+
+
+def _small_run(name: str, cluster_address: str, out, *settings: str) -> list[str]:
+    return [arg for item in [f"cluster.address={cluster_address}", "cluster.device=cpu", "graph.path=rmat:6:4",
+                             *_SMALL_RUN[name], f"output={out}", *settings] for arg in ("--set", item)]
+
+
+@pytest.mark.parametrize("name", list(_SMALL_RUN))
+def test_an_interrupted_workflow_leaves_no_output_folder(request, cpu_cluster, tmp_path, monkeypatch, name):
+    def interrupted(path, obj):
+        raise KeyboardInterrupt  # Ctrl-C as the last file is written, once the others are
+
+    monkeypatch.setattr(workflow, "write_json", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        request.getfixturevalue(name).main(_small_run(name, cpu_cluster.scheduler.address, tmp_path / "out"))
+    assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize("name", list(_SMALL_RUN))
+def test_a_workflow_replaces_an_earlier_runs_output_only_when_asked_and_never_other_files(
+        request, cpu_cluster, tmp_path, capsys, name):
+    module, out = request.getfixturevalue(name), tmp_path / "out"
+    assert module.main(_small_run(name, cpu_cluster.scheduler.address, out)) == 0
+    earlier = sorted(os.listdir(out))
+    assert module.main(_small_run(name, "tcp://127.0.0.1:1", out)) == 2  # refused before connecting
+    assert "'output' must be a new or empty folder unless overwrite is set" in capsys.readouterr().err
+    assert module.main(_small_run(name, cpu_cluster.scheduler.address, out, "overwrite=true")) == 0
+    assert sorted(os.listdir(out)) == earlier and json.load(open(out / "summary.json"))["config"]["overwrite"]
+    (out / "notes.txt").write_text("mine")
+    assert module.main(_small_run(name, "tcp://127.0.0.1:1", out, "overwrite=true")) == 2
+    assert "'notes.txt' is not a file gpipe writes there" in capsys.readouterr().err
+    assert (out / "notes.txt").read_text() == "mine"
+
+
+# -- gpipe.workflow's helpers, which users call from their own copies of the workflows ---------
+
+def _keep(name, value):
+    return value
+
+
+_GRAPH = {"path": "rmat:6:4", "directed": False, "partitions": None}
+_MAIN = dict(prog="demo", description="A demo.", defaults="config.yaml", configure=lambda path, overrides: {},
+             run=print)
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: workflow.integer(minimum="1"), "'minimum' must be an integer, got '1'"),
+    (lambda: workflow.integer(minimum=3, maximum=1), "'maximum' must be at least 'minimum' (3), got 1"),
+    (lambda: workflow.one_of("cpu"), "'choices' must be a non-empty iterable of values (not a string), got 'cpu'"),
+    (lambda: workflow.one_of([]), "'choices' must be a non-empty iterable of values (not a string), got ()"),
+    (lambda: workflow.load_config(None, "walks.length=5", defaults="config.yaml", rules={}),
+     "'overrides' must be an iterable of strings, got 'walks.length=5'"),
+    (lambda: workflow.load_config(None, [], defaults="config.yaml", rules={"walks.length": 5}),
+     "'rules' must map each 'section.key' to a callable rule(key, value), got 'walks.length': 5"),
+    (lambda: workflow.check_config({}, [("walks.length", _keep)]),
+     "'rules' must be a mapping of 'section.key' to rule(key, value), got [('walks.length', _keep)]"),
+    (lambda: workflow.main([], **dict(_MAIN, prog="")), "'prog' must be a non-empty string, got ''"),
+    (lambda: workflow.main(["--set", 1], **_MAIN), "'argv' must be an iterable of strings, got 1 among them"),
+    (lambda: workflow.main([], **dict(_MAIN, run="print")), "'run' must be callable, got 'print'"),
+    (lambda: workflow.load_graph([]), "'section' must be a mapping of keys to values, got []"),
+    (lambda: workflow.load_graph({"path": "rmat:6:4", "directed": False}), "missing key 'graph.partitions'"),
+    (lambda: workflow.load_graph(dict(_GRAPH, directed="no")), "'graph.directed' must be true or false, got 'no'"),
+    (lambda: workflow.load_graph(_GRAPH, weighted=1), "'weighted' must be true or false, got 1"),
+    (lambda: workflow.run(["graph_sampling"]), "'workflow' must be a non-empty string, got ['graph_sampling']"),
+    (lambda: workflow.run("graph_sampling", "seeds=[0]"),
+     "'overrides' must be an iterable of strings, got 'seeds=[0]'"),
+    (lambda: workflow.run("graph_sampling", scheduler_file=5), "'scheduler_file' must be a non-empty string, got 5"),
+])
+def test_workflow_helpers_refuse_a_bad_argument_naming_the_parameter_the_rule_and_the_value(call, message):
+    with pytest.raises(GpipeValueError) as raised:
+        call()
+    assert str(raised.value) == message.replace("_keep", repr(_keep))

@@ -4,6 +4,6 @@ from . import generators
 from ._graph import Graph
 from ._io import from_edges, read_edges
 from ._partition import Partition
-from ._readers import FORMATS
+from ._readers import FORMATS, edge_format
 
-__all__ = ["FORMATS", "Graph", "Partition", "from_edges", "generators", "read_edges"]
+__all__ = ["FORMATS", "Graph", "Partition", "edge_format", "from_edges", "generators", "read_edges"]

@@ -28,6 +28,19 @@ class Graph:
     ``id_map`` holds the original id of each dense id and every output is
     translated back. Build one with :func:`gpipe.read_edges`,
     :func:`gpipe.from_edges` or :func:`gpipe.generators.rmat`.
+
+    Examples
+    --------
+    >>> import os, tempfile, pandas as pd, gpipe
+    >>> with gpipe.connect(n_workers=1, device="cpu"):
+    ...     g = gpipe.from_edges(pd.DataFrame({"src": ["a", "b", "c", "c"], "dst": ["b", "c", "a", "d"]}))
+    ...     degrees = g.degrees()
+    ...     folder = g.to_parquet(os.path.join(tempfile.mkdtemp(), "graph"))
+    ...     again = gpipe.read_edges(folder)   # a graph folder reads back as the same graph
+    ...     (again.num_vertices, again.num_edges, again.degrees().equals(degrees))
+    (4, 4, True)
+    >>> degrees.to_dict()
+    {'a': 2, 'b': 2, 'c': 3, 'd': 1}
     """
 
     def __init__(self, session: Session, graph_id: str, bounds: np.ndarray, placement: list[str],

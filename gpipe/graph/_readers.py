@@ -85,7 +85,7 @@ def read_table(path, *, src: str = "src", dst: str = "dst", weight=None,
         check_choice("fmt", fmt, FORMATS)
     if not os.path.exists(path):
         raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), path)
-    fmt = fmt or _detect(path)
+    fmt = fmt or edge_format(path)
     if fmt == "npz":
         return _read_npz(path, bool(weight))
     if fmt == "snap":
@@ -96,7 +96,12 @@ def read_table(path, *, src: str = "src", dst: str = "dst", weight=None,
     return (_read_csv(path, columns) if fmt == "csv" else _read_parquet(path, columns)), None
 
 
-def _detect(path: str) -> str:
+def edge_format(path: str, *, name: str = "path", force: str = "fmt=") -> str:
+    """The format of :data:`FORMATS` that ``path``'s extension names (a folder: parquet).
+
+    An extension that names none raises :class:`GpipeValueError` naming ``name``, the parameter that gave
+    ``path``, and ``force``, the way to force a format: ``fmt=`` for the API, ``--fmt`` for the command line.
+    """
     if os.path.isdir(path):
         return "parquet"
     stem, ext = os.path.splitext(path.lower())
@@ -104,8 +109,8 @@ def _detect(path: str) -> str:
     fmt = _EXTENSIONS.get(os.path.splitext(stem)[1] if compressed else ext)
     if fmt is None or (compressed and fmt not in ("snap", "csv")):
         raise GpipeValueError(
-            f"'path' must end in one of {', '.join(_EXTENSIONS)} (snap and csv files may add "
-            f"{', '.join(_DECOMPRESSORS)}) or be a directory of parquet files; pass fmt= one of "
+            f"'{name}' must end in one of {', '.join(_EXTENSIONS)} (snap and csv files may add "
+            f"{', '.join(_DECOMPRESSORS)}) or be a directory of parquet files; pass {force} one of "
             f"{', '.join(map(repr, FORMATS))} to force a format; got {path!r}")
     return fmt
 

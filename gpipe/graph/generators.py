@@ -66,17 +66,17 @@ def rmat(scale: int, edge_factor: int = 16, a: float = 0.57, b: float = 0.19, c:
     Examples
     --------
     >>> import gpipe
-    >>> with gpipe.connect(n_workers=1, device="cpu") as client:   # doctest: +SKIP
+    >>> with gpipe.connect(n_workers=1, device="cpu"):
     ...     g = gpipe.generators.rmat(scale=10, edge_factor=8, seed=1)
-    ...     g.num_vertices
-    1024
+    ...     g.num_vertices, g.num_edges
+    (1024, 6026)
     """
     scale = check_int("scale", scale, minimum=1, maximum=40)
     edge_factor = check_int("edge_factor", edge_factor, minimum=1)
     a, b, c = (check_probability(name, v) for name, v in (("a", a), ("b", b), ("c", c)))
     if a + b + c > 1:
         raise GpipeValueError(f"'a + b + c' must be at most 1, got {a + b + c}")
-    seed = check_seed(seed)
+    seed = check_seed("seed", seed)
     weighted = check_bool("weighted", weighted)
     directed = check_bool("directed", directed)
     scramble = check_bool("scramble", scramble)

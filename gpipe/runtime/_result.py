@@ -35,6 +35,27 @@ class WalkResult:
     ``LineSentence`` format), streaming block by block; ``to_parquet`` writes
     one file per block. ``stats`` holds steps, seconds (of the walk) and steps
     per second, and ``assemble_seconds`` once assembled.
+
+    Examples
+    --------
+    >>> import os, tempfile, pandas as pd, gpipe
+    >>> with gpipe.connect(n_workers=1, device="cpu"):
+    ...     g = gpipe.from_edges(pd.DataFrame({"src": ["a", "b", "c", "c"], "dst": ["b", "c", "a", "d"]}))
+    ...     w = gpipe.walks.deepwalk(g, length=3, seed=2)
+    ...     walks = w.compute()
+    ...     corpus = w.to_corpus(os.path.join(tempfile.mkdtemp(), "walks.txt"))
+    >>> walks
+    array([['a', 'c', 'd', 'c'],
+           ['b', 'a', 'c', 'a'],
+           ['c', 'b', 'c', 'a'],
+           ['d', 'c', 'b', 'a']], dtype=object)
+    >>> print(open(corpus).read(), end="")
+    a c d c
+    b a c a
+    c b c a
+    d c b a
+    >>> w.stats["walks"], w.stats["steps"]
+    (4, 12)
     """
 
     def __init__(self, client, run_id: str, partitions: dict[int, str], num_walks: int, width: int, dtype,
@@ -176,6 +197,26 @@ class EdgeSample:
     and the ``vertices`` it holds without one (e.g. a seed with no out-edge, or
     a vertex random node sampling picked that induces no edge). Ids are the
     graph's original ones.
+
+    Examples
+    --------
+    >>> import pandas as pd, gpipe
+    >>> with gpipe.connect(n_workers=1, device="cpu"):
+    ...     g = gpipe.from_edges(pd.DataFrame({"src": ["a", "b", "c", "c"], "dst": ["b", "c", "a", "d"]}))
+    ...     s = gpipe.sampling.neighbor(g, seeds=["a", "d"], fanout=1, depth=2, seed=3)
+    >>> s.compute()
+       instance  depth src dst
+    0         0      0   a   c
+    1         0      1   c   a
+    2         1      0   d   c
+    3         1      1   c   b
+    >>> s.nodes()
+       instance vertex
+    0         0      a
+    1         0      c
+    2         1      b
+    3         1      c
+    4         1      d
     """
 
     def __init__(self, edges: pd.DataFrame, id_map, stats: dict, vertices: pd.DataFrame | None = None):
@@ -266,11 +307,16 @@ def _corpus_text(block, id_map, base: int) -> bytes:
 
 
 @cpu_kernel()
-def _digits(v):
+def _magnitude(v):
+    """``|v|`` as uint64: -2**63 has no int64 negation."""
+    return np.uint64(0) - np.uint64(v) if v < 0 else np.uint64(v)
+
+
+@cpu_kernel()
+def _digits(u):
     n = 1
-    v = -v if v < 0 else v
-    while v >= 10:
-        v //= 10
+    while u >= np.uint64(10):
+        u //= np.uint64(10)
         n += 1
     return n
 
@@ -283,7 +329,7 @@ def _format_int_rows(dense, ids, mapped):
             if dense[r, c] < 0:
                 break
             v = ids[dense[r, c]] if mapped else np.int64(dense[r, c])
-            size += _digits(v) + 1 + (1 if v < 0 else 0)
+            size += _digits(_magnitude(v)) + 1 + (1 if v < 0 else 0)
     out = np.empty(size, np.uint8)
     pos = 0
     for r in range(dense.shape[0]):
@@ -297,11 +343,11 @@ def _format_int_rows(dense, ids, mapped):
             if v < 0:
                 out[pos] = 45
                 pos += 1
-                v = -v
-            nd = _digits(v)
+            u = _magnitude(v)
+            nd = _digits(u)
             for k in range(nd - 1, -1, -1):
-                out[pos + k] = 48 + v % 10
-                v //= 10
+                out[pos + k] = np.uint64(48) + u % np.uint64(10)
+                u //= np.uint64(10)
             pos += nd
         out[pos] = 10
         pos += 1

@@ -25,8 +25,23 @@ def neighbor(g, seeds, fanout: int = 2, depth: int = 2, weighted: bool = False, 
 
     Examples
     --------
-    >>> with gpipe.connect(n_workers=1, device="cpu"):   # doctest: +SKIP
-    ...     gpipe.sampling.neighbor(gpipe.generators.rmat(10), seeds=[0, 1], fanout=2, depth=2).compute()
+    >>> import gpipe
+    >>> with gpipe.connect(n_workers=1, device="cpu"):
+    ...     g = gpipe.generators.rmat(10, seed=0)
+    ...     gpipe.sampling.neighbor(g, seeds=[0, 1], fanout=2, depth=2, seed=4).compute()
+        instance  depth  src  dst
+    0          0      0    0  314
+    1          0      0    0  348
+    2          0      1  314   71
+    3          0      1  314  605
+    4          0      1  348  378
+    5          0      1  348  834
+    6          1      0    1   25
+    7          1      0    1  620
+    8          1      1   25  281
+    9          1      1   25  698
+    10         1      1  620   53
+    11         1      1  620  367
     """
     fanout = check_int("fanout", fanout, minimum=1)
     weighted = check_bool("weighted", weighted)
@@ -47,6 +62,15 @@ def snowball(g, seeds, depth: int = 2, max_per_vertex: int | None = None, seed: 
     Returns an :class:`EdgeSample`: ``compute()`` the sampled edges ``instance, depth, src, dst`` (one instance
     per seed, or per row of a 2-D ``seeds``), ``nodes()`` each instance's vertices ``instance, vertex`` (its
     seeds and its edges' ends).
+
+    Examples
+    --------
+    >>> import gpipe
+    >>> with gpipe.connect(n_workers=1, device="cpu"):
+    ...     g = gpipe.generators.rmat(10, seed=0)
+    ...     edges = gpipe.sampling.snowball(g, seeds=[0, 1], depth=2, max_per_vertex=3, seed=1).compute()
+    >>> edges.groupby(["instance", "depth"]).size().tolist()
+    [3, 9, 3, 9]
     """
     max_per_vertex = check_optional_int("max_per_vertex", max_per_vertex, minimum=1)
     sampler = Sampler(edge_bias="uniform", update="unvisited", neighbor_size=max_per_vertex, depth=depth)
@@ -66,6 +90,15 @@ def forest_fire(g, seeds, p_forward: float = 0.7, depth: int = 2, seed: int = 0)
     Returns an :class:`EdgeSample`: ``compute()`` the sampled edges ``instance, depth, src, dst`` (one instance
     per seed, or per row of a 2-D ``seeds``), ``nodes()`` each instance's vertices ``instance, vertex`` (its
     seeds and its edges' ends).
+
+    Examples
+    --------
+    >>> import gpipe
+    >>> with gpipe.connect(n_workers=1, device="cpu"):
+    ...     g = gpipe.generators.rmat(10, seed=0)
+    ...     edges = gpipe.sampling.forest_fire(g, seeds=[0, 1], p_forward=0.7, depth=2, seed=1).compute()
+    >>> edges.groupby("instance").size().to_dict()   # instance 0 burned no neighbor of its seed
+    {1: 3}
     """
     p_forward = check_probability("p_forward", p_forward, open_high=True)
     sampler = Sampler(edge_bias="uniform", update="unvisited", neighbor_size=("geometric", p_forward), depth=depth)
@@ -84,6 +117,15 @@ def layer(g, seeds, layer_size: int = 8, depth: int = 2, seed: int = 0) -> EdgeS
     Returns an :class:`EdgeSample`: ``compute()`` the sampled edges ``instance, depth, src, dst`` (one instance
     per seed, or per row of a 2-D ``seeds``), ``nodes()`` each instance's vertices ``instance, vertex`` (its
     seeds and its edges' ends).
+
+    Examples
+    --------
+    >>> import gpipe
+    >>> with gpipe.connect(n_workers=1, device="cpu"):
+    ...     g = gpipe.generators.rmat(10, seed=0)
+    ...     edges = gpipe.sampling.layer(g, seeds=[[0, 1], [2, 3]], layer_size=4, depth=2, seed=1).compute()
+    >>> edges.groupby(["instance", "depth"]).size().tolist()
+    [4, 4, 4, 4]
     """
     layer_size = check_int("layer_size", layer_size, minimum=1)
     sampler = Sampler(edge_bias="uniform", update="all", neighbor_size=layer_size, neighbor_pool="frontier",
@@ -104,6 +146,16 @@ def random_node(g, n: int, instances: int = 1, by_degree: bool = False, seed: in
     Returns an :class:`EdgeSample`: ``nodes()`` the ``n`` picked vertices of each instance ``instance, vertex``
     (all of them, those that induce no edge too), ``compute()`` the edges they induce ``instance, depth, src, dst``
     (depth 0).
+
+    Examples
+    --------
+    >>> import gpipe
+    >>> with gpipe.connect(n_workers=1, device="cpu"):
+    ...     g = gpipe.generators.rmat(10, seed=0)
+    ...     s = gpipe.sampling.random_node(g, 100, instances=3, seed=1)
+    ...     nodes, edges = s.nodes(), s.compute()
+    >>> nodes.groupby("instance").size().tolist(), edges.groupby("instance").size().tolist()
+    ([100, 100, 100], [276, 192, 310])
     """
     n = check_int("n", n, minimum=1)
     by_degree = check_bool("by_degree", by_degree)
@@ -130,6 +182,15 @@ def random_edge(g, m: int, instances: int = 1, seed: int = 0) -> EdgeSample:
     same probability as any other (a self-loop too), and reported in a direction drawn at random. Returns an
     :class:`EdgeSample`: ``compute()`` the edges ``instance, depth, src, dst`` (depth 0), ``nodes()`` their ends
     ``instance, vertex``.
+
+    Examples
+    --------
+    >>> import gpipe
+    >>> with gpipe.connect(n_workers=1, device="cpu"):
+    ...     g = gpipe.generators.rmat(10, seed=0)
+    ...     edges = gpipe.sampling.random_edge(g, 50, instances=3, seed=1).compute()
+    >>> edges.groupby("instance").size().tolist(), edges.depth.unique().tolist()
+    ([50, 50, 50], [0])
     """
     m = check_int("m", m, minimum=1)
     sampler = Sampler(edge_bias="uniform", neighbor_size=m, neighbor_pool="frontier", depth=1)

@@ -110,11 +110,15 @@ class Sampler:
         VERTEXBIAS: none (frontier_size=None)   EDGEBIAS: 1   UPDATE: every picked neighbor
         Sampler(edge_bias="uniform", update="all", neighbor_size=fanout, depth=depth)
 
-    >>> with gpipe.connect(n_workers=1, device="cpu"):   # doctest: +SKIP
-    ...     g = gpipe.generators.rmat(10)
-    ...     s = Sampler(neighbor_size=2, depth=2).run(g, seeds=[0, 1, 2])
-    ...     s.compute().columns.tolist()
+    >>> import gpipe
+    >>> from gpipe.sampling import Sampler
+    >>> with gpipe.connect(n_workers=1, device="cpu"):
+    ...     g = gpipe.generators.rmat(10, seed=0)
+    ...     edges = Sampler(neighbor_size=2, depth=2).run(g, seeds=[0, 1, 2], seed=5).compute()
+    >>> edges.columns.tolist()
     ['instance', 'depth', 'src', 'dst']
+    >>> edges.groupby("instance").size().tolist()
+    [6, 6, 3]
     """
 
     def __init__(self, vertex_bias: str | Callable = "uniform", edge_bias: str | Callable = "uniform",
@@ -190,7 +194,7 @@ class Sampler:
         its picked vertices: those without an edge too) and its edges' ends.
         """
         check_graph(g)
-        seed = check_seed(seed)
+        seed = check_seed("seed", seed)
         instances = check_optional_int("instances", instances, minimum=1)
         for name, bias in (("edge_bias", self.edge_bias), ("vertex_bias", self.vertex_bias)):
             if bias == "weight" and not g.weighted:

@@ -63,10 +63,13 @@ def deepwalk(g, length: int = 80, walks_per_vertex: int = 1, start=None, weighte
     Examples
     --------
     >>> import pandas as pd, gpipe
-    >>> with gpipe.connect(n_workers=1, device="cpu"):   # doctest: +SKIP
-    ...     g = gpipe.from_edges(pd.DataFrame({"src": [0, 1, 2], "dst": [1, 2, 0]}))
-    ...     gpipe.walks.deepwalk(g, length=4, seed=7).compute().shape
-    (3, 5)
+    >>> with gpipe.connect(n_workers=1, device="cpu"):
+    ...     g = gpipe.from_edges(pd.DataFrame({"src": [0, 1, 2, 2], "dst": [1, 2, 0, 3]}))
+    ...     gpipe.walks.deepwalk(g, length=4, seed=7).compute()
+    array([[0, 1, 0, 2, 1],
+           [1, 2, 3, 2, 0],
+           [2, 1, 2, 0, 2],
+           [3, 2, 1, 2, 0]])
     """
     return _first_order(g, "deepwalk", length, walks_per_vertex, start, weighted, seed, progress, 0.0, "none")
 
@@ -81,8 +84,12 @@ def with_jump(g, jump: float = 0.1, length: int = 80, walks_per_vertex: int = 1,
 
     Examples
     --------
-    >>> with gpipe.connect(n_workers=1, device="cpu"):   # doctest: +SKIP
-    ...     w = gpipe.walks.with_jump(gpipe.generators.rmat(8), jump=0.2, length=10, seed=1)
+    >>> import gpipe
+    >>> with gpipe.connect(n_workers=1, device="cpu"):
+    ...     w = gpipe.walks.with_jump(gpipe.generators.rmat(8, seed=0), jump=0.2, length=10, seed=1)
+    ...     walks = w.compute()
+    >>> walks.shape, w.stats["steps"]
+    ((256, 11), 2240)
     """
     jump = check_probability("jump", jump)
     return _first_order(g, "with_jump", length, walks_per_vertex, start, weighted, seed, progress, jump, "uniform")
@@ -129,9 +136,17 @@ def ppr(g, sources, restart: float = 0.15, walks_per_source: int = 100, length: 
 
     Examples
     --------
-    >>> with gpipe.connect(n_workers=1, device="cpu"):   # doctest: +SKIP
-    ...     r = gpipe.walks.ppr(gpipe.generators.rmat(8), sources=[0, 5], restart=0.2, seed=3)
-    ...     r.scores().head()
+    >>> import gpipe
+    >>> with gpipe.connect(n_workers=1, device="cpu"):
+    ...     r = gpipe.walks.ppr(gpipe.generators.rmat(8, seed=0), sources=[0, 5], restart=0.2, seed=3)
+    ...     scores = r.scores()
+    >>> scores.head(3)
+       source  vertex     score
+    0       0       0  0.202189
+    1       0      33  0.086394
+    2       0     221  0.083014
+    >>> scores.groupby("source").score.sum().round(9).tolist()
+    [1.0, 1.0]
     """
     restart = check_probability("restart", restart, open_high=True)
     starts = check_graph(g).to_internal(sources, "sources")
@@ -172,8 +187,12 @@ def node2vec(g, p: float = 1.0, q: float = 1.0, length: int = 80, walks_per_vert
 
     Examples
     --------
-    >>> with gpipe.connect(n_workers=1, device="cpu"):   # doctest: +SKIP
-    ...     w = gpipe.walks.node2vec(gpipe.generators.rmat(8), p=0.5, q=2.0, length=20, seed=1)
+    >>> import gpipe
+    >>> with gpipe.connect(n_workers=1, device="cpu"):
+    ...     w = gpipe.walks.node2vec(gpipe.generators.rmat(8, seed=0), p=0.5, q=2.0, length=20, seed=1)
+    ...     walks = w.compute()
+    >>> walks.shape, walks[0, :6].tolist()
+    ((256, 21), [0, 221, 103, 205, 72, 139])
     """
     p, q = _positive_float("p", p), _positive_float("q", q)
     length, walks_per_vertex, starts, seed = _checked_starts(g, length, walks_per_vertex, start, weighted, seed)
@@ -194,8 +213,12 @@ def metropolis_hastings(g, length: int = 80, walks_per_vertex: int = 1, start=No
 
     Examples
     --------
-    >>> with gpipe.connect(n_workers=1, device="cpu"):   # doctest: +SKIP
-    ...     w = gpipe.walks.metropolis_hastings(gpipe.generators.rmat(8), length=20, seed=1)
+    >>> import gpipe
+    >>> with gpipe.connect(n_workers=1, device="cpu"):
+    ...     w = gpipe.walks.metropolis_hastings(gpipe.generators.rmat(8, seed=0), length=20, seed=1)
+    ...     walks = w.compute()
+    >>> walks.shape, walks[0, :6].tolist()
+    ((256, 21), [0, 0, 33, 33, 24, 110])
     """
     length, walks_per_vertex, starts, seed = _checked_starts(g, length, walks_per_vertex, start, False, seed)
     params = {"key": np.uint64(_rng.key(seed)), "fields": _mh.FIELDS}
@@ -238,15 +261,20 @@ def multidimensional(g, frontier_size: int = 2000, budget: int | None = None, in
 
     Examples
     --------
-    >>> with gpipe.connect(n_workers=1, device="cpu"):   # doctest: +SKIP
-    ...     s = gpipe.walks.multidimensional(gpipe.generators.rmat(10), frontier_size=50, budget=200, instances=4)
-    ...     s.compute().groupby("instance").size().tolist()
+    >>> import gpipe
+    >>> with gpipe.connect(n_workers=1, device="cpu"):
+    ...     g = gpipe.generators.rmat(10, seed=0)
+    ...     s = gpipe.walks.multidimensional(g, frontier_size=50, budget=200, instances=4, seed=2)
+    ...     edges = s.compute()
+    >>> edges.groupby("instance").size().tolist()
     [200, 200, 200, 200]
+    >>> edges.columns.tolist()
+    ['instance', 'step', 'src', 'dst', 'time']
     """
     frontier_size = check_int("frontier_size", frontier_size, minimum=1)
     budget = frontier_size if budget is None else check_int("budget", budget, minimum=1, maximum=2**31 - 1)
     instances = check_int("instances", instances, minimum=1)
-    seed = check_seed(seed)
+    seed = check_seed("seed", seed)
     if check_graph(g).num_edges == 0:
         raise GpipeValueError("'g' must have edges for frontier sampling, got a graph with none")
     pool = None
@@ -277,7 +305,7 @@ def _checked_starts(g, length: int, walks_per_vertex: int, start, weighted: bool
     check_graph(g)
     length = check_int("length", length, minimum=1, maximum=2**30)
     walks_per_vertex = check_int("walks_per_vertex", walks_per_vertex, minimum=1)
-    seed = check_seed(seed)
+    seed = check_seed("seed", seed)
     if check_bool("weighted", weighted) and not g.weighted:
         raise GpipeValueError("'weighted' needs a graph with edge weights; this graph has none, got weighted=True")
     starts = None if start is None else g.to_internal(start, "start")

@@ -8,8 +8,9 @@ key and its default), then ``--set`` overrides are applied (values read as YAML)
 and the result is checked before connecting (:mod:`gpipe.workflow`). The workflow connects with
 :func:`gpipe.connect`, loads or generates the graph, runs the walk and writes to
 ``output``: ``corpus.txt`` (one walk per line), ``embeddings.w2v`` (word2vec text
-format, only when gensim is installed) and ``summary.json`` (written last: its
-presence means success). A bad config exits with status 2 and one line on stderr.
+format, only when gensim is installed) and ``summary.json``. The folder appears whole
+once the run has succeeded (:func:`gpipe.workflow.atomic_dir`); it must be new or empty
+unless ``overwrite`` is set. A bad config exits with status 2 and one line on stderr.
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ from gpipe import workflow
 from gpipe.errors import GpipeValueError
 
 DEFAULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "config.yaml")
+# The files the workflow writes in its output folder: `overwrite` replaces a folder that holds no other.
+OUTPUT_FILES = r"corpus\.txt|embeddings\.w2v|summary\.json"
 
 # Walk arguments the workflow sets itself; a walk's other keywords may go in walks.params.
 _SET_BY_WORKFLOW = ("g", "length", "walks_per_vertex", "seed", "start", "progress")
@@ -108,9 +111,19 @@ _RULES = {
 # -- the run ----------------------------------------------------------------------------------
 
 def _run(config: dict) -> dict:
-    """Walk the graph, write the corpus, the embeddings and summary.json; return the summary."""
-    graph, walks, cluster = config["graph"], config["walks"], config["cluster"]
+    """Walk the graph, write the corpus, the embeddings and summary.json; return the summary.
+
+    They are written into a temporary folder that becomes ``output`` once the run has succeeded (``output`` is
+    checked before connecting); the summary names each file where it is then.
+    """
     out = os.path.abspath(config["output"])
+    with workflow.atomic_dir(out, owned=OUTPUT_FILES, overwrite=config["overwrite"], name="output") as folder:
+        return _write(config, folder, out)
+
+
+def _write(config: dict, folder: str, out: str) -> dict:
+    """The run, writing into ``folder``, which becomes ``out``."""
+    graph, walks, cluster = config["graph"], config["walks"], config["cluster"]
     walk = getattr(gpipe.walks, walks["algorithm"])
     marks = {"start": time.perf_counter()}
     with gpipe.connect(cluster["scheduler_file"], cluster["address"], n_workers=cluster["n_workers"],
@@ -125,7 +138,7 @@ def _run(config: dict) -> dict:
         result = walk(g, length=walks["length"], walks_per_vertex=walks["walks_per_vertex"], seed=walks["seed"],
                       **walks["params"])
         marks["walk"] = time.perf_counter()
-        outputs = {"corpus": result.to_corpus(os.path.join(out, "corpus.txt"))}
+        result.to_corpus(os.path.join(folder, "corpus.txt"))
         marks["corpus"] = time.perf_counter()
         summary = {
             "status": "ok",
@@ -137,16 +150,17 @@ def _run(config: dict) -> dict:
         }
         g.release()  # on a shared cluster, nothing would free it once this client is closed
     marks["disconnect"] = time.perf_counter()
-    summary["embeddings"] = _train(outputs["corpus"], os.path.join(out, "embeddings.w2v"), config["word2vec"])
+    summary["embeddings"] = _train(os.path.join(folder, "corpus.txt"), os.path.join(folder, "embeddings.w2v"),
+                                   config["word2vec"])
     marks["word2vec"] = time.perf_counter()
-    if summary["embeddings"]["status"] == "ok":
-        outputs["embeddings"] = summary["embeddings"]["path"]
-    outputs["summary"] = os.path.join(out, "summary.json")
-    summary["outputs"] = outputs
+    outputs = {"corpus": "corpus.txt", "embeddings": "embeddings.w2v", "summary": "summary.json"}
+    if summary["embeddings"]["status"] != "ok":
+        del outputs["embeddings"]
+    summary["outputs"] = {key: os.path.join(out, name) for key, name in outputs.items()}
     summary["timings"] = dict({b: marks[b] - marks[a] for a, b in pairwise(marks)},
                               total=marks["word2vec"] - marks["start"])
     summary["gpipe_version"] = gpipe.__version__
-    workflow.write_json(outputs["summary"], summary)
+    workflow.write_json(os.path.join(folder, "summary.json"), summary)
     return summary
 
 
@@ -157,9 +171,8 @@ def _train(corpus: str, path: str, options: dict) -> dict:
     from gensim.models import Word2Vec
 
     model = Word2Vec(corpus_file=corpus, **options)
-    with workflow.atomic_file(path) as tmp:
-        model.wv.save_word2vec_format(tmp.name)  # gensim opens files by name: it fills the file atomic_file renames
-    return {"status": "ok", "path": path, "words": len(model.wv), "vector_size": model.wv.vector_size}
+    model.wv.save_word2vec_format(path)
+    return {"status": "ok", "words": len(model.wv), "vector_size": model.wv.vector_size}
 
 
 def _report(summary: dict) -> None:

@@ -8,8 +8,9 @@ next to this script, then ``--set`` overrides are applied (values read as YAML),
 the result is checked before connecting (:mod:`gpipe.workflow`). The workflow connects with
 :func:`gpipe.connect`, loads or generates the graph, runs one sampler of
 :mod:`gpipe.sampling` (one instance per seed) and writes to ``output``:
-``edges.parquet`` (``instance, depth, src, dst``) and ``summary.json`` (written last:
-its presence means success). A bad config exits with status 2 and one line on stderr.
+``edges.parquet`` (``instance, depth, src, dst``) and ``summary.json``. The folder appears
+whole once the run has succeeded (:func:`gpipe.workflow.atomic_dir`); it must be new or
+empty unless ``overwrite`` is set. A bad config exits with status 2 and one line on stderr.
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ from gpipe import workflow
 from gpipe.errors import GpipeValueError
 
 DEFAULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "config.yaml")
+# The files the workflow writes in its output folder: `overwrite` replaces a folder that holds no other.
+OUTPUT_FILES = r"edges\.parquet|summary\.json"
 # The built-in samplers that start from seeds (random_node and random_edge sample without them).
 SAMPLERS = tuple(name for name in gpipe.sampling.__all__ if name != "Sampler"
                  and "seeds" in inspect.signature(getattr(gpipe.sampling, name)).parameters)
@@ -94,9 +97,19 @@ def random_seeds(g, count: int, seed: int) -> np.ndarray:
 
 
 def _run(config: dict) -> dict:
-    """Sample the graph, write edges.parquet and summary.json; return the summary."""
-    graph, sampler, cluster = config["graph"], config["sampler"], config["cluster"]
+    """Sample the graph, write edges.parquet and summary.json; return the summary.
+
+    They are written into a temporary folder that becomes ``output`` once the run has succeeded (``output`` is
+    checked before connecting); the summary names each file where it is then.
+    """
     out = os.path.abspath(config["output"])
+    with workflow.atomic_dir(out, owned=OUTPUT_FILES, overwrite=config["overwrite"], name="output") as folder:
+        return _write(config, folder, out)
+
+
+def _write(config: dict, folder: str, out: str) -> dict:
+    """The run, writing into ``folder``, which becomes ``out``."""
+    graph, sampler, cluster = config["graph"], config["sampler"], config["cluster"]
     sample = getattr(gpipe.sampling, sampler["algorithm"])
     marks = {"start": time.perf_counter()}
     with gpipe.connect(cluster["scheduler_file"], cluster["address"], n_workers=cluster["n_workers"],
@@ -116,8 +129,8 @@ def _run(config: dict) -> dict:
         result = sample(g, seeds, seed=sampler["seed"], **sampler["params"])
         result.stats["algorithm"] = sampler["algorithm"]
         marks["sample"] = time.perf_counter()
-        outputs = {"edges": result.to_parquet(os.path.join(out, "edges.parquet")),
-                   "summary": os.path.join(out, "summary.json")}
+        result.to_parquet(os.path.join(folder, "edges.parquet"))
+        outputs = {"edges": os.path.join(out, "edges.parquet"), "summary": os.path.join(out, "summary.json")}
         marks["write"] = time.perf_counter()
         summary = {
             "status": "ok",
@@ -133,7 +146,7 @@ def _run(config: dict) -> dict:
             "gpipe_version": gpipe.__version__,
         }
         g.release()  # on a shared cluster, nothing would free it once this client is closed
-    workflow.write_json(outputs["summary"], summary)
+    workflow.write_json(os.path.join(folder, "summary.json"), summary)
     return summary
 
 

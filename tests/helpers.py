@@ -1,0 +1,48 @@
+"""What several test modules share: a folder's files and summary, a call run in a thread, a worker lost under a
+graph."""
+
+import json
+import os
+import threading
+
+from gpipe.errors import WorkerLostError
+
+
+def tree(folder) -> dict:
+    """Every file under ``folder`` (a Path): its path relative to the folder -> its bytes."""
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def read_summary(folder) -> dict:
+    """The ``summary.json`` that a command or workflow wrote in ``folder``."""
+    with open(os.path.join(folder, "summary.json")) as f:
+        return json.load(f)
+
+
+def started(call) -> tuple[threading.Thread, dict]:
+    """``call()`` running in a thread; the thread and what it gives (``result`` or ``error``) once it ends."""
+    outcome = {}
+
+    def target():
+        try:
+            outcome["result"] = call()
+        except Exception as exc:  # what the test checks
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    return thread, outcome
+
+
+def holder(client, g) -> tuple[int, list[int]]:
+    """The process id of the worker holding the graph's last partition, and the partitions it holds."""
+    worker = g.placement[-1]
+    return client.run(os.getpid, workers=[worker])[worker], [p for p, w in enumerate(g.placement) if w == worker]
+
+
+def assert_lost(outcome: dict, lost: list[int]) -> None:
+    """The call gave no result but a WorkerLostError naming the partitions ``lost``."""
+    assert "result" not in outcome, "a call that lost a worker returned a result"
+    error = outcome.get("error")
+    assert isinstance(error, WorkerLostError), repr(outcome)
+    assert error.partitions == lost and f"{', '.join(map(str, lost))} it held" in str(error), str(error)
