@@ -61,7 +61,7 @@ class NeighborLoader:
 
     Examples
     --------
-    >>> with gpipe.connect(n_workers=1, device="cpu"):   # doctest: +SKIP
+    >>> with gpipe.connect(n_workers=1, device="cpu"):
     ...     g = gpipe.generators.rmat(10, seed=1)
     ...     loader = gpipe.gnn.NeighborLoader(g, seeds=range(100), fanouts=[10, 5], batch_size=32, seed=3)
     ...     [batch.output_nodes.size for batch in loader]

@@ -63,7 +63,7 @@ def sample_blocks(g, seeds, fanouts, replace: bool = False, weighted: bool = Fal
 
     Examples
     --------
-    >>> with gpipe.connect(n_workers=1, device="cpu"):   # doctest: +SKIP
+    >>> with gpipe.connect(n_workers=1, device="cpu"):
     ...     g = gpipe.generators.rmat(10, seed=1)
     ...     blocks = gpipe.gnn.sample_blocks(g, seeds=[0, 1, 2], fanouts=[5, 3], seed=7)
     ...     [(b.num_src_nodes, b.num_dst_nodes) for b in blocks.blocks], blocks.num_sampled_nodes
@@ -92,4 +92,4 @@ def check_sampling(g, seeds, fanouts, replace, weighted, seed) -> tuple:
         repeated = g.to_original(unique[counts > 1])
         raise GpipeValueError(f"'seeds' must be distinct vertices; {repeated.size} repeat, e.g. "
                               f"{repeated[:3].tolist()}")
-    return dense, fanouts, replace, weighted, check_seed(seed)
+    return dense, fanouts, replace, weighted, check_seed("seed", seed)
