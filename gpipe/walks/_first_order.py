@@ -5,26 +5,40 @@ CUDA in ``kernels/walk_first_order.cu``, CPU twin here; the same random stream.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from .. import _rng
 from ..backend import cpu_kernel, prange
 from ..kernels import function, id_type, launch_queued
-from ..runtime import step_kernel
+from ..runtime import StepSpec, step_kernel
 from ._common import pick_edge, uniform_vertex
 
 TELEPORT = {"none": 0, "uniform": 1, "source": 2}
 
 
+@dataclass(frozen=True)
+class FirstOrder:
+    """A first-order walk's parameters: at each step, teleport with probability ``alpha`` (to a uniform vertex of
+    ``num_vertices``, or to the walk's source, as ``teleport`` says), else move to an out-neighbor."""
+
+    weighted: bool
+    alpha: float
+    teleport: str  # a key of TELEPORT
+    num_vertices: int
+
+
 @step_kernel
-def advance_first_order(x, part, walkers: dict, params: dict, out: dict) -> None:
+def advance_first_order(x, part, walkers: dict, spec: StepSpec, out: dict) -> None:
     """Move every walker while it stays inside ``part``: teleport with probability ``alpha``, else to a neighbor."""
     n = walkers["walk_id"].shape[0]
-    weighted = bool(params["weighted"])
+    walk: FirstOrder = spec.params
+    weighted = walk.weighted
     cdf = part.cdf() if weighted else x.zeros(1, x.float64)
     source = walkers.get("source", walkers["vertex"])
-    scalars = (int(weighted), part.lo, part.hi, params["num_vertices"], params["key"], params["length"],
-               params["alpha"], TELEPORT[params["teleport"]], n)
+    scalars = (int(weighted), part.lo, part.hi, walk.num_vertices, spec.key, spec.length,
+               walk.alpha, TELEPORT[walk.teleport], n)
     arrays = (walkers["walk_id"], source, walkers["vertex"], walkers["step"], out["offset"], out["flat"],
               out["length"], out["vertex"], out["step"], out["moved"])
     if x is np:

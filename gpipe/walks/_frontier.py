@@ -15,6 +15,7 @@ members with a later one.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -22,21 +23,29 @@ import pandas as pd
 from .. import _rng
 from ..backend import cpu_kernel, prange
 from ..kernels import function, id_type, launch_queued
-from ..runtime import check_memory, collect_outputs, run_supersteps, worker_xp
+from ..runtime import StepSpec, check_memory, collect_outputs, run_supersteps, worker_xp
 
 INIT_STEP = 2**32 - 1  # the draw counter of a member's start vertex; moves use 0..budget-1
 
 
-def advance_frontier(part, walkers: dict, params: dict):
+@dataclass(frozen=True)
+class Frontier:
+    """A round of frontier sampling: each member moves until its instance's ``budget`` or the time ``horizon``."""
+
+    budget: int
+    horizon: float
+
+
+def advance_frontier(part, walkers: dict, spec: StepSpec):
     """Step function for the runtime: walk the members here; keep their moves and park the ones at the horizon."""
     x = worker_xp()
     n = walkers["walk_id"].shape[0]
-    room = params["room"]
+    room = spec.room
     rec = {"src": x.empty(n * room, x.int64), "dst": x.empty(n * room, x.int64), "time": x.empty(n * room, x.float64)}
     count = x.empty(n, x.int32)
     out = {"vertex": x.empty(n, x.int64), "step": x.empty(n, x.int32), "time": x.empty(n, x.float64)}
     status = x.empty(n, x.int8)
-    scalars = (part.lo, part.hi, params["key"], params["budget"], params["horizon"], room, n)
+    scalars = (part.lo, part.hi, spec.key, spec.params.budget, spec.params.horizon, room, n)
     arrays = (walkers["walk_id"], walkers["vertex"], walkers["step"], walkers["time"], rec["src"], rec["dst"],
               rec["time"], count, out["vertex"], out["step"], out["time"], status)
     if x is np:
@@ -136,9 +145,8 @@ def sample(g, frontier_size: int, budget: int, instances: int, seed: int, pool: 
                  "sampled edges")
     moves, stats = [], {"steps": 0, "seconds": 0.0, "kernel_seconds": 0.0, "supersteps": 0, "rounds": 0}
     while True:
-        params = {"key": key, "budget": budget, "horizon": horizon, "room": room}
-        run_id, partitions, run = run_supersteps(g, advance_frontier, params, walkers, num_walks=len(walkers["walk_id"]),
-                                                 progress=progress)
+        spec = StepSpec(advance_frontier, key, Frontier(budget, horizon), room=room)
+        run_id, partitions, run = run_supersteps(g, spec, walkers, num_walks=len(walkers["walk_id"]), progress=progress)
         for k in ("steps", "seconds", "kernel_seconds", "supersteps"):
             stats[k] += run[k]
         stats["rounds"] += 1

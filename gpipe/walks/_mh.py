@@ -13,23 +13,23 @@ import numpy as np
 from .. import _rng
 from ..backend import cpu_kernel, prange
 from ..kernels import function, id_type, launch_queued
-from ..runtime import step_kernel
+from ..runtime import StepSpec, step_kernel
 
 FIELDS = (("cur", "int64", "vertex"), ("degv", "int64", 0), ("state", "int8", 0))
 
 
 @step_kernel
-def advance_mh(x, part, walkers: dict, params: dict, out: dict) -> None:
+def advance_mh(x, part, walkers: dict, spec: StepSpec, out: dict) -> None:
     n = walkers["walk_id"].shape[0]
     arrays = (walkers["walk_id"], walkers["vertex"], walkers["step"], walkers["cur"], walkers["degv"],
               walkers["state"], out["offset"], out["flat"], out["length"], out["vertex"], out["step"], out["cur"],
               out["degv"], out["state"], out["moved"])
     if x is np:
-        _advance_cpu(part.indptr, part.indices, part.lo, part.hi, params["key"], params["length"], n, *arrays)
+        _advance_cpu(part.indptr, part.indices, part.lo, part.hi, spec.key, spec.length, n, *arrays)
     else:
         kernel = function("walk_mh.cu", "gp_walk_mh", template=id_type(part.indices.dtype))
         launch_queued(kernel, n, (part.indptr, part.indices, np.int64(part.lo), np.int64(part.hi),
-                                  np.uint64(params["key"]), np.int32(params["length"]), np.int64(n), *arrays))
+                                  np.uint64(spec.key), np.int32(spec.length), np.int64(n), *arrays))
 
 
 @cpu_kernel(parallel=True)

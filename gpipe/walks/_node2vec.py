@@ -26,12 +26,14 @@ partitioning, on the CPU and on the GPU.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from .. import _rng
 from ..backend import cpu_kernel, prange
 from ..kernels import function, id_type, launch_queued
-from ..runtime import neighbor_lists, step_kernel
+from ..runtime import StepSpec, neighbor_lists, step_kernel
 from ._common import has_edge, lower_bound, pick_edge
 
 FIELDS = (("cur", "int64", "vertex"), ("prev", "int64", -1), ("cand", "int64", -1), ("trial", "int32", 0),
@@ -45,33 +47,44 @@ BORROW = 2  # walker state: stopped before the exact draw, t's neighbors needed 
 _WRITES = ("vertex", "step", "cur", "prev", "cand", "trial", "answer", "state")  # what the kernel writes per walker
 
 
+@dataclass(frozen=True)
+class Node2Vec:
+    """node2vec's parameters, and the graph whose partitions lend a walker t's neighbors (its id and placement)."""
+
+    weighted: bool
+    p: float
+    q: float
+    graph: tuple[str, tuple[str, ...]]
+
+
 @step_kernel
-def advance_node2vec(x, part, walkers: dict, params: dict, out: dict) -> None:
-    weighted = bool(params["weighted"])
+def advance_node2vec(x, part, walkers: dict, spec: StepSpec, out: dict) -> None:
+    weighted = spec.params.weighted
     cdf = part.cdf() if weighted else x.zeros(1, x.float64)
     nothing = (x.zeros(0, x.int64), x.zeros(1, x.int64), x.zeros(0, part.indices.dtype))
-    _launch(x, part, cdf, params, nothing, walkers, out["offset"], out)
+    _launch(x, part, cdf, spec, nothing, walkers, out["offset"], out)
     stopped = x.flatnonzero(out["state"] == BORROW)
     if stopped.size:
         ids = x.unique(out["prev"][stopped])
-        borrowed = (ids, *neighbor_lists(params["graph"], part.bounds, ids))
+        borrowed = (ids, *neighbor_lists(spec.params.graph, part.bounds, ids))
         again = {k: out[k][stopped] for k in walkers}
         again["state"][:] = 0
         rest = {k: v.copy() for k, v in again.items()}
         rest.update(flat=out["flat"], length=x.empty(stopped.size, x.int32), moved=x.empty(stopped.size, x.int8))
         # on from the vertex each stopped at, in the rest of its output region
-        _launch(x, part, cdf, params, borrowed, again, out["offset"][stopped] + out["length"][stopped] - 1, rest)
+        _launch(x, part, cdf, spec, borrowed, again, out["offset"][stopped] + out["length"][stopped] - 1, rest)
         for k in (*_WRITES, "moved"):
             out[k][stopped] = rest[k]
         out["length"][stopped] += rest["length"] - 1
 
 
-def _launch(x, part, cdf, params: dict, borrowed: tuple, walkers: dict, offset, out: dict) -> None:
+def _launch(x, part, cdf, spec: StepSpec, borrowed: tuple, walkers: dict, offset, out: dict) -> None:
     """One pass of the kernel over ``walkers``, their output regions starting at ``offset``."""
     graph = (part.indptr, part.indices, cdf, *borrowed)
     n = walkers["walk_id"].shape[0]
-    scalars = (int(params["weighted"]), part.lo, part.hi, params["key"], params["length"], 1.0 / params["p"],
-               1.0 / params["q"], TRIALS, borrowed[0].shape[0], n)
+    walk: Node2Vec = spec.params
+    scalars = (int(walk.weighted), part.lo, part.hi, spec.key, spec.length, 1.0 / walk.p,
+               1.0 / walk.q, TRIALS, borrowed[0].shape[0], n)
     arrays = (walkers["walk_id"], walkers["step"], walkers["cur"], walkers["prev"], walkers["cand"],
               walkers["trial"], walkers["answer"], walkers["state"], offset, out["flat"], out["length"],
               *(out[k] for k in _WRITES), out["moved"])
