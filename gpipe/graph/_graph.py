@@ -17,7 +17,7 @@ from .._files import GRAPH_FILES, atomic_dir
 from .._validate import check_choice, check_int, check_probability
 from ..backend import device_of, to_host, xp
 from ..errors import GpipeError, GpipeValueError
-from ..runtime import Session, call_workers, gather_pinned, on_store, run_later, store, workers_info
+from ..runtime import Session, call_workers, drop_graph, gather_pinned, run_later, store, workers_info
 from . import _build
 
 
@@ -47,13 +47,13 @@ class Graph:
         self.device_partitions = device_partitions  # out-of-memory: partitions on each worker's device at once
         self._vertex_arrays: dict[str, np.ndarray] = {}  # per-vertex arrays gathered from the partitions
         self._on_workers: set[str] = set()  # those of them put into the stores of the graph's workers
-        self._finalizer = weakref.finalize(self, run_later, session.client, on_store, "drop_graph", graph_id)
+        self._finalizer = weakref.finalize(self, run_later, session.client, drop_graph, graph_id)
 
     def release(self) -> None:
         """Free the partitions on the workers now (they are also freed when the graph is garbage-collected)."""
         client = self._session.client  # not ``self.client``: a closed cluster took the partitions, nothing to free
         if self._finalizer.detach() is not None and client.status == "running":
-            client.run(on_store, "drop_graph", self.graph_id)
+            client.run(drop_graph, self.graph_id)
 
     # -- shape -------------------------------------------------------------------
     @property
@@ -320,7 +320,7 @@ def _replicate(g: Graph, workers: list[str]) -> Graph:
     try:
         nbytes = gather_pinned(client, copies, dict(enumerate(g.placement)), "replication")[0]
     except BaseException:
-        client.run(on_store, "drop_graph", replica_id)
+        client.run(drop_graph, replica_id)
         raise
     finally:
         g.release()

@@ -18,8 +18,9 @@ import numpy as np
 from ..backend import to_host, xp
 from ..errors import GpipeError, TaskError
 from . import _pieces
+from ._run import Run, on_host
 from ._spec import Field, RunSpec, StepSpec
-from ._store import on_host, store
+from ._store import store
 
 
 @contextlib.contextmanager
@@ -64,7 +65,7 @@ def step_kernel(fill):
     """
 
     @functools.wraps(fill)
-    def advance(part, walkers: dict, spec: StepSpec):
+    def advance(part, walkers: dict, spec: StepSpec, run: Run):
         x = worker_xp()
         n = walkers["walk_id"].shape[0]
         offset, total = _pieces.regions(x, walkers["step"], spec.length, spec.room)
@@ -131,10 +132,10 @@ def run_partitions(spec: RunSpec, initial: dict, counts: np.ndarray) -> dict:
     """
     st = store()
     me = st.worker_address
-    run_id, placement = spec.run_id, spec.placement
+    placement = spec.placement
     mine = [p for p, w in enumerate(placement) if w == me]
     peers = sorted(set(placement) - {me})
-    with st.loop(run_id):
+    with st.run(spec.run_id).loop() as run:
         superstep = steps = spilled = 0
         seconds, ran = [], set()
         sending = waiting = 0.0
@@ -142,9 +143,9 @@ def run_partitions(spec: RunSpec, initial: dict, counts: np.ndarray) -> dict:
             sent = np.zeros(len(placement), np.int64)
             spent = 0.0
             order = _order(counts, mine, set(st.residency.resident_parts(spec.graph_id)), spec.policy)
-            advanced = _pass(spec, st, initial, order, counts, superstep)
+            advanced = _pass(spec, run, initial, order, counts, superstep)
             if spec.step.order_free and not st.residency.manages((spec.graph_id, mine[0])):  # all on the device
-                advanced = itertools.chain(advanced, _drain(spec, st, mine, superstep))
+                advanced = itertools.chain(advanced, _drain(spec, run, mine, superstep))
             for p, taken, summary in advanced:
                 sent[p] -= taken
                 sent += summary["to"]
@@ -156,33 +157,34 @@ def run_partitions(spec: RunSpec, initial: dict, counts: np.ndarray) -> dict:
             seconds.append(spent)
             t0 = time.perf_counter()
             with failing("exchange", me, superstep, "worker"):
-                counts = st.exchange_counts(run_id, superstep, sent, peers)
+                counts = run.exchange_counts(superstep, sent, peers)
             waiting += time.perf_counter() - t0
             superstep += 1
             if spec.report:
-                st.worker.log_event(f"gpipe-progress-{run_id}", {"worker": me, "superstep": superstep,
+                st.worker.log_event(f"gpipe-progress-{spec.run_id}", {"worker": me, "superstep": superstep,
                                                                     "steps": steps, "active": int(counts.sum())})
-        sent_bytes = st.end_exchange(run_id)
+        sent_bytes = run.sent_bytes
     return {"steps": steps, "seconds": seconds, "spilled": spilled, "sent_bytes": sent_bytes, "send_seconds": sending,
             "wait_seconds": waiting, "ran": sorted(ran)}
 
 
-def _pass(spec: RunSpec, st, initial: dict, order: list[int], counts: np.ndarray, superstep: int):
+def _pass(spec: RunSpec, run: Run, initial: dict, order: list[int], counts: np.ndarray, superstep: int):
     """Advance the superstep's walkers of each partition in ``order``: yields it, 0 (none of its walkers was
     counted as sent by this superstep) and the summary of :func:`_advance_partition`.
 
     An out-of-memory partition off the device that few walkers wait for is
     read in place; the next partition to copy in is prefetched.
     """
-    in_place = {p for p in order if st.residency.in_place((spec.graph_id, p), counts[p], spec.in_place_below)}
+    residency = store().residency
+    in_place = {p for p in order if residency.in_place((spec.graph_id, p), counts[p], spec.in_place_below)}
     for i, p in enumerate(order):
         following = next((q for q in order[i + 1:] if q not in in_place), None)  # to prefetch
         with failing("advance", p, superstep):
-            summary = _advance_partition(spec, st, initial.pop(p, None), p, superstep, following, p in in_place)
+            summary = _advance_partition(spec, run, initial.pop(p, None), p, superstep, following, p in in_place)
         yield p, 0, summary
 
 
-def _drain(spec: RunSpec, st, mine: list[int], superstep: int):
+def _drain(spec: RunSpec, run: Run, mine: list[int], superstep: int):
     """Advance the walkers this worker's partitions sent to one another, until none is left.
 
     Only for order-free walkers (walks), which do not depend on one another, on a worker
@@ -196,14 +198,14 @@ def _drain(spec: RunSpec, st, mine: list[int], superstep: int):
     """
     x = worker_xp()
     while True:
-        ready = [q for q in mine if st.local_waiting(spec.run_id, superstep + 1, q)]
+        ready = [q for q in mine if run.local_waiting(superstep + 1, q)]
         if not ready:
             return
         for q in ready:
-            arrived = st.take_local(spec.run_id, superstep + 1, q)
+            arrived = run.take_local(superstep + 1, q)
             walkers = {k: x.concatenate([w[k] for w in arrived]) for k in arrived[0]}
             with failing("advance", q, superstep):
-                summary = _advance_partition(spec, st, walkers, q, superstep)
+                summary = _advance_partition(spec, run, walkers, q, superstep)
             yield q, int(walkers["walk_id"].shape[0]), summary
 
 
@@ -220,7 +222,7 @@ def _order(counts: np.ndarray, mine: list[int], resident: set[int], policy: str)
     return active
 
 
-def _advance_partition(spec: RunSpec, st, walkers: dict | int | None, part: int, superstep: int,
+def _advance_partition(spec: RunSpec, run: Run, walkers: dict | int | None, part: int, superstep: int,
                        prefetch: int | None = None, in_place: bool = False) -> dict:
     """Run the step on partition ``part``'s walkers; keep the pieces, push the leavers to their new partitions.
 
@@ -235,20 +237,20 @@ def _advance_partition(spec: RunSpec, st, walkers: dict | int | None, part: int,
     and ``in_place`` steer out-of-memory graphs (see ``Residency``).
     """
     x = worker_xp()
-    run_id, step = spec.run_id, spec.step
-    p = st.partition(spec.graph_id, part, run_id, spec.policy, in_place)
+    st, step = store(), spec.step
+    p = st.partition(spec.graph_id, part, run, spec.policy, in_place)
     if prefetch is not None:  # out of memory: copy the worker's next partition in while this one computes
-        st.prefetch(spec.graph_id, prefetch, part, run_id, spec.policy)
+        st.prefetch(spec.graph_id, prefetch, part, run, spec.policy)
     if walkers is None:
-        arrived = st.take_inbox(run_id, superstep, part)
+        arrived = run.take_inbox(superstep, part)
         walkers = {k: x.concatenate([x.asarray(w[k]) for w in arrived]) for k in arrived[0]}
     elif isinstance(walkers, int):
         walkers = _every_vertex(x, p, walkers, step.fields)
     walkers = {k: x.asarray(v) for k, v in walkers.items()}
     t0 = time.perf_counter()
-    pieces, movers, steps = step.step(p, walkers, step)  # synchronous: it counts the steps on the host
+    pieces, movers, steps = step.step(p, walkers, step, run)  # synchronous: it counts the steps on the host
     seconds = time.perf_counter() - t0
-    spilled = st.add_pieces(run_id, part, pieces, spec.output_limit)
+    spilled = run.add_pieces(part, pieces, spec.output_limit)
     parts = len(p.bounds) - 1
     routed = "to" in movers  # to partition ``to``, not to the owner of ``vertex``
     dest = movers.pop("to") if routed else x.searchsorted(x.asarray(p.bounds[1:-1]), movers["vertex"], side="right")
@@ -258,7 +260,7 @@ def _advance_partition(spec: RunSpec, st, walkers: dict | int | None, part: int,
     outbound = {q: {k: v[order[int(e - c):int(e)]] for k, v in movers.items()}
                 for q, (c, e) in enumerate(zip(counts, ends)) if c > 0}
     t0 = time.perf_counter()
-    st.send(run_id, superstep + 1, outbound, spec.placement, spec.ipc, None if routed else p.bounds, step.length)
+    run.send(superstep + 1, outbound, spec.placement, spec.ipc, None if routed else p.bounds, step.length)
     return {"to": counts, "steps": steps, "seconds": seconds, "spilled": spilled,
             "send_seconds": time.perf_counter() - t0}
 
@@ -281,12 +283,12 @@ def advance_local(spec: RunSpec, walkers: dict | tuple, *, part: int, superstep=
     walkers = {k: x.asarray(v) for k, v in walkers.items()}
     steps = supersteps = spilled = 0
     seconds = 0.0
-    with st.loop(spec.run_id):
+    with st.run(spec.run_id).loop() as run:
         while next(iter(walkers.values())).shape[0]:
             t0 = time.perf_counter()
-            pieces, walkers, taken = step.step(p, walkers, step)
+            pieces, walkers, taken = step.step(p, walkers, step, run)
             seconds += time.perf_counter() - t0
-            spilled += st.add_pieces(spec.run_id, part, pieces, spec.output_limit)
+            spilled += run.add_pieces(part, pieces, spec.output_limit)
             walkers.pop("to", None)
             steps += taken
             supersteps += 1

@@ -28,7 +28,7 @@ from . import _advance
 from ._result import WalkResult
 from ._residency import POLICIES
 from ._spec import RunSpec, StepSpec
-from ._store import on_store, store
+from ._store import drop_run, store, transfers
 from ._watch import call_workers
 
 
@@ -189,7 +189,7 @@ def _call_run(client, run_id: str, calls: list[tuple], held: dict[int, str], pha
         return call_workers(client, calls, held, phase, unit)
     except BaseException:
         with contextlib.suppress(Exception):
-            client.run(on_store, "drop_run", run_id)
+            client.run(drop_run, run_id)
         raise
 
 
@@ -267,4 +267,4 @@ def _reporting(client, run_id: str, progress: Callable | None, workers: int, tot
 
 def _transfers(graph) -> np.ndarray:
     """The graph's partition copies onto the devices so far, over all workers: [count, bytes, seconds, in place]."""
-    return np.sum(list(graph.client.run(on_store, "transfers", graph.graph_id).values()), axis=0)
+    return np.sum(list(graph.client.run(transfers, graph.graph_id).values()), axis=0)

@@ -16,7 +16,7 @@ from ..backend import cpu_kernel, to_host
 from ..errors import GpipeValueError
 from . import _advance
 from ._session import run_later, workers_info
-from ._store import on_store
+from ._store import drop_run
 from ._watch import gather_pinned, results_pinned, wait_pinned
 
 
@@ -50,7 +50,7 @@ class WalkResult:
         self._block_futures: list | None = None
         self._block_rows = int(config.get("walks.block-size"))
         self.stats = stats
-        self._finalizer = weakref.finalize(self, run_later, client, on_store, "drop_run", run_id)
+        self._finalizer = weakref.finalize(self, run_later, client, drop_run, run_id)
 
     def _blocks(self) -> list:
         """Futures of the assembled blocks (assembling them on first use)."""

@@ -20,9 +20,11 @@ Field = tuple[str, str, Any]  # a walker field of a family's own: (name, dtype, 
 class StepSpec:
     """What a step needs, the same for every partition and superstep of a run.
 
-    ``step(part, walkers, spec)`` advances partition ``part``'s walkers (a
-    dict of arrays on the worker's device) and returns ``(pieces, movers,
-    steps)``: see ``_advance_partition``.
+    ``step(part, walkers, spec, run)`` advances partition ``part``'s walkers
+    (a dict of arrays on the worker's device; ``run`` is the run's
+    :class:`Run` on this worker, whose ``state`` holds the family's own
+    per-run state) and returns ``(pieces, movers, steps)``: see
+    ``_advance_partition``.
     """
 
     step: Callable
@@ -46,7 +48,7 @@ class RunSpec:
     ``policy`` orders an out-of-memory graph's partitions and one not on the
     device that fewer walkers than ``in_place_below`` x its vertices wait for
     is read in place (see ``Residency``); ``output_limit`` bounds the outputs
-    kept on the device (see ``GpipeStore.add_pieces``); ``ipc`` lets walkers go to GPU
+    kept on the device (see ``Run.add_pieces``); ``ipc`` lets walkers go to GPU
     peers on the same host through CUDA IPC; ``report`` logs each superstep's
     progress as the Dask event ``gpipe-progress-<run_id>``.
     """

@@ -29,7 +29,6 @@ edge sampling.
 
 from __future__ import annotations
 
-import uuid
 from dataclasses import dataclass
 from typing import Callable
 
@@ -40,7 +39,7 @@ from .. import _rng
 from .._validate import (check_array, check_bool, check_choice, check_graph, check_int, check_optional_int,
                          check_picklable, check_probability, check_seed)
 from ..errors import GpipeValueError
-from ..runtime import EdgeSample, StepSpec, check_memory, collect_outputs, on_store, run_supersteps, store, worker_xp
+from ..runtime import EdgeSample, Run, StepSpec, check_memory, collect_outputs, run_supersteps, store, worker_xp
 from ._race import race
 from ._select import METHODS, select
 
@@ -82,7 +81,6 @@ class Settings:
     implicit: bool
     graph_id: str
     edge_pool: str | None
-    run_token: str  # the run's own state in the workers' stores, dropped when it ends
 
 
 class Sampler:
@@ -247,18 +245,15 @@ class Sampler:
         settings = Settings(**{k: getattr(self, k) for k in (
             "vertex_bias", "edge_bias", "update", "frontier_size", "neighbor_size", "neighbor_pool", "depth", "replace",
             "select", "bitmap")}, num_vertices=g.num_vertices, implicit=seeds is None, graph_id=g.graph_id,
-            edge_pool=edge_pool, run_token=uuid.uuid4().hex)
+            edge_pool=edge_pool)
         arrays = {"degrees"} if self.edge_bias == "degree" or callable(self.edge_bias) else set()
         if seeds is None and self.frontier_size is not None and self.vertex_bias == "degree":
             arrays.add("degrees")
         if edge_pool is not None:
             arrays.add(edge_pool)
         g.put_on_workers(arrays)
-        try:
-            run_id, partitions, stats = run_supersteps(g, StepSpec(_step, np.uint64(_rng.key(seed)), settings),
-                                                       entries, num_walks=count)
-        finally:
-            client.run(on_store, "drop_run", settings.run_token)
+        run_id, partitions, stats = run_supersteps(g, StepSpec(_step, np.uint64(_rng.key(seed)), settings), entries,
+                                                   num_walks=count)
         outs = collect_outputs(client, run_id, partitions)
 
         def column(name: str) -> np.ndarray:
@@ -296,23 +291,23 @@ class Sampler:
                 "stage": np.full(count, stage, np.int8), "to": instance % parts}
 
 
-def _step(part, entries: dict, spec: StepSpec):
+def _step(part, entries: dict, spec: StepSpec, run: Run):
     """Step function for the runtime: this partition's entries, all at one stage of one depth."""
     x = worker_xp()
     stage = int(entries["stage"][0])
-    return _STAGES[stage](x, part, entries, spec)
+    return _STAGES[stage](x, part, entries, spec, run)
 
 
-def _pool(x, part, entries: dict, spec: StepSpec):
+def _pool(x, part, entries: dict, spec: StepSpec, run: Run):
     """At the vertex's owner: the pool entries of a depth, with their vertex biases if a frontier is selected."""
     n = spec.params.num_vertices
     key, first = x.unique(entries["instance"] * n + entries["vertex"], return_index=True)
     instance, vertex, depth = entries["instance"][first], entries["vertex"][first], entries["depth"][first]
     if spec.params.update == "unvisited":
-        fresh = ~x.isin(key, _visited(x, part, spec))
+        fresh = ~x.isin(key, _visited(x, part, run))
         instance, vertex, depth = instance[fresh], vertex[fresh], depth[fresh]
     if spec.params.frontier_size is None:
-        return _expand(x, part, instance, vertex, depth, spec)
+        return _expand(x, part, instance, vertex, depth, spec, run)
     local = vertex - part.lo
     table = _Table({"instance": instance, "vertex": vertex, "degree": part.indptr[local + 1] - part.indptr[local],
                     "depth": depth})
@@ -322,7 +317,7 @@ def _pool(x, part, entries: dict, spec: StepSpec):
     return _no_edges(x), movers, 0
 
 
-def _frontier(x, part, entries: dict, spec: StepSpec):
+def _frontier(x, part, entries: dict, spec: StepSpec, run: Run):
     """At the instance's home: select each instance's frontier from its pool."""
     n = spec.params.num_vertices
     level = int(entries["depth"][0])
@@ -338,29 +333,29 @@ def _frontier(x, part, entries: dict, spec: StepSpec):
                                       FRONTIER_STEP + level, spec.params.select, spec.params.bitmap)
         instance, vertex = pool_instance[picks], pool_vertex[picks]
     if spec.params.neighbor_pool == "frontier":  # for the candidates' in_frontier
-        store().state[(spec.params.run_token, part.part, "frontier")] = instance * n + vertex
+        run.state[(part.part, "frontier")] = instance * n + vertex
     movers = {"instance": instance, "vertex": vertex, "depth": x.full(instance.shape[0], level, x.int32),
               "stage": x.full(instance.shape[0], EXPAND, x.int8)}
     return _no_edges(x, picks=instance.shape[0], iterations=int(iterations.sum())), movers, 0
 
 
-def _expand_stage(x, part, entries: dict, spec: StepSpec):
-    return _expand(x, part, entries["instance"], entries["vertex"], entries["depth"], spec)
+def _expand_stage(x, part, entries: dict, spec: StepSpec, run: Run):
+    return _expand(x, part, entries["instance"], entries["vertex"], entries["depth"], spec, run)
 
 
-def _expand(x, part, instance, vertex, depth, spec: StepSpec):
+def _expand(x, part, instance, vertex, depth, spec: StepSpec, run: Run):
     """At the vertex's owner: expand the frontier, whose vertices are nodes of their instances, edges or not."""
-    out, movers, steps = _gather_neighbors(x, part, instance, vertex, depth, spec)
+    out, movers, steps = _gather_neighbors(x, part, instance, vertex, depth, spec, run)
     out.update(node_instance=instance, node_vertex=vertex)
     return out, movers, steps
 
 
-def _gather_neighbors(x, part, instance, vertex, depth, spec: StepSpec):
+def _gather_neighbors(x, part, instance, vertex, depth, spec: StepSpec, run: Run):
     """The frontier's out-edges: pick from each vertex's, or send them to the instance's home."""
     n = spec.params.num_vertices
     key = instance * n + vertex
     if spec.params.update == "unvisited":
-        _visited(x, part, spec, add=key)
+        _visited(x, part, run, add=key)
     local = vertex - part.lo
     start, end = part.indptr[local], part.indptr[local + 1]
     offsets = x.zeros(vertex.shape[0] + 1, dtype=x.int64)
@@ -399,7 +394,7 @@ def _gather_neighbors(x, part, instance, vertex, depth, spec: StepSpec):
                    iterations)
 
 
-def _neighbors(x, part, entries: dict, spec: StepSpec):
+def _neighbors(x, part, entries: dict, spec: StepSpec, run: Run):
     """At the instance's home: pick neighbors from all candidates of the instance's frontier (layer sampling)."""
     n = spec.params.num_vertices
     level = int(entries["depth"][0])
@@ -419,7 +414,7 @@ def _neighbors(x, part, entries: dict, spec: StepSpec):
         return _picked(x, spec, entries["instance"][won], level, entries["frontier"][won],
                        entries["candidate"][won], x.full(1, int(won.shape[0]), x.int64))
     rows = entries["candidate"] >= 0
-    frontier = _frontier_keys(x, part, entries, rows, spec)
+    frontier = _frontier_keys(x, part, entries, rows, spec, run)
     order = x.lexsort(x.stack([entries["candidate"][rows], entries["frontier"][rows], entries["instance"][rows]]))
     instance, src, candidate, weight = (entries[k][rows][order] for k in ("instance", "frontier", "candidate",
                                                                           "weight"))
@@ -435,7 +430,7 @@ def _neighbors(x, part, entries: dict, spec: StepSpec):
     return _picked(x, spec, instance[picks], level, src[picks], candidate[picks], iterations)
 
 
-def _resolve(x, part, entries: dict, spec: StepSpec):
+def _resolve(x, part, entries: dict, spec: StepSpec, run: Run):
     """At the owner of drawn edge ids of the pool: their endpoints, in the direction drawn.
 
     A vertex's edges in the pool are the last of its row (its out-edges are
@@ -551,20 +546,20 @@ def _graph_array(spec: StepSpec, name: str):
     return store().graph_array(spec.params.graph_id, name)
 
 
-def _visited(x, part, spec: StepSpec, add=None):
+def _visited(x, part, run: Run, add=None):
     """The (instance, vertex) keys this run has expanded on this partition, after adding ``add``."""
-    state = store().state
-    key = (spec.params.run_token, part.part)
+    state = run.state
+    key = part.part
     seen = state.get(key, x.zeros(0, x.int64))
     if add is not None:
         seen = state[key] = x.unique(x.concatenate([seen, add]))
     return seen
 
 
-def _frontier_keys(x, part, entries: dict, rows, spec: StepSpec):
+def _frontier_keys(x, part, entries: dict, rows, spec: StepSpec, run: Run):
     """The (instance, vertex) keys of the frontier of this home's instances, for ``in_frontier``."""
     if spec.params.frontier_size is not None:
-        return store().state.pop((spec.params.run_token, part.part, "frontier"))
+        return run.state.pop((part.part, "frontier"))
     return entries["instance"][~rows] * spec.params.num_vertices + entries["frontier"][~rows]
 
 

@@ -23,7 +23,7 @@ import pandas as pd
 from .. import _rng
 from ..backend import cpu_kernel, prange
 from ..kernels import function, id_type, launch_queued
-from ..runtime import StepSpec, check_memory, collect_outputs, run_supersteps, worker_xp
+from ..runtime import Run, StepSpec, check_memory, collect_outputs, run_supersteps, worker_xp
 
 INIT_STEP = 2**32 - 1  # the draw counter of a member's start vertex; moves use 0..budget-1
 
@@ -36,7 +36,7 @@ class Frontier:
     horizon: float
 
 
-def advance_frontier(part, walkers: dict, spec: StepSpec):
+def advance_frontier(part, walkers: dict, spec: StepSpec, run: Run):
     """Step function for the runtime: walk the members here; keep their moves and park the ones at the horizon."""
     x = worker_xp()
     n = walkers["walk_id"].shape[0]
