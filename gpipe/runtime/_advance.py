@@ -19,7 +19,7 @@ from ..backend import to_host, xp
 from ..errors import GpipeError, TaskError
 from . import _pieces
 from ._run import Run, on_host
-from ._spec import Field, RunSpec, StepSpec
+from ._spec import RunSpec, StepSpec
 from ._store import store
 
 
@@ -88,23 +88,6 @@ def neighbor_lists(graph: tuple[str, list[str]], bounds: np.ndarray, vertices) -
     id and placement) as a CSR ``(indptr, indices)`` on this worker's device, fetched from the workers holding them."""
     graph_id, placement = graph
     return store().neighbor_lists(graph_id, placement, bounds, vertices)
-
-
-def new_walkers(x, walk_id, vertex, fields: tuple[Field, ...] = ()) -> dict:
-    """Walkers at step 0 with the walk's own ``fields``: ``(name, dtype, init)``, init a number or 'vertex'."""
-    walkers = {"walk_id": walk_id, "vertex": vertex, "step": x.zeros(walk_id.shape[0], dtype=x.int32)}
-    for name, dtype, init in fields:
-        walkers[name] = vertex.astype(dtype) if init == "vertex" else x.full(walk_id.shape[0], init, dtype=dtype)
-    return walkers
-
-
-def _every_vertex(x, p, walks_per_vertex: int, fields: tuple[Field, ...], lo: int | None = None,
-                  hi: int | None = None) -> dict:
-    """One walker per (repetition, vertex) of partition ``p`` (or of ``lo..hi-1``); walk id = rep * n + vertex."""
-    n = int(p.bounds[-1])
-    vertices = x.arange(p.lo if lo is None else lo, p.hi if hi is None else hi, dtype=x.int64)
-    walk_id = x.concatenate([vertices + r * n for r in range(walks_per_vertex)])
-    return new_walkers(x, walk_id, x.tile(vertices, walks_per_vertex), fields)
 
 
 def run_partitions(spec: RunSpec, initial: dict, counts: np.ndarray) -> dict:
@@ -231,7 +214,7 @@ def _advance_partition(spec: RunSpec, run: Run, walkers: dict | int | None, part
 
     ``walkers`` is None when they are in this worker's inbox, an int on the
     first superstep when that many walks start from every vertex of the
-    partition, or the walkers themselves. Returns how many walkers went to
+    partition (made by ``spec.step.start``), or the walkers themselves. Returns how many walkers went to
     each partition, the steps taken, the kernel's seconds, the bytes of
     outputs spilled and the seconds of sending the leavers. ``prefetch``
     and ``in_place`` steer out-of-memory graphs (see ``Residency``).
@@ -245,7 +228,7 @@ def _advance_partition(spec: RunSpec, run: Run, walkers: dict | int | None, part
         arrived = run.take_inbox(superstep, part)
         walkers = {k: x.concatenate([x.asarray(w[k]) for w in arrived]) for k in arrived[0]}
     elif isinstance(walkers, int):
-        walkers = _every_vertex(x, p, walkers, step.fields)
+        walkers = step.start(x, step, p.lo, p.hi, int(p.bounds[-1]), walkers)
     walkers = {k: x.asarray(v) for k, v in walkers.items()}
     t0 = time.perf_counter()
     pieces, movers, steps = step.step(p, walkers, step, run)  # synchronous: it counts the steps on the host
@@ -279,7 +262,8 @@ def advance_local(spec: RunSpec, walkers: dict | tuple, *, part: int, superstep=
     step = spec.step
     p = st.partition(spec.graph_id, 0)
     if isinstance(walkers, tuple):
-        walkers = _every_vertex(x, p, walkers[0], step.fields, walkers[1], walkers[2])
+        count, lo, hi = walkers
+        walkers = step.start(x, step, lo, hi, int(p.bounds[-1]), count)
     walkers = {k: x.asarray(v) for k, v in walkers.items()}
     steps = supersteps = spilled = 0
     seconds = 0.0

@@ -6,8 +6,9 @@ those that left into the inbox of the worker holding their new partition, and
 swaps walker counts with its peers as the superstep's barrier, until no walker
 is left anywhere; the client only waits (and watches for lost workers).
 Replicated mode: each worker runs its share of the walkers on its own copy.
-When no walker is left, the walks are the path pieces kept in the workers'
-stores; the :class:`WalkResult` assembles them when asked.
+When no walker is left, what the step output stays in the workers' stores,
+until the family collects it (:func:`collect_outputs`) or assembles it into
+blocks (``assemble_blocks``).
 """
 
 from __future__ import annotations
@@ -25,7 +26,6 @@ from .. import config
 from .._validate import check_choice, check_int, check_probability
 from ..errors import GpipeValueError
 from . import _advance
-from ._result import WalkResult
 from ._residency import POLICIES
 from ._spec import RunSpec, StepSpec
 from ._store import drop_run, store, transfers
@@ -34,31 +34,6 @@ from ._watch import call_workers
 
 EXCHANGES = ("auto", "comms")  # gpipe.exchange: walkers between workers
 _MEMORY: dict[tuple[str, str], tuple] = {}  # (client, worker) -> GpipeStore.memory(), asked once per cluster
-
-
-def run_walks(graph, spec: StepSpec, *, num_walks: int, walks_per_vertex: int, starts: np.ndarray | None,
-              algorithm: str, progress: Callable | None = None, result_type: type = WalkResult,
-              **result_kwargs) -> WalkResult:
-    """Run walkers over ``graph`` with ``spec`` (of walks of ``spec.length`` steps) until every walk has ended;
-    their paths are the result.
-
-    ``starts`` are dense start vertices (None: every vertex); walk ``r * len(starts) + i``
-    is the ``r``-th walk from ``starts[i]``. The result is a ``result_type``
-    (a :class:`WalkResult`) given ``result_kwargs`` too.
-    """
-    length = spec.length
-    dtype = np.dtype(np.int32 if graph.num_vertices < 2**31 else np.int64)
-    check_memory(graph, num_walks * ((length + 1) * dtype.itemsize + spec.walker_bytes),
-                 f"'length' x the number of walks ({num_walks} walks of {length} steps)", "walks")
-    if starts is None:
-        initial = walks_per_vertex
-    else:
-        walk_id = np.arange(len(starts) * walks_per_vertex, dtype=np.int64)
-        initial = _advance.new_walkers(np, walk_id, np.tile(starts.astype(np.int64), walks_per_vertex), spec.fields)
-    run_id, partitions, stats = run_supersteps(graph, spec, initial, num_walks=num_walks, progress=progress)
-    stats = {"algorithm": algorithm, "walks": num_walks, "length": length, **stats}
-    return result_type(graph.client, run_id, partitions, num_walks, length + 1, dtype, graph.id_map, stats,
-                       **result_kwargs)
 
 
 def check_memory(graph, nbytes: int, names: str, what: str) -> None:
@@ -101,10 +76,11 @@ def run_supersteps(graph, spec: StepSpec, initial: int | dict, *, num_walks: int
                    progress: Callable | None = None) -> tuple[str, dict[int, str], dict]:
     """Advance walkers with ``spec`` until none is left; what the step outputs stays in the workers' stores.
 
-    ``initial`` is the number of walkers to start from every vertex, or the
-    walkers themselves (a dict of host arrays, each going to the partition
-    owning its ``vertex``, or to partition ``to`` where given). Returns the run's id, the
-    partitions that ran (with their workers) and statistics.
+    ``initial`` is the number of walkers to start from every vertex (made on
+    the workers by ``spec.start``), or the walkers themselves (a dict of host
+    arrays, each going to the partition owning its ``vertex``, or to partition
+    ``to`` where given). Returns the run's id, the partitions that ran (with
+    their workers) and statistics.
     """
     if graph.replicas is not None:
         return _run_replicated(graph, spec, initial, progress)

@@ -34,11 +34,7 @@ class StepSpec:
     length: int | None = None  # a walk's length: its steps lie in [0, length]
     room: int | None = None  # the most steps a walker takes in one advance (None: all it has left)
     order_free: bool = False  # no walker depends on another: one may go on across partitions within a superstep
-
-    @property
-    def walker_bytes(self) -> int:
-        """Bytes of one walker: walk_id, vertex (int64), step (int32) and the family's own fields."""
-        return 20 + sum(np.dtype(dtype).itemsize for _, dtype, _ in self.fields)
+    start: Callable | None = None  # start(x, spec, lo, hi, n, count): count walkers from each of lo..hi-1 (of n)
 
 
 @dataclass(frozen=True)
