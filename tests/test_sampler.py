@@ -376,7 +376,7 @@ def _raises_its_own_error(table):
 
 
 def _graph_arrays_of(graph_id, dask_worker=None):
-    return sorted(name for held, name in dask_worker.plugins["gpipe"].graph_arrays if held == graph_id)
+    return sorted(name for held, name in dask_worker.plugins["gpipe"].partitions._arrays if held == graph_id)
 
 
 def test_a_graph_samples_again_after_the_memory_manager_ran(cpu):

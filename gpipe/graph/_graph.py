@@ -151,7 +151,7 @@ class Graph:
     def put_on_workers(self, names) -> None:
         """Put per-vertex arrays (``"degrees"``, ``"upper_degrees"``) into the stores of the graph's workers, once.
 
-        Runs there read them by name (``store().graph_array``); they go with the graph.
+        Runs there read them by name (``store().partitions.array``); they go with the graph.
         """
         missing = sorted(set(names) - self._on_workers)
         if not missing:
@@ -207,13 +207,13 @@ class Graph:
 
 
 def _partition_degrees(graph_id: str, part: int) -> np.ndarray:
-    indptr = store().partition(graph_id, part).indptr
+    indptr = store().partitions.get(graph_id, part).indptr
     return to_host(indptr[1:] - indptr[:-1])
 
 
 def _partition_upper_degrees(graph_id: str, part: int) -> np.ndarray:
     """Out-edges (v, w) with w >= v of each vertex: an undirected graph's edges, each once (at its smaller end)."""
-    p = store().partition(graph_id, part)
+    p = store().partitions.get(graph_id, part)
     x = xp(device_of(p.indptr))
     row = x.searchsorted(p.indptr[1:], x.arange(p.num_edges), side="right")
     return to_host(x.bincount(row[p.indices >= row + p.lo], minlength=p.hi - p.lo))
@@ -223,12 +223,12 @@ VERTEX_ARRAYS = {"degrees": _partition_degrees, "upper_degrees": _partition_uppe
 
 
 def _keep_arrays(graph_id: str, arrays: dict) -> None:
-    store().put_graph_arrays(graph_id, arrays)
+    store().partitions.put_arrays(graph_id, arrays)
 
 
 def _write_partition(graph_id: str, part: int, folder: str) -> int:
     """Write partition ``part`` to ``folder``; return its number of edges (rows)."""
-    p = store().partition(graph_id, part)
+    p = store().partitions.get(graph_id, part)
     indptr = to_host(p.indptr)
     frame = {"src": np.repeat(np.arange(p.lo, p.hi, dtype=np.int64), np.diff(indptr)),
              "dst": to_host(p.indices).astype(np.int64)}

@@ -114,7 +114,7 @@ def run_partitions(spec: RunSpec, initial: dict, counts: np.ndarray) -> dict:
     barriers, and the partitions that ran.
     """
     st = store()
-    me = st.worker_address
+    me, residency = st.worker_address, st.partitions.residency
     placement = spec.placement
     mine = [p for p, w in enumerate(placement) if w == me]
     peers = sorted(set(placement) - {me})
@@ -125,9 +125,9 @@ def run_partitions(spec: RunSpec, initial: dict, counts: np.ndarray) -> dict:
         while counts.sum() > 0:
             sent = np.zeros(len(placement), np.int64)
             spent = 0.0
-            order = _order(counts, mine, set(st.residency.resident_parts(spec.graph_id)), spec.policy)
+            order = _order(counts, mine, set(residency.resident_parts(spec.graph_id)), spec.policy)
             advanced = _pass(spec, run, initial, order, counts, superstep)
-            if spec.step.order_free and not st.residency.manages((spec.graph_id, mine[0])):  # all on the device
+            if spec.step.order_free and not residency.manages((spec.graph_id, mine[0])):  # all on the device
                 advanced = itertools.chain(advanced, _drain(spec, run, mine, superstep))
             for p, taken, summary in advanced:
                 sent[p] -= taken
@@ -158,7 +158,7 @@ def _pass(spec: RunSpec, run: Run, initial: dict, order: list[int], counts: np.n
     An out-of-memory partition off the device that few walkers wait for is
     read in place; the next partition to copy in is prefetched.
     """
-    residency = store().residency
+    residency = store().partitions.residency
     in_place = {p for p in order if residency.in_place((spec.graph_id, p), counts[p], spec.in_place_below)}
     for i, p in enumerate(order):
         following = next((q for q in order[i + 1:] if q not in in_place), None)  # to prefetch
@@ -220,10 +220,11 @@ def _advance_partition(spec: RunSpec, run: Run, walkers: dict | int | None, part
     and ``in_place`` steer out-of-memory graphs (see ``Residency``).
     """
     x = worker_xp()
-    st, step = store(), spec.step
-    p = st.partition(spec.graph_id, part, run, spec.policy, in_place)
+    partitions, step = store().partitions, spec.step
+    pending = run.waiting if spec.policy == "workload" else None  # what an out-of-memory graph evicts by
+    p = partitions.get(spec.graph_id, part, pending, in_place)
     if prefetch is not None:  # out of memory: copy the worker's next partition in while this one computes
-        st.prefetch(spec.graph_id, prefetch, part, run, spec.policy)
+        partitions.prefetch(spec.graph_id, prefetch, part, pending)
     if walkers is None:
         arrived = run.take_inbox(superstep, part)
         walkers = {k: x.concatenate([x.asarray(w[k]) for w in arrived]) for k in arrived[0]}
@@ -260,7 +261,7 @@ def advance_local(spec: RunSpec, walkers: dict | tuple, *, part: int, superstep=
     x = worker_xp()
     st = store()
     step = spec.step
-    p = st.partition(spec.graph_id, 0)
+    p = st.partitions.get(spec.graph_id, 0)
     if isinstance(walkers, tuple):
         count, lo, hi = walkers
         walkers = step.start(x, step, lo, hi, int(p.bounds[-1]), count)

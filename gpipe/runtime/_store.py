@@ -1,12 +1,12 @@
-"""Worker-side state: one WorkerPlugin per worker holds its graph partitions and the registry of its runs.
+"""Worker-side state: one WorkerPlugin per worker holds its partitions and the registry of its runs.
 
-Tasks pass keys, never the arrays: a partition is put here once when the graph
-is built and looked up by ``(graph_id, partition)`` by every task that runs on
-this worker. Each run has a :class:`Run` here, which owns its buffers; the
-worker-to-worker handlers find it by its id. The client reaches a worker's
-store through the handler functions at the end of this module (for
-``client.run``) and :func:`call_workers`. Off a worker, :func:`store` raises a
-clear error.
+The partitions (:class:`Partitions`) are put here once when a graph is built
+and looked up by every task that runs on this worker. Each run has a
+:class:`Run` here, which owns its buffers; the worker-to-worker handlers
+(``gpipe_*``) find it by its id, or serve partitions' rows to peers. The
+client reaches a worker's store through the handler functions at the end of
+this module (for ``client.run``) and :func:`call_workers`. Off a worker,
+:func:`store` raises a clear error.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from distributed.protocol import to_serialize
 from distributed.utils import sync
 
 from ..backend import device_of, set_cpu_threads, to_host, xp
-from ._residency import Residency
+from ._partitions import Partitions
 from ._run import Arrival, Run
 from ..errors import GpipeError
 
@@ -43,9 +43,7 @@ class GpipeStore(WorkerPlugin):
         self.device = device
 
     def setup(self, worker):
-        self.partitions: dict[tuple[str, int], object] = {}
-        self.graph_arrays: dict[tuple[str, str], object] = {}  # (graph, name) -> a per-vertex array its runs read
-        self.residency = Residency(self.device)  # partitions of out-of-memory graphs
+        self.partitions = Partitions(self.device, worker.address)
         self.runs: dict[str, Run] = {}  # oldest first
         self.lock = threading.Lock()  # the runs' and the registry's
         self.far: set[str] = set()  # peers that could not open this worker's device memory
@@ -65,9 +63,7 @@ class GpipeStore(WorkerPlugin):
         self._runner.shutdown(wait=False)
         for run in list(self.runs.values()):
             run.close()
-        self.partitions.clear()
-        self.graph_arrays.clear()
-        self.residency = Residency(self.device)
+        self.partitions = Partitions(self.device, worker.address)
 
     async def _call(self, call: tuple) -> object:
         """Run ``function(*args, **kwargs)`` in a thread of this store (a run's work, sent by :func:`call_workers`)."""
@@ -174,43 +170,14 @@ class GpipeStore(WorkerPlugin):
 
     # -- the partitions
 
-    def put_partition(self, graph_id: str, part: int, partition, budget: int | None = None) -> None:
-        """Keep a partition: on the device, or — with a ``budget`` of device partitions — staged in host memory."""
-        if budget is None:
-            self.partitions[(graph_id, part)] = partition
-        else:
-            self.residency.put((graph_id, part), partition, budget)
-
-    def partition(self, graph_id: str, part: int, run: Run | None = None, policy: str = "workload",
-                  in_place: bool = False):
-        """Partition ``part`` on this worker's device (an out-of-memory one is copied in if it is not there).
-
-        For an out-of-memory graph, ``run`` and ``policy`` choose what is
-        evicted to make room: the partition with the fewest walkers of that run
-        waiting in the inbox (``workload``) or the least recently used; with
-        ``in_place`` a partition not on the device is read where it is staged.
-        """
-        key = (graph_id, part)
-        if self.residency.manages(key):
-            if in_place:
-                return self.residency.read_in_place(key)
-            return self.residency.get(key, _pending(run, policy))
-        try:
-            return self.partitions[key]
-        except KeyError:
-            raise GpipeError(
-                f"partition {part} of graph {graph_id} is not on worker {self.worker_address} "
-                "(the worker restarted or the graph was released)"
-            ) from None
-
     async def _partition_arrays(self, graph_id: str, part: int):
-        p = self.partition(graph_id, part)
+        p = self.partitions.get(graph_id, part)
         return to_serialize({"indptr": to_host(p.indptr), "indices": to_host(p.indices),
                              "weights": None if p.weights is None else to_host(p.weights)})
 
     def fetch_partitions(self, graph_id: str, placement: list[str]) -> list[dict]:
         """Every partition's CSR arrays (host copies of remote ones, this worker's own as they are), in order."""
-        local = {p: self.partition(graph_id, p) for p, w in enumerate(placement) if w == self.worker_address}
+        local = {p: self.partitions.get(graph_id, p) for p, w in enumerate(placement) if w == self.worker_address}
         remote = {p: w for p, w in enumerate(placement) if w != self.worker_address}
         fetched = dict(zip(remote, sync(self.worker.loop, self._fetch_partitions, graph_id, remote))) if remote else {}
         return [vars(local[p]) if p in local else fetched[p] for p in range(len(placement))]
@@ -228,7 +195,8 @@ class GpipeStore(WorkerPlugin):
         remote = {p: v for p, v in wanted.items() if placement[p] != self.worker_address}
         fetched = dict(zip(remote, sync(self.worker.loop, self._fetch_neighbors, graph_id, placement, remote))
                        if remote else ())
-        rows = [fetched[p] if p in remote else _rows(self._as_held(graph_id, p), v) for p, v in wanted.items()]
+        rows = [fetched[p] if p in remote else _rows(self.partitions.as_held(graph_id, p), v)
+                for p, v in wanted.items()]
         x = xp(self.device)
         indptr = x.zeros(vertices.shape[0] + 1, x.int64)
         x.cumsum(x.concatenate([x.asarray(length) for length, _ in rows]), out=indptr[1:])
@@ -241,40 +209,9 @@ class GpipeStore(WorkerPlugin):
 
     async def _neighbors(self, graph_id: str, part: int, vertices: np.ndarray):
         def read():
-            return tuple(to_host(a) for a in _rows(self._as_held(graph_id, part), vertices))
+            return tuple(to_host(a) for a in _rows(self.partitions.as_held(graph_id, part), vertices))
 
         return to_serialize(await asyncio.get_running_loop().run_in_executor(None, read))
-
-    def _as_held(self, graph_id: str, part: int):
-        """Partition ``part`` where it is, to read a few rows: an out-of-memory one resident on the device or
-        staged in host memory, neither copied in nor counted as a read in place."""
-        key = (graph_id, part)
-        if self.residency.manages(key):
-            return self.residency.resident.get(key) or self.residency.staged[key]
-        return self.partition(graph_id, part)
-
-    def prefetch(self, graph_id: str, part: int, keep: int, run: Run, policy: str) -> None:
-        """Start copying an out-of-memory partition in while partition ``keep`` computes (GPU workers)."""
-        if self.residency.manages((graph_id, part)):
-            self.residency.prefetch((graph_id, part), (graph_id, keep), _pending(run, policy))
-
-    def put_graph_arrays(self, graph_id: str, arrays: dict) -> None:
-        """Keep per-vertex arrays of a graph (e.g. its degrees) on this worker's device, for its runs to read by name.
-
-        They are the store's, as the partitions are, and go with the graph: not
-        Dask data, which Dask may move or drop (its memory manager drops the
-        replicas of a broadcast value) without the runs that read it here knowing.
-        """
-        x = xp(self.device)
-        for name, array in arrays.items():
-            self.graph_arrays[(graph_id, name)] = x.asarray(array)
-
-    def graph_array(self, graph_id: str, name: str):
-        try:
-            return self.graph_arrays[(graph_id, name)]
-        except KeyError:
-            raise GpipeError(f"worker {self.worker_address} holds no {name!r} of graph {graph_id} "
-                             "(the worker restarted or the graph was released)") from None
 
     def memory(self) -> tuple[int, int | None, int | None]:
         """This worker's memory limit (the host's memory without one), its device memory and what
@@ -282,24 +219,6 @@ class GpipeStore(WorkerPlugin):
         host = self.worker.memory_manager.memory_limit or psutil.virtual_memory().total
         device = xp("gpu").cuda.Device().mem_info[1] if self.device == "gpu" else None
         return host, device, self._auto_limit
-
-    def transfers(self, graph_id: str) -> list:
-        """Copies of this graph's partitions onto the device so far: [count, bytes, seconds, reads in place]."""
-        return list(self.residency.counters.get(graph_id, [0, 0, 0.0, 0]))
-
-    def drop_graph(self, graph_id: str) -> int:
-        keys = [k for k in self.partitions if k[0] == graph_id]
-        for k in keys:
-            del self.partitions[k]
-        for k in [k for k in self.graph_arrays if k[0] == graph_id]:
-            del self.graph_arrays[k]
-        staged = sum(1 for k in self.residency.staged if k[0] == graph_id)
-        self.residency.drop(graph_id)
-        return len(keys) + staged
-
-def _pending(run: Run | None, policy: str):
-    """How many of ``run``'s walkers wait for a partition: what the workload policy evicts by (None: by age)."""
-    return run.waiting if run is not None and policy == "workload" else None
 
 
 def _output_limit(device: str) -> int | None:
@@ -334,13 +253,13 @@ def drop_run(run_id: str, dask_worker=None) -> None:
 def drop_graph(graph_id: str, dask_worker=None) -> int | None:
     """Let a graph's partitions and arrays go on this worker; how many partitions went."""
     plugin = dask_worker.plugins.get(PLUGIN_NAME)
-    return plugin.drop_graph(graph_id) if plugin is not None else None
+    return plugin.partitions.drop(graph_id) if plugin is not None else None
 
 
 def transfers(graph_id: str, dask_worker=None) -> list | None:
     """Copies of a graph's partitions onto this worker's device so far: [count, bytes, seconds, reads in place]."""
     plugin = dask_worker.plugins.get(PLUGIN_NAME)
-    return plugin.transfers(graph_id) if plugin is not None else None
+    return plugin.partitions.transfers(graph_id) if plugin is not None else None
 
 
 def store() -> GpipeStore:

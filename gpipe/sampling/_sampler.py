@@ -543,7 +543,7 @@ class _Table(dict):
 
 def _graph_array(spec: StepSpec, name: str):
     """A per-vertex array of the run's graph (e.g. its out-degrees), on this worker's device."""
-    return store().graph_array(spec.params.graph_id, name)
+    return store().partitions.array(spec.params.graph_id, name)
 
 
 def _visited(x, part, run: Run, add=None):
