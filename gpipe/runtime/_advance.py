@@ -1,9 +1,10 @@
-"""Worker-side tasks of a walk: the superstep loops (with the walker exchange) and assembly.
+"""Worker-side tasks of a run: the superstep loops (with the walker exchange), assembly and collection.
 
-Each wraps its failure in a :class:`TaskError` naming the phase, the superstep
+Each takes the run's :class:`RunSpec` and works on the worker's :class:`Run`,
+and wraps its failure in a :class:`TaskError` naming the phase, the superstep
 and the partition. Walkers are dicts of arrays on the worker's device
-(``walk_id`` int64, ``vertex`` int64, ``step`` int32, plus whatever a walk
-keeps, e.g. ``prev``).
+(``walk_id`` int64, ``vertex`` int64, ``step`` int32, plus whatever a family
+keeps, e.g. a walk's ``prev``).
 """
 
 from __future__ import annotations
@@ -213,11 +214,12 @@ def _advance_partition(spec: RunSpec, run: Run, walkers: dict | int | None, part
     owning its ``vertex``, or to partition ``to`` if the movers have that field.
 
     ``walkers`` is None when they are in this worker's inbox, an int on the
-    first superstep when that many walks start from every vertex of the
-    partition (made by ``spec.step.start``), or the walkers themselves. Returns how many walkers went to
-    each partition, the steps taken, the kernel's seconds, the bytes of
-    outputs spilled and the seconds of sending the leavers. ``prefetch``
-    and ``in_place`` steer out-of-memory graphs (see ``Residency``).
+    first superstep when that many walkers start from every vertex of the
+    partition (made by ``spec.step.start``), or the walkers themselves.
+    Returns how many walkers went to each partition, the steps taken, the
+    kernel's seconds, the bytes of outputs spilled and the seconds of sending
+    the leavers. ``prefetch`` and ``in_place`` steer out-of-memory graphs (see
+    ``Residency``).
     """
     x = worker_xp()
     partitions, step = store().partitions, spec.step
@@ -255,8 +257,8 @@ def advance_local(spec: RunSpec, walkers: dict | tuple, *, part: int, superstep=
 
     The whole graph is partition 0 on this worker, so nothing leaves it: the
     supersteps run back to back with no exchange and no round trip to the
-    client. ``walkers`` are the walkers themselves or ``(walks_per_vertex, lo,
-    hi)``: that many walks from each vertex of ``lo..hi-1``.
+    client. ``walkers`` are the walkers themselves or ``(count, lo, hi)``:
+    that many from each vertex of ``lo..hi-1``, made by ``spec.step.start``.
     """
     x = worker_xp()
     st = store()

@@ -67,8 +67,8 @@ class Run:
     """A run's state on this worker; the store's registry holds it by its ``id``.
 
     Its loop thread, the worker's event loop (the handlers) and tasks call it
-    at once: every method holds the store's lock, which spilling outputs
-    holds across runs too.
+    at once: its state is read and written under the store's lock, which
+    spilling outputs holds across runs too.
     """
 
     def __init__(self, run_id: str, store: GpipeStore):
