@@ -7,7 +7,8 @@ from . import gnn, sampling, walks, workflow
 from .cluster import connect
 from .errors import DeviceUnavailableError, GpipeError, GpipeFileError, GpipeValueError, TaskError, WorkerLostError
 from .graph import Graph, from_edges, generators, read_edges
-from .runtime import WalkResult, attach
+from .runtime import attach
+from .walks import WalkResult
 
 __all__ = [
     "DeviceUnavailableError",

@@ -455,7 +455,7 @@ def test_an_interrupted_rerun_leaves_the_earlier_run_whole(capsys, cpu_cluster, 
     def interrupted(self, path, overwrite=False):
         raise KeyboardInterrupt  # after walks.txt was written, before walks.parquet and summary.json
 
-    monkeypatch.setattr(gpipe.runtime.WalkResult, "to_parquet", interrupted)
+    monkeypatch.setattr(gpipe.walks.WalkResult, "to_parquet", interrupted)
     with pytest.raises(KeyboardInterrupt):
         _walk_into(capsys, cpu_cluster, out, 2, "--format", "both", "--overwrite")
     assert tree(out) == before and read_summary(out)["parameters"]["seed"] == 1

@@ -79,10 +79,10 @@ def test_bad_connect_parameters():
 
 
 def test_failed_task_names_phase_and_partition(cpu):
-    from gpipe.runtime._store import on_store
+    from gpipe.runtime import drop_graph
 
     g = gpipe.generators.rmat(scale=6, edge_factor=2, seed=0, partitions=2)
-    cpu.run(on_store, "drop_graph", g.graph_id)  # as if the workers had lost the graph
+    cpu.run(drop_graph, g.graph_id)  # as if the workers had lost the graph
     with pytest.raises(TaskError, match=r"advance failed in superstep 0, partition \d: partition \d of graph \w+ is not on"):
         gpipe.walks.deepwalk(g, length=3)
 

@@ -218,7 +218,7 @@ def test_a_graph_of_a_closed_client_says_its_cluster_is_closed(cpu_cluster):
 
 
 def _partitions_of(graph_id, dask_worker=None):
-    return sum(k[0] == graph_id for k in dask_worker.plugins["gpipe"].partitions)
+    return sum(k[0] == graph_id for k in dask_worker.plugins["gpipe"].partitions._held)
 
 
 def test_partitions_are_released_with_the_graph(cpu, eventually):

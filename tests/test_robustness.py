@@ -14,7 +14,7 @@ from helpers import assert_lost, holder, started
 
 def _looping(dask_worker) -> bool:
     """Whether a run's superstep loop runs on this worker."""
-    return bool(dask_worker.plugins["gpipe"].looping)
+    return any(run.looping for run in dask_worker.plugins["gpipe"].runs.values())
 
 
 def _run_and_kill(client, work, timeout: float = 120):
@@ -78,7 +78,7 @@ def _push(run_id: str, walkers: dict, placement: list[str], length: int | None):
     """Send ``walkers`` to partition 1 (vertices 10..19 of 20) as a superstep's leavers would go, from this worker."""
     from gpipe.runtime._store import store
 
-    store().send(run_id, 3, {1: walkers}, placement, bounds=np.array([0, 10, 20]), length=length)
+    store().run(run_id).send(3, {1: walkers}, placement, bounds=np.array([0, 10, 20]), length=length)
     return store().worker_address
 
 
@@ -100,4 +100,4 @@ def test_walkers_damaged_on_the_way_stop_the_run_naming_sender_superstep_and_par
         cpu.submit(_push, run, walkers, [sender, receiver], length, workers=[sender], pure=False).result()
     fine = _walkers([10, 19], [0, 8])
     assert cpu.submit(_push, run, fine, [sender, receiver], 8, workers=[sender], pure=False).result() == sender
-    cpu.run(lambda dask_worker: dask_worker.plugins["gpipe"].drop_run(run), workers=[receiver])
+    cpu.run(lambda dask_worker: dask_worker.plugins["gpipe"].drop_run(run))

@@ -321,6 +321,23 @@ def test_a_bias_function_returning_negative_values_fails_naming_the_phase(cpu):
         Sampler(edge_bias=lambda t: -t["weight"]).run(_rmat(2), seeds=[0, 1, 2])
 
 
+def _runs(dask_worker=None) -> set:
+    return set(dask_worker.plugins["gpipe"].runs)
+
+
+def test_a_sampler_run_leaves_nothing_on_the_workers_whether_it_ends_or_fails(cpu):
+    """Its outputs are collected, its visited sets and frontiers go with its loop; a failed run is dropped."""
+    def held() -> set:
+        return set().union(*cpu.run(_runs).values())
+
+    before = held()
+    Sampler(update="unvisited", neighbor_pool="frontier", frontier_size=5, neighbor_size=3, depth=3).run(
+        _rmat(3), seeds=np.arange(40).reshape(4, 10))
+    with pytest.raises(TaskError):
+        Sampler(edge_bias=lambda t: -t["weight"]).run(_rmat(2), seeds=[0, 1, 2])
+    assert held() <= before
+
+
 def test_neighbor_is_the_sampler_it_documents(cpu):
     g = _rmat(3)
     a = gpipe.sampling.neighbor(g, np.arange(30), fanout=2, depth=2, weighted=True, seed=1).compute()
@@ -359,7 +376,7 @@ def _raises_its_own_error(table):
 
 
 def _graph_arrays_of(graph_id, dask_worker=None):
-    return sorted(name for held, name in dask_worker.plugins["gpipe"].graph_arrays if held == graph_id)
+    return sorted(name for held, name in dask_worker.plugins["gpipe"].partitions._arrays if held == graph_id)
 
 
 def test_a_graph_samples_again_after_the_memory_manager_ran(cpu):

@@ -55,5 +55,5 @@ def _fetch(g) -> LocalGraph:
 
 def _partition_csr(graph_id: str, part: int) -> tuple:
     """On the worker holding it: partition ``part``'s ``indptr``, ``indices`` and ``weights`` in host memory."""
-    p = store().partition(graph_id, part, in_place=True)
+    p = store().partitions.as_held(graph_id, part)
     return (to_host(p.indptr), to_host(p.indices), None if p.weights is None else to_host(p.weights))

@@ -114,7 +114,7 @@ def assemble(graph_id: str, part: int, bounds: np.ndarray, keep_duplicates: bool
         x.cumsum(counts, out=indptr[1:])
         index_dtype = x.int32 if n < 2**31 else x.int64
         partition = Partition(part, lo, hi, np.asarray(bounds), indptr, dst.astype(index_dtype), weight)
-        store().put_partition(graph_id, part, partition, budget)
+        store().partitions.put(graph_id, part, partition, budget)
         return {"edges": partition.num_edges, "self_loops": int((src == dst).sum()), "nbytes": partition.nbytes}
     except Exception as exc:
         raise TaskError("assemble", part, None, repr(exc)) from exc
@@ -137,7 +137,7 @@ def replica(graph_id: str, replica_id: str, placement: list[str], bounds: np.nda
         weights = x.concatenate([x.asarray(p["weights"]) for p in parts]) if weighted else None
         n = int(bounds[-1])
         whole = Partition(0, 0, n, np.array([0, n]), indptr, indices, weights)
-        store().put_partition(replica_id, 0, whole)
+        store().partitions.put(replica_id, 0, whole)
         return whole.nbytes
     except Exception as exc:
         raise TaskError("replicate", 0, None, repr(exc)) from exc

@@ -17,7 +17,7 @@ from .._files import GRAPH_FILES, atomic_dir
 from .._validate import check_choice, check_int, check_probability
 from ..backend import device_of, to_host, xp
 from ..errors import GpipeError, GpipeValueError
-from ..runtime import Session, call_workers, gather_pinned, on_store, run_later, store, workers_info
+from ..runtime import Session, call_workers, drop_graph, gather_pinned, run_later, store, workers_info
 from . import _build
 
 
@@ -60,13 +60,13 @@ class Graph:
         self.device_partitions = device_partitions  # out-of-memory: partitions on each worker's device at once
         self._vertex_arrays: dict[str, np.ndarray] = {}  # per-vertex arrays gathered from the partitions
         self._on_workers: set[str] = set()  # those of them put into the stores of the graph's workers
-        self._finalizer = weakref.finalize(self, run_later, session.client, on_store, "drop_graph", graph_id)
+        self._finalizer = weakref.finalize(self, run_later, session.client, drop_graph, graph_id)
 
     def release(self) -> None:
         """Free the partitions on the workers now (they are also freed when the graph is garbage-collected)."""
         client = self._session.client  # not ``self.client``: a closed cluster took the partitions, nothing to free
         if self._finalizer.detach() is not None and client.status == "running":
-            client.run(on_store, "drop_graph", self.graph_id)
+            client.run(drop_graph, self.graph_id)
 
     # -- shape -------------------------------------------------------------------
     @property
@@ -164,7 +164,7 @@ class Graph:
     def put_on_workers(self, names) -> None:
         """Put per-vertex arrays (``"degrees"``, ``"upper_degrees"``) into the stores of the graph's workers, once.
 
-        Runs there read them by name (``store().graph_array``); they go with the graph.
+        Runs there read them by name (``store().partitions.array``); they go with the graph.
         """
         missing = sorted(set(names) - self._on_workers)
         if not missing:
@@ -220,13 +220,13 @@ class Graph:
 
 
 def _partition_degrees(graph_id: str, part: int) -> np.ndarray:
-    indptr = store().partition(graph_id, part).indptr
+    indptr = store().partitions.get(graph_id, part).indptr
     return to_host(indptr[1:] - indptr[:-1])
 
 
 def _partition_upper_degrees(graph_id: str, part: int) -> np.ndarray:
     """Out-edges (v, w) with w >= v of each vertex: an undirected graph's edges, each once (at its smaller end)."""
-    p = store().partition(graph_id, part)
+    p = store().partitions.get(graph_id, part)
     x = xp(device_of(p.indptr))
     row = x.searchsorted(p.indptr[1:], x.arange(p.num_edges), side="right")
     return to_host(x.bincount(row[p.indices >= row + p.lo], minlength=p.hi - p.lo))
@@ -236,12 +236,12 @@ VERTEX_ARRAYS = {"degrees": _partition_degrees, "upper_degrees": _partition_uppe
 
 
 def _keep_arrays(graph_id: str, arrays: dict) -> None:
-    store().put_graph_arrays(graph_id, arrays)
+    store().partitions.put_arrays(graph_id, arrays)
 
 
 def _write_partition(graph_id: str, part: int, folder: str) -> int:
     """Write partition ``part`` to ``folder``; return its number of edges (rows)."""
-    p = store().partition(graph_id, part)
+    p = store().partitions.get(graph_id, part)
     indptr = to_host(p.indptr)
     frame = {"src": np.repeat(np.arange(p.lo, p.hi, dtype=np.int64), np.diff(indptr)),
              "dst": to_host(p.indices).astype(np.int64)}
@@ -333,7 +333,7 @@ def _replicate(g: Graph, workers: list[str]) -> Graph:
     try:
         nbytes = gather_pinned(client, copies, dict(enumerate(g.placement)), "replication")[0]
     except BaseException:
-        client.run(on_store, "drop_graph", replica_id)
+        client.run(drop_graph, replica_id)
         raise
     finally:
         g.release()

@@ -1,17 +1,21 @@
 """The superstep engine: worker-side store, walker queues, walker migration and collection.
 
-It knows no algorithm: a walk family hands it a step kernel (see
-:func:`step_kernel`) and parameters, and it moves walkers between the
-partitions until every walk has ended.
+It knows no algorithm: a workload family hands it a :class:`StepSpec` (its
+step function, e.g. made by :func:`step_kernel`, and its own frozen
+parameters), and it moves walkers between the partitions until none is left;
+what the step output stays on the workers until the family collects it
+(:func:`collect_outputs`) or assembles it into blocks (:func:`assemble_blocks`).
 """
 
 from ._advance import neighbor_lists, step_kernel, worker_xp
-from ._driver import check_memory, collect_outputs, run_supersteps, run_walks
-from ._result import EdgeSample, WalkResult
+from ._driver import check_memory, collect_outputs, run_supersteps
+from ._result import EdgeSample, assemble_blocks
+from ._run import Run
 from ._session import Session, attach, current, run_later, workers_info
-from ._store import on_store, store
-from ._watch import call_workers, gather_pinned
+from ._spec import StartSet, StepSpec
+from ._store import drop_graph, drop_run, store
+from ._watch import call_workers, gather_pinned, results_pinned, wait_pinned
 
-__all__ = ["EdgeSample", "Session", "WalkResult", "attach", "call_workers", "check_memory", "collect_outputs",
-           "current", "gather_pinned", "neighbor_lists", "on_store", "run_later", "run_supersteps", "run_walks",
-           "step_kernel", "store", "worker_xp", "workers_info"]
+__all__ = ["EdgeSample", "Run", "Session", "StartSet", "StepSpec", "assemble_blocks", "attach", "call_workers", "check_memory",
+           "collect_outputs", "current", "drop_graph", "drop_run", "gather_pinned", "neighbor_lists", "results_pinned",
+           "run_later", "run_supersteps", "step_kernel", "store", "wait_pinned", "worker_xp", "workers_info"]

@@ -1,9 +1,10 @@
-"""Worker-side tasks of a walk: the superstep loops (with the walker exchange) and assembly.
+"""Worker-side tasks of a run: the superstep loops (with the walker exchange), assembly and collection.
 
-Each wraps its failure in a :class:`TaskError` naming the phase, the superstep
+Each takes the run's :class:`RunSpec` and works on the worker's :class:`Run`,
+and wraps its failure in a :class:`TaskError` naming the phase, the superstep
 and the partition. Walkers are dicts of arrays on the worker's device
-(``walk_id`` int64, ``vertex`` int64, ``step`` int32, plus whatever a walk
-keeps, e.g. ``prev``).
+(``walk_id`` int64, ``vertex`` int64, ``step`` int32, plus whatever a family
+keeps, e.g. a walk's ``prev``).
 """
 
 from __future__ import annotations
@@ -12,14 +13,15 @@ import contextlib
 import functools
 import itertools
 import time
-from dataclasses import dataclass
 
 import numpy as np
 
 from ..backend import to_host, xp
 from ..errors import GpipeError, TaskError
 from . import _pieces
-from ._store import on_host, store
+from ._run import Run, on_host
+from ._spec import RunSpec, StartSet, StepSpec
+from ._store import store
 
 
 @contextlib.contextmanager
@@ -52,9 +54,9 @@ def worker_xp():
 def step_kernel(fill):
     """Make a runtime step function from a kernel that fills per-walker outputs.
 
-    ``fill(x, partition, walkers, params, out)`` gets room for the steps each
+    ``fill(x, partition, walkers, spec, out)`` gets room for the steps each
     walker may take in this superstep (every step it has left, at most
-    ``params['room']``): ``out['offset']`` into ``out['flat']``. It writes each
+    ``spec.room``): ``out['offset']`` into ``out['flat']``. It writes each
     walker's vertices there, starting with the walk's vertex at the walker's
     current step, the count in ``out['length']``, the new value of each walker
     field it changes in ``out[field]`` (which starts as a copy), and
@@ -64,14 +66,14 @@ def step_kernel(fill):
     """
 
     @functools.wraps(fill)
-    def advance(part, walkers: dict, params: dict):
+    def advance(part, walkers: dict, spec: StepSpec, run: Run):
         x = worker_xp()
         n = walkers["walk_id"].shape[0]
-        offset, total = _pieces.regions(x, walkers["step"], params["length"], params.get("room"))
+        offset, total = _pieces.regions(x, walkers["step"], spec.length, spec.room)
         out = {k: v.copy() for k, v in walkers.items()}
         out.update(offset=offset, flat=x.empty(total, part.indices.dtype), length=x.empty(n, x.int32),
                    moved=x.empty(n, x.int8))
-        fill(x, part, walkers, params, out)
+        fill(x, part, walkers, spec, out)
         pieces = _pieces.compact({"walk_id": walkers["walk_id"], "start": walkers["step"], "length": out["length"],
                                   "offset": offset, "flat": out["flat"]})
         steps = int((out["step"] - walkers["step"]).sum())
@@ -89,50 +91,7 @@ def neighbor_lists(graph: tuple[str, list[str]], bounds: np.ndarray, vertices) -
     return store().neighbor_lists(graph_id, placement, bounds, vertices)
 
 
-def new_walkers(x, walk_id, vertex, fields: tuple = ()) -> dict:
-    """Walkers at step 0 with the walk's own ``fields``: ``(name, dtype, init)``, init a number or 'vertex'."""
-    walkers = {"walk_id": walk_id, "vertex": vertex, "step": x.zeros(walk_id.shape[0], dtype=x.int32)}
-    for name, dtype, init in fields:
-        walkers[name] = vertex.astype(dtype) if init == "vertex" else x.full(walk_id.shape[0], init, dtype=dtype)
-    return walkers
-
-
-@dataclass(frozen=True)
-class Starts:
-    """Walks from given start vertices, made where they run: walk ``r * total + first + j`` is the ``r``-th from
-    ``vertices[j]``, for ``r < walks_per_vertex``.
-
-    Sent instead of the walkers themselves (one vertex id each, not a walker's
-    28 bytes or more), it spares a run with millions of explicit starts the
-    time of sending them: 4M PPR sources took 0.2 s to ship, ten times the walk.
-    """
-
-    vertices: np.ndarray  # start vertices, the smallest integer dtype that holds them
-    walks_per_vertex: int
-    first: int = 0  # walk id offset of vertices[0]
-    total: int = 0  # start vertices in the whole run (the walk id stride)
-
-    def walkers(self, x, fields: tuple, lo: int | None = None, hi: int | None = None) -> dict:
-        """The walkers of the starts in ``lo..hi-1`` (all of them by default)."""
-        vertices = x.asarray(self.vertices).astype(x.int64)
-        j = x.arange(vertices.shape[0], dtype=x.int64)
-        if lo is not None:
-            j = j[(vertices >= lo) & (vertices < hi)]
-        walk_id = x.concatenate([j + (r * self.total + self.first) for r in range(self.walks_per_vertex)])
-        return new_walkers(x, walk_id, x.tile(vertices[j], self.walks_per_vertex), fields)
-
-
-def _every_vertex(x, p, walks_per_vertex: int, fields: tuple, lo: int | None = None, hi: int | None = None) -> dict:
-    """One walker per (repetition, vertex) of partition ``p`` (or of ``lo..hi-1``); walk id = rep * n + vertex."""
-    n = int(p.bounds[-1])
-    vertices = x.arange(p.lo if lo is None else lo, p.hi if hi is None else hi, dtype=x.int64)
-    walk_id = x.concatenate([vertices + r * n for r in range(walks_per_vertex)])
-    return new_walkers(x, walk_id, x.tile(vertices, walks_per_vertex), fields)
-
-
-def run_partitions(graph_id: str, run_id: str, initial: dict, kernel, params: dict, placement: list[str],
-                   counts: np.ndarray, *, policy: str = "workload", in_place_below: float = 0.0,
-                   output_limit: int | str | None = None, ipc: bool = False, report: bool = False) -> dict:
+def run_partitions(spec: RunSpec, initial: dict, counts: np.ndarray) -> dict:
     """Partitioned mode: run this worker's partitions' supersteps until no walker is left anywhere.
 
     It runs on every worker holding partitions, for the whole run (a BSP loop
@@ -142,41 +101,35 @@ def run_partitions(graph_id: str, run_id: str, initial: dict, kernel, params: di
     workers, then sends every peer how many walkers it sent to each partition
     and waits for theirs: their sum is the next superstep's ``counts``, the
     same on every worker, and once it is heard from every peer all their
-    walkers are in the inboxes. The run ends when it is zero everywhere. Walks
-    (``params['order_free']``) on a worker whose partitions are all on its
-    device do not wait for the next superstep to cross between them (see
-    :func:`_drain`).
+    walkers are in the inboxes. The run ends when it is zero everywhere.
+    Order-free walkers (``spec.step.order_free``) on a worker whose partitions
+    are all on its device do not wait for the next superstep to cross between
+    them (see :func:`_drain`).
 
     ``initial`` holds this worker's partitions' first walkers (see
-    :func:`_advance_partition`). ``policy`` orders an out-of-memory graph's
-    partitions (see :func:`_order`), and one not on the device that fewer
-    walkers than ``in_place_below`` x its vertices wait for is read in place
-    rather than copied in (see ``Residency.read_in_place``); ``output_limit``
-    bounds the outputs kept on the device (see ``GpipeStore.add_pieces``); ``ipc`` lets walkers go to
-    GPU peers on this host through CUDA IPC (see ``GpipeStore.send``);
-    ``report`` logs each superstep's progress as the Dask event
-    ``gpipe-progress-<run_id>``. Returns the steps taken, each superstep's
+    :func:`_advance_partition`); ``spec`` says how to run them (see
+    :class:`RunSpec`; ``spec.policy`` orders the partitions, see
+    :func:`_order`). Returns the steps taken, each superstep's
     kernel seconds, the bytes of outputs spilled to host memory, the bytes of
     walkers sent each way, the seconds spent sending them and waiting at the
     barriers, and the partitions that ran.
     """
     st = store()
-    me = st.worker_address
+    me, residency = st.worker_address, st.partitions.residency
+    placement = spec.placement
     mine = [p for p, w in enumerate(placement) if w == me]
     peers = sorted(set(placement) - {me})
-    with st.loop(run_id):
+    with st.run(spec.run_id).loop() as run:
         superstep = steps = spilled = 0
         seconds, ran = [], set()
         sending = waiting = 0.0
         while counts.sum() > 0:
             sent = np.zeros(len(placement), np.int64)
             spent = 0.0
-            order = _order(counts, mine, set(st.residency.resident_parts(graph_id)), policy)
-            advanced = _pass(st, graph_id, run_id, initial, kernel, params, placement, order, counts, superstep,
-                             policy, in_place_below, output_limit, ipc)
-            if params.get("order_free") and not st.residency.manages((graph_id, mine[0])):  # walks, all on device
-                advanced = itertools.chain(advanced, _drain(st, graph_id, run_id, kernel, params, placement, mine,
-                                                            superstep, policy, output_limit, ipc))
+            order = _order(counts, mine, set(residency.resident_parts(spec.graph_id)), spec.policy)
+            advanced = _pass(spec, run, initial, order, counts, superstep)
+            if spec.step.order_free and not residency.manages((spec.graph_id, mine[0])):  # all on the device
+                advanced = itertools.chain(advanced, _drain(spec, run, mine, superstep))
             for p, taken, summary in advanced:
                 sent[p] -= taken
                 sent += summary["to"]
@@ -188,40 +141,37 @@ def run_partitions(graph_id: str, run_id: str, initial: dict, kernel, params: di
             seconds.append(spent)
             t0 = time.perf_counter()
             with failing("exchange", me, superstep, "worker"):
-                counts = st.exchange_counts(run_id, superstep, sent, peers)
+                counts = run.exchange_counts(superstep, sent, peers)
             waiting += time.perf_counter() - t0
             superstep += 1
-            if report:
-                st.worker.log_event(f"gpipe-progress-{run_id}", {"worker": me, "superstep": superstep,
+            if spec.report:
+                st.worker.log_event(f"gpipe-progress-{spec.run_id}", {"worker": me, "superstep": superstep,
                                                                     "steps": steps, "active": int(counts.sum())})
-        sent_bytes = st.end_exchange(run_id)
+        sent_bytes = run.sent_bytes
     return {"steps": steps, "seconds": seconds, "spilled": spilled, "sent_bytes": sent_bytes, "send_seconds": sending,
             "wait_seconds": waiting, "ran": sorted(ran)}
 
 
-def _pass(st, graph_id: str, run_id: str, initial: dict, kernel, params: dict, placement: list[str],
-          order: list[int], counts: np.ndarray, superstep: int, policy: str, in_place_below: float, output_limit,
-          ipc: bool):
+def _pass(spec: RunSpec, run: Run, initial: dict, order: list[int], counts: np.ndarray, superstep: int):
     """Advance the superstep's walkers of each partition in ``order``: yields it, 0 (none of its walkers was
     counted as sent by this superstep) and the summary of :func:`_advance_partition`.
 
     An out-of-memory partition off the device that few walkers wait for is
     read in place; the next partition to copy in is prefetched.
     """
-    in_place = {p for p in order if st.residency.in_place((graph_id, p), counts[p], in_place_below)}
+    residency = store().partitions.residency
+    in_place = {p for p in order if residency.in_place((spec.graph_id, p), counts[p], spec.in_place_below)}
     for i, p in enumerate(order):
         following = next((q for q in order[i + 1:] if q not in in_place), None)  # to prefetch
         with failing("advance", p, superstep):
-            summary = _advance_partition(st, graph_id, run_id, initial.pop(p, None), kernel, params, placement, p,
-                                         superstep, policy, following, p in in_place, output_limit, ipc)
+            summary = _advance_partition(spec, run, initial.pop(p, None), p, superstep, following, p in in_place)
         yield p, 0, summary
 
 
-def _drain(st, graph_id: str, run_id: str, kernel, params: dict, placement: list[str], mine: list[int],
-           superstep: int, policy: str, output_limit, ipc: bool):
+def _drain(spec: RunSpec, run: Run, mine: list[int], superstep: int):
     """Advance the walkers this worker's partitions sent to one another, until none is left.
 
-    Only for walks, whose walkers do not depend on one another, on a worker
+    Only for order-free walkers (walks), which do not depend on one another, on a worker
     whose partitions are all on its device: a walker crossing between them goes
     on in this superstep instead of waiting for the next (on one worker, a walk
     then takes one superstep). Walkers from peers wait for the next superstep,
@@ -232,15 +182,14 @@ def _drain(st, graph_id: str, run_id: str, kernel, params: dict, placement: list
     """
     x = worker_xp()
     while True:
-        ready = [q for q in mine if st.local_waiting(run_id, superstep + 1, q)]
+        ready = [q for q in mine if run.local_waiting(superstep + 1, q)]
         if not ready:
             return
         for q in ready:
-            arrived = st.take_local(run_id, superstep + 1, q)
+            arrived = run.take_local(superstep + 1, q)
             walkers = {k: x.concatenate([w[k] for w in arrived]) for k in arrived[0]}
             with failing("advance", q, superstep):
-                summary = _advance_partition(st, graph_id, run_id, walkers, kernel, params, placement, q, superstep,
-                                             policy, None, False, output_limit, ipc)
+                summary = _advance_partition(spec, run, walkers, q, superstep)
             yield q, int(walkers["walk_id"].shape[0]), summary
 
 
@@ -257,38 +206,38 @@ def _order(counts: np.ndarray, mine: list[int], resident: set[int], policy: str)
     return active
 
 
-def _advance_partition(st, graph_id: str, run_id: str, walkers: dict | int | None, kernel, params: dict,
-                       placement: list[str], part: int, superstep: int, policy: str, prefetch: int | None,
-                       in_place: bool, output_limit: int | str | None, ipc: bool) -> dict:
-    """Run ``kernel`` on partition ``part``'s walkers; keep the pieces, push the leavers to their new partitions.
+def _advance_partition(spec: RunSpec, run: Run, walkers: dict | int | StartSet | None, part: int, superstep: int,
+                       prefetch: int | None = None, in_place: bool = False) -> dict:
+    """Run the step on partition ``part``'s walkers; keep the pieces, push the leavers to their new partitions.
 
-    The kernel returns ``(pieces, movers, steps)``; a mover goes to the partition
+    The step returns ``(pieces, movers, steps)``; a mover goes to the partition
     owning its ``vertex``, or to partition ``to`` if the movers have that field.
 
-    ``walkers`` is None when they are in this worker's inbox, an int on the
-    first superstep when that many walks start from every vertex of the
-    partition, :class:`Starts` (of which it takes those in the partition), or
-    the walkers themselves. Returns how many walkers went to
-    each partition, the steps taken, the kernel's seconds, the bytes of
-    outputs spilled and the seconds of sending the leavers. ``policy``,
-    ``prefetch`` and ``in_place`` steer out-of-memory graphs (see ``Residency``).
+    ``walkers`` is None when they are in this worker's inbox, on the first
+    superstep an int (that many walkers from every vertex of the partition)
+    or a :class:`StartSet` (its vertices in the partition), made by
+    ``spec.step.start``, or the walkers themselves.
+    Returns how many walkers went to each partition, the steps taken, the
+    kernel's seconds, the bytes of outputs spilled and the seconds of sending
+    the leavers. ``prefetch`` and ``in_place`` steer out-of-memory graphs (see
+    ``Residency``).
     """
     x = worker_xp()
-    p = st.partition(graph_id, part, run_id, policy, in_place)
+    partitions, step = store().partitions, spec.step
+    pending = run.waiting if spec.policy == "workload" else None  # what an out-of-memory graph evicts by
+    p = partitions.get(spec.graph_id, part, pending, in_place)
     if prefetch is not None:  # out of memory: copy the worker's next partition in while this one computes
-        st.prefetch(graph_id, prefetch, part, run_id, policy)
+        partitions.prefetch(spec.graph_id, prefetch, part, pending)
     if walkers is None:
-        arrived = st.take_inbox(run_id, superstep, part)
+        arrived = run.take_inbox(superstep, part)
         walkers = {k: x.concatenate([x.asarray(w[k]) for w in arrived]) for k in arrived[0]}
-    elif isinstance(walkers, int):
-        walkers = _every_vertex(x, p, walkers, params.get("fields", ()))
-    elif isinstance(walkers, Starts):
-        walkers = walkers.walkers(x, params.get("fields", ()), p.lo, p.hi)
+    elif isinstance(walkers, (int, StartSet)):
+        walkers = step.start(x, step, p.lo, p.hi, int(p.bounds[-1]), walkers)
     walkers = {k: x.asarray(v) for k, v in walkers.items()}
     t0 = time.perf_counter()
-    pieces, movers, steps = kernel(p, walkers, params)  # synchronous: it counts the steps on the host
+    pieces, movers, steps = step.step(p, walkers, step, run)  # synchronous: it counts the steps on the host
     seconds = time.perf_counter() - t0
-    spilled = st.add_pieces(run_id, part, pieces, output_limit)
+    spilled = run.add_pieces(part, pieces, spec.output_limit)
     parts = len(p.bounds) - 1
     routed = "to" in movers  # to partition ``to``, not to the owner of ``vertex``
     dest = movers.pop("to") if routed else x.searchsorted(x.asarray(p.bounds[1:-1]), movers["vertex"], side="right")
@@ -298,37 +247,40 @@ def _advance_partition(st, graph_id: str, run_id: str, walkers: dict | int | Non
     outbound = {q: {k: v[order[int(e - c):int(e)]] for k, v in movers.items()}
                 for q, (c, e) in enumerate(zip(counts, ends)) if c > 0}
     t0 = time.perf_counter()
-    st.send(run_id, superstep + 1, outbound, placement, ipc, None if routed else p.bounds, params.get("length"))
+    run.send(superstep + 1, outbound, spec.placement, spec.ipc, None if routed else p.bounds, step.length)
     return {"to": counts, "steps": steps, "seconds": seconds, "spilled": spilled,
             "send_seconds": time.perf_counter() - t0}
 
 
 @_phase("advance", unit="replica")
-def advance_local(graph_id: str, run_id: str, walkers: dict | tuple, kernel, params: dict, *, part: int,
-                  output_limit: int | str | None = None, superstep=None) -> dict:
+def advance_local(spec: RunSpec, walkers: dict | tuple | StartSet, *, part: int, superstep=None) -> dict:
     """Replicated mode: advance replica ``part``'s share of the walkers until every one has ended, here.
 
     The whole graph is partition 0 on this worker, so nothing leaves it: the
     supersteps run back to back with no exchange and no round trip to the
-    client. ``walkers`` are the walkers themselves, :class:`Starts`, or
-    ``(walks_per_vertex, lo, hi)``: that many walks from each vertex of ``lo..hi-1``.
+    client. ``walkers`` are the walkers themselves, ``(count, lo, hi)``:
+    that many from each vertex of ``lo..hi-1``, or a :class:`StartSet`, made
+    by ``spec.step.start``.
     """
     x = worker_xp()
     st = store()
-    p = st.partition(graph_id, 0)
+    step = spec.step
+    p = st.partitions.get(spec.graph_id, 0)
+    n = int(p.bounds[-1])
     if isinstance(walkers, tuple):
-        walkers = _every_vertex(x, p, walkers[0], params.get("fields", ()), walkers[1], walkers[2])
-    elif isinstance(walkers, Starts):
-        walkers = walkers.walkers(x, params.get("fields", ()))
+        count, lo, hi = walkers
+        walkers = step.start(x, step, lo, hi, n, count)
+    elif isinstance(walkers, StartSet):
+        walkers = step.start(x, step, 0, n, n, walkers)
     walkers = {k: x.asarray(v) for k, v in walkers.items()}
     steps = supersteps = spilled = 0
     seconds = 0.0
-    with st.loop(run_id):
+    with st.run(spec.run_id).loop() as run:
         while next(iter(walkers.values())).shape[0]:
             t0 = time.perf_counter()
-            pieces, walkers, taken = kernel(p, walkers, params)
+            pieces, walkers, taken = step.step(p, walkers, step, run)
             seconds += time.perf_counter() - t0
-            spilled += st.add_pieces(run_id, part, pieces, output_limit)
+            spilled += run.add_pieces(part, pieces, spec.output_limit)
             walkers.pop("to", None)
             steps += taken
             supersteps += 1

@@ -6,14 +6,14 @@ those that left into the inbox of the worker holding their new partition, and
 swaps walker counts with its peers as the superstep's barrier, until no walker
 is left anywhere; the client only waits (and watches for lost workers).
 Replicated mode: each worker runs its share of the walkers on its own copy.
-When no walker is left, the walks are the path pieces kept in the workers'
-stores; the :class:`WalkResult` assembles them when asked.
+When no walker is left, what the step output stays in the workers' stores,
+until the family collects it (:func:`collect_outputs`) or assembles it into
+blocks (``assemble_blocks``).
 """
 
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import time
 import uuid
 from collections import defaultdict
@@ -26,40 +26,14 @@ from .. import config
 from .._validate import check_choice, check_int, check_probability
 from ..errors import GpipeValueError
 from . import _advance
-from ._result import WalkResult
 from ._residency import POLICIES
-from ._store import on_store, store
+from ._spec import RunSpec, StartSet, StepSpec
+from ._store import drop_run, store, transfers
 from ._watch import call_workers
 
 
 EXCHANGES = ("auto", "comms")  # gpipe.exchange: walkers between workers
 _MEMORY: dict[tuple[str, str], tuple] = {}  # (client, worker) -> GpipeStore.memory(), asked once per cluster
-
-
-def run_walks(graph, kernel: Callable, params: dict, *, length: int, num_walks: int, walks_per_vertex: int,
-              starts: np.ndarray | None, algorithm: str, progress: Callable | None = None,
-              result_type: type = WalkResult, **result_kwargs) -> WalkResult:
-    """Run walkers over ``graph`` with ``kernel`` until every walk has ended; their paths are the result.
-
-    ``starts`` are dense start vertices (None: every vertex); walk ``r * len(starts) + i``
-    is the ``r``-th walk from ``starts[i]``. The result is a ``result_type``
-    (a :class:`WalkResult`) given ``result_kwargs`` too.
-    """
-    params = dict(params, length=length, order_free=True)  # a walker's path depends on no other walker
-    dtype = np.dtype(np.int32 if graph.num_vertices < 2**31 else np.int64)
-    walker = 20 + sum(np.dtype(t).itemsize for _, t, _ in params.get("fields", ()))  # walk_id, vertex, step, own
-    check_memory(graph, num_walks * ((length + 1) * dtype.itemsize + walker),
-                 f"'length' x the number of walks ({num_walks} walks of {length} steps)", "walks")
-    if starts is None:
-        initial = walks_per_vertex
-    else:
-        initial = _advance.Starts(starts.astype(np.int32 if graph.num_vertices < 2**31 else np.int64),
-                                  walks_per_vertex, total=len(starts))
-    run_id, partitions, stats = run_supersteps(graph, kernel, params, initial, num_walks=num_walks,
-                                               progress=progress)
-    stats = {"algorithm": algorithm, "walks": num_walks, "length": length, **stats}
-    return result_type(graph.client, run_id, partitions, num_walks, length + 1, dtype, graph.id_map, stats,
-                       **result_kwargs)
 
 
 def check_memory(graph, nbytes: int, names: str, what: str) -> None:
@@ -98,36 +72,37 @@ def _memory() -> tuple:
     return store().memory()
 
 
-def run_supersteps(graph, kernel: Callable, params: dict, initial: int | _advance.Starts | dict, *, num_walks: int,
+def run_supersteps(graph, spec: StepSpec, initial: int | StartSet | dict, *, num_walks: int,
                    progress: Callable | None = None) -> tuple[str, dict[int, str], dict]:
-    """Advance walkers until none is left; what the kernel outputs stays in the workers' stores.
+    """Advance walkers with ``spec`` until none is left; what the step outputs stays in the workers' stores.
 
-    ``initial`` is the number of walkers to start from every vertex, the
-    start vertices (:class:`_advance.Starts`), or the walkers themselves (a dict of host arrays, each going to the partition
-    owning its ``vertex``, or to partition ``to`` where given). Returns the run's id, the
-    partitions that ran (with their workers) and statistics.
+    ``initial`` is the number of walkers to start from every vertex or a
+    :class:`StartSet` (made on the workers by ``spec.start``), or the walkers themselves (a dict of host
+    arrays, each going to the partition owning its ``vertex``, or to partition
+    ``to`` where given). Returns the run's id, the partitions that ran (with
+    their workers) and statistics.
     """
     if graph.replicas is not None:
-        return _run_replicated(graph, kernel, params, initial, progress)
+        return _run_replicated(graph, spec, initial, progress)
     client = graph.client
-    run_id = uuid.uuid4().hex[:12]
     placement = graph.placement
     out_of_memory = graph.device_partitions is not None
-    policy = check_choice("gpipe.memory.schedule", config.get("memory.schedule"), POLICIES)
-    in_place_below = check_probability("gpipe.memory.read-in-place-below", config.get("memory.read-in-place-below"))
-    limit = _output_limit()
-    exchange = check_choice("gpipe.exchange", config.get("exchange"), EXCHANGES)
+    run = RunSpec(
+        uuid.uuid4().hex[:12], graph.graph_id, tuple(placement), spec,
+        policy=check_choice("gpipe.memory.schedule", config.get("memory.schedule"), POLICIES),
+        in_place_below=check_probability("gpipe.memory.read-in-place-below",
+                                         config.get("memory.read-in-place-below")),
+        output_limit=_output_limit(),
+        ipc=check_choice("gpipe.exchange", config.get("exchange"), EXCHANGES) == "auto",
+        report=progress is not None)
+    run_id = run.run_id
     before = _transfers(graph) if out_of_memory else None
     t0 = time.perf_counter()
     workers = sorted(set(placement))
     with _reporting(client, run_id, progress, len(workers), num_walks):
         queues, counts = _initial_walkers(graph, initial)
-        loops = [(w, _advance.run_partitions,
-                  (graph.graph_id, run_id, {p: q for p, q in queues.items() if placement[p] == w}, kernel, params,
-                   placement, counts),
-                  {"policy": policy, "in_place_below": in_place_below, "output_limit": limit,
-                   "ipc": exchange == "auto", "report": progress is not None})
-                 for w in workers]
+        loops = [(w, _advance.run_partitions, (run, {p: q for p, q in queues.items() if placement[p] == w}, counts),
+                  {}) for w in workers]
         summaries = _call_run(client, run_id, loops, dict(enumerate(placement)), "supersteps")
     seconds = time.perf_counter() - t0
     steps = sum(s["steps"] for s in summaries)
@@ -147,15 +122,14 @@ def run_supersteps(graph, kernel: Callable, params: dict, initial: int | _advanc
              "barrier_seconds": max(s["wait_seconds"] for s in summaries)}
     if out_of_memory:
         count, nbytes, copy_seconds, in_place = np.subtract(_transfers(graph), before)
-        stats.update(device_partitions=graph.device_partitions, schedule=policy, partition_transfers=int(count),
+        stats.update(device_partitions=graph.device_partitions, schedule=run.policy, partition_transfers=int(count),
                      partition_reads_in_place=int(in_place), bytes_moved=int(nbytes),
                      transfer_seconds=float(copy_seconds),
                      host_to_device_bytes_per_second=float(nbytes / copy_seconds) if copy_seconds > 0 else 0.0)
     return run_id, {p: placement[p] for p in sorted(ran)}, stats
 
 
-def _run_replicated(graph, kernel: Callable, params: dict, initial: int | _advance.Starts | dict,
-                    progress: Callable | None):
+def _run_replicated(graph, spec: StepSpec, initial: int | StartSet | dict, progress: Callable | None):
     """Replicated mode: each worker runs its share of the walkers (or of the instances) on its own whole copy.
 
     Walkers are shared out by walk id, sampling entries by instance (an
@@ -163,24 +137,21 @@ def _run_replicated(graph, kernel: Callable, params: dict, initial: int | _advan
     random streams are the same as in partitioned mode, so are the results.
     """
     client, replicas = graph.client, graph.replicas
-    run_id = uuid.uuid4().hex[:12]
+    run = RunSpec(uuid.uuid4().hex[:12], graph.graph_id, tuple(replicas), spec, output_limit=_output_limit())
     count = len(replicas)
     t0 = time.perf_counter()
     if isinstance(initial, int):
         cuts = np.linspace(0, graph.num_vertices, count + 1).astype(np.int64)
         shares = {r: (initial, int(cuts[r]), int(cuts[r + 1])) for r in range(count) if cuts[r] < cuts[r + 1]}
-    elif isinstance(initial, _advance.Starts):
-        cuts = np.linspace(0, initial.total, count + 1).astype(np.int64)
-        shares = {r: dataclasses.replace(initial, vertices=initial.vertices[cuts[r]:cuts[r + 1]], first=int(cuts[r]))
-                  for r in range(count) if cuts[r] < cuts[r + 1]}
+    elif isinstance(initial, StartSet):
+        cuts = np.linspace(0, len(initial.vertices), count + 1).astype(np.int64)
+        shares = {r: initial.share(int(cuts[r]), int(cuts[r + 1])) for r in range(count) if cuts[r] < cuts[r + 1]}
     else:
         initial = {k: v for k, v in initial.items() if k != "to"}
         group = (initial["instance"] if "instance" in initial else initial["walk_id"]) % count
         shares = {int(r): {k: v[group == r] for k, v in initial.items()} for r in np.unique(group)}
-    limit = _output_limit()
-    runs = [(replicas[r], _advance.advance_local, (graph.graph_id, run_id, share, kernel, params),
-             {"part": r, "output_limit": limit}) for r, share in shares.items()]
-    summaries = _call_run(client, run_id, runs, {r: replicas[r] for r in shares}, "replicated run", "replica")
+    runs = [(replicas[r], _advance.advance_local, (run, share), {"part": r}) for r, share in shares.items()]
+    summaries = _call_run(client, run.run_id, runs, {r: replicas[r] for r in shares}, "replicated run", "replica")
     seconds = time.perf_counter() - t0
     steps = sum(s["steps"] for s in summaries)
     supersteps = max((s["supersteps"] for s in summaries), default=0)
@@ -188,7 +159,7 @@ def _run_replicated(graph, kernel: Callable, params: dict, initial: int | _advan
         progress(superstep=supersteps, active=0, steps=steps, total=steps)
     stats = _stats(graph, summaries, "replicated", 1, count, steps, seconds, supersteps,
                    max((s["seconds"] for s in summaries), default=0.0))
-    return run_id, {r: replicas[r] for r in shares}, stats
+    return run.run_id, {r: replicas[r] for r in shares}, stats
 
 
 def _call_run(client, run_id: str, calls: list[tuple], held: dict[int, str], phase: str, unit: str = "partition"):
@@ -197,7 +168,7 @@ def _call_run(client, run_id: str, calls: list[tuple], held: dict[int, str], pha
         return call_workers(client, calls, held, phase, unit)
     except BaseException:
         with contextlib.suppress(Exception):
-            client.run(on_store, "drop_run", run_id)
+            client.run(drop_run, run_id)
         raise
 
 
@@ -224,15 +195,14 @@ def _output_limit() -> int | str | None:
     return check_int("gpipe.memory.output-limit", limit, minimum=0)
 
 
-def _initial_walkers(graph, initial: int | _advance.Starts | dict):
+def _initial_walkers(graph, initial: int | StartSet | dict):
     """Per partition, its first walkers (or how to make them on its worker), and their counts."""
     parts = graph.num_partitions
     if isinstance(initial, int):  # the first advance makes them on its worker
         sizes = np.diff(graph.bounds) * initial
         return {p: initial for p in range(parts)}, sizes.astype(np.int64)
-    if isinstance(initial, _advance.Starts):  # each partition's advance takes its own (sent once per worker)
-        owner = np.searchsorted(graph.bounds, initial.vertices, side="right") - 1
-        counts = np.bincount(owner, minlength=parts).astype(np.int64) * initial.walks_per_vertex
+    if isinstance(initial, StartSet):  # each partition's advance takes its own (the set goes once per worker)
+        counts = initial.per_partition(graph.bounds)
         return {int(p): initial for p in np.flatnonzero(counts)}, counts
     initial = dict(initial)
     owner = initial.pop("to") if "to" in initial else np.searchsorted(graph.bounds, initial["vertex"],
@@ -279,4 +249,4 @@ def _reporting(client, run_id: str, progress: Callable | None, workers: int, tot
 
 def _transfers(graph) -> np.ndarray:
     """The graph's partition copies onto the devices so far, over all workers: [count, bytes, seconds, in place]."""
-    return np.sum(list(graph.client.run(on_store, "transfers", graph.graph_id).values()), axis=0)
+    return np.sum(list(graph.client.run(transfers, graph.graph_id).values()), axis=0)

@@ -44,19 +44,19 @@ _DEFAULT = 4  # cudaMemcpyDefault: the driver tells host, device and peer apart 
 
 
 class Buffers:
-    """The IPC buffers of one worker: those it sends from and those it opened, per (run, partition[, sender]).
+    """The IPC buffers of one run on one worker: those it sends from and those it opened, per partition[, sender].
 
     The buffer is per destination partition, not per peer: one send packs the
     walkers for all of a peer's partitions before any is read.
     """
 
     def __init__(self):
-        self._exports: dict[tuple[str, int], tuple[int, int, bytes]] = {}  # pointer, capacity, handle
-        self._retired: dict[tuple[str, int], list[int]] = {}  # replaced buffers a receiver may still hold open
-        self._imports: dict[tuple[str, int, str], tuple[bytes, int]] = {}  # handle, pointer here
+        self._exports: dict[int, tuple[int, int, bytes]] = {}  # pointer, capacity, handle
+        self._retired: dict[int, list[int]] = {}  # replaced buffers a receiver may still hold open
+        self._imports: dict[tuple[int, str], tuple[bytes, int]] = {}  # handle, pointer here
         self._lock = threading.Lock()
 
-    def pack(self, run_id: str, part: int, walkers: dict) -> tuple[bytes, list]:
+    def pack(self, part: int, walkers: dict) -> tuple[bytes, list]:
         """Copy the walker arrays into the run's buffer for ``part``: (its IPC handle, the layout to read it back).
 
         The copies are complete when it returns (rule 1 of the module's protocol).
@@ -68,16 +68,16 @@ class Buffers:
             layout.append((name, array.dtype.str, int(array.shape[0]), size))
             size += -(-array.nbytes // ALIGN) * ALIGN
         with self._lock:
-            for pointer in self._retired.pop((run_id, part), ()):  # rule 3: the receiver has let these go
+            for pointer in self._retired.pop(part, ()):  # rule 3: the receiver has let these go
                 runtime.free(pointer)
-            pointer, capacity, handle = self._exports.get((run_id, part), (0, 0, b""))
+            pointer, capacity, handle = self._exports.get(part, (0, 0, b""))
             if capacity < size:
                 if pointer:
-                    self._retired[(run_id, part)] = [pointer]
+                    self._retired[part] = [pointer]
                 capacity = max(int(size * GROWTH), ALIGN)
                 pointer = runtime.malloc(capacity)
                 handle = runtime.ipcGetMemHandle(pointer)
-                self._exports[(run_id, part)] = (pointer, capacity, handle)
+                self._exports[part] = (pointer, capacity, handle)
         stream = cupy.cuda.get_current_stream()  # the walkers were computed on this thread's stream: copy after them
         for (_, _, _, offset), array in zip(layout, walkers.values()):
             array = cupy.ascontiguousarray(array)
@@ -86,14 +86,14 @@ class Buffers:
         stream.synchronize()
         return handle, layout
 
-    def unpack(self, run_id: str, part: int, sender: str, handle: bytes, layout: list) -> dict:
+    def unpack(self, part: int, sender: str, handle: bytes, layout: list) -> dict:
         """The walkers ``sender`` packed for partition ``part``, copied into this worker's device memory.
 
         The copies are complete when it returns (rule 2 of the module's protocol).
         """
         cupy = xp("gpu")
         runtime = cupy.cuda.runtime
-        key = (run_id, part, sender)
+        key = (part, sender)
         with self._lock:
             opened, source = self._imports.get(key, (b"", 0))
             if opened != handle:  # the sender's first buffer of the run, or a larger one
@@ -112,17 +112,20 @@ class Buffers:
         stream.synchronize()
         return walkers
 
-    def release(self, run_id: str) -> None:
+    def release(self) -> None:
         """Close what the run opened and free what it sent from (its walkers are all delivered: no one reads)."""
         runtime = xp("gpu").cuda.runtime
         with self._lock:
-            for key in [k for k in self._imports if k[0] == run_id]:
-                runtime.ipcCloseMemHandle(self._imports.pop(key)[1])
-            for key in [k for k in self._exports if k[0] == run_id]:
-                runtime.free(self._exports.pop(key)[0])
-            for key in [k for k in self._retired if k[0] == run_id]:
-                for pointer in self._retired.pop(key):
+            for _, source in self._imports.values():
+                runtime.ipcCloseMemHandle(source)
+            for pointer, _, _ in self._exports.values():
+                runtime.free(pointer)
+            for pointers in self._retired.values():
+                for pointer in pointers:
                     runtime.free(pointer)
+            self._imports.clear()
+            self._exports.clear()
+            self._retired.clear()
 
 
 def nbytes(walkers: dict) -> int:

@@ -30,7 +30,7 @@ edge sampling.
 from __future__ import annotations
 
 import math
-import uuid
+from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
@@ -40,7 +40,7 @@ from .. import _rng
 from .._validate import (check_array, check_bool, check_choice, check_graph, check_int, check_optional_int,
                          check_picklable, check_probability, check_seed)
 from ..errors import GpipeValueError
-from ..runtime import EdgeSample, check_memory, collect_outputs, on_store, run_supersteps, store, worker_xp
+from ..runtime import EdgeSample, Run, StepSpec, check_memory, collect_outputs, run_supersteps, store, worker_xp
 from ._race import race
 from ._select import METHODS, select
 
@@ -56,6 +56,32 @@ NODE_COLUMNS = ("instance", "vertex")
 
 
 EDGE_BYTES = 28  # a sampled edge on the workers: instance (int64), depth (int32), src, dst (int64)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """A sampler run's parameters, as its step reads them on the workers: the :class:`Sampler`'s, and the run's.
+
+    ``implicit``: no seeds, every vertex (or edge) is the first pool;
+    ``graph_id``: the graph whose per-vertex arrays (its degrees, in the
+    workers' stores) the run reads; ``edge_pool``: the array whose prefix sums
+    number the edges of the pool when every edge is it.
+    """
+
+    vertex_bias: str | Callable
+    edge_bias: str | Callable
+    update: str
+    frontier_size: int | None
+    neighbor_size: int | None | tuple
+    neighbor_pool: str
+    depth: int
+    replace: bool
+    select: str
+    bitmap: bool
+    num_vertices: int
+    implicit: bool
+    graph_id: str
+    edge_pool: str | None
 
 
 class Sampler:
@@ -224,22 +250,21 @@ class Sampler:
             check_memory(g, count * most * EDGE_BYTES, "'instances' x the seeds x 'neighbor_size' ** 'depth'",
                          "sampled edges")
         client = g.client
-        params = {"key": np.uint64(_rng.key(seed)), "num_vertices": g.num_vertices, "implicit": seeds is None,
-                  "run_token": uuid.uuid4().hex, **{k: getattr(self, k) for k in (
-                      "vertex_bias", "edge_bias", "update", "frontier_size", "neighbor_size", "neighbor_pool",
-                      "depth", "replace", "select", "bitmap")}}
-        params["graph_id"] = g.graph_id  # the graph's per-vertex arrays the run reads, in the workers' stores
+        edge_pool = None
+        if seeds is None and self.frontier_size is None:  # every edge is the pool; an undirected one once
+            edge_pool = "degrees" if g.directed else "upper_degrees"
+        settings = Settings(**{k: getattr(self, k) for k in (
+            "vertex_bias", "edge_bias", "update", "frontier_size", "neighbor_size", "neighbor_pool", "depth", "replace",
+            "select", "bitmap")}, num_vertices=g.num_vertices, implicit=seeds is None, graph_id=g.graph_id,
+            edge_pool=edge_pool)
         arrays = {"degrees"} if self.edge_bias == "degree" or callable(self.edge_bias) else set()
         if seeds is None and self.frontier_size is not None and self.vertex_bias == "degree":
             arrays.add("degrees")
-        if seeds is None and self.frontier_size is None:  # every edge is the pool; an undirected one once
-            params["edge_pool"] = "degrees" if g.directed else "upper_degrees"
-            arrays.add(params["edge_pool"])
+        if edge_pool is not None:
+            arrays.add(edge_pool)
         g.put_on_workers(arrays)
-        try:
-            run_id, partitions, stats = run_supersteps(g, _step, params, entries, num_walks=count)
-        finally:
-            client.run(on_store, "drop_run", params["run_token"])
+        run_id, partitions, stats = run_supersteps(g, StepSpec(_step, np.uint64(_rng.key(seed)), settings), entries,
+                                                   num_walks=count)
         outs = collect_outputs(client, run_id, partitions)
 
         def column(name: str) -> np.ndarray:
@@ -277,71 +302,71 @@ class Sampler:
                 "stage": np.full(count, stage, np.int8), "to": instance % parts}
 
 
-def _step(part, entries: dict, params: dict):
+def _step(part, entries: dict, spec: StepSpec, run: Run):
     """Step function for the runtime: this partition's entries, all at one stage of one depth."""
     x = worker_xp()
     stage = int(entries["stage"][0])
-    return _STAGES[stage](x, part, entries, params)
+    return _STAGES[stage](x, part, entries, spec, run)
 
 
-def _pool(x, part, entries: dict, params: dict):
+def _pool(x, part, entries: dict, spec: StepSpec, run: Run):
     """At the vertex's owner: the pool entries of a depth, with their vertex biases if a frontier is selected."""
-    n = params["num_vertices"]
+    n = spec.params.num_vertices
     key, first = x.unique(entries["instance"] * n + entries["vertex"], return_index=True)
     instance, vertex, depth = entries["instance"][first], entries["vertex"][first], entries["depth"][first]
-    if params["update"] == "unvisited":
-        fresh = ~x.isin(key, _visited(x, part, params))
+    if spec.params.update == "unvisited":
+        fresh = ~x.isin(key, _visited(x, part, run))
         instance, vertex, depth = instance[fresh], vertex[fresh], depth[fresh]
-    if params["frontier_size"] is None:
-        return _expand(x, part, instance, vertex, depth, params)
+    if spec.params.frontier_size is None:
+        return _expand(x, part, instance, vertex, depth, spec, run)
     local = vertex - part.lo
     table = _Table({"instance": instance, "vertex": vertex, "degree": part.indptr[local + 1] - part.indptr[local],
                     "depth": depth})
-    bias = _biases(x, "vertex_bias", params["vertex_bias"], table)
+    bias = _biases(x, "vertex_bias", spec.params.vertex_bias, table)
     movers = {"instance": instance, "vertex": vertex, "depth": depth, "bias": bias,
               "stage": x.full(instance.shape[0], FRONTIER, x.int8), "to": instance % (len(part.bounds) - 1)}
     return _no_edges(x), movers, 0
 
 
-def _frontier(x, part, entries: dict, params: dict):
+def _frontier(x, part, entries: dict, spec: StepSpec, run: Run):
     """At the instance's home: select each instance's frontier from its pool."""
-    n = params["num_vertices"]
+    n = spec.params.num_vertices
     level = int(entries["depth"][0])
-    if params["implicit"] and level == 0:
-        instance, vertex = _implicit_vertices(x, entries["instance"], params)
+    if spec.params.implicit and level == 0:
+        instance, vertex = _implicit_vertices(x, entries["instance"], spec)
         iterations = x.zeros(1, x.int64)
     else:
         order = x.argsort(entries["instance"] * n + entries["vertex"])
         pool_instance, pool_vertex = entries["instance"][order], entries["vertex"][order]
         streams, offsets = _segments(x, pool_instance)
-        want = x.full(streams.shape[0], params["frontier_size"], dtype=x.int64)
-        _, picks, iterations = select(entries["bias"][order], offsets, want, streams, params["key"],
-                                      FRONTIER_STEP + level, params["select"], params["bitmap"])
+        want = x.full(streams.shape[0], spec.params.frontier_size, dtype=x.int64)
+        _, picks, iterations = select(entries["bias"][order], offsets, want, streams, spec.key,
+                                      FRONTIER_STEP + level, spec.params.select, spec.params.bitmap)
         instance, vertex = pool_instance[picks], pool_vertex[picks]
-    if params["neighbor_pool"] == "frontier":  # for the candidates' in_frontier
-        store().state[(params["run_token"], part.part, "frontier")] = instance * n + vertex
+    if spec.params.neighbor_pool == "frontier":  # for the candidates' in_frontier
+        run.state[(part.part, "frontier")] = instance * n + vertex
     movers = {"instance": instance, "vertex": vertex, "depth": x.full(instance.shape[0], level, x.int32),
               "stage": x.full(instance.shape[0], EXPAND, x.int8)}
     return _no_edges(x, picks=instance.shape[0], iterations=int(iterations.sum())), movers, 0
 
 
-def _expand_stage(x, part, entries: dict, params: dict):
-    return _expand(x, part, entries["instance"], entries["vertex"], entries["depth"], params)
+def _expand_stage(x, part, entries: dict, spec: StepSpec, run: Run):
+    return _expand(x, part, entries["instance"], entries["vertex"], entries["depth"], spec, run)
 
 
-def _expand(x, part, instance, vertex, depth, params: dict):
+def _expand(x, part, instance, vertex, depth, spec: StepSpec, run: Run):
     """At the vertex's owner: expand the frontier, whose vertices are nodes of their instances, edges or not."""
-    out, movers, steps = _gather_neighbors(x, part, instance, vertex, depth, params)
+    out, movers, steps = _gather_neighbors(x, part, instance, vertex, depth, spec, run)
     out.update(node_instance=instance, node_vertex=vertex)
     return out, movers, steps
 
 
-def _gather_neighbors(x, part, instance, vertex, depth, params: dict):
+def _gather_neighbors(x, part, instance, vertex, depth, spec: StepSpec, run: Run):
     """The frontier's out-edges: pick from each vertex's, or send them to the instance's home."""
-    n = params["num_vertices"]
+    n = spec.params.num_vertices
     key = instance * n + vertex
-    if params["update"] == "unvisited":
-        _visited(x, part, params, add=key)
+    if spec.params.update == "unvisited":
+        _visited(x, part, run, add=key)
     local = vertex - part.lo
     start, end = part.indptr[local], part.indptr[local + 1]
     offsets = x.zeros(vertex.shape[0] + 1, dtype=x.int64)
@@ -354,12 +379,12 @@ def _gather_neighbors(x, part, instance, vertex, depth, params: dict):
     table = _Table({}, size=total, instance=lambda: instance[segment], frontier=lambda: vertex[segment],
                    candidate=lambda: part.indices[edge].astype(x.int64), depth=lambda: depth[segment],
                    weight=lambda: part.weights[edge] if part.weights is not None else x.ones(total, x.float32),
-                   degree=lambda: _graph_array(params, "degrees")[table["candidate"]])
-    if params["neighbor_pool"] == "frontier" and _races(params):
-        return _race_entries(x, part, table, instance, vertex, key, offsets, edge, level, params)
-    if params["neighbor_pool"] == "frontier":
+                   degree=lambda: _graph_array(spec, "degrees")[table["candidate"]])
+    if spec.params.neighbor_pool == "frontier" and _races(spec):
+        return _race_entries(x, part, table, instance, vertex, key, offsets, edge, level, spec)
+    if spec.params.neighbor_pool == "frontier":
         parts = len(part.bounds) - 1
-        frontier_rows = params["frontier_size"] is None  # the home learns the frontier from these
+        frontier_rows = spec.params.frontier_size is None  # the home learns the frontier from these
         rows = {k: table[k] for k in ("instance", "frontier", "candidate", "weight")}
         weight = rows["weight"]
         if frontier_rows:
@@ -371,84 +396,85 @@ def _gather_neighbors(x, part, instance, vertex, depth, params: dict):
         movers = dict(rows, depth=x.full(size, level, x.int32), stage=x.full(size, NEIGHBORS, x.int8),
                       to=rows["instance"] % parts)
         return _no_edges(x), movers, 0
-    bias = _biases(x, "edge_bias", params["edge_bias"], table)
-    want = _wanted(x, params, key, COUNT_STEP + level, end - start)
-    pick_offsets, picks, iterations = select(bias, offsets, want, key, params["key"], NEIGHBOR_STEP + level,
-                                             params["select"], params["bitmap"], params["replace"])
+    bias = _biases(x, "edge_bias", spec.params.edge_bias, table)
+    want = _wanted(x, spec, key, COUNT_STEP + level, end - start)
+    pick_offsets, picks, iterations = select(bias, offsets, want, key, spec.key, NEIGHBOR_STEP + level,
+                                             spec.params.select, spec.params.bitmap, spec.params.replace)
     owner = x.searchsorted(pick_offsets[1:], x.arange(picks.shape[0]), side="right")
-    return _picked(x, params, instance[owner], level, vertex[owner], part.indices[edge[picks]].astype(x.int64),
+    return _picked(x, spec, instance[owner], level, vertex[owner], part.indices[edge[picks]].astype(x.int64),
                    iterations)
 
 
-def _neighbors(x, part, entries: dict, params: dict):
+def _neighbors(x, part, entries: dict, spec: StepSpec, run: Run):
     """At the instance's home: pick neighbors from all candidates of the instance's frontier (layer sampling)."""
-    n = params["num_vertices"]
+    n = spec.params.num_vertices
     level = int(entries["depth"][0])
-    if params["implicit"] and params["frontier_size"] is None and level == 0:  # the pool is every edge: draw global edge ids, resolved by their owners
-        ends = x.cumsum(_graph_array(params, params["edge_pool"]))
-        instance, edge = _first_distinct(x, entries["instance"], params["neighbor_size"], int(ends[-1]),
-                                         INSTANCE_NEIGHBOR_STEP, params)
+    if spec.params.implicit and spec.params.frontier_size is None and level == 0:
+        # the pool is every edge: draw global edge ids, resolved by their owners
+        ends = x.cumsum(_graph_array(spec, spec.params.edge_pool))
+        instance, edge = _first_distinct(x, entries["instance"], spec.params.neighbor_size, int(ends[-1]),
+                                         INSTANCE_NEIGHBOR_STEP, spec)
         first_edges = x.concatenate([x.zeros(1, ends.dtype), ends])[x.asarray(part.bounds[1:-1])]
         owner = x.searchsorted(first_edges, edge, side="right")
-        movers = {"instance": instance, "edge": edge, "reverse": _reverse(x, instance, params),
+        movers = {"instance": instance, "edge": edge, "reverse": _reverse(x, instance, spec),
                   "depth": x.zeros(instance.shape[0], x.int32), "stage": x.full(instance.shape[0], RESOLVE, x.int8),
                   "to": owner}
         return _no_edges(x, picks=instance.shape[0]), movers, 0
     if "race" in entries:  # each partition's fastest: the instance's picks are the fastest of them all
-        won = _fastest(x, entries, level, params)
-        return _picked(x, params, entries["instance"][won], level, entries["frontier"][won],
+        won = _fastest(x, entries, level, spec)
+        return _picked(x, spec, entries["instance"][won], level, entries["frontier"][won],
                        entries["candidate"][won], x.full(1, int(won.shape[0]), x.int64))
     rows = entries["candidate"] >= 0
-    frontier = _frontier_keys(x, part, entries, rows, params)
+    frontier = _frontier_keys(x, part, entries, rows, spec, run)
     order = x.lexsort(x.stack([entries["candidate"][rows], entries["frontier"][rows], entries["instance"][rows]]))
     instance, src, candidate, weight = (entries[k][rows][order] for k in ("instance", "frontier", "candidate",
                                                                           "weight"))
     streams, offsets = _segments(x, instance)
     table = _Table({"instance": instance, "frontier": src, "candidate": candidate, "weight": weight,
                     "depth": x.full(instance.shape[0], level, x.int32)},
-                   degree=lambda: _graph_array(params, "degrees")[candidate],
+                   degree=lambda: _graph_array(spec, "degrees")[candidate],
                    in_frontier=lambda: x.isin(instance * n + candidate, frontier))
-    bias = _biases(x, "edge_bias", params["edge_bias"], table)
-    want = _wanted(x, params, streams, COUNT_STEP + INSTANCE_NEIGHBOR_STEP + level, offsets[1:] - offsets[:-1])
-    _, picks, iterations = select(bias, offsets, want, streams, params["key"], INSTANCE_NEIGHBOR_STEP + level,
-                                  params["select"], params["bitmap"], params["replace"])
-    return _picked(x, params, instance[picks], level, src[picks], candidate[picks], iterations)
+    bias = _biases(x, "edge_bias", spec.params.edge_bias, table)
+    want = _wanted(x, spec, streams, COUNT_STEP + INSTANCE_NEIGHBOR_STEP + level, offsets[1:] - offsets[:-1])
+    _, picks, iterations = select(bias, offsets, want, streams, spec.key, INSTANCE_NEIGHBOR_STEP + level,
+                                  spec.params.select, spec.params.bitmap, spec.params.replace)
+    return _picked(x, spec, instance[picks], level, src[picks], candidate[picks], iterations)
 
 
-def _resolve(x, part, entries: dict, params: dict):
+def _resolve(x, part, entries: dict, spec: StepSpec, run: Run):
     """At the owner of drawn edge ids of the pool: their endpoints, in the direction drawn.
 
     A vertex's edges in the pool are the last of its row (its out-edges are
     sorted by head): all of them, or, undirected, those to a head not below it.
     """
-    pool = _graph_array(params, params["edge_pool"])
+    pool = _graph_array(spec, spec.params.edge_pool)
     ends = x.cumsum(pool[part.lo:part.hi])
     local = entries["edge"] - pool[:part.lo].sum()
     row = x.searchsorted(ends, local, side="right")
     src = part.lo + row
     dst = part.indices[part.indptr[row + 1] - (ends[row] - local)].astype(x.int64)
     reverse = entries["reverse"]
-    return _picked(x, params, entries["instance"], 0, x.where(reverse, dst, src), x.where(reverse, src, dst),
+    return _picked(x, spec, entries["instance"], 0, x.where(reverse, dst, src), x.where(reverse, src, dst),
                    x.zeros(1, x.int64), count_picks=False)
 
 
-def _reverse(x, instance, params: dict):
+def _reverse(x, instance, spec: StepSpec):
     """Whether each edge drawn from the pool is reported head first: on an undirected graph a fair coin per pick
     (keyed by its instance and its rank there), so that either direction of an edge is as likely."""
-    if params["edge_pool"] == "degrees":
+    if spec.params.edge_pool == "degrees":
         return x.zeros(instance.shape[0], bool)
     _, offsets = _segments(x, instance)
     pick = x.arange(instance.shape[0])
     rank = pick - offsets[x.searchsorted(offsets[1:], pick, side="right")]
-    return _rng.unit_array(_rng.draws(x, params["key"], instance, DIRECTION_STEP, rank)) < 0.5
+    return _rng.unit_array(_rng.draws(x, spec.key, instance, DIRECTION_STEP, rank)) < 0.5
 
 
-def _races(params: dict) -> bool:
+def _races(spec: StepSpec) -> bool:
     """Whether a selection over the whole frontier's neighbors runs as exponential races (see _race_entries)."""
-    return not callable(params["edge_bias"]) and not params["replace"] and params["neighbor_size"] is not None
+    return not callable(spec.params.edge_bias) and not spec.params.replace and spec.params.neighbor_size is not None
 
 
-def _race_entries(x, part, table: _Table, instance, vertex, key, offsets, edge, level: int, params: dict):
+def _race_entries(x, part, table: _Table, instance, vertex, key, offsets, edge, level: int, spec: StepSpec):
     """At the frontier's owner: this partition's share of each instance's picks from its frontier's neighbors.
 
     Every candidate edge runs an exponential race (``kernels/race.cu``); an
@@ -456,14 +482,14 @@ def _race_entries(x, part, table: _Table, instance, vertex, key, offsets, edge, 
     updated sampling's distribution — so each partition sends the home only
     its own ``k`` fastest per instance instead of the whole pool.
     """
-    bias = _biases(x, "edge_bias", params["edge_bias"], table)
+    bias = _biases(x, "edge_bias", spec.params.edge_bias, table)
     step = INSTANCE_NEIGHBOR_STEP + level
-    want = _wanted(x, params, instance, COUNT_STEP + step, None)
-    win_offsets, winners, races = race(bias, offsets, want, key, params["key"], step)
+    want = _wanted(x, spec, instance, COUNT_STEP + step, None)
+    win_offsets, winners, races = race(bias, offsets, want, key, spec.key, step)
     entry = x.searchsorted(win_offsets[1:], x.arange(winners.shape[0]), side="right")
     rows = {"instance": instance[entry], "frontier": vertex[entry],
             "candidate": part.indices[edge[winners]].astype(x.int64), "race": races}
-    won = _fastest(x, rows, level, params)
+    won = _fastest(x, rows, level, spec)
     movers = {k: v[won] for k, v in rows.items()}
     size = won.shape[0]
     movers.update(depth=x.full(size, level, x.int32), stage=x.full(size, NEIGHBORS, x.int8),
@@ -471,12 +497,12 @@ def _race_entries(x, part, table: _Table, instance, vertex, key, offsets, edge, 
     return _no_edges(x), movers, 0
 
 
-def _fastest(x, rows: dict, level: int, params: dict):
+def _fastest(x, rows: dict, level: int, spec: StepSpec):
     """Indices of each instance's ``k`` fastest rows, instance by instance, fastest first."""
     order = x.lexsort(x.stack([rows["race"], rows["instance"].astype(x.float64)]))
     instance = rows["instance"][order]
     streams, offsets = _segments(x, instance)
-    want = _wanted(x, params, streams, COUNT_STEP + INSTANCE_NEIGHBOR_STEP + level, None)
+    want = _wanted(x, spec, streams, COUNT_STEP + INSTANCE_NEIGHBOR_STEP + level, None)
     rank = x.arange(instance.shape[0])
     segment = x.searchsorted(offsets[1:], rank, side="right")
     return order[rank - offsets[segment] < want[segment]]
@@ -485,13 +511,13 @@ def _fastest(x, rows: dict, level: int, params: dict):
 _STAGES = {POOL: _pool, FRONTIER: _frontier, EXPAND: _expand_stage, NEIGHBORS: _neighbors, RESOLVE: _resolve}
 
 
-def _picked(x, params: dict, instance, level: int, src, dst, iterations, count_picks: bool = True):
+def _picked(x, spec: StepSpec, instance, level: int, src, dst, iterations, count_picks: bool = True):
     """The sampled edges of a depth, and the picked vertices as the next depth's pool entries."""
     size = instance.shape[0]
     out = {"instance": instance, "depth": x.full(size, level, x.int32), "src": src, "dst": dst,
            "picks": x.full(1, size if count_picks else 0, x.int64), "iterations": x.full(1, int(iterations.sum()),
                                                                                         x.int64)}
-    if level + 1 < params["depth"]:
+    if level + 1 < spec.params.depth:
         movers = {"instance": instance, "vertex": dst, "depth": x.full(size, level + 1, x.int32),
                   "stage": x.full(size, POOL, x.int8)}
     else:
@@ -526,50 +552,50 @@ class _Table(dict):
         return value
 
 
-def _graph_array(params: dict, name: str):
+def _graph_array(spec: StepSpec, name: str):
     """A per-vertex array of the run's graph (e.g. its out-degrees), on this worker's device."""
-    return store().graph_array(params["graph_id"], name)
+    return store().partitions.array(spec.params.graph_id, name)
 
 
-def _visited(x, part, params: dict, add=None):
+def _visited(x, part, run: Run, add=None):
     """The (instance, vertex) keys this run has expanded on this partition, after adding ``add``."""
-    state = store().state
-    key = (params["run_token"], part.part)
+    state = run.state
+    key = part.part
     seen = state.get(key, x.zeros(0, x.int64))
     if add is not None:
         seen = state[key] = x.unique(x.concatenate([seen, add]))
     return seen
 
 
-def _frontier_keys(x, part, entries: dict, rows, params: dict):
+def _frontier_keys(x, part, entries: dict, rows, spec: StepSpec, run: Run):
     """The (instance, vertex) keys of the frontier of this home's instances, for ``in_frontier``."""
-    if params["frontier_size"] is not None:
-        return store().state.pop((params["run_token"], part.part, "frontier"))
-    return entries["instance"][~rows] * params["num_vertices"] + entries["frontier"][~rows]
+    if spec.params.frontier_size is not None:
+        return run.state.pop((part.part, "frontier"))
+    return entries["instance"][~rows] * spec.params.num_vertices + entries["frontier"][~rows]
 
 
-def _implicit_vertices(x, instances, params: dict):
+def _implicit_vertices(x, instances, spec: StepSpec):
     """Each instance's frontier drawn from every vertex: uniformly, or in proportion to degree via uniform edges."""
-    if params["vertex_bias"] == "uniform":
-        return _first_distinct(x, instances, params["frontier_size"], params["num_vertices"], FRONTIER_STEP, params)
-    degrees = _graph_array(params, "degrees")
+    if spec.params.vertex_bias == "uniform":
+        return _first_distinct(x, instances, spec.params.frontier_size, spec.params.num_vertices, FRONTIER_STEP, spec)
+    degrees = _graph_array(spec, "degrees")
     ends = x.cumsum(degrees)
-    return _first_distinct(x, instances, params["frontier_size"], int(ends[-1]), FRONTIER_STEP, params,
+    return _first_distinct(x, instances, spec.params.frontier_size, int(ends[-1]), FRONTIER_STEP, spec,
                            source=lambda e: x.searchsorted(ends, e, side="right"), distinct=int((degrees > 0).sum()))
 
 
-def _first_distinct(x, instances, want: int, size: int, step: int, params: dict, source=None,
+def _first_distinct(x, instances, want: int, size: int, step: int, spec: StepSpec, source=None,
                     distinct: int | None = None):
     """Per instance, ``want`` uniform draws in [0, size) — or the vertices ``source(draw)`` they map to — the
     first distinct ones of the i.i.d. sequence (the successive picks of updated sampling), or all of them with
-    ``params['replace']``.
+    ``spec.params.replace``.
 
     Returns ``(instance, value)`` rows, each instance's in pick order. ``distinct`` is how many distinct
     values there are (default ``size``).
     """
-    replace = params["replace"]
+    replace = spec.params.replace
     want = want if replace else min(want, size if distinct is None else distinct)
-    span = size if source is None else params["num_vertices"]
+    span = size if source is None else spec.params.num_vertices
     count = x.zeros(instances.shape[0], x.int64)
     drawn = x.zeros(instances.shape[0], x.int64)
     seen = x.zeros(0, x.int64)
@@ -582,7 +608,7 @@ def _first_distinct(x, instances, want: int, size: int, step: int, params: dict,
         starts = x.cumsum(need) - need
         row = x.repeat(x.arange(instances.shape[0]), need)
         draw = drawn[row] + x.arange(total) - starts[row]
-        v = x.minimum((_rng.unit_array(_rng.draws(x, params["key"], instances[row], step, draw)) * size)
+        v = x.minimum((_rng.unit_array(_rng.draws(x, spec.key, instances[row], step, draw)) * size)
                       .astype(x.int64), size - 1)
         if source is not None:
             v = source(v)
@@ -604,9 +630,9 @@ def _first_distinct(x, instances, want: int, size: int, step: int, params: dict,
     return instances[row[order]], v[order]
 
 
-def _wanted(x, params: dict, streams, step: int, degree):
+def _wanted(x, spec: StepSpec, streams, step: int, degree):
     """Neighbors to pick per segment: a constant, all, or (forest fire) geometric with mean p / (1 - p)."""
-    size = params["neighbor_size"]
+    size = spec.params.neighbor_size
     if size is None:
         return degree.astype(x.int64)
     if isinstance(size, int):
@@ -617,7 +643,7 @@ def _wanted(x, params: dict, streams, step: int, degree):
     burning = x.ones(streams.shape[0], dtype=bool)
     trial = 0
     while bool(burning.any()):
-        burning &= _rng.unit_array(_rng.draws(x, params["key"], streams, step, trial)) < p
+        burning &= _rng.unit_array(_rng.draws(x, spec.key, streams, step, trial)) < p
         count += burning
         trial += 1
     return count

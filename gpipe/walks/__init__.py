@@ -14,15 +14,17 @@ from typing import Callable
 
 import numpy as np
 
-from .. import _rng
 from .._validate import check_bool, check_graph, check_int, check_probability, check_seed
 from ..errors import GpipeValueError
-from ..runtime import EdgeSample, WalkResult, run_walks
+from ..runtime import EdgeSample
 from . import _frontier, _mh, _node2vec
-from ._first_order import advance_first_order
+from ._first_order import FirstOrder, advance_first_order
 from ._ppr import PPRResult
+from ._result import WalkResult
+from ._walkers import run_walks, walk_spec
 
-__all__ = ["PPRResult", "deepwalk", "metropolis_hastings", "multidimensional", "node2vec", "ppr", "with_jump"]
+__all__ = ["PPRResult", "WalkResult", "deepwalk", "metropolis_hastings", "multidimensional", "node2vec", "ppr",
+           "with_jump"]
 
 
 def deepwalk(g, length: int = 80, walks_per_vertex: int = 1, start=None, weighted: bool = False, seed: int = 0,
@@ -196,9 +198,9 @@ def node2vec(g, p: float = 1.0, q: float = 1.0, length: int = 80, walks_per_vert
     """
     p, q = _positive_float("p", p), _positive_float("q", q)
     length, walks_per_vertex, starts, seed = _checked_starts(g, length, walks_per_vertex, start, weighted, seed)
-    params = {"key": np.uint64(_rng.key(seed)), "weighted": bool(weighted), "p": p, "q": q,
-              "fields": _node2vec.FIELDS, "graph": (g.graph_id, g.placement)}
-    return _run(g, "node2vec", _node2vec.advance_node2vec, params, length, walks_per_vertex, starts, progress)
+    walk = _node2vec.Node2Vec(bool(weighted), p, q, (g.graph_id, tuple(g.placement)))
+    return run_walks(g, "node2vec", walk_spec(_node2vec.advance_node2vec, seed, length, walk, _node2vec.FIELDS),
+                     walks_per_vertex, starts, progress)
 
 
 def metropolis_hastings(g, length: int = 80, walks_per_vertex: int = 1, start=None, seed: int = 0, *,
@@ -221,8 +223,8 @@ def metropolis_hastings(g, length: int = 80, walks_per_vertex: int = 1, start=No
     ((256, 21), [0, 0, 33, 33, 24, 110])
     """
     length, walks_per_vertex, starts, seed = _checked_starts(g, length, walks_per_vertex, start, False, seed)
-    params = {"key": np.uint64(_rng.key(seed)), "fields": _mh.FIELDS}
-    return _run(g, "metropolis_hastings", _mh.advance_mh, params, length, walks_per_vertex, starts, progress)
+    return run_walks(g, "metropolis_hastings", walk_spec(_mh.advance_mh, seed, length, None, _mh.FIELDS),
+                     walks_per_vertex, starts, progress)
 
 
 def multidimensional(g, frontier_size: int = 2000, budget: int | None = None, instances: int = 1, seed: int = 0,
@@ -317,12 +319,6 @@ def _checked_starts(g, length: int, walks_per_vertex: int, start, weighted: bool
 def _first_order(g, algorithm: str, length, walks_per_vertex, start, weighted, seed, progress, alpha: float,
                  teleport: str, fields: tuple = (), **result):
     length, walks_per_vertex, starts, seed = _checked_starts(g, length, walks_per_vertex, start, weighted, seed)
-    params = {"key": np.uint64(_rng.key(seed)), "weighted": bool(weighted), "alpha": alpha, "teleport": teleport,
-              "num_vertices": g.num_vertices, "fields": fields}
-    return _run(g, algorithm, advance_first_order, params, length, walks_per_vertex, starts, progress, **result)
-
-
-def _run(g, algorithm: str, kernel, params: dict, length: int, walks_per_vertex: int, starts, progress, **result):
-    num_walks = (g.num_vertices if starts is None else starts.size) * walks_per_vertex
-    return run_walks(g, kernel, params, length=length, num_walks=num_walks, walks_per_vertex=walks_per_vertex,
-                     starts=starts, algorithm=algorithm, progress=progress, **result)
+    walk = FirstOrder(bool(weighted), alpha, teleport, g.num_vertices)
+    return run_walks(g, algorithm, walk_spec(advance_first_order, seed, length, walk, fields), walks_per_vertex,
+                     starts, progress, **result)

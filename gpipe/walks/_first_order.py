@@ -5,29 +5,43 @@ CUDA in ``kernels/walk_first_order.cu``, CPU twin here; the same random stream.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from .. import _rng
 from .._search import pick_edge
 from ..backend import cpu_kernel, prange
 from ..kernels import Arg, Kernel
-from ..runtime import step_kernel
+from ..runtime import StepSpec, step_kernel
 from ._common import uniform_vertex
 
 TELEPORT = {"none": 0, "uniform": 1, "source": 2}  # the kernel's TELEPORT_NONE, _UNIFORM, _SOURCE (its defines)
 _NONE, _UNIFORM = TELEPORT["none"], TELEPORT["uniform"]
 
 
+@dataclass(frozen=True)
+class FirstOrder:
+    """A first-order walk's parameters: at each step, teleport with probability ``alpha`` (to a uniform vertex of
+    ``num_vertices``, or to the walk's source, as ``teleport`` says), else move to an out-neighbor."""
+
+    weighted: bool
+    alpha: float
+    teleport: str  # a key of TELEPORT
+    num_vertices: int
+
+
 @step_kernel
-def advance_first_order(x, part, walkers: dict, params: dict, out: dict) -> None:
+def advance_first_order(x, part, walkers: dict, spec: StepSpec, out: dict) -> None:
     """Move every walker while it stays inside ``part``: teleport with probability ``alpha``, else to a neighbor."""
     n = walkers["walk_id"].shape[0]
-    weighted = bool(params["weighted"])
+    walk: FirstOrder = spec.params
+    weighted = walk.weighted
     cdf = part.cdf() if weighted else x.zeros(1, x.float64)
     source = walkers.get("source", walkers["vertex"])
     ADVANCE.launch(indptr=part.indptr, indices=part.indices, cdf=cdf, weighted=weighted, lo=part.lo, hi=part.hi,
-                   num_vertices=params["num_vertices"], key=params["key"], length=params["length"],
-                   alpha=params["alpha"], teleport=TELEPORT[params["teleport"]], n=n, walk_id=walkers["walk_id"],
+                   num_vertices=walk.num_vertices, key=spec.key, length=spec.length,
+                   alpha=walk.alpha, teleport=TELEPORT[walk.teleport], n=n, walk_id=walkers["walk_id"],
                    source=source, vertex=walkers["vertex"], step=walkers["step"], offset=out["offset"],
                    flat=out["flat"], piece_len=out["length"], out_vertex=out["vertex"], out_step=out["step"],
                    moved=out["moved"])

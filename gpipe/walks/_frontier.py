@@ -15,6 +15,7 @@ members with a later one.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -22,23 +23,31 @@ import pandas as pd
 from .. import _rng
 from ..backend import cpu_kernel, prange
 from ..kernels import Arg, Kernel
-from ..runtime import check_memory, collect_outputs, run_supersteps, worker_xp
+from ..runtime import Run, StepSpec, check_memory, collect_outputs, run_supersteps, worker_xp
 
 INIT_STEP = 2**32 - 1  # the draw counter of a member's start vertex; moves use 0..budget-1
 MOVED, PARKED = 1, 2  # a member's status after the kernel (0: done): the kernel's GP_MOVED, GP_PARKED
 
 
-def advance_frontier(part, walkers: dict, params: dict):
+@dataclass(frozen=True)
+class Frontier:
+    """A round of frontier sampling: each member moves until its instance's ``budget`` or the time ``horizon``."""
+
+    budget: int
+    horizon: float
+
+
+def advance_frontier(part, walkers: dict, spec: StepSpec, run: Run):
     """Step function for the runtime: walk the members here; keep their moves and park the ones at the horizon."""
     x = worker_xp()
     n = walkers["walk_id"].shape[0]
-    room = params["room"]
+    room = spec.room
     rec = {"src": x.empty(n * room, x.int64), "dst": x.empty(n * room, x.int64), "time": x.empty(n * room, x.float64)}
     count = x.empty(n, x.int32)
     out = {"vertex": x.empty(n, x.int64), "step": x.empty(n, x.int32), "time": x.empty(n, x.float64)}
     status = x.empty(n, x.int8)
-    ADVANCE.launch(indptr=part.indptr, indices=part.indices, lo=part.lo, hi=part.hi, key=params["key"],
-                   budget=params["budget"], horizon=params["horizon"], room=room, n=n, walk_id=walkers["walk_id"],
+    ADVANCE.launch(indptr=part.indptr, indices=part.indices, lo=part.lo, hi=part.hi, key=spec.key,
+                   budget=spec.params.budget, horizon=spec.params.horizon, room=room, n=n, walk_id=walkers["walk_id"],
                    vertex=walkers["vertex"], step=walkers["step"], time=walkers["time"], rec_src=rec["src"],
                    rec_dst=rec["dst"], rec_time=rec["time"], rec_count=count, out_vertex=out["vertex"],
                    out_step=out["step"], out_time=out["time"], status=status)
@@ -143,9 +152,8 @@ def sample(g, frontier_size: int, budget: int, instances: int, seed: int, pool: 
                  "sampled edges")
     moves, stats = [], {"steps": 0, "seconds": 0.0, "kernel_seconds": 0.0, "supersteps": 0, "rounds": 0}
     while True:
-        params = {"key": key, "budget": budget, "horizon": horizon, "room": room}
-        run_id, partitions, run = run_supersteps(g, advance_frontier, params, walkers, num_walks=len(walkers["walk_id"]),
-                                                 progress=progress)
+        spec = StepSpec(advance_frontier, key, Frontier(budget, horizon), room=room)
+        run_id, partitions, run = run_supersteps(g, spec, walkers, num_walks=len(walkers["walk_id"]), progress=progress)
         for k in ("steps", "seconds", "kernel_seconds", "supersteps"):
             stats[k] += run[k]
         stats["rounds"] += 1

@@ -13,16 +13,16 @@ import numpy as np
 from .. import _rng
 from ..backend import cpu_kernel, prange
 from ..kernels import Arg, Kernel
-from ..runtime import step_kernel
+from ..runtime import StepSpec, step_kernel
 
 FIELDS = (("cur", "int64", "vertex"), ("degv", "int64", 0), ("state", "int8", 0))
 
 
 @step_kernel
-def advance_mh(x, part, walkers: dict, params: dict, out: dict) -> None:
+def advance_mh(x, part, walkers: dict, spec: StepSpec, out: dict) -> None:
     n = walkers["walk_id"].shape[0]
-    ADVANCE.launch(indptr=part.indptr, indices=part.indices, lo=part.lo, hi=part.hi, key=params["key"],
-                   length=params["length"], n=n, walk_id=walkers["walk_id"], vertex=walkers["vertex"],
+    ADVANCE.launch(indptr=part.indptr, indices=part.indices, lo=part.lo, hi=part.hi, key=spec.key,
+                   length=spec.length, n=n, walk_id=walkers["walk_id"], vertex=walkers["vertex"],
                    step=walkers["step"], cur=walkers["cur"], degv=walkers["degv"], state=walkers["state"],
                    offset=out["offset"], flat=out["flat"], piece_len=out["length"], out_vertex=out["vertex"],
                    out_step=out["step"], out_cur=out["cur"], out_degv=out["degv"], out_state=out["state"],

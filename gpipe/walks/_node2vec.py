@@ -29,13 +29,15 @@ partitioning, on the CPU and on the GPU.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from .. import _rng
 from .._search import pick_edge
 from ..backend import cpu_kernel, prange
 from ..kernels import Arg, Kernel
-from ..runtime import neighbor_lists, step_kernel
+from ..runtime import StepSpec, neighbor_lists, step_kernel
 from ._common import has_edge, lower_bound
 
 FIELDS = (("cur", "int64", "vertex"), ("prev", "int64", -1), ("cand", "int64", -1), ("trial", "int32", 0),
@@ -49,39 +51,50 @@ BORROW = 2  # walker state: stopped before the exact draw (for t's neighbors, or
 _WRITES = ("vertex", "step", "cur", "prev", "cand", "trial", "answer", "state")  # what the kernel writes per walker
 
 
+@dataclass(frozen=True)
+class Node2Vec:
+    """node2vec's parameters, and the graph whose partitions lend a walker t's neighbors (its id and placement)."""
+
+    weighted: bool
+    p: float
+    q: float
+    graph: tuple[str, tuple[str, ...]]
+
+
 @step_kernel
-def advance_node2vec(x, part, walkers: dict, params: dict, out: dict) -> None:
-    weighted = bool(params["weighted"])
+def advance_node2vec(x, part, walkers: dict, spec: StepSpec, out: dict) -> None:
+    weighted = spec.params.weighted
     cdf = part.cdf() if weighted else x.zeros(1, x.float64)
     nothing = (x.zeros(0, x.int64), x.zeros(1, x.int64), x.zeros(0, part.indices.dtype))
-    _launch(part, cdf, params, nothing, walkers, out["offset"], out, exact=False)
+    _launch(part, cdf, spec, nothing, walkers, out["offset"], out, exact=False)
     stopped = x.flatnonzero(out["state"] == BORROW)
     if stopped.size:
         ids = x.unique(out["prev"][stopped])
         ids = ids[(ids < part.lo) | (ids >= part.hi)]  # the kernel reads this partition's lists in place
-        borrowed = (ids, *neighbor_lists(params["graph"], part.bounds, ids)) if ids.size else nothing
+        borrowed = (ids, *neighbor_lists(spec.params.graph, part.bounds, ids)) if ids.size else nothing
         again = {k: out[k][stopped] for k in walkers}
         again["state"][:] = 0
         rest = {k: v.copy() for k, v in again.items()}
         rest.update(flat=out["flat"], length=x.empty(stopped.size, x.int32), moved=x.empty(stopped.size, x.int8))
         # on from the vertex each stopped at, in the rest of its output region
-        _launch(part, cdf, params, borrowed, again, out["offset"][stopped] + out["length"][stopped] - 1, rest,
+        _launch(part, cdf, spec, borrowed, again, out["offset"][stopped] + out["length"][stopped] - 1, rest,
                 exact=True)
         for k in (*_WRITES, "moved"):
             out[k][stopped] = rest[k]
         out["length"][stopped] += rest["length"] - 1
 
 
-def _launch(part, cdf, params: dict, borrowed: tuple, walkers: dict, offset, out: dict, exact: bool) -> None:
+def _launch(part, cdf, spec: StepSpec, borrowed: tuple, walkers: dict, offset, out: dict, exact: bool) -> None:
     """One pass of the kernel over ``walkers``, their output regions starting at ``offset``; without ``exact``,
     the CUDA kernel stops a walker at the exact draw (state ``BORROW``)."""
     n = walkers["walk_id"].shape[0]
+    walk: Node2Vec = spec.params
     borrowed_ids, borrowed_indptr, borrowed_indices = borrowed
     (ADVANCE_EXACT if exact else ADVANCE).launch(
         indptr=part.indptr, indices=part.indices, cdf=cdf, borrowed_ids=borrowed_ids,
-        borrowed_indptr=borrowed_indptr, borrowed_indices=borrowed_indices, weighted=params["weighted"],
-        lo=part.lo, hi=part.hi, key=params["key"], length=params["length"], inv_p=1.0 / params["p"],
-        inv_q=1.0 / params["q"], trials=TRIALS, borrowed_count=borrowed_ids.shape[0], n=n,
+        borrowed_indptr=borrowed_indptr, borrowed_indices=borrowed_indices, weighted=walk.weighted,
+        lo=part.lo, hi=part.hi, key=spec.key, length=spec.length, inv_p=1.0 / walk.p,
+        inv_q=1.0 / walk.q, trials=TRIALS, borrowed_count=borrowed_ids.shape[0], n=n,
         walk_id=walkers["walk_id"], step=walkers["step"], cur=walkers["cur"], prev=walkers["prev"],
         cand=walkers["cand"], trial=walkers["trial"], answer=walkers["answer"], state=walkers["state"],
         offset=offset, flat=out["flat"], piece_len=out["length"], **{f"out_{k}": out[k] for k in _WRITES},

@@ -7,7 +7,7 @@ import pandas as pd
 
 from .. import _rng
 from ..backend import cpu_kernel, prange, to_host
-from ..runtime import WalkResult
+from ._result import WalkResult
 
 
 class PPRResult(WalkResult):

@@ -284,18 +284,19 @@ def _pattern(salt: int):
 
 def _ipc_task(action: str, run: str, *args, busy: bool = False):
     """On a worker of the shared GPU: keep the GPU busy first (``busy``: a kernel spinning ~1 s on a blocking
-    stream, as another run's kernels would), then pack a pattern or unpack a message with the store's buffers."""
+    stream, as another run's kernels would), then pack a pattern or unpack a message with the run's buffers."""
     from distributed import get_worker
 
-    buffers = get_worker().plugins["gpipe"]._ipc
+    store = get_worker().plugins["gpipe"]
+    buffers = store.run(run).ipc
     if busy:
         with cupy.cuda.Stream(non_blocking=False):
             cupy.RawKernel(_SPIN, "gp_test_spin")((1,), (1,), (np.int64(2_000_000_000),))
     if action == "pack":
-        return buffers.pack(run, 1, {"vertex": _pattern(args[0])})
+        return buffers.pack(1, {"vertex": _pattern(args[0])})
     if action == "unpack":
-        return buffers.unpack(run, 1, "sender", *args)
-    buffers.release(run)
+        return buffers.unpack(1, "sender", *args)
+    store.run(run).close()
 
 
 def _equals_pattern(walkers: dict, salt: int) -> bool:

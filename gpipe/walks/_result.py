@@ -1,0 +1,267 @@
+"""The lazy result of a walk run: blocks of the walk matrix that stay on the workers."""
+
+from __future__ import annotations
+
+import functools
+import os
+import time
+import weakref
+
+import numpy as np
+import pandas as pd
+
+from .. import config
+from .._files import WALK_FILES, atomic_dir, atomic_file
+from ..backend import cpu_kernel, to_host
+from ..errors import GpipeValueError
+from ..runtime import assemble_blocks, drop_run, gather_pinned, results_pinned, run_later, wait_pinned, workers_info
+
+
+class WalkResult:
+    """Walks kept on the workers until asked for.
+
+    When the walk ends, each walk is a set of path pieces in the stores of the
+    workers it passed through. The first use (``persist``, ``compute``,
+    ``to_corpus``, ``to_parquet``, ``to_dask``) assembles them on the workers
+    into blocks of rows. ``compute()`` gives an ``(n_walks, length + 1)`` array
+    of original vertex ids, padded after a walk's end with a value that cannot
+    be an id: -1 in an int64 array when the ids are non-negative integers;
+    otherwise (strings, or integers of which some are negative) None in an
+    object array, as ``to_dask`` does too, and ``to_parquet`` writes null there.
+    ``to_corpus`` writes one walk per line, ids separated by spaces (gensim's
+    ``LineSentence`` format), streaming block by block; ``to_parquet`` writes
+    one file per block. ``stats`` holds steps, seconds (of the walk) and steps
+    per second, and ``assemble_seconds`` once assembled.
+
+    Examples
+    --------
+    >>> import os, tempfile, pandas as pd, gpipe
+    >>> with gpipe.connect(n_workers=1, device="cpu"):
+    ...     g = gpipe.from_edges(pd.DataFrame({"src": ["a", "b", "c", "c"], "dst": ["b", "c", "a", "d"]}))
+    ...     w = gpipe.walks.deepwalk(g, length=3, seed=2)
+    ...     walks = w.compute()
+    ...     corpus = w.to_corpus(os.path.join(tempfile.mkdtemp(), "walks.txt"))
+    >>> walks
+    array([['a', 'c', 'd', 'c'],
+           ['b', 'a', 'c', 'a'],
+           ['c', 'b', 'c', 'a'],
+           ['d', 'c', 'b', 'a']], dtype=object)
+    >>> print(open(corpus).read(), end="")
+    a c d c
+    b a c a
+    c b c a
+    d c b a
+    >>> w.stats["walks"], w.stats["steps"]
+    (4, 12)
+    """
+
+    def __init__(self, client, run_id: str, partitions: dict[int, str], num_walks: int, width: int, dtype,
+                 id_map, stats: dict):
+        self._client = client
+        self._run_id = run_id
+        self._partitions = partitions
+        self.num_walks = num_walks
+        self.width = width
+        self._dtype = dtype
+        self._id_map = id_map
+        self._id_future = None
+        self._block_futures: list | None = None
+        self._block_rows = int(config.get("walks.block-size"))
+        self.stats = stats
+        self._finalizer = weakref.finalize(self, run_later, client, drop_run, run_id)
+
+    def _blocks(self) -> list:
+        """Futures of the assembled blocks (assembling them on first use)."""
+        if self._block_futures is None:
+            self._block_futures = assemble_blocks(self._client, self._run_id, self._partitions, self.num_walks,
+                                                   self._block_rows, self.width, self._dtype)
+            self._finalizer.detach()  # the assemble tasks take the pieces out of the stores
+        return self._block_futures
+
+    def persist(self) -> WalkResult:
+        """Assemble the blocks on the workers and wait for them; ``stats['assemble_seconds']`` says how long."""
+        t0 = time.perf_counter()
+        wait_pinned(self._client, self._blocks(), self._partitions, "assembly")
+        self.stats.setdefault("assemble_seconds", time.perf_counter() - t0)
+        return self
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return (self.num_walks, self.width)
+
+    def __len__(self) -> int:
+        return self.num_walks
+
+    def __repr__(self) -> str:
+        s = self.stats
+        return (f"<gpipe.WalkResult {s['algorithm']}: {self.num_walks} walks x {self.width} vertices, "
+                f"{s['steps']} steps in {s['seconds']:.3f} s ({s['steps_per_second']:.3g} steps/s)>")
+
+    def _ids(self):
+        if self._id_map is not None and self._id_future is None:
+            [self._id_future] = self._client.scatter([self._id_map], broadcast=True, hash=False)
+        return self._id_future
+
+    @functools.cached_property
+    def _walk_dtype(self) -> np.dtype:
+        """int64 (padding -1) where -1 cannot be an id: dense or non-negative integer ids; else object (None)."""
+        ids = self._id_map
+        if ids is None or (ids.dtype.kind in "iu" and (ids.size == 0 or ids.min() >= 0)):
+            return np.dtype(np.int64)
+        return np.dtype(object)
+
+    def _map_blocks(self, func, *args):
+        self.persist()
+        ids = self._ids()
+        return [self._client.submit(func, block, ids, b * self._block_rows, *args, pure=False)
+                for b, block in enumerate(self._blocks())]
+
+    def _gather_blocks(self, phase: str, func, *args) -> list:
+        """``func(block, id_map, first_row, *args)`` of every block, watched; the results in order."""
+        return gather_pinned(self._client, self._map_blocks(func, *args), self._partitions, phase)
+
+    def compute(self) -> np.ndarray:
+        """All walks as one host array of original vertex ids."""
+        parts = self._gather_blocks("walks", _original, self._walk_dtype)
+        return np.concatenate(parts) if parts else np.zeros((0, self.width), self._walk_dtype)
+
+    def to_dask(self):
+        """The walks as a dask array, one chunk per block, original vertex ids."""
+        import dask.array as da
+
+        futures = self._map_blocks(_original, self._walk_dtype)
+        rows = [min(self._block_rows, self.num_walks - b * self._block_rows) for b in range(len(futures))]
+        return da.concatenate([da.from_delayed(f, (r, self.width), dtype=self._walk_dtype)
+                               for f, r in zip(futures, rows)])
+
+    def to_parquet(self, path, overwrite: bool = False) -> str:
+        """Write one Parquet file per block (columns ``walk``, ``step_0`` .. ``step_L``) into folder ``path``.
+
+        ``path`` must be a new or empty folder; ``overwrite=True`` also replaces a
+        folder that holds only walks gpipe wrote. Anything else there (another
+        file, a file at ``path``) is refused with a ``GpipeValueError`` before any
+        work, and kept. The folder appears complete or not at all.
+        """
+        path = os.fspath(path)
+        with atomic_dir(path, owned=WALK_FILES, overwrite=overwrite) as tmp:
+            self._gather_blocks("walk writing", _write_parquet, self._walk_dtype, tmp)
+        return path
+
+    def to_corpus(self, path) -> str:
+        """Write the walks as text, one per line, ids separated by spaces (word2vec ``LineSentence``).
+
+        Blocks are formatted on the workers and written in order; the client
+        holds one block of text at a time, so corpora larger than its memory
+        can be written. A file at ``path`` is replaced, as pandas' writers do,
+        once the corpus is complete; a folder there is refused (``GpipeValueError``).
+
+        Ids are written as they are, not escaped: an id that would not read
+        back as one token (empty, or holding a space, a tab, a newline or
+        other whitespace: ``'New York'`` would be two ids) is refused with a
+        ``GpipeValueError`` naming it, before anything is written. Every id of
+        the graph is checked, walked or not.
+        """
+        path = os.fspath(path)
+        _check_corpus_ids(self._id_map)
+        ids = self._ids()
+        window = max(2, 2 * len(workers_info(self._client)))
+        texts = (self._client.submit(_corpus_text, block, ids, b * self._block_rows, pure=False)
+                 for b, block in enumerate(self._blocks()))
+        with atomic_file(path, "wb") as out:
+            for text in results_pinned(self._client, texts, self._partitions, "corpus writing", ahead=window):
+                out.write(text)
+        return path
+
+
+def _original(block, id_map, base: int, dtype: np.dtype) -> np.ndarray:
+    """The block in original ids, padded as ``WalkResult._walk_dtype`` says: -1 (int64) or None (object)."""
+    dense = to_host(block)
+    if id_map is None:
+        return dense.astype(np.int64)
+    pad = dense < 0
+    if dtype != object:
+        return np.where(pad, -1, id_map[np.where(pad, 0, dense)]).astype(np.int64)
+    out = id_map[np.where(pad, 0, dense)].astype(object)
+    out[pad] = None
+    return out
+
+
+def _write_parquet(block, id_map, base: int, dtype: np.dtype, folder: str) -> str:
+    walks = _original(block, id_map, base, dtype)
+    if dtype == object:  # nullable columns of the ids' type: a block whose column is all None still reads as one
+        dtype = pd.Int64Dtype() if id_map.dtype.kind in "iu" else pd.StringDtype()
+    frame = pd.DataFrame({f"step_{j}": pd.array(walks[:, j], dtype=dtype) for j in range(walks.shape[1])})
+    frame.insert(0, "walk", np.arange(base, base + walks.shape[0], dtype=np.int64))
+    name = os.path.join(folder, f"walks-{base:012d}.parquet")
+    frame.to_parquet(name, index=False)
+    return name
+
+
+def _check_corpus_ids(id_map) -> None:
+    """Refuse ids whose text is not one whitespace-free token (LineSentence splits lines on whitespace)."""
+    if id_map is None or id_map.dtype.kind in "iu":
+        return
+    text = pd.Series(id_map, dtype=object).astype(str)  # as _corpus_text writes them
+    bad = id_map[((text == "") | text.str.contains(r"\s")).to_numpy()]
+    if bad.size:
+        examples = ", ".join(repr(str(i)) for i in bad[:3])
+        raise GpipeValueError(f"vertex ids written to a corpus must be non-empty and hold no whitespace (spaces "
+                              f"separate ids, newlines walks); {bad.size} are not, e.g. {examples}")
+
+
+def _corpus_text(block, id_map, base: int) -> bytes:
+    dense = to_host(block)
+    if id_map is None:
+        return _format_int_rows(dense, np.zeros(0, np.int64), False).tobytes()
+    if np.issubdtype(id_map.dtype, np.integer):
+        return _format_int_rows(dense, id_map.astype(np.int64), True).tobytes()
+    lines = (" ".join(map(str, id_map[row[row >= 0]])) for row in dense)
+    return ("\n".join(lines) + "\n").encode() if dense.shape[0] else b""
+
+
+@cpu_kernel()
+def _magnitude(v):
+    """``|v|`` as uint64: -2**63 has no int64 negation."""
+    return np.uint64(0) - np.uint64(v) if v < 0 else np.uint64(v)
+
+
+@cpu_kernel()
+def _digits(u):
+    n = 1
+    while u >= np.uint64(10):
+        u //= np.uint64(10)
+        n += 1
+    return n
+
+
+@cpu_kernel()
+def _format_int_rows(dense, ids, mapped):
+    size = 0
+    for r in range(dense.shape[0]):
+        for c in range(dense.shape[1]):
+            if dense[r, c] < 0:
+                break
+            v = ids[dense[r, c]] if mapped else np.int64(dense[r, c])
+            size += _digits(_magnitude(v)) + 1 + (1 if v < 0 else 0)
+    out = np.empty(size, np.uint8)
+    pos = 0
+    for r in range(dense.shape[0]):
+        for c in range(dense.shape[1]):
+            if dense[r, c] < 0:
+                break
+            v = ids[dense[r, c]] if mapped else np.int64(dense[r, c])
+            if c > 0:
+                out[pos] = 32
+                pos += 1
+            if v < 0:
+                out[pos] = 45
+                pos += 1
+            u = _magnitude(v)
+            nd = _digits(u)
+            for k in range(nd - 1, -1, -1):
+                out[pos + k] = np.uint64(48) + u % np.uint64(10)
+                u //= np.uint64(10)
+            pos += nd
+        out[pos] = 10
+        pos += 1
+    return out

@@ -1,0 +1,65 @@
+"""A walk run: its walk-id layout, its first walkers, and the run to its result.
+
+Walk ``r * k + i`` is the ``r``-th walk from the ``i``-th of ``k`` start
+vertices (from every vertex by default: walk ``r * n + v`` is the ``r``-th
+from ``v``). A walk's random stream is keyed by its id, so its path depends on
+its start and repetition only, not on where or with what other walks it runs.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from .. import _rng
+from ..runtime import StartSet, StepSpec, check_memory, run_supersteps
+from ._result import WalkResult
+
+
+def walk_spec(step: Callable, seed: int, length: int, walk, fields: tuple = ()) -> StepSpec:
+    """A walk's spec: walks of ``length`` steps, whose paths depend on no other walker's (order-free)."""
+    return StepSpec(step, np.uint64(_rng.key(seed)), walk, fields, length=length, order_free=True,
+                    start=first_walkers)
+
+
+def run_walks(g, algorithm: str, spec: StepSpec, walks_per_vertex: int, starts: np.ndarray | None,
+              progress: Callable | None, result_type: type = WalkResult, **result_kwargs) -> WalkResult:
+    """Run ``walks_per_vertex`` walks of ``spec`` from each of ``starts`` (dense ids; None: every vertex) until
+    every one has ended; their paths are the result, a ``result_type`` (a :class:`WalkResult`) given
+    ``result_kwargs`` too."""
+    num_walks = (g.num_vertices if starts is None else starts.size) * walks_per_vertex
+    length = spec.length
+    dtype = np.dtype(np.int32 if g.num_vertices < 2**31 else np.int64)
+    walker = 20 + sum(np.dtype(t).itemsize for _, t, _ in spec.fields)  # walk_id, vertex, step, its own fields
+    check_memory(g, num_walks * ((length + 1) * dtype.itemsize + walker),
+                 f"'length' x the number of walks ({num_walks} walks of {length} steps)", "walks")
+    if starts is None:
+        initial = walks_per_vertex  # made where they start (first_walkers)
+    else:
+        initial = StartSet(starts.astype(dtype), walks_per_vertex, total=len(starts))
+    run_id, partitions, stats = run_supersteps(g, spec, initial, num_walks=num_walks, progress=progress)
+    stats = {"algorithm": algorithm, "walks": num_walks, "length": length, **stats}
+    return result_type(g.client, run_id, partitions, num_walks, length + 1, dtype, g.id_map, stats,
+                       **result_kwargs)
+
+
+def first_walkers(x, spec: StepSpec, lo: int, hi: int, n: int, initial: int | StartSet) -> dict:
+    """The walks from the vertices ``lo..hi-1`` of ``n``, made on the worker (``StepSpec.start``): ``initial`` from
+    each, or those of a :class:`StartSet` whose start vertex is there."""
+    if isinstance(initial, StartSet):
+        vertices = x.asarray(initial.vertices).astype(x.int64)
+        j = x.flatnonzero((vertices >= lo) & (vertices < hi))
+        walk_id = x.concatenate([j + (r * initial.total + initial.first) for r in range(initial.count)])
+        return _new_walkers(x, walk_id, x.tile(vertices[j], initial.count), spec.fields)
+    vertices = x.arange(lo, hi, dtype=x.int64)
+    walk_id = x.concatenate([vertices + r * n for r in range(initial)])
+    return _new_walkers(x, walk_id, x.tile(vertices, initial), spec.fields)
+
+
+def _new_walkers(x, walk_id, vertex, fields: tuple) -> dict:
+    """Walkers at step 0 with the walk's own ``fields``: ``(name, dtype, init)``, init a number or 'vertex'."""
+    walkers = {"walk_id": walk_id, "vertex": vertex, "step": x.zeros(walk_id.shape[0], dtype=x.int32)}
+    for name, dtype, init in fields:
+        walkers[name] = vertex.astype(dtype) if init == "vertex" else x.full(walk_id.shape[0], init, dtype=dtype)
+    return walkers
