@@ -3,7 +3,7 @@
 __version__ = "0.1.0"
 
 from . import config  # noqa: F401  (merges gpipe.yaml into dask.config)
-from . import sampling, walks, workflow
+from . import sampling, sort, walks, workflow
 from .cluster import connect
 from .errors import DeviceUnavailableError, GpipeError, GpipeFileError, GpipeValueError, TaskError, WorkerLostError
 from .graph import Graph, from_edges, generators, read_edges
@@ -25,6 +25,7 @@ __all__ = [
     "generators",
     "read_edges",
     "sampling",
+    "sort",
     "walks",
     "workflow",
 ]

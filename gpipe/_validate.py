@@ -111,3 +111,15 @@ def check_mapping(name: str, value) -> dict:
     if not isinstance(value, dict):
         raise GpipeValueError(f"'{name}' must be a mapping of keys to values, got {value!r}")
     return value
+
+
+def check_bytes(name: str, value, *, minimum: int = 0) -> int:
+    """A byte count given as an integer or a string such as ``'4 GB'``."""
+    if isinstance(value, str):
+        from dask.utils import parse_bytes
+
+        try:
+            value = parse_bytes(value)
+        except ValueError:
+            raise GpipeValueError(f"'{name}' must be a byte count such as 1000000 or '4 GB', got {value!r}") from None
+    return check_int(name, value, minimum=minimum)
