@@ -1,0 +1,105 @@
+"""GAMMA's primitives on one chunk of an embedding table: extension (``kernels/mining.cu`` and its CPU twin),
+filtering and compression (mark, prefix-scan, gather), in batches whose output fits a chunk."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..backend import cpu_kernel, prange, to_host
+from ..kernels import Arg, Kernel
+
+
+@cpu_kernel(parallel=True)
+def _vertex_extension_cpu(n, first, indptr, indices, vertex, group_end, offset, out, count):
+    for i in prange(n):
+        e = first + i
+        a, a_end = e + 1, group_end[e]
+        b, b_end = indptr[vertex[e]], indptr[vertex[e] + 1]
+        if a < a_end:
+            lo, hi = b, b_end
+            while lo < hi:
+                mid = lo + (hi - lo) // 2
+                if indices[mid] < vertex[a]:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            b = lo
+        o, c = offset[i], 0
+        while a < a_end and b < b_end:
+            s, t = vertex[a], indices[b]
+            if s < t:
+                a += 1
+            elif t < s:
+                b += 1
+            else:
+                out[o + c] = s
+                c += 1
+                a += 1
+                b += 1
+        count[i] = c
+
+
+VERTEX_EXTENSION = Kernel("mining.cu", "gp_vertex_extension", twin=_vertex_extension_cpu, items="n", args=(
+    Arg("n", "i64", note="embeddings of the batch"), Arg("first", "i64", note="the batch's first embedding"),
+    Arg("indptr", "i64[]"), Arg("indices", "IdT[]", note="sorted per vertex"),
+    Arg("vertex", "IdT[]", note="the chunk's last column; siblings ascending"),
+    Arg("group_end", "i64[]", note="end of each embedding's siblings"), Arg("offset", "i64[n]", note="slots"),
+    Arg("out", "IdT[]", out=True), Arg("count", "i64[n]", out=True)))
+
+
+def extend(x, graph, vertex, parent, capacity: int, timer):
+    """The next column of a chunk (``vertex``, and ``parent`` None at the first column) in batches of at most
+    ``capacity`` candidate slots: each yields the new vertices and their parents (indices into ``vertex``)."""
+    degree = graph.indptr[vertex.astype(x.int64) + 1] - graph.indptr[vertex]
+    if parent is None:
+        group_end, bound = None, degree
+    else:
+        group_end = x.searchsorted(parent, parent, side="right")  # siblings share a parent, stored together
+        bound = x.minimum(group_end - x.arange(vertex.shape[0]) - 1, degree)
+    ends = to_host(x.cumsum(bound))
+    first = 0
+    while first < vertex.shape[0]:
+        last = max(first + 1, int(np.searchsorted(ends, (ends[first - 1] if first else 0) + capacity, "right")))
+        with timer("extension"):
+            if parent is None:
+                slots, owner, mark = _upper_neighbors(x, graph, vertex[first:last], bound[first:last])
+            else:
+                slots, owner, mark = _vertex_extension(x, graph, vertex, group_end, first, bound[first:last])
+        with timer("compression"):
+            yield compress(x, slots, owner + first, mark)
+        first = last
+
+
+def _upper_neighbors(x, graph, vertex, degree):
+    """A first column's candidates, every neighbor of each vertex, filtered to those above it (cliques are listed
+    in increasing ids: each once)."""
+    owner, position = _slots(x, degree)
+    candidates = graph.indices[graph.indptr[vertex][owner] + position]
+    return candidates, owner, candidates > vertex[owner]
+
+
+def _vertex_extension(x, graph, vertex, group_end, first: int, bound):
+    """Each embedding's candidates (the kernel), marked valid up to the count it found."""
+    owner, position = _slots(x, bound)
+    offset = (x.cumsum(bound) - bound).astype(x.int64)
+    out = x.empty(owner.shape[0], dtype=vertex.dtype)
+    count = x.empty(bound.shape[0], dtype=x.int64)
+    VERTEX_EXTENSION.launch(n=bound.shape[0], first=first, indptr=graph.indptr, indices=graph.indices,
+                            vertex=vertex, group_end=group_end, offset=offset, out=out, count=count)
+    return out, owner, position < count[owner]
+
+
+def _slots(x, sizes):
+    """For ``sizes.sum()`` slots laid out item after item: each slot's item and its position within it."""
+    ends = x.cumsum(sizes)
+    total = int(ends[-1]) if sizes.shape[0] else 0
+    slot = x.arange(total, dtype=x.int64)
+    owner = x.searchsorted(ends, slot, side="right")
+    return owner, slot - (ends - sizes)[owner]
+
+
+def compress(x, values, owner, mark):
+    """GAMMA's compression: the marked slots (their values and owners) moved together, in order; the prefix
+    scan of the marks (``flatnonzero``) gives each kept slot its place."""
+    kept = x.flatnonzero(mark)
+    return values[kept], owner[kept]

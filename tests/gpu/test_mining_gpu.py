@@ -1,0 +1,39 @@
+"""gpipe.mining on the GPU against the CPU twin: the same counts and the same cliques (run with -m gpu)."""
+
+import numpy as np
+import pytest
+
+import gpipe
+from gpipe.backend import gpu_problem
+
+pytestmark = pytest.mark.gpu
+
+if gpu_problem() is not None:
+    pytest.skip(f"no usable GPU: {gpu_problem()}", allow_module_level=True)
+
+
+@pytest.fixture(scope="module")
+def gpu_cluster():
+    with gpipe.connect(n_workers=1, device="gpu", dashboard_address=":0") as client:
+        yield client
+
+
+def _cliques(client, k, **budgets):
+    with client.as_current():
+        g = gpipe.generators.rmat(scale=12, edge_factor=8, seed=6, mode="replicated")
+        return gpipe.mining.list_cliques(g, k, **budgets)
+
+
+@pytest.mark.parametrize("k", [3, 4, 5])
+def test_cliques_on_gpu_equal_cpu(gpu_cluster, cpu_cluster, k):
+    gpu, cpu = _cliques(gpu_cluster, k), _cliques(cpu_cluster, k)
+    assert (gpu.stats["device"], cpu.stats["device"]) == ("gpu", "cpu")
+    np.testing.assert_array_equal(gpu.embeddings, cpu.embeddings)
+    assert gpu.count == cpu.count > 0
+
+
+def test_gpu_table_beyond_its_budgets_spills_and_finds_the_same_cliques(gpu_cluster):
+    in_memory, spilled = _cliques(gpu_cluster, 4), _cliques(gpu_cluster, 4, device_budget="64 kB",
+                                                            host_budget="256 kB")
+    np.testing.assert_array_equal(spilled.embeddings, in_memory.embeddings)
+    assert spilled.stats["bytes"]["disk"] > 0 and spilled.stats["spilled_bytes"] > 0
