@@ -85,3 +85,47 @@ def test_bad_k_and_graphs_are_refused_by_name(cpu_cluster):
         gpipe.mining.count_cliques(partitioned, 3)
     with pytest.raises(GpipeValueError, match="'g' must be an undirected graph"):
         gpipe.mining.list_cliques(directed, 3)
+
+
+PATTERNS = {
+    "triangle": [(0, 1), (1, 2), (2, 0)],
+    "path": [(0, 1), (1, 2), (2, 3)],
+    "4-cycle": [(0, 1), (1, 2), (2, 3), (3, 0)],
+    "diamond": [(0, 1), (1, 2), (2, 3), (3, 0), (0, 2)],
+    "tailed triangle": [("a", "b"), ("b", "c"), ("c", "a"), ("c", "d"), ("d", "e")],
+}
+
+
+@pytest.mark.parametrize("name", sorted(PATTERNS))
+def test_match_counts_equal_networkx_monomorphisms_and_induced_isomorphisms(cpu_cluster, name):
+    graph = nx.gnp_random_graph(22, 0.3, seed=11)
+    g = _replicated(cpu_cluster, graph)
+    matcher = nx.algorithms.isomorphism.GraphMatcher(graph, nx.Graph(PATTERNS[name]))
+    assert gpipe.mining.match(g, PATTERNS[name]).count == sum(1 for _ in matcher.subgraph_monomorphisms_iter())
+    assert gpipe.mining.match(g, PATTERNS[name], induced=True).count == sum(
+        1 for _ in matcher.subgraph_isomorphisms_iter())
+
+
+def test_matches_are_listed_in_the_patterns_vertex_order_for_any_worker_count(cpu_cluster, one_worker_cluster):
+    graph, pattern = nx.gnp_random_graph(30, 0.3, seed=12), nx.Graph(PATTERNS["tailed triangle"])
+    found = [gpipe.mining.match(_replicated(c, graph), pattern, embeddings=True)
+             for c in (one_worker_cluster, cpu_cluster)]
+    np.testing.assert_array_equal(found[0].embeddings, found[1].embeddings)
+    expected = {tuple(m[u] for u in "abcde") for m in (
+        {p: v for v, p in mapping.items()} for mapping in
+        nx.algorithms.isomorphism.GraphMatcher(graph, pattern).subgraph_monomorphisms_iter())}
+    assert {tuple(row) for row in found[0].embeddings.tolist()} == expected == set(map(tuple, found[1].embeddings))
+    assert found[0].stats["pattern_vertices"] == list("abcde") and found[0].stats["matching_order"][0] == "c"
+
+
+@pytest.mark.parametrize("pattern, message", [
+    ([(0, 1), (2, 3)], r"'pattern' must be connected, got vertices \[0, 1\] \(by position\) apart from the rest"),
+    ([(0, 0), (0, 1)], r"'pattern' must have no self-loops, got \[\(0, 0\)\]"),
+    ([(i, i + 1) for i in range(16)], "'pattern' must have 2 to 16 vertices, got 17"),
+    (nx.DiGraph([(0, 1)]), "'pattern' must be an undirected simple graph, got a DiGraph"),
+    (7, "'pattern' must be a networkx graph or a list of .u, v. edges, got int"),
+])
+def test_bad_patterns_are_refused_by_name(cpu_cluster, pattern, message):
+    g = _replicated(cpu_cluster, nx.complete_graph(4))
+    with pytest.raises(GpipeValueError, match=message):
+        gpipe.mining.match(g, pattern)

@@ -47,19 +47,64 @@ VERTEX_EXTENSION = Kernel("mining.cu", "gp_vertex_extension", twin=_vertex_exten
     Arg("out", "IdT[]", out=True), Arg("count", "i64[n]", out=True)))
 
 
-def extend(x, graph, vertex, parent, capacity: int, timer):
-    """The next column of a chunk (``vertex``, and ``parent`` None at the first column) in batches of at most
-    ``capacity`` candidate slots: each yields the new vertices and their parents (indices into ``vertex``)."""
-    degree = graph.indptr[vertex.astype(x.int64) + 1] - graph.indptr[vertex]
+@cpu_kernel()
+def _adjacent(indptr, indices, v, w):
+    lo, hi = indptr[v], indptr[v + 1]
+    while lo < hi:
+        mid = lo + (hi - lo) // 2
+        if indices[mid] < w:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo < indptr[v + 1] and indices[lo] == w
+
+
+@cpu_kernel(parallel=True)
+def _match_extension_cpu(n, width, indptr, indices, prefix, nback, back, napart, apart, min_degree, offset, out,
+                         count):
+    for i in prange(n):
+        row = prefix[i * width:(i + 1) * width]
+        least = back[0]
+        for b in range(1, nback):
+            v, u = row[back[b]], row[least]
+            if indptr[v + 1] - indptr[v] < indptr[u + 1] - indptr[u]:
+                least = back[b]
+        o, c = offset[i], 0
+        for e in range(indptr[row[least]], indptr[row[least] + 1]):
+            w = indices[e]
+            keep = indptr[w + 1] - indptr[w] >= min_degree
+            for j in range(width):
+                keep = keep and row[j] != w
+            for b in range(nback):
+                keep = keep and (back[b] == least or _adjacent(indptr, indices, row[back[b]], w))
+            for a in range(napart):
+                keep = keep and not _adjacent(indptr, indices, row[apart[a]], w)
+            if keep:
+                out[o + c] = w
+                c += 1
+        count[i] = c
+
+
+MATCH_EXTENSION = Kernel("mining.cu", "gp_match_extension", twin=_match_extension_cpu, items="n", args=(
+    Arg("n", "i64", note="embeddings of the batch"), Arg("width", "i32", note="pattern vertices matched"),
+    Arg("indptr", "i64[]"), Arg("indices", "IdT[]", note="sorted per vertex"),
+    Arg("prefix", "IdT[n*width]", note="the matched vertices, a row per embedding"), Arg("nback", "i32"),
+    Arg("back", "i32[nback]", note="the next vertex's pattern neighbors"), Arg("napart", "i32"),
+    Arg("apart", "i32[napart]", note="induced: its non-neighbors"), Arg("min_degree", "i64"),
+    Arg("offset", "i64[n]", note="slots"), Arg("out", "IdT[]", out=True), Arg("count", "i64[n]", out=True)))
+
+
+def extend_cliques(x, graph, vertex, parent, capacity: int, timer):
+    """The next column of a clique table's chunk (``vertex``, and ``parent`` None at the first column) in batches
+    of at most ``capacity`` candidate slots: each yields the new vertices and their parents (indices into
+    ``vertex``)."""
+    degree = _degrees(x, graph, vertex)
     if parent is None:
         group_end, bound = None, degree
     else:
         group_end = x.searchsorted(parent, parent, side="right")  # siblings share a parent, stored together
         bound = x.minimum(group_end - x.arange(vertex.shape[0]) - 1, degree)
-    ends = to_host(x.cumsum(bound))
-    first = 0
-    while first < vertex.shape[0]:
-        last = max(first + 1, int(np.searchsorted(ends, (ends[first - 1] if first else 0) + capacity, "right")))
+    for first, last in _batches(bound, capacity):
         with timer("extension"):
             if parent is None:
                 slots, owner, mark = _upper_neighbors(x, graph, vertex[first:last], bound[first:last])
@@ -67,6 +112,39 @@ def extend(x, graph, vertex, parent, capacity: int, timer):
                 slots, owner, mark = _vertex_extension(x, graph, vertex, group_end, first, bound[first:last])
         with timer("compression"):
             yield compress(x, slots, owner + first, mark)
+
+
+def extend_match(x, graph, rows, back, apart, min_degree: int, capacity: int, timer):
+    """The next column of a match table's chunk, given its embeddings as ``rows`` (matched vertices, in the
+    matching order) and the next pattern vertex's earlier neighbors ``back`` and non-neighbors ``apart`` (for
+    induced matches), in batches of at most ``capacity`` slots: new vertices and their parents (rows)."""
+    bound = _degrees(x, graph, rows[:, back]).min(axis=1)
+    back, apart = (x.asarray(np.asarray(a, dtype=np.int32)) for a in (back, apart))
+    for first, last in _batches(bound, capacity):
+        with timer("extension"):
+            owner, position = _slots(x, bound[first:last])
+            offset = (x.cumsum(bound[first:last]) - bound[first:last]).astype(x.int64)
+            out = x.empty(owner.shape[0], dtype=rows.dtype)
+            count = x.empty(last - first, dtype=x.int64)
+            MATCH_EXTENSION.launch(n=last - first, width=rows.shape[1], indptr=graph.indptr, indices=graph.indices,
+                                   prefix=x.ascontiguousarray(rows[first:last]).reshape(-1), nback=back.shape[0], back=back,
+                                   napart=apart.shape[0], apart=apart, min_degree=min_degree, offset=offset,
+                                   out=out, count=count)
+        with timer("compression"):
+            yield compress(x, out, owner + first, position < count[owner])
+
+
+def _degrees(x, graph, vertex):
+    return graph.indptr[vertex.astype(x.int64) + 1] - graph.indptr[vertex]
+
+
+def _batches(bound, capacity: int):
+    """Consecutive ``[first, last)`` embeddings whose bounds add up to at most ``capacity`` (or one embedding)."""
+    ends = to_host(bound.cumsum())
+    first = 0
+    while first < ends.shape[0]:
+        last = max(first + 1, int(np.searchsorted(ends, (ends[first - 1] if first else 0) + capacity, "right")))
+        yield first, last
         first = last
 
 

@@ -114,6 +114,18 @@ class EmbeddingTable:
                 return tuple(None if p is None else to_device(np.load(p), self.device) for p in chunk.paths)
             return tuple(None if a is None else to_device(a, self.device) for a in chunk.arrays)
 
+    def rows(self, x, chunk: Chunk):
+        """A chunk's embeddings as rows of vertices, one per column up to its own: its parents followed up."""
+        vertex, index = self.arrays(chunk)
+        columns = [vertex]
+        above = chunk
+        while above.column > 0:
+            above = self.columns[above.column - 1][above.parent_chunk]
+            vertex, parent = self.arrays(above)
+            columns.append(vertex[index])
+            index = None if parent is None else parent[index]
+        return x.stack(columns[::-1], axis=1)
+
     def drop(self, column: int) -> None:
         """Free a column's chunks (its files too)."""
         for chunk in self.columns[column]:

@@ -37,3 +37,17 @@ def test_gpu_table_beyond_its_budgets_spills_and_finds_the_same_cliques(gpu_clus
                                                             host_budget="256 kB")
     np.testing.assert_array_equal(spilled.embeddings, in_memory.embeddings)
     assert spilled.stats["bytes"]["disk"] > 0 and spilled.stats["spilled_bytes"] > 0
+
+
+@pytest.mark.parametrize("induced", [False, True])
+def test_matches_on_gpu_equal_cpu(gpu_cluster, cpu_cluster, induced):
+    diamond = [(0, 1), (1, 2), (2, 3), (3, 0), (0, 2)]
+
+    def matches(client):
+        with client.as_current():
+            g = gpipe.generators.rmat(scale=10, edge_factor=8, seed=6, mode="replicated")
+            return gpipe.mining.match(g, diamond, induced=induced, embeddings=True)
+
+    gpu, cpu = matches(gpu_cluster), matches(cpu_cluster)
+    np.testing.assert_array_equal(gpu.embeddings, cpu.embeddings)
+    assert gpu.count == cpu.count > 0
