@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..backend import cpu_kernel, prange, to_host
+from ..backend import cpu_kernel, prange, segments, to_host
 from ..kernels import Arg, Kernel
 
 
@@ -122,7 +122,7 @@ def extend_match(x, graph, rows, back, apart, min_degree: int, capacity: int, ti
     back, apart = (x.asarray(np.asarray(a, dtype=np.int32)) for a in (back, apart))
     for first, last in _batches(bound, capacity):
         with timer("extension"):
-            owner, position = _slots(x, bound[first:last])
+            owner, position = segments(x, bound[first:last])
             offset = (x.cumsum(bound[first:last]) - bound[first:last]).astype(x.int64)
             out = x.empty(owner.shape[0], dtype=rows.dtype)
             count = x.empty(last - first, dtype=x.int64)
@@ -151,29 +151,20 @@ def _batches(bound, capacity: int):
 def _upper_neighbors(x, graph, vertex, degree):
     """A first column's candidates, every neighbor of each vertex, filtered to those above it (cliques are listed
     in increasing ids: each once)."""
-    owner, position = _slots(x, degree)
+    owner, position = segments(x, degree)
     candidates = graph.indices[graph.indptr[vertex][owner] + position]
     return candidates, owner, candidates > vertex[owner]
 
 
 def _vertex_extension(x, graph, vertex, group_end, first: int, bound):
     """Each embedding's candidates (the kernel), marked valid up to the count it found."""
-    owner, position = _slots(x, bound)
+    owner, position = segments(x, bound)
     offset = (x.cumsum(bound) - bound).astype(x.int64)
     out = x.empty(owner.shape[0], dtype=vertex.dtype)
     count = x.empty(bound.shape[0], dtype=x.int64)
     VERTEX_EXTENSION.launch(n=bound.shape[0], first=first, indptr=graph.indptr, indices=graph.indices,
                             vertex=vertex, group_end=group_end, offset=offset, out=out, count=count)
     return out, owner, position < count[owner]
-
-
-def _slots(x, sizes):
-    """For ``sizes.sum()`` slots laid out item after item: each slot's item and its position within it."""
-    ends = x.cumsum(sizes)
-    total = int(ends[-1]) if sizes.shape[0] else 0
-    slot = x.arange(total, dtype=x.int64)
-    owner = x.searchsorted(ends, slot, side="right")
-    return owner, slot - (ends - sizes)[owner]
 
 
 def compress(x, values, owner, mark):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..backend import cpu_kernel
+from ..backend import cpu_kernel, segments
 from ..kernels import Arg, Kernel
 
 
@@ -50,7 +50,7 @@ def merge_pieces(x, keys, values, starts: np.ndarray):
     MERGE_RANK.launch(total=total, pieces=starts.shape[0] - 1, starts=starts, keys=keys, rank=rank, hits=hits)
     below = x.cumsum(hits.astype(x.int64))
     before = x.concatenate([x.zeros(1, dtype=x.int64), below])[starts[:-1]]  # the count ahead of each piece's start
-    piece = x.searchsorted(starts[1:], x.arange(total), side="right")
+    piece, _ = segments(x, starts[1:] - starts[:-1])
     rank += below - before[piece]
     out_keys = x.empty_like(keys)
     out_keys[rank] = keys

@@ -12,12 +12,6 @@ if gpu_problem() is not None:
     pytest.skip(f"no usable GPU: {gpu_problem()}", allow_module_level=True)
 
 
-@pytest.fixture(scope="module")
-def gpu_cluster():
-    with gpipe.connect(n_workers=1, device="gpu", dashboard_address=":0") as client:
-        yield client
-
-
 def _cliques(client, k, **budgets):
     with client.as_current():
         g = gpipe.generators.rmat(scale=12, edge_factor=8, seed=6, mode="replicated")
