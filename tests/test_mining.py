@@ -63,6 +63,17 @@ def test_a_table_beyond_the_budgets_spills_to_disk_and_finds_the_same_cliques(cp
     assert spilled.stats["embeddings"] == in_memory.stats["embeddings"]
 
 
+def test_matches_read_their_rows_back_from_disk(cpu_cluster):
+    """A match extends each chunk by its rows, read up through parent chunks spilled to host memory and disk."""
+    g = _replicated(cpu_cluster, nx.gnp_random_graph(40, 0.3, seed=6))
+    in_memory = gpipe.mining.match(g, PATTERNS["diamond"], induced=True, embeddings=True)
+    with dask.config.set({"gpipe.mining.chunk-embeddings": 16}):
+        spilled = gpipe.mining.match(g, PATTERNS["diamond"], induced=True, embeddings=True, device_budget=256,
+                                     host_budget=512)
+    np.testing.assert_array_equal(spilled.embeddings, in_memory.embeddings)
+    assert spilled.count == in_memory.count > 0 and spilled.stats["bytes"]["disk"] > 0
+
+
 def test_a_graph_without_cliques_counts_zero(cpu_cluster):
     g = _replicated(cpu_cluster, nx.cycle_graph(12))
     assert gpipe.mining.count_cliques(g, 3).count == 0

@@ -98,7 +98,7 @@ def extend_cliques(x, graph, vertex, parent, capacity: int, timer):
     """The next column of a clique table's chunk (``vertex``, and ``parent`` None at the first column) in batches
     of at most ``capacity`` candidate slots: each yields the new vertices and their parents (indices into
     ``vertex``)."""
-    degree = _degrees(x, graph, vertex)
+    degree = degrees(x, graph, vertex)
     if parent is None:
         group_end, bound = None, degree
     else:
@@ -118,7 +118,7 @@ def extend_match(x, graph, rows, back, apart, min_degree: int, capacity: int, ti
     """The next column of a match table's chunk, given its embeddings as ``rows`` (matched vertices, in the
     matching order) and the next pattern vertex's earlier neighbors ``back`` and non-neighbors ``apart`` (for
     induced matches), in batches of at most ``capacity`` slots: new vertices and their parents (rows)."""
-    bound = _degrees(x, graph, rows[:, back]).min(axis=1)
+    bound = degrees(x, graph, rows[:, list(back)]).min(axis=1)
     back, apart = (x.asarray(np.asarray(a, dtype=np.int32)) for a in (back, apart))
     for first, last in _batches(bound, capacity):
         with timer("extension"):
@@ -134,7 +134,8 @@ def extend_match(x, graph, rows, back, apart, min_degree: int, capacity: int, ti
             yield compress(x, out, owner + first, position < count[owner])
 
 
-def _degrees(x, graph, vertex):
+def degrees(x, graph, vertex):
+    """The degree of each of ``vertex`` (an array of any shape)."""
     return graph.indptr[vertex.astype(x.int64) + 1] - graph.indptr[vertex]
 
 

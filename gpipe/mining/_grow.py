@@ -20,7 +20,7 @@ from .._validate import check_bytes, check_graph, check_int
 from ..backend import to_host
 from ..errors import GpipeValueError
 from ._cluster import on_replicas, whole_graph
-from ._extend import compress
+from ._extend import compress, degrees
 from ._table import EmbeddingTable, Stats, merged
 
 
@@ -88,11 +88,11 @@ def _budget(name: str, value, key: str) -> int | None:
     return None if value == "auto" else check_bytes(name, value)
 
 
-def _ranges(degrees: np.ndarray, count: int) -> list[tuple[int, int]]:
+def _ranges(degree: np.ndarray, count: int) -> list[tuple[int, int]]:
     """``count`` ranges of first vertices of similar work (a vertex's degree squared, plus one), non-empty."""
-    work = np.cumsum(degrees.astype(np.float64) ** 2 + 1)
+    work = np.cumsum(degree.astype(np.float64) ** 2 + 1)
     cuts = np.searchsorted(work, work[-1] * np.arange(1, count) / count, "right") if work.size else []
-    bounds = [0, *(int(c) for c in cuts if 0 < c < degrees.size), int(degrees.size)]
+    bounds = [0, *(int(c) for c in cuts if 0 < c < degree.size), int(degree.size)]
     return [(lo, hi) for lo, hi in zip(bounds[:-1], bounds[1:]) if hi > lo]
 
 
@@ -119,7 +119,7 @@ def _grow(x, graph, spec: Spec, table: EmbeddingTable, lo: int, hi: int, stats: 
     plan, none = spec.plan, np.empty((0, spec.plan.columns), np.int64)
     first = x.arange(lo, hi, dtype=graph.indices.dtype)
     with stats.timer("filtering"):  # a first vertex needs the degree of its pattern vertex
-        first, _ = compress(x, first, first, graph.indptr[first + 1] - graph.indptr[first] >= plan.first_degree)
+        first, _ = compress(x, first, first, degrees(x, graph, first) >= plan.first_degree)
     stats.count(0, 0)
     if first.shape[0]:
         table.add(0, -1, first, None)

@@ -5,7 +5,8 @@ of each embedding and the index of its parent (the embedding it extends) in
 a chunk of the previous column. A chunk stays on the device while the
 device budget allows, then goes to host memory, then past the host budget to
 an ordinary ``.npy`` file in the spill folder, read back when it is extended
-or listed.
+or listed. On a CPU worker the device is host memory too: the first two
+tiers differ only by their budgets.
 """
 
 from __future__ import annotations
