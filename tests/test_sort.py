@@ -1,5 +1,6 @@
 """gpipe.sort.external_sort against numpy.sort: inputs several times the budget, every order and dtype."""
 
+import dask
 import dask.array as da
 import numpy as np
 import pytest
@@ -50,16 +51,30 @@ def test_one_key_repeated_is_cut_into_subtasks_within_the_budget():
     np.testing.assert_array_equal(np.concatenate(values), np.arange(N))
 
 
-def test_chunked_input_gives_chunks_and_dask_gives_dask():
+def test_chunked_input_gives_chunks():
     keys = _keys(np.float64, "random")
     chunks = external_sort(np.array_split(keys, 7), budget=BUDGET, device="cpu")
     assert isinstance(chunks, list) and len(chunks) > 1
     np.testing.assert_array_equal(np.concatenate(chunks), np.sort(keys))
-    lazy, values = external_sort(da.from_array(keys, chunks=3000), da.from_array(np.arange(N) * 2, chunks=3000),
+
+
+@pytest.mark.parametrize("order", ["random", "reversed"])
+def test_dask_input_is_sorted_lazily_as_key_ranges(order):
+    keys = _keys(np.int64, order)
+    lazy, values = external_sort(da.from_array(keys, chunks=3000), da.from_array(np.arange(N) * 2, chunks=2000),
                                  budget=BUDGET, device="cpu")
-    assert isinstance(lazy, da.Array)
-    np.testing.assert_array_equal(lazy.compute(), np.sort(keys))
+    assert isinstance(lazy, da.Array) and lazy.numblocks == (7,)
+    with dask.config.set(scheduler="sync"):
+        ranges = [lazy.blocks[i].compute() for i in range(7)]
+    assert all(r[-1] < s[0] for r, s in zip(ranges, ranges[1:]) if len(r) and len(s))  # a key in one range only
+    np.testing.assert_array_equal(np.concatenate(ranges), np.sort(keys))
     np.testing.assert_array_equal(values.compute(), 2 * np.argsort(keys, kind="stable"))
+
+
+def test_dask_ranges_are_sorted_on_the_workers(cpu):
+    keys = _keys(np.float64, "random")
+    lazy = external_sort(da.from_array(keys, chunks=5000), budget=BUDGET, device="cpu")
+    np.testing.assert_array_equal(lazy.compute(), np.sort(keys))
 
 
 def test_small_types_nans_and_signed_zeros_sort_as_numpy_does():
@@ -99,3 +114,9 @@ def test_bad_budgets_and_values_are_refused_by_name():
         external_sort(np.arange(10), budget="lots", device="cpu")
     with pytest.raises(GpipeValueError, match="'values' must have a row per key, got 3 rows for 10 keys"):
         external_sort(np.arange(10), np.arange(3), device="cpu")
+    with pytest.raises(GpipeValueError, match="'values' must be a dask array with a row per key like 'keys', got "
+                                              "ndarray of shape .10,."):
+        external_sort(da.arange(10, chunks=5), np.arange(10), device="cpu")
+    with pytest.raises(GpipeValueError, match="'keys' and 'values' must have known chunk sizes"):
+        unknown = da.arange(10, chunks=5)
+        external_sort(unknown[unknown >= 0], unknown[unknown >= 0], device="cpu")

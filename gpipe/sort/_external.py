@@ -17,6 +17,7 @@ from .._validate import check_bytes, check_choice
 from ..backend import DEVICES, device_of, resolve, to_device, to_host, xp
 from ..errors import GpipeValueError
 from ._merge import merge_pieces
+from ._ranges import sort_by_ranges
 
 _SIGN = np.uint64(1 << 63)
 # Device bytes per element while a run is sorted or a subtask merged: the key, its code, rank, hits and their
@@ -37,11 +38,16 @@ def external_sort(keys, values=None, *, budget=None, device: str | None = None):
     runs are left than a subtask can take pieces of, they are merged in groups
     first (more passes).
 
+    A dask array is sorted lazily as key ranges, one per block: splitters
+    placed by a sample of every block cut each block into ranges, and each
+    range is sorted as above in one task, wherever Dask runs it (on a
+    cluster, spread over the workers, each with its own device and budget).
+
     Parameters
     ----------
     keys : numpy.ndarray, cupy.ndarray, list of arrays or dask.array.Array
-        One-dimensional integer or floating-point keys; a list (or a dask
-        array) is taken one chunk at a time.
+        One-dimensional integer or floating-point keys; a list is taken one
+        chunk at a time.
     values : same kind as ``keys``, optional
         Values that follow their keys: as many rows as there are keys (in
         chunks of the same lengths when chunked).
@@ -56,8 +62,10 @@ def external_sort(keys, values=None, *, budget=None, device: str | None = None):
     Returns
     -------
     sorted_keys or (sorted_keys, sorted_values)
-        Of the input's kind: one array for an array, a list of chunks for a
-        list, a dask array (chunks of the merge's subtasks) for a dask array.
+        Of the input's kind: one array for an array, a list of chunks (the
+        merge's subtasks) for a list, a lazy dask array of key ranges (chunks
+        of sizes unknown until computed; a range holds every key equal to one
+        of its keys, however many) for a dask array.
         The sort is stable: equal keys keep their input order. As in
         :func:`numpy.sort`, NaNs come last; every NaN comes out as
         ``numpy.nan`` and ``-0.0`` as ``0.0``.
@@ -78,6 +86,8 @@ def external_sort(keys, values=None, *, budget=None, device: str | None = None):
     (True, True)
     """
     kind = _kind(keys)
+    if kind == "dask":
+        return sort_by_ranges(external_sort, _encode, keys, values, budget, device)
     key_chunks = _chunks(keys)
     value_chunks = None if values is None else _chunks(values)
     device = resolve("gpu" if kind == "cupy" else config.get("device") if device is None else
@@ -119,12 +129,7 @@ def _kind(data) -> str:
 
 
 def _chunks(data):
-    """The chunks of ``data``, one at a time (a dask array's computed as they are reached)."""
-    if isinstance(data, (list, tuple)):
-        return iter(data)
-    if type(data).__module__.startswith("dask.array"):
-        return (data.blocks[i].compute() for i in range(data.numblocks[0]))
-    return iter([data])
+    return iter(data) if isinstance(data, (list, tuple)) else iter([data])
 
 
 def _checked(keys, values, chunk: int, want_values: bool):
@@ -245,17 +250,11 @@ def _multimerge(device: str, runs: list, items: int):
 
 
 def _as_kind(kind: str, chunks: list, with_values: bool):
-    """The sorted chunks as the input was given: one array, a list, or a dask array."""
+    """The sorted chunks as the input was given: one array or a list."""
     if kind in ("numpy", "cupy"):
         device = "gpu" if kind == "cupy" else "cpu"
         parts = [(to_device(k, device), None if v is None else to_device(v, device)) for k, v in chunks]
         x = xp(device)
         keys = x.concatenate([k for k, _ in parts])
         return (keys, x.concatenate([v for _, v in parts])) if with_values else keys
-    if kind == "dask":
-        import dask.array as da
-
-        chunks = [(to_host(k), None if v is None else to_host(v)) for k, v in chunks]
-        keys = da.concatenate([da.from_array(k, chunks=k.shape) for k, _ in chunks])
-        return (keys, da.concatenate([da.from_array(v, chunks=v.shape) for _, v in chunks])) if with_values else keys
     return ([k for k, _ in chunks], [v for _, v in chunks]) if with_values else [k for k, _ in chunks]
