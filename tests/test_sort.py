@@ -108,7 +108,8 @@ def test_keys_that_are_not_numbers_are_refused_by_name(keys, message):
 
 
 def test_bad_budgets_and_values_are_refused_by_name():
-    with pytest.raises(GpipeValueError, match="'budget' must leave room for 64 elements .40 bytes each., got 100 bytes"):
+    with pytest.raises(GpipeValueError, match="'budget' must leave room for 64 elements .40 bytes each., "
+                                              "got 100 bytes"):
         external_sort(np.arange(10), budget=100, device="cpu")
     with pytest.raises(GpipeValueError, match="'budget' must be a byte count such as 1000000 or '4 GB', got 'lots'"):
         external_sort(np.arange(10), budget="lots", device="cpu")

@@ -122,16 +122,10 @@ def extend_match(x, graph, rows, back, apart, min_degree: int, capacity: int, ti
     back, apart = (x.asarray(np.asarray(a, dtype=np.int32)) for a in (back, apart))
     for first, last in _batches(bound, capacity):
         with timer("extension"):
-            owner, position = segments(x, bound[first:last])
-            offset = (x.cumsum(bound[first:last]) - bound[first:last]).astype(x.int64)
-            out = x.empty(owner.shape[0], dtype=rows.dtype)
-            count = x.empty(last - first, dtype=x.int64)
-            MATCH_EXTENSION.launch(n=last - first, width=rows.shape[1], indptr=graph.indptr, indices=graph.indices,
-                                   prefix=x.ascontiguousarray(rows[first:last]).reshape(-1), nback=back.shape[0], back=back,
-                                   napart=apart.shape[0], apart=apart, min_degree=min_degree, offset=offset,
-                                   out=out, count=count)
+            slots, owner, mark = _match_extension(x, graph, rows[first:last], back, apart, min_degree,
+                                                  bound[first:last])
         with timer("compression"):
-            yield compress(x, out, owner + first, position < count[owner])
+            yield compress(x, slots, owner + first, mark)
 
 
 def degrees(x, graph, vertex):
@@ -159,13 +153,28 @@ def _upper_neighbors(x, graph, vertex, degree):
 
 def _vertex_extension(x, graph, vertex, group_end, first: int, bound):
     """Each embedding's candidates (the kernel), marked valid up to the count it found."""
-    owner, position = segments(x, bound)
-    offset = (x.cumsum(bound) - bound).astype(x.int64)
-    out = x.empty(owner.shape[0], dtype=vertex.dtype)
-    count = x.empty(bound.shape[0], dtype=x.int64)
+    owner, position, offset, out, count = _room(x, bound, vertex.dtype)
     VERTEX_EXTENSION.launch(n=bound.shape[0], first=first, indptr=graph.indptr, indices=graph.indices,
                             vertex=vertex, group_end=group_end, offset=offset, out=out, count=count)
     return out, owner, position < count[owner]
+
+
+def _match_extension(x, graph, rows, back, apart, min_degree: int, bound):
+    """Each embedding's candidates (the kernel), marked valid up to the count it found."""
+    owner, position, offset, out, count = _room(x, bound, rows.dtype)
+    MATCH_EXTENSION.launch(n=rows.shape[0], width=rows.shape[1], indptr=graph.indptr, indices=graph.indices,
+                           prefix=x.ascontiguousarray(rows).reshape(-1), nback=back.shape[0], back=back,
+                           napart=apart.shape[0], apart=apart, min_degree=min_degree, offset=offset, out=out,
+                           count=count)
+    return out, owner, position < count[owner]
+
+
+def _room(x, bound, dtype) -> tuple:
+    """Slots for ``bound`` results of each embedding: each slot's embedding and place in it, each embedding's
+    first slot, the slots, and room for the counts the kernel finds."""
+    owner, position = segments(x, bound)
+    offset = (x.cumsum(bound) - bound).astype(x.int64)
+    return owner, position, offset, x.empty(owner.shape[0], dtype=dtype), x.empty(bound.shape[0], dtype=x.int64)
 
 
 def compress(x, values, owner, mark):
