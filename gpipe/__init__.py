@@ -3,7 +3,7 @@
 __version__ = "0.1.0"
 
 from . import config  # noqa: F401  (merges gpipe.yaml into dask.config)
-from . import gnn, sampling, walks, workflow
+from . import gnn, mining, sampling, sort, walks, workflow
 from .cluster import connect
 from .errors import DeviceUnavailableError, GpipeError, GpipeFileError, GpipeValueError, TaskError, WorkerLostError
 from .graph import Graph, from_edges, generators, read_edges
@@ -25,8 +25,10 @@ __all__ = [
     "from_edges",
     "generators",
     "gnn",
+    "mining",
     "read_edges",
     "sampling",
+    "sort",
     "walks",
     "workflow",
 ]

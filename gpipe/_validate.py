@@ -139,3 +139,15 @@ def check_fanouts(name: str, value) -> list[int]:
         raise GpipeValueError(f"'{name}' must be a non-empty list of positive ints or -1 (every neighbor), "
                               f"got {value!r}")
     return [int(f) for f in values]
+
+
+def check_bytes(name: str, value, *, minimum: int = 0) -> int:
+    """A byte count given as an integer or a string such as ``'4 GB'``."""
+    if isinstance(value, str):
+        from dask.utils import parse_bytes
+
+        try:
+            value = parse_bytes(value)
+        except ValueError:
+            raise GpipeValueError(f"'{name}' must be a byte count such as 1000000 or '4 GB', got {value!r}") from None
+    return check_int(name, value, minimum=minimum)

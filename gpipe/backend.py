@@ -108,6 +108,16 @@ def group_max(x, values, group):
     return out
 
 
+def segments(x, sizes):
+    """For items laid out segment after segment (``sizes[i]`` in segment ``i``): each item's segment and its
+    position within it."""
+    ends = x.cumsum(sizes)
+    total = int(ends[-1]) if sizes.shape[0] else 0
+    item = x.arange(total, dtype=x.int64)
+    segment = x.searchsorted(ends, item, side="right")
+    return segment, item - (ends - sizes)[segment]
+
+
 def cpu_kernel(*, parallel: bool = False):
     """Decorator compiling a CPU twin with numba (cached on disk, GIL released)."""
     return numba.njit(cache=True, nogil=True, parallel=parallel)

@@ -15,12 +15,6 @@ if gpu_problem() is not None:
 import cupy  # noqa: E402
 
 
-@pytest.fixture(scope="module")
-def gpu_cluster():
-    with gpipe.connect(n_workers=1, device="gpu", dashboard_address=":0") as client:
-        yield client
-
-
 def test_rng_bits_match_cpu_twin():
     """Both words of each Philox block (the second is ``below``'s retry), ids past 32 bits, steps up to 2**32 - 1."""
     ids = np.arange(0, 1 << 16, 7, dtype=np.int64) * 1_000_003 * 1_000_003

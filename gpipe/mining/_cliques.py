@@ -1,0 +1,113 @@
+"""k-cliques: each found once, as vertices in increasing id order, by GAMMA's vertex extension."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .._validate import check_int
+from ._extend import extend_cliques
+from ._grow import MiningResult, check_mined_graph, mine
+
+
+@dataclass(frozen=True)
+class CliquePlan:
+    columns: int  # k
+    reads_ancestors = False  # a chunk extends by its own column: the one before can go once it is extended
+
+    @property
+    def first_degree(self) -> int:
+        return self.columns - 1
+
+    def extend(self, x, graph, table, chunk, capacity: int, timer):
+        vertex, parent = table.arrays(chunk)
+        yield from extend_cliques(x, graph, vertex, parent, capacity, timer)
+
+
+def count_cliques(g, k: int, *, device_budget=None, host_budget=None) -> MiningResult:
+    """Count the k-cliques of an undirected graph (GAMMA's vertex extension of embedding tables).
+
+    Each clique is found once, as vertices in increasing id order: the table
+    of a range of first vertices is extended column by column, each
+    embedding by the neighbors of its last vertex among its later siblings
+    (the candidates its prefix already narrowed down). The first vertices are
+    cut into ``gpipe.mining.ranges`` fixed ranges of similar work, spread over
+    the workers, so the count does not depend on how many there are. Table
+    chunks beyond ``device_budget`` go to host memory, and beyond
+    ``host_budget`` to files on the worker's disk.
+
+    Parameters
+    ----------
+    g : Graph
+        An undirected graph replicated on the workers (``mode="replicated"``).
+    k : int
+        Clique size, at least 3.
+    device_budget, host_budget : int or str, optional
+        Bytes of the table each worker keeps on its device, then in host
+        memory (``'2 GB'``); default ``gpipe.mining.device-budget`` and
+        ``gpipe.mining.host-budget``.
+
+    Returns
+    -------
+    MiningResult
+        ``count`` and ``stats``: ``embeddings`` per column, peak ``bytes`` on
+        device / host / disk and ``spilled_bytes`` (summed over the workers),
+        ``primitive_seconds`` (filtering, extension, compression, placement,
+        listing) and the call's ``seconds``.
+
+    Raises
+    ------
+    GpipeValueError
+        ``k`` below 3, a directed or partitioned graph, or a bad budget.
+
+    Examples
+    --------
+    >>> import pandas as pd, gpipe
+    >>> edges = pd.DataFrame({"src": [0, 0, 0, 1, 1, 2], "dst": [1, 2, 3, 2, 3, 3]})  # K4
+    >>> with gpipe.connect(n_workers=1, device="cpu"):
+    ...     g = gpipe.from_edges(edges, mode="replicated")
+    ...     [gpipe.mining.count_cliques(g, k).count for k in (3, 4)]
+    [4, 1]
+    """
+    return _cliques(g, k, False, device_budget, host_budget)
+
+
+def list_cliques(g, k: int, *, device_budget=None, host_budget=None) -> MiningResult:
+    """List the k-cliques of an undirected graph: :func:`count_cliques`, with every clique.
+
+    Parameters
+    ----------
+    g, k, device_budget, host_budget
+        As for :func:`count_cliques`.
+
+    Returns
+    -------
+    MiningResult
+        ``embeddings``: one row per clique, its vertices (original ids) in
+        increasing dense id, rows in lexicographic order of dense ids, the
+        same for any number of workers; ``count`` and ``stats`` as for
+        :func:`count_cliques`.
+
+    Raises
+    ------
+    GpipeValueError
+        As for :func:`count_cliques`.
+
+    Examples
+    --------
+    >>> import pandas as pd, gpipe
+    >>> edges = pd.DataFrame({"src": [0, 0, 1, 2], "dst": [1, 2, 2, 3]})  # a triangle and a tail
+    >>> with gpipe.connect(n_workers=1, device="cpu"):
+    ...     g = gpipe.from_edges(edges, mode="replicated")
+    ...     gpipe.mining.list_cliques(g, 3).embeddings.tolist()
+    [[0, 1, 2]]
+    """
+    return _cliques(g, k, True, device_budget, host_budget)
+
+
+def _cliques(g, k, listing: bool, device_budget, host_budget) -> MiningResult:
+    g = check_mined_graph(g)
+    result = mine(g, CliquePlan(check_int("k", k, minimum=3)), listing, device_budget, host_budget)
+    result.stats["k"] = k
+    if listing:
+        return MiningResult(result.count, result.stats, g.to_original(result.embeddings))
+    return result

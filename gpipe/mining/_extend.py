@@ -1,0 +1,184 @@
+"""GAMMA's primitives on one chunk of an embedding table: extension (``kernels/mining.cu`` and its CPU twin),
+filtering and compression (mark, prefix-scan, gather), in batches whose output fits a chunk."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..backend import cpu_kernel, prange, segments, to_host
+from ..kernels import Arg, Kernel
+
+
+@cpu_kernel(parallel=True)
+def _vertex_extension_cpu(n, first, indptr, indices, vertex, group_end, offset, out, count):
+    for i in prange(n):
+        e = first + i
+        a, a_end = e + 1, group_end[e]
+        b, b_end = indptr[vertex[e]], indptr[vertex[e] + 1]
+        if a < a_end:
+            lo, hi = b, b_end
+            while lo < hi:
+                mid = lo + (hi - lo) // 2
+                if indices[mid] < vertex[a]:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            b = lo
+        o, c = offset[i], 0
+        while a < a_end and b < b_end:
+            s, t = vertex[a], indices[b]
+            if s < t:
+                a += 1
+            elif t < s:
+                b += 1
+            else:
+                out[o + c] = s
+                c += 1
+                a += 1
+                b += 1
+        count[i] = c
+
+
+VERTEX_EXTENSION = Kernel("mining.cu", "gp_vertex_extension", twin=_vertex_extension_cpu, items="n", args=(
+    Arg("n", "i64", note="embeddings of the batch"), Arg("first", "i64", note="the batch's first embedding"),
+    Arg("indptr", "i64[]"), Arg("indices", "IdT[]", note="sorted per vertex"),
+    Arg("vertex", "IdT[]", note="the chunk's last column; siblings ascending"),
+    Arg("group_end", "i64[]", note="end of each embedding's siblings"), Arg("offset", "i64[n]", note="slots"),
+    Arg("out", "IdT[]", out=True), Arg("count", "i64[n]", out=True)))
+
+
+@cpu_kernel()
+def _adjacent(indptr, indices, v, w):
+    lo, hi = indptr[v], indptr[v + 1]
+    while lo < hi:
+        mid = lo + (hi - lo) // 2
+        if indices[mid] < w:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo < indptr[v + 1] and indices[lo] == w
+
+
+@cpu_kernel(parallel=True)
+def _match_extension_cpu(n, width, indptr, indices, prefix, nback, back, napart, apart, min_degree, offset, out,
+                         count):
+    for i in prange(n):
+        row = prefix[i * width:(i + 1) * width]
+        least = back[0]
+        for b in range(1, nback):
+            v, u = row[back[b]], row[least]
+            if indptr[v + 1] - indptr[v] < indptr[u + 1] - indptr[u]:
+                least = back[b]
+        o, c = offset[i], 0
+        for e in range(indptr[row[least]], indptr[row[least] + 1]):
+            w = indices[e]
+            keep = indptr[w + 1] - indptr[w] >= min_degree
+            for j in range(width):
+                keep = keep and row[j] != w
+            for b in range(nback):
+                keep = keep and (back[b] == least or _adjacent(indptr, indices, row[back[b]], w))
+            for a in range(napart):
+                keep = keep and not _adjacent(indptr, indices, row[apart[a]], w)
+            if keep:
+                out[o + c] = w
+                c += 1
+        count[i] = c
+
+
+MATCH_EXTENSION = Kernel("mining.cu", "gp_match_extension", twin=_match_extension_cpu, items="n", args=(
+    Arg("n", "i64", note="embeddings of the batch"), Arg("width", "i32", note="pattern vertices matched"),
+    Arg("indptr", "i64[]"), Arg("indices", "IdT[]", note="sorted per vertex"),
+    Arg("prefix", "IdT[n*width]", note="the matched vertices, a row per embedding"), Arg("nback", "i32"),
+    Arg("back", "i32[nback]", note="the next vertex's pattern neighbors"), Arg("napart", "i32"),
+    Arg("apart", "i32[napart]", note="induced: its non-neighbors"), Arg("min_degree", "i64"),
+    Arg("offset", "i64[n]", note="slots"), Arg("out", "IdT[]", out=True), Arg("count", "i64[n]", out=True)))
+
+
+def extend_cliques(x, graph, vertex, parent, capacity: int, timer):
+    """The next column of a clique table's chunk (``vertex``, and ``parent`` None at the first column) in batches
+    of at most ``capacity`` candidate slots: each yields the new vertices and their parents (indices into
+    ``vertex``)."""
+    degree = degrees(x, graph, vertex)
+    if parent is None:
+        group_end, bound = None, degree
+    else:
+        group_end = x.searchsorted(parent, parent, side="right")  # siblings share a parent, stored together
+        bound = x.minimum(group_end - x.arange(vertex.shape[0]) - 1, degree)
+    for first, last in _batches(bound, capacity):
+        with timer("extension"):
+            if parent is None:
+                slots, owner, mark = _upper_neighbors(x, graph, vertex[first:last], bound[first:last])
+            else:
+                slots, owner, mark = _vertex_extension(x, graph, vertex, group_end, first, bound[first:last])
+        with timer("compression"):
+            yield compress(x, slots, owner + first, mark)
+
+
+def extend_match(x, graph, rows, back, apart, min_degree: int, capacity: int, timer):
+    """The next column of a match table's chunk, given its embeddings as ``rows`` (matched vertices, in the
+    matching order) and the next pattern vertex's earlier neighbors ``back`` and non-neighbors ``apart`` (for
+    induced matches), in batches of at most ``capacity`` slots: new vertices and their parents (rows)."""
+    bound = degrees(x, graph, rows[:, list(back)]).min(axis=1)
+    back, apart = (x.asarray(np.asarray(a, dtype=np.int32)) for a in (back, apart))
+    for first, last in _batches(bound, capacity):
+        with timer("extension"):
+            slots, owner, mark = _match_extension(x, graph, rows[first:last], back, apart, min_degree,
+                                                  bound[first:last])
+        with timer("compression"):
+            yield compress(x, slots, owner + first, mark)
+
+
+def degrees(x, graph, vertex):
+    """The degree of each of ``vertex`` (an array of any shape)."""
+    return graph.indptr[vertex.astype(x.int64) + 1] - graph.indptr[vertex]
+
+
+def _batches(bound, capacity: int):
+    """Consecutive ``[first, last)`` embeddings whose bounds add up to at most ``capacity`` (or one embedding)."""
+    ends = to_host(bound.cumsum())
+    first = 0
+    while first < ends.shape[0]:
+        last = max(first + 1, int(np.searchsorted(ends, (ends[first - 1] if first else 0) + capacity, "right")))
+        yield first, last
+        first = last
+
+
+def _upper_neighbors(x, graph, vertex, degree):
+    """A first column's candidates, every neighbor of each vertex, filtered to those above it (cliques are listed
+    in increasing ids: each once)."""
+    owner, position = segments(x, degree)
+    candidates = graph.indices[graph.indptr[vertex][owner] + position]
+    return candidates, owner, candidates > vertex[owner]
+
+
+def _vertex_extension(x, graph, vertex, group_end, first: int, bound):
+    """Each embedding's candidates (the kernel), marked valid up to the count it found."""
+    owner, position, offset, out, count = _room(x, bound, vertex.dtype)
+    VERTEX_EXTENSION.launch(n=bound.shape[0], first=first, indptr=graph.indptr, indices=graph.indices,
+                            vertex=vertex, group_end=group_end, offset=offset, out=out, count=count)
+    return out, owner, position < count[owner]
+
+
+def _match_extension(x, graph, rows, back, apart, min_degree: int, bound):
+    """Each embedding's candidates (the kernel), marked valid up to the count it found."""
+    owner, position, offset, out, count = _room(x, bound, rows.dtype)
+    MATCH_EXTENSION.launch(n=rows.shape[0], width=rows.shape[1], indptr=graph.indptr, indices=graph.indices,
+                           prefix=x.ascontiguousarray(rows).reshape(-1), nback=back.shape[0], back=back,
+                           napart=apart.shape[0], apart=apart, min_degree=min_degree, offset=offset, out=out,
+                           count=count)
+    return out, owner, position < count[owner]
+
+
+def _room(x, bound, dtype) -> tuple:
+    """Slots for ``bound`` results of each embedding: each slot's embedding and place in it, each embedding's
+    first slot, the slots, and room for the counts the kernel finds."""
+    owner, position = segments(x, bound)
+    offset = (x.cumsum(bound) - bound).astype(x.int64)
+    return owner, position, offset, x.empty(owner.shape[0], dtype=dtype), x.empty(bound.shape[0], dtype=x.int64)
+
+
+def compress(x, values, owner, mark):
+    """GAMMA's compression: the marked slots (their values and owners) moved together, in order; the prefix
+    scan of the marks (``flatnonzero``) gives each kept slot its place."""
+    kept = x.flatnonzero(mark)
+    return values[kept], owner[kept]

@@ -1,0 +1,143 @@
+"""A mining run: tables grown column by column from fixed ranges of first vertices, on the graph's workers.
+
+A plan (cliques, a pattern match) says how many columns a table has, which
+first vertices it keeps, and how a chunk extends to the next column; the
+rest is the same for every algorithm: the ranges, the budgets, the chunks'
+placement, the counts, the listing and the stats.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import psutil
+
+from .. import config
+from .._validate import check_bytes, check_graph, check_int
+from ..backend import to_host
+from ..errors import GpipeValueError
+from ._cluster import on_replicas, whole_graph
+from ._extend import compress, degrees
+from ._table import EmbeddingTable, Stats, merged
+
+
+@dataclass(frozen=True)
+class MiningResult:
+    """What a mining run found: ``count`` embeddings (``embeddings``, one row each, when they were listed) and
+    ``stats`` (embeddings per column, peak table bytes per tier, spilled bytes, seconds of the call and per
+    primitive)."""
+
+    count: int
+    stats: dict
+    embeddings: np.ndarray | None = None
+
+    def __int__(self) -> int:
+        return self.count
+
+    def __repr__(self) -> str:
+        return f"<gpipe.mining.MiningResult: {self.count} embeddings in {self.stats['seconds']:.3f} s>"
+
+
+@dataclass(frozen=True)
+class Spec:
+    graph_id: str
+    plan: object  # columns, first_degree, reads_ancestors, extend(x, graph, table, chunk, capacity, timer)
+    listing: bool
+    capacity: int  # candidate slots per extension batch, so per chunk
+    device_budget: int | None  # bytes of table chunks a worker keeps on its device; None: auto, decided there
+    host_budget: int | None  # then in host memory; past it chunks go to disk
+    spill_directory: str | None
+
+
+def check_mined_graph(g):
+    """``g`` if gpipe.mining can mine it: undirected and replicated on the workers."""
+    g = check_graph(g)
+    if g.directed:
+        raise GpipeValueError("'g' must be an undirected graph to mine patterns, got a directed one")
+    if g.mode != "replicated":
+        raise GpipeValueError("'g' must be replicated on the workers (mode='replicated'): gpipe.mining does not "
+                              "mine partitioned graphs yet")
+    return g
+
+
+def mine(g, plan, listing: bool, device_budget, host_budget) -> MiningResult:
+    """Grow the tables of ``plan`` on ``g``'s workers; the count, the rows (dense ids) when listing, the stats."""
+    start = time.perf_counter()
+    spec = Spec(g.graph_id, plan, listing,
+                check_int("gpipe.mining.chunk-embeddings", config.get("mining.chunk-embeddings"), minimum=1),
+                _budget("device_budget", device_budget, "mining.device-budget"),
+                _budget("host_budget", host_budget, "mining.host-budget"), config.get("mining.spill-directory"))
+    ranges = _ranges(g.degrees().to_numpy(), check_int("gpipe.mining.ranges", config.get("mining.ranges"), minimum=1))
+    results, summaries = on_replicas(g, _grow_here, spec, ranges)
+    stats = merged(summaries)
+    stats["primitive_seconds"] = stats.pop("seconds")  # summed over the workers
+    stats.update(ranges=len(ranges), workers=len(summaries), device=g.device, seconds=time.perf_counter() - start)
+    rows = None
+    if listing:
+        rows = np.concatenate([np.empty((0, plan.columns), np.int64)] + [r for _, r in results])
+    return MiningResult(sum(c for c, _ in results), stats, rows)
+
+
+def _budget(name: str, value, key: str) -> int | None:
+    """A budget in bytes, or None for 'auto' (decided on each worker, by its memory)."""
+    if value is None:
+        name, value = f"gpipe.{key}", config.get(key)
+    return None if value == "auto" else check_bytes(name, value)
+
+
+def _ranges(degree: np.ndarray, count: int) -> list[tuple[int, int]]:
+    """``count`` ranges of first vertices of similar work (a vertex's degree squared, plus one), non-empty."""
+    work = np.cumsum(degree.astype(np.float64) ** 2 + 1)
+    cuts = np.searchsorted(work, work[-1] * np.arange(1, count) / count, "right") if work.size else []
+    bounds = [0, *(int(c) for c in cuts if 0 < c < degree.size), int(degree.size)]
+    return [(lo, hi) for lo, hi in zip(bounds[:-1], bounds[1:]) if hi > lo]
+
+
+def _grow_here(spec: Spec, ranges: list) -> tuple[list, dict]:
+    """On a worker: each range's count (and rows of dense ids), and what this worker's tables did."""
+    graph, device, x = whole_graph(spec.graph_id)
+    stats = Stats(synchronize=None if device == "cpu" else x.cuda.get_current_stream().synchronize)
+    memory = psutil.virtual_memory().available
+    device_budget = spec.device_budget if spec.device_budget is not None else (
+        x.cuda.Device().mem_info[0] // 2 if device == "gpu" else memory // 4)
+    host_budget = spec.host_budget if spec.host_budget is not None else memory // 2
+    results = []
+    with tempfile.TemporaryDirectory(prefix="gpipe-mining-", dir=spec.spill_directory) as folder:
+        for lo, hi in ranges:
+            table = EmbeddingTable(device, device_budget, host_budget, folder, stats)
+            try:
+                results.append(_grow(x, graph, spec, table, lo, hi, stats))
+            finally:
+                table.close()
+    return results, stats.summary()
+
+
+def _grow(x, graph, spec: Spec, table: EmbeddingTable, lo: int, hi: int, stats: Stats) -> tuple:
+    plan, none = spec.plan, np.empty((0, spec.plan.columns), np.int64)
+    first = x.arange(lo, hi, dtype=graph.indices.dtype)
+    with stats.timer("filtering"):  # a first vertex needs the degree of its pattern vertex
+        first, _ = compress(x, first, first, degrees(x, graph, first) >= plan.first_degree)
+    stats.count(0, 0)
+    if first.shape[0]:
+        table.add(0, -1, first, None)
+    for column in range(1, plan.columns):
+        stats.count(column, 0)
+        if len(table.columns) < column:  # nothing was extended: no embedding starts in this range
+            return 0, none if spec.listing else None
+        for c, chunk in enumerate(table.columns[column - 1]):
+            for vertex, parent in plan.extend(x, graph, table, chunk, spec.capacity, stats.timer):
+                if vertex.shape[0]:
+                    table.add(column, c, vertex, parent)
+        if not spec.listing and not plan.reads_ancestors:
+            table.drop(column - 1)
+    if len(table.columns) < plan.columns:
+        return 0, none if spec.listing else None
+    count = sum(chunk.size for chunk in table.columns[-1])
+    if not spec.listing:
+        return count, None
+    with stats.timer("listing"):
+        rows = [to_host(table.rows(x, chunk)).astype(np.int64) for chunk in table.columns[-1]]
+    return count, np.concatenate([none] + rows)

@@ -1,0 +1,145 @@
+"""Subgraph matching: every injective map of a small connected pattern into the graph (edge-preserving, or
+induced), grown one pattern vertex at a time in an order chosen from the pattern's degrees."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .._validate import check_bool
+from ..errors import GpipeValueError
+from ._extend import extend_match
+from ._grow import MiningResult, check_mined_graph, mine
+
+MAX_PATTERN_VERTICES = 16
+
+
+@dataclass(frozen=True)
+class MatchPlan:
+    order: tuple  # pattern vertices (0..m-1) in matching order
+    back: tuple  # per position: the earlier positions adjacent in the pattern
+    apart: tuple  # per position: the earlier positions not adjacent (checked for induced matches)
+    degree: tuple  # per position: its pattern degree, which a matched vertex must reach
+    reads_ancestors = True  # a chunk extends by its embeddings' rows: every column is kept
+
+    @property
+    def columns(self) -> int:
+        return len(self.order)
+
+    @property
+    def first_degree(self) -> int:
+        return self.degree[0]
+
+    def extend(self, x, graph, table, chunk, capacity: int, timer):
+        column = chunk.column + 1
+        yield from extend_match(x, graph, table.rows(x, chunk), self.back[column], self.apart[column],
+                                self.degree[column], capacity, timer)
+
+
+def match(g, pattern, induced: bool = False, *, embeddings: bool = False, device_budget=None,
+          host_budget=None) -> MiningResult:
+    """Count (and list) the matches of a small unlabeled pattern in an undirected graph.
+
+    A match maps the pattern's vertices to distinct graph vertices so that
+    every pattern edge is a graph edge (and, when ``induced``, every pattern
+    non-edge a non-edge). The pattern is matched one vertex at a time, in an
+    order starting at its highest-degree vertex and then taking the vertex
+    with the most pattern neighbors already matched; each embedding extends
+    by the neighbors of its least-degree matched pattern neighbor that pass
+    the others' adjacency (and induced) tests, as in :func:`count_cliques`.
+    Every map is counted: a subgraph shaped like the pattern is found once
+    per automorphism of the pattern (as networkx's ``GraphMatcher`` finds it).
+
+    Parameters
+    ----------
+    g : Graph
+        An undirected graph replicated on the workers (``mode="replicated"``).
+    pattern : networkx.Graph or list of (u, v) pairs
+        A connected undirected pattern of 2 to 16 vertices, without self-loops.
+    induced : bool
+        Match induced subgraphs (pattern non-edges must be graph non-edges).
+    embeddings : bool
+        Also return every match, a row each.
+    device_budget, host_budget : int or str, optional
+        As for :func:`count_cliques`.
+
+    Returns
+    -------
+    MiningResult
+        ``count``; ``embeddings`` (when asked for): one row per match, the
+        graph vertices (original ids) matched to the pattern's vertices in
+        their sorted order (``stats['pattern_vertices']``); ``stats`` as for
+        :func:`count_cliques`, with the ``matching_order``.
+
+    Raises
+    ------
+    GpipeValueError
+        A pattern that is not connected, too large, directed or has
+        self-loops; a directed or partitioned graph; a bad budget.
+
+    Examples
+    --------
+    >>> import pandas as pd, gpipe
+    >>> edges = pd.DataFrame({"src": [0, 0, 1, 2], "dst": [1, 2, 2, 3]})  # a triangle and a tail
+    >>> path = [("a", "b"), ("b", "c")]
+    >>> with gpipe.connect(n_workers=1, device="cpu"):
+    ...     g = gpipe.from_edges(edges, mode="replicated")
+    ...     gpipe.mining.match(g, path).count, gpipe.mining.match(g, path, induced=True).count
+    (10, 4)
+    """
+    g = check_mined_graph(g)
+    induced = check_bool("induced", induced)
+    embeddings = check_bool("embeddings", embeddings)
+    nodes, edges = _pattern(pattern)
+    plan = matching_plan(len(nodes), edges, induced)
+    result = mine(g, plan, embeddings, device_budget, host_budget)
+    result.stats.update(pattern_vertices=nodes, matching_order=[nodes[u] for u in plan.order], induced=induced)
+    if embeddings:  # columns from the matching order back to the pattern's vertex order
+        return MiningResult(result.count, result.stats, g.to_original(result.embeddings[:, np.argsort(plan.order)]))
+    return result
+
+
+def _pattern(pattern) -> tuple[list, list[tuple[int, int]]]:
+    """The pattern's vertices (sorted) and its edges between their positions, checked."""
+    if hasattr(pattern, "edges") and hasattr(pattern, "nodes"):
+        if pattern.is_directed() or pattern.is_multigraph():
+            raise GpipeValueError(f"'pattern' must be an undirected simple graph, got a {type(pattern).__name__}")
+        nodes, pairs = sorted(pattern.nodes()), list(pattern.edges())
+    else:
+        try:
+            pairs = [tuple(pair) for pair in pattern]
+        except TypeError:
+            raise GpipeValueError(f"'pattern' must be a networkx graph or a list of (u, v) edges, got "
+                                  f"{type(pattern).__name__}") from None
+        if any(len(pair) != 2 for pair in pairs):
+            raise GpipeValueError(f"'pattern' must be a list of (u, v) edges, got {pattern!r}")
+        nodes = sorted({u for pair in pairs for u in pair})
+    if any(u == v for u, v in pairs):
+        raise GpipeValueError(f"'pattern' must have no self-loops, got {[p for p in pairs if p[0] == p[1]]}")
+    if not 2 <= len(nodes) <= MAX_PATTERN_VERTICES:
+        raise GpipeValueError(f"'pattern' must have 2 to {MAX_PATTERN_VERTICES} vertices, got {len(nodes)}")
+    position = {u: i for i, u in enumerate(nodes)}
+    return nodes, [(position[u], position[v]) for u, v in pairs]
+
+
+def matching_plan(m: int, edges: list[tuple[int, int]], induced: bool) -> MatchPlan:
+    """The matching order (the highest degree first, then the most neighbors already matched, then the higher
+    degree, then the lower position) and, per position, what a candidate is checked against."""
+    adjacent = [set() for _ in range(m)]
+    for u, v in edges:
+        adjacent[u].add(v)
+        adjacent[v].add(u)
+    order = [max(range(m), key=lambda u: (len(adjacent[u]), -u))]
+    while len(order) < m:
+        placed = set(order)
+        best = max((u for u in range(m) if u not in placed),
+                   key=lambda u: (len(adjacent[u] & placed), len(adjacent[u]), -u))
+        if not adjacent[best] & placed:
+            raise GpipeValueError(f"'pattern' must be connected, got vertices {sorted(placed)} (by position) apart "
+                                  f"from the rest")
+        order.append(best)
+    back = tuple(tuple(j for j in range(i) if order[j] in adjacent[order[i]]) for i in range(m))
+    apart = tuple(tuple(j for j in range(i) if order[j] not in adjacent[order[i]]) if induced else ()
+                  for i in range(m))
+    return MatchPlan(tuple(order), back, apart, tuple(len(adjacent[u]) for u in order))

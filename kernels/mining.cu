@@ -1,0 +1,92 @@
+// Vertex extension of an embedding table (GAMMA's extension primitive), one
+// thread per embedding of a batch. Embeddings sharing a prefix are siblings,
+// stored next to each other in increasing vertex order: the prefix's
+// intersection of adjacency lists was computed once, when they were written.
+// So embedding e (vertex u) extends by the siblings after it (larger ids: the
+// symmetry breaking of cliques) that are also neighbors of u: one merge of two
+// sorted lists, starting in u's list at the first sibling by binary search.
+// Results go to e's slot of out (offset[i], room for the bound the caller
+// computed); count[i] says how many were written, for the compression.
+// CPU twin: gpipe/mining/_extend.py::_vertex_extension_cpu.
+
+template <typename IdT>
+__global__ void gp_vertex_extension(long long n, long long first, const long long* indptr, const IdT* indices,
+                                    const IdT* vertex, const long long* group_end, const long long* offset,
+                                    IdT* out, long long* count) {
+    long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    long long e = first + i;
+    long long a = e + 1, a_end = group_end[e];
+    long long b = indptr[vertex[e]], b_end = indptr[vertex[e] + 1];
+    long long o = offset[i], c = 0;
+    if (a < a_end) {  // start at u's first neighbor not below the first sibling
+        long long lo = b, hi = b_end;
+        while (lo < hi) {
+            long long mid = lo + (hi - lo) / 2;
+            if (indices[mid] < vertex[a]) lo = mid + 1; else hi = mid;
+        }
+        b = lo;
+    }
+    while (a < a_end && b < b_end) {
+        IdT s = vertex[a], t = indices[b];
+        if (s < t) {
+            ++a;
+        } else if (t < s) {
+            ++b;
+        } else {
+            out[o + c] = s;
+            ++c;
+            ++a;
+            ++b;
+        }
+    }
+    count[i] = c;
+}
+
+// A neighbor test by binary search in v's sorted adjacency list.
+template <typename IdT>
+__device__ bool gp_adjacent(const long long* indptr, const IdT* indices, IdT v, IdT w) {
+    long long lo = indptr[v], hi = indptr[v + 1];
+    while (lo < hi) {
+        long long mid = lo + (hi - lo) / 2;
+        if (indices[mid] < w) lo = mid + 1; else hi = mid;
+    }
+    return lo < indptr[v + 1] && indices[lo] == w;
+}
+
+// Extension of a pattern match by its next pattern vertex, one thread per
+// embedding (its row of `prefix`: the graph vertices matched so far, in the
+// matching order). The candidates are the neighbors of the matched vertex of
+// least degree among the next vertex's pattern neighbors (`back`), kept when
+// they neighbor the others too (the intersection of their sorted lists, by
+// binary search), are not matched already, have at least `min_degree`
+// neighbors (filtering) and, for induced matches, neighbor none of the
+// matched vertices the pattern keeps apart (`apart`). Written to the
+// embedding's slot of out, ascending; count[i] says how many.
+// CPU twin: gpipe/mining/_extend.py::_match_extension_cpu.
+template <typename IdT>
+__global__ void gp_match_extension(long long n, int width, const long long* indptr, const IdT* indices,
+                                   const IdT* prefix, int nback, const int* back, int napart, const int* apart,
+                                   long long min_degree, const long long* offset, IdT* out, long long* count) {
+    long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const IdT* row = prefix + i * width;
+    int least = back[0];
+    for (int b = 1; b < nback; ++b) {
+        IdT v = row[back[b]], u = row[least];
+        if (indptr[v + 1] - indptr[v] < indptr[u + 1] - indptr[u]) least = back[b];
+    }
+    long long o = offset[i], c = 0;
+    for (long long e = indptr[row[least]]; e < indptr[row[least] + 1]; ++e) {
+        IdT w = indices[e];
+        bool keep = indptr[w + 1] - indptr[w] >= min_degree;
+        for (int j = 0; keep && j < width; ++j) keep = row[j] != w;
+        for (int b = 0; keep && b < nback; ++b) keep = back[b] == least || gp_adjacent(indptr, indices, row[back[b]], w);
+        for (int a = 0; keep && a < napart; ++a) keep = !gp_adjacent(indptr, indices, row[apart[a]], w);
+        if (keep) {
+            out[o + c] = w;
+            ++c;
+        }
+    }
+    count[i] = c;
+}

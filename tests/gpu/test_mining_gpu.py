@@ -1,0 +1,47 @@
+"""gpipe.mining on the GPU against the CPU twin: the same counts and the same cliques (run with -m gpu)."""
+
+import numpy as np
+import pytest
+
+import gpipe
+from gpipe.backend import gpu_problem
+
+pytestmark = pytest.mark.gpu
+
+if gpu_problem() is not None:
+    pytest.skip(f"no usable GPU: {gpu_problem()}", allow_module_level=True)
+
+
+def _cliques(client, k, **budgets):
+    with client.as_current():
+        g = gpipe.generators.rmat(scale=12, edge_factor=8, seed=6, mode="replicated")
+        return gpipe.mining.list_cliques(g, k, **budgets)
+
+
+@pytest.mark.parametrize("k", [3, 4, 5])
+def test_cliques_on_gpu_equal_cpu(gpu_cluster, cpu_cluster, k):
+    gpu, cpu = _cliques(gpu_cluster, k), _cliques(cpu_cluster, k)
+    assert (gpu.stats["device"], cpu.stats["device"]) == ("gpu", "cpu")
+    np.testing.assert_array_equal(gpu.embeddings, cpu.embeddings)
+    assert gpu.count == cpu.count > 0
+
+
+def test_gpu_table_beyond_its_budgets_spills_and_finds_the_same_cliques(gpu_cluster):
+    in_memory, spilled = _cliques(gpu_cluster, 4), _cliques(gpu_cluster, 4, device_budget="64 kB",
+                                                            host_budget="256 kB")
+    np.testing.assert_array_equal(spilled.embeddings, in_memory.embeddings)
+    assert spilled.stats["bytes"]["disk"] > 0 and spilled.stats["spilled_bytes"] > 0
+
+
+@pytest.mark.parametrize("induced", [False, True])
+def test_matches_on_gpu_equal_cpu(gpu_cluster, cpu_cluster, induced):
+    diamond = [(0, 1), (1, 2), (2, 3), (3, 0), (0, 2)]
+
+    def matches(client):
+        with client.as_current():
+            g = gpipe.generators.rmat(scale=10, edge_factor=8, seed=6, mode="replicated")
+            return gpipe.mining.match(g, diamond, induced=induced, embeddings=True)
+
+    gpu, cpu = matches(gpu_cluster), matches(cpu_cluster)
+    np.testing.assert_array_equal(gpu.embeddings, cpu.embeddings)
+    assert gpu.count == cpu.count > 0
