@@ -229,3 +229,10 @@ class Query:
             raise GpipeValueError(f"'{name}' labels must occur in the data graph, got labels {unknown.tolist()[:8]} "
                                   f"that no data vertex has")
         return labels
+
+
+def check_query(query) -> Query:
+    if not isinstance(query, Query):
+        raise GpipeValueError(f"'query' must be a gpipe.counting.Query (Query.from_file, from_networkx or "
+                              f"from_edges), got {type(query).__name__}")
+    return query
