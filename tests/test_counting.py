@@ -1,5 +1,8 @@
 """gpipe.counting: labeled inputs, candidate graphs, exact counts and the random-walk estimators."""
 
+import dataclasses
+import doctest
+import importlib
 import time
 from pathlib import Path
 
@@ -200,3 +203,97 @@ def test_count_exact_reproduces_every_hprd_count_within_two_seconds_each(cpu, hp
         started = time.perf_counter()
         assert gpipe.counting.count_exact(hprd, hprd_query(name)) == want, name
         assert time.perf_counter() - started < 2.0, name
+
+
+# -- estimators --------------------------------------------------------------------------------------------------
+ESTIMATORS = [("wanderjoin", None), ("alley", None), ("partial_refine", 0.3)]
+
+
+@pytest.fixture(scope="module")
+def dense_case(cpu_cluster):
+    """A 40-vertex random graph with 2 labels, a diamond query (a 4-cycle with a chord) and its exact count."""
+    graph = labeled_graph(0, n=40, p=0.2)
+    edges, labels = QUERIES["diamond"]
+    with cpu_cluster.as_current():
+        yield on_cluster(graph), Query.from_edges(edges, labels), networkx_count(graph, labeled_query(edges, labels))
+
+
+@pytest.mark.parametrize("inheritance", [False, True])
+@pytest.mark.parametrize("method, alpha", ESTIMATORS)
+def test_estimates_are_unbiased_and_their_standard_error_matches_their_spread(cpu, dense_case, method, alpha,
+                                                                              inheritance):
+    """60 independent estimates (seeds 0..59) of 1024 samples each: their mean is within 3 standard errors of the
+    exact count, and the standard error each reports is, on average, their spread (within a third)."""
+    g, query, exact = dense_case
+    runs = [gpipe.counting.estimate(g, query, method=method, alpha=alpha, samples=1024, seed=seed,
+                                    inheritance=inheritance) for seed in range(60)]
+    values = np.array([r.estimate for r in runs])
+    spread = values.std(ddof=1)
+    assert abs(values.mean() - exact) < 3 * spread / np.sqrt(len(values)), (values.mean(), exact)
+    assert 0.75 < np.mean([r.std_error for r in runs]) / spread < 1.33
+    assert all(r.samples == 1024 and 0 < r.valid_fraction <= 1 for r in runs)
+
+
+def test_an_estimate_depends_on_seed_and_samples_only_not_on_the_workers(cpu_cluster, one_worker_cluster):
+    """Groups of samples are split over the workers by their ids: 1 and 2 workers give the same bits."""
+    graph = labeled_graph(0, n=40, p=0.2)
+    query = Query.from_edges(*QUERIES["diamond"])
+    results = []
+    for client in (one_worker_cluster, cpu_cluster):
+        with client.as_current():
+            g = on_cluster(graph)
+            results.append([gpipe.counting.estimate(g, query, method=method, alpha=alpha, samples=3000, seed=7)
+                            for method, alpha in ESTIMATORS])
+    for one, two in zip(*results):
+        assert (one.estimate, one.std_error, one.valid_fraction) == (two.estimate, two.std_error, two.valid_fraction)
+    with cpu_cluster.as_current():
+        other = gpipe.counting.estimate(g, query, method="wanderjoin", samples=3000, seed=8)
+    assert other.estimate != results[1][0].estimate
+
+
+def test_an_estimate_reports_what_it_drew(cpu, dense_case):
+    g, query, exact = dense_case
+    r = gpipe.counting.estimate(g, query, samples=1000, seed=3)
+    assert (r.method, r.alpha, r.inheritance, r.samples) == ("partial_refine", 0.1, True, 1024)
+    assert r.confidence_interval[0] < r.estimate < r.confidence_interval[1]
+    assert r.seconds > 0 and r.samples_per_second == pytest.approx(r.samples / r.seconds)
+    assert isinstance(r, gpipe.counting.Estimate) and dataclasses.is_dataclass(r)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        r.estimate = 0.0
+
+
+def test_a_query_without_candidates_estimates_zero_without_sampling(cpu):
+    g = on_cluster(labeled_graph(0, n=6, p=0.5))  # labels 0 and 1, no triangle of three 1s
+    query = Query.from_edges([(0, 1), (1, 2), (0, 2)], [1, 1, 1])
+    assert gpipe.counting.count_exact(g, query) == networkx_count(labeled_graph(0, n=6, p=0.5),
+                                                                   labeled_query(*QUERIES["triangle"][:1], [1, 1, 1]))
+    r = gpipe.counting.estimate(g, query)
+    assert (r.estimate, r.std_error, r.samples) == (0.0, 0.0, 0)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"samples": 0}, "'samples' must be a positive integer, got 0"),
+    ({"alpha": 0.0}, r"'alpha' must be in \(0, 1\], got 0.0"),
+    ({"alpha": 1.5}, r"'alpha' must be in \(0, 1\], got 1.5"),
+    ({"method": "alley", "alpha": 0.5}, "'alpha' applies to method='partial_refine' only, got alpha=0.5"),
+    ({"method": "rejection"}, "'method' must be one of 'wanderjoin', 'alley', 'partial_refine'; got 'rejection'"),
+    ({"seed": -1}, "'seed' must be an integer >= 0, got -1"),
+    ({"inheritance": 1}, "'inheritance' must be true or false, got 1"),
+])
+def test_bad_estimate_parameters_are_refused_naming_them(cpu, dense_case, kwargs, message):
+    g, query, _ = dense_case
+    with pytest.raises(gpipe.GpipeValueError, match=message):
+        gpipe.counting.estimate(g, query, **kwargs)
+
+
+@pytest.mark.parametrize("method, alpha", ESTIMATORS)
+def test_hprd_estimates_cover_the_exact_count(cpu, hprd, method, alpha):
+    name = "query_dense_16_2"
+    r = gpipe.counting.estimate(hprd, hprd_query(name), method=method, alpha=alpha, samples=20_000, seed=1)
+    assert abs(r.estimate - expected_hprd()[name]) <= 4 * r.std_error  # Alley: every sample finds the 80
+
+
+@pytest.mark.parametrize("module", ["_inputs", "_candidates", "_exact", "_estimate"])
+def test_docstring_examples_run(module):
+    failed, attempted = doctest.testmod(importlib.import_module(f"gpipe.counting.{module}"))
+    assert attempted > 0 and failed == 0
