@@ -23,6 +23,7 @@ from ._common import extends, local_candidates, no_candidates
 from ._inputs import MAX_QUERY_VERTICES, check_query
 
 LANES = 32  # samples per group: a warp, whose lanes inherit from each other
+STREAM = 32  # local candidate lists this long are refined by the whole warp on the GPU (the same pick as one lane's)
 METHODS = {"wanderjoin": 0.0, "alley": 1.0, "partial_refine": None}  # each method's refinement probability alpha
 Z95 = 1.959963984540054  # the standard normal's 97.5% quantile
 
@@ -61,11 +62,14 @@ def estimate(g, query, method: str = "partial_refine", samples: int = 1_000_000,
     (those adjacent to its parent's match) uniformly after *refining* them:
     a refined candidate is kept only if it extends the partial match
     (injective, adjacent to every earlier neighbor's match), an unrefined one
-    is kept and checked once drawn (*validate*). Refining each local
+    is kept and checked once picked (*validate*). Refining each local
     candidate with probability ``alpha`` is PartialRefine; WanderJoin refines
     none, Alley all. A sample's Horvitz-Thompson value is the product of the
     kept-candidate counts along a full match, 0 for a sample that dies; its
-    mean is an unbiased estimate of the count, for every ``alpha``.
+    mean is an unbiased estimate of the count, for every ``alpha``. Refining
+    methods pick the kept candidate with the largest random key in one pass
+    (an A-Res reservoir); on the GPU a list of 32 local candidates or more is
+    refined by the whole warp (gSWORD's warp streaming), with the same pick.
 
     With ``inheritance`` (gSWORD's Algorithm 2), samples run in groups of 32
     (a warp on the GPU): when samples of a group die before the last position,
@@ -163,8 +167,32 @@ def _estimate_groups(first_group: int, groups: int, arrays: dict, k: int, key: i
 
 
 @cpu_kernel()
-def _examined(key, sample, d, j, alpha):
-    return alpha >= 1.0 or (alpha > 0.0 and _rng.unit(_rng.bits(key, sample, d, 1 + j)) < alpha)
+def _pick(cand_offsets, cand_vertices, back_offsets, back_pos, back_rows, edge_indptr, edge_indices, key, sample, d,
+          alpha, match, matched):
+    """How many local candidates of position ``d`` are kept, which is picked (an index into ``edge_indices``, -1
+    for none: the kept one with the largest reservoir key, or, for WanderJoin, a uniform one of them all) and
+    whether it was refined (else it is still to be validated)."""
+    lo, hi = local_candidates(back_offsets, back_pos, back_rows, edge_indptr, d, match)
+    if alpha <= 0.0:
+        if hi == lo:
+            return 0, -1, False
+        return hi - lo, lo + _rng.below(_rng.bits(key, sample, d, 0), hi - lo), False
+    kept = 0
+    best = -1
+    best_key = np.uint64(0)
+    best_refined = False
+    for j in range(lo, hi):
+        block = _rng.bits(key, sample, d, 1 + (j - lo))
+        refined = alpha >= 1.0 or _rng.unit(block) < alpha
+        if refined and not extends(cand_offsets, cand_vertices, back_offsets, back_pos, back_rows, edge_indptr,
+                                   edge_indices, d, edge_indices[j], match, matched):
+            continue
+        kept += 1
+        if best < 0 or block[1] > best_key:  # ascending j: a tie keeps the lower one
+            best_key = block[1]
+            best = j
+            best_refined = refined
+    return kept, best, best_refined
 
 
 @cpu_kernel(parallel=True)
@@ -186,30 +214,14 @@ def _estimate_cpu(cand_offsets, cand_vertices, back_offsets, back_pos, back_rows
                 if not alive[lane]:
                     continue
                 sample = (first_group + g) * LANES + lane
-                lo, hi = local_candidates(back_offsets, back_pos, back_rows, edge_indptr, d, match[lane])
-                kept = 0
-                for j in range(lo, hi):
-                    if not _examined(key, sample, d, j - lo, alpha) or extends(
-                            cand_offsets, cand_vertices, back_offsets, back_pos, back_rows, edge_indptr,
-                            edge_indices, d, edge_indices[j], match[lane], matched[lane]):
-                        kept += 1
+                kept, best, refined = _pick(cand_offsets, cand_vertices, back_offsets, back_pos, back_rows, edge_indptr,
+                                   edge_indices, key, sample, d, alpha, match[lane], matched[lane])
                 if kept == 0:
                     alive[lane] = False
                     continue
-                r = _rng.below(_rng.bits(key, sample, d, 0), kept)
-                j = lo
-                while True:
-                    examined = _examined(key, sample, d, j - lo, alpha)
-                    if not examined or extends(cand_offsets, cand_vertices, back_offsets, back_pos, back_rows,
-                                               edge_indptr, edge_indices, d, edge_indices[j], match[lane],
-                                               matched[lane]):
-                        if r == 0:
-                            break
-                        r -= 1
-                    j += 1
-                c = edge_indices[j]
-                if examined or extends(cand_offsets, cand_vertices, back_offsets, back_pos, back_rows, edge_indptr,
-                                       edge_indices, d, c, match[lane], matched[lane]):
+                c = edge_indices[best]
+                if refined or extends(cand_offsets, cand_vertices, back_offsets, back_pos, back_rows, edge_indptr,
+                                      edge_indices, d, c, match[lane], matched[lane]):
                     match[lane, d] = c
                     matched[lane, d] = cand_vertices[cand_offsets[d] + c]
                     weight[lane] *= np.float64(kept)
@@ -242,7 +254,8 @@ def _estimate_cpu(cand_offsets, cand_vertices, back_offsets, back_pos, back_rows
 
 
 ESTIMATE = Kernel("count.cu", "gp_count_estimate", twin=_estimate_cpu, items="groups", lanes=LANES,
-                  defines={"GP_COUNT_LANES": LANES, "GP_COUNT_MAX_QUERY": MAX_QUERY_VERTICES}, args=(
+                  defines={"GP_COUNT_LANES": LANES, "GP_COUNT_MAX_QUERY": MAX_QUERY_VERTICES,
+                           "GP_COUNT_STREAM": STREAM}, args=(
     Arg("cand_offsets", "i64[k+1]"), Arg("cand_vertices", "i64[]"), Arg("back_offsets", "i64[k+1]"),
     Arg("back_pos", "i32[]"), Arg("back_rows", "i64[]"), Arg("edge_indptr", "i64[]"), Arg("edge_indices", "i32[]"),
     Arg("k", "i32", note="query vertices"), Arg("key", "u64"), Arg("alpha", "f64", note="0 WanderJoin, 1 Alley"),

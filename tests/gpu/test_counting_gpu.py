@@ -29,23 +29,36 @@ def gpu_cluster():
         yield client
 
 
-@pytest.fixture(scope="module")
-def hprd_csr():
-    from gpipe.counting._inputs import _parse
-
-    labels, pairs = _parse(HPRD / "HPRD.graph")
+def csr(labels, pairs):
     src, dst = np.concatenate([pairs[:, 0], pairs[:, 1]]), np.concatenate([pairs[:, 1], pairs[:, 0]])
     order = np.lexsort((dst, src))
     indptr = np.concatenate([[0], np.cumsum(np.bincount(src, minlength=len(labels)))]).astype(np.int64)
     return indptr, dst[order].astype(np.int64), labels
 
 
-@pytest.mark.parametrize("name", QUERIES)
+def hprd_case(name):
+    from gpipe.counting._inputs import _parse
+
+    return build(*csr(*_parse(HPRD / "HPRD.graph")), Query.from_file(HPRD / "queries" / f"{name}.graph"))
+
+
+def dense_case():
+    """Local candidate lists of about 100: streamed over the warp, unlike HPRD's short ones."""
+    rng = np.random.default_rng(4)
+    pairs = np.array([(u, v) for u in range(400) for v in range(u + 1, 400) if rng.random() < 0.25], np.int64)
+    return build(*csr(rng.integers(2, size=400), pairs),
+                 Query.from_edges([(0, 1), (1, 2), (2, 3), (3, 0), (0, 2)], [0, 0, 1, 1]))
+
+
+CASES = {**{name: lambda name=name: hprd_case(name) for name in QUERIES}, "dense": dense_case}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
 @pytest.mark.parametrize("alpha", [0.0, 0.3, 1.0])
 @pytest.mark.parametrize("inherit", [0, 1])
-def test_count_estimate_cuda_equals_cpu_twin(hprd_csr, name, alpha, inherit):
+def test_count_estimate_cuda_equals_cpu_twin(case, alpha, inherit):
     """Each group's sum (lanes added in order) and valid count, bit for bit, groups starting past 0."""
-    cg = build(*hprd_csr, Query.from_file(HPRD / "queries" / f"{name}.graph"))
+    cg = CASES[case]()
     out = {}
     for x in (np, cupy):
         sums, valid = x.zeros(4096, x.float64), x.zeros(4096, x.int32)
