@@ -3,6 +3,7 @@
 import dataclasses
 import doctest
 import importlib
+import threading
 import time
 from pathlib import Path
 
@@ -293,7 +294,50 @@ def test_hprd_estimates_cover_the_exact_count(cpu, hprd, method, alpha):
     assert abs(r.estimate - expected_hprd()[name]) <= 4 * r.std_error  # Alley: every sample finds the 80
 
 
-@pytest.mark.parametrize("module", ["_inputs", "_candidates", "_exact", "_estimate"])
+@pytest.mark.parametrize("module", ["_inputs", "_candidates", "_exact", "_estimate", "_rsv"])
 def test_docstring_examples_run(module):
     failed, attempted = doctest.testmod(importlib.import_module(f"gpipe.counting.{module}"))
     assert attempted > 0 and failed == 0
+
+
+# -- Refine / Sample / Validate in Python ------------------------------------------------------------------------
+def alley_refine(table):
+    return table["extends"]
+
+
+def partial_refine_03(table):
+    return (table["coin"] >= 0.3) | table["extends"]
+
+
+def keep_all(table):
+    """No refinement, as WanderJoin, but picking by reservoir keys: every unextending pick dies at validation."""
+    return table["coin"] >= 0
+
+
+@pytest.mark.parametrize("inheritance", [False, True])
+@pytest.mark.parametrize("refine, method, alpha", [(alley_refine, "alley", None),
+                                                   (partial_refine_03, "partial_refine", 0.3)])
+def test_a_refine_written_in_python_reproduces_the_kernel(cpu, dense_case, refine, method, alpha, inheritance):
+    g, query, _ = dense_case
+    python = gpipe.counting.estimate(g, query, method=refine, samples=5000, seed=4, inheritance=inheritance)
+    kernel = gpipe.counting.estimate(g, query, method=method, alpha=alpha, samples=5000, seed=4,
+                                     inheritance=inheritance)
+    assert (python.estimate, python.std_error, python.valid_fraction) == (kernel.estimate, kernel.std_error,
+                                                                          kernel.valid_fraction)
+    assert (python.method, python.alpha) == (refine.__name__, None)
+
+
+def test_a_python_refine_that_keeps_every_extension_is_unbiased(cpu, dense_case):
+    g, query, exact = dense_case
+    values = np.array([gpipe.counting.estimate(g, query, method=keep_all, samples=1024, seed=seed).estimate
+                       for seed in range(40)])
+    assert abs(values.mean() - exact) < 3 * values.std(ddof=1) / np.sqrt(len(values))
+
+
+def test_a_python_refine_is_checked_at_the_boundary(cpu, dense_case):
+    g, query, _ = dense_case
+    with pytest.raises(gpipe.GpipeValueError, match="'alpha' applies to method='partial_refine' only"):
+        gpipe.counting.estimate(g, query, method=keep_all, alpha=0.5)
+    lock = threading.Lock()
+    with pytest.raises(gpipe.GpipeValueError, match="'method' must be picklable"):
+        gpipe.counting.estimate(g, query, method=lambda table: lock is not None)

@@ -126,3 +126,11 @@ def test_draws_take_one_draw_index_per_id():
     many = _rng.draws(np, _rng.key(6), ids, 9, draw)
     for d in range(4):
         np.testing.assert_array_equal(many[draw == d], _rng.draws(np, _rng.key(6), ids[draw == d], 9, d))
+
+
+def test_below_array_is_below_of_each_block():
+    """The vectorized draw (Python-written estimators use it) against the compiled one, bounds up to 2**63."""
+    blocks = _rng.draws(np, _rng.key(3), np.arange(2000, dtype=np.int64) * 7919, 5, 0)
+    bounds = np.concatenate([[1, 2, 3, 2**62 + 5, 2**63 - 1, 2**40], np.arange(1994) % 97 + 1]).astype(np.uint64)
+    want = [_rng.below((blocks[i, 0], blocks[i, 1]), bounds[i]) for i in range(len(bounds))]
+    np.testing.assert_array_equal(_rng.below_array(blocks, bounds), want)

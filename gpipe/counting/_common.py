@@ -7,6 +7,8 @@ import numpy as np
 
 from ..backend import cpu_kernel
 
+LANES = 32  # samples per group: a warp, whose lanes inherit from each other
+
 
 @cpu_kernel()
 def local_candidates(back_offsets, back_pos, back_rows, edge_indptr, d, match):

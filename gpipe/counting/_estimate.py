@@ -12,17 +12,18 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import _rng
-from .._validate import check_bool, check_choice, check_graph, check_int, check_probability, check_seed
+from .._validate import (check_bool, check_choice, check_graph, check_int, check_picklable, check_probability,
+                         check_seed)
 from ..backend import cpu_kernel, prange, to_host
 from ..errors import GpipeValueError
 from ..kernels import Arg, Kernel
 from ..runtime import worker_xp
 from . import _cluster
 from ._candidates import candidates
-from ._common import extends, local_candidates, no_candidates
+from . import _rsv
+from ._common import LANES, extends, local_candidates, no_candidates
 from ._inputs import MAX_QUERY_VERTICES, check_query
 
-LANES = 32  # samples per group: a warp, whose lanes inherit from each other
 STREAM = 32  # local candidate lists this long are refined by the whole warp on the GPU (the same pick as one lane's)
 METHODS = {"wanderjoin": 0.0, "alley": 1.0, "partial_refine": None}  # each method's refinement probability alpha
 Z95 = 1.959963984540054  # the standard normal's 97.5% quantile
@@ -49,11 +50,11 @@ class Estimate:
     samples_per_second: float
     seconds: float
     method: str
-    alpha: float
+    alpha: float | None
     inheritance: bool
 
 
-def estimate(g, query, method: str = "partial_refine", samples: int = 1_000_000, alpha: float | None = None,
+def estimate(g, query, method="partial_refine", samples: int = 1_000_000, alpha: float | None = None,
              seed: int = 0, inheritance: bool = True) -> Estimate:
     """Estimate the number of embeddings of ``query`` in ``g`` from random walks over the candidate graph.
 
@@ -88,8 +89,16 @@ def estimate(g, query, method: str = "partial_refine", samples: int = 1_000_000,
         An undirected graph with vertex labels.
     query : Query
         The query graph.
-    method : {'partial_refine', 'alley', 'wanderjoin'}
-        The estimator.
+    method : {'partial_refine', 'alley', 'wanderjoin'} or callable
+        The estimator; or a *refine* step ``refine(table) -> bool array``
+        keeping rows of each position's table of local candidates (see
+        :class:`CandidateTable`), for an estimator written in Python: vectorized
+        numpy or cupy code run on the workers over the same samples, groups and
+        random stream as the kernel, picklable by cloudpickle. The estimate
+        stays unbiased as long as every row whose ``extends`` is true is kept.
+        ``lambda t: t["extends"]`` is Alley; ``lambda t: (t["coin"] >= 0.1) |
+        t["extends"]`` PartialRefine with alpha 0.1 (the same estimates as
+        those methods).
     samples : int
         Samples to draw, rounded up to whole groups of 32.
     alpha : float, optional
@@ -127,22 +136,29 @@ def estimate(g, query, method: str = "partial_refine", samples: int = 1_000_000,
     started = time.perf_counter()
     check_graph(g)
     check_query(query)
-    check_choice("method", method, tuple(METHODS))
-    if METHODS[method] is not None and alpha is not None:
+    refine = check_picklable("method", method) if callable(method) else None
+    if refine is None:
+        check_choice("method", method, tuple(METHODS))
+    if (refine is not None or METHODS[method] is not None) and alpha is not None:
         raise GpipeValueError(f"'alpha' applies to method='partial_refine' only, got alpha={alpha!r} with "
                               f"method={method!r}")
-    alpha = METHODS[method] if METHODS[method] is not None else (
-        0.1 if alpha is None else check_probability("alpha", alpha, open_low=True))
+    if refine is None:
+        alpha = METHODS[method] if METHODS[method] is not None else (
+            0.1 if alpha is None else check_probability("alpha", alpha, open_low=True))
     samples = check_int("samples", samples, minimum=1)
     key = _rng.key(check_seed(seed))
     inheritance = check_bool("inheritance", inheritance)
+    name = getattr(refine, "__name__", "refine") if refine is not None else method
     cg = candidates(g, query)
     if no_candidates(cg):
         seconds = time.perf_counter() - started
-        return Estimate(0.0, 0.0, (0.0, 0.0), 0, 0.0, 0.0, seconds, method, alpha, inheritance)
+        return Estimate(0.0, 0.0, (0.0, 0.0), 0, 0.0, 0.0, seconds, name, alpha, inheritance)
     groups = -(-samples // LANES)
-    parts = _cluster.spread(g, _estimate_groups, groups, cg.arrays(), cg.num_positions, int(key), alpha,
-                            inheritance)
+    if refine is None:
+        parts = _cluster.spread(g, _estimate_groups, groups, cg.arrays(), cg.num_positions, int(key), alpha,
+                                inheritance)
+    else:
+        parts = _cluster.spread(g, _rsv.run_groups, groups, cg.arrays(), cg.order, int(key), refine, inheritance)
     sums = np.concatenate([s for s, _ in parts])
     valid = np.concatenate([v for _, v in parts])
     drawn = groups * LANES
@@ -150,7 +166,7 @@ def estimate(g, query, method: str = "partial_refine", samples: int = 1_000_000,
     error = float(np.std(sums / LANES, ddof=1) / math.sqrt(groups)) if groups > 1 else math.nan
     seconds = time.perf_counter() - started
     return Estimate(mean, error, (mean - Z95 * error, mean + Z95 * error), drawn, float(valid.sum() / drawn),
-                    drawn / seconds, seconds, method, alpha, inheritance)
+                    drawn / seconds, seconds, name, alpha, inheritance)
 
 
 def _estimate_groups(first_group: int, groups: int, arrays: dict, k: int, key: int, alpha: float,
