@@ -94,10 +94,10 @@ def labeled_graph(seed: int, n: int = 24, p: float = 0.25, kinds: int = 2) -> nx
     return graph
 
 
-def on_cluster(graph: nx.Graph) -> gpipe.Graph:
+def on_cluster(graph: nx.Graph, **kwargs) -> gpipe.Graph:
     edges = np.array(graph.edges, np.int64).reshape(-1, 2)
     g = gpipe.from_edges(pd.DataFrame({"src": edges[:, 0], "dst": edges[:, 1]}), renumber=False,
-                         num_vertices=graph.number_of_nodes())
+                         num_vertices=graph.number_of_nodes(), **kwargs)
     g.set_labels([graph.nodes[v]["label"] for v in range(graph.number_of_nodes())])
     return g
 
@@ -127,10 +127,12 @@ QUERIES = {  # shapes with labels that occur, several of them with automorphisms
 }
 
 
-@pytest.mark.parametrize("seed", [0, 1])
-def test_count_exact_agrees_with_networkx(cpu, seed):
+@pytest.mark.parametrize("seed, layout", [(0, {}), (1, {"mode": "partitioned", "partitions": 3})])
+def test_count_exact_agrees_with_networkx(cpu, seed, layout):
+    """On a replicated graph (the candidate graph built where a replica is) and a partitioned one (gathered)."""
     graph = labeled_graph(seed)
-    g = on_cluster(graph)
+    g = on_cluster(graph, **layout)
+    assert g.mode == layout.get("mode", "replicated")
     counts = {}
     for name, (edges, labels) in QUERIES.items():
         query = labeled_query(edges, labels)

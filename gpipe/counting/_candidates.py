@@ -67,6 +67,9 @@ class CandidateGraph:
 def candidates(g: Graph, query: Query) -> CandidateGraph:
     """The candidate graph of ``query`` on the labeled graph ``g``, with its matching order.
 
+    It is built on the worker of ``g``'s first replica when ``g`` is
+    replicated; a partitioned graph's partitions are gathered to the client.
+
     Parameters
     ----------
     g : Graph
@@ -100,13 +103,11 @@ def candidates(g: Graph, query: Query) -> CandidateGraph:
     ...     c.counts.tolist(), c.order.tolist()
     ([2, 2, 1], [1, 2, 0])
     """
-    labels = query.check_against(g)
-    indptr, indices = _cluster.data_csr(g)
-    return build(indptr, indices, labels, query)
+    return _cluster.on_csr(g, build, query.check_against(g), query)
 
 
 def build(indptr: np.ndarray, indices: np.ndarray, labels: np.ndarray, query: Query) -> CandidateGraph:
-    """:func:`candidates` on a data graph's CSR (both directions of each edge) and labels, in memory."""
+    """:func:`candidates` on a data graph's CSR (both directions of each edge) and labels, where they are."""
     n = len(labels)
     degrees = np.diff(indptr)
     rows = np.repeat(np.arange(n), degrees)

@@ -1,5 +1,5 @@
-"""The counting package's one contact with the cluster (through public ``gpipe.runtime`` names only): the data
-graph's CSR brought to the client, and work split by contiguous ranges over the graph's workers."""
+"""The counting package's one contact with the cluster (through public ``gpipe.runtime`` names only): work on the
+whole data graph's CSR, and work split by contiguous ranges over the graph's workers."""
 
 from __future__ import annotations
 
@@ -10,20 +10,28 @@ from ..graph import Graph
 from ..runtime import call_workers, store
 
 
-def data_csr(g: Graph) -> tuple[np.ndarray, np.ndarray]:
-    """The whole graph's ``indptr`` (int64) and ``indices`` (int64, sorted in each row), gathered to the client."""
+def on_csr(g: Graph, function, *args):
+    """``function(indptr, indices, *args)`` on the whole graph's CSR (int64 numpy arrays, rows sorted): on the
+    worker of its first replica, where it already is, or, for a partitioned graph, on the client, which gathers
+    the partitions."""
     held, unit = g.holders
-    parts = range(g.num_partitions)  # a replicated graph is one partition, whole on every replica
-    calls = [(held[0] if g.mode == "replicated" else held[p], _partition_csr, (g.graph_id, p), {}) for p in parts]
+    if g.mode == "replicated":
+        return call_workers(g.client, [(held[0], _on_partition, (g.graph_id, 0, function, *args), {})], held,
+                            "counting: candidate graph", unit)[0]
+    calls = [(held[p], _partition_csr, (g.graph_id, p), {}) for p in range(g.num_partitions)]
     pieces = call_workers(g.client, calls, held, "counting: data graph", unit)
     degrees = np.concatenate([np.diff(indptr) for indptr, _ in pieces])
     indptr = np.concatenate([[0], np.cumsum(degrees)]).astype(np.int64)
-    return indptr, np.concatenate([indices for _, indices in pieces]).astype(np.int64)
+    return function(indptr, np.concatenate([indices for _, indices in pieces]).astype(np.int64), *args)
 
 
 def _partition_csr(graph_id: str, part: int) -> tuple[np.ndarray, np.ndarray]:
     p = store().partition(graph_id, part, in_place=True)
-    return to_host(p.indptr), to_host(p.indices)
+    return to_host(p.indptr).astype(np.int64), to_host(p.indices).astype(np.int64)
+
+
+def _on_partition(graph_id: str, part: int, function, *args):
+    return function(*_partition_csr(graph_id, part), *args)
 
 
 def spread(g: Graph, function, total: int, *args) -> list:
