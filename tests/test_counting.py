@@ -62,6 +62,7 @@ def test_the_three_query_constructors_agree(tmp_path):
     ([(0, 0)], [1], r"'query' must have no self-loops, got edge \[0, 0\]"),
     ([(0, 2)], [1, 1], r"'query' edges must join vertices 0..1, got \[\[0, 2\]\]"),
     ([(0, 1)], [1, -1], "'query' labels must be non-negative integers"),
+    ([(0, 1, 2)], [1, 1, 1], r"'query' edges must be pairs of vertex ids, got an array of shape \(1, 3\)"),
     ([(i, i + 1) for i in range(32)], [0] * 33, "'query' must have at most 32 vertices, got 33"),
 ])
 def test_a_bad_query_is_refused_naming_what_is_wrong(edges, labels, message):
@@ -175,6 +176,8 @@ def test_a_query_that_cannot_fit_is_refused(cpu):
 
 @pytest.fixture(scope="module")
 def hprd(cpu_cluster):
+    if not HPRD.is_dir():
+        pytest.skip(f"the HPRD data set is not at {HPRD}")
     with cpu_cluster.as_current():
         yield gpipe.counting.read_graph(HPRD / "HPRD.graph")
 

@@ -54,6 +54,11 @@ class CandidateGraph:
         return out
 
     @property
+    def empty(self) -> bool:
+        """Whether a query vertex has no candidate: then the query has no embedding."""
+        return bool((np.diff(self.cand_offsets) == 0).any())
+
+    @property
     def num_edges(self) -> int:
         """Candidate edges, each once (from the earlier position to the later)."""
         return len(self.edge_indices)

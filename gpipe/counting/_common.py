@@ -1,9 +1,7 @@
-"""What the exact counter and the estimators' CPU twins share (``kernels/count.cuh`` on the GPU): whether a
-candidate extends a partial match, and where a position's local candidates are."""
+"""What the exact counter and the estimators share (``gp_extends`` of ``kernels/count.cu`` on the GPU): whether a
+candidate extends a partial match, where a position's local candidates are, and the samples of a group."""
 
 from __future__ import annotations
-
-import numpy as np
 
 from ..backend import cpu_kernel
 
@@ -40,7 +38,3 @@ def extends(cand_offsets, cand_vertices, back_offsets, back_pos, back_rows, edge
         if lo == edge_indptr[row + 1] or edge_indices[lo] != c:
             return False
     return True
-
-
-def no_candidates(cg) -> bool:
-    return bool((np.diff(cg.cand_offsets) == 0).any())

@@ -21,7 +21,7 @@ from ..runtime import worker_xp
 from . import _cluster
 from ._candidates import candidates
 from . import _rsv
-from ._common import LANES, extends, local_candidates, no_candidates
+from ._common import LANES, extends, local_candidates
 from ._inputs import MAX_QUERY_VERTICES, check_query
 
 STREAM = 32  # local candidate lists this long are refined by the whole warp on the GPU (the same pick as one lane's)
@@ -150,7 +150,7 @@ def estimate(g, query, method="partial_refine", samples: int = 1_000_000, alpha:
     inheritance = check_bool("inheritance", inheritance)
     name = getattr(refine, "__name__", "refine") if refine is not None else method
     cg = candidates(g, query)
-    if no_candidates(cg):
+    if cg.empty:
         seconds = time.perf_counter() - started
         return Estimate(0.0, 0.0, (0.0, 0.0), 0, 0.0, 0.0, seconds, name, alpha, inheritance)
     groups = -(-samples // LANES)

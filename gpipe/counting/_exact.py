@@ -8,7 +8,7 @@ from .._validate import check_graph
 from ..backend import cpu_kernel, prange
 from . import _cluster
 from ._candidates import candidates
-from ._common import extends, local_candidates, no_candidates
+from ._common import extends, local_candidates
 from ._inputs import Query, check_query
 
 
@@ -51,7 +51,7 @@ def count_exact(g, query: Query) -> int:
     """
     check_graph(g)
     cg = candidates(g, check_query(query))
-    if no_candidates(cg):
+    if cg.empty:
         return 0
     roots = int(cg.cand_offsets[1])
     return int(sum(_cluster.spread(g, _count_roots, roots, cg.arrays())))

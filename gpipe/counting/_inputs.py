@@ -169,7 +169,9 @@ class Query:
             raise GpipeValueError(f"'{name}' labels must be non-negative integers, got {labels.tolist()[:8]}")
         if labels.size > MAX_QUERY_VERTICES:
             raise GpipeValueError(f"'{name}' must have at most {MAX_QUERY_VERTICES} vertices, got {labels.size}")
-        pairs = check_array(f"{name} edges", edges).reshape(-1, 2) if len(edges) else np.zeros((0, 2), np.int64)
+        pairs = check_array(f"{name} edges", edges) if len(edges) else np.zeros((0, 2), np.int64)
+        if pairs.ndim != 2 or pairs.shape[1] != 2:
+            raise GpipeValueError(f"'{name}' edges must be pairs of vertex ids, got an array of shape {pairs.shape}")
         if pairs.size and (not np.issubdtype(pairs.dtype, np.integer) or pairs.min() < 0
                            or pairs.max() >= labels.size):
             raise GpipeValueError(f"'{name}' edges must join vertices 0..{labels.size - 1}, got "
