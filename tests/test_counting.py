@@ -3,6 +3,8 @@
 import dataclasses
 import doctest
 import importlib
+import json
+import re
 import threading
 import time
 from pathlib import Path
@@ -13,6 +15,7 @@ import pandas as pd
 import pytest
 
 import gpipe
+from gpipe.cli import main
 from gpipe.counting import Query
 
 HPRD = Path(__file__).resolve().parents[2] / "shared" / "data" / "hprd"
@@ -346,3 +349,41 @@ def test_a_python_refine_is_checked_at_the_boundary(cpu, dense_case):
     lock = threading.Lock()
     with pytest.raises(gpipe.GpipeValueError, match="'method' must be picklable"):
         gpipe.counting.estimate(g, query, method=lambda table: lock is not None)
+
+
+# -- the command line --------------------------------------------------------------------------------------------
+def test_gpipe_count_exact_and_estimate_write_their_summaries(capsys, cpu_cluster, tmp_path):
+    graph, query = HPRD / "HPRD.graph", HPRD / "queries" / "query_dense_16_2.graph"
+    if not HPRD.is_dir():
+        pytest.skip(f"the HPRD data set is not at {HPRD}")
+    cluster = ["--address", cpu_cluster.scheduler.address, "--device", "cpu"]
+    assert main(["count", "exact", "--graph", str(graph), "--query", str(query), "--out", str(tmp_path / "exact"),
+                 *cluster]) == 0
+    assert capsys.readouterr().out.startswith("exact count: 80 embeddings in ")
+    assert json.loads((tmp_path / "exact" / "summary.json").read_text())["count"]["count"] == 80
+    assert main(["count", "estimate", "--graph", str(graph), "--query", str(query), "--method", "wanderjoin",
+                 "--samples", "5000", "--seed", "3", "--out", str(tmp_path / "estimate"), *cluster]) == 0
+    summary = json.loads((tmp_path / "estimate" / "summary.json").read_text())
+    with cpu_cluster.as_current():
+        g = gpipe.counting.read_graph(graph)
+        want = gpipe.counting.estimate(g, hprd_query("query_dense_16_2"), method="wanderjoin", samples=5000, seed=3)
+    assert (summary["count"]["estimate"], summary["count"]["samples"]) == (want.estimate, 5024)
+    assert summary["parameters"]["query"] == str(query) and summary["graph"]["num_vertices"] == 9460
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--samples", "0"], "'samples' must be a positive integer, got 0"),
+    (["--alpha", "2"], r"'alpha' must be in \(0, 1\], got 2.0"),
+])
+def test_gpipe_count_estimate_rejects_bad_values_before_any_work(capsys, tmp_path, args, message):
+    query = write(tmp_path, "t 1 0\nv 0 1 0\n", "q.graph")
+    assert main(["count", "estimate", "--graph", "g.graph", "--query", str(query), "--out", str(tmp_path / "o"),
+                 *args]) == 2
+    assert re.search(message, capsys.readouterr().err)
+
+
+def test_gpipe_count_names_a_malformed_query_file(capsys, tmp_path):
+    query = write(tmp_path, "t 2 1\nv 0 1 1\nv 1 1 1\ne 0 5\n", "q.graph")
+    assert main(["count", "exact", "--graph", "g.graph", "--query", str(query), "--out", str(tmp_path / "o")]) == 2
+    assert f"{query}:4: edge (0, 5) has an end not listed" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()

@@ -39,7 +39,8 @@ class Estimate:
     inherit) over the square root of the group count, and
     ``confidence_interval`` the normal 95% interval around the estimate.
     ``valid_fraction`` is the share of samples that ended as a full embedding;
-    ``seconds`` and ``samples_per_second`` time the whole call.
+    ``seconds`` and ``samples_per_second`` time the whole call. ``method``
+    and ``alpha`` are as asked (a Python refine's function name, and None).
     """
 
     estimate: float
