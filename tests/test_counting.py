@@ -244,17 +244,21 @@ def test_estimates_are_unbiased_and_their_standard_error_matches_their_spread(cp
 
 
 def test_an_estimate_depends_on_seed_and_samples_only_not_on_the_workers(cpu_cluster, one_worker_cluster):
-    """Groups of samples are split over the workers by their ids: 1 and 2 workers give the same bits."""
+    """Groups of samples are split over the workers by their ids: 1 and 2 workers, a replicated and a partitioned
+    graph give the same bits."""
     graph = labeled_graph(0, n=40, p=0.2)
     query = Query.from_edges(*QUERIES["diamond"])
     results = []
-    for client in (one_worker_cluster, cpu_cluster):
+    for client, layout in [(one_worker_cluster, {}), (cpu_cluster, {}),
+                           (cpu_cluster, {"mode": "partitioned", "partitions": 3})]:
         with client.as_current():
-            g = on_cluster(graph)
+            g = on_cluster(graph, **layout)
             results.append([gpipe.counting.estimate(g, query, method=method, alpha=alpha, samples=3000, seed=7)
                             for method, alpha in ESTIMATORS])
-    for one, two in zip(*results):
-        assert (one.estimate, one.std_error, one.valid_fraction) == (two.estimate, two.std_error, two.valid_fraction)
+    for one, *others in zip(*results):
+        for other in others:
+            assert (one.estimate, one.std_error, one.valid_fraction) == (other.estimate, other.std_error,
+                                                                         other.valid_fraction)
     with cpu_cluster.as_current():
         other = gpipe.counting.estimate(g, query, method="wanderjoin", samples=3000, seed=8)
     assert other.estimate != results[1][0].estimate
