@@ -36,8 +36,9 @@ class Estimate:
     ``estimate`` is the mean of the per-sample Horvitz-Thompson values;
     ``std_error`` is the standard deviation of the per-group means (groups of
     32 samples are independent; the samples of a group are not, once they
-    inherit) over the square root of the group count, and
-    ``confidence_interval`` the normal 95% interval around the estimate.
+    inherit) over the square root of the group count (NaN for a single
+    group), and ``confidence_interval`` the normal 95% interval around the
+    estimate.
     ``valid_fraction`` is the share of samples that ended as a full embedding;
     ``seconds`` and ``samples_per_second`` time the whole call. ``method``
     and ``alpha`` are as asked (a Python refine's function name, and None).
