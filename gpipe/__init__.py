@@ -3,7 +3,7 @@
 __version__ = "0.1.0"
 
 from . import config  # noqa: F401  (merges gpipe.yaml into dask.config)
-from . import gnn, mining, sampling, sort, walks, workflow
+from . import counting, gnn, mining, sampling, sort, walks, workflow
 from .cluster import connect
 from .errors import DeviceUnavailableError, GpipeError, GpipeFileError, GpipeValueError, TaskError, WorkerLostError
 from .graph import Graph, from_edges, generators, read_edges
@@ -22,6 +22,7 @@ __all__ = [
     "__version__",
     "attach",
     "connect",
+    "counting",
     "from_edges",
     "generators",
     "gnn",

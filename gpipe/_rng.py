@@ -82,14 +82,17 @@ def bits(run_key, stream_id, step, draw):
     return w0 | (w1 << _S32), w2 | (w3 << _S32)
 
 
-@cpu_kernel()
-def _mul_high(a, b):
-    """The high 64-bit word of the 128-bit product ``a * b``, from 32-bit limbs (numba has no uint128)."""
+def _mul_high_of(a, b):
+    """The high 64-bit word of the 128-bit product ``a * b``, from 32-bit limbs (numba has no uint128): of uint64
+    scalars compiled (``_mul_high``), of numpy or cupy uint64 arrays as it is (``below_array``)."""
     a0, a1, b0, b1 = a & _LOW32, a >> _S32, b & _LOW32, b >> _S32
     cross0 = a1 * b0
     cross1 = a0 * b1
     carry = ((a0 * b0) >> _S32) + (cross0 & _LOW32) + (cross1 & _LOW32)
     return a1 * b1 + (cross0 >> _S32) + (cross1 >> _S32) + (carry >> _S32)
+
+
+_mul_high = cpu_kernel()(_mul_high_of)
 
 
 @cpu_kernel()
@@ -130,6 +133,13 @@ def draws(x, run_key, stream_ids, step: int, draw):
 DRAWS = Kernel("rng.cu", "gp_draws", twin=_draws_cpu, items="n", args=(
     Arg("run_key", "u64"), Arg("stream_ids", "i64[n]"), Arg("n", "i64"), Arg("step", "i64"), Arg("draw", "i64[n]"),
     Arg("out", "u64[n*2]", out=True, note="blocks")))
+
+
+def below_array(blocks, n):
+    """``below`` of each block of ``draws`` and each bound of the uint64 array ``n`` (numpy or cupy, its shape)."""
+    low = blocks[:, 0] * n  # wraps: the low words of the products
+    rejected = (low < n) & (low < (0 - n) % n)
+    return _mul_high_of(blocks[:, 1] * rejected + blocks[:, 0] * ~rejected, n).astype(np.int64)
 
 
 def unit_array(blocks):

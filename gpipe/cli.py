@@ -7,6 +7,9 @@ graph file, a graph folder or a generated ``rmat:SCALE[:EDGE_FACTOR]`` graph;
 ``gpipe sample ALGORITHM`` (``neighbor``, ``snowball``, ``forest-fire``, ``layer``
 from ``--seeds``; ``random-node``, ``random-edge``) writes the sampled edges into
 ``edges.parquet`` (``random-node`` its vertices into ``nodes.parquet`` too);
+``gpipe count estimate|exact`` counts the embeddings of a labeled query graph
+in a labeled data graph (both in the ``t/v/e`` text format), estimated by
+:func:`gpipe.counting.estimate` or exact by :func:`gpipe.counting.count_exact`;
 ``gpipe run WORKFLOW.yaml`` runs the workflow a YAML config names
 (:mod:`gpipe.workflow`) on a cluster, as the batch scripts of ``cluster/`` do;
 ``gpipe demo`` runs DeepWalk on an R-MAT graph in one command.
@@ -37,13 +40,13 @@ import signal
 import sys
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from functools import partial
 from typing import Callable
 
 import numpy as np
 
-from . import __version__, config, generators, sampling, walks, workflow
+from . import __version__, config, counting, generators, sampling, walks, workflow
 from ._files import GRAPH_FILES, WALK_FILES, atomic_dir, atomic_file, write_json
 from ._validate import check_int, check_probability, check_seed
 from .backend import DEVICES, gpu_problem, versions
@@ -431,6 +434,30 @@ def _parser() -> argparse.ArgumentParser:
         _cluster_flags(one, local=True)
         one.set_defaults(run=_sample)
 
+    count = commands.add_parser("count", help="count a query's embeddings in a labeled graph")
+    hows = count.add_subparsers(dest="algorithm", required=True, metavar="HOW")
+    for name, function in (("estimate", counting.estimate), ("exact", counting.count_exact)):
+        summary_line = inspect.getdoc(function).splitlines()[0].replace("``", "")
+        one = hows.add_parser(name, help=summary_line, description=summary_line)
+        one.add_argument("--graph", required=True, metavar="PATH", help="labeled data graph, in the t/v/e format")
+        one.add_argument("--query", required=True, metavar="PATH",
+                         help="query graph, in the t/v/e format")
+        _partitions_flag(one)
+        if name == "estimate":
+            one.add_argument("--method", choices=("partial_refine", "alley", "wanderjoin"),
+                             default=_default(function, "method"), help="the estimator (default: %(default)s)")
+            one.add_argument("--samples", type=_positive("samples"), default=_default(function, "samples"),
+                             metavar="N", help="samples to draw (default: %(default)s)")
+            one.add_argument("--alpha", type=_checked(partial(check_probability, "alpha", open_low=True), float),
+                             metavar="A", help="partial_refine's refinement probability in (0, 1] (default: 0.1)")
+            one.add_argument("--seed", type=_checked(partial(check_seed, "seed")), default=_default(function, "seed"),
+                             help="seed of the samples (default: %(default)s)")
+            one.add_argument("--no-inheritance", action="store_false", dest="inheritance",
+                             help="samples that die do not inherit live ones of their warp")
+        _out_flags(one, "writes DIR/summary.json", required=True)
+        _cluster_flags(one, local=True)
+        one.set_defaults(run=_count)
+
     run = commands.add_parser("run", help="run a workflow (workflows/*) from its YAML config, on a cluster",
                               description="Run the workflow that WORKFLOW.yaml names (its key 'workflow': a "
                                           "shipped workflow or the path of a run.py), with the config merged over "
@@ -545,6 +572,37 @@ def _sample(args) -> int:
     stats, written = summary["sample"], ", ".join(summary["outputs"][k] for k in outputs)
     print(f"{stats['algorithm']}: {stats['edges']:,} edges in {stats['instances']:,} instances in "
           f"{stats['seconds']:.3f} s, {stats['edges_per_second']:,.0f} edges/s -> {written}")
+    return 0
+
+
+def _count(args) -> int:
+    """Read the labeled graph, count (or estimate) the query's embeddings in it, write summary.json."""
+    query = counting.Query.from_file(args.query)  # before any work: a malformed query names its file and line
+    watch = _Stopwatch()
+    with _out_folder(args) as folder, _cluster(args) as client:
+        watch.lap("connect")
+        g = counting.read_graph(args.graph, partitions=args.partitions)
+        watch.lap("graph")
+        if args.algorithm == "exact":
+            started = time.perf_counter()
+            section = {"count": counting.count_exact(g, query), "seconds": time.perf_counter() - started}
+        else:
+            options = {"method": args.method, "alpha": args.alpha, "seed": args.seed,
+                       "inheritance": args.inheritance}
+            counting.estimate(g, query, samples=1, **options)  # compile the kernels: one group
+            watch.lap("compile")
+            section = asdict(counting.estimate(g, query, samples=args.samples, **options))
+        watch.lap("count")
+        summary = _write_summary(args, folder, client, g, {}, watch, count=section)
+        g.release()
+    result = summary["count"]
+    if args.algorithm == "exact":
+        print(f"exact count: {result['count']:,} embeddings in {result['seconds']:.3f} s")
+    else:
+        print(f"{result['method']}: {result['estimate']:,.6g} +- {result['std_error']:.3g} (95% "
+              f"{result['confidence_interval'][0]:,.6g} .. {result['confidence_interval'][1]:,.6g}) from "
+              f"{result['samples']:,} samples, {result['valid_fraction']:.3f} valid, "
+              f"{result['samples_per_second']:,.0f} samples/s")
     return 0
 
 

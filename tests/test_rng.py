@@ -138,3 +138,11 @@ def test_the_scripts_beside_the_package_take_the_splitmix64_constants_from_it():
     for path in sorted([*repo.glob("benchmarks/*.py"), *repo.glob("workflows/*/*.py")]):
         text = path.read_text().upper()
         assert not [c for c in constants if c in text], f"{path.relative_to(repo)} writes them again"
+
+
+def test_below_array_is_below_of_each_block():
+    """The vectorized draw (Python-written estimators use it) against the compiled one, bounds up to 2**63."""
+    blocks = _rng.draws(np, _rng.key(3), np.arange(2000, dtype=np.int64) * 7919, 5, 0)
+    bounds = np.concatenate([[1, 2, 3, 2**62 + 5, 2**63 - 1, 2**40], np.arange(1994) % 97 + 1]).astype(np.uint64)
+    want = [_rng.below((blocks[i, 0], blocks[i, 1]), bounds[i]) for i in range(len(bounds))]
+    np.testing.assert_array_equal(_rng.below_array(blocks, bounds), want)

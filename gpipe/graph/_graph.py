@@ -161,8 +161,38 @@ class Graph:
             self._vertex_arrays[name] = np.concatenate(self._on_partitions(f"graph {name}", VERTEX_ARRAYS[name]))
         return self._vertex_arrays[name]
 
+    @property
+    def labels(self) -> np.ndarray | None:
+        """Each vertex's integer label, by dense id (pattern mining and counting), or None: see :meth:`set_labels`."""
+        return self._vertex_arrays.get("labels")
+
+    def set_labels(self, labels) -> None:
+        """Give every vertex a non-negative integer label.
+
+        ``labels`` is a sequence in dense-id order (``0..n-1``), or a pandas
+        Series indexed by original vertex id holding every vertex once. Runs on
+        the workers read them as the per-vertex array ``"labels"``.
+        """
+        if isinstance(labels, pd.Series):
+            dense = self.to_internal(labels.index.to_numpy(), "labels' index")
+            if len(np.unique(dense)) != self.num_vertices or len(dense) != self.num_vertices:
+                raise GpipeValueError(f"'labels' must label each of the {self.num_vertices} vertices once, got "
+                                      f"{len(labels)} labels for {len(np.unique(dense))} distinct vertices")
+            values = np.empty(self.num_vertices, np.int64)
+            values[dense] = labels.to_numpy()
+        else:
+            values = np.asarray(labels)
+            if values.shape != (self.num_vertices,):
+                raise GpipeValueError(f"'labels' must hold one label per vertex ({self.num_vertices}), got shape "
+                                      f"{values.shape}")
+        if not np.issubdtype(values.dtype, np.integer) or (values < 0).any():
+            raise GpipeValueError(f"'labels' must be non-negative integers, got dtype {values.dtype}, minimum "
+                                  f"{values.min(initial=0)}")
+        self._vertex_arrays["labels"] = values.astype(np.int64)
+        self._on_workers.discard("labels")
+
     def put_on_workers(self, names) -> None:
-        """Put per-vertex arrays (``"degrees"``, ``"upper_degrees"``) into the stores of the graph's workers, once.
+        """Put per-vertex arrays (``"degrees"``, ``"upper_degrees"``, ``"labels"``) into the stores of the graph's workers, once.
 
         Runs there read them by name (``store().partitions.array``); they go with the graph.
         """

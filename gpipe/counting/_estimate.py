@@ -1,0 +1,281 @@
+"""Random-walk estimates of subgraph counts (gSWORD): WanderJoin, Alley and PartialRefine, with sample inheritance.
+
+CUDA in ``kernels/count.cu``, CPU twin here; the same random stream and the same sums.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import _rng
+from .._validate import (check_bool, check_choice, check_graph, check_int, check_picklable, check_probability,
+                         check_seed)
+from ..backend import cpu_kernel, prange, to_host
+from ..errors import GpipeValueError
+from ..kernels import Arg, Kernel
+from ..runtime import worker_xp
+from . import _cluster
+from ._candidates import candidates
+from . import _rsv
+from ._common import LANES, extends, local_candidates
+from ._inputs import MAX_QUERY_VERTICES, check_query
+
+STREAM = 32  # local candidate lists this long are refined by the whole warp on the GPU (the same pick as one lane's)
+METHODS = {"wanderjoin": 0.0, "alley": 1.0, "partial_refine": None}  # each method's refinement probability alpha
+Z95 = 1.959963984540054  # the standard normal's 97.5% quantile
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """An estimated subgraph count and how it was obtained.
+
+    ``estimate`` is the mean of the per-sample Horvitz-Thompson values;
+    ``std_error`` is the standard deviation of the per-group means (groups of
+    32 samples are independent; the samples of a group are not, once they
+    inherit) over the square root of the group count (NaN for a single
+    group), and ``confidence_interval`` the normal 95% interval around the
+    estimate.
+    ``valid_fraction`` is the share of samples that ended as a full embedding;
+    ``seconds`` and ``samples_per_second`` time the whole call. ``method``
+    and ``alpha`` are as asked (a Python refine's function name, and None).
+    """
+
+    estimate: float
+    std_error: float
+    confidence_interval: tuple[float, float]
+    samples: int
+    valid_fraction: float
+    samples_per_second: float
+    seconds: float
+    method: str
+    alpha: float | None
+    inheritance: bool
+
+
+def estimate(g, query, method="partial_refine", samples: int = 1_000_000, alpha: float | None = None,
+             seed: int = 0, inheritance: bool = True) -> Estimate:
+    """Estimate the number of embeddings of ``query`` in ``g`` from random walks over the candidate graph.
+
+    Each sample matches the query's vertices in the candidate graph's order
+    (:func:`candidates`), picking at each position one of the local candidates
+    (those adjacent to its parent's match) uniformly after *refining* them:
+    a refined candidate is kept only if it extends the partial match
+    (injective, adjacent to every earlier neighbor's match), an unrefined one
+    is kept and checked once picked (*validate*). Refining each local
+    candidate with probability ``alpha`` is PartialRefine; WanderJoin refines
+    none, Alley all. A sample's Horvitz-Thompson value is the product of the
+    kept-candidate counts along a full match, 0 for a sample that dies; its
+    mean is an unbiased estimate of the count, for every ``alpha``. Refining
+    methods pick the kept candidate with the largest random key in one pass
+    (an A-Res reservoir); on the GPU a list of 32 local candidates or more is
+    refined by the whole warp (gSWORD's warp streaming), with the same pick.
+
+    With ``inheritance`` (gSWORD's Algorithm 2), samples run in groups of 32
+    (a warp on the GPU): when samples of a group die before the last position,
+    each takes over the lowest live sample of the group, whose value is split
+    evenly among its copies first — the push-down of the recursive estimator,
+    so the estimate stays unbiased while no lane idles.
+
+    The draws of sample ``i`` come from the counter-based stream keyed by
+    ``(seed, i, position, draw)`` and the groups are split over the graph's
+    workers, so the estimate depends on ``seed`` and ``samples`` only: not on
+    the number of workers, nor on CPU or GPU.
+
+    Parameters
+    ----------
+    g : Graph
+        An undirected graph with vertex labels.
+    query : Query
+        The query graph.
+    method : {'partial_refine', 'alley', 'wanderjoin'} or callable
+        The estimator; or a *refine* step ``refine(table) -> bool array``
+        keeping rows of each position's table of local candidates (see
+        :class:`CandidateTable`), for an estimator written in Python: vectorized
+        numpy or cupy code run on the workers over the same samples, groups and
+        random stream as the kernel, picklable by cloudpickle. The estimate
+        stays unbiased as long as every row whose ``extends`` is true is kept.
+        ``lambda t: t["extends"]`` is Alley; ``lambda t: (t["coin"] >= 0.1) |
+        t["extends"]`` PartialRefine with alpha 0.1 (the same estimates as
+        those methods).
+    samples : int
+        Samples to draw, rounded up to whole groups of 32.
+    alpha : float, optional
+        PartialRefine's refinement probability in (0, 1] (default 0.1; 1 is
+        Alley). Only for ``method='partial_refine'``.
+    seed : int
+        Seed of the random stream.
+    inheritance : bool
+        Let dead samples inherit live partial samples of their group.
+
+    Returns
+    -------
+    Estimate
+        With ``estimate`` exactly 0 and no samples drawn when a query vertex
+        has no candidate.
+
+    Raises
+    ------
+    GpipeValueError
+        A parameter is out of range, or ``query`` cannot occur in ``g`` (see
+        :func:`candidates`).
+
+    Examples
+    --------
+    >>> import gpipe, pandas as pd
+    >>> edges = pd.DataFrame({"src": [0, 0, 0, 1, 1, 2], "dst": [1, 2, 3, 2, 3, 3]})  # K4
+    >>> with gpipe.connect(n_workers=1, device="cpu"):
+    ...     g = gpipe.from_edges(edges)
+    ...     g.set_labels([0, 0, 0, 0])
+    ...     triangle = gpipe.counting.Query.from_edges([(0, 1), (1, 2), (0, 2)], [0, 0, 0])
+    ...     result = gpipe.counting.estimate(g, triangle, method="alley", samples=1000, seed=0)
+    >>> result.estimate, result.std_error, result.samples   # 4 triangles x 6 automorphisms, found by every sample
+    (24.0, 0.0, 1024)
+    """
+    started = time.perf_counter()
+    check_graph(g)
+    check_query(query)
+    refine = check_picklable("method", method) if callable(method) else None
+    if refine is None:
+        check_choice("method", method, tuple(METHODS))
+    if (refine is not None or METHODS[method] is not None) and alpha is not None:
+        raise GpipeValueError(f"'alpha' applies to method='partial_refine' only, got alpha={alpha!r} with "
+                              f"method={method!r}")
+    if refine is None:
+        alpha = METHODS[method] if METHODS[method] is not None else (
+            0.1 if alpha is None else check_probability("alpha", alpha, open_low=True))
+    samples = check_int("samples", samples, minimum=1)
+    key = _rng.key(check_seed("seed", seed))
+    inheritance = check_bool("inheritance", inheritance)
+    name = getattr(refine, "__name__", "refine") if refine is not None else method
+    cg = candidates(g, query)
+    if cg.empty:
+        seconds = time.perf_counter() - started
+        return Estimate(0.0, 0.0, (0.0, 0.0), 0, 0.0, 0.0, seconds, name, alpha, inheritance)
+    groups = -(-samples // LANES)
+    if refine is None:
+        parts = _cluster.spread(g, _estimate_groups, groups, cg.arrays(), cg.num_positions, int(key), alpha,
+                                inheritance)
+    else:
+        parts = _cluster.spread(g, _rsv.run_groups, groups, cg.arrays(), cg.order, int(key), refine, inheritance)
+    sums = np.concatenate([s for s, _ in parts])
+    valid = np.concatenate([v for _, v in parts])
+    drawn = groups * LANES
+    mean = float(sums.sum() / drawn)
+    error = float(np.std(sums / LANES, ddof=1) / math.sqrt(groups)) if groups > 1 else math.nan
+    seconds = time.perf_counter() - started
+    return Estimate(mean, error, (mean - Z95 * error, mean + Z95 * error), drawn, float(valid.sum() / drawn),
+                    drawn / seconds, seconds, name, alpha, inheritance)
+
+
+def _estimate_groups(first_group: int, groups: int, arrays: dict, k: int, key: int, alpha: float,
+                     inherit: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Each group's sum of sample values and its count of valid samples, for groups ``first_group ..`` (on a
+    worker, on its device)."""
+    x = worker_xp()
+    group_sum = x.zeros(groups, x.float64)
+    group_valid = x.zeros(groups, x.int32)
+    ESTIMATE.launch(**{name: x.asarray(a) for name, a in arrays.items()}, k=k, key=key, alpha=alpha,
+                    inherit=inherit, first_group=first_group, groups=groups, group_sum=group_sum,
+                    group_valid=group_valid)
+    return to_host(group_sum), to_host(group_valid)
+
+
+@cpu_kernel()
+def _pick(cand_offsets, cand_vertices, back_offsets, back_pos, back_rows, edge_indptr, edge_indices, key, sample, d,
+          alpha, match, matched):
+    """How many local candidates of position ``d`` are kept, which is picked (an index into ``edge_indices``, -1
+    for none: the kept one with the largest reservoir key, or, for WanderJoin, a uniform one of them all) and
+    whether it was refined (else it is still to be validated)."""
+    lo, hi = local_candidates(back_offsets, back_pos, back_rows, edge_indptr, d, match)
+    if alpha <= 0.0:
+        if hi == lo:
+            return 0, -1, False
+        return hi - lo, lo + _rng.below(_rng.bits(key, sample, d, 0), hi - lo), False
+    kept = 0
+    best = -1
+    best_key = np.uint64(0)
+    best_refined = False
+    for j in range(lo, hi):
+        block = _rng.bits(key, sample, d, 1 + (j - lo))
+        refined = alpha >= 1.0 or _rng.unit(block) < alpha
+        if refined and not extends(cand_offsets, cand_vertices, back_offsets, back_pos, back_rows, edge_indptr,
+                                   edge_indices, d, edge_indices[j], match, matched):
+            continue
+        kept += 1
+        if best < 0 or block[1] > best_key:  # ascending j: a tie keeps the lower one
+            best_key = block[1]
+            best = j
+            best_refined = refined
+    return kept, best, best_refined
+
+
+@cpu_kernel(parallel=True)
+def _estimate_cpu(cand_offsets, cand_vertices, back_offsets, back_pos, back_rows, edge_indptr, edge_indices, k, key,
+                  alpha, inherit, first_group, groups, group_sum, group_valid):
+    roots = cand_offsets[1]
+    for g in prange(groups):
+        match = np.zeros((LANES, k), np.int64)
+        matched = np.zeros((LANES, k), np.int64)
+        weight = np.zeros(LANES, np.float64)
+        alive = np.ones(LANES, np.bool_)
+        for lane in range(LANES):
+            sample = (first_group + g) * LANES + lane
+            match[lane, 0] = _rng.below(_rng.bits(key, sample, 0, 0), roots)
+            matched[lane, 0] = cand_vertices[match[lane, 0]]
+            weight[lane] = np.float64(roots)
+        for d in range(1, k):
+            for lane in range(LANES):
+                if not alive[lane]:
+                    continue
+                sample = (first_group + g) * LANES + lane
+                kept, best, refined = _pick(cand_offsets, cand_vertices, back_offsets, back_pos, back_rows, edge_indptr,
+                                   edge_indices, key, sample, d, alpha, match[lane], matched[lane])
+                if kept == 0:
+                    alive[lane] = False
+                    continue
+                c = edge_indices[best]
+                if refined or extends(cand_offsets, cand_vertices, back_offsets, back_pos, back_rows, edge_indptr,
+                                      edge_indices, d, c, match[lane], matched[lane]):
+                    match[lane, d] = c
+                    matched[lane, d] = cand_vertices[cand_offsets[d] + c]
+                    weight[lane] *= np.float64(kept)
+                else:
+                    alive[lane] = False
+            live = 0
+            parent = -1  # the lowest live lane
+            for lane in range(LANES - 1, -1, -1):
+                if alive[lane]:
+                    live += 1
+                    parent = lane
+            if live == 0:
+                break
+            if inherit and d < k - 1 and live < LANES:
+                weight[parent] /= np.float64(LANES - live + 1)
+                for lane in range(LANES):
+                    if not alive[lane]:
+                        match[lane, :d + 1] = match[parent, :d + 1]
+                        matched[lane, :d + 1] = matched[parent, :d + 1]
+                        weight[lane] = weight[parent]
+                        alive[lane] = True
+        total = 0.0
+        valid = 0
+        for lane in range(LANES):
+            if alive[lane]:  # in lane order, as the CUDA kernel adds (a dead lane's 0 changes no sum)
+                total += weight[lane]
+                valid += 1
+        group_sum[g] = total
+        group_valid[g] = valid
+
+
+ESTIMATE = Kernel("count.cu", "gp_count_estimate", twin=_estimate_cpu, items="groups", lanes=LANES,
+                  defines={"GP_COUNT_LANES": LANES, "GP_COUNT_MAX_QUERY": MAX_QUERY_VERTICES,
+                           "GP_COUNT_STREAM": STREAM}, args=(
+    Arg("cand_offsets", "i64[k+1]"), Arg("cand_vertices", "i64[]"), Arg("back_offsets", "i64[k+1]"),
+    Arg("back_pos", "i32[]"), Arg("back_rows", "i64[]"), Arg("edge_indptr", "i64[]"), Arg("edge_indices", "i32[]"),
+    Arg("k", "i32", note="query vertices"), Arg("key", "u64"), Arg("alpha", "f64", note="0 WanderJoin, 1 Alley"),
+    Arg("inherit", "i32"), Arg("first_group", "i64"), Arg("groups", "i64"),
+    Arg("group_sum", "f64[groups]", out=True), Arg("group_valid", "i32[groups]", out=True)))

@@ -1,0 +1,385 @@
+"""gpipe.counting: labeled inputs, candidate graphs, exact counts and the random-walk estimators."""
+
+import dataclasses
+import json
+import re
+import threading
+import time
+from pathlib import Path
+
+import networkx as nx
+import numpy as np
+import pandas as pd
+import pytest
+
+import gpipe
+from gpipe.cli import main
+from gpipe.counting import Query
+
+HPRD = Path(__file__).resolve().parents[2] / "shared" / "data" / "hprd"
+
+
+def write(tmp_path, text: str, name: str = "g.graph") -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+# -- inputs ------------------------------------------------------------------------------------------------------
+def test_read_graph_keeps_ids_labels_and_isolated_vertices(cpu, tmp_path):
+    path = write(tmp_path, "t 4 2\nv 0 3 1\nv 1 3 2\nv 2 0 1\nv 3 9 0\ne 0 1\ne 1 2\n")
+    g = gpipe.counting.read_graph(path)
+    assert (g.num_vertices, g.num_edges, g.labels.tolist()) == (4, 2, [3, 3, 0, 9])
+    assert g.degrees().tolist() == [1, 2, 1, 0]
+
+
+@pytest.mark.parametrize("text, where, reason", [
+    ("v 0 1 0\n", 1, "must start with 't N M'"),
+    ("t 2 1\nv 0 1 1\nv 1 x 1\ne 0 1\n", 3, r"expected a label \(a non-negative integer\), got .x."),
+    ("t 2 1\nv 0 1 1\nv 0 1 1\ne 0 1\n", 3, "vertex 0 is listed twice"),
+    ("t 2 1\nv 0 1 1\ne 0 1\nv 1 1 1\n", 3, r"edge \(0, 1\) has an end not listed"),
+    ("t 2 1\nv 0 1 1\nv 1 1 1\nq 0 1\n", 4, "expected 'v id label degree' or 'e u v', got 'q 0 1'"),
+    ("t 2 2\nv 0 1 1\nv 1 1 1\ne 0 1\n", None, "holds 1 edges, its 't' line announces 2"),
+    ("t 2 1\nv 0 1 1\nv 1 1 2\ne 0 1\n", None, "vertex 1 has 1 edges, its 'v' line says degree 2"),
+])
+def test_a_malformed_graph_file_names_the_file_and_line(tmp_path, text, where, reason):
+    path = write(tmp_path, text)
+    with pytest.raises(gpipe.GpipeFileError, match=reason) as info:
+        Query.from_file(path)
+    assert (info.value.path, info.value.line) == (str(path), where)
+
+
+def test_the_three_query_constructors_agree(tmp_path):
+    path = write(tmp_path, "t 3 2\nv 0 5 1\nv 1 7 2\nv 2 5 1\ne 1 0\ne 2 1\n")
+    nxg = nx.Graph([(0, 1), (1, 2)])
+    nx.set_node_attributes(nxg, {0: 5, 1: 7, 2: 5}, "label")
+    for q in (Query.from_file(path), Query.from_networkx(nxg), Query.from_edges([(1, 2), (0, 1), (1, 0)], [5, 7, 5])):
+        assert q.labels.tolist() == [5, 7, 5] and q.edges.tolist() == [[0, 1], [1, 2]]
+
+
+@pytest.mark.parametrize("edges, labels, message", [
+    ([], [], "'query' must have at least one vertex"),
+    ([(0, 1), (2, 3)], [1, 1, 1, 1], r"'query' must be connected, got vertices \[2, 3\] unreachable"),
+    ([(0, 0)], [1], r"'query' must have no self-loops, got edge \[0, 0\]"),
+    ([(0, 2)], [1, 1], r"'query' edges must join vertices 0..1, got \[\[0, 2\]\]"),
+    ([(0, 1)], [1, -1], "'query' labels must be non-negative integers"),
+    ([(0, 1, 2)], [1, 1, 1], r"'query' edges must be pairs of vertex ids, got an array of shape \(1, 3\)"),
+    ([(i, i + 1) for i in range(32)], [0] * 33, "'query' must have at most 32 vertices, got 33"),
+])
+def test_a_bad_query_is_refused_naming_what_is_wrong(edges, labels, message):
+    with pytest.raises(gpipe.GpipeValueError, match=message):
+        Query.from_edges(edges, labels)
+
+
+def test_a_networkx_query_needs_every_label():
+    nxg = nx.path_graph(3)
+    nxg.nodes[0]["label"] = 1
+    with pytest.raises(gpipe.GpipeValueError, match=r"nodes must all have the attribute 'label'; \[1, 2\] do not"):
+        Query.from_networkx(nxg)
+
+
+def test_set_labels_takes_a_series_by_original_id_and_checks_it(cpu):
+    g = gpipe.from_edges(pd.DataFrame({"src": ["a", "b"], "dst": ["b", "c"]}))
+    g.set_labels(pd.Series([7, 8, 9], index=["c", "a", "b"]))
+    assert g.labels[g.to_internal(["a", "b", "c"])].tolist() == [8, 9, 7]
+    with pytest.raises(gpipe.GpipeValueError, match=r"one label per vertex \(3\), got shape \(2,\)"):
+        g.set_labels([1, 2])
+    with pytest.raises(gpipe.GpipeValueError, match="'labels' must be non-negative integers"):
+        g.set_labels([1.5, 2, 3])
+
+
+# -- candidate graph and exact counts ----------------------------------------------------------------------------
+def labeled_graph(seed: int, n: int = 24, p: float = 0.25, kinds: int = 2) -> nx.Graph:
+    rng = np.random.default_rng(seed)
+    graph = nx.gnp_random_graph(n, p, seed=seed)
+    nx.set_node_attributes(graph, {v: int(rng.integers(kinds)) for v in graph}, "label")
+    return graph
+
+
+def on_cluster(graph: nx.Graph, **kwargs) -> gpipe.Graph:
+    edges = np.array(graph.edges, np.int64).reshape(-1, 2)
+    g = gpipe.from_edges(pd.DataFrame({"src": edges[:, 0], "dst": edges[:, 1]}), renumber=False,
+                         num_vertices=graph.number_of_nodes(), **kwargs)
+    g.set_labels([graph.nodes[v]["label"] for v in range(graph.number_of_nodes())])
+    return g
+
+
+def networkx_count(graph: nx.Graph, query: nx.Graph) -> int:
+    """Label-preserving subgraph monomorphisms (non-induced embeddings), as the HPRD counts are."""
+    matcher = nx.algorithms.isomorphism.GraphMatcher(graph, query, node_match=lambda a, b: a["label"] == b["label"])
+    return sum(1 for _ in matcher.subgraph_monomorphisms_iter())
+
+
+def labeled_query(edges, labels) -> nx.Graph:
+    query = nx.Graph()
+    query.add_nodes_from(range(len(labels)))
+    query.add_edges_from(edges)
+    nx.set_node_attributes(query, dict(enumerate(labels)), "label")
+    return query
+
+
+QUERIES = {  # shapes with labels that occur, several of them with automorphisms
+    "edge": ([(0, 1)], [0, 1]),
+    "triangle": ([(0, 1), (1, 2), (0, 2)], [0, 0, 1]),
+    "path": ([(0, 1), (1, 2), (2, 3)], [1, 0, 0, 1]),
+    "square": ([(0, 1), (1, 2), (2, 3), (3, 0)], [0, 1, 0, 1]),
+    "star": ([(0, 1), (0, 2), (0, 3)], [0, 1, 1, 1]),
+    "diamond": ([(0, 1), (1, 2), (2, 3), (3, 0), (0, 2)], [0, 0, 1, 1]),
+    "single": ([], [1]),
+}
+
+
+@pytest.mark.parametrize("seed, layout", [(0, {}), (1, {"mode": "partitioned", "partitions": 3})])
+def test_count_exact_agrees_with_networkx(cpu, seed, layout):
+    """On a replicated graph (the candidate graph built where a replica is) and a partitioned one (gathered)."""
+    graph = labeled_graph(seed)
+    g = on_cluster(graph, **layout)
+    assert g.mode == layout.get("mode", "replicated")
+    counts = {}
+    for name, (edges, labels) in QUERIES.items():
+        query = labeled_query(edges, labels)
+        counts[name] = networkx_count(graph, query)
+        assert gpipe.counting.count_exact(g, Query.from_networkx(query)) == counts[name], name
+    assert min(counts.values()) > 0, counts  # every shape occurs: the comparisons are not of zeros
+
+
+def test_candidates_keep_every_embedding_and_follow_connected_order(cpu):
+    graph = labeled_graph(3)
+    g = on_cluster(graph)
+    edges, labels = QUERIES["diamond"]
+    cg = gpipe.counting.candidates(g, Query.from_edges(edges, labels))
+    matcher = nx.algorithms.isomorphism.GraphMatcher(graph, labeled_query(edges, labels),
+                                                     node_match=lambda a, b: a["label"] == b["label"])
+    used = [set() for _ in labels]
+    for mapping in matcher.subgraph_monomorphisms_iter():
+        for v, u in mapping.items():
+            used[u].add(v)
+    for d, u in enumerate(cg.order):
+        assert used[u] <= set(cg.cand_vertices[cg.cand_offsets[d]:cg.cand_offsets[d + 1]].tolist())
+        back = cg.back_pos[cg.back_offsets[d]:cg.back_offsets[d + 1]]
+        assert (d == 0) == (len(back) == 0) and all(b < d for b in back)
+    assert sorted(cg.order.tolist()) == list(range(len(labels)))
+
+
+def test_a_query_that_cannot_fit_is_refused(cpu):
+    g = on_cluster(labeled_graph(0, n=5, p=0.9))
+    with pytest.raises(gpipe.GpipeValueError, match=r"'query' labels must occur in the data graph, got labels \[7\]"):
+        gpipe.counting.count_exact(g, Query.from_edges([(0, 1)], [0, 7]))
+    with pytest.raises(gpipe.GpipeValueError, match="'query' must have at most as many vertices as the data graph "
+                                                    r"\(5\), got 6"):
+        gpipe.counting.count_exact(g, Query.from_edges([(i, i + 1) for i in range(5)], [0] * 6))
+    with pytest.raises(gpipe.GpipeValueError, match="'query' must be a gpipe.counting.Query"):
+        gpipe.counting.count_exact(g, nx.path_graph(2))
+    unlabeled = gpipe.from_edges(pd.DataFrame({"src": [0], "dst": [1]}))
+    with pytest.raises(gpipe.GpipeValueError, match="'g' must have vertex labels"):
+        gpipe.counting.count_exact(unlabeled, Query.from_edges([(0, 1)], [0, 0]))
+
+
+@pytest.fixture(scope="module")
+def hprd(cpu_cluster):
+    if not HPRD.is_dir():
+        pytest.skip(f"the HPRD data set is not at {HPRD}")
+    with cpu_cluster.as_current():
+        yield gpipe.counting.read_graph(HPRD / "HPRD.graph")
+
+
+def expected_hprd() -> dict:
+    return {name: int(count) for name, count in
+            (line.split(":") for line in (HPRD / "expected_counts.txt").read_text().split())}
+
+
+def hprd_query(name: str) -> Query:
+    return Query.from_file(HPRD / "queries" / f"{name}.graph")
+
+
+def test_hprd_graph_reads_as_its_readme_says(hprd):
+    assert (hprd.num_vertices, hprd.num_edges, len(np.unique(hprd.labels))) == (9460, 34998, 307)
+
+
+@pytest.mark.parametrize("name", ["query_dense_16_2", "query_dense_16_104", "query_dense_16_151",
+                                  "query_dense_16_116"])
+def test_count_exact_reproduces_hprd_counts(cpu, hprd, name):
+    assert gpipe.counting.count_exact(hprd, hprd_query(name)) == expected_hprd()[name]
+
+
+@pytest.mark.slow
+def test_count_exact_reproduces_every_hprd_count_within_two_seconds_each(cpu, hprd):
+    """All 200 dense 16-vertex queries; each takes under 0.5 s on 2 shared CPU cores, once compiled (cap: 2 s)."""
+    gpipe.counting.count_exact(hprd, hprd_query("query_dense_16_2"))  # numba compiles on the workers
+    for name, want in expected_hprd().items():
+        started = time.perf_counter()
+        assert gpipe.counting.count_exact(hprd, hprd_query(name)) == want, name
+        assert time.perf_counter() - started < 2.0, name
+
+
+# -- estimators --------------------------------------------------------------------------------------------------
+ESTIMATORS = [("wanderjoin", None), ("alley", None), ("partial_refine", 0.3)]
+
+
+@pytest.fixture(scope="module")
+def dense_case(cpu_cluster):
+    """A 40-vertex random graph with 2 labels, a diamond query (a 4-cycle with a chord) and its exact count."""
+    graph = labeled_graph(0, n=40, p=0.2)
+    edges, labels = QUERIES["diamond"]
+    with cpu_cluster.as_current():
+        yield on_cluster(graph), Query.from_edges(edges, labels), networkx_count(graph, labeled_query(edges, labels))
+
+
+@pytest.mark.parametrize("inheritance", [False, True])
+@pytest.mark.parametrize("method, alpha", ESTIMATORS)
+def test_estimates_are_unbiased_and_their_standard_error_matches_their_spread(cpu, dense_case, method, alpha,
+                                                                              inheritance):
+    """60 independent estimates (seeds 0..59) of 1024 samples each: their mean is within 3 standard errors of the
+    exact count, and the standard error each reports is, on average, their spread (within a third)."""
+    g, query, exact = dense_case
+    runs = [gpipe.counting.estimate(g, query, method=method, alpha=alpha, samples=1024, seed=seed,
+                                    inheritance=inheritance) for seed in range(60)]
+    values = np.array([r.estimate for r in runs])
+    spread = values.std(ddof=1)
+    assert abs(values.mean() - exact) < 3 * spread / np.sqrt(len(values)), (values.mean(), exact)
+    assert 0.75 < np.mean([r.std_error for r in runs]) / spread < 1.33
+    assert all(r.samples == 1024 and 0 < r.valid_fraction <= 1 for r in runs)
+
+
+def test_an_estimate_depends_on_seed_and_samples_only_not_on_the_workers(cpu_cluster, one_worker_cluster):
+    """Groups of samples are split over the workers by their ids: 1 and 2 workers, a replicated and a partitioned
+    graph give the same bits."""
+    graph = labeled_graph(0, n=40, p=0.2)
+    query = Query.from_edges(*QUERIES["diamond"])
+    results = []
+    for client, layout in [(one_worker_cluster, {}), (cpu_cluster, {}),
+                           (cpu_cluster, {"mode": "partitioned", "partitions": 3})]:
+        with client.as_current():
+            g = on_cluster(graph, **layout)
+            results.append([gpipe.counting.estimate(g, query, method=method, alpha=alpha, samples=3000, seed=7)
+                            for method, alpha in ESTIMATORS])
+    for one, *others in zip(*results):
+        for other in others:
+            assert (one.estimate, one.std_error, one.valid_fraction) == (other.estimate, other.std_error,
+                                                                         other.valid_fraction)
+    with cpu_cluster.as_current():
+        other = gpipe.counting.estimate(g, query, method="wanderjoin", samples=3000, seed=8)
+    assert other.estimate != results[1][0].estimate
+
+
+def test_an_estimate_reports_what_it_drew(cpu, dense_case):
+    g, query, exact = dense_case
+    r = gpipe.counting.estimate(g, query, samples=1000, seed=3)
+    assert (r.method, r.alpha, r.inheritance, r.samples) == ("partial_refine", 0.1, True, 1024)
+    assert r.confidence_interval[0] < r.estimate < r.confidence_interval[1]
+    assert r.seconds > 0 and r.samples_per_second == pytest.approx(r.samples / r.seconds)
+    assert isinstance(r, gpipe.counting.Estimate) and dataclasses.is_dataclass(r)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        r.estimate = 0.0
+
+
+def test_a_query_without_candidates_estimates_zero_without_sampling(cpu):
+    g = on_cluster(labeled_graph(0, n=6, p=0.5))  # labels 0 and 1, no triangle of three 1s
+    query = Query.from_edges([(0, 1), (1, 2), (0, 2)], [1, 1, 1])
+    assert gpipe.counting.count_exact(g, query) == networkx_count(labeled_graph(0, n=6, p=0.5),
+                                                                   labeled_query(*QUERIES["triangle"][:1], [1, 1, 1]))
+    r = gpipe.counting.estimate(g, query)
+    assert (r.estimate, r.std_error, r.samples) == (0.0, 0.0, 0)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"samples": 0}, "'samples' must be a positive integer, got 0"),
+    ({"alpha": 0.0}, r"'alpha' must be in \(0, 1\], got 0.0"),
+    ({"alpha": 1.5}, r"'alpha' must be in \(0, 1\], got 1.5"),
+    ({"method": "alley", "alpha": 0.5}, "'alpha' applies to method='partial_refine' only, got alpha=0.5"),
+    ({"method": "rejection"}, "'method' must be one of 'wanderjoin', 'alley', 'partial_refine'; got 'rejection'"),
+    ({"seed": -1}, "'seed' must be an integer >= 0, got -1"),
+    ({"inheritance": 1}, "'inheritance' must be true or false, got 1"),
+])
+def test_bad_estimate_parameters_are_refused_naming_them(cpu, dense_case, kwargs, message):
+    g, query, _ = dense_case
+    with pytest.raises(gpipe.GpipeValueError, match=message):
+        gpipe.counting.estimate(g, query, **kwargs)
+
+
+@pytest.mark.parametrize("method, alpha", ESTIMATORS)
+def test_hprd_estimates_cover_the_exact_count(cpu, hprd, method, alpha):
+    name = "query_dense_16_2"
+    r = gpipe.counting.estimate(hprd, hprd_query(name), method=method, alpha=alpha, samples=20_000, seed=1)
+    assert abs(r.estimate - expected_hprd()[name]) <= 4 * r.std_error  # Alley: every sample finds the 80
+
+
+# -- Refine / Sample / Validate in Python ------------------------------------------------------------------------
+def alley_refine(table):
+    return table["extends"]
+
+
+def partial_refine_03(table):
+    return (table["coin"] >= 0.3) | table["extends"]
+
+
+def keep_all(table):
+    """No refinement, as WanderJoin, but picking by reservoir keys: every unextending pick dies at validation."""
+    return table["coin"] >= 0
+
+
+@pytest.mark.parametrize("inheritance", [False, True])
+@pytest.mark.parametrize("refine, method, alpha", [(alley_refine, "alley", None),
+                                                   (partial_refine_03, "partial_refine", 0.3)])
+def test_a_refine_written_in_python_reproduces_the_kernel(cpu, dense_case, refine, method, alpha, inheritance):
+    g, query, _ = dense_case
+    python = gpipe.counting.estimate(g, query, method=refine, samples=5000, seed=4, inheritance=inheritance)
+    kernel = gpipe.counting.estimate(g, query, method=method, alpha=alpha, samples=5000, seed=4,
+                                     inheritance=inheritance)
+    assert (python.estimate, python.std_error, python.valid_fraction) == (kernel.estimate, kernel.std_error,
+                                                                          kernel.valid_fraction)
+    assert (python.method, python.alpha) == (refine.__name__, None)
+
+
+def test_a_python_refine_that_keeps_every_extension_is_unbiased(cpu, dense_case):
+    g, query, exact = dense_case
+    values = np.array([gpipe.counting.estimate(g, query, method=keep_all, samples=1024, seed=seed).estimate
+                       for seed in range(40)])
+    assert abs(values.mean() - exact) < 3 * values.std(ddof=1) / np.sqrt(len(values))
+
+
+def test_a_python_refine_is_checked_at_the_boundary(cpu, dense_case):
+    g, query, _ = dense_case
+    with pytest.raises(gpipe.GpipeValueError, match="'alpha' applies to method='partial_refine' only"):
+        gpipe.counting.estimate(g, query, method=keep_all, alpha=0.5)
+    lock = threading.Lock()
+    with pytest.raises(gpipe.GpipeValueError, match="'method' must be picklable"):
+        gpipe.counting.estimate(g, query, method=lambda table: lock is not None)
+
+
+# -- the command line --------------------------------------------------------------------------------------------
+def test_gpipe_count_exact_and_estimate_write_their_summaries(capsys, cpu_cluster, tmp_path):
+    graph, query = HPRD / "HPRD.graph", HPRD / "queries" / "query_dense_16_2.graph"
+    if not HPRD.is_dir():
+        pytest.skip(f"the HPRD data set is not at {HPRD}")
+    cluster = ["--address", cpu_cluster.scheduler.address, "--device", "cpu"]
+    assert main(["count", "exact", "--graph", str(graph), "--query", str(query), "--out", str(tmp_path / "exact"),
+                 *cluster]) == 0
+    assert capsys.readouterr().out.startswith("exact count: 80 embeddings in ")
+    assert json.loads((tmp_path / "exact" / "summary.json").read_text())["count"]["count"] == 80
+    assert main(["count", "estimate", "--graph", str(graph), "--query", str(query), "--method", "wanderjoin",
+                 "--samples", "5000", "--seed", "3", "--out", str(tmp_path / "estimate"), *cluster]) == 0
+    summary = json.loads((tmp_path / "estimate" / "summary.json").read_text())
+    with cpu_cluster.as_current():
+        g = gpipe.counting.read_graph(graph)
+        want = gpipe.counting.estimate(g, hprd_query("query_dense_16_2"), method="wanderjoin", samples=5000, seed=3)
+    assert (summary["count"]["estimate"], summary["count"]["samples"]) == (want.estimate, 5024)
+    assert summary["parameters"]["query"] == str(query) and summary["graph"]["num_vertices"] == 9460
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--samples", "0"], "'samples' must be a positive integer, got 0"),
+    (["--alpha", "2"], r"'alpha' must be in \(0, 1\], got 2.0"),
+])
+def test_gpipe_count_estimate_rejects_bad_values_before_any_work(capsys, tmp_path, args, message):
+    query = write(tmp_path, "t 1 0\nv 0 1 0\n", "q.graph")
+    assert main(["count", "estimate", "--graph", "g.graph", "--query", str(query), "--out", str(tmp_path / "o"),
+                 *args]) == 2
+    assert re.search(message, capsys.readouterr().err)
+
+
+def test_gpipe_count_names_a_malformed_query_file(capsys, tmp_path):
+    query = write(tmp_path, "t 2 1\nv 0 1 1\nv 1 1 1\ne 0 5\n", "q.graph")
+    assert main(["count", "exact", "--graph", "g.graph", "--query", str(query), "--out", str(tmp_path / "o")]) == 2
+    assert f"{query}:4: edge (0, 5) has an end not listed" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()
