@@ -12,12 +12,15 @@
 // as a CSR); a walker that needs them a second time in a step (or for the
 // exact draw) and has neither stops with state 2, and the caller launches it
 // again with t's neighbors borrowed.
-// Two kernels share one body and one argument list: gp_walk_node2vec_exact as
-// above, and gp_walk_node2vec, which stops a walker at the exact draw (state 2)
-// instead of making it. The caller launches the latter on every walker and the
-// former on those it stopped: the exact draw's code in the hot loop, though
-// almost never run, cost 40 % of node2vec's speed at R-MAT 22 on an H200
-// (1.13 against 1.93 G steps/s), the price of its registers and branches.
+// Three kernels share one body and one argument list: gp_walk_node2vec_exact as
+// above; gp_walk_node2vec, which stops a walker at the exact draw (state 2)
+// instead of making it; gp_walk_node2vec_rejection, with no fallback at all,
+// for p and q whose every acceptance is at least 1/16 (the caller passes
+// trials = -1 there, and the twin then never falls back either). The caller
+// launches the rejection kernel, or gp_walk_node2vec, on every walker and the
+// exact one on those stopped: the fallback in the hot loop, though almost never
+// taken, cost node2vec 40 % of its speed at R-MAT 22 on an H200 (1.13 against
+// 1.93 G steps/s), and its test alone 27 %.
 // Draws per step: 2k and 2k+1 for trial k (the first step, first-order, uses 0);
 // 2 * trials and 2 * trials + 1 for the exact draw.
 // Walker fields: cur, prev, cand, trial, answer, state. CPU twin:
@@ -97,7 +100,7 @@ __device__ __noinline__ long long gp_n2v_exact(const IdT* __restrict__ indices, 
     return last;
 }
 
-template <typename IdT, bool Exact>
+template <typename IdT, bool Bounded, bool Exact>
 __device__ __forceinline__ void gp_n2v_walk(const long long* __restrict__ indptr, const IdT* __restrict__ indices,
                                  const double* __restrict__ cdf, const long long* __restrict__ borrowed_ids,
                                  const long long* __restrict__ borrowed_indptr,
@@ -146,7 +149,7 @@ __device__ __forceinline__ void gp_n2v_walk(const long long* __restrict__ indptr
                     long long ta = 0, td = 0;
                     int near = -1;  // not looked up yet
                     while (true) {
-                        if (kk == trials) {  // rejection is slow at this step: draw it exactly
+                        if (Bounded && kk == trials) {  // rejection is slow at this step: draw it exactly
                             if (Exact && near < 0) near = gp_n2v_neighbors(t, lo, hi, indptr, indices, borrowed_count,
                                                                   borrowed_ids, borrowed_indptr, borrowed_indices,
                                                                   &tn, &ta, &td);
@@ -218,6 +221,30 @@ __device__ __forceinline__ void gp_n2v_walk(const long long* __restrict__ indptr
 }
 
 template <typename IdT>
+__global__ void gp_walk_node2vec_rejection(const long long* __restrict__ indptr, const IdT* __restrict__ indices,
+                                 const double* __restrict__ cdf, const long long* __restrict__ borrowed_ids,
+                                 const long long* __restrict__ borrowed_indptr,
+                                 const IdT* __restrict__ borrowed_indices, int weighted, long long lo, long long hi,
+                                 unsigned long long key, int length, double inv_p, double inv_q, int trials,
+                                 long long borrowed_count, long long n, const long long* __restrict__ walk_id,
+                                 const int* __restrict__ step, const long long* __restrict__ cur,
+                                 const long long* __restrict__ prev,
+                                 const long long* __restrict__ cand, const int* __restrict__ trial,
+                                 const signed char* __restrict__ answer, const signed char* __restrict__ state,
+                                 const long long* __restrict__ offset, IdT* __restrict__ flat,
+                                 int* __restrict__ piece_len, long long* __restrict__ out_vertex,
+                                 int* __restrict__ out_step, long long* __restrict__ out_cur,
+                                 long long* __restrict__ out_prev, long long* __restrict__ out_cand,
+                                 int* __restrict__ out_trial, signed char* __restrict__ out_answer,
+                                 signed char* __restrict__ out_state, signed char* __restrict__ moved,
+                                 unsigned long long* __restrict__ next) {
+    gp_n2v_walk<IdT, false, false>(indptr, indices, cdf, borrowed_ids, borrowed_indptr, borrowed_indices, weighted,
+                                   lo, hi, key, length, inv_p, inv_q, trials, borrowed_count, n, walk_id, step, cur,
+                                   prev, cand, trial, answer, state, offset, flat, piece_len, out_vertex, out_step,
+                                   out_cur, out_prev, out_cand, out_trial, out_answer, out_state, moved, next);
+}
+
+template <typename IdT>
 __global__ void gp_walk_node2vec(const long long* __restrict__ indptr, const IdT* __restrict__ indices,
                                  const double* __restrict__ cdf, const long long* __restrict__ borrowed_ids,
                                  const long long* __restrict__ borrowed_indptr,
@@ -235,10 +262,10 @@ __global__ void gp_walk_node2vec(const long long* __restrict__ indptr, const IdT
                                  int* __restrict__ out_trial, signed char* __restrict__ out_answer,
                                  signed char* __restrict__ out_state, signed char* __restrict__ moved,
                                  unsigned long long* __restrict__ next) {
-    gp_n2v_walk<IdT, false>(indptr, indices, cdf, borrowed_ids, borrowed_indptr, borrowed_indices, weighted, lo, hi,
-                            key, length, inv_p, inv_q, trials, borrowed_count, n, walk_id, step, cur, prev, cand,
-                            trial, answer, state, offset, flat, piece_len, out_vertex, out_step, out_cur, out_prev,
-                            out_cand, out_trial, out_answer, out_state, moved, next);
+    gp_n2v_walk<IdT, true, false>(indptr, indices, cdf, borrowed_ids, borrowed_indptr, borrowed_indices, weighted,
+                                  lo, hi, key, length, inv_p, inv_q, trials, borrowed_count, n, walk_id, step, cur,
+                                  prev, cand, trial, answer, state, offset, flat, piece_len, out_vertex, out_step,
+                                  out_cur, out_prev, out_cand, out_trial, out_answer, out_state, moved, next);
 }
 
 template <typename IdT>
@@ -259,8 +286,8 @@ __global__ void gp_walk_node2vec_exact(const long long* __restrict__ indptr, con
                                  int* __restrict__ out_trial, signed char* __restrict__ out_answer,
                                  signed char* __restrict__ out_state, signed char* __restrict__ moved,
                                  unsigned long long* __restrict__ next) {
-    gp_n2v_walk<IdT, true>(indptr, indices, cdf, borrowed_ids, borrowed_indptr, borrowed_indices, weighted, lo, hi,
-                            key, length, inv_p, inv_q, trials, borrowed_count, n, walk_id, step, cur, prev, cand,
-                            trial, answer, state, offset, flat, piece_len, out_vertex, out_step, out_cur, out_prev,
-                            out_cand, out_trial, out_answer, out_state, moved, next);
+    gp_n2v_walk<IdT, true, true>(indptr, indices, cdf, borrowed_ids, borrowed_indptr, borrowed_indices, weighted,
+                                 lo, hi, key, length, inv_p, inv_q, trials, borrowed_count, n, walk_id, step, cur,
+                                 prev, cand, trial, answer, state, offset, flat, piece_len, out_vertex, out_step,
+                                 out_cur, out_prev, out_cand, out_trial, out_answer, out_state, moved, next);
 }

@@ -177,10 +177,11 @@ def node2vec(g, p: float = 1.0, q: float = 1.0, length: int = 80, walks_per_vert
     with probability ``a / max(1/p, 1, 1/q)``; when that needs to know whether
     x is a neighbor of t and t is in another partition, the partition that owns
     t answers as part of the walker exchange, so the walks are exact for any
-    partitioning. A step that rejects 32 candidates is drawn exactly instead,
-    over all of v's neighbors, so extreme ``p`` and ``q`` (1e4 and 1e-4, even
-    1e300 and 1e-300) cost at most that plus one pass over them, and the walks
-    are the same. Other parameters as :func:`deepwalk`.
+    partitioning. Where ``p`` and ``q`` let a candidate be accepted with
+    probability below 1/16, a step that rejects 256 candidates is drawn exactly
+    instead, over all of v's neighbors, so extreme ``p`` and ``q`` (1e4 and
+    1e-4, even 1e300 and 1e-300) cost at most that plus one pass over them, and
+    the walks are the same. Other parameters as :func:`deepwalk`.
 
     Parameters
     ----------

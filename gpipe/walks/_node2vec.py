@@ -9,7 +9,8 @@ travels to t's partition as a query and comes back with the answer.
 Rejection alone has no bound: with p = 1e4, q = 1e-4 a walk at a vertex whose
 neighbors are all t or t's neighbors accepts one proposal in 1e4 (and one in
 1e300 with p = 1e300, q = 1e-300), each undecided one a round trip when t is
-elsewhere. After ``TRIALS`` rejected proposals, a step is drawn exactly
+elsewhere. Unless every candidate's acceptance is at least ``TAME`` (p = 0.5,
+q = 2: 1/4), after ``TRIALS`` rejected proposals a step is drawn exactly
 instead: one pass over v's neighbors sums their weights per bias class (t, t's
 neighbors, the others), a draw picks a class by weight times bias, a second an
 edge of it by weight, both by inverse transform and with draw indices no trial
@@ -20,8 +21,9 @@ partition (:func:`neighbor_lists`: one message per partition and launch) and
 launches it again; a walker needing a second answer in one step borrows the
 same way rather than travel again, so a step costs at most one round trip. On
 the GPU the first launch runs a kernel without the exact draw, which stops
-there too (its code in the hot loop cost 40 % of the speed); the CPU twin is the
-kernel with it, on both launches.
+there too, or, for tame p and q, one without the fallback at all (its code in
+the hot loop cost 40 % of the speed); the CPU twin is the kernel with it, on
+both launches.
 Rejection is exact, so is falling back after a fixed number of rejections, and
 where t's list is read does not change a draw: the walks stay the same for any
 partitioning, on the CPU and on the GPU.
@@ -47,6 +49,10 @@ FIELDS = (("cur", "int64", "vertex"), ("prev", "int64", -1), ("cand", "int64", -
 # steps exactly and R-MAT 22 node2vec ran 3.5x slower on an H200. At 256 only p, q whose rejection sampling
 # would crawl fall back (0.75 ** 256 ~ 1e-32).
 TRIALS = 256
+# p, q under which every candidate is accepted with probability at least this need no fallback (at most 16
+# proposals a step on average): they walk by rejection alone (trials -1), in a kernel without the fallback's
+# code, whose mere test cost 27 % of the speed. Either way the walks are exact and the same on both devices.
+TAME = 1 / 16
 BORROW = 2  # walker state: stopped before the exact draw (for t's neighbors, or on the GPU for the draw)
 _WRITES = ("vertex", "step", "cur", "prev", "cand", "trial", "answer", "state")  # what the kernel writes per walker
 
@@ -84,17 +90,24 @@ def advance_node2vec(x, part, walkers: dict, spec: StepSpec, out: dict) -> None:
         out["length"][stopped] += rest["length"] - 1
 
 
+def _trials(walk: Node2Vec) -> int:
+    """Rejections before a step is drawn exactly: ``TRIALS``, or -1 (never) when p and q are tame."""
+    biases = (1 / walk.p, 1.0, 1 / walk.q)
+    return -1 if min(biases) / max(biases) >= TAME else TRIALS
+
+
 def _launch(part, cdf, spec: StepSpec, borrowed: tuple, walkers: dict, offset, out: dict, exact: bool) -> None:
     """One pass of the kernel over ``walkers``, their output regions starting at ``offset``; without ``exact``,
     the CUDA kernel stops a walker at the exact draw (state ``BORROW``)."""
     n = walkers["walk_id"].shape[0]
     walk: Node2Vec = spec.params
     borrowed_ids, borrowed_indptr, borrowed_indices = borrowed
-    (ADVANCE_EXACT if exact else ADVANCE).launch(
+    trials = _trials(walk)
+    (ADVANCE_EXACT if exact else ADVANCE if trials >= 0 else ADVANCE_REJECTION).launch(
         indptr=part.indptr, indices=part.indices, cdf=cdf, borrowed_ids=borrowed_ids,
         borrowed_indptr=borrowed_indptr, borrowed_indices=borrowed_indices, weighted=walk.weighted,
         lo=part.lo, hi=part.hi, key=spec.key, length=spec.length, inv_p=1.0 / walk.p,
-        inv_q=1.0 / walk.q, trials=TRIALS, borrowed_count=borrowed_ids.shape[0], n=n,
+        inv_q=1.0 / walk.q, trials=trials, borrowed_count=borrowed_ids.shape[0], n=n,
         walk_id=walkers["walk_id"], step=walkers["step"], cur=walkers["cur"], prev=walkers["prev"],
         cand=walkers["cand"], trial=walkers["trial"], answer=walkers["answer"], state=walkers["state"],
         offset=offset, flat=out["flat"], piece_len=out["length"], **{f"out_{k}": out[k] for k in _WRITES},
@@ -217,7 +230,7 @@ def _advance_cpu(indptr, indices, cdf, borrowed_ids, borrowed_indptr, borrowed_i
                     tn, ta, td, near = _neighbors_of(t, lo, hi, indptr, indices, borrowed_count, borrowed_ids,
                                                      borrowed_indptr, borrowed_indices)
                     while True:
-                        if kk == trials:  # rejection is slow at this step: draw it exactly
+                        if kk == trials:  # rejection is slow at this step: draw it exactly (never if trials < 0)
                             if not near:
                                 st = BORROW  # with t's neighbors borrowed
                                 break
@@ -283,14 +296,15 @@ def _advance_cpu(indptr, indices, cdf, borrowed_ids, borrowed_indptr, borrowed_i
         moved[i] = left
 
 
-# One argument list, two kernels of one body: gp_walk_node2vec stops a walker at the exact draw (state BORROW),
-# gp_walk_node2vec_exact makes it; the twin is the latter, which gives the same walks on one launch.
+# One argument list, three kernels of one body: gp_walk_node2vec stops a walker at the exact draw (state BORROW),
+# gp_walk_node2vec_exact makes it, gp_walk_node2vec_rejection has none (trials -1); the twin is the exact one,
+# which gives the same walks in one launch.
 _ARGS = (
     Arg("indptr", "i64[]"), Arg("indices", "IdT[]"), Arg("cdf", "f64[]"), Arg("borrowed_ids", "i64[m]"),
     Arg("borrowed_indptr", "i64[m+1]"),
     Arg("borrowed_indices", "IdT[]", note="neighbors of previous vertices in other partitions, borrowed"),
     Arg("weighted", "i32"), Arg("lo", "i64"), Arg("hi", "i64"), Arg("key", "u64"), Arg("length", "i32"),
-    Arg("inv_p", "f64"), Arg("inv_q", "f64"), Arg("trials", "i32", note="rejections before the exact draw: TRIALS"),
+    Arg("inv_p", "f64"), Arg("inv_q", "f64"), Arg("trials", "i32", note="rejections before the exact draw: TRIALS, or -1: none"),
     Arg("borrowed_count", "i64", note="m"), Arg("n", "i64"), Arg("walk_id", "i64[n]"), Arg("step", "i32[n]"),
     Arg("cur", "i64[n]"), Arg("prev", "i64[n]"), Arg("cand", "i64[n]"), Arg("trial", "i32[n]"),
     Arg("answer", "i8[n]"), Arg("state", "i8[n]"), Arg("offset", "i64[n]"), Arg("flat", "IdT[]", out=True),
@@ -299,6 +313,6 @@ _ARGS = (
     Arg("out_trial", "i32[n]", out=True), Arg("out_answer", "i8[n]", out=True),
     Arg("out_state", "i8[n]", out=True, note="1 a query, BORROW stopped for t's list"),
     Arg("moved", "i8[n]", out=True))
-ADVANCE, ADVANCE_EXACT = (Kernel("walk_node2vec.cu", name, twin=_advance_cpu, items="n", queued=True,
-                                 defines={"GP_N2V_BORROW": BORROW}, args=_ARGS)
-                          for name in ("gp_walk_node2vec", "gp_walk_node2vec_exact"))
+ADVANCE_REJECTION, ADVANCE, ADVANCE_EXACT = (
+    Kernel("walk_node2vec.cu", name, twin=_advance_cpu, items="n", queued=True, defines={"GP_N2V_BORROW": BORROW},
+           args=_ARGS) for name in ("gp_walk_node2vec_rejection", "gp_walk_node2vec", "gp_walk_node2vec_exact"))
