@@ -62,13 +62,15 @@ __device__ __forceinline__ void gp_consider(GpPick& p, const long long* cand_off
     }
 }
 
-__global__ void gp_count_estimate(const long long* __restrict__ cand_offsets,
-                                  const long long* __restrict__ cand_vertices,
-                                  const long long* __restrict__ back_offsets, const int* __restrict__ back_pos,
-                                  const long long* __restrict__ back_rows, const long long* __restrict__ edge_indptr,
-                                  const int* __restrict__ edge_indices, int k, unsigned long long key, double alpha,
-                                  int inherit, long long first_group, long long groups,
-                                  double* __restrict__ group_sum, int* __restrict__ group_valid) {
+extern "C" __global__ void gp_count_estimate(const long long* __restrict__ cand_offsets,
+                                             const long long* __restrict__ cand_vertices,
+                                             const long long* __restrict__ back_offsets,
+                                             const int* __restrict__ back_pos,
+                                             const long long* __restrict__ back_rows,
+                                             const long long* __restrict__ edge_indptr,
+                                             const int* __restrict__ edge_indices, int k, unsigned long long key,
+                                             double alpha, int inherit, long long first_group, long long groups,
+                                             double* __restrict__ group_sum, int* __restrict__ group_valid) {
     const long long thread = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     const long long group = thread / GP_COUNT_LANES;
     const int lane = (int)(thread % GP_COUNT_LANES);

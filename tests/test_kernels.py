@@ -14,21 +14,22 @@ import gpipe  # imports every module that declares a kernel
 from gpipe.kernels import TYPES, declared, kernel_dir, readme_table
 
 KERNELS = {k.name: k for k in declared()}
-_GLOBAL = re.compile(r"(template\s*<\s*typename\s+(\w+)\s*>\s*)?(?:extern\s+\"C\"\s+)?__global__\s+void\s+(\w+)\s*"
+_GLOBAL = re.compile(r"(template\s*<\s*typename\s+(\w+)\s*>\s*)?(extern\s+\"C\"\s+)?__global__\s+void\s+(\w+)\s*"
                      r"\(([^)]*)\)")
 
 
 def cuda_signatures(source: str) -> dict:
-    """``{kernel: (template parameter or None, [(name, C type, pointer, const), ...])}`` of a ``.cu`` source."""
+    """``{kernel: (template parameter or None, extern "C", [(name, C type, pointer, const), ...])}`` of a
+    ``.cu`` source."""
     source = re.sub(r"//[^\n]*|/\*.*?\*/", "", source, flags=re.S)
     out = {}
     for m in _GLOBAL.finditer(source):
         params = []
-        for param in m.group(4).split(","):
+        for param in m.group(5).split(","):
             words = param.replace("*", " * ").replace("__restrict__", "").split()
             ctype = " ".join(w for w in words[:-1] if w not in ("const", "*"))
             params.append((words[-1], ctype, "*" in words, "const" in words))
-        out[m.group(3)] = (m.group(2), params)
+        out[m.group(4)] = (m.group(2), bool(m.group(3)), params)
     return out
 
 
@@ -46,8 +47,10 @@ def mismatches(kernel, source: str) -> list[str]:
     found = cuda_signatures(source).get(kernel.name)
     if found is None:
         return [f"{kernel.name} is not a __global__ of {kernel.file}"]
-    (template, params), (want_template, want) = found, declared_signature(kernel)
+    (template, extern_c, params), (want_template, want) = found, declared_signature(kernel)
     out = [f"template {template} in CUDA, {want_template} declared"] if template != want_template else []
+    if template is None and not extern_c:  # the loader looks a plain kernel up by its unmangled name
+        out.append(f"{kernel.name} is not extern \"C\": its name is mangled, the loader cannot find it")
     out += [f"parameter {i}: {p} in CUDA, {w} declared" for i, (p, w) in enumerate(zip(params, want)) if p != w]
     if len(params) != len(want):
         out.append(f"{len(params)} parameters in CUDA, {len(want)} declared")
