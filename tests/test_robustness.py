@@ -3,6 +3,7 @@
 import os
 import signal
 import time
+import uuid
 
 import numpy as np
 import pytest
@@ -87,6 +88,27 @@ def _walkers(vertex, step):
             "step": np.asarray(step, np.int32)}
 
 
+def _runs_of(run: str, action: str):
+    """On a worker: make run ``run`` there, end it, or say whether it is there (its store's registry)."""
+    def act(dask_worker=None):
+        store = dask_worker.plugins["gpipe"]
+        return {"make": lambda: store.run(run) and None, "end": lambda: store.drop_run(run),
+                "held": lambda: run in store.runs}[action]()
+    return act
+
+
+def test_walkers_arriving_after_their_run_ended_are_dropped_not_kept(cpu):
+    """A message late for its run (after a failure) makes no new run on the receiver, which nothing would end."""
+    sender, receiver = sorted(cpu.scheduler_info()["workers"])
+    run = "ended-before-its-walkers"
+    cpu.run(_runs_of(run, "make"), workers=[receiver])
+    cpu.run(_runs_of(run, "end"), workers=[receiver])
+    assert cpu.submit(_push, run, _walkers([10, 19], [0, 8]), [sender, receiver], 8, workers=[sender],
+                      pure=False).result() == sender
+    assert cpu.run(_runs_of(run, "held"), workers=[receiver]) == {receiver: False}
+    cpu.run(_runs_of(run, "end"), workers=[sender])
+
+
 @pytest.mark.parametrize("walkers, length, damage", [
     (_walkers([12, 25], [1, 1]), 8, r"vertex spans \[12, 25\], outside \[10, 19\]"),
     (_walkers([12, 13], [1, 9]), 8, r"step spans \[1, 9\], outside \[0, 8\]"),
@@ -94,7 +116,7 @@ def _walkers(vertex, step):
 ])
 def test_walkers_damaged_on_the_way_stop_the_run_naming_sender_superstep_and_partition(cpu, walkers, length, damage):
     sender, receiver = sorted(cpu.scheduler_info()["workers"])
-    run = f"damaged-{length}"
+    run = f"damaged-{uuid.uuid4().hex}"  # a run that has ended drops what arrives for it: a new one each time
     with pytest.raises(GpipeError, match=rf"walkers from worker {sender} for partition 1 \(superstep 3\) arrived "
                                          rf"damaged: 2 walkers sent, {damage}"):
         cpu.submit(_push, run, walkers, [sender, receiver], length, workers=[sender], pure=False).result()

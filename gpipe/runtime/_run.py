@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from ._store import GpipeStore
 
 PING_SECONDS = 5.0  # how long a barrier waits on a silent peer before checking that it is still there
+ENDED = "ended"  # a store's answer to walkers or counts for a run that has ended there
 
 
 @dataclass(frozen=True)
@@ -230,6 +231,8 @@ class Run:
                         layout=layout, expect=to_serialize(expect[part]))
                     if answer == "OK":
                         self._count(0, _ipc.nbytes(walkers))
+                        return
+                    if answer == ENDED:  # the run has ended there: nothing waits for these walkers
                         return
                     self._store.far.add(peer)  # it cannot open our memory (another GPU it cannot see): use the comms
                 await worker.rpc(peer).gpipe_receive(

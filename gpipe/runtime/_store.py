@@ -25,11 +25,12 @@ from distributed.utils import sync
 
 from ..backend import device_of, set_cpu_threads, to_host, xp
 from ._partitions import Partitions
-from ._run import Arrival, Run
+from ._run import ENDED, Arrival, Run
 from ..errors import GpipeError
 
 PLUGIN_NAME = "gpipe"
 RUN_THREADS = 8  # runs at once on one worker (each may wait on its peers at a superstep's barrier)
+ENDED_KEPT = 4096  # ended runs remembered, so that a message arriving after its run ended here is dropped
 
 _running = threading.local()  # the store, in a thread running a call sent by call_workers
 
@@ -45,6 +46,7 @@ class GpipeStore(WorkerPlugin):
     def setup(self, worker):
         self.partitions = Partitions(self.device, worker.address)
         self.runs: dict[str, Run] = {}  # oldest first
+        self.ended: dict[str, None] = {}  # ids of the last ENDED_KEPT runs to end here, oldest first
         self.lock = threading.Lock()  # the runs' and the registry's
         self.far: set[str] = set()  # peers that could not open this worker's device memory
         self._auto_limit = _output_limit(self.device)  # what gpipe.memory.output-limit 'auto' means here
@@ -81,11 +83,18 @@ class GpipeStore(WorkerPlugin):
 
     # -- the runs
 
-    def run(self, run_id: str) -> Run:
-        """The run ``run_id`` here, made on first use (its loop starting, or a peer's walkers or counts arriving)."""
+    def run(self, run_id: str, late: bool = False) -> Run | None:
+        """The run ``run_id`` here, made on first use (its loop starting, or a peer's walkers or counts arriving).
+
+        With ``late`` (a peer's message), None once the run has ended here: a
+        message arriving after a failure would otherwise make an empty run
+        that nothing ends, holding its walkers.
+        """
         with self.lock:
             run = self.runs.get(run_id)
             if run is None:
+                if late and run_id in self.ended:
+                    return None
                 run = self.runs[run_id] = Run(run_id, self)
             return run
 
@@ -93,6 +102,9 @@ class GpipeStore(WorkerPlugin):
         """``run`` has ended here (call under the lock)."""
         if self.runs.get(run.id) is run:
             del self.runs[run.id]
+            self.ended[run.id] = None
+            if len(self.ended) > ENDED_KEPT:
+                del self.ended[next(iter(self.ended))]
 
     def drop_run(self, run_id: str) -> None:
         """End a run here because it failed elsewhere or its client let it go: its loop here stops with an error."""
@@ -120,14 +132,19 @@ class GpipeStore(WorkerPlugin):
 
     async def _receive(self, run_id: str, superstep: int, part: int, sender: str, walkers: dict,
                        expect: Arrival) -> str:
-        return await self.run(run_id).receive(superstep, part, sender, walkers, expect)
+        run = self.run(run_id, late=True)
+        return ENDED if run is None else await run.receive(superstep, part, sender, walkers, expect)
 
     async def _receive_ipc(self, run_id: str, superstep: int, part: int, sender: str, handle: bytes,
                            layout: list, expect: Arrival) -> str:
-        return await self.run(run_id).receive_ipc(superstep, part, sender, handle, layout, expect)
+        run = self.run(run_id, late=True)
+        return ENDED if run is None else await run.receive_ipc(superstep, part, sender, handle, layout, expect)
 
     async def _counts(self, run_id: str, superstep: int, sender: str, sent: list[int]) -> str:
-        self.run(run_id).hear_counts(superstep, sender, sent)
+        run = self.run(run_id, late=True)
+        if run is None:
+            return ENDED
+        run.hear_counts(superstep, sender, sent)
         return "OK"
 
     async def _block(self, run_id: str, part: int, block: int, block_rows: int, n_blocks: int, dtype: str):
