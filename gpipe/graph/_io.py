@@ -9,10 +9,11 @@ import pandas as pd
 
 from .. import config
 from .._validate import check_bool
-from ..errors import GpipeValueError
+from ..errors import GpipeFileError, GpipeValueError
 from ..runtime import current
 from ._graph import Graph, build, check_mode
-from ._readers import FLOAT32_RANGE, GRAPH_META, float32_misfits, read_graph_folder, read_table
+from ._readers import (FLOAT32_RANGE, GRAPH_META, TablePlan, count_lines, float32_misfits, id_kind, plan_table,
+                       read_graph_folder, read_piece, read_table)
 
 __all__ = ["from_edges", "read_edges"]
 
@@ -83,11 +84,45 @@ def read_edges(path, src: str = "src", dst: str = "dst", weight: str | bool | No
     path = os.fspath(path)
     if os.path.isdir(path) and os.path.exists(os.path.join(path, GRAPH_META)):
         return _read_graph_folder(path, partitions, mode)
-    frame, num_vertices = read_table(path, src=src, dst=dst, weight=weight, fmt=fmt)
-    return from_edges(frame, "src", "dst", "weight" if "weight" in frame.columns else None, directed, partitions,
-                      mode=mode,
-                      renumber=renumber, keep_self_loops=keep_self_loops, keep_duplicates=keep_duplicates,
-                      num_vertices=num_vertices)
+    plan = plan_table(path, src=src, dst=dst, weight=weight, fmt=fmt, piece_bytes=int(config.get("graph.read-bytes")))
+    if plan.fmt == "npz":
+        frame, num_vertices = read_table(path, weight=weight, fmt="npz")
+        return from_edges(frame, "src", "dst", "weight" if "weight" in frame.columns else None, directed, partitions,
+                          mode=mode, renumber=renumber, keep_self_loops=keep_self_loops,
+                          keep_duplicates=keep_duplicates, num_vertices=num_vertices)
+    directed, keep_self_loops, keep_duplicates = _check_flags(directed, keep_self_loops, keep_duplicates)
+    session = current()
+    weighted = plan.keep_weight and plan.width == 3 if plan.fmt == "snap" else len(plan.columns) == 3
+    return _build_from_chunks(session, _read_on_workers(session.client, plan), "src", "dst",
+                              "weight" if weighted else None, directed, partitions, mode, renumber, keep_self_loops,
+                              keep_duplicates, None)
+
+
+def _read_on_workers(client, plan: TablePlan) -> list:
+    """Futures of the edge frames of ``plan``'s pieces, each parsed by a worker.
+
+    A text piece's first line number, which its errors name, comes from the newlines the workers
+    count in the pieces before it. Errors are raised in file order: the first bad line's.
+    """
+    counts = [client.submit(count_lines, plan, piece, pure=False) for piece in plan.pieces]
+    firsts = client.submit(_first_lines, *counts, pure=False)
+    frames = [client.submit(_read_piece_at, plan, piece, firsts, i, pure=False) for i, piece in enumerate(plan.pieces)]
+    kinds = [f.result() for f in [client.submit(id_kind, frame, pure=False) for frame in frames]]
+    if "int" in kinds and "str" in kinds:  # as one file would be read: integer ids are strings beside strings
+        frames = [client.submit(_read_piece_at, plan, piece, firsts, i, strings=True, pure=False) if kind == "int"
+                  else frame for i, (piece, frame, kind) in enumerate(zip(plan.pieces, frames, kinds))]
+    frames = [frame for frame, kind in zip(frames, kinds) if kind is not None]
+    if not frames:
+        raise GpipeFileError(plan.path, None, "no edges")
+    return frames
+
+
+def _first_lines(*counts: int) -> list[int]:
+    return np.concatenate([[1], 1 + np.cumsum(counts[:-1], dtype=np.int64)]).tolist()
+
+
+def _read_piece_at(plan: TablePlan, piece, firsts: list[int], i: int, strings: bool = False) -> pd.DataFrame:
+    return read_piece(plan, piece, firsts[i], strings=strings)
 
 
 def from_edges(frame, src: str = "src", dst: str = "dst", weight: str | None = None, directed: bool = False,
@@ -133,18 +168,33 @@ def from_edges(frame, src: str = "src", dst: str = "dst", weight: str | None = N
     (3, 3)
     """
     mode = check_mode(mode)
-    directed = check_bool("directed", directed)
-    keep_self_loops = check_bool("keep_self_loops", keep_self_loops)
-    keep_duplicates = check_bool("keep_duplicates", keep_duplicates)
+    directed, keep_self_loops, keep_duplicates = _check_flags(directed, keep_self_loops, keep_duplicates)
     session = current()
-    client = session.client
     columns = [src, dst] + ([weight] if weight is not None else [])
-    chunks = _chunks(client, frame, columns)
-    uniques = client.gather([client.submit(_unique_ids, c, src, dst, pure=False) for c in chunks])
-    ids = _merge_ids(uniques)
-    id_map, n = _numbering(ids, renumber, num_vertices)
-    id_future = client.scatter(id_map, broadcast=True, hash=False) if id_map is not None else None
-    dense = [client.submit(_to_dense, c, src, dst, weight, id_future, pure=False) for c in chunks]
+    chunks = _chunks(session.client, frame, columns)
+    return _build_from_chunks(session, chunks, src, dst, weight, directed, partitions, mode, renumber,
+                              keep_self_loops, keep_duplicates, num_vertices)
+
+
+def _check_flags(directed, keep_self_loops, keep_duplicates) -> tuple[bool, bool, bool]:
+    return (check_bool("directed", directed), check_bool("keep_self_loops", keep_self_loops),
+            check_bool("keep_duplicates", keep_duplicates))
+
+
+def _build_from_chunks(session, chunks: list, src: str, dst: str, weight: str | None, directed: bool,
+                       partitions: int | None, mode: str, renumber: bool | None, keep_self_loops: bool,
+                       keep_duplicates: bool, num_vertices: int | None) -> Graph:
+    """The graph of the edge frames ``chunks`` (futures): ids gathered and numbered on the workers.
+
+    Only the count, the type and the first and last of the sorted distinct ids reach the client,
+    and the ids themselves (the id map: one per vertex) when they are renumbered.
+    """
+    client = session.client
+    uniques = [client.submit(_unique_ids, c, src, dst, pure=False) for c in chunks]
+    ids = client.submit(_merge_ids, *uniques, pure=False)
+    renumbered, n = _numbering(*client.submit(_id_range, ids, pure=False).result(), renumber, num_vertices)
+    id_map = ids.result() if renumbered else None
+    dense = [client.submit(_to_dense, c, src, dst, weight, ids if renumbered else None, pure=False) for c in chunks]
     return build(session, dense, n, directed=directed, weighted=weight is not None, id_map=id_map,
                  partitions=partitions, mode=mode, keep_self_loops=keep_self_loops, keep_duplicates=keep_duplicates)
 
@@ -195,7 +245,7 @@ def _unique_ids(chunk: pd.DataFrame, src: str, dst: str) -> np.ndarray:
     return pd.unique(values)
 
 
-def _merge_ids(uniques: list[np.ndarray]) -> np.ndarray:
+def _merge_ids(*uniques: np.ndarray) -> np.ndarray:
     """Sorted unique ids of the whole graph: int64, or an object array of strings."""
     if all(u.dtype.kind in "iu" for u in uniques):
         return np.unique(np.concatenate(uniques).astype(np.int64))
@@ -206,25 +256,32 @@ def _merge_ids(uniques: list[np.ndarray]) -> np.ndarray:
     return np.sort(merged)
 
 
-def _numbering(ids: np.ndarray, renumber: bool | None, num_vertices: int | None):
-    """(id_map or None, n) for the sorted unique ``ids``: a vertex for each id unless the input gives the count."""
-    non_negative = ids.dtype.kind in "iu" and (ids.size == 0 or ids[0] >= 0)
+def _id_range(ids: np.ndarray) -> tuple:
+    """(count, integer?, first, last) of the sorted unique ``ids``: what numbering them needs."""
+    first, last = ids[[0, -1]].tolist() if ids.size else (None, None)
+    return int(ids.size), ids.dtype.kind in "iu", first, last
+
+
+def _numbering(size: int, integer: bool, first, last, renumber: bool | None, num_vertices: int | None):
+    """(renumbered, n) for ``size`` sorted unique ids from ``first`` to ``last``: a vertex for each id unless the
+    input gives the count."""
+    non_negative = integer and (size == 0 or first >= 0)
     if renumber is False and not non_negative:
         raise GpipeValueError("'renumber' must be True (or None) when ids are not non-negative integers")
     if renumber is None:
-        dense = non_negative and (ids.size == 0 or ids[-1] == ids.size - 1)
+        dense = non_negative and (size == 0 or last == size - 1)
         renumber = not (dense or (non_negative and num_vertices is not None))
     if renumber:
-        return ids, int(ids.size)
-    n = int(ids[-1]) + 1 if ids.size else 0
+        return True, size
+    n = last + 1 if size else 0
     if n > np.iinfo(np.int64).max:
-        raise GpipeValueError(f"'renumber' must be True (or None) when the largest id is {ids[-1]}: kept as vertex "
-                              f"numbers, ids 0..{ids[-1]} are more vertices than int64 counts")
+        raise GpipeValueError(f"'renumber' must be True (or None) when the largest id is {last}: kept as vertex "
+                              f"numbers, ids 0..{last} are more vertices than int64 counts")
     if num_vertices is not None:
         if num_vertices < n:
             raise GpipeValueError(f"'num_vertices' must exceed the largest id ({n - 1}), got {num_vertices}")
         n = int(num_vertices)
-    return None, n
+    return False, n
 
 
 def _to_dense(chunk: pd.DataFrame, src: str, dst: str, weight: str | None, id_map) -> dict:

@@ -16,8 +16,10 @@ import bz2
 import codecs
 import contextlib
 import csv
+import dataclasses
 import errno
 import functools
+import glob
 import gzip
 import io
 import json
@@ -35,6 +37,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as pads
+import pyarrow.parquet as pq
 
 from .._validate import check_bool, check_choice, check_int
 from ..errors import GpipeFileError, GpipeValueError
@@ -76,6 +79,53 @@ def read_table(path, *, src: str = "src", dst: str = "dst", weight=None,
     npz input a true ``weight`` returns the ``weights`` (or ``data``) array.
     ``num_vertices`` is the row count of a CSR ``.npz`` (isolated vertices included),
     else None. Malformed input raises :class:`GpipeFileError` naming the file and line.
+    This process reads the input as one piece per file (:func:`plan_table`); ``read_edges``
+    has the workers read pieces.
+    """
+    plan = plan_table(path, src=src, dst=dst, weight=weight, fmt=fmt)
+    if plan.fmt == "npz":
+        return _read_npz(plan.path, bool(weight))
+    frames = [read_piece(plan, piece, 1) for piece in plan.pieces]  # one piece per text file
+    kinds = [id_kind(frame) for frame in frames]
+    if "str" in kinds and "int" in kinds:  # parquet files, some with integer ids
+        frames = [read_piece(plan, piece, 1, strings=True) for piece in plan.pieces]
+    if not any(len(frame) for frame in frames):
+        raise GpipeFileError(plan.path, None, "no edges")
+    return pd.concat(frames, ignore_index=True), None
+
+
+@dataclasses.dataclass(frozen=True)
+class Piece:
+    """A part of an edge input one task parses: bytes ``start..end`` of a text file (``end`` None: all
+    of it, through its decompressor), or row group ``start`` of a parquet file."""
+
+    path: str
+    start: int = 0
+    end: int | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class TablePlan:
+    """What :func:`read_piece` needs to parse any piece of one input, checked once by :func:`plan_table`."""
+
+    fmt: str
+    path: str
+    pieces: tuple[Piece, ...]
+    columns: tuple[str, ...] = ()   # csv and parquet: the columns read (src, dst[, weight])
+    header: tuple[str, ...] = ()    # csv: the header row
+    width: int = 0                  # snap: the fields of the first data line ...
+    first: int = 0                  # ... and its line number
+    keep_weight: bool = False       # snap: return the third column
+
+
+def plan_table(path, *, src: str = "src", dst: str = "dst", weight=None, fmt: str | None = None,
+               piece_bytes: int | None = None) -> TablePlan:
+    """Check ``path`` and the column arguments (see :func:`read_table`) and cut the input into pieces.
+
+    An uncompressed text file is cut every ``piece_bytes`` bytes (default: one piece), each piece
+    running from just after the first newline at or after its offset to the line crossing its end;
+    a compressed one is one piece; parquet input (a file, a folder or a glob) is cut by row groups.
+    Only the first lines of a text file and the footers of parquet files are read here.
     """
     path = os.fspath(path)
     for name, value in (("src", src), ("dst", dst)):
@@ -83,17 +133,95 @@ def read_table(path, *, src: str = "src", dst: str = "dst", weight=None,
             raise GpipeValueError(f"'{name}' must be a non-empty column name, got {value!r}")
     if fmt is not None:
         check_choice("fmt", fmt, FORMATS)
-    if not os.path.exists(path):
+    files = _parquet_files(path) if fmt in (None, "parquet") and glob.has_magic(path) else None
+    if not files and not os.path.exists(path):
         raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), path)
-    fmt = fmt or edge_format(path)
+    fmt = fmt or ("parquet" if files else edge_format(path))
     if fmt == "npz":
-        return _read_npz(path, bool(weight))
+        return TablePlan(fmt, path, ())
     if fmt == "snap":
-        return _read_snap(path, weight), None
+        width, first = _first_data_line(path)
+        if weight and width == 2:
+            raise GpipeFileError(path, None, f"weight={weight!r} but the data lines have no third column")
+        return TablePlan(fmt, path, _text_pieces(path, piece_bytes), width=width, first=first,
+                         keep_weight=weight is not False)
     if not (weight is None or weight is False or isinstance(weight, str)):
         raise GpipeValueError(f"'weight' must be a column name, None or False for {fmt} input; got {weight!r}")
-    columns = [src, dst] + ([weight] if weight else [])
-    return (_read_csv(path, columns) if fmt == "csv" else _read_parquet(path, columns)), None
+    columns = (src, dst) + ((weight,) if weight else ())
+    if fmt == "csv":
+        return TablePlan(fmt, path, _text_pieces(path, piece_bytes), columns=columns, header=_csv_header(path, columns))
+    return TablePlan(fmt, path, _parquet_pieces(path, files, columns), columns=columns)
+
+
+def read_piece(plan: TablePlan, piece: Piece, line: int, *, strings: bool = False) -> pd.DataFrame:
+    """The edges of ``piece`` (columns ``src``, ``dst`` and maybe ``weight``; none is an empty frame).
+
+    ``line`` is the number of the piece's first line, for errors; ``strings`` reads the ids as
+    strings, as they are when another piece holds ids that are not integers.
+    """
+    if plan.fmt == "snap":
+        frame = _read_snap(plan, piece, line, strings)
+    elif plan.fmt == "csv":
+        frame = _read_csv(plan, piece, line, strings)
+    else:
+        frame = _read_parquet(piece, list(plan.columns), strings)
+    return frame
+
+
+def count_lines(plan: TablePlan, piece: Piece) -> int:
+    """The line ends (newlines) in a text ``piece``: the lines before the next one."""
+    if plan.fmt not in ("snap", "csv"):
+        return 0
+    with _piece_bytes(piece) as raw:
+        return sum(block.count(b"\n") for block in iter(functools.partial(raw.read, _BLOCK), b""))
+
+
+def id_kind(frame: pd.DataFrame) -> str | None:
+    """'int' or 'str', the ids of a frame :func:`read_piece` returned; None when it holds no edge."""
+    if frame.empty:
+        return None
+    return "int" if frame["src"].dtype.kind in "iu" else "str"
+
+
+def _text_pieces(path: str, piece_bytes: int | None) -> tuple[Piece, ...]:
+    size = os.path.getsize(path)
+    if piece_bytes is None or os.path.splitext(path)[1].lower() in _DECOMPRESSORS or size <= piece_bytes:
+        return (Piece(path),)
+    starts = [0]
+    with open(path, "rb") as f:
+        for offset in range(piece_bytes, size, piece_bytes):
+            if offset < starts[-1]:
+                continue  # a line longer than a piece: the piece before holds it
+            f.seek(offset)
+            while (block := f.read(1 << 16)) and (cut := block.find(b"\n")) < 0:
+                offset += len(block)
+            start = offset + cut + 1 if block else size
+            if start < size and start > starts[-1]:
+                starts.append(start)
+    return tuple(Piece(path, a, b) for a, b in zip(starts, starts[1:] + [size]))
+
+
+def _piece_bytes(piece: Piece):
+    if piece.end is None:
+        return _DECOMPRESSORS.get(os.path.splitext(piece.path)[1].lower(), open)(piece.path, "rb")
+    with open(piece.path, "rb") as f:
+        f.seek(piece.start)
+        return io.BytesIO(f.read(piece.end - piece.start))
+
+
+def _first_data_line(path: str) -> tuple[int, int]:
+    """(fields, line number) of the first data line of a snap file, checked as the scan checks it."""
+    with _open_text(Piece(path)) as lines:
+        for lineno, line in enumerate(lines, 1):
+            fields = line.split()
+            if not fields or fields[0].startswith(_COMMENT):
+                continue
+            if not _is_utf8(line):
+                raise GpipeFileError(path, lineno, "line is not valid UTF-8")
+            if len(fields) not in (2, 3):
+                raise GpipeFileError(path, lineno, f"expected 2 or 3 whitespace-separated fields, got {len(fields)}")
+            return len(fields), lineno
+    raise GpipeFileError(path, None, "no edges")
 
 
 def edge_format(path: str, *, name: str = "path", force: str = "fmt=") -> str:
@@ -115,13 +243,9 @@ def edge_format(path: str, *, name: str = "path", force: str = "fmt=") -> str:
     return fmt
 
 
-def _open_bytes(path: str):
-    return _DECOMPRESSORS.get(os.path.splitext(path)[1].lower(), open)(path, "rb")
-
-
-def _open_text(path: str, newline: str | None = None) -> io.TextIOWrapper:
+def _open_text(piece: Piece, newline: str | None = None) -> io.TextIOWrapper:
     # surrogateescape defers a decoding error to the line that holds it, so it can be named.
-    return io.TextIOWrapper(_open_bytes(path), encoding="utf-8-sig", errors="surrogateescape", newline=newline)
+    return io.TextIOWrapper(_piece_bytes(piece), encoding="utf-8-sig", errors="surrogateescape", newline=newline)
 
 
 @contextlib.contextmanager
@@ -171,8 +295,8 @@ def _is_utf8(text: str) -> bool:
     return True
 
 
-def _ids(srcs: list[str], dsts: list[str]) -> tuple:
-    if all(_INT.fullmatch(t) for t in srcs) and all(_INT.fullmatch(t) for t in dsts):
+def _ids(srcs: list[str], dsts: list[str], strings: bool = False) -> tuple:
+    if not strings and all(_INT.fullmatch(t) for t in srcs) and all(_INT.fullmatch(t) for t in dsts):
         with contextlib.suppress(OverflowError):  # beyond int64: keep them as strings
             return np.array([int(t) for t in srcs], np.int64), np.array([int(t) for t in dsts], np.int64)
     return pd.Series(srcs, dtype=str), pd.Series(dsts, dtype=str)
@@ -193,12 +317,10 @@ def _parse_weight(path: str, lineno: int, token: str) -> float:
     return value
 
 
-def _read_snap(path: str, weight) -> pd.DataFrame:
-    table = _snap_fast(path, weight is not False)
-    if table is None:
-        table = _scan_snap(path, weight is not False)  # the third column, unless dropped, is checked line by line
-    if weight and "weight" not in table:
-        raise GpipeFileError(path, None, f"weight={weight!r} but the data lines have no third column")
+def _read_snap(plan: TablePlan, piece: Piece, line: int, strings: bool) -> pd.DataFrame:
+    table = _snap_fast(plan, piece, strings)
+    if table is None:  # the third column, unless dropped, is checked line by line
+        table = _scan_snap(plan, piece, line, strings)
     return table
 
 
@@ -208,8 +330,8 @@ class _Uncommented(io.RawIOBase):
     pandas then skips them as blank lines, so a comment between data lines keeps the fast path.
     """
 
-    def __init__(self, path: str):
-        self._raw = _open_bytes(path)
+    def __init__(self, piece: Piece):
+        self._raw = _piece_bytes(piece)
         self._blocks = self._uncommented()
         self._left = memoryview(b"")
 
@@ -247,35 +369,35 @@ def _blank_comments(lines: bytes) -> bytes:
     return _COMMENT_LINE.sub(b"\n", lines) if b"#" in lines or b"%" in lines else lines
 
 
-def _snap_fast(path: str, keep_weight: bool) -> pd.DataFrame | None:
+def _snap_fast(plan: TablePlan, piece: Piece, strings: bool) -> pd.DataFrame | None:
     def read(**dtype) -> pd.DataFrame:
-        with _Uncommented(path) as lines:
+        with _Uncommented(piece) as lines:
             return pd.read_csv(lines, sep=r"\s+", header=None, engine="c", na_filter=False,
                                quoting=csv.QUOTE_NONE, **dtype)
 
     try:
         with _pandas_warnings():
-            table = read()
-            if table.shape[1] not in (2, 3):
+            table = read(**({"dtype": {0: str, 1: str}} if strings else {}))
+            if table.shape[1] != plan.width:
                 return None
-            if not _both_int(table[0], table[1]):
+            if not strings and not _both_int(table[0], table[1]):
                 table = read(dtype={0: str, 1: str})
-                # A comment after a lone '\r' is parsed as data here; a short line leaves its missing field empty.
-                if table[0].str.startswith(_COMMENT).any() or table[1].eq("").any():
-                    return None
+            # A comment after a lone '\r' is parsed as data here; a short line leaves its missing field empty.
+            if not _both_int(table[0], table[1]) and (table[0].str.startswith(_COMMENT).any() or table[1].eq("").any()):
+                return None
     except _FAST_FAILURES:
         return None
-    weight = table[2] if table.shape[1] == 3 and keep_weight else None
+    weight = table[2] if table.shape[1] == 3 and plan.keep_weight else None
     if weight is not None and not _weights_taken(weight):
         return None
     return _frame(table[0], table[1], weight)
 
 
-def _scan_snap(path: str, keep_weight: bool) -> pd.DataFrame:
-    width = first = None
+def _scan_snap(plan: TablePlan, piece: Piece, line: int, strings: bool) -> pd.DataFrame:
+    path, width, first, keep_weight = plan.path, plan.width, plan.first, plan.keep_weight
     srcs, dsts, weights = [], [], []
-    with _open_text(path) as lines:
-        for lineno, line in enumerate(lines, 1):
+    with _open_text(piece) as lines:
+        for lineno, line in enumerate(lines, line):
             fields = line.split()
             if not fields or fields[0].startswith(_COMMENT):
                 continue
@@ -283,45 +405,52 @@ def _scan_snap(path: str, keep_weight: bool) -> pd.DataFrame:
                 raise GpipeFileError(path, lineno, "line is not valid UTF-8")
             if len(fields) not in (2, 3):
                 raise GpipeFileError(path, lineno, f"expected 2 or 3 whitespace-separated fields, got {len(fields)}")
-            if width is None:
-                width, first = len(fields), lineno
-            elif len(fields) != width:
+            if len(fields) != width:
                 raise GpipeFileError(
                     path, lineno, f"expected {width} fields like the first data line (line {first}), got {len(fields)}")
             srcs.append(fields[0])
             dsts.append(fields[1])
             if width == 3 and keep_weight:
                 weights.append(_parse_weight(path, lineno, fields[2]))
-    if width is None:
-        raise GpipeFileError(path, None, "no edges")
-    return _frame(*_ids(srcs, dsts), weights if width == 3 and keep_weight else None)
+    return _frame(*_ids(srcs, dsts, strings), weights if width == 3 and keep_weight else None)
 
 
-def _read_csv(path: str, columns: list[str]) -> pd.DataFrame:
-    with _open_text(path, newline="") as lines:
+def _csv_header(path: str, columns: tuple[str, ...]) -> tuple[str, ...]:
+    with _open_text(Piece(path), newline="") as lines:
         header = next(csv.reader(lines), None)
     if not header:
         raise GpipeFileError(path, 1, "expected a header row naming the columns")
     for name in columns:
         if name not in header:
             raise GpipeFileError(path, 1, f"no column {name!r} in the header; columns are {header}")
-    table = _csv_fast(path, columns, header[-1])
-    return table if table is not None else _scan_csv(path, header, columns)
+    return tuple(header)
 
 
-def _csv_fast(path: str, columns: list[str], last: str) -> pd.DataFrame | None:
+def _read_csv(plan: TablePlan, piece: Piece, line: int, strings: bool) -> pd.DataFrame:
+    table = _csv_fast(plan, piece, strings)
+    return table if table is not None else _scan_csv(plan, piece, line, strings)
+
+
+def _csv_fast(plan: TablePlan, piece: Piece, strings: bool) -> pd.DataFrame | None:
+    columns, header = list(plan.columns), list(plan.header)
     src, dst = columns[:2]
-    read = functools.partial(pd.read_csv, path, engine="c", index_col=False,
-                             keep_default_na=False, na_values=[""])
+    # A piece after the first starts on a data line.
+    names = {} if piece.start == 0 else {"header": None, "names": header}
+
+    def read(**dtype) -> pd.DataFrame:
+        with _piece_bytes(piece) as raw:
+            return pd.read_csv(raw, engine="c", index_col=False, keep_default_na=False, na_values=[""],
+                               encoding="utf-8-sig", **names, **dtype)
+
     try:
         with _pandas_warnings():
-            table = read()
-            if not _both_int(table[src], table[dst]):
+            table = read(**({"dtype": {src: str, dst: str}} if strings else {}))
+            if not strings and not _both_int(table[src], table[dst]):
                 table = read(dtype={src: str, dst: str})
     except _FAST_FAILURES:
         return None
     # A short row leaves its trailing fields empty, so an empty last field may be malformed.
-    if table.empty or table[list({*columns, last})].isna().any(axis=None):
+    if table.empty or list(table.columns) != header or table[list({*columns, header[-1]})].isna().any(axis=None):
         return None
     weight = table[columns[2]] if len(columns) == 3 else None
     if weight is not None and not _weights_taken(weight):
@@ -329,15 +458,17 @@ def _csv_fast(path: str, columns: list[str], last: str) -> pd.DataFrame | None:
     return _frame(table[src], table[dst], weight)
 
 
-def _scan_csv(path: str, header: list[str], columns: list[str]) -> pd.DataFrame:
+def _scan_csv(plan: TablePlan, piece: Piece, line: int, strings: bool) -> pd.DataFrame:
+    path, header, columns = plan.path, plan.header, plan.columns
     where = [header.index(name) for name in columns]
     picked: list[list] = [[] for _ in columns]
-    with _open_text(path, newline="") as lines:
+    with _open_text(piece, newline="") as lines:
         rows = csv.reader(lines)
-        next(rows)
+        if piece.start == 0:
+            next(rows, None)
         try:
             for row in rows:
-                lineno = rows.line_num
+                lineno = rows.line_num + line - 1
                 if not row:
                     continue
                 if len(row) != len(header):
@@ -352,19 +483,43 @@ def _scan_csv(path: str, header: list[str], columns: list[str]) -> pd.DataFrame:
                     else:
                         picked[k].append(row[i])
         except csv.Error as exc:
-            raise GpipeFileError(path, rows.line_num, str(exc)) from None
-    if not picked[0]:
-        raise GpipeFileError(path, None, "no edges")
-    return _frame(*_ids(picked[0], picked[1]), picked[2] if len(columns) == 3 else None)
+            raise GpipeFileError(path, rows.line_num + line - 1, str(exc)) from None
+    return _frame(*_ids(picked[0], picked[1], strings), picked[2] if len(columns) == 3 else None)
 
 
-def _parquet_table(path: str, columns: list[str]) -> pa.Table:
-    """``columns`` of a parquet file or folder, checked to be there and to hold no nulls."""
+def _parquet_files(pattern: str) -> list[str]:
+    return sorted(name for name in glob.glob(pattern) if os.path.isfile(name))
+
+
+def _parquet_pieces(path: str, files: list[str] | None, columns: tuple[str, ...]) -> tuple[Piece, ...]:
+    """One piece per row group of the parquet files of ``path`` (or of ``files``, a glob's), after checking
+    that they have ``columns`` and some rows: only their footers are read."""
     try:
-        dataset = pads.dataset(path, format="parquet")
+        dataset = pads.dataset(files or path, format="parquet")
         names = dataset.schema.names
-        missing = [name for name in columns if name not in names]
-        table = None if missing else dataset.to_table(columns=columns)
+        footers = {name: pq.ParquetFile(name).metadata for name in dataset.files}
+    except (pa.ArrowException, OSError) as exc:
+        raise GpipeFileError(path, None, f"not readable as parquet: {exc}") from exc
+    missing = [name for name in columns if name not in names]
+    if missing:
+        raise GpipeFileError(path, None, f"no column {missing[0]!r}; columns are {names}")
+    if not any(meta.num_rows for meta in footers.values()):
+        raise GpipeFileError(path, None, "no edges")
+    return tuple(Piece(name, group) for name, meta in footers.items() for group in range(meta.num_row_groups))
+
+
+def _parquet_table(path: str, columns: list[str], group: int | None = None) -> pa.Table:
+    """``columns`` of a parquet file or folder (or one row ``group`` of a file), checked to be there and to
+    hold no nulls."""
+    try:
+        if group is None:
+            dataset = pads.dataset(path, format="parquet")
+            names = dataset.schema.names
+            missing = [name for name in columns if name not in names]
+            table = None if missing else dataset.to_table(columns=columns)
+        else:
+            names, missing = columns, []
+            table = pq.ParquetFile(path).read_row_group(group, columns=columns)
     except (pa.ArrowException, OSError) as exc:
         raise GpipeFileError(path, None, f"not readable as parquet: {exc}") from exc
     if missing:
@@ -395,15 +550,14 @@ def _check_weights(path: str, what: str, unit: str, weight: np.ndarray) -> None:
                                              f"{weight[first]}")
 
 
-def _read_parquet(path: str, columns: list[str]) -> pd.DataFrame:
-    table = _parquet_table(path, columns)
-    if table.num_rows == 0:
-        raise GpipeFileError(path, None, "no edges")
+def _read_parquet(piece: Piece, columns: list[str], strings: bool) -> pd.DataFrame:
+    path = piece.path
+    table = _parquet_table(path, columns, piece.start)
     ids = [table.column(name) for name in columns[:2]]
     for name, col in zip(columns, ids):
         if not (pa.types.is_integer(col.type) or pa.types.is_string(col.type) or pa.types.is_large_string(col.type)):
             raise GpipeFileError(path, None, f"column {name!r} has type {col.type}; ids must be integers or strings")
-    if all(pa.types.is_integer(col.type) for col in ids):
+    if not strings and all(pa.types.is_integer(col.type) for col in ids):
         for name, col in zip(columns, ids):
             largest = pc.max(col).as_py()
             if largest > _INT64_MAX:
