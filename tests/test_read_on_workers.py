@@ -1,0 +1,167 @@
+"""read_edges parses text files in byte ranges and parquet in row groups on the workers: the same graphs as one
+whole-file read in the client, the same errors, and the edges never in the client."""
+
+import glob
+import gzip
+import os
+import tracemalloc
+
+import dask
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import gpipe
+from gpipe.errors import GpipeFileError
+from gpipe.graph._readers import plan_table, read_table
+
+
+@pytest.fixture(params=["cpu_cluster", "one_worker_cluster"], ids=["2 workers", "1 worker"])
+def cluster(request):
+    client = request.getfixturevalue(request.param)
+    with client.as_current():
+        yield client
+
+
+@pytest.fixture
+def small_pieces():
+    """Pieces of 300 bytes (and parquet files of row groups of 50 rows, written by the tests)."""
+    with dask.config.set({"gpipe.graph.read-bytes": 300}):
+        yield
+
+
+def _edges(g, folder) -> pd.DataFrame:
+    g.to_parquet(folder, overwrite=True)
+    parts = [pd.read_parquet(name) for name in sorted(glob.glob(os.path.join(folder, "part-*.parquet")))]
+    return pd.concat(parts, ignore_index=True)
+
+
+def _same_graph(g, ref, tmp_path) -> None:
+    assert (g.num_vertices, g.num_edges, g.weighted) == (ref.num_vertices, ref.num_edges, ref.weighted)
+    if ref.id_map is None:
+        assert g.id_map is None
+    else:
+        np.testing.assert_array_equal(g.id_map, ref.id_map)
+    pd.testing.assert_series_equal(g.degrees(), ref.degrees())
+    pd.testing.assert_frame_equal(_edges(g, tmp_path / "g"), _edges(ref, tmp_path / "ref"))
+
+
+def _random_edges(n_edges=600, ids=None, weighted=False, seed=3) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    src, dst = rng.integers(0, 80, n_edges), rng.integers(0, 80, n_edges)
+    frame = pd.DataFrame({"src": src, "dst": dst} if ids is None else {"src": ids[src], "dst": ids[dst]})
+    if weighted:
+        frame["w"] = rng.random(n_edges).round(3) + 0.5
+    return frame
+
+
+def _snap(path, frame, comments=True) -> str:
+    lines = ["# a SNAP edge list\n"] + [" ".join(map(str, row)) + "\n" for row in frame.itertuples(index=False)]
+    if comments:
+        lines[len(lines) // 3:len(lines) // 3] = ["% a comment among the data\n", "\n"]
+    path.write_text("".join(lines))
+    return str(path)
+
+
+_INPUTS = {
+    "snap, dense ids": lambda tmp: _snap(tmp / "g.el", _random_edges()),
+    "snap, ids with gaps, weighted": lambda tmp: _snap(tmp / "g.txt", _random_edges(ids=np.arange(80) * 7 + 5,
+                                                                                    weighted=True)),
+    "snap, string ids": lambda tmp: _snap(tmp / "g.edges", _random_edges(ids=np.array([f"v{i}" for i in range(80)]))),
+    "snap, crlf": lambda tmp: str(tmp / "g.tsv") if (tmp / "g.tsv").write_bytes(
+        _random_edges().to_csv(sep="\t", header=False, index=False, lineterminator="\r\n").encode()) else "",
+    "csv, weighted": lambda tmp: _random_edges(weighted=True).to_csv(tmp / "g.csv", index=False) or str(tmp / "g.csv"),
+    "csv, string ids": lambda tmp: _random_edges(ids=np.array([f"v{i}" for i in range(80)])).to_csv(
+        tmp / "g.csv", index=False) or str(tmp / "g.csv"),
+}
+
+
+@pytest.mark.parametrize("make", _INPUTS.values(), ids=_INPUTS.keys())
+def test_text_read_in_ranges_is_the_graph_of_one_whole_file_read(cluster, small_pieces, tmp_path, make):
+    path = make(tmp_path)
+    weight = "w" if path.endswith(".csv") and "w" in open(path).readline() else None
+    assert len(plan_table(path, weight=weight, piece_bytes=300).pieces) > 5
+    frame, _ = read_table(path, weight=weight)
+    ref = gpipe.from_edges(frame, weight="weight" if "weight" in frame else None, partitions=2)
+    g = gpipe.read_edges(path, weight=weight, partitions=2)
+    _same_graph(g, ref, tmp_path)
+    # and against pandas: every vertex, and its degree (undirected, self-loops dropped, duplicates merged)
+    pairs = {tuple(sorted(map(str, p))) for p in frame[["src", "dst"]].itertuples(index=False) if p[0] != p[1]}
+    degrees = pd.Series([v for p in pairs for v in p]).value_counts()
+    assert {str(k): v for k, v in g.degrees().items() if v} == degrees.to_dict()
+
+
+def test_a_range_of_string_ids_makes_the_integer_ids_of_other_ranges_strings(cluster, small_pieces, tmp_path):
+    frame = _random_edges().astype(object)
+    frame.loc[len(frame) - 1] = ["007", "x"]  # in the last range only: "007" stays "007", not 7
+    path = _snap(tmp_path / "g.txt", frame)
+    g = gpipe.read_edges(path, partitions=2)
+    assert g.id_map.dtype == object and "007" in g.id_map and "7" in g.id_map
+    _same_graph(g, gpipe.from_edges(read_table(path)[0], partitions=2), tmp_path)
+
+
+@pytest.mark.parametrize("renumber", [None, True, False])
+def test_parquet_row_groups_folder_and_glob(cluster, tmp_path, renumber):
+    folder = tmp_path / "edges"
+    folder.mkdir()
+    frame = _random_edges(ids=np.arange(80) + 10, weighted=True)
+    for i in range(3):
+        pq.write_table(pa.Table.from_pandas(frame.iloc[i * 200:(i + 1) * 200]), folder / f"part-{i}.parquet",
+                       row_group_size=50)
+    (folder / "notes.txt").write_text("not parquet")
+    pattern = str(folder / "part-*.parquet")
+    assert len(plan_table(pattern, weight="w").pieces) == 12
+    ref = gpipe.from_edges(frame, weight="w", renumber=renumber, partitions=2)
+    _same_graph(gpipe.read_edges(pattern, weight="w", renumber=renumber, partitions=2), ref, tmp_path)
+    os.remove(folder / "notes.txt")
+    _same_graph(gpipe.read_edges(folder, weight="w", renumber=renumber, partitions=2), ref, tmp_path)
+
+
+def test_compressed_file_is_one_piece(cluster, small_pieces, tmp_path):
+    text = open(_snap(tmp_path / "g.txt", _random_edges())).read()
+    with gzip.open(tmp_path / "g.txt.gz", "wt") as f:
+        f.write(text)
+    assert len(plan_table(tmp_path / "g.txt.gz", piece_bytes=300).pieces) == 1
+    _same_graph(gpipe.read_edges(tmp_path / "g.txt.gz"), gpipe.read_edges(tmp_path / "g.txt"), tmp_path)
+
+
+@pytest.mark.parametrize("name, bad, message", [
+    ("g.txt", "3 4 5 6", "expected 2 or 3 whitespace-separated fields, got 4"),
+    ("g.txt", "3 4 2.5", r"expected 2 fields like the first data line \(line 2\), got 3"),
+    ("g.csv", "3,4,5", "expected 2 fields like the header, got 3"),
+])
+def test_bad_line_far_into_the_file_is_named_by_the_worker_that_parsed_it(cluster, small_pieces, tmp_path, name, bad,
+                                                                          message):
+    lines = ["src,dst\n" if name.endswith(".csv") else "# edges\n"]
+    lines += [(f"{i},{i + 1}\n" if name.endswith(".csv") else f"{i} {i + 1}\n") for i in range(2000)]
+    lines[1500] = bad + "\n"  # line 1501
+    lines[1800] = bad + "\n"  # a later bad line in a later range: the first is named
+    path = tmp_path / name
+    path.write_text("".join(lines))
+    assert len(plan_table(path, piece_bytes=300).pieces) > 20
+    with pytest.raises(GpipeFileError, match=message) as info:
+        gpipe.read_edges(path)
+    assert info.value.line == 1501 and str(info.value).startswith(f"{path}:1501: ")
+
+
+def test_the_client_never_holds_the_edge_list(cpu, tmp_path):
+    rng = np.random.default_rng(0)
+    src, dst = rng.integers(0, 5000, 400_000), rng.integers(0, 5000, 400_000)
+    path = tmp_path / "g.el"
+    np.savetxt(path, np.stack([src, dst], axis=1), fmt="%d")
+    size = os.path.getsize(path)
+    assert size > 3_000_000
+    # The peak counts this process's scheduler too (a LocalCluster's): its bookkeeping grows with the tasks.
+    with dask.config.set({"gpipe.graph.read-bytes": 1 << 20}):
+        tracemalloc.start()
+        try:
+            g = gpipe.read_edges(path, partitions=2)
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+    assert peak < size / 2, f"the client's peak ({peak} bytes) is not far below the file's size ({size} bytes)"
+    ref = gpipe.from_edges(pd.DataFrame({"src": src, "dst": dst}), partitions=2)
+    assert g.id_map is None
+    _same_graph(g, ref, tmp_path)
