@@ -23,13 +23,19 @@ def read_edges(path, src: str = "src", dst: str = "dst", weight: str | bool | No
                renumber: bool | None = None, keep_self_loops: bool = False, keep_duplicates: bool = False) -> Graph:
     """Read a graph from an edge file, or from a folder written by ``Graph.to_parquet``.
 
+    Text and parquet input is read by the workers: an uncompressed text file in
+    byte ranges of ``gpipe.graph.read-bytes``, a compressed one whole, parquet
+    by row groups; the edges never pass through the client, which holds the ids
+    (one per vertex) only when they are renumbered.
+
     Parameters
     ----------
     path : str or path-like
         ``.txt``/``.el``/``.edges``/``.tsv`` (SNAP: whitespace-separated, ``#`` or
         ``%`` comments, 2 or 3 columns), ``.csv`` (with a header), ``.parquet``
-        (a file or a folder), ``.npz`` (CSR: scipy ``save_npz`` or ``indptr``,
-        ``indices``, ``weights``), or a gpipe graph folder.
+        (a file, a folder or a glob such as ``"edges/*.parquet"``), ``.npz`` (CSR:
+        scipy ``save_npz`` or ``indptr``, ``indices``, ``weights``), or a gpipe
+        graph folder. Text files may end in ``.gz``, ``.bz2``, ``.xz`` or ``.zst``.
     src, dst, weight : str
         Column names (CSV and Parquet). For SNAP files a third column is the
         weight unless ``weight=False``.
@@ -63,9 +69,10 @@ def read_edges(path, src: str = "src", dst: str = "dst", weight: str | bool | No
     Raises
     ------
     GpipeFileError
-        The file is malformed: the message names the file and the line. For a
-        graph folder: its ``_gpipe.json`` is, or a part file is missing, extra,
-        unreadable, or does not hold the edges ``_gpipe.json`` records.
+        The file is malformed: the message names the file and the first bad
+        line, whichever worker parsed it. For a graph folder: its
+        ``_gpipe.json`` is, or a part file is missing, extra, unreadable, or
+        does not hold the edges ``_gpipe.json`` records.
     GpipeValueError
         A parameter is wrong.
 
