@@ -1,7 +1,9 @@
 """Read an edge table from disk: SNAP edge lists, CSV, parquet and CSR ``.npz`` files; and graph folders.
 
-:func:`read_table` returns the edges in file order as a frame with columns ``src``, ``dst``
-and, when there is one, ``weight`` (float64). Text files are parsed by pandas' C engine
+:func:`plan_table` checks an input and cuts it into pieces (byte ranges of a text file, row
+groups of parquet files); :func:`read_piece`, run by a worker, returns a piece's edges in file
+order as a frame with columns ``src``, ``dst`` and, when there is one, ``weight`` (float64);
+:func:`read_table` reads a whole input in this process. Text is parsed by pandas' C engine
 (SNAP comment lines emptied on the way); only when that fast path fails or its result looks
 wrong does a line-by-line scan run, which names the first bad line (1-based, comments and
 blank lines included) or, for files the fast path cannot take (comments in a file whose
@@ -209,18 +211,26 @@ def _piece_bytes(piece: Piece):
         return io.BytesIO(f.read(piece.end - piece.start))
 
 
-def _first_data_line(path: str) -> tuple[int, int]:
-    """(fields, line number) of the first data line of a snap file, checked as the scan checks it."""
-    with _open_text(Piece(path)) as lines:
-        for lineno, line in enumerate(lines, 1):
-            fields = line.split()
+def _snap_lines(piece: Piece, line: int) -> Iterator[tuple[int, list[str]]]:
+    """(line number, fields) of the data lines of a snap ``piece`` whose first line is ``line``, each of
+    valid UTF-8 and 2 or 3 fields."""
+    with _open_text(piece) as lines:
+        for lineno, text in enumerate(lines, line):
+            fields = text.split()
             if not fields or fields[0].startswith(_COMMENT):
                 continue
-            if not _is_utf8(line):
-                raise GpipeFileError(path, lineno, "line is not valid UTF-8")
+            if not _is_utf8(text):
+                raise GpipeFileError(piece.path, lineno, "line is not valid UTF-8")
             if len(fields) not in (2, 3):
-                raise GpipeFileError(path, lineno, f"expected 2 or 3 whitespace-separated fields, got {len(fields)}")
-            return len(fields), lineno
+                raise GpipeFileError(piece.path, lineno,
+                                     f"expected 2 or 3 whitespace-separated fields, got {len(fields)}")
+            yield lineno, fields
+
+
+def _first_data_line(path: str) -> tuple[int, int]:
+    """(fields, line number) of the first data line of a snap file."""
+    for lineno, fields in _snap_lines(Piece(path), 1):
+        return len(fields), lineno
     raise GpipeFileError(path, None, "no edges")
 
 
@@ -396,22 +406,14 @@ def _snap_fast(plan: TablePlan, piece: Piece, strings: bool) -> pd.DataFrame | N
 def _scan_snap(plan: TablePlan, piece: Piece, line: int, strings: bool) -> pd.DataFrame:
     path, width, first, keep_weight = plan.path, plan.width, plan.first, plan.keep_weight
     srcs, dsts, weights = [], [], []
-    with _open_text(piece) as lines:
-        for lineno, line in enumerate(lines, line):
-            fields = line.split()
-            if not fields or fields[0].startswith(_COMMENT):
-                continue
-            if not _is_utf8(line):
-                raise GpipeFileError(path, lineno, "line is not valid UTF-8")
-            if len(fields) not in (2, 3):
-                raise GpipeFileError(path, lineno, f"expected 2 or 3 whitespace-separated fields, got {len(fields)}")
-            if len(fields) != width:
-                raise GpipeFileError(
-                    path, lineno, f"expected {width} fields like the first data line (line {first}), got {len(fields)}")
-            srcs.append(fields[0])
-            dsts.append(fields[1])
-            if width == 3 and keep_weight:
-                weights.append(_parse_weight(path, lineno, fields[2]))
+    for lineno, fields in _snap_lines(piece, line):
+        if len(fields) != width:
+            raise GpipeFileError(
+                path, lineno, f"expected {width} fields like the first data line (line {first}), got {len(fields)}")
+        srcs.append(fields[0])
+        dsts.append(fields[1])
+        if width == 3 and keep_weight:
+            weights.append(_parse_weight(path, lineno, fields[2]))
     return _frame(*_ids(srcs, dsts, strings), weights if width == 3 and keep_weight else None)
 
 
