@@ -119,6 +119,14 @@ def test_parquet_row_groups_folder_and_glob(cluster, tmp_path, renumber):
     _same_graph(gpipe.read_edges(folder, weight="w", renumber=renumber, partitions=2), ref, tmp_path)
 
 
+def test_a_glob_is_for_parquet_and_a_file_named_like_one_is_that_file(tmp_path):
+    (tmp_path / "g1.txt").write_text("0 1\n")
+    (tmp_path / "g[1].txt").write_text("5 6\n")
+    assert read_table(tmp_path / "g[1].txt")[0].to_numpy().tolist() == [[5, 6]]
+    with pytest.raises(FileNotFoundError):
+        read_table(tmp_path / "g*.txt")
+
+
 def test_compressed_file_is_one_piece(cluster, small_pieces, tmp_path):
     text = open(_snap(tmp_path / "g.txt", _random_edges())).read()
     with gzip.open(tmp_path / "g.txt.gz", "wt") as f:

@@ -135,10 +135,12 @@ def plan_table(path, *, src: str = "src", dst: str = "dst", weight=None, fmt: st
             raise GpipeValueError(f"'{name}' must be a non-empty column name, got {value!r}")
     if fmt is not None:
         check_choice("fmt", fmt, FORMATS)
-    files = _parquet_files(path) if fmt in (None, "parquet") and glob.has_magic(path) else None
+    files = None
+    if not os.path.exists(path) and glob.has_magic(path) and (fmt or edge_format(path)) == "parquet":
+        files = _parquet_files(path)
     if not files and not os.path.exists(path):
         raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), path)
-    fmt = fmt or ("parquet" if files else edge_format(path))
+    fmt = fmt or edge_format(path)
     if fmt == "npz":
         return TablePlan(fmt, path, ())
     if fmt == "snap":
