@@ -197,8 +197,7 @@ def _build_from_chunks(session, chunks: list, src: str, dst: str, weight: str | 
     and the ids themselves (the id map: one per vertex) when they are renumbered.
     """
     client = session.client
-    uniques = [client.submit(_unique_ids, c, src, dst, pure=False) for c in chunks]
-    ids = client.submit(_merge_ids, *uniques, pure=False)
+    ids = _merged_on_workers(client, [client.submit(_unique_ids, c, src, dst, pure=False) for c in chunks])
     renumbered, n = _numbering(*client.submit(_id_range, ids, pure=False).result(), renumber, num_vertices)
     id_map = ids.result() if renumbered else None
     dense = [client.submit(_to_dense, c, src, dst, weight, ids if renumbered else None, pure=False) for c in chunks]
@@ -250,6 +249,15 @@ def _unique_ids(chunk: pd.DataFrame, src: str, dst: str) -> np.ndarray:
     if values.dtype.kind not in "iu" and pd.isna(values).any():
         raise GpipeValueError(f"'src'/'dst' columns must not hold missing ids, got {int(pd.isna(values).sum())}")
     return pd.unique(values)
+
+
+def _merged_on_workers(client, uniques: list):
+    """The future of :func:`_merge_ids` of the ``uniques`` futures, merged by a tree of tasks: none holds more than
+    a few pieces' distinct ids."""
+    while True:
+        uniques = [client.submit(_merge_ids, *uniques[i:i + 8], pure=False) for i in range(0, len(uniques), 8)]
+        if len(uniques) == 1:
+            return uniques[0]
 
 
 def _merge_ids(*uniques: np.ndarray) -> np.ndarray:
