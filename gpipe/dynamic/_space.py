@@ -1,0 +1,367 @@
+"""Bingo's per-vertex sampling space (Wang et al., EuroSys'23) for the vertices of one partition, in flat arrays.
+
+Each edge's bias, times the amortization factor ``scale``, splits into an integer part and a decimal part
+(``frac`` in [0, 1)). The integer part is factorized by radix: the edge joins group ``k`` of its source for each
+bit ``k`` set, where every member weighs ``2**k``, so a member is drawn uniformly. The decimal parts form one more
+group (bit ``DECIMAL``), drawn by rejection: a uniform member, kept with probability ``frac``. An alias table over a
+vertex's groups picks the group. A vertex has at most ``MAX_GROUPS`` groups, so its group tables sit in fixed
+rows ``v * MAX_GROUPS ...``; its members (local edge offsets) sit in the segment ``member_indptr[v]..[v+1]``, and
+a group's members in ``group_start .. + group_size`` of it. Edges are kept in log order per vertex, so the earliest
+copy of a duplicated edge is the first.
+
+CUDA sampling in ``kernels/dynamic.cu``, CPU twin here; the same random stream.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import _rng
+from .._validate import check_array
+from ..backend import cpu_kernel, prange, resolve, segments, xp
+from ..errors import GpipeValueError
+from ..kernels import Arg, Kernel
+
+MAX_GROUPS = 64  # 63 radix bits of an int64 integer part, and the decimal group
+DECIMAL = -1  # the decimal group's bit
+OPS = {"insert": 0, "delete": 1, "update": 2}
+
+
+@cpu_kernel()
+def _alias(weights, count, prob, other, base):
+    """Vose's alias table of ``weights[:count]`` into ``prob[base:base+count]`` and ``other`` (local indices)."""
+    total = 0.0
+    for g in range(count):
+        total += weights[g]
+    scaled = np.empty(count, np.float64)
+    small = np.empty(count, np.int64)
+    large = np.empty(count, np.int64)
+    ns = 0
+    nl = 0
+    for g in range(count):
+        scaled[g] = weights[g] * count / total
+        if scaled[g] < 1.0:
+            small[ns] = g
+            ns += 1
+        else:
+            large[nl] = g
+            nl += 1
+    while ns > 0 and nl > 0:
+        ns -= 1
+        s = small[ns]
+        g = large[nl - 1]
+        prob[base + s] = scaled[s]
+        other[base + s] = g
+        scaled[g] = (scaled[g] + scaled[s]) - 1.0
+        if scaled[g] < 1.0:
+            nl -= 1
+            small[ns] = g
+            ns += 1
+    for j in range(nl):  # what rounding leaves: full columns
+        prob[base + large[j]] = 1.0
+        other[base + large[j]] = large[j]
+    for j in range(ns):
+        prob[base + small[j]] = 1.0
+        other[base + small[j]] = small[j]
+
+
+@cpu_kernel(parallel=True)
+def _build(vertices, indptr, units, frac, member_indptr, members, group_count, group_bit, group_start, group_size,
+           alias_prob, alias_other):
+    """The groups, members and alias table of each vertex of ``vertices``, from its edges' ``units`` and ``frac``."""
+    for i in prange(vertices.shape[0]):
+        v = vertices[i]
+        a = indptr[v]
+        d = indptr[v + 1] - a
+        sizes = np.zeros(MAX_GROUPS, np.int64)  # bit k at k, the decimal group at MAX_GROUPS - 1
+        decimal = 0.0
+        for j in range(d):
+            u = units[a + j]
+            for k in range(MAX_GROUPS - 1):
+                if (u >> k) & 1:
+                    sizes[k] += 1
+            if frac[a + j] > 0.0:
+                sizes[MAX_GROUPS - 1] += 1
+                decimal += frac[a + j]
+        row = v * MAX_GROUPS
+        weights = np.zeros(MAX_GROUPS, np.float64)
+        slot_of = np.full(MAX_GROUPS, -1, np.int64)
+        count = 0
+        start = 0
+        for k in range(MAX_GROUPS):
+            if sizes[k] == 0:
+                continue
+            slot_of[k] = count
+            group_bit[row + count] = DECIMAL if k == MAX_GROUPS - 1 else k
+            group_start[row + count] = start
+            group_size[row + count] = sizes[k]
+            weights[count] = decimal if k == MAX_GROUPS - 1 else np.float64(sizes[k]) * 2.0 ** k
+            start += sizes[k]
+            count += 1
+        group_count[v] = count
+        filled = np.zeros(MAX_GROUPS, np.int64)
+        m = member_indptr[v]
+        for j in range(d):
+            u = units[a + j]
+            for k in range(MAX_GROUPS):
+                inside = frac[a + j] > 0.0 if k == MAX_GROUPS - 1 else (u >> k) & 1 == 1
+                if inside:
+                    g = slot_of[k]
+                    members[m + group_start[row + g] + filled[g]] = j
+                    filled[g] += 1
+        if count > 0:
+            _alias(weights, count, alias_prob, alias_other, row)
+
+
+@cpu_kernel()
+def _pick(indptr, frac, member_indptr, members, group_count, group_bit, group_start, group_size, alias_prob,
+          alias_other, key, stream, v):
+    """The edge drawn from vertex ``v`` (-1 if it has none). Draws 0 and 1 pick the group through the alias table;
+    draws 2t+2 and 2t+3 are the t-th try within it (the member, then, in the decimal group, its acceptance)."""
+    count = np.int64(group_count[v])
+    if count == 0:
+        return np.int64(-1)
+    row = v * MAX_GROUPS
+    slot = _rng.below(_rng.bits(key, stream, 0, 0), count)
+    g = slot if _rng.unit(_rng.bits(key, stream, 0, 1)) < alias_prob[row + slot] else np.int64(alias_other[row + slot])
+    base = member_indptr[v] + group_start[row + g]
+    t = np.int64(0)
+    while True:
+        e = indptr[v] + members[base + _rng.below(_rng.bits(key, stream, 0, 2 * t + 2), group_size[row + g])]
+        if group_bit[row + g] != DECIMAL or _rng.unit(_rng.bits(key, stream, 0, 2 * t + 3)) < frac[e]:
+            return e
+        t += 1
+
+
+@cpu_kernel(parallel=True)
+def _sample_cpu(indptr, dst, frac, member_indptr, members, group_count, group_bit, group_start, group_size,
+                alias_prob, alias_other, key, n, vertex, stream, out):
+    for i in prange(n):
+        e = _pick(indptr, frac, member_indptr, members, group_count, group_bit, group_start, group_size, alias_prob,
+                  alias_other, key, stream[i], vertex[i])
+        out[i] = -1 if e < 0 else dst[e]
+
+
+SAMPLE = Kernel("dynamic.cu", "gp_dynamic_sample", twin=_sample_cpu, items="n", defines={
+    "MAX_GROUPS": MAX_GROUPS, "DECIMAL_GROUP": DECIMAL}, args=(
+    Arg("indptr", "i64[]"), Arg("dst", "i64[]"), Arg("frac", "f64[]"), Arg("member_indptr", "i64[]"),
+    Arg("members", "i64[]", note="local edge offsets"), Arg("group_count", "i32[]"), Arg("group_bit", "i32[]"),
+    Arg("group_start", "i64[]"), Arg("group_size", "i64[]"), Arg("alias_prob", "f64[]"), Arg("alias_other", "i32[]"),
+    Arg("key", "u64"), Arg("n", "i64"), Arg("vertex", "i64[n]"), Arg("stream", "i64[n]"),
+    Arg("out", "i64[n]", out=True, note="neighbor, -1 for a vertex without edges")))
+
+
+def _segments(indptr: np.ndarray, vertices: np.ndarray) -> np.ndarray:
+    """The flat positions of the segments ``indptr[v]..indptr[v+1]`` of ``vertices``, in order."""
+    segment, position = segments(np, indptr[vertices + 1] - indptr[vertices])
+    return indptr[vertices][segment] + position
+
+
+class SamplingSpace:
+    """The edges of vertices ``0 .. num_vertices - 1`` and their radix-factorized sampling spaces, updated in
+    batches.
+
+    Parameters
+    ----------
+    num_vertices : int
+        Vertices to start with; an update naming a larger source id adds the vertices up to it.
+    device : {"cpu", "gpu"}, default "cpu"
+        Where ``sample`` runs: the CPU twin on numpy arrays, or the CUDA kernel on a cupy copy of the arrays, made
+        after each batch (batches are applied on the host).
+    scale : float, default 1.0
+        The amortization factor: a bias ``w`` is sampled as ``w * scale``, whose integer part is factorized by
+        radix and whose decimal part joins the decimal group. Integer biases need no more than 1; for floating-point
+        biases, a scale that makes the decimal parts small beside the integer parts keeps sampling in O(1).
+
+    Examples
+    --------
+    >>> space = gpipe.dynamic.SamplingSpace(3)
+    >>> space.apply(["insert", "insert", "insert", "delete"], [0, 0, 0, 0], [1, 2, 2, 1], [3, 5, 1, None])
+    >>> space.edges(0)
+    (array([2, 2]), array([5., 1.]))
+    >>> space.sample([0, 0, 1], seed=7)
+    array([ 2,  2, -1])
+    """
+
+    def __init__(self, num_vertices: int, device: str = "cpu", scale: float = 1.0):
+        if not (np.isfinite(scale) and scale > 0):
+            raise GpipeValueError(f"'scale' must be a positive finite number, got {scale!r}")
+        self.scale = float(scale)
+        self.device = resolve(device)
+        self.num_vertices = 0
+        self.indptr = np.zeros(1, np.int64)
+        self.dst = np.zeros(0, np.int64)
+        self.weight = np.zeros(0, np.float64)
+        self.units = np.zeros(0, np.int64)
+        self.frac = np.zeros(0, np.float64)
+        self.member_indptr = np.zeros(1, np.int64)
+        self.members = np.zeros(0, np.int64)
+        self.group_count = np.zeros(0, np.int32)
+        self.group_bit = np.zeros(0, np.int32)
+        self.group_start = np.zeros(0, np.int64)
+        self.group_size = np.zeros(0, np.int64)
+        self.alias_prob = np.zeros(0, np.float64)
+        self.alias_other = np.zeros(0, np.int32)
+        self._grow(int(num_vertices))
+        self._mirror()
+
+    def _grow(self, num_vertices: int) -> None:
+        extra = num_vertices - self.num_vertices
+        if extra <= 0:
+            return
+        self.indptr = np.concatenate([self.indptr, np.full(extra, self.indptr[-1])])
+        self.member_indptr = np.concatenate([self.member_indptr, np.full(extra, self.member_indptr[-1])])
+        self.group_count = np.concatenate([self.group_count, np.zeros(extra, np.int32)])
+        for name in ("group_bit", "group_start", "group_size", "alias_prob", "alias_other"):
+            old = getattr(self, name)
+            setattr(self, name, np.concatenate([old, np.zeros(extra * MAX_GROUPS, old.dtype)]))
+        self.num_vertices = num_vertices
+
+    def edges(self, v: int) -> tuple[np.ndarray, np.ndarray]:
+        """Vertex ``v``'s out-neighbors and biases, in log order (duplicates kept)."""
+        a, b = self.indptr[v], self.indptr[v + 1]
+        return self.dst[a:b].copy(), self.weight[a:b].copy()
+
+    def apply(self, op, src, dst, weight) -> None:
+        """Apply a batch of updates in log order per source vertex, then rebuild each touched vertex's space.
+
+        Parameters
+        ----------
+        op : sequence of str
+            ``"insert"`` (a new copy of the edge), ``"delete"`` (its earliest copy) or ``"update"`` (every copy
+            takes the new weight).
+        src, dst : sequence of int
+            The edges, by non-negative vertex id.
+        weight : sequence of float or None
+            The bias of an insert or an update: positive and finite; ignored for a delete.
+
+        Raises
+        ------
+        GpipeValueError
+            On a malformed batch, a bad weight, or a delete or update of an edge that is not there, naming the
+            operation's position in the batch; the space is then left as it was.
+        """
+        op = check_array("op", op).astype(str).ravel()
+        src = check_array("src", src).ravel()
+        dst = check_array("dst", dst).ravel()
+        weight = np.asarray(weight, dtype=object).ravel()
+        if not len(op) == len(src) == len(dst) == len(weight):
+            raise GpipeValueError(f"'op', 'src', 'dst' and 'weight' must have one entry per update, got lengths "
+                                  f"{len(op)}, {len(src)}, {len(dst)} and {len(weight)}")
+        codes = np.array([OPS.get(o, -1) for o in op], np.int64)
+        for name, ids in (("src", src), ("dst", dst)):
+            if ids.size and (ids.dtype.kind not in "iu" or ids.min() < 0):
+                bad = 0 if ids.dtype.kind not in "iu" else int(np.argmax(ids < 0))
+                raise GpipeValueError(f"update {bad}: '{name}' must hold non-negative integer vertex ids, got "
+                                      f"{ids[bad].item()!r}")
+        touched: dict[int, list[int]] = {}
+        for i in range(len(op)):
+            if codes[i] < 0:
+                raise GpipeValueError(f"update {i}: 'op' must be one of {sorted(OPS)}, got {op[i]!r}")
+            if codes[i] != OPS["delete"]:
+                w = weight[i]
+                if not isinstance(w, (int, float, np.integer, np.floating)) or not (np.isfinite(w) and w > 0):
+                    raise GpipeValueError(f"update {i}: the weight of an {op[i]} must be positive and finite, got "
+                                          f"{w!r}")
+            touched.setdefault(int(src[i]), []).append(i)
+        replaced = {}
+        for v, positions in touched.items():
+            neighbors, biases = self.edges(v) if v < self.num_vertices else (np.zeros(0, np.int64), np.zeros(0))
+            neighbors, biases = list(neighbors), list(biases)
+            for i in positions:
+                u = int(dst[i])
+                if codes[i] == OPS["insert"]:
+                    neighbors.append(u)
+                    biases.append(float(weight[i]))
+                    continue
+                if u not in neighbors:
+                    raise GpipeValueError(f"update {i}: cannot {op[i]} edge ({v}, {u}): it is not in the graph")
+                if codes[i] == OPS["delete"]:
+                    j = neighbors.index(u)
+                    del neighbors[j], biases[j]
+                else:
+                    biases = [float(weight[i]) if n == u else b for n, b in zip(neighbors, biases)]
+            replaced[v] = (np.array(neighbors, np.int64), np.array(biases, np.float64))
+        self._grow(max(touched, default=-1) + 1)
+        self._replace(replaced)
+
+    def _replace(self, replaced: dict) -> None:
+        """Swap in the new edges of the touched vertices, keep every other vertex's edges and members as they
+        are (their offsets are local), and rebuild the touched vertices' groups and alias tables."""
+        vertices = np.array(sorted(replaced), np.int64)
+        kept = np.setdiff1d(np.arange(self.num_vertices), vertices)
+        degree = np.diff(self.indptr)
+        degree[vertices] = [len(replaced[v][0]) for v in vertices]
+        indptr = np.concatenate([[0], np.cumsum(degree)])
+        new_dst = np.empty(indptr[-1], np.int64)
+        new_weight = np.empty(indptr[-1], np.float64)
+        old, new = _segments(self.indptr, kept), _segments(indptr, kept)
+        new_dst[new], new_weight[new] = self.dst[old], self.weight[old]
+        if len(vertices):
+            at = _segments(indptr, vertices)
+            new_dst[at] = np.concatenate([replaced[v][0] for v in vertices])
+            new_weight[at] = np.concatenate([replaced[v][1] for v in vertices])
+        scaled = new_weight * self.scale
+        units = np.floor(scaled).astype(np.int64)
+        frac = scaled - units
+        memberships = _popcount(units) + (frac > 0)
+        member_count = np.diff(self.member_indptr)
+        running = np.concatenate([[0], np.cumsum(memberships)])
+        member_count[vertices] = running[indptr[vertices + 1]] - running[indptr[vertices]]
+        member_indptr = np.concatenate([[0], np.cumsum(member_count)])
+        members = np.empty(member_indptr[-1], np.int64)
+        members[_segments(member_indptr, kept)] = self.members[_segments(self.member_indptr, kept)]
+        self.indptr, self.dst, self.weight, self.units, self.frac = indptr, new_dst, new_weight, units, frac
+        self.member_indptr, self.members = member_indptr, members
+        _build(vertices, indptr, units, frac, member_indptr, members, self.group_count, self.group_bit,
+               self.group_start, self.group_size, self.alias_prob, self.alias_other)
+        self._mirror()
+
+    def _mirror(self) -> None:
+        """The arrays ``sample`` reads, on ``device``."""
+        x = xp(self.device)
+        self._arrays = {name: x.asarray(getattr(self, name)) for name in _SAMPLED}
+
+    def sample(self, vertices, seed: int, streams=None):
+        """One neighbor of each of ``vertices`` (-1 for a vertex without edges), drawn from stream ``streams[i]``
+        (default ``i``) of ``seed``'s counter-based random stream: a numpy array, or cupy on the GPU."""
+        vertices = np.ascontiguousarray(check_array("vertices", vertices), np.int64).ravel()
+        if vertices.size and (vertices.min() < 0 or vertices.max() >= self.num_vertices):
+            raise GpipeValueError(f"'vertices' must be ids in [0, {self.num_vertices}), got {vertices.min()} .. "
+                                  f"{vertices.max()}")
+        n = vertices.shape[0]
+        streams = np.arange(n, dtype=np.int64) if streams is None else check_array("streams", streams)
+        if streams.shape != (n,):
+            raise GpipeValueError(f"'streams' must hold one stream id per vertex ({n}), got shape {streams.shape}")
+        x = xp(self.device)
+        out = x.empty(n, x.int64)
+        SAMPLE.launch(**self._arrays, key=_rng.key(seed), n=n, vertex=x.asarray(vertices),
+                      stream=x.ascontiguousarray(x.asarray(streams), dtype=x.int64), out=out)
+        return out
+
+    def probabilities(self, v: int) -> np.ndarray:
+        """The probability that ``sample`` draws each of ``v``'s edges (in log order), as implied by its groups,
+        alias table and within-group weights."""
+        a, d, row = self.indptr[v], self.indptr[v + 1] - self.indptr[v], v * MAX_GROUPS
+        count = int(self.group_count[v])
+        group = np.zeros(count)
+        for slot in range(count):
+            p = self.alias_prob[row + slot]
+            group[slot] += p / count
+            group[self.alias_other[row + slot]] += (1 - p) / count
+        out = np.zeros(d)
+        for g in range(count):
+            start = self.member_indptr[v] + self.group_start[row + g]
+            local = self.members[start:start + self.group_size[row + g]]
+            within = self.frac[a + local] if self.group_bit[row + g] == DECIMAL else np.ones(len(local))
+            np.add.at(out, local, group[g] * within / within.sum())
+        return out
+
+
+_SAMPLED = ("indptr", "dst", "frac", "member_indptr", "members", "group_count", "group_bit", "group_start",
+            "group_size", "alias_prob", "alias_other")  # SAMPLE's arrays, by name
+
+
+def _popcount(values: np.ndarray) -> np.ndarray:
+    bits = (values[:, None] >> np.arange(MAX_GROUPS - 1)) & 1
+    return bits.sum(axis=1)
