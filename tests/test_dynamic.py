@@ -9,6 +9,7 @@ from scipy import stats
 
 import gpipe
 from gpipe.dynamic import SamplingSpace
+from gpipe.dynamic._space import KINDS, MAX_GROUPS
 
 ALPHA = 1e-3  # the false-alarm rate of each chi-square test
 
@@ -19,7 +20,8 @@ def random_log(rng, num_vertices: int, length: int, float_biases: bool):
     log = []
     for _ in range(length):
         existing = [(v, j) for v, row in edges.items() for j in range(len(row))]
-        weight = float(np.round(rng.uniform(0.05, 40), 3)) if float_biases else int(rng.integers(1, 2**20))
+        skewed = 2 ** rng.uniform(0, 30)  # log-uniform: one-element groups at the top bits, dense ones below
+        weight = float(np.round(skewed / 2**24, 3)) + 0.001 if float_biases else int(skewed)
         kind = rng.choice(["insert", "delete", "update"], p=[0.5, 0.25, 0.25]) if existing else "insert"
         if kind == "insert":
             v, u = (int(x) for x in rng.integers(0, num_vertices, 2))
@@ -49,6 +51,8 @@ def test_implied_probabilities_equal_those_of_the_resulting_multiset(float_biase
     apply_in_batches(space, log, batch=333)
     assert space.num_vertices == max(v for _, v, _, _ in log) + 1
     assert (space.frac > 0).any() == float_biases
+    rows = np.arange(space.num_vertices * MAX_GROUPS) % MAX_GROUPS < np.repeat(space.group_count, MAX_GROUPS)
+    assert set(space.group_kind[rows].tolist()) == set(KINDS.values())  # one-element, dense and listed groups
     for v in range(space.num_vertices):
         dst, weight = space.edges(v)
         expected = edges.get(v, [])

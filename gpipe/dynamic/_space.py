@@ -5,9 +5,17 @@ Each edge's bias, times the amortization factor ``scale``, splits into an intege
 bit ``k`` set, where every member weighs ``2**k``, so a member is drawn uniformly. The decimal parts form one more
 group (bit ``DECIMAL``), drawn by rejection: a uniform member, kept with probability ``frac``. An alias table over a
 vertex's groups picks the group. A vertex has at most ``MAX_GROUPS`` groups, so its group tables sit in fixed
-rows ``v * MAX_GROUPS ...``; its members (local edge offsets) sit in the segment ``member_indptr[v]..[v+1]``, and
-a group's members in ``group_start .. + group_size`` of it. Edges are kept in log order per vertex, so the earliest
-copy of a duplicated edge is the first.
+rows ``v * MAX_GROUPS ...``. Edges are kept in log order per vertex, so the earliest copy of a duplicated edge is
+the first.
+
+A group is stored in one of the paper's adaptive representations (``group_kind``):
+
+- ``ONE``, a one-element group: ``group_start`` is its edge's local offset;
+- ``DENSE``, holding at least ``dense_fraction`` of the vertex's edges: nothing is stored; a uniform edge of the
+  vertex is drawn and rejected unless it is in the group (its bit is set, its decimal part is not zero), which
+  rejects fewer than ``1 - dense_fraction`` of the tries;
+- ``LISTED``, the others (the paper's sparse and regular groups): its members, local edge offsets, are
+  ``members[member_indptr[v] + group_start ...]``, ``group_size`` of them.
 
 CUDA sampling in ``kernels/dynamic.cu``, CPU twin here; the same random stream.
 """
@@ -17,13 +25,16 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _rng
-from .._validate import check_array
+from .. import config
+from .._validate import check_array, check_probability
 from ..backend import cpu_kernel, prange, resolve, segments, xp
 from ..errors import GpipeValueError
 from ..kernels import Arg, Kernel
 
 MAX_GROUPS = 64  # 63 radix bits of an int64 integer part, and the decimal group
 DECIMAL = -1  # the decimal group's bit
+KINDS = {"one": 0, "dense": 1, "listed": 2}  # group_kind (the kernel's GROUP_ONE, GROUP_DENSE, GROUP_LISTED)
+_ONE, _DENSE, _LISTED = KINDS["one"], KINDS["dense"], KINDS["listed"]
 OPS = {"insert": 0, "delete": 1, "update": 2}
 
 
@@ -65,24 +76,58 @@ def _alias(weights, count, prob, other, base):
         other[base + small[j]] = small[j]
 
 
+@cpu_kernel()
+def _in_group(units, frac, e, bit):
+    return frac[e] > 0.0 if bit == DECIMAL else (units[e] >> bit) & 1 == 1
+
+
+@cpu_kernel()
+def _group_sizes(units, frac, a, d):
+    """The size of each group of the edges ``a .. a+d-1`` (bit k at k, the decimal group at ``MAX_GROUPS - 1``)
+    and the sum of their decimal parts."""
+    sizes = np.zeros(MAX_GROUPS, np.int64)
+    decimal = 0.0
+    for j in range(d):
+        u = units[a + j]
+        for k in range(MAX_GROUPS - 1):
+            if (u >> k) & 1:
+                sizes[k] += 1
+        if frac[a + j] > 0.0:
+            sizes[MAX_GROUPS - 1] += 1
+            decimal += frac[a + j]
+    return sizes, decimal
+
+
+@cpu_kernel()
+def _kind(size, d, dense_fraction):
+    if size == 1:
+        return _ONE
+    return _DENSE if size >= dense_fraction * d else _LISTED
+
+
 @cpu_kernel(parallel=True)
-def _build(vertices, indptr, units, frac, member_indptr, members, group_count, group_bit, group_start, group_size,
-           alias_prob, alias_other):
+def _listed_members(vertices, indptr, units, frac, dense_fraction, out):
+    """How many members each vertex of ``vertices`` lists (those of its ``LISTED`` groups), into ``out[i]``."""
+    for i in prange(vertices.shape[0]):
+        a = indptr[vertices[i]]
+        d = indptr[vertices[i] + 1] - a
+        sizes, _ = _group_sizes(units, frac, a, d)
+        total = 0
+        for k in range(MAX_GROUPS):
+            if sizes[k] > 0 and _kind(sizes[k], d, dense_fraction) == _LISTED:
+                total += sizes[k]
+        out[i] = total
+
+
+@cpu_kernel(parallel=True)
+def _build(vertices, indptr, units, frac, dense_fraction, member_indptr, members, group_count, group_kind, group_bit,
+           group_start, group_size, alias_prob, alias_other):
     """The groups, members and alias table of each vertex of ``vertices``, from its edges' ``units`` and ``frac``."""
     for i in prange(vertices.shape[0]):
         v = vertices[i]
         a = indptr[v]
         d = indptr[v + 1] - a
-        sizes = np.zeros(MAX_GROUPS, np.int64)  # bit k at k, the decimal group at MAX_GROUPS - 1
-        decimal = 0.0
-        for j in range(d):
-            u = units[a + j]
-            for k in range(MAX_GROUPS - 1):
-                if (u >> k) & 1:
-                    sizes[k] += 1
-            if frac[a + j] > 0.0:
-                sizes[MAX_GROUPS - 1] += 1
-                decimal += frac[a + j]
+        sizes, decimal = _group_sizes(units, frac, a, d)
         row = v * MAX_GROUPS
         weights = np.zeros(MAX_GROUPS, np.float64)
         slot_of = np.full(MAX_GROUPS, -1, np.int64)
@@ -91,22 +136,27 @@ def _build(vertices, indptr, units, frac, member_indptr, members, group_count, g
         for k in range(MAX_GROUPS):
             if sizes[k] == 0:
                 continue
-            slot_of[k] = count
-            group_bit[row + count] = DECIMAL if k == MAX_GROUPS - 1 else k
-            group_start[row + count] = start
+            bit = DECIMAL if k == MAX_GROUPS - 1 else k
+            kind = _kind(sizes[k], d, dense_fraction)
+            slot_of[k] = count if kind == _LISTED else -1
+            group_kind[row + count] = kind
+            group_bit[row + count] = bit
+            group_start[row + count] = start if kind == _LISTED else 0
             group_size[row + count] = sizes[k]
-            weights[count] = decimal if k == MAX_GROUPS - 1 else np.float64(sizes[k]) * 2.0 ** k
-            start += sizes[k]
+            if kind == _ONE:
+                for j in range(d):
+                    if _in_group(units, frac, a + j, bit):
+                        group_start[row + count] = j
+            weights[count] = decimal if bit == DECIMAL else np.float64(sizes[k]) * 2.0 ** k
+            start += sizes[k] if kind == _LISTED else 0
             count += 1
         group_count[v] = count
         filled = np.zeros(MAX_GROUPS, np.int64)
         m = member_indptr[v]
         for j in range(d):
-            u = units[a + j]
             for k in range(MAX_GROUPS):
-                inside = frac[a + j] > 0.0 if k == MAX_GROUPS - 1 else (u >> k) & 1 == 1
-                if inside:
-                    g = slot_of[k]
+                g = slot_of[k]
+                if g >= 0 and _in_group(units, frac, a + j, DECIMAL if k == MAX_GROUPS - 1 else k):
                     members[m + group_start[row + g] + filled[g]] = j
                     filled[g] += 1
         if count > 0:
@@ -114,38 +164,49 @@ def _build(vertices, indptr, units, frac, member_indptr, members, group_count, g
 
 
 @cpu_kernel()
-def _pick(indptr, frac, member_indptr, members, group_count, group_bit, group_start, group_size, alias_prob,
-          alias_other, key, stream, v):
+def _pick(indptr, units, frac, member_indptr, members, group_count, group_kind, group_bit, group_start, group_size,
+          alias_prob, alias_other, key, stream, v):
     """The edge drawn from vertex ``v`` (-1 if it has none). Draws 0 and 1 pick the group through the alias table;
-    draws 2t+2 and 2t+3 are the t-th try within it (the member, then, in the decimal group, its acceptance)."""
+    draws 2t+2 and 2t+3 are the t-th try within it (the edge: a member, or in a dense group any edge, kept if in
+    the group; then, in the decimal group, its acceptance with probability ``frac``)."""
     count = np.int64(group_count[v])
     if count == 0:
         return np.int64(-1)
     row = v * MAX_GROUPS
     slot = _rng.below(_rng.bits(key, stream, 0, 0), count)
     g = slot if _rng.unit(_rng.bits(key, stream, 0, 1)) < alias_prob[row + slot] else np.int64(alias_other[row + slot])
-    base = member_indptr[v] + group_start[row + g]
-    t = np.int64(0)
+    kind = group_kind[row + g]
+    bit = group_bit[row + g]
+    if kind == _ONE:
+        return indptr[v] + group_start[row + g]
+    t = np.int64(-1)
     while True:
-        e = indptr[v] + members[base + _rng.below(_rng.bits(key, stream, 0, 2 * t + 2), group_size[row + g])]
-        if group_bit[row + g] != DECIMAL or _rng.unit(_rng.bits(key, stream, 0, 2 * t + 3)) < frac[e]:
-            return e
         t += 1
+        r = _rng.bits(key, stream, 0, 2 * t + 2)
+        if kind == _LISTED:
+            e = indptr[v] + members[member_indptr[v] + group_start[row + g] + _rng.below(r, group_size[row + g])]
+        else:
+            e = indptr[v] + _rng.below(r, indptr[v + 1] - indptr[v])
+            if bit != DECIMAL and not (units[e] >> bit) & 1:
+                continue
+        if bit != DECIMAL or _rng.unit(_rng.bits(key, stream, 0, 2 * t + 3)) < frac[e]:
+            return e
 
 
 @cpu_kernel(parallel=True)
-def _sample_cpu(indptr, dst, frac, member_indptr, members, group_count, group_bit, group_start, group_size,
-                alias_prob, alias_other, key, n, vertex, stream, out):
+def _sample_cpu(indptr, dst, units, frac, member_indptr, members, group_count, group_kind, group_bit, group_start,
+                group_size, alias_prob, alias_other, key, n, vertex, stream, out):
     for i in prange(n):
-        e = _pick(indptr, frac, member_indptr, members, group_count, group_bit, group_start, group_size, alias_prob,
-                  alias_other, key, stream[i], vertex[i])
+        e = _pick(indptr, units, frac, member_indptr, members, group_count, group_kind, group_bit, group_start,
+                  group_size, alias_prob, alias_other, key, stream[i], vertex[i])
         out[i] = -1 if e < 0 else dst[e]
 
 
 SAMPLE = Kernel("dynamic.cu", "gp_dynamic_sample", twin=_sample_cpu, items="n", defines={
-    "MAX_GROUPS": MAX_GROUPS, "DECIMAL_GROUP": DECIMAL}, args=(
-    Arg("indptr", "i64[]"), Arg("dst", "i64[]"), Arg("frac", "f64[]"), Arg("member_indptr", "i64[]"),
-    Arg("members", "i64[]", note="local edge offsets"), Arg("group_count", "i32[]"), Arg("group_bit", "i32[]"),
+    "MAX_GROUPS": MAX_GROUPS, "DECIMAL_GROUP": DECIMAL, **{f"GROUP_{k.upper()}": v for k, v in KINDS.items()}}, args=(
+    Arg("indptr", "i64[]"), Arg("dst", "i64[]"), Arg("units", "i64[]", note="integer parts of the scaled biases"),
+    Arg("frac", "f64[]"), Arg("member_indptr", "i64[]"), Arg("members", "i64[]", note="local edge offsets"),
+    Arg("group_count", "i32[]"), Arg("group_kind", "i8[]"), Arg("group_bit", "i32[]"),
     Arg("group_start", "i64[]"), Arg("group_size", "i64[]"), Arg("alias_prob", "f64[]"), Arg("alias_other", "i32[]"),
     Arg("key", "u64"), Arg("n", "i64"), Arg("vertex", "i64[n]"), Arg("stream", "i64[n]"),
     Arg("out", "i64[n]", out=True, note="neighbor, -1 for a vertex without edges")))
@@ -172,6 +233,9 @@ class SamplingSpace:
         The amortization factor: a bias ``w`` is sampled as ``w * scale``, whose integer part is factorized by
         radix and whose decimal part joins the decimal group. Integer biases need no more than 1; for floating-point
         biases, a scale that makes the decimal parts small beside the integer parts keeps sampling in O(1).
+    dense_fraction : float, optional
+        A group holding at least this fraction of its vertex's edges is sampled by rejection over them and stores
+        nothing; default ``gpipe.dynamic.dense-fraction`` of the config.
 
     Examples
     --------
@@ -183,11 +247,15 @@ class SamplingSpace:
     array([ 2,  2, -1])
     """
 
-    def __init__(self, num_vertices: int, device: str = "cpu", scale: float = 1.0):
+    def __init__(self, num_vertices: int, device: str = "cpu", scale: float = 1.0,
+                 dense_fraction: float | None = None):
         if not (np.isfinite(scale) and scale > 0):
             raise GpipeValueError(f"'scale' must be a positive finite number, got {scale!r}")
         self.scale = float(scale)
         self.device = resolve(device)
+        self.dense_fraction = check_probability(
+            "dense_fraction", config.get("dynamic.dense-fraction") if dense_fraction is None else dense_fraction,
+            open_low=True)
         self.num_vertices = 0
         self.indptr = np.zeros(1, np.int64)
         self.dst = np.zeros(0, np.int64)
@@ -197,6 +265,7 @@ class SamplingSpace:
         self.member_indptr = np.zeros(1, np.int64)
         self.members = np.zeros(0, np.int64)
         self.group_count = np.zeros(0, np.int32)
+        self.group_kind = np.zeros(0, np.int8)
         self.group_bit = np.zeros(0, np.int32)
         self.group_start = np.zeros(0, np.int64)
         self.group_size = np.zeros(0, np.int64)
@@ -212,7 +281,7 @@ class SamplingSpace:
         self.indptr = np.concatenate([self.indptr, np.full(extra, self.indptr[-1])])
         self.member_indptr = np.concatenate([self.member_indptr, np.full(extra, self.member_indptr[-1])])
         self.group_count = np.concatenate([self.group_count, np.zeros(extra, np.int32)])
-        for name in ("group_bit", "group_start", "group_size", "alias_prob", "alias_other"):
+        for name in ("group_kind", "group_bit", "group_start", "group_size", "alias_prob", "alias_other"):
             old = getattr(self, name)
             setattr(self, name, np.concatenate([old, np.zeros(extra * MAX_GROUPS, old.dtype)]))
         self.num_vertices = num_vertices
@@ -304,17 +373,17 @@ class SamplingSpace:
         scaled = new_weight * self.scale
         units = np.floor(scaled).astype(np.int64)
         frac = scaled - units
-        memberships = _popcount(units) + (frac > 0)
         member_count = np.diff(self.member_indptr)
-        running = np.concatenate([[0], np.cumsum(memberships)])
-        member_count[vertices] = running[indptr[vertices + 1]] - running[indptr[vertices]]
+        listed = np.empty(len(vertices), np.int64)
+        _listed_members(vertices, indptr, units, frac, self.dense_fraction, listed)
+        member_count[vertices] = listed
         member_indptr = np.concatenate([[0], np.cumsum(member_count)])
         members = np.empty(member_indptr[-1], np.int64)
         members[_segments(member_indptr, kept)] = self.members[_segments(self.member_indptr, kept)]
         self.indptr, self.dst, self.weight, self.units, self.frac = indptr, new_dst, new_weight, units, frac
         self.member_indptr, self.members = member_indptr, members
-        _build(vertices, indptr, units, frac, member_indptr, members, self.group_count, self.group_bit,
-               self.group_start, self.group_size, self.alias_prob, self.alias_other)
+        _build(vertices, indptr, units, frac, self.dense_fraction, member_indptr, members, self.group_count,
+               self.group_kind, self.group_bit, self.group_start, self.group_size, self.alias_prob, self.alias_other)
         self._mirror()
 
     def _mirror(self) -> None:
@@ -351,17 +420,19 @@ class SamplingSpace:
             group[self.alias_other[row + slot]] += (1 - p) / count
         out = np.zeros(d)
         for g in range(count):
-            start = self.member_indptr[v] + self.group_start[row + g]
-            local = self.members[start:start + self.group_size[row + g]]
-            within = self.frac[a + local] if self.group_bit[row + g] == DECIMAL else np.ones(len(local))
+            kind, bit, start = self.group_kind[row + g], self.group_bit[row + g], self.group_start[row + g]
+            if kind == _ONE:
+                local = np.array([start])
+            elif kind == _DENSE:  # the edges a try keeps
+                edges = np.arange(a, a + d)
+                local = edges[self.frac[edges] > 0 if bit == DECIMAL else (self.units[edges] >> bit) & 1 == 1] - a
+            else:
+                start += self.member_indptr[v]
+                local = self.members[start:start + self.group_size[row + g]]
+            within = self.frac[a + local] if bit == DECIMAL else np.ones(len(local))
             np.add.at(out, local, group[g] * within / within.sum())
         return out
 
 
-_SAMPLED = ("indptr", "dst", "frac", "member_indptr", "members", "group_count", "group_bit", "group_start",
-            "group_size", "alias_prob", "alias_other")  # SAMPLE's arrays, by name
-
-
-def _popcount(values: np.ndarray) -> np.ndarray:
-    bits = (values[:, None] >> np.arange(MAX_GROUPS - 1)) & 1
-    return bits.sum(axis=1)
+_SAMPLED = ("indptr", "dst", "units", "frac", "member_indptr", "members", "group_count", "group_kind", "group_bit",
+            "group_start", "group_size", "alias_prob", "alias_other")  # SAMPLE's arrays, by name
