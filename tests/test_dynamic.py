@@ -105,6 +105,9 @@ def test_sample_is_a_function_of_seed_and_stream():
     (["insert", "update"], [0, 0], [2, 3], [1, 2], "update 1: cannot update edge (0, 3)"),
     (["insert", "insert"], [0, 0], [2, 3], [1, -2], "update 1: the weight of an insert must be positive"),
     (["insert", "update"], [0, 0], [2, 1], [1, float("nan")], "update 1: the weight of an update"),
+    (["insert", "delete", "update"], [0, 1, 1], [2, 0, 2], [1, None, "heavy"], "update 2: the weight of an update"),
+    (["insert", "update"], [0, 1], [2, 2], [1, None], "update 1: the weight of an update must be positive and "
+                                                        "finite, got None"),
     (["insert", "remove"], [0, 0], [2, 1], [1, 1], "update 1: 'op' must be one of"),
     (["insert"], [-1], [2], [1], "update 0: 'src' must hold non-negative integer vertex ids, got -1"),
     (["insert", "insert"], [0], [2], [1], "one entry per update, got lengths 2, 1, 1 and 1"),

@@ -36,6 +36,7 @@ DECIMAL = -1  # the decimal group's bit
 KINDS = {"one": 0, "dense": 1, "listed": 2}  # group_kind (the kernel's GROUP_ONE, GROUP_DENSE, GROUP_LISTED)
 _ONE, _DENSE, _LISTED = KINDS["one"], KINDS["dense"], KINDS["listed"]
 OPS = {"insert": 0, "delete": 1, "update": 2}
+_INSERT, _DELETE = OPS["insert"], OPS["delete"]
 
 
 @cpu_kernel()
@@ -212,6 +213,44 @@ SAMPLE = Kernel("dynamic.cu", "gp_dynamic_sample", twin=_sample_cpu, items="n", 
     Arg("out", "i64[n]", out=True, note="neighbor, -1 for a vertex without edges")))
 
 
+@cpu_kernel(parallel=True)
+def _replay(vertices, op_start, order, codes, dst, weight, indptr, old_dst, old_weight, old_vertices, slot_start,
+            out_dst, out_weight, alive, failed):
+    """Each vertex's updates in log order, on a copy of its edges in ``slot_start[i] ..`` (room for its inserts):
+    an insert appends, a delete clears the earliest live copy, an update re-weights every live copy. ``failed[i]``
+    is the position of the vertex's first delete or update of an edge it lacks (-1: none)."""
+    for i in prange(vertices.shape[0]):
+        v = vertices[i]
+        base = slot_start[i]
+        end = base
+        if v < old_vertices:
+            for e in range(indptr[v], indptr[v + 1]):
+                out_dst[end] = old_dst[e]
+                out_weight[end] = old_weight[e]
+                alive[end] = True
+                end += 1
+        for q in range(op_start[i], op_start[i + 1]):
+            p = order[q]
+            u = dst[p]
+            if codes[p] == _INSERT:
+                out_dst[end] = u
+                out_weight[end] = weight[p]
+                alive[end] = True
+                end += 1
+                continue
+            found = False
+            for s in range(base, end):
+                if alive[s] and out_dst[s] == u:
+                    found = True
+                    if codes[p] == _DELETE:
+                        alive[s] = False
+                        break
+                    out_weight[s] = weight[p]
+            if not found:
+                failed[i] = p
+                break
+
+
 def _segments(indptr: np.ndarray, vertices: np.ndarray) -> np.ndarray:
     """The flat positions of the segments ``indptr[v]..indptr[v+1]`` of ``vertices``, in order."""
     segment, position = segments(np, indptr[vertices + 1] - indptr[vertices])
@@ -318,58 +357,60 @@ class SamplingSpace:
             raise GpipeValueError(f"'op', 'src', 'dst' and 'weight' must have one entry per update, got lengths "
                                   f"{len(op)}, {len(src)}, {len(dst)} and {len(weight)}")
         codes = np.array([OPS.get(o, -1) for o in op], np.int64)
+        if (codes < 0).any():
+            bad = int(np.argmax(codes < 0))
+            raise GpipeValueError(f"update {bad}: 'op' must be one of {sorted(OPS)}, got {op[bad]!r}")
         for name, ids in (("src", src), ("dst", dst)):
             if ids.size and (ids.dtype.kind not in "iu" or ids.min() < 0):
                 bad = 0 if ids.dtype.kind not in "iu" else int(np.argmax(ids < 0))
                 raise GpipeValueError(f"update {bad}: '{name}' must hold non-negative integer vertex ids, got "
                                       f"{ids[bad].item()!r}")
-        touched: dict[int, list[int]] = {}
-        for i in range(len(op)):
-            if codes[i] < 0:
-                raise GpipeValueError(f"update {i}: 'op' must be one of {sorted(OPS)}, got {op[i]!r}")
-            if codes[i] != OPS["delete"]:
-                w = weight[i]
-                if not isinstance(w, (int, float, np.integer, np.floating)) or not (np.isfinite(w) and w > 0):
-                    raise GpipeValueError(f"update {i}: the weight of an {op[i]} must be positive and finite, got "
-                                          f"{w!r}")
-            touched.setdefault(int(src[i]), []).append(i)
-        replaced = {}
-        for v, positions in touched.items():
-            neighbors, biases = self.edges(v) if v < self.num_vertices else (np.zeros(0, np.int64), np.zeros(0))
-            neighbors, biases = list(neighbors), list(biases)
-            for i in positions:
-                u = int(dst[i])
-                if codes[i] == OPS["insert"]:
-                    neighbors.append(u)
-                    biases.append(float(weight[i]))
-                    continue
-                if u not in neighbors:
-                    raise GpipeValueError(f"update {i}: cannot {op[i]} edge ({v}, {u}): it is not in the graph")
-                if codes[i] == OPS["delete"]:
-                    j = neighbors.index(u)
-                    del neighbors[j], biases[j]
-                else:
-                    biases = [float(weight[i]) if n == u else b for n, b in zip(neighbors, biases)]
-            replaced[v] = (np.array(neighbors, np.int64), np.array(biases, np.float64))
-        self._grow(max(touched, default=-1) + 1)
-        self._replace(replaced)
+        weighed = codes != _DELETE
+        given = np.where(weighed, weight, 1.0)
+        try:
+            values = given.astype(np.float64)
+        except (TypeError, ValueError):  # not numbers: find which
+            values = np.array([w if isinstance(w, (int, float, np.integer, np.floating)) else np.nan for w in given],
+                              np.float64)
+        if not (np.isfinite(values) & (values > 0)).all():
+            i = int(np.argmax(~(np.isfinite(values) & (values > 0))))
+            raise GpipeValueError(f"update {i}: the weight of an {op[i]} must be positive and finite, got "
+                                  f"{weight[i]!r}")
+        src, dst = src.astype(np.int64), dst.astype(np.int64)
+        order = np.argsort(src, kind="stable")  # each source's updates together, in log order
+        vertices, op_start = np.unique(src[order], return_index=True)
+        op_start = np.append(op_start, len(order)).astype(np.int64)
+        degree = np.append(np.diff(self.indptr), 0)[np.minimum(vertices, self.num_vertices)]  # 0: a new vertex
+        inserts = np.bincount(np.searchsorted(vertices, src[codes == _INSERT]), minlength=len(vertices))
+        capacity = degree + inserts
+        slot_start = np.concatenate([[0], np.cumsum(capacity)]).astype(np.int64)
+        new_dst = np.empty(slot_start[-1], np.int64)
+        new_weight = np.empty(slot_start[-1], np.float64)
+        alive = np.zeros(slot_start[-1], np.bool_)
+        failed = np.full(len(vertices), -1, np.int64)
+        _replay(vertices, op_start, order, codes, dst, values, self.indptr, self.dst, self.weight, self.num_vertices,
+                slot_start, new_dst, new_weight, alive, failed)
+        if (failed >= 0).any():
+            i = int(failed[failed >= 0].min())
+            raise GpipeValueError(f"update {i}: cannot {op[i]} edge ({src[i]}, {dst[i]}): it is not in the graph")
+        running = np.concatenate([[0], np.cumsum(alive)])
+        self._grow(int(vertices[-1]) + 1 if len(vertices) else 0)
+        self._replace(vertices, running[slot_start[1:]] - running[slot_start[:-1]], new_dst[alive], new_weight[alive])
 
-    def _replace(self, replaced: dict) -> None:
-        """Swap in the new edges of the touched vertices, keep every other vertex's edges and members as they
-        are (their offsets are local), and rebuild the touched vertices' groups and alias tables."""
-        vertices = np.array(sorted(replaced), np.int64)
+    def _replace(self, vertices: np.ndarray, degrees: np.ndarray, dst: np.ndarray, weight: np.ndarray) -> None:
+        """Give ``vertices`` (sorted) ``degrees`` edges, ``dst`` and ``weight`` one vertex after the other; keep
+        every other vertex's edges and members as they are (their offsets are local), and rebuild the touched
+        vertices' groups and alias tables."""
         kept = np.setdiff1d(np.arange(self.num_vertices), vertices)
         degree = np.diff(self.indptr)
-        degree[vertices] = [len(replaced[v][0]) for v in vertices]
+        degree[vertices] = degrees
         indptr = np.concatenate([[0], np.cumsum(degree)])
         new_dst = np.empty(indptr[-1], np.int64)
         new_weight = np.empty(indptr[-1], np.float64)
         old, new = _segments(self.indptr, kept), _segments(indptr, kept)
         new_dst[new], new_weight[new] = self.dst[old], self.weight[old]
-        if len(vertices):
-            at = _segments(indptr, vertices)
-            new_dst[at] = np.concatenate([replaced[v][0] for v in vertices])
-            new_weight[at] = np.concatenate([replaced[v][1] for v in vertices])
+        at = _segments(indptr, vertices)
+        new_dst[at], new_weight[at] = dst, weight
         scaled = new_weight * self.scale
         units = np.floor(scaled).astype(np.int64)
         frac = scaled - units
