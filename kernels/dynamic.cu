@@ -2,7 +2,7 @@
 // One thread per query: draws 0 and 1 pick the group through the vertex's alias table, draws 2t+2 and 2t+3 are
 // the t-th try within it (a uniform member, or in a dense group a uniform edge kept if in the group; then, in the
 // decimal group, kept with probability frac).
-// MAX_GROUPS, DECIMAL_GROUP, GROUP_ONE, GROUP_DENSE, GROUP_LISTED: defined by the loader, from _space.py.
+// DECIMAL_GROUP, GROUP_ONE, GROUP_DENSE, GROUP_LISTED: defined by the loader, from _space.py.
 // CPU twin: gpipe/dynamic/_space.py::_sample_cpu (same random stream).
 #include "rng.cuh"
 
@@ -10,7 +10,7 @@ extern "C" __global__ void gp_dynamic_sample(const long long* __restrict__ indpt
                                              const long long* __restrict__ units, const double* __restrict__ frac,
                                              const long long* __restrict__ member_indptr,
                                              const long long* __restrict__ members,
-                                             const int* __restrict__ group_count,
+                                             const long long* __restrict__ group_indptr,
                                              const signed char* __restrict__ group_kind,
                                              const int* __restrict__ group_bit,
                                              const long long* __restrict__ group_start,
@@ -23,12 +23,11 @@ extern "C" __global__ void gp_dynamic_sample(const long long* __restrict__ indpt
     if (i >= n) return;
     const long long v = vertex[i];
     const unsigned long long id = (unsigned long long)stream[i];
-    const long long count = group_count[v];
+    const long long row = group_indptr[v], count = group_indptr[v + 1] - row;
     if (count == 0) {
         out[i] = -1;
         return;
     }
-    const long long row = v * MAX_GROUPS;
     const long long slot = gp_below(gp_bits(key, id, 0, 0), (unsigned long long)count);
     const long long g = gp_unit(gp_bits(key, id, 0, 1)) < alias_prob[row + slot] ? slot : alias_other[row + slot];
     const int kind = group_kind[row + g], bit = group_bit[row + g];

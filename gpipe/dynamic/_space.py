@@ -4,9 +4,9 @@ Each edge's bias, times the amortization factor ``scale``, splits into an intege
 (``frac`` in [0, 1)). The integer part is factorized by radix: the edge joins group ``k`` of its source for each
 bit ``k`` set, where every member weighs ``2**k``, so a member is drawn uniformly. The decimal parts form one more
 group (bit ``DECIMAL``), drawn by rejection: a uniform member, kept with probability ``frac``. An alias table over a
-vertex's groups picks the group. A vertex has at most ``MAX_GROUPS`` groups, so its group tables sit in fixed
-rows ``v * MAX_GROUPS ...``. Edges are kept in log order per vertex, so the earliest copy of a duplicated edge is
-the first.
+vertex's groups picks the group. The groups of vertex ``v`` are the rows ``group_indptr[v] .. group_indptr[v+1]``
+of the group tables (at most ``MAX_GROUPS``); its edges are ``indptr[v] .. indptr[v+1]``, kept in log order, so the
+earliest copy of a duplicated edge is the first.
 
 A group is stored in one of the paper's adaptive representations (``group_kind``):
 
@@ -26,7 +26,7 @@ import numpy as np
 
 from .. import _rng
 from .. import config
-from .._validate import check_array, check_probability
+from .._validate import check_array, check_int, check_probability
 from ..backend import cpu_kernel, prange, resolve, segments, xp
 from ..errors import GpipeValueError
 from ..kernels import Arg, Kernel
@@ -107,29 +107,31 @@ def _kind(size, d, dense_fraction):
 
 
 @cpu_kernel(parallel=True)
-def _listed_members(vertices, indptr, units, frac, dense_fraction, out):
-    """How many members each vertex of ``vertices`` lists (those of its ``LISTED`` groups), into ``out[i]``."""
+def _count_groups(vertices, indptr, units, frac, dense_fraction, groups, listed):
+    """How many groups each vertex of ``vertices`` has, and how many members it lists (those of its ``LISTED``
+    groups), into ``groups[i]`` and ``listed[i]``."""
     for i in prange(vertices.shape[0]):
         a = indptr[vertices[i]]
         d = indptr[vertices[i] + 1] - a
         sizes, _ = _group_sizes(units, frac, a, d)
-        total = 0
+        groups[i] = 0
+        listed[i] = 0
         for k in range(MAX_GROUPS):
-            if sizes[k] > 0 and _kind(sizes[k], d, dense_fraction) == _LISTED:
-                total += sizes[k]
-        out[i] = total
+            if sizes[k] > 0:
+                groups[i] += 1
+                listed[i] += sizes[k] if _kind(sizes[k], d, dense_fraction) == _LISTED else 0
 
 
 @cpu_kernel(parallel=True)
-def _build(vertices, indptr, units, frac, dense_fraction, member_indptr, members, group_count, group_kind, group_bit,
-           group_start, group_size, alias_prob, alias_other):
+def _build(vertices, indptr, units, frac, dense_fraction, member_indptr, members, group_indptr, group_kind,
+           group_bit, group_start, group_size, alias_prob, alias_other):
     """The groups, members and alias table of each vertex of ``vertices``, from its edges' ``units`` and ``frac``."""
     for i in prange(vertices.shape[0]):
         v = vertices[i]
         a = indptr[v]
         d = indptr[v + 1] - a
         sizes, decimal = _group_sizes(units, frac, a, d)
-        row = v * MAX_GROUPS
+        row = group_indptr[v]
         weights = np.zeros(MAX_GROUPS, np.float64)
         slot_of = np.full(MAX_GROUPS, -1, np.int64)
         count = 0
@@ -151,7 +153,6 @@ def _build(vertices, indptr, units, frac, dense_fraction, member_indptr, members
             weights[count] = decimal if bit == DECIMAL else np.float64(sizes[k]) * 2.0 ** k
             start += sizes[k] if kind == _LISTED else 0
             count += 1
-        group_count[v] = count
         filled = np.zeros(MAX_GROUPS, np.int64)
         m = member_indptr[v]
         for j in range(d):
@@ -165,15 +166,15 @@ def _build(vertices, indptr, units, frac, dense_fraction, member_indptr, members
 
 
 @cpu_kernel()
-def _pick(indptr, units, frac, member_indptr, members, group_count, group_kind, group_bit, group_start, group_size,
+def _pick(indptr, units, frac, member_indptr, members, group_indptr, group_kind, group_bit, group_start, group_size,
           alias_prob, alias_other, key, stream, v):
     """The edge drawn from vertex ``v`` (-1 if it has none). Draws 0 and 1 pick the group through the alias table;
     draws 2t+2 and 2t+3 are the t-th try within it (the edge: a member, or in a dense group any edge, kept if in
     the group; then, in the decimal group, its acceptance with probability ``frac``)."""
-    count = np.int64(group_count[v])
+    row = group_indptr[v]
+    count = group_indptr[v + 1] - row
     if count == 0:
         return np.int64(-1)
-    row = v * MAX_GROUPS
     slot = _rng.below(_rng.bits(key, stream, 0, 0), count)
     g = slot if _rng.unit(_rng.bits(key, stream, 0, 1)) < alias_prob[row + slot] else np.int64(alias_other[row + slot])
     kind = group_kind[row + g]
@@ -195,19 +196,19 @@ def _pick(indptr, units, frac, member_indptr, members, group_count, group_kind, 
 
 
 @cpu_kernel(parallel=True)
-def _sample_cpu(indptr, dst, units, frac, member_indptr, members, group_count, group_kind, group_bit, group_start,
+def _sample_cpu(indptr, dst, units, frac, member_indptr, members, group_indptr, group_kind, group_bit, group_start,
                 group_size, alias_prob, alias_other, key, n, vertex, stream, out):
     for i in prange(n):
-        e = _pick(indptr, units, frac, member_indptr, members, group_count, group_kind, group_bit, group_start,
+        e = _pick(indptr, units, frac, member_indptr, members, group_indptr, group_kind, group_bit, group_start,
                   group_size, alias_prob, alias_other, key, stream[i], vertex[i])
         out[i] = -1 if e < 0 else dst[e]
 
 
 SAMPLE = Kernel("dynamic.cu", "gp_dynamic_sample", twin=_sample_cpu, items="n", defines={
-    "MAX_GROUPS": MAX_GROUPS, "DECIMAL_GROUP": DECIMAL, **{f"GROUP_{k.upper()}": v for k, v in KINDS.items()}}, args=(
+    "DECIMAL_GROUP": DECIMAL, **{f"GROUP_{k.upper()}": v for k, v in KINDS.items()}}, args=(
     Arg("indptr", "i64[]"), Arg("dst", "i64[]"), Arg("units", "i64[]", note="integer parts of the scaled biases"),
     Arg("frac", "f64[]"), Arg("member_indptr", "i64[]"), Arg("members", "i64[]", note="local edge offsets"),
-    Arg("group_count", "i32[]"), Arg("group_kind", "i8[]"), Arg("group_bit", "i32[]"),
+    Arg("group_indptr", "i64[]"), Arg("group_kind", "i8[]"), Arg("group_bit", "i32[]"),
     Arg("group_start", "i64[]"), Arg("group_size", "i64[]"), Arg("alias_prob", "f64[]"), Arg("alias_other", "i32[]"),
     Arg("key", "u64"), Arg("n", "i64"), Arg("vertex", "i64[n]"), Arg("stream", "i64[n]"),
     Arg("out", "i64[n]", out=True, note="neighbor, -1 for a vertex without edges")))
@@ -257,6 +258,14 @@ def _segments(indptr: np.ndarray, vertices: np.ndarray) -> np.ndarray:
     return indptr[vertices][segment] + position
 
 
+def _kept_rows(old_indptr: np.ndarray, new_indptr: np.ndarray, kept: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """``rows`` (laid out by ``old_indptr``) laid out by ``new_indptr``: the segments of ``kept`` copied, the
+    others left to fill."""
+    out = np.empty(new_indptr[-1], rows.dtype)
+    out[_segments(new_indptr, kept)] = rows[_segments(old_indptr, kept)]
+    return out
+
+
 class SamplingSpace:
     """The edges of vertices ``0 .. num_vertices - 1`` and their radix-factorized sampling spaces, updated in
     batches.
@@ -295,6 +304,7 @@ class SamplingSpace:
         self.dense_fraction = check_probability(
             "dense_fraction", config.get("dynamic.dense-fraction") if dense_fraction is None else dense_fraction,
             open_low=True)
+        num_vertices = check_int("num_vertices", num_vertices, minimum=0)
         self.num_vertices = 0
         self.indptr = np.zeros(1, np.int64)
         self.dst = np.zeros(0, np.int64)
@@ -303,26 +313,23 @@ class SamplingSpace:
         self.frac = np.zeros(0, np.float64)
         self.member_indptr = np.zeros(1, np.int64)
         self.members = np.zeros(0, np.int64)
-        self.group_count = np.zeros(0, np.int32)
+        self.group_indptr = np.zeros(1, np.int64)
         self.group_kind = np.zeros(0, np.int8)
         self.group_bit = np.zeros(0, np.int32)
         self.group_start = np.zeros(0, np.int64)
         self.group_size = np.zeros(0, np.int64)
         self.alias_prob = np.zeros(0, np.float64)
         self.alias_other = np.zeros(0, np.int32)
-        self._grow(int(num_vertices))
+        self._grow(num_vertices)
         self._mirror()
 
     def _grow(self, num_vertices: int) -> None:
         extra = num_vertices - self.num_vertices
         if extra <= 0:
             return
-        self.indptr = np.concatenate([self.indptr, np.full(extra, self.indptr[-1])])
-        self.member_indptr = np.concatenate([self.member_indptr, np.full(extra, self.member_indptr[-1])])
-        self.group_count = np.concatenate([self.group_count, np.zeros(extra, np.int32)])
-        for name in ("group_kind", "group_bit", "group_start", "group_size", "alias_prob", "alias_other"):
+        for name in ("indptr", "member_indptr", "group_indptr"):
             old = getattr(self, name)
-            setattr(self, name, np.concatenate([old, np.zeros(extra * MAX_GROUPS, old.dtype)]))
+            setattr(self, name, np.concatenate([old, np.full(extra, old[-1])]))
         self.num_vertices = num_vertices
 
     def edges(self, v: int) -> tuple[np.ndarray, np.ndarray]:
@@ -405,25 +412,24 @@ class SamplingSpace:
         degree = np.diff(self.indptr)
         degree[vertices] = degrees
         indptr = np.concatenate([[0], np.cumsum(degree)])
-        new_dst = np.empty(indptr[-1], np.int64)
-        new_weight = np.empty(indptr[-1], np.float64)
-        old, new = _segments(self.indptr, kept), _segments(indptr, kept)
-        new_dst[new], new_weight[new] = self.dst[old], self.weight[old]
+        new_dst, new_weight = (_kept_rows(self.indptr, indptr, kept, old) for old in (self.dst, self.weight))
         at = _segments(indptr, vertices)
         new_dst[at], new_weight[at] = dst, weight
         scaled = new_weight * self.scale
         units = np.floor(scaled).astype(np.int64)
         frac = scaled - units
-        member_count = np.diff(self.member_indptr)
-        listed = np.empty(len(vertices), np.int64)
-        _listed_members(vertices, indptr, units, frac, self.dense_fraction, listed)
-        member_count[vertices] = listed
+        groups, listed = np.empty(len(vertices), np.int64), np.empty(len(vertices), np.int64)
+        _count_groups(vertices, indptr, units, frac, self.dense_fraction, groups, listed)
+        member_count, group_count = np.diff(self.member_indptr), np.diff(self.group_indptr)
+        member_count[vertices], group_count[vertices] = listed, groups
         member_indptr = np.concatenate([[0], np.cumsum(member_count)])
-        members = np.empty(member_indptr[-1], np.int64)
-        members[_segments(member_indptr, kept)] = self.members[_segments(self.member_indptr, kept)]
+        members = _kept_rows(self.member_indptr, member_indptr, kept, self.members)
+        group_indptr = np.concatenate([[0], np.cumsum(group_count)])
+        for name in _GROUP_TABLES:
+            setattr(self, name, _kept_rows(self.group_indptr, group_indptr, kept, getattr(self, name)))
         self.indptr, self.dst, self.weight, self.units, self.frac = indptr, new_dst, new_weight, units, frac
-        self.member_indptr, self.members = member_indptr, members
-        _build(vertices, indptr, units, frac, self.dense_fraction, member_indptr, members, self.group_count,
+        self.member_indptr, self.members, self.group_indptr = member_indptr, members, group_indptr
+        _build(vertices, indptr, units, frac, self.dense_fraction, member_indptr, members, group_indptr,
                self.group_kind, self.group_bit, self.group_start, self.group_size, self.alias_prob, self.alias_other)
         self._mirror()
 
@@ -452,8 +458,8 @@ class SamplingSpace:
     def probabilities(self, v: int) -> np.ndarray:
         """The probability that ``sample`` draws each of ``v``'s edges (in log order), as implied by its groups,
         alias table and within-group weights."""
-        a, d, row = self.indptr[v], self.indptr[v + 1] - self.indptr[v], v * MAX_GROUPS
-        count = int(self.group_count[v])
+        a, d, row = self.indptr[v], self.indptr[v + 1] - self.indptr[v], self.group_indptr[v]
+        count = int(self.group_indptr[v + 1] - row)
         group = np.zeros(count)
         for slot in range(count):
             p = self.alias_prob[row + slot]
@@ -475,5 +481,5 @@ class SamplingSpace:
         return out
 
 
-_SAMPLED = ("indptr", "dst", "units", "frac", "member_indptr", "members", "group_count", "group_kind", "group_bit",
-            "group_start", "group_size", "alias_prob", "alias_other")  # SAMPLE's arrays, by name
+_GROUP_TABLES = ("group_kind", "group_bit", "group_start", "group_size", "alias_prob", "alias_other")  # a row a group
+_SAMPLED = ("indptr", "dst", "units", "frac", "member_indptr", "members", "group_indptr") + _GROUP_TABLES  # SAMPLE's
