@@ -22,6 +22,8 @@ CUDA sampling in ``kernels/dynamic.cu``, CPU twin here; the same random stream.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from .. import _rng
@@ -258,6 +260,60 @@ def _segments(indptr: np.ndarray, vertices: np.ndarray) -> np.ndarray:
     return indptr[vertices][segment] + position
 
 
+@dataclass(frozen=True)
+class Batch:
+    """A checked batch of updates: ``codes`` (of ``OPS``), ``src``, ``dst`` (int64) and ``weight`` (float64; 1 for
+    a delete), and the ``op`` names and ``given`` weights, for messages."""
+
+    op: np.ndarray
+    codes: np.ndarray
+    src: np.ndarray
+    dst: np.ndarray
+    weight: np.ndarray
+    given: np.ndarray
+
+    def take(self, positions: np.ndarray, src: np.ndarray | None = None, dst: np.ndarray | None = None) -> Batch:
+        """The updates at ``positions``, in that order (with ``src`` and ``dst`` in place of theirs)."""
+        return Batch(self.op[positions], self.codes[positions], self.src[positions] if src is None else src,
+                     self.dst[positions] if dst is None else dst, self.weight[positions], self.given[positions])
+
+
+def check_batch(op, src, dst, weight) -> Batch:
+    """``op``, ``src``, ``dst``, ``weight`` as a :class:`Batch`, or a GpipeValueError naming the first bad update."""
+    op = check_array("op", op).astype(str).ravel()
+    src = check_array("src", src).ravel()
+    dst = check_array("dst", dst).ravel()
+    given = np.asarray(weight, dtype=object).ravel()
+    if not len(op) == len(src) == len(dst) == len(given):
+        raise GpipeValueError(f"'op', 'src', 'dst' and 'weight' must have one entry per update, got lengths "
+                              f"{len(op)}, {len(src)}, {len(dst)} and {len(given)}")
+    codes = np.array([OPS.get(o, -1) for o in op], np.int64)
+    if (codes < 0).any():
+        bad = int(np.argmax(codes < 0))
+        raise GpipeValueError(f"update {bad}: 'op' must be one of {sorted(OPS)}, got {op[bad]!r}")
+    for name, ids in (("src", src), ("dst", dst)):
+        if ids.size and (ids.dtype.kind not in "iu" or ids.min() < 0):
+            bad = 0 if ids.dtype.kind not in "iu" else int(np.argmax(ids < 0))
+            raise GpipeValueError(f"update {bad}: '{name}' must hold non-negative integer vertex ids, got "
+                                  f"{ids[bad].item()!r}")
+    weighed = np.where(codes != _DELETE, given, 1.0)
+    try:
+        values = weighed.astype(np.float64)
+    except (TypeError, ValueError):  # not numbers: find which
+        values = np.array([w if isinstance(w, (int, float, np.integer, np.floating)) else np.nan for w in weighed],
+                          np.float64)
+    if not (np.isfinite(values) & (values > 0)).all():
+        i = int(np.argmax(~(np.isfinite(values) & (values > 0))))
+        raise GpipeValueError(f"update {i}: the weight of an {op[i]} must be positive and finite, got {given[i]!r}")
+    return Batch(op, codes, src.astype(np.int64), dst.astype(np.int64), values, given)
+
+
+def absent(batch: Batch, i: int) -> GpipeValueError:
+    """The error of update ``i``, a delete or update of an edge that is not there."""
+    return GpipeValueError(f"update {i}: cannot {batch.op[i]} edge ({batch.src[i]}, {batch.dst[i]}): it is not in "
+                           f"the graph")
+
+
 def _kept_rows(old_indptr: np.ndarray, new_indptr: np.ndarray, kept: np.ndarray, rows: np.ndarray) -> np.ndarray:
     """``rows`` (laid out by ``old_indptr``) laid out by ``new_indptr``: the segments of ``kept`` copied, the
     others left to fill."""
@@ -320,6 +376,7 @@ class SamplingSpace:
         self.group_size = np.zeros(0, np.int64)
         self.alias_prob = np.zeros(0, np.float64)
         self.alias_other = np.zeros(0, np.int32)
+        self._staged = None  # a batch replayed, not yet applied (_stage, _commit)
         self._grow(num_vertices)
         self._mirror()
 
@@ -356,53 +413,41 @@ class SamplingSpace:
             On a malformed batch, a bad weight, or a delete or update of an edge that is not there, naming the
             operation's position in the batch; the space is then left as it was.
         """
-        op = check_array("op", op).astype(str).ravel()
-        src = check_array("src", src).ravel()
-        dst = check_array("dst", dst).ravel()
-        weight = np.asarray(weight, dtype=object).ravel()
-        if not len(op) == len(src) == len(dst) == len(weight):
-            raise GpipeValueError(f"'op', 'src', 'dst' and 'weight' must have one entry per update, got lengths "
-                                  f"{len(op)}, {len(src)}, {len(dst)} and {len(weight)}")
-        codes = np.array([OPS.get(o, -1) for o in op], np.int64)
-        if (codes < 0).any():
-            bad = int(np.argmax(codes < 0))
-            raise GpipeValueError(f"update {bad}: 'op' must be one of {sorted(OPS)}, got {op[bad]!r}")
-        for name, ids in (("src", src), ("dst", dst)):
-            if ids.size and (ids.dtype.kind not in "iu" or ids.min() < 0):
-                bad = 0 if ids.dtype.kind not in "iu" else int(np.argmax(ids < 0))
-                raise GpipeValueError(f"update {bad}: '{name}' must hold non-negative integer vertex ids, got "
-                                      f"{ids[bad].item()!r}")
-        weighed = codes != _DELETE
-        given = np.where(weighed, weight, 1.0)
-        try:
-            values = given.astype(np.float64)
-        except (TypeError, ValueError):  # not numbers: find which
-            values = np.array([w if isinstance(w, (int, float, np.integer, np.floating)) else np.nan for w in given],
-                              np.float64)
-        if not (np.isfinite(values) & (values > 0)).all():
-            i = int(np.argmax(~(np.isfinite(values) & (values > 0))))
-            raise GpipeValueError(f"update {i}: the weight of an {op[i]} must be positive and finite, got "
-                                  f"{weight[i]!r}")
-        src, dst = src.astype(np.int64), dst.astype(np.int64)
-        order = np.argsort(src, kind="stable")  # each source's updates together, in log order
-        vertices, op_start = np.unique(src[order], return_index=True)
+        batch = check_batch(op, src, dst, weight)
+        failed = self._stage(batch)
+        if failed >= 0:
+            self._staged = None
+            raise absent(batch, failed)
+        self._commit()
+
+    def _stage(self, batch: Batch) -> int:
+        """Replay ``batch`` on copies of the touched vertices' edges, kept until :meth:`_commit`; the position of
+        its first delete or update of an edge that is not there (nothing kept then), else -1."""
+        order = np.argsort(batch.src, kind="stable")  # each source's updates together, in log order
+        vertices, op_start = np.unique(batch.src[order], return_index=True)
         op_start = np.append(op_start, len(order)).astype(np.int64)
         degree = np.append(np.diff(self.indptr), 0)[np.minimum(vertices, self.num_vertices)]  # 0: a new vertex
-        inserts = np.bincount(np.searchsorted(vertices, src[codes == _INSERT]), minlength=len(vertices))
-        capacity = degree + inserts
-        slot_start = np.concatenate([[0], np.cumsum(capacity)]).astype(np.int64)
+        inserts = np.bincount(np.searchsorted(vertices, batch.src[batch.codes == _INSERT]), minlength=len(vertices))
+        slot_start = np.concatenate([[0], np.cumsum(degree + inserts)]).astype(np.int64)
         new_dst = np.empty(slot_start[-1], np.int64)
         new_weight = np.empty(slot_start[-1], np.float64)
         alive = np.zeros(slot_start[-1], np.bool_)
         failed = np.full(len(vertices), -1, np.int64)
-        _replay(vertices, op_start, order, codes, dst, values, self.indptr, self.dst, self.weight, self.num_vertices,
-                slot_start, new_dst, new_weight, alive, failed)
+        _replay(vertices, op_start, order, batch.codes, batch.dst, batch.weight, self.indptr, self.dst, self.weight,
+                self.num_vertices, slot_start, new_dst, new_weight, alive, failed)
         if (failed >= 0).any():
-            i = int(failed[failed >= 0].min())
-            raise GpipeValueError(f"update {i}: cannot {op[i]} edge ({src[i]}, {dst[i]}): it is not in the graph")
+            return int(failed[failed >= 0].min())
         running = np.concatenate([[0], np.cumsum(alive)])
+        self._staged = (vertices, running[slot_start[1:]] - running[slot_start[:-1]], new_dst[alive],
+                        new_weight[alive])
+        return -1
+
+    def _commit(self) -> None:
+        """Apply the batch :meth:`_stage` kept."""
+        vertices, degrees, dst, weight = self._staged
+        self._staged = None
         self._grow(int(vertices[-1]) + 1 if len(vertices) else 0)
-        self._replace(vertices, running[slot_start[1:]] - running[slot_start[:-1]], new_dst[alive], new_weight[alive])
+        self._replace(vertices, degrees, dst, weight)
 
     def _replace(self, vertices: np.ndarray, degrees: np.ndarray, dst: np.ndarray, weight: np.ndarray) -> None:
         """Give ``vertices`` (sorted) ``degrees`` edges, ``dst`` and ``weight`` one vertex after the other; keep
