@@ -4,19 +4,22 @@ probabilities are those of the resulting edge multiset, exactly and statisticall
 import re
 
 import numpy as np
+import pandas as pd
 import pytest
 from scipy import stats
 
 import gpipe
-from gpipe.dynamic import SamplingSpace
+from gpipe.dynamic import DynamicGraph, SamplingSpace
 from gpipe.dynamic._space import KINDS
 
 ALPHA = 1e-3  # the false-alarm rate of each chi-square test
 
 
-def random_log(rng, num_vertices: int, length: int, float_biases: bool):
-    """A valid update log of ``length`` operations, and the edge multiset it leaves, as {src: [(dst, weight)]}."""
-    edges: dict[int, list] = {}
+def random_log(rng, num_vertices: int, length: int, float_biases: bool, edges: dict | None = None,
+               directed: bool = True):
+    """A valid update log of ``length`` operations, and the edge multiset it leaves (from ``edges``, or none), as
+    {src: [(dst, weight)]}; an undirected graph's updates apply to both directions."""
+    edges = {} if edges is None else edges
     log = []
     for _ in range(length):
         existing = [(v, j) for v, row in edges.items() for j in range(len(row))]
@@ -25,19 +28,21 @@ def random_log(rng, num_vertices: int, length: int, float_biases: bool):
         kind = rng.choice(["insert", "delete", "update"], p=[0.5, 0.25, 0.25]) if existing else "insert"
         if kind == "insert":
             v, u = (int(x) for x in rng.integers(0, num_vertices, 2))
-            edges.setdefault(v, []).append((u, weight))
         else:
             v, j = existing[rng.integers(len(existing))]
             u = edges[v][j][0]
-            if kind == "delete":
-                edges[v].pop(next(k for k, (n, _) in enumerate(edges[v]) if n == u))  # the earliest copy
+        for a, b in [(v, u)] if directed else [(v, u), (u, v)]:
+            if kind == "insert":
+                edges.setdefault(a, []).append((b, weight))
+            elif kind == "delete":
+                edges[a].pop(next(k for k, (n, _) in enumerate(edges[a]) if n == b))  # the earliest copy
             else:
-                edges[v] = [(n, weight if n == u else w) for n, w in edges[v]]
+                edges[a] = [(n, weight if n == b else w) for n, w in edges[a]]
         log.append((kind, v, u, None if kind == "delete" else weight))
     return log, edges
 
 
-def apply_in_batches(space: SamplingSpace, log, batch: int) -> None:
+def apply_in_batches(space, log, batch: int) -> None:
     for i in range(0, len(log), batch):
         op, src, dst, weight = zip(*log[i:i + batch])
         space.apply(op, src, dst, weight)
@@ -120,3 +125,23 @@ def test_a_bad_batch_names_the_update_and_changes_nothing(op, src, dst, weight, 
     after = {k: v for k, v in vars(space).items() if isinstance(v, np.ndarray)}
     assert before.keys() == after.keys() and all(np.array_equal(before[k], after[k]) for k in before)
     assert space.num_vertices == 2
+
+
+@pytest.mark.parametrize("directed, partitions", [(True, 1), (False, 4)])
+def test_a_dynamic_graph_applies_a_log_across_its_partitions_completely_or_not_at_all(cpu, directed, partitions):
+    rng = np.random.default_rng(partitions)
+    frame = pd.DataFrame({"src": rng.integers(0, 40, 150), "dst": rng.integers(0, 40, 150),
+                          "weight": rng.integers(1, 100, 150)})
+    g = gpipe.from_edges(frame, weight="weight", directed=directed, partitions=partitions, mode="partitioned")
+    dg = DynamicGraph.from_graph(g)
+    start = {}
+    for v, u, w in dg.edges().itertuples(index=False):
+        start.setdefault(v, []).append((u, w))
+    log, edges = random_log(rng, 45, 1500, False, start, directed)  # ids past 40: new vertices
+    apply_in_batches(dg, log, batch=400)
+    expected = pd.DataFrame([(v, u, float(w)) for v in sorted(edges) for u, w in edges[v]],
+                            columns=["src", "dst", "weight"])
+    pd.testing.assert_frame_equal(dg.edges(), expected)
+    with pytest.raises(gpipe.GpipeValueError, match=re.escape("update 3: cannot delete edge (99, 98)")):
+        dg.apply(["insert", "insert", "delete", "delete"], [0, 44, 0, 99], [1, 2, 1, 98], [5, 1, None, None])
+    pd.testing.assert_frame_equal(dg.edges(), expected)
