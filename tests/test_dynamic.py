@@ -145,3 +145,9 @@ def test_a_dynamic_graph_applies_a_log_across_its_partitions_completely_or_not_a
     with pytest.raises(gpipe.GpipeValueError, match=re.escape("update 3: cannot delete edge (99, 98)")):
         dg.apply(["insert", "insert", "delete", "delete"], [0, 44, 0, 99], [1, 2, 1, 98], [5, 1, None, None])
     pd.testing.assert_frame_equal(dg.edges(), expected)
+
+
+def test_a_dynamic_graph_refuses_a_replicated_graph(cpu):
+    g = gpipe.from_edges(pd.DataFrame({"src": [0, 1], "dst": [1, 2]}), mode="replicated")
+    with pytest.raises(gpipe.GpipeValueError, match="'g' must be a partitioned graph.*got mode 'replicated'"):
+        DynamicGraph.from_graph(g)
