@@ -26,8 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import _rng
-from .. import config
+from .. import _rng, config
 from .._validate import check_array, check_int, check_probability
 from ..backend import cpu_kernel, prange, resolve, segments, xp
 from ..errors import GpipeValueError
