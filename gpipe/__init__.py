@@ -3,7 +3,7 @@
 __version__ = "0.1.0"
 
 from . import config  # noqa: F401  (merges gpipe.yaml into dask.config)
-from . import counting, gnn, mining, sampling, sort, walks, workflow
+from . import counting, dynamic, gnn, mining, sampling, sort, walks, workflow
 from .cluster import connect
 from .errors import DeviceUnavailableError, GpipeError, GpipeFileError, GpipeValueError, TaskError, WorkerLostError
 from .graph import Graph, from_edges, generators, read_edges
@@ -23,6 +23,7 @@ __all__ = [
     "attach",
     "connect",
     "counting",
+    "dynamic",
     "from_edges",
     "generators",
     "gnn",

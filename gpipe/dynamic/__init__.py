@@ -1,0 +1,12 @@
+"""Graphs that change: Bingo's radix-factorized sampling space, updated in batches (issue 13).
+
+:class:`DynamicGraph` holds a graph's partitions on the workers as :class:`SamplingSpace` s, each the edges of one
+partition's vertices and, per vertex, the groups of its biases' radix factorization, an alias table over them and
+the decimal group of floating-point biases; a batch of inserts, deletes and re-weights applies in log order per
+vertex, completely or not at all.
+"""
+
+from ._graph import DynamicGraph
+from ._space import SamplingSpace
+
+__all__ = ["DynamicGraph", "SamplingSpace"]

@@ -1,0 +1,155 @@
+"""DynamicGraph: a graph's partitions as sampling spaces on the workers, updated in batches that apply completely
+or not at all (two phases: every partition replays its part of the batch, then all commit, or all discard)."""
+
+from __future__ import annotations
+
+import uuid
+import weakref
+
+import numpy as np
+import pandas as pd
+
+from .._validate import check_graph
+from ..backend import to_host
+from ..errors import GpipeValueError
+from ..runtime import call_workers, drop_graph, run_later, store
+from ._space import Batch, SamplingSpace, absent, check_batch
+
+
+class DynamicGraph:
+    """A graph whose edges are inserted, deleted and re-weighted while it stays partitioned over the workers.
+
+    Each partition of the graph it starts from becomes a :class:`SamplingSpace` on the worker holding it; an
+    update goes to the partition owning its source (an undirected graph's to both ends' owners), a source past
+    the last vertex to the last partition, which grows.
+
+    Examples
+    --------
+    >>> with gpipe.connect(n_workers=1, device="cpu"):
+    ...     g = gpipe.from_edges(pd.DataFrame({"src": [0, 1, 2], "dst": [1, 2, 0]}), directed=True,
+    ...                          mode="partitioned")
+    ...     dg = gpipe.dynamic.DynamicGraph.from_graph(g)
+    ...     dg.insert_edges([0, 3], [2, 0], weight=[2.5, 1])
+    ...     dg.delete_edges([1], [2])
+    ...     dg.update_weights([0], [1], [4])
+    ...     dg.edges()
+       src  dst  weight
+    0    0    1     4.0
+    1    0    2     2.5
+    2    2    0     1.0
+    3    3    0     1.0
+    """
+
+    def __init__(self, g, graph_id: str, scale: float):
+        self._graph = g
+        self.graph_id = graph_id
+        self.directed = g.directed
+        self.scale = scale
+        held, _ = g.holders
+        self._held = held
+        self._finalizer = weakref.finalize(self, run_later, g.client, drop_graph, graph_id)
+
+    @classmethod
+    def from_graph(cls, g, scale: float = 1.0) -> DynamicGraph:
+        """The graph ``g`` (partitioned, with dense vertex ids), its edge weights (or 1) as the biases.
+
+        Parameters
+        ----------
+        g : gpipe.Graph
+        scale : float, default 1.0
+            The amortization factor of floating-point biases (see :class:`SamplingSpace`).
+        """
+        check_graph(g)
+        if g.mode != "partitioned" or g.device_partitions is not None or g.id_map is not None:
+            raise GpipeValueError("'g' must be a partitioned graph, held on its workers' devices, with dense vertex "
+                                  f"ids (for now), got mode {g.mode!r}, device-partitions {g.device_partitions}, "
+                                  f"{'an' if g.id_map is not None else 'no'} id map")
+        SamplingSpace(0, scale=scale)  # checks scale here, not on the workers
+        dg = cls(g, uuid.uuid4().hex, float(scale))
+        dg._call(_from_partition, "dynamic graph", lambda part: (g.graph_id, part, dg.graph_id, dg.scale))
+        return dg
+
+    def _call(self, function, phase: str, args) -> list:
+        calls = [(worker, function, args(part), {}) for part, worker in self._held.items()]
+        return call_workers(self._graph.client, calls, self._held, phase)
+
+    def insert_edges(self, src, dst, weight=None) -> None:
+        """Insert the edges ``src[i] -> dst[i]`` with biases ``weight`` (default 1): see :meth:`apply`."""
+        n = len(src)
+        self.apply(["insert"] * n, src, dst, [1.0] * n if weight is None else weight)
+
+    def delete_edges(self, src, dst) -> None:
+        """Delete the earliest copy of each edge ``src[i] -> dst[i]``: see :meth:`apply`."""
+        self.apply(["delete"] * len(src), src, dst, [None] * len(src))
+
+    def update_weights(self, src, dst, weight) -> None:
+        """Give every copy of each edge ``src[i] -> dst[i]`` the bias ``weight[i]``: see :meth:`apply`."""
+        self.apply(["update"] * len(src), src, dst, weight)
+
+    def apply(self, op, src, dst, weight) -> None:
+        """Apply a batch of updates in log order (per source vertex), completely or not at all.
+
+        Parameters
+        ----------
+        op, src, dst, weight
+            As :meth:`SamplingSpace.apply`: ``"insert"``, ``"delete"`` (the earliest copy) or ``"update"`` (every
+            copy), by vertex id, with a positive finite weight (ignored for a delete).
+
+        Raises
+        ------
+        GpipeValueError
+            Naming the first bad update's position in the batch; the graph is then as it was before it.
+        """
+        batch = check_batch(op, src, dst, weight)
+        routed = batch
+        position = np.arange(len(batch.src))
+        if not self.directed:  # each update, then its reverse
+            position = np.repeat(position, 2)
+            routed = batch.take(position, src=np.stack([batch.src, batch.dst], 1).ravel(),
+                                dst=np.stack([batch.dst, batch.src], 1).ravel())
+        bounds = self._graph.bounds
+        owner = np.minimum(np.searchsorted(bounds, routed.src, side="right") - 1, len(bounds) - 2)
+        parts = {part: np.flatnonzero(owner == part) for part in self._held}
+        failed = self._call(_stage, "dynamic stage", lambda part: (
+            self.graph_id, part, routed.take(parts[part], src=routed.src[parts[part]] - bounds[part]),
+            position[parts[part]]))
+        failed = [f for f in failed if f >= 0]
+        if failed:
+            self._call(_discard, "dynamic discard", lambda part: (self.graph_id, part))
+            raise absent(batch, min(failed))
+        self._call(_commit, "dynamic commit", lambda part: (self.graph_id, part))
+
+    def edges(self) -> pd.DataFrame:
+        """Every edge as ``src``, ``dst``, ``weight``, by source, each source's in log order."""
+        frames = self._call(_edges, "dynamic edges", lambda part: (self.graph_id, part, int(self._graph.bounds[part])))
+        return pd.concat(frames, ignore_index=True)
+
+
+def _from_partition(graph_id: str, part: int, dynamic_id: str, scale: float) -> None:
+    partitions = store().partitions
+    p = partitions.get(graph_id, part)
+    indptr, dst = to_host(p.indptr), to_host(p.indices).astype(np.int64)
+    weight = np.ones(len(dst)) if p.weights is None else to_host(p.weights).astype(np.float64)
+    space = SamplingSpace(p.hi - p.lo, device=partitions.device, scale=scale)
+    space.apply(np.full(len(dst), "insert"), np.repeat(np.arange(p.hi - p.lo), np.diff(indptr)), dst, weight)
+    partitions.put(dynamic_id, part, space)
+
+
+def _stage(dynamic_id: str, part: int, batch: Batch, position: np.ndarray) -> int:
+    """Replay this partition's updates (local sources); the batch position of the first that failed, else -1."""
+    failed = store().partitions.get(dynamic_id, part)._stage(batch)
+    return int(position[failed]) if failed >= 0 else -1
+
+
+def _discard(dynamic_id: str, part: int) -> None:
+    store().partitions.get(dynamic_id, part)._staged = None
+
+
+def _commit(dynamic_id: str, part: int) -> None:
+    store().partitions.get(dynamic_id, part)._commit()
+
+
+def _edges(dynamic_id: str, part: int, lo: int) -> pd.DataFrame:
+    space = store().partitions.get(dynamic_id, part)
+    return pd.DataFrame({"src": np.repeat(np.arange(space.num_vertices), np.diff(space.indptr)) + lo,
+                         "dst": space.dst, "weight": space.weight})
