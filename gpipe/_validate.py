@@ -56,7 +56,7 @@ def check_bool(name: str, value) -> bool:
     return value
 
 
-def check_graph(value, name: str = "g"):
+def check_graph(name: str, value):
     """``value`` if it is a :class:`gpipe.Graph`."""
     from .graph import Graph  # here, not at the top: the graph package imports this module
 

@@ -136,7 +136,7 @@ def estimate(g, query, method="partial_refine", samples: int = 1_000_000, alpha:
     (24.0, 0.0, 1024)
     """
     started = time.perf_counter()
-    check_graph(g)
+    check_graph("g", g)
     check_query(query)
     refine = check_picklable("method", method) if callable(method) else None
     if refine is None:

@@ -49,7 +49,7 @@ def count_exact(g, query: Query) -> int:
     ...     gpipe.counting.count_exact(g, gpipe.counting.Query.from_edges([(0, 1), (1, 2)], [0, 0, 1]))
     2
     """
-    check_graph(g)
+    check_graph("g", g)
     cg = candidates(g, check_query(query))
     if cg.empty:
         return 0

@@ -59,7 +59,7 @@ class DynamicGraph:
         scale : float, default 1.0
             The amortization factor of floating-point biases (see :class:`SamplingSpace`).
         """
-        check_graph(g)
+        check_graph("g", g)
         if g.mode != "partitioned" or g.device_partitions is not None or g.id_map is not None:
             raise GpipeValueError("'g' must be a partitioned graph, held on its workers' devices, with dense vertex "
                                   f"ids (for now), got mode {g.mode!r}, device-partitions {g.device_partitions}, "

@@ -78,7 +78,7 @@ def sample_blocks(g, seeds, fanouts, replace: bool = False, weighted: bool = Fal
 
 def check_sampling(g, seeds, fanouts, replace, weighted, seed) -> tuple:
     """The checked parameters, with ``seeds`` as distinct dense ids (numpy)."""
-    check_graph(g)
+    check_graph("g", g)
     fanouts = check_fanouts("fanouts", fanouts)
     replace, weighted = check_bool("replace", replace), check_bool("weighted", weighted)
     if weighted and not g.weighted:

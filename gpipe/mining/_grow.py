@@ -54,7 +54,7 @@ class Spec:
 
 def check_mined_graph(g):
     """``g`` if gpipe.mining can mine it: undirected and replicated on the workers."""
-    g = check_graph(g)
+    g = check_graph("g", g)
     if g.directed:
         raise GpipeValueError("'g' must be an undirected graph to mine patterns, got a directed one")
     if g.mode != "replicated":

@@ -219,7 +219,7 @@ class Sampler:
         vertices ``instance, vertex`` — the frontiers it expanded (its seeds,
         its picked vertices: those without an edge too) and its edges' ends.
         """
-        check_graph(g)
+        check_graph("g", g)
         seed = check_seed("seed", seed)
         instances = check_optional_int("instances", instances, minimum=1)
         for name, bias in (("edge_bias", self.edge_bias), ("vertex_bias", self.vertex_bias)):

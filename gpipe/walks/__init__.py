@@ -151,7 +151,7 @@ def ppr(g, sources, restart: float = 0.15, walks_per_source: int = 100, length: 
     [1.0, 1.0]
     """
     restart = check_probability("restart", restart, open_high=True)
-    starts = check_graph(g).to_internal(sources, "sources")
+    starts = check_graph("g", g).to_internal(sources, "sources")
     if starts.size == 0:
         raise GpipeValueError("'sources' must hold at least one vertex, got an empty array")
     vertices, counts = np.unique(starts, return_counts=True)
@@ -278,7 +278,7 @@ def multidimensional(g, frontier_size: int = 2000, budget: int | None = None, in
     budget = frontier_size if budget is None else check_int("budget", budget, minimum=1, maximum=2**31 - 1)
     instances = check_int("instances", instances, minimum=1)
     seed = check_seed("seed", seed)
-    if check_graph(g).num_edges == 0:
+    if check_graph("g", g).num_edges == 0:
         raise GpipeValueError("'g' must have edges for frontier sampling, got a graph with none")
     pool = None
     if start is not None:
@@ -305,7 +305,7 @@ def _positive_float(name: str, value) -> float:
 
 def _checked_starts(g, length: int, walks_per_vertex: int, start, weighted: bool, seed: int):
     """The checks every walk makes; returns (length, walks_per_vertex, dense starts or None, seed)."""
-    check_graph(g)
+    check_graph("g", g)
     length = check_int("length", length, minimum=1, maximum=2**30)
     walks_per_vertex = check_int("walks_per_vertex", walks_per_vertex, minimum=1)
     seed = check_seed("seed", seed)
