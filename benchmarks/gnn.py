@@ -13,7 +13,9 @@ complete on return), and a ``NeighborLoader`` epoch of ``--batches`` batches
 this one is taken). ``edges_per_second`` counts the sampled edges of the
 median call. ``fused_speedup`` is per-hop / fused ``call_ms``, with its mean
 over the grid. ``--all-vertices`` adds one epoch of (25, 10) over every vertex
-(NextDoor's k-hop: 16.07 s at R-MAT 20 on an H200), and, where
+(NextDoor's k-hop: 16.07 s at R-MAT 20 on an H200) of ``--peer-graph`` (the
+peers' R-MAT 20, ``gen_rmat.py``'s ``.npz``: ``../shared/gpu/README.md``) or,
+without it, of the benchmark's graph, and, where
 torch_geometric is installed, its ``NeighborLoader`` runs the same grid on the
 same CSR (``pyg_loader_ms``).
 """
@@ -87,6 +89,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=10)
     parser.add_argument("--batches", type=int, default=20, help="batches of the timed loader epoch")
     parser.add_argument("--all-vertices", action="store_true")
+    parser.add_argument("--peer-graph", help="the graph of --all-vertices: a CSR .npz as gen_rmat.py writes")
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
     with gpipe.connect(n_workers=1, device=args.device, dashboard_address=":0") as client, client.as_current():
@@ -124,11 +127,14 @@ def main() -> None:
                for b in args.batch_sizes for f in FANOUTS}
         record["pyg_loader_ms"] = None if None in pyg.values() else {k: v * 1e3 for k, v in pyg.items()}
         if args.all_vertices:
-            everyone = np.arange(g.num_vertices)
-            seconds, batches, edges = _loader_epoch(g, everyone, (25, 10), max(args.batch_sizes), True)
-            record["all_vertices_25_10"] = {"seconds": seconds, "batches": batches, "edges": edges,
-                                            "nextdoor_rmat20_h200_seconds": 16.07}
-            print(f"all {g.num_vertices:,} vertices, (25, 10): {seconds:.2f} s", flush=True)
+            peer = g if args.peer_graph is None else gpipe.read_edges(args.peer_graph, directed=True)
+            everyone = np.arange(peer.num_vertices)
+            gpipe.gnn.sample_blocks(peer, everyone[:1], [2])  # gathers the CSR
+            seconds, batches, edges = _loader_epoch(peer, everyone, (25, 10), max(args.batch_sizes), True)
+            record["all_vertices_25_10"] = {"graph": args.peer_graph or "the grid's", "vertices": peer.num_vertices,
+                                            "arcs": peer.num_edges, "seconds": seconds, "batches": batches,
+                                            "edges": edges, "nextdoor_rmat20_h200_seconds": 16.07}
+            print(f"all {peer.num_vertices:,} vertices, (25, 10): {seconds:.2f} s", flush=True)
     with open(args.out, "w") as f:
         json.dump(record, f, indent=2)
     print(f"wrote {args.out}: mean fused speedup {record['mean_fused_speedup']:.2f}x")

@@ -3,7 +3,8 @@
 CUDA in ``kernels/gnn.cu`` (a persistent kernel over a global task queue), CPU twin here (the same queue, run in
 order). The picks of (vertex, hop) draw from stream ``batch * num_vertices + vertex`` at step ``hop``, so the edges
 of each hop are the same sets whatever order the queue runs in, fused or per hop, on either device; local ids are
-then given in an order that depends on those sets only (see :func:`_relabel`).
+then given in an order that depends on those sets only (see :func:`_relabel`), and each hop's edges are ordered
+by destination, then in the order they were drawn.
 """
 
 from __future__ import annotations
@@ -122,49 +123,69 @@ def sample(local, seeds, fanouts: list[int], *, replace: bool, weighted: bool, k
                 capacity=capacity, seen=x.zeros((n * hops + 63) // 64, x.uint64), edge_base=x.asarray(edge_base),
                 edge_dst=x.empty(total, x.int64), edge_id=x.empty(total, x.int64),
                 race=x.empty(total if races else 1, x.float64))
-    nodes = seeds
-    counted = [size]
-    layers = []
 
     def run(frontier, hop: int, stop: int):
+        """One launch from ``frontier`` at ``hop``; each hop's edge count, and the tasks it enqueued."""
         tasks = x.full(capacity, -1, x.int64)
         tasks[:frontier.shape[0]] = frontier * hops + hop
         counters = np.zeros(EDGES + hops, np.uint64)
         counters[TAIL] = counters[PENDING] = frontier.shape[0]
         args["counters"] = x.asarray(counters)
         SAMPLE.launch(**args, tasks=tasks, stop=stop)
-        return to_host(args["counters"][EDGES:]).astype(np.int64)
+        counters = to_host(args["counters"]).astype(np.int64)
+        return counters[EDGES:], tasks[frontier.shape[0]:counters[TAIL]] // hops
 
     if fused:
-        counts = run(seeds, 0, hops)
+        counts = run(seeds, 0, hops)[0]
+    else:  # bulk-synchronous: a barrier per hop, whose recorded next-hop tasks are the next frontier (deduplicated)
+        counts, frontier = np.zeros(hops, np.int64), seeds
+        for h in range(hops):
+            hop_counts, frontier = run(frontier, h, h + 1)
+            counts[h] = hop_counts[h]
+    dsts, eids = [], []
     for h in range(hops):
-        if not fused:
-            counts = run(nodes, h, h + 1)
         a = int(edge_base[h])
         dst, eid = args["edge_dst"][a:a + counts[h]], args["edge_id"][a:a + counts[h]]
         if races:
             kept = eid >= 0
             dst, eid = dst[kept], eid[kept]
-        nodes, src_local, dst_local, order = _relabel(x, nodes, csr.indices[eid].astype(x.int64), dst, eid)
-        counted.append(int(nodes.shape[0]))
-        layers.append((src_local[order], dst_local[order], eid[order]))
-    blocks = tuple(Block(src, dst, eid, counted[h + 1], counted[h]) for h, (src, dst, eid) in enumerate(layers))
+        dsts.append(dst)
+        eids.append(eid)
+    ends = np.cumsum([e.shape[0] for e in eids])
+    cuts = [slice(int(a), int(b)) for a, b in zip(np.concatenate([[0], ends[:-1]]), ends)]
+    dst, eid = x.concatenate(dsts), x.concatenate(eids)
+    nodes, counted, src_local, dst_local = _relabel(x, n, seeds, cuts, csr.indices[eid].astype(x.int64), dst)
+    hop = x.concatenate([x.full(c.stop - c.start, h, x.int64) for h, c in enumerate(cuts)])
+    # by hop, then destination; a destination's edges stay in draw order (one task wrote them, in order)
+    order = x.argsort(hop * counted[-1] + dst_local, kind="stable")
+    blocks = tuple(Block(src_local[order[c]], dst_local[order[c]], eid[order[c]], counted[h + 1], counted[h])
+                   for h, c in enumerate(cuts))
     ids = local.id_map
     return Blocks(input_nodes=nodes if ids is None else ids[nodes], output_nodes=seeds if ids is None else ids[seeds],
                   blocks=blocks[::-1], num_sampled_nodes=tuple([size] + [b - a for a, b in zip(counted, counted[1:])]),
-                  num_sampled_edges=tuple(int(layer[0].shape[0]) for layer in layers),
+                  num_sampled_edges=tuple(int(c.stop - c.start) for c in cuts),
                   features=None if features is None else features[nodes])
 
 
-def _relabel(x, nodes, src, dst, eid):
-    """The nodes after a hop — ``nodes`` then the new sources, by id — the local ids of the hop's edges and their
-    order: by destination, then edge id (ties are the same edge, drawn twice with replacement)."""
-    fresh = x.unique(src)
-    nodes = x.concatenate([nodes, fresh[~x.isin(fresh, nodes)]])
-    by_id = x.argsort(nodes)
-    ids = nodes[by_id]
-    src_local, dst_local = by_id[x.searchsorted(ids, src)], by_id[x.searchsorted(ids, dst)]
-    return nodes, src_local, dst_local, x.lexsort(x.stack([eid, dst_local]))
+def _relabel(x, n: int, seeds, cuts: list[slice], src, dst):
+    """Local ids for every hop at once: the seeds, then the vertices hop 0 found (by id), then hop 1's, ...
+
+    A vertex's first hop is the hop that first picked it (0 for the seeds); sorting the sources by (first hop,
+    id) orders the new vertices of every layer in one pass. ``cuts`` are each hop's edges. Returns the nodes,
+    the node count of each layer (seeds, after hop 0, ...), and the local ids of the edges' ends.
+    """
+    hops = len(cuts)
+    first = x.empty(n, x.int64)
+    for h in range(hops - 1, -1, -1):  # the earliest hop writes last
+        first[src[cuts[h]]] = h + 1
+    first[seeds] = 0
+    keys = x.unique(first[src] * n + src)
+    keys = keys[keys >= n]  # not the seeds
+    nodes = x.concatenate([seeds, keys % n])
+    counted = np.cumsum(np.concatenate([[seeds.shape[0]], to_host(x.bincount(keys // n, minlength=hops + 1))[1:]]))
+    local = x.empty(n, x.int64)
+    local[nodes] = x.arange(nodes.shape[0], dtype=x.int64)
+    return nodes, [int(c) for c in counted], local[src], local[dst]
 
 
 def _capacity(size: int, fanouts: list[int], n: int, nnz: int, max_degree: int, replace: bool):
