@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 from _common import environment
+from figures import draw
 
 import gpipe
 from gpipe.counting import Query
@@ -135,6 +136,7 @@ def main() -> None:
                   "environment": environment(client, args.device), "records": records}
     with open(args.out, "w") as f:
         json.dump(result, f, indent=1)
+    print(f"wrote {args.out}; figure {draw(result, os.path.splitext(args.out)[0] + '.png')}")
 
 
 if __name__ == "__main__":

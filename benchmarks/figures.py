@@ -8,7 +8,10 @@ by its workload and whatever else varies between the records (instances,
 GPUs, partitions on the device ...); a walk figure has a line at the ceiling:
 the minimal walk kernel's steps/s measured on the same graph in the same run
 (``walks.py --ceiling``), else the one measured on a random graph on an H200,
-said so. ``stress.py`` draws its own figure.
+said so. ``stress.py`` draws its own figure. GNN sampling (``gnn.py``) shows
+per-batch latency fused and per hop over PGSampler's grid; counting
+(``counting.py``) the q-error against the samples drawn, per method; mining
+(``mining.py``) seconds per workload beside GAMMA's figures.
 """
 
 from __future__ import annotations
@@ -23,6 +26,10 @@ VARYING = ("instances", "walks_per_vertex", "gpus", "graph_mode", "exchange", "d
            "read_in_place_below", "select", "bitmap", "partitions")
 
 
+# GAMMA's figures on one H200 for the R-MAT 18 graph (issue 12): seconds per workload
+GAMMA_H200_RMAT18_SECONDS = {"3-cliques": 0.27, "4-cliques": 15.6}
+
+
 def draw(report: dict, path: str) -> str | None:
     """Draw ``report``'s figure at ``path``; None when matplotlib is missing or the report has no throughput."""
     try:
@@ -32,6 +39,12 @@ def draw(report: dict, path: str) -> str | None:
         import matplotlib.pyplot as plt
     except ImportError:
         return None
+    family = {"gnn": _gnn, "counting": _counting, "mining": _mining}.get(report.get("benchmark"))
+    if family is not None:
+        fig = family(plt, report)
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        return path
     records = [r for r in report.get("records", []) if "steps_per_second" in r or "edges_per_second" in r]
     if not records or "peer_copy_bytes_per_second" in report:
         return None
@@ -70,6 +83,82 @@ def draw(report: dict, path: str) -> str | None:
     return path
 
 
+def _gnn(plt, report: dict):
+    """Per-batch milliseconds of every (batch size, fanouts) of the grid: fused, per hop, and the loader's."""
+    grid = report["grid"]
+    labels = [f"{r['batch_size']} x {tuple(r['fanouts'])}" for r in grid]
+    fig, ax = plt.subplots(figsize=(10, 0.5 * len(grid) + 2), constrained_layout=True)
+    height = 0.27
+    for i, (name, values) in enumerate((("fused call", [r["fused"]["call_ms"] for r in grid]),
+                                        ("per-hop call", [r["per_hop"]["call_ms"] for r in grid]),
+                                        ("fused loader (per batch)", [r["fused"]["loader_ms"] for r in grid]))):
+        bars = ax.barh([j + (i - 1) * height for j in range(len(grid))], values, height, label=name)
+        ax.bar_label(bars, [f"{v:.2f}" for v in values], padding=2, fontsize=6)
+    ax.set_yticks(range(len(grid)), labels, fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlabel("milliseconds per mini-batch (sample_blocks, complete on return)")
+    note = f"mean fused speedup {report['mean_fused_speedup']:.2f}x"
+    everyone = report.get("all_vertices_25_10")
+    if everyone:
+        note += (f"; all {everyone.get('vertices', 0):,} vertices (25, 10): {everyone['seconds']:.2f} s "
+                 f"(NextDoor, R-MAT 20, H200: {everyone['nextdoor_rmat20_h200_seconds']} s)")
+    ax.legend(fontsize=8, loc="lower right", title=note, title_fontsize=7)
+    ax.set_title(_title(report), fontsize=9)
+    return fig
+
+
+def _counting(plt, report: dict):
+    """The q-error against the samples drawn, a line per (query, method, inheritance), and samples/s beside."""
+    records = report["records"]
+    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 5), constrained_layout=True)
+    series: dict = {}
+    for r in records:
+        series.setdefault((r["query"], r["method"], r["inheritance"]), []).append(r)
+    for (query, method, inherit), rows in series.items():
+        rows = sorted(rows, key=lambda r: r["samples"])
+        style = "-" if inherit else ":"
+        left.plot([r["samples"] for r in rows], [r["q_error"] or float("nan") for r in rows], style, marker="o",
+                  markersize=3, label=f"{query} {method}{'' if inherit else ' (no inheritance)'}")
+        right.plot([r["samples"] for r in rows], [r["samples_per_second"] for r in rows], style, marker="o",
+                   markersize=3)
+    for ax, label in ((left, "q-error (1 = exact)"), (right, "samples / s (whole call)")):
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("samples")
+        ax.set_ylabel(label)
+    if len(series) <= 24:
+        left.legend(fontsize=6)
+    environment = report.get("environment", {})
+    fig.suptitle(f"counting on {environment.get('device_name', environment.get('device'))}: {report['graph']}, "
+                 f"{report['num_vertices']:,} vertices, {report['labels']} labels", fontsize=9)
+    return fig
+
+
+def _mining(plt, report: dict):
+    """Seconds per workload and device budget, GAMMA's seconds beside where it reported the workload."""
+    records = report["records"]
+    labels = [f"{r['workload']} (budget {r['device_budget']}{', spilled' if r['spilled_bytes'] else ''})"
+              for r in records]
+    values = [r["seconds"] for r in records]
+    colors = ["tab:blue"] * len(values)
+    graph = report.get("graph", {})
+    if graph.get("scale") == 18:
+        for workload, seconds in GAMMA_H200_RMAT18_SECONDS.items():
+            labels.append(f"GAMMA {workload} (H200, its R-MAT 18)")
+            values.append(seconds)
+            colors.append("tab:gray")
+    fig, ax = plt.subplots(figsize=(10, 0.45 * len(values) + 1.8), constrained_layout=True)
+    bars = ax.barh(range(len(values)), values, color=colors)
+    ax.bar_label(bars, [f"{v:.3g} s" for v in values], padding=3, fontsize=7)
+    ax.set_yticks(range(len(values)), labels, fontsize=8)
+    ax.invert_yaxis()
+    if max(values) > 100 * min(v for v in values if v > 0):
+        ax.set_xscale("log")
+    ax.set_xlabel("seconds (the whole call)")
+    ax.set_title(_title(report), fontsize=9)
+    return fig
+
+
 def _si(value: float) -> str:
     for factor, prefix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
         if value >= factor:
@@ -90,7 +179,7 @@ def _labels(records: list[dict]) -> list[str]:
 def _title(report: dict) -> str:
     graph = report.get("graph", {})
     described = ", ".join(f"{k} {graph[k]:,}" if isinstance(graph[k], int) else f"{k} {graph[k]}"
-                          for k in ("generator", "scale", "num_vertices", "num_edges") if k in graph)
+                          for k in ("generator", "file", "scale", "num_vertices", "num_edges") if k in graph)
     return f"{report.get('benchmark', 'gpipe')} on {report.get('device_name', report.get('device'))} " \
            f"({report.get('date', '')[:10]})\n{described}"
 

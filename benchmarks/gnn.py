@@ -24,11 +24,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import time
 
 import numpy as np
 from _common import environment, rmat_record, seed_vertices
+from figures import draw
 
 import gpipe
 
@@ -137,7 +139,8 @@ def main() -> None:
             print(f"all {peer.num_vertices:,} vertices, (25, 10): {seconds:.2f} s", flush=True)
     with open(args.out, "w") as f:
         json.dump(record, f, indent=2)
-    print(f"wrote {args.out}: mean fused speedup {record['mean_fused_speedup']:.2f}x")
+    print(f"wrote {args.out}: mean fused speedup {record['mean_fused_speedup']:.2f}x; figure "
+          f"{draw(record, os.path.splitext(args.out)[0] + '.png')}")
 
 
 if __name__ == "__main__":

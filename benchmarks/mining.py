@@ -1,10 +1,13 @@
 """Pattern mining (GAMMA's workloads) and the external multi-merge sort, in and beyond the device budget.
 
     python benchmarks/mining.py --device gpu --scale 18 --budgets auto "2 GB" --out mining_rmat18_h200.json
+    python benchmarks/mining.py --device gpu --graph rmat18.npz --scale 18 --k 3 4 --out mining_rmat18_h200.json
     python benchmarks/mining.py --device cpu --scale 12 --k 3 4 --out mining_rmat12_cpu2.json
 
 The graph is Graph500's R-MAT (seeded, symmetrized, self-loops and duplicates
-dropped), replicated on the workers. Per device budget of the embedding
+dropped), replicated on the workers; or, with ``--graph``, a CSR ``.npz`` as
+``gen_rmat.py`` writes it (the graph GAMMA's figures were measured on:
+``../shared/gpu/README.md``; ``--scale`` then only labels it). Per device budget of the embedding
 table (``auto``: half the GPU's free memory; a smaller one makes the table
 spill to host memory and disk): k-cliques for each ``--k`` and the matches
 of a 4-cycle, a diamond and a tailed triangle (edge-preserving), each the
@@ -21,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import time
 
 import numpy as np
@@ -28,6 +32,7 @@ from dask.utils import parse_bytes
 
 import gpipe
 from _common import environment
+from figures import draw
 
 PATTERNS = {"4-cycle": [(0, 1), (1, 2), (2, 3), (3, 0)], "diamond": [(0, 1), (1, 2), (2, 3), (3, 0), (0, 2)],
             "tailed triangle": [(0, 1), (1, 2), (2, 0), (2, 3), (3, 4)]}
@@ -80,6 +85,7 @@ def _sorts(device: str, budget: int, seed: int) -> list[dict]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--device", choices=["cpu", "gpu"], default="cpu")
+    ap.add_argument("--graph", help="a CSR .npz as gen_rmat.py writes (the peers' graph) instead of --scale's")
     ap.add_argument("--scale", type=int, default=18)
     ap.add_argument("--edge-factor", type=int, default=16)
     ap.add_argument("--seed", type=int, default=0)
@@ -94,7 +100,13 @@ def main() -> None:
 
     with gpipe.connect(n_workers=args.workers, device=args.device, dashboard_address=":0") as client:
         t0 = time.perf_counter()
-        g = gpipe.generators.rmat(scale=args.scale, edge_factor=args.edge_factor, seed=args.seed, mode="replicated")
+        if args.graph:
+            g = gpipe.read_edges(args.graph, mode="replicated")  # both directions stored: read as undirected
+            graph = {"file": os.path.basename(args.graph), "scale": args.scale}
+        else:
+            g = gpipe.generators.rmat(scale=args.scale, edge_factor=args.edge_factor, seed=args.seed,
+                                      mode="replicated")
+            graph = {"generator": "rmat", "scale": args.scale, "edge_factor": args.edge_factor, "seed": args.seed}
         generate_s = time.perf_counter() - t0
         gpipe.mining.count_cliques(g, 3)  # compile the kernels on every worker
         gpipe.mining.match(g, PATTERNS["diamond"])
@@ -107,13 +119,14 @@ def main() -> None:
                 seconds, result = _best(lambda: gpipe.mining.match(g, PATTERNS[name], device_budget=budget),
                                         args.repeat)
                 records.append(_record(name, budget, seconds, result))
-        report = {"graph": {"generator": "rmat", "scale": args.scale, "edge_factor": args.edge_factor,
-                            "seed": args.seed, "num_vertices": g.num_vertices, "num_edges": g.num_edges,
+        report = {"benchmark": "mining",
+                  "graph": {**graph, "num_vertices": g.num_vertices, "num_edges": g.num_edges,
                             "generate_seconds": generate_s},
                   **environment(client, g.device), "workers": len(g.replicas), "records": records,
                   "sort": _sorts(args.device, parse_bytes(args.sort_budget), args.seed)}
     with open(args.out, "w") as f:
         json.dump(report, f, indent=2)
+    print(f"wrote {args.out}; figure {draw(report, os.path.splitext(args.out)[0] + '.png')}")
 
 
 if __name__ == "__main__":
