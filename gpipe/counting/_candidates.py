@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..backend import cpu_kernel
 from ..graph import Graph
 from . import _cluster
 from ._inputs import Query
@@ -112,37 +113,67 @@ def candidates(g: Graph, query: Query) -> CandidateGraph:
 
 
 def build(indptr: np.ndarray, indices: np.ndarray, labels: np.ndarray, query: Query) -> CandidateGraph:
-    """:func:`candidates` on a data graph's CSR (both directions of each edge) and labels, where they are."""
-    n = len(labels)
-    degrees = np.diff(indptr)
-    rows = np.repeat(np.arange(n), degrees)
-    neighbors = query.neighbors()
-    masks = _filtered(rows, indices, labels, degrees, query, neighbors)
-    changed = True
-    while changed:  # drop candidates with no candidate neighbor for some query neighbor, to a fixed point
-        changed = False
-        for u, mask in enumerate(masks):
-            for w in neighbors[u]:
-                reaches = np.bincount(rows[masks[w][indices]], minlength=n) > 0
-                if (mask & ~reaches).any():
-                    mask &= reaches
-                    changed = True
-    counts = np.array([m.sum() for m in masks])
-    order = _order(counts, neighbors)
+    """:func:`candidates` on a whole data graph's CSR (both directions of each edge) and labels, where they are."""
+    masks = filtered(indptr, indices, 0, labels, query)
+    refine(indptr, indices, 0, masks, query)
+    order = matching_order(masks, query)
+    return assemble(masks, order, [candidate_edges(indptr, indices, 0, masks, order, query)])
+
+
+# The steps below take the rows lo.. of a CSR (a partition's: local indptr, global indices; the whole graph's from
+# 0) and masks: per query vertex a boolean array over all n data vertices, true for its candidates.
+
+def filtered(indptr, indices, lo: int, labels: np.ndarray, query: Query) -> np.ndarray:
+    """Masks ``(k, n)``, true for the rows' data vertices with a query vertex's label, at least its degree and, for
+    each label, at least as many neighbors with that label as it has (only the query's labels are counted)."""
+    kinds = np.unique(query.labels)
+    kind = np.searchsorted(kinds, labels).clip(max=len(kinds) - 1)
+    kind = np.where(kinds[kind] == labels, kind, -1)
+    query_kind = np.searchsorted(kinds, query.labels)
+    query_indptr, query_indices = _query_csr(query)
+    need = np.zeros((query.num_vertices, len(kinds)), np.int64)
+    np.add.at(need, (np.repeat(np.arange(query.num_vertices), np.diff(query_indptr)), query_kind[query_indices]), 1)
+    masks = np.zeros((query.num_vertices, len(labels)), np.bool_)
+    _filter_rows(indptr, indices, lo, kind, query_kind, np.diff(query_indptr), need, masks)
+    return masks
+
+
+def refine(indptr, indices, lo: int, masks: np.ndarray, query: Query) -> bool:
+    """Drop, in place, the rows' candidates with no candidate neighbor for some query neighbor, to a fixed point
+    (the other rows' masks held as they are); whether any was dropped."""
+    return bool(_refine_rows(indptr, indices, lo, *_query_csr(query), masks))
+
+
+def matching_order(masks: np.ndarray, query: Query) -> list[int]:
+    return _order(masks.sum(axis=1), query.neighbors())
+
+
+def candidate_edges(indptr, indices, lo: int, masks: np.ndarray, order: list[int], query: Query) -> list[list]:
+    """The rows' share of the candidate edges: per position ``d``, per backward position ``b`` (ascending),
+    ``(b, counts, entries)``: how many of ``d``'s candidates each of ``b``'s candidates among the rows is adjacent
+    to, and their indices among ``d``'s candidates, row after row."""
     position = np.empty(len(order), np.int64)
     position[order] = np.arange(len(order))
+    neighbors = query.neighbors()
+    hi = lo + len(indptr) - 1
+    out = []
+    for d, u in enumerate(order):
+        backward = sorted(int(position[w]) for w in neighbors[u] if position[w] < d)
+        rank = np.cumsum(masks[u]) - 1 if backward else None  # data vertex -> its index among d's candidates
+        out.append([(b, *_adjacent(indptr, indices, lo, np.flatnonzero(masks[order[b], lo:hi]) + lo, masks[u], rank))
+                    for b in backward])
+    return out
+
+
+def assemble(masks: np.ndarray, order: list[int], pieces: list[list]) -> CandidateGraph:
+    """The candidate graph from the final masks and the :func:`candidate_edges` of row ranges covering the graph,
+    in row order."""
     cand = [np.flatnonzero(masks[u]) for u in order]
     back_pos, back_rows, edge_rows, edge_indices = [], [], [np.zeros(1, np.int64)], []
     back_offsets, rows_so_far, entries_so_far = [0], 0, 0
-    for d, u in enumerate(order):
-        index_in_d = np.cumsum(masks[u]) - 1  # data vertex -> its index among d's candidates
-        edges = []
-        for b in sorted(position[w] for w in neighbors[u] if position[w] < d):
-            starts, lengths = indptr[cand[b]], degrees[cand[b]]
-            flat = np.repeat(starts - np.cumsum(lengths) + lengths, lengths) + np.arange(lengths.sum())
-            row = np.repeat(np.arange(len(cand[b])), lengths)
-            keep = masks[u][indices[flat]]
-            edges.append((b, np.bincount(row[keep], minlength=len(cand[b])), index_in_d[indices[flat[keep]]]))
+    for d in range(len(order)):
+        edges = [(b, np.concatenate([p[d][t][1] for p in pieces]), np.concatenate([p[d][t][2] for p in pieces]))
+                 for t, (b, _, _) in enumerate(pieces[0][d])]
         edges.sort(key=lambda e: len(e[2]) / max(len(e[1]), 1))  # the parent: fewest local candidates on average
         for b, row_counts, entries in edges:
             back_pos.append(b)
@@ -164,21 +195,76 @@ def build(indptr: np.ndarray, indices: np.ndarray, labels: np.ndarray, query: Qu
     )
 
 
-def _filtered(rows, indices, labels, degrees, query: Query, neighbors) -> list[np.ndarray]:
-    """Per query vertex, the data vertices with its label, at least its degree and, for each label, at least as
-    many neighbors with that label as it has (only the query's labels are counted)."""
-    n = len(labels)
-    kinds = np.unique(query.labels)
-    kind = np.searchsorted(kinds, labels).clip(max=len(kinds) - 1)
-    counted = kinds[kind] == labels
-    hit = counted[indices]
-    per_vertex = np.bincount(rows[hit] * len(kinds) + kind[indices[hit]], minlength=n * len(kinds))
-    per_vertex = per_vertex.reshape(n, len(kinds))
-    masks = []
-    for u, label in enumerate(query.labels):
-        need = np.bincount(np.searchsorted(kinds, query.labels[neighbors[u]]), minlength=len(kinds))
-        masks.append((labels == label) & (degrees >= len(neighbors[u])) & (per_vertex >= need).all(axis=1))
-    return masks
+def _query_csr(query: Query) -> tuple[np.ndarray, np.ndarray]:
+    neighbors = query.neighbors()
+    indptr = np.concatenate([[0], np.cumsum([len(n) for n in neighbors])]).astype(np.int64)
+    return indptr, np.asarray([w for n in neighbors for w in n], np.int64)
+
+
+@cpu_kernel()
+def _filter_rows(indptr, indices, lo, kind, query_kind, query_degrees, need, masks):
+    counts = np.zeros(need.shape[1], np.int64)
+    for r in range(indptr.shape[0] - 1):
+        v = lo + r
+        degree = indptr[r + 1] - indptr[r]
+        wanted = False
+        for u in range(query_kind.shape[0]):
+            wanted |= query_kind[u] == kind[v] and degree >= query_degrees[u]
+        if not wanted:  # most rows: skip counting their neighbors' labels
+            continue
+        counts[:] = 0
+        for e in range(indptr[r], indptr[r + 1]):
+            if kind[indices[e]] >= 0:
+                counts[kind[indices[e]]] += 1
+        for u in range(query_kind.shape[0]):
+            if query_kind[u] == kind[v] and degree >= query_degrees[u]:
+                masks[u, v] = (counts >= need[u]).all()
+
+
+@cpu_kernel()
+def _refine_rows(indptr, indices, lo, query_indptr, query_indices, masks):
+    k = masks.shape[0]
+    stale = np.ones(k, np.bool_)  # query vertices whose candidates changed since their neighbors were checked
+    dropped = False
+    while stale.any():
+        changed = np.zeros(k, np.bool_)
+        for u in range(k):
+            for r in range(indptr.shape[0] - 1):
+                v = lo + r
+                if not masks[u, v]:
+                    continue
+                for t in range(query_indptr[u], query_indptr[u + 1]):
+                    w = query_indices[t]
+                    if not stale[w]:  # v kept a candidate of w after w's last change
+                        continue
+                    supported = False
+                    for e in range(indptr[r], indptr[r + 1]):
+                        if masks[w, indices[e]]:
+                            supported = True
+                            break
+                    if not supported:
+                        masks[u, v] = False
+                        changed[u] = True
+                        break
+        dropped |= changed.any()
+        stale = changed
+    return dropped
+
+
+@cpu_kernel()
+def _adjacent(indptr, indices, lo, rows, mask, rank):
+    counts = np.zeros(rows.shape[0], np.int64)
+    for i in range(rows.shape[0]):
+        for e in range(indptr[rows[i] - lo], indptr[rows[i] - lo + 1]):
+            counts[i] += mask[indices[e]]
+    entries = np.empty(counts.sum(), np.int32)
+    j = 0
+    for i in range(rows.shape[0]):
+        for e in range(indptr[rows[i] - lo], indptr[rows[i] - lo + 1]):
+            if mask[indices[e]]:
+                entries[j] = rank[indices[e]]
+                j += 1
+    return counts, entries
 
 
 def _order(counts: np.ndarray, neighbors) -> list[int]:
