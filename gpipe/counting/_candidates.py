@@ -114,61 +114,70 @@ def candidates(g: Graph, query: Query) -> CandidateGraph:
 
 def build(indptr: np.ndarray, indices: np.ndarray, labels: np.ndarray, query: Query) -> CandidateGraph:
     """:func:`candidates` on a whole data graph's CSR (both directions of each edge) and labels, where they are."""
-    masks = filtered(indptr, indices, 0, labels, query)
-    refine(indptr, indices, 0, masks, query)
-    order = matching_order(masks, query)
-    return assemble(masks, order, [candidate_edges(indptr, indices, 0, masks, order, query)])
+    sets = filtered(indptr, indices, 0, labels, query)
+    refine(indptr, indices, 0, sets, query)
+    order = matching_order(sets, query)
+    return assemble(sets, order, [candidate_edges(indptr, indices, 0, sets, order, query)])
 
 
 # The steps below take the rows lo.. of a CSR (a partition's: local indptr, global indices; the whole graph's from
-# 0) and masks: per query vertex a boolean array over all n data vertices, true for its candidates.
+# 0) and, for all n data vertices, the set of query vertices each is a candidate of: bit u of sets[v] (k <= 32).
 
 def filtered(indptr, indices, lo: int, labels: np.ndarray, query: Query) -> np.ndarray:
-    """Masks ``(k, n)``, true for the rows' data vertices with a query vertex's label, at least its degree and, for
-    each label, at least as many neighbors with that label as it has (only the query's labels are counted)."""
+    """The rows' candidate sets (the other vertices' empty): the query vertices whose label a data vertex has, with
+    at most its degree and, for each label, at most as many neighbors with that label (only the query's labels are
+    counted)."""
     kinds = np.unique(query.labels)
     kind = np.searchsorted(kinds, labels).clip(max=len(kinds) - 1)
-    kind = np.where(kinds[kind] == labels, kind, -1)
+    kind = np.where(kinds[kind] == labels, kind, -1).astype(np.int8 if len(kinds) < 128 else np.int64)  # cache-sized
     query_kind = np.searchsorted(kinds, query.labels)
     query_indptr, query_indices = _query_csr(query)
     need = np.zeros((query.num_vertices, len(kinds)), np.int64)
     np.add.at(need, (np.repeat(np.arange(query.num_vertices), np.diff(query_indptr)), query_kind[query_indices]), 1)
-    masks = np.zeros((query.num_vertices, len(labels)), np.bool_)
-    _filter_rows(indptr, indices, lo, kind, query_kind, np.diff(query_indptr), need, masks)
-    return masks
+    sets = np.zeros(len(labels), np.uint32)
+    _filter_rows(indptr, indices, lo, kind, query_kind, np.diff(query_indptr), need, sets)
+    return sets
 
 
-def refine(indptr, indices, lo: int, masks: np.ndarray, query: Query) -> bool:
-    """Drop, in place, the rows' candidates with no candidate neighbor for some query neighbor, to a fixed point
-    (the other rows' masks held as they are); whether any was dropped."""
-    return bool(_refine_rows(indptr, indices, lo, *_query_csr(query), masks))
+def refine(indptr, indices, lo: int, sets: np.ndarray, query: Query) -> bool:
+    """Drop, in place, each of the rows' candidates with no candidate neighbor for some query neighbor, to a fixed
+    point (the other vertices' sets held as they are); whether any was dropped."""
+    neighbor_bits = np.array([sum(1 << w for w in n) for n in query.neighbors()], np.int64)
+    return bool(_refine_rows(indptr, indices, lo, neighbor_bits, sets))
 
 
-def matching_order(masks: np.ndarray, query: Query) -> list[int]:
-    return _order(masks.sum(axis=1), query.neighbors())
+def members(sets: np.ndarray, u: int) -> np.ndarray:
+    """Whether each data vertex is a candidate of query vertex ``u``."""
+    return (sets >> np.uint32(u) & np.uint32(1)).astype(np.bool_)
 
 
-def candidate_edges(indptr, indices, lo: int, masks: np.ndarray, order: list[int], query: Query) -> list[list]:
+def matching_order(sets: np.ndarray, query: Query) -> list[int]:
+    return _order(np.array([np.count_nonzero(members(sets, u)) for u in range(query.num_vertices)]),
+                  query.neighbors())
+
+
+def candidate_edges(indptr, indices, lo: int, sets: np.ndarray, order: list[int], query: Query) -> list[list]:
     """The rows' share of the candidate edges: per position ``d``, per backward position ``b`` (ascending),
     ``(b, counts, entries)``: how many of ``d``'s candidates each of ``b``'s candidates among the rows is adjacent
     to, and their indices among ``d``'s candidates, row after row."""
     position = np.empty(len(order), np.int64)
     position[order] = np.arange(len(order))
     neighbors = query.neighbors()
-    hi = lo + len(indptr) - 1
+    rows = sets[lo:lo + len(indptr) - 1]
     out = []
     for d, u in enumerate(order):
         backward = sorted(int(position[w]) for w in neighbors[u] if position[w] < d)
-        rank = np.cumsum(masks[u]) - 1 if backward else None  # data vertex -> its index among d's candidates
-        out.append([(b, *_adjacent(indptr, indices, lo, np.flatnonzero(masks[order[b], lo:hi]) + lo, masks[u], rank))
+        mask = members(sets, u)
+        rank = np.cumsum(mask, dtype=np.int32) - 1 if backward else None  # data vertex -> index among d's
+        out.append([(b, *_adjacent(indptr, indices, lo, np.flatnonzero(members(rows, order[b])) + lo, mask, rank))
                     for b in backward])
     return out
 
 
-def assemble(masks: np.ndarray, order: list[int], pieces: list[list]) -> CandidateGraph:
-    """The candidate graph from the final masks and the :func:`candidate_edges` of row ranges covering the graph,
-    in row order."""
-    cand = [np.flatnonzero(masks[u]) for u in order]
+def assemble(sets: np.ndarray, order: list[int], pieces: list[list]) -> CandidateGraph:
+    """The candidate graph from the final candidate sets and the :func:`candidate_edges` of row ranges covering
+    the graph, in row order."""
+    cand = [np.flatnonzero(members(sets, u)) for u in order]
     back_pos, back_rows, edge_rows, edge_indices = [], [], [np.zeros(1, np.int64)], []
     back_offsets, rows_so_far, entries_so_far = [0], 0, 0
     for d in range(len(order)):
@@ -202,51 +211,74 @@ def _query_csr(query: Query) -> tuple[np.ndarray, np.ndarray]:
 
 
 @cpu_kernel()
-def _filter_rows(indptr, indices, lo, kind, query_kind, query_degrees, need, masks):
+def _filter_rows(indptr, indices, lo, kind, query_kind, query_degrees, need, sets):
+    k = query_kind.shape[0]
     counts = np.zeros(need.shape[1], np.int64)
+    most = np.zeros(need.shape[1], np.int64)
     for r in range(indptr.shape[0] - 1):
         v = lo + r
         degree = indptr[r + 1] - indptr[r]
-        wanted = False
-        for u in range(query_kind.shape[0]):
-            wanted |= query_kind[u] == kind[v] and degree >= query_degrees[u]
-        if not wanted:  # most rows: skip counting their neighbors' labels
-            continue
-        counts[:] = 0
-        for e in range(indptr[r], indptr[r + 1]):
-            if kind[indices[e]] >= 0:
-                counts[kind[indices[e]]] += 1
-        for u in range(query_kind.shape[0]):
+        wanted = 0  # the query vertices whose label and degree v passes
+        for u in range(k):
             if query_kind[u] == kind[v] and degree >= query_degrees[u]:
-                masks[u, v] = (counts >= need[u]).all()
+                wanted |= 1 << u
+        if wanted == 0:
+            continue
+        missing = 0
+        for j in range(most.shape[0]):  # neighbors of label j worth counting: as many as one of them needs
+            most[j] = 0
+            for u in range(k):
+                if wanted >> u & 1:
+                    most[j] = max(most[j], need[u, j])
+            missing += most[j]
+            counts[j] = 0
+        for e in range(indptr[r], indptr[r + 1]):
+            if missing == 0:
+                break
+            j = kind[indices[e]]
+            if j >= 0 and counts[j] < most[j]:
+                counts[j] += 1
+                missing -= 1
+        for u in range(k):
+            if wanted >> u & 1:
+                passes = True
+                for j in range(most.shape[0]):
+                    passes &= counts[j] >= need[u, j]
+                if passes:
+                    sets[v] |= np.uint32(1 << u)
 
 
 @cpu_kernel()
-def _refine_rows(indptr, indices, lo, query_indptr, query_indices, masks):
-    k = masks.shape[0]
-    stale = np.ones(k, np.bool_)  # query vertices whose candidates changed since their neighbors were checked
+def _refine_rows(indptr, indices, lo, neighbor_bits, sets):
+    k = neighbor_bits.shape[0]
+    stale = (1 << k) - 1  # query vertices whose candidates changed since the rows were checked against them
     dropped = False
-    while stale.any():
-        changed = np.zeros(k, np.bool_)
-        for u in range(k):
-            for r in range(indptr.shape[0] - 1):
-                v = lo + r
-                if not masks[u, v]:
-                    continue
-                for t in range(query_indptr[u], query_indptr[u + 1]):
-                    w = query_indices[t]
-                    if not stale[w]:  # v kept a candidate of w after w's last change
-                        continue
-                    supported = False
-                    for e in range(indptr[r], indptr[r + 1]):
-                        if masks[w, indices[e]]:
-                            supported = True
-                            break
-                    if not supported:
-                        masks[u, v] = False
-                        changed[u] = True
-                        break
-        dropped |= changed.any()
+    while stale:
+        changed = 0
+        for r in range(indptr.shape[0] - 1):
+            v = lo + r
+            mine = np.int64(sets[v])
+            if mine == 0:
+                continue
+            need = 0  # the query vertices v must have a candidate neighbor of, for some query vertex it is one of
+            for u in range(k):
+                if mine >> u & 1:
+                    need |= neighbor_bits[u] & stale
+            if need == 0:
+                continue
+            seen = 0
+            for e in range(indptr[r], indptr[r + 1]):  # one scan for all of v's query vertices, to the first hits
+                seen |= np.int64(sets[indices[e]]) & need
+                if seen == need:
+                    break
+            if seen == need:
+                continue
+            for u in range(k):
+                if mine >> u & 1 and neighbor_bits[u] & stale & ~seen:
+                    mine &= ~(1 << u)
+                    changed |= 1 << u
+            sets[v] = np.uint32(mine)
+        dropped |= changed != 0
         stale = changed
     return dropped
 
@@ -254,17 +286,19 @@ def _refine_rows(indptr, indices, lo, query_indptr, query_indices, masks):
 @cpu_kernel()
 def _adjacent(indptr, indices, lo, rows, mask, rank):
     counts = np.zeros(rows.shape[0], np.int64)
+    most = 0
     for i in range(rows.shape[0]):
-        for e in range(indptr[rows[i] - lo], indptr[rows[i] - lo + 1]):
-            counts[i] += mask[indices[e]]
-    entries = np.empty(counts.sum(), np.int32)
+        most += indptr[rows[i] - lo + 1] - indptr[rows[i] - lo]
+    entries = np.empty(most, np.int32)
     j = 0
     for i in range(rows.shape[0]):
         for e in range(indptr[rows[i] - lo], indptr[rows[i] - lo + 1]):
             if mask[indices[e]]:
                 entries[j] = rank[indices[e]]
                 j += 1
-    return counts, entries
+        counts[i] = j
+    counts[1:] -= counts[:-1].copy()
+    return counts, entries[:j].copy()
 
 
 def _order(counts: np.ndarray, neighbors) -> list[int]:
