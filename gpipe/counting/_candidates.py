@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 import numpy as np
@@ -73,8 +74,12 @@ class CandidateGraph:
 def candidates(g: Graph, query: Query) -> CandidateGraph:
     """The candidate graph of ``query`` on the labeled graph ``g``, with its matching order.
 
-    It is built on the worker of ``g``'s first replica when ``g`` is
-    replicated; a partitioned graph's partitions are gathered to the client.
+    It is built where ``g`` is held: on the worker of its first replica when
+    ``g`` is replicated; partition by partition on the workers holding them
+    when it is partitioned, each filtering and refining its rows' candidates
+    against the others' in rounds until no candidate is dropped, then building
+    its rows' share of the candidate edges, which the client joins. The
+    result is the same for any layout and number of partitions.
 
     Parameters
     ----------
@@ -109,7 +114,18 @@ def candidates(g: Graph, query: Query) -> CandidateGraph:
     ...     c.counts.tolist(), c.order.tolist()
     ([2, 2, 1], [1, 2, 0])
     """
-    return _cluster.on_csr(g, build, query.check_against(g), query)
+    query.check_against(g)
+    if g.num_partitions == 1:
+        return _cluster.on_partitions(g, "counting: candidate graph", _whole, query)[0]
+    sets = np.concatenate(_cluster.on_partitions(g, "counting: candidate filter", _filter_part, query))
+    for step in itertools.count(1):  # each partition refines its rows against the others' candidates: to a fixed point
+        pieces = _cluster.on_partitions(g, f"counting: candidate refinement {step}", _refine_part, query, sets)
+        if not any(dropped for dropped, _ in pieces):
+            break
+        sets = np.concatenate([rows for _, rows in pieces])
+    order = matching_order(sets, query)
+    return assemble(sets, order, _cluster.on_partitions(g, "counting: candidate edges", _edges_part, query, sets,
+                                                        order))
 
 
 def build(indptr: np.ndarray, indices: np.ndarray, labels: np.ndarray, query: Query) -> CandidateGraph:
@@ -118,6 +134,23 @@ def build(indptr: np.ndarray, indices: np.ndarray, labels: np.ndarray, query: Qu
     refine(indptr, indices, 0, sets, query)
     order = matching_order(sets, query)
     return assemble(sets, order, [candidate_edges(indptr, indices, 0, sets, order, query)])
+
+
+def _whole(indptr, indices, lo: int, labels: np.ndarray, query: Query) -> CandidateGraph:
+    return build(indptr, indices, labels, query)
+
+
+def _filter_part(indptr, indices, lo: int, labels: np.ndarray, query: Query) -> np.ndarray:
+    return filtered(indptr, indices, lo, labels, query)[lo:lo + len(indptr) - 1]
+
+
+def _refine_part(indptr, indices, lo: int, labels: np.ndarray, query: Query, sets: np.ndarray) -> tuple:
+    sets = sets.copy()  # as it arrived, it may be read-only
+    return refine(indptr, indices, lo, sets, query), sets[lo:lo + len(indptr) - 1]
+
+
+def _edges_part(indptr, indices, lo: int, labels: np.ndarray, query: Query, sets: np.ndarray, order: list[int]):
+    return candidate_edges(indptr, indices, lo, sets, order, query)
 
 
 # The steps below take the rows lo.. of a CSR (a partition's: local indptr, global indices; the whole graph's from
