@@ -364,6 +364,7 @@ def test_an_estimate_reports_what_it_drew(cpu, dense_case):
     assert (r.method, r.alpha, r.inheritance, r.samples) == ("partial_refine", 0.1, True, 1024)
     assert r.confidence_interval[0] < r.estimate < r.confidence_interval[1]
     assert r.seconds > 0 and r.samples_per_second == pytest.approx(r.samples / r.seconds)
+    assert 0 < r.candidate_seconds < r.seconds
     assert isinstance(r, gpipe.counting.Estimate) and dataclasses.is_dataclass(r)
     with pytest.raises(dataclasses.FrozenInstanceError):
         r.estimate = 0.0
