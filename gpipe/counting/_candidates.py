@@ -118,11 +118,15 @@ def candidates(g: Graph, query: Query) -> CandidateGraph:
     if g.num_partitions == 1:
         return _cluster.on_partitions(g, "counting: candidate graph", _whole, query)[0]
     sets = np.concatenate(_cluster.on_partitions(g, "counting: candidate filter", _filter_part, query))
+    stale = (1 << query.num_vertices) - 1
     for step in itertools.count(1):  # each partition refines its rows against the others' candidates: to a fixed point
-        pieces = _cluster.on_partitions(g, f"counting: candidate refinement {step}", _refine_part, query, sets)
+        pieces = _cluster.on_partitions(g, f"counting: candidate refinement {step}", _refine_part, query, sets,
+                                        stale)
         if not any(dropped for dropped, _ in pieces):
             break
-        sets = np.concatenate([rows for _, rows in pieces])
+        refined = np.concatenate([rows for _, rows in pieces])
+        stale = int(np.bitwise_or.reduce(sets ^ refined))  # the query vertices that lost candidates this round
+        sets = refined
     order = matching_order(sets, query)
     return assemble(sets, order, _cluster.on_partitions(g, "counting: candidate edges", _edges_part, query, sets,
                                                         order))
@@ -144,9 +148,9 @@ def _filter_part(indptr, indices, lo: int, labels: np.ndarray, query: Query) -> 
     return filtered(indptr, indices, lo, labels, query)[lo:lo + len(indptr) - 1]
 
 
-def _refine_part(indptr, indices, lo: int, labels: np.ndarray, query: Query, sets: np.ndarray) -> tuple:
+def _refine_part(indptr, indices, lo: int, labels: np.ndarray, query: Query, sets: np.ndarray, stale: int) -> tuple:
     sets = sets.copy()  # as it arrived, it may be read-only
-    return refine(indptr, indices, lo, sets, query), sets[lo:lo + len(indptr) - 1]
+    return refine(indptr, indices, lo, sets, query, stale), sets[lo:lo + len(indptr) - 1]
 
 
 def _edges_part(indptr, indices, lo: int, labels: np.ndarray, query: Query, sets: np.ndarray, order: list[int]):
@@ -172,11 +176,13 @@ def filtered(indptr, indices, lo: int, labels: np.ndarray, query: Query) -> np.n
     return sets
 
 
-def refine(indptr, indices, lo: int, sets: np.ndarray, query: Query) -> bool:
+def refine(indptr, indices, lo: int, sets: np.ndarray, query: Query, stale: int | None = None) -> bool:
     """Drop, in place, each of the rows' candidates with no candidate neighbor for some query neighbor, to a fixed
-    point (the other vertices' sets held as they are); whether any was dropped."""
+    point (the other vertices' sets held as they are); whether any was dropped. ``stale`` (bits, default all): the
+    query vertices whose candidates may have changed since the rows were last refined."""
     neighbor_bits = np.array([sum(1 << w for w in n) for n in query.neighbors()], np.int64)
-    return bool(_refine_rows(indptr, indices, lo, neighbor_bits, sets))
+    return bool(_refine_rows(indptr, indices, lo, neighbor_bits, sets,
+                             (1 << query.num_vertices) - 1 if stale is None else stale))
 
 
 def members(sets: np.ndarray, u: int) -> np.ndarray:
@@ -282,11 +288,10 @@ def _filter_rows(indptr, indices, lo, kind, query_kind, query_degrees, need, set
 
 
 @cpu_kernel()
-def _refine_rows(indptr, indices, lo, neighbor_bits, sets):
+def _refine_rows(indptr, indices, lo, neighbor_bits, sets, stale):
     k = neighbor_bits.shape[0]
-    stale = (1 << k) - 1  # query vertices whose candidates changed since the rows were checked against them
     dropped = False
-    while stale:
+    while stale:  # query vertices whose candidates changed since the rows were checked against them
         changed = 0
         for r in range(indptr.shape[0] - 1):
             v = lo + r
