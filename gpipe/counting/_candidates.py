@@ -127,17 +127,17 @@ def candidates(g: Graph, query: Query) -> CandidateGraph:
         refined = np.concatenate([rows for _, rows in pieces])
         stale = int(np.bitwise_or.reduce(sets ^ refined))  # the query vertices that lost candidates this round
         sets = refined
-    order = matching_order(sets, query)
-    return assemble(sets, order, _cluster.on_partitions(g, "counting: candidate edges", _edges_part, query, sets,
+    order = _matching_order(sets, query)
+    return _assemble(sets, order, _cluster.on_partitions(g, "counting: candidate edges", _edges_part, query, sets,
                                                         order))
 
 
 def build(indptr: np.ndarray, indices: np.ndarray, labels: np.ndarray, query: Query) -> CandidateGraph:
     """:func:`candidates` on a whole data graph's CSR (both directions of each edge) and labels, where they are."""
-    sets = filtered(indptr, indices, 0, labels, query)
-    refine(indptr, indices, 0, sets, query)
-    order = matching_order(sets, query)
-    return assemble(sets, order, [candidate_edges(indptr, indices, 0, sets, order, query)])
+    sets = _filtered(indptr, indices, 0, labels, query)
+    _refine(indptr, indices, 0, sets, query)
+    order = _matching_order(sets, query)
+    return _assemble(sets, order, [_candidate_edges(indptr, indices, 0, sets, order, query)])
 
 
 def _whole(indptr, indices, lo: int, labels: np.ndarray, query: Query) -> CandidateGraph:
@@ -145,22 +145,22 @@ def _whole(indptr, indices, lo: int, labels: np.ndarray, query: Query) -> Candid
 
 
 def _filter_part(indptr, indices, lo: int, labels: np.ndarray, query: Query) -> np.ndarray:
-    return filtered(indptr, indices, lo, labels, query)[lo:lo + len(indptr) - 1]
+    return _filtered(indptr, indices, lo, labels, query)[lo:lo + len(indptr) - 1]
 
 
 def _refine_part(indptr, indices, lo: int, labels: np.ndarray, query: Query, sets: np.ndarray, stale: int) -> tuple:
     sets = sets.copy()  # as it arrived, it may be read-only
-    return refine(indptr, indices, lo, sets, query, stale), sets[lo:lo + len(indptr) - 1]
+    return _refine(indptr, indices, lo, sets, query, stale), sets[lo:lo + len(indptr) - 1]
 
 
 def _edges_part(indptr, indices, lo: int, labels: np.ndarray, query: Query, sets: np.ndarray, order: list[int]):
-    return candidate_edges(indptr, indices, lo, sets, order, query)
+    return _candidate_edges(indptr, indices, lo, sets, order, query)
 
 
 # The steps below take the rows lo.. of a CSR (a partition's: local indptr, global indices; the whole graph's from
 # 0) and, for all n data vertices, the set of query vertices each is a candidate of: bit u of sets[v] (k <= 32).
 
-def filtered(indptr, indices, lo: int, labels: np.ndarray, query: Query) -> np.ndarray:
+def _filtered(indptr, indices, lo: int, labels: np.ndarray, query: Query) -> np.ndarray:
     """The rows' candidate sets (the other vertices' empty): the query vertices whose label a data vertex has, with
     at most its degree and, for each label, at most as many neighbors with that label (only the query's labels are
     counted)."""
@@ -176,7 +176,7 @@ def filtered(indptr, indices, lo: int, labels: np.ndarray, query: Query) -> np.n
     return sets
 
 
-def refine(indptr, indices, lo: int, sets: np.ndarray, query: Query, stale: int | None = None) -> bool:
+def _refine(indptr, indices, lo: int, sets: np.ndarray, query: Query, stale: int | None = None) -> bool:
     """Drop, in place, each of the rows' candidates with no candidate neighbor for some query neighbor, to a fixed
     point (the other vertices' sets held as they are); whether any was dropped. ``stale`` (bits, default all): the
     query vertices whose candidates may have changed since the rows were last refined."""
@@ -185,17 +185,17 @@ def refine(indptr, indices, lo: int, sets: np.ndarray, query: Query, stale: int 
                              (1 << query.num_vertices) - 1 if stale is None else stale))
 
 
-def members(sets: np.ndarray, u: int) -> np.ndarray:
+def _members(sets: np.ndarray, u: int) -> np.ndarray:
     """Whether each data vertex is a candidate of query vertex ``u``."""
     return (sets >> np.uint32(u) & np.uint32(1)).astype(np.bool_)
 
 
-def matching_order(sets: np.ndarray, query: Query) -> list[int]:
-    return _order(np.array([np.count_nonzero(members(sets, u)) for u in range(query.num_vertices)]),
+def _matching_order(sets: np.ndarray, query: Query) -> list[int]:
+    return _order(np.array([np.count_nonzero(_members(sets, u)) for u in range(query.num_vertices)]),
                   query.neighbors())
 
 
-def candidate_edges(indptr, indices, lo: int, sets: np.ndarray, order: list[int], query: Query) -> list[list]:
+def _candidate_edges(indptr, indices, lo: int, sets: np.ndarray, order: list[int], query: Query) -> list[list]:
     """The rows' share of the candidate edges: per position ``d``, per backward position ``b`` (ascending),
     ``(b, counts, entries)``: how many of ``d``'s candidates each of ``b``'s candidates among the rows is adjacent
     to, and their indices among ``d``'s candidates, row after row."""
@@ -206,17 +206,17 @@ def candidate_edges(indptr, indices, lo: int, sets: np.ndarray, order: list[int]
     out = []
     for d, u in enumerate(order):
         backward = sorted(int(position[w]) for w in neighbors[u] if position[w] < d)
-        mask = members(sets, u)
+        mask = _members(sets, u)
         rank = np.cumsum(mask, dtype=np.int32) - 1 if backward else None  # data vertex -> index among d's
-        out.append([(b, *_adjacent(indptr, indices, lo, np.flatnonzero(members(rows, order[b])) + lo, mask, rank))
+        out.append([(b, *_adjacent(indptr, indices, lo, np.flatnonzero(_members(rows, order[b])) + lo, mask, rank))
                     for b in backward])
     return out
 
 
-def assemble(sets: np.ndarray, order: list[int], pieces: list[list]) -> CandidateGraph:
-    """The candidate graph from the final candidate sets and the :func:`candidate_edges` of row ranges covering
+def _assemble(sets: np.ndarray, order: list[int], pieces: list[list]) -> CandidateGraph:
+    """The candidate graph from the final candidate sets and the :func:`_candidate_edges` of row ranges covering
     the graph, in row order."""
-    cand = [np.flatnonzero(members(sets, u)) for u in order]
+    cand = [np.flatnonzero(_members(sets, u)) for u in order]
     back_pos, back_rows, edge_rows, edge_indices = [], [], [np.zeros(1, np.int64)], []
     back_offsets, rows_so_far, entries_so_far = [0], 0, 0
     for d in range(len(order)):
