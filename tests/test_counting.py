@@ -461,6 +461,8 @@ def test_gpipe_count_exact_and_estimate_write_their_summaries(capsys, cpu_cluste
         g = gpipe.counting.read_graph(graph)
         want = gpipe.counting.estimate(g, hprd_query("query_dense_16_2"), method="wanderjoin", samples=5000, seed=3)
     assert (summary["count"]["estimate"], summary["count"]["samples"]) == (want.estimate, 5024)
+    assert 0 < summary["count"]["candidate_seconds"] < summary["count"]["seconds"]
+    assert "s of it building the candidate graph" in capsys.readouterr().out
     assert summary["parameters"]["query"] == str(query) and summary["graph"]["num_vertices"] == 9460
 
 
