@@ -602,7 +602,8 @@ def _count(args) -> int:
         print(f"{result['method']}: {result['estimate']:,.6g} +- {result['std_error']:.3g} (95% "
               f"{result['confidence_interval'][0]:,.6g} .. {result['confidence_interval'][1]:,.6g}) from "
               f"{result['samples']:,} samples, {result['valid_fraction']:.3f} valid, "
-              f"{result['samples_per_second']:,.0f} samples/s")
+              f"{result['samples_per_second']:,.0f} samples/s over the call, {result['candidate_seconds']:.3f} s of it "
+              "building the candidate graph")
     return 0
 
 

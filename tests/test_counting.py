@@ -131,7 +131,8 @@ QUERIES = {  # shapes with labels that occur, several of them with automorphisms
 
 @pytest.mark.parametrize("seed, layout", [(0, {}), (1, {"mode": "partitioned", "partitions": 3})])
 def test_count_exact_agrees_with_networkx(cpu, seed, layout):
-    """On a replicated graph (the candidate graph built where a replica is) and a partitioned one (gathered)."""
+    """On a replicated graph (the candidate graph built where a replica is) and a partitioned one (partition by
+    partition)."""
     graph = labeled_graph(seed)
     g = on_cluster(graph, **layout)
     assert g.mode == layout.get("mode", "replicated")
@@ -159,6 +160,101 @@ def test_candidates_keep_every_embedding_and_follow_connected_order(cpu):
         back = cg.back_pos[cg.back_offsets[d]:cg.back_offsets[d + 1]]
         assert (d == 0) == (len(back) == 0) and all(b < d for b in back)
     assert sorted(cg.order.tolist()) == list(range(len(labels)))
+
+
+def reference_candidate_graph(graph: nx.Graph, query: nx.Graph) -> tuple:
+    """The candidate graph as :func:`gpipe.counting.candidates` defines it, in plain Python: the matching order,
+    each position's candidates and, per backward neighbor (the parent first), the candidate edges as lists."""
+    label = nx.get_node_attributes(graph, "label")
+    cand = {u: {v for v in graph if label[v] == query.nodes[u]["label"] and graph.degree(v) >= query.degree(u)
+                and all(sum(label[x] == want for x in graph[v]) >= sum(query.nodes[w]["label"] == want
+                                                                       for w in query[u])
+                        for want in {query.nodes[w]["label"] for w in query[u]})}
+            for u in query}
+    changed = True
+    while changed:  # arc consistency: every candidate keeps a candidate neighbor for each query neighbor
+        changed = False
+        for u in query:
+            for w in query[u]:
+                keep = {v for v in cand[u] if any(x in cand[w] for x in graph[v])}
+                changed |= keep != cand[u]
+                cand[u] = keep
+    size = {u: len(cand[u]) for u in query}
+    order = [min(query, key=lambda u: (size[u] / max(query.degree(u), 1), u))]
+    while len(order) < len(query):
+        order.append(min((w for w in query if w not in order and any(x in order for x in query[w])),
+                         key=lambda w: (-sum(x in order for x in query[w]), size[w], w)))
+    cands = [sorted(cand[u]) for u in order]
+    backward = []
+    for d, u in enumerate(order):
+        lists = [(b, [[i for i, y in enumerate(cands[d]) if graph.has_edge(x, y)] for x in cands[b]])
+                 for b in sorted(order.index(w) for w in query[u] if order.index(w) < d)]
+        lists.sort(key=lambda e: sum(map(len, e[1])) / max(len(e[1]), 1))  # stable: ties keep position order
+        backward.append(lists)
+    return order, cands, backward
+
+
+def as_lists(cg) -> tuple:
+    """A CandidateGraph in :func:`reference_candidate_graph`'s terms."""
+    cands = [cg.cand_vertices[cg.cand_offsets[d]:cg.cand_offsets[d + 1]].tolist() for d in range(len(cg.order))]
+    backward = [[(int(cg.back_pos[t]), [cg.edge_indices[cg.edge_indptr[cg.back_rows[t] + c]:
+                                                          cg.edge_indptr[cg.back_rows[t] + c + 1]].tolist()
+                                         for c in range(len(cands[cg.back_pos[t]]))])
+                 for t in range(cg.back_offsets[d], cg.back_offsets[d + 1])] for d in range(len(cg.order))]
+    return cg.order.tolist(), cands, backward
+
+
+def walked_query(graph: nx.Graph, size: int, rng) -> nx.Graph:
+    """A connected query with an embedding: a random tree grown in the data graph, with some of the edges among
+    its vertices added."""
+    while True:
+        vertices = [int(rng.choice([v for v in graph if graph.degree(v) > 0]))]
+        tree = []
+        while len(vertices) < size:
+            frontier = sorted({(u, x) for u in vertices for x in graph[u] if x not in vertices})
+            if not frontier:
+                break
+            u, x = frontier[rng.integers(len(frontier))]
+            tree.append((vertices.index(u), len(vertices)))
+            vertices.append(x)
+        if len(vertices) == size:
+            break
+    extra = [(i, j) for i in range(size) for j in range(i + 1, size)
+             if graph.has_edge(vertices[i], vertices[j]) and (i, j) not in tree and rng.random() < 0.5]
+    return labeled_query(tree + extra, [graph.nodes[v]["label"] for v in vertices])
+
+
+LAYOUTS = [{}, {"mode": "partitioned", "partitions": 2}, {"mode": "partitioned", "partitions": 5}]
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_candidate_graphs_follow_their_definition_on_every_layout(cpu, seed):
+    """Random graphs with isolated vertices and queries of 3-7 vertices: a replicated graph (built on a replica)
+    and partitioned ones (refined partition by partition where they are) give the reference's candidate graph,
+    array for array."""
+    rng = np.random.default_rng(seed)
+    graph = labeled_graph(seed, n=int(rng.integers(30, 60)), p=0.12, kinds=3)
+    query = walked_query(graph, int(rng.integers(3, 8)), rng)
+    want = reference_candidate_graph(graph, query)
+    got = [gpipe.counting.candidates(on_cluster(graph, **layout), Query.from_networkx(query)) for layout in LAYOUTS]
+    assert as_lists(got[0]) == want
+    for other in got[1:]:
+        for name in ["order", *got[0].arrays()]:
+            a, b = getattr(got[0], name), getattr(other, name)
+            assert a.dtype == b.dtype and np.array_equal(a, b), name
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_a_dropped_candidate_takes_its_neighbors_along_across_partitions(cpu, layout):
+    """A path labeled 0, 1, 2, 0, 1, ... and a triangle labeled 0, 1, 2: the path's inner vertices pass the filters
+    but, from its ends inward, lose their support one by one, over the partitions' rounds; the triangle stays."""
+    graph = nx.path_graph(30)
+    graph.add_edges_from([(30, 31), (31, 32), (30, 32)])
+    nx.set_node_attributes(graph, {v: v % 3 for v in graph}, "label")
+    query = labeled_query([(0, 1), (1, 2), (0, 2)], [0, 1, 2])
+    cg = gpipe.counting.candidates(on_cluster(graph, **layout), Query.from_networkx(query))
+    assert as_lists(cg) == reference_candidate_graph(graph, query)
+    assert cg.cand_vertices.tolist() == [30, 31, 32]
 
 
 def test_a_query_that_cannot_fit_is_refused(cpu):
@@ -268,6 +364,7 @@ def test_an_estimate_reports_what_it_drew(cpu, dense_case):
     assert (r.method, r.alpha, r.inheritance, r.samples) == ("partial_refine", 0.1, True, 1024)
     assert r.confidence_interval[0] < r.estimate < r.confidence_interval[1]
     assert r.seconds > 0 and r.samples_per_second == pytest.approx(r.samples / r.seconds)
+    assert 0 < r.candidate_seconds < r.seconds
     assert isinstance(r, gpipe.counting.Estimate) and dataclasses.is_dataclass(r)
     with pytest.raises(dataclasses.FrozenInstanceError):
         r.estimate = 0.0
@@ -364,6 +461,8 @@ def test_gpipe_count_exact_and_estimate_write_their_summaries(capsys, cpu_cluste
         g = gpipe.counting.read_graph(graph)
         want = gpipe.counting.estimate(g, hprd_query("query_dense_16_2"), method="wanderjoin", samples=5000, seed=3)
     assert (summary["count"]["estimate"], summary["count"]["samples"]) == (want.estimate, 5024)
+    assert 0 < summary["count"]["candidate_seconds"] < summary["count"]["seconds"]
+    assert "s of it building the candidate graph" in capsys.readouterr().out
     assert summary["parameters"]["query"] == str(query) and summary["graph"]["num_vertices"] == 9460
 
 

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 import numpy as np
 
+from ..backend import cpu_kernel
 from ..graph import Graph
 from . import _cluster
 from ._inputs import Query
@@ -72,8 +74,12 @@ class CandidateGraph:
 def candidates(g: Graph, query: Query) -> CandidateGraph:
     """The candidate graph of ``query`` on the labeled graph ``g``, with its matching order.
 
-    It is built on the worker of ``g``'s first replica when ``g`` is
-    replicated; a partitioned graph's partitions are gathered to the client.
+    It is built where ``g`` is held: on the worker of its first replica when
+    ``g`` is replicated; partition by partition on the workers holding them
+    when it is partitioned, each filtering and refining its rows' candidates
+    against the others' in rounds until no candidate is dropped, then building
+    its rows' share of the candidate edges, which the client joins. The
+    result is the same for any layout and number of partitions.
 
     Parameters
     ----------
@@ -108,41 +114,114 @@ def candidates(g: Graph, query: Query) -> CandidateGraph:
     ...     c.counts.tolist(), c.order.tolist()
     ([2, 2, 1], [1, 2, 0])
     """
-    return _cluster.on_csr(g, build, query.check_against(g), query)
+    query.check_against(g)
+    if g.num_partitions == 1:
+        return _cluster.on_partitions(g, "counting: candidate graph", _whole, query)[0]
+    sets = np.concatenate(_cluster.on_partitions(g, "counting: candidate filter", _filter_part, query))
+    stale = (1 << query.num_vertices) - 1
+    for step in itertools.count(1):  # each partition refines its rows against the others' candidates: to a fixed point
+        pieces = _cluster.on_partitions(g, f"counting: candidate refinement {step}", _refine_part, query, sets,
+                                        stale)
+        if not any(dropped for dropped, _ in pieces):
+            break
+        refined = np.concatenate([rows for _, rows in pieces])
+        stale = int(np.bitwise_or.reduce(sets ^ refined))  # the query vertices that lost candidates this round
+        sets = refined
+    order = _matching_order(sets, query)
+    return _assemble(sets, order, _cluster.on_partitions(g, "counting: candidate edges", _edges_part, query, sets,
+                                                        order))
 
 
 def build(indptr: np.ndarray, indices: np.ndarray, labels: np.ndarray, query: Query) -> CandidateGraph:
-    """:func:`candidates` on a data graph's CSR (both directions of each edge) and labels, where they are."""
-    n = len(labels)
-    degrees = np.diff(indptr)
-    rows = np.repeat(np.arange(n), degrees)
-    neighbors = query.neighbors()
-    masks = _filtered(rows, indices, labels, degrees, query, neighbors)
-    changed = True
-    while changed:  # drop candidates with no candidate neighbor for some query neighbor, to a fixed point
-        changed = False
-        for u, mask in enumerate(masks):
-            for w in neighbors[u]:
-                reaches = np.bincount(rows[masks[w][indices]], minlength=n) > 0
-                if (mask & ~reaches).any():
-                    mask &= reaches
-                    changed = True
-    counts = np.array([m.sum() for m in masks])
-    order = _order(counts, neighbors)
+    """:func:`candidates` on a whole data graph's CSR (both directions of each edge) and labels, where they are."""
+    sets = _filtered(indptr, indices, 0, labels, query)
+    _refine(indptr, indices, 0, sets, query)
+    order = _matching_order(sets, query)
+    return _assemble(sets, order, [_candidate_edges(indptr, indices, 0, sets, order, query)])
+
+
+def _whole(indptr, indices, lo: int, labels: np.ndarray, query: Query) -> CandidateGraph:
+    return build(indptr, indices, labels, query)
+
+
+def _filter_part(indptr, indices, lo: int, labels: np.ndarray, query: Query) -> np.ndarray:
+    return _filtered(indptr, indices, lo, labels, query)[lo:lo + len(indptr) - 1]
+
+
+def _refine_part(indptr, indices, lo: int, labels: np.ndarray, query: Query, sets: np.ndarray, stale: int) -> tuple:
+    sets = sets.copy()  # as it arrived, it may be read-only
+    return _refine(indptr, indices, lo, sets, query, stale), sets[lo:lo + len(indptr) - 1]
+
+
+def _edges_part(indptr, indices, lo: int, labels: np.ndarray, query: Query, sets: np.ndarray, order: list[int]):
+    return _candidate_edges(indptr, indices, lo, sets, order, query)
+
+
+# The steps below take the rows lo.. of a CSR (a partition's: local indptr, global indices; the whole graph's from
+# 0) and, for all n data vertices, the set of query vertices each is a candidate of: bit u of sets[v] (k <= 32).
+
+def _filtered(indptr, indices, lo: int, labels: np.ndarray, query: Query) -> np.ndarray:
+    """The rows' candidate sets (the other vertices' empty): the query vertices whose label a data vertex has, with
+    at most its degree and, for each label, at most as many neighbors with that label (only the query's labels are
+    counted)."""
+    kinds = np.unique(query.labels)
+    kind = np.searchsorted(kinds, labels).clip(max=len(kinds) - 1)
+    kind = np.where(kinds[kind] == labels, kind, -1).astype(np.int8 if len(kinds) < 128 else np.int64)  # cache-sized
+    query_kind = np.searchsorted(kinds, query.labels)
+    query_indptr, query_indices = _query_csr(query)
+    need = np.zeros((query.num_vertices, len(kinds)), np.int64)
+    np.add.at(need, (np.repeat(np.arange(query.num_vertices), np.diff(query_indptr)), query_kind[query_indices]), 1)
+    sets = np.zeros(len(labels), np.uint32)
+    _filter_rows(indptr, indices, lo, kind, query_kind, np.diff(query_indptr), need, sets)
+    return sets
+
+
+def _refine(indptr, indices, lo: int, sets: np.ndarray, query: Query, stale: int | None = None) -> bool:
+    """Drop, in place, each of the rows' candidates with no candidate neighbor for some query neighbor, to a fixed
+    point (the other vertices' sets held as they are); whether any was dropped. ``stale`` (bits, default all): the
+    query vertices whose candidates may have changed since the rows were last refined."""
+    neighbor_bits = np.array([sum(1 << w for w in n) for n in query.neighbors()], np.int64)
+    return bool(_refine_rows(indptr, indices, lo, neighbor_bits, sets,
+                             (1 << query.num_vertices) - 1 if stale is None else stale))
+
+
+def _members(sets: np.ndarray, u: int) -> np.ndarray:
+    """Whether each data vertex is a candidate of query vertex ``u``."""
+    return (sets >> np.uint32(u) & np.uint32(1)).astype(np.bool_)
+
+
+def _matching_order(sets: np.ndarray, query: Query) -> list[int]:
+    return _order(np.array([np.count_nonzero(_members(sets, u)) for u in range(query.num_vertices)]),
+                  query.neighbors())
+
+
+def _candidate_edges(indptr, indices, lo: int, sets: np.ndarray, order: list[int], query: Query) -> list[list]:
+    """The rows' share of the candidate edges: per position ``d``, per backward position ``b`` (ascending),
+    ``(b, counts, entries)``: how many of ``d``'s candidates each of ``b``'s candidates among the rows is adjacent
+    to, and their indices among ``d``'s candidates, row after row."""
     position = np.empty(len(order), np.int64)
     position[order] = np.arange(len(order))
-    cand = [np.flatnonzero(masks[u]) for u in order]
+    neighbors = query.neighbors()
+    rows = sets[lo:lo + len(indptr) - 1]
+    out = []
+    for d, u in enumerate(order):
+        backward = sorted(int(position[w]) for w in neighbors[u] if position[w] < d)
+        mask = _members(sets, u)
+        rank = np.cumsum(mask, dtype=np.int32) - 1 if backward else None  # data vertex -> index among d's
+        out.append([(b, *_adjacent(indptr, indices, lo, np.flatnonzero(_members(rows, order[b])) + lo, mask, rank))
+                    for b in backward])
+    return out
+
+
+def _assemble(sets: np.ndarray, order: list[int], pieces: list[list]) -> CandidateGraph:
+    """The candidate graph from the final candidate sets and the :func:`_candidate_edges` of row ranges covering
+    the graph, in row order."""
+    cand = [np.flatnonzero(_members(sets, u)) for u in order]
     back_pos, back_rows, edge_rows, edge_indices = [], [], [np.zeros(1, np.int64)], []
     back_offsets, rows_so_far, entries_so_far = [0], 0, 0
-    for d, u in enumerate(order):
-        index_in_d = np.cumsum(masks[u]) - 1  # data vertex -> its index among d's candidates
-        edges = []
-        for b in sorted(position[w] for w in neighbors[u] if position[w] < d):
-            starts, lengths = indptr[cand[b]], degrees[cand[b]]
-            flat = np.repeat(starts - np.cumsum(lengths) + lengths, lengths) + np.arange(lengths.sum())
-            row = np.repeat(np.arange(len(cand[b])), lengths)
-            keep = masks[u][indices[flat]]
-            edges.append((b, np.bincount(row[keep], minlength=len(cand[b])), index_in_d[indices[flat[keep]]]))
+    for d in range(len(order)):
+        edges = [(b, np.concatenate([p[d][t][1] for p in pieces]), np.concatenate([p[d][t][2] for p in pieces]))
+                 for t, (b, _, _) in enumerate(pieces[0][d])]
         edges.sort(key=lambda e: len(e[2]) / max(len(e[1]), 1))  # the parent: fewest local candidates on average
         for b, row_counts, entries in edges:
             back_pos.append(b)
@@ -164,21 +243,100 @@ def build(indptr: np.ndarray, indices: np.ndarray, labels: np.ndarray, query: Qu
     )
 
 
-def _filtered(rows, indices, labels, degrees, query: Query, neighbors) -> list[np.ndarray]:
-    """Per query vertex, the data vertices with its label, at least its degree and, for each label, at least as
-    many neighbors with that label as it has (only the query's labels are counted)."""
-    n = len(labels)
-    kinds = np.unique(query.labels)
-    kind = np.searchsorted(kinds, labels).clip(max=len(kinds) - 1)
-    counted = kinds[kind] == labels
-    hit = counted[indices]
-    per_vertex = np.bincount(rows[hit] * len(kinds) + kind[indices[hit]], minlength=n * len(kinds))
-    per_vertex = per_vertex.reshape(n, len(kinds))
-    masks = []
-    for u, label in enumerate(query.labels):
-        need = np.bincount(np.searchsorted(kinds, query.labels[neighbors[u]]), minlength=len(kinds))
-        masks.append((labels == label) & (degrees >= len(neighbors[u])) & (per_vertex >= need).all(axis=1))
-    return masks
+def _query_csr(query: Query) -> tuple[np.ndarray, np.ndarray]:
+    neighbors = query.neighbors()
+    indptr = np.concatenate([[0], np.cumsum([len(n) for n in neighbors])]).astype(np.int64)
+    return indptr, np.asarray([w for n in neighbors for w in n], np.int64)
+
+
+@cpu_kernel()
+def _filter_rows(indptr, indices, lo, kind, query_kind, query_degrees, need, sets):
+    k = query_kind.shape[0]
+    counts = np.zeros(need.shape[1], np.int64)
+    most = np.zeros(need.shape[1], np.int64)
+    for r in range(indptr.shape[0] - 1):
+        v = lo + r
+        degree = indptr[r + 1] - indptr[r]
+        wanted = 0  # the query vertices whose label and degree v passes
+        for u in range(k):
+            if query_kind[u] == kind[v] and degree >= query_degrees[u]:
+                wanted |= 1 << u
+        if wanted == 0:
+            continue
+        missing = 0
+        for j in range(most.shape[0]):  # neighbors of label j worth counting: as many as one of them needs
+            most[j] = 0
+            for u in range(k):
+                if wanted >> u & 1:
+                    most[j] = max(most[j], need[u, j])
+            missing += most[j]
+            counts[j] = 0
+        for e in range(indptr[r], indptr[r + 1]):
+            if missing == 0:
+                break
+            j = kind[indices[e]]
+            if j >= 0 and counts[j] < most[j]:
+                counts[j] += 1
+                missing -= 1
+        for u in range(k):
+            if wanted >> u & 1:
+                passes = True
+                for j in range(most.shape[0]):
+                    passes &= counts[j] >= need[u, j]
+                if passes:
+                    sets[v] |= np.uint32(1 << u)
+
+
+@cpu_kernel()
+def _refine_rows(indptr, indices, lo, neighbor_bits, sets, stale):
+    k = neighbor_bits.shape[0]
+    dropped = False
+    while stale:  # query vertices whose candidates changed since the rows were checked against them
+        changed = 0
+        for r in range(indptr.shape[0] - 1):
+            v = lo + r
+            mine = np.int64(sets[v])
+            if mine == 0:
+                continue
+            need = 0  # the query vertices v must have a candidate neighbor of, for some query vertex it is one of
+            for u in range(k):
+                if mine >> u & 1:
+                    need |= neighbor_bits[u] & stale
+            if need == 0:
+                continue
+            seen = 0
+            for e in range(indptr[r], indptr[r + 1]):  # one scan for all of v's query vertices, to the first hits
+                seen |= np.int64(sets[indices[e]]) & need
+                if seen == need:
+                    break
+            if seen == need:
+                continue
+            for u in range(k):
+                if mine >> u & 1 and neighbor_bits[u] & stale & ~seen:
+                    mine &= ~(1 << u)
+                    changed |= 1 << u
+            sets[v] = np.uint32(mine)
+        dropped |= changed != 0
+        stale = changed
+    return dropped
+
+
+@cpu_kernel()
+def _adjacent(indptr, indices, lo, rows, mask, rank):
+    counts = np.zeros(rows.shape[0], np.int64)
+    most = 0
+    for i in range(rows.shape[0]):
+        most += indptr[rows[i] - lo + 1] - indptr[rows[i] - lo]
+    entries = np.empty(most, np.int32)
+    j = 0
+    for i in range(rows.shape[0]):
+        for e in range(indptr[rows[i] - lo], indptr[rows[i] - lo + 1]):
+            if mask[indices[e]]:
+                entries[j] = rank[indices[e]]
+                j += 1
+        counts[i] = j
+    counts[1:] -= counts[:-1].copy()
+    return counts, entries[:j].copy()
 
 
 def _order(counts: np.ndarray, neighbors) -> list[int]:

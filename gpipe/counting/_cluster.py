@@ -1,37 +1,29 @@
-"""The counting package's one contact with the cluster (through public ``gpipe.runtime`` names only): work on the
-whole data graph's CSR, and work split by contiguous ranges over the graph's workers."""
+"""The counting package's one contact with the cluster (through public ``gpipe.runtime`` names only): work on each
+partition of the data graph where it is held, and work split by contiguous ranges over the graph's workers."""
 
 from __future__ import annotations
-
-import numpy as np
 
 from ..backend import to_host
 from ..graph import Graph
 from ..runtime import call_workers, store
 
 
-def on_csr(g: Graph, function, *args):
-    """``function(indptr, indices, *args)`` on the whole graph's CSR (int64 numpy arrays, rows sorted): on the
-    worker of its first replica, where it already is, or, for a partitioned graph, on the client, which gathers
-    the partitions."""
+def on_partitions(g: Graph, phase: str, function, *args) -> list:
+    """``function(indptr, indices, lo, labels, *args)`` on the rows of each of the graph's partitions, where they
+    are held (a replicated graph's one partition: on its first replica); the results in partition order.
+
+    ``indptr`` (local) and ``indices`` (global vertex ids) are the partition's CSR of rows ``lo..`` and ``labels``
+    the whole graph's vertex labels, all host numpy arrays."""
+    g.put_on_workers(["labels"])
     held, unit = g.holders
-    if g.mode == "replicated":
-        return call_workers(g.client, [(held[0], _on_partition, (g.graph_id, 0, function, *args), {})], held,
-                            "counting: candidate graph", unit)[0]
-    calls = [(held[p], _partition_csr, (g.graph_id, p), {}) for p in range(g.num_partitions)]
-    pieces = call_workers(g.client, calls, held, "counting: data graph", unit)
-    degrees = np.concatenate([np.diff(indptr) for indptr, _ in pieces])
-    indptr = np.concatenate([[0], np.cumsum(degrees)]).astype(np.int64)
-    return function(indptr, np.concatenate([indices for _, indices in pieces]).astype(np.int64), *args)
-
-
-def _partition_csr(graph_id: str, part: int) -> tuple[np.ndarray, np.ndarray]:
-    p = store().partitions.as_held(graph_id, part)
-    return to_host(p.indptr).astype(np.int64), to_host(p.indices).astype(np.int64)
+    calls = [(held[p], _on_partition, (g.graph_id, p, function, *args), {}) for p in range(g.num_partitions)]
+    return call_workers(g.client, calls, held, phase, unit)
 
 
 def _on_partition(graph_id: str, part: int, function, *args):
-    return function(*_partition_csr(graph_id, part), *args)
+    p = store().partitions.as_held(graph_id, part)
+    labels = to_host(store().partitions.array(graph_id, "labels"))
+    return function(to_host(p.indptr), to_host(p.indices), int(p.lo), labels, *args)
 
 
 def spread(g: Graph, function, total: int, *args) -> list:

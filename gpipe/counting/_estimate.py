@@ -39,9 +39,12 @@ class Estimate:
     inherit) over the square root of the group count (NaN for a single
     group), and ``confidence_interval`` the normal 95% interval around the
     estimate.
-    ``valid_fraction`` is the share of samples that ended as a full embedding;
-    ``seconds`` and ``samples_per_second`` time the whole call. ``method``
-    and ``alpha`` are as asked (a Python refine's function name, and None).
+    ``valid_fraction`` is the share of samples that ended as a full embedding.
+    ``seconds`` is the whole call and ``samples_per_second`` is ``samples``
+    over it; ``candidate_seconds``, a part of it, went to building the
+    candidate graph (:func:`candidates`), so the sampling alone ran at
+    ``samples / (seconds - candidate_seconds)``. ``method`` and ``alpha``
+    are as asked (a Python refine's function name, and None).
     """
 
     estimate: float
@@ -51,6 +54,7 @@ class Estimate:
     valid_fraction: float
     samples_per_second: float
     seconds: float
+    candidate_seconds: float
     method: str
     alpha: float | None
     inheritance: bool
@@ -151,10 +155,12 @@ def estimate(g, query, method="partial_refine", samples: int = 1_000_000, alpha:
     key = _rng.key(check_seed("seed", seed))
     inheritance = check_bool("inheritance", inheritance)
     name = getattr(refine, "__name__", "refine") if refine is not None else method
+    building = time.perf_counter()
     cg = candidates(g, query)
+    candidate_seconds = time.perf_counter() - building
     if cg.empty:
         seconds = time.perf_counter() - started
-        return Estimate(0.0, 0.0, (0.0, 0.0), 0, 0.0, 0.0, seconds, name, alpha, inheritance)
+        return Estimate(0.0, 0.0, (0.0, 0.0), 0, 0.0, 0.0, seconds, candidate_seconds, name, alpha, inheritance)
     groups = -(-samples // LANES)
     if refine is None:
         parts = _cluster.spread(g, _estimate_groups, groups, cg.arrays(), cg.num_positions, int(key), alpha,
@@ -168,7 +174,7 @@ def estimate(g, query, method="partial_refine", samples: int = 1_000_000, alpha:
     error = float(np.std(sums / LANES, ddof=1) / math.sqrt(groups)) if groups > 1 else math.nan
     seconds = time.perf_counter() - started
     return Estimate(mean, error, (mean - Z95 * error, mean + Z95 * error), drawn, float(valid.sum() / drawn),
-                    drawn / seconds, seconds, name, alpha, inheritance)
+                    drawn / seconds, seconds, candidate_seconds, name, alpha, inheritance)
 
 
 def _estimate_groups(first_group: int, groups: int, arrays: dict, k: int, key: int, alpha: float,
