@@ -251,3 +251,19 @@ def test_dynamic_walks_do_not_depend_on_partitions_or_workers(cpu_cluster, one_w
     assert (out[0][:, 1:] >= 0).any()
     for other in out[1:]:
         np.testing.assert_array_equal(out[0], other)
+
+
+def test_a_released_snapshot_is_unpinned_and_the_graph_walks_on(cpu):
+    dg, _ = updated_graph(5, 2, False, length=200)
+    snapshot = dg.snapshot()
+    assert sum(cpu.run(partitions_held, snapshot.graph_id).values()) == 2
+    snapshot.release()
+    assert sum(cpu.run(partitions_held, snapshot.graph_id).values()) == 0
+    with pytest.raises(gpipe.TaskError, match="not on worker"):
+        gpipe.walks.deepwalk(snapshot, length=3, seed=0)
+    assert gpipe.walks.deepwalk(dg, length=3, seed=0).compute().shape == (dg.num_vertices, 4)
+
+
+def partitions_held(graph_id: str, dask_worker=None) -> int:
+    """How many partitions of ``graph_id`` this worker holds."""
+    return sum(1 for g, _ in dask_worker.plugins["gpipe"].partitions._held if g == graph_id)
