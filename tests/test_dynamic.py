@@ -267,3 +267,12 @@ def test_a_released_snapshot_is_unpinned_and_the_graph_walks_on(cpu):
 def partitions_held(graph_id: str, dask_worker=None) -> int:
     """How many partitions of ``graph_id`` this worker holds."""
     return sum(1 for g, _ in dask_worker.plugins["gpipe"].partitions._held if g == graph_id)
+
+
+@pytest.mark.parametrize("walk", [gpipe.walks.node2vec, gpipe.walks.metropolis_hastings])
+def test_walks_that_do_not_take_dynamic_graphs_yet_say_so(cpu, walk):
+    dg, _ = updated_graph(5, 2, False, length=10)
+    for g in (dg, dg.snapshot()):
+        with pytest.raises(gpipe.GpipeValueError, match="'g' must be a gpipe.Graph for this walk .*got "
+                                                        f"{type(g).__name__}"):
+            walk(g, length=3)

@@ -329,7 +329,10 @@ def _checked_starts(g, length: int, walks_per_vertex: int, start, weighted: bool
                     dynamic: bool = False):
     """The checks every walk makes; returns (length, walks_per_vertex, dense starts or None, seed). ``dynamic``:
     the walk also runs on a dynamic graph's snapshot."""
-    if not (dynamic and isinstance(g, Snapshot)):
+    if isinstance(g, (DynamicGraph, Snapshot)) and not dynamic:
+        raise GpipeValueError(f"'g' must be a gpipe.Graph for this walk (deepwalk, with_jump and ppr also take "
+                              f"dynamic graphs), got {type(g).__name__}")
+    if not dynamic or not isinstance(g, Snapshot):
         check_graph("g", g)
     length = check_int("length", length, minimum=1, maximum=2**30)
     walks_per_vertex = check_int("walks_per_vertex", walks_per_vertex, minimum=1)
