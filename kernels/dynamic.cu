@@ -1,10 +1,8 @@
 // Sampling from Bingo's radix-factorized per-vertex sampling spaces (gpipe/dynamic/_space.py says the layout).
-// One thread per query: draws 0 and 1 pick the group through the vertex's alias table, draws 2t+2 and 2t+3 are
-// the t-th try within it (a uniform member, or in a dense group a uniform edge kept if in the group; then, in the
-// decimal group, kept with probability frac).
+// One thread per query, drawing from stream stream[i] at step 0 (gp_space_pick in dynamic.cuh says the draws).
 // DECIMAL_GROUP, GROUP_ONE, GROUP_DENSE, GROUP_LISTED: defined by the loader, from _space.py.
 // CPU twin: gpipe/dynamic/_space.py::_sample_cpu (same random stream).
-#include "rng.cuh"
+#include "dynamic.cuh"
 
 extern "C" __global__ void gp_dynamic_sample(const long long* __restrict__ indptr, const long long* __restrict__ dst,
                                              const long long* __restrict__ units, const double* __restrict__ frac,
@@ -21,33 +19,8 @@ extern "C" __global__ void gp_dynamic_sample(const long long* __restrict__ indpt
                                              long long* __restrict__ out) {
     const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
-    const long long v = vertex[i];
-    const unsigned long long id = (unsigned long long)stream[i];
-    const long long row = group_indptr[v], count = group_indptr[v + 1] - row;
-    if (count == 0) {
-        out[i] = -1;
-        return;
-    }
-    const long long slot = gp_below(gp_bits(key, id, 0, 0), (unsigned long long)count);
-    const long long g = gp_unit(gp_bits(key, id, 0, 1)) < alias_prob[row + slot] ? slot : alias_other[row + slot];
-    const int kind = group_kind[row + g], bit = group_bit[row + g];
-    const long long a = indptr[v];
-    if (kind == GROUP_ONE) {
-        out[i] = dst[a + group_start[row + g]];
-        return;
-    }
-    for (unsigned long long t = 0;; ++t) {
-        const ulonglong2 r = gp_bits(key, id, 0, 2 * t + 2);
-        long long e;
-        if (kind == GROUP_LISTED) {
-            e = a + members[member_indptr[v] + group_start[row + g] + gp_below(r, group_size[row + g])];
-        } else {  // GROUP_DENSE: any edge of v, kept if in the group
-            e = a + gp_below(r, (unsigned long long)(indptr[v + 1] - a));
-            if (bit != DECIMAL_GROUP && !((units[e] >> bit) & 1)) continue;
-        }
-        if (bit != DECIMAL_GROUP || gp_unit(gp_bits(key, id, 0, 2 * t + 3)) < frac[e]) {
-            out[i] = dst[e];
-            return;
-        }
-    }
+    const long long e = gp_space_pick(indptr, units, frac, member_indptr, members, group_indptr, group_kind, group_bit,
+                                      group_start, group_size, alias_prob, alias_other, key,
+                                      (unsigned long long)stream[i], 0, 0, vertex[i]);
+    out[i] = e < 0 ? -1 : dst[e];
 }

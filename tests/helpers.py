@@ -1,9 +1,11 @@
 """What several test modules share: a folder's files and summary, a call run in a thread, a worker lost under a
-graph."""
+graph, the steps of walks."""
 
 import json
 import os
 import threading
+
+import numpy as np
 
 from gpipe.errors import WorkerLostError
 
@@ -46,3 +48,10 @@ def assert_lost(outcome: dict, lost: list[int]) -> None:
     error = outcome.get("error")
     assert isinstance(error, WorkerLostError), repr(outcome)
     assert error.partitions == lost and f"{', '.join(map(str, lost))} it held" in str(error), str(error)
+
+
+def walk_steps(walks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(u, v) for every step of every walk (padding excluded)."""
+    a, b = walks[:, :-1], walks[:, 1:]
+    keep = b >= 0
+    return a[keep], b[keep]

@@ -11,6 +11,7 @@ from scipy import stats
 import gpipe
 from gpipe.dynamic import DynamicGraph, SamplingSpace
 from gpipe.dynamic._space import KINDS
+from helpers import walk_steps
 
 ALPHA = 1e-3  # the false-alarm rate of each chi-square test
 
@@ -151,3 +152,127 @@ def test_a_dynamic_graph_refuses_a_replicated_graph(cpu):
     g = gpipe.from_edges(pd.DataFrame({"src": [0, 1], "dst": [1, 2]}), mode="replicated")
     with pytest.raises(gpipe.GpipeValueError, match="'g' must be a partitioned graph.*got mode 'replicated'"):
         DynamicGraph.from_graph(g)
+
+
+# -- walks on dynamic graphs ------------------------------------------------------------------------------------------
+
+def updated_graph(seed: int, partitions: int, float_biases: bool, length: int = 3000, directed: bool = True):
+    """A dynamic graph of 30 vertices (ids up to 34 once updated) after a random log, and its edge multiset."""
+    rng = np.random.default_rng(seed)
+    frame = pd.DataFrame({"src": rng.integers(0, 30, 120), "dst": rng.integers(0, 30, 120),
+                          "weight": rng.integers(1, 100, 120)})
+    g = gpipe.from_edges(frame, weight="weight", directed=directed, partitions=partitions, mode="partitioned")
+    dg = DynamicGraph.from_graph(g, scale=10.0 if float_biases else 1.0)
+    start = {}
+    for v, u, w in dg.edges().itertuples(index=False):
+        start.setdefault(v, []).append((u, w))
+    log, edges = random_log(rng, 35, length, float_biases, start, directed)
+    apply_in_batches(dg, log, batch=700)
+    return dg, edges
+
+
+def transition_p_value(walks: np.ndarray, edges: dict, weighted: bool) -> float:
+    """The p-value of a chi-square test of every vertex's walk steps against the transition probabilities of the
+    edge multiset ``edges`` (pooled over the vertices; bins expecting fewer than 5 steps merged)."""
+    u, v = walk_steps(walks)
+    chi2, dof = 0.0, 0
+    for vertex in np.unique(u):
+        neighbors, index = np.unique([n for n, _ in edges[vertex]], return_inverse=True)
+        shares = np.bincount(index, weights=[w if weighted else 1.0 for _, w in edges[vertex]])
+        taken = v[u == vertex]
+        expected = shares / shares.sum() * len(taken)
+        observed = (taken[:, None] == neighbors[None, :]).sum(0)
+        assert observed.sum() == len(taken)  # every step along a live edge
+        order = np.argsort(expected)
+        small = np.cumsum(expected[order]) < 5  # the smallest bins, merged into one
+        bins = [(observed[order][small].sum(), expected[order][small].sum())] if small.any() else []
+        bins += list(zip(observed[order][~small], expected[order][~small]))
+        observed_bins, expected_bins = np.array(bins, float).T
+        chi2 += ((observed_bins - expected_bins) ** 2 / expected_bins).sum()
+        dof += len(bins) - 1
+    assert dof > 50
+    return stats.chi2.sf(chi2, dof)
+
+
+@pytest.mark.parametrize("weighted, float_biases", [(True, False), (True, True), (False, False)])
+def test_dynamic_walk_steps_follow_the_resulting_multiset(cpu, weighted, float_biases):
+    dg, edges = updated_graph(7, 3, float_biases)
+    walks = gpipe.walks.deepwalk(dg, length=40, walks_per_vertex=60, weighted=weighted, seed=4).compute()
+    assert walks.shape == (60 * dg.num_vertices, 41)
+    for row in walks:  # ended early only at a vertex without out-edges
+        valid = row[row >= 0]
+        assert len(valid) == 41 or not edges.get(valid[-1])
+    assert transition_p_value(walks, edges, weighted) > ALPHA
+
+
+def test_a_deleted_edge_is_never_walked_and_an_inserted_one_is(cpu):
+    g = gpipe.from_edges(pd.DataFrame({"src": [0, 0, 0, 1, 2, 3], "dst": [1, 2, 3, 0, 0, 0],
+                                       "weight": [1, 1, 2**40, 1, 1, 1]}), weight="weight", directed=True,
+                         partitions=2, mode="partitioned")
+    dg = DynamicGraph.from_graph(g)
+    before = dg.snapshot()
+    dg.apply(["delete", "insert", "update"], [0, 0, 0], [3, 5, 2], [None, 3.5, 2])
+    for weighted in (False, True):
+        walks = gpipe.walks.deepwalk(dg, length=6, walks_per_vertex=2000, weighted=weighted, seed=1).compute()
+        steps = set(zip(*(s.tolist() for s in walk_steps(walks))))
+        assert (0, 3) not in steps and (0, 5) in steps and (0, 1) in steps
+        old = gpipe.walks.deepwalk(before, length=6, walks_per_vertex=2000, weighted=weighted, seed=1).compute()
+        assert (0, 3) in set(zip(*(s.tolist() for s in walk_steps(old)))) and (old != -1).all()  # 5: no edges yet
+
+
+def test_a_walk_reads_the_snapshot_it_started_from(cpu):
+    dg, _ = updated_graph(3, 4, False, length=500)
+    snapshot = dg.snapshot()
+    expected = gpipe.walks.deepwalk(dg, length=20, weighted=True, seed=2).compute()
+    rng = np.random.default_rng(9)
+    dg.insert_edges(rng.integers(0, 35, 200), rng.integers(0, 35, 200), rng.integers(1, 1000, 200))
+    assert snapshot.version == dg.version - 1
+    np.testing.assert_array_equal(gpipe.walks.deepwalk(snapshot, length=20, weighted=True, seed=2).compute(),
+                                  expected)
+    assert not np.array_equal(gpipe.walks.deepwalk(dg, length=20, weighted=True, seed=2).compute(), expected)
+
+
+@pytest.mark.parametrize("walk, kwargs", [
+    (gpipe.walks.deepwalk, {}),
+    (gpipe.walks.deepwalk, {"weighted": True}),
+    (gpipe.walks.with_jump, {"jump": 0.2, "weighted": True}),
+    (gpipe.walks.ppr, {"sources": [0, 3, 31], "restart": 0.2, "walks_per_source": 5, "weighted": True}),
+])
+def test_dynamic_walks_do_not_depend_on_partitions_or_workers(cpu_cluster, one_worker_cluster, walk, kwargs):
+    out = []
+    for client, partitions in [(one_worker_cluster, 1), (one_worker_cluster, 4), (cpu_cluster, 4)]:
+        with client.as_current():
+            dg, _ = updated_graph(11, partitions, True, length=1000, directed=False)
+            w = walk(dg, length=25, seed=6, **kwargs)
+            assert isinstance(w, gpipe.walks.WalkResult)
+            assert (w.stats["partitions"], w.stats["workers"]) == (partitions, 1 if client is one_worker_cluster
+                                                                    else 2)
+            out.append(w.compute())
+    assert (out[0][:, 1:] >= 0).any()
+    for other in out[1:]:
+        np.testing.assert_array_equal(out[0], other)
+
+
+def test_a_released_snapshot_is_unpinned_and_the_graph_walks_on(cpu):
+    dg, _ = updated_graph(5, 2, False, length=200)
+    snapshot = dg.snapshot()
+    assert sum(cpu.run(partitions_held, snapshot.graph_id).values()) == 2
+    snapshot.release()
+    assert sum(cpu.run(partitions_held, snapshot.graph_id).values()) == 0
+    with pytest.raises(gpipe.TaskError, match="not on worker"):
+        gpipe.walks.deepwalk(snapshot, length=3, seed=0)
+    assert gpipe.walks.deepwalk(dg, length=3, seed=0).compute().shape == (dg.num_vertices, 4)
+
+
+def partitions_held(graph_id: str, dask_worker=None) -> int:
+    """How many partitions of ``graph_id`` this worker holds."""
+    return sum(1 for g, _ in dask_worker.plugins["gpipe"].partitions._held if g == graph_id)
+
+
+@pytest.mark.parametrize("walk", [gpipe.walks.node2vec, gpipe.walks.metropolis_hastings])
+def test_walks_that_do_not_take_dynamic_graphs_yet_say_so(cpu, walk):
+    dg, _ = updated_graph(5, 2, False, length=10)
+    for g in (dg, dg.snapshot()):
+        with pytest.raises(gpipe.GpipeValueError, match="'g' must be a gpipe.Graph for this walk .*got "
+                                                        f"{type(g).__name__}"):
+            walk(g, length=3)

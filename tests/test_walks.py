@@ -9,18 +9,12 @@ from scipy import stats
 
 import gpipe
 from gpipe.errors import GpipeValueError
+from helpers import walk_steps
 
 
 def _adjacency(g, tmp_path) -> set:
     stored = pd.read_parquet(g.to_parquet(tmp_path / "adj"))
     return set(zip(stored.src.tolist(), stored.dst.tolist()))
-
-
-def _steps(walks: np.ndarray):
-    """(u, v) for every step of every walk (padding excluded)."""
-    a, b = walks[:, :-1], walks[:, 1:]
-    keep = b >= 0
-    return a[keep], b[keep]
 
 
 @pytest.mark.parametrize("directed", [False, True])
@@ -30,7 +24,7 @@ def test_every_step_is_an_edge_and_walks_end_only_at_dead_ends(cpu, directed, tm
     assert walks.shape == (2 * 512, 21)
     np.testing.assert_array_equal(walks[:, 0], np.tile(np.arange(512), 2))
     edges = _adjacency(g, tmp_path)
-    u, v = _steps(walks)
+    u, v = walk_steps(walks)
     assert len(u) > 0 and all(e in edges for e in zip(u.tolist(), v.tolist()))
     deg = g.degrees().to_numpy()
     for row in walks:
@@ -44,7 +38,7 @@ def test_transitions_are_uniform_over_neighbors(cpu, small_edges):
     """Chi-square of every vertex's transition counts vs 1/deg (false-alarm rate 1e-3, fixed seed)."""
     g = gpipe.from_edges(small_edges, partitions=3)
     walks = gpipe.walks.deepwalk(g, length=30, walks_per_vertex=60, seed=11).compute()
-    u, v = _steps(walks)
+    u, v = walk_steps(walks)
     counts = pd.DataFrame({"u": u, "v": v}).value_counts()
     deg = g.degrees()
     chi2, dof = 0.0, 0

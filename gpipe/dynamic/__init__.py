@@ -3,10 +3,11 @@
 :class:`DynamicGraph` holds a graph's partitions on the workers as :class:`SamplingSpace` s, each the edges of one
 partition's vertices and, per vertex, the groups of its biases' radix factorization, an alias table over them and
 the decimal group of floating-point biases; a batch of inserts, deletes and re-weights applies in log order per
-vertex, completely or not at all.
+vertex, completely or not at all. A :class:`Snapshot` pins one committed version for runs (the walks of
+``gpipe.walks`` take one), which draw each step with :func:`pick_in_space` (CUDA: ``kernels/dynamic.cuh``).
 """
 
-from ._graph import DynamicGraph
-from ._space import SamplingSpace
+from ._graph import DynamicGraph, Snapshot
+from ._space import PICK_DEFINES, SamplingSpace, SpaceView, pick_in_space
 
-__all__ = ["DynamicGraph", "SamplingSpace"]
+__all__ = ["PICK_DEFINES", "DynamicGraph", "SamplingSpace", "Snapshot", "SpaceView", "pick_in_space"]

@@ -1,8 +1,10 @@
 """DynamicGraph: a graph's partitions as sampling spaces on the workers, updated in batches that apply completely
-or not at all (two phases: every partition replays its part of the batch, then all commit, or all discard)."""
+or not at all (two phases: every partition replays its part of the batch, then all commit, or all discard); a
+Snapshot: one committed version of it, pinned on the workers, which runs read while later batches apply."""
 
 from __future__ import annotations
 
+import threading
 import uuid
 import weakref
 
@@ -12,6 +14,7 @@ import pandas as pd
 from .._validate import check_graph
 from ..backend import to_host
 from ..errors import GpipeValueError
+from ..graph import Graph
 from ..runtime import call_workers, drop_graph, run_later, store
 from ._space import Batch, SamplingSpace, absent, check_batch
 
@@ -45,8 +48,12 @@ class DynamicGraph:
         self.graph_id = graph_id
         self.directed = g.directed
         self.scale = scale
+        self.num_vertices = g.num_vertices  # grows with updates naming larger ids (at either end)
+        self.num_edges = 0  # stored edges (an undirected edge twice), as of the last committed batch
+        self.version = 0  # committed batches
         held, _ = g.holders
         self._held = held
+        self._lock = threading.Lock()  # a batch's stage and commit on every partition, or a snapshot's pins
         self._finalizer = weakref.finalize(self, run_later, g.client, drop_graph, graph_id)
 
     @classmethod
@@ -66,7 +73,8 @@ class DynamicGraph:
                                   f"{'an' if g.id_map is not None else 'no'} id map")
         SamplingSpace(0, scale=scale)  # checks scale here, not on the workers
         dg = cls(g, uuid.uuid4().hex, float(scale))
-        dg._call(_from_partition, "dynamic graph", lambda part: (g.graph_id, part, dg.graph_id, dg.scale))
+        edges = dg._call(_from_partition, "dynamic graph", lambda part: (g.graph_id, part, dg.graph_id, dg.scale))
+        dg.num_edges = sum(edges)
         return dg
 
     def _call(self, function, phase: str, args) -> list:
@@ -110,14 +118,44 @@ class DynamicGraph:
         bounds = self._graph.bounds
         owner = np.minimum(np.searchsorted(bounds, routed.src, side="right") - 1, len(bounds) - 2)
         parts = {part: np.flatnonzero(owner == part) for part in self._held}
-        failed = self._call(_stage, "dynamic stage", lambda part: (
-            self.graph_id, part, routed.take(parts[part], src=routed.src[parts[part]] - bounds[part]),
-            position[parts[part]]))
-        failed = [f for f in failed if f >= 0]
-        if failed:
-            self._call(_discard, "dynamic discard", lambda part: (self.graph_id, part))
-            raise absent(batch, min(failed))
-        self._call(_commit, "dynamic commit", lambda part: (self.graph_id, part))
+        with self._lock:
+            failed = self._call(_stage, "dynamic stage", lambda part: (
+                self.graph_id, part, routed.take(parts[part], src=routed.src[parts[part]] - bounds[part]),
+                position[parts[part]]))
+            failed = [f for f in failed if f >= 0]
+            if failed:
+                self._call(_discard, "dynamic discard", lambda part: (self.graph_id, part))
+                raise absent(batch, min(failed))
+            self.num_edges = sum(self._call(_commit, "dynamic commit", lambda part: (self.graph_id, part)))
+            if len(batch.src):
+                self.num_vertices = max(self.num_vertices, int(batch.src.max()) + 1, int(batch.dst.max()) + 1)
+            self.version += 1
+
+    def snapshot(self) -> Snapshot:
+        """The graph as of its last committed batch, read-only, for runs while updates go on.
+
+        Each worker pins its partitions' sampling spaces as they are (a commit builds new arrays and never writes
+        those of an earlier one, so nothing is copied), under the lock that a batch holds from its first stage to
+        its last commit: a snapshot holds every update of a batch or none. The pins go when the snapshot is
+        garbage-collected or :meth:`Snapshot.release` d. A walk on a DynamicGraph takes one for its run.
+
+        Examples
+        --------
+        >>> with gpipe.connect(n_workers=1, device="cpu"):
+        ...     g = gpipe.from_edges(pd.DataFrame({"src": [0, 1], "dst": [1, 0]}), directed=True, mode="partitioned")
+        ...     dg = gpipe.dynamic.DynamicGraph.from_graph(g)
+        ...     before = dg.snapshot()
+        ...     dg.insert_edges([1, 2], [2, 0])
+        ...     after = dg.snapshot()
+        ...     (before.num_vertices, before.num_edges, before.version), (after.num_vertices, after.num_edges)
+        ((2, 2, 0), (3, 4))
+        """
+        with self._lock:
+            snapshot_id = uuid.uuid4().hex
+            bounds = self._graph.bounds.copy()
+            bounds[-1] = max(int(bounds[-1]), self.num_vertices)  # the last partition holds the new vertices
+            self._call(_pin, "dynamic snapshot", lambda part: (self.graph_id, part, snapshot_id, bounds))
+            return Snapshot(self._graph, snapshot_id, bounds, self.num_edges, self.version)
 
     def edges(self) -> pd.DataFrame:
         """Every edge as ``src``, ``dst``, ``weight``, by source, each source's in log order."""
@@ -125,7 +163,56 @@ class DynamicGraph:
         return pd.concat(frames, ignore_index=True)
 
 
-def _from_partition(graph_id: str, part: int, dynamic_id: str, scale: float) -> None:
+class Snapshot:
+    """A :class:`DynamicGraph` as of one committed batch (``version``), read-only: what a walk runs on.
+
+    Its partitions are the sampling spaces of that version, pinned on the workers (see
+    :meth:`DynamicGraph.snapshot`); the vertices are ``0 .. num_vertices - 1``, dense ids, the last partition holding
+    those added by updates; the biases are the edge weights.
+    """
+
+    replicas = None  # partitioned, held on the workers' devices, with dense ids (as DynamicGraph.from_graph asks)
+    device_partitions = None
+    id_map = None
+    weighted = True
+    mode = "partitioned"
+
+    def __init__(self, g, graph_id: str, bounds: np.ndarray, num_edges: int, version: int):
+        self._graph = g
+        self.graph_id = graph_id
+        self.bounds = bounds
+        self.placement = list(g.placement)
+        self.directed = g.directed
+        self.num_edges = num_edges
+        self.version = version
+        self._finalizer = weakref.finalize(self, run_later, g.client, drop_graph, graph_id)
+
+    num_vertices = Graph.num_vertices  # a graph's shape and id checks, of these bounds and no id map
+    num_partitions = Graph.num_partitions
+    holders = Graph.holders
+    to_internal = Graph.to_internal
+    to_original = Graph.to_original
+
+    @property
+    def device(self) -> str:
+        return self._graph.device
+
+    @property
+    def client(self):
+        return self._graph.client
+
+    def release(self) -> None:
+        """Unpin the spaces on the workers now (they are also unpinned when the snapshot is garbage-collected)."""
+        if self._finalizer.detach() is not None and self._graph.client.status == "running":
+            self._graph.client.run(drop_graph, self.graph_id)
+
+    def __repr__(self) -> str:
+        kind = "directed" if self.directed else "undirected"
+        return (f"<gpipe.dynamic.Snapshot {kind} version {self.version}: {self.num_vertices} vertices, "
+                f"{self.num_edges} edges, {self.num_partitions} partitions on {self.device}>")
+
+
+def _from_partition(graph_id: str, part: int, dynamic_id: str, scale: float) -> int:
     partitions = store().partitions
     p = partitions.get(graph_id, part)
     indptr, dst = to_host(p.indptr), to_host(p.indices).astype(np.int64)
@@ -133,6 +220,7 @@ def _from_partition(graph_id: str, part: int, dynamic_id: str, scale: float) -> 
     space = SamplingSpace(p.hi - p.lo, device=partitions.device, scale=scale)
     space.apply(np.full(len(dst), "insert"), np.repeat(np.arange(p.hi - p.lo), np.diff(indptr)), dst, weight)
     partitions.put(dynamic_id, part, space)
+    return len(dst)
 
 
 def _stage(dynamic_id: str, part: int, batch: Batch, position: np.ndarray) -> int:
@@ -145,8 +233,18 @@ def _discard(dynamic_id: str, part: int) -> None:
     store().partitions.get(dynamic_id, part)._staged = None
 
 
-def _commit(dynamic_id: str, part: int) -> None:
-    store().partitions.get(dynamic_id, part)._commit()
+def _commit(dynamic_id: str, part: int) -> int:
+    """Apply the staged batch; the partition's edges now."""
+    space = store().partitions.get(dynamic_id, part)
+    space._commit()
+    return int(space.indptr[-1])
+
+
+def _pin(dynamic_id: str, part: int, snapshot_id: str, bounds: np.ndarray) -> None:
+    """Keep the partition's space as last committed as partition ``part`` of snapshot ``snapshot_id``."""
+    partitions = store().partitions
+    view = partitions.get(dynamic_id, part).view(part, int(bounds[part]), int(bounds[part + 1]), bounds)
+    partitions.put(snapshot_id, part, view)
 
 
 def _edges(dynamic_id: str, part: int, lo: int) -> pd.DataFrame:

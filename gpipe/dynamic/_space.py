@@ -167,17 +167,20 @@ def _build(vertices, indptr, units, frac, dense_fraction, member_indptr, members
 
 
 @cpu_kernel()
-def _pick(indptr, units, frac, member_indptr, members, group_indptr, group_kind, group_bit, group_start, group_size,
-          alias_prob, alias_other, key, stream, v):
-    """The edge drawn from vertex ``v`` (-1 if it has none). Draws 0 and 1 pick the group through the alias table;
-    draws 2t+2 and 2t+3 are the t-th try within it (the edge: a member, or in a dense group any edge, kept if in
-    the group; then, in the decimal group, its acceptance with probability ``frac``)."""
+def pick_in_space(indptr, units, frac, member_indptr, members, group_indptr, group_kind, group_bit, group_start,
+                  group_size, alias_prob, alias_other, key, stream, step, first, v):
+    """The edge drawn from vertex ``v`` of a space's arrays (-1 if it has none), with the draws ``first ..`` of
+    ``(key, stream, step)``: draws ``first`` and ``first + 1`` pick the group through the alias table; draws
+    ``first + 2t + 2`` and ``first + 2t + 3`` are the t-th try within it (the edge: a member, or in a dense group any
+    edge, kept if in the group; then, in the decimal group, its acceptance with probability ``frac``). CUDA:
+    ``gp_space_pick`` in ``kernels/dynamic.cuh``, defined with ``PICK_DEFINES``."""
     row = group_indptr[v]
     count = group_indptr[v + 1] - row
     if count == 0:
         return np.int64(-1)
-    slot = _rng.below(_rng.bits(key, stream, 0, 0), count)
-    g = slot if _rng.unit(_rng.bits(key, stream, 0, 1)) < alias_prob[row + slot] else np.int64(alias_other[row + slot])
+    slot = _rng.below(_rng.bits(key, stream, step, first), count)
+    g = slot if _rng.unit(_rng.bits(key, stream, step, first + 1)) < alias_prob[row + slot] \
+        else np.int64(alias_other[row + slot])
     kind = group_kind[row + g]
     bit = group_bit[row + g]
     if kind == _ONE:
@@ -185,14 +188,14 @@ def _pick(indptr, units, frac, member_indptr, members, group_indptr, group_kind,
     t = np.int64(-1)
     while True:
         t += 1
-        r = _rng.bits(key, stream, 0, 2 * t + 2)
+        r = _rng.bits(key, stream, step, first + 2 * t + 2)
         if kind == _LISTED:
             e = indptr[v] + members[member_indptr[v] + group_start[row + g] + _rng.below(r, group_size[row + g])]
         else:
             e = indptr[v] + _rng.below(r, indptr[v + 1] - indptr[v])
             if bit != DECIMAL and not (units[e] >> bit) & 1:
                 continue
-        if bit != DECIMAL or _rng.unit(_rng.bits(key, stream, 0, 2 * t + 3)) < frac[e]:
+        if bit != DECIMAL or _rng.unit(_rng.bits(key, stream, step, first + 2 * t + 3)) < frac[e]:
             return e
 
 
@@ -200,13 +203,13 @@ def _pick(indptr, units, frac, member_indptr, members, group_indptr, group_kind,
 def _sample_cpu(indptr, dst, units, frac, member_indptr, members, group_indptr, group_kind, group_bit, group_start,
                 group_size, alias_prob, alias_other, key, n, vertex, stream, out):
     for i in prange(n):
-        e = _pick(indptr, units, frac, member_indptr, members, group_indptr, group_kind, group_bit, group_start,
-                  group_size, alias_prob, alias_other, key, stream[i], vertex[i])
+        e = pick_in_space(indptr, units, frac, member_indptr, members, group_indptr, group_kind, group_bit,
+                          group_start, group_size, alias_prob, alias_other, key, stream[i], 0, 0, vertex[i])
         out[i] = -1 if e < 0 else dst[e]
 
 
-SAMPLE = Kernel("dynamic.cu", "gp_dynamic_sample", twin=_sample_cpu, items="n", defines={
-    "DECIMAL_GROUP": DECIMAL, **{f"GROUP_{k.upper()}": v for k, v in KINDS.items()}}, args=(
+PICK_DEFINES = {"DECIMAL_GROUP": DECIMAL, **{f"GROUP_{k.upper()}": v for k, v in KINDS.items()}}  # of gp_space_pick
+SAMPLE = Kernel("dynamic.cu", "gp_dynamic_sample", twin=_sample_cpu, items="n", defines=PICK_DEFINES, args=(
     Arg("indptr", "i64[]"), Arg("dst", "i64[]"), Arg("units", "i64[]", note="integer parts of the scaled biases"),
     Arg("frac", "f64[]"), Arg("member_indptr", "i64[]"), Arg("members", "i64[]", note="local edge offsets"),
     Arg("group_indptr", "i64[]"), Arg("group_kind", "i8[]"), Arg("group_bit", "i32[]"),
@@ -251,6 +254,28 @@ def _replay(vertices, op_start, order, codes, dst, weight, indptr, old_dst, old_
             if not found:
                 failed[i] = p
                 break
+
+
+@dataclass(frozen=True)
+class SpaceView:
+    """One committed version of a :class:`SamplingSpace`, read by runs as partition ``part`` of a snapshot: its
+    vertices ``lo .. hi-1`` (the first ``space_vertices`` with edges in the space, the others none yet), ``bounds``
+    the snapshot's partition bounds, ``arrays`` those ``SAMPLE`` reads, on the worker's device."""
+
+    part: int
+    lo: int
+    hi: int
+    bounds: np.ndarray
+    arrays: dict
+
+    @property
+    def indices(self):
+        """The edges' destinations (global ids), as a partition's CSR indices."""
+        return self.arrays["dst"]
+
+    @property
+    def space_vertices(self) -> int:
+        return int(self.arrays["indptr"].shape[0]) - 1
 
 
 def _segments(indptr: np.ndarray, vertices: np.ndarray) -> np.ndarray:
@@ -478,9 +503,15 @@ class SamplingSpace:
         self._mirror()
 
     def _mirror(self) -> None:
-        """The arrays ``sample`` reads, on ``device``."""
+        """The arrays ``sample`` reads, on ``device``: a new dict of new arrays each commit (see :meth:`view`)."""
         x = xp(self.device)
         self._arrays = {name: x.asarray(getattr(self, name)) for name in _SAMPLED}
+
+    def view(self, part: int, lo: int, hi: int, bounds: np.ndarray) -> SpaceView:
+        """The space as last committed, for a run to read as partition ``part`` (vertices ``lo .. hi-1`` of
+        ``bounds``) while later batches apply: a commit builds new arrays and never writes those of an earlier
+        commit, so the view holds them as they were, without a copy."""
+        return SpaceView(part, lo, hi, bounds, self._arrays)
 
     def sample(self, vertices, seed: int, streams=None):
         """One neighbor of each of ``vertices`` (-1 for a vertex without edges), drawn from stream ``streams[i]``

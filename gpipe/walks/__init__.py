@@ -6,6 +6,12 @@ Every walk starts ``walks_per_vertex`` walks from every vertex or from the
 out-edge, and draws its random numbers from ``(seed, walk id, step)`` only: the
 walks are the same for any number of partitions, workers or GPUs, on the CPU
 and on the GPU.
+
+DeepWalk, walks with jump and PPR also run on a graph that changes
+(:class:`gpipe.dynamic.DynamicGraph`): a run reads the snapshot of its last
+committed batch (:meth:`~gpipe.dynamic.DynamicGraph.snapshot`, taken when the
+walk is called, so batches applied meanwhile are not seen) and draws each step
+from the partition's sampling space on the worker.
 """
 
 from __future__ import annotations
@@ -15,9 +21,11 @@ from typing import Callable
 import numpy as np
 
 from .._validate import check_bool, check_graph, check_int, check_probability, check_seed
+from ..dynamic import DynamicGraph, Snapshot
 from ..errors import GpipeValueError
 from ..runtime import EdgeSample
 from . import _frontier, _mh, _node2vec
+from ._dynamic import advance_dynamic
 from ._first_order import FirstOrder, advance_first_order
 from ._ppr import PPRResult
 from ._result import WalkResult
@@ -34,11 +42,17 @@ def deepwalk(g, length: int = 80, walks_per_vertex: int = 1, start=None, weighte
     Each step moves to an out-neighbor chosen uniformly at random, or with
     probability proportional to the edge's weight when ``weighted`` (biased
     DeepWalk: inverse transform sampling over per-partition prefix sums of the
-    weights, built once, O(log degree) per step).
+    weights, built once, O(log degree) per step). On a dynamic graph, the step
+    is uniform over the out-edges (a duplicated edge counts once per copy), or
+    drawn from the vertex's radix-factorized sampling space when ``weighted``
+    (bias = weight; Bingo's: a group by the alias table over the groups, then a
+    member uniformly, with rejection where the group needs it; O(1) expected).
 
     Parameters
     ----------
-    g : Graph
+    g : Graph, gpipe.dynamic.DynamicGraph or gpipe.dynamic.Snapshot
+        A dynamic graph is walked as its snapshot at the call (see the module's
+        doc); the ids are its dense ids, with the vertices updates added.
     length : int
         Steps per walk (each row holds ``length + 1`` vertices).
     walks_per_vertex : int
@@ -111,7 +125,8 @@ def ppr(g, sources, restart: float = 0.15, walks_per_source: int = 100, length: 
 
     Parameters
     ----------
-    g : Graph
+    g : Graph, gpipe.dynamic.DynamicGraph or gpipe.dynamic.Snapshot
+        As :func:`deepwalk`'s.
     sources : array-like
         Source vertices (original ids), each once: for more walks from a
         source, raise ``walks_per_source``.
@@ -151,7 +166,8 @@ def ppr(g, sources, restart: float = 0.15, walks_per_source: int = 100, length: 
     [1.0, 1.0]
     """
     restart = check_probability("restart", restart, open_high=True)
-    starts = check_graph("g", g).to_internal(sources, "sources")
+    g = _walked(g)
+    starts = g.to_internal(sources, "sources")
     if starts.size == 0:
         raise GpipeValueError("'sources' must hold at least one vertex, got an empty array")
     vertices, counts = np.unique(starts, return_counts=True)
@@ -303,9 +319,21 @@ def _positive_float(name: str, value) -> float:
     return float(value)
 
 
-def _checked_starts(g, length: int, walks_per_vertex: int, start, weighted: bool, seed: int):
-    """The checks every walk makes; returns (length, walks_per_vertex, dense starts or None, seed)."""
-    check_graph("g", g)
+def _walked(g):
+    """What a first-order walk runs on: ``g``, or a DynamicGraph's snapshot, taken now for this run (the run holds
+    it, so it reads one committed version however many batches apply meanwhile; its pins go with it)."""
+    return g.snapshot() if isinstance(g, DynamicGraph) else g
+
+
+def _checked_starts(g, length: int, walks_per_vertex: int, start, weighted: bool, seed: int,
+                    dynamic: bool = False):
+    """The checks every walk makes; returns (length, walks_per_vertex, dense starts or None, seed). ``dynamic``:
+    the walk also runs on a dynamic graph's snapshot."""
+    if isinstance(g, (DynamicGraph, Snapshot)) and not dynamic:
+        raise GpipeValueError(f"'g' must be a gpipe.Graph for this walk (deepwalk, with_jump and ppr also take "
+                              f"dynamic graphs), got {type(g).__name__}")
+    if not dynamic or not isinstance(g, Snapshot):
+        check_graph("g", g)
     length = check_int("length", length, minimum=1, maximum=2**30)
     walks_per_vertex = check_int("walks_per_vertex", walks_per_vertex, minimum=1)
     seed = check_seed("seed", seed)
@@ -319,7 +347,10 @@ def _checked_starts(g, length: int, walks_per_vertex: int, start, weighted: bool
 
 def _first_order(g, algorithm: str, length, walks_per_vertex, start, weighted, seed, progress, alpha: float,
                  teleport: str, fields: tuple = (), **result):
-    length, walks_per_vertex, starts, seed = _checked_starts(g, length, walks_per_vertex, start, weighted, seed)
+    g = _walked(g)
+    length, walks_per_vertex, starts, seed = _checked_starts(g, length, walks_per_vertex, start, weighted, seed,
+                                                             dynamic=True)
     walk = FirstOrder(bool(weighted), alpha, teleport, g.num_vertices)
-    return run_walks(g, algorithm, walk_spec(advance_first_order, seed, length, walk, fields), walks_per_vertex,
-                     starts, progress, **result)
+    step = advance_dynamic if isinstance(g, Snapshot) else advance_first_order
+    return run_walks(g, algorithm, walk_spec(step, seed, length, walk, fields), walks_per_vertex, starts, progress,
+                     **result)
