@@ -267,11 +267,14 @@ def test_loader_batches_depend_on_the_seed_and_epoch_only(graphs):
     assert not all(np.array_equal(x.output_nodes, y.output_nodes) for x, y in zip(epoch(a, 0), first))
 
 
-def test_loader_gathers_the_feature_rows_of_the_input_nodes(graphs):
+def test_loader_gathers_the_feature_rows_of_the_input_nodes_and_the_labels_of_the_seeds(graphs):
     features = np.random.default_rng(1).random((300, 5)).astype(np.float32)
-    loader = gpipe.gnn.NeighborLoader(graphs["one"], SEEDS, [4, 4], batch_size=5, features=features)
+    labels = np.random.default_rng(2).integers(0, 7, 300)
+    loader = gpipe.gnn.NeighborLoader(graphs["one"], SEEDS, [4, 4], batch_size=5, features=features, labels=labels)
     for batch in loader:
         np.testing.assert_array_equal(batch.features, features[batch.input_nodes])
+        np.testing.assert_array_equal(batch.labels, labels[batch.output_nodes])
+    assert next(iter(gpipe.gnn.NeighborLoader(graphs["one"], SEEDS, [4], batch_size=5))).labels is None
 
 
 @pytest.mark.skipif(importlib.util.find_spec("torch") is not None, reason="torch is installed")
@@ -311,3 +314,90 @@ def test_to_dgl_gives_blocks_a_sage_stack_takes(graphs):
     for block in dgl_blocks:
         h = SAGEConv(8, 8, "mean")(block, h)
     assert h.shape == (SEEDS.size, 8)
+
+
+# -- run_on_workers: a loader on every worker, over its share of the seeds ----------------------
+
+def _batches(loader, rank, world_size, epochs=2):
+    """What a rank saw, comparable with a client loader's: per batch the seeds, the sampled nodes and edges, and
+    whether the features and labels are the rows of its nodes."""
+    seen = []
+    for _ in range(epochs):
+        for batch in loader:
+            seen.append((batch.output_nodes, batch.input_nodes, batch.num_sampled_edges,
+                         batch.blocks[0].edge_ids, batch.features, batch.labels))
+    return seen
+
+
+def _environment(loader, rank, world_size):
+    import os
+
+    from distributed import get_worker
+
+    return (get_worker().address, rank, world_size,
+            {name: os.environ.get(name) for name in ("MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE")})
+
+
+def _fails_on_rank_1(loader, rank, world_size):
+    if rank == 1:
+        raise ArithmeticError("no gradient today")
+    return rank
+
+
+@pytest.mark.parametrize("mode", ["partitioned", "replicated"])
+def test_each_rank_gets_the_batches_a_client_loader_gives_for_its_share(cpu, mode):
+    g = gpipe.from_edges(_edges(), weight="w", partitions=4 if mode == "partitioned" else None, mode=mode,
+                         num_vertices=300)
+    rng = np.random.default_rng(4)
+    seeds = rng.permutation(300)[:41]  # 20 each for 2 ranks; the 41st is left out
+    features, labels = rng.random((300, 3)).astype(np.float32), rng.integers(0, 5, 300)
+    args = dict(fanouts=[3, 2], batch_size=6, seed=9, weighted=True, features=features, labels=labels)
+    ranks = gpipe.gnn.run_on_workers(_batches, g, seeds, **args)
+    assert len(ranks) == 2
+    for rank, seen in enumerate(ranks):
+        client_loader = gpipe.gnn.NeighborLoader(g, seeds[rank:40:2], **args)
+        expected = _batches(client_loader, rank, 2)
+        assert len(seen) == len(expected) == 2 * 4
+        for got, want in zip(seen, expected):
+            for a, b in zip(got, want):
+                np.testing.assert_array_equal(a, b)
+            np.testing.assert_array_equal(got[4], features[got[1]])
+            np.testing.assert_array_equal(got[5], labels[got[0]])
+    shares = [np.concatenate([batch[0] for batch in seen[:4]]) for seen in ranks]
+    assert sorted(np.concatenate(shares).tolist()) == sorted(seeds[:40].tolist())
+
+
+def test_ranks_follow_the_worker_addresses_and_find_the_rendezvous_in_the_environment(cpu):
+    g = gpipe.from_edges(_edges(), partitions=3, num_vertices=300)
+    before = cpu.run(lambda: __import__("os").environ.get("MASTER_PORT"))
+    ranks = gpipe.gnn.run_on_workers(_environment, g, np.arange(10), [2], batch_size=4)
+    assert [address for address, *_ in ranks] == sorted(cpu.scheduler_info()["workers"])
+    master = {(env["MASTER_ADDR"], env["MASTER_PORT"]) for *_, env in ranks}
+    assert len(master) == 1 and master.pop()[1].isdigit()
+    assert [(rank, world, env["RANK"], env["WORLD_SIZE"]) for _, rank, world, env in ranks] == [
+        (0, 2, "0", "2"), (1, 2, "1", "2")]
+    assert cpu.run(lambda: __import__("os").environ.get("MASTER_PORT")) == before  # restored after the run
+
+
+def test_a_failing_train_fn_is_reported_with_its_rank(graphs):
+    with pytest.raises(gpipe.errors.TaskError, match=r"gnn training failed in rank 1: ArithmeticError\('no gradient"):
+        gpipe.gnn.run_on_workers(_fails_on_rank_1, graphs["one"], SEEDS, [2], batch_size=4)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(train_fn="train"), r"'train_fn' must be callable, got 'train'"),
+    (dict(train_fn=lambda loader, rank, world_size, lock=__import__("threading").Lock(): 0),
+     r"'train_fn' must be picklable \(by cloudpickle\) to reach the workers"),
+    (dict(kwargs={"rank": 3}), r"'kwargs' must not hold loader, rank, world_size \(run_on_workers gives them\), "
+                               r"got 'rank'"),
+    (dict(kwargs=[("lr", 0.1)]), r"'kwargs' must be a mapping of keys to values, got \[\('lr', 0.1\)\]"),
+    (dict(kwargs={1: 0.1}), r"'kwargs' must map argument names to values, got the key 1"),
+    (dict(seeds=[7]), r"'seeds' must hold at least one vertex per worker \(2\), got 1"),
+    (dict(batch_size=0), r"'batch_size' must be a positive integer, got 0"),
+    (dict(fanouts=[0]), r"'fanouts' must be .*, got \[0\]"),
+    (dict(labels=np.zeros(299)), r"'labels' must have a row per vertex \(300\), got \(299,\)"),
+])
+def test_run_on_workers_refuses_bad_input_naming_the_parameter(graphs, kwargs, message):
+    args = dict(train_fn=_batches, g=graphs["one"], seeds=SEEDS, fanouts=[2], batch_size=4) | kwargs
+    with pytest.raises(GpipeValueError, match=message):
+        gpipe.gnn.run_on_workers(**args)

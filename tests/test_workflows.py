@@ -180,19 +180,94 @@ def test_graph_sampling_shipped_config_validates(graph_sampling):
 
 
 
-# -- both workflows: an output folder appears complete or not at all ----------------------------
+GNN_TRAINING = os.path.join(REPO, "workflows", "gnn_training")
+_TORCH = importlib.util.find_spec("torch") is not None
+
+
+@pytest.fixture(scope="module")
+def gnn_training():
+    return _loaded(GNN_TRAINING)
+
+
+@pytest.mark.parametrize("on_workers", [False, True])
+def test_gnn_training_learns_the_planted_communities_well_above_chance(gnn_training, cpu_cluster, tmp_path, capsys,
+                                                                        on_workers):
+    pytest.importorskip("torch")
+    out = tmp_path / "out"
+    code = gnn_training.main(["--set", f"cluster.address={cpu_cluster.scheduler.address}",
+                              "--set", "cluster.device=cpu", "--set", "graph.vertices=1024",
+                              "--set", "train.epochs=3", "--set", "train.batch_size=64",
+                              "--set", f"train.on_workers={str(on_workers).lower()}", "--set", f"output={out}"])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    assert "GraphSAGE on 1,024 vertices" in captured.out
+    with open(out / "summary.json") as f:
+        training = json.load(f)["training"]
+    assert training["mode"] == ("workers" if on_workers else "in_process")
+    assert training["world_size"] == (2 if on_workers else 1) and len(training["epochs"]) == 3
+    assert training["chance"] < 0.2 and training["accuracy"] > max(0.6, 3 * training["chance"])
+    assert training["accuracy"] > training["accuracy_before"] + 0.3
+
+
+@pytest.mark.skipif(_TORCH, reason="torch is installed")
+def test_gnn_training_without_torch_exits_2_saying_what_to_install(gnn_training, capsys):
+    code = gnn_training.main(["--set", "cluster.address=tcp://127.0.0.1:1"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith("gnn_training: error: this workflow trains with PyTorch, which is not "
+                                        "installed: `pip install 'gpipe[gnn]'`")
+
+
+@pytest.mark.parametrize("override, expected", [
+    ("graph.path=rmat:6", ["unknown key 'graph.path'", "vertices, communities, degree, mixing"]),
+    ("graph.mixing=1.5", ["'graph.mixing' must be a number >= 0 and <= 1, got 1.5"]),
+    ("train.fraction=0", ["'train.fraction' must be a number > 0 and <= 1, got 0"]),
+    ("train.fanouts=[10, 0]", ["'train.fanouts' must be a non-empty list of positive ints or -1", "[10, 0]"]),
+    ("train.on_workers=1", ["'train.on_workers' must be true or false, got 1"]),
+    ("train.lr=-0.1", ["'train.lr' must be a number > 0, got -0.1"]),
+])
+def test_gnn_training_bad_config_exits_2_naming_the_key(gnn_training, capsys, override, expected):
+    code = gnn_training.main(["--set", "cluster.address=tcp://127.0.0.1:1", "--set", override])
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith("gnn_training: error: ") and "Traceback" not in err
+    assert all(text in err for text in expected), err
+
+
+def test_gnn_training_shipped_config_validates(gnn_training):
+    with open(os.path.join(GNN_TRAINING, "config.yaml")) as f:
+        config = yaml.safe_load(f)
+    assert gnn_training.validate_config(config) == config
+    assert config["train"]["fanouts"] == [10, 5] and config["train"]["on_workers"] is False
+
+
+def test_the_planted_partition_keeps_most_edges_in_a_community_and_features_near_its_centroid(gnn_training):
+    edges, labels, features = gnn_training.planted_partition(3000, 6, 10, 0.3, 4, 0.5, seed=1)
+    assert len(edges) == 15000 and features.shape == (3000, 4) and set(labels) == set(range(6))
+    inside = (labels[edges.src] == labels[edges.dst]).mean()
+    assert abs(inside - (0.7 + 0.3 / 6)) < 0.02  # kept inside, plus mixed edges landing inside by chance
+    centroids = np.array([features[labels == k].mean(axis=0) for k in range(6)])
+    nearest = ((features[:, None] - centroids[None]) ** 2).sum(axis=2).argmin(axis=1)
+    assert (nearest == labels).mean() > 0.9  # little noise: a vertex's features tell its community
+    again = gnn_training.planted_partition(3000, 6, 10, 0.3, 4, 0.5, seed=1)
+    assert again[0].equals(edges) and np.array_equal(again[2], features)
+
+
+# -- every workflow: an output folder appears complete or not at all ----------------------------
 
 _SMALL_RUN = {"embeddings": ["walks.algorithm=deepwalk", "walks.params={}", "walks.length=3",
                              "walks.walks_per_vertex=1"],
-              "graph_sampling": ["seeds=[0, 1]"]}
+              "graph_sampling": ["seeds=[0, 1]"],
+              "gnn_training": ["graph.vertices=64", "train.epochs=1"]}
+_NEEDS = {"gnn_training": pytest.mark.skipif(not _TORCH, reason="gnn_training needs torch")}
+_WORKFLOWS = [pytest.param(name, marks=_NEEDS.get(name, ())) for name in _SMALL_RUN]
 
 
 def _small_run(name: str, cluster_address: str, out, *settings: str) -> list[str]:
-    return [arg for item in [f"cluster.address={cluster_address}", "cluster.device=cpu", "graph.path=rmat:6:4",
+    graph = [] if name == "gnn_training" else ["graph.path=rmat:6:4"]  # gnn_training generates its own
+    return [arg for item in [f"cluster.address={cluster_address}", "cluster.device=cpu", *graph,
                              *_SMALL_RUN[name], f"output={out}", *settings] for arg in ("--set", item)]
 
 
-@pytest.mark.parametrize("name", list(_SMALL_RUN))
+@pytest.mark.parametrize("name", _WORKFLOWS)
 def test_an_interrupted_workflow_leaves_no_output_folder(request, cpu_cluster, tmp_path, monkeypatch, name):
     def interrupted(path, obj):
         raise KeyboardInterrupt  # Ctrl-C as the last file is written, once the others are
@@ -203,7 +278,7 @@ def test_an_interrupted_workflow_leaves_no_output_folder(request, cpu_cluster, t
     assert os.listdir(tmp_path) == []
 
 
-@pytest.mark.parametrize("name", list(_SMALL_RUN))
+@pytest.mark.parametrize("name", _WORKFLOWS)
 def test_a_workflow_replaces_an_earlier_runs_output_only_when_asked_and_never_other_files(
         request, cpu_cluster, tmp_path, capsys, name):
     module, out = request.getfixturevalue(name), tmp_path / "out"

@@ -1,8 +1,9 @@
 """GNN mini-batch sampling (PGSampler): fused multi-hop neighbor sampling into per-layer blocks, in the trainer's
-process."""
+process, or on every worker for data-parallel training (:func:`run_on_workers`)."""
 
 from ._blocks import Block, Blocks
 from ._loader import NeighborLoader
 from ._sample import sample_blocks
+from ._workers import run_on_workers
 
-__all__ = ["Block", "Blocks", "NeighborLoader", "sample_blocks"]
+__all__ = ["Block", "Blocks", "NeighborLoader", "run_on_workers", "sample_blocks"]

@@ -48,6 +48,8 @@ class Blocks:
         each hop added; the edges each hop sampled.
     features : array or None
         The feature rows of ``input_nodes``, when a loader was given features.
+    labels : array or None
+        The label rows of ``output_nodes``, when a loader was given labels.
     """
 
     input_nodes: object
@@ -56,6 +58,7 @@ class Blocks:
     num_sampled_nodes: tuple
     num_sampled_edges: tuple
     features: object = None
+    labels: object = None
 
     @property
     def device(self) -> str:
@@ -68,7 +71,8 @@ class Blocks:
         ``n_id`` (= ``input_nodes``), ``edge_index`` (row 0 the sampled
         neighbor, row 1 the vertex it was sampled for, in local ids; hop by hop
         from the seeds), ``e_id``, ``batch_size``, ``num_sampled_nodes``,
-        ``num_sampled_edges`` and, given features, ``x``. The tensors share the
+        ``num_sampled_edges`` and, given features, ``x`` and, given labels,
+        ``y`` (the seeds' only: ``y[:batch_size]`` as with PyG). The tensors share the
         arrays' memory (through DLPack on the GPU). Needs torch and
         torch_geometric.
         """
@@ -83,11 +87,14 @@ class Blocks:
                         num_sampled_edges=list(self.num_sampled_edges), num_nodes=int(self.input_nodes.shape[0]))
         if self.features is not None:
             out.x = _tensor(torch, self.features)
+        if self.labels is not None:
+            out.y = _tensor(torch, self.labels)
         return out
 
     def to_dgl(self) -> list:
         """The layers as ``dgl.block`` s, input layer first, with ``dgl.NID`` on their nodes and ``dgl.EID`` on
-        their edges (a DGL ``DataLoader`` yields ``input_nodes, output_nodes, blocks``). Needs torch and dgl."""
+        their edges (a DGL ``DataLoader`` yields ``input_nodes, output_nodes, blocks``); given features, the first
+        block's ``srcdata["feat"]``, given labels, the last block's ``dstdata["label"]``. Needs torch and dgl."""
         torch = _require("torch", "to_dgl")
         dgl = _require("dgl", "to_dgl")
         out = []
@@ -100,6 +107,8 @@ class Blocks:
             out.append(block)
         if self.features is not None:
             out[0].srcdata["feat"] = _tensor(torch, self.features)
+        if self.labels is not None:
+            out[-1].dstdata["label"] = _tensor(torch, self.labels)
         return out
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
 from typing import Iterator
 
 import numpy as np
@@ -13,10 +14,42 @@ from ..backend import xp
 from ..errors import GpipeValueError
 from ._blocks import Blocks
 from ._fused import sample
-from ._local import local_graph
+from ._local import LocalGraph, local_graph
 from ._sample import check_sampling
 
 SHUFFLE_STEP = 1 << 31  # the step of the shuffle's draws: apart from the sampling's (its hops)
+
+
+@dataclass(frozen=True)
+class LoaderSpec:
+    """A loader's checked parameters but its graph, seeds and per-vertex arrays: what a worker's loader is built
+    from (:func:`gpipe.gnn.run_on_workers`)."""
+
+    fanouts: tuple
+    batch_size: int
+    shuffle: bool
+    drop_last: bool
+    seed: int
+    replace: bool
+    weighted: bool
+    fused: bool
+
+
+def check_loader(g, seeds, fanouts, batch_size, shuffle, drop_last, seed, features, labels, replace, weighted,
+                 fused) -> tuple:
+    """The checked ``(seeds as dense ids (numpy), LoaderSpec, features, labels)`` of a loader over ``g``."""
+    dense, fanouts, replace, weighted, seed = check_sampling(g, seeds, fanouts, replace, weighted, seed)
+    spec = LoaderSpec(tuple(fanouts), check_int("batch_size", batch_size, minimum=1), check_bool("shuffle", shuffle),
+                      check_bool("drop_last", drop_last), seed, replace, weighted, check_bool("fused", fused))
+    return dense, spec, _per_vertex("features", features, g), _per_vertex("labels", labels, g)
+
+
+def _per_vertex(name: str, values, g):
+    """``values`` if it has a row per vertex of ``g`` (or is None)."""
+    if values is not None and getattr(values, "shape", (None,))[:1] != (g.num_vertices,):
+        raise GpipeValueError(f"'{name}' must have a row per vertex ({g.num_vertices}), got "
+                              f"{getattr(values, 'shape', type(values).__name__)}")
+    return values
 
 
 class NeighborLoader:
@@ -50,6 +83,9 @@ class NeighborLoader:
         A feature matrix whose row ``i`` belongs to vertex ``i`` (numpy, or
         cupy on the GPU; copied to the graph's device once): each batch
         carries the rows of its ``input_nodes`` as ``features``.
+    labels : array, optional
+        Per-vertex values (row ``i``: vertex ``i``), e.g. class labels: each
+        batch carries those of its ``output_nodes`` as ``labels``.
     replace, weighted, fused : bool
         As for :func:`sample_blocks`.
 
@@ -57,7 +93,7 @@ class NeighborLoader:
     ------
     GpipeValueError
         As :func:`sample_blocks`, and ``batch_size`` below 1 or ``features``
-        without a row per vertex.
+        or ``labels`` without a row per vertex.
 
     Examples
     --------
@@ -69,24 +105,28 @@ class NeighborLoader:
     """
 
     def __init__(self, g, seeds, fanouts, batch_size: int, shuffle: bool = True, drop_last: bool = False,
-                 seed: int = 0, features=None, replace: bool = False, weighted: bool = False, fused: bool = True):
-        dense, self._fanouts, self._replace, self._weighted, seed = check_sampling(g, seeds, fanouts, replace,
-                                                                                    weighted, seed)
-        self.batch_size = check_int("batch_size", batch_size, minimum=1)
-        self.shuffle, self.drop_last = check_bool("shuffle", shuffle), check_bool("drop_last", drop_last)
-        self._fused = check_bool("fused", fused)
-        self._key = _rng.key(seed)
-        self._x = xp(g.device)
-        self._seeds = self._x.asarray(dense)
-        if features is not None:
-            rows = getattr(features, "shape", (None,))[0]
-            if rows != g.num_vertices:
-                raise GpipeValueError(f"'features' must have a row per vertex ({g.num_vertices}), got "
-                                      f"{getattr(features, 'shape', type(features).__name__)}")
-            features = self._x.asarray(features)
-        self._features = features
-        self._local = local_graph(g)
-        self._stream = None if self._x is np else self._x.cuda.Stream(non_blocking=True)
+                 seed: int = 0, features=None, labels=None, replace: bool = False, weighted: bool = False,
+                 fused: bool = True):
+        dense, spec, features, labels = check_loader(g, seeds, fanouts, batch_size, shuffle, drop_last, seed,
+                                                     features, labels, replace, weighted, fused)
+        self._start(local_graph(g), g.device, dense, spec, features, labels)
+
+    @classmethod
+    def _on(cls, local: LocalGraph, device: str, dense, spec: LoaderSpec, features=None, labels=None):
+        """A loader over an assembled graph (on a worker) with checked parameters (:func:`check_loader`)."""
+        loader = cls.__new__(cls)
+        loader._start(local, device, dense, spec, features, labels)
+        return loader
+
+    def _start(self, local: LocalGraph, device: str, dense, spec: LoaderSpec, features, labels) -> None:
+        self._spec, self._local = spec, local
+        self.batch_size, self.shuffle, self.drop_last = spec.batch_size, spec.shuffle, spec.drop_last
+        self._key = _rng.key(spec.seed)
+        self._x = x = xp(device)
+        self._seeds = x.asarray(dense)
+        self._features = None if features is None else x.asarray(features)  # copied to the graph's device once
+        self._labels = None if labels is None else x.asarray(labels)
+        self._stream = None if x is np else x.cuda.Stream(non_blocking=True)
         self.epoch = 0
 
     def __len__(self) -> int:
@@ -127,6 +167,7 @@ class NeighborLoader:
         return blocks
 
     def _sample(self, order, epoch: int, b: int) -> Blocks:
-        seeds = self._seeds[order[b * self.batch_size:(b + 1) * self.batch_size]]
-        return sample(self._local, seeds, self._fanouts, replace=self._replace, weighted=self._weighted,
-                      key=self._key, batch=epoch * len(self) + b, fused=self._fused, features=self._features)
+        seeds, spec = self._seeds[order[b * self.batch_size:(b + 1) * self.batch_size]], self._spec
+        blocks = sample(self._local, seeds, list(spec.fanouts), replace=spec.replace, weighted=spec.weighted,
+                        key=self._key, batch=epoch * len(self) + b, fused=spec.fused, features=self._features)
+        return blocks if self._labels is None else replace(blocks, labels=self._labels[seeds])

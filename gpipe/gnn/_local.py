@@ -1,7 +1,8 @@
-"""A graph's CSR in the trainer's own process: gathered once from the workers' partitions, kept per graph and device.
+"""A graph's CSR in the trainer's own process: gathered once from the workers' partitions, kept per graph and device;
+or on a worker, assembled from the pieces its peers computed (:mod:`._workers`).
 
-The one module of ``gpipe.gnn`` that talks to the cluster; it uses the graph's public attributes and
-``gpipe.runtime``'s public names only.
+With :mod:`._workers`, the modules of ``gpipe.gnn`` that talk to the cluster; they use the graph's public attributes
+and ``gpipe.runtime``'s public names only.
 """
 
 from __future__ import annotations
@@ -36,21 +37,41 @@ def local_graph(g) -> LocalGraph:
     return kept[g.device]
 
 
-def _fetch(g) -> LocalGraph:
+def check_integer_ids(g) -> None:
     if g.id_map is not None and not np.issubdtype(g.id_map.dtype, np.integer):
         raise GpipeValueError(f"gpipe.gnn needs a graph with integer vertex ids; this one's are {g.id_map.dtype}")
-    x = xp(g.device)
+
+
+def csr_pieces(g, workers: list[str] | None = None) -> list:
+    """Futures of the host CSR pieces of ``g``, each computed by the worker holding it; with ``workers``, a list of
+    them per worker: a replicated graph's own replica where the worker holds one."""
     client = g.client
-    futures = [client.submit(_partition_csr, g.graph_id, p, workers=[w], allow_other_workers=False, pure=False)
-               for p, w in enumerate(g.placement)]
-    pieces = gather_pinned(client, futures, dict(enumerate(g.placement)), "gnn graph fetch")
+    parts = [client.submit(_partition_csr, g.graph_id, p, workers=[w], allow_other_workers=False, pure=False)
+             for p, w in enumerate(g.placement)]
+    if workers is None:
+        return parts
+    replicas = set(g.replicas or ())
+    return [[client.submit(_partition_csr, g.graph_id, 0, workers=[w], allow_other_workers=False, pure=False)]
+            if w in replicas and w != g.placement[0] else parts for w in workers]
+
+
+def assemble(pieces: list[tuple], num_vertices: int, id_map, device: str) -> LocalGraph:
+    """The whole CSR on ``device`` (this process's current GPU for 'gpu') from its partitions' host pieces."""
+    x = xp(device)
     ends = np.cumsum([0] + [indices.shape[0] for _, indices, _ in pieces])
     indptr = np.concatenate([ptr[:-1] + start for (ptr, _, _), start in zip(pieces, ends)] + [ends[-1:]])
-    weights = np.concatenate([w for _, _, w in pieces]) if g.weighted else None
-    n = g.num_vertices
-    part = Partition(0, 0, n, np.array([0, n]), x.asarray(indptr), x.asarray(np.concatenate([i for _, i, _ in pieces])),
+    weighted = pieces[0][2] is not None
+    weights = np.concatenate([w for _, _, w in pieces]) if weighted else None
+    part = Partition(0, 0, num_vertices, np.array([0, num_vertices]), x.asarray(indptr),
+                     x.asarray(np.concatenate([i for _, i, _ in pieces])),
                      None if weights is None else x.asarray(weights))
-    return LocalGraph(part, int(np.diff(indptr).max(initial=0)), None if g.id_map is None else x.asarray(g.id_map))
+    return LocalGraph(part, int(np.diff(indptr).max(initial=0)), None if id_map is None else x.asarray(id_map))
+
+
+def _fetch(g) -> LocalGraph:
+    check_integer_ids(g)
+    pieces = gather_pinned(g.client, csr_pieces(g), dict(enumerate(g.placement)), "gnn graph fetch")
+    return assemble(pieces, g.num_vertices, g.id_map, g.device)
 
 
 def _partition_csr(graph_id: str, part: int) -> tuple:

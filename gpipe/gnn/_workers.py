@@ -1,0 +1,156 @@
+"""run_on_workers: a training function on every worker of the graph's cluster, each with a NeighborLoader over its
+share of the seeds against its own copy of the graph's CSR: data-parallel training (torch DDP) with no client in the
+loop."""
+
+from __future__ import annotations
+
+import os
+import socket
+import uuid
+
+from distributed.comm import get_address_host
+
+from .._validate import check_callable, check_mapping, check_picklable
+from ..backend import to_host
+from ..errors import GpipeValueError, TaskError
+from ..runtime import gather_pinned, workers_info
+from ._loader import LoaderSpec, NeighborLoader, check_loader
+from ._local import assemble, check_integer_ids, csr_pieces
+
+PHASE = "gnn training"
+_RESERVED = ("loader", "rank", "world_size")  # train_fn's own arguments: not in ``kwargs``
+
+
+def run_on_workers(train_fn, g, seeds, fanouts, batch_size: int, *, shuffle: bool = True, drop_last: bool = False,
+                   seed: int = 0, features=None, labels=None, replace: bool = False, weighted: bool = False,
+                   fused: bool = True, kwargs: dict | None = None) -> list:
+    """Run ``train_fn(loader, rank, world_size, **kwargs)`` on every worker at once, each with a loader of its own.
+
+    Data-parallel training as torch DDP does it, with the cluster's workers
+    as the ranks (one per GPU under dask-cuda; CPU workers too): every
+    worker assembles the graph's CSR from the partitions it and its peers
+    hold (peer to peer, on its GPU when the graph is on GPUs) and gets a
+    :class:`NeighborLoader` over its share of the seeds; the batches are
+    sampled on the worker, the client only waits for the results.
+
+    Ranks are the workers in order of address (the same whatever order they
+    started in). Rank ``r`` of ``W`` takes ``seeds[r:W*s:W]``, with
+    ``s = len(seeds) // W``: equal shares, so every rank runs as many
+    batches (DDP's collectives need it); the last ``len(seeds) % W`` seeds
+    (fewer than ``W``) are left out. Rank ``r``'s loader yields the batches
+    ``NeighborLoader(g, seeds[r:W*s:W], fanouts, batch_size, ...)`` yields
+    with the same arguments.
+
+    While ``train_fn`` runs, the environment holds what ``torch.distributed``'s
+    default ``env://`` rendezvous reads: ``MASTER_ADDR`` (rank 0's host),
+    ``MASTER_PORT`` (a port free on it), ``RANK`` and ``WORLD_SIZE``; so
+    ``torch.distributed.init_process_group("gloo" or "nccl", rank=rank,
+    world_size=world_size)`` joins the ranks (call ``destroy_process_group()``
+    before returning). On a dask-cuda worker the worker's GPU is CUDA device
+    0 (``torch.device("cuda", 0)``). gpipe itself does not import torch.
+
+    Parameters
+    ----------
+    train_fn : callable
+        ``train_fn(loader, rank, world_size, **kwargs)``, picklable; its
+        return value (picklable) comes back to the client.
+    g : gpipe.Graph
+        A graph with integer vertex ids.
+    seeds : array-like of int
+        Distinct vertices (the training vertices), split among the ranks.
+    fanouts, batch_size, shuffle, drop_last, seed, features, labels, replace, weighted, fused
+        As for :class:`NeighborLoader`; ``features`` and ``labels`` (host or
+        device arrays) are sent once to every worker.
+    kwargs : dict, optional
+        More keyword arguments of ``train_fn`` (not ``loader``, ``rank`` or
+        ``world_size``), the same on every rank.
+
+    Returns
+    -------
+    list
+        ``train_fn``'s results, in rank order.
+
+    Raises
+    ------
+    GpipeValueError
+        As :class:`NeighborLoader`; ``train_fn`` not callable or not
+        picklable; ``kwargs`` not a mapping of names or not picklable, or
+        holding one of ``train_fn``'s own arguments; fewer seeds than workers.
+    TaskError
+        ``train_fn`` raised on a worker: the message names the rank and the error.
+    WorkerLostError
+        A worker left the cluster during the run.
+
+    Examples
+    --------
+    >>> def count(loader, rank, world_size, scale):
+    ...     return rank, world_size, scale * sum(batch.output_nodes.size for batch in loader)
+    >>> with gpipe.connect(n_workers=1, device="cpu"):
+    ...     g = gpipe.generators.rmat(10, seed=1)
+    ...     gpipe.gnn.run_on_workers(count, g, seeds=range(100), fanouts=[10, 5], batch_size=32, seed=3,
+    ...                              kwargs={"scale": 2})
+    [(0, 1, 200)]
+    """
+    check_picklable("train_fn", check_callable("train_fn", train_fn))
+    dense, spec, features, labels = check_loader(g, seeds, fanouts, batch_size, shuffle, drop_last, seed, features,
+                                                 labels, replace, weighted, fused)
+    kwargs = check_picklable("kwargs", _check_kwargs(kwargs))
+    check_integer_ids(g)
+    client = g.client
+    workers = sorted(workers_info(client))
+    world = len(workers)
+    share = dense.size // world
+    if share == 0:
+        raise GpipeValueError(f"'seeds' must hold at least one vertex per worker ({world}), got {dense.size}")
+    rendezvous = {"MASTER_ADDR": get_address_host(workers[0]),
+                  "MASTER_PORT": str(client.run(_free_port, workers=[workers[0]])[workers[0]])}
+    pieces = csr_pieces(g, workers)
+    features, labels = (None if a is None else client.scatter(to_host(a), broadcast=True, hash=False)
+                        for a in (features, labels))
+    run_id = uuid.uuid4().hex
+    futures = [client.submit(_train, train_fn, rank, world, rendezvous, pieces[rank], g.num_vertices, g.id_map,
+                             g.device, dense[rank:world * share:world], spec, features, labels, kwargs,
+                             workers=[w], allow_other_workers=False, pure=False, key=f"gpipe-gnn-train-{run_id}-{rank}")
+                 for rank, w in enumerate(workers)]
+    try:
+        return gather_pinned(client, futures, dict(enumerate(workers)), PHASE, unit="rank")
+    except BaseException:
+        client.cancel(futures)
+        raise
+
+
+def _check_kwargs(kwargs) -> dict:
+    kwargs = check_mapping("kwargs", {} if kwargs is None else kwargs)
+    for name in kwargs:
+        if not isinstance(name, str) or not name.isidentifier():
+            raise GpipeValueError(f"'kwargs' must map argument names to values, got the key {name!r}")
+        if name in _RESERVED:
+            raise GpipeValueError(f"'kwargs' must not hold {', '.join(_RESERVED)} (run_on_workers gives them), "
+                                  f"got {name!r}")
+    return kwargs
+
+
+def _free_port() -> int:
+    """A TCP port free on this host now (for rank 0's rendezvous; the OS picks it)."""
+    with socket.socket() as s:
+        s.bind(("", 0))
+        return s.getsockname()[1]
+
+
+def _train(train_fn, rank: int, world: int, rendezvous: dict, pieces: list, num_vertices: int, id_map, device: str,
+           seeds, spec: LoaderSpec, features, labels, kwargs: dict):
+    """On worker ``rank``: its loader, then ``train_fn`` with the rendezvous in the environment (restored after)."""
+    loader = NeighborLoader._on(assemble(pieces, num_vertices, id_map, device), device, seeds, spec, features, labels)
+    env = dict(rendezvous, RANK=str(rank), WORLD_SIZE=str(world))
+    saved = {name: os.environ.get(name) for name in env}
+    os.environ.update(env)
+    try:
+        return train_fn(loader, rank, world, **kwargs)
+    except Exception as exc:
+        raise TaskError(PHASE, rank, None, repr(exc), unit="rank") from exc
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
