@@ -44,7 +44,7 @@ class MiningResult:
 @dataclass(frozen=True)
 class Spec:
     graph_id: str
-    plan: object  # columns, first_degree, reads_ancestors, extend(x, graph, table, chunk, capacity, timer)
+    plan: object  # grow(x, graph, spec, table, lo, hi, stats): a range's result (ColumnPlan: cliques, matches)
     listing: bool
     capacity: int  # candidate slots per extension batch, so per chunk
     device_budget: int | None  # bytes of table chunks a worker keeps on its device; None: auto, decided there
@@ -66,6 +66,17 @@ def check_mined_graph(g):
 def mine(g, plan, listing: bool, device_budget, host_budget) -> MiningResult:
     """Grow the tables of ``plan`` on ``g``'s workers; the count, the rows (dense ids) when listing, the stats."""
     start = time.perf_counter()
+    results, stats = grow_on_workers(g, plan, listing, device_budget, host_budget)
+    stats["seconds"] = time.perf_counter() - start
+    rows = None
+    if listing:
+        rows = np.concatenate([np.empty((0, plan.columns), np.int64)] + [r for _, r in results])
+    return MiningResult(sum(c for c, _ in results), stats, rows)
+
+
+def grow_on_workers(g, plan, listing: bool, device_budget, host_budget) -> tuple[list, dict]:
+    """``plan.grow`` on every range of first vertices, on ``g``'s workers: the results in range order and the
+    stats (``primitive_seconds`` summed over the workers)."""
     spec = Spec(g.graph_id, plan, listing,
                 check_int("gpipe.mining.chunk-embeddings", config.get("mining.chunk-embeddings"), minimum=1),
                 _budget("device_budget", device_budget, "mining.device-budget"),
@@ -73,12 +84,9 @@ def mine(g, plan, listing: bool, device_budget, host_budget) -> MiningResult:
     ranges = _ranges(g.degrees().to_numpy(), check_int("gpipe.mining.ranges", config.get("mining.ranges"), minimum=1))
     results, summaries = on_replicas(g, _grow_here, spec, ranges)
     stats = merged(summaries)
-    stats["primitive_seconds"] = stats.pop("seconds")  # summed over the workers
-    stats.update(ranges=len(ranges), workers=len(summaries), device=g.device, seconds=time.perf_counter() - start)
-    rows = None
-    if listing:
-        rows = np.concatenate([np.empty((0, plan.columns), np.int64)] + [r for _, r in results])
-    return MiningResult(sum(c for c, _ in results), stats, rows)
+    stats["primitive_seconds"] = stats.pop("seconds")
+    stats.update(ranges=len(ranges), workers=len(summaries), device=g.device)
+    return results, stats
 
 
 def _budget(name: str, value, key: str) -> int | None:
@@ -109,10 +117,17 @@ def _grow_here(spec: Spec, ranges: list) -> tuple[list, dict]:
         for lo, hi in ranges:
             table = EmbeddingTable(device, device_budget, host_budget, folder, stats)
             try:
-                results.append(_grow(x, graph, spec, table, lo, hi, stats))
+                results.append(spec.plan.grow(x, graph, spec, table, lo, hi, stats))
             finally:
                 table.close()
     return results, stats.summary()
+
+
+class ColumnPlan:
+    """A plan whose tables grow one vertex column at a time, each chunk by ``extend`` (cliques, matches)."""
+
+    def grow(self, x, graph, spec: Spec, table: EmbeddingTable, lo: int, hi: int, stats: Stats) -> tuple:
+        return _grow(x, graph, spec, table, lo, hi, stats)
 
 
 def _grow(x, graph, spec: Spec, table: EmbeddingTable, lo: int, hi: int, stats: Stats) -> tuple:
