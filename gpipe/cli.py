@@ -48,7 +48,6 @@ from functools import partial
 from typing import Callable
 
 import numpy as np
-import pandas as pd
 
 from . import __version__, config, counting, generators, mining, sampling, walks, workflow
 from ._files import GRAPH_FILES, WALK_FILES, atomic_dir, atomic_file, write_json
@@ -706,22 +705,15 @@ def _mined(args, g: Graph, budgets: dict) -> tuple[dict, dict]:
             g.set_labels(np.random.default_rng(args.seed).integers(0, args.random_labels, g.num_vertices))
         found = mining.frequent_patterns(g, args.max_edges, args.min_support, **budgets)
         if args.patterns:
-            with atomic_file(args.patterns, "wb") as f:
-                found.patterns.assign(labels=found.patterns["labels"].map(list),
-                                      edges=found.patterns["edges"].map(lambda e: [list(p) for p in e])).to_parquet(f)
-            written["patterns"] = os.path.abspath(args.patterns)
+            written["patterns"] = os.path.abspath(found.to_parquet(args.patterns))
         return {"patterns": found.patterns.to_dict("records"), "stats": found.stats}, written
     listing = args.embeddings is not None
     if args.algorithm == "cliques":
         result = (mining.list_cliques if listing else mining.count_cliques)(g, args.k, **budgets)
-        columns = [f"v{i}" for i in range(args.k)]
     else:
         result = mining.match(g, args.pattern, args.induced, embeddings=listing, **budgets)
-        columns = [str(u) for u in result.stats["pattern_vertices"]]
     if listing:
-        with atomic_file(args.embeddings, "wb") as f:
-            pd.DataFrame(result.embeddings, columns=columns).to_parquet(f, index=False)
-        written["embeddings"] = os.path.abspath(args.embeddings)
+        written["embeddings"] = os.path.abspath(result.to_parquet(args.embeddings))
     return {"count": result.count, "stats": result.stats}, written
 
 

@@ -25,7 +25,7 @@ from ..errors import GpipeValueError
 from ..sort import external_sort
 from ._edges import extend_edges, first_edges, pattern_codes
 from ._extend import compress
-from ._grow import check_mined_graph, grow_on_workers
+from ._grow import check_mined_graph, grow_on_workers, write_parquet
 from ._patterns import _COUNT_SHIFT, MAX_EDGES, MAX_LABELS, canonical_tables, unpack
 from ._table import TIERS
 
@@ -44,6 +44,13 @@ class FrequentPatterns:
 
     def __len__(self) -> int:
         return len(self.patterns)
+
+    def to_parquet(self, path) -> str:
+        """Write ``patterns`` to one Parquet file (complete or not at all; labels and edges as lists); return
+        ``path``."""
+        return write_parquet(self.patterns.assign(labels=self.patterns["labels"].map(list),
+                                                  edges=self.patterns["edges"].map(lambda e: [list(p) for p in e])),
+                             path)
 
     def __repr__(self) -> str:
         return f"<gpipe.mining.FrequentPatterns: {len(self)} patterns in {self.stats['seconds']:.3f} s>"

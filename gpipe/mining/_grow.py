@@ -8,14 +8,17 @@ placement, the counts, the listing and the stats.
 
 from __future__ import annotations
 
+import os
 import tempfile
 import time
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 import psutil
 
 from .. import config
+from .._files import atomic_file
 from .._validate import check_bytes, check_graph, check_int
 from ..backend import to_host
 from ..errors import GpipeValueError
@@ -37,6 +40,19 @@ class MiningResult:
     def __int__(self) -> int:
         return self.count
 
+    def to_frame(self) -> pd.DataFrame:
+        """The embeddings, a row each, a column per pattern vertex (``stats['pattern_vertices']``, else
+        ``v0, v1, ...``); a ``GpipeValueError`` when they were not listed."""
+        if self.embeddings is None:
+            raise GpipeValueError("the embeddings were not listed: ask for them (list_cliques, match(..., "
+                                  "embeddings=True))")
+        names = self.stats.get("pattern_vertices") or [f"v{i}" for i in range(self.embeddings.shape[1])]
+        return pd.DataFrame(self.embeddings, columns=[str(u) for u in names])
+
+    def to_parquet(self, path) -> str:
+        """Write :meth:`to_frame` to one Parquet file (complete or not at all); return ``path``."""
+        return write_parquet(self.to_frame(), path)
+
     def __repr__(self) -> str:
         return f"<gpipe.mining.MiningResult: {self.count} embeddings in {self.stats['seconds']:.3f} s>"
 
@@ -50,6 +66,14 @@ class Spec:
     device_budget: int | None  # bytes of table chunks a worker keeps on its device; None: auto, decided there
     host_budget: int | None  # then in host memory; past it chunks go to disk
     spill_directory: str | None
+
+
+def write_parquet(frame: pd.DataFrame, path) -> str:
+    """``frame`` to one Parquet file, which appears complete or not at all."""
+    path = os.fspath(path)
+    with atomic_file(path, "wb") as out:
+        frame.to_parquet(out, index=False)
+    return path
 
 
 def check_mined_graph(g):
