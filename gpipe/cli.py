@@ -479,8 +479,9 @@ def _parser() -> argparse.ArgumentParser:
                              help="the pattern's edges, e.g. 0-1,1-2,2-0 (a triangle)")
             one.add_argument("--induced", action="store_true", help="match induced subgraphs")
         else:
-            one.add_argument("--max-edges", type=_checked(partial(check_int, "max_edges", minimum=1)), required=True,
-                             metavar="E", help="the largest patterns' edge count (1 to 4)")
+            one.add_argument("--max-edges", required=True, metavar="E",
+                             type=_checked(partial(check_int, "max_edges", minimum=1, maximum=mining.FPM_MAX_EDGES)),
+                             help=f"the largest patterns' edge count (1 to {mining.FPM_MAX_EDGES})")
             one.add_argument("--min-support", type=_positive("min_support"), required=True, metavar="S",
                              help="the least MNI support of a pattern reported")
             one.add_argument("--random-labels", type=_positive("random_labels"), metavar="L",
@@ -488,9 +489,9 @@ def _parser() -> argparse.ArgumentParser:
             one.add_argument("--seed", type=_checked(partial(check_seed, "seed")), default=0,
                              help="seed of --random-labels (default: %(default)s)")
         for flag in ("--device-budget", "--host-budget"):
+            where = "on its device" if "device" in flag else "in host memory"
             one.add_argument(flag, type=_checked(partial(check_bytes, _dest(flag)), str), metavar="BYTES",
-                             help=f"table bytes a worker keeps {'on its device' if 'device' in flag else 'in host memory'}"
-                                  f" (e.g. '2 GB'; default: gpipe.mining.{flag[2:]})")
+                             help=f"table bytes a worker keeps {where} (e.g. '2 GB'; default: gpipe.mining.{flag[2:]})")
         if name == "fpm":
             one.add_argument("--patterns", metavar="FILE.parquet", help="also write the patterns table there")
         else:

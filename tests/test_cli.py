@@ -579,6 +579,8 @@ def test_gpipe_mine_fpm_reads_a_labeled_graph_and_writes_the_patterns(capsys, cp
     (["match", "--graph", "rmat:6", "--pattern", "0-1,2"], "'pattern' must be edges such as 0-1,1-2,2-0, got '0-1,2'"),
     (["fpm", "--graph", "rmat:6", "--max-edges", "0", "--min-support", "1"],
      "'max_edges' must be a positive integer, got 0"),
+    (["fpm", "--graph", "rmat:6", "--max-edges", "5", "--min-support", "1"],
+     "'max_edges' must be an integer <= 4, got 5"),
     (["fpm", "--graph", "rmat:6", "--max-edges", "2", "--min-support", "0"],
      "'min_support' must be a positive integer, got 0"),
     (["fpm", "--graph", "rmat:6", "--max-edges", "2", "--min-support", "1"],

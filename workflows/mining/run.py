@@ -82,7 +82,7 @@ _RULES = {
     "mining.k": workflow.integer(minimum=3),
     "mining.pattern": _pattern,
     "mining.induced": _flag,
-    "mining.max_edges": workflow.integer(minimum=1, maximum=4),
+    "mining.max_edges": workflow.integer(minimum=1, maximum=gpipe.mining.FPM_MAX_EDGES),
     "mining.min_support": workflow.integer(minimum=1),
     "mining.random_labels": workflow.integer(minimum=1),
     "mining.seed": workflow.seed,
