@@ -10,6 +10,9 @@ from ``--seeds``; ``random-node``, ``random-edge``) writes the sampled edges int
 ``gpipe count estimate|exact`` counts the embeddings of a labeled query graph
 in a labeled data graph (both in the ``t/v/e`` text format), estimated by
 :func:`gpipe.counting.estimate` or exact by :func:`gpipe.counting.count_exact`;
+``gpipe mine cliques|match|fpm`` counts (or lists) the k-cliques, the matches
+of a small pattern or the frequent labeled patterns of a graph with
+:mod:`gpipe.mining`, and prints a JSON summary (or writes it to ``--summary``);
 ``gpipe run WORKFLOW.yaml`` runs the workflow a YAML config names
 (:mod:`gpipe.workflow`) on a cluster, as the batch scripts of ``cluster/`` do;
 ``gpipe demo`` runs DeepWalk on an R-MAT graph in one command.
@@ -46,9 +49,9 @@ from typing import Callable
 
 import numpy as np
 
-from . import __version__, config, counting, generators, sampling, walks, workflow
+from . import __version__, config, counting, generators, mining, sampling, walks, workflow
 from ._files import GRAPH_FILES, WALK_FILES, atomic_dir, atomic_file, write_json
-from ._validate import check_int, check_probability, check_seed
+from ._validate import check_bytes, check_int, check_probability, check_seed
 from .backend import DEVICES, gpu_problem, versions
 from .cluster import ENV_ADDRESS, ENV_SCHEDULER_FILE, connect
 from .errors import GpipeError, GpipeValueError
@@ -458,6 +461,46 @@ def _parser() -> argparse.ArgumentParser:
         _cluster_flags(one, local=True)
         one.set_defaults(run=_count)
 
+    mine = commands.add_parser("mine", help="mine cliques, pattern matches or frequent patterns in a graph")
+    whats = mine.add_subparsers(dest="algorithm", required=True, metavar="WHAT")
+    for name, function in _MINERS.items():
+        summary_line = inspect.getdoc(function).splitlines()[0].replace("``", "")
+        one = whats.add_parser(name, help=summary_line, description=summary_line)
+        one.add_argument("--graph", type=_graph_source, required=True, metavar="PATH",
+                         help="edge file, graph folder, labeled graph in the t/v/e format (.graph), or "
+                              "rmat:SCALE[:EDGE_FACTOR] to generate one")
+        one.add_argument("--fmt", choices=FORMATS,
+                         help="format of the edge file (default: from its extension, e.g. .txt is snap)")
+        if name == "cliques":
+            one.add_argument("--k", type=_checked(partial(check_int, "k", minimum=3)), required=True, metavar="K",
+                             help="clique size, at least 3")
+        elif name == "match":
+            one.add_argument("--pattern", type=_pattern_edges, required=True, metavar="EDGES",
+                             help="the pattern's edges, e.g. 0-1,1-2,2-0 (a triangle)")
+            one.add_argument("--induced", action="store_true", help="match induced subgraphs")
+        else:
+            one.add_argument("--max-edges", required=True, metavar="E",
+                             type=_checked(partial(check_int, "max_edges", minimum=1, maximum=mining.FPM_MAX_EDGES)),
+                             help=f"the largest patterns' edge count (1 to {mining.FPM_MAX_EDGES})")
+            one.add_argument("--min-support", type=_positive("min_support"), required=True, metavar="S",
+                             help="the least MNI support of a pattern reported")
+            one.add_argument("--random-labels", type=_positive("random_labels"), metavar="L",
+                             help="label the vertices uniformly in 0..L-1 (default: the t/v/e graph's labels)")
+            one.add_argument("--seed", type=_checked(partial(check_seed, "seed")), default=0,
+                             help="seed of --random-labels (default: %(default)s)")
+        for flag in ("--device-budget", "--host-budget"):
+            where = "on its device" if "device" in flag else "in host memory"
+            one.add_argument(flag, type=_checked(partial(check_bytes, _dest(flag)), str), metavar="BYTES",
+                             help=f"table bytes a worker keeps {where} (e.g. '2 GB'; default: gpipe.mining.{flag[2:]})")
+        if name == "fpm":
+            one.add_argument("--patterns", metavar="FILE.parquet", help="also write the patterns table there")
+        else:
+            one.add_argument("--embeddings", metavar="FILE.parquet",
+                             help="also list every embedding, a row each, into this parquet file")
+        one.add_argument("--summary", metavar="FILE.json", help="write the JSON summary there (default: stdout)")
+        _cluster_flags(one, local=True)
+        one.set_defaults(run=_mine, weight_column=None)
+
     run = commands.add_parser("run", help="run a workflow (workflows/*) from its YAML config, on a cluster",
                               description="Run the workflow that WORKFLOW.yaml names (its key 'workflow': a "
                                           "shipped workflow or the path of a run.py), with the config merged over "
@@ -605,6 +648,75 @@ def _count(args) -> int:
               f"{result['samples_per_second']:,.0f} samples/s over the call, {result['candidate_seconds']:.3f} s of it "
               "building the candidate graph")
     return 0
+
+
+_MINERS = {"cliques": mining.count_cliques, "match": mining.match, "fpm": mining.frequent_patterns}
+
+
+def _pattern_edges(text: str) -> list[tuple]:
+    """The argparse type of ``--pattern``: ``u-v`` pairs separated by commas (integer names as integers)."""
+    pairs = [tuple(part.strip().split("-")) for part in text.split(",")]
+    if not pairs or any(len(p) != 2 or not all(p) for p in pairs):
+        raise argparse.ArgumentTypeError(f"'pattern' must be edges such as 0-1,1-2,2-0, got {text!r}")
+    return [tuple(int(u) if u.isdigit() else u for u in p) for p in pairs]
+
+
+def _mine(args) -> int:
+    """Read or generate the graph (replicated), mine it, print the JSON summary or write it to ``--summary``."""
+    labeled = not isinstance(args.graph, _Rmat) and args.graph.endswith(".graph")
+    if not labeled:
+        _check_graph_flags(args)
+    if args.algorithm == "fpm" and not labeled and args.random_labels is None:
+        raise GpipeValueError(f"'labels' must come with the graph: give --random-labels L or a t/v/e graph (.graph), "
+                              f"got --graph {args.graph}")
+    outputs = [getattr(args, name, None) for name in ("embeddings", "patterns", "summary")]
+    for path in filter(None, outputs):  # before any work: a file that cannot be written names itself
+        if not os.path.isdir(os.path.dirname(os.path.abspath(path))):
+            raise GpipeValueError(f"the folder of {path!r} must exist")
+    budgets = {"device_budget": args.device_budget, "host_budget": args.host_budget}
+    watch = _Stopwatch()
+    with _cluster(args) as client:
+        watch.lap("connect")
+        if labeled:
+            g = counting.read_graph(args.graph, mode="replicated")
+        elif isinstance(args.graph, _Rmat):
+            g = generators.rmat(args.graph.scale, args.graph.edge_factor, mode="replicated")
+        else:
+            g = read_edges(args.graph, fmt=args.fmt, mode="replicated")
+        watch.lap("graph")
+        result, written = _mined(args, g, budgets)
+        watch.lap("mine")
+        summary = {"status": "ok", "command": "mine", "algorithm": args.algorithm, "command_line": args.command_line,
+                   "parameters": {k: v for k, v in vars(args).items() if k not in _NOT_PARAMETERS},
+                   "graph": {"num_vertices": g.num_vertices, "num_edges": g.num_edges},
+                   "cluster": _cluster_info(client), **result, "outputs": written,
+                   "timings": dict(watch.seconds, total=watch.total()), "gpipe_version": __version__}
+        g.release()
+    if args.summary:
+        write_json(args.summary, summary)
+    else:
+        print(json.dumps(summary, indent=2, default=str))
+    return 0
+
+
+def _mined(args, g: Graph, budgets: dict) -> tuple[dict, dict]:
+    """The mining call of ``args.algorithm``: its summary sections and the files it wrote."""
+    written = {}
+    if args.algorithm == "fpm":
+        if args.random_labels is not None:
+            g.set_labels(np.random.default_rng(args.seed).integers(0, args.random_labels, g.num_vertices))
+        found = mining.frequent_patterns(g, args.max_edges, args.min_support, **budgets)
+        if args.patterns:
+            written["patterns"] = os.path.abspath(found.to_parquet(args.patterns))
+        return {"patterns": found.patterns.to_dict("records"), "stats": found.stats}, written
+    listing = args.embeddings is not None
+    if args.algorithm == "cliques":
+        result = (mining.list_cliques if listing else mining.count_cliques)(g, args.k, **budgets)
+    else:
+        result = mining.match(g, args.pattern, args.induced, embeddings=listing, **budgets)
+    if listing:
+        written["embeddings"] = os.path.abspath(result.to_parquet(args.embeddings))
+    return {"count": result.count, "stats": result.stats}, written
 
 
 def _run_workflow(args) -> int:

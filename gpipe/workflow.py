@@ -383,7 +383,7 @@ def main(argv: list[str] | None, *, prog: str, description: str, defaults: str,
     return 0
 
 
-def load_graph(section: dict, *, weighted: bool = False) -> Graph:
+def load_graph(section: dict, *, weighted: bool = False, mode: str | None = None) -> Graph:
     """The graph of a config's ``graph`` section, on the current client.
 
     Parameters
@@ -394,6 +394,8 @@ def load_graph(section: dict, *, weighted: bool = False) -> Graph:
         and ``partitions``.
     weighted : bool
         Generate an ``rmat:`` graph with edge weights (for a walk or sampler that uses them).
+    mode : {'auto', 'partitioned', 'replicated'}, optional
+        How the graph is held (see :func:`gpipe.read_edges`); pattern mining needs ``'replicated'``.
 
     Returns
     -------
@@ -418,8 +420,8 @@ def load_graph(section: dict, *, weighted: bool = False) -> Graph:
     rmat = _rmat_spec(section["path"])
     if rmat is not None:
         return generators.rmat(*rmat, directed=section["directed"], partitions=section["partitions"],
-                               weighted=weighted)
-    return read_edges(section["path"], directed=section["directed"], partitions=section["partitions"])
+                               weighted=weighted, mode=mode)
+    return read_edges(section["path"], directed=section["directed"], partitions=section["partitions"], mode=mode)
 
 
 # -- gpipe run --------------------------------------------------------------------------------
@@ -432,8 +434,8 @@ def run(workflow: str, overrides: Iterable[str] = (), *, scheduler_file: str | N
     ----------
     workflow : str
         A workflow config: a YAML file whose top-level ``workflow`` key names a shipped workflow
-        (a folder of ``workflows/``: ``embeddings``, ``gnn_training``, ``graph_sampling``) or the ``run.py`` of one
-        (a path relative to the file); the rest is merged over that workflow's defaults. Or the name
+        (a folder of ``workflows/``: ``embeddings``, ``gnn_training``, ``graph_sampling``, ``mining``) or the
+        ``run.py`` of one (a path relative to the file); the rest is merged over that workflow's defaults. Or the name
         of a shipped workflow, run with its defaults.
     overrides : iterable of str
         ``key.sub=value`` items, as the workflow's ``--set`` takes them.

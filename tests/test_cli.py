@@ -525,3 +525,70 @@ def test_overwrite_keeps_a_folder_that_holds_other_files(capsys, cpu_cluster, tm
     code, _, err = _walk_into(capsys, cpu_cluster, out, 1, "--overwrite")
     assert code == 2 and "'out' must hold only gpipe's output to be overwritten" in err
     assert "'walks.parquet/notes.md' is not a file gpipe writes there" in err and tree(out) == before
+
+
+# -- gpipe mine ----------------------------------------------------------------------------------------------------
+def test_gpipe_mine_cliques_and_match_print_their_counts_and_write_the_embeddings(capsys, cpu_cluster, tmp_path):
+    code, out, _ = _run(capsys, cpu_cluster, "mine", "cliques", "--graph", "rmat:8", "--k", "4", "--quiet")
+    summary = json.loads(out)
+    with cpu_cluster.as_current():
+        g = gpipe.generators.rmat(8, mode="replicated")
+        cliques = gpipe.mining.list_cliques(g, 4)
+        paths = gpipe.mining.match(g, [(0, 1), (1, 2)], induced=True, embeddings=True)
+    assert code == 0 and (summary["algorithm"], summary["count"]) == ("cliques", cliques.count) and cliques.count > 0
+    assert summary["stats"]["embeddings"][-1] == cliques.count and summary["graph"]["num_vertices"] == 256
+    code, _, _ = _run(capsys, cpu_cluster, "mine", "cliques", "--graph", "rmat:8", "--k", "4", "--quiet",
+                      "--embeddings", str(tmp_path / "cliques.parquet"), "--summary", str(tmp_path / "c.json"))
+    assert code == 0 and json.loads((tmp_path / "c.json").read_text())["outputs"]["embeddings"].endswith(
+        "cliques.parquet")
+    np.testing.assert_array_equal(pd.read_parquet(tmp_path / "cliques.parquet").to_numpy(), cliques.embeddings)
+    code, out, _ = _run(capsys, cpu_cluster, "mine", "match", "--graph", "rmat:8", "--pattern", "a-b,b-c",
+                        "--induced", "--quiet", "--embeddings", str(tmp_path / "paths.parquet"))
+    assert code == 0 and json.loads(out)["count"] == paths.count > 0
+    listed = pd.read_parquet(tmp_path / "paths.parquet")
+    assert list(listed.columns) == ["a", "b", "c"]
+    np.testing.assert_array_equal(listed.to_numpy(), paths.embeddings)
+
+
+def test_gpipe_mine_fpm_reads_a_labeled_graph_and_writes_the_patterns(capsys, cpu_cluster, tmp_path):
+    edges = [(0, 1), (1, 2), (2, 3), (3, 0), (0, 2), (3, 4), (4, 5)]
+    labels = [0, 1, 0, 1, 0, 1]
+    graph = tmp_path / "g.graph"
+    degree = np.bincount(np.ravel(edges))
+    graph.write_text(f"t 6 {len(edges)}\n" + "".join(f"v {v} {label} {degree[v]}\n" for v, label in enumerate(labels))
+                     + "".join(f"e {u} {v}\n" for u, v in edges))
+    code, _, _ = _run(capsys, cpu_cluster, "mine", "fpm", "--graph", str(graph), "--max-edges", "3",
+                      "--min-support", "2", "--quiet", "--summary", str(tmp_path / "s.json"),
+                      "--patterns", str(tmp_path / "p.parquet"))
+    summary = json.loads((tmp_path / "s.json").read_text())
+    with cpu_cluster.as_current():
+        g = gpipe.from_edges(pd.DataFrame(edges, columns=["src", "dst"]), mode="replicated")
+        want = gpipe.mining.frequent_patterns(g, 3, 2, labels=labels).patterns
+    assert code == 0 and len(want) > 0
+    assert [(p["code"], p["support"], p["instances"]) for p in summary["patterns"]] == list(
+        zip(want.code, want.support, want.instances))
+    written = pd.read_parquet(tmp_path / "p.parquet")
+    assert written.code.tolist() == want.code.tolist() and written.labels.map(tuple).tolist() == want.labels.tolist()
+    code, out, _ = _run(capsys, cpu_cluster, "mine", "fpm", "--graph", "rmat:7", "--max-edges", "2",
+                        "--min-support", "3", "--random-labels", "3", "--quiet")
+    assert code == 0 and json.loads(out)["stats"]["max_edges"] == 2
+
+
+@pytest.mark.parametrize("args, message", [
+    (["cliques", "--graph", "rmat:6", "--k", "2"], "'k' must be an integer >= 3, got 2"),
+    (["match", "--graph", "rmat:6", "--pattern", "0-1,2"], "'pattern' must be edges such as 0-1,1-2,2-0, got '0-1,2'"),
+    (["fpm", "--graph", "rmat:6", "--max-edges", "0", "--min-support", "1"],
+     "'max_edges' must be a positive integer, got 0"),
+    (["fpm", "--graph", "rmat:6", "--max-edges", "5", "--min-support", "1"],
+     "'max_edges' must be an integer <= 4, got 5"),
+    (["fpm", "--graph", "rmat:6", "--max-edges", "2", "--min-support", "0"],
+     "'min_support' must be a positive integer, got 0"),
+    (["fpm", "--graph", "rmat:6", "--max-edges", "2", "--min-support", "1"],
+     "'labels' must come with the graph: give --random-labels L or a t/v/e graph"),
+    (["cliques", "--graph", "rmat:6", "--k", "3", "--device-budget", "big"],
+     "'device_budget' must be a byte count such as 1000000 or '4 GB', got 'big'"),
+])
+def test_gpipe_mine_refuses_bad_input_by_name(capsys, args, message):
+    code = main(["mine", *args])
+    err = capsys.readouterr().err
+    assert code == 2 and message in err, err

@@ -140,3 +140,112 @@ def test_bad_patterns_are_refused_by_name(cpu_cluster, pattern, message):
     g = _replicated(cpu_cluster, nx.complete_graph(4))
     with pytest.raises(GpipeValueError, match=message):
         gpipe.mining.match(g, pattern)
+
+
+def _labeled(pattern_edges, labels) -> nx.Graph:
+    graph = nx.Graph(list(pattern_edges))
+    nx.set_node_attributes(graph, dict(enumerate(labels)), "label")
+    return graph
+
+
+def _brute_force_fpm(graph: nx.Graph, labels, max_edges: int) -> list:
+    """Every connected edge set of up to ``max_edges`` edges, grouped by labeled isomorphism: per class a
+    representative, its MNI support (over every isomorphism of each instance onto it) and its instance count."""
+    same_label = nx.algorithms.isomorphism.categorical_node_match("label", None)
+    level = {frozenset([tuple(sorted(e))]) for e in graph.edges()}
+    classes = {}  # (edges, WL hash) -> [[representative, images per vertex, instances], ...]
+    for size in range(1, max_edges + 1):
+        for edge_set in level:
+            instance = nx.Graph(list(edge_set))
+            nx.set_node_attributes(instance, {v: int(labels[v]) for v in instance}, "label")
+            bucket = classes.setdefault((size, nx.weisfeiler_lehman_graph_hash(instance, node_attr="label")), [])
+            found = next((c for c in bucket if nx.is_isomorphic(c[0], instance, node_match=same_label)), None)
+            if found is None:
+                found = [instance, {v: set() for v in instance}, 0]
+                bucket.append(found)
+            found[2] += 1
+            for mapping in nx.algorithms.isomorphism.GraphMatcher(instance, found[0],
+                                                                   node_match=same_label).isomorphisms_iter():
+                for v, u in mapping.items():
+                    found[1][u].add(v)
+        level = {edge_set | {tuple(sorted((v, w)))} for edge_set in level for v in {v for e in edge_set for v in e}
+                 for w in graph[v] if tuple(sorted((v, w))) not in edge_set}
+    return [(r, min(len(s) for s in images.values()), n) for bucket in classes.values() for r, images, n in bucket]
+
+
+def _labeled_graph(seed: int, n: int, p: float, kinds: int):
+    graph = nx.gnp_random_graph(n, p, seed=seed)
+    return graph, np.random.default_rng(seed).integers(0, kinds, n)
+
+
+@pytest.mark.parametrize("seed, n, p, kinds, max_edges, min_support", [
+    (1, 14, 0.3, 2, 3, 1), (2, 14, 0.3, 3, 3, 3), (3, 16, 0.25, 2, 3, 5), (4, 10, 0.35, 2, 4, 2)])
+def test_frequent_patterns_equal_a_brute_force_mni_counter(cpu_cluster, seed, n, p, kinds, max_edges, min_support):
+    graph, labels = _labeled_graph(seed, n, p, kinds)
+    found = gpipe.mining.frequent_patterns(_replicated(cpu_cluster, graph), max_edges, min_support, labels=labels)
+    same_label = nx.algorithms.isomorphism.categorical_node_match("label", None)
+    expected = [c for c in _brute_force_fpm(graph, labels, max_edges) if c[1] >= min_support]
+    assert len(found) == len(expected) > 0
+    assert found.patterns.code.is_unique
+    for row in found.patterns.itertuples():
+        pattern = _labeled(row.edges, row.labels)
+        [(support, instances)] = [(s, i) for r, s, i in expected
+                                  if nx.is_isomorphic(r, pattern, node_match=same_label)]
+        assert (row.support, row.instances, row.size) == (support, instances, len(row.edges)), row
+    assert found.stats["frequent"][-1] == (found.patterns["size"] == max_edges).sum()
+
+
+def test_one_and_two_workers_find_the_same_frequent_patterns(cpu_cluster, one_worker_cluster):
+    graph, labels = _labeled_graph(5, 24, 0.25, 3)
+    found = [gpipe.mining.frequent_patterns(_replicated(c, graph), 3, 2, labels=labels)
+             for c in (one_worker_cluster, cpu_cluster)]
+    assert [f.stats["workers"] for f in found] == [1, 2]
+    pd.testing.assert_frame_equal(found[0].patterns, found[1].patterns)
+    assert found[0].stats["embeddings"] == found[1].stats["embeddings"]
+
+
+def test_labels_of_the_graph_or_by_original_id_give_the_same_patterns(cpu_cluster):
+    graph, labels = _labeled_graph(6, 18, 0.3, 2)
+    g = _replicated(cpu_cluster, graph)
+    given = gpipe.mining.frequent_patterns(g, 2, 2, labels=labels)
+    g.set_labels(pd.Series(labels, index=np.arange(len(labels))))
+    pd.testing.assert_frame_equal(gpipe.mining.frequent_patterns(g, 2, 2).patterns, given.patterns)
+
+
+def test_frequent_patterns_beyond_the_budgets_spill_to_disk_and_stay_the_same(cpu_cluster):
+    graph, labels = _labeled_graph(7, 40, 0.2, 2)
+    g = _replicated(cpu_cluster, graph)
+    in_memory = gpipe.mining.frequent_patterns(g, 3, 3, labels=labels)
+    with dask.config.set({"gpipe.mining.chunk-embeddings": 16, "gpipe.mining.ranges": 4}):
+        spilled = gpipe.mining.frequent_patterns(g, 3, 3, labels=labels, device_budget=256, host_budget="1 kB")
+    pd.testing.assert_frame_equal(spilled.patterns, in_memory.patterns)
+    assert in_memory.stats["spilled_bytes"] == 0 and in_memory.stats["bytes"]["disk"] == 0
+    assert spilled.stats["bytes"]["disk"] > 0 and spilled.stats["bytes"]["host"] > 0
+    assert spilled.stats["embeddings"] == in_memory.stats["embeddings"]
+
+
+@pytest.mark.parametrize("arguments, message", [
+    ((0, 2), "'max_edges' must be a positive integer, got 0"),
+    ((5, 2), "'max_edges' must be an integer <= 4, got 5"),
+    ((2, 0), "'min_support' must be a positive integer, got 0"),
+    ((2, -3), "'min_support' must be a positive integer, got -3"),
+    ((2, 1, [0, 1, 2]), r"'labels' must hold one label per vertex \(5\), got shape \(3,\)"),
+    ((2, 1, ["a"] * 5), "'labels' must be non-negative integers, got dtype <U1"),
+    ((2, 1, [0, 1, 2, 3, -1]), "'labels' must be non-negative integers, got dtype int64, minimum -1"),
+    ((2, 1, pd.Series([0, 1], index=[0, 9])), r"'labels' index' must hold vertices of the graph; 1 do not, e.g. \[9\]"),
+    ((2, 1, np.arange(5) * 1000), None),
+    ((2, 1), r"'labels' must be given when 'g' has none \(Graph.set_labels\), got None"),
+])
+def test_bad_fpm_input_is_refused_by_name(cpu_cluster, arguments, message):
+    g = _replicated(cpu_cluster, nx.complete_graph(5))
+    if message is None:  # labels of any size are fine, only their count is bounded
+        assert len(gpipe.mining.frequent_patterns(g, *arguments)) == 10 + 30
+        return
+    with pytest.raises(GpipeValueError, match=message):
+        gpipe.mining.frequent_patterns(g, *arguments)
+
+
+def test_more_distinct_labels_than_a_code_holds_are_refused(cpu_cluster):
+    g = _replicated(cpu_cluster, nx.path_graph(1100))
+    with pytest.raises(GpipeValueError, match="'labels' must take at most 1024 distinct values, got 1100"):
+        gpipe.mining.frequent_patterns(g, 1, 1, labels=np.arange(1100))

@@ -251,12 +251,78 @@ def test_the_planted_partition_keeps_most_edges_in_a_community_and_features_near
     assert again[0].equals(edges) and np.array_equal(again[2], features)
 
 
+MINING = os.path.join(REPO, "workflows", "mining")
+
+
+@pytest.fixture(scope="module")
+def mining():
+    return _loaded(MINING)
+
+
+def _mining_run(cluster, out, *settings: str) -> list[str]:
+    return [arg for item in [f"cluster.address={cluster.scheduler.address}", "cluster.device=cpu",
+                             "graph.path=rmat:7:4", f"output={out}", *settings] for arg in ("--set", item)]
+
+
+def test_mining_workflow_lists_cliques_and_matches_as_the_api_does(mining, cpu_cluster, tmp_path, capsys):
+    assert mining.main(_mining_run(cpu_cluster, tmp_path / "cliques", "mining.k=3", "mining.embeddings=true")) == 0
+    assert "mining: cliques on 128 vertices" in capsys.readouterr().out
+    assert mining.main(_mining_run(cpu_cluster, tmp_path / "match", "mining.algorithm=match",
+                                   "mining.pattern=[[a, b], [b, c]]", "mining.induced=true")) == 0
+    with cpu_cluster.as_current():
+        g = gpipe.generators.rmat(7, 4, mode="replicated")
+        triangles = gpipe.mining.list_cliques(g, 3)
+        paths = gpipe.mining.match(g, [("a", "b"), ("b", "c")], induced=True)
+    summary = json.load(open(tmp_path / "cliques" / "summary.json"))
+    assert summary["count"] == triangles.count > 0 and summary["stats"]["k"] == 3
+    pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "cliques" / "embeddings.parquet"), triangles.to_frame())
+    summary = json.load(open(tmp_path / "match" / "summary.json"))
+    assert summary["count"] == paths.count > 0 and sorted(os.listdir(tmp_path / "match")) == ["summary.json"]
+
+
+def test_mining_workflow_writes_the_frequent_patterns_of_randomly_labeled_vertices(mining, cpu_cluster, tmp_path):
+    assert mining.main(_mining_run(cpu_cluster, tmp_path / "fpm", "mining.algorithm=fpm", "mining.max_edges=2",
+                                   "mining.min_support=4", "mining.random_labels=3", "mining.seed=5")) == 0
+    with cpu_cluster.as_current():
+        g = gpipe.generators.rmat(7, 4, mode="replicated")
+        labels = np.random.default_rng(5).integers(0, 3, g.num_vertices)
+        want = gpipe.mining.frequent_patterns(g, 2, 4, labels=labels).patterns
+    written = pd.read_parquet(tmp_path / "fpm" / "patterns.parquet")
+    assert written.code.tolist() == want.code.tolist() and len(want) > 0
+    assert written.support.tolist() == want.support.tolist()
+    assert [tuple(map(tuple, e)) for e in written.edges] == want.edges.tolist()
+    assert json.load(open(tmp_path / "fpm" / "summary.json"))["patterns"] == len(want)
+
+
+@pytest.mark.parametrize("override, expected", [
+    ("mining.algorithm=motifs", ["'mining.algorithm'", "'motifs'"]),
+    ("mining.k=2", ["'mining.k' must be an integer >= 3, got 2"]),
+    ("mining.max_edges=5", ["'mining.max_edges' must be an integer <= 4, got 5"]),
+    ("mining.min_support=0", ["'mining.min_support' must be a positive integer, got 0"]),
+    ("mining.pattern=[[0, 1, 2]]", ["'mining.pattern' must be a non-empty list of [u, v] edges"]),
+    ("graph.directed=true", ["'graph.directed' must be false"]),
+    ("mining.colour=red", ["unknown key 'mining.colour'"]),
+])
+def test_mining_bad_config_exits_2_naming_the_key(mining, capsys, override, expected):
+    code = mining.main(["--set", "cluster.address=tcp://127.0.0.1:1", "--set", override])
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith("mining: error: ") and "Traceback" not in err
+    assert all(text in err for text in expected), err
+
+
+def test_mining_shipped_config_validates(mining):
+    with open(os.path.join(MINING, "config.yaml")) as f:
+        config = yaml.safe_load(f)
+    assert mining.validate_config(config) == config
+
+
 # -- every workflow: an output folder appears complete or not at all ----------------------------
 
 _SMALL_RUN = {"embeddings": ["walks.algorithm=deepwalk", "walks.params={}", "walks.length=3",
                              "walks.walks_per_vertex=1"],
               "graph_sampling": ["seeds=[0, 1]"],
-              "gnn_training": ["graph.vertices=64", "train.epochs=1"]}
+              "gnn_training": ["graph.vertices=64", "train.epochs=1"],
+              "mining": ["mining.k=3"]}
 _NEEDS = {"gnn_training": pytest.mark.skipif(not _TORCH, reason="gnn_training needs torch")}
 _WORKFLOWS = [pytest.param(name, marks=_NEEDS.get(name, ())) for name in _SMALL_RUN]
 

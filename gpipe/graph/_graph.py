@@ -173,6 +173,11 @@ class Graph:
         Series indexed by original vertex id holding every vertex once. Runs on
         the workers read them as the per-vertex array ``"labels"``.
         """
+        self._vertex_arrays["labels"] = self.label_array(labels)
+        self._on_workers.discard("labels")
+
+    def label_array(self, labels) -> np.ndarray:
+        """``labels`` as :meth:`set_labels` takes them, checked: one int64 label per vertex, by dense id."""
         if isinstance(labels, pd.Series):
             dense = self.to_internal(labels.index.to_numpy(), "labels' index")
             if len(np.unique(dense)) != self.num_vertices or len(dense) != self.num_vertices:
@@ -185,11 +190,12 @@ class Graph:
             if values.shape != (self.num_vertices,):
                 raise GpipeValueError(f"'labels' must hold one label per vertex ({self.num_vertices}), got shape "
                                       f"{values.shape}")
-        if not np.issubdtype(values.dtype, np.integer) or (values < 0).any():
+        if not np.issubdtype(values.dtype, np.integer):
+            raise GpipeValueError(f"'labels' must be non-negative integers, got dtype {values.dtype}")
+        if (values < 0).any():
             raise GpipeValueError(f"'labels' must be non-negative integers, got dtype {values.dtype}, minimum "
-                                  f"{values.min(initial=0)}")
-        self._vertex_arrays["labels"] = values.astype(np.int64)
-        self._on_workers.discard("labels")
+                                  f"{values.min()}")
+        return values.astype(np.int64)
 
     def put_on_workers(self, names) -> None:
         """Put per-vertex arrays (``"degrees"``, ``"upper_degrees"``, ``"labels"``) into the stores of the graph's workers, once.

@@ -6,11 +6,11 @@ from dataclasses import dataclass
 
 from .._validate import check_int
 from ._extend import extend_cliques
-from ._grow import MiningResult, check_mined_graph, mine
+from ._grow import ColumnPlan, MiningResult, check_mined_graph, mine
 
 
 @dataclass(frozen=True)
-class CliquePlan:
+class CliquePlan(ColumnPlan):
     columns: int  # k
     reads_ancestors = False  # a chunk extends by its own column: the one before can go once it is extended
 

@@ -8,14 +8,17 @@ placement, the counts, the listing and the stats.
 
 from __future__ import annotations
 
+import os
 import tempfile
 import time
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 import psutil
 
 from .. import config
+from .._files import atomic_file
 from .._validate import check_bytes, check_graph, check_int
 from ..backend import to_host
 from ..errors import GpipeValueError
@@ -37,6 +40,19 @@ class MiningResult:
     def __int__(self) -> int:
         return self.count
 
+    def to_frame(self) -> pd.DataFrame:
+        """The embeddings, a row each, a column per pattern vertex (``stats['pattern_vertices']``, else
+        ``v0, v1, ...``); a ``GpipeValueError`` when they were not listed."""
+        if self.embeddings is None:
+            raise GpipeValueError("the embeddings were not listed: ask for them (list_cliques, match(..., "
+                                  "embeddings=True))")
+        names = self.stats.get("pattern_vertices") or [f"v{i}" for i in range(self.embeddings.shape[1])]
+        return pd.DataFrame(self.embeddings, columns=[str(u) for u in names])
+
+    def to_parquet(self, path) -> str:
+        """Write :meth:`to_frame` to one Parquet file (complete or not at all); return ``path``."""
+        return write_parquet(self.to_frame(), path)
+
     def __repr__(self) -> str:
         return f"<gpipe.mining.MiningResult: {self.count} embeddings in {self.stats['seconds']:.3f} s>"
 
@@ -44,12 +60,20 @@ class MiningResult:
 @dataclass(frozen=True)
 class Spec:
     graph_id: str
-    plan: object  # columns, first_degree, reads_ancestors, extend(x, graph, table, chunk, capacity, timer)
+    plan: object  # grow(x, graph, spec, table, lo, hi, stats): a range's result (ColumnPlan: cliques, matches)
     listing: bool
     capacity: int  # candidate slots per extension batch, so per chunk
     device_budget: int | None  # bytes of table chunks a worker keeps on its device; None: auto, decided there
     host_budget: int | None  # then in host memory; past it chunks go to disk
     spill_directory: str | None
+
+
+def write_parquet(frame: pd.DataFrame, path) -> str:
+    """``frame`` to one Parquet file, which appears complete or not at all."""
+    path = os.fspath(path)
+    with atomic_file(path, "wb") as out:
+        frame.to_parquet(out, index=False)
+    return path
 
 
 def check_mined_graph(g):
@@ -66,6 +90,17 @@ def check_mined_graph(g):
 def mine(g, plan, listing: bool, device_budget, host_budget) -> MiningResult:
     """Grow the tables of ``plan`` on ``g``'s workers; the count, the rows (dense ids) when listing, the stats."""
     start = time.perf_counter()
+    results, stats = grow_on_workers(g, plan, listing, device_budget, host_budget)
+    stats["seconds"] = time.perf_counter() - start
+    rows = None
+    if listing:
+        rows = np.concatenate([np.empty((0, plan.columns), np.int64)] + [r for _, r in results])
+    return MiningResult(sum(c for c, _ in results), stats, rows)
+
+
+def grow_on_workers(g, plan, listing: bool, device_budget, host_budget) -> tuple[list, dict]:
+    """``plan.grow`` on every range of first vertices, on ``g``'s workers: the results in range order and the
+    stats (``primitive_seconds`` summed over the workers)."""
     spec = Spec(g.graph_id, plan, listing,
                 check_int("gpipe.mining.chunk-embeddings", config.get("mining.chunk-embeddings"), minimum=1),
                 _budget("device_budget", device_budget, "mining.device-budget"),
@@ -73,12 +108,9 @@ def mine(g, plan, listing: bool, device_budget, host_budget) -> MiningResult:
     ranges = _ranges(g.degrees().to_numpy(), check_int("gpipe.mining.ranges", config.get("mining.ranges"), minimum=1))
     results, summaries = on_replicas(g, _grow_here, spec, ranges)
     stats = merged(summaries)
-    stats["primitive_seconds"] = stats.pop("seconds")  # summed over the workers
-    stats.update(ranges=len(ranges), workers=len(summaries), device=g.device, seconds=time.perf_counter() - start)
-    rows = None
-    if listing:
-        rows = np.concatenate([np.empty((0, plan.columns), np.int64)] + [r for _, r in results])
-    return MiningResult(sum(c for c, _ in results), stats, rows)
+    stats["primitive_seconds"] = stats.pop("seconds")
+    stats.update(ranges=len(ranges), workers=len(summaries), device=g.device)
+    return results, stats
 
 
 def _budget(name: str, value, key: str) -> int | None:
@@ -109,10 +141,17 @@ def _grow_here(spec: Spec, ranges: list) -> tuple[list, dict]:
         for lo, hi in ranges:
             table = EmbeddingTable(device, device_budget, host_budget, folder, stats)
             try:
-                results.append(_grow(x, graph, spec, table, lo, hi, stats))
+                results.append(spec.plan.grow(x, graph, spec, table, lo, hi, stats))
             finally:
                 table.close()
     return results, stats.summary()
+
+
+class ColumnPlan:
+    """A plan whose tables grow one vertex column at a time, each chunk by ``extend`` (cliques, matches)."""
+
+    def grow(self, x, graph, spec: Spec, table: EmbeddingTable, lo: int, hi: int, stats: Stats) -> tuple:
+        return _grow(x, graph, spec, table, lo, hi, stats)
 
 
 def _grow(x, graph, spec: Spec, table: EmbeddingTable, lo: int, hi: int, stats: Stats) -> tuple:

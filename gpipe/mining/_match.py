@@ -10,13 +10,13 @@ import numpy as np
 from .._validate import check_bool
 from ..errors import GpipeValueError
 from ._extend import extend_match
-from ._grow import MiningResult, check_mined_graph, mine
+from ._grow import ColumnPlan, MiningResult, check_mined_graph, mine
 
 MAX_PATTERN_VERTICES = 16
 
 
 @dataclass(frozen=True)
-class MatchPlan:
+class MatchPlan(ColumnPlan):
     order: tuple  # pattern vertices (0..m-1) in matching order
     back: tuple  # per position: the earlier positions adjacent in the pattern
     apart: tuple  # per position: the earlier positions not adjacent (checked for induced matches)

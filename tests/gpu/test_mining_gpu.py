@@ -1,6 +1,7 @@
 """gpipe.mining on the GPU against the CPU twin: the same counts and the same cliques (run with -m gpu)."""
 
 import numpy as np
+import pandas as pd
 import pytest
 
 import gpipe
@@ -45,3 +46,21 @@ def test_matches_on_gpu_equal_cpu(gpu_cluster, cpu_cluster, induced):
     gpu, cpu = matches(gpu_cluster), matches(cpu_cluster)
     np.testing.assert_array_equal(gpu.embeddings, cpu.embeddings)
     assert gpu.count == cpu.count > 0
+
+
+@pytest.mark.parametrize("budgets", [{}, {"device_budget": "32 kB", "host_budget": "64 kB"}])
+def test_frequent_patterns_on_gpu_equal_cpu(gpu_cluster, cpu_cluster, budgets):
+    """The edge-extension and pattern-code kernels against their CPU twins, through the whole FPM run."""
+
+    def patterns(client):
+        with client.as_current():
+            g = gpipe.generators.rmat(scale=9, edge_factor=4, seed=6, mode="replicated")
+            labels = np.random.default_rng(6).integers(0, 4, g.num_vertices)
+            return gpipe.mining.frequent_patterns(g, 3, 20, labels=labels, **budgets)
+
+    gpu, cpu = patterns(gpu_cluster), patterns(cpu_cluster)
+    assert (gpu.stats["device"], cpu.stats["device"]) == ("gpu", "cpu")
+    pd.testing.assert_frame_equal(gpu.patterns, cpu.patterns)
+    assert gpu.stats["embeddings"] == cpu.stats["embeddings"] and (gpu.patterns["size"] == 3).any()
+    if budgets:
+        assert gpu.stats["bytes"]["disk"] > 0

@@ -1,0 +1,255 @@
+"""Frequent pattern mining (GAMMA's Algorithm 2): edge-induced labeled patterns grown one edge at a time,
+aggregated by canonical code into MNI support, and filtered by it before they grow further.
+
+Each level is one run on the workers. A range's table is grown again from its
+first edges, its embeddings filtered at every column by the patterns already
+known to be frequent, so workers keep nothing between levels; the last column
+dominates the work (each level's embeddings extend those of the one before).
+Its embeddings are aggregated on the worker: a key per (pattern, orbit of
+pattern vertex, data vertex), sorted by :func:`gpipe.sort.external_sort` so
+equal keys meet; the client adds the workers' keys up into each pattern's
+instances and MNI support.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from .._validate import check_int
+from ..backend import to_device, to_host
+from ..errors import GpipeValueError
+from ..sort import external_sort
+from ._edges import extend_edges, first_edges, pattern_codes
+from ._extend import compress
+from ._grow import check_mined_graph, grow_on_workers, write_parquet
+from ._patterns import _COUNT_SHIFT, MAX_EDGES, MAX_LABELS, canonical_tables, unpack
+from ._table import TIERS
+
+# A key of the aggregation: (pattern, orbit, vertex) in bits 40-62, 37-39 and 0-36.
+_PATTERN_SHIFT, _ORBIT_SHIFT = 40, 37
+_BELOW_PATTERN = (1 << _PATTERN_SHIFT) - 1
+
+
+@dataclass(frozen=True)
+class FrequentPatterns:
+    """What :func:`frequent_patterns` found: ``patterns`` (a pandas DataFrame, a row per frequent pattern) and
+    ``stats``."""
+
+    patterns: pd.DataFrame
+    stats: dict
+
+    def __len__(self) -> int:
+        return len(self.patterns)
+
+    def to_parquet(self, path) -> str:
+        """Write ``patterns`` to one Parquet file (complete or not at all; labels and edges as lists); return
+        ``path``."""
+        return write_parquet(self.patterns.assign(labels=self.patterns["labels"].map(list),
+                                                  edges=self.patterns["edges"].map(lambda e: [list(p) for p in e])),
+                             path)
+
+    def __repr__(self) -> str:
+        return f"<gpipe.mining.FrequentPatterns: {len(self)} patterns in {self.stats['seconds']:.3f} s>"
+
+
+@dataclass(frozen=True)
+class FpmPlan:
+    edges: int  # the level: embeddings of this many edges are aggregated
+    frequent: tuple  # per level below: the sorted canonical codes of its frequent patterns
+    labels: np.ndarray  # each vertex's label rank (int32)
+
+    def grow(self, x, graph, spec, table, lo: int, hi: int, stats) -> tuple:
+        """A range's level: its patterns' codes, its distinct aggregation keys and how often each came."""
+        labels = to_device(self.labels, table.device)
+        patterns: dict[int, int] = {}  # canonical code -> this range's pattern index
+        keys: list = []
+        with stats.timer("extension"):
+            edges = first_edges(x, graph, lo, hi)
+        self._place(x, graph, labels, table, stats, 0, -1, edges, None, edges[:, None], patterns, keys)
+        for column in range(1, self.edges):
+            if len(table.columns) < column:  # no embedding of this range is frequent
+                break
+            for c, chunk in enumerate(table.columns[column - 1]):
+                rows = table.rows(x, chunk)
+                for edge, parent in extend_edges(x, graph, rows, spec.capacity, stats.timer):
+                    grown = x.concatenate([rows[parent], edge[:, None]], axis=1)
+                    self._place(x, graph, labels, table, stats, column, c, edge, parent, grown, patterns, keys)
+        with stats.timer("aggregation"):
+            return (np.array(list(patterns), np.int64), *_sorted_keys(keys, table.device))
+
+    def _place(self, x, graph, labels, table, stats, column: int, parent_chunk: int, edge, parent, rows, patterns,
+               keys) -> None:
+        """New embeddings (``rows``): filtered by the frequent patterns and put in the table, or, at the level's
+        last column, turned into aggregation keys."""
+        stats.count(column, 0)
+        if not rows.shape[0]:
+            return
+        with stats.timer("aggregation"):
+            raw, vertices = pattern_codes(x, graph, labels, rows)
+            distinct, inverse = x.unique(raw, return_inverse=True)
+            codes, orbits = canonical_tables(to_host(distinct))
+        if column + 1 < self.edges:
+            with stats.timer("filtering"):
+                keep = to_device(np.isin(codes, self.frequent[column]), table.device)[inverse.reshape(-1)]
+                edge, parent = compress(x, edge, x.arange(edge.shape[0]) if parent is None else parent, keep)
+            if edge.shape[0]:
+                table.add(column, parent_chunk, edge, None if column == 0 else parent)
+            return
+        stats.count(column, rows.shape[0])
+        with stats.timer("aggregation"):
+            index = np.array([patterns.setdefault(code, len(patterns)) for code in codes.tolist()], np.int64)
+            inverse = inverse.reshape(-1)
+            pattern = to_device(index, table.device)[inverse][:, None]
+            orbit = to_device(orbits[:, :vertices.shape[1]], table.device)[inverse]
+            key = (pattern << _PATTERN_SHIFT) | (orbit << _ORBIT_SHIFT) | vertices.astype(x.int64)
+            found, count = x.unique(key[orbit >= 0], return_counts=True)
+            keys.append((to_host(found), to_host(count).astype(np.int64)))
+
+
+def _sorted_keys(keys: list, device: str) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct keys of a range's chunks and how often each came: the chunks' keys sorted by the external
+    sort (their counts following), then equal keys added up."""
+    if not keys:
+        return np.empty(0, np.int64), np.empty(0, np.int64)
+    ordered, counts = external_sort([k for k, _ in keys], [c for _, c in keys], device=device)
+    ordered, counts = np.concatenate([to_host(k) for k in ordered]), np.concatenate([to_host(c) for c in counts])
+    starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
+    return ordered[starts], np.add.reduceat(counts, starts)
+
+
+def frequent_patterns(g, max_edges: int, min_support: int, labels=None, *, device_budget=None,
+                      host_budget=None) -> FrequentPatterns:
+    """Find the frequent edge-induced labeled patterns of an undirected graph (GAMMA's FPM).
+
+    Patterns are connected, of 1 to ``max_edges`` edges, with the labels of
+    their vertices. Embeddings (connected sets of edges, each found once) grow
+    one adjacent edge at a time; each is mapped to its pattern's canonical code
+    (the least packing of its labeled adjacency over every order of its
+    vertices), and embeddings are grouped by code with
+    :func:`gpipe.sort.external_sort`. A pattern's support is its MNI
+    (minimum image-based support): the least, over its vertices, of the number
+    of distinct graph vertices that vertex is mapped to by some isomorphism
+    onto an embedding. MNI never grows when a pattern does, so only the
+    embeddings of frequent patterns are extended further. The table of each
+    range of first edges spills past ``device_budget`` to host memory and past
+    ``host_budget`` to disk, as in :func:`count_cliques`.
+
+    Parameters
+    ----------
+    g : Graph
+        An undirected graph replicated on the workers (``mode="replicated"``).
+    max_edges : int
+        The largest patterns' edge count, 1 to 4.
+    min_support : int
+        The least MNI support of a pattern reported (and extended), >= 1.
+    labels : sequence or pandas.Series, optional
+        Each vertex's non-negative integer label, as :meth:`Graph.set_labels`
+        takes them (at most 1024 distinct values); default ``g.labels``.
+    device_budget, host_budget : int or str, optional
+        As for :func:`count_cliques`.
+
+    Returns
+    -------
+    FrequentPatterns
+        ``patterns``: a DataFrame, a row per frequent pattern ordered by size
+        and code, with ``code`` (int64, the canonical code), ``size`` (edges),
+        ``labels`` (the label of each pattern vertex), ``edges`` (pairs of
+        pattern vertices), ``support`` (MNI) and ``instances`` (embeddings:
+        distinct edge sets); ``stats``: per level the ``embeddings`` grown,
+        ``patterns`` seen and ``frequent`` ones, peak table ``bytes`` per tier
+        and ``spilled_bytes`` over the levels, ``primitive_seconds``, the
+        call's ``seconds`` and ``levels`` (each level's run).
+
+    Raises
+    ------
+    GpipeValueError
+        ``max_edges`` not in 1..4, ``min_support`` below 1, no labels or labels
+        of the wrong length, type or count, a directed or partitioned graph,
+        or a bad budget.
+
+    Examples
+    --------
+    >>> import pandas as pd, gpipe
+    >>> edges = pd.DataFrame({"src": [0, 1, 2, 3], "dst": [1, 2, 3, 0]})  # a 4-cycle
+    >>> with gpipe.connect(n_workers=1, device="cpu"):
+    ...     g = gpipe.from_edges(edges, mode="replicated")
+    ...     found = gpipe.mining.frequent_patterns(g, 2, 2, labels=[0, 1, 0, 1])
+    >>> found.patterns[["size", "labels", "edges", "support", "instances"]].to_dict("records")
+    [{'size': 1, 'labels': (0, 1), 'edges': ((0, 1),), 'support': 2, 'instances': 4}, \
+{'size': 2, 'labels': (0, 1, 1), 'edges': ((0, 1), (0, 2)), 'support': 2, 'instances': 2}, \
+{'size': 2, 'labels': (1, 0, 0), 'edges': ((0, 1), (0, 2)), 'support': 2, 'instances': 2}]
+    """
+    start = time.perf_counter()
+    g = check_mined_graph(g)
+    max_edges = check_int("max_edges", max_edges, minimum=1, maximum=MAX_EDGES)
+    min_support = check_int("min_support", min_support, minimum=1)
+    if labels is None and g.labels is None:
+        raise GpipeValueError("'labels' must be given when 'g' has none (Graph.set_labels), got None")
+    values = g.labels if labels is None else g.label_array(labels)
+    names, ranks = np.unique(values, return_inverse=True)
+    if names.size > MAX_LABELS:
+        raise GpipeValueError(f"'labels' must take at most {MAX_LABELS} distinct values, got {names.size}")
+    frequent, found, levels = [], [], []
+    for size in range(1, max_edges + 1):
+        results, stats = grow_on_workers(g, FpmPlan(size, tuple(frequent), ranks.astype(np.int32).reshape(-1)),
+                                         False, device_budget, host_budget)
+        level = _supports(results)
+        stats.update(patterns=len(level), frequent=int((level.support >= min_support).sum()))
+        levels.append(stats)
+        level = level[level.support >= min_support]
+        found.append(level)
+        frequent.append(np.sort(level.code.to_numpy()))
+        if level.empty:
+            break
+    return FrequentPatterns(_readable(pd.concat(found, ignore_index=True), names),
+                            _fpm_stats(levels, max_edges, min_support, time.perf_counter() - start))
+
+
+def _supports(results: list) -> pd.DataFrame:
+    """Every pattern of a level (``code``) with its MNI ``support`` and ``instances``, from the ranges'
+    (pattern codes, distinct keys, counts)."""
+    codes = np.unique(np.concatenate([np.empty(0, np.int64)] + [r[0] for r in results]))
+    keys, counts = [np.empty(0, np.int64)], [np.empty(0, np.int64)]
+    for range_codes, range_keys, range_counts in results:
+        pattern = np.searchsorted(codes, range_codes)[range_keys >> _PATTERN_SHIFT]
+        keys.append((pattern << _PATTERN_SHIFT) | (range_keys & _BELOW_PATTERN))
+        counts.append(range_counts)
+    keys, counts = np.concatenate(keys), np.concatenate(counts)
+    per_key = pd.DataFrame({"key": keys, "count": counts}).groupby("key", sort=True)["count"].sum()
+    pattern, orbit = per_key.index.to_numpy() >> _PATTERN_SHIFT, per_key.index.to_numpy() >> _ORBIT_SHIFT
+    images = pd.Series(1, index=orbit).groupby(level=0).sum()  # distinct vertices per (pattern, orbit)
+    support = images.groupby(images.index.to_numpy() >> (_PATTERN_SHIFT - _ORBIT_SHIFT)).min()
+    positions = pd.Series(per_key.to_numpy(), index=pattern).groupby(level=0).sum()
+    vertices = codes >> _COUNT_SHIFT
+    return pd.DataFrame({"code": codes, "support": support.reindex(range(codes.size), fill_value=0).to_numpy(),
+                         "instances": positions.reindex(range(codes.size), fill_value=0).to_numpy() // vertices})
+
+
+def _readable(patterns: pd.DataFrame, names: np.ndarray) -> pd.DataFrame:
+    """Each pattern's size, labels and edges (pairs of its vertices in canonical order) beside its code."""
+    forms = [unpack(int(code)) for code in patterns.code]
+    out = pd.DataFrame({
+        "code": patterns.code.to_numpy(np.int64),
+        "size": np.array([len(edges) for _, edges in forms], np.int64),
+        "labels": [tuple(int(names[r]) for r in ranks) for ranks, _ in forms],
+        "edges": [tuple(sorted(edges)) for _, edges in forms],
+        "support": patterns.support.to_numpy(np.int64),
+        "instances": patterns.instances.to_numpy(np.int64)})
+    return out.sort_values(["size", "code"], ignore_index=True)
+
+
+def _fpm_stats(levels: list[dict], max_edges: int, min_support: int, seconds: float) -> dict:
+    """The levels' stats in one: per level what grew, over the levels the peaks and sums."""
+    return {"max_edges": max_edges, "min_support": min_support,
+            "embeddings": [s["embeddings"][-1] if s["embeddings"] else 0 for s in levels],
+            "patterns": [s["patterns"] for s in levels], "frequent": [s["frequent"] for s in levels],
+            "bytes": {t: max(s["bytes"][t] for s in levels) for t in TIERS},
+            "spilled_bytes": sum(s["spilled_bytes"] for s in levels),
+            "primitive_seconds": {p: sum(s["primitive_seconds"].get(p, 0.0) for s in levels)
+                                  for p in sorted({p for s in levels for p in s["primitive_seconds"]})},
+            "ranges": levels[0]["ranges"], "workers": levels[0]["workers"], "device": levels[0]["device"],
+            "seconds": seconds, "levels": levels}
