@@ -186,7 +186,8 @@ def test_batch_script_starts_a_worker_per_node_runs_the_workflow_and_stops_them(
 
 @pytest.mark.parametrize("text, expected", [
     (None, ["gpipe: error: the workflow file", "does not exist"]),
-    ("graph: {path: 'rmat:6'}\n", ["gpipe: error: ", "wf.yaml: missing key 'workflow'", "embeddings, graph_sampling"]),
+    ("graph: {path: 'rmat:6'}\n",
+     ["gpipe: error: ", "wf.yaml: missing key 'workflow'", "embeddings, gnn_training, graph_sampling"]),
     ("workflow: walks\n", ["gpipe: error: ", "wf.yaml: 'workflow' must be a shipped workflow", "got 'walks'"]),
     ("workflow: nowhere/run.py\n", ["gpipe: error: ", "wf.yaml: 'workflow' names", "nowhere/run.py", "not exist"]),
     ("workflow: [embeddings\n", ["gpipe: error: ", "wf.yaml: not valid YAML"]),
