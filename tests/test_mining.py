@@ -74,6 +74,61 @@ def test_matches_read_their_rows_back_from_disk(cpu_cluster):
     assert spilled.count == in_memory.count > 0 and spilled.stats["bytes"]["disk"] > 0
 
 
+def _partitioned(client, graph: nx.Graph, partitions: int) -> gpipe.Graph:
+    edges = pd.DataFrame(list(graph.edges()), columns=["src", "dst"])
+    with client.as_current():
+        return gpipe.from_edges(edges, mode="partitioned", partitions=partitions,
+                                num_vertices=graph.number_of_nodes())
+
+
+def _rows(result) -> set:
+    return set(map(tuple, result.embeddings.tolist()))
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+@pytest.mark.parametrize("partitions", [1, 2, 4])
+def test_partitioned_graphs_find_the_cliques_and_matches_of_the_replicated_one(cpu_cluster, one_worker_cluster,
+                                                                               workers, partitions):
+    """Embeddings routed to the partition owning the vertex they extend, with the rows of the vertices they are
+    tested against fetched from other partitions' workers, find what the replicated graph's tables find."""
+    client = cpu_cluster if workers == 2 else one_worker_cluster
+    graph = nx.gnp_random_graph(40, 0.3, seed=9)
+    g, whole = _partitioned(client, graph, partitions), _replicated(client, graph)
+    for k in (3, 4):
+        found, expected = gpipe.mining.list_cliques(g, k), gpipe.mining.list_cliques(whole, k)
+        np.testing.assert_array_equal(found.embeddings, expected.embeddings)  # lexicographic, both
+        assert found.count == expected.count == len(_cliques(graph, k)) > 0
+        assert found.stats["embeddings"] == expected.stats["embeddings"]
+        assert gpipe.mining.count_cliques(g, k).count == found.count
+    for name in ("diamond", "tailed triangle"):
+        for induced in (False, True):
+            found, expected = (gpipe.mining.match(h, PATTERNS[name], induced, embeddings=True) for h in (g, whole))
+            assert found.count == expected.count > 0 and _rows(found) == _rows(expected), (name, induced)
+            assert found.stats["embeddings"] == expected.stats["embeddings"]
+    assert found.stats["partitions"] == partitions and found.stats["workers"] == min(workers, partitions)
+    crossed = found.stats["exchanged_bytes"]
+    assert (crossed["embeddings"] > 0 and crossed["adjacency"] > 0) == (min(workers, partitions) > 1)
+
+
+def test_a_partitioned_tables_chunks_spill_to_disk_between_levels_and_find_the_same_embeddings(cpu_cluster):
+    graph = nx.gnp_random_graph(50, 0.35, seed=5)
+    g = _partitioned(cpu_cluster, graph, 4)
+    in_memory = gpipe.mining.list_cliques(g, 4)
+    matches = gpipe.mining.match(g, PATTERNS["diamond"], induced=True, embeddings=True)
+    with dask.config.set({"gpipe.mining.chunk-embeddings": 16}):
+        spilled = gpipe.mining.list_cliques(g, 4, device_budget=256, host_budget="1 kB")
+        spilled_matches = gpipe.mining.match(g, PATTERNS["diamond"], induced=True, embeddings=True,
+                                             device_budget=256, host_budget=512)
+    np.testing.assert_array_equal(spilled.embeddings, in_memory.embeddings)
+    np.testing.assert_array_equal(spilled_matches.embeddings, matches.embeddings)
+    assert [tuple(row) for row in spilled.embeddings.tolist()] == _cliques(graph, 4)
+    assert in_memory.stats["spilled_bytes"] == 0 and in_memory.stats["bytes"]["disk"] == 0
+    for result in (spilled, spilled_matches):
+        assert result.stats["bytes"]["disk"] > 0 and result.stats["bytes"]["host"] > 0
+        assert result.stats["bytes"]["device"] <= 2 * 256  # each of the two workers within its budget
+    assert spilled.stats["embeddings"] == in_memory.stats["embeddings"]
+
+
 def test_a_graph_without_cliques_counts_zero(cpu_cluster):
     g = _replicated(cpu_cluster, nx.cycle_graph(12))
     assert gpipe.mining.count_cliques(g, 3).count == 0
@@ -90,10 +145,11 @@ def test_bad_k_and_graphs_are_refused_by_name(cpu_cluster):
         gpipe.mining.count_cliques(g, 3, device_budget="big")
     edges = pd.DataFrame(list(graph.edges()), columns=["src", "dst"])
     with cpu_cluster.as_current():
-        partitioned = gpipe.from_edges(edges, mode="partitioned")
+        partitioned = gpipe.from_edges(edges, mode="partitioned", partitions=2)
         directed = gpipe.from_edges(edges, directed=True, mode="replicated")
-    with pytest.raises(GpipeValueError, match=r"'g' must be replicated on the workers \(mode='replicated'\)"):
-        gpipe.mining.count_cliques(partitioned, 3)
+    with pytest.raises(GpipeValueError, match=r"'g' must be replicated on the workers \(mode='replicated'\) for "
+                                              r"frequent_patterns, got a partitioned graph \(2 partitions\)"):
+        gpipe.mining.frequent_patterns(partitioned, 2, 1, labels=np.zeros(5, np.int64))
     with pytest.raises(GpipeValueError, match="'g' must be an undirected graph"):
         gpipe.mining.list_cliques(directed, 3)
 

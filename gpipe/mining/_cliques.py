@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from .._validate import check_int
 from ._extend import extend_cliques
 from ._grow import ColumnPlan, MiningResult, check_mined_graph, mine
+from ._partitioned import Checks
 
 
 @dataclass(frozen=True)
@@ -17,6 +18,10 @@ class CliquePlan(ColumnPlan):
     @property
     def first_degree(self) -> int:
         return self.columns - 1
+
+    def checks(self, column: int) -> Checks:
+        """A partitioned graph's extension: adjacent to every earlier vertex, after the last."""
+        return Checks(tuple(range(column)), (), 0, True)
 
     def extend(self, x, graph, table, chunk, capacity: int, timer):
         vertex, parent = table.arrays(chunk)
@@ -31,14 +36,18 @@ def count_cliques(g, k: int, *, device_budget=None, host_budget=None) -> MiningR
     embedding by the neighbors of its last vertex among its later siblings
     (the candidates its prefix already narrowed down). The first vertices are
     cut into ``gpipe.mining.ranges`` fixed ranges of similar work, spread over
-    the workers, so the count does not depend on how many there are. Table
-    chunks beyond ``device_budget`` go to host memory, and beyond
-    ``host_budget`` to files on the worker's disk.
+    the workers, so the count does not depend on how many there are. On a
+    partitioned graph the table grows level by level instead, each embedding
+    extended on the worker of the partition owning its least-degree vertex,
+    which tests the candidates against the rows of the others, fetched from
+    their partitions. Table chunks beyond ``device_budget`` go to host memory,
+    and beyond ``host_budget`` to files on the worker's disk.
 
     Parameters
     ----------
     g : Graph
-        An undirected graph replicated on the workers (``mode="replicated"``).
+        An undirected graph, replicated on the workers (``mode="replicated"``)
+        or partitioned.
     k : int
         Clique size, at least 3.
     device_budget, host_budget : int or str, optional
@@ -52,12 +61,14 @@ def count_cliques(g, k: int, *, device_budget=None, host_budget=None) -> MiningR
         ``count`` and ``stats``: ``embeddings`` per column, peak ``bytes`` on
         device / host / disk and ``spilled_bytes`` (summed over the workers),
         ``primitive_seconds`` (filtering, extension, compression, placement,
-        listing) and the call's ``seconds``.
+        listing; on a partitioned graph also exchange and adjacency),
+        ``exchanged_bytes`` (embeddings and adjacency rows fetched from other
+        workers) and the call's ``seconds``.
 
     Raises
     ------
     GpipeValueError
-        ``k`` below 3, a directed or partitioned graph, or a bad budget.
+        ``k`` below 3, a directed graph, or a bad budget.
 
     Examples
     --------
@@ -84,7 +95,7 @@ def list_cliques(g, k: int, *, device_budget=None, host_budget=None) -> MiningRe
     MiningResult
         ``embeddings``: one row per clique, its vertices (original ids) in
         increasing dense id, rows in lexicographic order of dense ids, the
-        same for any number of workers; ``count`` and ``stats`` as for
+        same for any number of workers and partitions; ``count`` and ``stats`` as for
         :func:`count_cliques`.
 
     Raises

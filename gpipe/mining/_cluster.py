@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from ..runtime import call_workers, store, worker_xp
+import contextlib
+
+from ..errors import GpipeError
+from ..runtime import call_peer, call_workers, drop_run, store, worker_xp
 
 
 def on_replicas(g, function, spec, ranges: list) -> tuple[list, list]:
@@ -23,3 +26,40 @@ def whole_graph(graph_id: str):
     """On a worker: the replicated graph (its CSR ``indptr``, ``indices``), its device and array module."""
     here = store()
     return here.partitions.get(graph_id, 0), here.device, worker_xp()
+
+
+def on_partition_workers(g, phase: str, function, *args) -> list:
+    """``function(*args)`` on each worker holding partitions of the partitioned graph ``g`` (in address order);
+    their results."""
+    held, unit = g.holders
+    return call_workers(g.client, [(w, function, args, {}) for w in sorted(set(held.values()))], held, phase, unit)
+
+
+def end_run(g, run_id: str) -> None:
+    """Let what a run holds on every worker go (its tables, their spill folders)."""
+    with contextlib.suppress(Exception):
+        g.client.run(drop_run, run_id)
+
+
+def run_state(run_id: str, made: bool = False) -> dict:
+    """On a worker: the run's own state here (``made``: the run starts here, else it must be running)."""
+    run = store().run(run_id, late=not made)
+    if run is None:
+        raise GpipeError(f"mining run {run_id} has ended on worker {store().worker_address}")
+    return run.state
+
+
+def here() -> tuple:
+    """On a worker: its address, its partitions (``Partitions``), its device and array module."""
+    at = store()
+    return at.worker_address, at.partitions, at.device, worker_xp()
+
+
+def from_peer(peer: str, function, *args):
+    """On a worker: ``function(*args)`` run on worker ``peer`` (here, without a message, when it is this one)."""
+    return call_peer(peer, function, *args)
+
+
+def adjacency(graph_id: str, placement: list, bounds, vertices) -> tuple:
+    """On a worker: the CSR ``(indptr, indices)`` of ``vertices`` (sorted, unique), read here or fetched."""
+    return store().neighbor_lists(graph_id, list(placement), bounds, vertices)

@@ -141,7 +141,9 @@ def frequent_patterns(g, max_edges: int, min_support: int, labels=None, *, devic
     Parameters
     ----------
     g : Graph
-        An undirected graph replicated on the workers (``mode="replicated"``).
+        An undirected graph replicated on the workers (``mode="replicated"``):
+        an edge is named by its slot in the whole graph's CSR, which a
+        partitioned graph's workers do not hold.
     max_edges : int
         The largest patterns' edge count, 1 to 4.
     min_support : int
@@ -184,7 +186,7 @@ def frequent_patterns(g, max_edges: int, min_support: int, labels=None, *, devic
 {'size': 2, 'labels': (1, 0, 0), 'edges': ((0, 1), (0, 2)), 'support': 2, 'instances': 2}]
     """
     start = time.perf_counter()
-    g = check_mined_graph(g)
+    g = check_mined_graph(g, replicated="frequent_patterns")
     max_edges = check_int("max_edges", max_edges, minimum=1, maximum=MAX_EDGES)
     min_support = check_int("min_support", min_support, minimum=1)
     if labels is None and g.labels is None:

@@ -15,7 +15,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-import psutil
 
 from .. import config
 from .._files import atomic_file
@@ -24,7 +23,8 @@ from ..backend import to_host
 from ..errors import GpipeValueError
 from ._cluster import on_replicas, whole_graph
 from ._extend import compress, degrees
-from ._table import EmbeddingTable, Stats, merged
+from ._partitioned import grow_partitioned
+from ._table import EmbeddingTable, Stats, merged, worker_budgets
 
 
 @dataclass(frozen=True)
@@ -76,35 +76,48 @@ def write_parquet(frame: pd.DataFrame, path) -> str:
     return path
 
 
-def check_mined_graph(g):
-    """``g`` if gpipe.mining can mine it: undirected and replicated on the workers."""
+def check_mined_graph(g, replicated: str | None = None):
+    """``g`` if gpipe.mining can mine it: undirected, and replicated on the workers when ``replicated`` (the
+    function that needs it) says so."""
     g = check_graph("g", g)
     if g.directed:
         raise GpipeValueError("'g' must be an undirected graph to mine patterns, got a directed one")
-    if g.mode != "replicated":
-        raise GpipeValueError("'g' must be replicated on the workers (mode='replicated'): gpipe.mining does not "
-                              "mine partitioned graphs yet")
+    if replicated and g.mode != "replicated":
+        raise GpipeValueError(f"'g' must be replicated on the workers (mode='replicated') for {replicated}, got a "
+                              f"partitioned graph ({g.num_partitions} partitions)")
     return g
 
 
 def mine(g, plan, listing: bool, device_budget, host_budget) -> MiningResult:
-    """Grow the tables of ``plan`` on ``g``'s workers; the count, the rows (dense ids) when listing, the stats."""
+    """Grow the tables of ``plan`` on ``g``'s workers; the count, the rows (dense ids) when listing, the stats.
+
+    A partitioned graph's rows are in lexicographic order (a replicated one's in the order of its ranges)."""
     start = time.perf_counter()
-    results, stats = grow_on_workers(g, plan, listing, device_budget, host_budget)
+    spec = _spec(g, plan, listing, device_budget, host_budget)
+    if g.mode == "partitioned":
+        count, rows, stats = grow_partitioned(g, spec)
+    else:
+        results, stats = _grow_on_replicas(g, spec)
+        count = sum(c for c, _ in results)
+        rows = np.concatenate([np.empty((0, plan.columns), np.int64)] + [r for _, r in results]) if listing else None
     stats["seconds"] = time.perf_counter() - start
-    rows = None
-    if listing:
-        rows = np.concatenate([np.empty((0, plan.columns), np.int64)] + [r for _, r in results])
-    return MiningResult(sum(c for c, _ in results), stats, rows)
+    return MiningResult(count, stats, rows)
 
 
 def grow_on_workers(g, plan, listing: bool, device_budget, host_budget) -> tuple[list, dict]:
-    """``plan.grow`` on every range of first vertices, on ``g``'s workers: the results in range order and the
-    stats (``primitive_seconds`` summed over the workers)."""
-    spec = Spec(g.graph_id, plan, listing,
+    """``plan.grow`` on every range of first vertices, on the workers of the replicated graph ``g``: the results
+    in range order and the stats (``primitive_seconds`` summed over the workers)."""
+    return _grow_on_replicas(g, _spec(g, plan, listing, device_budget, host_budget))
+
+
+def _spec(g, plan, listing: bool, device_budget, host_budget) -> Spec:
+    return Spec(g.graph_id, plan, listing,
                 check_int("gpipe.mining.chunk-embeddings", config.get("mining.chunk-embeddings"), minimum=1),
                 _budget("device_budget", device_budget, "mining.device-budget"),
                 _budget("host_budget", host_budget, "mining.host-budget"), config.get("mining.spill-directory"))
+
+
+def _grow_on_replicas(g, spec: Spec) -> tuple[list, dict]:
     ranges = _ranges(g.degrees().to_numpy(), check_int("gpipe.mining.ranges", config.get("mining.ranges"), minimum=1))
     results, summaries = on_replicas(g, _grow_here, spec, ranges)
     stats = merged(summaries)
@@ -132,10 +145,7 @@ def _grow_here(spec: Spec, ranges: list) -> tuple[list, dict]:
     """On a worker: each range's count (and rows of dense ids), and what this worker's tables did."""
     graph, device, x = whole_graph(spec.graph_id)
     stats = Stats(synchronize=None if device == "cpu" else x.cuda.get_current_stream().synchronize)
-    memory = psutil.virtual_memory().available
-    device_budget = spec.device_budget if spec.device_budget is not None else (
-        x.cuda.Device().mem_info[0] // 2 if device == "gpu" else memory // 4)
-    host_budget = spec.host_budget if spec.host_budget is not None else memory // 2
+    device_budget, host_budget = worker_budgets(spec.device_budget, spec.host_budget, device, x)
     results = []
     with tempfile.TemporaryDirectory(prefix="gpipe-mining-", dir=spec.spill_directory) as folder:
         for lo, hi in ranges:

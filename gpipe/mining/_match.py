@@ -11,6 +11,7 @@ from .._validate import check_bool
 from ..errors import GpipeValueError
 from ._extend import extend_match
 from ._grow import ColumnPlan, MiningResult, check_mined_graph, mine
+from ._partitioned import Checks
 
 MAX_PATTERN_VERTICES = 16
 
@@ -30,6 +31,10 @@ class MatchPlan(ColumnPlan):
     @property
     def first_degree(self) -> int:
         return self.degree[0]
+
+    def checks(self, column: int) -> Checks:
+        """A partitioned graph's extension of ``column``: what the kernel tests, as :meth:`extend` passes it."""
+        return Checks(self.back[column], self.apart[column], self.degree[column], False)
 
     def extend(self, x, graph, table, chunk, capacity: int, timer):
         column = chunk.column + 1
@@ -54,7 +59,8 @@ def match(g, pattern, induced: bool = False, *, embeddings: bool = False, device
     Parameters
     ----------
     g : Graph
-        An undirected graph replicated on the workers (``mode="replicated"``).
+        An undirected graph, replicated on the workers (``mode="replicated"``)
+        or partitioned (see :func:`count_cliques`).
     pattern : networkx.Graph or list of (u, v) pairs
         A connected undirected pattern of 2 to 16 vertices, without self-loops.
     induced : bool
@@ -69,14 +75,15 @@ def match(g, pattern, induced: bool = False, *, embeddings: bool = False, device
     MiningResult
         ``count``; ``embeddings`` (when asked for): one row per match, the
         graph vertices (original ids) matched to the pattern's vertices in
-        their sorted order (``stats['pattern_vertices']``); ``stats`` as for
+        their sorted order (``stats['pattern_vertices']``; the same rows, in
+        another order, on a partitioned graph); ``stats`` as for
         :func:`count_cliques`, with the ``matching_order``.
 
     Raises
     ------
     GpipeValueError
         A pattern that is not connected, too large, directed or has
-        self-loops; a directed or partitioned graph; a bad budget.
+        self-loops; a directed graph; a bad budget.
 
     Examples
     --------

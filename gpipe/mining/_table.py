@@ -17,6 +17,7 @@ import time
 from dataclasses import dataclass, field
 
 import numpy as np
+import psutil
 
 from ..backend import to_device, to_host
 
@@ -26,12 +27,14 @@ TIERS = ("device", "host", "disk")
 @dataclass
 class Stats:
     """What one worker's part of a run did: embeddings per column, peak bytes held per tier, bytes spilled off
-    the device, seconds per primitive."""
+    the device, bytes of embeddings and adjacency rows fetched from peers (a partitioned graph), seconds per
+    primitive."""
 
     embeddings: list = field(default_factory=list)
     peak_bytes: dict = field(default_factory=lambda: dict.fromkeys(TIERS, 0))
     held_bytes: dict = field(default_factory=lambda: dict.fromkeys(TIERS, 0))
     spilled_bytes: int = 0
+    exchanged_bytes: dict = field(default_factory=lambda: {"embeddings": 0, "adjacency": 0})
     seconds: dict = field(default_factory=dict)
     synchronize: object = None  # the device's synchronize, so a primitive's seconds include its kernels
 
@@ -53,7 +56,7 @@ class Stats:
 
     def summary(self) -> dict:
         return {"embeddings": self.embeddings, "bytes": self.peak_bytes, "spilled_bytes": self.spilled_bytes,
-                "seconds": self.seconds}
+                "exchanged_bytes": self.exchanged_bytes, "seconds": self.seconds}
 
 
 def merged(summaries: list[dict]) -> dict:
@@ -63,8 +66,17 @@ def merged(summaries: list[dict]) -> dict:
                            for c in range(columns)],
             "bytes": {t: sum(s["bytes"][t] for s in summaries) for t in TIERS},
             "spilled_bytes": sum(s["spilled_bytes"] for s in summaries),
+            "exchanged_bytes": {k: sum(s["exchanged_bytes"][k] for s in summaries) for k in ("embeddings", "adjacency")},
             "seconds": {p: sum(s["seconds"].get(p, 0.0) for s in summaries)
                         for p in sorted({p for s in summaries for p in s["seconds"]})}}
+
+
+def worker_budgets(device_budget: int | None, host_budget: int | None, device: str, x) -> tuple[int, int]:
+    """On a worker: the table's device and host budgets in bytes, 'auto' (None) decided by this worker's memory."""
+    memory = psutil.virtual_memory().available
+    if device_budget is None:
+        device_budget = x.cuda.Device().mem_info[0] // 2 if device == "gpu" else memory // 4
+    return device_budget, memory // 2 if host_budget is None else host_budget
 
 
 @dataclass
@@ -85,11 +97,12 @@ class EmbeddingTable:
         self.device, self.folder, self.stats = device, folder, stats
         self.budgets = {"device": device_budget, "host": host_budget, "disk": None}
         self.columns: list[list[Chunk]] = []
+        self._files = 0  # chunks written to disk so far, which name them
 
     def add(self, column: int, parent_chunk: int, vertex, parent) -> None:
         nbytes = int(vertex.nbytes + (0 if parent is None else parent.nbytes))
         tier = next(t for t in TIERS if self.budgets[t] is None or self.stats.held_bytes[t] + nbytes <= self.budgets[t])
-        if column == len(self.columns):
+        while len(self.columns) <= column:
             self.columns.append([])
         chunk = Chunk(column, parent_chunk, int(vertex.shape[0]), nbytes, tier, None)
         with self.stats.timer("placement"):
@@ -98,7 +111,8 @@ class EmbeddingTable:
             elif tier == "host":
                 chunk.arrays = (to_host(vertex), None if parent is None else to_host(parent))
             else:
-                name = os.path.join(self.folder, f"column{column}-chunk{len(self.columns[column])}")
+                name = os.path.join(self.folder, f"column{column}-chunk{self._files}")
+                self._files += 1
                 chunk.paths = (f"{name}-vertex.npy", None if parent is None else f"{name}-parent.npy")
                 for path, array in zip(chunk.paths, (vertex, parent)):
                     if path is not None:
@@ -127,16 +141,29 @@ class EmbeddingTable:
             index = None if parent is None else parent[index]
         return x.stack(columns[::-1], axis=1)
 
+    def take(self, column: int) -> tuple | None:
+        """The first chunk left in ``column``, (vertex, parent) on the device, let go here; None when none is left.
+        """
+        if len(self.columns) <= column or not self.columns[column]:
+            return None
+        chunk = self.columns[column].pop(0)
+        arrays = self.arrays(chunk)
+        self._free(chunk)
+        return arrays
+
     def drop(self, column: int) -> None:
         """Free a column's chunks (its files too)."""
         for chunk in self.columns[column]:
-            if chunk.arrays is None and chunk.paths is None:  # dropped already
-                continue
-            self.stats.hold(chunk.tier, -chunk.nbytes)
-            for path in chunk.paths or ():
-                if path is not None:
-                    os.remove(path)
-            chunk.arrays = chunk.paths = None
+            self._free(chunk)
+
+    def _free(self, chunk: Chunk) -> None:
+        if chunk.arrays is None and chunk.paths is None:  # dropped already
+            return
+        self.stats.hold(chunk.tier, -chunk.nbytes)
+        for path in chunk.paths or ():
+            if path is not None:
+                os.remove(path)
+        chunk.arrays = chunk.paths = None
 
     def close(self) -> None:
         for column in range(len(self.columns)):

@@ -230,6 +230,16 @@ class GpipeStore(WorkerPlugin):
 
         return to_serialize(await asyncio.get_running_loop().run_in_executor(None, read))
 
+    def call_peer(self, peer: str, function, *args):
+        """``function(*args)`` run on ``peer``'s store (this worker's own, without a message), its result here: a
+        family's worker-to-worker exchange of what its runs hold (e.g. mining's table chunks)."""
+        if peer == self.worker_address:
+            return function(*args)
+        return sync(self.worker.loop, self._call_peer, peer, function, args)
+
+    async def _call_peer(self, peer: str, function, args: tuple):
+        return await self.worker.rpc(peer).gpipe_call(call=to_serialize((function, args, {})))
+
     def memory(self) -> tuple[int, int | None, int | None]:
         """This worker's memory limit (the host's memory without one), its device memory and what
         ``gpipe.memory.output-limit`` 'auto' means here (None and None on a CPU worker)."""
@@ -295,3 +305,9 @@ def store() -> GpipeStore:
             f"worker {worker.address} has no gpipe store: attach the client with gpipe.connect() "
             "or gpipe.attach(client) before building graphs"
         ) from None
+
+
+def call_peer(peer: str, function, *args):
+    """On a worker: ``function(*args)`` run on worker ``peer``'s gpipe store, its result here (see
+    ``GpipeStore.call_peer``)."""
+    return store().call_peer(peer, function, *args)

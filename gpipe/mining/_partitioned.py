@@ -1,0 +1,231 @@
+"""Mining a partitioned graph: tables grown level by level, each embedding extended on the worker holding the
+partition that owns the vertex it extends (as walkers move between partitions).
+
+Level 0 puts each partition's first vertices in a table on its own worker. At
+level ``c`` every worker pulls, one chunk at a time, the embeddings of column
+``c`` routed to its partitions, from every worker (its own table's without a
+message), and extends them: the candidates are the neighbors of the vertex
+being extended, held here; the other matched vertices they are tested against
+(cliques: every earlier one; matches: the pattern neighbors and, induced, the
+non-neighbors) have their rows fetched from their partitions' workers. Each
+new embedding goes into this worker's table for the partition owning the
+vertex that extends it next, on the device, in host memory or on disk by the
+budgets. The client's call per level is its barrier. An embedding leaves the
+worker of its parent, so it travels as a whole row (a column per pattern
+position), not as GAMMA's parent index.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import threading
+import uuid
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..backend import to_device, to_host
+from ._cluster import adjacency, end_run, from_peer, here, on_partition_workers, run_state
+from ._extend import compress, extend_match
+from ._table import EmbeddingTable, Stats, merged, worker_budgets
+
+KEPT = -1  # the table of the last column's embeddings, listed where they were found
+
+
+@dataclass(frozen=True)
+class Exchange:
+    run_id: str
+    placement: tuple  # partition -> worker
+    bounds: np.ndarray  # partition p owns vertices bounds[p] .. bounds[p + 1] - 1
+
+
+@dataclass(frozen=True)
+class Checks:
+    """What extends column ``c`` of a plan: the earlier positions a new vertex must be adjacent to (one of them,
+    the least of degree, is extended), those it must not be, the least degree it needs, and whether it must
+    follow the previous column's vertex (cliques: each found once, in increasing order)."""
+
+    back: tuple
+    apart: tuple
+    min_degree: int
+    increasing: bool
+
+
+class Held:
+    """One worker's part of a partitioned run: its tables (one per partition the embeddings go to), budgets and
+    stats, and the count of what it found."""
+
+    def __init__(self, spec, device: str, x):
+        self.stats = Stats(synchronize=None if device == "cpu" else x.cuda.get_current_stream().synchronize)
+        self.device = device
+        self.budgets = worker_budgets(spec.device_budget, spec.host_budget, device, x)
+        self.folder = tempfile.TemporaryDirectory(prefix="gpipe-mining-", dir=spec.spill_directory)
+        self.tables: dict[int, EmbeddingTable] = {}
+        self.lock = threading.Lock()  # a peer takes chunks while this worker's run adds them
+        self.count = 0
+
+    def put(self, part: int, column: int, rows) -> None:
+        with self.lock:
+            if part not in self.tables:
+                folder = os.path.join(self.folder.name, f"to-{part}")
+                os.makedirs(folder)
+                self.tables[part] = EmbeddingTable(self.device, *self.budgets, folder, self.stats)
+            self.tables[part].add(column, -1, rows, None)
+
+    def take(self, part: int, column: int):
+        """The next chunk of ``column`` routed to ``part`` (rows, on the device), or None."""
+        with self.lock:
+            table = self.tables.get(part)
+            taken = None if table is None else table.take(column)
+        return None if taken is None else taken[0]
+
+    def close(self) -> None:
+        with self.lock:
+            for table in self.tables.values():
+                table.close()
+            self.tables.clear()
+        self.folder.cleanup()
+
+
+def grow_partitioned(g, spec) -> tuple[int, np.ndarray | None, dict]:
+    """``spec.plan``'s tables grown on the workers of the partitioned graph ``g``: the count, the rows (dense
+    ids, lexicographic order) when listing, the stats."""
+    g.put_on_workers(["degrees"])
+    exchange = Exchange(uuid.uuid4().hex, tuple(g.placement), np.asarray(g.bounds))
+    try:
+        on_partition_workers(g, "mining: first vertices", _start, spec, exchange)
+        for column in range(spec.plan.columns - 1):
+            on_partition_workers(g, f"mining: extension of column {column}", _level, spec, exchange, column)
+        replies = on_partition_workers(g, "mining: collection", _finish, spec, exchange)
+    finally:
+        end_run(g, exchange.run_id)
+    stats = merged([summary for _, _, summary in replies])
+    stats["primitive_seconds"] = stats.pop("seconds")
+    stats.update(ranges=g.num_partitions, partitions=g.num_partitions, workers=len(replies), device=g.device)
+    rows = None
+    if spec.listing:
+        rows = np.concatenate([np.empty((0, spec.plan.columns), np.int64)] + [r for _, r, _ in replies])
+        rows = rows[np.lexsort(rows.T[::-1])]
+    return sum(count for count, _, _ in replies), rows, stats
+
+
+def _mine(exchange: Exchange, address: str) -> list[int]:
+    return [p for p, w in enumerate(exchange.placement) if w == address]
+
+
+def _start(spec, exchange: Exchange) -> None:
+    """On a worker: its partitions' first vertices (of the least degree the plan needs), each partition's in its
+    own table (the first vertex is the one extended to column 1)."""
+    address, partitions, device, x = here()
+    held = run_state(exchange.run_id, made=True)["mining"] = Held(spec, device, x)
+    held.stats.count(0, 0)
+    for p in _mine(exchange, address):
+        part = partitions.as_held(spec.graph_id, p)
+        with held.stats.timer("filtering"):
+            first = x.arange(part.lo, part.hi, dtype=part.indices.dtype)
+            degree = to_device(part.indptr[1:] - part.indptr[:-1], device)  # an out-of-memory one's is staged
+            first, _ = compress(x, first, first, degree >= spec.plan.first_degree)
+        for at in range(0, first.shape[0], spec.capacity):
+            held.put(p, 0, first[at:at + spec.capacity, None])
+
+
+def _take(run_id: str, part: int, column: int, to_host_memory: bool):
+    """On the worker holding them: the next chunk of ``column`` routed to ``part`` (rows), or None."""
+    rows = run_state(run_id)["mining"].take(part, column)
+    return to_host(rows) if to_host_memory and rows is not None else rows
+
+
+def _level(spec, exchange: Exchange, column: int) -> None:
+    """On a worker: extend every embedding of ``column`` routed to its partitions, from every worker."""
+    address, partitions, device, x = here()
+    held: Held = run_state(exchange.run_id)["mining"]
+    degree = partitions.array(spec.graph_id, "degrees")
+    held.stats.count(column + 1, 0)
+    for p in _mine(exchange, address):
+        for source in sorted(set(exchange.placement), key=lambda w: (w != address, w)):  # its own first
+            while True:
+                with held.stats.timer("exchange"):
+                    rows = from_peer(source, _take, exchange.run_id, p, column, source != address)
+                if rows is None:
+                    break
+                if source != address:
+                    held.stats.exchanged_bytes["embeddings"] += int(rows.nbytes)
+                    rows = to_device(rows, device)
+                _extend(x, spec, exchange, held, degree, rows, column + 1, address)
+
+
+def _extend(x, spec, exchange: Exchange, held: Held, degree, rows, column: int, address: str) -> None:
+    """Grow ``rows`` (embeddings of ``column - 1`` columns) to ``column`` and route what grew."""
+    checks = spec.plan.checks(column)
+    last = column == spec.plan.columns - 1
+    graph = _rows_of(x, spec, exchange, held, rows[:, list(checks.back + checks.apart)], address)
+    for vertex, parent in extend_match(x, graph, rows, checks.back, checks.apart, 0, spec.capacity,
+                                       held.stats.timer):
+        with held.stats.timer("filtering"):  # what the kernel cannot test on rows of the tested vertices only
+            keep = degree[vertex] >= checks.min_degree
+            if checks.increasing:
+                keep &= vertex > rows[parent, column - 1]
+            vertex, parent = compress(x, vertex, parent, keep)
+        grown = x.concatenate([rows[parent], vertex[:, None]], axis=1)
+        if last and not spec.listing:
+            held.stats.count(column, int(grown.shape[0]))
+            held.count += int(grown.shape[0])
+        elif last and grown.shape[0]:
+            held.count += int(grown.shape[0])
+            held.put(KEPT, column, grown)
+        elif grown.shape[0]:
+            with held.stats.timer("placement"):
+                owner = x.searchsorted(x.asarray(exchange.bounds), _extended(x, degree, grown,
+                                                                             spec.plan.checks(column + 1).back),
+                                       side="right") - 1
+                parts = to_host(x.unique(owner))
+            for p in parts.tolist():
+                held.put(p, column, grown[owner == p])
+
+
+def _extended(x, degree, rows, back: tuple):
+    """The vertex each embedding extends by: its least-degree vertex at a ``back`` position (the first of the
+    least, as the extension kernel picks it)."""
+    tested = rows[:, list(back)]
+    return tested[x.arange(rows.shape[0]), degree[tested].argmin(axis=1)]
+
+
+class _Graph:
+    """A CSR over every vertex id whose rows are those of some vertices only (the others' are empty)."""
+
+    def __init__(self, indptr, indices):
+        self.indptr, self.indices = indptr, indices
+
+
+def _rows_of(x, spec, exchange: Exchange, held: Held, tested, address: str) -> _Graph:
+    """The adjacency rows of the ``tested`` vertices (read here or fetched from their partitions' workers) as a
+    CSR over every vertex id, which the extension kernel reads as the whole graph's."""
+    with held.stats.timer("adjacency"):
+        vertices = x.unique(tested.reshape(-1))
+        indptr, indices = adjacency(spec.graph_id, exchange.placement, exchange.bounds, vertices)
+        length = indptr[1:] - indptr[:-1]
+        owner = np.searchsorted(exchange.bounds, to_host(vertices), side="right") - 1
+        remote = to_device(np.array([exchange.placement[p] != address for p in owner.tolist()], bool), held.device)
+        held.stats.exchanged_bytes["adjacency"] += int(length[remote].sum()) * indices.itemsize
+        counts = x.zeros(int(exchange.bounds[-1]), x.int64)
+        counts[vertices.astype(x.int64)] = length
+        whole = x.zeros(counts.shape[0] + 1, x.int64)
+        x.cumsum(counts, out=whole[1:])
+    return _Graph(whole, indices)
+
+
+def _finish(spec, exchange: Exchange) -> tuple:
+    """On a worker: what it found (the count, the rows when listing) and its stats; its tables go."""
+    held: Held = run_state(exchange.run_id)["mining"]
+    try:
+        rows = None
+        if spec.listing:
+            with held.stats.timer("listing"):
+                chunks = []
+                while (chunk := held.take(KEPT, spec.plan.columns - 1)) is not None:
+                    chunks.append(to_host(chunk).astype(np.int64))
+                rows = np.concatenate([np.empty((0, spec.plan.columns), np.int64)] + chunks)
+        return held.count, rows, held.stats.summary()
+    finally:
+        held.close()
