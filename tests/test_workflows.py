@@ -259,15 +259,16 @@ def mining():
     return _loaded(MINING)
 
 
-def _mining_run(cluster, out, *settings: str) -> list[str]:
+def _run_on(cluster, out, *settings: str) -> list[str]:
+    """A workflow's --set flags for a run on ``cluster`` (CPU) on rmat:7:4 into ``out``, then ``settings``."""
     return [arg for item in [f"cluster.address={cluster.scheduler.address}", "cluster.device=cpu",
                              "graph.path=rmat:7:4", f"output={out}", *settings] for arg in ("--set", item)]
 
 
 def test_mining_workflow_lists_cliques_and_matches_as_the_api_does(mining, cpu_cluster, tmp_path, capsys):
-    assert mining.main(_mining_run(cpu_cluster, tmp_path / "cliques", "mining.k=3", "mining.embeddings=true")) == 0
+    assert mining.main(_run_on(cpu_cluster, tmp_path / "cliques", "mining.k=3", "mining.embeddings=true")) == 0
     assert "mining: cliques on 128 vertices" in capsys.readouterr().out
-    assert mining.main(_mining_run(cpu_cluster, tmp_path / "match", "mining.algorithm=match",
+    assert mining.main(_run_on(cpu_cluster, tmp_path / "match", "mining.algorithm=match",
                                    "mining.pattern=[[a, b], [b, c]]", "mining.induced=true")) == 0
     with cpu_cluster.as_current():
         g = gpipe.generators.rmat(7, 4, mode="replicated")
@@ -281,7 +282,7 @@ def test_mining_workflow_lists_cliques_and_matches_as_the_api_does(mining, cpu_c
 
 
 def test_mining_workflow_writes_the_frequent_patterns_of_randomly_labeled_vertices(mining, cpu_cluster, tmp_path):
-    assert mining.main(_mining_run(cpu_cluster, tmp_path / "fpm", "mining.algorithm=fpm", "mining.max_edges=2",
+    assert mining.main(_run_on(cpu_cluster, tmp_path / "fpm", "mining.algorithm=fpm", "mining.max_edges=2",
                                    "mining.min_support=4", "mining.random_labels=3", "mining.seed=5")) == 0
     with cpu_cluster.as_current():
         g = gpipe.generators.rmat(7, 4, mode="replicated")
@@ -324,15 +325,10 @@ def dynamic_walks():
     return _loaded(DYNAMIC_WALKS)
 
 
-def _dynamic_run(cluster, out, *settings: str) -> list[str]:
-    return [arg for item in [f"cluster.address={cluster.scheduler.address}", "cluster.device=cpu",
-                             "graph.path=rmat:7:4", f"output={out}", *settings] for arg in ("--set", item)]
-
-
 def test_dynamic_walks_applies_a_bingo_log_in_rounds_and_walks_the_graph_it_leaves(dynamic_walks, cpu_cluster,
                                                                                   tmp_path, capsys):
     out = tmp_path / "out"
-    assert dynamic_walks.main(_dynamic_run(cpu_cluster, out, "updates.count=60", "updates.rounds=3",
+    assert dynamic_walks.main(_run_on(cpu_cluster, out, "updates.count=60", "updates.rounds=3",
                                            "walks.length=5")) == 0
     assert "dynamic_walks: deepwalk on 128 vertices" in capsys.readouterr().out
     assert sorted(os.listdir(out)) == ["corpus.txt", "summary.json", "updates.parquet"]
@@ -358,13 +354,13 @@ def test_dynamic_walks_applies_a_bingo_log_in_rounds_and_walks_the_graph_it_leav
 def test_dynamic_walks_reads_a_log_file_and_names_a_bad_row(dynamic_walks, cpu_cluster, tmp_path, capsys):
     log = tmp_path / "log.csv"
     log.write_text("op,src,dst,weight\ninsert,0,200,2\ndelete,0,200,\ndelete,0,200,\n")
-    code = dynamic_walks.main(_dynamic_run(cpu_cluster, tmp_path / "out", f"updates.path={log}", "updates.rounds=2",
+    code = dynamic_walks.main(_run_on(cpu_cluster, tmp_path / "out", f"updates.path={log}", "updates.rounds=2",
                                            "walks.algorithm=ppr", "walks.params={restart: 0.2}", "walks.length=4"))
     err = capsys.readouterr().err
     assert code == 2 and "update 2: cannot delete edge (0, 200): it is not in the graph" in err
     assert not (tmp_path / "out").exists()
     log.write_text("op,src,dst,weight\ninsert,0,200,2\ndelete,0,200,\n")
-    assert dynamic_walks.main(_dynamic_run(cpu_cluster, tmp_path / "out", f"updates.path={log}", "updates.rounds=2",
+    assert dynamic_walks.main(_run_on(cpu_cluster, tmp_path / "out", f"updates.path={log}", "updates.rounds=2",
                                            "walks.algorithm=ppr", "walks.params={restart: 0.2}",
                                            "walks.length=4")) == 0
     summary = json.load(open(tmp_path / "out" / "summary.json"))
