@@ -11,7 +11,8 @@ the minimal walk kernel's steps/s measured on the same graph in the same run
 said so. ``stress.py`` draws its own figure. GNN sampling (``gnn.py``) shows
 per-batch latency fused and per hop over PGSampler's grid; counting
 (``counting.py``) the q-error against the samples drawn, per method; mining
-(``mining.py``) seconds per workload beside GAMMA's figures.
+(``mining.py``) seconds per workload beside GAMMA's figures; dynamic graphs
+(``dynamic.py``) seconds per round, dynamic against static rebuilt, beside Bingo's.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ def draw(report: dict, path: str) -> str | None:
         import matplotlib.pyplot as plt
     except ImportError:
         return None
-    family = {"gnn": _gnn, "counting": _counting, "mining": _mining}.get(report.get("benchmark"))
+    family = {"gnn": _gnn, "counting": _counting, "mining": _mining, "dynamic": _dynamic}.get(report.get("benchmark"))
     if family is not None:
         fig = family(plt, report)
         fig.savefig(path, dpi=110)
@@ -156,6 +157,46 @@ def _mining(plt, report: dict):
         ax.set_xscale("log")
     ax.set_xlabel("seconds (the whole call)")
     ax.set_title(_title(report), fontsize=9)
+    return fig
+
+
+def _dynamic(plt, report: dict):
+    """Per workload (log kind, bias): seconds of the rounds' updates and walks, dynamic against a static graph
+    rebuilt each round; Bingo's 10-round mixed DeepWalk beside where the graph is its R-MAT 18; updates/s and
+    bytes per edge on the right."""
+    records = report["records"]
+    walks = list(records[0]["total_seconds"])
+    fig, (left, right) = plt.subplots(1, 2, figsize=(13, 0.5 * len(records) * len(walks) + 2.5),
+                                      constrained_layout=True)
+    labels, dynamic, static = [], [], []
+    for r in records:
+        for walk in walks:
+            labels.append(f"{r['workload']} {walk}")
+            dynamic.append(r["total_seconds"][walk])
+            static.append(r["static_total_seconds"][walk])
+    if report.get("graph", {}).get("scale") == 18:
+        labels.append("Bingo mixed deepwalk, 10 rounds (H200, its code)")
+        dynamic.append(report["bingo"]["mixed_10_rounds_seconds_h200_rmat18"])
+        static.append(float("nan"))
+    height = 0.4
+    for i, (name, values) in enumerate((("dynamic: updates + walks", dynamic),
+                                        ("static: rebuild + walks", static))):
+        bars = left.barh([j + (i - 0.5) * height for j in range(len(values))], values, height, label=name)
+        left.bar_label(bars, [f"{v:.3g} s" for v in values], padding=2, fontsize=6)
+    left.set_yticks(range(len(labels)), labels, fontsize=7)
+    left.invert_yaxis()
+    left.set_xlabel(f"seconds over {report['rounds']} rounds of {report['updates_per_round']:,} updates")
+    left.legend(fontsize=7, loc="lower right")
+    names = [r["workload"] for r in records]
+    rate = [sum(x["updates"] for x in r["rounds"]) / sum(x["update_seconds"] for x in r["rounds"]) for r in records]
+    bars = right.barh(range(len(records)), rate, color="tab:green")
+    right.bar_label(bars, [f"{_si(v)}/s, {r['rounds'][-1]['bytes_per_edge']:.0f} B/edge" for v, r in
+                           zip(rate, records)], padding=2, fontsize=6)
+    right.set_yticks(range(len(records)), names, fontsize=7)
+    right.invert_yaxis()
+    right.set_xscale("log")
+    right.set_xlabel(f"batched updates / s (Bingo, A100: {_si(report['bingo']['batched_updates_per_second_a100'])})")
+    fig.suptitle(_title(report), fontsize=9)
     return fig
 
 

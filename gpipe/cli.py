@@ -3,7 +3,9 @@
 ``gpipe info`` reports the software stack, the GPUs and, when one is named, the
 cluster; ``gpipe generate rmat`` writes a generated graph; ``gpipe walk ALGORITHM``
 (``deepwalk``, ``node2vec``, ``metropolis-hastings``, ``jump``, ``ppr``) walks a
-graph file, a graph folder or a generated ``rmat:SCALE[:EDGE_FACTOR]`` graph;
+graph file, a graph folder or a generated ``rmat:SCALE[:EDGE_FACTOR]`` graph, and
+with ``--updates LOG --rounds N`` (deepwalk, jump, ppr) applies an update log to
+it in N rounds (:class:`gpipe.dynamic.DynamicGraph`), walking after each;
 ``gpipe sample ALGORITHM`` (``neighbor``, ``snowball``, ``forest-fire``, ``layer``
 from ``--seeds``; ``random-node``, ``random-edge``) writes the sampled edges into
 ``edges.parquet`` (``random-node`` its vertices into ``nodes.parquet`` too);
@@ -49,7 +51,7 @@ from typing import Callable
 
 import numpy as np
 
-from . import __version__, config, counting, generators, mining, sampling, walks, workflow
+from . import __version__, config, counting, dynamic, generators, mining, sampling, walks, workflow
 from ._files import GRAPH_FILES, WALK_FILES, atomic_dir, atomic_file, write_json
 from ._validate import check_bytes, check_int, check_probability, check_seed
 from .backend import DEVICES, gpu_problem, versions
@@ -374,6 +376,21 @@ def _walk_flags(parser: argparse.ArgumentParser, function: Callable) -> None:
                         help="seed of the walks (default: %(default)s)")
 
 
+# The walks that take a graph that changes (gpipe.dynamic.DynamicGraph): --updates walks them after each round.
+_DYNAMIC_WALKS = ("deepwalk", "jump", "ppr")
+
+
+def _update_flags(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("a graph that changes (deepwalk, jump, ppr)")
+    group.add_argument("--updates", metavar="FILE",
+                       help="an update log (.parquet or .csv: op, src, dst, weight a row, in log order; op insert, "
+                            "delete or update): applied to the graph in --rounds batches, walking after each; one "
+                            "JSON line per round on stdout and in summary.json; the walks written are the last "
+                            "round's")
+    group.add_argument("--rounds", type=_positive("rounds"), default=1, metavar="N",
+                       help="batches the log is applied in, in log order, of equal size (default: %(default)s)")
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="gpipe", description="Graph sampling and random walks at scale, on Dask.")
     parser.add_argument("--version", action="version", version=f"gpipe {__version__}")
@@ -414,6 +431,7 @@ def _parser() -> argparse.ArgumentParser:
             one.add_argument(flag, **keywords)
         one.add_argument("--format", choices=_FORMATS, default="corpus",
                          help="DIR/walks.txt (one walk per line), DIR/walks.parquet/, or both (default: %(default)s)")
+        _update_flags(one)
         _out_flags(one, "writes the walks and DIR/summary.json", required=True)
         _cluster_flags(one, local=True)
         one.set_defaults(run=_walk)
@@ -527,7 +545,7 @@ def _parser() -> argparse.ArgumentParser:
     _cluster_flags(demo, local=True)
     demo.set_defaults(run=_demo, algorithm="deepwalk", walks_per_vertex=1, seed=_default(walks.deepwalk, "seed"),
                       start=None, weighted=False, directed=False, partitions=None, format="corpus", fmt=None,
-                      weight_column=None)
+                      weight_column=None, updates=None, rounds=1)
     return parser
 
 
@@ -771,13 +789,13 @@ def _check_graph_flags(args) -> None:
         edge_format(args.graph, name="graph", force="--fmt")
 
 
-def _load_graph(args, weighted: bool) -> Graph:
+def _load_graph(args, weighted: bool, mode: str | None = None) -> Graph:
     """``args.graph`` read, or generated for ``rmat:...`` (with weights when ``weighted`` asks for them)."""
     if isinstance(args.graph, _Rmat):
         return generators.rmat(args.graph.scale, args.graph.edge_factor, directed=args.directed, weighted=weighted,
-                               partitions=args.partitions)
+                               partitions=args.partitions, mode=mode)
     return read_edges(args.graph, weight=args.weight_column, directed=args.directed, partitions=args.partitions,
-                      fmt=args.fmt)
+                      fmt=args.fmt, mode=mode)
 
 
 def _typed_as_ids_of(g: Graph, options: dict) -> dict:
@@ -793,11 +811,14 @@ def _run_walk(args) -> dict:
     if "walks_per_vertex" in taken:
         options["walks_per_vertex"] = args.walks_per_vertex
     _check_graph_flags(args)
+    log = _update_log(args)
     watch = _Stopwatch()
     with _out_folder(args) as folder, _cluster(args) as client:
         watch.lap("connect")
-        g = _load_graph(args, weighted=options.get("weighted", False))
+        g = _load_graph(args, weighted=options.get("weighted", False),
+                        mode=None if log is None else "partitioned")
         options = _typed_as_ids_of(g, options)
+        walked = g if log is None else dynamic.DynamicGraph.from_graph(g)
         watch.lap("graph")
         # compile the kernels on every worker: one short walk from the first vertex of each non-empty partition
         if "length" in taken:
@@ -810,11 +831,15 @@ def _run_walk(args) -> dict:
                     warm_up[name] = 1
         else:  # frontier sampling: one small instance
             warm_up = dict(options, budget=2, instances=1)
-        function(g, **warm_up)
+        function(walked, **warm_up)
         watch.lap("compile")
         if "length" in taken:
             options["length"] = args.length
-        result = function(g, progress=None if args.quiet else _Progress(sys.stderr), **options)
+        rounds = None
+        if log is None:
+            result = function(g, progress=None if args.quiet else _Progress(sys.stderr), **options)
+        else:
+            result, rounds = _walk_rounds(args, walked, function, options, log)
         watch.lap("walk")
         outputs = {}
         if isinstance(result, EdgeSample):  # frontier sampling gives edges, not walks
@@ -828,9 +853,48 @@ def _run_walk(args) -> dict:
             with atomic_file(outputs["scores"], "wb") as f:
                 result.scores().to_parquet(f, index=False)
         watch.lap("write")
-        summary = _write_summary(args, folder, client, g, outputs, watch, walk=result.stats)
+        summary = _write_summary(args, folder, client, g, outputs, watch, walk=result.stats, rounds=rounds)
         g.release()  # on a shared cluster, nothing would free it once this client is closed
     return summary
+
+
+def _update_log(args):
+    """``--updates`` read and checked before any work (None without it), with ``--rounds`` and the walk."""
+    if args.updates is None:
+        if args.rounds != 1:
+            raise GpipeValueError(f"'rounds' must be given with --updates only, got --rounds {args.rounds}")
+        return None
+    if args.algorithm not in _DYNAMIC_WALKS:
+        raise GpipeValueError(f"'updates' must be given with {', '.join(_DYNAMIC_WALKS)} (the walks that take a "
+                              f"graph that changes), got {args.algorithm}")
+    log = dynamic.read_updates(args.updates)
+    if args.rounds > len(log):
+        raise GpipeValueError(f"'rounds' must be at most the log's {len(log)} updates, got {args.rounds}")
+    return log
+
+
+def _walk_rounds(args, dg, function: Callable, options: dict, log) -> tuple:
+    """Apply ``log`` to ``dg`` in ``args.rounds`` batches, walking after each; the last walk and a record per round
+    (each also printed as a JSON line)."""
+    rounds = []
+    for number, rows in enumerate(np.array_split(np.arange(len(log)), args.rounds), 1):
+        batch = log.iloc[rows]
+        started = time.perf_counter()
+        try:
+            dg.apply(*(batch[c].to_numpy() for c in dynamic.UPDATE_COLUMNS), first=int(rows[0]))
+        except GpipeValueError as exc:
+            raise GpipeValueError(f"{args.updates}: round {number}: {exc}") from None
+        applied = time.perf_counter()
+        result = function(dg, **options)
+        walked = time.perf_counter()
+        update_seconds, walk_seconds = applied - started, walked - applied
+        record = {"round": number, "updates": len(rows), "update_seconds": update_seconds,
+                  "updates_per_second": len(rows) / update_seconds, "walk_seconds": walk_seconds,
+                  "steps": result.stats["steps"], "steps_per_second": result.stats["steps"] / walk_seconds,
+                  "num_vertices": dg.num_vertices, "num_edges": dg.num_edges}
+        rounds.append(record)
+        print(json.dumps(record), flush=True)
+    return result, rounds
 
 
 def _cluster_info(client) -> dict:

@@ -434,7 +434,8 @@ def run(workflow: str, overrides: Iterable[str] = (), *, scheduler_file: str | N
     ----------
     workflow : str
         A workflow config: a YAML file whose top-level ``workflow`` key names a shipped workflow
-        (a folder of ``workflows/``: ``embeddings``, ``gnn_training``, ``graph_sampling``, ``mining``) or the
+        (a folder of ``workflows/``: ``dynamic_walks``, ``embeddings``, ``gnn_training``, ``graph_sampling``,
+        ``mining``) or the
         ``run.py`` of one (a path relative to the file); the rest is merged over that workflow's defaults. Or the name
         of a shipped workflow, run with its defaults.
     overrides : iterable of str

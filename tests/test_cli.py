@@ -355,6 +355,70 @@ def test_walk_multidimensional_writes_sampled_edges(capsys, cpu_cluster, rmat_7_
     assert set(summary["outputs"]) == {"edges", "summary"}
 
 
+def _update_log(path, rows) -> str:
+    frame = pd.DataFrame(rows, columns=["op", "src", "dst", "weight"])
+    if str(path).endswith(".csv"):
+        frame.to_csv(path, index=False)
+    else:
+        frame.to_parquet(path)
+    return str(path)
+
+
+def test_walk_applies_an_update_log_in_rounds_walking_after_each(capsys, cpu_cluster, rmat_7_4, tmp_path):
+    deleted = sorted((u, v) for u, v in rmat_7_4[True] if u < v)[:40]
+    inserted = [(u, 130 + u % 7, 2.5) for u in range(0, 128, 3)]  # to vertices past the last: they are added
+    rows = [("delete", u, v, None) for u, v in deleted] + [("insert", u, v, w) for u, v, w in inserted]
+    rows += [("update", u, v, 9.0) for u, v, _ in inserted[:5]]
+    log = _update_log(tmp_path / "log.parquet", rows)
+    code, out, err = _run(capsys, cpu_cluster, "walk", "deepwalk", "--graph", "rmat:7:4", "--weighted",
+                          "--updates", log, "--rounds", "3", "--length", "6", "--quiet", "--out", str(tmp_path / "o"))
+    assert code == 0, err
+    lines = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    summary = read_summary(tmp_path / "o")
+    assert summary["rounds"] == lines and [r["round"] for r in lines] == [1, 2, 3]
+    assert sum(r["updates"] for r in lines) == len(rows)
+    for r in lines:
+        assert r["update_seconds"] > 0 and r["updates_per_second"] == pytest.approx(r["updates"] / r["update_seconds"])
+        assert r["walk_seconds"] > 0 and r["steps_per_second"] == pytest.approx(r["steps"] / r["walk_seconds"])
+    assert lines[-1]["num_vertices"] == 137
+    final = (rmat_7_4[True] - {e for u, v in deleted for e in ((u, v), (v, u))}) \
+        | {e for u, v, _ in inserted for e in ((u, v), (v, u))}
+    assert lines[-1]["num_edges"] == len(final)
+    walks = _walks(tmp_path / "o" / "walks.txt")  # the last round's: on the graph the whole log leaves
+    assert len(walks) == 137 and all((u, v) in final for w in walks for u, v in zip(w, w[1:]))
+    assert summary["parameters"]["updates"] == log and summary["parameters"]["rounds"] == 3
+
+
+def test_a_bad_update_log_names_its_row_and_leaves_no_output(capsys, cpu_cluster, tmp_path):
+    log = _update_log(tmp_path / "log.csv", [("insert", 0, 200, 1.0), ("insert", 1, 2, 1.0),
+                                             ("delete", 0, 200, None), ("delete", 0, 200, None)])
+    code, _, err = _run(capsys, cpu_cluster, "walk", "ppr", "--graph", "rmat:7:4", "--sources", "0",
+                        "--updates", log, "--rounds", "2", "--quiet", "--out", str(tmp_path / "o"))
+    assert code == 2 and err.count("\n") == 1 and "Traceback" not in err
+    assert f"{log}: round 2: update 3: cannot delete edge (0, 200): it is not in the graph" in err
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("rows, flags, message", [
+    ([("insert", 0, 1, 1.0), ("insert", 0, 2, -1.0)], [], "log.csv: update 1: the weight of an insert must be "
+                                                         "positive and finite, got -1.0"),
+    ([("insert", 0, 1, 1.0), ("remove", 0, 1, None)], [], "log.csv: update 1: 'op' must be one of"),
+    ([("insert", 0, 1, 1.0), ("insert", None, 1, 1.0)], [], "log.csv: update 1: 'src' must hold non-negative "
+                                                           "integer vertex ids, got nan"),
+    ([("insert", 0, 1, 1.0)], ["--rounds", "2"], "'rounds' must be at most the log's 1 updates, got 2"),
+    ([("insert", 0, 1, 1.0)], ["--algorithm", "node2vec"], "'updates' must be given with deepwalk, jump, ppr"),
+    (None, ["--rounds", "2"], "'rounds' must be given with --updates only"),
+])
+def test_walk_refuses_a_bad_update_log_before_connecting(capsys, tmp_path, rows, flags, message):
+    algorithm = flags[1] if flags[:1] == ["--algorithm"] else "deepwalk"
+    flags = [] if flags[:1] == ["--algorithm"] else flags
+    updates = [] if rows is None else ["--updates", _update_log(tmp_path / "log.csv", rows)]
+    code = main(["walk", algorithm, "--graph", "rmat:7", "--out", str(tmp_path / "o"), "--address",
+                 "tcp://127.0.0.1:1", *updates, *flags])
+    err = capsys.readouterr().err
+    assert code == 2 and message in err and err.count("\n") == 1, err
+
+
 def test_sample_neighbor_writes_edges_of_the_graph_at_most_fanout_per_vertex(capsys, cpu_cluster, rmat_7_4, tmp_path):
     code, out, err = _run(capsys, cpu_cluster, "sample", "neighbor", "--graph", "rmat:7:4", "--seeds", "0,1,2",
                           "--fanout", "2", "--depth", "2", "--quiet", "--out", str(tmp_path))

@@ -187,7 +187,7 @@ def test_batch_script_starts_a_worker_per_node_runs_the_workflow_and_stops_them(
 @pytest.mark.parametrize("text, expected", [
     (None, ["gpipe: error: the workflow file", "does not exist"]),
     ("graph: {path: 'rmat:6'}\n",
-     ["gpipe: error: ", "wf.yaml: missing key 'workflow'", "embeddings, gnn_training, graph_sampling"]),
+     ["gpipe: error: ", "wf.yaml: missing key 'workflow'", "dynamic_walks, embeddings, gnn_training, graph_sampling"]),
     ("workflow: walks\n", ["gpipe: error: ", "wf.yaml: 'workflow' must be a shipped workflow", "got 'walks'"]),
     ("workflow: nowhere/run.py\n", ["gpipe: error: ", "wf.yaml: 'workflow' names", "nowhere/run.py", "not exist"]),
     ("workflow: [embeddings\n", ["gpipe: error: ", "wf.yaml: not valid YAML"]),
@@ -211,7 +211,7 @@ def test_gpipe_run_names_a_shipped_workflow_and_checks_its_flags(capsys):
     assert main(["run", "embeddings", "--set", "walks.length=0", "--address", "tcp://127.0.0.1:1"]) == 2
     assert capsys.readouterr().err == "embeddings: error: 'walks.length' must be a positive integer, got 0\n"
     assert main(["run", "nope"]) == 2
-    assert "'workflow' must be a workflow YAML file or the name of a shipped workflow (embeddings, " \
+    assert "'workflow' must be a workflow YAML file or the name of a shipped workflow (dynamic_walks, embeddings, " \
            "gnn_training, graph_sampling, mining), got 'nope'" in capsys.readouterr().err
     assert main(["run", "embeddings", "--scheduler-file", "s.json", "--address", "tcp://127.0.0.1:1"]) == 2
     assert "give 'scheduler_file' or 'address', not both" in capsys.readouterr().err

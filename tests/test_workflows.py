@@ -259,15 +259,16 @@ def mining():
     return _loaded(MINING)
 
 
-def _mining_run(cluster, out, *settings: str) -> list[str]:
+def _run_on(cluster, out, *settings: str) -> list[str]:
+    """A workflow's --set flags for a run on ``cluster`` (CPU) on rmat:7:4 into ``out``, then ``settings``."""
     return [arg for item in [f"cluster.address={cluster.scheduler.address}", "cluster.device=cpu",
                              "graph.path=rmat:7:4", f"output={out}", *settings] for arg in ("--set", item)]
 
 
 def test_mining_workflow_lists_cliques_and_matches_as_the_api_does(mining, cpu_cluster, tmp_path, capsys):
-    assert mining.main(_mining_run(cpu_cluster, tmp_path / "cliques", "mining.k=3", "mining.embeddings=true")) == 0
+    assert mining.main(_run_on(cpu_cluster, tmp_path / "cliques", "mining.k=3", "mining.embeddings=true")) == 0
     assert "mining: cliques on 128 vertices" in capsys.readouterr().out
-    assert mining.main(_mining_run(cpu_cluster, tmp_path / "match", "mining.algorithm=match",
+    assert mining.main(_run_on(cpu_cluster, tmp_path / "match", "mining.algorithm=match",
                                    "mining.pattern=[[a, b], [b, c]]", "mining.induced=true")) == 0
     with cpu_cluster.as_current():
         g = gpipe.generators.rmat(7, 4, mode="replicated")
@@ -281,7 +282,7 @@ def test_mining_workflow_lists_cliques_and_matches_as_the_api_does(mining, cpu_c
 
 
 def test_mining_workflow_writes_the_frequent_patterns_of_randomly_labeled_vertices(mining, cpu_cluster, tmp_path):
-    assert mining.main(_mining_run(cpu_cluster, tmp_path / "fpm", "mining.algorithm=fpm", "mining.max_edges=2",
+    assert mining.main(_run_on(cpu_cluster, tmp_path / "fpm", "mining.algorithm=fpm", "mining.max_edges=2",
                                    "mining.min_support=4", "mining.random_labels=3", "mining.seed=5")) == 0
     with cpu_cluster.as_current():
         g = gpipe.generators.rmat(7, 4, mode="replicated")
@@ -316,9 +317,81 @@ def test_mining_shipped_config_validates(mining):
     assert mining.validate_config(config) == config
 
 
+DYNAMIC_WALKS = os.path.join(REPO, "workflows", "dynamic_walks")
+
+
+@pytest.fixture(scope="module")
+def dynamic_walks():
+    return _loaded(DYNAMIC_WALKS)
+
+
+def test_dynamic_walks_applies_a_bingo_log_in_rounds_and_walks_the_graph_it_leaves(dynamic_walks, cpu_cluster,
+                                                                                  tmp_path, capsys):
+    out = tmp_path / "out"
+    assert dynamic_walks.main(_run_on(cpu_cluster, out, "updates.count=60", "updates.rounds=3",
+                                           "walks.length=5")) == 0
+    assert "dynamic_walks: deepwalk on 128 vertices" in capsys.readouterr().out
+    assert sorted(os.listdir(out)) == ["corpus.txt", "summary.json", "updates.parquet"]
+    summary = json.load(open(out / "summary.json"))
+    log = pd.read_parquet(out / "updates.parquet")
+    assert len(log) == 60 and log.op.value_counts().to_dict() == {"insert": 30, "delete": 30}
+    with cpu_cluster.as_current():
+        everything = gpipe.dynamic.DynamicGraph.from_graph(gpipe.generators.rmat(7, 4, weighted=True,
+                                                                                 mode="partitioned")).edges()
+    edges = set(zip(everything.src.tolist(), everything.dst.tolist()))
+    deleted = {e for u, v in zip(log.src[log.op == "delete"], log.dst[log.op == "delete"]) for e in ((u, v), (v, u))}
+    held_out = len(log[log.op == "insert"])
+    assert summary["graph"]["num_edges"] == len(edges) - 2 * held_out
+    rounds = summary["rounds"]
+    assert [r["updates"] for r in rounds] == [20, 20, 20] and rounds[-1]["num_edges"] == len(edges) - len(deleted)
+    for r in rounds:
+        assert r["update_seconds"] > 0 and r["steps"] > 0 and r["steps_per_second"] > 0
+    walks = [[int(v) for v in line.split()] for line in open(out / "corpus.txt")]
+    steps = {(u, v) for w in walks for u, v in zip(w, w[1:])}
+    assert len(walks) == 128 and steps <= edges - deleted and steps
+
+
+def test_dynamic_walks_reads_a_log_file_and_names_a_bad_row(dynamic_walks, cpu_cluster, tmp_path, capsys):
+    log = tmp_path / "log.csv"
+    log.write_text("op,src,dst,weight\ninsert,0,200,2\ndelete,0,200,\ndelete,0,200,\n")
+    code = dynamic_walks.main(_run_on(cpu_cluster, tmp_path / "out", f"updates.path={log}", "updates.rounds=2",
+                                           "walks.algorithm=ppr", "walks.params={restart: 0.2}", "walks.length=4"))
+    err = capsys.readouterr().err
+    assert code == 2 and "update 2: cannot delete edge (0, 200): it is not in the graph" in err
+    assert not (tmp_path / "out").exists()
+    log.write_text("op,src,dst,weight\ninsert,0,200,2\ndelete,0,200,\n")
+    assert dynamic_walks.main(_run_on(cpu_cluster, tmp_path / "out", f"updates.path={log}", "updates.rounds=2",
+                                           "walks.algorithm=ppr", "walks.params={restart: 0.2}",
+                                           "walks.length=4")) == 0
+    summary = json.load(open(tmp_path / "out" / "summary.json"))
+    assert [r["num_vertices"] for r in summary["rounds"]] == [201, 201] and summary["updates"]["log"] == str(log)
+    assert sorted(os.listdir(tmp_path / "out")) == ["corpus.txt", "summary.json"]
+
+
+@pytest.mark.parametrize("override, expected", [
+    ("updates.kind=sideways", ["'updates.kind'", "'sideways'"]),
+    ("updates.rounds=0", ["'updates.rounds' must be a positive integer, got 0"]),
+    ("updates.path=no/such/log.csv", ["'updates.path' must be an existing .parquet or .csv file"]),
+    ("walks.algorithm=node2vec", ["'walks.algorithm'", "'node2vec'"]),
+    ("walks.params={p: 2}", ["unknown key 'walks.params.p'"]),
+])
+def test_dynamic_walks_bad_config_exits_2_naming_the_key(dynamic_walks, capsys, override, expected):
+    code = dynamic_walks.main(["--set", "cluster.address=tcp://127.0.0.1:1", "--set", override])
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith("dynamic_walks: error: ") and "Traceback" not in err
+    assert all(text in err for text in expected), err
+
+
+def test_dynamic_walks_shipped_config_validates(dynamic_walks):
+    with open(os.path.join(DYNAMIC_WALKS, "config.yaml")) as f:
+        config = yaml.safe_load(f)
+    assert dynamic_walks.validate_config(config) == config
+
+
 # -- every workflow: an output folder appears complete or not at all ----------------------------
 
-_SMALL_RUN = {"embeddings": ["walks.algorithm=deepwalk", "walks.params={}", "walks.length=3",
+_SMALL_RUN = {"dynamic_walks": ["updates.count=40", "updates.rounds=2", "walks.length=3"],
+              "embeddings": ["walks.algorithm=deepwalk", "walks.params={}", "walks.length=3",
                              "walks.walks_per_vertex=1"],
               "graph_sampling": ["seeds=[0, 1]"],
               "gnn_training": ["graph.vertices=64", "train.epochs=1"],

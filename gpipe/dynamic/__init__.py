@@ -5,9 +5,13 @@ partition's vertices and, per vertex, the groups of its biases' radix factorizat
 the decimal group of floating-point biases; a batch of inserts, deletes and re-weights applies in log order per
 vertex, completely or not at all. A :class:`Snapshot` pins one committed version for runs (the walks of
 ``gpipe.walks`` take one), which draw each step with :func:`pick_in_space` (CUDA: ``kernels/dynamic.cuh``).
+:func:`update_log` makes the logs of Bingo's evaluation from a graph's edges; :func:`read_updates` reads a log
+from a file.
 """
 
 from ._graph import DynamicGraph, Snapshot
+from ._log import UPDATE_COLUMNS, read_updates, update_log
 from ._space import PICK_DEFINES, SamplingSpace, SpaceView, pick_in_space
 
-__all__ = ["PICK_DEFINES", "DynamicGraph", "SamplingSpace", "Snapshot", "SpaceView", "pick_in_space"]
+__all__ = ["PICK_DEFINES", "UPDATE_COLUMNS", "DynamicGraph", "SamplingSpace", "Snapshot", "SpaceView", "pick_in_space",
+           "read_updates", "update_log"]

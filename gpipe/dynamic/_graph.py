@@ -11,7 +11,7 @@ import weakref
 import numpy as np
 import pandas as pd
 
-from .._validate import check_graph
+from .._validate import check_graph, check_int
 from ..backend import to_host
 from ..errors import GpipeValueError
 from ..graph import Graph
@@ -94,7 +94,7 @@ class DynamicGraph:
         """Give every copy of each edge ``src[i] -> dst[i]`` the bias ``weight[i]``: see :meth:`apply`."""
         self.apply(["update"] * len(src), src, dst, weight)
 
-    def apply(self, op, src, dst, weight) -> None:
+    def apply(self, op, src, dst, weight, *, first: int = 0) -> None:
         """Apply a batch of updates in log order (per source vertex), completely or not at all.
 
         Parameters
@@ -102,13 +102,18 @@ class DynamicGraph:
         op, src, dst, weight
             As :meth:`SamplingSpace.apply`: ``"insert"``, ``"delete"`` (the earliest copy) or ``"update"`` (every
             copy), by vertex id, with a positive finite weight (ignored for a delete).
+        first : int, default 0
+            The position of the batch's first update in the log it is part of (a log applied in rounds), which
+            errors count from.
 
         Raises
         ------
         GpipeValueError
-            Naming the first bad update's position in the batch; the graph is then as it was before it.
+            Naming the first bad update's position in the log (``first`` + its position in the batch); the graph is
+            then as it was before the batch.
         """
-        batch = check_batch(op, src, dst, weight)
+        first = check_int("first", first, minimum=0)
+        batch = check_batch(op, src, dst, weight, first)
         routed = batch
         position = np.arange(len(batch.src))
         if not self.directed:  # each update, then its reverse
@@ -125,7 +130,7 @@ class DynamicGraph:
             failed = [f for f in failed if f >= 0]
             if failed:
                 self._call(_discard, "dynamic discard", lambda part: (self.graph_id, part))
-                raise absent(batch, min(failed))
+                raise absent(batch, min(failed), first)
             self.num_edges = sum(self._call(_commit, "dynamic commit", lambda part: (self.graph_id, part)))
             if len(batch.src):
                 self.num_vertices = max(self.num_vertices, int(batch.src.max()) + 1, int(batch.dst.max()) + 1)
@@ -156,6 +161,11 @@ class DynamicGraph:
             bounds[-1] = max(int(bounds[-1]), self.num_vertices)  # the last partition holds the new vertices
             self._call(_pin, "dynamic snapshot", lambda part: (self.graph_id, part, snapshot_id, bounds))
             return Snapshot(self._graph, snapshot_id, bounds, self.num_edges, self.version)
+
+    def nbytes(self) -> int:
+        """Bytes of the partitions' sampling spaces on the workers (:attr:`SamplingSpace.nbytes`, summed), as of the
+        last committed batch; divided by :attr:`num_edges`, the memory per edge."""
+        return sum(self._call(_nbytes, "dynamic nbytes", lambda part: (self.graph_id, part)))
 
     def edges(self) -> pd.DataFrame:
         """Every edge as ``src``, ``dst``, ``weight``, by source, each source's in log order."""
@@ -245,6 +255,10 @@ def _pin(dynamic_id: str, part: int, snapshot_id: str, bounds: np.ndarray) -> No
     partitions = store().partitions
     view = partitions.get(dynamic_id, part).view(part, int(bounds[part]), int(bounds[part + 1]), bounds)
     partitions.put(snapshot_id, part, view)
+
+
+def _nbytes(dynamic_id: str, part: int) -> int:
+    return store().partitions.get(dynamic_id, part).nbytes
 
 
 def _edges(dynamic_id: str, part: int, lo: int) -> pd.DataFrame:

@@ -302,8 +302,9 @@ class Batch:
                      self.dst[positions] if dst is None else dst, self.weight[positions], self.given[positions])
 
 
-def check_batch(op, src, dst, weight) -> Batch:
-    """``op``, ``src``, ``dst``, ``weight`` as a :class:`Batch`, or a GpipeValueError naming the first bad update."""
+def check_batch(op, src, dst, weight, first: int = 0) -> Batch:
+    """``op``, ``src``, ``dst``, ``weight`` as a :class:`Batch`, or a GpipeValueError naming the first bad update
+    by its position in the log (``first`` + its position in the batch)."""
     op = check_array("op", op).astype(str).ravel()
     src = check_array("src", src).ravel()
     dst = check_array("dst", dst).ravel()
@@ -314,12 +315,13 @@ def check_batch(op, src, dst, weight) -> Batch:
     codes = np.array([OPS.get(o, -1) for o in op], np.int64)
     if (codes < 0).any():
         bad = int(np.argmax(codes < 0))
-        raise GpipeValueError(f"update {bad}: 'op' must be one of {sorted(OPS)}, got {op[bad]!r}")
+        raise GpipeValueError(f"update {first + bad}: 'op' must be one of {sorted(OPS)}, got {op[bad]!r}")
+    src, dst = _whole(src), _whole(dst)
     for name, ids in (("src", src), ("dst", dst)):
         if ids.size and (ids.dtype.kind not in "iu" or ids.min() < 0):
-            bad = 0 if ids.dtype.kind not in "iu" else int(np.argmax(ids < 0))
-            raise GpipeValueError(f"update {bad}: '{name}' must hold non-negative integer vertex ids, got "
-                                  f"{ids[bad].item()!r}")
+            bad = _first_not_id(ids)
+            raise GpipeValueError(f"update {first + bad}: '{name}' must hold non-negative integer vertex ids, got "
+                                  f"{ids[bad].item() if hasattr(ids[bad], 'item') else ids[bad]!r}")
     weighed = np.where(codes != _DELETE, given, 1.0)
     try:
         values = weighed.astype(np.float64)
@@ -328,14 +330,33 @@ def check_batch(op, src, dst, weight) -> Batch:
                           np.float64)
     if not (np.isfinite(values) & (values > 0)).all():
         i = int(np.argmax(~(np.isfinite(values) & (values > 0))))
-        raise GpipeValueError(f"update {i}: the weight of an {op[i]} must be positive and finite, got {given[i]!r}")
+        raise GpipeValueError(f"update {first + i}: the weight of an {op[i]} must be positive and finite, got "
+                              f"{given[i]!r}")
     return Batch(op, codes, src.astype(np.int64), dst.astype(np.int64), values, given)
 
 
-def absent(batch: Batch, i: int) -> GpipeValueError:
-    """The error of update ``i``, a delete or update of an edge that is not there."""
-    return GpipeValueError(f"update {i}: cannot {batch.op[i]} edge ({batch.src[i]}, {batch.dst[i]}): it is not in "
-                           f"the graph")
+def _whole(ids: np.ndarray) -> np.ndarray:
+    """Floats that are all whole numbers as int64 (a CSV column with an empty cell elsewhere reads as floats)."""
+    if ids.dtype.kind == "f" and ids.size and (np.isfinite(ids) & (ids == np.round(ids))).all():
+        return ids.astype(np.int64)
+    return ids
+
+
+def _first_not_id(ids: np.ndarray) -> int:
+    """The position of the first entry of ``ids`` that is not a non-negative integer."""
+    if ids.dtype.kind in "iu":
+        return int(np.argmax(ids < 0))
+    if ids.dtype.kind == "f":
+        return int(np.argmax(~(np.isfinite(ids) & (ids == np.round(ids)) & (ids >= 0))))
+    return next((i for i, v in enumerate(ids) if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0),
+                0)
+
+
+def absent(batch: Batch, i: int, first: int = 0) -> GpipeValueError:
+    """The error of update ``i`` of ``batch`` (``first + i`` of the log), a delete or update of an edge that is not
+    there."""
+    return GpipeValueError(f"update {first + i}: cannot {batch.op[i]} edge ({batch.src[i]}, {batch.dst[i]}): it is "
+                           f"not in the graph")
 
 
 def _kept_rows(old_indptr: np.ndarray, new_indptr: np.ndarray, kept: np.ndarray, rows: np.ndarray) -> np.ndarray:
@@ -506,6 +527,13 @@ class SamplingSpace:
         """The arrays ``sample`` reads, on ``device``: a new dict of new arrays each commit (see :meth:`view`)."""
         x = xp(self.device)
         self._arrays = {name: x.asarray(getattr(self, name)) for name in _SAMPLED}
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the space's arrays: the edges (destination, weight, integer and decimal parts), the listed
+        members and the group and alias tables, as held on the host (on a GPU, the arrays ``sample`` reads are a
+        copy of most of them on the device)."""
+        return sum(getattr(self, name).nbytes for name in ("weight", *_SAMPLED))
 
     def view(self, part: int, lo: int, hi: int, bounds: np.ndarray) -> SpaceView:
         """The space as last committed, for a run to read as partition ``part`` (vertices ``lo .. hi-1`` of
