@@ -322,7 +322,9 @@ def _positive_float(name: str, value) -> float:
 def _walked(g):
     """What a first-order walk runs on: ``g``, or a DynamicGraph's snapshot, taken now for this run (the run holds
     it, so it reads one committed version however many batches apply meanwhile; its pins go with it)."""
-    return g.snapshot() if isinstance(g, DynamicGraph) else check_graph("g", g)
+    if isinstance(g, DynamicGraph):
+        return g.snapshot()
+    return g if isinstance(g, Snapshot) else check_graph("g", g)
 
 
 def _checked_starts(g, length: int, walks_per_vertex: int, start, weighted: bool, seed: int,
