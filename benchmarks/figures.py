@@ -99,6 +99,8 @@ def _gnn(plt, report: dict):
     ax.invert_yaxis()
     ax.set_xlabel("milliseconds per mini-batch (sample_blocks, complete on return)")
     note = f"mean fused speedup {report['mean_fused_speedup']:.2f}x"
+    if "loader_1024_25_10_ms" in report:
+        note += f"; loader at 1,024 seeds (25, 10): {report['loader_1024_25_10_ms']:.2f} ms per batch"
     everyone = report.get("all_vertices_25_10")
     if everyone:
         note += (f"; all {everyone.get('vertices', 0):,} vertices (25, 10): {everyone['seconds']:.2f} s "
