@@ -247,3 +247,16 @@ def test_the_client_reads_only_the_indptr_of_an_npz(cpu, tmp_path):
     assert peak < size / 4, f"the client's peak ({peak} bytes) is not far below the file's size ({size} bytes)"
     assert (g.num_vertices, g.num_edges) == (n, n_edges)
     np.testing.assert_array_equal(g.degrees().to_numpy(), np.diff(indptr))
+
+
+@pytest.mark.parametrize("weighted, directed, mode", [(True, False, "partitioned"), (False, True, "replicated")])
+def test_graph_folder_read_by_the_workers_a_part_each_is_the_graph_written(cluster, tmp_path, monkeypatch, weighted,
+                                                                            directed, mode):
+    frame = _random_edges(ids=np.array([f"v{i}" for i in range(80)]), weighted=weighted)
+    ref = gpipe.from_edges(frame, weight="w" if weighted else None, directed=directed, partitions=3, mode=mode)
+    folder = ref.to_parquet(tmp_path / "saved")
+    monkeypatch.setattr(gpipe.graph._readers, "_graph_part", None)  # in this process only: the workers read parts
+    g = gpipe.read_edges(folder, partitions=3, mode=mode)
+    monkeypatch.undo()
+    assert (g.mode, g.directed) == (mode, directed)
+    _same_graph(g, ref, tmp_path)

@@ -13,8 +13,9 @@ from .._validate import check_bool
 from ..errors import GpipeFileError, GpipeValueError
 from ..runtime import current
 from ._graph import Graph, build, check_mode
-from ._readers import (FLOAT32_RANGE, GRAPH_META, NpzPlan, TablePlan, count_lines, float32_misfits, id_kind,
-                       npz_problem, plan_npz, plan_table, read_graph_folder, read_npz_piece, read_piece)
+from ._readers import (FLOAT32_RANGE, GRAPH_META, NpzPlan, TablePlan, check_graph_parts, count_lines,
+                       float32_misfits, graph_folder_ids, id_kind, npz_problem, plan_graph_folder, plan_npz, plan_table,
+                       read_graph_part, read_npz_piece, read_piece)
 
 __all__ = ["from_edges", "read_edges"]
 
@@ -331,9 +332,16 @@ def _to_dense(chunk: pd.DataFrame, src: str, dst: str, weight: str | None, id_ma
 
 
 def _read_graph_folder(path: str, partitions: int | None, mode: str | None) -> Graph:
-    meta, parts, id_map = read_graph_folder(path)
+    """A graph folder read by the workers, a part file each; the client reads ``_gpipe.json``, the parts' edge
+    counts and the id map."""
+    meta, paths = plan_graph_folder(path)
     session = current()
-    chunks = session.client.scatter(parts, hash=False)
+    client, workers = session.client, session.workers()
+    read = [client.submit(read_graph_part, name, meta, workers=[workers[p * len(workers) // len(paths)]],
+                          pure=False) for p, name in enumerate(paths)]
+    check_graph_parts(meta, paths, (client.submit(operator.itemgetter(1), r, pure=False).result() for r in read))
+    id_map = graph_folder_ids(path, meta)
+    chunks = [client.submit(operator.itemgetter(0), r, pure=False) for r in read]
     return build(session, chunks, meta["num_vertices"], directed=meta["directed"], weighted=meta["weighted"],
                  id_map=id_map, partitions=partitions, mode=mode, keep_self_loops=True, keep_duplicates=True,
                  symmetrize=False)

@@ -8,8 +8,8 @@ order as a frame with columns ``src``, ``dst`` and, when there is one, ``weight`
 wrong does a line-by-line scan run, which names the first bad line (1-based, comments and
 blank lines included) or, for files the fast path cannot take (comments in a file whose
 lines end in a lone '\r'), builds the table itself.
-:func:`read_graph_folder` reads a folder written by ``Graph.to_parquet`` after checking
-it against its ``_gpipe.json``.
+:func:`plan_graph_folder` and :func:`read_graph_part` read a folder written by
+``Graph.to_parquet``, a part file a task, checked against its ``_gpipe.json``.
 """
 
 from __future__ import annotations
@@ -762,17 +762,15 @@ def read_npz(path: str, weight: bool) -> tuple[pd.DataFrame, int]:
     return frame, plan.num_vertices
 
 
-def read_graph_folder(path: str) -> tuple[dict, list[dict], np.ndarray | None]:
-    """The metadata, each part's edge arrays and the id map (or None) of a ``Graph.to_parquet`` folder.
+def plan_graph_folder(path: str) -> tuple[dict, list[str]]:
+    """The checked metadata and the part files of a ``Graph.to_parquet`` folder (only ``_gpipe.json`` is read).
 
-    Every part ``_gpipe.json`` lists must be there, readable and, from format version 2
-    on, hold the number of edges it records; the edges must lie in ``0..num_vertices-1``
-    and add up to ``num_edges``. A damaged folder raises :class:`GpipeFileError` naming
-    the file.
+    Every part ``_gpipe.json`` lists must be there and no other; :func:`read_graph_part` reads
+    each, :func:`check_graph_parts` checks them against the metadata, :func:`graph_folder_ids`
+    reads the id map. A damaged folder raises :class:`GpipeFileError` naming the file.
     """
-    meta_path = os.path.join(path, GRAPH_META)
-    meta = _graph_meta(meta_path)
-    n, count = meta["num_vertices"], meta["partitions"]
+    meta = _graph_meta(os.path.join(path, GRAPH_META))
+    count = meta["partitions"]
     names = [f"part-{p:05d}.parquet" for p in range(count)]
     for name in names:
         if not os.path.isfile(os.path.join(path, name)):
@@ -781,29 +779,42 @@ def read_graph_folder(path: str) -> tuple[dict, list[dict], np.ndarray | None]:
         if name.startswith("part-") and name not in names:
             raise GpipeFileError(os.path.join(path, name), None,
                                  f"not one of the {count} partitions {GRAPH_META} lists")
+    return meta, [os.path.join(path, name) for name in names]
+
+
+def read_graph_part(path: str, meta: dict) -> tuple[dict, dict]:
+    """One part file's ``src``, ``dst`` (int64) and ``weight`` arrays, checked, and its edge and self-loop counts."""
     columns = ["src", "dst"] + (["weight"] if meta["weighted"] else [])
-    parts, rows, loops = [], 0, 0
-    for p, name in enumerate(names):
-        part = _graph_part(os.path.join(path, name), columns, n)
-        edges = len(part["dst"])
-        if "part_edges" in meta and edges != meta["part_edges"][p]:
-            raise GpipeFileError(os.path.join(path, name), None,
-                                 f"holds {edges} edges; {GRAPH_META} says {meta['part_edges'][p]}")
-        rows += edges
-        loops += int((part["src"] == part["dst"]).sum())
-        parts.append(part)
+    part = _graph_part(path, columns, meta["num_vertices"])
+    return part, {"edges": len(part["dst"]), "self_loops": int((part["src"] == part["dst"]).sum())}
+
+
+def check_graph_parts(meta: dict, paths: list[str], counts) -> None:
+    """Check the parts' ``counts`` (from :func:`read_graph_part`, an iterable taken in order) against ``meta``:
+    each part's edges (format version 2 on), and their sum."""
+    rows, loops = 0, 0
+    for p, (path, count) in enumerate(zip(paths, counts)):
+        if "part_edges" in meta and count["edges"] != meta["part_edges"][p]:
+            raise GpipeFileError(path, None, f"holds {count['edges']} edges; {GRAPH_META} says "
+                                             f"{meta['part_edges'][p]}")
+        rows, loops = rows + count["edges"], loops + count["self_loops"]
     # An undirected graph stores both directions of each edge but a self-loop once.
     if (rows if meta["directed"] else (rows + loops) / 2) != meta["num_edges"]:
+        meta_path = os.path.join(os.path.dirname(paths[0]), GRAPH_META)
         raise GpipeFileError(meta_path, None, f"'num_edges' is {meta['num_edges']} but the part files hold {rows} "
                                               f"edges ({'directed' if meta['directed'] else 'undirected'}, "
                                               f"{loops} self-loops)")
-    ids = None
-    if meta["renumbered"]:
-        ids_path = os.path.join(path, "ids.parquet")
-        ids = _parquet_table(ids_path, ["id"]).column("id").to_numpy()
-        if len(ids) != n:
-            raise GpipeFileError(ids_path, None, f"holds {len(ids)} ids; {GRAPH_META} says {n} vertices")
-    return meta, parts, ids
+
+
+def graph_folder_ids(path: str, meta: dict) -> np.ndarray | None:
+    """The id map of a graph folder (``ids.parquet``), or None when the graph was not renumbered."""
+    if not meta["renumbered"]:
+        return None
+    ids_path = os.path.join(path, "ids.parquet")
+    ids = _parquet_table(ids_path, ["id"]).column("id").to_numpy()
+    if len(ids) != meta["num_vertices"]:
+        raise GpipeFileError(ids_path, None, f"holds {len(ids)} ids; {GRAPH_META} says {meta['num_vertices']} vertices")
+    return ids
 
 
 def _graph_meta(meta_path: str) -> dict:
