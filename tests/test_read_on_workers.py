@@ -15,7 +15,7 @@ import pytest
 
 import gpipe
 from gpipe.errors import GpipeFileError
-from gpipe.graph._readers import plan_table, read_table
+from gpipe.graph._readers import plan_npz, plan_table, read_table
 
 
 @pytest.fixture(params=["cpu_cluster", "one_worker_cluster"], ids=["2 workers", "1 worker"])
@@ -172,4 +172,91 @@ def test_the_client_never_holds_the_edge_list(cpu, tmp_path):
     assert peak < size / 2, f"the client's peak ({peak} bytes) is not far below the file's size ({size} bytes)"
     ref = gpipe.from_edges(pd.DataFrame({"src": src, "dst": dst}), partitions=2)
     assert g.id_map is None
+    _same_graph(g, ref, tmp_path)
+
+
+def _csr(n=90, n_edges=700, seed=4):
+    """indptr (int64), indices (int32), weights (float32) of a CSR with isolated vertices (the last ten rows and
+    columns), self-loops and duplicate edges, as ../shared/gpu/gen_rmat.py writes them."""
+    rng = np.random.default_rng(seed)
+    src, dst = np.sort(rng.integers(0, n - 10, n_edges)), rng.integers(0, n - 10, n_edges)
+    dst[:5] = src[:5]
+    indptr = np.concatenate([[0], np.cumsum(np.bincount(src, minlength=n))]).astype(np.int64)
+    return indptr, dst.astype(np.int32), (rng.random(n_edges) + 0.25).astype(np.float32)
+
+
+@pytest.mark.parametrize("weighted, directed, mode, compressed", [
+    (False, False, "partitioned", False), (True, False, "replicated", False),
+    (True, True, "partitioned", True), (False, True, "replicated", True),
+])
+def test_npz_read_by_row_ranges_on_the_workers_is_the_graph_of_its_edges(cluster, tmp_path, weighted, directed, mode,
+                                                                         compressed):
+    indptr, indices, weights = _csr()
+    path = tmp_path / "g.npz"
+    (np.savez_compressed if compressed else np.savez)(path, indptr=indptr, indices=indices, weights=weights)
+    plan = plan_npz(str(path), weighted, piece_edges=100)
+    assert len(plan.pieces) == (1 if compressed else 7)
+    edges = pd.DataFrame({"src": np.repeat(np.arange(90), np.diff(indptr)), "dst": indices.astype(np.int64)})
+    if weighted:
+        edges["weight"] = weights
+    ref = gpipe.from_edges(edges, weight="weight" if weighted else None, directed=directed, partitions=2, mode=mode,
+                           num_vertices=90)
+    with dask.config.set({"gpipe.graph.chunk-edges": 100}):
+        g = gpipe.read_edges(path, weight=weighted, directed=directed, partitions=2, mode=mode)
+    assert (g.mode, g.num_vertices, g.directed) == (mode, 90, directed)
+    _same_graph(g, ref, tmp_path)
+
+
+def test_npz_error_found_by_a_later_piece_is_the_one_whole_read_gives(cluster, tmp_path):
+    indptr, indices, weights = _csr()
+    weights = weights.astype(np.float64)
+    indices[650], indices[690] = 90, 95  # out of range, in the last pieces
+    weights[[10, 600]] = [1e-60, -1.0]   # a misfit, and a negative weight that a bad index hides
+    path = tmp_path / "g.npz"
+    np.savez(path, indptr=indptr, indices=indices, weights=weights)
+    with pytest.raises(GpipeFileError) as whole:
+        read_table(path, weight=True)
+    assert "found 90" in str(whole.value)
+    with dask.config.set({"gpipe.graph.chunk-edges": 100}), pytest.raises(GpipeFileError) as pieces:
+        gpipe.read_edges(path, weight=True)
+    assert str(pieces.value) == str(whole.value)
+    indices[[650, 690]] = 0
+    np.savez(path, indptr=indptr, indices=indices, weights=weights)
+    with dask.config.set({"gpipe.graph.chunk-edges": 100}), pytest.raises(GpipeFileError) as pieces:
+        gpipe.read_edges(path, weight=True)
+    assert str(pieces.value) == str(pytest.raises(GpipeFileError, read_table, path, weight=True).value)
+    assert "has 1 values that do not fit float32" in str(pieces.value) and "index 10 is 1e-60" in str(pieces.value)
+
+
+def test_the_client_reads_only_the_indptr_of_an_npz(cpu, tmp_path):
+    rng = np.random.default_rng(0)
+    n, n_edges = 5000, 1_000_000
+    indptr = np.concatenate([[0], np.cumsum(np.bincount(rng.integers(0, n, n_edges), minlength=n))]).astype(np.int64)
+    indices, weights = rng.integers(0, n, n_edges).astype(np.int32), rng.random(n_edges).astype(np.float32)
+    path = tmp_path / "g.npz"
+    np.savez(path, indptr=indptr, indices=indices, weights=weights)
+    size = os.path.getsize(path)
+    with dask.config.set({"gpipe.graph.chunk-edges": 1 << 17}):
+        tracemalloc.start()
+        try:
+            g = gpipe.read_edges(path, weight=True, directed=True, partitions=2, keep_duplicates=True,
+                               keep_self_loops=True)
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+    assert peak < size / 4, f"the client's peak ({peak} bytes) is not far below the file's size ({size} bytes)"
+    assert (g.num_vertices, g.num_edges) == (n, n_edges)
+    np.testing.assert_array_equal(g.degrees().to_numpy(), np.diff(indptr))
+
+
+@pytest.mark.parametrize("weighted, directed, mode", [(True, False, "partitioned"), (False, True, "replicated")])
+def test_graph_folder_read_by_the_workers_a_part_each_is_the_graph_written(cluster, tmp_path, monkeypatch, weighted,
+                                                                            directed, mode):
+    frame = _random_edges(ids=np.array([f"v{i}" for i in range(80)]), weighted=weighted)
+    ref = gpipe.from_edges(frame, weight="w" if weighted else None, directed=directed, partitions=3, mode=mode)
+    folder = ref.to_parquet(tmp_path / "saved")
+    monkeypatch.setattr(gpipe.graph._readers, "_graph_part", None)  # in this process only: the workers read parts
+    g = gpipe.read_edges(folder, partitions=3, mode=mode)
+    monkeypatch.undo()
+    assert (g.mode, g.directed) == (mode, directed)
     _same_graph(g, ref, tmp_path)

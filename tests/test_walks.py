@@ -172,6 +172,34 @@ def test_corpus_with_string_ids(cpu, tmp_path):
     assert open(w.to_corpus(tmp_path / "c.txt")).read() == "a-b x y\nx y\ny\n"
 
 
+@pytest.mark.parametrize("ids", [None, np.arange(60) * -7 + 3, np.array([f"v\u00e9{i}" for i in range(60)])],
+                         ids=["dense", "integer ids", "string ids"])
+def test_corpus_and_parquet_written_by_1_or_2_workers_are_the_same_files(cpu_cluster, one_worker_cluster, tmp_path,
+                                                                          ids):
+    import dask
+
+    rng = np.random.default_rng(2)
+    src, dst = rng.integers(0, 60, 300), rng.integers(0, 60, 300)
+    edges = pd.DataFrame({"src": src, "dst": dst} if ids is None else {"src": ids[src], "dst": ids[dst]})
+    written = []
+    for client in (one_worker_cluster, cpu_cluster):
+        with client.as_current(), dask.config.set({"gpipe.walks.block-size": 7}):
+            w = gpipe.walks.deepwalk(gpipe.from_edges(edges, directed=True, partitions=2), length=6,
+                                     walks_per_vertex=2, seed=4)
+            folder = tmp_path / f"{len(client.scheduler_info()['workers'])}"
+            corpus = open(w.to_corpus(folder / "c.txt"), "rb").read()
+            w.to_parquet(folder / "walks")
+            parts = {p.name: pd.read_parquet(p) for p in sorted((folder / "walks").iterdir())}
+            lines = [" ".join(str(v) for v in row if v is not None and v != -1) for row in w.compute()]
+            assert corpus == ("\n".join(lines) + "\n").encode()
+            written.append((corpus, parts))
+    assert written[0][0] == written[1][0]
+    assert written[0][1].keys() == written[1][1].keys() and len(written[0][1]) == 18
+    for name, frame in written[0][1].items():
+        pd.testing.assert_frame_equal(frame, written[1][1][name])
+    assert not list(tmp_path.glob("**/.*tmp*"))
+
+
 def test_corpus_refuses_ids_that_would_not_read_back_as_one_token(cpu, tmp_path):
     """Spaces separate ids and newlines walks: 'New York' would read back as two ids; '' as none."""
     edges = pd.DataFrame({"src": ["New York", "two\nlines", "", "tab\there"], "dst": ["ok", "ok", "ok", "ok"]})

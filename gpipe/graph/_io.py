@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 import os
 
 import numpy as np
@@ -12,8 +13,9 @@ from .._validate import check_bool
 from ..errors import GpipeFileError, GpipeValueError
 from ..runtime import current
 from ._graph import Graph, build, check_mode
-from ._readers import (FLOAT32_RANGE, GRAPH_META, TablePlan, count_lines, float32_misfits, id_kind, plan_table,
-                       read_graph_folder, read_piece, read_table)
+from ._readers import (FLOAT32_RANGE, GRAPH_META, NpzPlan, TablePlan, check_graph_parts, count_lines,
+                       float32_misfits, graph_folder_ids, id_kind, npz_problem, plan_graph_folder, plan_npz, plan_table,
+                       read_graph_part, read_npz_piece, read_piece)
 
 __all__ = ["from_edges", "read_edges"]
 
@@ -23,10 +25,15 @@ def read_edges(path, src: str = "src", dst: str = "dst", weight: str | bool | No
                renumber: bool | None = None, keep_self_loops: bool = False, keep_duplicates: bool = False) -> Graph:
     """Read a graph from an edge file, or from a folder written by ``Graph.to_parquet``.
 
-    Text and parquet input is read by the workers: an uncompressed text file in
-    byte ranges of ``gpipe.graph.read-bytes``, a compressed one whole, parquet
-    by row groups; the edges never pass through the client, which holds the ids
-    (one per vertex) only when they are renumbered.
+    The workers read the input: an uncompressed text file in byte ranges of
+    ``gpipe.graph.read-bytes``, a compressed one whole (one worker per file),
+    parquet by row groups, a CSR ``.npz`` by ranges of rows of about
+    ``gpipe.graph.chunk-edges`` edges (a task reads its slices of ``indices``
+    and the weights; when they are stored compressed, as ``np.savez_compressed``
+    and scipy's ``save_npz`` write them, one task reads each member once). The
+    edges never pass through the client, which reads an ``.npz``'s ``indptr``
+    (one integer per vertex) to cut it, and holds the ids (one per vertex) only
+    when they are renumbered.
 
     Parameters
     ----------
@@ -92,13 +99,15 @@ def read_edges(path, src: str = "src", dst: str = "dst", weight: str | bool | No
     if os.path.isdir(path) and os.path.exists(os.path.join(path, GRAPH_META)):
         return _read_graph_folder(path, partitions, mode)
     plan = plan_table(path, src=src, dst=dst, weight=weight, fmt=fmt, piece_bytes=int(config.get("graph.read-bytes")))
-    if plan.fmt == "npz":
-        frame, num_vertices = read_table(path, weight=weight, fmt="npz")
-        return from_edges(frame, "src", "dst", "weight" if "weight" in frame.columns else None, directed, partitions,
-                          mode=mode, renumber=renumber, keep_self_loops=keep_self_loops,
-                          keep_duplicates=keep_duplicates, num_vertices=num_vertices)
     directed, keep_self_loops, keep_duplicates = _check_flags(directed, keep_self_loops, keep_duplicates)
     session = current()
+    if plan.fmt == "npz":
+        npz = plan_npz(path, bool(weight), int(config.get("graph.chunk-edges")))
+        if npz.edges[-1] == 0:
+            raise GpipeFileError(path, None, "no edges")
+        return _build_from_chunks(session, _read_npz_on_workers(session.client, npz), "src", "dst",
+                                  "weight" if npz.weights is not None else None, directed, partitions, mode, renumber,
+                                  keep_self_loops, keep_duplicates, npz.num_vertices)
     weighted = plan.keep_weight and plan.width == 3 if plan.fmt == "snap" else len(plan.columns) == 3
     return _build_from_chunks(session, _read_on_workers(session.client, plan), "src", "dst",
                               "weight" if weighted else None, directed, partitions, mode, renumber, keep_self_loops,
@@ -122,6 +131,16 @@ def _read_on_workers(client, plan: TablePlan) -> list:
     if not frames:
         raise GpipeFileError(plan.path, None, "no edges")
     return frames
+
+
+def _read_npz_on_workers(client, plan: NpzPlan) -> list:
+    """Futures of the edge frames of ``plan``'s row ranges, each read by a worker; only the pieces' problems
+    (counts and first offenders) reach the client, which raises the error one whole read would."""
+    read = [client.submit(read_npz_piece, plan, i, pure=False) for i in range(len(plan.pieces))]
+    error = npz_problem(plan, client.gather([client.submit(operator.itemgetter(1), r, pure=False) for r in read]))
+    if error is not None:
+        raise error
+    return [client.submit(operator.itemgetter(0), r, pure=False) for r in read]
 
 
 def _first_lines(*counts: int) -> list[int]:
@@ -313,9 +332,16 @@ def _to_dense(chunk: pd.DataFrame, src: str, dst: str, weight: str | None, id_ma
 
 
 def _read_graph_folder(path: str, partitions: int | None, mode: str | None) -> Graph:
-    meta, parts, id_map = read_graph_folder(path)
+    """A graph folder read by the workers, a part file each; the client reads ``_gpipe.json``, the parts' edge
+    counts and the id map."""
+    meta, paths = plan_graph_folder(path)
     session = current()
-    chunks = session.client.scatter(parts, hash=False)
+    client, workers = session.client, session.workers()
+    read = [client.submit(read_graph_part, name, meta, workers=[workers[p * len(workers) // len(paths)]],
+                          pure=False) for p, name in enumerate(paths)]
+    check_graph_parts(meta, paths, (client.submit(operator.itemgetter(1), r, pure=False).result() for r in read))
+    id_map = graph_folder_ids(path, meta)
+    chunks = [client.submit(operator.itemgetter(0), r, pure=False) for r in read]
     return build(session, chunks, meta["num_vertices"], directed=meta["directed"], weighted=meta["weighted"],
                  id_map=id_map, partitions=partitions, mode=mode, keep_self_loops=True, keep_duplicates=True,
                  symmetrize=False)

@@ -8,8 +8,8 @@ order as a frame with columns ``src``, ``dst`` and, when there is one, ``weight`
 wrong does a line-by-line scan run, which names the first bad line (1-based, comments and
 blank lines included) or, for files the fast path cannot take (comments in a file whose
 lines end in a lone '\r'), builds the table itself.
-:func:`read_graph_folder` reads a folder written by ``Graph.to_parquet`` after checking
-it against its ``_gpipe.json``.
+:func:`plan_graph_folder` and :func:`read_graph_part` read a folder written by
+``Graph.to_parquet``, a part file a task, checked against its ``_gpipe.json``.
 """
 
 from __future__ import annotations
@@ -52,6 +52,7 @@ _COMMENT = ("#", "%")
 _COMMENT_LINE = re.compile(rb"\n[ \t\f\v]*[#%][^\r\n]*")
 _BLOCK = 1 << 22
 GRAPH_META = "_gpipe.json"
+_NPY_HEADERS = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
 _GRAPH_KEYS = ("num_vertices", "num_edges", "directed", "weighted", "partitions", "renumbered")
 _INT = re.compile(r"\s*[+-]?[0-9]+\s*")
 _INT64_MAX = np.iinfo(np.int64).max
@@ -86,7 +87,7 @@ def read_table(path, *, src: str = "src", dst: str = "dst", weight=None,
     """
     plan = plan_table(path, src=src, dst=dst, weight=weight, fmt=fmt)
     if plan.fmt == "npz":
-        return _read_npz(plan.path, bool(weight))
+        return read_npz(plan.path, bool(weight))
     frames = [read_piece(plan, piece, 1) for piece in plan.pieces]  # one piece per text file
     kinds = [id_kind(frame) for frame in frames]
     if "str" in kinds and "int" in kinds:  # parquet files, some with integer ids
@@ -574,69 +575,202 @@ def _read_parquet(piece: Piece, columns: list[str], strings: bool) -> pd.DataFra
     return _frame(src, dst, weight)
 
 
-def _read_npz(path: str, weight: bool) -> tuple[pd.DataFrame, int]:
-    try:
-        archive = np.load(path, allow_pickle=False)
-        if not isinstance(archive, np.lib.npyio.NpzFile):
-            raise ValueError("it holds a single array")
-        with archive:
-            arrays = {key: archive[key] for key in archive.files}
-    except (ValueError, OSError, zipfile.BadZipFile) as exc:
-        raise GpipeFileError(path, None, f"not a readable .npz archive: {exc}") from exc
+@dataclasses.dataclass(frozen=True)
+class NpzArray:
+    """Where a 1-D array of a ``.npz`` lies: its member, dtype and length, and, for a member stored
+    uncompressed, the byte offset of its data in the archive file (None: a compressed member)."""
 
+    member: str
+    dtype: str
+    shape: tuple[int, ...]
+    offset: int | None
+
+    @property
+    def length(self) -> int:
+        return self.shape[0] if len(self.shape) == 1 else -1
+
+
+@dataclasses.dataclass(frozen=True)
+class NpzPlan:
+    """A checked CSR ``.npz`` cut into row ranges, each read by one task (:func:`read_npz_piece`)."""
+
+    path: str
+    num_vertices: int
+    indptr: NpzArray
+    indices: NpzArray
+    weights: NpzArray | None
+    weight_key: str | None
+    pieces: tuple[tuple[int, int], ...]  # rows lo..hi
+    edges: tuple[int, ...]               # the indptr value at each piece's first row, and at the end
+
+
+def plan_npz(path: str, weight: bool, piece_edges: int | None = None) -> NpzPlan:
+    """Check a CSR ``.npz`` and cut its rows into pieces of about ``piece_edges`` edges (default: one piece).
+
+    This process reads the archive's directory, the arrays' ``.npy`` headers, the small ``format`` and
+    ``shape`` arrays and ``indptr`` (one int64 per row); ``indices`` and the weights are read by
+    :func:`read_npz_piece`, a piece's slice each when their members are stored uncompressed
+    (``np.savez``), else (``np.savez_compressed``, scipy's ``save_npz``) by one piece of all rows,
+    which decompresses each member once.
+    """
     def fail(reason: str) -> NoReturn:
         raise GpipeFileError(path, None, reason)
 
-    if "format" in arrays:
-        name = arrays["format"].item()
-        name = name.decode() if isinstance(name, bytes) else str(name)
-        if name != "csr":
-            fail(f"sparse format {name!r} is not supported; save a CSR matrix (format 'csr')")
-    for key in ("indptr", "indices"):
-        if key not in arrays:
-            fail(f"no {key!r} array; arrays are {sorted(arrays)}")
-        if arrays[key].ndim != 1 or arrays[key].dtype.kind not in "iu":
-            fail(f"{key!r} must be a 1-D integer array, got {arrays[key].dtype} of shape {arrays[key].shape}")
-    indptr, indices = arrays["indptr"].astype(np.int64), arrays["indices"].astype(np.int64)
-    if len(indptr) == 0 or indptr[0] != 0:
-        fail("'indptr' must start at 0")
-    n = len(indptr) - 1
-    if "shape" in arrays and tuple(int(s) for s in arrays["shape"].ravel()) != (n, n):
-        fail(f"shape {tuple(arrays['shape'].tolist())} is not a square matrix of len(indptr) - 1 = {n} rows")
-    degrees = np.diff(indptr)
-    if (degrees < 0).any():
-        fail(f"'indptr' must be non-decreasing; it drops after row {int(np.argmax(degrees < 0))}")
-    if indptr[-1] != len(indices):
-        fail(f"'indptr' ends at {indptr[-1]} but there are {len(indices)} indices")
-    bad = indices[(indices < 0) | (indices >= n)]
-    if len(bad):
-        fail(f"'indices' must lie in [0, {n}); found {bad[0]}")
-    values = None
-    if weight:
-        key = "weights" if "weights" in arrays else "data"
-        if key not in arrays:
-            fail(f"no 'weights' or 'data' array for the weights; arrays are {sorted(arrays)}")
-        values = arrays[key]
-        if values.shape != indices.shape or values.dtype.kind not in "iuf":
-            fail(f"{key!r} must be {len(indices)} numbers, got {values.dtype} of shape {values.shape}")
-        if not np.isfinite(values).all():
-            fail(f"{key!r} has {int((~np.isfinite(values)).sum())} non-finite values")
-        _check_weights(path, repr(key), "index", values.astype(np.float64))
-    src = np.repeat(np.arange(n, dtype=np.int64), degrees)
-    return _frame(src, indices, values), n
+    try:
+        with zipfile.ZipFile(path) as archive, open(path, "rb") as raw:
+            infos = {info.filename.removesuffix(".npy"): info for info in archive.infolist()}
+            if "format" in infos:
+                name = _npz_whole(archive, infos["format"]).item()
+                name = name.decode() if isinstance(name, bytes) else str(name)
+                if name != "csr":
+                    fail(f"sparse format {name!r} is not supported; save a CSR matrix (format 'csr')")
+            arrays = {}
+            for key in ("indptr", "indices"):
+                if key not in infos:
+                    fail(f"no {key!r} array; arrays are {sorted(infos)}")
+                arrays[key] = array = _npz_array(archive, raw, infos[key])
+                if array.length < 0 or np.dtype(array.dtype).kind not in "iu":
+                    fail(f"{key!r} must be a 1-D integer array, got {np.dtype(array.dtype)} of shape {array.shape}")
+            indptr = _npz_read(path, arrays["indptr"]).astype(np.int64)
+            if len(indptr) == 0 or indptr[0] != 0:
+                fail("'indptr' must start at 0")
+            n = len(indptr) - 1
+            if "shape" in infos:
+                shape = tuple(int(s) for s in _npz_whole(archive, infos["shape"]).ravel())
+                if shape != (n, n):
+                    fail(f"shape {shape} is not a square matrix of len(indptr) - 1 = {n} rows")
+            degrees = np.diff(indptr)
+            if (degrees < 0).any():
+                fail(f"'indptr' must be non-decreasing; it drops after row {int(np.argmax(degrees < 0))}")
+            indices = arrays["indices"]
+            if indptr[-1] != indices.length:
+                fail(f"'indptr' ends at {indptr[-1]} but there are {indices.length} indices")
+            values, key = None, None
+            if weight:
+                key = "weights" if "weights" in infos else "data"
+                if key not in infos:
+                    fail(f"no 'weights' or 'data' array for the weights; arrays are {sorted(infos)}")
+                values = _npz_array(archive, raw, infos[key])
+                if values.length != indices.length or np.dtype(values.dtype).kind not in "iuf":
+                    fail(f"{key!r} must be {indices.length} numbers, got {np.dtype(values.dtype)} of shape "
+                         f"{values.shape}")
+    except GpipeFileError:
+        raise
+    except (ValueError, OSError, zipfile.BadZipFile) as exc:
+        raise GpipeFileError(path, None, f"not a readable .npz archive: {exc}") from exc
+    split = piece_edges is not None and indices.offset is not None and (values is None or values.offset is not None)
+    cuts = [0, n]
+    if split and indices.length > piece_edges:
+        targets = np.arange(piece_edges, indices.length, piece_edges)
+        cuts = np.unique(np.concatenate([[0], np.searchsorted(indptr, targets, side="left"), [n]])).tolist()
+    pieces = tuple(zip(cuts[:-1], cuts[1:]))
+    return NpzPlan(path, n, arrays["indptr"], indices, values, key, pieces, tuple(int(indptr[c]) for c in cuts))
 
 
-def read_graph_folder(path: str) -> tuple[dict, list[dict], np.ndarray | None]:
-    """The metadata, each part's edge arrays and the id map (or None) of a ``Graph.to_parquet`` folder.
+def _npz_array(archive: zipfile.ZipFile, raw, info: zipfile.ZipInfo) -> NpzArray:
+    """The :class:`NpzArray` of a member from its ``.npy`` header (length -1: not 1-D)."""
+    with archive.open(info) as member:
+        version = np.lib.format.read_magic(member)
+        if version not in _NPY_HEADERS:
+            raise ValueError(f"{info.filename} is .npy format version {version}, not 1.0 or 2.0")
+        shape, _, dtype = _NPY_HEADERS[version](member)
+        header = member.tell()
+    if dtype.hasobject:
+        raise ValueError(f"{info.filename} holds Python objects, which gpipe does not load")
+    offset = None
+    if info.compress_type == zipfile.ZIP_STORED:
+        raw.seek(info.header_offset + 26)  # the local header's name and extra field lengths
+        name_length, extra_length = np.frombuffer(raw.read(4), "<u2").tolist()
+        offset = info.header_offset + 30 + name_length + extra_length + header
+    return NpzArray(info.filename, dtype.str, tuple(shape), offset)
 
-    Every part ``_gpipe.json`` lists must be there, readable and, from format version 2
-    on, hold the number of edges it records; the edges must lie in ``0..num_vertices-1``
-    and add up to ``num_edges``. A damaged folder raises :class:`GpipeFileError` naming
-    the file.
+
+def _npz_whole(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> np.ndarray:
+    with archive.open(info) as member:
+        return np.lib.format.read_array(member, allow_pickle=False)
+
+
+def _npz_read(path: str, array: NpzArray, lo: int = 0, hi: int | None = None) -> np.ndarray:
+    """Elements ``lo..hi`` of ``array``: only those bytes when it is stored uncompressed."""
+    hi = array.length if hi is None else hi
+    if array.offset is None:
+        with zipfile.ZipFile(path) as archive:
+            return _npz_whole(archive, archive.getinfo(array.member))[lo:hi]
+    dtype = np.dtype(array.dtype)
+    with open(path, "rb") as f:
+        f.seek(array.offset + lo * dtype.itemsize)
+        values = np.fromfile(f, dtype, hi - lo)
+    if len(values) != hi - lo:
+        raise GpipeFileError(path, None, f"not a readable .npz archive: {array.member} is cut short")
+    return values
+
+
+def read_npz_piece(plan: NpzPlan, piece: int) -> tuple[pd.DataFrame, dict]:
+    """The edges of rows ``plan.pieces[piece]`` of a CSR ``.npz``, and what is wrong with them.
+
+    The problems are counts and first offenders (by index in the whole file), which
+    :func:`npz_problem` merges over the pieces into the message one whole read gives.
     """
-    meta_path = os.path.join(path, GRAPH_META)
-    meta = _graph_meta(meta_path)
-    n, count = meta["num_vertices"], meta["partitions"]
+    lo, hi = plan.pieces[piece]
+    first, last = plan.edges[piece], plan.edges[piece + 1]
+    indices = _npz_read(plan.path, plan.indices, first, last).astype(np.int64)
+    degrees = np.diff(_npz_read(plan.path, plan.indptr, lo, hi + 1).astype(np.int64))
+    bad = indices[(indices < 0) | (indices >= plan.num_vertices)]
+    problems = {"bad_index": bad[0].item() if len(bad) else None}
+    values = None
+    if plan.weights is not None:
+        values = _npz_read(plan.path, plan.weights, first, last)
+        finite = np.isfinite(values)
+        problems["non_finite"] = int((~finite).sum())
+        weight = values.astype(np.float64)
+        for name, mask in (("misfit", float32_misfits(weight)), ("negative", weight < 0)):
+            where = np.flatnonzero(mask)
+            problems[name] = (len(where), first + int(where[0]), weight[where[0]].item()) if len(where) else (0,)
+    src = np.repeat(np.arange(lo, hi, dtype=np.int64), degrees)
+    return _frame(src, indices, values), problems
+
+
+def npz_problem(plan: NpzPlan, problems: list[dict]) -> GpipeFileError | None:
+    """The error a whole read of the ``.npz`` raises, from the pieces' problems in order; None if none."""
+    for p in problems:
+        if p["bad_index"] is not None:
+            return GpipeFileError(plan.path, None, f"'indices' must lie in [0, {plan.num_vertices}); "
+                                                   f"found {p['bad_index']}")
+    if plan.weights is None:
+        return None
+    key = repr(plan.weight_key)
+    non_finite = sum(p["non_finite"] for p in problems)
+    if non_finite:
+        return GpipeFileError(plan.path, None, f"{key} has {non_finite} non-finite values")
+    for name, rule in (("misfit", f"that do not fit float32, gpipe's weight type ({FLOAT32_RANGE})"),
+                       ("negative", "that are negative; weights must be >= 0")):
+        found = [p[name] for p in problems if p[name][0]]
+        if found:
+            count = sum(f[0] for f in found)
+            return GpipeFileError(plan.path, None, f"{key} has {count} values {rule}; index {found[0][1]} is "
+                                                   f"{found[0][2]}")
+    return None
+
+
+def read_npz(path: str, weight: bool) -> tuple[pd.DataFrame, int]:
+    """The edges of a CSR ``.npz`` read in this process as one piece, and its number of rows."""
+    plan = plan_npz(path, weight)
+    frame, problems = read_npz_piece(plan, 0)
+    error = npz_problem(plan, [problems])
+    if error is not None:
+        raise error
+    return frame, plan.num_vertices
+
+
+def plan_graph_folder(path: str) -> tuple[dict, list[str]]:
+    """The checked metadata and the part files of a ``Graph.to_parquet`` folder (only ``_gpipe.json`` is read).
+
+    Every part ``_gpipe.json`` lists must be there and no other; :func:`read_graph_part` reads
+    each, :func:`check_graph_parts` checks them against the metadata, :func:`graph_folder_ids`
+    reads the id map. A damaged folder raises :class:`GpipeFileError` naming the file.
+    """
+    meta = _graph_meta(os.path.join(path, GRAPH_META))
+    count = meta["partitions"]
     names = [f"part-{p:05d}.parquet" for p in range(count)]
     for name in names:
         if not os.path.isfile(os.path.join(path, name)):
@@ -645,29 +779,42 @@ def read_graph_folder(path: str) -> tuple[dict, list[dict], np.ndarray | None]:
         if name.startswith("part-") and name not in names:
             raise GpipeFileError(os.path.join(path, name), None,
                                  f"not one of the {count} partitions {GRAPH_META} lists")
+    return meta, [os.path.join(path, name) for name in names]
+
+
+def read_graph_part(path: str, meta: dict) -> tuple[dict, dict]:
+    """One part file's ``src``, ``dst`` (int64) and ``weight`` arrays, checked, and its edge and self-loop counts."""
     columns = ["src", "dst"] + (["weight"] if meta["weighted"] else [])
-    parts, rows, loops = [], 0, 0
-    for p, name in enumerate(names):
-        part = _graph_part(os.path.join(path, name), columns, n)
-        edges = len(part["dst"])
-        if "part_edges" in meta and edges != meta["part_edges"][p]:
-            raise GpipeFileError(os.path.join(path, name), None,
-                                 f"holds {edges} edges; {GRAPH_META} says {meta['part_edges'][p]}")
-        rows += edges
-        loops += int((part["src"] == part["dst"]).sum())
-        parts.append(part)
+    part = _graph_part(path, columns, meta["num_vertices"])
+    return part, {"edges": len(part["dst"]), "self_loops": int((part["src"] == part["dst"]).sum())}
+
+
+def check_graph_parts(meta: dict, paths: list[str], counts) -> None:
+    """Check the parts' ``counts`` (from :func:`read_graph_part`, an iterable taken in order) against ``meta``:
+    each part's edges (format version 2 on), and their sum."""
+    rows, loops = 0, 0
+    for p, (path, count) in enumerate(zip(paths, counts)):
+        if "part_edges" in meta and count["edges"] != meta["part_edges"][p]:
+            raise GpipeFileError(path, None, f"holds {count['edges']} edges; {GRAPH_META} says "
+                                             f"{meta['part_edges'][p]}")
+        rows, loops = rows + count["edges"], loops + count["self_loops"]
     # An undirected graph stores both directions of each edge but a self-loop once.
     if (rows if meta["directed"] else (rows + loops) / 2) != meta["num_edges"]:
+        meta_path = os.path.join(os.path.dirname(paths[0]), GRAPH_META)
         raise GpipeFileError(meta_path, None, f"'num_edges' is {meta['num_edges']} but the part files hold {rows} "
                                               f"edges ({'directed' if meta['directed'] else 'undirected'}, "
                                               f"{loops} self-loops)")
-    ids = None
-    if meta["renumbered"]:
-        ids_path = os.path.join(path, "ids.parquet")
-        ids = _parquet_table(ids_path, ["id"]).column("id").to_numpy()
-        if len(ids) != n:
-            raise GpipeFileError(ids_path, None, f"holds {len(ids)} ids; {GRAPH_META} says {n} vertices")
-    return meta, parts, ids
+
+
+def graph_folder_ids(path: str, meta: dict) -> np.ndarray | None:
+    """The id map of a graph folder (``ids.parquet``), or None when the graph was not renumbered."""
+    if not meta["renumbered"]:
+        return None
+    ids_path = os.path.join(path, "ids.parquet")
+    ids = _parquet_table(ids_path, ["id"]).column("id").to_numpy()
+    if len(ids) != meta["num_vertices"]:
+        raise GpipeFileError(ids_path, None, f"holds {len(ids)} ids; {GRAPH_META} says {meta['num_vertices']} vertices")
+    return ids
 
 
 def _graph_meta(meta_path: str) -> dict:

@@ -21,8 +21,7 @@ import contextlib
 import re
 import threading
 import time
-from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable
 
 from distributed import wait
 from distributed.comm import CommClosedError
@@ -43,22 +42,6 @@ def gather_pinned(client, futures: list, held: dict[int, str], phase: str, unit:
 def wait_pinned(client, futures: list, held: dict[int, str], phase: str, unit: str = "partition") -> None:
     """``distributed.wait(futures)``, watched; the results stay on the workers."""
     _watched(client, held, phase, unit, lambda: wait(futures), lambda: client.cancel(futures))
-
-
-def results_pinned(client, futures: Iterable, held: dict[int, str], phase: str, unit: str = "partition",
-                   ahead: int = 2) -> Iterator:
-    """The results of ``futures`` in order, each waited for watched, drawing up to ``ahead`` of them at once.
-
-    ``futures`` may submit them as it is drawn (a generator), so that only a
-    window of results waits on the workers (a corpus written block by block).
-    """
-    pending: deque = deque()
-    for future in futures:
-        pending.append(future)
-        if len(pending) >= ahead:
-            yield gather_pinned(client, [pending.popleft()], held, phase, unit)[0]
-    while pending:
-        yield gather_pinned(client, [pending.popleft()], held, phase, unit)[0]
 
 
 def call_workers(client, calls: list[tuple], held: dict[int, str], phase: str, unit: str = "partition") -> list:

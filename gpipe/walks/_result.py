@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 import time
@@ -12,9 +13,9 @@ import pandas as pd
 
 from .. import config
 from .._files import WALK_FILES, atomic_dir, atomic_file
-from ..backend import cpu_kernel, to_host
+from ..backend import cpu_kernel, prange, to_host
 from ..errors import GpipeValueError
-from ..runtime import assemble_blocks, drop_run, gather_pinned, results_pinned, run_later, wait_pinned, workers_info
+from ..runtime import assemble_blocks, drop_run, gather_pinned, run_later, wait_pinned
 
 
 class WalkResult:
@@ -29,7 +30,7 @@ class WalkResult:
     otherwise (strings, or integers of which some are negative) None in an
     object array, as ``to_dask`` does too, and ``to_parquet`` writes null there.
     ``to_corpus`` writes one walk per line, ids separated by spaces (gensim's
-    ``LineSentence`` format), streaming block by block; ``to_parquet`` writes
+    ``LineSentence`` format), written by the workers; ``to_parquet`` writes
     one file per block. ``stats`` holds steps, seconds (of the walk) and steps
     per second, and ``assemble_seconds`` once assembled.
 
@@ -65,6 +66,7 @@ class WalkResult:
         self._dtype = dtype
         self._id_map = id_map
         self._id_future = None
+        self._corpus_future = None
         self._block_futures: list | None = None
         self._block_rows = int(config.get("walks.block-size"))
         self.stats = stats
@@ -150,10 +152,13 @@ class WalkResult:
     def to_corpus(self, path) -> str:
         """Write the walks as text, one per line, ids separated by spaces (word2vec ``LineSentence``).
 
-        Blocks are formatted on the workers and written in order; the client
-        holds one block of text at a time, so corpora larger than its memory
-        can be written. A file at ``path`` is replaced, as pandas' writers do,
-        once the corpus is complete; a folder there is refused (``GpipeValueError``).
+        One file, written by the workers: each block's text is sized where
+        the block is, then formatted by a compiled kernel and written by that
+        worker straight to its offset in the file (the client and the workers
+        share its file system, as for ``to_parquet``). No id passes through
+        the client, which holds the id map's text only when the ids are not
+        integers. A file at ``path`` is replaced, as pandas' writers do, once
+        the corpus is complete; a folder there is refused (``GpipeValueError``).
 
         Ids are written as they are, not escaped: an id that would not read
         back as one token (empty, or holding a space, a tab, a newline or
@@ -163,13 +168,19 @@ class WalkResult:
         """
         path = os.fspath(path)
         _check_corpus_ids(self._id_map)
-        ids = self._ids()
-        window = max(2, 2 * len(workers_info(self._client)))
-        texts = (self._client.submit(_corpus_text, block, ids, b * self._block_rows, pure=False)
-                 for b, block in enumerate(self._blocks()))
+        if self._corpus_future is None:
+            [self._corpus_future] = self._client.scatter([_CorpusIds.of(self._id_map)], broadcast=True, hash=False)
+        ids = self._corpus_future
+        blocks = self.persist()._blocks()
+        sizes = gather_pinned(self._client, [self._client.submit(_corpus_size, block, ids, pure=False)
+                                             for block in blocks], self._partitions, "corpus sizing")
+        offsets = np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)]).tolist()
         with atomic_file(path, "wb") as out:
-            for text in results_pinned(self._client, texts, self._partitions, "corpus writing", ahead=window):
-                out.write(text)
+            out.truncate(offsets[-1])
+            out.flush()
+            written = [self._client.submit(_write_corpus_block, block, ids, out.name, offsets[b], sizes[b], pure=False)
+                       for b, block in enumerate(blocks)]
+            gather_pinned(self._client, written, self._partitions, "corpus writing")
         return path
 
 
@@ -209,14 +220,52 @@ def _check_corpus_ids(id_map) -> None:
                               f"separate ids, newlines walks); {bad.size} are not, e.g. {examples}")
 
 
-def _corpus_text(block, id_map, base: int) -> bytes:
+@dataclasses.dataclass(frozen=True)
+class _CorpusIds:
+    """What the corpus kernels write for dense id ``d``: ``d`` itself (``kind`` 0), the integer ``ids[d]`` (1),
+    or the UTF-8 text ``text[end[d]:end[d + 1]]`` of any other id (2)."""
+
+    kind: int
+    ids: np.ndarray
+    text: np.ndarray
+    end: np.ndarray
+
+    @classmethod
+    def of(cls, id_map) -> _CorpusIds:
+        none, no_text = np.zeros(0, np.int64), np.zeros(0, np.uint8)
+        if id_map is None:
+            return cls(0, none, no_text, np.zeros(1, np.int64))
+        if np.issubdtype(id_map.dtype, np.integer):
+            return cls(1, id_map.astype(np.int64), no_text, np.zeros(1, np.int64))
+        encoded = [str(i).encode() for i in id_map]
+        end = np.zeros(len(encoded) + 1, np.int64)
+        np.cumsum([len(e) for e in encoded], out=end[1:])
+        return cls(2, none, np.frombuffer(b"".join(encoded), np.uint8), end)
+
+
+def _corpus_size(block, ids: _CorpusIds) -> int:
+    """Bytes of the block's text."""
+    return int(_corpus_row_sizes(to_host(block), ids.kind, ids.ids, ids.end).sum())
+
+
+def _write_corpus_block(block, ids: _CorpusIds, name: str, offset: int, size: int) -> int:
+    """Format the block's text and write it at ``offset`` into the file ``name`` (which the client sized)."""
     dense = to_host(block)
-    if id_map is None:
-        return _format_int_rows(dense, np.zeros(0, np.int64), False).tobytes()
-    if np.issubdtype(id_map.dtype, np.integer):
-        return _format_int_rows(dense, id_map.astype(np.int64), True).tobytes()
-    lines = (" ".join(map(str, id_map[row[row >= 0]])) for row in dense)
-    return ("\n".join(lines) + "\n").encode() if dense.shape[0] else b""
+    sizes = _corpus_row_sizes(dense, ids.kind, ids.ids, ids.end)
+    starts = np.zeros(len(sizes), np.int64)
+    np.cumsum(sizes[:-1], out=starts[1:])
+    if int(sizes.sum()) != size:
+        raise RuntimeError(f"corpus block at byte {offset} is {int(sizes.sum())} bytes, sized as {size}")
+    text = np.empty(size, np.uint8)
+    _corpus_fill(dense, ids.kind, ids.ids, ids.text, ids.end, starts, text)
+    fd = os.open(name, os.O_WRONLY)
+    try:
+        view, done = memoryview(text), 0
+        while done < size:
+            done += os.pwrite(fd, view[done:], offset + done)
+    finally:
+        os.close(fd)
+    return size
 
 
 @cpu_kernel()
@@ -234,25 +283,45 @@ def _digits(u):
     return n
 
 
-@cpu_kernel()
-def _format_int_rows(dense, ids, mapped):
-    size = 0
-    for r in range(dense.shape[0]):
+@cpu_kernel(parallel=True)
+def _corpus_row_sizes(dense, kind, ids, end):
+    """Bytes of each row's line: its ids' text, a space between two, and a newline."""
+    sizes = np.zeros(dense.shape[0], np.int64)
+    for r in prange(dense.shape[0]):
+        size = 0
+        count = 0
         for c in range(dense.shape[1]):
-            if dense[r, c] < 0:
+            d = dense[r, c]
+            if d < 0:
                 break
-            v = ids[dense[r, c]] if mapped else np.int64(dense[r, c])
-            size += _digits(_magnitude(v)) + 1 + (1 if v < 0 else 0)
-    out = np.empty(size, np.uint8)
-    pos = 0
-    for r in range(dense.shape[0]):
+            count += 1
+            if kind == 2:
+                size += end[d + 1] - end[d]
+            else:
+                v = ids[d] if kind == 1 else np.int64(d)
+                size += _digits(_magnitude(v)) + (1 if v < 0 else 0)
+        sizes[r] = size + max(count, 1)
+    return sizes
+
+
+@cpu_kernel(parallel=True)
+def _corpus_fill(dense, kind, ids, text, end, starts, out):
+    """Each row's line at ``starts[row]`` of ``out`` (sized by :func:`_corpus_row_sizes`)."""
+    for r in prange(dense.shape[0]):
+        pos = starts[r]
         for c in range(dense.shape[1]):
-            if dense[r, c] < 0:
+            d = dense[r, c]
+            if d < 0:
                 break
-            v = ids[dense[r, c]] if mapped else np.int64(dense[r, c])
             if c > 0:
                 out[pos] = 32
                 pos += 1
+            if kind == 2:
+                for k in range(end[d], end[d + 1]):
+                    out[pos] = text[k]
+                    pos += 1
+                continue
+            v = ids[d] if kind == 1 else np.int64(d)
             if v < 0:
                 out[pos] = 45
                 pos += 1
@@ -263,5 +332,3 @@ def _format_int_rows(dense, ids, mapped):
                 u //= np.uint64(10)
             pos += nd
         out[pos] = 10
-        pos += 1
-    return out
