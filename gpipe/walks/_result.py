@@ -66,7 +66,7 @@ class WalkResult:
         self._dtype = dtype
         self._id_map = id_map
         self._id_future = None
-        self._corpus_future = None
+        self._corpus_ids = None
         self._block_futures: list | None = None
         self._block_rows = int(config.get("walks.block-size"))
         self.stats = stats
@@ -168,9 +168,11 @@ class WalkResult:
         """
         path = os.fspath(path)
         _check_corpus_ids(self._id_map)
-        if self._corpus_future is None:
-            [self._corpus_future] = self._client.scatter([_CorpusIds.of(self._id_map)], broadcast=True, hash=False)
-        ids = self._corpus_future
+        if self._corpus_ids is None:  # dense ids need no table: sent with each task, not broadcast beforehand
+            ids = _CorpusIds.of(self._id_map)
+            self._corpus_ids = ids if self._id_map is None else self._client.scatter([ids], broadcast=True,
+                                                                                         hash=False)[0]
+        ids = self._corpus_ids
         blocks = self.persist()._blocks()
         sizes = gather_pinned(self._client, [self._client.submit(_corpus_size, block, ids, pure=False)
                                              for block in blocks], self._partitions, "corpus sizing")
