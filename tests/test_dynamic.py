@@ -50,7 +50,7 @@ def apply_in_batches(space, log, batch: int) -> None:
 
 
 @pytest.mark.parametrize("float_biases, length", [(False, 1000), (False, 10_000), (True, 1000), (True, 10_000)])
-def test_implied_probabilities_equal_those_of_the_resulting_multiset(float_biases, length):
+def test_implied_probabilities_and_sorted_adjacency_are_those_of_the_resulting_multiset(float_biases, length):
     rng = np.random.default_rng(length + float_biases)
     log, edges = random_log(rng, 12, length, float_biases)
     space = SamplingSpace(4, scale=10.0 if float_biases else 1.0)
@@ -62,6 +62,7 @@ def test_implied_probabilities_equal_those_of_the_resulting_multiset(float_biase
         dst, weight = space.edges(v)
         expected = edges.get(v, [])
         assert dst.tolist() == [u for u, _ in expected] and weight.tolist() == [w for _, w in expected]
+        assert space.adjacency[space.indptr[v]:space.indptr[v + 1]].tolist() == sorted(u for u, _ in expected)
         if expected:
             np.testing.assert_allclose(space.probabilities(v), weight / weight.sum(), rtol=1e-12, atol=0)
         else:

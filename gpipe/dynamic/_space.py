@@ -6,7 +6,8 @@ bit ``k`` set, where every member weighs ``2**k``, so a member is drawn uniforml
 group (bit ``DECIMAL``), drawn by rejection: a uniform member, kept with probability ``frac``. An alias table over a
 vertex's groups picks the group. The groups of vertex ``v`` are the rows ``group_indptr[v] .. group_indptr[v+1]``
 of the group tables (at most ``MAX_GROUPS``); its edges are ``indptr[v] .. indptr[v+1]``, kept in log order, so the
-earliest copy of a duplicated edge is the first.
+earliest copy of a duplicated edge is the first. The same rows of ``adjacency`` hold the vertex's destinations
+sorted (a duplicated edge once a copy), which answer "is u a neighbor of v?" by binary search (node2vec's test).
 
 A group is stored in one of the paper's adaptive representations (``group_kind``):
 
@@ -260,18 +261,25 @@ def _replay(vertices, op_start, order, codes, dst, weight, indptr, old_dst, old_
 class SpaceView:
     """One committed version of a :class:`SamplingSpace`, read by runs as partition ``part`` of a snapshot: its
     vertices ``lo .. hi-1`` (the first ``space_vertices`` with edges in the space, the others none yet), ``bounds``
-    the snapshot's partition bounds, ``arrays`` those ``SAMPLE`` reads, on the worker's device."""
+    the snapshot's partition bounds, ``arrays`` those ``SAMPLE`` reads and ``adjacency``, on the worker's device."""
 
     part: int
     lo: int
     hi: int
     bounds: np.ndarray
     arrays: dict
+    adjacency: object  # each vertex's destinations sorted, rows by ``arrays["indptr"]``, on the worker's device
+
+    @property
+    def indptr(self):
+        """A partition's CSR offsets: of the vertices ``lo ..`` with a row in the space (``space_vertices``)."""
+        return self.arrays["indptr"]
 
     @property
     def indices(self):
-        """The edges' destinations (global ids), as a partition's CSR indices."""
-        return self.arrays["dst"]
+        """The edges' destinations (global ids) as a partition's CSR indices, each vertex's sorted: what a peer
+        borrows as its neighbor list (``runtime.neighbor_lists``)."""
+        return self.adjacency
 
     @property
     def space_vertices(self) -> int:
@@ -409,6 +417,7 @@ class SamplingSpace:
         self.num_vertices = 0
         self.indptr = np.zeros(1, np.int64)
         self.dst = np.zeros(0, np.int64)
+        self.adjacency = np.zeros(0, np.int64)
         self.weight = np.zeros(0, np.float64)
         self.units = np.zeros(0, np.int64)
         self.frac = np.zeros(0, np.float64)
@@ -502,9 +511,11 @@ class SamplingSpace:
         degree = np.diff(self.indptr)
         degree[vertices] = degrees
         indptr = np.concatenate([[0], np.cumsum(degree)])
-        new_dst, new_weight = (_kept_rows(self.indptr, indptr, kept, old) for old in (self.dst, self.weight))
+        new_dst, new_weight, adjacency = (_kept_rows(self.indptr, indptr, kept, old)
+                                          for old in (self.dst, self.weight, self.adjacency))
         at = _segments(indptr, vertices)
         new_dst[at], new_weight[at] = dst, weight
+        adjacency[at] = dst[np.lexsort((dst, np.repeat(np.arange(len(vertices)), degrees)))]
         scaled = new_weight * self.scale
         units = np.floor(scaled).astype(np.int64)
         frac = scaled - units
@@ -518,6 +529,7 @@ class SamplingSpace:
         for name in _GROUP_TABLES:
             setattr(self, name, _kept_rows(self.group_indptr, group_indptr, kept, getattr(self, name)))
         self.indptr, self.dst, self.weight, self.units, self.frac = indptr, new_dst, new_weight, units, frac
+        self.adjacency = adjacency
         self.member_indptr, self.members, self.group_indptr = member_indptr, members, group_indptr
         _build(vertices, indptr, units, frac, self.dense_fraction, member_indptr, members, group_indptr,
                self.group_kind, self.group_bit, self.group_start, self.group_size, self.alias_prob, self.alias_other)
@@ -527,19 +539,20 @@ class SamplingSpace:
         """The arrays ``sample`` reads, on ``device``: a new dict of new arrays each commit (see :meth:`view`)."""
         x = xp(self.device)
         self._arrays = {name: x.asarray(getattr(self, name)) for name in _SAMPLED}
+        self._adjacency = x.asarray(self.adjacency)
 
     @property
     def nbytes(self) -> int:
-        """Bytes of the space's arrays: the edges (destination, weight, integer and decimal parts), the listed
-        members and the group and alias tables, as held on the host (on a GPU, the arrays ``sample`` reads are a
-        copy of most of them on the device)."""
-        return sum(getattr(self, name).nbytes for name in ("weight", *_SAMPLED))
+        """Bytes of the space's arrays: the edges (destination, weight, integer and decimal parts, the sorted
+        adjacency), the listed members and the group and alias tables, as held on the host (on a GPU, the arrays
+        ``sample`` and the walks read are a copy of most of them on the device)."""
+        return sum(getattr(self, name).nbytes for name in ("weight", "adjacency", *_SAMPLED))
 
     def view(self, part: int, lo: int, hi: int, bounds: np.ndarray) -> SpaceView:
         """The space as last committed, for a run to read as partition ``part`` (vertices ``lo .. hi-1`` of
         ``bounds``) while later batches apply: a commit builds new arrays and never writes those of an earlier
         commit, so the view holds them as they were, without a copy."""
-        return SpaceView(part, lo, hi, bounds, self._arrays)
+        return SpaceView(part, lo, hi, bounds, self._arrays, self._adjacency)
 
     def sample(self, vertices, seed: int, streams=None):
         """One neighbor of each of ``vertices`` (-1 for a vertex without edges), drawn from stream ``streams[i]``

@@ -260,8 +260,10 @@ def _output_limit(device: str) -> int | None:
 def _rows(p, vertices: np.ndarray) -> tuple:
     """The out-degrees and the concatenated out-neighbors of ``vertices`` (of partition ``p``)."""
     x = xp(device_of(p.indptr))
-    local = x.asarray(vertices - p.lo)
-    start, length = p.indptr[local], p.indptr[local + 1] - p.indptr[local]
+    rows = p.indptr.shape[0] - 1  # fewer than hi - lo in a dynamic graph's space: the vertices past it have no edges
+    local = x.minimum(x.asarray(vertices - p.lo), rows)
+    start = p.indptr[local]
+    length = p.indptr[x.minimum(local + 1, rows)] - start
     ends = x.cumsum(length)
     edge = x.arange(int(ends[-1]))
     row = x.searchsorted(ends, edge, side="right")
