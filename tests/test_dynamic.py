@@ -172,22 +172,55 @@ def updated_graph(seed: int, partitions: int, float_biases: bool, length: int = 
     return dg, edges
 
 
-def transition_p_value(walks: np.ndarray, edges: dict, weighted: bool) -> float:
-    """The p-value of a chi-square test of every vertex's walk steps against the transition probabilities of the
-    edge multiset ``edges`` (pooled over the vertices; bins expecting fewer than 5 steps merged)."""
-    u, v = walk_steps(walks)
+def first_order_exact(edges: dict, weighted: bool) -> dict:
+    """``{(u,): {v: probability}}``: a first-order step of the edge multiset ``edges`` ({src: [(dst, weight)]}), a
+    duplicated edge's copies summed."""
+    exact = {}
+    for u, row in edges.items():
+        shares = {}
+        for v, w in row:
+            shares[v] = shares.get(v, 0.0) + (w if weighted else 1.0)
+        exact[(u,)] = {v: b / sum(shares.values()) for v, b in shares.items()}
+    return exact
+
+
+def node2vec_exact(edges: dict, p: float, q: float, weighted: bool) -> dict:
+    """``{(t, v): {x: probability}}``: node2vec's second-order step of the edge multiset ``edges`` (as the static
+    graph of it with ``keep_duplicates=True`` walks it): each copy of (v, x) weighs w (or 1) times 1/p if x is t, 1
+    if x is a neighbor of t, 1/q otherwise."""
+    exact = {}
+    for t, row in edges.items():
+        near = {x for x, _ in row}
+        for v in near:
+            shares = {}
+            for x, w in edges.get(v, []):
+                bias = 1 / p if x == t else 1.0 if x in near else 1 / q
+                shares[x] = shares.get(x, 0.0) + (w if weighted else 1.0) * bias
+            if shares:
+                exact[(t, v)] = {x: b / sum(shares.values()) for x, b in shares.items()}
+    return exact
+
+
+def transition_p_value(walks: np.ndarray, exact: dict) -> float:
+    """The p-value of a chi-square test of the walks' steps against ``exact[context] = {next: probability}``, a
+    context the vertices before a step (as many as exact's keys hold; a walk's first steps have fewer and are left
+    out), pooled over the contexts, bins expecting fewer than 5 steps merged."""
+    order = len(next(iter(exact)))
+    window = [walks[:, i:walks.shape[1] - order + i] for i in range(order + 1)]  # each step and its context
+    keep = window[-1] >= 0  # padding: only at a walk's end
+    contexts, v = np.stack([w[keep] for w in window[:-1]], 1), window[-1][keep]
     chi2, dof = 0.0, 0
-    for vertex in np.unique(u):
-        neighbors, index = np.unique([n for n, _ in edges[vertex]], return_inverse=True)
-        shares = np.bincount(index, weights=[w if weighted else 1.0 for _, w in edges[vertex]])
-        taken = v[u == vertex]
-        expected = shares / shares.sum() * len(taken)
+    for context in np.unique(contexts, axis=0):
+        probabilities = exact[tuple(context.tolist())]
+        neighbors = np.array(sorted(probabilities))
+        taken = v[(contexts == context).all(1)]
+        expected = np.array([probabilities[n] for n in neighbors]) * len(taken)
         observed = (taken[:, None] == neighbors[None, :]).sum(0)
         assert observed.sum() == len(taken)  # every step along a live edge
-        order = np.argsort(expected)
-        small = np.cumsum(expected[order]) < 5  # the smallest bins, merged into one
-        bins = [(observed[order][small].sum(), expected[order][small].sum())] if small.any() else []
-        bins += list(zip(observed[order][~small], expected[order][~small]))
+        rank = np.argsort(expected)
+        small = np.cumsum(expected[rank]) < 5  # the smallest bins, merged into one
+        bins = [(observed[rank][small].sum(), expected[rank][small].sum())] if small.any() else []
+        bins += list(zip(observed[rank][~small], expected[rank][~small]))
         observed_bins, expected_bins = np.array(bins, float).T
         chi2 += ((observed_bins - expected_bins) ** 2 / expected_bins).sum()
         dof += len(bins) - 1
@@ -203,7 +236,24 @@ def test_dynamic_walk_steps_follow_the_resulting_multiset(cpu, weighted, float_b
     for row in walks:  # ended early only at a vertex without out-edges
         valid = row[row >= 0]
         assert len(valid) == 41 or not edges.get(valid[-1])
-    assert transition_p_value(walks, edges, weighted) > ALPHA
+    assert transition_p_value(walks, first_order_exact(edges, weighted)) > ALPHA
+
+
+@pytest.mark.parametrize("weighted, float_biases, directed, p, q", [
+    (True, False, True, 0.5, 2.0),
+    (True, True, False, 2.0, 0.25),
+    (False, False, False, 0.01, 50.0),  # not tame: many steps drawn exactly after 256 rejections
+])
+def test_dynamic_node2vec_follows_the_exact_second_order_probabilities_of_the_resulting_multiset(
+        cpu, weighted, float_biases, directed, p, q):
+    dg, edges = updated_graph(8, 3, float_biases, length=1000, directed=directed)
+    assert any(len(row) > len({x for x, _ in row}) for row in edges.values())  # duplicated edges
+    walks = gpipe.walks.node2vec(dg, p=p, q=q, length=30, walks_per_vertex=50, weighted=weighted, seed=4).compute()
+    bounds = dg.snapshot().bounds
+    owner = np.searchsorted(bounds, walks, side="right")
+    assert (owner[:, :-2] != owner[:, 1:-1])[walks[:, 2:] >= 0].mean() > 0.3  # t mostly in another partition
+    assert transition_p_value(walks, node2vec_exact(edges, p, q, weighted)) > ALPHA
+    assert transition_p_value(walks, first_order_exact(edges, weighted)) < ALPHA  # the test tells them apart
 
 
 def test_a_deleted_edge_is_never_walked_and_an_inserted_one_is(cpu):
@@ -238,6 +288,8 @@ def test_a_walk_reads_the_snapshot_it_started_from(cpu):
     (gpipe.walks.deepwalk, {"weighted": True}),
     (gpipe.walks.with_jump, {"jump": 0.2, "weighted": True}),
     (gpipe.walks.ppr, {"sources": [0, 3, 31], "restart": 0.2, "walks_per_source": 5, "weighted": True}),
+    (gpipe.walks.node2vec, {"p": 0.5, "q": 2.0}),
+    (gpipe.walks.node2vec, {"p": 0.01, "q": 50.0, "weighted": True}),
 ])
 def test_dynamic_walks_do_not_depend_on_partitions_or_workers(cpu_cluster, one_worker_cluster, walk, kwargs):
     out = []
@@ -270,10 +322,9 @@ def partitions_held(graph_id: str, dask_worker=None) -> int:
     return sum(1 for g, _ in dask_worker.plugins["gpipe"].partitions._held if g == graph_id)
 
 
-@pytest.mark.parametrize("walk", [gpipe.walks.node2vec, gpipe.walks.metropolis_hastings])
-def test_walks_that_do_not_take_dynamic_graphs_yet_say_so(cpu, walk):
+def test_walks_that_do_not_take_dynamic_graphs_yet_say_so(cpu):
     dg, _ = updated_graph(5, 2, False, length=10)
     for g in (dg, dg.snapshot()):
-        with pytest.raises(gpipe.GpipeValueError, match="'g' must be a gpipe.Graph for this walk .*got "
-                                                        f"{type(g).__name__}"):
-            walk(g, length=3)
+        with pytest.raises(gpipe.GpipeValueError, match="'g' must be a gpipe.Graph for this walk .*node2vec also "
+                                                        f"take dynamic graphs.*got {type(g).__name__}"):
+            gpipe.walks.metropolis_hastings(g, length=3)

@@ -7,7 +7,7 @@ out-edge, and draws its random numbers from ``(seed, walk id, step)`` only: the
 walks are the same for any number of partitions, workers or GPUs, on the CPU
 and on the GPU.
 
-DeepWalk, walks with jump and PPR also run on a graph that changes
+DeepWalk, walks with jump, PPR and node2vec also run on a graph that changes
 (:class:`gpipe.dynamic.DynamicGraph`): a run reads the snapshot of its last
 committed batch (:meth:`~gpipe.dynamic.DynamicGraph.snapshot`, taken when the
 walk is called, so batches applied meanwhile are not seen) and draws each step
@@ -25,7 +25,7 @@ from ..dynamic import DynamicGraph, Snapshot
 from ..errors import GpipeValueError
 from ..runtime import EdgeSample
 from . import _frontier, _mh, _node2vec
-from ._dynamic import advance_dynamic
+from ._dynamic import N2V_FIELDS, advance_dynamic, advance_node2vec_dynamic
 from ._first_order import FirstOrder, advance_first_order
 from ._ppr import PPRResult
 from ._result import WalkResult
@@ -199,8 +199,18 @@ def node2vec(g, p: float = 1.0, q: float = 1.0, length: int = 80, walks_per_vert
     1e-4, even 1e300 and 1e-300) cost at most that plus one pass over them, and
     the walks are the same. Other parameters as :func:`deepwalk`.
 
+    On a dynamic graph (a :class:`~gpipe.dynamic.DynamicGraph`, walked as its
+    snapshot at the call, or a :class:`~gpipe.dynamic.Snapshot`) the candidate
+    is drawn as a dynamic DeepWalk step (uniform over the edges, or from the
+    sampling space by weight), "x is a neighbor of t" is answered from t's
+    sorted destinations, and a duplicated edge counts as in a static graph of
+    the same edge multiset (``keep_duplicates=True``): once a copy in the
+    draw, as one neighbor in the test. A walker whose t is in another
+    partition borrows t's destinations from it rather than travel there.
+
     Parameters
     ----------
+    g : Graph, gpipe.dynamic.DynamicGraph or gpipe.dynamic.Snapshot
     p, q : float
         Return and in-out parameters, both > 0.
 
@@ -214,10 +224,13 @@ def node2vec(g, p: float = 1.0, q: float = 1.0, length: int = 80, walks_per_vert
     ((256, 21), [0, 221, 103, 205, 72, 139])
     """
     p, q = _positive_float("p", p), _positive_float("q", q)
-    length, walks_per_vertex, starts, seed = _checked_starts(g, length, walks_per_vertex, start, weighted, seed)
+    g = _walked(g)
+    length, walks_per_vertex, starts, seed = _checked_starts(g, length, walks_per_vertex, start, weighted, seed,
+                                                             dynamic=True)
     walk = _node2vec.Node2Vec(bool(weighted), p, q, (g.graph_id, tuple(g.placement)))
-    return run_walks(g, "node2vec", walk_spec(_node2vec.advance_node2vec, seed, length, walk, _node2vec.FIELDS),
-                     walks_per_vertex, starts, progress)
+    step, fields = ((advance_node2vec_dynamic, N2V_FIELDS) if isinstance(g, Snapshot)
+                    else (_node2vec.advance_node2vec, _node2vec.FIELDS))
+    return run_walks(g, "node2vec", walk_spec(step, seed, length, walk, fields), walks_per_vertex, starts, progress)
 
 
 def metropolis_hastings(g, length: int = 80, walks_per_vertex: int = 1, start=None, seed: int = 0, *,
@@ -320,7 +333,7 @@ def _positive_float(name: str, value) -> float:
 
 
 def _walked(g):
-    """What a first-order walk runs on: ``g``, or a DynamicGraph's snapshot, taken now for this run (the run holds
+    """What a walk that takes a dynamic graph runs on: ``g``, or a DynamicGraph's snapshot, taken now for this run (the run holds
     it, so it reads one committed version however many batches apply meanwhile; its pins go with it)."""
     if isinstance(g, DynamicGraph):
         return g.snapshot()
@@ -332,8 +345,8 @@ def _checked_starts(g, length: int, walks_per_vertex: int, start, weighted: bool
     """The checks every walk makes; returns (length, walks_per_vertex, dense starts or None, seed). ``dynamic``:
     the walk also runs on a dynamic graph's snapshot."""
     if isinstance(g, (DynamicGraph, Snapshot)) and not dynamic:
-        raise GpipeValueError(f"'g' must be a gpipe.Graph for this walk (deepwalk, with_jump and ppr also take "
-                              f"dynamic graphs), got {type(g).__name__}")
+        raise GpipeValueError(f"'g' must be a gpipe.Graph for this walk (deepwalk, with_jump, ppr and node2vec "
+                              f"also take dynamic graphs), got {type(g).__name__}")
     if not dynamic or not isinstance(g, Snapshot):
         check_graph("g", g)
     length = check_int("length", length, minimum=1, maximum=2**30)

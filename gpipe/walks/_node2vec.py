@@ -90,7 +90,7 @@ def advance_node2vec(x, part, walkers: dict, spec: StepSpec, out: dict) -> None:
         out["length"][stopped] += rest["length"] - 1
 
 
-def _trials(walk: Node2Vec) -> int:
+def trials_before_exact(walk: Node2Vec) -> int:
     """Rejections before a step is drawn exactly: ``TRIALS``, or -1 (never) when p and q are tame."""
     biases = (1 / walk.p, 1.0, 1 / walk.q)
     return -1 if min(biases) / max(biases) >= TAME else TRIALS
@@ -102,7 +102,7 @@ def _launch(part, cdf, spec: StepSpec, borrowed: tuple, walkers: dict, offset, o
     n = walkers["walk_id"].shape[0]
     walk: Node2Vec = spec.params
     borrowed_ids, borrowed_indptr, borrowed_indices = borrowed
-    trials = _trials(walk)
+    trials = trials_before_exact(walk)
     (ADVANCE_EXACT if exact else ADVANCE if trials >= 0 else ADVANCE_REJECTION).launch(
         indptr=part.indptr, indices=part.indices, cdf=cdf, borrowed_ids=borrowed_ids,
         borrowed_indptr=borrowed_indptr, borrowed_indices=borrowed_indices, weighted=walk.weighted,

@@ -36,6 +36,9 @@ def test_dynamic_sample_cuda_equals_cpu_twin(scale):
     (gpipe.walks.deepwalk, {"weighted": True}),
     (gpipe.walks.with_jump, {"jump": 0.2, "weighted": True}),
     (gpipe.walks.ppr, {"sources": list(range(0, 200, 3)), "restart": 0.2, "walks_per_source": 3, "weighted": True}),
+    (gpipe.walks.node2vec, {"p": 0.5, "q": 2.0}),
+    (gpipe.walks.node2vec, {"p": 2.0, "q": 0.5, "weighted": True}),
+    (gpipe.walks.node2vec, {"p": 0.01, "q": 50.0, "weighted": True}),  # the exact draw after 256 rejections
 ])
 @pytest.mark.parametrize("partitions, scale", [(1, 1.0), (4, 10.0)])
 def test_dynamic_walks_cuda_equal_cpu_twin(gpu_cluster, cpu_cluster, walk, kwargs, partitions, scale):
