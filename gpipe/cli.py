@@ -4,7 +4,7 @@
 cluster; ``gpipe generate rmat`` writes a generated graph; ``gpipe walk ALGORITHM``
 (``deepwalk``, ``node2vec``, ``metropolis-hastings``, ``jump``, ``ppr``) walks a
 graph file, a graph folder or a generated ``rmat:SCALE[:EDGE_FACTOR]`` graph, and
-with ``--updates LOG --rounds N`` (deepwalk, jump, ppr) applies an update log to
+with ``--updates LOG --rounds N`` (deepwalk, node2vec, jump, ppr) applies an update log to
 it in N rounds (:class:`gpipe.dynamic.DynamicGraph`), walking after each;
 ``gpipe sample ALGORITHM`` (``neighbor``, ``snowball``, ``forest-fire``, ``layer``
 from ``--seeds``; ``random-node``, ``random-edge``) writes the sampled edges into
@@ -377,11 +377,11 @@ def _walk_flags(parser: argparse.ArgumentParser, function: Callable) -> None:
 
 
 # The walks that take a graph that changes (gpipe.dynamic.DynamicGraph): --updates walks them after each round.
-_DYNAMIC_WALKS = ("deepwalk", "jump", "ppr")
+_DYNAMIC_WALKS = ("deepwalk", "node2vec", "jump", "ppr")
 
 
 def _update_flags(parser: argparse.ArgumentParser) -> None:
-    group = parser.add_argument_group("a graph that changes (deepwalk, jump, ppr)")
+    group = parser.add_argument_group("a graph that changes (deepwalk, node2vec, jump, ppr)")
     group.add_argument("--updates", metavar="FILE",
                        help="an update log (.parquet or .csv: op, src, dst, weight a row, in log order; op insert, "
                             "delete or update): applied to the graph in --rounds batches, walking after each; one "

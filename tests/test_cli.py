@@ -406,7 +406,8 @@ def test_a_bad_update_log_names_its_row_and_leaves_no_output(capsys, cpu_cluster
     ([("insert", 0, 1, 1.0), ("insert", None, 1, 1.0)], [], "log.csv: update 1: 'src' must hold non-negative "
                                                            "integer vertex ids, got nan"),
     ([("insert", 0, 1, 1.0)], ["--rounds", "2"], "'rounds' must be at most the log's 1 updates, got 2"),
-    ([("insert", 0, 1, 1.0)], ["--algorithm", "node2vec"], "'updates' must be given with deepwalk, jump, ppr"),
+    ([("insert", 0, 1, 1.0)], ["--algorithm", "metropolis-hastings"], "'updates' must be given with deepwalk, "
+                                                                      "node2vec, jump, ppr"),
     (None, ["--rounds", "2"], "'rounds' must be given with --updates only"),
 ])
 def test_walk_refuses_a_bad_update_log_before_connecting(capsys, tmp_path, rows, flags, message):

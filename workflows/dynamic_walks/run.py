@@ -39,7 +39,7 @@ DEFAULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "config.yaml
 OUTPUT_FILES = r"corpus\.txt|updates\.parquet|summary\.json"
 
 # The walks of gpipe.walks that take a DynamicGraph; ppr starts walks_per_vertex walks from every vertex.
-WALKS = ("deepwalk", "with_jump", "ppr")
+WALKS = ("deepwalk", "node2vec", "with_jump", "ppr")
 # Walk arguments the workflow sets itself; a walk's other keywords may go in walks.params.
 _SET_BY_WORKFLOW = ("g", "length", "walks_per_vertex", "walks_per_source", "sources", "seed", "start", "progress")
 
