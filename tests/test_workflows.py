@@ -372,7 +372,7 @@ def test_dynamic_walks_reads_a_log_file_and_names_a_bad_row(dynamic_walks, cpu_c
     ("updates.kind=sideways", ["'updates.kind'", "'sideways'"]),
     ("updates.rounds=0", ["'updates.rounds' must be a positive integer, got 0"]),
     ("updates.path=no/such/log.csv", ["'updates.path' must be an existing .parquet or .csv file"]),
-    ("walks.algorithm=node2vec", ["'walks.algorithm'", "'node2vec'"]),
+    ("walks.algorithm=metropolis_hastings", ["'walks.algorithm'", "'metropolis_hastings'"]),
     ("walks.params={p: 2}", ["unknown key 'walks.params.p'"]),
 ])
 def test_dynamic_walks_bad_config_exits_2_naming_the_key(dynamic_walks, capsys, override, expected):
