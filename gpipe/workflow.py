@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import inspect
 import json
 import os
 import sys
@@ -36,8 +37,8 @@ from .backend import DEVICES
 from .errors import GpipeError, GpipeValueError
 from .graph import Graph, generators, read_edges
 
-__all__ = ["RULES", "atomic_dir", "atomic_file", "check_config", "integer", "load_config", "load_graph", "main",
-           "mapping", "one_of", "run", "seed", "write_json"]
+__all__ = ["RULES", "atomic_dir", "atomic_file", "check_config", "check_params", "integer", "load_config", "load_graph",
+           "main", "mapping", "one_of", "run", "seed", "write_json"]
 
 _Rule = Callable[[str, object], object]
 
@@ -283,6 +284,32 @@ def check_config(config: dict, rules: Mapping[str, _Rule]) -> dict:
             value = value[name]
         rule(key, value)
     return config
+
+
+def check_params(key: str, function: Callable, params: dict, set_by_workflow: Iterable[str]) -> None:
+    """Check that every name in ``params`` (the config's ``key`` section) is a parameter of ``function`` that the
+    workflow does not set itself.
+
+    Raises
+    ------
+    GpipeValueError
+        ``unknown key 'key.name'``, saying which parameters ``function`` takes.
+
+    Examples
+    --------
+    >>> from gpipe.workflow import check_params
+    >>> check_params("walks.params", gpipe.walks.node2vec, {"p": 0.5}, ("g", "seed"))
+    >>> check_params("walks.params", gpipe.walks.deepwalk, {"q": 2}, ("g", "seed", "length", "walks_per_vertex",
+    ...                                                                "start", "progress", "weighted"))
+    Traceback (most recent call last):
+    ...
+    gpipe.errors.GpipeValueError: unknown key 'walks.params.q': deepwalk takes no extra parameters
+    """
+    accepted = [p for p in inspect.signature(function).parameters if p not in set_by_workflow]
+    for name in params:
+        if name not in accepted:
+            raise GpipeValueError(f"unknown key '{key}.{name}': {function.__name__} takes "
+                                  f"{', '.join(accepted) or 'no extra parameters'}")
 
 
 def _check_keys(section, prefix: str, rules: Mapping[str, _Rule], complete: bool = True) -> None:

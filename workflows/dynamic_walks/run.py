@@ -21,7 +21,6 @@ has succeeded (:func:`gpipe.workflow.atomic_dir`); it must be new or empty unles
 
 from __future__ import annotations
 
-import inspect
 import os
 import sys
 import time
@@ -78,12 +77,7 @@ def validate_config(config: dict) -> dict:
     """
     workflow.check_config(config, _RULES)
     walk = config["walks"]
-    accepted = [p for p in inspect.signature(getattr(gpipe.walks, walk["algorithm"])).parameters
-                if p not in _SET_BY_WORKFLOW]
-    for name in walk["params"]:
-        if name not in accepted:
-            raise GpipeValueError(f"unknown key 'walks.params.{name}': {walk['algorithm']} takes "
-                                  f"{', '.join(accepted) or 'no extra parameters'}")
+    workflow.check_params("walks.params", getattr(gpipe.walks, walk["algorithm"]), walk["params"], _SET_BY_WORKFLOW)
     return config
 
 

@@ -24,7 +24,6 @@ from itertools import pairwise
 
 import gpipe
 from gpipe import workflow
-from gpipe.errors import GpipeValueError
 
 DEFAULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "config.yaml")
 # The files the workflow writes in its output folder: `overwrite` replaces a folder that holds no other.
@@ -78,12 +77,7 @@ def validate_config(config: dict) -> dict:
     """
     workflow.check_config(config, _RULES)
     walk = config["walks"]
-    accepted = [p for p in inspect.signature(getattr(gpipe.walks, walk["algorithm"])).parameters
-                if p not in _SET_BY_WORKFLOW]
-    for name in walk["params"]:
-        if name not in accepted:
-            raise GpipeValueError(f"unknown key 'walks.params.{name}': {walk['algorithm']} takes "
-                                  f"{', '.join(accepted) or 'no extra parameters'}")
+    workflow.check_params("walks.params", getattr(gpipe.walks, walk["algorithm"]), walk["params"], _SET_BY_WORKFLOW)
     return config
 
 

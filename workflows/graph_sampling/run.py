@@ -53,12 +53,7 @@ def validate_config(config: dict) -> dict:
     """Check that ``config`` has exactly the known keys and valid values, and return it (else GpipeValueError)."""
     workflow.check_config(config, _RULES)
     sampler = config["sampler"]
-    accepted = [p for p in inspect.signature(getattr(gpipe.sampling, sampler["algorithm"])).parameters
-                if p not in _SET_BY_WORKFLOW]
-    for name in sampler["params"]:
-        if name not in accepted:
-            raise GpipeValueError(f"unknown key 'sampler.params.{name}': {sampler['algorithm']} takes "
-                                  f"{', '.join(accepted)}")
+    workflow.check_params("sampler.params", getattr(gpipe.sampling, sampler["algorithm"]), sampler["params"], _SET_BY_WORKFLOW)
     return config
 
 
