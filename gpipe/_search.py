@@ -1,6 +1,6 @@
-"""Picks within one segment of candidates, shared by the CPU twins of several packages: binary search over prefix
-sums (CUDA: ``gp_upper``), the edge pick built on it (``gp_pick_edge``, ``kernels/walk.cuh``) and exponential races
-(``gp_race_segment``, ``kernels/race.cuh``)."""
+"""Searches and picks within one segment of candidates, shared by the CPU twins of several packages: binary search
+over sorted neighbors (an adjacency test) and over prefix sums (CUDA: ``gp_upper``), the edge pick built on it
+(``gp_pick_edge``, ``kernels/walk.cuh``) and exponential races (``gp_race_segment``, ``kernels/race.cuh``)."""
 
 from __future__ import annotations
 
@@ -62,3 +62,24 @@ def race_segment(bias, a, d, k, key, stream, step, out, out_race, o):
         out_race[o + i] = r
         out[o + i] = a + j
     return held
+
+
+@cpu_kernel()
+def lower_bound(sorted_values, a, d, x):
+    """The first index in a..a+d-1 whose sorted value is >= ``x``; a + d if none is."""
+    lo = a
+    hi = a + d
+    while lo < hi:
+        mid = lo + (hi - lo) // 2
+        if np.int64(sorted_values[mid]) < x:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@cpu_kernel()
+def has_edge(indices, a, d, x):
+    """Whether ``x`` is among the sorted neighbors ``indices[a:a+d]``."""
+    e = lower_bound(indices, a, d, x)
+    return e < a + d and np.int64(indices[e]) == x

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._search import lower_bound
 from ..backend import cpu_kernel, prange
 from ..kernels import Arg, Kernel
 from ._extend import _batches, _room, compress
@@ -25,19 +26,6 @@ def _source(indptr, num_vertices, e):
     while lo < hi:
         mid = lo + (hi - lo) // 2
         if indptr[mid + 1] <= e:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
-
-
-@cpu_kernel()
-def _slot(indptr, indices, v, w):
-    """The slot of ``w`` in ``v``'s sorted list (it is there)."""
-    lo, hi = indptr[v], indptr[v + 1]
-    while lo < hi:
-        mid = lo + (hi - lo) // 2
-        if indices[mid] < w:
             lo = mid + 1
         else:
             hi = mid
@@ -72,7 +60,7 @@ def _edge_extension_cpu(n, width, num_vertices, indptr, indices, prefix, offset,
                         q = a
                 if w == v or q < p:  # an edge between two of the embedding's vertices is met from the first
                     continue
-                e = s if v < w else _slot(indptr, indices, w, v)
+                e = s if v < w else lower_bound(indices, indptr[w], indptr[w + 1] - indptr[w], v)  # v is there
                 keep = e > row[0]
                 available = width  # the first edge of the row that e touches: from then on e was a candidate
                 for j in range(width):

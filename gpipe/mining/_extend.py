@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._search import has_edge
 from ..backend import cpu_kernel, prange, segments, to_host
 from ..kernels import Arg, Kernel
 
@@ -47,18 +48,6 @@ VERTEX_EXTENSION = Kernel("mining.cu", "gp_vertex_extension", twin=_vertex_exten
     Arg("out", "IdT[]", out=True), Arg("count", "i64[n]", out=True)))
 
 
-@cpu_kernel()
-def _adjacent(indptr, indices, v, w):
-    lo, hi = indptr[v], indptr[v + 1]
-    while lo < hi:
-        mid = lo + (hi - lo) // 2
-        if indices[mid] < w:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo < indptr[v + 1] and indices[lo] == w
-
-
 @cpu_kernel(parallel=True)
 def _match_extension_cpu(n, width, indptr, indices, prefix, nback, back, napart, apart, min_degree, offset, out,
                          count):
@@ -76,9 +65,11 @@ def _match_extension_cpu(n, width, indptr, indices, prefix, nback, back, napart,
             for j in range(width):
                 keep = keep and row[j] != w
             for b in range(nback):
-                keep = keep and (back[b] == least or _adjacent(indptr, indices, row[back[b]], w))
+                t = row[back[b]]
+                keep = keep and (back[b] == least or has_edge(indices, indptr[t], indptr[t + 1] - indptr[t], w))
             for a in range(napart):
-                keep = keep and not _adjacent(indptr, indices, row[apart[a]], w)
+                t = row[apart[a]]
+                keep = keep and not has_edge(indices, indptr[t], indptr[t + 1] - indptr[t], w)
             if keep:
                 out[o + c] = w
                 c += 1

@@ -24,11 +24,12 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _rng
+from .._search import has_edge, lower_bound
 from ..backend import cpu_kernel, prange
 from ..dynamic import PICK_DEFINES, pick_in_space
 from ..kernels import Arg, Kernel
 from ..runtime import StepSpec, neighbor_lists, step_kernel
-from ._common import has_edge, lower_bound, uniform_vertex
+from ._common import uniform_vertex
 from ._first_order import TELEPORT, FirstOrder
 from ._node2vec import Node2Vec, trials_before_exact
 

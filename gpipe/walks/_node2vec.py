@@ -36,11 +36,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import _rng
-from .._search import pick_edge
+from .._search import has_edge, lower_bound, pick_edge
 from ..backend import cpu_kernel, prange
 from ..kernels import Arg, Kernel
 from ..runtime import StepSpec, neighbor_lists, step_kernel
-from ._common import has_edge, lower_bound
 
 FIELDS = (("cur", "int64", "vertex"), ("prev", "int64", -1), ("cand", "int64", -1), ("trial", "int32", 0),
           ("answer", "int8", -1), ("state", "int8", 0))
