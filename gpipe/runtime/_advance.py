@@ -308,8 +308,7 @@ def take_outputs(run_id: str, *, part: int, superstep=None) -> list:
 @_phase("collect")
 def output_totals(run_id: str, rows_of: str, sums: tuple[str, ...], *, part: int, superstep=None) -> dict[str, int]:
     """The rows of output ``rows_of`` and the totals of ``sums`` a run output on this partition, left in the store."""
-    run = store()._find(run_id)
-    sets = [] if run is None else run.pieces(part)
+    sets = store().pieces(run_id, part)
     totals = {name: sum(int(s[name].sum()) for s in sets if name in s) for name in sums}
     totals["rows"] = sum(int(s[rows_of].shape[0]) for s in sets if rows_of in s)
     return totals

@@ -162,6 +162,11 @@ class GpipeStore(WorkerPlugin):
         run = self._find(run_id)
         return [] if run is None else run.take_pieces(part)
 
+    def pieces(self, run_id: str, part: int) -> list:
+        """What a run output on partition ``part`` so far, left here (none if the run left none here)."""
+        run = self._find(run_id)
+        return [] if run is None else run.pieces(part)
+
     def take_group(self, run_id: str, part: int, key, group) -> object:
         """Group ``key`` of what a run output on partition ``part`` (see ``Run.take_group``; from no pieces if the
         run left none here)."""
