@@ -21,6 +21,7 @@ from .errors import GpipeValueError
 # The files gpipe writes in each kind of output folder, as paths relative to it ('/'-separated).
 GRAPH_FILES = r"_gpipe\.json|ids\.parquet|part-\d{5}\.parquet"
 WALK_FILES = r"walks-\d{12}\.parquet"
+SAMPLE_FILES = r"(?:edges|nodes)-\d{6}\.parquet"
 
 
 def _temporary(path: str) -> str:

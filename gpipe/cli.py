@@ -8,7 +8,8 @@ with ``--updates LOG --rounds N`` (deepwalk, node2vec, jump, ppr) applies an upd
 it in N rounds (:class:`gpipe.dynamic.DynamicGraph`), walking after each;
 ``gpipe sample ALGORITHM`` (``neighbor``, ``snowball``, ``forest-fire``, ``layer``
 from ``--seeds``; ``random-node``, ``random-edge``) writes the sampled edges into
-``edges.parquet`` (``random-node`` its vertices into ``nodes.parquet`` too);
+the folder ``edges.parquet``, a file per range of instances written by the workers
+(``random-node`` its vertices into ``nodes.parquet`` too);
 ``gpipe count estimate|exact`` counts the embeddings of a labeled query graph
 in a labeled data graph (both in the ``t/v/e`` text format), estimated by
 :func:`gpipe.counting.estimate` or exact by :func:`gpipe.counting.count_exact`;
@@ -52,7 +53,7 @@ from typing import Callable
 import numpy as np
 
 from . import __version__, config, counting, dynamic, generators, mining, sampling, walks, workflow
-from ._files import GRAPH_FILES, WALK_FILES, atomic_dir, atomic_file, write_json
+from ._files import GRAPH_FILES, SAMPLE_FILES, WALK_FILES, atomic_dir, atomic_file, write_json
 from ._validate import check_bytes, check_int, check_probability, check_seed
 from .backend import DEVICES, gpu_problem, versions
 from .cluster import ENV_ADDRESS, ENV_SCHEDULER_FILE, connect
@@ -62,7 +63,7 @@ from .runtime import EdgeSample, current, workers_info
 
 _FORMATS = ("corpus", "parquet", "both")
 # Every file a command writes in its --out folder; --overwrite replaces a folder only when it holds no other.
-_RUN_FILES = (rf"summary\.json|walks\.txt|edges\.parquet|nodes\.parquet|scores\.parquet"
+_RUN_FILES = (rf"summary\.json|walks\.txt|scores\.parquet|(?:edges|nodes)\.parquet/(?:{SAMPLE_FILES})"
               rf"|walks\.parquet/(?:{WALK_FILES})|graph/(?:{GRAPH_FILES})")
 _NOT_PARAMETERS = ("run", "command", "command_line")
 

@@ -73,6 +73,20 @@ def test_walks_whose_worker_is_lost_fail_naming_its_partitions_and_leave_no_outp
     assert os.listdir(tmp_path) == []
 
 
+@pytest.mark.parametrize("use", [
+    lambda s, path: s.compute(),
+    lambda s, path: s.nodes(),
+    lambda s, path: s.to_dask(),
+    lambda s, path: s.to_parquet(path / "edges"),
+], ids=["compute", "nodes", "to_dask", "to_parquet"])
+def test_a_sample_whose_worker_is_lost_fails_naming_its_partitions_and_leaves_no_output(killable_cluster, tmp_path,
+                                                                                         use):
+    g = _graph()
+    s = gpipe.sampling.neighbor(g, seeds=[0, g.num_vertices - 1], fanout=2, depth=2, seed=1)  # both partitions
+    _fails_naming(_kill(killable_cluster, g), lambda: use(s, tmp_path))
+    assert os.listdir(tmp_path) == []
+
+
 def test_losing_a_worker_while_a_corpus_is_written_fails_naming_its_partitions_and_removes_the_file(
         killable_cluster, tmp_path):
     g = _graph()

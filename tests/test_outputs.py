@@ -1,9 +1,9 @@
 """What each writer does with what is already at its path (a real two-worker cluster).
 
-Folder writers (``Graph.to_parquet``, ``WalkResult.to_parquet``) write into a new or empty
-folder; they refuse anything else unless ``overwrite=True``, and even then replace only a
-folder that holds nothing but what gpipe writes there. File writers (``to_corpus``,
-``EdgeSample.to_parquet``) replace a file, as pandas does, and refuse a folder.
+Folder writers (``Graph.to_parquet``, ``WalkResult.to_parquet``, ``EdgeSample.to_parquet``)
+write into a new or empty folder; they refuse anything else unless ``overwrite=True``, and even
+then replace only a folder that holds nothing but what gpipe writes there. The file writer
+(``to_corpus``) replaces a file, as pandas does, and refuses a folder.
 """
 
 import numpy as np
@@ -25,7 +25,8 @@ def graph(cpu):
 def _writers(g):
     """Each folder writer, as ``write(path, **kwargs)``."""
     walks = gpipe.walks.deepwalk(g, length=3, seed=0)
-    return {"graph": g.to_parquet, "walks": walks.to_parquet}
+    sample = gpipe.sampling.neighbor(g, seeds=[0, 2], fanout=1, depth=2)
+    return {"graph": g.to_parquet, "walks": walks.to_parquet, "sample": sample.to_parquet}
 
 
 def _asked(overwrite: bool) -> dict:
@@ -34,7 +35,7 @@ def _asked(overwrite: bool) -> dict:
 
 
 @pytest.mark.parametrize("overwrite", [False, True])
-@pytest.mark.parametrize("kind", ["graph", "walks"])
+@pytest.mark.parametrize("kind", ["graph", "walks", "sample"])
 def test_folder_writers_keep_a_folder_they_did_not_write(graph, tmp_path, kind, overwrite):
     folder = tmp_path / "results"
     (folder / "figures").mkdir(parents=True)
@@ -48,7 +49,7 @@ def test_folder_writers_keep_a_folder_they_did_not_write(graph, tmp_path, kind, 
 
 
 @pytest.mark.parametrize("overwrite", [False, True])
-@pytest.mark.parametrize("kind", ["graph", "walks"])
+@pytest.mark.parametrize("kind", ["graph", "walks", "sample"])
 def test_folder_writers_keep_a_file_of_that_name(graph, tmp_path, kind, overwrite):
     path = tmp_path / "results"
     path.write_text("not a folder\n")
@@ -57,7 +58,7 @@ def test_folder_writers_keep_a_file_of_that_name(graph, tmp_path, kind, overwrit
     assert path.read_text() == "not a folder\n"
 
 
-@pytest.mark.parametrize("kind", ["graph", "walks"])
+@pytest.mark.parametrize("kind", ["graph", "walks", "sample"])
 def test_folder_writers_replace_their_own_output_only_when_asked(graph, tmp_path, kind):
     folder = tmp_path / "out"
     write = _writers(graph)[kind]
@@ -91,21 +92,22 @@ def test_folder_writers_write_into_an_empty_folder(graph, tmp_path):
     assert gpipe.read_edges(folder).num_edges == 4
 
 
-def test_file_writers_replace_a_file_and_refuse_a_folder(graph, tmp_path):
+def test_the_file_writer_replaces_a_file_and_refuses_a_folder(graph, tmp_path):
     walks = gpipe.walks.deepwalk(graph, length=3, seed=0)
-    sample = gpipe.sampling.neighbor(graph, seeds=[0], fanout=1, depth=1)
-    corpus, edges = tmp_path / "walks.txt", tmp_path / "edges.parquet"
+    corpus = tmp_path / "walks.txt"
     corpus.write_text("old\n")
-    edges.write_text("old\n")
     walks.to_corpus(corpus)
-    sample.to_parquet(edges)
     assert len(corpus.read_text().splitlines()) == 4
-    pd.testing.assert_frame_equal(pd.read_parquet(edges), sample.compute())
-    for write in (walks.to_corpus, sample.to_parquet):
-        folder = tmp_path / f"folder-{write.__name__}"
-        folder.mkdir()
-        (folder / "keep.txt").write_text("mine\n")
-        with pytest.raises(GpipeValueError, match="'path' must be a file.*a folder of that name exists"):
-            write(folder)
-        assert (folder / "keep.txt").read_text() == "mine\n"
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    (folder / "keep.txt").write_text("mine\n")
+    with pytest.raises(GpipeValueError, match="'path' must be a file.*a folder of that name exists"):
+        walks.to_corpus(folder)
+    assert (folder / "keep.txt").read_text() == "mine\n"
     assert np.array_equal(walks.compute()[:, 0], [0, 1, 2, 3])
+
+
+def test_a_sample_folder_reads_back_as_the_sample(graph, tmp_path):
+    sample = gpipe.sampling.neighbor(graph, seeds=[0, 1, 3], fanout=1, depth=2)
+    pd.testing.assert_frame_equal(pd.read_parquet(sample.to_parquet(tmp_path / "edges")), sample.compute())
+    pd.testing.assert_frame_equal(pd.read_parquet(sample.to_parquet(tmp_path / "nodes", nodes=True)), sample.nodes())

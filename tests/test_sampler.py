@@ -440,3 +440,57 @@ def test_a_bias_that_cannot_reach_the_workers_is_refused_in_a_line(cpu, tmp_path
             message = str(info.value)
             assert message.startswith(f"'{name}' must be picklable (by cloudpickle) to reach the workers; ")
             assert cause in message and "<lambda>" not in message and len(message) < 200
+
+
+def _sample_outputs(client, parts: int, folder) -> dict:
+    """A neighbor sample's every output on ``client`` with ``parts`` partitions, cut into several blocks."""
+    with client.as_current(), dask.config.set({"gpipe.sampling.block-size": 100}):
+        g = _rmat(parts)
+        s = gpipe.sampling.neighbor(g, seeds=np.arange(0, 600, 7), fanout=3, depth=2, seed=4)
+        outputs = {"compute": s.compute(), "nodes": s.nodes(), "dask": s.to_dask(), "dask nodes": s.to_dask(nodes=True)}
+        outputs.update({k: outputs[k].compute() for k in ("dask", "dask nodes")},
+                       npartitions=outputs["dask"].npartitions, divisions=outputs["dask"].divisions)
+        s.to_parquet(folder / "edges")
+        s.to_parquet(folder / "nodes", nodes=True)
+        outputs.update({f"{kind} files": {p.name: pd.read_parquet(p) for p in sorted((folder / kind).iterdir())}
+                        for kind in ("edges", "nodes")})
+        g.release()
+    return outputs
+
+
+def test_a_sample_and_its_exports_are_the_same_for_one_or_two_workers_and_any_partitioning(
+        cpu_cluster, one_worker_cluster, tmp_path):
+    runs = {(workers, parts): _sample_outputs(client, parts, tmp_path / f"{workers}-{parts}")
+            for workers, client in ((1, one_worker_cluster), (2, cpu_cluster)) for parts in (1, 4)}
+    first = runs[(1, 1)]
+    assert first["npartitions"] > 2 and len(first["edges files"]) == first["npartitions"]
+    pd.testing.assert_frame_equal(first["dask"], first["compute"])
+    pd.testing.assert_frame_equal(first["dask nodes"], first["nodes"])
+    pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "1-1" / "edges"), first["compute"])
+    pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "1-1" / "nodes"), first["nodes"])
+    assert first["compute"].equals(first["compute"].sort_values(["instance", "depth", "src", "dst"]))
+    for run in runs.values():
+        assert run.keys() == first.keys()
+        for key, value in run.items():
+            if isinstance(value, pd.DataFrame):
+                pd.testing.assert_frame_equal(value, first[key])
+            elif key.endswith("files"):
+                assert value.keys() == first[key].keys()
+                for name, frame in value.items():
+                    pd.testing.assert_frame_equal(frame, first[key][name])
+            elif key in ("npartitions", "divisions"):
+                assert value == first[key]
+
+
+def test_a_sample_left_unused_leaves_nothing_on_the_workers(cpu):
+    def held() -> set:
+        return set().union(*cpu.run(_runs).values())
+
+    before = held()
+    s = gpipe.sampling.neighbor(_rmat(3), seeds=np.arange(20), fanout=2, depth=2)
+    assert held() - before  # the sampled edges wait in the run's stores
+    del s
+    deadline = time.monotonic() + 10
+    while held() - before and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert held() <= before

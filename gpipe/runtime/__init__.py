@@ -8,14 +8,14 @@ what the step output stays on the workers until the family collects it
 """
 
 from ._advance import neighbor_lists, step_kernel, worker_xp
-from ._driver import check_memory, collect_outputs, run_supersteps
-from ._result import EdgeSample, assemble_blocks
+from ._driver import check_memory, collect_outputs, output_totals, run_supersteps
+from ._result import EdgeSample, SampleLayout, assemble_blocks
 from ._run import Run
 from ._session import Session, attach, current, run_later, workers_info
 from ._spec import StartSet, StepSpec
 from ._store import call_peer, drop_graph, drop_run, store
 from ._watch import call_workers, gather_pinned, wait_pinned
 
-__all__ = ["EdgeSample", "Run", "Session", "StartSet", "StepSpec", "assemble_blocks", "attach", "call_peer",
+__all__ = ["EdgeSample", "Run", "SampleLayout", "Session", "StartSet", "StepSpec", "assemble_blocks", "attach", "call_peer",
            "call_workers", "check_memory", "collect_outputs", "current", "drop_graph", "drop_run", "gather_pinned",
-           "neighbor_lists", "run_later", "run_supersteps", "step_kernel", "store", "wait_pinned", "worker_xp", "workers_info"]
+           "neighbor_lists", "output_totals", "run_later", "run_supersteps", "step_kernel", "store", "wait_pinned", "worker_xp", "workers_info"]

@@ -303,3 +303,12 @@ def assemble(run_id: str, partitions: dict[int, str], layout: tuple, *, part: in
 def take_outputs(run_id: str, *, part: int, superstep=None) -> list:
     """What a run's kernel output on this partition (taken out of the store), as host arrays."""
     return [on_host(out) for out in store().take_pieces(run_id, part)]
+
+
+@_phase("collect")
+def output_totals(run_id: str, rows_of: str, sums: tuple[str, ...], *, part: int, superstep=None) -> dict[str, int]:
+    """The rows of output ``rows_of`` and the totals of ``sums`` a run output on this partition, left in the store."""
+    sets = store().pieces(run_id, part)
+    totals = {name: sum(int(s[name].sum()) for s in sets if name in s) for name in sums}
+    totals["rows"] = sum(int(s[rows_of].shape[0]) for s in sets if rows_of in s)
+    return totals

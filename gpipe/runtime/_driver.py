@@ -217,6 +217,14 @@ def collect_outputs(client, run_id: str, partitions: dict[int, str]) -> list[dic
     return [out for per_part in call_workers(client, calls, partitions, "collect") for out in per_part]
 
 
+def output_totals(client, run_id: str, partitions: dict[int, str], rows_of: str, sums: tuple[str, ...] = ()) -> dict:
+    """The rows of output ``rows_of`` and the totals of outputs ``sums`` of a run, over every partition that ran;
+    the outputs stay in the workers' stores."""
+    calls = [(w, _advance.output_totals, (run_id, rows_of, sums), {"part": p}) for p, w in partitions.items()]
+    per_part = _call_run(client, run_id, calls, partitions, "collect")
+    return {name: sum(t[name] for t in per_part) for name in ("rows", *sums)}
+
+
 @contextlib.contextmanager
 def _reporting(client, run_id: str, progress: Callable | None, workers: int, total: int):
     """While a partitioned run lasts, pass its ``workers``' superstep reports (Dask events) to ``progress``.

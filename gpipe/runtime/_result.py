@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+import functools
 import os
+import weakref
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
-from .._files import atomic_file
+from .. import config
+from .._files import SAMPLE_FILES, atomic_dir
+from ..backend import to_host
 from . import _advance
+from ._session import run_later
+from ._store import drop_run, store
+from ._watch import gather_pinned
 
 
 def assemble_blocks(client, run_id: str, partitions: dict[int, str], num_walks: int, block_rows: int, width: int,
@@ -24,8 +32,45 @@ def assemble_blocks(client, run_id: str, partitions: dict[int, str], num_walks: 
             for b in range(n_blocks)]
 
 
+@dataclass(frozen=True)
+class SampleLayout:
+    """How a sample's rows are kept on the workers: a block of rows per range of instances.
+
+    ``columns``: the edge columns and their dtypes, ``instance`` first, then
+    ``src`` and ``dst`` among them; ``order``: the columns that sort a block's
+    rows (the canonical order: by instance first), or none where they come in
+    order; ``vertices``: the run's outputs naming an instance's vertices
+    besides its edges' ends (``instance``, ``vertex``), if any; ``cuts``: the
+    instance ranges' bounds, ``[cuts[b], cuts[b + 1])`` in block ``b``.
+    """
+
+    columns: tuple[tuple[str, str], ...]
+    order: tuple[str, ...] = ()
+    vertices: tuple[str, str] | None = None
+    cuts: tuple[int, ...] = (0, 0)
+
+    def cut(self, instances: int, rows: int) -> SampleLayout:
+        """This layout cut into ranges of about ``gpipe.sampling.block-size`` rows of ``rows`` in all, at equal
+        instance counts: the same blocks for any number of workers or partitions."""
+        blocks = max(1, min(instances, -(-rows // int(config.get("sampling.block-size")))))
+        cuts = np.linspace(0, instances, blocks + 1).round().astype(np.int64)
+        return SampleLayout(self.columns, self.order, self.vertices, tuple(int(c) for c in cuts))
+
+    @property
+    def blocks(self) -> int:
+        return len(self.cuts) - 1
+
+
 class EdgeSample:
-    """Sampled subgraphs, one per instance, small enough for the client; ``stats`` says how the run went.
+    """Sampled subgraphs, one per instance, kept on the workers until asked for; ``stats`` says how the run went.
+
+    The edges stay where the run left them, in a block per range of
+    instances: the first use assembles each block on one worker from every
+    partition's rows of its instances, sorted there into the canonical order
+    (by instance, then each of the other columns in turn for the samplers of
+    :mod:`gpipe.sampling`; by instance and time for frontier sampling), so the
+    blocks one after the other are the sample in that order with no sort on
+    the client, and do not depend on the partitions or the workers.
 
     ``compute()`` gives the sampled edges, one row per edge of each instance
     (``instance, depth, src, dst`` from the samplers of :mod:`gpipe.sampling`;
@@ -33,7 +78,9 @@ class EdgeSample:
     each instance's vertices (``instance, vertex``): the endpoints of its edges
     and the ``vertices`` it holds without one (e.g. a seed with no out-edge, or
     a vertex random node sampling picked that induces no edge). Ids are the
-    graph's original ones.
+    graph's original ones. ``to_dask()`` gives either as a dask DataFrame made
+    on the workers (a partition per block, indexed by row as ``compute()``),
+    ``to_parquet()`` writes a file per block from the workers.
 
     Examples
     --------
@@ -41,36 +88,95 @@ class EdgeSample:
     >>> with gpipe.connect(n_workers=1, device="cpu"):
     ...     g = gpipe.from_edges(pd.DataFrame({"src": ["a", "b", "c", "c"], "dst": ["b", "c", "a", "d"]}))
     ...     s = gpipe.sampling.neighbor(g, seeds=["a", "d"], fanout=1, depth=2, seed=3)
-    >>> s.compute()
+    ...     edges, nodes, lazy = s.compute(), s.nodes(), s.to_dask().compute()
+    >>> edges
        instance  depth src dst
     0         0      0   a   c
     1         0      1   c   a
     2         1      0   d   c
     3         1      1   c   b
-    >>> s.nodes()
+    >>> nodes
        instance vertex
     0         0      a
     1         0      c
     2         1      b
     3         1      c
     4         1      d
+    >>> lazy.equals(edges)
+    True
     """
 
-    def __init__(self, edges: pd.DataFrame, id_map, stats: dict, vertices: pd.DataFrame | None = None):
-        self._edges = edges
-        self._vertices = vertices  # dense ids: instance, vertex
+    def __init__(self, client, held: dict[int, str], layout: SampleLayout, rows: int, id_map, stats: dict,
+                 blocks: list | None = None, run_id: str | None = None):
+        self._client = client
+        self._held = held  # partition -> worker: the workers whose loss the result's waits watch for
+        self._layout = layout
+        self._rows = rows
         self._id_map = id_map
+        self._id_future = None
+        self._block_futures = blocks
+        self._run_id = run_id
+        self._sizes: dict[bool, list[int]] = {}
         self.stats = stats
+        self._finalizer = (weakref.finalize(self, run_later, client, drop_run, run_id) if run_id is not None
+                           else None)
+
+    @classmethod
+    def of_run(cls, client, run_id: str, partitions: dict[int, str], layout: SampleLayout, instances: int,
+               rows: int, id_map, stats: dict) -> EdgeSample:
+        """The sample a run left in its partitions' stores (``rows`` edges of ``instances`` instances), cut into
+        blocks by ``layout.cut``; the rows stay there until first used."""
+        return cls(client, partitions, layout.cut(instances, rows), rows, id_map, stats, run_id=run_id)
+
+    @classmethod
+    def of_frame(cls, client, held: dict[int, str], layout: SampleLayout, instances: int, edges: pd.DataFrame,
+                 id_map, stats: dict) -> EdgeSample:
+        """A sample made on the client (dense ids, in canonical order), its blocks sent to the workers of ``held``."""
+        layout = layout.cut(instances, len(edges))
+        bounds = np.searchsorted(edges["instance"].to_numpy(), layout.cuts, side="left")
+        workers = sorted(set(held.values()))
+        blocks = [client.scatter({"edges": {c: edges[c].to_numpy()[lo:hi] for c, _ in layout.columns},
+                                  "vertices": _no_vertices()}, workers=[workers[b % len(workers)]], hash=False)
+                  for b, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:]))]
+        return cls(client, held, layout, len(edges), id_map, stats, blocks=blocks)
 
     def __len__(self) -> int:
-        return len(self._edges)
+        return self._rows
 
     def __repr__(self) -> str:
         return f"<gpipe.EdgeSample {self.stats.get('algorithm', '')}: {len(self)} edges in {self.stats['seconds']:.3f} s>"
 
+    def _blocks(self) -> list:
+        """Futures of the blocks (assembled on the workers on first use, the run's pieces taken from the stores)."""
+        if self._block_futures is None:
+            workers = sorted(set(self._held.values()))
+            self._block_futures = [
+                self._client.submit(_assemble_sample, self._run_id, self._held, self._layout, part=b,
+                                    workers=[workers[b % len(workers)]], allow_other_workers=False, pure=False,
+                                    key=f"gpipe-sample-{self._run_id}-{b}")
+                for b in range(self._layout.blocks)]
+            self._finalizer.detach()  # the assemble tasks take the pieces out of the stores
+        return self._block_futures
+
+    def _ids(self):
+        if self._id_map is not None and self._id_future is None:
+            [self._id_future] = self._client.scatter([self._id_map], broadcast=True, hash=False)
+        return self._id_future
+
+    def _map_blocks(self, func, *args) -> list:
+        """Futures of ``func(block, *args)``, each run where its block is."""
+        return [self._client.submit(func, block, *args, pure=False) for block in self._blocks()]
+
+    def _gather(self, phase: str, func, *args) -> list:
+        return gather_pinned(self._client, self._map_blocks(func, *args), self._held, phase)
+
+    def _dense(self, nodes: bool) -> pd.DataFrame:
+        """Every block's rows in dense ids, one frame."""
+        return pd.concat(self._gather("sample", _frame, None, 0, nodes), ignore_index=True)
+
     def compute(self) -> pd.DataFrame:
         """The edges as a frame of original vertex ids."""
-        edges = self._edges.copy()
+        edges = self._dense(nodes=False)
         if self._id_map is not None:
             for column in ("src", "dst"):
                 edges[column] = self._id_map[edges[column].to_numpy()]
@@ -78,20 +184,128 @@ class EdgeSample:
 
     def nodes(self) -> pd.DataFrame:
         """Each instance's vertices, once each: a frame ``instance, vertex`` (original ids) in order of instance."""
-        ends = [self._edges[["instance", end]].set_axis(["instance", "vertex"], axis=1) for end in ("src", "dst")]
-        nodes = pd.concat(ends + ([] if self._vertices is None else [self._vertices]), ignore_index=True)
-        nodes = nodes.astype(np.int64).drop_duplicates().sort_values(["instance", "vertex"], ignore_index=True)
+        nodes = self._dense(nodes=True)
         if self._id_map is not None:
             nodes["vertex"] = self._id_map[nodes["vertex"].to_numpy()]
         return nodes
 
-    def to_parquet(self, path, nodes: bool = False) -> str:
-        """Write the edges (or, with ``nodes``, the nodes) to one Parquet file (complete or not at all).
+    def _bases(self, nodes: bool) -> list[int]:
+        """The first row of each block (of the edges, or of the nodes)."""
+        if nodes not in self._sizes:
+            self._sizes[nodes] = self._gather("sample sizing", _block_size, nodes)
+        return np.concatenate([[0], np.cumsum(self._sizes[nodes], dtype=np.int64)]).tolist()
 
-        A file at ``path`` is replaced, as pandas' writers do; a folder there is
-        refused (``GpipeValueError``).
+    def to_dask(self, nodes: bool = False):
+        """The edges (or, with ``nodes``, the nodes) as a dask DataFrame of original ids, a partition per block,
+        made on the worker holding it; its index is the row's in ``compute()`` (``nodes()``)."""
+        import dask.dataframe as dd
+
+        bases = self._bases(nodes)
+        ids, dtype = self._ids(), _id_dtype(self._id_map)
+        parts = [self._client.submit(_frame, block, ids, base, nodes, dtype, pure=False)
+                 for block, base in zip(self._blocks(), bases)]
+        meta = _frame(_empty_block(self._layout), self._id_map, 0, nodes, dtype)
+        divisions = (*bases[:-1], bases[-1] - 1) if all(np.diff(bases) > 0) else None
+        return dd.from_delayed(parts, meta=meta, divisions=divisions, verify_meta=False)
+
+    def to_parquet(self, path, nodes: bool = False, overwrite: bool = False) -> str:
+        """Write the edges (or, with ``nodes``, the nodes) into folder ``path``, a Parquet file per block
+        (``edges-000000.parquet``, ...; ``nodes-...``) written by the worker holding it.
+
+        ``path`` must be a new or empty folder; ``overwrite=True`` also replaces a
+        folder that holds only samples gpipe wrote. Anything else there (another
+        file, a file at ``path``) is refused with a ``GpipeValueError`` before any
+        work, and kept. The folder appears complete or not at all;
+        ``pandas.read_parquet(path)`` reads it back as ``compute()`` (``nodes()``) gives it.
         """
         path = os.fspath(path)
-        with atomic_file(path, "wb") as out:
-            (self.nodes() if nodes else self.compute()).to_parquet(out, index=False)
+        ids, dtype = self._ids(), _id_dtype(self._id_map)
+        with atomic_dir(path, owned=SAMPLE_FILES, overwrite=overwrite) as tmp:
+            written = [self._client.submit(_write_block, block, b, ids, nodes, dtype, tmp, pure=False)
+                       for b, block in enumerate(self._blocks())]
+            gather_pinned(self._client, written, self._held, "sample writing")
         return path
+
+
+def _no_vertices() -> dict:
+    return {"instance": np.zeros(0, np.int64), "vertex": np.zeros(0, np.int64)}
+
+
+def _empty_block(layout: SampleLayout) -> dict:
+    return {"edges": {c: np.zeros(0, dtype) for c, dtype in layout.columns}, "vertices": _no_vertices()}
+
+
+def _split_by_instance(sets: list[dict], layout: SampleLayout) -> dict[int, dict]:
+    """A partition's output piece sets as one block's share per instance range (host arrays)."""
+    def column(name: str, dtype) -> np.ndarray:
+        parts = [to_host(s[name]) for s in sets if name in s]
+        return np.concatenate(parts).astype(dtype, copy=False) if parts else np.zeros(0, dtype)
+
+    edges = {c: column(c, dtype) for c, dtype in layout.columns}
+    vertices = (_no_vertices() if layout.vertices is None else
+                {k: column(name, np.int64) for k, name in zip(("instance", "vertex"), layout.vertices)})
+    cuts = np.asarray(layout.cuts, np.int64)
+
+    def split(rows: dict) -> list[dict]:
+        block = np.searchsorted(cuts, rows["instance"], side="right") - 1
+        order = np.argsort(block, kind="stable")
+        ends = np.searchsorted(block[order], np.arange(layout.blocks + 1), side="left")
+        return [{k: v[order[lo:hi]] for k, v in rows.items()} for lo, hi in zip(ends[:-1], ends[1:])]
+
+    return {b: {"edges": e, "vertices": v} for b, (e, v) in enumerate(zip(split(edges), split(vertices)))}
+
+
+def _assemble_sample(run_id: str, partitions: dict[int, str], layout: SampleLayout, *, part: int) -> dict:
+    """Block ``part`` of a sample: every partition's rows of its instance range, in canonical order."""
+    with _advance.failing("sample assembly", part):
+        shares = store().gather_group(run_id, part, partitions, functools.partial(_split_by_instance,
+                                                                                  layout=layout))
+        block = {kind: {k: np.concatenate([s[kind][k] for s in shares]) for k in shares[0][kind]}
+                 for kind in ("edges", "vertices")} if shares else _empty_block(layout)
+        if layout.order:
+            edges = block["edges"]
+            order = np.lexsort([edges[c] for c in reversed(layout.order)])
+            block["edges"] = {k: v[order] for k, v in edges.items()}
+        return block
+
+
+def _node_rows(block: dict) -> tuple[np.ndarray, np.ndarray]:
+    """A block's instances' vertices, each once, by instance then vertex (dense ids)."""
+    edges, vertices = block["edges"], block["vertices"]
+    instance = np.concatenate([edges["instance"], edges["instance"], vertices["instance"]]).astype(np.int64)
+    vertex = np.concatenate([edges["src"], edges["dst"], vertices["vertex"]]).astype(np.int64)
+    order = np.lexsort((vertex, instance))
+    instance, vertex = instance[order], vertex[order]
+    first = np.ones(instance.size, bool)
+    first[1:] = (instance[1:] != instance[:-1]) | (vertex[1:] != vertex[:-1])
+    return instance[first], vertex[first]
+
+
+def _block_size(block: dict, nodes: bool) -> int:
+    return int(_node_rows(block)[0].size if nodes else next(iter(block["edges"].values())).size)
+
+
+def _id_dtype(id_map):
+    """The dtype of an id column in original ids: that of a non-empty one, so that every block's is the same."""
+    return None if id_map is None or id_map.size == 0 else pd.Series(id_map[:1]).dtype
+
+
+def _original(dense: np.ndarray, id_map, dtype):
+    return dense if id_map is None else pd.array(id_map[dense], dtype=dtype)
+
+
+def _frame(block: dict, id_map, base: int, nodes: bool, dtype=None) -> pd.DataFrame:
+    """A block's edges (or nodes) as a frame, ids mapped by ``id_map`` (None: dense), rows numbered from ``base``."""
+    if nodes:
+        instance, vertex = _node_rows(block)
+        columns = {"instance": instance, "vertex": _original(vertex, id_map, dtype)}
+    else:
+        columns = {c: _original(v, id_map, dtype) if c in ("src", "dst") else v for c, v in block["edges"].items()}
+    rows = len(next(iter(columns.values())))
+    return pd.DataFrame(columns, index=pd.RangeIndex(base, base + rows))
+
+
+def _write_block(block: dict, number: int, id_map, nodes: bool, dtype, folder: str) -> str:
+    name = os.path.join(folder, f"{'nodes' if nodes else 'edges'}-{number:06d}.parquet")
+    _frame(block, id_map, 0, nodes, dtype).to_parquet(name, index=False)
+    return name

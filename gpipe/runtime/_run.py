@@ -18,7 +18,7 @@ import contextlib
 import threading
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
@@ -81,7 +81,7 @@ class Run:
         self._local_inbox: dict[tuple[int, int], list] = defaultdict(list)  # from this worker's partitions
         self._counts: dict[int, dict[str, list]] = defaultdict(dict)  # superstep -> peer -> walkers sent per part
         self._pieces: dict[int, list] = defaultdict(list)  # part -> what the step output there, oldest first
-        self._blocks: dict[int, dict[int, list]] = {}  # part -> output block -> its piece sets
+        self._blocks: dict[int, dict] = {}  # part -> output block (or group) -> its piece sets
         self._held = 0  # bytes of the pieces not spilled (on the device of a GPU worker)
         self._sent = [0, 0]  # walker bytes sent [through CUDA IPC, through the comms]
         self.ipc = _ipc.Buffers() if store.device == "gpu" else None
@@ -365,20 +365,32 @@ class Run:
         Spilled pieces are grouped in host memory, apart: one piece set of the
         block for those on the device and one for those on the host.
         """
+        def by_block(sets: list) -> dict:
+            held = [_pieces.group_by_block(x, [s for s in sets if isinstance(s, Spilled) == spilled], block_rows,
+                                           n_blocks, dtype)
+                    for x, spilled in ((xp(self._store.device), False), (np, True))
+                    if any(isinstance(s, Spilled) == spilled for s in sets)]
+            return {b: [h[b] for h in held] for b in range(n_blocks)}
+
+        return self.take_group(part, block, by_block)
+
+    def take_group(self, part: int, key, group: Callable[[list], dict]):
+        """Group ``key`` of partition ``part``'s outputs: on the first call every piece set there is taken and
+        split by ``group`` (piece sets -> every group by key), later calls take the other groups."""
         with self._lock:
             groups = self._blocks.get(part)
             if groups is None:
-                sets = self._taken(self._pieces.pop(part, []))
-                held = [_pieces.group_by_block(x, [s for s in sets if isinstance(s, Spilled) == spilled], block_rows,
-                                               n_blocks, dtype)
-                        for x, spilled in ((xp(self._store.device), False), (np, True))
-                        if any(isinstance(s, Spilled) == spilled for s in sets)]
-                groups = self._blocks[part] = {b: [h[b] for h in held] for b in range(n_blocks)}
-            taken = groups.pop(block)
+                groups = self._blocks[part] = group(self._taken(self._pieces.pop(part, [])))
+            taken = groups.pop(key)
             if not groups:
                 del self._blocks[part]
                 self._leave_if_drained()
             return taken
+
+    def pieces(self, part: int) -> list:
+        """What the step output on partition ``part`` so far, left here."""
+        with self._lock:
+            return list(self._pieces.get(part, ()))
 
 
 class Spilled(dict):

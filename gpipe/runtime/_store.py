@@ -162,6 +162,29 @@ class GpipeStore(WorkerPlugin):
         run = self._find(run_id)
         return [] if run is None else run.take_pieces(part)
 
+    def pieces(self, run_id: str, part: int) -> list:
+        """What a run output on partition ``part`` so far, left here (none if the run left none here)."""
+        run = self._find(run_id)
+        return [] if run is None else run.pieces(part)
+
+    def take_group(self, run_id: str, part: int, key, group) -> object:
+        """Group ``key`` of what a run output on partition ``part`` (see ``Run.take_group``; from no pieces if the
+        run left none here)."""
+        run = self._find(run_id)
+        return group([])[key] if run is None else run.take_group(part, key, group)
+
+    def gather_group(self, run_id: str, key, partitions: dict[int, str], group) -> list:
+        """Every partition's group ``key`` of a run's outputs, in the order of ``partitions``: taken here, or
+        taken by the worker holding them and fetched from it."""
+        remote = {p: w for p, w in partitions.items() if w != self.worker_address}
+        fetched = dict(zip(remote, sync(self.worker.loop, self._fetch_groups, run_id, key, remote, group))
+                       if remote else ())
+        return [fetched[p] if p in remote else self.take_group(run_id, p, key, group) for p in partitions]
+
+    async def _fetch_groups(self, run_id: str, key, remote: dict[int, str], group) -> list:
+        return await asyncio.gather(*(self._call_peer(w, _take_group, (run_id, p, key, group))
+                                      for p, w in remote.items()))
+
     def _find(self, run_id: str) -> Run | None:
         """The run here, not made if it is not (to take what it left)."""
         with self.lock:
@@ -289,6 +312,10 @@ def transfers(graph_id: str, dask_worker=None) -> list | None:
     """Copies of a graph's partitions onto this worker's device so far: [count, bytes, seconds, reads in place]."""
     plugin = dask_worker.plugins.get(PLUGIN_NAME)
     return plugin.partitions.transfers(graph_id) if plugin is not None else None
+
+
+def _take_group(run_id: str, part: int, key, group) -> object:
+    return store().take_group(run_id, part, key, group)
 
 
 def store() -> GpipeStore:

@@ -34,13 +34,13 @@ from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
-import pandas as pd
 
 from .. import _rng
 from .._validate import (check_array, check_bool, check_choice, check_graph, check_int, check_optional_int,
                          check_picklable, check_probability, check_seed)
 from ..errors import GpipeValueError
-from ..runtime import EdgeSample, Run, StepSpec, check_memory, collect_outputs, run_supersteps, store, worker_xp
+from ..runtime import (EdgeSample, Run, SampleLayout, StepSpec, check_memory, output_totals, run_supersteps, store,
+                       worker_xp)
 from ._race import race
 from ._select import METHODS, select
 
@@ -52,7 +52,9 @@ POOL, FRONTIER, EXPAND, NEIGHBORS, RESOLVE = range(5)  # the stages an entry goe
 # The draw counter's step (``step << 32 | draw``) of each kind of draw, plus the depth: apart from each other.
 NEIGHBOR_STEP, INSTANCE_NEIGHBOR_STEP, FRONTIER_STEP, DIRECTION_STEP, COUNT_STEP = 0, 1 << 29, 2 << 29, 3 << 29, 1 << 31
 EDGE_COLUMNS = ("instance", "depth", "src", "dst")
-NODE_COLUMNS = ("instance", "vertex")
+# the sampled edges' rows, in canonical order: by instance, depth, src, dst; an instance's expanded vertices beside
+SAMPLE_LAYOUT = SampleLayout((("instance", "int64"), ("depth", "int32"), ("src", "int64"), ("dst", "int64")),
+                             order=EDGE_COLUMNS, vertices=("node_instance", "node_vertex"))
 
 
 EDGE_BYTES = 28  # a sampled edge on the workers: instance (int64), depth (int32), src, dst (int64)
@@ -265,21 +267,13 @@ class Sampler:
         g.put_on_workers(arrays)
         run_id, partitions, stats = run_supersteps(g, StepSpec(_step, np.uint64(_rng.key(seed)), settings), entries,
                                                    num_walks=count)
-        outs = collect_outputs(client, run_id, partitions)
-
-        def column(name: str) -> np.ndarray:
-            parts = [o[name] for o in outs if name in o]
-            return np.concatenate(parts) if parts else np.zeros(0, np.int64)
-
-        frame = pd.DataFrame({k: column(k) for k in EDGE_COLUMNS}).sort_values(list(EDGE_COLUMNS), ignore_index=True)
-        expanded = pd.DataFrame({k: column(f"node_{k}") for k in NODE_COLUMNS})
-        picks = sum(int(o["picks"].sum()) for o in outs)
-        iterations = sum(int(o["iterations"].sum()) for o in outs)
-        stats.update(algorithm="sampler", instances=count, edges=len(frame),
-                     edges_per_second=len(frame) / stats["seconds"] if stats["seconds"] > 0 else 0.0,
+        totals = output_totals(client, run_id, partitions, "instance", ("picks", "iterations"))
+        edges, picks, iterations = totals["rows"], totals["picks"], totals["iterations"]
+        stats.update(algorithm="sampler", instances=count, edges=edges,
+                     edges_per_second=edges / stats["seconds"] if stats["seconds"] > 0 else 0.0,
                      select=self.select, bitmap=self.bitmap, select_picks=picks,
                      iterations_per_pick=iterations / picks if picks else 0.0)
-        return EdgeSample(frame, g.id_map, stats, vertices=expanded)
+        return EdgeSample.of_run(client, run_id, partitions, SAMPLE_LAYOUT, count, edges, g.id_map, stats)
 
     def _implicit_entries(self, count: int, parts: int) -> dict:
         """The first entries when every vertex (or edge) is the pool: one per instance, sent to its home."""

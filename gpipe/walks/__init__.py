@@ -322,7 +322,7 @@ def multidimensional(g, frontier_size: int = 2000, budget: int | None = None, in
                  budget=budget, instances=instances,
                  edges=len(edges), edges_per_second=edges_per_second,
                  steps_per_second=stats["steps"] / stats["seconds"] if stats["seconds"] > 0 else 0.0)
-    return EdgeSample(edges, g.id_map, stats)
+    return EdgeSample.of_frame(g.client, g.holders[0], _frontier.LAYOUT, instances, edges, g.id_map, stats)
 
 
 def _positive_float(name: str, value) -> float:

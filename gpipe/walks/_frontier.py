@@ -23,9 +23,12 @@ import pandas as pd
 from .. import _rng
 from ..backend import cpu_kernel, prange
 from ..kernels import Arg, Kernel
-from ..runtime import Run, StepSpec, check_memory, collect_outputs, run_supersteps, worker_xp
+from ..runtime import Run, SampleLayout, StepSpec, check_memory, collect_outputs, run_supersteps, worker_xp
 
 INIT_STEP = 2**32 - 1  # the draw counter of a member's start vertex; moves use 0..budget-1
+# the sampled edges' rows, made on the client in canonical order (by instance, then time: ``step``)
+LAYOUT = SampleLayout((("instance", "int64"), ("step", "int64"), ("src", "int64"), ("dst", "int64"),
+                       ("time", "float64")))
 MOVED, PARKED = 1, 2  # a member's status after the kernel (0: done): the kernel's GP_MOVED, GP_PARKED
 
 

@@ -8,7 +8,8 @@ next to this script, then ``--set`` overrides are applied (values read as YAML),
 the result is checked before connecting (:mod:`gpipe.workflow`). The workflow connects with
 :func:`gpipe.connect`, loads or generates the graph, runs one sampler of
 :mod:`gpipe.sampling` (one instance per seed) and writes to ``output``:
-``edges.parquet`` (``instance, depth, src, dst``) and ``summary.json``. The folder appears
+``edges.parquet`` (``instance, depth, src, dst``: a folder of Parquet files written by the workers, one per
+range of instances) and ``summary.json``. The folder appears
 whole once the run has succeeded (:func:`gpipe.workflow.atomic_dir`); it must be new or
 empty unless ``overwrite`` is set. A bad config exits with status 2 and one line on stderr.
 """
@@ -29,7 +30,7 @@ from gpipe.errors import GpipeValueError
 
 DEFAULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "config.yaml")
 # The files the workflow writes in its output folder: `overwrite` replaces a folder that holds no other.
-OUTPUT_FILES = r"edges\.parquet|summary\.json"
+OUTPUT_FILES = r"edges\.parquet/edges-\d{6}\.parquet|summary\.json"
 # The built-in samplers that start from seeds (random_node and random_edge sample without them).
 SAMPLERS = tuple(name for name in gpipe.sampling.__all__ if name != "Sampler"
                  and "seeds" in inspect.signature(getattr(gpipe.sampling, name)).parameters)
