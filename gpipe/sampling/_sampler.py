@@ -136,6 +136,14 @@ class Sampler:
     bitmap : bool
         Detect SELECT's collisions with a strided bitmap (else by scanning the picks).
 
+    Notes
+    -----
+    Neighbor-style sampling — ``edge_bias`` 'uniform' or 'weight', ``update='all'``, no ``frontier_size``, an
+    int ``neighbor_size`` per vertex, seeds given — on a graph whole on each worker (replicated mode, or one
+    partition) runs every depth in one launch per worker (``kernels/neighbor.cu``), with SELECT's draws for
+    each (instance, vertex) and depth; other configurations, or ``gpipe.sampling.fused`` false, run supersteps.
+    The sample is the same.
+
     Examples
     --------
     The three functions that define neighbor sampling (C-SAW's Fig. 3)::
