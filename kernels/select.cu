@@ -27,63 +27,7 @@
 // CPU twin: gpipe/sampling/_select.py::_select_cpu.
 // GP_SELECT_ROUNDS, GP_LANES and the methods GP_SELECT_BIPARTITE, GP_SELECT_UPDATED, GP_SELECT_WITH_REPLACEMENT:
 // defined by the loader, from gpipe/sampling/_select.py (ROUNDS, LANES, METHODS).
-#include "rng.cuh"
-
-#define GP_FULL_MASK 0xffffffffu
-
-__device__ __forceinline__ long long gp_upper(const double* cdf, long long a, long long d, double target) {
-    long long lo = a, hi = a + d - 1;  // first e with cdf[e] > target (the last one if rounding reaches the end)
-    while (lo < hi) {
-        const long long mid = lo + (hi - lo) / 2;
-        if (cdf[mid] > target) hi = mid; else lo = mid + 1;
-    }
-    return lo;
-}
-
-__device__ __forceinline__ bool gp_taken(const unsigned char* bits, long long B, long long j, int use_bitmap,
-                                         const long long* out, long long o, int picked, long long e) {
-    if (use_bitmap) return (bits[j % B] >> (j / B)) & 1;
-    for (int i = 0; i < picked; ++i) if (out[o + i] == e) return true;
-    return false;
-}
-
-// The sum of the chunk totals before this lane's, added left to right; `total` gets all of them.
-__device__ __forceinline__ double gp_chunk_offset(double sum, int lane, double* total) {
-    double offset = 0.0, all = 0.0;
-    for (int j = 0; j < GP_LANES; ++j) {
-        const double t = __shfl_sync(GP_FULL_MASK, sum, j);
-        if (j < lane) offset += t;
-        all += t;
-    }
-    *total = all;
-    return offset;
-}
-
-// One updated-sampling pass over the unpicked candidates, the chunks in parallel.
-__device__ long long gp_updated_pick(const double* bias, long long lo, long long hi, long long a, double r,
-                                     const unsigned char* bits, long long B, int use_bitmap, const long long* out,
-                                     long long o, int picked, int lane) {
-    double rest = 0.0;
-    for (long long e = lo; e < hi; ++e)
-        if (!gp_taken(bits, B, e - a, use_bitmap, out, o, picked, e)) rest += bias[e];
-    double all;
-    const double offset = gp_chunk_offset(rest, lane, &all);
-    const double target = r * all;
-    long long mine = -1;
-    double run = 0.0;
-    for (long long e = lo; e < hi && mine < 0; ++e) {
-        if (gp_taken(bits, B, e - a, use_bitmap, out, o, picked, e) || !(bias[e] > 0.0)) continue;
-        run += bias[e];
-        if (offset + run > target) mine = e;
-    }
-    unsigned found = __ballot_sync(GP_FULL_MASK, mine >= 0);
-    if (found) return __shfl_sync(GP_FULL_MASK, mine, __ffs(found) - 1);
-    long long last = -1;  // rounding at the very end: the last positive unpicked candidate
-    for (long long e = hi - 1; e >= lo && last < 0; --e)
-        if (bias[e] > 0.0 && !gp_taken(bits, B, e - a, use_bitmap, out, o, picked, e)) last = e;
-    found = __ballot_sync(GP_FULL_MASK, last >= 0);
-    return __shfl_sync(GP_FULL_MASK, last, 31 - __clz(found));
-}
+#include "select.cuh"
 
 extern "C" __global__ void gp_select(long long nseg, const long long* __restrict__ offsets,
                                      const double* __restrict__ bias, const long long* __restrict__ out_offsets,
@@ -94,51 +38,10 @@ extern "C" __global__ void gp_select(long long nseg, const long long* __restrict
     const long long s = (blockIdx.x * (long long)blockDim.x + threadIdx.x) / GP_LANES;
     const int lane = threadIdx.x % GP_LANES;
     if (s >= nseg) return;  // the whole warp: blockDim is a multiple of GP_LANES
-    const long long a = offsets[s], d = offsets[s + 1] - a, o = out_offsets[s];
-    const int k = (int)(out_offsets[s + 1] - o);
-    unsigned char* bits = bitmap + byte_offsets[s];
-    const long long B = byte_offsets[s + 1] - byte_offsets[s];
-    for (long long b = lane; b < B; b += GP_LANES) bits[b] = 0;
-    const long long chunk = (d + GP_LANES - 1) / GP_LANES;
-    const long long lo = a + min(lane * chunk, d), hi = a + min((lane + 1) * chunk, d);
-    double run = 0.0;
-    for (long long e = lo; e < hi; ++e) { run += bias[e]; cdf[e] = run; }
-    double total;
-    const double offset = gp_chunk_offset(run, lane, &total);
-    for (long long e = lo; e < hi; ++e) cdf[e] = offset + cdf[e];
-    __syncwarp();
-    const unsigned long long id = (unsigned long long)streams[s];
-    unsigned long long draw = 0;
-    long long iters = 0;
-    for (int i = 0; i < k; ++i) {
-        long long pick = -1;
-        int iters_pick = 0;
-        while (pick < 0) {
-            ++iters;
-            const double r = gp_unit(gp_bits(key, id, (unsigned long long)step, draw++));
-            if (method == GP_SELECT_UPDATED || iters_pick++ == GP_SELECT_ROUNDS) {
-                pick = gp_updated_pick(bias, lo, hi, a, r, bits, B, use_bitmap, out, o, i, lane);
-                break;
-            }
-            long long e = gp_upper(cdf, a, d, r * total);
-            if (method == GP_SELECT_WITH_REPLACEMENT) { if (bias[e] > 0.0) pick = e; continue; }
-            if (bias[e] > 0.0 && !gp_taken(bits, B, e - a, use_bitmap, out, o, i, e)) { pick = e; break; }
-            if (method == GP_SELECT_BIPARTITE && bias[e] > 0.0) {  // region search around the picked region [l, h)
-                const double l = e > a ? cdf[e - 1] : 0.0, delta = cdf[e] - l;
-                double v = gp_unit(gp_bits(key, id, (unsigned long long)step, draw++)) * (total - delta);
-                if (v >= l) v += delta;
-                e = gp_upper(cdf, a, d, v);
-                if (bias[e] > 0.0 && !gp_taken(bits, B, e - a, use_bitmap, out, o, i, e)) pick = e;
-            }
-        }
-        if (lane == 0) {
-            out[o + i] = pick;
-            if (use_bitmap && method != GP_SELECT_WITH_REPLACEMENT) {
-                const long long j = pick - a;
-                bits[j % B] |= (unsigned char)(1u << (j / B));
-            }
-        }
-        __syncwarp();
-    }
+    const long long a = offsets[s], o = out_offsets[s];
+    const long long iters = gp_select_segment(bias, a, offsets[s + 1] - a, (int)(out_offsets[s + 1] - o), key,
+                                              (unsigned long long)streams[s], step, method, use_bitmap, cdf + a,
+                                              bitmap + byte_offsets[s], byte_offsets[s + 1] - byte_offsets[s],
+                                              out + o, lane);
     if (lane == 0) iterations[s] = iters;
 }

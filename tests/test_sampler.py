@@ -495,3 +495,44 @@ def test_a_sample_left_unused_leaves_nothing_on_the_workers(cpu):
     while held() - before and time.monotonic() < deadline:
         time.sleep(0.05)
     assert held() <= before
+
+
+@pytest.fixture(scope="module")
+def sampler_graphs(cpu_cluster, one_worker_cluster):
+    """Per worker count, the same graph replicated, in one partition and in three."""
+    graphs = {}
+    for workers, client in ((1, one_worker_cluster), (2, cpu_cluster)):
+        with client.as_current():
+            graphs[workers] = {
+                "replicated": gpipe.generators.rmat(scale=10, edge_factor=4, seed=1, weighted=True,
+                                                    mode="replicated"),
+                "one partition": _rmat(1), "three partitions": _rmat(3)}
+    yield graphs
+    for client, by_mode in zip((one_worker_cluster, cpu_cluster), graphs.values()):
+        with client.as_current():
+            for g in by_mode.values():
+                g.release()
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("replace", [False, True])
+def test_fused_neighbor_sampling_is_the_superstep_sample(cpu_cluster, one_worker_cluster, sampler_graphs, weighted,
+                                                         replace):
+    seeds = [np.arange(0, 600, 7), np.array([[3, 3, 9], [9, 40, 3], [5, 5, 5]])]  # a seed twice in an instance
+    for (fanout, depth), first in zip([(1, 4), (3, 3), (8, 2)], seeds * 2):
+        expected = None
+        for workers, client in ((1, one_worker_cluster), (2, cpu_cluster)):
+            for mode, g in sampler_graphs[workers].items():
+                for fused in (False, True):
+                    with client.as_current(), dask.config.set({"gpipe.sampling.fused": fused}):
+                        s = gpipe.sampling.neighbor(g, first, fanout=fanout, depth=depth, weighted=weighted,
+                                                    replace=replace, seed=6)
+                        got = (s.compute(), s.nodes(), s.stats["select_picks"], s.stats["iterations_per_pick"])
+                    one_launch = fused and mode != "three partitions"
+                    assert (s.stats["supersteps"] == 1) == (one_launch or depth == 1), (mode, fused)
+                    if expected is None:
+                        expected = got
+                        assert len(got[0]) > len(first)
+                    pd.testing.assert_frame_equal(got[0], expected[0])
+                    pd.testing.assert_frame_equal(got[1], expected[1])
+                    assert got[2:] == expected[2:]

@@ -23,6 +23,11 @@ def neighbor(g, seeds, fanout: int = 2, depth: int = 2, weighted: bool = False, 
     per seed, or per row of a 2-D ``seeds``), ``nodes()`` each instance's vertices ``instance, vertex`` (its
     seeds and its edges' ends).
 
+    On a graph whole on each worker (replicated mode, or one partition) every depth of every instance runs in
+    one launch per worker (a queue of (instance, vertex, depth) tasks; ``stats['supersteps']`` is 1), each
+    worker taking a share of the instances; on a partitioned graph, or with ``gpipe.sampling.fused`` set to
+    false, the depths run as supersteps. The sample is the same either way, for the same ``seed``.
+
     Examples
     --------
     >>> import gpipe

@@ -35,12 +35,13 @@ from typing import Callable
 
 import numpy as np
 
-from .. import _rng
+from .. import _rng, config
 from .._validate import (check_array, check_bool, check_choice, check_graph, check_int, check_optional_int,
                          check_picklable, check_probability, check_seed)
 from ..errors import GpipeValueError
 from ..runtime import (EdgeSample, Run, SampleLayout, StepSpec, check_memory, output_totals, run_supersteps, store,
                        worker_xp)
+from . import _fused
 from ._race import race
 from ._select import METHODS, select
 
@@ -67,7 +68,9 @@ class Settings:
     ``implicit``: no seeds, every vertex (or edge) is the first pool;
     ``graph_id``: the graph whose per-vertex arrays (its degrees, in the
     workers' stores) the run reads; ``edge_pool``: the array whose prefix sums
-    number the edges of the pool when every edge is it.
+    number the edges of the pool when every edge is it; ``fused``: every depth
+    runs in one launch per worker (``_fused``), whose scratch holds a row of
+    ``max_degree`` candidates.
     """
 
     vertex_bias: str | Callable
@@ -84,6 +87,8 @@ class Settings:
     implicit: bool
     graph_id: str
     edge_pool: str | None
+    fused: bool = False
+    max_degree: int = 0
 
 
 class Sampler:
@@ -130,6 +135,14 @@ class Sampler:
         built-in ``edge_bias`` run as exponential races instead.
     bitmap : bool
         Detect SELECT's collisions with a strided bitmap (else by scanning the picks).
+
+    Notes
+    -----
+    Neighbor-style sampling — ``edge_bias`` 'uniform' or 'weight', ``update='all'``, no ``frontier_size``, an
+    int ``neighbor_size`` per vertex, seeds given — on a graph whole on each worker (replicated mode, or one
+    partition) runs every depth in one launch per worker (``kernels/neighbor.cu``), with SELECT's draws for
+    each (instance, vertex) and depth; other configurations, or ``gpipe.sampling.fused`` false, run supersteps.
+    The sample is the same.
 
     Examples
     --------
@@ -258,7 +271,7 @@ class Sampler:
         settings = Settings(**{k: getattr(self, k) for k in (
             "vertex_bias", "edge_bias", "update", "frontier_size", "neighbor_size", "neighbor_pool", "depth", "replace",
             "select", "bitmap")}, num_vertices=g.num_vertices, implicit=seeds is None, graph_id=g.graph_id,
-            edge_pool=edge_pool)
+            edge_pool=edge_pool, fused=self._fuses(g, seeds is not None, count), max_degree=int(g.max_degree))
         arrays = {"degrees"} if self.edge_bias == "degree" or callable(self.edge_bias) else set()
         if seeds is None and self.frontier_size is not None and self.vertex_bias == "degree":
             arrays.add("degrees")
@@ -274,6 +287,15 @@ class Sampler:
                      select=self.select, bitmap=self.bitmap, select_picks=picks,
                      iterations_per_pick=iterations / picks if picks else 0.0)
         return EdgeSample.of_run(client, run_id, partitions, SAMPLE_LAYOUT, count, edges, g.id_map, stats)
+
+    def _fuses(self, g, seeded: bool, instances: int) -> bool:
+        """Whether the run takes the fused path: neighbor-style sampling (picks per vertex by a built-in edge bias
+        of the vertex's own edges, every pick in the next frontier) on a graph whole on each worker, unless
+        ``gpipe.sampling.fused`` is false. The sample is the same either way."""
+        return (bool(config.get("sampling.fused")) and seeded and self.edge_bias in ("uniform", "weight")
+                and self.update == "all" and self.frontier_size is None and isinstance(self.neighbor_size, int)
+                and self.neighbor_pool == "vertex" and (g.replicas is not None or g.num_partitions == 1)
+                and instances * g.num_vertices * self.depth < 2 ** 62)  # a task's packed id fits
 
     def _implicit_entries(self, count: int, parts: int) -> dict:
         """The first entries when every vertex (or edge) is the pool: one per instance, sent to its home."""
@@ -300,7 +322,19 @@ def _step(part, entries: dict, spec: StepSpec, run: Run):
     """Step function for the runtime: this partition's entries, all at one stage of one depth."""
     x = worker_xp()
     stage = int(entries["stage"][0])
+    if spec.params.fused:  # every depth at once: the seeds' entries are the only ones
+        return _fused_sample(x, part, entries, spec)
     return _STAGES[stage](x, part, entries, spec, run)
+
+
+def _fused_sample(x, part, entries: dict, spec: StepSpec):
+    s = spec.params
+    out = _fused.sample(x, part, entries["instance"], entries["vertex"], key=spec.key, num_vertices=s.num_vertices,
+                        depth=s.depth, fanout=s.neighbor_size, step=NEIGHBOR_STEP, weighted=s.edge_bias == "weight",
+                        replace=s.replace, method=s.select, bitmap=s.bitmap, max_degree=s.max_degree)
+    movers = {"instance": x.zeros(0, x.int64), "vertex": x.zeros(0, x.int64), "depth": x.zeros(0, x.int32),
+              "stage": x.zeros(0, x.int8)}
+    return out, movers, int(out["picks"][0])
 
 
 def _pool(x, part, entries: dict, spec: StepSpec, run: Run):

@@ -114,64 +114,72 @@ def _updated_pick(bias, a, d, r, bitmap, base, width, use_bitmap, out, o, picked
     return -1
 
 
+@cpu_kernel()
+def select_segment(bias, a, d, k, key, stream, step, method, use_bitmap, cdf, c, bitmap, base, width, out, o):
+    """SELECT of one segment: ``k`` picks of candidates ``a..a+d-1`` of ``bias`` into ``out[o:o+k]``, drawn from
+    ``stream`` at ``step``; ``cdf[c:c+d]`` and ``bitmap[base:base+width]`` are its scratch. Returns the draws taken.
+
+    The one rule of every SELECT: ``_select_cpu`` runs it per segment, the fused neighbor sampler per task.
+    """
+    for b in range(width):
+        bitmap[base + b] = 0
+    total = 0.0  # the chunk totals, added left to right: each chunk's offset
+    for lane in range(LANES):
+        lo, hi = _chunk(0, d, lane)
+        run = 0.0
+        for j in range(lo, hi):
+            run += bias[a + j]
+            cdf[c + j] = run
+        for j in range(lo, hi):
+            cdf[c + j] = total + cdf[c + j]
+        total += run
+    draw = 0
+    iters = 0
+    for i in range(k):
+        pick = -1
+        rounds = 0
+        while pick < 0:
+            iters += 1
+            r = _rng.unit(_rng.bits(key, stream, step, draw))
+            draw += 1
+            rounds += 1
+            if method == _UPDATED or rounds == ROUNDS + 1:
+                pick = _updated_pick(bias, a, d, r, bitmap, base, width, use_bitmap, out, o, i)
+                break
+            e = a + first_above(cdf, c, d, r * total) - c
+            if method == _WITH_REPLACEMENT:
+                if bias[e] > 0.0:
+                    pick = e
+                continue
+            if bias[e] > 0.0 and not _taken(bitmap, base, width, e - a, use_bitmap, out, o, i, e):
+                pick = e
+                break
+            if method == _BIPARTITE and bias[e] > 0.0:  # bipartite region search around the picked region
+                low = cdf[c + e - a - 1] if e > a else 0.0
+                delta = cdf[c + e - a] - low
+                v = _rng.unit(_rng.bits(key, stream, step, draw)) * (total - delta)
+                draw += 1
+                if v >= low:
+                    v += delta
+                e = a + first_above(cdf, c, d, v) - c
+                if bias[e] > 0.0 and not _taken(bitmap, base, width, e - a, use_bitmap, out, o, i, e):
+                    pick = e
+        out[o + i] = pick
+        if use_bitmap and method != _WITH_REPLACEMENT:
+            j = pick - a
+            bitmap[base + j % width] |= np.uint8(1 << (j // width))
+    return iters
+
+
 @cpu_kernel(parallel=True)
 def _select_cpu(nseg, offsets, bias, out_offsets, key, streams, step, method, use_bitmap, cdf, bitmap, byte_offsets,
                 out, iterations):
     for s in prange(nseg):
         a = offsets[s]
-        d = offsets[s + 1] - a
-        o = out_offsets[s]
-        k = out_offsets[s + 1] - o
         base = byte_offsets[s]
-        width = byte_offsets[s + 1] - base
-        for b in range(width):
-            bitmap[base + b] = 0
-        total = 0.0  # the chunk totals, added left to right: each chunk's offset
-        for lane in range(LANES):
-            lo, hi = _chunk(a, d, lane)
-            run = 0.0
-            for e in range(lo, hi):
-                run += bias[e]
-                cdf[e] = run
-            for e in range(lo, hi):
-                cdf[e] = total + cdf[e]
-            total += run
-        draw = 0
-        iters = 0
-        for i in range(k):
-            pick = -1
-            rounds = 0
-            while pick < 0:
-                iters += 1
-                r = _rng.unit(_rng.bits(key, streams[s], step, draw))
-                draw += 1
-                rounds += 1
-                if method == _UPDATED or rounds == ROUNDS + 1:
-                    pick = _updated_pick(bias, a, d, r, bitmap, base, width, use_bitmap, out, o, i)
-                    break
-                e = first_above(cdf, a, d, r * total)
-                if method == _WITH_REPLACEMENT:
-                    if bias[e] > 0.0:
-                        pick = e
-                    continue
-                if bias[e] > 0.0 and not _taken(bitmap, base, width, e - a, use_bitmap, out, o, i, e):
-                    pick = e
-                    break
-                if method == _BIPARTITE and bias[e] > 0.0:  # bipartite region search around the picked region
-                    low = cdf[e - 1] if e > a else 0.0
-                    delta = cdf[e] - low
-                    v = _rng.unit(_rng.bits(key, streams[s], step, draw)) * (total - delta)
-                    draw += 1
-                    if v >= low:
-                        v += delta
-                    e = first_above(cdf, a, d, v)
-                    if bias[e] > 0.0 and not _taken(bitmap, base, width, e - a, use_bitmap, out, o, i, e):
-                        pick = e
-            out[o + i] = pick
-            if use_bitmap and method != _WITH_REPLACEMENT:
-                j = pick - a
-                bitmap[base + j % width] |= np.uint8(1 << (j // width))
-        iterations[s] = iters
+        iterations[s] = select_segment(bias, a, offsets[s + 1] - a, out_offsets[s + 1] - out_offsets[s], key,
+                                       streams[s], step, method, use_bitmap, cdf, a, bitmap, base,
+                                       byte_offsets[s + 1] - base, out, out_offsets[s])
 
 
 SELECT = Kernel("select.cu", "gp_select", twin=_select_cpu, items="nseg", lanes=LANES, defines={

@@ -1,0 +1,143 @@
+"""Fused neighbor sampling: every depth of every instance of a worker's share in one launch.
+
+Taken by the Sampler for neighbor-style sampling (edge bias uniform or weight, update 'all', no frontier
+selection, picks per vertex) on a graph whose whole CSR is on each worker (replicated mode, or one partition).
+CUDA in ``kernels/neighbor.cu`` (a persistent kernel, a warp per task from a global queue), CPU twin here (the
+same queue, run in order). A task ``(instance, vertex, depth)`` picks with :func:`select_segment`, from the
+stream and at the step the superstep path's ``select`` uses for that entry, so the sample is the same rows.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import _rng
+from ..backend import cpu_kernel
+from ..kernels import Arg, Kernel
+from ._select import _WITH_REPLACEMENT, ROUNDS, METHODS, LANES, select_segment
+
+TAIL, PENDING, EDGES, ITERATIONS = range(4)  # the counters
+SCRATCH_BYTES = 256 << 20  # the most SELECT scratch (a CTPS and a bitmap per warp) one launch takes on a GPU
+MOST_WARPS = 16384
+_ONE = np.uint64(1)
+
+
+@cpu_kernel()
+def _push(item, tasks, counters, seen, mask):
+    """Enqueue task ``item`` unless it was enqueued before (``seen``: an open-addressing set of item + 1)."""
+    want = np.uint64(item) + _ONE
+    slot = _rng.mix64(np.uint64(item)) & mask
+    while True:
+        held = seen[slot]
+        if held == want:
+            return
+        if held == 0:
+            seen[slot] = want
+            break
+        slot = (slot + _ONE) & mask
+    counters[PENDING] += _ONE
+    t = counters[TAIL]
+    counters[TAIL] = t + _ONE
+    tasks[t] = item
+
+
+@cpu_kernel()
+def _sample_cpu(indptr, indices, weights, weighted, replace, method, use_bitmap, num_vertices, key, depth, fanout,
+                step, capacity, tasks, counters, seen, table_size, edge_instance, edge_depth, edge_src, edge_dst,
+                slots, max_degree, cdf, bitmap):
+    mask = np.uint64(table_size - 1)
+    ones = np.ones(max(max_degree, 1))
+    t = 0
+    while t < capacity and tasks[t] >= 0:  # in order, slot t is filled exactly when t < tail
+        item = tasks[t]
+        stream = item // depth
+        level = item % depth
+        v = stream % num_vertices
+        instance = stream // num_vertices
+        a = indptr[v]
+        d = indptr[v + 1] - a
+        positive = d
+        if weighted:
+            positive = 0
+            for e in range(a, a + d):
+                positive += weights[e] > 0.0
+        k = (fanout if positive > 0 else 0) if replace else min(positive, fanout)
+        if k > 0:
+            o = np.int64(counters[EDGES])
+            counters[EDGES] += np.uint64(k)
+            how = _WITH_REPLACEMENT if replace else method
+            if weighted:
+                iters = select_segment(weights, a, d, k, key, stream, step + level, how, use_bitmap, cdf, 0, bitmap,
+                                       0, (d + 7) // 8, edge_dst, o)
+                base = 0
+            else:  # the ones of a row: candidates 0..d-1
+                iters = select_segment(ones, 0, d, k, key, stream, step + level, how, use_bitmap, cdf, 0, bitmap, 0,
+                                       (d + 7) // 8, edge_dst, o)
+                base = a
+            counters[ITERATIONS] += np.uint64(iters)
+            for i in range(o, o + k):
+                u = np.int64(indices[base + edge_dst[i]])
+                edge_dst[i] = u
+                edge_src[i] = v
+                edge_instance[i] = instance
+                edge_depth[i] = level
+                if level + 1 < depth:
+                    _push((instance * num_vertices + u) * depth + level + 1, tasks, counters, seen, mask)
+        counters[PENDING] -= _ONE
+        t += 1
+
+
+SAMPLE = Kernel("neighbor.cu", "gp_sample_neighbors", twin=_sample_cpu, items="capacity", queued=True, defines={
+    "GP_NBR_TAIL": TAIL, "GP_NBR_PENDING": PENDING, "GP_NBR_EDGES": EDGES, "GP_NBR_ITERATIONS": ITERATIONS,
+    "GP_SELECT_ROUNDS": ROUNDS, "GP_LANES": LANES, "GP_SELECT_BIPARTITE": METHODS["bipartite"],
+    "GP_SELECT_UPDATED": METHODS["updated"], "GP_SELECT_WITH_REPLACEMENT": _WITH_REPLACEMENT}, args=(
+    Arg("indptr", "i64[]"), Arg("indices", "IdT[]"), Arg("weights", "f32[]"), Arg("weighted", "i32"),
+    Arg("replace", "i32"), Arg("method", "i32"), Arg("use_bitmap", "i32"), Arg("num_vertices", "i64"),
+    Arg("key", "u64"), Arg("depth", "i32"), Arg("fanout", "i64"), Arg("step", "i64", note="of depth 0"),
+    Arg("capacity", "i64"), Arg("tasks", "i64[capacity]", out=True, note="(instance * n + vertex) * depth + d; -1 empty"),
+    Arg("counters", "u64[4]", out=True, note="TAIL, PENDING, EDGES, ITERATIONS"),
+    Arg("seen", "u64[table_size]", out=True, note="the tasks enqueued, + 1; 0 empty"), Arg("table_size", "i64"),
+    Arg("edge_instance", "i64[]", out=True), Arg("edge_depth", "i32[]", out=True), Arg("edge_src", "i64[]", out=True),
+    Arg("edge_dst", "i64[]", out=True), Arg("slots", "i64", note="warps with scratch"), Arg("max_degree", "i64"),
+    Arg("cdf", "f64[slots*max_degree]", out=True), Arg("bitmap", "u8[]", out=True)))
+
+
+def sample(x, part, instance, vertex, *, key, num_vertices: int, depth: int, fanout: int, step: int, weighted: bool,
+           replace: bool, method: str, bitmap: bool, max_degree: int) -> dict:
+    """The sample of the entries ``(instance, vertex)`` at depth 0, in one launch: the pieces the superstep path
+    leaves (edges ``instance, depth, src, dst``, the expanded ``node_instance, node_vertex``, ``picks`` and
+    SELECT's ``iterations``), in queue order."""
+    first = x.unique(instance * num_vertices + vertex) * depth  # at depth 0, each pair once
+    instances = int(x.unique(instance).shape[0])
+    per_vertex = fanout if replace else min(fanout, max_degree)
+    nnz = int(part.indices.shape[0])
+    capacity, edges, frontier = 0, 0, int(first.shape[0])
+    for level in range(depth):
+        capacity += frontier
+        picks = frontier * per_vertex if replace else min(frontier * per_vertex, instances * nnz)
+        edges += picks
+        frontier = min(picks, instances * num_vertices)
+    table_size = 1 << max(1, 2 * (capacity - int(first.shape[0]))).bit_length()
+    tasks = x.full(capacity, -1, x.int64)
+    tasks[:first.shape[0]] = first
+    counters = np.zeros(4, np.uint64)
+    counters[TAIL] = counters[PENDING] = first.shape[0]
+    counters = x.asarray(counters)
+    width = max(max_degree, 1)
+    slots = 1 if x is np else max(1, min(MOST_WARPS, capacity, SCRATCH_BYTES // (width * 8 + (width + 7) // 8)))
+    out = {"instance": x.empty(edges, x.int64), "depth": x.empty(edges, x.int32), "src": x.empty(edges, x.int64),
+           "dst": x.empty(edges, x.int64)}
+    SAMPLE.launch(indptr=part.indptr, indices=part.indices,
+                  weights=part.weights if weighted else x.zeros(1, x.float32), weighted=weighted, replace=replace,
+                  method=METHODS[method], use_bitmap=bitmap, num_vertices=num_vertices, key=key, depth=depth,
+                  fanout=fanout, step=step, capacity=capacity, tasks=tasks, counters=counters,
+                  seen=x.zeros(table_size, x.uint64), table_size=table_size, edge_instance=out["instance"],
+                  edge_depth=out["depth"], edge_src=out["src"], edge_dst=out["dst"], slots=slots,
+                  max_degree=width, cdf=x.empty(slots * width, x.float64),
+                  bitmap=x.empty(slots * ((width + 7) // 8), x.uint8))
+    tail, _, made, iterations = (int(c) for c in counters.tolist())
+    stream = tasks[:tail] // depth
+    pieces = {k: v[:made] for k, v in out.items()}
+    pieces.update(node_instance=stream // num_vertices, node_vertex=stream % num_vertices,
+                  picks=x.full(1, made, x.int64), iterations=x.full(1, iterations, x.int64))
+    return pieces

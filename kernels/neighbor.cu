@@ -1,0 +1,122 @@
+// Fused neighbor sampling (gpipe.sampling.neighbor on a graph whole on one worker): every depth of every instance
+// in one persistent kernel, its warps taking tasks from a global queue until none is left (PGSampler, section III,
+// on C-SAW's SELECT). A task is (instance, vertex, depth), packed as item = (instance * num_vertices + vertex) *
+// depth_count + depth; the (instance, vertex) pair is its random stream, as in the superstep path.
+// A warp's task picks `fanout` of the vertex's out-edges with gp_select_segment (select.cuh) from stream
+// instance * num_vertices + vertex at step `step` + depth: the very draws gp_select makes for that entry, so the
+// sample is the superstep path's. Its picks are written as edges (instance, depth, src, dst) at a region taken from
+// counters[GP_NBR_EDGES], and, below the last depth, each picked vertex u is enqueued as (instance, u, depth + 1)
+// unless it was before (an open-addressing set `seen` of item + 1, 0 empty: a vertex once per instance and depth).
+// Without replacement the count is min(fanout, the positive biases), with it fanout if any bias is positive.
+// counters: [GP_NBR_TAIL] tasks enqueued, [GP_NBR_PENDING] tasks enqueued and not finished (the queue is drained
+// when it is 0), [GP_NBR_EDGES] edges written, [GP_NBR_ITERATIONS] SELECT's draws. Warp w < slots uses scratch
+// cdf[w * max_degree ..] and bitmap[w * ((max_degree + 7) / 8) ..]; warps beyond `slots` leave at once.
+// CPU twin: gpipe/sampling/_fused.py::_sample_cpu (the queue in order).
+// GP_NBR_*: defined by the loader, from gpipe/sampling/_fused.py; SELECT's constants from _select.py.
+#include "select.cuh"
+
+struct GpUnitBias {
+    __device__ __forceinline__ double operator[](long long) const { return 1.0; }
+};
+
+struct GpWeightBias {
+    const float* w;
+    __device__ __forceinline__ double operator[](long long e) const { return (double)w[e]; }
+};
+
+__device__ __forceinline__ unsigned long long gp_nbr_slot(unsigned long long item, unsigned long long mask) {
+    return gp_mix64(item) & mask;
+}
+
+// Enqueue task `item` unless it was enqueued before.
+__device__ __forceinline__ void gp_nbr_push(long long item, long long* tasks, unsigned long long* counters,
+                                            unsigned long long* seen, unsigned long long mask) {
+    const unsigned long long want = (unsigned long long)item + 1ULL;
+    for (unsigned long long slot = gp_nbr_slot((unsigned long long)item, mask);; slot = (slot + 1ULL) & mask) {
+        const unsigned long long held = atomicCAS(seen + slot, 0ULL, want);
+        if (held == want) return;
+        if (held == 0ULL) break;
+    }
+    atomicAdd(counters + GP_NBR_PENDING, 1ULL);  // before the slot is filled: pending never reads 0 too early
+    const unsigned long long t = atomicAdd(counters + GP_NBR_TAIL, 1ULL);
+    atomicExch((unsigned long long*)(tasks + t), (unsigned long long)item);
+}
+
+template <typename Bias, typename IdT>
+__device__ __forceinline__ void gp_nbr_task(const Bias bias, const long long* __restrict__ indptr,
+                                            const IdT* __restrict__ indices, int replace, int method, int use_bitmap,
+                                            long long num_vertices, unsigned long long key, int depth, long long fanout,
+                                            long long step, long long item, long long* tasks,
+                                            unsigned long long* counters, unsigned long long* seen,
+                                            unsigned long long mask, long long* __restrict__ edge_instance,
+                                            int* __restrict__ edge_depth, long long* __restrict__ edge_src,
+                                            long long* __restrict__ edge_dst, double* cdf, unsigned char* bits,
+                                            int lane) {
+    const long long stream = item / depth, v = stream % num_vertices, instance = stream / num_vertices;
+    const int level = (int)(item % depth);
+    const long long a = indptr[v], d = indptr[v + 1] - a;
+    long long mine = 0;
+    for (long long e = a + lane; e < a + d; e += GP_LANES) mine += bias[e] > 0.0;
+    for (int s = GP_LANES / 2; s > 0; s /= 2) mine += __shfl_xor_sync(GP_FULL_MASK, mine, s);
+    const long long k = replace ? (mine > 0 ? fanout : 0) : min(mine, fanout);
+    if (k == 0) return;
+    long long o = 0;
+    if (lane == 0) o = (long long)atomicAdd(counters + GP_NBR_EDGES, (unsigned long long)k);
+    o = __shfl_sync(GP_FULL_MASK, o, 0);
+    const long long iters = gp_select_segment(bias, a, d, (int)k, key, (unsigned long long)stream, step + level,
+                                              replace ? GP_SELECT_WITH_REPLACEMENT : method, use_bitmap, cdf, bits,
+                                              (d + 7) / 8, edge_dst + o, lane);
+    if (lane == 0) atomicAdd(counters + GP_NBR_ITERATIONS, (unsigned long long)iters);
+    for (long long i = lane; i < k; i += GP_LANES) {
+        const long long u = (long long)indices[edge_dst[o + i]];
+        edge_dst[o + i] = u;
+        edge_src[o + i] = v;
+        edge_instance[o + i] = instance;
+        edge_depth[o + i] = level;
+        if (level + 1 < depth)
+            gp_nbr_push((instance * num_vertices + u) * depth + level + 1, tasks, counters, seen, mask);
+    }
+}
+
+template <typename IdT>
+__global__ void gp_sample_neighbors(const long long* __restrict__ indptr, const IdT* __restrict__ indices,
+                                    const float* __restrict__ weights, int weighted, int replace, int method,
+                                    int use_bitmap, long long num_vertices, unsigned long long key, int depth,
+                                    long long fanout, long long step, long long capacity, long long* tasks,
+                                    unsigned long long* counters, unsigned long long* seen, long long table_size,
+                                    long long* __restrict__ edge_instance, int* __restrict__ edge_depth,
+                                    long long* __restrict__ edge_src, long long* __restrict__ edge_dst,
+                                    long long slots, long long max_degree, double* __restrict__ cdf,
+                                    unsigned char* __restrict__ bitmap, unsigned long long* __restrict__ next) {
+    const long long warp = (blockIdx.x * (long long)blockDim.x + threadIdx.x) / GP_LANES;
+    const int lane = threadIdx.x % GP_LANES;
+    if (warp >= slots) return;  // the whole warp: blockDim is a multiple of GP_LANES
+    double* scratch = cdf + warp * max_degree;
+    unsigned char* bits = bitmap + warp * ((max_degree + 7) / 8);
+    const unsigned long long mask = (unsigned long long)table_size - 1ULL;
+    while (true) {
+        long long item = -1;
+        if (lane == 0) {
+            const unsigned long long t = atomicAdd(next, 1ULL);
+            while (true) {
+                if (t < (unsigned long long)capacity) item = *(volatile long long*)(tasks + t);
+                if (item >= 0) break;
+                if (*(volatile unsigned long long*)(counters + GP_NBR_PENDING) == 0ULL) break;
+                __nanosleep(100);
+            }
+        }
+        item = __shfl_sync(GP_FULL_MASK, item, 0);
+        if (item < 0) return;
+        if (weighted)
+            gp_nbr_task(GpWeightBias{weights}, indptr, indices, replace, method, use_bitmap, num_vertices, key, depth,
+                        fanout, step, item, tasks, counters, seen, mask, edge_instance, edge_depth, edge_src,
+                        edge_dst, scratch, bits, lane);
+        else
+            gp_nbr_task(GpUnitBias{}, indptr, indices, replace, method, use_bitmap, num_vertices, key, depth, fanout,
+                        step, item, tasks, counters, seen, mask, edge_instance, edge_depth, edge_src, edge_dst,
+                        scratch, bits, lane);
+        __syncwarp();
+        __threadfence();  // the tasks it enqueued are counted before it is done
+        if (lane == 0) atomicAdd(counters + GP_NBR_PENDING, ~0ULL);
+    }
+}

@@ -1,0 +1,115 @@
+// SELECT's device functions (C-SAW, Fig. 5), shared by gp_select (select.cu) and the fused neighbor sampler
+// (neighbor.cu); the rule is written in select.cu. GP_SELECT_ROUNDS, GP_LANES and the methods: defined by the
+// loader, from gpipe/sampling/_select.py.
+#pragma once
+#include "rng.cuh"
+
+#define GP_FULL_MASK 0xffffffffu
+
+__device__ __forceinline__ long long gp_upper(const double* cdf, long long a, long long d, double target) {
+    long long lo = a, hi = a + d - 1;  // first e with cdf[e] > target (the last one if rounding reaches the end)
+    while (lo < hi) {
+        const long long mid = lo + (hi - lo) / 2;
+        if (cdf[mid] > target) hi = mid; else lo = mid + 1;
+    }
+    return lo;
+}
+
+__device__ __forceinline__ bool gp_taken(const unsigned char* bits, long long B, long long j, int use_bitmap,
+                                         const long long* out, long long o, int picked, long long e) {
+    if (use_bitmap) return (bits[j % B] >> (j / B)) & 1;
+    for (int i = 0; i < picked; ++i) if (out[o + i] == e) return true;
+    return false;
+}
+
+// The sum of the chunk totals before this lane's, added left to right; `total` gets all of them.
+__device__ __forceinline__ double gp_chunk_offset(double sum, int lane, double* total) {
+    double offset = 0.0, all = 0.0;
+    for (int j = 0; j < GP_LANES; ++j) {
+        const double t = __shfl_sync(GP_FULL_MASK, sum, j);
+        if (j < lane) offset += t;
+        all += t;
+    }
+    *total = all;
+    return offset;
+}
+
+// One updated-sampling pass over the unpicked candidates, the chunks in parallel.
+template <typename Bias>
+__device__ long long gp_updated_pick(const Bias bias, long long lo, long long hi, long long a, double r,
+                                     const unsigned char* bits, long long B, int use_bitmap, const long long* out,
+                                     long long o, int picked, int lane) {
+    double rest = 0.0;
+    for (long long e = lo; e < hi; ++e)
+        if (!gp_taken(bits, B, e - a, use_bitmap, out, o, picked, e)) rest += bias[e];
+    double all;
+    const double offset = gp_chunk_offset(rest, lane, &all);
+    const double target = r * all;
+    long long mine = -1;
+    double run = 0.0;
+    for (long long e = lo; e < hi && mine < 0; ++e) {
+        if (gp_taken(bits, B, e - a, use_bitmap, out, o, picked, e) || !(bias[e] > 0.0)) continue;
+        run += bias[e];
+        if (offset + run > target) mine = e;
+    }
+    unsigned found = __ballot_sync(GP_FULL_MASK, mine >= 0);
+    if (found) return __shfl_sync(GP_FULL_MASK, mine, __ffs(found) - 1);
+    long long last = -1;  // rounding at the very end: the last positive unpicked candidate
+    for (long long e = hi - 1; e >= lo && last < 0; --e)
+        if (bias[e] > 0.0 && !gp_taken(bits, B, e - a, use_bitmap, out, o, picked, e)) last = e;
+    found = __ballot_sync(GP_FULL_MASK, last >= 0);
+    return __shfl_sync(GP_FULL_MASK, last, 31 - __clz(found));
+}
+
+// SELECT of one segment: k picks of candidates a..a+d-1 of `bias` (anything indexed by a candidate: an array, or
+// the fused neighbor sampler's edge weights or ones) into out[0..k), drawn from stream `id` at `step`, by the whole
+// warp; cdf[0..d) and bits[0..B) are its scratch. Returns the draws taken. The one rule of every SELECT: gp_select
+// runs it per segment, gp_sample_neighbors (neighbor.cu) per task. CPU twin: _select.py::select_segment.
+template <typename Bias>
+__device__ long long gp_select_segment(const Bias bias, long long a, long long d, int k, unsigned long long key,
+                                       unsigned long long id, long long step, int method, int use_bitmap,
+                                       double* __restrict__ cdf, unsigned char* __restrict__ bits, long long B,
+                                       long long* __restrict__ out, int lane) {
+    for (long long b = lane; b < B; b += GP_LANES) bits[b] = 0;
+    const long long chunk = (d + GP_LANES - 1) / GP_LANES;
+    const long long lo = min(lane * chunk, d), hi = min((lane + 1) * chunk, d);
+    double run = 0.0;
+    for (long long j = lo; j < hi; ++j) { run += bias[a + j]; cdf[j] = run; }
+    double total;
+    const double offset = gp_chunk_offset(run, lane, &total);
+    for (long long j = lo; j < hi; ++j) cdf[j] = offset + cdf[j];
+    __syncwarp();
+    unsigned long long draw = 0;
+    long long iters = 0;
+    for (int i = 0; i < k; ++i) {
+        long long pick = -1;
+        int iters_pick = 0;
+        while (pick < 0) {
+            ++iters;
+            const double r = gp_unit(gp_bits(key, id, (unsigned long long)step, draw++));
+            if (method == GP_SELECT_UPDATED || iters_pick++ == GP_SELECT_ROUNDS) {
+                pick = gp_updated_pick(bias, a + lo, a + hi, a, r, bits, B, use_bitmap, out, 0, i, lane);
+                break;
+            }
+            long long e = a + gp_upper(cdf, 0, d, r * total);
+            if (method == GP_SELECT_WITH_REPLACEMENT) { if (bias[e] > 0.0) pick = e; continue; }
+            if (bias[e] > 0.0 && !gp_taken(bits, B, e - a, use_bitmap, out, 0, i, e)) { pick = e; break; }
+            if (method == GP_SELECT_BIPARTITE && bias[e] > 0.0) {  // region search around the picked region [l, h)
+                const double l = e > a ? cdf[e - a - 1] : 0.0, delta = cdf[e - a] - l;
+                double v = gp_unit(gp_bits(key, id, (unsigned long long)step, draw++)) * (total - delta);
+                if (v >= l) v += delta;
+                e = a + gp_upper(cdf, 0, d, v);
+                if (bias[e] > 0.0 && !gp_taken(bits, B, e - a, use_bitmap, out, 0, i, e)) pick = e;
+            }
+        }
+        if (lane == 0) {
+            out[i] = pick;
+            if (use_bitmap && method != GP_SELECT_WITH_REPLACEMENT) {
+                const long long j = pick - a;
+                bits[j % B] |= (unsigned char)(1u << (j / B));
+            }
+        }
+        __syncwarp();
+    }
+    return iters;
+}
