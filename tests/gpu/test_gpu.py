@@ -156,6 +156,26 @@ def test_sampler_gpu_equals_cpu(gpu_cluster, cpu_cluster, kwargs):
     pd.testing.assert_frame_equal(_on(gpu_cluster, run), _on(cpu_cluster, run))
 
 
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("replace", [False, True])
+def test_neighbor_sampling_in_one_launch_on_the_gpu_is_the_cpu_superstep_sample(gpu_cluster, cpu_cluster, weighted,
+                                                                               replace):
+    import dask
+    import pandas as pd
+
+    def run(fused: bool):
+        def sample():
+            with dask.config.set({"gpipe.sampling.fused": fused}):
+                g = gpipe.generators.rmat(scale=11, edge_factor=4, seed=5, weighted=True, mode="replicated")
+                result = gpipe.sampling.neighbor(g, np.arange(0, 2048, 5), fanout=3, depth=3, weighted=weighted,
+                                                 replace=replace, seed=2)
+                assert (result.stats["supersteps"] == 1) == fused
+                return result.compute()
+        return sample
+
+    pd.testing.assert_frame_equal(_on(gpu_cluster, run(True)), _on(cpu_cluster, run(False)))
+
+
 @pytest.mark.parametrize("sample", [
     lambda g: gpipe.sampling.random_node(g, 300, instances=20, seed=3),
     lambda g: gpipe.sampling.random_node(g, 100, instances=20, by_degree=True, seed=3),
