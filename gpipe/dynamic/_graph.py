@@ -154,8 +154,8 @@ class DynamicGraph:
     def snapshot(self) -> Snapshot:
         """The graph as of its last committed batch, read-only, for runs while updates go on.
 
-        Each worker pins its partitions' sampling spaces as they are (a commit builds new arrays and never writes
-        those of an earlier one, so nothing is copied), under the lock that a batch holds from its first stage to
+        Each worker pins its partitions' sampling spaces as they are (a commit writes only blocks that no pinned
+        version reads, so nothing is copied), under the lock that a batch holds from its first stage to
         its last commit: a snapshot holds every update of a batch or none. The pins go when the snapshot is
         garbage-collected or :meth:`Snapshot.release` d. A walk on a DynamicGraph takes one for its run.
 

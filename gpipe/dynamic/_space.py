@@ -499,8 +499,8 @@ class SamplingSpace:
     num_vertices : int
         Vertices to start with; an update naming a larger source id adds the vertices up to it.
     device : {"cpu", "gpu"}, default "cpu"
-        Where ``sample`` runs: the CPU twin on numpy arrays, or the CUDA kernel on a cupy copy of the arrays, made
-        after each batch (batches are applied on the host).
+        Where ``sample`` runs: the CPU twin on numpy arrays, or the CUDA kernel on a cupy mirror of the arrays
+        (batches are applied on the host; a commit copies its new blocks and table rows to the device).
     scale : float, default 1.0
         The amortization factor: a bias ``w`` is sampled as ``w * scale``, whose integer part is factorized by
         radix and whose decimal part joins the decimal group. Integer biases need no more than 1; for floating-point
