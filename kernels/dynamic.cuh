@@ -4,33 +4,34 @@
 #pragma once
 #include "rng.cuh"
 
-// The edge drawn from vertex v (-1 if it has none), with the draws first.. of (key, stream, step): draws first and
+// The edge (its slot in the edge pool) drawn from vertex v (-1 if it has none), with the draws first.. of (key, stream, step): draws first and
 // first+1 pick the group through v's alias table, draws first+2t+2 and first+2t+3 are the t-th try within it (a
 // uniform member, or in a dense group a uniform edge kept if in the group; then, in the decimal group, kept with
 // probability frac).
 __device__ __forceinline__ long long gp_space_pick(
-    const long long* __restrict__ indptr, const long long* __restrict__ units, const double* __restrict__ frac,
-    const long long* __restrict__ member_indptr, const long long* __restrict__ members,
-    const long long* __restrict__ group_indptr, const signed char* __restrict__ group_kind,
+    const long long* __restrict__ edge_start, const long long* __restrict__ degree, const long long* __restrict__ units,
+    const double* __restrict__ frac, const long long* __restrict__ member_start, const long long* __restrict__ members,
+    const long long* __restrict__ group_row, const long long* __restrict__ group_count,
+    const signed char* __restrict__ group_kind,
     const int* __restrict__ group_bit, const long long* __restrict__ group_start,
     const long long* __restrict__ group_size, const double* __restrict__ alias_prob,
     const int* __restrict__ alias_other, unsigned long long key, unsigned long long stream, unsigned long long step,
     unsigned long long first, long long v) {
-    const long long row = group_indptr[v], count = group_indptr[v + 1] - row;
+    const long long row = group_row[v], count = group_count[v];
     if (count == 0) return -1;
     const long long slot = gp_below(gp_bits(key, stream, step, first), (unsigned long long)count);
     const bool kept = gp_unit(gp_bits(key, stream, step, first + 1)) < alias_prob[row + slot];
     const long long g = kept ? slot : alias_other[row + slot];
     const int kind = group_kind[row + g], bit = group_bit[row + g];
-    const long long a = indptr[v];
+    const long long a = edge_start[v];
     if (kind == GROUP_ONE) return a + group_start[row + g];
     for (unsigned long long t = 0;; ++t) {
         const ulonglong2 r = gp_bits(key, stream, step, first + 2 * t + 2);
         long long e;
         if (kind == GROUP_LISTED) {
-            e = a + members[member_indptr[v] + group_start[row + g] + gp_below(r, group_size[row + g])];
+            e = a + members[member_start[v] + group_start[row + g] + gp_below(r, group_size[row + g])];
         } else {  // GROUP_DENSE: any edge of v, kept if in the group
-            e = a + gp_below(r, (unsigned long long)(indptr[v + 1] - a));
+            e = a + gp_below(r, (unsigned long long)degree[v]);
             if (bit != DECIMAL_GROUP && !((units[e] >> bit) & 1)) continue;
         }
         if (bit != DECIMAL_GROUP || gp_unit(gp_bits(key, stream, step, first + 2 * t + 3)) < frac[e]) return e;

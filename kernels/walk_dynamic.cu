@@ -8,11 +8,12 @@
 #include "walk.cuh"
 
 extern "C" __global__ void gp_walk_dynamic(
-    const long long* __restrict__ indptr, const long long* __restrict__ dst, const long long* __restrict__ units,
-    const double* __restrict__ frac, const long long* __restrict__ member_indptr,
-    const long long* __restrict__ members, const long long* __restrict__ group_indptr,
-    const signed char* __restrict__ group_kind, const int* __restrict__ group_bit,
-    const long long* __restrict__ group_start, const long long* __restrict__ group_size,
+    const long long* __restrict__ edge_start, const long long* __restrict__ degree, const long long* __restrict__ dst,
+    const long long* __restrict__ units, const double* __restrict__ frac, const long long* __restrict__ member_start,
+    const long long* __restrict__ members, const long long* __restrict__ group_row,
+    const long long* __restrict__ group_count, const signed char* __restrict__ group_kind,
+    const int* __restrict__ group_bit, const long long* __restrict__ group_start,
+    const long long* __restrict__ group_size,
     const double* __restrict__ alias_prob, const int* __restrict__ alias_other, int weighted, long long lo,
     long long hi, long long space_vertices, long long num_vertices, unsigned long long key, int length, double alpha,
     int teleport, long long n, const long long* __restrict__ walk_id, const long long* __restrict__ source,
@@ -35,11 +36,12 @@ extern "C" __global__ void gp_walk_dynamic(
             } else {
                 const long long local = v - lo;
                 if (local >= space_vertices) break;  // a vertex only named as a destination so far: no edges
-                const long long a = indptr[local], d = indptr[local + 1] - a;
+                const long long a = edge_start[local], d = degree[local];
                 if (d == 0) break;
-                const long long e = weighted ? gp_space_pick(indptr, units, frac, member_indptr, members, group_indptr,
-                                                             group_kind, group_bit, group_start, group_size,
-                                                             alias_prob, alias_other, key, id, s, 1, local)
+                const long long e = weighted ? gp_space_pick(edge_start, degree, units, frac, member_start, members,
+                                                             group_row, group_count, group_kind, group_bit,
+                                                             group_start, group_size, alias_prob, alias_other, key,
+                                                             id, s, 1, local)
                                              : a + gp_below(gp_bits(key, id, s, 1), (unsigned long long)d);
                 u = dst[e];
             }
@@ -65,19 +67,20 @@ extern "C" __global__ void gp_walk_dynamic(
 
 // Trial k's candidate edge from vertex local (which has edges).
 __device__ __forceinline__ long long gp_n2v_dynamic_candidate(
-    const long long* __restrict__ indptr, const long long* __restrict__ units, const double* __restrict__ frac,
-    const long long* __restrict__ member_indptr, const long long* __restrict__ members,
-    const long long* __restrict__ group_indptr, const signed char* __restrict__ group_kind,
+    const long long* __restrict__ edge_start, const long long* __restrict__ degree, const long long* __restrict__ units,
+    const double* __restrict__ frac, const long long* __restrict__ member_start, const long long* __restrict__ members,
+    const long long* __restrict__ group_row, const long long* __restrict__ group_count,
+    const signed char* __restrict__ group_kind,
     const int* __restrict__ group_bit, const long long* __restrict__ group_start,
     const long long* __restrict__ group_size, const double* __restrict__ alias_prob,
     const int* __restrict__ alias_other, int weighted, unsigned long long key, unsigned long long id, int s, long long k,
     long long local) {
     const unsigned long long first = (unsigned long long)k * GP_TRIAL_DRAWS + 1;
     if (weighted)
-        return gp_space_pick(indptr, units, frac, member_indptr, members, group_indptr, group_kind, group_bit,
-                             group_start, group_size, alias_prob, alias_other, key, id, s, first, local);
-    const long long a = indptr[local];
-    return a + gp_below(gp_bits(key, id, s, first), (unsigned long long)(indptr[local + 1] - a));
+        return gp_space_pick(edge_start, degree, units, frac, member_start, members, group_row, group_count,
+                             group_kind, group_bit, group_start, group_size, alias_prob, alias_other, key, id, s, first,
+                             local);
+    return edge_start[local] + gp_below(gp_bits(key, id, s, first), (unsigned long long)degree[local]);
 }
 
 // Which bias x takes: 0 (x is t), 1 (a neighbor of t: in the sorted tn[ta..ta+td-1]), 2 (neither).
@@ -120,11 +123,12 @@ __device__ __noinline__ long long gp_n2v_dynamic_exact(
 }
 
 extern "C" __global__ void gp_walk_node2vec_dynamic(
-    const long long* __restrict__ indptr, const long long* __restrict__ dst, const long long* __restrict__ units,
-    const double* __restrict__ frac, const long long* __restrict__ member_indptr,
-    const long long* __restrict__ members, const long long* __restrict__ group_indptr,
-    const signed char* __restrict__ group_kind, const int* __restrict__ group_bit,
-    const long long* __restrict__ group_start, const long long* __restrict__ group_size,
+    const long long* __restrict__ edge_start, const long long* __restrict__ degree, const long long* __restrict__ dst,
+    const long long* __restrict__ units, const double* __restrict__ frac, const long long* __restrict__ member_start,
+    const long long* __restrict__ members, const long long* __restrict__ group_row,
+    const long long* __restrict__ group_count, const signed char* __restrict__ group_kind,
+    const int* __restrict__ group_bit, const long long* __restrict__ group_start,
+    const long long* __restrict__ group_size,
     const double* __restrict__ alias_prob, const int* __restrict__ alias_other,
     const long long* __restrict__ adjacency, const long long* __restrict__ borrowed_ids,
     const long long* __restrict__ borrowed_indptr, const long long* __restrict__ borrowed_indices, int weighted,
@@ -147,21 +151,21 @@ extern "C" __global__ void gp_walk_node2vec_dynamic(
             if (s >= length) break;
             const long long local = v - lo;
             if (local >= space_vertices) break;  // a vertex only named as a destination so far: no edges
-            const long long a = indptr[local], d = indptr[local + 1] - a;
+            const long long a = edge_start[local], d = degree[local];
             if (d == 0) break;
             long long e;
             if (t < 0) {  // the first step is first-order
-                e = gp_n2v_dynamic_candidate(indptr, units, frac, member_indptr, members, group_indptr, group_kind,
-                                             group_bit, group_start, group_size, alias_prob, alias_other, weighted,
-                                             key, id, s, 0, local);
+                e = gp_n2v_dynamic_candidate(edge_start, degree, units, frac, member_start, members, group_row,
+                                             group_count, group_kind, group_bit, group_start, group_size, alias_prob,
+                                             alias_other, weighted, key, id, s, 0, local);
             } else {
                 bool near = true;  // t's sorted neighbors: tn[ta..ta+td-1]
                 const long long* tn = adjacency;
                 long long ta = 0, td = 0;
                 if (t >= lo && t < hi) {
                     if (t - lo < space_vertices) {
-                        ta = indptr[t - lo];
-                        td = indptr[t - lo + 1] - ta;
+                        ta = edge_start[t - lo];
+                        td = degree[t - lo];
                     }
                 } else {
                     const long long b = gp_lower_bound(borrowed_ids, 0, borrowed_count, t);
@@ -180,9 +184,9 @@ extern "C" __global__ void gp_walk_node2vec_dynamic(
                                                  gp_bits(key, id, s, base), gp_bits(key, id, s, base + 1));
                         break;
                     }
-                    e = gp_n2v_dynamic_candidate(indptr, units, frac, member_indptr, members, group_indptr,
-                                                 group_kind, group_bit, group_start, group_size, alias_prob,
-                                                 alias_other, weighted, key, id, s, kk, local);
+                    e = gp_n2v_dynamic_candidate(edge_start, degree, units, frac, member_start, members, group_row,
+                                                 group_count, group_kind, group_bit, group_start, group_size,
+                                                 alias_prob, alias_other, weighted, key, id, s, kk, local);
                     const long long x = dst[e];
                     const double u = gp_unit(gp_bits(key, id, s, base)) * bound;
                     bool ok;

@@ -10,7 +10,7 @@ from scipy import stats
 
 import gpipe
 from gpipe.dynamic import DynamicGraph, SamplingSpace
-from gpipe.dynamic._space import KINDS
+from gpipe.dynamic._space import DECIMAL, KINDS, SAMPLE
 from helpers import walk_steps
 
 ALPHA = 1e-3  # the false-alarm rate of each chi-square test
@@ -56,17 +56,18 @@ def test_implied_probabilities_and_sorted_adjacency_are_those_of_the_resulting_m
     space = SamplingSpace(4, scale=10.0 if float_biases else 1.0)
     apply_in_batches(space, log, batch=333)
     assert space.num_vertices == max(v for _, v, _, _ in log) + 1
-    assert (space.frac > 0).any() == float_biases
-    assert set(space.group_kind.tolist()) == set(KINDS.values())  # one-element, dense and listed groups
+    groups = [space.groups(v) for v in range(space.num_vertices)]
+    assert any((g["group_bit"] == DECIMAL).any() for g in groups) == float_biases
+    assert set().union(*(g["group_kind"].tolist() for g in groups)) == set(KINDS.values())  # one, dense, listed
     for v in range(space.num_vertices):
         dst, weight = space.edges(v)
         expected = edges.get(v, [])
         assert dst.tolist() == [u for u, _ in expected] and weight.tolist() == [w for _, w in expected]
-        assert space.adjacency[space.indptr[v]:space.indptr[v + 1]].tolist() == sorted(u for u, _ in expected)
+        assert space.neighbors(v).tolist() == sorted(u for u, _ in expected)
         if expected:
             np.testing.assert_allclose(space.probabilities(v), weight / weight.sum(), rtol=1e-12, atol=0)
         else:
-            assert space.probabilities(v).size == 0 and space.group_indptr[v + 1] == space.group_indptr[v]
+            assert space.probabilities(v).size == 0 and groups[v]["group_kind"].size == 0
 
 
 @pytest.mark.parametrize("float_biases", [False, True])
@@ -95,6 +96,32 @@ def test_a_deleted_edge_is_never_sampled_and_an_inserted_one_is():
     picked = space.sample(np.zeros(50_000, np.int64), seed=0)
     assert set(picked.tolist()) == {1, 2, 4}  # 3 (once 2**40 of the total) is gone, one copy of 2 remains
     assert space.edges(0)[0].tolist() == [1, 2, 4] and space.edges(0)[1].tolist() == [7, 5, 1]
+
+
+def test_a_pinned_view_keeps_its_version_while_commits_reuse_the_blocks_no_view_reads():
+    rng = np.random.default_rng(4)
+    log, _ = random_log(rng, 8, 3000, True)
+    space = SamplingSpace(8, scale=10.0)
+    apply_in_batches(space, log[:1000], batch=100)
+    view = space.view(0, 0, 8, np.array([0, 8]))
+    vertices = np.repeat(np.arange(8), 500)
+
+    def drawn(arrays):
+        out = np.empty(vertices.shape[0], np.int64)
+        SAMPLE.launch(**arrays, key=7, n=vertices.shape[0], vertex=vertices, stream=np.arange(vertices.shape[0]),
+                      out=out)
+        return out
+
+    before = drawn(view.arrays)
+    top = space._edges.top
+    apply_in_batches(space, log[1000:2000], batch=1)  # a commit per update: each moves its vertex's blocks
+    assert np.array_equal(drawn(view.arrays), before)
+    assert space._edges.retired  # the blocks of the pinned version, kept; those written since, reused
+    assert space._edges.top <= 3 * top
+    del view
+    apply_in_batches(space, log[2000:], batch=1)
+    assert all(r[0] == space.version for r in space._edges.retired)  # the view's blocks freed once it was gone
+    assert space.version == 10 + 1000 + 1000
 
 
 def test_sample_is_a_function_of_seed_and_stream():

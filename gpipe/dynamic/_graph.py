@@ -1,5 +1,6 @@
 """DynamicGraph: a graph's partitions as sampling spaces on the workers, updated in batches that apply completely
-or not at all (two phases: every partition replays its part of the batch, then all commit, or all discard); a
+or not at all (two phases: every partition the batch touches replays its part, then all commit, or all discard; a
+batch that touches one partition, as a streaming update does, is staged and committed there in one round trip); a
 Snapshot: one committed version of it, pinned on the workers, which runs read while later batches apply."""
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ class DynamicGraph:
         self.num_vertices = g.num_vertices  # grows with updates naming larger ids (at either end)
         self.num_edges = 0  # stored edges (an undirected edge twice), as of the last committed batch
         self.version = 0  # committed batches
+        self._part_edges: dict[int, int] = {}  # each partition's stored edges, as of the last committed batch
         held, _ = g.holders
         self._held = held
         self._lock = threading.Lock()  # a batch's stage and commit on every partition, or a snapshot's pins
@@ -74,11 +76,13 @@ class DynamicGraph:
         SamplingSpace(0, scale=scale)  # checks scale here, not on the workers
         dg = cls(g, uuid.uuid4().hex, float(scale))
         edges = dg._call(_from_partition, "dynamic graph", lambda part: (g.graph_id, part, dg.graph_id, dg.scale))
+        dg._part_edges = dict(zip(dg._held, edges))
         dg.num_edges = sum(edges)
         return dg
 
-    def _call(self, function, phase: str, args) -> list:
-        calls = [(worker, function, args(part), {}) for part, worker in self._held.items()]
+    def _call(self, function, phase: str, args, parts=None) -> list:
+        """``function(*args(part))`` on the worker of each partition of ``parts`` (default: all), in that order."""
+        calls = [(self._held[part], function, args(part), {}) for part in (self._held if parts is None else parts)]
         return call_workers(self._graph.client, calls, self._held, phase)
 
     def insert_edges(self, src, dst, weight=None) -> None:
@@ -123,15 +127,26 @@ class DynamicGraph:
         bounds = self._graph.bounds
         owner = np.minimum(np.searchsorted(bounds, routed.src, side="right") - 1, len(bounds) - 2)
         parts = {part: np.flatnonzero(owner == part) for part in self._held}
+        touched = [part for part, at in parts.items() if at.size]  # the others keep their version
+
+        def updates(part):
+            return (self.graph_id, part, routed.take(parts[part], src=routed.src[parts[part]] - bounds[part]),
+                    position[parts[part]])
+
         with self._lock:
-            failed = self._call(_stage, "dynamic stage", lambda part: (
-                self.graph_id, part, routed.take(parts[part], src=routed.src[parts[part]] - bounds[part]),
-                position[parts[part]]))
-            failed = [f for f in failed if f >= 0]
-            if failed:
-                self._call(_discard, "dynamic discard", lambda part: (self.graph_id, part))
-                raise absent(batch, min(failed), first)
-            self.num_edges = sum(self._call(_commit, "dynamic commit", lambda part: (self.graph_id, part)))
+            if len(touched) == 1:  # one partition: stage and commit in one round trip (a streaming update's)
+                [(failed, edges)] = self._call(_apply, "dynamic apply", updates, touched)
+                if failed >= 0:
+                    raise absent(batch, failed, first)
+                self._part_edges[touched[0]] = edges
+            elif touched:
+                failed = [f for f in self._call(_stage, "dynamic stage", updates, touched) if f >= 0]
+                if failed:
+                    self._call(_discard, "dynamic discard", lambda part: (self.graph_id, part), touched)
+                    raise absent(batch, min(failed), first)
+                edges = self._call(_commit, "dynamic commit", lambda part: (self.graph_id, part), touched)
+                self._part_edges.update(zip(touched, edges))
+            self.num_edges = sum(self._part_edges.values())
             if len(batch.src):
                 self.num_vertices = max(self.num_vertices, int(batch.src.max()) + 1, int(batch.dst.max()) + 1)
             self.version += 1
@@ -139,8 +154,8 @@ class DynamicGraph:
     def snapshot(self) -> Snapshot:
         """The graph as of its last committed batch, read-only, for runs while updates go on.
 
-        Each worker pins its partitions' sampling spaces as they are (a commit builds new arrays and never writes
-        those of an earlier one, so nothing is copied), under the lock that a batch holds from its first stage to
+        Each worker pins its partitions' sampling spaces as they are (a commit writes only blocks that no pinned
+        version reads, so nothing is copied), under the lock that a batch holds from its first stage to
         its last commit: a snapshot holds every update of a batch or none. The pins go when the snapshot is
         garbage-collected or :meth:`Snapshot.release` d. A walk on a DynamicGraph takes one for its run.
 
@@ -239,6 +254,18 @@ def _stage(dynamic_id: str, part: int, batch: Batch, position: np.ndarray) -> in
     return int(position[failed]) if failed >= 0 else -1
 
 
+def _apply(dynamic_id: str, part: int, batch: Batch, position: np.ndarray) -> tuple[int, int]:
+    """Stage and commit this partition's updates, the batch's only ones: (the batch position of the first that
+    failed, else -1; the partition's edges now)."""
+    space = store().partitions.get(dynamic_id, part)
+    failed = space._stage(batch)
+    if failed >= 0:
+        space._staged = None
+        return int(position[failed]), space.num_edges
+    space._commit()
+    return -1, space.num_edges
+
+
 def _discard(dynamic_id: str, part: int) -> None:
     store().partitions.get(dynamic_id, part)._staged = None
 
@@ -247,7 +274,7 @@ def _commit(dynamic_id: str, part: int) -> int:
     """Apply the staged batch; the partition's edges now."""
     space = store().partitions.get(dynamic_id, part)
     space._commit()
-    return int(space.indptr[-1])
+    return space.num_edges
 
 
 def _pin(dynamic_id: str, part: int, snapshot_id: str, bounds: np.ndarray) -> None:
@@ -262,6 +289,5 @@ def _nbytes(dynamic_id: str, part: int) -> int:
 
 
 def _edges(dynamic_id: str, part: int, lo: int) -> pd.DataFrame:
-    space = store().partitions.get(dynamic_id, part)
-    return pd.DataFrame({"src": np.repeat(np.arange(space.num_vertices), np.diff(space.indptr)) + lo,
-                         "dst": space.dst, "weight": space.weight})
+    src, dst, weight = store().partitions.get(dynamic_id, part).all_edges()
+    return pd.DataFrame({"src": src + lo, "dst": dst, "weight": weight})

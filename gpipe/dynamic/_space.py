@@ -4,10 +4,20 @@ Each edge's bias, times the amortization factor ``scale``, splits into an intege
 (``frac`` in [0, 1)). The integer part is factorized by radix: the edge joins group ``k`` of its source for each
 bit ``k`` set, where every member weighs ``2**k``, so a member is drawn uniformly. The decimal parts form one more
 group (bit ``DECIMAL``), drawn by rejection: a uniform member, kept with probability ``frac``. An alias table over a
-vertex's groups picks the group. The groups of vertex ``v`` are the rows ``group_indptr[v] .. group_indptr[v+1]``
-of the group tables (at most ``MAX_GROUPS``); its edges are ``indptr[v] .. indptr[v+1]``, kept in log order, so the
-earliest copy of a duplicated edge is the first. The same rows of ``adjacency`` hold the vertex's destinations
-sorted (a duplicated edge once a copy), which answer "is u a neighbor of v?" by binary search (node2vec's test).
+vertex's groups picks the group.
+
+Storage is Hornet's: three pools of arrays in which each vertex owns a block of power-of-two capacity. Vertex ``v``'s
+edges are the slots ``edge_start[v] .. edge_start[v] + degree[v] - 1`` of the edge pool (``dst``, ``weight``,
+``units``, ``frac``, ``adjacency``), kept in log order, so the earliest copy of a duplicated edge is the first; the
+same slots of ``adjacency`` hold its destinations sorted (a duplicated edge once a copy), which answer "is u a
+neighbor of v?" by binary search (node2vec's test). Its groups are the rows ``group_row[v] ..`` (``group_count[v]``
+of them, at most ``MAX_GROUPS``) of the group pool (the group tables), its listed members a block of the member pool
+from ``member_start[v]``. A commit is copy-on-write: each touched vertex gets new blocks (from the free blocks of its
+size class, else the end of the pool, which grows by doubling into new arrays), the blocks it left are retired, and
+the per-vertex tables are written in place unless a view pinned them (then the commit copies them first). Blocks are
+never written while a version that reads them may be pinned: a block read by the versions from the commit that
+wrote it to the one that left it is reused once no view of those versions is left. A committed version, read by a run through a :class:`SpaceView`, therefore
+never changes, and a commit costs the touched vertices' edges, not the partition's.
 
 A group is stored in one of the paper's adaptive representations (``group_kind``):
 
@@ -16,20 +26,21 @@ A group is stored in one of the paper's adaptive representations (``group_kind``
   vertex is drawn and rejected unless it is in the group (its bit is set, its decimal part is not zero), which
   rejects fewer than ``1 - dense_fraction`` of the tries;
 - ``LISTED``, the others (the paper's sparse and regular groups): its members, local edge offsets, are
-  ``members[member_indptr[v] + group_start ...]``, ``group_size`` of them.
+  ``members[member_start[v] + group_start ...]``, ``group_size`` of them.
 
 CUDA sampling in ``kernels/dynamic.cu``, CPU twin here; the same random stream.
 """
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
 
 import numpy as np
 
 from .. import _rng, config
 from .._validate import check_array, check_int, check_probability
-from ..backend import cpu_kernel, prange, resolve, segments, xp
+from ..backend import cpu_kernel, cpu_threads, device_of, prange, resolve, segments, xp
 from ..errors import GpipeValueError
 from ..kernels import Arg, Kernel
 
@@ -109,12 +120,12 @@ def _kind(size, d, dense_fraction):
 
 
 @cpu_kernel(parallel=True)
-def _count_groups(vertices, indptr, units, frac, dense_fraction, groups, listed):
-    """How many groups each vertex of ``vertices`` has, and how many members it lists (those of its ``LISTED``
-    groups), into ``groups[i]`` and ``listed[i]``."""
-    for i in prange(vertices.shape[0]):
-        a = indptr[vertices[i]]
-        d = indptr[vertices[i] + 1] - a
+def _count_groups(indptr, units, frac, dense_fraction, groups, listed):
+    """How many groups each vertex ``i`` (edges ``indptr[i] .. indptr[i+1]-1``) has, and how many members it lists
+    (those of its ``LISTED`` groups), into ``groups[i]`` and ``listed[i]``."""
+    for i in prange(indptr.shape[0] - 1):
+        a = indptr[i]
+        d = indptr[i + 1] - a
         sizes, _ = _group_sizes(units, frac, a, d)
         groups[i] = 0
         listed[i] = 0
@@ -125,15 +136,15 @@ def _count_groups(vertices, indptr, units, frac, dense_fraction, groups, listed)
 
 
 @cpu_kernel(parallel=True)
-def _build(vertices, indptr, units, frac, dense_fraction, member_indptr, members, group_indptr, group_kind,
-           group_bit, group_start, group_size, alias_prob, alias_other):
-    """The groups, members and alias table of each vertex of ``vertices``, from its edges' ``units`` and ``frac``."""
-    for i in prange(vertices.shape[0]):
-        v = vertices[i]
-        a = indptr[v]
-        d = indptr[v + 1] - a
+def _build(indptr, units, frac, dense_fraction, member_start, members, group_row, group_kind, group_bit, group_start,
+           group_size, alias_prob, alias_other):
+    """The groups, members and alias table of each vertex ``i`` (edges ``indptr[i] .. indptr[i+1]-1`` of ``units``
+    and ``frac``), into its blocks: the member pool from ``member_start[i]``, the group pool from ``group_row[i]``."""
+    for i in prange(indptr.shape[0] - 1):
+        a = indptr[i]
+        d = indptr[i + 1] - a
         sizes, decimal = _group_sizes(units, frac, a, d)
-        row = group_indptr[v]
+        row = group_row[i]
         weights = np.zeros(MAX_GROUPS, np.float64)
         slot_of = np.full(MAX_GROUPS, -1, np.int64)
         count = 0
@@ -156,7 +167,7 @@ def _build(vertices, indptr, units, frac, dense_fraction, member_indptr, members
             start += sizes[k] if kind == _LISTED else 0
             count += 1
         filled = np.zeros(MAX_GROUPS, np.int64)
-        m = member_indptr[v]
+        m = member_start[i]
         for j in range(d):
             for k in range(MAX_GROUPS):
                 g = slot_of[k]
@@ -168,15 +179,15 @@ def _build(vertices, indptr, units, frac, dense_fraction, member_indptr, members
 
 
 @cpu_kernel()
-def pick_in_space(indptr, units, frac, member_indptr, members, group_indptr, group_kind, group_bit, group_start,
-                  group_size, alias_prob, alias_other, key, stream, step, first, v):
-    """The edge drawn from vertex ``v`` of a space's arrays (-1 if it has none), with the draws ``first ..`` of
-    ``(key, stream, step)``: draws ``first`` and ``first + 1`` pick the group through the alias table; draws
-    ``first + 2t + 2`` and ``first + 2t + 3`` are the t-th try within it (the edge: a member, or in a dense group any
-    edge, kept if in the group; then, in the decimal group, its acceptance with probability ``frac``). CUDA:
-    ``gp_space_pick`` in ``kernels/dynamic.cuh``, defined with ``PICK_DEFINES``."""
-    row = group_indptr[v]
-    count = group_indptr[v + 1] - row
+def pick_in_space(edge_start, degree, units, frac, member_start, members, group_row, group_count, group_kind,
+                  group_bit, group_start, group_size, alias_prob, alias_other, key, stream, step, first, v):
+    """The edge (its slot in the edge pool) drawn from vertex ``v`` of a space's arrays (-1 if it has none), with the
+    draws ``first ..`` of ``(key, stream, step)``: draws ``first`` and ``first + 1`` pick the group through the alias
+    table; draws ``first + 2t + 2`` and ``first + 2t + 3`` are the t-th try within it (the edge: a member, or in a
+    dense group any edge, kept if in the group; then, in the decimal group, its acceptance with probability
+    ``frac``). CUDA: ``gp_space_pick`` in ``kernels/dynamic.cuh``, defined with ``PICK_DEFINES``."""
+    row = group_row[v]
+    count = group_count[v]
     if count == 0:
         return np.int64(-1)
     slot = _rng.below(_rng.bits(key, stream, step, first), count)
@@ -185,15 +196,15 @@ def pick_in_space(indptr, units, frac, member_indptr, members, group_indptr, gro
     kind = group_kind[row + g]
     bit = group_bit[row + g]
     if kind == _ONE:
-        return indptr[v] + group_start[row + g]
+        return edge_start[v] + group_start[row + g]
     t = np.int64(-1)
     while True:
         t += 1
         r = _rng.bits(key, stream, step, first + 2 * t + 2)
         if kind == _LISTED:
-            e = indptr[v] + members[member_indptr[v] + group_start[row + g] + _rng.below(r, group_size[row + g])]
+            e = edge_start[v] + members[member_start[v] + group_start[row + g] + _rng.below(r, group_size[row + g])]
         else:
-            e = indptr[v] + _rng.below(r, indptr[v + 1] - indptr[v])
+            e = edge_start[v] + _rng.below(r, degree[v])
             if bit != DECIMAL and not (units[e] >> bit) & 1:
                 continue
         if bit != DECIMAL or _rng.unit(_rng.bits(key, stream, step, first + 2 * t + 3)) < frac[e]:
@@ -201,40 +212,43 @@ def pick_in_space(indptr, units, frac, member_indptr, members, group_indptr, gro
 
 
 @cpu_kernel(parallel=True)
-def _sample_cpu(indptr, dst, units, frac, member_indptr, members, group_indptr, group_kind, group_bit, group_start,
-                group_size, alias_prob, alias_other, key, n, vertex, stream, out):
+def _sample_cpu(edge_start, degree, dst, units, frac, member_start, members, group_row, group_count, group_kind,
+                group_bit, group_start, group_size, alias_prob, alias_other, key, n, vertex, stream, out):
     for i in prange(n):
-        e = pick_in_space(indptr, units, frac, member_indptr, members, group_indptr, group_kind, group_bit,
-                          group_start, group_size, alias_prob, alias_other, key, stream[i], 0, 0, vertex[i])
+        e = pick_in_space(edge_start, degree, units, frac, member_start, members, group_row, group_count, group_kind,
+                          group_bit, group_start, group_size, alias_prob, alias_other, key, stream[i], 0, 0,
+                          vertex[i])
         out[i] = -1 if e < 0 else dst[e]
 
 
 PICK_DEFINES = {"DECIMAL_GROUP": DECIMAL, **{f"GROUP_{k.upper()}": v for k, v in KINDS.items()}}  # of gp_space_pick
+SPACE_ARGS = (  # what a SpaceView's arrays hold, in the order every kernel that reads a space takes them
+    Arg("edge_start", "i64[]", note="each vertex's first slot in the edge pool"), Arg("degree", "i64[]"),
+    Arg("dst", "i64[]"), Arg("units", "i64[]", note="integer parts of the scaled biases"), Arg("frac", "f64[]"),
+    Arg("member_start", "i64[]"), Arg("members", "i64[]", note="local edge offsets"),
+    Arg("group_row", "i64[]", note="each vertex's first row in the group pool"), Arg("group_count", "i64[]"),
+    Arg("group_kind", "i8[]"), Arg("group_bit", "i32[]"), Arg("group_start", "i64[]"), Arg("group_size", "i64[]"),
+    Arg("alias_prob", "f64[]"), Arg("alias_other", "i32[]"))
 SAMPLE = Kernel("dynamic.cu", "gp_dynamic_sample", twin=_sample_cpu, items="n", defines=PICK_DEFINES, args=(
-    Arg("indptr", "i64[]"), Arg("dst", "i64[]"), Arg("units", "i64[]", note="integer parts of the scaled biases"),
-    Arg("frac", "f64[]"), Arg("member_indptr", "i64[]"), Arg("members", "i64[]", note="local edge offsets"),
-    Arg("group_indptr", "i64[]"), Arg("group_kind", "i8[]"), Arg("group_bit", "i32[]"),
-    Arg("group_start", "i64[]"), Arg("group_size", "i64[]"), Arg("alias_prob", "f64[]"), Arg("alias_other", "i32[]"),
-    Arg("key", "u64"), Arg("n", "i64"), Arg("vertex", "i64[n]"), Arg("stream", "i64[n]"),
+    *SPACE_ARGS, Arg("key", "u64"), Arg("n", "i64"), Arg("vertex", "i64[n]"), Arg("stream", "i64[n]"),
     Arg("out", "i64[n]", out=True, note="neighbor, -1 for a vertex without edges")))
 
 
 @cpu_kernel(parallel=True)
-def _replay(vertices, op_start, order, codes, dst, weight, indptr, old_dst, old_weight, old_vertices, slot_start,
-            out_dst, out_weight, alive, failed):
-    """Each vertex's updates in log order, on a copy of its edges in ``slot_start[i] ..`` (room for its inserts):
-    an insert appends, a delete clears the earliest live copy, an update re-weights every live copy. ``failed[i]``
-    is the position of the vertex's first delete or update of an edge it lacks (-1: none)."""
-    for i in prange(vertices.shape[0]):
-        v = vertices[i]
+def _replay(op_start, order, codes, dst, weight, old_start, old_degree, old_dst, old_weight, slot_start, out_dst,
+            out_weight, alive, failed):
+    """Each touched vertex ``i``'s updates in log order, on a copy of its edges (``old_degree[i]`` of them from slot
+    ``old_start[i]`` of the pool) in ``slot_start[i] ..`` (room for its inserts): an insert appends, a delete clears
+    the earliest live copy, an update re-weights every live copy. ``failed[i]`` is the position of the vertex's
+    first delete or update of an edge it lacks (-1: none)."""
+    for i in prange(op_start.shape[0] - 1):
         base = slot_start[i]
         end = base
-        if v < old_vertices:
-            for e in range(indptr[v], indptr[v + 1]):
-                out_dst[end] = old_dst[e]
-                out_weight[end] = old_weight[e]
-                alive[end] = True
-                end += 1
+        for e in range(old_start[i], old_start[i] + old_degree[i]):
+            out_dst[end] = old_dst[e]
+            out_weight[end] = old_weight[e]
+            alive[end] = True
+            end += 1
         for q in range(op_start[i], op_start[i + 1]):
             p = order[q]
             u = dst[p]
@@ -259,37 +273,146 @@ def _replay(vertices, op_start, order, codes, dst, weight, indptr, old_dst, old_
 
 @dataclass(frozen=True)
 class SpaceView:
-    """One committed version of a :class:`SamplingSpace`, read by runs as partition ``part`` of a snapshot: its
-    vertices ``lo .. hi-1`` (the first ``space_vertices`` with edges in the space, the others none yet), ``bounds``
-    the snapshot's partition bounds, ``arrays`` those ``SAMPLE`` reads and ``adjacency``, on the worker's device."""
+    """One committed version (``version``) of a :class:`SamplingSpace`, read by runs as partition ``part`` of a
+    snapshot: its vertices ``lo .. hi-1`` (the first ``space_vertices`` with a row in the space, the others no edges
+    yet), ``bounds`` the snapshot's partition bounds, ``arrays`` those ``SAMPLE`` reads (``SPACE_ARGS``: the
+    per-vertex tables of that version and the pools) and ``adjacency``, on the worker's device."""
 
     part: int
     lo: int
     hi: int
     bounds: np.ndarray
     arrays: dict
-    adjacency: object  # each vertex's destinations sorted, rows by ``arrays["indptr"]``, on the worker's device
-
-    @property
-    def indptr(self):
-        """A partition's CSR offsets: of the vertices ``lo ..`` with a row in the space (``space_vertices``)."""
-        return self.arrays["indptr"]
+    adjacency: object  # each vertex's destinations sorted, in its slots of the edge pool, on the worker's device
+    version: int = 0
 
     @property
     def indices(self):
-        """The edges' destinations (global ids) as a partition's CSR indices, each vertex's sorted: what a peer
-        borrows as its neighbor list (``runtime.neighbor_lists``)."""
+        """The edge pool's destinations sorted per vertex (what a peer borrows, through :meth:`rows`)."""
         return self.adjacency
 
     @property
     def space_vertices(self) -> int:
-        return int(self.arrays["indptr"].shape[0]) - 1
+        return int(self.arrays["degree"].shape[0])
+
+    def rows(self, vertices) -> tuple:
+        """The out-degrees and the concatenated sorted out-neighbors of ``vertices`` (global ids of this partition;
+        those past ``space_vertices`` have none): a peer's borrowed lists (``runtime.neighbor_lists``)."""
+        x = xp(device_of(self.adjacency))
+        local = x.asarray(vertices) - self.lo
+        inside = local < self.space_vertices
+        local = x.where(inside, local, 0)
+        length = x.where(inside, self.arrays["degree"][local], 0) if self.space_vertices else x.zeros_like(local)
+        start = self.arrays["edge_start"][local] if self.space_vertices else x.zeros_like(local)
+        ends = x.cumsum(length)
+        edge = x.arange(int(ends[-1]) if ends.shape[0] else 0)
+        row = x.searchsorted(ends, edge, side="right")
+        return length, self.adjacency[start[row] + edge - (ends[row] - length[row])]
 
 
-def _segments(indptr: np.ndarray, vertices: np.ndarray) -> np.ndarray:
-    """The flat positions of the segments ``indptr[v]..indptr[v+1]`` of ``vertices``, in order."""
-    segment, position = segments(np, indptr[vertices + 1] - indptr[vertices])
-    return indptr[vertices][segment] + position
+def _slots(start: np.ndarray, count: np.ndarray) -> np.ndarray:
+    """The slots ``start[i] .. start[i] + count[i] - 1`` of every block, in order."""
+    segment, position = segments(np, count)
+    return start[segment] + position
+
+
+def _size_class(sizes: np.ndarray) -> np.ndarray:
+    """The power-of-two capacity class (``ceil(log2(size))``) of each block size, -1 for an empty block."""
+    out = np.full(sizes.shape[0], -1, np.int64)
+    out[sizes == 1] = 0
+    big = sizes > 1
+    out[big] = np.frexp((sizes[big] - 1).astype(np.float64))[1]  # bits of size - 1
+    return out
+
+
+class _Pool:
+    """Arrays (``fields``: name -> dtype) holding blocks of power-of-two capacity, on the host and mirrored on
+    ``device``: blocks are taken from the free ones of their size class, else from the end, the arrays growing by
+    doubling into new ones (those an earlier version holds stay as they were). A block given back is ``retire`` d with
+    the versions that read it, and reused once no view of those is pinned (``reclaim``)."""
+
+    def __init__(self, device: str, fields: dict):
+        self.device = device
+        self.host = {name: np.zeros(0, dtype) for name, dtype in fields.items()}
+        self.mirror = {name: xp(device).asarray(a) for name, a in self.host.items()}
+        self.top = 0  # slots ever handed out
+        self.free: dict[int, np.ndarray] = {}  # size class -> free blocks' starts
+        self.retired: list[tuple] = []  # (version that left them, starts, classes, versions that wrote them)
+
+    def allocate(self, sizes: np.ndarray) -> np.ndarray:
+        """A block for each of ``sizes`` (its start; 0 for an empty one)."""
+        classes = _size_class(sizes)
+        starts = np.zeros(sizes.shape[0], np.int64)
+        for c in np.unique(classes[classes >= 0]).tolist():
+            at = np.flatnonzero(classes == c)
+            free = self.free.get(c, np.zeros(0, np.int64))
+            reused = min(free.shape[0], at.shape[0])
+            starts[at[:reused]] = free[free.shape[0] - reused:]
+            self.free[c] = free[:free.shape[0] - reused]
+            at = at[reused:]
+            starts[at] = self.top + (np.arange(at.shape[0], dtype=np.int64) << c)
+            self.top += at.shape[0] << c
+        self._reserve(self.top)
+        return starts
+
+    def _reserve(self, slots: int) -> None:
+        size = next(iter(self.host.values())).shape[0]
+        if slots <= size:
+            return
+        size = max(slots, 2 * size, 64)
+        x = xp(self.device)
+        for name, old in self.host.items():
+            self.host[name] = np.zeros(size, old.dtype)
+            self.host[name][:old.shape[0]] = old
+            if self.device == "cpu":
+                self.mirror[name] = self.host[name]
+            else:
+                mirrored = x.zeros(size, old.dtype)
+                mirrored[:old.shape[0]] = self.mirror[name]
+                self.mirror[name] = mirrored
+
+    def retire(self, version: int, starts: np.ndarray, sizes: np.ndarray, born: np.ndarray) -> None:
+        """Give back the blocks at ``starts`` (of ``sizes``), written by the commits ``born`` and left by commit
+        ``version``: the versions ``born .. version - 1`` read them."""
+        classes = _size_class(sizes)
+        kept = classes >= 0
+        if kept.any():
+            self.retired.append((version, starts[kept], classes[kept], born[kept]))
+
+    def reclaim(self, pinned: np.ndarray) -> None:
+        """Free the retired blocks that no pinned version (``pinned``, sorted) reads."""
+        still = []
+        for version, starts, classes, born in self.retired:
+            # the first pinned version at or after each block's birth (none: ``version``) must not read it
+            free = np.append(pinned, version)[np.searchsorted(pinned, born)] >= version
+            for c in np.unique(classes[free]).tolist():
+                self.free[c] = np.concatenate([self.free.get(c, np.zeros(0, np.int64)), starts[free & (classes == c)]])
+            if not free.all():
+                still.append((version, starts[~free], classes[~free], born[~free]))
+        self.retired = still
+
+    def sync(self, slots: np.ndarray) -> None:
+        """Copy ``slots`` of every array to the device (a new block's, which no pinned version reads)."""
+        if self.device != "cpu" and slots.shape[0]:
+            x = xp(self.device)
+            at = x.asarray(slots)
+            for name, host in self.host.items():
+                self.mirror[name][at] = x.asarray(host[slots])
+
+    @property
+    def nbytes(self) -> int:
+        return sum(self.top * a.itemsize for a in self.host.values())
+
+
+def _threads(vertices: int) -> int:
+    """Threads for a commit touching ``vertices``: one for a streaming update's few (see ``cpu_threads``)."""
+    return 1 if vertices < 256 else 1 << 30
+
+
+def _unpin(pins: dict, version: int) -> None:
+    pins[version] -= 1
+    if not pins[version]:
+        del pins[version]
 
 
 @dataclass(frozen=True)
@@ -367,14 +490,6 @@ def absent(batch: Batch, i: int, first: int = 0) -> GpipeValueError:
                            f"not in the graph")
 
 
-def _kept_rows(old_indptr: np.ndarray, new_indptr: np.ndarray, kept: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """``rows`` (laid out by ``old_indptr``) laid out by ``new_indptr``: the segments of ``kept`` copied, the
-    others left to fill."""
-    out = np.empty(new_indptr[-1], rows.dtype)
-    out[_segments(new_indptr, kept)] = rows[_segments(old_indptr, kept)]
-    return out
-
-
 class SamplingSpace:
     """The edges of vertices ``0 .. num_vertices - 1`` and their radix-factorized sampling spaces, updated in
     batches.
@@ -384,8 +499,8 @@ class SamplingSpace:
     num_vertices : int
         Vertices to start with; an update naming a larger source id adds the vertices up to it.
     device : {"cpu", "gpu"}, default "cpu"
-        Where ``sample`` runs: the CPU twin on numpy arrays, or the CUDA kernel on a cupy copy of the arrays, made
-        after each batch (batches are applied on the host).
+        Where ``sample`` runs: the CPU twin on numpy arrays, or the CUDA kernel on a cupy mirror of the arrays
+        (batches are applied on the host; a commit copies its new blocks and table rows to the device).
     scale : float, default 1.0
         The amortization factor: a bias ``w`` is sampled as ``w * scale``, whose integer part is factorized by
         radix and whose decimal part joins the decimal group. Integer biases need no more than 1; for floating-point
@@ -415,38 +530,63 @@ class SamplingSpace:
             open_low=True)
         num_vertices = check_int("num_vertices", num_vertices, minimum=0)
         self.num_vertices = 0
-        self.indptr = np.zeros(1, np.int64)
-        self.dst = np.zeros(0, np.int64)
-        self.adjacency = np.zeros(0, np.int64)
-        self.weight = np.zeros(0, np.float64)
-        self.units = np.zeros(0, np.int64)
-        self.frac = np.zeros(0, np.float64)
-        self.member_indptr = np.zeros(1, np.int64)
-        self.members = np.zeros(0, np.int64)
-        self.group_indptr = np.zeros(1, np.int64)
-        self.group_kind = np.zeros(0, np.int8)
-        self.group_bit = np.zeros(0, np.int32)
-        self.group_start = np.zeros(0, np.int64)
-        self.group_size = np.zeros(0, np.int64)
-        self.alias_prob = np.zeros(0, np.float64)
-        self.alias_other = np.zeros(0, np.int32)
+        self.num_edges = 0
+        self.version = 0  # commits
+        self._edges = _Pool(self.device, _EDGE_FIELDS)
+        self._members = _Pool(self.device, {"members": np.int64})
+        self._groups = _Pool(self.device, _GROUP_FIELDS)
+        self._tables = {name: np.zeros(0, np.int64) for name in _TABLES}  # per vertex, with room to grow
+        self._mirror = dict(self._tables)
+        self._tables_pinned = False  # a view holds the tables: the next commit writes a copy
+        self._pins: dict[int, int] = {}  # version -> views of it alive
         self._staged = None  # a batch replayed, not yet applied (_stage, _commit)
         self._grow(num_vertices)
-        self._mirror()
 
     def _grow(self, num_vertices: int) -> None:
-        extra = num_vertices - self.num_vertices
-        if extra <= 0:
+        if num_vertices <= self.num_vertices:
             return
-        for name in ("indptr", "member_indptr", "group_indptr"):
-            old = getattr(self, name)
-            setattr(self, name, np.concatenate([old, np.full(extra, old[-1])]))
+        size = self._tables["degree"].shape[0]
+        if num_vertices > size:  # new tables: a view may hold the old ones
+            size = max(num_vertices, 2 * size)
+            for name, old in self._tables.items():
+                self._tables[name] = np.zeros(size, np.int64)
+                self._tables[name][:self.num_vertices] = old[:self.num_vertices]
+            self._mirror = {name: xp(self.device).asarray(a) for name, a in self._tables.items()}
+            self._tables_pinned = False
         self.num_vertices = num_vertices
+
+    def _writable_tables(self) -> dict:
+        """The per-vertex tables, copied first if a view holds them."""
+        if self._tables_pinned:
+            self._tables = {name: a.copy() for name, a in self._tables.items()}
+            self._mirror = {name: xp(self.device).asarray(a) for name, a in self._tables.items()}
+            self._tables_pinned = False
+        return self._tables
+
+    def _slots(self, v: int) -> np.ndarray:
+        start, d = self._tables["edge_start"][v], self._tables["degree"][v]
+        return np.arange(start, start + d)
 
     def edges(self, v: int) -> tuple[np.ndarray, np.ndarray]:
         """Vertex ``v``'s out-neighbors and biases, in log order (duplicates kept)."""
-        a, b = self.indptr[v], self.indptr[v + 1]
-        return self.dst[a:b].copy(), self.weight[a:b].copy()
+        slots = self._slots(v)
+        return self._edges.host["dst"][slots], self._edges.host["weight"][slots]
+
+    def all_edges(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Every edge as (source, destination, bias), by source, each source's in log order."""
+        degree = self._tables["degree"][:self.num_vertices]
+        slots = _slots(self._tables["edge_start"][:self.num_vertices], degree)
+        return (np.repeat(np.arange(self.num_vertices), degree), self._edges.host["dst"][slots],
+                self._edges.host["weight"][slots])
+
+    def neighbors(self, v: int) -> np.ndarray:
+        """Vertex ``v``'s destinations, sorted (the rows node2vec searches)."""
+        return self._edges.host["adjacency"][self._slots(v)]
+
+    def groups(self, v: int) -> dict:
+        """Vertex ``v``'s group tables (kind, bit, start, size, alias), a row per group."""
+        row, count = self._tables["group_row"][v], self._tables["group_count"][v]
+        return {name: a[row:row + count].copy() for name, a in self._groups.host.items()}
 
     def apply(self, op, src, dst, weight) -> None:
         """Apply a batch of updates in log order per source vertex, then rebuild each touched vertex's space.
@@ -480,15 +620,19 @@ class SamplingSpace:
         order = np.argsort(batch.src, kind="stable")  # each source's updates together, in log order
         vertices, op_start = np.unique(batch.src[order], return_index=True)
         op_start = np.append(op_start, len(order)).astype(np.int64)
-        degree = np.append(np.diff(self.indptr), 0)[np.minimum(vertices, self.num_vertices)]  # 0: a new vertex
+        known = vertices < self.num_vertices
+        old_start, old_degree = np.zeros(len(vertices), np.int64), np.zeros(len(vertices), np.int64)
+        old_start[known] = self._tables["edge_start"][vertices[known]]
+        old_degree[known] = self._tables["degree"][vertices[known]]
         inserts = np.bincount(np.searchsorted(vertices, batch.src[batch.codes == _INSERT]), minlength=len(vertices))
-        slot_start = np.concatenate([[0], np.cumsum(degree + inserts)]).astype(np.int64)
+        slot_start = np.concatenate([[0], np.cumsum(old_degree + inserts)]).astype(np.int64)
         new_dst = np.empty(slot_start[-1], np.int64)
         new_weight = np.empty(slot_start[-1], np.float64)
         alive = np.zeros(slot_start[-1], np.bool_)
         failed = np.full(len(vertices), -1, np.int64)
-        _replay(vertices, op_start, order, batch.codes, batch.dst, batch.weight, self.indptr, self.dst, self.weight,
-                self.num_vertices, slot_start, new_dst, new_weight, alive, failed)
+        with cpu_threads(_threads(len(vertices))):
+            _replay(op_start, order, batch.codes, batch.dst, batch.weight, old_start, old_degree,
+                    self._edges.host["dst"], self._edges.host["weight"], slot_start, new_dst, new_weight, alive, failed)
         if (failed >= 0).any():
             return int(failed[failed >= 0].min())
         running = np.concatenate([[0], np.cumsum(alive)])
@@ -497,62 +641,73 @@ class SamplingSpace:
         return -1
 
     def _commit(self) -> None:
-        """Apply the batch :meth:`_stage` kept."""
+        """Apply the batch :meth:`_stage` kept: new blocks for the touched vertices (copy-on-write), their groups and
+        alias tables rebuilt; their old blocks retired."""
         vertices, degrees, dst, weight = self._staged
         self._staged = None
         self._grow(int(vertices[-1]) + 1 if len(vertices) else 0)
-        self._replace(vertices, degrees, dst, weight)
-
-    def _replace(self, vertices: np.ndarray, degrees: np.ndarray, dst: np.ndarray, weight: np.ndarray) -> None:
-        """Give ``vertices`` (sorted) ``degrees`` edges, ``dst`` and ``weight`` one vertex after the other; keep
-        every other vertex's edges and members as they are (their offsets are local), and rebuild the touched
-        vertices' groups and alias tables."""
-        kept = np.setdiff1d(np.arange(self.num_vertices), vertices)
-        degree = np.diff(self.indptr)
-        degree[vertices] = degrees
-        indptr = np.concatenate([[0], np.cumsum(degree)])
-        new_dst, new_weight, adjacency = (_kept_rows(self.indptr, indptr, kept, old)
-                                          for old in (self.dst, self.weight, self.adjacency))
-        at = _segments(indptr, vertices)
-        new_dst[at], new_weight[at] = dst, weight
-        adjacency[at] = dst[np.lexsort((dst, np.repeat(np.arange(len(vertices)), degrees)))]
-        scaled = new_weight * self.scale
+        version = self.version + 1
+        indptr = np.concatenate([[0], np.cumsum(degrees)]).astype(np.int64)
+        scaled = weight * self.scale
         units = np.floor(scaled).astype(np.int64)
         frac = scaled - units
         groups, listed = np.empty(len(vertices), np.int64), np.empty(len(vertices), np.int64)
-        _count_groups(vertices, indptr, units, frac, self.dense_fraction, groups, listed)
-        member_count, group_count = np.diff(self.member_indptr), np.diff(self.group_indptr)
-        member_count[vertices], group_count[vertices] = listed, groups
-        member_indptr = np.concatenate([[0], np.cumsum(member_count)])
-        members = _kept_rows(self.member_indptr, member_indptr, kept, self.members)
-        group_indptr = np.concatenate([[0], np.cumsum(group_count)])
-        for name in _GROUP_TABLES:
-            setattr(self, name, _kept_rows(self.group_indptr, group_indptr, kept, getattr(self, name)))
-        self.indptr, self.dst, self.weight, self.units, self.frac = indptr, new_dst, new_weight, units, frac
-        self.adjacency = adjacency
-        self.member_indptr, self.members, self.group_indptr = member_indptr, members, group_indptr
-        _build(vertices, indptr, units, frac, self.dense_fraction, member_indptr, members, group_indptr,
-               self.group_kind, self.group_bit, self.group_start, self.group_size, self.alias_prob, self.alias_other)
-        self._mirror()
+        with cpu_threads(_threads(len(vertices))):
+            _count_groups(indptr, units, frac, self.dense_fraction, groups, listed)
+        pinned = np.sort(np.array(list(self._pins), np.int64))  # (a view's finalizer may change the dict)
+        tables = self._writable_tables()
+        old = {name: tables[name][vertices] for name in _TABLES}
+        placed = {}
+        for pool, sizes, start in ((self._edges, degrees, "edge_start"), (self._members, listed, "member_start"),
+                                   (self._groups, groups, "group_row")):
+            pool.reclaim(pinned)
+            placed[start] = pool.allocate(sizes)
+        edge_slots = _slots(placed["edge_start"], degrees)
+        e = self._edges.host
+        e["dst"][edge_slots], e["weight"][edge_slots], e["units"][edge_slots], e["frac"][edge_slots] = \
+            dst, weight, units, frac
+        e["adjacency"][edge_slots] = dst[np.lexsort((dst, np.repeat(np.arange(len(vertices)), degrees)))]
+        with cpu_threads(_threads(len(vertices))):
+            _build(indptr, units, frac, self.dense_fraction, placed["member_start"], self._members.host["members"],
+                   placed["group_row"], *(self._groups.host[name] for name in _GROUP_FIELDS))
+        self._edges.sync(edge_slots)
+        self._members.sync(_slots(placed["member_start"], listed))
+        self._groups.sync(_slots(placed["group_row"], groups))
+        new = {"degree": degrees, "member_count": listed, "group_count": groups, "born": np.full(len(vertices), version),
+               **placed}
+        for name in _TABLES:
+            tables[name][vertices] = new[name]
+            if self.device != "cpu":
+                self._mirror[name][xp(self.device).asarray(vertices)] = xp(self.device).asarray(new[name])
+        self._edges.retire(version, old["edge_start"], old["degree"], old["born"])
+        self._members.retire(version, old["member_start"], old["member_count"], old["born"])
+        self._groups.retire(version, old["group_row"], old["group_count"], old["born"])
+        self.num_edges += int(degrees.sum() - old["degree"].sum())
+        self.version = version
 
-    def _mirror(self) -> None:
-        """The arrays ``sample`` reads, on ``device``: a new dict of new arrays each commit (see :meth:`view`)."""
-        x = xp(self.device)
-        self._arrays = {name: x.asarray(getattr(self, name)) for name in _SAMPLED}
-        self._adjacency = x.asarray(self.adjacency)
+    def _arrays(self) -> dict:
+        """The arrays ``SAMPLE`` reads, as now, on ``device``."""
+        pools = {**self._edges.mirror, **self._members.mirror, **self._groups.mirror}
+        return {a.name: self._mirror[a.name][:self.num_vertices] if a.name in self._mirror else pools[a.name]
+                for a in SPACE_ARGS}
 
     @property
     def nbytes(self) -> int:
-        """Bytes of the space's arrays: the edges (destination, weight, integer and decimal parts, the sorted
-        adjacency), the listed members and the group and alias tables, as held on the host (on a GPU, the arrays
-        ``sample`` and the walks read are a copy of most of them on the device)."""
-        return sum(getattr(self, name).nbytes for name in ("weight", "adjacency", *_SAMPLED))
+        """Bytes of the space: the pools' blocks handed out (edges: destination, weight, integer and decimal parts,
+        the sorted adjacency; listed members; group and alias tables), free ones included, and the per-vertex
+        tables, as held on the host (on a GPU, the arrays ``sample`` and the walks read are a copy of most of
+        them on the device)."""
+        return self._edges.nbytes + self._members.nbytes + self._groups.nbytes + 8 * len(_TABLES) * self.num_vertices
 
     def view(self, part: int, lo: int, hi: int, bounds: np.ndarray) -> SpaceView:
         """The space as last committed, for a run to read as partition ``part`` (vertices ``lo .. hi-1`` of
-        ``bounds``) while later batches apply: a commit builds new arrays and never writes those of an earlier
-        commit, so the view holds them as they were, without a copy."""
-        return SpaceView(part, lo, hi, bounds, self._arrays, self._adjacency)
+        ``bounds``) while later batches apply, without a copy: a commit writes only blocks that no pinned version
+        reads, and copies the per-vertex tables before it writes those a view holds."""
+        self._tables_pinned = True
+        view = SpaceView(part, lo, hi, bounds, self._arrays(), self._edges.mirror["adjacency"], self.version)
+        self._pins[self.version] = self._pins.get(self.version, 0) + 1
+        weakref.finalize(view, _unpin, self._pins, self.version)
+        return view
 
     def sample(self, vertices, seed: int, streams=None):
         """One neighbor of each of ``vertices`` (-1 for a vertex without edges), drawn from stream ``streams[i]``
@@ -567,35 +722,38 @@ class SamplingSpace:
             raise GpipeValueError(f"'streams' must hold one stream id per vertex ({n}), got shape {streams.shape}")
         x = xp(self.device)
         out = x.empty(n, x.int64)
-        SAMPLE.launch(**self._arrays, key=_rng.key(seed), n=n, vertex=x.asarray(vertices),
+        SAMPLE.launch(**self._arrays(), key=_rng.key(seed), n=n, vertex=x.asarray(vertices),
                       stream=x.ascontiguousarray(x.asarray(streams), dtype=x.int64), out=out)
         return out
 
     def probabilities(self, v: int) -> np.ndarray:
         """The probability that ``sample`` draws each of ``v``'s edges (in log order), as implied by its groups,
         alias table and within-group weights."""
-        a, d, row = self.indptr[v], self.indptr[v + 1] - self.indptr[v], self.group_indptr[v]
-        count = int(self.group_indptr[v + 1] - row)
+        t, e, g = self._tables, self._edges.host, self._groups.host
+        a, d, row, count = t["edge_start"][v], t["degree"][v], t["group_row"][v], int(t["group_count"][v])
         group = np.zeros(count)
         for slot in range(count):
-            p = self.alias_prob[row + slot]
+            p = g["alias_prob"][row + slot]
             group[slot] += p / count
-            group[self.alias_other[row + slot]] += (1 - p) / count
+            group[g["alias_other"][row + slot]] += (1 - p) / count
         out = np.zeros(d)
-        for g in range(count):
-            kind, bit, start = self.group_kind[row + g], self.group_bit[row + g], self.group_start[row + g]
+        for k in range(count):
+            kind, bit, start = g["group_kind"][row + k], g["group_bit"][row + k], g["group_start"][row + k]
             if kind == _ONE:
                 local = np.array([start])
             elif kind == _DENSE:  # the edges a try keeps
                 edges = np.arange(a, a + d)
-                local = edges[self.frac[edges] > 0 if bit == DECIMAL else (self.units[edges] >> bit) & 1 == 1] - a
+                local = edges[e["frac"][edges] > 0 if bit == DECIMAL else (e["units"][edges] >> bit) & 1 == 1] - a
             else:
-                start += self.member_indptr[v]
-                local = self.members[start:start + self.group_size[row + g]]
-            within = self.frac[a + local] if bit == DECIMAL else np.ones(len(local))
-            np.add.at(out, local, group[g] * within / within.sum())
+                start += t["member_start"][v]
+                local = self._members.host["members"][start:start + g["group_size"][row + k]]
+            within = e["frac"][a + local] if bit == DECIMAL else np.ones(len(local))
+            np.add.at(out, local, group[k] * within / within.sum())
         return out
 
 
-_GROUP_TABLES = ("group_kind", "group_bit", "group_start", "group_size", "alias_prob", "alias_other")  # a row a group
-_SAMPLED = ("indptr", "dst", "units", "frac", "member_indptr", "members", "group_indptr") + _GROUP_TABLES  # SAMPLE's
+_EDGE_FIELDS = {"dst": np.int64, "weight": np.float64, "units": np.int64, "frac": np.float64, "adjacency": np.int64}
+_GROUP_FIELDS = {"group_kind": np.int8, "group_bit": np.int32, "group_start": np.int64, "group_size": np.int64,
+                 "alias_prob": np.float64, "alias_other": np.int32}  # a row a group
+_TABLES = ("edge_start", "degree", "member_start", "member_count", "group_row", "group_count",  # a row a vertex
+           "born")  # the commit that wrote the vertex's blocks

@@ -282,8 +282,10 @@ def _output_limit(device: str) -> int | None:
 
 def _rows(p, vertices: np.ndarray) -> tuple:
     """The out-degrees and the concatenated out-neighbors of ``vertices`` (of partition ``p``)."""
+    if hasattr(p, "rows"):  # a dynamic graph's view lays its rows out in blocks of its own
+        return p.rows(vertices)
     x = xp(device_of(p.indptr))
-    rows = p.indptr.shape[0] - 1  # fewer than hi - lo in a dynamic graph's space: the vertices past it have no edges
+    rows = p.indptr.shape[0] - 1
     local = x.minimum(x.asarray(vertices - p.lo), rows)
     start = p.indptr[local]
     length = p.indptr[x.minimum(local + 1, rows)] - start

@@ -26,7 +26,7 @@ import numpy as np
 from .. import _rng
 from .._search import has_edge, lower_bound
 from ..backend import cpu_kernel, prange
-from ..dynamic import PICK_DEFINES, pick_in_space
+from ..dynamic import PICK_DEFINES, SPACE_ARGS, pick_in_space
 from ..kernels import Arg, Kernel
 from ..runtime import StepSpec, neighbor_lists, step_kernel
 from ._common import uniform_vertex
@@ -51,8 +51,8 @@ def advance_dynamic(x, part, walkers: dict, spec: StepSpec, out: dict) -> None:
 
 
 @cpu_kernel(parallel=True)
-def _advance_cpu(indptr, dst, units, frac, member_indptr, members, group_indptr, group_kind, group_bit, group_start,
-                 group_size, alias_prob, alias_other, weighted, lo, hi, space_vertices, num_vertices, key, length,
+def _advance_cpu(edge_start, degree, dst, units, frac, member_start, members, group_row, group_count, group_kind,
+                 group_bit, group_start, group_size, alias_prob, alias_other, weighted, lo, hi, space_vertices, num_vertices, key, length,
                  alpha, teleport, n, walk_id, source, vertex, step, offset, flat, piece_len, out_vertex, out_step,
                  moved):
     for i in prange(n):
@@ -75,15 +75,15 @@ def _advance_cpu(indptr, dst, units, frac, member_indptr, members, group_indptr,
                 local = v - lo
                 if local >= space_vertices:  # a vertex only named as a destination so far: no edges
                     break
-                d = indptr[local + 1] - indptr[local]
+                d = degree[local]
                 if d == 0:
                     break
                 if weighted:
-                    e = pick_in_space(indptr, units, frac, member_indptr, members, group_indptr, group_kind,
-                                      group_bit, group_start, group_size, alias_prob, alias_other, key, walk_id[i], s,
-                                      1, local)
+                    e = pick_in_space(edge_start, degree, units, frac, member_start, members, group_row, group_count,
+                                      group_kind, group_bit, group_start, group_size, alias_prob, alias_other, key,
+                                      walk_id[i], s, 1, local)
                 else:
-                    e = indptr[local] + _rng.below(_rng.bits(key, walk_id[i], s, 1), d)
+                    e = edge_start[local] + _rng.below(_rng.bits(key, walk_id[i], s, 1), d)
                 u = dst[e]
             s += 1
             v = u
@@ -96,14 +96,9 @@ def _advance_cpu(indptr, dst, units, frac, member_indptr, members, group_indptr,
         moved[i] = left
 
 
-_SPACE_ARGS = (  # a SpaceView's arrays
-    Arg("indptr", "i64[]"), Arg("dst", "i64[]"), Arg("units", "i64[]"), Arg("frac", "f64[]"),
-    Arg("member_indptr", "i64[]"), Arg("members", "i64[]"), Arg("group_indptr", "i64[]"), Arg("group_kind", "i8[]"),
-    Arg("group_bit", "i32[]"), Arg("group_start", "i64[]"), Arg("group_size", "i64[]"), Arg("alias_prob", "f64[]"),
-    Arg("alias_other", "i32[]"))
 ADVANCE_DYNAMIC = Kernel("walk_dynamic.cu", "gp_walk_dynamic", twin=_advance_cpu, items="n", queued=True,
                          defines={**PICK_DEFINES, **{f"TELEPORT_{k.upper()}": v for k, v in TELEPORT.items()}}, args=(
-    *_SPACE_ARGS, Arg("weighted", "i32"), Arg("lo", "i64"), Arg("hi", "i64"),
+    *SPACE_ARGS, Arg("weighted", "i32"), Arg("lo", "i64"), Arg("hi", "i64"),
     Arg("space_vertices", "i64", note="vertices lo.. with a row in the space; the others have no edges"),
     Arg("num_vertices", "i64"), Arg("key", "u64"), Arg("length", "i32"), Arg("alpha", "f64"), Arg("teleport", "i32"),
     Arg("n", "i64"), Arg("walk_id", "i64[n]"), Arg("source", "i64[n]"), Arg("vertex", "i64[n]"),
@@ -156,14 +151,15 @@ def _launch_node2vec(part, spec: StepSpec, borrowed: tuple, walkers: dict, offse
 
 
 @cpu_kernel()
-def _candidate(indptr, units, frac, member_indptr, members, group_indptr, group_kind, group_bit, group_start,
-               group_size, alias_prob, alias_other, weighted, key, stream, step, trial, local):
+def _candidate(edge_start, degree, units, frac, member_start, members, group_row, group_count, group_kind, group_bit,
+               group_start, group_size, alias_prob, alias_other, weighted, key, stream, step, trial, local):
     """Trial ``trial``'s candidate edge from vertex ``local`` (which has edges): uniform, or from the space."""
     first = np.int64(trial) * TRIAL_DRAWS + 1
     if weighted:
-        return pick_in_space(indptr, units, frac, member_indptr, members, group_indptr, group_kind, group_bit,
-                             group_start, group_size, alias_prob, alias_other, key, stream, step, first, local)
-    return indptr[local] + _rng.below(_rng.bits(key, stream, step, first), indptr[local + 1] - indptr[local])
+        return pick_in_space(edge_start, degree, units, frac, member_start, members, group_row, group_count,
+                             group_kind, group_bit, group_start, group_size, alias_prob, alias_other, key, stream, step,
+                             first, local)
+    return edge_start[local] + _rng.below(_rng.bits(key, stream, step, first), degree[local])
 
 
 @cpu_kernel()
@@ -218,10 +214,10 @@ def _exact(dst, units, frac, weighted, a, d, t, tn, ta, td, inv_p, inv_q, r_clas
 
 
 @cpu_kernel(parallel=True)
-def _advance_node2vec_cpu(indptr, dst, units, frac, member_indptr, members, group_indptr, group_kind, group_bit,
-                          group_start, group_size, alias_prob, alias_other, adjacency, borrowed_ids, borrowed_indptr,
-                          borrowed_indices, weighted, lo, hi, space_vertices, key, length, inv_p, inv_q, trials,
-                          borrowed_count, n, walk_id, vertex, step, prev, offset, flat, piece_len, out_vertex,
+def _advance_node2vec_cpu(edge_start, degree, dst, units, frac, member_start, members, group_row, group_count,
+                          group_kind, group_bit, group_start, group_size, alias_prob, alias_other, adjacency,
+                          borrowed_ids, borrowed_indptr, borrowed_indices, weighted, lo, hi, space_vertices, key,
+                          length, inv_p, inv_q, trials, borrowed_count, n, walk_id, vertex, step, prev, offset, flat, piece_len, out_vertex,
                           out_step, out_prev, stopped, moved):
     bound = max(inv_p, max(1.0, inv_q))
     sure = min(1.0, inv_q)
@@ -242,14 +238,14 @@ def _advance_node2vec_cpu(indptr, dst, units, frac, member_indptr, members, grou
             local = v - lo
             if local >= space_vertices:  # a vertex only named as a destination so far: no edges
                 break
-            a = indptr[local]
-            d = indptr[local + 1] - a
+            a = edge_start[local]
+            d = degree[local]
             if d == 0:
                 break
             if t < 0:  # the first step is first-order
-                e = _candidate(indptr, units, frac, member_indptr, members, group_indptr, group_kind, group_bit,
-                               group_start, group_size, alias_prob, alias_other, weighted, key, walk_id[i], s, 0,
-                               local)
+                e = _candidate(edge_start, degree, units, frac, member_start, members, group_row, group_count,
+                               group_kind, group_bit, group_start, group_size, alias_prob, alias_other, weighted, key,
+                               walk_id[i], s, 0, local)
             else:
                 near = True  # t's sorted neighbors: tn[ta:ta+td]
                 tn = adjacency
@@ -257,8 +253,8 @@ def _advance_node2vec_cpu(indptr, dst, units, frac, member_indptr, members, grou
                 td = np.int64(0)
                 if t >= lo and t < hi:
                     if t - lo < space_vertices:
-                        ta = indptr[t - lo]
-                        td = indptr[t - lo + 1] - ta
+                        ta = edge_start[t - lo]
+                        td = degree[t - lo]
                 else:
                     b = lower_bound(borrowed_ids, 0, borrowed_count, t)
                     near = b < borrowed_count and borrowed_ids[b] == t
@@ -276,9 +272,9 @@ def _advance_node2vec_cpu(indptr, dst, units, frac, member_indptr, members, grou
                         e = _exact(dst, units, frac, weighted, a, d, t, tn, ta, td, inv_p, inv_q,
                                    _rng.bits(key, walk_id[i], s, base), _rng.bits(key, walk_id[i], s, base + 1))
                         break
-                    e = _candidate(indptr, units, frac, member_indptr, members, group_indptr, group_kind, group_bit,
-                                   group_start, group_size, alias_prob, alias_other, weighted, key, walk_id[i], s,
-                                   kk, local)
+                    e = _candidate(edge_start, degree, units, frac, member_start, members, group_row, group_count,
+                                   group_kind, group_bit, group_start, group_size, alias_prob, alias_other, weighted,
+                                   key, walk_id[i], s, kk, local)
                     x = dst[e]
                     u = _rng.unit(_rng.bits(key, walk_id[i], s, base)) * bound
                     if x == t:
@@ -315,7 +311,7 @@ def _advance_node2vec_cpu(indptr, dst, units, frac, member_indptr, members, grou
 ADVANCE_NODE2VEC_DYNAMIC = Kernel(
     "walk_dynamic.cu", "gp_walk_node2vec_dynamic", twin=_advance_node2vec_cpu, items="n", queued=True,
     defines={**PICK_DEFINES, "GP_TRIAL_DRAWS": f"{TRIAL_DRAWS}ULL"}, args=(
-        *_SPACE_ARGS, Arg("adjacency", "i64[]", note="each vertex's destinations, sorted"),
+        *SPACE_ARGS, Arg("adjacency", "i64[]", note="each vertex's destinations, sorted"),
         Arg("borrowed_ids", "i64[m]"), Arg("borrowed_indptr", "i64[m+1]"),
         Arg("borrowed_indices", "i64[]", note="sorted neighbors of previous vertices in other partitions, borrowed"),
         Arg("weighted", "i32"), Arg("lo", "i64"), Arg("hi", "i64"), Arg("space_vertices", "i64"), Arg("key", "u64"),

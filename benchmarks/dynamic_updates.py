@@ -1,0 +1,85 @@
+"""Updates/s of a dynamic graph: one update at a time (streaming) and batches, from the client's call to the graph
+ready to walk, on an R-MAT graph split as Bingo splits it (a mixed log: insertions held out, deletions of the graph).
+
+    python benchmarks/dynamic_updates.py --device cpu --scale 14 --single 300 --batches 10000 100000
+
+Each update is applied both ways (the graph is undirected). ``single``: ``--single`` updates, one ``apply`` each;
+then each size of ``--batches`` as ``--repeat`` batches of that size. The ``SamplingSpace`` rows time the same on
+one space without a cluster (the commit's own cost, without the round trips).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+import numpy as np
+
+import gpipe
+from gpipe.dynamic import UPDATE_COLUMNS, DynamicGraph, SamplingSpace, update_log
+
+
+def _rate(updates: int, call) -> float:
+    started = time.perf_counter()
+    call()
+    return updates / (time.perf_counter() - started)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--scale", type=int, default=14)
+    ap.add_argument("--edge-factor", type=int, default=16)
+    ap.add_argument("--seed", type=int, default=42)
+    ap.add_argument("--partitions", type=int, default=None)
+    ap.add_argument("--single", type=int, default=300)
+    ap.add_argument("--batches", type=int, nargs="+", default=[10_000, 100_000])
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--out", default=None)
+    args = ap.parse_args()
+    with gpipe.connect(n_workers=1, device=args.device, dashboard_address=":0") as client, client.as_current():
+        g = gpipe.generators.rmat(scale=args.scale, edge_factor=args.edge_factor, seed=args.seed, mode="partitioned",
+                                  partitions=args.partitions)
+        stored = DynamicGraph.from_graph(g).edges()
+        n, partitions = g.num_vertices, g.num_partitions
+        g.release()
+        edges = stored[stored.src < stored.dst].reset_index(drop=True)
+        edges = edges.assign(weight=np.bincount(stored.src.to_numpy(), minlength=n)[edges.dst.to_numpy()] + 1.0)
+        count = args.single + args.repeat * sum(args.batches)
+        initial, log = update_log(edges, count, "mixed", args.seed)
+        start = gpipe.from_edges(initial, weight="weight", directed=False, num_vertices=n, partitions=partitions,
+                                 mode="partitioned", keep_duplicates=True)
+        dg = DynamicGraph.from_graph(start)
+        columns = [log[c].to_numpy() for c in UPDATE_COLUMNS]
+        dg.apply(*(c[:1] for c in columns))  # compile
+        at = 1
+        record = {"device": args.device, "scale": args.scale, "partitions": partitions, "edges": int(dg.num_edges)}
+        started = time.perf_counter()
+        for i in range(at, at + args.single - 1):
+            dg.apply(*(c[i:i + 1] for c in columns), first=i)
+        record["single_updates_per_second"] = (args.single - 1) / (time.perf_counter() - started)
+        at += args.single - 1
+        for size in args.batches:
+            rates = []
+            for _ in range(args.repeat):
+                rates.append(_rate(size, lambda: dg.apply(*(c[at:at + size] for c in columns), first=at)))
+                at += size
+            record[f"batch_{size}_updates_per_second"] = float(np.median(rates))
+        # one space, no cluster: the commit itself (the whole graph in one space, each update one way)
+        both = stored
+        space = SamplingSpace(n)
+        space.apply(np.full(len(both), "insert"), both.src.to_numpy(), both.dst.to_numpy(), np.ones(len(both)))
+        ins = np.random.default_rng(args.seed).integers(0, n, (2, args.single))
+        started = time.perf_counter()
+        for s, d in ins.T:
+            space.apply(["insert"], [s], [d], [2.0])
+        record["space_single_updates_per_second"] = args.single / (time.perf_counter() - started)
+    print(json.dumps(record, indent=1))
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump(record, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
