@@ -5,16 +5,20 @@ ready to walk, on an R-MAT graph split as Bingo splits it (a mixed log: insertio
 
 Each update is applied both ways (the graph is undirected). ``single``: ``--single`` updates, one ``apply`` each;
 then each size of ``--batches`` as ``--repeat`` batches of that size. The ``SamplingSpace`` rows time the same on
-one space without a cluster (the commit's own cost, without the round trips).
+one space without a cluster (the commit's own cost, without the round trips). With ``--out``, the JSON and its
+figure (``benchmarks/figures.py``).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import time
 
 import numpy as np
+from _common import environment
+from figures import draw
 
 import gpipe
 from gpipe.dynamic import UPDATE_COLUMNS, DynamicGraph, SamplingSpace, update_log
@@ -54,7 +58,8 @@ def main() -> None:
         columns = [log[c].to_numpy() for c in UPDATE_COLUMNS]
         dg.apply(*(c[:1] for c in columns))  # compile
         at = 1
-        record = {"device": args.device, "scale": args.scale, "partitions": partitions, "edges": int(dg.num_edges)}
+        record = {"benchmark": "dynamic_updates", **environment(client, args.device), "scale": args.scale,
+                  "partitions": partitions, "edges": int(dg.num_edges)}
         started = time.perf_counter()
         for i in range(at, at + args.single - 1):
             dg.apply(*(c[i:i + 1] for c in columns), first=i)
@@ -79,6 +84,7 @@ def main() -> None:
     if args.out:
         with open(args.out, "w") as f:
             json.dump(record, f, indent=1)
+        print(f"figure {draw(record, os.path.splitext(args.out)[0] + '.png')}")
 
 
 if __name__ == "__main__":

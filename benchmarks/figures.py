@@ -40,7 +40,8 @@ def draw(report: dict, path: str) -> str | None:
         import matplotlib.pyplot as plt
     except ImportError:
         return None
-    family = {"gnn": _gnn, "counting": _counting, "mining": _mining, "dynamic": _dynamic}.get(report.get("benchmark"))
+    family = {"gnn": _gnn, "counting": _counting, "mining": _mining, "dynamic": _dynamic,
+              "dynamic_updates": _dynamic_updates}.get(report.get("benchmark"))
     if family is not None:
         fig = family(plt, report)
         fig.savefig(path, dpi=110)
@@ -134,6 +135,25 @@ def _counting(plt, report: dict):
     environment = report.get("environment", {})
     fig.suptitle(f"counting on {environment.get('device_name', environment.get('device'))}: {report['graph']}, "
                  f"{report['num_vertices']:,} vertices, {report['labels']} labels", fontsize=9)
+    return fig
+
+
+def _dynamic_updates(plt, report: dict):
+    """Updates/s of a dynamic graph: one at a time (through the cluster, and one space alone) and in batches."""
+    rates = {"single updates, through the cluster": report["single_updates_per_second"],
+             "single updates, one space (no cluster)": report["space_single_updates_per_second"],
+             **{f"batches of {int(k.split('_')[1]):,}": v for k, v in report.items()
+                if k.startswith("batch_") and k.endswith("_updates_per_second")}}
+    fig, ax = plt.subplots(figsize=(9, 0.5 * len(rates) + 1.6), constrained_layout=True)
+    bars = ax.barh(range(len(rates)), list(rates.values()))
+    ax.bar_label(bars, [_si(v) for v in rates.values()], padding=3, fontsize=8)
+    ax.set_yticks(range(len(rates)), list(rates), fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xscale("log")
+    ax.set_xlabel("updates / s (to the graph ready to walk)")
+    ax.set_title(f"dynamic updates on {report.get('device_name', report.get('device'))}: R-MAT {report['scale']}, "
+                 f"{report['edges']:,} stored edges, {report['partitions']} partition(s)"
+                 f"{chr(10) + report['code'] if 'code' in report else ''}", fontsize=9)
     return fig
 
 
