@@ -12,7 +12,8 @@ said so. ``stress.py`` draws its own figure. GNN sampling (``gnn.py``) shows
 per-batch latency fused and per hop over PGSampler's grid; counting
 (``counting.py``) the q-error against the samples drawn, per method; mining
 (``mining.py``) seconds per workload beside GAMMA's figures; dynamic graphs
-(``dynamic.py``) seconds per round, dynamic against static rebuilt, beside Bingo's.
+(``dynamic.py``) seconds per round, dynamic against static rebuilt, beside Bingo's; data in and out
+(``io.py``) seconds per stage and input format, gpipe beside the single-process baselines.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ def draw(report: dict, path: str) -> str | None:
     except ImportError:
         return None
     family = {"gnn": _gnn, "counting": _counting, "mining": _mining, "dynamic": _dynamic,
-              "dynamic_updates": _dynamic_updates}.get(report.get("benchmark"))
+              "dynamic_updates": _dynamic_updates, "io": _io}.get(report.get("benchmark"))
     if family is not None:
         fig = family(plt, report)
         fig.savefig(path, dpi=110)
@@ -219,6 +220,39 @@ def _dynamic(plt, report: dict):
     right.set_xscale("log")
     right.set_xlabel(f"batched updates / s (Bingo, A100: {_si(report['bingo']['batched_updates_per_second_a100'])})")
     fig.suptitle(_title(report), fontsize=9)
+    return fig
+
+
+def _io(plt, report: dict):
+    """Seconds per stage of each input format, gpipe's bar with the single-process baselines' beside it, each
+    labelled with its seconds and throughput."""
+    rows = [(f"{r['format']}: {s['stage']}", s) for r in report["records"] for s in r["stages"]]
+    fig, ax = plt.subplots(figsize=(11, 0.42 * sum(1 + len(s["baselines"]) for _, s in rows) + 2.2),
+                           constrained_layout=True)
+    y, ticks, values = 0.0, [], []
+    colors = ("tab:gray", "silver", "darkgray")
+    for label, stage in rows:
+        bars = [("gpipe", stage, "tab:blue")] + [(b["baseline"], b, colors[i % len(colors)])
+                                                  for i, b in enumerate(stage["baselines"])]
+        ticks.append((y + 0.4 * (len(bars) - 1) / 2, label))
+        for name, bar, color in bars:
+            rect = ax.barh(y, bar["seconds"], 0.38, color=color)
+            rate = f", {_si(bar['rate'])} {bar['unit']}" if bar.get("rate") else ""
+            ax.bar_label(rect, [f"{bar['seconds']:.3g} s{rate}" + ("" if name == "gpipe" else f" ({name})")],
+                         padding=3, fontsize=6)
+            values.append(bar["seconds"])
+            y += 0.4
+        y += 0.35
+    ax.set_yticks([t for t, _ in ticks], [label for _, label in ticks], fontsize=7)
+    ax.invert_yaxis()
+    positive = [v for v in values if v > 0]
+    if positive and max(positive) > 100 * min(positive):
+        ax.set_xscale("log")
+    ax.set_xlim(right=max(values) * (8 if ax.get_xscale() == "log" else 1.6))
+    ax.set_xlabel("seconds (the call, until it returns); blue: gpipe, gray: one process alone")
+    p = report.get("parameters", {})
+    ax.set_title(_title(report) + f"; DeepWalk 1 walk/vertex, length {p.get('length')}; neighbor "
+                 f"{p.get('seeds', 0):,} seeds, fanout {p.get('fanout')}, depth {p.get('depth')}", fontsize=9)
     return fig
 
 
