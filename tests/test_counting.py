@@ -379,6 +379,35 @@ def test_a_query_without_candidates_estimates_zero_without_sampling(cpu):
     assert (r.estimate, r.std_error, r.samples) == (0.0, 0.0, 0)
 
 
+def runs_left(client) -> dict:
+    """The runs each worker's gpipe store still holds."""
+    return client.run(lambda dask_worker: sorted(dask_worker.plugins["gpipe"].runs))
+
+
+def refine_that_fails(table):
+    raise RuntimeError("this refine fails on purpose")
+
+
+@pytest.mark.parametrize("layout", [{}, {"mode": "partitioned", "partitions": 3}])
+def test_an_estimate_leaves_nothing_on_the_workers_whether_it_succeeds_or_fails(cpu, layout):
+    """The candidate graph is held on the sampling workers for the estimate only: gone after it, after an empty
+    one and after one whose sampling fails on the workers."""
+    graph = labeled_graph(0, n=40, p=0.2)
+    g = on_cluster(graph, **layout)
+    query = Query.from_edges(*QUERIES["diamond"])
+    before = runs_left(cpu)
+    assert gpipe.counting.estimate(g, query, method="alley", samples=2000, seed=1).estimate > 0
+    assert gpipe.counting.estimate(g, query, method=alley_refine, samples=2000, seed=1).estimate > 0
+    assert runs_left(cpu) == before
+    assert gpipe.counting.estimate(g, query, samples=32).samples == 32  # one group: a worker samples nothing
+    with pytest.raises(Exception, match="this refine fails on purpose"):
+        gpipe.counting.estimate(g, query, method=refine_that_fails, samples=2000)
+    assert runs_left(cpu) == before
+    empty = on_cluster(labeled_graph(0, n=6, p=0.5), **layout)
+    assert gpipe.counting.estimate(empty, Query.from_edges([(0, 1), (1, 2), (0, 2)], [1, 1, 1])).samples == 0
+    assert runs_left(cpu) == before
+
+
 @pytest.mark.parametrize("kwargs, message", [
     ({"samples": 0}, "'samples' must be a positive integer, got 0"),
     ({"alpha": 0.0}, r"'alpha' must be in \(0, 1\], got 0.0"),

@@ -117,6 +117,94 @@ def candidates(g: Graph, query: Query) -> CandidateGraph:
     query.check_against(g)
     if g.num_partitions == 1:
         return _cluster.on_partitions(g, "counting: candidate graph", _whole, query)[0]
+    sets = _partitioned_sets(g, query)
+    order = _matching_order(sets, query)
+    return _assemble(sets, order, _cluster.on_partitions(g, "counting: candidate edges", _edges_part, query, sets,
+                                                        order))
+
+
+@dataclass(frozen=True)
+class Held:
+    """What the client keeps of a candidate graph held on the workers (:func:`hold`): its candidates per query
+    vertex, its matching order and whether a query vertex has no candidate."""
+
+    counts: np.ndarray
+    order: np.ndarray
+    empty: bool
+
+
+def hold(g: Graph, query: Query, run_id: str) -> Held:
+    """:func:`candidates`, kept on every worker holding ``g`` (those that sample) in the state of run ``run_id``
+    (``state["candidates"]``), until the run ends there: built on a replica's worker and fetched from it by the
+    others, or, on a partitioned graph, its candidate edges built partition by partition where they are held and
+    gathered by each worker. Only its summary comes to the client; an empty one is not built further."""
+    query.check_against(g)
+    workers = _cluster.workers(g)
+    if g.num_partitions == 1:
+        source = g.holders[0][0]
+        held = _cluster.on_partitions(g, "counting: candidate graph", _whole_kept, query, run_id)[0]
+        if not held.empty and len(workers) > 1:
+            _cluster.on_workers(g, "counting: candidate graph copies",
+                                [(w, _copy_kept, (run_id, source)) for w in workers if w != source])
+        return held
+    sets = _partitioned_sets(g, query)
+    order = _matching_order(sets, query)
+    counts = np.array([np.count_nonzero(_members(sets, u)) for u in range(query.num_vertices)], np.int64)
+    held = Held(counts, np.asarray(order, np.int64), bool((counts == 0).any()))
+    if held.empty:
+        return held
+    _cluster.on_partitions(g, "counting: candidate edges", _edges_kept, query, sets, order, run_id)
+    _cluster.on_workers(g, "counting: candidate graph gathered",
+                        [(w, _assemble_kept, (run_id, workers, sets, order)) for w in workers])
+    return held
+
+
+def kept(run_id: str) -> CandidateGraph:
+    """On a worker: the candidate graph :func:`hold` keeps here for run ``run_id``."""
+    return _cluster.run_state(run_id)["candidates"]
+
+
+def _summary(cg: CandidateGraph) -> Held:
+    return Held(cg.counts, cg.order, cg.empty)
+
+
+def _whole_kept(indptr, indices, lo: int, labels: np.ndarray, query: Query, run_id: str) -> Held:
+    cg = build(indptr, indices, labels, query)
+    _cluster.run_state(run_id, made=True)["candidates"] = cg
+    return _summary(cg)
+
+
+def _kept_here(run_id: str) -> CandidateGraph:
+    return kept(run_id)
+
+
+def _copy_kept(run_id: str, source: str) -> None:
+    _cluster.run_state(run_id, made=True)["candidates"] = _cluster.from_peer(source, _kept_here, run_id)
+
+
+def _edges_kept(indptr, indices, lo: int, labels: np.ndarray, query: Query, sets: np.ndarray, order: list[int],
+                run_id: str) -> None:
+    edges = _candidate_edges(indptr, indices, lo, sets, order, query)
+    _cluster.run_state(run_id, made=True).setdefault("edges", {})[lo, len(indptr) - 1] = edges  # row order
+
+
+def _edges_here(run_id: str) -> dict:
+    return _cluster.run_state(run_id)["edges"]
+
+
+def _assemble_kept(run_id: str, sources: list[str], sets: np.ndarray, order: list[int]) -> None:
+    """Gather the candidate edges of every partition (from the ``sources`` holding them) and keep the candidate
+    graph assembled from them in row order."""
+    edges = {}
+    for worker in sources:
+        edges.update(_cluster.from_peer(worker, _edges_here, run_id))
+    pieces = [edges[rows] for rows in sorted(edges)]
+    _cluster.run_state(run_id, made=True)["candidates"] = _assemble(sets, order, pieces)
+
+
+def _partitioned_sets(g: Graph, query: Query) -> np.ndarray:
+    """The final candidate sets of a partitioned graph's vertices: filtered partition by partition, then refined
+    against the others' candidates in rounds, to a fixed point."""
     sets = np.concatenate(_cluster.on_partitions(g, "counting: candidate filter", _filter_part, query))
     stale = (1 << query.num_vertices) - 1
     for step in itertools.count(1):  # each partition refines its rows against the others' candidates: to a fixed point
@@ -127,9 +215,7 @@ def candidates(g: Graph, query: Query) -> CandidateGraph:
         refined = np.concatenate([rows for _, rows in pieces])
         stale = int(np.bitwise_or.reduce(sets ^ refined))  # the query vertices that lost candidates this round
         sets = refined
-    order = _matching_order(sets, query)
-    return _assemble(sets, order, _cluster.on_partitions(g, "counting: candidate edges", _edges_part, query, sets,
-                                                        order))
+    return sets
 
 
 def build(indptr: np.ndarray, indices: np.ndarray, labels: np.ndarray, query: Query) -> CandidateGraph:

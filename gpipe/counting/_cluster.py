@@ -3,9 +3,12 @@ partition of the data graph where it is held, and work split by contiguous range
 
 from __future__ import annotations
 
+import contextlib
+
 from ..backend import to_host
+from ..errors import GpipeError
 from ..graph import Graph
-from ..runtime import call_workers, store
+from ..runtime import call_peer, call_workers, drop_run, store
 
 
 def on_partitions(g: Graph, phase: str, function, *args) -> list:
@@ -18,6 +21,42 @@ def on_partitions(g: Graph, phase: str, function, *args) -> list:
     held, unit = g.holders
     calls = [(held[p], _on_partition, (g.graph_id, p, function, *args), {}) for p in range(g.num_partitions)]
     return call_workers(g.client, calls, held, phase, unit)
+
+
+def on_workers(g: Graph, phase: str, calls: list[tuple]) -> list:
+    """Each ``(worker, function, args)`` on that worker (one of ``g``'s); the results in that order."""
+    held, unit = g.holders
+    return call_workers(g.client, [(w, function, args, {}) for w, function, args in calls], held, phase, unit)
+
+
+def workers(g: Graph) -> list[str]:
+    """The workers holding ``g`` (its partitions or replicas), in address order: those :func:`spread` calls."""
+    return sorted(set(g.holders[0].values()))
+
+
+def run_state(run_id: str, made: bool = False) -> dict:
+    """On a worker: the state a run keeps here (``made``: it may start here, else it must be under way here),
+    held by the store's ``Run`` until :func:`end_run`."""
+    run = store().run(run_id, late=not made)
+    if run is None:
+        raise GpipeError(f"counting run {run_id} has ended on worker {store().worker_address}")
+    return run.state
+
+
+def from_peer(peer: str, function, *args):
+    """On a worker: ``function(*args)`` run on worker ``peer`` (here, without a message, when it is this one)."""
+    return call_peer(peer, function, *args)
+
+
+def here() -> str:
+    """On a worker: its address."""
+    return store().worker_address
+
+
+def end_run(g: Graph, run_id: str) -> None:
+    """Let what a run keeps on every worker go."""
+    with contextlib.suppress(Exception):
+        g.client.run(drop_run, run_id)
 
 
 def _on_partition(graph_id: str, part: int, function, *args):

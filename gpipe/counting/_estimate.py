@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import time
+import uuid
 from dataclasses import dataclass
 
 import numpy as np
@@ -19,7 +20,7 @@ from ..errors import GpipeValueError
 from ..kernels import Arg, Kernel
 from ..runtime import worker_xp
 from . import _cluster
-from ._candidates import candidates
+from ._candidates import hold, kept
 from . import _rsv
 from ._common import LANES, extends, local_candidates
 from ._inputs import MAX_QUERY_VERTICES, check_query
@@ -89,6 +90,12 @@ def estimate(g, query, method="partial_refine", samples: int = 1_000_000, alpha:
     workers, so the estimate depends on ``seed`` and ``samples`` only: not on
     the number of workers, nor on CPU or GPU.
 
+    The candidate graph stays on the workers for the call: built where ``g``
+    is held (as :func:`candidates` builds it) and kept in the gpipe store of
+    each worker that samples, under the call's run, with only its candidate
+    counts and matching order sent to the client; it goes when the call ends
+    or fails.
+
     Parameters
     ----------
     g : Graph
@@ -155,18 +162,21 @@ def estimate(g, query, method="partial_refine", samples: int = 1_000_000, alpha:
     key = _rng.key(check_seed("seed", seed))
     inheritance = check_bool("inheritance", inheritance)
     name = getattr(refine, "__name__", "refine") if refine is not None else method
-    building = time.perf_counter()
-    cg = candidates(g, query)
-    candidate_seconds = time.perf_counter() - building
-    if cg.empty:
-        seconds = time.perf_counter() - started
-        return Estimate(0.0, 0.0, (0.0, 0.0), 0, 0.0, 0.0, seconds, candidate_seconds, name, alpha, inheritance)
-    groups = -(-samples // LANES)
-    if refine is None:
-        parts = _cluster.spread(g, _estimate_groups, groups, cg.arrays(), cg.num_positions, int(key), alpha,
-                                inheritance)
-    else:
-        parts = _cluster.spread(g, _rsv.run_groups, groups, cg.arrays(), cg.order, int(key), refine, inheritance)
+    run_id = f"count-{uuid.uuid4().hex}"
+    try:  # the candidate graph stays on the workers that sample, for this run
+        building = time.perf_counter()
+        held = hold(g, query, run_id)
+        candidate_seconds = time.perf_counter() - building
+        if held.empty:
+            seconds = time.perf_counter() - started
+            return Estimate(0.0, 0.0, (0.0, 0.0), 0, 0.0, 0.0, seconds, candidate_seconds, name, alpha, inheritance)
+        groups = -(-samples // LANES)
+        if refine is None:
+            parts = _cluster.spread(g, _estimate_held, groups, run_id, int(key), alpha, inheritance)
+        else:
+            parts = _cluster.spread(g, _refine_held, groups, run_id, int(key), refine, inheritance)
+    finally:
+        _cluster.end_run(g, run_id)
     sums = np.concatenate([s for s, _ in parts])
     valid = np.concatenate([v for _, v in parts])
     drawn = groups * LANES
@@ -175,6 +185,18 @@ def estimate(g, query, method="partial_refine", samples: int = 1_000_000, alpha:
     seconds = time.perf_counter() - started
     return Estimate(mean, error, (mean - Z95 * error, mean + Z95 * error), drawn, float(valid.sum() / drawn),
                     drawn / seconds, seconds, candidate_seconds, name, alpha, inheritance)
+
+
+def _estimate_held(first_group: int, groups: int, run_id: str, key: int, alpha: float, inherit: bool) -> tuple:
+    """:func:`_estimate_groups` over the candidate graph kept here for run ``run_id``."""
+    cg = kept(run_id)
+    return _estimate_groups(first_group, groups, cg.arrays(), cg.num_positions, key, alpha, inherit)
+
+
+def _refine_held(first_group: int, groups: int, run_id: str, key: int, refine, inherit: bool) -> tuple:
+    """``_rsv.run_groups`` over the candidate graph kept here for run ``run_id``."""
+    cg = kept(run_id)
+    return _rsv.run_groups(first_group, groups, cg.arrays(), cg.order, key, refine, inherit)
 
 
 def _estimate_groups(first_group: int, groups: int, arrays: dict, k: int, key: int, alpha: float,
