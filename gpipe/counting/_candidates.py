@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..backend import cpu_kernel
+from ..errors import GpipeError
 from ..graph import Graph
 from . import _cluster
 from ._inputs import Query
@@ -131,22 +133,20 @@ class Held:
     counts: np.ndarray
     order: np.ndarray
     empty: bool
+    source: str | None = None  # the worker the others fetch it from, when first read there (see :func:`kept`)
 
 
 def hold(g: Graph, query: Query, run_id: str) -> Held:
     """:func:`candidates`, kept on every worker holding ``g`` (those that sample) in the state of run ``run_id``
-    (``state["candidates"]``), until the run ends there: built on a replica's worker and fetched from it by the
-    others, or, on a partitioned graph, its candidate edges built partition by partition where they are held and
-    gathered by each worker. Only its summary comes to the client; an empty one is not built further."""
+    (``state["candidates"]``), until the run ends there: built on a replica's worker, from which the others fetch
+    it when they first read it (:func:`kept`, given ``Held.source``); or, on a partitioned graph, its candidate
+    edges built partition by partition where they are held and gathered by each worker. Only its summary comes to
+    the client; an empty one is not built further."""
     query.check_against(g)
     workers = _cluster.workers(g)
     if g.num_partitions == 1:
-        source = g.holders[0][0]
         held = _cluster.on_partitions(g, "counting: candidate graph", _whole_kept, query, run_id)[0]
-        if not held.empty and len(workers) > 1:
-            _cluster.on_workers(g, "counting: candidate graph copies",
-                                [(w, _copy_kept, (run_id, source)) for w in workers if w != source])
-        return held
+        return dataclasses.replace(held, source=g.holders[0][0])
     sets = _partitioned_sets(g, query)
     order = _matching_order(sets, query)
     counts = np.array([np.count_nonzero(_members(sets, u)) for u in range(query.num_vertices)], np.int64)
@@ -159,9 +159,15 @@ def hold(g: Graph, query: Query, run_id: str) -> Held:
     return held
 
 
-def kept(run_id: str) -> CandidateGraph:
-    """On a worker: the candidate graph :func:`hold` keeps here for run ``run_id``."""
-    return _cluster.run_state(run_id)["candidates"]
+def kept(run_id: str, source: str | None = None) -> CandidateGraph:
+    """On a worker: the candidate graph :func:`hold` keeps here for run ``run_id``; fetched from worker ``source``
+    (``Held.source``) and kept here, the first time it is read here."""
+    state = _cluster.run_state(run_id)
+    if "candidates" not in state:
+        if source is None:
+            raise GpipeError(f"counting run {run_id} keeps no candidate graph here")
+        state["candidates"] = _cluster.from_peer(source, _kept_here, run_id)
+    return state["candidates"]
 
 
 def _summary(cg: CandidateGraph) -> Held:
@@ -170,7 +176,7 @@ def _summary(cg: CandidateGraph) -> Held:
 
 def _whole_kept(indptr, indices, lo: int, labels: np.ndarray, query: Query, run_id: str) -> Held:
     cg = build(indptr, indices, labels, query)
-    _cluster.run_state(run_id, made=True)["candidates"] = cg
+    _cluster.run_state(run_id)["candidates"] = cg
     return _summary(cg)
 
 
@@ -178,14 +184,10 @@ def _kept_here(run_id: str) -> CandidateGraph:
     return kept(run_id)
 
 
-def _copy_kept(run_id: str, source: str) -> None:
-    _cluster.run_state(run_id, made=True)["candidates"] = _cluster.from_peer(source, _kept_here, run_id)
-
-
 def _edges_kept(indptr, indices, lo: int, labels: np.ndarray, query: Query, sets: np.ndarray, order: list[int],
                 run_id: str) -> None:
     edges = _candidate_edges(indptr, indices, lo, sets, order, query)
-    _cluster.run_state(run_id, made=True).setdefault("edges", {})[lo, len(indptr) - 1] = edges  # row order
+    _cluster.run_state(run_id).setdefault("edges", {})[lo, len(indptr) - 1] = edges  # row order
 
 
 def _edges_here(run_id: str) -> dict:
@@ -199,7 +201,7 @@ def _assemble_kept(run_id: str, sources: list[str], sets: np.ndarray, order: lis
     for worker in sources:
         edges.update(_cluster.from_peer(worker, _edges_here, run_id))
     pieces = [edges[rows] for rows in sorted(edges)]
-    _cluster.run_state(run_id, made=True)["candidates"] = _assemble(sets, order, pieces)
+    _cluster.run_state(run_id)["candidates"] = _assemble(sets, order, pieces)
 
 
 def _partitioned_sets(g: Graph, query: Query) -> np.ndarray:

@@ -34,10 +34,10 @@ def workers(g: Graph) -> list[str]:
     return sorted(set(g.holders[0].values()))
 
 
-def run_state(run_id: str, made: bool = False) -> dict:
-    """On a worker: the state a run keeps here (``made``: it may start here, else it must be under way here),
-    held by the store's ``Run`` until :func:`end_run`."""
-    run = store().run(run_id, late=not made)
+def run_state(run_id: str) -> dict:
+    """On a worker: the state a run keeps here (made on first use), held by the store's ``Run`` until
+    :func:`end_run`; a run that has ended here is not made again (an error)."""
+    run = store().run(run_id, late=True)
     if run is None:
         raise GpipeError(f"counting run {run_id} has ended on worker {store().worker_address}")
     return run.state
@@ -54,9 +54,17 @@ def here() -> str:
 
 
 def end_run(g: Graph, run_id: str) -> None:
-    """Let what a run keeps on every worker go."""
-    with contextlib.suppress(Exception):
-        g.client.run(drop_run, run_id)
+    """Let what a run keeps on the graph's workers (the only ones it reaches) go: straight from the client, or,
+    should that fail, through the scheduler to every worker."""
+    try:
+        on_workers(g, "counting: end", [(w, _drop_here, (run_id,)) for w in workers(g)])
+    except Exception:
+        with contextlib.suppress(Exception):
+            g.client.run(drop_run, run_id)
+
+
+def _drop_here(run_id: str) -> None:
+    store().drop_run(run_id)
 
 
 def _on_partition(graph_id: str, part: int, function, *args):

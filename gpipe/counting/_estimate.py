@@ -172,9 +172,11 @@ def estimate(g, query, method="partial_refine", samples: int = 1_000_000, alpha:
             return Estimate(0.0, 0.0, (0.0, 0.0), 0, 0.0, 0.0, seconds, candidate_seconds, name, alpha, inheritance)
         groups = -(-samples // LANES)
         if refine is None:
-            parts = _cluster.spread(g, _estimate_held, groups, run_id, int(key), alpha, inheritance)
+            parts = _cluster.spread(g, _estimate_held, groups, run_id, held.source, int(key), alpha,
+                                    inheritance)
         else:
-            parts = _cluster.spread(g, _refine_held, groups, run_id, int(key), refine, inheritance)
+            parts = _cluster.spread(g, _refine_held, groups, run_id, held.source, int(key), refine,
+                                    inheritance)
     finally:
         _cluster.end_run(g, run_id)
     sums = np.concatenate([s for s, _ in parts])
@@ -187,15 +189,17 @@ def estimate(g, query, method="partial_refine", samples: int = 1_000_000, alpha:
                     drawn / seconds, seconds, candidate_seconds, name, alpha, inheritance)
 
 
-def _estimate_held(first_group: int, groups: int, run_id: str, key: int, alpha: float, inherit: bool) -> tuple:
-    """:func:`_estimate_groups` over the candidate graph kept here for run ``run_id``."""
-    cg = kept(run_id)
+def _estimate_held(first_group: int, groups: int, run_id: str, source: str | None, key: int, alpha: float,
+                   inherit: bool) -> tuple:
+    """:func:`_estimate_groups` over the candidate graph kept here for run ``run_id`` (see ``_candidates.kept``)."""
+    cg = kept(run_id, source)
     return _estimate_groups(first_group, groups, cg.arrays(), cg.num_positions, key, alpha, inherit)
 
 
-def _refine_held(first_group: int, groups: int, run_id: str, key: int, refine, inherit: bool) -> tuple:
-    """``_rsv.run_groups`` over the candidate graph kept here for run ``run_id``."""
-    cg = kept(run_id)
+def _refine_held(first_group: int, groups: int, run_id: str, source: str | None, key: int, refine,
+                 inherit: bool) -> tuple:
+    """``_rsv.run_groups`` over the candidate graph kept here for run ``run_id`` (see ``_candidates.kept``)."""
+    cg = kept(run_id, source)
     return _rsv.run_groups(first_group, groups, cg.arrays(), cg.order, key, refine, inherit)
 
 
