@@ -1,19 +1,26 @@
 """Frequent pattern mining (GAMMA's Algorithm 2): edge-induced labeled patterns grown one edge at a time,
 aggregated by canonical code into MNI support, and filtered by it before they grow further.
 
-Each level is one run on the workers. A range's table is grown again from its
-first edges, its embeddings filtered at every column by the patterns already
-known to be frequent, so workers keep nothing between levels; the last column
-dominates the work (each level's embeddings extend those of the one before).
-Its embeddings are aggregated on the worker: a key per (pattern, orbit of
-pattern vertex, data vertex), sorted by :func:`gpipe.sort.external_sort` so
+Each level is one call to the workers, within one run whose state on each
+worker keeps every range's table between levels (its chunks on the device,
+in host memory or on disk by the budgets): level L filters the embeddings
+the level before kept (its last column) to those of frequent patterns
+(anti-monotonicity of MNI: mark, prefix-scan, gather) and extends them by one
+edge, so no level is grown again. A range whose table is not held by its
+worker (a worker that joined or restarted) is grown again from its first
+edges, filtered at every column. The tables go when the call ends or fails
+(``drop_run``). A level's new embeddings are aggregated on the worker: a key
+per (pattern, orbit of pattern vertex, data vertex), sorted by :func:`gpipe.sort.external_sort` so
 equal keys meet; the client adds the workers' keys up into each pattern's
 instances and MNI support.
 """
 
 from __future__ import annotations
 
+import os
+import tempfile
 import time
+import uuid
 from dataclasses import dataclass
 
 import numpy as np
@@ -25,9 +32,10 @@ from ..errors import GpipeValueError
 from ..sort import external_sort
 from ._edges import extend_edges, first_edges, pattern_codes
 from ._extend import compress
+from ._cluster import end_run, run_state, whole_graph
 from ._grow import check_mined_graph, grow_on_workers, write_parquet
 from ._patterns import _COUNT_SHIFT, MAX_EDGES, MAX_LABELS, canonical_tables, unpack
-from ._table import TIERS
+from ._table import TIERS, EmbeddingTable, Stats, worker_budgets
 
 # A key of the aggregation: (pattern, orbit, vertex) in bits 40-62, 37-39 and 0-36.
 _PATTERN_SHIFT, _ORBIT_SHIFT = 40, 37
@@ -61,16 +69,29 @@ class FpmPlan:
     edges: int  # the level: embeddings of this many edges are aggregated
     frequent: tuple  # per level below: the sorted canonical codes of its frequent patterns
     labels: np.ndarray  # each vertex's label rank (int32)
+    run_id: str = ""  # the call's run: each worker keeps its ranges' tables in its state between levels
+    keep: bool = False  # whether this level's embeddings are kept for the next one
 
-    def grow(self, x, graph, spec, table, lo: int, hi: int, stats) -> tuple:
-        """A range's level: its patterns' codes, its distinct aggregation keys and how often each came."""
+    def grow(self, x, graph, spec, table, lo: int, hi: int, stats, kept: bool = False) -> tuple:
+        """A range's level: its patterns' codes, its distinct aggregation keys and how often each came.
+
+        ``kept``: ``table`` holds the range's embeddings of the levels below, the last of them as the level
+        before found them (not filtered yet); else it is empty and they are grown again from the first edges.
+        """
         labels = to_device(self.labels, table.device)
         patterns: dict[int, int] = {}  # canonical code -> this range's pattern index
         keys: list = []
-        with stats.timer("extension"):
-            edges = first_edges(x, graph, lo, hi)
-        self._place(x, graph, labels, table, stats, 0, -1, edges, None, edges[:, None], patterns, keys)
-        for column in range(1, self.edges):
+        last = self.edges - 1
+        if kept:
+            if last > 0 and len(table.columns) == last:  # only the embeddings of frequent patterns grow
+                frequent = self.frequent[last - 1]
+                stats.count(last - 1, table.filter(x, last - 1, lambda rows: self._frequent(x, graph, labels, rows, frequent,
+                                                                                            table.device, stats)))
+        else:
+            with stats.timer("extension"):
+                edges = first_edges(x, graph, lo, hi)
+            self._place(x, graph, labels, table, stats, 0, -1, edges, None, edges[:, None], patterns, keys)
+        for column in range(1 if not kept else last, self.edges):
             if len(table.columns) < column:  # no embedding of this range is frequent
                 break
             for c, chunk in enumerate(table.columns[column - 1]):
@@ -81,10 +102,19 @@ class FpmPlan:
         with stats.timer("aggregation"):
             return (np.array(list(patterns), np.int64), *_sorted_keys(keys, table.device))
 
+    def _frequent(self, x, graph, labels, rows, frequent, device: str, stats):
+        """Whether each row's pattern is one of the sorted codes ``frequent``."""
+        with stats.timer("aggregation"):
+            raw, _ = pattern_codes(x, graph, labels, rows)
+            distinct, inverse = x.unique(raw, return_inverse=True)
+            codes, _ = canonical_tables(to_host(distinct))
+        with stats.timer("filtering"):
+            return to_device(np.isin(codes, frequent), device)[inverse.reshape(-1)]
+
     def _place(self, x, graph, labels, table, stats, column: int, parent_chunk: int, edge, parent, rows, patterns,
                keys) -> None:
         """New embeddings (``rows``): filtered by the frequent patterns and put in the table, or, at the level's
-        last column, turned into aggregation keys."""
+        last column, turned into aggregation keys (and kept in the table for the next level)."""
         stats.count(column, 0)
         if not rows.shape[0]:
             return
@@ -100,6 +130,8 @@ class FpmPlan:
                 table.add(column, parent_chunk, edge, None if column == 0 else parent)
             return
         stats.count(column, rows.shape[0])
+        if self.keep:  # the next level filters them by this level's frequent patterns, then extends them
+            table.add(column, parent_chunk, edge, None if column == 0 else parent, count=False)
         with stats.timer("aggregation"):
             index = np.array([patterns.setdefault(code, len(patterns)) for code in codes.tolist()], np.int64)
             inverse = inverse.reshape(-1)
@@ -108,6 +140,66 @@ class FpmPlan:
             key = (pattern << _PATTERN_SHIFT) | (orbit << _ORBIT_SHIFT) | vertices.astype(x.int64)
             found, count = x.unique(key[orbit >= 0], return_counts=True)
             keys.append((to_host(found), to_host(count).astype(np.int64)))
+
+
+class _Kept:
+    """One worker's part of a call, kept in its run state between levels: the spill folder, the budgets, each
+    range's table (a folder of its own) and the bytes they hold per tier."""
+
+    def __init__(self, spec, device: str, x):
+        self.folder = tempfile.TemporaryDirectory(prefix="gpipe-fpm-", dir=spec.spill_directory)
+        self.budgets = worker_budgets(spec.device_budget, spec.host_budget, device, x)
+        self.tables: dict[tuple[int, int], EmbeddingTable] = {}
+        self.held = dict.fromkeys(TIERS, 0)
+        self.made = 0  # tables made so far, which name their folders
+
+    def table(self, device: str, stats: Stats) -> EmbeddingTable:
+        folder = os.path.join(self.folder.name, f"table{self.made}")
+        self.made += 1
+        os.makedirs(folder)
+        return EmbeddingTable(device, *self.budgets, folder, stats)
+
+    def close(self) -> None:
+        for table in self.tables.values():
+            table.close()
+        self.tables.clear()
+        self.folder.cleanup()
+
+
+def _grow_kept(spec, ranges: list) -> tuple[list, dict]:
+    """On a worker: a level of each of its ranges, extending the range's table kept from the level before
+    (grown again from the first edges where none was kept here), kept for the next level when it has one."""
+    graph, device, x = whole_graph(spec.graph_id)
+    plan: FpmPlan = spec.plan
+    state = run_state(plan.run_id, made=plan.edges == 1)
+    if "fpm" not in state:
+        state["fpm"] = _Kept(spec, device, x)
+    held: _Kept = state["fpm"]
+    stats = Stats(synchronize=None if device == "cpu" else x.cuda.get_current_stream().synchronize)
+    stats.held_bytes, stats.peak_bytes = dict(held.held), dict(held.held)  # the kept tables count to the budgets
+    results = []
+    try:
+        for lo, hi in ranges:
+            table = held.tables.pop((lo, hi), None)
+            kept = table is not None
+            if kept:
+                table.stats = stats
+            else:
+                table = held.table(device, stats)
+            try:
+                results.append(plan.grow(x, graph, spec, table, lo, hi, stats, kept))
+            except BaseException:
+                table.close()
+                raise
+            if plan.keep:
+                held.tables[(lo, hi)] = table
+            else:
+                table.close()
+    finally:
+        held.held = dict(stats.held_bytes)
+    if not plan.keep:
+        held.close()
+    return results, stats.summary()
 
 
 def _sorted_keys(keys: list, device: str) -> tuple[np.ndarray, np.ndarray]:
@@ -195,18 +287,21 @@ def frequent_patterns(g, max_edges: int, min_support: int, labels=None, *, devic
     names, ranks = np.unique(values, return_inverse=True)
     if names.size > MAX_LABELS:
         raise GpipeValueError(f"'labels' must take at most {MAX_LABELS} distinct values, got {names.size}")
-    frequent, found, levels = [], [], []
-    for size in range(1, max_edges + 1):
-        results, stats = grow_on_workers(g, FpmPlan(size, tuple(frequent), ranks.astype(np.int32).reshape(-1)),
-                                         False, device_budget, host_budget)
-        level = _supports(results)
-        stats.update(patterns=len(level), frequent=int((level.support >= min_support).sum()))
-        levels.append(stats)
-        level = level[level.support >= min_support]
-        found.append(level)
-        frequent.append(np.sort(level.code.to_numpy()))
-        if level.empty:
-            break
+    frequent, found, levels, run_id = [], [], [], uuid.uuid4().hex
+    try:
+        for size in range(1, max_edges + 1):
+            plan = FpmPlan(size, tuple(frequent), ranks.astype(np.int32).reshape(-1), run_id, size < max_edges)
+            results, stats = grow_on_workers(g, plan, False, device_budget, host_budget, _grow_kept)
+            level = _supports(results)
+            stats.update(patterns=len(level), frequent=int((level.support >= min_support).sum()))
+            levels.append(stats)
+            level = level[level.support >= min_support]
+            found.append(level)
+            frequent.append(np.sort(level.code.to_numpy()))
+            if level.empty:
+                break
+    finally:
+        end_run(g, run_id)  # the kept tables go, their spill folders too
     return FrequentPatterns(_readable(pd.concat(found, ignore_index=True), names),
                             _fpm_stats(levels, max_edges, min_support, time.perf_counter() - start))
 
@@ -247,7 +342,8 @@ def _readable(patterns: pd.DataFrame, names: np.ndarray) -> pd.DataFrame:
 def _fpm_stats(levels: list[dict], max_edges: int, min_support: int, seconds: float) -> dict:
     """The levels' stats in one: per level what grew, over the levels the peaks and sums."""
     return {"max_edges": max_edges, "min_support": min_support,
-            "embeddings": [s["embeddings"][-1] if s["embeddings"] else 0 for s in levels],
+            "embeddings": [s["embeddings"][size] if len(s["embeddings"]) > size else 0
+                           for size, s in enumerate(levels)],
             "patterns": [s["patterns"] for s in levels], "frequent": [s["frequent"] for s in levels],
             "bytes": {t: max(s["bytes"][t] for s in levels) for t in TIERS},
             "spilled_bytes": sum(s["spilled_bytes"] for s in levels),

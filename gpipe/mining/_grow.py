@@ -104,10 +104,11 @@ def mine(g, plan, listing: bool, device_budget, host_budget) -> MiningResult:
     return MiningResult(count, stats, rows)
 
 
-def grow_on_workers(g, plan, listing: bool, device_budget, host_budget) -> tuple[list, dict]:
-    """``plan.grow`` on every range of first vertices, on the workers of the replicated graph ``g``: the results
-    in range order and the stats (``primitive_seconds`` summed over the workers)."""
-    return _grow_on_replicas(g, _spec(g, plan, listing, device_budget, host_budget))
+def grow_on_workers(g, plan, listing: bool, device_budget, host_budget, here=None) -> tuple[list, dict]:
+    """``plan.grow`` on every range of first vertices, on the workers of the replicated graph ``g`` (by
+    ``here(spec, ranges)`` on each, default a fresh table per range): the results in range order and the stats
+    (``primitive_seconds`` summed over the workers)."""
+    return _grow_on_replicas(g, _spec(g, plan, listing, device_budget, host_budget), here or _grow_here)
 
 
 def _spec(g, plan, listing: bool, device_budget, host_budget) -> Spec:
@@ -117,9 +118,9 @@ def _spec(g, plan, listing: bool, device_budget, host_budget) -> Spec:
                 _budget("host_budget", host_budget, "mining.host-budget"), config.get("mining.spill-directory"))
 
 
-def _grow_on_replicas(g, spec: Spec) -> tuple[list, dict]:
+def _grow_on_replicas(g, spec: Spec, here=None) -> tuple[list, dict]:
     ranges = _ranges(g.degrees().to_numpy(), check_int("gpipe.mining.ranges", config.get("mining.ranges"), minimum=1))
-    results, summaries = on_replicas(g, _grow_here, spec, ranges)
+    results, summaries = on_replicas(g, here or _grow_here, spec, ranges)
     stats = merged(summaries)
     stats["primitive_seconds"] = stats.pop("seconds")
     stats.update(ranges=len(ranges), workers=len(summaries), device=g.device)
