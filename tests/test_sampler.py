@@ -414,6 +414,15 @@ def test_builtin_samplers_reject_bad_parameters(cpu):
         gpipe.sampling.snowball(g, [0], max_per_vertex=0)
 
 
+def test_a_samples_exports_refuse_flags_that_are_not_booleans(cpu, tmp_path):
+    sample = gpipe.sampling.neighbor(_rmat(1), [0, 1], fanout=2)
+    with pytest.raises(GpipeValueError, match="'nodes' must be true or false, got 'yes'"):
+        sample.to_dask(nodes="yes")
+    with pytest.raises(GpipeValueError, match="'overwrite' must be true or false, got 1"):
+        sample.to_parquet(tmp_path / "s", overwrite=1)
+    assert not (tmp_path / "s").exists()
+
+
 @pytest.mark.parametrize("run", [
     lambda g: Sampler().run(g, seeds=[0]),
     lambda g: gpipe.sampling.neighbor(g, [0]),

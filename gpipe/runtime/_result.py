@@ -12,6 +12,7 @@ import pandas as pd
 
 from .. import config
 from .._files import SAMPLE_FILES, atomic_dir
+from .._validate import check_bool
 from ..backend import to_host
 from . import _advance
 from ._session import run_later
@@ -200,6 +201,7 @@ class EdgeSample:
         made on the worker holding it; its index is the row's in ``compute()`` (``nodes()``)."""
         import dask.dataframe as dd
 
+        nodes = check_bool("nodes", nodes)
         bases = self._bases(nodes)
         ids, dtype = self._ids(), _id_dtype(self._id_map)
         parts = [self._client.submit(_frame, block, ids, base, nodes, dtype, pure=False)
@@ -219,6 +221,7 @@ class EdgeSample:
         ``pandas.read_parquet(path)`` reads it back as ``compute()`` (``nodes()``) gives it.
         """
         path = os.fspath(path)
+        nodes, overwrite = check_bool("nodes", nodes), check_bool("overwrite", overwrite)
         ids, dtype = self._ids(), _id_dtype(self._id_map)
         with atomic_dir(path, owned=SAMPLE_FILES, overwrite=overwrite) as tmp:
             written = [self._client.submit(_write_block, block, b, ids, nodes, dtype, tmp, pure=False)
