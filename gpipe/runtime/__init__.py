@@ -16,6 +16,7 @@ from ._spec import StartSet, StepSpec
 from ._store import call_peer, drop_graph, drop_run, store
 from ._watch import call_workers, gather_pinned, wait_pinned
 
-__all__ = ["EdgeSample", "Run", "SampleLayout", "Session", "StartSet", "StepSpec", "assemble_blocks", "attach", "call_peer",
-           "call_workers", "check_memory", "collect_outputs", "current", "drop_graph", "drop_run", "gather_pinned",
-           "neighbor_lists", "output_totals", "run_later", "run_supersteps", "step_kernel", "store", "wait_pinned", "worker_xp", "workers_info"]
+__all__ = ["EdgeSample", "Run", "SampleLayout", "Session", "StartSet", "StepSpec", "assemble_blocks", "attach",
+           "call_peer", "call_workers", "check_memory", "collect_outputs", "current", "drop_graph", "drop_run",
+           "gather_pinned", "neighbor_lists", "output_totals", "run_later", "run_supersteps", "step_kernel", "store",
+           "wait_pinned", "worker_xp", "workers_info"]

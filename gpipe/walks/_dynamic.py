@@ -52,9 +52,9 @@ def advance_dynamic(x, part, walkers: dict, spec: StepSpec, out: dict) -> None:
 
 @cpu_kernel(parallel=True)
 def _advance_cpu(edge_start, degree, dst, units, frac, member_start, members, group_row, group_count, group_kind,
-                 group_bit, group_start, group_size, alias_prob, alias_other, weighted, lo, hi, space_vertices, num_vertices, key, length,
-                 alpha, teleport, n, walk_id, source, vertex, step, offset, flat, piece_len, out_vertex, out_step,
-                 moved):
+                 group_bit, group_start, group_size, alias_prob, alias_other, weighted, lo, hi, space_vertices,
+                 num_vertices, key, length, alpha, teleport, n, walk_id, source, vertex, step, offset, flat, piece_len,
+                 out_vertex, out_step, moved):
     for i in prange(n):
         v = vertex[i]
         s = step[i]
@@ -217,8 +217,8 @@ def _exact(dst, units, frac, weighted, a, d, t, tn, ta, td, inv_p, inv_q, r_clas
 def _advance_node2vec_cpu(edge_start, degree, dst, units, frac, member_start, members, group_row, group_count,
                           group_kind, group_bit, group_start, group_size, alias_prob, alias_other, adjacency,
                           borrowed_ids, borrowed_indptr, borrowed_indices, weighted, lo, hi, space_vertices, key,
-                          length, inv_p, inv_q, trials, borrowed_count, n, walk_id, vertex, step, prev, offset, flat, piece_len, out_vertex,
-                          out_step, out_prev, stopped, moved):
+                          length, inv_p, inv_q, trials, borrowed_count, n, walk_id, vertex, step, prev, offset, flat,
+                          piece_len, out_vertex, out_step, out_prev, stopped, moved):
     bound = max(inv_p, max(1.0, inv_q))
     sure = min(1.0, inv_q)
     never = max(1.0, inv_q)
