@@ -101,10 +101,10 @@ def test_a_declaration_with_swapped_arguments_is_caught():
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
-@pytest.mark.parametrize("file", sorted({k.file for k in KERNELS.values()}))
-def test_cuda_source_compiles_with_its_declared_defines(file, tmp_path):
-    defines = {name: value for k in KERNELS.values() if k.file == file for name, value in k.defines.items()}
-    command = ["nvcc", "-arch=sm_90", "-std=c++17", f"-I{kernel_dir()}", *(f"-D{k}={v}" for k, v in defines.items()),
+@pytest.mark.parametrize("file,defines", sorted({(k.file, tuple(sorted(k.defines.items()))) for k in KERNELS.values()}))
+def test_cuda_source_compiles_with_each_kernels_defines(file, defines, tmp_path):
+    """The loader compiles a whole file with one kernel's defines: every kernel of the file must build with them."""
+    command = ["nvcc", "-arch=sm_90", "-std=c++17", f"-I{kernel_dir()}", *(f"-D{k}={v}" for k, v in defines),
                "-c", str(kernel_dir() / file), "-o", str(tmp_path / "out.o")]
     result = subprocess.run(command, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr

@@ -96,8 +96,15 @@ def _advance_cpu(edge_start, degree, dst, units, frac, member_start, members, gr
         moved[i] = left
 
 
+# The draws of one rejection trial: 2**20 leaves pick_in_space 2**19 tries in a group before it reads the next
+# trial's draws, and 2**12 trials before the draw index (32 bits) wraps (with tame p, q each is accepted with
+# probability at least 1/16; otherwise the exact draw comes at TRIALS = 256).
+TRIAL_DRAWS = 2**20
+# walk_dynamic.cu is compiled whole with a kernel's defines: both of its kernels take all of them
+_DEFINES = {**PICK_DEFINES, "GP_TRIAL_DRAWS": f"{TRIAL_DRAWS}ULL",
+            **{f"TELEPORT_{k.upper()}": v for k, v in TELEPORT.items()}}
 ADVANCE_DYNAMIC = Kernel("walk_dynamic.cu", "gp_walk_dynamic", twin=_advance_cpu, items="n", queued=True,
-                         defines={**PICK_DEFINES, **{f"TELEPORT_{k.upper()}": v for k, v in TELEPORT.items()}}, args=(
+                         defines=_DEFINES, args=(
     *SPACE_ARGS, Arg("weighted", "i32"), Arg("lo", "i64"), Arg("hi", "i64"),
     Arg("space_vertices", "i64", note="vertices lo.. with a row in the space; the others have no edges"),
     Arg("num_vertices", "i64"), Arg("key", "u64"), Arg("length", "i32"), Arg("alpha", "f64"), Arg("teleport", "i32"),
@@ -108,10 +115,6 @@ ADVANCE_DYNAMIC = Kernel("walk_dynamic.cu", "gp_walk_dynamic", twin=_advance_cpu
 
 
 N2V_FIELDS = (("prev", "int64", -1),)  # the vertex a walker came from (-1: none yet, the first step is first-order)
-# The draws of one rejection trial: 2**20 leaves pick_in_space 2**19 tries in a group before it reads the next
-# trial's draws, and 2**12 trials before the draw index (32 bits) wraps (with tame p, q each is accepted with
-# probability at least 1/16; otherwise the exact draw comes at TRIALS = 256).
-TRIAL_DRAWS = 2**20
 
 
 @step_kernel
@@ -310,7 +313,7 @@ def _advance_node2vec_cpu(edge_start, degree, dst, units, frac, member_start, me
 
 ADVANCE_NODE2VEC_DYNAMIC = Kernel(
     "walk_dynamic.cu", "gp_walk_node2vec_dynamic", twin=_advance_node2vec_cpu, items="n", queued=True,
-    defines={**PICK_DEFINES, "GP_TRIAL_DRAWS": f"{TRIAL_DRAWS}ULL"}, args=(
+    defines=_DEFINES, args=(
         *SPACE_ARGS, Arg("adjacency", "i64[]", note="each vertex's destinations, sorted"),
         Arg("borrowed_ids", "i64[m]"), Arg("borrowed_indptr", "i64[m+1]"),
         Arg("borrowed_indices", "i64[]", note="sorted neighbors of previous vertices in other partitions, borrowed"),
