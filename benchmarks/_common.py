@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import json
 import os
 import platform
 import time
@@ -72,3 +73,12 @@ def rmat_record(args) -> dict:
 def seed_vertices(degrees: np.ndarray, count: int, seed: int) -> np.ndarray:
     """``count`` seeds drawn uniformly (with replacement) among the vertices with out-edges."""
     return np.random.default_rng(seed).choice(np.flatnonzero(degrees > 0), size=count)
+
+
+def write_json(path: str, report: dict) -> None:
+    """Write ``report`` to ``path`` whole or not at all (a file beside it, then renamed): a script that saves its
+    report as it goes leaves a complete JSON of the runs so far when it is stopped."""
+    partial = f"{path}.partial"
+    with open(partial, "w") as f:
+        json.dump(report, f, indent=2)
+    os.replace(partial, path)

@@ -33,6 +33,8 @@ the walker bytes per second of sending (all walker bytes over the busiest
 worker's ``send_seconds``) beside a plain peer-to-peer copy's from GPU 0 to
 GPU 1 of the same host; a PNG figure beside it when matplotlib is installed.
 (A workload's first run on a cluster includes compiling its kernels.)
+The JSON is rewritten after every round (``"complete": false`` until the
+end), so a run stopped by a time limit leaves the rounds it finished.
 The script exits with status 1, listing every failed run, if any failed.
 """
 
@@ -40,7 +42,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import json
 import os
 import sys
 import time
@@ -48,7 +49,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import dask
 import numpy as np
-from _common import environment, kept_stats, rmat_graph, rmat_record, seed_vertices
+from _common import environment, kept_stats, rmat_graph, rmat_record, seed_vertices, write_json
 
 import gpipe
 from gpipe._rng import GOLDEN, mix64
@@ -185,9 +186,9 @@ def _record(name: str, kwargs: dict, seed: int, run: tuple, reference: str | Non
     return record
 
 
-def _stress(g, table: dict, references: dict, args, where: dict) -> list[dict]:
-    """Every workload ``--repeat`` times and the concurrent runs, through each exchange path."""
-    records = []
+def _stress(g, table: dict, references: dict, args, where: dict, records: list, save) -> None:
+    """Every workload ``--repeat`` times and the concurrent runs, through each exchange path, added to
+    ``records``; ``save()`` after each round."""
     for exchange in args.exchanges if where["gpus"] > 1 else ["auto"]:
         print(f"  exchange {exchange}", flush=True)
         with dask.config.set({"gpipe.exchange": exchange}):  # read by the client when a run starts
@@ -204,7 +205,7 @@ def _stress(g, table: dict, references: dict, args, where: dict) -> list[dict]:
                     records.append(_record(name, table[name][1], seed, run,
                                            references[(name, seed)]["digest"],
                                            dict(where, exchange=exchange, concurrent=True), args.device))
-    return records
+                save()
 
 
 def _peer_copy_bandwidth(nbytes: int = 1 << 30, repeat: int = 5) -> float:
@@ -333,7 +334,18 @@ def main() -> None:
     needed = {(name, args.seed + r) for name in args.workloads for r in range(args.repeat)} | {
         (name, args.seed + r + i) for i, name in enumerate(args.concurrent) for r in range(args.repeat)}
     reference_gpus = args.reference_gpus or max(args.gpus)
-    records, env, peer = [], None, None
+    records, env, peer, references = [], None, None, {}
+
+    def report(complete: bool) -> dict:
+        for r in records:
+            r["fraction_of_peer_copy"] = (r["walker_bytes_per_second"] / peer
+                                          if r["walker_bytes_per_second"] and peer else None)
+        failed = [r for r in records if not (r["equal"] and r["path_as_asked"])]
+        return {**env, "benchmark": "stress", "graph": rmat_record(args),
+                "parameters": {k: v for k, v in vars(args).items() if k != "out"},
+                "peer_copy_bytes_per_second": peer, "references": list(references.values()), "records": records,
+                "runs": len(records), "failed": len(failed), "complete": complete}
+
     for gpus in [reference_gpus, *sorted(set(args.gpus) - {reference_gpus})]:
         with gpipe.connect(n_workers=gpus, device=args.device, dashboard_address=":0") as client:
             env = env or environment(client, args.device)
@@ -361,20 +373,14 @@ def main() -> None:
                 print(f"{_gpus(gpus, args.device)}, {mode}: {g}"
                       f"{f', {budget} partition(s) per GPU at once' if budget else ''} (built in {built:.1f} s)",
                       flush=True)
-                records += _stress(g, table, references, args, {"gpus": gpus, "graph_mode": mode,
-                                                                "partitions": partitions, "device_partitions": budget})
+                _stress(g, table, references, args, {"gpus": gpus, "graph_mode": mode, "partitions": partitions,
+                                                     "device_partitions": budget},
+                        records, lambda: write_json(args.out, report(complete=False)))
                 g.release()
-    for r in records:
-        r["fraction_of_peer_copy"] = r["walker_bytes_per_second"] / peer if r["walker_bytes_per_second"] and peer \
-            else None
+    final = report(complete=True)
     failed = [r for r in records if not (r["equal"] and r["path_as_asked"])]
-    report = {**env, "benchmark": "stress", "graph": rmat_record(args),
-              "parameters": {k: v for k, v in vars(args).items() if k != "out"},
-              "peer_copy_bytes_per_second": peer, "references": list(references.values()), "records": records,
-              "runs": len(records), "failed": len(failed)}
-    with open(args.out, "w") as f:
-        json.dump(report, f, indent=2)
-    figure = _figure(report, os.path.splitext(args.out)[0] + ".png")
+    write_json(args.out, final)
+    figure = _figure(final, os.path.splitext(args.out)[0] + ".png")
     print(f"wrote {args.out}" + (f" and {figure}" if figure else " (no figure: matplotlib is not installed)"))
     if failed:
         print(f"\n{'!' * 80}\nSTRESS FAILED: {len(failed)} of {len(records)} runs failed, differ from their "

@@ -10,14 +10,11 @@
 // Without replacement the count is min(fanout, the positive biases), with it fanout if any bias is positive.
 // counters: [GP_NBR_TAIL] tasks enqueued, [GP_NBR_PENDING] tasks enqueued and not finished (the queue is drained
 // when it is 0), [GP_NBR_EDGES] edges written, [GP_NBR_ITERATIONS] SELECT's draws. Warp w < slots uses scratch
-// cdf[w * max_degree ..] and bitmap[w * ((max_degree + 7) / 8) ..]; warps beyond `slots` leave at once.
+// cdf[w * max_degree ..] when weighted and bitmap[w * ((max_degree + 7) / 8) ..] with use_bitmap (none
+// otherwise: those arrays may hold one element); warps beyond `slots` leave at once.
 // CPU twin: gpipe/sampling/_fused.py::_sample_cpu (the queue in order).
 // GP_NBR_*: defined by the loader, from gpipe/sampling/_fused.py; SELECT's constants from _select.py.
 #include "select.cuh"
-
-struct GpUnitBias {
-    __device__ __forceinline__ double operator[](long long) const { return 1.0; }
-};
 
 struct GpWeightBias {
     const float* w;
@@ -55,9 +52,12 @@ __device__ __forceinline__ void gp_nbr_task(const Bias bias, const long long* __
     const long long stream = item / depth, v = stream % num_vertices, instance = stream / num_vertices;
     const int level = (int)(item % depth);
     const long long a = indptr[v], d = indptr[v + 1] - a;
-    long long mine = 0;
-    for (long long e = a + lane; e < a + d; e += GP_LANES) mine += bias[e] > 0.0;
-    for (int s = GP_LANES / 2; s > 0; s /= 2) mine += __shfl_xor_sync(GP_FULL_MASK, mine, s);
+    long long mine = d;  // the positive biases
+    if (!GpIsUnit<Bias>::value) {
+        mine = 0;
+        for (long long e = a + lane; e < a + d; e += GP_LANES) mine += bias[e] > 0.0;
+        for (int s = GP_LANES / 2; s > 0; s /= 2) mine += __shfl_xor_sync(GP_FULL_MASK, mine, s);
+    }
     const long long k = replace ? (mine > 0 ? fanout : 0) : min(mine, fanout);
     if (k == 0) return;
     long long o = 0;
@@ -91,8 +91,8 @@ __global__ void gp_sample_neighbors(const long long* __restrict__ indptr, const 
     const long long warp = (blockIdx.x * (long long)blockDim.x + threadIdx.x) / GP_LANES;
     const int lane = threadIdx.x % GP_LANES;
     if (warp >= slots) return;  // the whole warp: blockDim is a multiple of GP_LANES
-    double* scratch = cdf + warp * max_degree;
-    unsigned char* bits = bitmap + warp * ((max_degree + 7) / 8);
+    double* scratch = cdf + (weighted ? warp * max_degree : 0);  // uniform picks need no CDF
+    unsigned char* bits = bitmap + (use_bitmap ? warp * ((max_degree + 7) / 8) : 0);
     const unsigned long long mask = (unsigned long long)table_size - 1ULL;
     while (true) {
         long long item = -1;

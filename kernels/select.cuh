@@ -6,6 +6,18 @@
 
 #define GP_FULL_MASK 0xffffffffu
 
+// A bias of 1 for every candidate (uniform sampling): SELECT needs no CDF for it, as cdf[j] = j + 1 exactly.
+struct GpUnitBias {
+    __device__ __forceinline__ double operator[](long long) const { return 1.0; }
+};
+template <typename Bias> struct GpIsUnit { static constexpr bool value = false; };
+template <> struct GpIsUnit<GpUnitBias> { static constexpr bool value = true; };
+
+// gp_upper over the CDF of d unit biases (cdf[j] = j + 1, exact in doubles): the first j with j + 1 > target.
+__device__ __forceinline__ long long gp_unit_upper(long long d, double target) {
+    return min((long long)floor(target), d - 1);
+}
+
 __device__ __forceinline__ long long gp_upper(const double* cdf, long long a, long long d, double target) {
     long long lo = a, hi = a + d - 1;  // first e with cdf[e] > target (the last one if rounding reaches the end)
     while (lo < hi) {
@@ -63,21 +75,25 @@ __device__ long long gp_updated_pick(const Bias bias, long long lo, long long hi
 
 // SELECT of one segment: k picks of candidates a..a+d-1 of `bias` (anything indexed by a candidate: an array, or
 // the fused neighbor sampler's edge weights or ones) into out[0..k), drawn from stream `id` at `step`, by the whole
-// warp; cdf[0..d) and bits[0..B) are its scratch. Returns the draws taken. The one rule of every SELECT: gp_select
+// warp; cdf[0..d) (not for GpUnitBias) and bits[0..B) (with use_bitmap) are its scratch. Returns the draws taken. The one rule of every SELECT: gp_select
 // runs it per segment, gp_sample_neighbors (neighbor.cu) per task. CPU twin: _select.py::select_segment.
 template <typename Bias>
 __device__ long long gp_select_segment(const Bias bias, long long a, long long d, int k, unsigned long long key,
                                        unsigned long long id, long long step, int method, int use_bitmap,
                                        double* __restrict__ cdf, unsigned char* __restrict__ bits, long long B,
                                        long long* __restrict__ out, int lane) {
-    for (long long b = lane; b < B; b += GP_LANES) bits[b] = 0;
+    constexpr bool unit = GpIsUnit<Bias>::value;  // no CDF written: the same picks, in O(k) instead of O(d)
+    if (use_bitmap)
+        for (long long b = lane; b < B; b += GP_LANES) bits[b] = 0;
     const long long chunk = (d + GP_LANES - 1) / GP_LANES;
     const long long lo = min(lane * chunk, d), hi = min((lane + 1) * chunk, d);
-    double run = 0.0;
-    for (long long j = lo; j < hi; ++j) { run += bias[a + j]; cdf[j] = run; }
-    double total;
-    const double offset = gp_chunk_offset(run, lane, &total);
-    for (long long j = lo; j < hi; ++j) cdf[j] = offset + cdf[j];
+    double total = (double)d;
+    if (!unit) {
+        double run = 0.0;
+        for (long long j = lo; j < hi; ++j) { run += bias[a + j]; cdf[j] = run; }
+        const double offset = gp_chunk_offset(run, lane, &total);
+        for (long long j = lo; j < hi; ++j) cdf[j] = offset + cdf[j];
+    }
     __syncwarp();
     unsigned long long draw = 0;
     long long iters = 0;
@@ -91,14 +107,15 @@ __device__ long long gp_select_segment(const Bias bias, long long a, long long d
                 pick = gp_updated_pick(bias, a + lo, a + hi, a, r, bits, B, use_bitmap, out, 0, i, lane);
                 break;
             }
-            long long e = a + gp_upper(cdf, 0, d, r * total);
+            long long e = a + (unit ? gp_unit_upper(d, r * total) : gp_upper(cdf, 0, d, r * total));
             if (method == GP_SELECT_WITH_REPLACEMENT) { if (bias[e] > 0.0) pick = e; continue; }
             if (bias[e] > 0.0 && !gp_taken(bits, B, e - a, use_bitmap, out, 0, i, e)) { pick = e; break; }
             if (method == GP_SELECT_BIPARTITE && bias[e] > 0.0) {  // region search around the picked region [l, h)
-                const double l = e > a ? cdf[e - a - 1] : 0.0, delta = cdf[e - a] - l;
+                const double l = unit ? (double)(e - a) : e > a ? cdf[e - a - 1] : 0.0;
+                const double delta = unit ? 1.0 : cdf[e - a] - l;
                 double v = gp_unit(gp_bits(key, id, (unsigned long long)step, draw++)) * (total - delta);
                 if (v >= l) v += delta;
-                e = a + gp_upper(cdf, 0, d, v);
+                e = a + (unit ? gp_unit_upper(d, v) : gp_upper(cdf, 0, d, v));
                 if (bias[e] > 0.0 && !gp_taken(bits, B, e - a, use_bitmap, out, 0, i, e)) pick = e;
             }
         }

@@ -528,7 +528,7 @@ def sampler_graphs(cpu_cluster, one_worker_cluster):
 def test_fused_neighbor_sampling_is_the_superstep_sample(cpu_cluster, one_worker_cluster, sampler_graphs, weighted,
                                                          replace):
     seeds = [np.arange(0, 600, 7), np.array([[3, 3, 9], [9, 40, 3], [5, 5, 5]])]  # a seed twice in an instance
-    for (fanout, depth), first in zip([(1, 4), (3, 3), (8, 2)], seeds * 2):
+    for (fanout, depth), first in zip([(1, 4), (3, 3), (8, 2), (40, 2)], seeds * 2):  # 40: by a bitmap
         expected = None
         for workers, client in ((1, one_worker_cluster), (2, cpu_cluster)):
             for mode, g in sampler_graphs[workers].items():

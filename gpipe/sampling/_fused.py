@@ -19,6 +19,9 @@ from ._select import _WITH_REPLACEMENT, ROUNDS, METHODS, LANES, select_segment
 TAIL, PENDING, EDGES, ITERATIONS = range(4)  # the counters
 SCRATCH_BYTES = 256 << 20  # the most SELECT scratch (a CTPS and a bitmap per warp) one launch takes on a GPU
 MOST_WARPS = 16384
+# Up to this many picks per task, a pick is checked against the earlier ones rather than a bitmap the size of the
+# row (which a task would clear first: O(degree) at a hub); the same picks either way.
+LINEAR_PICKS = 32
 _ONE = np.uint64(1)
 
 
@@ -99,7 +102,8 @@ SAMPLE = Kernel("neighbor.cu", "gp_sample_neighbors", twin=_sample_cpu, items="c
     Arg("seen", "u64[table_size]", out=True, note="the tasks enqueued, + 1; 0 empty"), Arg("table_size", "i64"),
     Arg("edge_instance", "i64[]", out=True), Arg("edge_depth", "i32[]", out=True), Arg("edge_src", "i64[]", out=True),
     Arg("edge_dst", "i64[]", out=True), Arg("slots", "i64", note="warps with scratch"), Arg("max_degree", "i64"),
-    Arg("cdf", "f64[slots*max_degree]", out=True), Arg("bitmap", "u8[]", out=True)))
+    Arg("cdf", "f64[]", out=True, note="slots * max_degree when weighted"),
+    Arg("bitmap", "u8[]", out=True, note="slots * ((max_degree + 7) / 8) with use_bitmap")))
 
 
 def sample(x, part, instance, vertex, *, key, num_vertices: int, depth: int, fanout: int, step: int, weighted: bool,
@@ -124,17 +128,22 @@ def sample(x, part, instance, vertex, *, key, num_vertices: int, depth: int, fan
     counters[TAIL] = counters[PENDING] = first.shape[0]
     counters = x.asarray(counters)
     width = max(max_degree, 1)
-    slots = 1 if x is np else max(1, min(MOST_WARPS, capacity, SCRATCH_BYTES // (width * 8 + (width + 7) // 8)))
+    use_bitmap = bool(bitmap) and not replace and fanout > LINEAR_PICKS
+    if x is np:  # the twin's one warp: a CDF of ones for uniform picks too
+        slots, cdf_width, bit_width = 1, width, (width + 7) // 8
+    else:  # the kernel's warps: a CDF only for weights, a bitmap only when used; more warps when less of either
+        cdf_width, bit_width = (width if weighted else 0), ((width + 7) // 8 if use_bitmap else 0)
+        slots = max(1, min(MOST_WARPS, capacity, SCRATCH_BYTES // max(1, cdf_width * 8 + bit_width)))
     out = {"instance": x.empty(edges, x.int64), "depth": x.empty(edges, x.int32), "src": x.empty(edges, x.int64),
            "dst": x.empty(edges, x.int64)}
     SAMPLE.launch(indptr=part.indptr, indices=part.indices,
                   weights=part.weights if weighted else x.zeros(1, x.float32), weighted=weighted, replace=replace,
-                  method=METHODS[method], use_bitmap=bitmap, num_vertices=num_vertices, key=key, depth=depth,
+                  method=METHODS[method], use_bitmap=use_bitmap, num_vertices=num_vertices, key=key, depth=depth,
                   fanout=fanout, step=step, capacity=capacity, tasks=tasks, counters=counters,
                   seen=x.zeros(table_size, x.uint64), table_size=table_size, edge_instance=out["instance"],
                   edge_depth=out["depth"], edge_src=out["src"], edge_dst=out["dst"], slots=slots,
-                  max_degree=width, cdf=x.empty(slots * width, x.float64),
-                  bitmap=x.empty(slots * ((width + 7) // 8), x.uint8))
+                  max_degree=width, cdf=x.empty(max(1, slots * cdf_width), x.float64),
+                  bitmap=x.empty(max(1, slots * bit_width), x.uint8))
     tail, _, made, iterations = (int(c) for c in counters.tolist())
     stream = tasks[:tail] // depth
     pieces = {k: v[:made] for k, v in out.items()}

@@ -156,10 +156,11 @@ def test_sampler_gpu_equals_cpu(gpu_cluster, cpu_cluster, kwargs):
     pd.testing.assert_frame_equal(_on(gpu_cluster, run), _on(cpu_cluster, run))
 
 
+@pytest.mark.parametrize("fanout,depth", [(3, 3), (40, 2)])  # picks checked against each other, by a bitmap
 @pytest.mark.parametrize("weighted", [False, True])
 @pytest.mark.parametrize("replace", [False, True])
 def test_neighbor_sampling_in_one_launch_on_the_gpu_is_the_cpu_superstep_sample(gpu_cluster, cpu_cluster, weighted,
-                                                                               replace):
+                                                                               replace, fanout, depth):
     import dask
     import pandas as pd
 
@@ -167,8 +168,8 @@ def test_neighbor_sampling_in_one_launch_on_the_gpu_is_the_cpu_superstep_sample(
         def sample():
             with dask.config.set({"gpipe.sampling.fused": fused}):
                 g = gpipe.generators.rmat(scale=11, edge_factor=4, seed=5, weighted=True, mode="replicated")
-                result = gpipe.sampling.neighbor(g, np.arange(0, 2048, 5), fanout=3, depth=3, weighted=weighted,
-                                                 replace=replace, seed=2)
+                result = gpipe.sampling.neighbor(g, np.arange(0, 2048, 5), fanout=fanout, depth=depth,
+                                                 weighted=weighted, replace=replace, seed=2)
                 assert (result.stats["supersteps"] == 1) == fused
                 return result.compute()
         return sample
