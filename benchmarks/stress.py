@@ -33,8 +33,8 @@ the walker bytes per second of sending (all walker bytes over the busiest
 worker's ``send_seconds``) beside a plain peer-to-peer copy's from GPU 0 to
 GPU 1 of the same host; a PNG figure beside it when matplotlib is installed.
 (A workload's first run on a cluster includes compiling its kernels.)
-The JSON is rewritten after every round (``"complete": false`` until the
-end), so a run stopped by a time limit leaves the rounds it finished.
+The JSON is rewritten after every run (``"complete": false`` until the
+end), so a run stopped by a time limit leaves the runs it finished.
 The script exits with status 1, listing every failed run, if any failed.
 """
 
@@ -188,7 +188,7 @@ def _record(name: str, kwargs: dict, seed: int, run: tuple, reference: str | Non
 
 def _stress(g, table: dict, references: dict, args, where: dict, records: list, save) -> None:
     """Every workload ``--repeat`` times and the concurrent runs, through each exchange path, added to
-    ``records``; ``save()`` after each round."""
+    ``records``; ``save()`` after each run."""
     for exchange in args.exchanges if where["gpus"] > 1 else ["auto"]:
         print(f"  exchange {exchange}", flush=True)
         with dask.config.set({"gpipe.exchange": exchange}):  # read by the client when a run starts
@@ -198,6 +198,7 @@ def _stress(g, table: dict, references: dict, args, where: dict, records: list, 
                     records.append(_record(name, table[name][1], seed, _run(table[name], g, seed),
                                            references[(name, seed)]["digest"],
                                            dict(where, exchange=exchange, concurrent=False), args.device))
+                    save()
                 seeds = [args.seed + r + i for i in range(len(args.concurrent))]
                 with ThreadPoolExecutor(len(args.concurrent)) as pool:
                     runs = list(pool.map(_run, [table[name] for name in args.concurrent], [g] * len(seeds), seeds))
