@@ -9,9 +9,10 @@
 // unless it was before (an open-addressing set `seen` of item + 1, 0 empty: a vertex once per instance and depth).
 // Without replacement the count is min(fanout, the positive biases), with it fanout if any bias is positive.
 // counters: [GP_NBR_TAIL] tasks enqueued, [GP_NBR_PENDING] tasks enqueued and not finished (the queue is drained
-// when it is 0), [GP_NBR_EDGES] edges written, [GP_NBR_ITERATIONS] SELECT's draws. Warp w < slots uses scratch
-// cdf[w * max_degree ..] when weighted and bitmap[w * ((max_degree + 7) / 8) ..] with use_bitmap (none
-// otherwise: those arrays may hold one element); warps beyond `slots` leave at once.
+// when it is 0), [GP_NBR_EDGES] edges written, [GP_NBR_ITERATIONS] SELECT's draws. Weighted, `cdf` holds every
+// row's CDF of the weights (gp_row_cdf, the very sums SELECT makes: a task reads its row's instead of summing the
+// row again); uniform picks need none. Warp w < slots uses bitmap[w * ((max_degree + 7) / 8) ..] with use_bitmap
+// (else the array may hold one element); warps beyond `slots` leave at once.
 // CPU twin: gpipe/sampling/_fused.py::_sample_cpu (the queue in order).
 // GP_NBR_*: defined by the loader, from gpipe/sampling/_fused.py; SELECT's constants from _select.py.
 #include "select.cuh"
@@ -47,25 +48,22 @@ __device__ __forceinline__ void gp_nbr_task(const Bias bias, const long long* __
                                             unsigned long long* counters, unsigned long long* seen,
                                             unsigned long long mask, long long* __restrict__ edge_instance,
                                             int* __restrict__ edge_depth, long long* __restrict__ edge_src,
-                                            long long* __restrict__ edge_dst, double* cdf, unsigned char* bits,
+                                            long long* __restrict__ edge_dst, const double* cdf,
+                                            const long long* __restrict__ positive, unsigned char* bits,
                                             int lane) {
     const long long stream = item / depth, v = stream % num_vertices, instance = stream / num_vertices;
     const int level = (int)(item % depth);
     const long long a = indptr[v], d = indptr[v + 1] - a;
-    long long mine = d;  // the positive biases
-    if (!GpIsUnit<Bias>::value) {
-        mine = 0;
-        for (long long e = a + lane; e < a + d; e += GP_LANES) mine += bias[e] > 0.0;
-        for (int s = GP_LANES / 2; s > 0; s /= 2) mine += __shfl_xor_sync(GP_FULL_MASK, mine, s);
-    }
+    const long long mine = GpIsUnit<Bias>::value ? d : positive[v];  // the positive biases
     const long long k = replace ? (mine > 0 ? fanout : 0) : min(mine, fanout);
     if (k == 0) return;
     long long o = 0;
     if (lane == 0) o = (long long)atomicAdd(counters + GP_NBR_EDGES, (unsigned long long)k);
     o = __shfl_sync(GP_FULL_MASK, o, 0);
+    constexpr bool unit = GpIsUnit<Bias>::value;  // weights: the rows' CDFs are in cdf already (gp_row_cdf)
     const long long iters = gp_select_segment(bias, a, d, (int)k, key, (unsigned long long)stream, step + level,
-                                              replace ? GP_SELECT_WITH_REPLACEMENT : method, use_bitmap, cdf, bits,
-                                              (d + 7) / 8, edge_dst + o, lane);
+                                              replace ? GP_SELECT_WITH_REPLACEMENT : method, use_bitmap,
+                                              unit ? cdf : cdf + a, !unit, bits, (d + 7) / 8, edge_dst + o, lane);
     if (lane == 0) atomicAdd(counters + GP_NBR_ITERATIONS, (unsigned long long)iters);
     for (long long i = lane; i < k; i += GP_LANES) {
         const long long u = (long long)indices[edge_dst[o + i]];
@@ -87,11 +85,11 @@ __global__ void gp_sample_neighbors(const long long* __restrict__ indptr, const 
                                     long long* __restrict__ edge_instance, int* __restrict__ edge_depth,
                                     long long* __restrict__ edge_src, long long* __restrict__ edge_dst,
                                     long long slots, long long max_degree, double* __restrict__ cdf,
+                                    const long long* __restrict__ positive,
                                     unsigned char* __restrict__ bitmap, unsigned long long* __restrict__ next) {
     const long long warp = (blockIdx.x * (long long)blockDim.x + threadIdx.x) / GP_LANES;
     const int lane = threadIdx.x % GP_LANES;
     if (warp >= slots) return;  // the whole warp: blockDim is a multiple of GP_LANES
-    double* scratch = cdf + (weighted ? warp * max_degree : 0);  // uniform picks need no CDF
     unsigned char* bits = bitmap + (use_bitmap ? warp * ((max_degree + 7) / 8) : 0);
     const unsigned long long mask = (unsigned long long)table_size - 1ULL;
     while (true) {
@@ -110,13 +108,29 @@ __global__ void gp_sample_neighbors(const long long* __restrict__ indptr, const 
         if (weighted)
             gp_nbr_task(GpWeightBias{weights}, indptr, indices, replace, method, use_bitmap, num_vertices, key, depth,
                         fanout, step, item, tasks, counters, seen, mask, edge_instance, edge_depth, edge_src,
-                        edge_dst, scratch, bits, lane);
+                        edge_dst, cdf, positive, bits, lane);
         else
             gp_nbr_task(GpUnitBias{}, indptr, indices, replace, method, use_bitmap, num_vertices, key, depth, fanout,
                         step, item, tasks, counters, seen, mask, edge_instance, edge_depth, edge_src, edge_dst,
-                        scratch, bits, lane);
+                        cdf, positive, bits, lane);
         __syncwarp();
         __threadfence();  // the tasks it enqueued are counted before it is done
         if (lane == 0) atomicAdd(counters + GP_NBR_PENDING, ~0ULL);
     }
+}
+
+// Every row's CDF of the weights, a warp per row: gp_segment_cdf's sums, into cdf[indptr[v] .. indptr[v + 1]),
+// and its count of positive weights into positive[v]. CPU twin: gpipe/sampling/_fused.py::_row_cdf_cpu.
+extern "C" __global__ void gp_row_cdf(const long long* __restrict__ indptr, const float* __restrict__ weights,
+                                      long long num_rows, double* __restrict__ cdf, long long* __restrict__ positive) {
+    const long long v = (blockIdx.x * (long long)blockDim.x + threadIdx.x) / GP_LANES;
+    const int lane = threadIdx.x % GP_LANES;
+    if (v >= num_rows) return;  // the whole warp: blockDim is a multiple of GP_LANES
+    const long long a = indptr[v];
+    const long long d = indptr[v + 1] - a;
+    gp_segment_cdf(GpWeightBias{weights}, a, d, cdf + a, lane);
+    long long mine = 0;
+    for (long long e = a + lane; e < a + d; e += GP_LANES) mine += weights[e] > 0.0f;
+    for (int s = GP_LANES / 2; s > 0; s /= 2) mine += __shfl_xor_sync(GP_FULL_MASK, mine, s);
+    if (lane == 0) positive[v] = mine;
 }

@@ -40,7 +40,7 @@ extern "C" __global__ void gp_select(long long nseg, const long long* __restrict
     if (s >= nseg) return;  // the whole warp: blockDim is a multiple of GP_LANES
     const long long a = offsets[s], o = out_offsets[s];
     const long long iters = gp_select_segment(bias, a, offsets[s + 1] - a, (int)(out_offsets[s + 1] - o), key,
-                                              (unsigned long long)streams[s], step, method, use_bitmap, cdf + a,
+                                              (unsigned long long)streams[s], step, method, use_bitmap, cdf + a, 0,
                                               bitmap + byte_offsets[s], byte_offsets[s + 1] - byte_offsets[s],
                                               out + o, lane);
     if (lane == 0) iterations[s] = iters;

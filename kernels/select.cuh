@@ -73,27 +73,39 @@ __device__ long long gp_updated_pick(const Bias bias, long long lo, long long hi
     return __shfl_sync(GP_FULL_MASK, last, 31 - __clz(found));
 }
 
+// The CDF of candidates a..a+d-1 of `bias` into cdf[0..d), by the whole warp: each lane sums a chunk, then adds the
+// chunk totals before it, left to right. Returns the total (== cdf[d - 1], the same additions). SELECT's CDF, and
+// gp_row_cdf's (neighbor.cu) for every row at once.
+template <typename Bias>
+__device__ __forceinline__ double gp_segment_cdf(const Bias bias, long long a, long long d, double* __restrict__ cdf,
+                                                 int lane) {
+    const long long chunk = (d + GP_LANES - 1) / GP_LANES;
+    const long long lo = min(lane * chunk, d), hi = min((lane + 1) * chunk, d);
+    double run = 0.0, total;
+    for (long long j = lo; j < hi; ++j) { run += bias[a + j]; cdf[j] = run; }
+    const double offset = gp_chunk_offset(run, lane, &total);
+    for (long long j = lo; j < hi; ++j) cdf[j] = offset + cdf[j];
+    return total;
+}
+
 // SELECT of one segment: k picks of candidates a..a+d-1 of `bias` (anything indexed by a candidate: an array, or
 // the fused neighbor sampler's edge weights or ones) into out[0..k), drawn from stream `id` at `step`, by the whole
-// warp; cdf[0..d) (not for GpUnitBias) and bits[0..B) (with use_bitmap) are its scratch. Returns the draws taken. The one rule of every SELECT: gp_select
-// runs it per segment, gp_sample_neighbors (neighbor.cu) per task. CPU twin: _select.py::select_segment.
+// warp; cdf[0..d) (not for GpUnitBias; with cdf_ready it holds gp_segment_cdf's already) and bits[0..B) (with
+// use_bitmap) are its scratch. Returns the draws taken. The one rule of every SELECT: gp_select runs it per
+// segment, gp_sample_neighbors (neighbor.cu) per task. CPU twin: _select.py::select_segment.
 template <typename Bias>
 __device__ long long gp_select_segment(const Bias bias, long long a, long long d, int k, unsigned long long key,
                                        unsigned long long id, long long step, int method, int use_bitmap,
-                                       double* __restrict__ cdf, unsigned char* __restrict__ bits, long long B,
-                                       long long* __restrict__ out, int lane) {
+                                       double* __restrict__ cdf, int cdf_ready, unsigned char* __restrict__ bits,
+                                       long long B, long long* __restrict__ out, int lane) {
     constexpr bool unit = GpIsUnit<Bias>::value;  // no CDF written: the same picks, in O(k) instead of O(d)
     if (use_bitmap)
         for (long long b = lane; b < B; b += GP_LANES) bits[b] = 0;
     const long long chunk = (d + GP_LANES - 1) / GP_LANES;
     const long long lo = min(lane * chunk, d), hi = min((lane + 1) * chunk, d);
-    double total = (double)d;
-    if (!unit) {
-        double run = 0.0;
-        for (long long j = lo; j < hi; ++j) { run += bias[a + j]; cdf[j] = run; }
-        const double offset = gp_chunk_offset(run, lane, &total);
-        for (long long j = lo; j < hi; ++j) cdf[j] = offset + cdf[j];
-    }
+    const double total = unit        ? (double)d
+                         : cdf_ready ? (d > 0 ? cdf[d - 1] : 0.0)
+                                     : gp_segment_cdf(bias, a, d, cdf, lane);
     __syncwarp();
     unsigned long long draw = 0;
     long long iters = 0;

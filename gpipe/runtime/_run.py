@@ -366,10 +366,10 @@ class Run:
         block for those on the device and one for those on the host.
         """
         def by_block(sets: list) -> dict:
-            held = [_pieces.group_by_block(x, [s for s in sets if isinstance(s, Spilled) == spilled], block_rows,
-                                           n_blocks, dtype)
-                    for x, spilled in ((xp(self._store.device), False), (np, True))
-                    if any(isinstance(s, Spilled) == spilled for s in sets)]
+            kinds = [(x, [s for s in sets if isinstance(s, Spilled) == spilled])
+                     for x, spilled in ((xp(self._store.device), False), (np, True))]
+            sets.clear()  # group_by_block frees each set once it is split
+            held = [_pieces.group_by_block(x, mine, block_rows, n_blocks, dtype) for x, mine in kinds if mine]
             return {b: [h[b] for h in held] for b in range(n_blocks)}
 
         return self.take_group(part, block, by_block)

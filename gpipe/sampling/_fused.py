@@ -12,9 +12,9 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _rng
-from ..backend import cpu_kernel
+from ..backend import cpu_kernel, prange
 from ..kernels import Arg, Kernel
-from ._select import _WITH_REPLACEMENT, ROUNDS, METHODS, LANES, select_segment
+from ._select import _WITH_REPLACEMENT, ROUNDS, METHODS, LANES, segment_cdf, select_segment
 
 TAIL, PENDING, EDGES, ITERATIONS = range(4)  # the counters
 SCRATCH_BYTES = 256 << 20  # the most SELECT scratch (a CTPS and a bitmap per warp) one launch takes on a GPU
@@ -47,7 +47,7 @@ def _push(item, tasks, counters, seen, mask):
 @cpu_kernel()
 def _sample_cpu(indptr, indices, weights, weighted, replace, method, use_bitmap, num_vertices, key, depth, fanout,
                 step, capacity, tasks, counters, seen, table_size, edge_instance, edge_depth, edge_src, edge_dst,
-                slots, max_degree, cdf, bitmap):
+                slots, max_degree, cdf, positive, bitmap):
     mask = np.uint64(table_size - 1)
     ones = np.ones(max(max_degree, 1))
     t = 0
@@ -59,23 +59,19 @@ def _sample_cpu(indptr, indices, weights, weighted, replace, method, use_bitmap,
         instance = stream // num_vertices
         a = indptr[v]
         d = indptr[v + 1] - a
-        positive = d
-        if weighted:
-            positive = 0
-            for e in range(a, a + d):
-                positive += weights[e] > 0.0
-        k = (fanout if positive > 0 else 0) if replace else min(positive, fanout)
+        mine = positive[v] if weighted else d  # the positive biases
+        k = (fanout if mine > 0 else 0) if replace else min(mine, fanout)
         if k > 0:
             o = np.int64(counters[EDGES])
             counters[EDGES] += np.uint64(k)
             how = _WITH_REPLACEMENT if replace else method
             if weighted:
-                iters = select_segment(weights, a, d, k, key, stream, step + level, how, use_bitmap, cdf, 0, bitmap,
-                                       0, (d + 7) // 8, edge_dst, o)
+                iters = select_segment(weights, a, d, k, key, stream, step + level, how, use_bitmap, cdf, a, True,
+                                       bitmap, 0, (d + 7) // 8, edge_dst, o)
                 base = 0
             else:  # the ones of a row: candidates 0..d-1
-                iters = select_segment(ones, 0, d, k, key, stream, step + level, how, use_bitmap, cdf, 0, bitmap, 0,
-                                       (d + 7) // 8, edge_dst, o)
+                iters = select_segment(ones, 0, d, k, key, stream, step + level, how, use_bitmap, cdf, 0, False,
+                                       bitmap, 0, (d + 7) // 8, edge_dst, o)
                 base = a
             counters[ITERATIONS] += np.uint64(iters)
             for i in range(o, o + k):
@@ -102,8 +98,27 @@ SAMPLE = Kernel("neighbor.cu", "gp_sample_neighbors", twin=_sample_cpu, items="c
     Arg("seen", "u64[table_size]", out=True, note="the tasks enqueued, + 1; 0 empty"), Arg("table_size", "i64"),
     Arg("edge_instance", "i64[]", out=True), Arg("edge_depth", "i32[]", out=True), Arg("edge_src", "i64[]", out=True),
     Arg("edge_dst", "i64[]", out=True), Arg("slots", "i64", note="warps with scratch"), Arg("max_degree", "i64"),
-    Arg("cdf", "f64[]", out=True, note="slots * max_degree when weighted"),
+    Arg("cdf", "f64[]", out=True, note="weighted: every row's CDF (ROW_CDF); else the twin's scratch (max_degree)"),
+    Arg("positive", "i64[]", note="weighted: each row's positive weights (ROW_CDF)"),
     Arg("bitmap", "u8[]", out=True, note="slots * ((max_degree + 7) / 8) with use_bitmap")))
+
+
+@cpu_kernel(parallel=True)
+def _row_cdf_cpu(indptr, weights, num_rows, cdf, positive):
+    for v in prange(num_rows):
+        a = indptr[v]
+        d = indptr[v + 1] - a
+        segment_cdf(weights, a, d, cdf, a)
+        count = 0
+        for e in range(a, a + d):
+            count += weights[e] > 0.0
+        positive[v] = count
+
+
+ROW_CDF = Kernel("neighbor.cu", "gp_row_cdf", twin=_row_cdf_cpu, items="num_rows", lanes=LANES, defines=SAMPLE.defines,
+                 args=(Arg("indptr", "i64[]"), Arg("weights", "f32[]"), Arg("num_rows", "i64"),
+                       Arg("cdf", "f64[]", out=True, note="indptr[-1]: each row's CDF as SELECT sums it"),
+                       Arg("positive", "i64[num_rows]", out=True)))
 
 
 def sample(x, part, instance, vertex, *, key, num_vertices: int, depth: int, fanout: int, step: int, weighted: bool,
@@ -129,11 +144,16 @@ def sample(x, part, instance, vertex, *, key, num_vertices: int, depth: int, fan
     counters = x.asarray(counters)
     width = max(max_degree, 1)
     use_bitmap = bool(bitmap) and not replace and fanout > LINEAR_PICKS
-    if x is np:  # the twin's one warp: a CDF of ones for uniform picks too
-        slots, cdf_width, bit_width = 1, width, (width + 7) // 8
-    else:  # the kernel's warps: a CDF only for weights, a bitmap only when used; more warps when less of either
-        cdf_width, bit_width = (width if weighted else 0), ((width + 7) // 8 if use_bitmap else 0)
-        slots = max(1, min(MOST_WARPS, capacity, SCRATCH_BYTES // max(1, cdf_width * 8 + bit_width)))
+    bit_width = (width + 7) // 8 if use_bitmap or x is np else 0
+    # A warp's bitmap is all its scratch (weights: every row's CDF summed once, in O(edges), rather than per task
+    # in O(degree) -- at a hub, for each instance that reaches it), so more warps run when it is not needed.
+    slots = 1 if x is np else max(1, min(MOST_WARPS, capacity, SCRATCH_BYTES // max(1, bit_width)))
+    if weighted:
+        rows = int(part.indptr.shape[0]) - 1
+        cdf, positive = x.empty(max(1, nnz), x.float64), x.empty(max(1, rows), x.int64)
+        ROW_CDF.launch(indptr=part.indptr, weights=part.weights, num_rows=rows, cdf=cdf, positive=positive)
+    else:  # the twin sums its ones in a scratch CDF; the kernel needs none
+        cdf, positive = x.empty(width if x is np else 1, x.float64), x.zeros(1, x.int64)
     out = {"instance": x.empty(edges, x.int64), "depth": x.empty(edges, x.int32), "src": x.empty(edges, x.int64),
            "dst": x.empty(edges, x.int64)}
     SAMPLE.launch(indptr=part.indptr, indices=part.indices,
@@ -142,8 +162,7 @@ def sample(x, part, instance, vertex, *, key, num_vertices: int, depth: int, fan
                   fanout=fanout, step=step, capacity=capacity, tasks=tasks, counters=counters,
                   seen=x.zeros(table_size, x.uint64), table_size=table_size, edge_instance=out["instance"],
                   edge_depth=out["depth"], edge_src=out["src"], edge_dst=out["dst"], slots=slots,
-                  max_degree=width, cdf=x.empty(max(1, slots * cdf_width), x.float64),
-                  bitmap=x.empty(max(1, slots * bit_width), x.uint8))
+                  max_degree=width, cdf=cdf, positive=positive, bitmap=x.empty(max(1, slots * bit_width), x.uint8))
     tail, _, made, iterations = (int(c) for c in counters.tolist())
     stream = tasks[:tail] // depth
     pieces = {k: v[:made] for k, v in out.items()}

@@ -115,15 +115,10 @@ def _updated_pick(bias, a, d, r, bitmap, base, width, use_bitmap, out, o, picked
 
 
 @cpu_kernel()
-def select_segment(bias, a, d, k, key, stream, step, method, use_bitmap, cdf, c, bitmap, base, width, out, o):
-    """SELECT of one segment: ``k`` picks of candidates ``a..a+d-1`` of ``bias`` into ``out[o:o+k]``, drawn from
-    ``stream`` at ``step``; ``cdf[c:c+d]`` and ``bitmap[base:base+width]`` are its scratch. Returns the draws taken.
-
-    The one rule of every SELECT: ``_select_cpu`` runs it per segment, the fused neighbor sampler per task.
-    """
-    for b in range(width):
-        bitmap[base + b] = 0
-    total = 0.0  # the chunk totals, added left to right: each chunk's offset
+def segment_cdf(bias, a, d, cdf, c):
+    """The CDF of candidates ``a..a+d-1`` of ``bias`` into ``cdf[c:c+d]`` as SELECT's warp sums it (each lane a
+    chunk, then the chunk totals before it added left to right); returns the total (== ``cdf[c+d-1]``)."""
+    total = 0.0
     for lane in range(LANES):
         lo, hi = _chunk(0, d, lane)
         run = 0.0
@@ -133,6 +128,24 @@ def select_segment(bias, a, d, k, key, stream, step, method, use_bitmap, cdf, c,
         for j in range(lo, hi):
             cdf[c + j] = total + cdf[c + j]
         total += run
+    return total
+
+
+@cpu_kernel()
+def select_segment(bias, a, d, k, key, stream, step, method, use_bitmap, cdf, c, cdf_ready, bitmap, base, width,
+                   out, o):
+    """SELECT of one segment: ``k`` picks of candidates ``a..a+d-1`` of ``bias`` into ``out[o:o+k]``, drawn from
+    ``stream`` at ``step``; ``cdf[c:c+d]`` (holding :func:`segment_cdf`'s already when ``cdf_ready``) and
+    ``bitmap[base:base+width]`` are its scratch. Returns the draws taken.
+
+    The one rule of every SELECT: ``_select_cpu`` runs it per segment, the fused neighbor sampler per task.
+    """
+    for b in range(width):
+        bitmap[base + b] = 0
+    if cdf_ready:
+        total = cdf[c + d - 1] if d > 0 else 0.0
+    else:
+        total = segment_cdf(bias, a, d, cdf, c)
     draw = 0
     iters = 0
     for i in range(k):
@@ -178,7 +191,7 @@ def _select_cpu(nseg, offsets, bias, out_offsets, key, streams, step, method, us
         a = offsets[s]
         base = byte_offsets[s]
         iterations[s] = select_segment(bias, a, offsets[s + 1] - a, out_offsets[s + 1] - out_offsets[s], key,
-                                       streams[s], step, method, use_bitmap, cdf, a, bitmap, base,
+                                       streams[s], step, method, use_bitmap, cdf, a, False, bitmap, base,
                                        byte_offsets[s + 1] - base, out, out_offsets[s])
 
 
