@@ -48,7 +48,7 @@ __device__ __forceinline__ void gp_nbr_task(const Bias bias, const long long* __
                                             unsigned long long* counters, unsigned long long* seen,
                                             unsigned long long mask, long long* __restrict__ edge_instance,
                                             int* __restrict__ edge_depth, long long* __restrict__ edge_src,
-                                            long long* __restrict__ edge_dst, const double* cdf,
+                                            long long* __restrict__ edge_dst, double* cdf,
                                             const long long* __restrict__ positive, unsigned char* bits,
                                             int lane) {
     const long long stream = item / depth, v = stream % num_vertices, instance = stream / num_vertices;

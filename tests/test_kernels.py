@@ -103,9 +103,15 @@ def test_a_declaration_with_swapped_arguments_is_caught():
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
 @pytest.mark.parametrize("file,defines", sorted({(k.file, tuple(sorted(k.defines.items()))) for k in KERNELS.values()}))
 def test_cuda_source_compiles_with_each_kernels_defines(file, defines, tmp_path):
-    """The loader compiles a whole file with one kernel's defines: every kernel of the file must build with them."""
+    """The loader compiles a whole file with one kernel's defines: every kernel of the file must build with them,
+    templated ones for each vertex-id type (a template is only checked once instantiated)."""
+    source = tmp_path / "unit.cu"
+    source.write_text(f'#include "{kernel_dir() / file}"\n' + "".join(
+        f"void* gp_instance_{i}_{n} = (void*)&{k.name}<{t}>;\n"
+        for i, k in enumerate(k for k in KERNELS.values() if k.file == file and k.templated)
+        for n, t in enumerate(("int", "long long"))))
     command = ["nvcc", "-arch=sm_90", "-std=c++17", f"-I{kernel_dir()}", *(f"-D{k}={v}" for k, v in defines),
-               "-c", str(kernel_dir() / file), "-o", str(tmp_path / "out.o")]
+               "-c", str(source), "-o", str(tmp_path / "out.o")]
     result = subprocess.run(command, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
 
