@@ -284,3 +284,38 @@ def test_bad_exchange_is_rejected_by_name(cpu):
     with dask.config.set({"gpipe.exchange": "nvlink"}), pytest.raises(
             GpipeValueError, match="'gpipe.exchange' must be one of 'auto', 'comms'; got 'nvlink'"):
         gpipe.walks.deepwalk(g, length=3)
+
+
+@pytest.mark.parametrize("sets", [1, 3, 9])
+def test_pieces_grouped_by_block_in_batches_are_the_blocks_of_all_pieces_at_once(sets):
+    """Grouping takes the piece sets a batch at a time (each freed once split): every block holds the same pieces,
+    and the list handed in is emptied."""
+    from gpipe.runtime import _pieces
+
+    rng = np.random.default_rng(sets)
+    width, walks, block_rows = 9, 40, 16
+    chosen = [[] for _ in range(sets)]  # each walk's steps cut into pieces, each piece into a random set
+    for w in range(walks):
+        cuts = np.unique(np.concatenate([[0, width], rng.integers(1, width, 3)]))
+        for start, end in zip(cuts[:-1], cuts[1:]):
+            chosen[rng.integers(sets)].append((w, start, end - start))
+    piece_sets = []
+    for mine in chosen:
+        walk_id, start, length = (np.array(c, dtype) for c, dtype in zip(zip(*mine), (np.int64, np.int32, np.int32)))
+        offset = np.concatenate([[0], np.cumsum(length)[:-1]]).astype(np.int64) * 2  # gaps between pieces
+        piece_sets.append({"walk_id": walk_id, "start": start, "length": length, "offset": offset,
+                           "flat": rng.integers(0, 1000, int(offset[-1] + length[-1])).astype(np.int64)})
+    n_blocks = -(-walks // block_rows)
+
+    def blocks(groups):
+        return [_pieces.scatter(np, groups[b], b * block_rows, min(block_rows, walks - b * block_rows), width,
+                                np.int64) for b in range(n_blocks)]
+
+    whole = _pieces.concat(np, piece_sets, np.int64)
+    expected = [_pieces.scatter(np, whole, 0, walks, width, np.int64)[b * block_rows:(b + 1) * block_rows]
+                for b in range(n_blocks)]
+    given = list(piece_sets)
+    got = blocks(_pieces.group_by_block(np, given, block_rows, n_blocks, np.int64))
+    assert given == []
+    for e, g in zip(expected, got):
+        np.testing.assert_array_equal(g, e)

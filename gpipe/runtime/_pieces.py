@@ -47,22 +47,35 @@ def concat(x, piece_sets: list[dict], dtype) -> dict:
     if not piece_sets:
         return {"walk_id": x.zeros(0, x.int64), "start": x.zeros(0, x.int32), "length": x.zeros(0, x.int32),
                 "offset": x.zeros(0, x.int64), "flat": x.zeros(0, dtype)}
+    if len(piece_sets) == 1:
+        return piece_sets[0]
     shifts = np.cumsum([0] + [p["flat"].shape[0] for p in piece_sets[:-1]])
     out = {k: x.concatenate([p[k] for p in piece_sets]) for k in ("walk_id", "start", "length", "flat")}
     out["offset"] = x.concatenate([p["offset"] + int(s) for p, s in zip(piece_sets, shifts)])
     return out
 
 
+GROUPING_BATCHES = 4  # a partition's pieces are grouped by block in about this many batches
+
+
 def group_by_block(x, piece_sets: list[dict], block_rows: int, n_blocks: int, dtype) -> dict[int, dict]:
     """Pieces grouped by output block (walk_id // block_rows), each group over its own flat buffer.
 
-    One piece set at a time, taken out of ``piece_sets`` (emptied as it goes): a set's memory is freed once it is
-    split, so grouping never holds a partition's pieces twice (concatenating them first ran an H200 out of
-    memory with R-MAT 24's 10 walks per vertex over 2 GPUs), and each block is joined alone at the end.
+    In :data:`GROUPING_BATCHES` batches of piece sets taken out of ``piece_sets`` (emptied as it goes), each set
+    freed once its batch is split: grouping holds a batch twice, never all of a partition's pieces (joined whole
+    first, they ran an H200 out of memory with R-MAT 24's 10 walks per vertex over 2 GPUs); each block is joined
+    alone at the end.
     """
+    size = [sum(int(v.nbytes) for v in p.values()) for p in piece_sets]
+    cap = max(1, sum(size) // GROUPING_BATCHES)
     split: dict[int, list[dict]] = {b: [] for b in range(n_blocks)}
     while piece_sets:
-        pieces = piece_sets.pop()
+        batch, held = [piece_sets.pop()], size.pop()
+        while piece_sets and held + size[-1] <= cap:
+            batch.append(piece_sets.pop())
+            held += size.pop()
+        pieces = concat(x, batch, dtype)
+        del batch
         block = pieces["walk_id"] // block_rows
         order = x.argsort(block)
         counts = to_host(x.bincount(block, minlength=n_blocks))
