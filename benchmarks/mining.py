@@ -1,7 +1,7 @@
 """Pattern mining (GAMMA's workloads) and the external multi-merge sort, in and beyond the device budget.
 
     python benchmarks/mining.py --device gpu --scale 18 --budgets auto "2 GB" --out mining_rmat18_h200.json
-    python benchmarks/mining.py --device gpu --graph rmat18.npz --scale 18 --k 3 4 --out mining_rmat18_h200.json
+    python benchmarks/mining.py --device gpu --graph rmat18.npz --scale 18 --k 3 4 --patterns --out mining_rmat18_h200.json
     python benchmarks/mining.py --device cpu --scale 12 --k 3 4 --out mining_rmat12_cpu2.json
 
 The graph is Graph500's R-MAT (seeded, symmetrized, self-loops and duplicates
@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import json
 import os
 import time
 
@@ -33,7 +32,7 @@ import pandas as pd
 from dask.utils import parse_bytes
 
 import gpipe
-from _common import environment
+from _common import environment, write_json
 from figures import draw
 
 PATTERNS = {"4-cycle": [(0, 1), (1, 2), (2, 3), (3, 0)], "diamond": [(0, 1), (1, 2), (2, 3), (3, 0), (0, 2)],
@@ -124,21 +123,26 @@ def main() -> None:
         generate_s = time.perf_counter() - t0
         _warm_up(len(g.replicas))
         records = []
-        for budget in args.budgets:
-            for k in args.k:
-                seconds, result = _best(lambda: gpipe.mining.count_cliques(g, k, device_budget=budget), args.repeat)
-                records.append(_record(f"{k}-cliques", budget, seconds, result))
-            for name in args.patterns:
-                seconds, result = _best(lambda: gpipe.mining.match(g, PATTERNS[name], device_budget=budget),
-                                        args.repeat)
-                records.append(_record(name, budget, seconds, result))
         report = {"benchmark": "mining",
                   "graph": {**graph, "num_vertices": g.num_vertices, "num_edges": g.num_edges,
                             "generate_seconds": generate_s},
                   **environment(client, g.device), "workers": len(g.replicas), "records": records,
-                  "sort": _sorts(args.device, parse_bytes(args.sort_budget), args.seed)}
-    with open(args.out, "w") as f:
-        json.dump(report, f, indent=2)
+                  "complete": False}
+
+        def add(record: dict) -> None:  # saved as it goes: a run stopped by a time limit keeps what it measured
+            records.append(record)
+            write_json(args.out, report)
+
+        for budget in args.budgets:
+            for k in args.k:
+                seconds, result = _best(lambda: gpipe.mining.count_cliques(g, k, device_budget=budget), args.repeat)
+                add(_record(f"{k}-cliques", budget, seconds, result))
+            for name in args.patterns:
+                seconds, result = _best(lambda: gpipe.mining.match(g, PATTERNS[name], device_budget=budget),
+                                        args.repeat)
+                add(_record(name, budget, seconds, result))
+        report.update(sort=_sorts(args.device, parse_bytes(args.sort_budget), args.seed), complete=True)
+    write_json(args.out, report)
     print(f"wrote {args.out}; figure {draw(report, os.path.splitext(args.out)[0] + '.png')}")
 
 
