@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import gpipe
-from gpipe.errors import GpipeFileError
+from gpipe.errors import GpipeFileError, GpipeValueError
 from gpipe.graph._readers import plan_npz, plan_table, read_table
 
 
@@ -205,6 +205,19 @@ def test_npz_read_by_row_ranges_on_the_workers_is_the_graph_of_its_edges(cluster
         g = gpipe.read_edges(path, weight=weighted, directed=directed, partitions=2, mode=mode)
     assert (g.mode, g.num_vertices, g.directed) == (mode, 90, directed)
     _same_graph(g, ref, tmp_path)
+
+
+def test_npz_renumbered_numbers_the_ids_that_occur_and_renumber_is_checked(cluster, tmp_path):
+    indptr, indices, weights = _csr()
+    path = tmp_path / "g.npz"
+    np.savez(path, indptr=indptr, indices=indices, weights=weights)
+    edges = pd.DataFrame({"src": np.repeat(np.arange(90), np.diff(indptr)), "dst": indices.astype(np.int64),
+                          "weight": weights})
+    ref = gpipe.from_edges(edges, weight="weight", renumber=True, partitions=2)
+    with dask.config.set({"gpipe.graph.chunk-edges": 100}):
+        _same_graph(gpipe.read_edges(path, weight=True, renumber=True, partitions=2), ref, tmp_path)
+    with pytest.raises(GpipeValueError, match="'renumber' must be"):
+        gpipe.read_edges(path, weight=True, renumber="yes")
 
 
 def test_npz_error_found_by_a_later_piece_is_the_one_whole_read_gives(cluster, tmp_path):

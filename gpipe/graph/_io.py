@@ -15,7 +15,7 @@ from ..runtime import current
 from ._graph import Graph, build, check_mode
 from ._readers import (FLOAT32_RANGE, GRAPH_META, NpzPlan, TablePlan, check_graph_parts, count_lines,
                        float32_misfits, graph_folder_ids, id_kind, npz_problem, plan_graph_folder, plan_npz, plan_table,
-                       read_graph_part, read_npz_piece, read_piece)
+                       npz_frame, read_graph_part, read_npz_piece, read_piece)
 
 __all__ = ["from_edges", "read_edges"]
 
@@ -100,14 +100,22 @@ def read_edges(path, src: str = "src", dst: str = "dst", weight: str | bool | No
         return _read_graph_folder(path, partitions, mode)
     plan = plan_table(path, src=src, dst=dst, weight=weight, fmt=fmt, piece_bytes=int(config.get("graph.read-bytes")))
     directed, keep_self_loops, keep_duplicates = _check_flags(directed, keep_self_loops, keep_duplicates)
+    renumber = None if renumber is None else check_bool("renumber", renumber)
     session = current()
     if plan.fmt == "npz":
         npz = plan_npz(path, bool(weight), int(config.get("graph.chunk-edges")))
         if npz.edges[-1] == 0:
             raise GpipeFileError(path, None, "no edges")
-        return _build_from_chunks(session, _read_npz_on_workers(session.client, npz), "src", "dst",
-                                  "weight" if npz.weights is not None else None, directed, partitions, mode, renumber,
-                                  keep_self_loops, keep_duplicates, npz.num_vertices)
+        arrays = _read_npz_on_workers(session.client, npz)
+        weighted = npz.weights is not None
+        if renumber:  # only the ids that occur, numbered: the general path
+            frames = [session.client.submit(npz_frame, a, pure=False) for a in arrays]
+            return _build_from_chunks(session, frames, "src", "dst", "weight" if weighted else None, directed,
+                                      partitions, mode, renumber, keep_self_loops, keep_duplicates, npz.num_vertices)
+        # the ids are the rows, checked by the readers: no pass over them to number them
+        return build(session, arrays, npz.num_vertices, directed=directed, weighted=weighted, id_map=None,
+                     partitions=partitions, mode=mode, keep_self_loops=keep_self_loops,
+                     keep_duplicates=keep_duplicates)
     weighted = plan.keep_weight and plan.width == 3 if plan.fmt == "snap" else len(plan.columns) == 3
     return _build_from_chunks(session, _read_on_workers(session.client, plan), "src", "dst",
                               "weight" if weighted else None, directed, partitions, mode, renumber, keep_self_loops,
@@ -134,7 +142,7 @@ def _read_on_workers(client, plan: TablePlan) -> list:
 
 
 def _read_npz_on_workers(client, plan: NpzPlan) -> list:
-    """Futures of the edge frames of ``plan``'s row ranges, each read by a worker; only the pieces' problems
+    """Futures of the edge arrays of ``plan``'s row ranges, each read by a worker; only the pieces' problems
     (counts and first offenders) reach the client, which raises the error one whole read would."""
     read = [client.submit(read_npz_piece, plan, i, pure=False) for i in range(len(plan.pieces))]
     error = npz_problem(plan, client.gather([client.submit(operator.itemgetter(1), r, pure=False) for r in read]))

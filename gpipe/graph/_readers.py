@@ -705,8 +705,9 @@ def _npz_read(path: str, array: NpzArray, lo: int = 0, hi: int | None = None) ->
     return values
 
 
-def read_npz_piece(plan: NpzPlan, piece: int) -> tuple[pd.DataFrame, dict]:
-    """The edges of rows ``plan.pieces[piece]`` of a CSR ``.npz``, and what is wrong with them.
+def read_npz_piece(plan: NpzPlan, piece: int) -> tuple[dict, dict]:
+    """The edges of rows ``plan.pieces[piece]`` of a CSR ``.npz`` as dense-id arrays (``src``, ``dst`` int64,
+    ``weight`` float32 when read), and what is wrong with them.
 
     The problems are counts and first offenders (by index in the whole file), which
     :func:`npz_problem` merges over the pieces into the message one whole read gives.
@@ -717,17 +718,21 @@ def read_npz_piece(plan: NpzPlan, piece: int) -> tuple[pd.DataFrame, dict]:
     degrees = np.diff(_npz_read(plan.path, plan.indptr, lo, hi + 1).astype(np.int64))
     bad = indices[(indices < 0) | (indices >= plan.num_vertices)]
     problems = {"bad_index": bad[0].item() if len(bad) else None}
-    values = None
+    arrays = {"src": np.repeat(np.arange(lo, hi, dtype=np.int64), degrees), "dst": indices}
     if plan.weights is not None:
         values = _npz_read(plan.path, plan.weights, first, last)
-        finite = np.isfinite(values)
-        problems["non_finite"] = int((~finite).sum())
-        weight = values.astype(np.float64)
+        problems["non_finite"] = int((~np.isfinite(values)).sum())
+        weight = values if values.dtype == np.float32 else values.astype(np.float64)  # float32: checked as it is
         for name, mask in (("misfit", float32_misfits(weight)), ("negative", weight < 0)):
             where = np.flatnonzero(mask)
             problems[name] = (len(where), first + int(where[0]), weight[where[0]].item()) if len(where) else (0,)
-    src = np.repeat(np.arange(lo, hi, dtype=np.int64), degrees)
-    return _frame(src, indices, values), problems
+        arrays["weight"] = weight.astype(np.float32, copy=False)
+    return arrays, problems
+
+
+def npz_frame(arrays: dict) -> pd.DataFrame:
+    """:func:`read_npz_piece`'s arrays as an edge frame."""
+    return _frame(arrays["src"], arrays["dst"], arrays.get("weight"))
 
 
 def npz_problem(plan: NpzPlan, problems: list[dict]) -> GpipeFileError | None:
@@ -755,11 +760,11 @@ def npz_problem(plan: NpzPlan, problems: list[dict]) -> GpipeFileError | None:
 def read_npz(path: str, weight: bool) -> tuple[pd.DataFrame, int]:
     """The edges of a CSR ``.npz`` read in this process as one piece, and its number of rows."""
     plan = plan_npz(path, weight)
-    frame, problems = read_npz_piece(plan, 0)
+    arrays, problems = read_npz_piece(plan, 0)
     error = npz_problem(plan, [problems])
     if error is not None:
         raise error
-    return frame, plan.num_vertices
+    return npz_frame(arrays), plan.num_vertices
 
 
 def plan_graph_folder(path: str) -> tuple[dict, list[str]]:
