@@ -281,3 +281,28 @@ def test_a_damaged_graph_folder_is_an_error_naming_the_file(cpu, tmp_path, damag
         gpipe.read_edges(folder)
     assert info.value.path == str(folder / name)
 
+
+
+@pytest.mark.parametrize("keep_duplicates", [False, True])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_cpu_partition_rows_are_the_edges_sorted_with_duplicates_merged_to_their_largest_weight(keep_duplicates,
+                                                                                               weighted):
+    from gpipe.graph._build import _csr_cpu
+
+    rng = np.random.default_rng(7)
+    lo, rows, m = 5, 40, 3000
+    src, dst = rng.integers(lo, lo + rows, m), rng.integers(0, 60, m)
+    src[:50] = dst[:50] = lo + 3  # self-loops, duplicated
+    weight = rng.random(m).astype(np.float32) if weighted else None
+    indptr, indices, weights, loops = _csr_cpu(src - lo, dst, weight, rows, lo, keep_duplicates)
+    frame = pd.DataFrame({"src": src, "dst": dst, "w": weight if weighted else 0.0})
+    if not keep_duplicates:
+        frame = frame.groupby(["src", "dst"], as_index=False)["w"].max()
+    frame = frame.sort_values(["src", "dst"], kind="stable", ignore_index=True)
+    np.testing.assert_array_equal(np.diff(indptr), np.bincount(frame["src"] - lo, minlength=rows))
+    np.testing.assert_array_equal(indices, frame["dst"])
+    if weighted:
+        np.testing.assert_array_equal(weights, frame["w"].to_numpy(np.float32))
+    else:
+        assert weights is None
+    assert loops == int((frame["src"] == frame["dst"]).sum())

@@ -19,7 +19,7 @@ import operator
 
 import numpy as np
 
-from ..backend import group_max, to_host
+from ..backend import cpu_kernel, group_max, prange, to_host
 from ..errors import TaskError
 from ..runtime import store, worker_xp
 from ._partition import Partition
@@ -102,20 +102,24 @@ def assemble(graph_id: str, part: int, bounds: np.ndarray, keep_duplicates: bool
         dst = x.concatenate([p["dst"] for p in pieces]) if pieces else x.zeros(0, x.int64)
         weighted = bool(pieces) and "weight" in pieces[0]
         weight = x.concatenate([p["weight"] for p in pieces]) if weighted else None
-        src, dst, weight = _sort_edges(x, src, dst, weight, lo, hi, n)
-        if not keep_duplicates and src.shape[0] > 1:
-            first = x.ones(src.shape[0], dtype=bool)
-            first[1:] = (src[1:] != src[:-1]) | (dst[1:] != dst[:-1])
-            if weight is not None:
-                weight = group_max(x, weight, x.cumsum(first) - 1)
-            src, dst = src[first], dst[first]
-        counts = x.bincount(src - lo, minlength=hi - lo)
-        indptr = x.zeros(hi - lo + 1, dtype=x.int64)
-        x.cumsum(counts, out=indptr[1:])
+        if x is np:  # rows by counting, then each row sorted on its own, on every core
+            indptr, dst, weight, loops = _csr_cpu(src - lo, dst, weight, hi - lo, lo, keep_duplicates)
+        else:
+            src, dst, weight = _sort_edges(x, src, dst, weight, lo, hi, n)
+            if not keep_duplicates and src.shape[0] > 1:
+                first = x.ones(src.shape[0], dtype=bool)
+                first[1:] = (src[1:] != src[:-1]) | (dst[1:] != dst[:-1])
+                if weight is not None:
+                    weight = group_max(x, weight, x.cumsum(first) - 1)
+                src, dst = src[first], dst[first]
+            counts = x.bincount(src - lo, minlength=hi - lo)
+            indptr = x.zeros(hi - lo + 1, dtype=x.int64)
+            x.cumsum(counts, out=indptr[1:])
+            loops = int((src == dst).sum())
         index_dtype = x.int32 if n < 2**31 else x.int64
         partition = Partition(part, lo, hi, np.asarray(bounds), indptr, dst.astype(index_dtype), weight)
         store().partitions.put(graph_id, part, partition, budget)
-        return {"edges": partition.num_edges, "self_loops": int((src == dst).sum()), "nbytes": partition.nbytes}
+        return {"edges": partition.num_edges, "self_loops": loops, "nbytes": partition.nbytes}
     except Exception as exc:
         raise TaskError("assemble", part, None, repr(exc)) from exc
 
@@ -141,6 +145,78 @@ def replica(graph_id: str, replica_id: str, placement: list[str], bounds: np.nda
         return whole.nbytes
     except Exception as exc:
         raise TaskError("replicate", 0, None, repr(exc)) from exc
+
+
+def _csr_cpu(rel: np.ndarray, dst: np.ndarray, weight, rows: int, lo: int, keep_duplicates: bool):
+    """The CSR ``(indptr, indices, weights, self-loops)`` of edges ``rel -> dst`` (``rel``: rows 0..rows-1,
+    vertex ``lo + row``): the rows of the sort by (src, dst) with duplicates merged to their largest weight, as
+    the device path's sort gives them, in O(edges) plus a sort per row."""
+    weighted = weight is not None
+    counts = np.bincount(rel, minlength=rows)
+    start = np.zeros(rows + 1, np.int64)
+    np.cumsum(counts, out=start[1:])
+    by_row, by_row_w = np.empty_like(dst), np.empty(len(dst) if weighted else 0, np.float32)
+    _place(rel, dst, weight if weighted else by_row_w, weighted, start, by_row, by_row_w)
+    kept = np.empty(rows, np.int64)
+    loops = _sort_rows(start, by_row, by_row_w, weighted, keep_duplicates, lo, kept)
+    if keep_duplicates:
+        return start, by_row, by_row_w if weighted else None, int(loops)
+    indptr = np.zeros(rows + 1, np.int64)
+    np.cumsum(kept, out=indptr[1:])
+    out, out_w = np.empty(indptr[-1], dst.dtype), np.empty(indptr[-1] if weighted else 0, np.float32)
+    _compact_rows(start, indptr, by_row, by_row_w, weighted, out, out_w)
+    return indptr, out, out_w if weighted else None, int(loops)
+
+
+@cpu_kernel()
+def _place(rel, dst, weight, weighted, start, by_row, by_row_w):
+    cursor = start[:-1].copy()
+    for i in range(rel.shape[0]):
+        c = cursor[rel[i]]
+        by_row[c] = dst[i]
+        if weighted:
+            by_row_w[c] = weight[i]
+        cursor[rel[i]] = c + 1
+
+
+@cpu_kernel(parallel=True)
+def _sort_rows(start, by_row, by_row_w, weighted, keep_duplicates, lo, kept):
+    """Each row sorted by destination (stable), duplicates merged in place unless kept; per row the count kept.
+    Returns the self-loops kept."""
+    loops = 0
+    for r in prange(start.shape[0] - 1):
+        a, b = start[r], start[r + 1]
+        if b - a > 1:
+            order = np.argsort(by_row[a:b], kind="mergesort")
+            by_row[a:b] = by_row[a:b][order]
+            if weighted:
+                by_row_w[a:b] = by_row_w[a:b][order]
+        k = b
+        if not keep_duplicates and b > a:
+            k = a + 1
+            for e in range(a + 1, b):
+                if by_row[e] != by_row[k - 1]:
+                    by_row[k] = by_row[e]
+                    if weighted:
+                        by_row_w[k] = by_row_w[e]
+                    k += 1
+                elif weighted and by_row_w[e] > by_row_w[k - 1]:
+                    by_row_w[k - 1] = by_row_w[e]
+        kept[r] = k - a
+        for e in range(a, k):
+            if by_row[e] == lo + r:
+                loops += 1
+    return loops
+
+
+@cpu_kernel(parallel=True)
+def _compact_rows(start, indptr, by_row, by_row_w, weighted, out, out_w):
+    for r in prange(start.shape[0] - 1):
+        a, o = start[r], indptr[r]
+        for j in range(indptr[r + 1] - o):
+            out[o + j] = by_row[a + j]
+            if weighted:
+                out_w[o + j] = by_row_w[a + j]
 
 
 def _sort_edges(x, src, dst, weight, lo: int, hi: int, n: int):
