@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import hashlib
 import json
 import os
 import platform
@@ -11,7 +12,8 @@ import time
 import numpy as np
 
 import gpipe
-from gpipe.backend import versions
+from gpipe._rng import GOLDEN, mix64
+from gpipe.backend import device_of, to_host, versions, xp
 
 # A minimal uniform walk kernel on one H200 on a random graph (16M vertices, 256M edges), ../shared/gpu/README.md:
 # the ceiling quoted where a run did not measure its own graph's (walks.py --ceiling)
@@ -82,3 +84,27 @@ def write_json(path: str, report: dict) -> None:
     with open(partial, "w") as f:
         json.dump(report, f, indent=2)
     os.replace(partial, path)
+
+
+def _block_digest(block, _ids, _first_row: int) -> bytes:
+    """blake2b of a 64-bit hash of each row of a walk block, hashed where the block is (only those come to host)."""
+    x = xp(device_of(block))
+    z = block.astype(x.uint64) ^ (x.arange(1, block.shape[1] + 1, dtype=x.uint64) * GOLDEN)
+    z = mix64.py_func(z)  # gpipe's splitmix64 finalizer, as plain Python: it takes numpy and cupy arrays alike
+    return hashlib.blake2b(to_host(z.sum(axis=1, dtype=x.uint64)).tobytes(), digest_size=16).digest()
+
+
+def digest(result) -> str:
+    """The digest of a run's output: its walks, row by row in walk order, or its edges in canonical order."""
+    h = hashlib.blake2b(digest_size=16)
+    if isinstance(result, gpipe.WalkResult):
+        h.update(repr(result.shape).encode())
+        # The raw blocks, on their devices: to_dask would bring every block to host memory as int64 first.
+        for block in result._map_blocks(_block_digest):
+            h.update(block.result())
+    else:
+        frame = result.compute()
+        for name, column in frame.sort_values(list(frame.columns), ignore_index=True).items():
+            h.update(name.encode())
+            h.update(np.ascontiguousarray(column.to_numpy()).tobytes())
+    return h.hexdigest()

@@ -12,10 +12,19 @@ repeated with every partition copied in); per run the partition transfers,
 reads in place, bytes moved and achieved host-to-device bandwidth, beside a
 plain pinned-memory copy's bandwidth on the same GPU.
 
-``scaling``: the same workloads on 1 and on 2 GPUs (one worker per GPU), with
-the graph partitioned (walkers travel between GPUs) and replicated (each GPU
-holds all of it and runs half of the walks or instances); DeepWalk also with
-more walks per vertex (``--walks-per-vertex 1 10``: a DeepWalk corpus's usual 10).
+``scaling``: the same workloads on 1, 2, ... GPUs (``--gpus``, one worker per
+GPU), with the graph partitioned (walkers travel between GPUs) and replicated
+(each GPU holds all of it and runs its share of the walks or instances);
+``--walks deepwalk node2vec`` (p, q: ``--p``, ``--q``) with ``--walks-per-vertex
+1 10`` (a corpus's usual 10), neighbor sampling with ``--fanout`` and
+``--depth``. Per run: the speed-up over the fewest GPUs, where a superstep's
+time went (kernel, send, barrier, other) and the walker bytes per superstep,
+and the digest of the first repeat's output (``stress.py``'s), which must be
+the same for every GPU count and mode (``same_outputs``, ``all_same``). Issue
+16's runs, on a 4- or 8-GPU host::
+
+    python benchmarks/scale.py scaling --scale 26 --gpus 1 2 4 8 --walks deepwalk node2vec \
+        --walks-per-vertex 1 10 --fanout 8 --depth 3 --instances 16000 128000 --repeat 2
 """
 
 from __future__ import annotations
@@ -27,8 +36,8 @@ import time
 
 import dask
 import numpy as np
-from _common import (H200_CEILING_STEPS_PER_S, environment, kept_stats, rmat_graph, rmat_record, seed_vertices,
-                     warm_starts)
+from _common import (H200_CEILING_STEPS_PER_S, digest, environment, kept_stats, rmat_graph, rmat_record,
+                     seed_vertices, warm_starts)
 from figures import draw
 
 import gpipe
@@ -36,30 +45,54 @@ from gpipe.sampling import Sampler
 
 
 
-def _deepwalk(g, args, walks_per_vertex: int) -> dict:
-    gpipe.walks.deepwalk(g, length=2, start=warm_starts(g), seed=99).persist()  # compile
-    runs = []
+WALKS = {"deepwalk": lambda g, args, **kw: gpipe.walks.deepwalk(g, **kw),
+         "node2vec": lambda g, args, **kw: gpipe.walks.node2vec(g, p=args.p, q=args.q, **kw)}
+
+
+def _per_superstep(stats: dict) -> dict:
+    """Where a run's time went, per superstep: the busiest partition's kernels, sending walkers, the barrier,
+    and the rest (dispatch, bookkeeping); and the walker bytes exchanged."""
+    steps = max(1, stats.get("supersteps", 1))
+    parts = {k: stats.get(f"{k}_seconds", 0.0) / steps for k in ("kernel", "send", "barrier")}
+    parts["other"] = stats["seconds"] / steps - sum(parts.values())
+    moved = stats.get("walker_bytes_ipc", 0) + stats.get("walker_bytes_comms", 0)
+    return {"per_superstep_seconds": parts, "walker_bytes_per_superstep": moved / steps}
+
+
+def _walk(g, args, name: str, walks_per_vertex: int) -> dict:
+    WALKS[name](g, args, length=2, start=warm_starts(g), seed=99).persist()  # compile
+    runs, digest_of_first = [], None
     for r in range(args.repeat):
-        w = gpipe.walks.deepwalk(g, length=args.length, walks_per_vertex=walks_per_vertex, seed=args.seed + r)
+        w = WALKS[name](g, args, length=args.length, walks_per_vertex=walks_per_vertex, seed=args.seed + r)
         runs.append(dict(w.stats))
+        if r == 0:  # the same walks wherever they ran: compared across GPU counts and modes
+            digest_of_first = digest(w)
         del w
     best = max(runs, key=lambda s: s["steps_per_second"])
-    print(f"  deepwalk x{walks_per_vertex}: {best['steps']:,} steps in {best['seconds']:.3f} s = "
-          f"{best['steps_per_second'] / 1e9:.2f} G steps/s{_moved(best)}", flush=True)
-    return {"workload": "deepwalk", "length": args.length, "walks_per_vertex": walks_per_vertex, **kept_stats(best),
-            "fraction_of_h200_ceiling": best["steps_per_second"] / H200_CEILING_STEPS_PER_S}
+    print(f"  {name} x{walks_per_vertex}: {best['steps']:,} steps in {best['seconds']:.3f} s = "
+          f"{best['steps_per_second'] / 1e9:.2f} G steps/s{_moved(best)}, digest {digest_of_first}", flush=True)
+    extra = {"p": args.p, "q": args.q} if name == "node2vec" else {}
+    return {"workload": name, "length": args.length, "walks_per_vertex": walks_per_vertex, **extra,
+            **kept_stats(best), "fraction_of_h200_ceiling": best["steps_per_second"] / H200_CEILING_STEPS_PER_S,
+            **_per_superstep(best), "digest": digest_of_first}
 
 
 def _sampling(g, instances: int, args) -> dict:
     degrees = g.degrees().to_numpy()
     seeds = seed_vertices(degrees, instances, args.seed)
-    sampler = Sampler(edge_bias="weight", neighbor_size=2, depth=2)
+    sampler = Sampler(edge_bias="weight", neighbor_size=args.fanout, depth=args.depth)
     sampler.run(g, seeds[:8], seed=99)  # compile
-    runs = [sampler.run(g, seeds, seed=args.seed + r).stats for r in range(args.repeat)]
+    runs, digest_of_first = [], None
+    for r in range(args.repeat):
+        sample = sampler.run(g, seeds, seed=args.seed + r)
+        runs.append(sample.stats)
+        if r == 0:
+            digest_of_first = digest(sample)
     best = max(runs, key=lambda s: s["edges_per_second"])
     print(f"  neighbor sampling x{instances}: {best['edges']:,} edges in {best['seconds']:.3f} s = "
-          f"{best['edges_per_second'] / 1e6:.2f} M SEPS{_moved(best)}", flush=True)
-    return {"workload": "neighbor-biased", "instances": instances, "neighbor_size": 2, "depth": 2, **kept_stats(best)}
+          f"{best['edges_per_second'] / 1e6:.2f} M SEPS{_moved(best)}, digest {digest_of_first}", flush=True)
+    return {"workload": "neighbor-biased", "instances": instances, "neighbor_size": args.fanout, "depth": args.depth,
+            **kept_stats(best), **_per_superstep(best), "digest": digest_of_first}
 
 
 def _moved(stats: dict) -> str:
@@ -70,8 +103,9 @@ def _moved(stats: dict) -> str:
             f"{stats['partition_reads_in_place']} read in place)")
 
 
-def _workloads(g, args, walks_per_vertex=(1,)) -> list[dict]:
-    return [_deepwalk(g, args, r) for r in walks_per_vertex] + [_sampling(g, n, args) for n in args.instances]
+def _workloads(g, args, walks=("deepwalk",), walks_per_vertex=(1,)) -> list[dict]:
+    return ([_walk(g, args, name, r) for name in walks for r in walks_per_vertex]
+            + [_sampling(g, n, args) for n in args.instances])
 
 
 def _pinned_copy_bandwidth(nbytes: int = 1 << 30, repeat: int = 5) -> float:
@@ -134,18 +168,29 @@ def _scaling(args) -> dict:
             for mode in args.modes:
                 g, built = rmat_graph(args, mode=mode)
                 print(f"{gpus} GPU(s), {g} (built in {built:.1f} s)", flush=True)
-                records += [dict(r, gpus=gpus, graph_mode=mode) for r in _workloads(g, args, args.walks_per_vertex)]
+                records += [dict(r, gpus=gpus, graph_mode=mode)
+                            for r in _workloads(g, args, args.walks, args.walks_per_vertex)]
                 g.release()
-    ratios = {}
+    ratios, same = {}, {}
+    first = min(args.gpus)
     for r in records:
-        if r["gpus"] == max(args.gpus) and max(args.gpus) > min(args.gpus):
-            same = ("graph_mode", "workload", "instances", "walks_per_vertex")
-            base = next(o for o in records if o["gpus"] == min(args.gpus) and all(o.get(k) == r.get(k) for k in same))
-            key = "steps_per_second" if r["workload"] == "deepwalk" else "edges_per_second"
-            name = r["workload"] + (f" x{r['instances']}" if "instances" in r else
-                                    f" {r['walks_per_vertex']} walk(s)/vertex")
-            ratios[f"{name}, {r['graph_mode']}: {r['gpus']} / {base['gpus']} GPU throughput"] = r[key] / base[key]
-    return {**env, "benchmark": "scaling", "records": records, "ratios": ratios}
+        setting = ("workload", "instances", "walks_per_vertex")
+        # one seed, one graph: the same output for every GPU count and graph mode (the 1-GPU replicated run first)
+        base = next(o for o in records if all(o.get(k) == r.get(k) for k in setting))
+        r["same_as_first"] = r["digest"] == base["digest"]
+        name = r["workload"] + (f" x{r['instances']}" if "instances" in r else
+                                f" {r['walks_per_vertex']} walk(s)/vertex")
+        same[f"{name}, {r['graph_mode']}, {r['gpus']} GPU(s)"] = r["same_as_first"]
+        if r["gpus"] != first:
+            key = "edges_per_second" if "instances" in r else "steps_per_second"
+            one = next(o for o in records if o["gpus"] == first and o["graph_mode"] == r["graph_mode"]
+                       and all(o.get(k) == r.get(k) for k in setting))
+            ratios[f"{name}, {r['graph_mode']}: {r['gpus']} / {first} GPU throughput"] = r[key] / one[key]
+    different = [k for k, v in same.items() if not v]
+    print("the same walks and samples on every GPU count and mode" if not different else
+          f"DIFFERENT from the first run of the same seed: {different}", flush=True)
+    return {**env, "benchmark": "scaling", "records": records, "ratios": ratios, "same_outputs": same,
+            "all_same": not different}
 
 
 def main() -> None:
@@ -162,7 +207,12 @@ def main() -> None:
                     help="oom: gpipe.memory.read-in-place-below of the budget runs (also run with 0: always copy in)")
     ap.add_argument("--gpus", type=int, nargs="+", default=[1, 2], help="scaling: GPU counts")
     ap.add_argument("--modes", nargs="+", default=["replicated", "partitioned"], help="scaling: graph modes")
-    ap.add_argument("--walks-per-vertex", type=int, nargs="+", default=[1], help="scaling: DeepWalk runs")
+    ap.add_argument("--walks", nargs="+", choices=list(WALKS), default=["deepwalk"], help="scaling: the walks")
+    ap.add_argument("--walks-per-vertex", type=int, nargs="+", default=[1], help="scaling: walks per vertex")
+    ap.add_argument("--p", type=float, default=0.5, help="node2vec return parameter")
+    ap.add_argument("--q", type=float, default=2.0, help="node2vec in-out parameter")
+    ap.add_argument("--fanout", type=int, default=2, help="neighbor sampling: neighbors per vertex (C-SAW's 2)")
+    ap.add_argument("--depth", type=int, default=2, help="neighbor sampling: hops")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default="scale.json")

@@ -41,7 +41,6 @@ The script exits with status 1, listing every failed run, if any failed.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import os
 import sys
 import time
@@ -49,11 +48,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import dask
 import numpy as np
-from _common import environment, kept_stats, rmat_graph, rmat_record, seed_vertices, write_json
+from _common import digest, environment, kept_stats, rmat_graph, rmat_record, seed_vertices, write_json
 
 import gpipe
-from gpipe._rng import GOLDEN, mix64
-from gpipe.backend import device_of, to_host, xp
 from gpipe.sampling import Sampler
 
 WALKS = ("deepwalk", "deepwalk-weighted", "node2vec", "metropolis-hastings", "jump", "ppr", "multidimensional")
@@ -105,36 +102,12 @@ def _parameters(kwargs: dict) -> dict:
     return {k: f"{len(v):,} vertices" if isinstance(v, np.ndarray) else v for k, v in kwargs.items()}
 
 
-def _block_digest(block, _ids, _first_row: int) -> bytes:
-    """blake2b of a 64-bit hash of each row of a walk block, hashed where the block is (only those come to host)."""
-    x = xp(device_of(block))
-    z = block.astype(x.uint64) ^ (x.arange(1, block.shape[1] + 1, dtype=x.uint64) * GOLDEN)
-    z = mix64.py_func(z)  # gpipe's splitmix64 finalizer, as plain Python: it takes numpy and cupy arrays alike
-    return hashlib.blake2b(to_host(z.sum(axis=1, dtype=x.uint64)).tobytes(), digest_size=16).digest()
-
-
-def _digest(result) -> str:
-    """The digest of a run's output: its walks, row by row in walk order, or its edges in canonical order."""
-    h = hashlib.blake2b(digest_size=16)
-    if isinstance(result, gpipe.WalkResult):
-        h.update(repr(result.shape).encode())
-        # The raw blocks, on their devices: to_dask would bring every block to host memory as int64 first.
-        for block in result._map_blocks(_block_digest):
-            h.update(block.result())
-    else:
-        frame = result.compute()
-        for name, column in frame.sort_values(list(frame.columns), ignore_index=True).items():
-            h.update(name.encode())
-            h.update(np.ascontiguousarray(column.to_numpy()).tobytes())
-    return h.hexdigest()
-
-
 def _run(workload: tuple, g, seed: int) -> tuple[dict, str | None, str | None]:
     """The run's stats and digest, or the error that stopped it (a failed run: the suite goes on)."""
     function, kwargs = workload
     try:
         result = function(g, seed=seed, **kwargs)
-        return result.stats, _digest(result), None
+        return result.stats, digest(result), None
     except Exception as exc:  # a CUDA error outside a run included: recorded, and the suite goes on
         return {}, None, f"{type(exc).__name__}: {exc}"
 
