@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import argparse
 import gzip
-import json
 import os
 import shutil
 import tempfile
@@ -54,7 +53,7 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 import gpipe
-from _common import environment
+from _common import environment, write_json
 from figures import draw
 
 FORMATS = ("el", "el.gz", "parquet", "npz")
@@ -297,7 +296,7 @@ def main() -> None:
             for fmt, path in write_inputs(*tiny_edges, warm, args.formats).items():
                 run_format(fmt, path, _rows(fmt, tiny_edges[0]), warm_args, warm, quiet=True)
             shutil.rmtree(warm)
-            records = [run_format(fmt, paths[fmt], _rows(fmt, src), args, folder) for fmt in args.formats]
+            records = []
             report = {"benchmark": "io",
                       "graph": {"generator": "rmat", "scale": args.scale, "edge_factor": args.edge_factor,
                                 "seed": args.seed, "weights": "uniform in (0, 1]", "num_vertices": num_vertices,
@@ -306,11 +305,14 @@ def main() -> None:
                       "parameters": {"length": args.length, "walks_per_vertex": 1, "seeds": args.seeds,
                                      "fanout": args.fanout, "depth": args.depth},
                       **environment(client, args.device), "workers": len(client.scheduler_info()["workers"]),
-                      "records": records}
+                      "records": records, "complete": False}
+            for fmt in args.formats:  # saved after each format: a run stopped by a time limit keeps the others
+                records.append(run_format(fmt, paths[fmt], _rows(fmt, src), args, folder))
+                write_json(args.out, report)
+            report["complete"] = True
     finally:
         shutil.rmtree(folder, ignore_errors=True)
-    with open(args.out, "w") as f:
-        json.dump(report, f, indent=2)
+    write_json(args.out, report)
     print(f"wrote {args.out}; figure {draw(report, os.path.splitext(args.out)[0] + '.png')}")
 
 
