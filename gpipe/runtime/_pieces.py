@@ -66,7 +66,7 @@ def group_by_block(x, piece_sets: list[dict], block_rows: int, n_blocks: int, dt
     first, they ran an H200 out of memory with R-MAT 24's 10 walks per vertex over 2 GPUs); each block is joined
     alone at the end.
     """
-    size = [sum(int(v.nbytes) for v in p.values()) for p in piece_sets]
+    size = [sum(int(p[k].nbytes) for k in ("walk_id", "start", "length", "offset", "flat")) for p in piece_sets]
     cap = max(1, sum(size) // GROUPING_BATCHES)
     split: dict[int, list[dict]] = {b: [] for b in range(n_blocks)}
     while piece_sets:
