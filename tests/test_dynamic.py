@@ -141,7 +141,8 @@ def test_sample_is_a_function_of_seed_and_stream():
     (["insert", "delete", "update"], [0, 1, 1], [2, 0, 2], [1, None, "heavy"], "update 2: the weight of an update"),
     (["insert", "update"], [0, 1], [2, 2], [1, None], "update 1: the weight of an update must be positive and "
                                                         "finite, got None"),
-    (["insert", "remove"], [0, 0], [2, 1], [1, 1], "update 1: 'op' must be one of"),
+    (["insert", "remove"], [0, 0], [2, 1], [1, 1],
+     "update 1: 'op' must be one of ['delete', 'insert', 'update'], got 'remove'"),
     (["insert"], [-1], [2], [1], "update 0: 'src' must hold non-negative integer vertex ids, got -1"),
     (["insert", "insert"], [0], [2], [1], "one entry per update, got lengths 2, 1, 1 and 1"),
 ])

@@ -443,10 +443,12 @@ def check_batch(op, src, dst, weight, first: int = 0) -> Batch:
     if not len(op) == len(src) == len(dst) == len(given):
         raise GpipeValueError(f"'op', 'src', 'dst' and 'weight' must have one entry per update, got lengths "
                               f"{len(op)}, {len(src)}, {len(dst)} and {len(given)}")
-    codes = np.array([OPS.get(o, -1) for o in op], np.int64)
+    names = np.array(sorted(OPS))  # each op's code, found by a search rather than a lookup per update
+    at = np.minimum(np.searchsorted(names, op), len(names) - 1)
+    codes = np.where(names[at] == op, np.array([OPS[n] for n in names], np.int64)[at], -1)
     if (codes < 0).any():
         bad = int(np.argmax(codes < 0))
-        raise GpipeValueError(f"update {first + bad}: 'op' must be one of {sorted(OPS)}, got {op[bad]!r}")
+        raise GpipeValueError(f"update {first + bad}: 'op' must be one of {sorted(OPS)}, got {str(op[bad])!r}")
     src, dst = _whole(src), _whole(dst)
     for name, ids in (("src", src), ("dst", dst)):
         if ids.size and (ids.dtype.kind not in "iu" or ids.min() < 0):
