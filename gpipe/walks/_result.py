@@ -10,6 +10,8 @@ import weakref
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 from .. import config
 from .._files import WALK_FILES, atomic_dir, atomic_file
@@ -190,7 +192,7 @@ def _original(block, id_map, base: int, dtype: np.dtype) -> np.ndarray:
     """The block in original ids, padded as ``WalkResult._walk_dtype`` says: -1 (int64) or None (object)."""
     dense = to_host(block)
     if id_map is None:
-        return dense.astype(np.int64)
+        return dense.astype(np.int64, copy=False)
     pad = dense < 0
     if dtype != object:
         return np.where(pad, -1, id_map[np.where(pad, 0, dense)]).astype(np.int64)
@@ -201,11 +203,16 @@ def _original(block, id_map, base: int, dtype: np.dtype) -> np.ndarray:
 
 def _write_parquet(block, id_map, base: int, dtype: np.dtype, folder: str) -> str:
     walks = _original(block, id_map, base, dtype)
-    if dtype == object:  # nullable columns of the ids' type: a block whose column is all None still reads as one
-        dtype = pd.Int64Dtype() if id_map.dtype.kind in "iu" else pd.StringDtype()
-    frame = pd.DataFrame({f"step_{j}": pd.array(walks[:, j], dtype=dtype) for j in range(walks.shape[1])})
-    frame.insert(0, "walk", np.arange(base, base + walks.shape[0], dtype=np.int64))
     name = os.path.join(folder, f"walks-{base:012d}.parquet")
+    rows = np.arange(base, base + walks.shape[0], dtype=np.int64)
+    if dtype != object:  # int64 columns straight to Arrow (each step's column contiguous): no pandas frame between
+        steps = np.ascontiguousarray(walks.T)
+        pq.write_table(pa.table({"walk": rows, **{f"step_{j}": steps[j] for j in range(steps.shape[0])}}), name)
+        return name
+    # nullable columns of the ids' type: a block whose column is all None still reads as one
+    dtype = pd.Int64Dtype() if id_map.dtype.kind in "iu" else pd.StringDtype()
+    frame = pd.DataFrame({f"step_{j}": pd.array(walks[:, j], dtype=dtype) for j in range(walks.shape[1])})
+    frame.insert(0, "walk", rows)
     frame.to_parquet(name, index=False)
     return name
 
