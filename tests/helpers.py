@@ -1,6 +1,7 @@
-"""What several test modules share: a folder's files and summary, a call run in a thread, a worker lost under a
-graph, the steps of walks."""
+"""What several test modules share: a folder's files and summary, a workflow's script, a call run in a thread, a
+worker lost under a graph, the steps of walks."""
 
+import importlib.util
 import json
 import os
 import threading
@@ -19,6 +20,14 @@ def read_summary(folder) -> dict:
     """The ``summary.json`` that a command or workflow wrote in ``folder``."""
     with open(os.path.join(folder, "summary.json")) as f:
         return json.load(f)
+
+
+def load_workflow(folder: str):
+    """``folder/run.py`` (a workflow's script) loaded as a module."""
+    spec = importlib.util.spec_from_file_location(f"{os.path.basename(folder)}_workflow", os.path.join(folder, "run.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def started(call) -> tuple[threading.Thread, dict]:

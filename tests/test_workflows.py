@@ -11,22 +11,15 @@ import yaml
 import gpipe
 from gpipe import workflow
 from gpipe.errors import GpipeValueError
+from helpers import load_workflow
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 WORKFLOW = os.path.join(REPO, "workflows", "embeddings")
 
 
-def _loaded(folder: str):
-    """``folder/run.py`` loaded as a module."""
-    spec = importlib.util.spec_from_file_location(f"{os.path.basename(folder)}_workflow", os.path.join(folder, "run.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture(scope="module")
 def embeddings():
-    return _loaded(WORKFLOW)
+    return load_workflow(WORKFLOW)
 
 
 def test_embeddings_workflow_writes_node2vec_walks_along_edges_summary_and_embeddings(embeddings, cpu_cluster,
@@ -126,7 +119,7 @@ SAMPLING = os.path.join(REPO, "workflows", "graph_sampling")
 
 @pytest.fixture(scope="module")
 def graph_sampling():
-    return _loaded(SAMPLING)
+    return load_workflow(SAMPLING)
 
 
 def test_graph_sampling_workflow_samples_edges_from_random_seeds(graph_sampling, cpu_cluster, tmp_path, capsys):
@@ -186,7 +179,7 @@ _TORCH = importlib.util.find_spec("torch") is not None
 
 @pytest.fixture(scope="module")
 def gnn_training():
-    return _loaded(GNN_TRAINING)
+    return load_workflow(GNN_TRAINING)
 
 
 @pytest.mark.parametrize("on_workers", [False, True])
@@ -256,7 +249,7 @@ MINING = os.path.join(REPO, "workflows", "mining")
 
 @pytest.fixture(scope="module")
 def mining():
-    return _loaded(MINING)
+    return load_workflow(MINING)
 
 
 def _run_on(cluster, out, *settings: str) -> list[str]:
@@ -322,7 +315,7 @@ DYNAMIC_WALKS = os.path.join(REPO, "workflows", "dynamic_walks")
 
 @pytest.fixture(scope="module")
 def dynamic_walks():
-    return _loaded(DYNAMIC_WALKS)
+    return load_workflow(DYNAMIC_WALKS)
 
 
 def test_dynamic_walks_applies_a_bingo_log_in_rounds_and_walks_the_graph_it_leaves(dynamic_walks, cpu_cluster,
