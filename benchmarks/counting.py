@@ -106,9 +106,9 @@ def rmat_queries(indptr, indices, scale: int, labels: int, sizes: list[int], see
 
 
 def _walk_query(indptr, indices, labels, size: int, dense: bool, rng) -> Query:
-    """A connected query of ``size`` vertices from a random walk: its vertices and every edge among them (dense),
-    or the edges by which the walk first reached each (sparse), a step to a new vertex taken only from a vertex
-    of degree < 2 so that every degree stays < 3 (gSWORD's sparse query: a path)."""
+    """A connected query of ``size`` vertices from a random walk, as gSWORD's: dense, the walk's vertices and every
+    edge among them, drawn again until some degree is >= 3; sparse (every degree < 3, a path), the edges by which
+    the walk first reached each vertex, a step to a new vertex taken only from a vertex of degree < 2."""
     while True:
         v = int(rng.integers(len(labels)))
         vertices, tree, degree = [v], [], [0]
@@ -125,13 +125,15 @@ def _walk_query(indptr, indices, labels, size: int, dense: bool, rng) -> Query:
                 degree.append(1)
                 vertices.append(u)
             v = u
-        if len(vertices) == size:
-            break
-    if dense:
+        if len(vertices) < size:
+            continue
+        if not dense:
+            return Query.from_edges(tree, labels[vertices])
         index = {w: i for i, w in enumerate(vertices)}
-        tree = [(i, index[int(w)]) for i, u in enumerate(vertices)
-                for w in indices[indptr[u]:indptr[u + 1]] if int(w) in index and index[int(w)] > i]
-    return Query.from_edges(tree, labels[vertices])
+        edges = [(i, index[int(w)]) for i, u in enumerate(vertices)
+                 for w in indices[indptr[u]:indptr[u + 1]] if int(w) in index and index[int(w)] > i]
+        if np.bincount(np.ravel(edges), minlength=size).max() >= 3:
+            return Query.from_edges(edges, labels[vertices])
 
 
 def sweep(g, query, where: dict, reference: float, methods, samples: list[int], seed: int) -> list[dict]:
