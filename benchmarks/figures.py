@@ -22,6 +22,7 @@ import json
 import os
 import sys
 
+import numpy as np
 from _common import H200_CEILING_STEPS_PER_S
 
 VARYING = ("instances", "walks_per_vertex", "gpus", "graph_mode", "exchange", "device_partitions",
@@ -113,30 +114,129 @@ def _gnn(plt, report: dict):
 
 
 def _counting(plt, report: dict):
-    """The q-error against the samples drawn, a line per (query, method, inheritance), and samples/s beside."""
-    records = report["records"]
-    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 5), constrained_layout=True)
-    series: dict = {}
-    for r in records:
-        series.setdefault((r["query"], r["method"], r["inheritance"]), []).append(r)
-    for (query, method, inherit), rows in series.items():
-        rows = sorted(rows, key=lambda r: r["samples"])
-        style = "-" if inherit else ":"
-        left.plot([r["samples"] for r in rows], [r["q_error"] or float("nan") for r in rows], style, marker="o",
-                  markersize=3, label=f"{query} {method}{'' if inherit else ' (no inheritance)'}")
-        right.plot([r["samples"] for r in rows], [r["samples_per_second"] for r in rows], style, marker="o",
-                   markersize=3)
-    for ax, label in ((left, "q-error (1 = exact)"), (right, "samples / s (whole call)")):
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        ax.set_xlabel("samples")
-        ax.set_ylabel(label)
-    if len(series) <= 24:
-        left.legend(fontsize=6)
+    """Per (graph, labels), a row: the median over its queries of the q-error (at the first worker count: an
+    estimate does not depend on the workers) and of samples/s against the samples drawn, a line per (method,
+    inheritance), samples/s per worker count. Below, where measured: gSWORD's Fig. 10, the normalized standard
+    deviation of each query's repeated Alley estimates with and without inheritance, by query size; and samples/s
+    per worker count at the most samples every worker count drew."""
+    from matplotlib.lines import Line2D
+    from matplotlib.ticker import FuncFormatter, NullFormatter
+
+    # a single-graph, single-cluster report names its graph and labels once
+    records = [{"graph": report.get("graph"), "labels": report.get("labels"), "workers": 1, **r}
+               for r in report["records"]]
+    workloads = list(dict.fromkeys((r["graph"], r["labels"]) for r in records))
+    workers = sorted({r["workers"] for r in records})
+    methods = list(dict.fromkeys(r["method"] for r in records))
+    color = dict(zip(methods, plt.get_cmap("tab10").colors))
+    markers = dict(zip(workers, "os^Dv"))
+    panels = ([lambda ax: _count_variance(ax, report["variance"])] if report.get("variance") else []) + (
+        [lambda ax: _count_workers(ax, records, color)] if len(workers) > 1 else [])
+    fig = plt.figure(figsize=(13, 3.4 * len(workloads) + 4.4 * bool(panels) + 0.6), constrained_layout=True)
+    top, bottom = fig.subfigures(2, 1, height_ratios=[3.4 * len(workloads), 4.4]) if panels else (fig, None)
+    vertices = {(g["graph"], g["labels"]): g["num_vertices"] for g in report.get("graphs", [])}
+    for (left, right), (graph, labels) in zip(top.subplots(len(workloads), 2, squeeze=False), workloads):
+        rows = [r for r in records if (r["graph"], r["labels"]) == (graph, labels)]
+        queries = len({r["query"] for r in rows})
+        for key in dict.fromkeys((r["method"], r["inheritance"], r["workers"]) for r in rows):
+            method, inherit, w = key
+            by_samples: dict = {}
+            for r in rows:
+                if (r["method"], r["inheritance"], r["workers"]) == key:
+                    by_samples.setdefault(r["samples"], []).append(r)
+            x = sorted(by_samples)
+            style = {"color": color[method], "linestyle": "-" if inherit else ":", "marker": markers[w],
+                     "markersize": 4}
+            if w == workers[0]:
+                left.plot(x, [_median([r["q_error"] for r in by_samples[n]]) for n in x], **style)
+            right.plot(x, [_median([r["samples_per_second"] for r in by_samples[n]]) for n in x], **style)
+        n = vertices.get((graph, labels), report.get("num_vertices"))
+        left.set_title(f"{graph}, {labels} labels" + (f", {n:,} vertices" if n else "") + f": {queries} queries",
+                       fontsize=9, loc="left")
+        for ax, label, short in ((left, "q-error (1 = exact), median", "{:.6g}".format),
+                                 (right, "samples / s (whole call), median", _si)):
+            ax.set_xscale("log")
+            ax.set_yscale("log")
+            ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _, short=short: short(v)))
+            low, high = ax.get_ylim()  # minor ticks labelled only where few majors fall (crowded across decades)
+            ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _, short=short: short(v)) if high < 20 * low
+                                         else NullFormatter())
+            ax.set_xlabel("samples", fontsize=8)
+            ax.set_ylabel(label, fontsize=8)
+            ax.tick_params(labelsize=7)
+    handles = ([Line2D([], [], color=color[m], label=m) for m in methods]
+               + [Line2D([], [], color="gray", linestyle=ls, label=f"inheritance {on}") for ls, on in
+                  (("-", "on"), (":", "off"))]
+               + ([Line2D([], [], color="gray", marker=markers[w], linestyle="", label=f"{w} worker(s)")
+                   for w in workers] if len(workers) > 1 else []))
+    top.axes[1].legend(handles=handles, fontsize=7, loc="best")
+    if panels:
+        for panel, ax in zip(panels, bottom.subplots(1, len(panels), squeeze=False)[0]):
+            panel(ax)
     environment = report.get("environment", {})
-    fig.suptitle(f"counting on {environment.get('device_name', environment.get('device'))}: {report['graph']}, "
-                 f"{report['num_vertices']:,} vertices, {report['labels']} labels", fontsize=9)
+    fig.suptitle(f"counting on {environment.get('device_name', environment.get('device'))} "
+                 f"({environment.get('date', '')[:10]}){'' if report.get('complete', True) else ', incomplete run'}",
+                 fontsize=10)
     return fig
+
+
+def _count_variance(ax, variance: list[dict]) -> None:
+    """gSWORD's Fig. 10: per query, by size, the normalized standard deviation of its Alley estimates over seeds
+    with and without inheritance."""
+    queries = sorted(dict.fromkeys((v["vertices"], v["graph"], v["labels"], v["query"]) for v in variance))
+    value = {(v["graph"], v["labels"], v["query"], v["inheritance"]): v["normalized_std"] for v in variance}
+    x, ticks, at = 0.0, [], {}
+    for i, (size, graph, labels, name) in enumerate(queries):
+        if i and size != queries[i - 1][0]:
+            x += 1  # a gap between sizes
+        at[graph, labels, name] = x
+        ticks.append((x, f"{name}, {labels} labels"))
+        x += 1
+    for shift, inherit, color in ((-0.2, True, "tab:blue"), (0.2, False, "tab:orange")):
+        ax.bar([at[q[1:]] + shift for q in queries],
+               [value.get((*q[1:], inherit)) or float("nan") for q in queries], 0.4, color=color,
+               label=f"inheritance {'on' if inherit else 'off'}")
+    for size in dict.fromkeys(q[0] for q in queries):
+        group = [q for q in queries if q[0] == size]
+        medians = [_median([value.get((*q[1:], inherit)) for q in group]) for inherit in (True, False)]
+        ax.text(sum(at[q[1:]] for q in group) / len(group), 1.01, f"{size} vertices\nmedian {medians[0]:.3g} / "
+                f"{medians[1]:.3g}", transform=ax.get_xaxis_transform(), ha="center", va="bottom", fontsize=7)
+    ax.set_xticks([t for t, _ in ticks], [label for _, label in ticks], rotation=90, fontsize=6)
+    ax.set_yscale("log")
+    v = variance[0]
+    ax.set_ylabel(f"std / mean of {len(v['estimates'])} Alley estimates ({v['samples']:,} samples)", fontsize=8)
+    ax.legend(fontsize=7, loc="upper left")
+
+
+def _count_workers(ax, records: list[dict], color: dict) -> None:
+    """Median samples/s over the queries per worker count, per (graph, labels) and method, at the most samples
+    that every worker count drew, inheritance on; the speed-up over the first worker count above each bar."""
+    records = [r for r in records if r["inheritance"]]
+    workers = sorted({r["workers"] for r in records})
+    most = max(set.intersection(*({r["samples"] for r in records if r["workers"] == w} for w in workers)))
+    groups = list(dict.fromkeys((r["graph"], r["labels"], r["method"]) for r in records))
+    width = 0.8 / len(workers)
+    for j, w in enumerate(workers):
+        rates = [_median([r["samples_per_second"] for r in records if (r["graph"], r["labels"], r["method"]) == group
+                          and r["workers"] == w and r["samples"] == most]) for group in groups]
+        if j == 0:
+            base = rates
+        bars = ax.bar([i + (j - (len(workers) - 1) / 2) * width for i in range(len(groups))], rates, width,
+                      color=[color[m] for _, _, m in groups], alpha=1 - 0.6 * j / len(workers),
+                      edgecolor="black", linewidth=0.4)
+        ax.bar_label(bars, [f"{w}w" + (f" x{r / b:.2f}" if j else "") for r, b in zip(rates, base)],
+                     fontsize=6, rotation=90, padding=2)
+    ax.set_xticks(range(len(groups)), [f"{g}, {labels} labels: {m}" for g, labels, m in groups], fontsize=6,
+                  rotation=90)
+    ax.set_yscale("log")
+    ax.set_ylabel(f"samples / s at {most:,} samples, median", fontsize=8)
+    ax.set_title(f"inheritance on, per worker count (lighter: more); xN: over {workers[0]} worker(s)", fontsize=8)
+    ax.margins(y=0.25)
+
+
+def _median(values: list) -> float:
+    present = [v for v in values if v is not None]
+    return float(np.median(present)) if present else float("nan")
 
 
 def _dynamic_updates(plt, report: dict):
