@@ -29,7 +29,7 @@ import os
 import time
 
 import numpy as np
-from _common import environment
+from _common import environment, write_json
 from figures import draw
 
 import gpipe
@@ -140,21 +140,22 @@ def main() -> None:
         degree = np.bincount(stored.src.to_numpy(), minlength=n)
         edges = stored[stored.src < stored.dst].reset_index(drop=True)
         graph_seconds = time.perf_counter() - t0
-        records = []
+        report = {"benchmark": "dynamic", **environment(client, args.device),
+                  "graph": {"generator": "rmat", "scale": args.scale, "edge_factor": args.edge_factor,
+                            "seed": args.seed, "num_vertices": n, "num_edges": len(stored), "symmetrized": True},
+                  "graph_seconds": graph_seconds, "rounds": args.rounds, "updates_per_round": args.updates,
+                  "length": args.length, "ppr_restart": args.restart, "partitions": args.partitions,
+                  "records": [], "bingo": BINGO, "complete": False}
+        records = report["records"]
         for bias in args.biases:
             weight = degree[edges.dst.to_numpy()] + 1.0
             if bias.endswith("float"):
                 weight += np.random.default_rng(args.seed).random(len(edges))
             for kind in args.kinds:
                 records.append(_run(edges.assign(weight=weight), n, kind, bias, args))
-        report = {"benchmark": "dynamic", **environment(client, args.device),
-                  "graph": {"generator": "rmat", "scale": args.scale, "edge_factor": args.edge_factor,
-                            "seed": args.seed, "num_vertices": n, "num_edges": len(stored), "symmetrized": True},
-                  "graph_seconds": graph_seconds, "rounds": args.rounds, "updates_per_round": args.updates,
-                  "length": args.length, "ppr_restart": args.restart, "partitions": args.partitions,
-                  "records": records, "bingo": BINGO}
-    with open(args.out, "w") as f:
-        json.dump(report, f, indent=2)
+                write_json(args.out, report)  # a run stopped later keeps the logs so far
+        report["complete"] = True
+    write_json(args.out, report)
     for r in records:
         print(f"{r['workload']}: {args.rounds} rounds, " + ", ".join(
             f"{w} {r['total_seconds'][w]:.3f} s (static rebuild each round {r['static_total_seconds'][w]:.3f} s)"
