@@ -9,10 +9,11 @@
 // unless it was before (an open-addressing set `seen` of item + 1, 0 empty: a vertex once per instance and depth).
 // Without replacement the count is min(fanout, the positive biases), with it fanout if any bias is positive.
 // counters: [GP_NBR_TAIL] tasks enqueued, [GP_NBR_PENDING] tasks enqueued and not finished (the queue is drained
-// when it is 0), [GP_NBR_EDGES] edges written, [GP_NBR_ITERATIONS] SELECT's draws. Weighted, `cdf` holds every
-// row's CDF of the weights (gp_row_cdf, the very sums SELECT makes: a task reads its row's instead of summing the
-// row again); uniform picks need none. Warp w < slots uses bitmap[w * ((max_degree + 7) / 8) ..] with use_bitmap
-// (else the array may hold one element); warps beyond `slots` leave at once.
+// when it is 0), [GP_NBR_EDGES] edges written, [GP_NBR_ITERATIONS] SELECT's draws (a warp's, as it leaves).
+// Weighted, `cdf` holds every row's CDF of the weights (gp_row_cdf, the very sums SELECT makes: a task reads its
+// row's instead of summing the row again); uniform picks need none. Warp w < slots uses
+// bitmap[w * ((max_degree + 7) / 8) ..] with use_bitmap (else the array may hold one element); warps beyond `slots`
+// leave at once.
 // CPU twin: gpipe/sampling/_fused.py::_sample_cpu (the queue in order).
 // GP_NBR_*: defined by the loader, from gpipe/sampling/_fused.py; SELECT's constants from _select.py.
 #include "select.cuh"
@@ -40,23 +41,24 @@ __device__ __forceinline__ void gp_nbr_push(long long item, long long* tasks, un
     atomicExch((unsigned long long*)(tasks + t), (unsigned long long)item);
 }
 
+// Returns SELECT's draws.
 template <typename Bias, typename IdT>
-__device__ __forceinline__ void gp_nbr_task(const Bias bias, const long long* __restrict__ indptr,
-                                            const IdT* __restrict__ indices, int replace, int method, int use_bitmap,
-                                            long long num_vertices, unsigned long long key, int depth, long long fanout,
-                                            long long step, long long item, long long* tasks,
-                                            unsigned long long* counters, unsigned long long* seen,
-                                            unsigned long long mask, long long* __restrict__ edge_instance,
-                                            int* __restrict__ edge_depth, long long* __restrict__ edge_src,
-                                            long long* __restrict__ edge_dst, double* cdf,
-                                            const long long* __restrict__ positive, unsigned char* bits,
-                                            int lane) {
+__device__ __forceinline__ long long gp_nbr_task(const Bias bias, const long long* __restrict__ indptr,
+                                                 const IdT* __restrict__ indices, int replace, int method,
+                                                 int use_bitmap, long long num_vertices, unsigned long long key,
+                                                 int depth, long long fanout, long long step, long long item,
+                                                 long long* tasks, unsigned long long* counters,
+                                                 unsigned long long* seen, unsigned long long mask,
+                                                 long long* __restrict__ edge_instance, int* __restrict__ edge_depth,
+                                                 long long* __restrict__ edge_src, long long* __restrict__ edge_dst,
+                                                 double* cdf, const long long* __restrict__ positive,
+                                                 unsigned char* bits, int lane) {
     const long long stream = item / depth, v = stream % num_vertices, instance = stream / num_vertices;
     const int level = (int)(item % depth);
     const long long a = indptr[v], d = indptr[v + 1] - a;
     const long long mine = GpIsUnit<Bias>::value ? d : positive[v];  // the positive biases
     const long long k = replace ? (mine > 0 ? fanout : 0) : min(mine, fanout);
-    if (k == 0) return;
+    if (k == 0) return 0;
     long long o = 0;
     if (lane == 0) o = (long long)atomicAdd(counters + GP_NBR_EDGES, (unsigned long long)k);
     o = __shfl_sync(GP_FULL_MASK, o, 0);
@@ -64,7 +66,6 @@ __device__ __forceinline__ void gp_nbr_task(const Bias bias, const long long* __
     const long long iters = gp_select_segment(bias, a, d, (int)k, key, (unsigned long long)stream, step + level,
                                               replace ? GP_SELECT_WITH_REPLACEMENT : method, use_bitmap,
                                               unit ? cdf : cdf + a, !unit, bits, (d + 7) / 8, edge_dst + o, lane);
-    if (lane == 0) atomicAdd(counters + GP_NBR_ITERATIONS, (unsigned long long)iters);
     for (long long i = lane; i < k; i += GP_LANES) {
         const long long u = (long long)indices[edge_dst[o + i]];
         edge_dst[o + i] = u;
@@ -74,6 +75,7 @@ __device__ __forceinline__ void gp_nbr_task(const Bias bias, const long long* __
         if (level + 1 < depth)
             gp_nbr_push((instance * num_vertices + u) * depth + level + 1, tasks, counters, seen, mask);
     }
+    return iters;
 }
 
 template <typename IdT>
@@ -92,6 +94,7 @@ __global__ void gp_sample_neighbors(const long long* __restrict__ indptr, const 
     if (warp >= slots) return;  // the whole warp: blockDim is a multiple of GP_LANES
     unsigned char* bits = bitmap + (use_bitmap ? warp * ((max_degree + 7) / 8) : 0);
     const unsigned long long mask = (unsigned long long)table_size - 1ULL;
+    long long draws = 0;  // this warp's, added to ITERATIONS once
     while (true) {
         long long item = -1;
         if (lane == 0) {
@@ -104,19 +107,20 @@ __global__ void gp_sample_neighbors(const long long* __restrict__ indptr, const 
             }
         }
         item = __shfl_sync(GP_FULL_MASK, item, 0);
-        if (item < 0) return;
+        if (item < 0) break;
         if (weighted)
-            gp_nbr_task(GpWeightBias{weights}, indptr, indices, replace, method, use_bitmap, num_vertices, key, depth,
-                        fanout, step, item, tasks, counters, seen, mask, edge_instance, edge_depth, edge_src,
-                        edge_dst, cdf, positive, bits, lane);
+            draws += gp_nbr_task(GpWeightBias{weights}, indptr, indices, replace, method, use_bitmap, num_vertices,
+                                 key, depth, fanout, step, item, tasks, counters, seen, mask, edge_instance,
+                                 edge_depth, edge_src, edge_dst, cdf, positive, bits, lane);
         else
-            gp_nbr_task(GpUnitBias{}, indptr, indices, replace, method, use_bitmap, num_vertices, key, depth, fanout,
-                        step, item, tasks, counters, seen, mask, edge_instance, edge_depth, edge_src, edge_dst,
-                        cdf, positive, bits, lane);
+            draws += gp_nbr_task(GpUnitBias{}, indptr, indices, replace, method, use_bitmap, num_vertices, key,
+                                 depth, fanout, step, item, tasks, counters, seen, mask, edge_instance, edge_depth,
+                                 edge_src, edge_dst, cdf, positive, bits, lane);
         __syncwarp();
         __threadfence();  // the tasks it enqueued are counted before it is done
         if (lane == 0) atomicAdd(counters + GP_NBR_PENDING, ~0ULL);
     }
+    if (lane == 0 && draws > 0) atomicAdd(counters + GP_NBR_ITERATIONS, (unsigned long long)draws);
 }
 
 // Every row's CDF of the weights, a warp per row: gp_segment_cdf's sums, into cdf[indptr[v] .. indptr[v + 1]),
