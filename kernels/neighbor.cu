@@ -4,12 +4,14 @@
 // depth_count + depth; the (instance, vertex) pair is its random stream, as in the superstep path.
 // A warp's task picks `fanout` of the vertex's out-edges with gp_select_segment (select.cuh) from stream
 // instance * num_vertices + vertex at step `step` + depth: the very draws gp_select makes for that entry, so the
-// sample is the superstep path's. Its picks are written as edges (instance, depth, src, dst) at a region taken from
-// counters[GP_NBR_EDGES], and, below the last depth, each picked vertex u is enqueued as (instance, u, depth + 1)
-// unless it was before (an open-addressing set `seen` of item + 1, 0 empty: a vertex once per instance and depth).
-// Without replacement the count is min(fanout, the positive biases), with it fanout if any bias is positive.
+// sample is the superstep path's. Without replacement the count is min(fanout, the positive biases), with it fanout
+// if any bias is positive: at most per_vertex. The task taken from queue slot t writes its picks as edges
+// (instance, depth, src, dst) at t * per_vertex and -1 in the dst of the rest of that region (the caller keeps the
+// rows whose dst is not -1: the picks in queue order). Below the last depth each picked vertex u is enqueued as
+// (instance, u, depth + 1) unless it was before (an open-addressing set `seen` of item + 1, 0 empty: a vertex once
+// per instance and depth).
 // counters: [GP_NBR_TAIL] tasks enqueued, [GP_NBR_PENDING] tasks enqueued and not finished (the queue is drained
-// when it is 0), [GP_NBR_EDGES] edges written, [GP_NBR_ITERATIONS] SELECT's draws (a warp's, as it leaves).
+// when it is 0), [GP_NBR_ITERATIONS] SELECT's draws (a warp's, as it leaves).
 // Weighted, `cdf` holds every row's CDF of the weights (gp_row_cdf, the very sums SELECT makes: a task reads its
 // row's instead of summing the row again); uniform picks need none. Warp w < slots uses
 // bitmap[w * ((max_degree + 7) / 8) ..] with use_bitmap (else the array may hold one element); warps beyond `slots`
@@ -41,27 +43,28 @@ __device__ __forceinline__ void gp_nbr_push(long long item, long long* tasks, un
     atomicExch((unsigned long long*)(tasks + t), (unsigned long long)item);
 }
 
-// Returns SELECT's draws.
+// Task `item`, taken from queue slot t: its picks into edge region t * per_vertex (the rest of it -1) and its picked
+// vertices enqueued. Returns SELECT's draws.
 template <typename Bias, typename IdT>
 __device__ __forceinline__ long long gp_nbr_task(const Bias bias, const long long* __restrict__ indptr,
                                                  const IdT* __restrict__ indices, int replace, int method,
                                                  int use_bitmap, long long num_vertices, unsigned long long key,
-                                                 int depth, long long fanout, long long step, long long item,
-                                                 long long* tasks, unsigned long long* counters,
-                                                 unsigned long long* seen, unsigned long long mask,
-                                                 long long* __restrict__ edge_instance, int* __restrict__ edge_depth,
-                                                 long long* __restrict__ edge_src, long long* __restrict__ edge_dst,
-                                                 double* cdf, const long long* __restrict__ positive,
-                                                 unsigned char* bits, int lane) {
+                                                 int depth, long long fanout, long long step, long long per_vertex,
+                                                 long long item, unsigned long long t, long long* tasks,
+                                                 unsigned long long* counters, unsigned long long* seen,
+                                                 unsigned long long mask, long long* __restrict__ edge_instance,
+                                                 int* __restrict__ edge_depth, long long* __restrict__ edge_src,
+                                                 long long* __restrict__ edge_dst, double* cdf,
+                                                 const long long* __restrict__ positive, unsigned char* bits,
+                                                 int lane) {
     const long long stream = item / depth, v = stream % num_vertices, instance = stream / num_vertices;
     const int level = (int)(item % depth);
     const long long a = indptr[v], d = indptr[v + 1] - a;
-    const long long mine = GpIsUnit<Bias>::value ? d : positive[v];  // the positive biases
-    const long long k = replace ? (mine > 0 ? fanout : 0) : min(mine, fanout);
+    const long long mine = GpIsUnit<Bias>::value ? d : positive[v];  // the positive biases, at most d
+    const long long k = replace ? (mine > 0 ? fanout : 0) : min(mine, fanout);  // <= per_vertex
+    const long long o = (long long)t * per_vertex;
+    for (long long i = k + lane; i < per_vertex; i += GP_LANES) edge_dst[o + i] = -1;
     if (k == 0) return 0;
-    long long o = 0;
-    if (lane == 0) o = (long long)atomicAdd(counters + GP_NBR_EDGES, (unsigned long long)k);
-    o = __shfl_sync(GP_FULL_MASK, o, 0);
     constexpr bool unit = GpIsUnit<Bias>::value;  // weights: the rows' CDFs are in cdf already (gp_row_cdf)
     const long long iters = gp_select_segment(bias, a, d, (int)k, key, (unsigned long long)stream, step + level,
                                               replace ? GP_SELECT_WITH_REPLACEMENT : method, use_bitmap,
@@ -82,12 +85,12 @@ template <typename IdT>
 __global__ void gp_sample_neighbors(const long long* __restrict__ indptr, const IdT* __restrict__ indices,
                                     const float* __restrict__ weights, int weighted, int replace, int method,
                                     int use_bitmap, long long num_vertices, unsigned long long key, int depth,
-                                    long long fanout, long long step, long long capacity, long long* tasks,
-                                    unsigned long long* counters, unsigned long long* seen, long long table_size,
-                                    long long* __restrict__ edge_instance, int* __restrict__ edge_depth,
-                                    long long* __restrict__ edge_src, long long* __restrict__ edge_dst,
-                                    long long slots, long long max_degree, double* __restrict__ cdf,
-                                    const long long* __restrict__ positive,
+                                    long long fanout, long long step, long long capacity, long long per_vertex,
+                                    long long* tasks, unsigned long long* counters, unsigned long long* seen,
+                                    long long table_size, long long* __restrict__ edge_instance,
+                                    int* __restrict__ edge_depth, long long* __restrict__ edge_src,
+                                    long long* __restrict__ edge_dst, long long slots, long long max_degree,
+                                    double* __restrict__ cdf, const long long* __restrict__ positive,
                                     unsigned char* __restrict__ bitmap, unsigned long long* __restrict__ next) {
     const long long warp = (blockIdx.x * (long long)blockDim.x + threadIdx.x) / GP_LANES;
     const int lane = threadIdx.x % GP_LANES;
@@ -97,8 +100,9 @@ __global__ void gp_sample_neighbors(const long long* __restrict__ indptr, const 
     long long draws = 0;  // this warp's, added to ITERATIONS once
     while (true) {
         long long item = -1;
+        unsigned long long t = 0;
         if (lane == 0) {
-            const unsigned long long t = atomicAdd(next, 1ULL);
+            t = atomicAdd(next, 1ULL);
             while (true) {
                 if (t < (unsigned long long)capacity) item = *(volatile long long*)(tasks + t);
                 if (item >= 0) break;
@@ -108,14 +112,15 @@ __global__ void gp_sample_neighbors(const long long* __restrict__ indptr, const 
         }
         item = __shfl_sync(GP_FULL_MASK, item, 0);
         if (item < 0) break;
+        t = __shfl_sync(GP_FULL_MASK, t, 0);
         if (weighted)
             draws += gp_nbr_task(GpWeightBias{weights}, indptr, indices, replace, method, use_bitmap, num_vertices,
-                                 key, depth, fanout, step, item, tasks, counters, seen, mask, edge_instance,
-                                 edge_depth, edge_src, edge_dst, cdf, positive, bits, lane);
+                                 key, depth, fanout, step, per_vertex, item, t, tasks, counters, seen, mask,
+                                 edge_instance, edge_depth, edge_src, edge_dst, cdf, positive, bits, lane);
         else
             draws += gp_nbr_task(GpUnitBias{}, indptr, indices, replace, method, use_bitmap, num_vertices, key,
-                                 depth, fanout, step, item, tasks, counters, seen, mask, edge_instance, edge_depth,
-                                 edge_src, edge_dst, cdf, positive, bits, lane);
+                                 depth, fanout, step, per_vertex, item, t, tasks, counters, seen, mask,
+                                 edge_instance, edge_depth, edge_src, edge_dst, cdf, positive, bits, lane);
         __syncwarp();
         __threadfence();  // the tasks it enqueued are counted before it is done
         if (lane == 0) atomicAdd(counters + GP_NBR_PENDING, ~0ULL);
