@@ -9,9 +9,9 @@
 // (instance, depth, src, dst) at t * per_vertex and -1 in the dst of the rest of that region (the caller keeps the
 // rows whose dst is not -1: the picks in queue order). Below the last depth each picked vertex u is enqueued as
 // (instance, u, depth + 1) unless it was before (an open-addressing set `seen` of item + 1, 0 empty: a vertex once
-// per instance and depth).
+// per instance and depth), the warp's lanes together: at most one add to PENDING and one to TAIL per 32 picks.
 // counters: [GP_NBR_TAIL] tasks enqueued, [GP_NBR_PENDING] tasks enqueued and not finished (the queue is drained
-// when it is 0), [GP_NBR_ITERATIONS] SELECT's draws (a warp's, as it leaves).
+// when it is 0; a task's last push counts its own end), [GP_NBR_ITERATIONS] SELECT's draws (a warp's, as it leaves).
 // Weighted, `cdf` holds every row's CDF of the weights (gp_row_cdf, the very sums SELECT makes: a task reads its
 // row's instead of summing the row again); uniform picks need none. Warp w < slots uses
 // bitmap[w * ((max_degree + 7) / 8) ..] with use_bitmap (else the array may hold one element); warps beyond `slots`
@@ -25,26 +25,39 @@ struct GpWeightBias {
     __device__ __forceinline__ double operator[](long long e) const { return (double)w[e]; }
 };
 
-__device__ __forceinline__ unsigned long long gp_nbr_slot(unsigned long long item, unsigned long long mask) {
-    return gp_mix64(item) & mask;
-}
-
-// Enqueue task `item` unless it was enqueued before.
-__device__ __forceinline__ void gp_nbr_push(long long item, long long* tasks, unsigned long long* counters,
-                                            unsigned long long* seen, unsigned long long mask) {
+// Whether this lane put task `item` into `seen` (an open-addressing set of item + 1, 0 empty): false when it was
+// there already, enqueued by another lane or warp.
+__device__ __forceinline__ bool gp_nbr_claim(long long item, unsigned long long* seen, unsigned long long mask) {
     const unsigned long long want = (unsigned long long)item + 1ULL;
-    for (unsigned long long slot = gp_nbr_slot((unsigned long long)item, mask);; slot = (slot + 1ULL) & mask) {
+    for (unsigned long long slot = gp_mix64((unsigned long long)item) & mask;; slot = (slot + 1ULL) & mask) {
         const unsigned long long held = atomicCAS(seen + slot, 0ULL, want);
-        if (held == want) return;
-        if (held == 0ULL) break;
+        if (held == 0ULL) return true;
+        if (held == want) return false;
     }
-    atomicAdd(counters + GP_NBR_PENDING, 1ULL);  // before the slot is filled: pending never reads 0 too early
-    const unsigned long long t = atomicAdd(counters + GP_NBR_TAIL, 1ULL);
-    atomicExch((unsigned long long*)(tasks + t), (unsigned long long)item);
 }
 
-// Task `item`, taken from queue slot t: its picks into edge region t * per_vertex (the rest of it -1) and its picked
-// vertices enqueued. Returns SELECT's draws.
+// Enqueue `item` of each lane in `fresh`, by the whole warp, and with `done` finish the task that found them: lane 0
+// adds their count, less the finished task, to PENDING before any of their slots is filled (a slot counted and not
+// yet filled keeps PENDING above 0, so a warp reading 0 knows no task is left), then takes the slots from TAIL.
+__device__ __forceinline__ void gp_nbr_push(unsigned fresh, long long item, bool done, long long* tasks,
+                                            unsigned long long* counters, int lane) {
+    const int count = __popc(fresh);
+    unsigned long long t = 0;
+    if (lane == 0) {
+        const long long change = count - (done ? 1 : 0);
+        if (change != 0) atomicAdd(counters + GP_NBR_PENDING, (unsigned long long)change);
+        if (count > 0) {
+            if (change != 0) __threadfence();  // PENDING counts them before their slots are filled
+            t = atomicAdd(counters + GP_NBR_TAIL, (unsigned long long)count);
+        }
+    }
+    t = __shfl_sync(GP_FULL_MASK, t, 0);
+    if ((fresh >> lane) & 1u)
+        atomicExch((unsigned long long*)(tasks + t + __popc(fresh & ((1u << lane) - 1u))), (unsigned long long)item);
+}
+
+// Task `item`, taken from queue slot t: its picks into edge region t * per_vertex (the rest of it -1), its picked
+// vertices enqueued, and the task finished. Returns SELECT's draws.
 template <typename Bias, typename IdT>
 __device__ __forceinline__ long long gp_nbr_task(const Bias bias, const long long* __restrict__ indptr,
                                                  const IdT* __restrict__ indices, int replace, int method,
@@ -63,22 +76,31 @@ __device__ __forceinline__ long long gp_nbr_task(const Bias bias, const long lon
     const long long mine = GpIsUnit<Bias>::value ? d : positive[v];  // the positive biases, at most d
     const long long k = replace ? (mine > 0 ? fanout : 0) : min(mine, fanout);  // <= per_vertex
     const long long o = (long long)t * per_vertex;
-    for (long long i = k + lane; i < per_vertex; i += GP_LANES) edge_dst[o + i] = -1;
-    if (k == 0) return 0;
-    constexpr bool unit = GpIsUnit<Bias>::value;  // weights: the rows' CDFs are in cdf already (gp_row_cdf)
-    const long long iters = gp_select_segment(bias, a, d, (int)k, key, (unsigned long long)stream, step + level,
-                                              replace ? GP_SELECT_WITH_REPLACEMENT : method, use_bitmap,
-                                              unit ? cdf : cdf + a, !unit, bits, (d + 7) / 8, edge_dst + o, lane);
-    for (long long i = lane; i < k; i += GP_LANES) {
-        const long long u = (long long)indices[edge_dst[o + i]];
-        edge_dst[o + i] = u;
-        edge_src[o + i] = v;
-        edge_instance[o + i] = instance;
-        edge_depth[o + i] = level;
-        if (level + 1 < depth)
-            gp_nbr_push((instance * num_vertices + u) * depth + level + 1, tasks, counters, seen, mask);
+    long long iters = 0;
+    if (k > 0) {
+        constexpr bool unit = GpIsUnit<Bias>::value;  // weights: the rows' CDFs are in cdf already (gp_row_cdf)
+        iters = gp_select_segment(bias, a, d, (int)k, key, (unsigned long long)stream, step + level,
+                                  replace ? GP_SELECT_WITH_REPLACEMENT : method, use_bitmap, unit ? cdf : cdf + a,
+                                  !unit, bits, (d + 7) / 8, edge_dst + o, lane);
     }
-    return iters;
+    for (long long i = k + lane; i < per_vertex; i += GP_LANES) edge_dst[o + i] = -1;
+    for (long long base = 0;; base += GP_LANES) {  // every lane in each round, for one push per round
+        const long long i = base + lane;
+        long long pushed = -1;
+        bool fresh = false;
+        if (i < k) {
+            const long long u = (long long)indices[edge_dst[o + i]];
+            edge_dst[o + i] = u;
+            edge_src[o + i] = v;
+            edge_instance[o + i] = instance;
+            edge_depth[o + i] = level;
+            pushed = (instance * num_vertices + u) * depth + level + 1;
+            fresh = level + 1 < depth && gp_nbr_claim(pushed, seen, mask);
+        }
+        const bool last = base + GP_LANES >= k;
+        gp_nbr_push(__ballot_sync(GP_FULL_MASK, fresh), pushed, last, tasks, counters, lane);
+        if (last) return iters;
+    }
 }
 
 template <typename IdT>
@@ -121,9 +143,6 @@ __global__ void gp_sample_neighbors(const long long* __restrict__ indptr, const 
             draws += gp_nbr_task(GpUnitBias{}, indptr, indices, replace, method, use_bitmap, num_vertices, key,
                                  depth, fanout, step, per_vertex, item, t, tasks, counters, seen, mask,
                                  edge_instance, edge_depth, edge_src, edge_dst, cdf, positive, bits, lane);
-        __syncwarp();
-        __threadfence();  // the tasks it enqueued are counted before it is done
-        if (lane == 0) atomicAdd(counters + GP_NBR_PENDING, ~0ULL);
     }
     if (lane == 0 && draws > 0) atomicAdd(counters + GP_NBR_ITERATIONS, (unsigned long long)draws);
 }
