@@ -4,15 +4,18 @@
 // depth_count + depth; the (instance, vertex) pair is its random stream, as in the superstep path.
 // A warp's task picks `fanout` of the vertex's out-edges with gp_select_segment (select.cuh) from stream
 // instance * num_vertices + vertex at step `step` + depth: the very draws gp_select makes for that entry, so the
-// sample is the superstep path's. Its picks are written as edges (instance, depth, src, dst) at a region taken from
-// counters[GP_NBR_EDGES], and, below the last depth, each picked vertex u is enqueued as (instance, u, depth + 1)
-// unless it was before (an open-addressing set `seen` of item + 1, 0 empty: a vertex once per instance and depth).
-// Without replacement the count is min(fanout, the positive biases), with it fanout if any bias is positive.
+// sample is the superstep path's. Without replacement the count is min(fanout, the positive biases), with it fanout
+// if any bias is positive: at most per_vertex. The task taken from queue slot t writes its picks as edges
+// (instance, depth, src, dst) at t * per_vertex and -1 in the dst of the rest of that region (the caller keeps the
+// rows whose dst is not -1: the picks in queue order). Below the last depth each picked vertex u is enqueued as
+// (instance, u, depth + 1) unless it was before (an open-addressing set `seen` of item + 1, 0 empty: a vertex once
+// per instance and depth), the warp's lanes together: at most one add to PENDING and one to TAIL per 32 picks.
 // counters: [GP_NBR_TAIL] tasks enqueued, [GP_NBR_PENDING] tasks enqueued and not finished (the queue is drained
-// when it is 0), [GP_NBR_EDGES] edges written, [GP_NBR_ITERATIONS] SELECT's draws. Weighted, `cdf` holds every
-// row's CDF of the weights (gp_row_cdf, the very sums SELECT makes: a task reads its row's instead of summing the
-// row again); uniform picks need none. Warp w < slots uses bitmap[w * ((max_degree + 7) / 8) ..] with use_bitmap
-// (else the array may hold one element); warps beyond `slots` leave at once.
+// when it is 0; a task's last push counts its own end), [GP_NBR_ITERATIONS] SELECT's draws (a warp's, as it leaves).
+// Weighted, `cdf` holds every row's CDF of the weights (gp_row_cdf, the very sums SELECT makes: a task reads its
+// row's instead of summing the row again); uniform picks need none. Warp w < slots uses
+// bitmap[w * ((max_degree + 7) / 8) ..] with use_bitmap (else the array may hold one element); warps beyond `slots`
+// leave at once.
 // CPU twin: gpipe/sampling/_fused.py::_sample_cpu (the queue in order).
 // GP_NBR_*: defined by the loader, from gpipe/sampling/_fused.py; SELECT's constants from _select.py.
 #include "select.cuh"
@@ -22,57 +25,81 @@ struct GpWeightBias {
     __device__ __forceinline__ double operator[](long long e) const { return (double)w[e]; }
 };
 
-__device__ __forceinline__ unsigned long long gp_nbr_slot(unsigned long long item, unsigned long long mask) {
-    return gp_mix64(item) & mask;
-}
-
-// Enqueue task `item` unless it was enqueued before.
-__device__ __forceinline__ void gp_nbr_push(long long item, long long* tasks, unsigned long long* counters,
-                                            unsigned long long* seen, unsigned long long mask) {
+// Whether this lane put task `item` into `seen` (an open-addressing set of item + 1, 0 empty): false when it was
+// there already, enqueued by another lane or warp.
+__device__ __forceinline__ bool gp_nbr_claim(long long item, unsigned long long* seen, unsigned long long mask) {
     const unsigned long long want = (unsigned long long)item + 1ULL;
-    for (unsigned long long slot = gp_nbr_slot((unsigned long long)item, mask);; slot = (slot + 1ULL) & mask) {
+    for (unsigned long long slot = gp_mix64((unsigned long long)item) & mask;; slot = (slot + 1ULL) & mask) {
         const unsigned long long held = atomicCAS(seen + slot, 0ULL, want);
-        if (held == want) return;
-        if (held == 0ULL) break;
+        if (held == 0ULL) return true;
+        if (held == want) return false;
     }
-    atomicAdd(counters + GP_NBR_PENDING, 1ULL);  // before the slot is filled: pending never reads 0 too early
-    const unsigned long long t = atomicAdd(counters + GP_NBR_TAIL, 1ULL);
-    atomicExch((unsigned long long*)(tasks + t), (unsigned long long)item);
 }
 
+// Enqueue `item` of each lane in `fresh`, by the whole warp, and with `done` finish the task that found them: lane 0
+// adds their count, less the finished task, to PENDING before any of their slots is filled (a slot counted and not
+// yet filled keeps PENDING above 0, so a warp reading 0 knows no task is left), then takes the slots from TAIL.
+__device__ __forceinline__ void gp_nbr_push(unsigned fresh, long long item, bool done, long long* tasks,
+                                            unsigned long long* counters, int lane) {
+    const int count = __popc(fresh);
+    unsigned long long t = 0;
+    if (lane == 0) {
+        const long long change = count - (done ? 1 : 0);
+        if (change != 0) atomicAdd(counters + GP_NBR_PENDING, (unsigned long long)change);
+        if (count > 0) {
+            if (change != 0) __threadfence();  // PENDING counts them before their slots are filled
+            t = atomicAdd(counters + GP_NBR_TAIL, (unsigned long long)count);
+        }
+    }
+    t = __shfl_sync(GP_FULL_MASK, t, 0);
+    if ((fresh >> lane) & 1u)
+        atomicExch((unsigned long long*)(tasks + t + __popc(fresh & ((1u << lane) - 1u))), (unsigned long long)item);
+}
+
+// Task `item`, taken from queue slot t: its picks into edge region t * per_vertex (the rest of it -1), its picked
+// vertices enqueued, and the task finished. Returns SELECT's draws.
 template <typename Bias, typename IdT>
-__device__ __forceinline__ void gp_nbr_task(const Bias bias, const long long* __restrict__ indptr,
-                                            const IdT* __restrict__ indices, int replace, int method, int use_bitmap,
-                                            long long num_vertices, unsigned long long key, int depth, long long fanout,
-                                            long long step, long long item, long long* tasks,
-                                            unsigned long long* counters, unsigned long long* seen,
-                                            unsigned long long mask, long long* __restrict__ edge_instance,
-                                            int* __restrict__ edge_depth, long long* __restrict__ edge_src,
-                                            long long* __restrict__ edge_dst, double* cdf,
-                                            const long long* __restrict__ positive, unsigned char* bits,
-                                            int lane) {
+__device__ __forceinline__ long long gp_nbr_task(const Bias bias, const long long* __restrict__ indptr,
+                                                 const IdT* __restrict__ indices, int replace, int method,
+                                                 int use_bitmap, long long num_vertices, unsigned long long key,
+                                                 int depth, long long fanout, long long step, long long per_vertex,
+                                                 long long item, unsigned long long t, long long* tasks,
+                                                 unsigned long long* counters, unsigned long long* seen,
+                                                 unsigned long long mask, long long* __restrict__ edge_instance,
+                                                 int* __restrict__ edge_depth, long long* __restrict__ edge_src,
+                                                 long long* __restrict__ edge_dst, double* cdf,
+                                                 const long long* __restrict__ positive, unsigned char* bits,
+                                                 int lane) {
     const long long stream = item / depth, v = stream % num_vertices, instance = stream / num_vertices;
     const int level = (int)(item % depth);
     const long long a = indptr[v], d = indptr[v + 1] - a;
-    const long long mine = GpIsUnit<Bias>::value ? d : positive[v];  // the positive biases
-    const long long k = replace ? (mine > 0 ? fanout : 0) : min(mine, fanout);
-    if (k == 0) return;
-    long long o = 0;
-    if (lane == 0) o = (long long)atomicAdd(counters + GP_NBR_EDGES, (unsigned long long)k);
-    o = __shfl_sync(GP_FULL_MASK, o, 0);
-    constexpr bool unit = GpIsUnit<Bias>::value;  // weights: the rows' CDFs are in cdf already (gp_row_cdf)
-    const long long iters = gp_select_segment(bias, a, d, (int)k, key, (unsigned long long)stream, step + level,
-                                              replace ? GP_SELECT_WITH_REPLACEMENT : method, use_bitmap,
-                                              unit ? cdf : cdf + a, !unit, bits, (d + 7) / 8, edge_dst + o, lane);
-    if (lane == 0) atomicAdd(counters + GP_NBR_ITERATIONS, (unsigned long long)iters);
-    for (long long i = lane; i < k; i += GP_LANES) {
-        const long long u = (long long)indices[edge_dst[o + i]];
-        edge_dst[o + i] = u;
-        edge_src[o + i] = v;
-        edge_instance[o + i] = instance;
-        edge_depth[o + i] = level;
-        if (level + 1 < depth)
-            gp_nbr_push((instance * num_vertices + u) * depth + level + 1, tasks, counters, seen, mask);
+    const long long mine = GpIsUnit<Bias>::value ? d : positive[v];  // the positive biases, at most d
+    const long long k = replace ? (mine > 0 ? fanout : 0) : min(mine, fanout);  // <= per_vertex
+    const long long o = (long long)t * per_vertex;
+    long long iters = 0;
+    if (k > 0) {
+        constexpr bool unit = GpIsUnit<Bias>::value;  // weights: the rows' CDFs are in cdf already (gp_row_cdf)
+        iters = gp_select_segment(bias, a, d, (int)k, key, (unsigned long long)stream, step + level,
+                                  replace ? GP_SELECT_WITH_REPLACEMENT : method, use_bitmap, unit ? cdf : cdf + a,
+                                  !unit, bits, (d + 7) / 8, edge_dst + o, lane);
+    }
+    for (long long i = k + lane; i < per_vertex; i += GP_LANES) edge_dst[o + i] = -1;
+    for (long long base = 0;; base += GP_LANES) {  // every lane in each round, for one push per round
+        const long long i = base + lane;
+        long long pushed = -1;
+        bool fresh = false;
+        if (i < k) {
+            const long long u = (long long)indices[edge_dst[o + i]];
+            edge_dst[o + i] = u;
+            edge_src[o + i] = v;
+            edge_instance[o + i] = instance;
+            edge_depth[o + i] = level;
+            pushed = (instance * num_vertices + u) * depth + level + 1;
+            fresh = level + 1 < depth && gp_nbr_claim(pushed, seen, mask);
+        }
+        const bool last = base + GP_LANES >= k;
+        gp_nbr_push(__ballot_sync(GP_FULL_MASK, fresh), pushed, last, tasks, counters, lane);
+        if (last) return iters;
     }
 }
 
@@ -80,22 +107,24 @@ template <typename IdT>
 __global__ void gp_sample_neighbors(const long long* __restrict__ indptr, const IdT* __restrict__ indices,
                                     const float* __restrict__ weights, int weighted, int replace, int method,
                                     int use_bitmap, long long num_vertices, unsigned long long key, int depth,
-                                    long long fanout, long long step, long long capacity, long long* tasks,
-                                    unsigned long long* counters, unsigned long long* seen, long long table_size,
-                                    long long* __restrict__ edge_instance, int* __restrict__ edge_depth,
-                                    long long* __restrict__ edge_src, long long* __restrict__ edge_dst,
-                                    long long slots, long long max_degree, double* __restrict__ cdf,
-                                    const long long* __restrict__ positive,
+                                    long long fanout, long long step, long long capacity, long long per_vertex,
+                                    long long* tasks, unsigned long long* counters, unsigned long long* seen,
+                                    long long table_size, long long* __restrict__ edge_instance,
+                                    int* __restrict__ edge_depth, long long* __restrict__ edge_src,
+                                    long long* __restrict__ edge_dst, long long slots, long long max_degree,
+                                    double* __restrict__ cdf, const long long* __restrict__ positive,
                                     unsigned char* __restrict__ bitmap, unsigned long long* __restrict__ next) {
     const long long warp = (blockIdx.x * (long long)blockDim.x + threadIdx.x) / GP_LANES;
     const int lane = threadIdx.x % GP_LANES;
     if (warp >= slots) return;  // the whole warp: blockDim is a multiple of GP_LANES
     unsigned char* bits = bitmap + (use_bitmap ? warp * ((max_degree + 7) / 8) : 0);
     const unsigned long long mask = (unsigned long long)table_size - 1ULL;
+    long long draws = 0;  // this warp's, added to ITERATIONS once
     while (true) {
         long long item = -1;
+        unsigned long long t = 0;
         if (lane == 0) {
-            const unsigned long long t = atomicAdd(next, 1ULL);
+            t = atomicAdd(next, 1ULL);
             while (true) {
                 if (t < (unsigned long long)capacity) item = *(volatile long long*)(tasks + t);
                 if (item >= 0) break;
@@ -104,19 +133,18 @@ __global__ void gp_sample_neighbors(const long long* __restrict__ indptr, const 
             }
         }
         item = __shfl_sync(GP_FULL_MASK, item, 0);
-        if (item < 0) return;
+        if (item < 0) break;
+        t = __shfl_sync(GP_FULL_MASK, t, 0);
         if (weighted)
-            gp_nbr_task(GpWeightBias{weights}, indptr, indices, replace, method, use_bitmap, num_vertices, key, depth,
-                        fanout, step, item, tasks, counters, seen, mask, edge_instance, edge_depth, edge_src,
-                        edge_dst, cdf, positive, bits, lane);
+            draws += gp_nbr_task(GpWeightBias{weights}, indptr, indices, replace, method, use_bitmap, num_vertices,
+                                 key, depth, fanout, step, per_vertex, item, t, tasks, counters, seen, mask,
+                                 edge_instance, edge_depth, edge_src, edge_dst, cdf, positive, bits, lane);
         else
-            gp_nbr_task(GpUnitBias{}, indptr, indices, replace, method, use_bitmap, num_vertices, key, depth, fanout,
-                        step, item, tasks, counters, seen, mask, edge_instance, edge_depth, edge_src, edge_dst,
-                        cdf, positive, bits, lane);
-        __syncwarp();
-        __threadfence();  // the tasks it enqueued are counted before it is done
-        if (lane == 0) atomicAdd(counters + GP_NBR_PENDING, ~0ULL);
+            draws += gp_nbr_task(GpUnitBias{}, indptr, indices, replace, method, use_bitmap, num_vertices, key,
+                                 depth, fanout, step, per_vertex, item, t, tasks, counters, seen, mask,
+                                 edge_instance, edge_depth, edge_src, edge_dst, cdf, positive, bits, lane);
     }
+    if (lane == 0 && draws > 0) atomicAdd(counters + GP_NBR_ITERATIONS, (unsigned long long)draws);
 }
 
 // Every row's CDF of the weights, a warp per row: gp_segment_cdf's sums, into cdf[indptr[v] .. indptr[v + 1]),

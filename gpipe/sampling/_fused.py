@@ -16,7 +16,7 @@ from ..backend import cpu_kernel, prange
 from ..kernels import Arg, Kernel
 from ._select import _WITH_REPLACEMENT, ROUNDS, METHODS, LANES, segment_cdf, select_segment
 
-TAIL, PENDING, EDGES, ITERATIONS = range(4)  # the counters
+TAIL, PENDING, ITERATIONS = range(3)  # the counters
 SCRATCH_BYTES = 256 << 20  # the most SELECT scratch (a CTPS and a bitmap per warp) one launch takes on a GPU
 MOST_WARPS = 16384
 # Up to this many picks per task, a pick is checked against the earlier ones rather than a bitmap the size of the
@@ -46,8 +46,8 @@ def _push(item, tasks, counters, seen, mask):
 
 @cpu_kernel()
 def _sample_cpu(indptr, indices, weights, weighted, replace, method, use_bitmap, num_vertices, key, depth, fanout,
-                step, capacity, tasks, counters, seen, table_size, edge_instance, edge_depth, edge_src, edge_dst,
-                slots, max_degree, cdf, positive, bitmap):
+                step, capacity, per_vertex, tasks, counters, seen, table_size, edge_instance, edge_depth, edge_src,
+                edge_dst, slots, max_degree, cdf, positive, bitmap):
     mask = np.uint64(table_size - 1)
     ones = np.ones(max(max_degree, 1))
     t = 0
@@ -61,9 +61,10 @@ def _sample_cpu(indptr, indices, weights, weighted, replace, method, use_bitmap,
         d = indptr[v + 1] - a
         mine = positive[v] if weighted else d  # the positive biases
         k = (fanout if mine > 0 else 0) if replace else min(mine, fanout)
+        o = t * per_vertex
+        for i in range(o + k, o + per_vertex):
+            edge_dst[i] = -1
         if k > 0:
-            o = np.int64(counters[EDGES])
-            counters[EDGES] += np.uint64(k)
             how = _WITH_REPLACEMENT if replace else method
             if weighted:
                 iters = select_segment(weights, a, d, k, key, stream, step + level, how, use_bitmap, cdf, a, True,
@@ -87,17 +88,19 @@ def _sample_cpu(indptr, indices, weights, weighted, replace, method, use_bitmap,
 
 
 SAMPLE = Kernel("neighbor.cu", "gp_sample_neighbors", twin=_sample_cpu, items="capacity", queued=True, defines={
-    "GP_NBR_TAIL": TAIL, "GP_NBR_PENDING": PENDING, "GP_NBR_EDGES": EDGES, "GP_NBR_ITERATIONS": ITERATIONS,
+    "GP_NBR_TAIL": TAIL, "GP_NBR_PENDING": PENDING, "GP_NBR_ITERATIONS": ITERATIONS,
     "GP_SELECT_ROUNDS": ROUNDS, "GP_LANES": LANES, "GP_SELECT_BIPARTITE": METHODS["bipartite"],
     "GP_SELECT_UPDATED": METHODS["updated"], "GP_SELECT_WITH_REPLACEMENT": _WITH_REPLACEMENT}, args=(
     Arg("indptr", "i64[]"), Arg("indices", "IdT[]"), Arg("weights", "f32[]"), Arg("weighted", "i32"),
     Arg("replace", "i32"), Arg("method", "i32"), Arg("use_bitmap", "i32"), Arg("num_vertices", "i64"),
     Arg("key", "u64"), Arg("depth", "i32"), Arg("fanout", "i64"), Arg("step", "i64", note="of depth 0"),
-    Arg("capacity", "i64"), Arg("tasks", "i64[capacity]", out=True, note="(instance * n + vertex) * depth + d; -1 empty"),
-    Arg("counters", "u64[4]", out=True, note="TAIL, PENDING, EDGES, ITERATIONS"),
+    Arg("capacity", "i64"), Arg("per_vertex", "i64", note="edge rows per task"),
+    Arg("tasks", "i64[capacity]", out=True, note="(instance * n + vertex) * depth + d; -1 empty"),
+    Arg("counters", "u64[3]", out=True, note="TAIL, PENDING, ITERATIONS"),
     Arg("seen", "u64[table_size]", out=True, note="the tasks enqueued, + 1; 0 empty"), Arg("table_size", "i64"),
     Arg("edge_instance", "i64[]", out=True), Arg("edge_depth", "i32[]", out=True), Arg("edge_src", "i64[]", out=True),
-    Arg("edge_dst", "i64[]", out=True), Arg("slots", "i64", note="warps with scratch"), Arg("max_degree", "i64"),
+    Arg("edge_dst", "i64[capacity * per_vertex]", out=True, note="slot t's picks at t * per_vertex, then -1"),
+    Arg("slots", "i64", note="warps with scratch"), Arg("max_degree", "i64"),
     Arg("cdf", "f64[]", out=True, note="weighted: every row's CDF (ROW_CDF); else the twin's scratch (max_degree)"),
     Arg("positive", "i64[]", note="weighted: each row's positive weights (ROW_CDF)"),
     Arg("bitmap", "u8[]", out=True, note="slots * ((max_degree + 7) / 8) with use_bitmap")))
@@ -130,16 +133,15 @@ def sample(x, part, instance, vertex, *, key, num_vertices: int, depth: int, fan
     instances = int(x.unique(instance).shape[0])
     per_vertex = fanout if replace else min(fanout, max_degree)
     nnz = int(part.indices.shape[0])
-    capacity, edges, frontier = 0, 0, int(first.shape[0])
+    capacity, frontier = 0, int(first.shape[0])
     for level in range(depth):
         capacity += frontier
         picks = frontier * per_vertex if replace else min(frontier * per_vertex, instances * nnz)
-        edges += picks
         frontier = min(picks, instances * num_vertices)
     table_size = 1 << max(1, 2 * (capacity - int(first.shape[0]))).bit_length()
     tasks = x.full(capacity, -1, x.int64)
     tasks[:first.shape[0]] = first
-    counters = np.zeros(4, np.uint64)
+    counters = np.zeros(3, np.uint64)
     counters[TAIL] = counters[PENDING] = first.shape[0]
     counters = x.asarray(counters)
     width = max(max_degree, 1)
@@ -154,18 +156,21 @@ def sample(x, part, instance, vertex, *, key, num_vertices: int, depth: int, fan
         ROW_CDF.launch(indptr=part.indptr, weights=part.weights, num_rows=rows, cdf=cdf, positive=positive)
     else:  # the twin sums its ones in a scratch CDF; the kernel needs none
         cdf, positive = x.empty(width if x is np else 1, x.float64), x.zeros(1, x.int64)
-    out = {"instance": x.empty(edges, x.int64), "depth": x.empty(edges, x.int32), "src": x.empty(edges, x.int64),
-           "dst": x.empty(edges, x.int64)}
+    # each task its own rows, at its queue slot: no shared counter hands them out
+    size = capacity * per_vertex
+    out = {"instance": x.empty(size, x.int64), "depth": x.empty(size, x.int32), "src": x.empty(size, x.int64),
+           "dst": x.empty(size, x.int64)}
     SAMPLE.launch(indptr=part.indptr, indices=part.indices,
                   weights=part.weights if weighted else x.zeros(1, x.float32), weighted=weighted, replace=replace,
                   method=METHODS[method], use_bitmap=use_bitmap, num_vertices=num_vertices, key=key, depth=depth,
-                  fanout=fanout, step=step, capacity=capacity, tasks=tasks, counters=counters,
+                  fanout=fanout, step=step, capacity=capacity, per_vertex=per_vertex, tasks=tasks, counters=counters,
                   seen=x.zeros(table_size, x.uint64), table_size=table_size, edge_instance=out["instance"],
                   edge_depth=out["depth"], edge_src=out["src"], edge_dst=out["dst"], slots=slots,
                   max_degree=width, cdf=cdf, positive=positive, bitmap=x.empty(max(1, slots * bit_width), x.uint8))
-    tail, _, made, iterations = (int(c) for c in counters.tolist())
+    tail, _, iterations = (int(c) for c in counters.tolist())
     stream = tasks[:tail] // depth
-    pieces = {k: v[:made] for k, v in out.items()}
+    picked = x.flatnonzero(out["dst"][:tail * per_vertex] >= 0)  # the tasks' rows less their -1s
+    pieces = {k: v[picked] for k, v in out.items()}
     pieces.update(node_instance=stream // num_vertices, node_vertex=stream % num_vertices,
-                  picks=x.full(1, made, x.int64), iterations=x.full(1, iterations, x.int64))
+                  picks=x.full(1, picked.shape[0], x.int64), iterations=x.full(1, iterations, x.int64))
     return pieces
