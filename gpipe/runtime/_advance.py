@@ -260,7 +260,9 @@ def advance_local(spec: RunSpec, walkers: dict | tuple | StartSet, *, part: int,
     supersteps run back to back with no exchange and no round trip to the
     client. ``walkers`` are the walkers themselves, ``(count, lo, hi)``:
     that many from each vertex of ``lo..hi-1``, or a :class:`StartSet`, made
-    by ``spec.step.start``.
+    by ``spec.step.start``. Walkers that need no other (``order_free``) run
+    in batches whose output fits a quarter of ``gpipe.memory.output-limit``
+    (see :func:`_batches`), so a share's paths need not fit the device at once.
     """
     x = worker_xp()
     st = store()
@@ -273,18 +275,36 @@ def advance_local(spec: RunSpec, walkers: dict | tuple | StartSet, *, part: int,
     elif isinstance(walkers, StartSet):
         walkers = step.start(x, step, 0, n, n, walkers)
     walkers = {k: x.asarray(v) for k, v in walkers.items()}
-    steps = supersteps = spilled = 0
+    steps = supersteps = spilled = batches = 0
     seconds = 0.0
     with st.run(spec.run_id).loop() as run:
-        while next(iter(walkers.values())).shape[0]:
-            t0 = time.perf_counter()
-            pieces, walkers, taken = step.step(p, walkers, step, run)
-            seconds += time.perf_counter() - t0
-            spilled += run.add_pieces(part, pieces, spec.output_limit)
-            walkers.pop("to", None)
-            steps += taken
-            supersteps += 1
-    return {"steps": steps, "seconds": seconds, "supersteps": supersteps, "spilled": spilled}
+        for batch in _batches(walkers, step, p.indices.dtype.itemsize, st.output_limit(spec.output_limit)):
+            batches += 1
+            taken_supersteps = 0
+            while next(iter(batch.values())).shape[0]:
+                t0 = time.perf_counter()
+                pieces, batch, taken = step.step(p, batch, step, run)
+                seconds += time.perf_counter() - t0
+                spilled += run.add_pieces(part, pieces, spec.output_limit)
+                batch.pop("to", None)
+                steps += taken
+                taken_supersteps += 1
+            supersteps = max(supersteps, taken_supersteps)
+    return {"steps": steps, "seconds": seconds, "supersteps": supersteps, "spilled": spilled, "batches": batches}
+
+
+def _batches(walkers: dict, step: StepSpec, itemsize: int, limit: int | None):
+    """``walkers`` in consecutive batches whose paths (each walker's room, of ``itemsize`` bytes a vertex) take at
+    most a quarter of ``limit`` bytes: all at once where there is no limit, no length, or walkers depend on each
+    other. Each walker's random stream is its own, so the paths do not depend on the batches."""
+    count = next(iter(walkers.values())).shape[0]
+    if limit is None or step.length is None or not step.order_free or count == 0:
+        yield walkers
+        return
+    room = step.length + 1 if step.room is None else min(step.length + 1, step.room)
+    size = max(1, limit // 4 // (room * itemsize))
+    for lo in range(0, count, size):
+        yield {k: v[lo:lo + size] for k, v in walkers.items()}
 
 
 @_phase("assemble", unit="output block")

@@ -159,6 +159,7 @@ def _run_replicated(graph, spec: StepSpec, initial: int | StartSet | dict, progr
         progress(superstep=supersteps, active=0, steps=steps, total=steps)
     stats = _stats(graph, summaries, "replicated", 1, count, steps, seconds, supersteps,
                    max((s["seconds"] for s in summaries), default=0.0))
+    stats["batches"] = sum(s["batches"] for s in summaries)
     return run.run_id, {r: replicas[r] for r in shares}, stats
 
 

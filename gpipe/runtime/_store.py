@@ -112,11 +112,15 @@ class GpipeStore(WorkerPlugin):
         if run is not None:
             run.fail("it failed elsewhere, or its client was interrupted")
 
+    def output_limit(self, limit: int | str | None) -> int | None:
+        """``gpipe.memory.output-limit`` here, in bytes: 'auto' is half of a GPU's memory, and no limit (None) on a
+        CPU worker, whose outputs are in host memory already."""
+        return self._auto_limit if limit == "auto" else limit
+
     def spill_outputs(self, limit: int | str) -> int:
-        """Past ``limit`` bytes of every run's outputs on the device, move the oldest to host memory; returns the
-        bytes moved (call under the lock). ``limit`` is bytes or 'auto' (half of a GPU's memory; no limit on CPU
-        workers, whose outputs are in host memory already)."""
-        limit = self._auto_limit if limit == "auto" else limit
+        """Past ``limit`` bytes of every run's outputs on the device (:meth:`output_limit`), move the oldest to host
+        memory; returns the bytes moved (call under the lock)."""
+        limit = self.output_limit(limit)
         over = sum(run.held for run in self.runs.values()) - limit if limit is not None else 0
         spilled = 0
         for run in self.runs.values():
