@@ -10,7 +10,8 @@ import numpy as np
 from .._validate import check_bool
 from ..errors import GpipeValueError
 from ._extend import extend_match
-from ._grow import ColumnPlan, MiningResult, check_mined_graph, mine
+from ._grow import ColumnPlan, check_mined_graph, mine
+from ._result import MiningResult
 from ._partitioned import Checks
 
 MAX_PATTERN_VERTICES = 16
@@ -31,6 +32,10 @@ class MatchPlan(ColumnPlan):
     @property
     def first_degree(self) -> int:
         return self.degree[0]
+
+    def listed(self, rows: np.ndarray) -> np.ndarray:
+        """Rows in matching order with their columns in the pattern's vertex order."""
+        return rows[:, np.argsort(self.order)]
 
     def checks(self, column: int) -> Checks:
         """A partitioned graph's extension of ``column``: what the kernel tests, as :meth:`extend` passes it."""
@@ -102,8 +107,6 @@ def match(g, pattern, induced: bool = False, *, embeddings: bool = False, device
     plan = matching_plan(len(nodes), edges, induced)
     result = mine(g, plan, embeddings, device_budget, host_budget)
     result.stats.update(pattern_vertices=nodes, matching_order=[nodes[u] for u in plan.order], induced=induced)
-    if embeddings:  # columns from the matching order back to the pattern's vertex order
-        return MiningResult(result.count, result.stats, g.to_original(result.embeddings[:, np.argsort(plan.order)]))
     return result
 
 
