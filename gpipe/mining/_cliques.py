@@ -94,10 +94,11 @@ def list_cliques(g, k: int, *, device_budget=None, host_budget=None) -> MiningRe
     Returns
     -------
     MiningResult
-        ``embeddings``: one row per clique, its vertices (original ids) in
-        increasing dense id, rows in lexicographic order of dense ids, the
-        same for any number of workers and partitions; ``count`` and ``stats`` as for
-        :func:`count_cliques`.
+        ``count`` and ``stats`` as for :func:`count_cliques`; the cliques stay
+        on the workers until asked for (``compute()`` or ``embeddings``,
+        ``to_dask()``, ``to_parquet()``): one row per clique, its vertices
+        (original ids) in increasing dense id, rows in lexicographic order of
+        dense ids, the same for any number of workers and partitions.
 
     Raises
     ------

@@ -71,18 +71,22 @@ def match(g, pattern, induced: bool = False, *, embeddings: bool = False, device
     induced : bool
         Match induced subgraphs (pattern non-edges must be graph non-edges).
     embeddings : bool
-        Also return every match, a row each.
+        Also list every match, a row each (kept on the workers).
     device_budget, host_budget : int or str, optional
         As for :func:`count_cliques`.
 
     Returns
     -------
     MiningResult
-        ``count``; ``embeddings`` (when asked for): one row per match, the
-        graph vertices (original ids) matched to the pattern's vertices in
-        their sorted order (``stats['pattern_vertices']``; the same rows, in
-        another order, on a partitioned graph); ``stats`` as for
-        :func:`count_cliques`, with the ``matching_order``.
+        ``count``; ``stats`` as for :func:`count_cliques`, with the
+        ``matching_order``; with ``embeddings``, the matches, kept on the
+        workers until asked for (``compute()`` or ``embeddings``,
+        ``to_dask()``, ``to_parquet()``): one row per match, the graph
+        vertices (original ids) matched to the pattern's vertices in their
+        sorted order (``stats['pattern_vertices']``), the same rows for any
+        number of workers; on a partitioned graph the same rows in another
+        order (lexicographic in matching order), the same for any number of
+        workers and partitions.
 
     Raises
     ------
