@@ -9,6 +9,7 @@ import scipy.sparse as sp
 
 import gpipe
 from gpipe import GpipeValueError
+from helpers import runs_here
 
 
 def _replicated(client, graph: nx.Graph) -> gpipe.Graph:
@@ -144,10 +145,6 @@ def _listed_here(run_id, dask_worker=None):
     return None if run is None else {key: len(rows) for key, rows in run.state.get("listed", {}).items()}
 
 
-def _runs_here(dask_worker=None) -> set:
-    return set(dask_worker.plugins["gpipe"].runs)
-
-
 @pytest.mark.parametrize("partitions", [None, 1, 2, 4])
 def test_listed_embeddings_compute_to_dask_and_to_parquet_give_the_same_rows(cpu_cluster, partitions, tmp_path):
     """Made on the workers, a block each: the array, the dask frame and the folder are the rows in their order."""
@@ -187,10 +184,10 @@ def test_a_listing_call_brings_only_counts_to_the_client_and_the_rows_stay_on_th
 def test_counting_keeps_nothing_on_the_workers(cpu_cluster):
     g = _replicated(cpu_cluster, nx.gnp_random_graph(40, 0.3, seed=2))
     partitioned = _partitioned(cpu_cluster, nx.gnp_random_graph(40, 0.3, seed=2), 2)
-    before = cpu_cluster.run(_runs_here)
+    before = cpu_cluster.run(runs_here)
     counts = [gpipe.mining.count_cliques(h, 3).count for h in (g, partitioned)]
     counts += [gpipe.mining.match(h, PATTERNS["path"]).count for h in (g, partitioned)]
-    assert min(counts) > 0 and cpu_cluster.run(_runs_here) == before
+    assert min(counts) > 0 and cpu_cluster.run(runs_here) == before
 
 
 def test_letting_a_listing_result_go_frees_its_rows_on_the_workers(cpu_cluster, eventually):
