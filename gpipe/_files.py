@@ -22,6 +22,7 @@ from .errors import GpipeValueError
 GRAPH_FILES = r"_gpipe\.json|ids\.parquet|part-\d{5}\.parquet"
 WALK_FILES = r"walks-\d{12}\.parquet"
 SAMPLE_FILES = r"(?:edges|nodes)-\d{6}\.parquet"
+EMBEDDING_FILES = r"embeddings-\d{6}\.parquet"
 
 
 def _temporary(path: str) -> str:
@@ -40,8 +41,9 @@ def _foreign_file(folder: str, owned: re.Pattern) -> str | None:
     return None
 
 
-def _check_folder_target(path: str, name: str, owned: re.Pattern, overwrite: bool) -> None:
-    """Refuse to replace ``path`` unless it is absent, an empty folder, or (``overwrite``) gpipe's output only."""
+def check_folder_target(path: str, name: str, owned: re.Pattern, overwrite: bool) -> None:
+    """Refuse to replace ``path`` unless it is absent, an empty folder, or (``overwrite``) gpipe's output only (a
+    ``GpipeValueError`` naming ``name``): what :func:`atomic_dir` checks, for a caller to check before its work."""
     if not os.path.lexists(path):
         return
     if os.path.islink(path) or not os.path.isdir(path):
@@ -105,7 +107,7 @@ def atomic_dir(path: str, *, owned: str, overwrite: bool = False, name: str = "p
     path = os.path.abspath(path)
     owned_files = re.compile(owned)
     check_bool("overwrite", overwrite)
-    _check_folder_target(path, name, owned_files, overwrite)
+    check_folder_target(path, name, owned_files, overwrite)
     tmp = _temporary(path)
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -116,7 +118,7 @@ def atomic_dir(path: str, *, owned: str, overwrite: bool = False, name: str = "p
         raise GpipeValueError(message) from None
     try:
         yield tmp
-        _check_folder_target(path, name, owned_files, overwrite)
+        check_folder_target(path, name, owned_files, overwrite)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

@@ -15,7 +15,9 @@ in a labeled data graph (both in the ``t/v/e`` text format), estimated by
 :func:`gpipe.counting.estimate` or exact by :func:`gpipe.counting.count_exact`;
 ``gpipe mine cliques|match|fpm`` counts (or lists) the k-cliques, the matches
 of a small pattern or the frequent labeled patterns of a graph with
-:mod:`gpipe.mining`, and prints a JSON summary (or writes it to ``--summary``);
+:mod:`gpipe.mining`, and prints a JSON summary (or writes it to ``--summary``;
+listed embeddings go into the folder ``--embeddings``, a file per block written
+by the workers);
 ``gpipe run WORKFLOW.yaml`` runs the workflow a YAML config names
 (:mod:`gpipe.workflow`) on a cluster, as the batch scripts of ``cluster/`` do;
 ``gpipe demo`` runs DeepWalk on an R-MAT graph in one command.
@@ -53,7 +55,8 @@ from typing import Callable
 import numpy as np
 
 from . import __version__, config, counting, dynamic, generators, mining, sampling, walks, workflow
-from ._files import GRAPH_FILES, SAMPLE_FILES, WALK_FILES, atomic_dir, atomic_file, write_json
+from ._files import (EMBEDDING_FILES, GRAPH_FILES, SAMPLE_FILES, WALK_FILES, atomic_dir, atomic_file,
+                     check_folder_target, write_json)
 from ._validate import check_bytes, check_int, check_probability, check_seed
 from .backend import DEVICES, gpu_problem, versions
 from .cluster import ENV_ADDRESS, ENV_SCHEDULER_FILE, connect
@@ -514,8 +517,9 @@ def _parser() -> argparse.ArgumentParser:
         if name == "fpm":
             one.add_argument("--patterns", metavar="FILE.parquet", help="also write the patterns table there")
         else:
-            one.add_argument("--embeddings", metavar="FILE.parquet",
-                             help="also list every embedding, a row each, into this parquet file")
+            one.add_argument("--embeddings", metavar="DIR",
+                             help="also list every embedding, a row each, into this new or empty folder: a "
+                                  "Parquet file per block, written by the workers")
         one.add_argument("--summary", metavar="FILE.json", help="write the JSON summary there (default: stdout)")
         _cluster_flags(one, local=True)
         one.set_defaults(run=_mine, weight_column=None)
@@ -692,6 +696,8 @@ def _mine(args) -> int:
     for path in filter(None, outputs):  # before any work: a file that cannot be written names itself
         if not os.path.isdir(os.path.dirname(os.path.abspath(path))):
             raise GpipeValueError(f"the folder of {path!r} must exist")
+    if getattr(args, "embeddings", None):
+        check_folder_target(os.path.abspath(args.embeddings), "embeddings", re.compile(EMBEDDING_FILES), False)
     budgets = {"device_budget": args.device_budget, "host_budget": args.host_budget}
     watch = _Stopwatch()
     with _cluster(args) as client:

@@ -16,6 +16,11 @@ def tree(folder) -> dict:
     return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
+def runs_here(dask_worker=None) -> set:
+    """The ids of the runs a worker's gpipe store holds (``client.run(runs_here)``)."""
+    return set(dask_worker.plugins["gpipe"].runs)
+
+
 def read_summary(folder) -> dict:
     """The ``summary.json`` that a command or workflow wrote in ``folder``."""
     with open(os.path.join(folder, "summary.json")) as f:

@@ -607,12 +607,25 @@ def test_gpipe_mine_cliques_and_match_print_their_counts_and_write_the_embedding
     assert code == 0 and json.loads((tmp_path / "c.json").read_text())["outputs"]["embeddings"].endswith(
         "cliques.parquet")
     np.testing.assert_array_equal(pd.read_parquet(tmp_path / "cliques.parquet").to_numpy(), cliques.embeddings)
+    assert {p.name for p in (tmp_path / "cliques.parquet").iterdir()} == {  # a folder, a file per block
+        f"embeddings-{b:06d}.parquet" for b in range(len(cliques._listed.blocks))}
     code, out, _ = _run(capsys, cpu_cluster, "mine", "match", "--graph", "rmat:8", "--pattern", "a-b,b-c",
                         "--induced", "--quiet", "--embeddings", str(tmp_path / "paths.parquet"))
     assert code == 0 and json.loads(out)["count"] == paths.count > 0
     listed = pd.read_parquet(tmp_path / "paths.parquet")
     assert list(listed.columns) == ["a", "b", "c"]
     np.testing.assert_array_equal(listed.to_numpy(), paths.embeddings)
+
+
+def test_gpipe_mine_refuses_an_embeddings_folder_holding_other_files_before_any_work(capsys, cpu_cluster,
+                                                                                     tmp_path):
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "notes.md").write_text("my notes\n")
+    code, _, err = _run(capsys, cpu_cluster, "mine", "cliques", "--graph", "rmat:8", "--k", "3", "--quiet",
+                        "--embeddings", str(tmp_path / "mine"), "--summary", str(tmp_path / "c.json"))
+    assert code == 2 and "'embeddings' must be a new or empty folder" in err and "notes.md" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mine"] and tree(tmp_path / "mine") == {
+        "notes.md": b"my notes\n"}
 
 
 def test_gpipe_mine_fpm_reads_a_labeled_graph_and_writes_the_patterns(capsys, cpu_cluster, tmp_path):

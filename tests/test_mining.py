@@ -9,6 +9,7 @@ import scipy.sparse as sp
 
 import gpipe
 from gpipe import GpipeValueError
+from helpers import runs_here
 
 
 def _replicated(client, graph: nx.Graph) -> gpipe.Graph:
@@ -127,6 +128,103 @@ def test_a_partitioned_tables_chunks_spill_to_disk_between_levels_and_find_the_s
         assert result.stats["bytes"]["disk"] > 0 and result.stats["bytes"]["host"] > 0
         assert result.stats["bytes"]["device"] <= 2 * 256  # each of the two workers within its budget
     assert spilled.stats["embeddings"] == in_memory.stats["embeddings"]
+
+
+def _named(client, graph: nx.Graph, partitions: int | None) -> gpipe.Graph:
+    """``graph`` with string ids (so the id map travels to the workers), replicated or in ``partitions``."""
+    edges = pd.DataFrame([(f"v{u}", f"v{v}") for u, v in graph.edges()], columns=["src", "dst"])
+    with client.as_current():
+        if partitions is None:
+            return gpipe.from_edges(edges, mode="replicated")
+        return gpipe.from_edges(edges, mode="partitioned", partitions=partitions)
+
+
+def _listed_here(run_id, dask_worker=None):
+    """The rows this worker keeps for a listing run, per block; None once the run has left its store."""
+    run = dask_worker.plugins["gpipe"].runs.get(run_id)
+    return None if run is None else {key: len(rows) for key, rows in run.state.get("listed", {}).items()}
+
+
+@pytest.mark.parametrize("partitions", [None, 1, 2, 4])
+def test_listed_embeddings_compute_to_dask_and_to_parquet_give_the_same_rows(cpu_cluster, partitions, tmp_path):
+    """Made on the workers, a block each: the array, the dask frame and the folder are the rows in their order."""
+    graph = nx.gnp_random_graph(40, 0.3, seed=9)
+    g = _named(cpu_cluster, graph, partitions)
+    for found in (gpipe.mining.list_cliques(g, 4), gpipe.mining.match(g, PATTERNS["tailed triangle"], embeddings=True)):
+        frame, rows = found.to_frame(), found.compute()
+        np.testing.assert_array_equal(rows, found.embeddings)
+        assert list(frame.columns) == found.columns and len(frame) == found.count > 0
+        lazy = found.to_dask()
+        assert lazy.npartitions == len(found._listed.blocks) >= (1 if partitions == 1 else 2)
+        with cpu_cluster.as_current():  # the client whose workers made its partitions
+            pd.testing.assert_frame_equal(lazy.compute(), frame)
+        folder = found.to_parquet(tmp_path / f"{found.stats.get('k', 'match')}")
+        assert len(list((tmp_path / folder).iterdir())) == lazy.npartitions
+        pd.testing.assert_frame_equal(pd.read_parquet(folder), frame)
+    cliques = gpipe.mining.list_cliques(g, 4).compute()
+    dense = g.to_internal(cliques).reshape(cliques.shape)
+    assert [tuple(row) for row in dense.tolist()] == sorted(map(tuple, dense.tolist()))  # lexicographic (dense ids)
+    assert sorted(tuple(sorted(int(v[1:]) for v in row)) for row in cliques.tolist()) == _cliques(graph, 4)
+    assert list(gpipe.mining.list_cliques(g, 4).columns) == ["v0", "v1", "v2", "v3"]
+
+
+def test_a_listing_call_brings_only_counts_to_the_client_and_the_rows_stay_on_the_workers(cpu_cluster):
+    graph = nx.gnp_random_graph(50, 0.35, seed=5)
+    for g in (_replicated(cpu_cluster, graph), _partitioned(cpu_cluster, graph, 4)):
+        found = gpipe.mining.list_cliques(g, 4)
+        assert "embeddings" not in vars(found)  # nothing computed on the client yet
+        held = cpu_cluster.run(_listed_here, found._listed.run_id)
+        assert all(held.values())  # both workers keep blocks
+        sizes = {(worker, key): n for worker, blocks in held.items() for key, n in blocks.items()}
+        assert [sizes[worker, key] for worker, key, _ in found._listed.blocks] == [
+            n for _, _, n in found._listed.blocks]
+        assert sum(sizes.values()) == found.count == len(found.embeddings) > 0
+
+
+def test_counting_keeps_nothing_on_the_workers(cpu_cluster):
+    g = _replicated(cpu_cluster, nx.gnp_random_graph(40, 0.3, seed=2))
+    partitioned = _partitioned(cpu_cluster, nx.gnp_random_graph(40, 0.3, seed=2), 2)
+    before = cpu_cluster.run(runs_here)
+    counts = [gpipe.mining.count_cliques(h, 3).count for h in (g, partitioned)]
+    counts += [gpipe.mining.match(h, PATTERNS["path"]).count for h in (g, partitioned)]
+    assert min(counts) > 0 and cpu_cluster.run(runs_here) == before
+
+
+def test_letting_a_listing_result_go_frees_its_rows_on_the_workers(cpu_cluster, eventually):
+    import gc
+
+    graph = nx.gnp_random_graph(40, 0.3, seed=3)
+    for g in (_replicated(cpu_cluster, graph), _partitioned(cpu_cluster, graph, 2)):
+        found = gpipe.mining.list_cliques(g, 3)
+        run_id, rows = found._listed.run_id, found.compute()
+        assert len(rows) == found.count > 0 and any(cpu_cluster.run(_listed_here, run_id).values())
+        del found
+        gc.collect()
+        assert eventually(lambda: set(cpu_cluster.run(_listed_here, run_id).values()) == {None}), run_id
+
+
+def test_an_interrupted_to_parquet_leaves_no_folder(cpu_cluster, tmp_path, monkeypatch):
+    found = gpipe.mining.list_cliques(_replicated(cpu_cluster, nx.gnp_random_graph(40, 0.3, seed=4)), 3)
+    written = gpipe.mining._result.gathered
+
+    def interrupted(*args, **kwargs):
+        written(*args, **kwargs)  # every block's file is written, in the temporary folder
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(gpipe.mining._result, "gathered", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        found.to_parquet(tmp_path / "cliques")
+    assert list(tmp_path.iterdir()) == []  # neither the folder nor the temporary one
+    monkeypatch.undo()
+    pd.testing.assert_frame_equal(pd.read_parquet(found.to_parquet(tmp_path / "cliques")), found.to_frame())
+
+
+def test_counted_embeddings_cannot_be_read_and_say_how_to_list_them(cpu_cluster):
+    found = gpipe.mining.count_cliques(_replicated(cpu_cluster, nx.complete_graph(4)), 3)
+    assert found.embeddings is None
+    for read in (found.compute, found.to_frame, found.to_dask, lambda: found.to_parquet("never")):
+        with pytest.raises(GpipeValueError, match=r"the embeddings were not listed: ask for them \(list_cliques"):
+            read()
 
 
 def test_a_graph_without_cliques_counts_zero(cpu_cluster):

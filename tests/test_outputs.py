@@ -1,8 +1,8 @@
 """What each writer does with what is already at its path (a real two-worker cluster).
 
-Folder writers (``Graph.to_parquet``, ``WalkResult.to_parquet``, ``EdgeSample.to_parquet``)
-write into a new or empty folder; they refuse anything else unless ``overwrite=True``, and even
-then replace only a folder that holds nothing but what gpipe writes there. The file writer
+Folder writers (``Graph.to_parquet``, ``WalkResult.to_parquet``, ``EdgeSample.to_parquet``,
+``MiningResult.to_parquet``) write into a new or empty folder; they refuse anything else unless
+``overwrite=True``, and even then replace only a folder that holds nothing but what gpipe writes there. The file writer
 (``to_corpus``) replaces a file, as pandas does, and refuses a folder.
 """
 
@@ -26,7 +26,9 @@ def _writers(g):
     """Each folder writer, as ``write(path, **kwargs)``."""
     walks = gpipe.walks.deepwalk(g, length=3, seed=0)
     sample = gpipe.sampling.neighbor(g, seeds=[0, 2], fanout=1, depth=2)
-    return {"graph": g.to_parquet, "walks": walks.to_parquet, "sample": sample.to_parquet}
+    paths = gpipe.mining.match(g, [(0, 1), (1, 2)], embeddings=True)
+    return {"graph": g.to_parquet, "walks": walks.to_parquet, "sample": sample.to_parquet,
+            "embeddings": paths.to_parquet}
 
 
 def _asked(overwrite: bool) -> dict:
@@ -35,7 +37,7 @@ def _asked(overwrite: bool) -> dict:
 
 
 @pytest.mark.parametrize("overwrite", [False, True])
-@pytest.mark.parametrize("kind", ["graph", "walks", "sample"])
+@pytest.mark.parametrize("kind", ["graph", "walks", "sample", "embeddings"])
 def test_folder_writers_keep_a_folder_they_did_not_write(graph, tmp_path, kind, overwrite):
     folder = tmp_path / "results"
     (folder / "figures").mkdir(parents=True)
@@ -49,7 +51,7 @@ def test_folder_writers_keep_a_folder_they_did_not_write(graph, tmp_path, kind, 
 
 
 @pytest.mark.parametrize("overwrite", [False, True])
-@pytest.mark.parametrize("kind", ["graph", "walks", "sample"])
+@pytest.mark.parametrize("kind", ["graph", "walks", "sample", "embeddings"])
 def test_folder_writers_keep_a_file_of_that_name(graph, tmp_path, kind, overwrite):
     path = tmp_path / "results"
     path.write_text("not a folder\n")
@@ -58,7 +60,7 @@ def test_folder_writers_keep_a_file_of_that_name(graph, tmp_path, kind, overwrit
     assert path.read_text() == "not a folder\n"
 
 
-@pytest.mark.parametrize("kind", ["graph", "walks", "sample"])
+@pytest.mark.parametrize("kind", ["graph", "walks", "sample", "embeddings"])
 def test_folder_writers_replace_their_own_output_only_when_asked(graph, tmp_path, kind):
     folder = tmp_path / "out"
     write = _writers(graph)[kind]

@@ -14,6 +14,7 @@ import gpipe
 from gpipe.cli import main
 from gpipe.errors import GpipeValueError, TaskError
 from gpipe.sampling import Sampler
+from helpers import runs_here
 
 
 @pytest.fixture(scope="module")
@@ -321,15 +322,11 @@ def test_a_bias_function_returning_negative_values_fails_naming_the_phase(cpu):
         Sampler(edge_bias=lambda t: -t["weight"]).run(_rmat(2), seeds=[0, 1, 2])
 
 
-def _runs(dask_worker=None) -> set:
-    return set(dask_worker.plugins["gpipe"].runs)
-
-
 def test_a_sampler_run_leaves_nothing_on_the_workers_whether_it_ends_or_fails(cpu, eventually):
     """Its visited sets and frontiers go with its loop, its edges with its result (dropped in the background once
     unreferenced); a failed run is dropped."""
     def held() -> set:
-        return set().union(*cpu.run(_runs).values())
+        return set().union(*cpu.run(runs_here).values())
 
     before = held()
     Sampler(update="unvisited", neighbor_pool="frontier", frontier_size=5, neighbor_size=3, depth=3).run(
@@ -494,7 +491,7 @@ def test_a_sample_and_its_exports_are_the_same_for_one_or_two_workers_and_any_pa
 
 def test_a_sample_left_unused_leaves_nothing_on_the_workers(cpu):
     def held() -> set:
-        return set().union(*cpu.run(_runs).values())
+        return set().union(*cpu.run(runs_here).values())
 
     before = held()
     s = gpipe.sampling.neighbor(_rmat(3), seeds=np.arange(20), fanout=2, depth=2)

@@ -270,6 +270,9 @@ def test_mining_workflow_lists_cliques_and_matches_as_the_api_does(mining, cpu_c
     summary = json.load(open(tmp_path / "cliques" / "summary.json"))
     assert summary["count"] == triangles.count > 0 and summary["stats"]["k"] == 3
     pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "cliques" / "embeddings.parquet"), triangles.to_frame())
+    assert (tmp_path / "cliques" / "embeddings.parquet" / "embeddings-000000.parquet").is_file()  # a file per block
+    assert mining.main(_run_on(cpu_cluster, tmp_path / "cliques", "mining.k=3", "mining.embeddings=true",
+                               "overwrite=true")) == 0  # its own folder of embeddings, replaced
     summary = json.load(open(tmp_path / "match" / "summary.json"))
     assert summary["count"] == paths.count > 0 and sorted(os.listdir(tmp_path / "match")) == ["summary.json"]
 

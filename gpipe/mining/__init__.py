@@ -3,7 +3,7 @@ held on the device, in host memory or on disk."""
 
 from ._cliques import count_cliques, list_cliques
 from ._fpm import FrequentPatterns, frequent_patterns
-from ._grow import MiningResult
+from ._result import MiningResult
 from ._match import match
 from ._patterns import MAX_EDGES as FPM_MAX_EDGES  # the most edges of a pattern frequent_patterns mines
 

@@ -6,7 +6,8 @@ from dataclasses import dataclass
 
 from .._validate import check_int
 from ._extend import extend_cliques
-from ._grow import ColumnPlan, MiningResult, check_mined_graph, mine
+from ._grow import ColumnPlan, check_mined_graph, mine
+from ._result import MiningResult
 from ._partitioned import Checks
 
 
@@ -93,10 +94,11 @@ def list_cliques(g, k: int, *, device_budget=None, host_budget=None) -> MiningRe
     Returns
     -------
     MiningResult
-        ``embeddings``: one row per clique, its vertices (original ids) in
-        increasing dense id, rows in lexicographic order of dense ids, the
-        same for any number of workers and partitions; ``count`` and ``stats`` as for
-        :func:`count_cliques`.
+        ``count`` and ``stats`` as for :func:`count_cliques`; the cliques stay
+        on the workers until asked for (``compute()`` or ``embeddings``,
+        ``to_dask()``, ``to_parquet()``): one row per clique, its vertices
+        (original ids) in increasing dense id, rows in lexicographic order of
+        dense ids, the same for any number of workers and partitions.
 
     Raises
     ------
@@ -119,6 +121,4 @@ def _cliques(g, k, listing: bool, device_budget, host_budget) -> MiningResult:
     g = check_mined_graph(g)
     result = mine(g, CliquePlan(check_int("k", k, minimum=3)), listing, device_budget, host_budget)
     result.stats["k"] = k
-    if listing:
-        return MiningResult(result.count, result.stats, g.to_original(result.embeddings))
     return result

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 
 from ..errors import GpipeError
-from ..runtime import call_peer, call_workers, drop_run, store, worker_xp
+from ..runtime import call_peer, call_workers, drop_run, gather_pinned, run_later, store, worker_xp
 
 
 def on_replicas(g, function, spec, ranges: list) -> tuple[list, list]:
@@ -20,6 +20,23 @@ def on_replicas(g, function, spec, ranges: list) -> tuple[list, list]:
     for i, (part, _) in enumerate(replies):
         results[i::len(workers)] = part
     return results, [summary for _, summary in replies]
+
+
+def on_worker(client, worker: str, function, *args):
+    """A future of ``function(*args)`` run as a task on ``worker`` and no other (where a run keeps its rows)."""
+    return client.submit(function, *args, workers=[worker], allow_other_workers=False, pure=False)
+
+
+def gathered(client, futures: list, holders: tuple, phase: str) -> list:
+    """The results of ``futures`` in order; a worker of ``holders`` (a graph's) that leaves meanwhile is named."""
+    held, unit = holders
+    return gather_pinned(client, futures, held, phase, unit)
+
+
+def on_every_worker(client, value):
+    """A future of ``value``, copied to every worker once (a table each block's task reads: the id map)."""
+    [future] = client.scatter([value], broadcast=True, hash=False)
+    return future
 
 
 def whole_graph(graph_id: str):
@@ -41,12 +58,22 @@ def end_run(g, run_id: str) -> None:
         g.client.run(drop_run, run_id)
 
 
+def end_later(client, run_id: str) -> None:
+    """:func:`end_run` from any thread (a garbage collector's too), without waiting: a result let go."""
+    run_later(client, drop_run, run_id)
+
+
 def run_state(run_id: str, made: bool = False) -> dict:
     """On a worker: the run's own state here (``made``: the run starts here, else it must be running)."""
     run = store().run(run_id, late=not made)
     if run is None:
         raise GpipeError(f"mining run {run_id} has ended on worker {store().worker_address}")
     return run.state
+
+
+def address() -> str:
+    """On a worker: its address."""
+    return store().worker_address
 
 
 def here() -> tuple:

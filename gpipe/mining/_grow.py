@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import tempfile
 import time
+import uuid
 from dataclasses import dataclass
 
 import numpy as np
@@ -21,45 +22,17 @@ from .._files import atomic_file
 from .._validate import check_bytes, check_graph, check_int
 from ..backend import to_host
 from ..errors import GpipeValueError
-from ._cluster import on_replicas, whole_graph
+from ._cluster import address, end_run, on_replicas, run_state, whole_graph
 from ._extend import compress, degrees
 from ._partitioned import grow_partitioned
+from ._result import Listed, MiningResult, keep_rows
 from ._table import EmbeddingTable, Stats, merged, worker_budgets
-
-
-@dataclass(frozen=True)
-class MiningResult:
-    """What a mining run found: ``count`` embeddings (``embeddings``, one row each, when they were listed) and
-    ``stats`` (embeddings per column, peak table bytes per tier, spilled bytes, seconds of the call and per
-    primitive)."""
-
-    count: int
-    stats: dict
-    embeddings: np.ndarray | None = None
-
-    def __int__(self) -> int:
-        return self.count
-
-    def to_frame(self) -> pd.DataFrame:
-        """The embeddings, a row each, a column per pattern vertex (``stats['pattern_vertices']``, else
-        ``v0, v1, ...``); a ``GpipeValueError`` when they were not listed."""
-        if self.embeddings is None:
-            raise GpipeValueError("the embeddings were not listed: ask for them (list_cliques, match(..., "
-                                  "embeddings=True))")
-        names = self.stats.get("pattern_vertices") or [f"v{i}" for i in range(self.embeddings.shape[1])]
-        return pd.DataFrame(self.embeddings, columns=[str(u) for u in names])
-
-    def to_parquet(self, path) -> str:
-        """Write :meth:`to_frame` to one Parquet file (complete or not at all); return ``path``."""
-        return write_parquet(self.to_frame(), path)
-
-    def __repr__(self) -> str:
-        return f"<gpipe.mining.MiningResult: {self.count} embeddings in {self.stats['seconds']:.3f} s>"
 
 
 @dataclass(frozen=True)
 class Spec:
     graph_id: str
+    run_id: str  # a listing run keeps its rows in this run's state on the workers
     plan: object  # grow(x, graph, spec, table, lo, hi, stats): a range's result (ColumnPlan: cliques, matches)
     listing: bool
     capacity: int  # candidate slots per extension batch, so per chunk
@@ -89,19 +62,28 @@ def check_mined_graph(g, replicated: str | None = None):
 
 
 def mine(g, plan, listing: bool, device_budget, host_budget) -> MiningResult:
-    """Grow the tables of ``plan`` on ``g``'s workers; the count, the rows (dense ids) when listing, the stats.
-
-    A partitioned graph's rows are in lexicographic order (a replicated one's in the order of its ranges)."""
+    """Grow the tables of ``plan`` on ``g``'s workers: the count and the stats, and, when listing, the rows left
+    on the workers (``plan.listed``'s columns), a block per range of first vertices (in range order) or per
+    partition owning the first vertex (each sorted: a partitioned graph's rows are in lexicographic order of the
+    matching order's columns)."""
     start = time.perf_counter()
     spec = _spec(g, plan, listing, device_budget, host_budget)
-    if g.mode == "partitioned":
-        count, rows, stats = grow_partitioned(g, spec)
-    else:
-        results, stats = _grow_on_replicas(g, spec)
-        count = sum(c for c, _ in results)
-        rows = np.concatenate([np.empty((0, plan.columns), np.int64)] + [r for _, r in results]) if listing else None
+    try:
+        if g.mode == "partitioned":
+            count, blocks, stats = grow_partitioned(g, spec)
+        else:
+            results, stats = _grow_on_replicas(g, spec)
+            count = sum(c for c, _ in results)
+            blocks = [(worker, lo, c) for c, (worker, lo) in results]
+    except BaseException:
+        if listing:
+            end_run(g, spec.run_id)
+        raise
     stats["seconds"] = time.perf_counter() - start
-    return MiningResult(count, stats, rows)
+    if not listing:
+        return MiningResult(count, stats)
+    found = [block for block in blocks if block[2]] or blocks[:1]  # one empty block when none found any
+    return MiningResult(count, stats, Listed(g.client, spec.run_id, tuple(found), plan.columns, g.id_map, g.holders))
 
 
 def grow_on_workers(g, plan, listing: bool, device_budget, host_budget, here=None) -> tuple[list, dict]:
@@ -112,7 +94,7 @@ def grow_on_workers(g, plan, listing: bool, device_budget, host_budget, here=Non
 
 
 def _spec(g, plan, listing: bool, device_budget, host_budget) -> Spec:
-    return Spec(g.graph_id, plan, listing,
+    return Spec(g.graph_id, uuid.uuid4().hex, plan, listing,
                 check_int("gpipe.mining.chunk-embeddings", config.get("mining.chunk-embeddings"), minimum=1),
                 _budget("device_budget", device_budget, "mining.device-budget"),
                 _budget("host_budget", host_budget, "mining.host-budget"), config.get("mining.spill-directory"))
@@ -143,7 +125,10 @@ def _ranges(degree: np.ndarray, count: int) -> list[tuple[int, int]]:
 
 
 def _grow_here(spec: Spec, ranges: list) -> tuple[list, dict]:
-    """On a worker: each range's count (and rows of dense ids), and what this worker's tables did."""
+    """On a worker: each range's count and where a listing run keeps its rows (this worker, the key ``lo``: the
+    range's first vertex), and what this worker's tables did."""
+    if spec.listing:  # made before any work: a run let go meanwhile (the client interrupted) is not made again
+        run_state(spec.run_id, made=True)
     graph, device, x = whole_graph(spec.graph_id)
     stats = Stats(synchronize=None if device == "cpu" else x.cuda.get_current_stream().synchronize)
     device_budget, host_budget = worker_budgets(spec.device_budget, spec.host_budget, device, x)
@@ -152,14 +137,21 @@ def _grow_here(spec: Spec, ranges: list) -> tuple[list, dict]:
         for lo, hi in ranges:
             table = EmbeddingTable(device, device_budget, host_budget, folder, stats)
             try:
-                results.append(spec.plan.grow(x, graph, spec, table, lo, hi, stats))
+                count, rows = spec.plan.grow(x, graph, spec, table, lo, hi, stats)
             finally:
                 table.close()
+            if spec.listing:
+                keep_rows(spec.run_id, lo, spec.plan.listed(rows))
+            results.append((count, (address(), lo)))
     return results, stats.summary()
 
 
 class ColumnPlan:
     """A plan whose tables grow one vertex column at a time, each chunk by ``extend`` (cliques, matches)."""
+
+    def listed(self, rows: np.ndarray) -> np.ndarray:
+        """Rows of the table's columns as the embeddings are listed (cliques: as they are)."""
+        return rows
 
     def grow(self, x, graph, spec: Spec, table: EmbeddingTable, lo: int, hi: int, stats: Stats) -> tuple:
         return _grow(x, graph, spec, table, lo, hi, stats)

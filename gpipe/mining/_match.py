@@ -10,7 +10,8 @@ import numpy as np
 from .._validate import check_bool
 from ..errors import GpipeValueError
 from ._extend import extend_match
-from ._grow import ColumnPlan, MiningResult, check_mined_graph, mine
+from ._grow import ColumnPlan, check_mined_graph, mine
+from ._result import MiningResult
 from ._partitioned import Checks
 
 MAX_PATTERN_VERTICES = 16
@@ -31,6 +32,10 @@ class MatchPlan(ColumnPlan):
     @property
     def first_degree(self) -> int:
         return self.degree[0]
+
+    def listed(self, rows: np.ndarray) -> np.ndarray:
+        """Rows in matching order with their columns in the pattern's vertex order."""
+        return rows[:, np.argsort(self.order)]
 
     def checks(self, column: int) -> Checks:
         """A partitioned graph's extension of ``column``: what the kernel tests, as :meth:`extend` passes it."""
@@ -66,18 +71,22 @@ def match(g, pattern, induced: bool = False, *, embeddings: bool = False, device
     induced : bool
         Match induced subgraphs (pattern non-edges must be graph non-edges).
     embeddings : bool
-        Also return every match, a row each.
+        Also list every match, a row each (kept on the workers).
     device_budget, host_budget : int or str, optional
         As for :func:`count_cliques`.
 
     Returns
     -------
     MiningResult
-        ``count``; ``embeddings`` (when asked for): one row per match, the
-        graph vertices (original ids) matched to the pattern's vertices in
-        their sorted order (``stats['pattern_vertices']``; the same rows, in
-        another order, on a partitioned graph); ``stats`` as for
-        :func:`count_cliques`, with the ``matching_order``.
+        ``count``; ``stats`` as for :func:`count_cliques`, with the
+        ``matching_order``; with ``embeddings``, the matches, kept on the
+        workers until asked for (``compute()`` or ``embeddings``,
+        ``to_dask()``, ``to_parquet()``): one row per match, the graph
+        vertices (original ids) matched to the pattern's vertices in their
+        sorted order (``stats['pattern_vertices']``), the same rows for any
+        number of workers; on a partitioned graph the same rows in another
+        order (lexicographic in matching order), the same for any number of
+        workers and partitions.
 
     Raises
     ------
@@ -102,8 +111,6 @@ def match(g, pattern, induced: bool = False, *, embeddings: bool = False, device
     plan = matching_plan(len(nodes), edges, induced)
     result = mine(g, plan, embeddings, device_budget, host_budget)
     result.stats.update(pattern_vertices=nodes, matching_order=[nodes[u] for u in plan.order], induced=induced)
-    if embeddings:  # columns from the matching order back to the pattern's vertex order
-        return MiningResult(result.count, result.stats, g.to_original(result.embeddings[:, np.argsort(plan.order)]))
     return result
 
 

@@ -12,7 +12,11 @@ new embedding goes into this worker's table for the partition owning the
 vertex that extends it next, on the device, in host memory or on disk by the
 budgets. The client's call per level is its barrier. An embedding leaves the
 worker of its parent, so it travels as a whole row (a column per pattern
-position), not as GAMMA's parent index.
+position), not as GAMMA's parent index. A listing run's last column is routed
+by the partition owning its first vertex instead; at collection each worker
+pulls its partitions' rows from every worker and keeps them, sorted, a block
+per partition: the blocks in partition order are the embeddings in
+lexicographic order, with no sort on the client.
 """
 
 from __future__ import annotations
@@ -20,7 +24,6 @@ from __future__ import annotations
 import os
 import tempfile
 import threading
-import uuid
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,9 +31,8 @@ import numpy as np
 from ..backend import to_device, to_host
 from ._cluster import adjacency, end_run, from_peer, here, on_partition_workers, run_state
 from ._extend import compress, extend_match
+from ._result import keep_rows
 from ._table import EmbeddingTable, Stats, merged, worker_budgets
-
-KEPT = -1  # the table of the last column's embeddings, listed where they were found
 
 
 @dataclass(frozen=True)
@@ -88,26 +90,32 @@ class Held:
         self.folder.cleanup()
 
 
-def grow_partitioned(g, spec) -> tuple[int, np.ndarray | None, dict]:
-    """``spec.plan``'s tables grown on the workers of the partitioned graph ``g``: the count, the rows (dense
-    ids, lexicographic order) when listing, the stats."""
+def grow_partitioned(g, spec) -> tuple[int, list, dict]:
+    """``spec.plan``'s tables grown on the workers of the partitioned graph ``g``: the count, the blocks a
+    listing run keeps in run ``spec.run_id`` (``(worker, partition, rows)`` in partition order; else none) and
+    the stats. A listing run lives on: its caller ends it."""
     g.put_on_workers(["degrees"])
-    exchange = Exchange(uuid.uuid4().hex, tuple(g.placement), np.asarray(g.bounds))
+    exchange = Exchange(spec.run_id, tuple(g.placement), np.asarray(g.bounds))
     try:
         on_partition_workers(g, "mining: first vertices", _start, spec, exchange)
         for column in range(spec.plan.columns - 1):
             on_partition_workers(g, f"mining: extension of column {column}", _level, spec, exchange, column)
         replies = on_partition_workers(g, "mining: collection", _finish, spec, exchange)
+        if spec.listing:  # once every worker has pulled its partitions' rows from the others
+            on_partition_workers(g, "mining: tables freed", _close, exchange)
     finally:
-        end_run(g, exchange.run_id)
+        if not spec.listing:
+            end_run(g, exchange.run_id)
     stats = merged([summary for _, _, summary in replies])
     stats["primitive_seconds"] = stats.pop("seconds")
     stats.update(ranges=g.num_partitions, partitions=g.num_partitions, workers=len(replies), device=g.device)
-    rows = None
-    if spec.listing:
-        rows = np.concatenate([np.empty((0, spec.plan.columns), np.int64)] + [r for _, r, _ in replies])
-        rows = rows[np.lexsort(rows.T[::-1])]
-    return sum(count for count, _, _ in replies), rows, stats
+    blocks = sorted((block for _, kept, _ in replies for block in kept), key=lambda block: block[1])
+    return sum(count for count, _, _ in replies), blocks, stats
+
+
+def _kept(part: int) -> int:
+    """The table key of a listing run's embeddings whose first vertex partition ``part`` owns."""
+    return -1 - part
 
 
 def _mine(exchange: Exchange, address: str) -> list[int]:
@@ -173,7 +181,11 @@ def _extend(x, spec, exchange: Exchange, held: Held, degree, rows, column: int, 
             held.count += int(grown.shape[0])
         elif last and grown.shape[0]:
             held.count += int(grown.shape[0])
-            held.put(KEPT, column, grown)
+            with held.stats.timer("placement"):
+                owner = x.searchsorted(x.asarray(exchange.bounds), grown[:, 0], side="right") - 1
+                parts = to_host(x.unique(owner))
+            for p in parts.tolist():
+                held.put(_kept(p), column, grown[owner == p])
         elif grown.shape[0]:
             with held.stats.timer("placement"):
                 owner = x.searchsorted(x.asarray(exchange.bounds), _extended(x, degree, grown,
@@ -216,16 +228,32 @@ def _rows_of(x, spec, exchange: Exchange, held: Held, tested, address: str) -> _
 
 
 def _finish(spec, exchange: Exchange) -> tuple:
-    """On a worker: what it found (the count, the rows when listing) and its stats; its tables go."""
+    """On a worker: what it found (the count; a listing run's blocks here: its partitions' rows, pulled from
+    every worker, sorted and kept) and its stats; a counting run's tables go."""
+    address = here()[0]
     held: Held = run_state(exchange.run_id)["mining"]
-    try:
-        rows = None
-        if spec.listing:
-            with held.stats.timer("listing"):
-                chunks = []
-                while (chunk := held.take(KEPT, spec.plan.columns - 1)) is not None:
-                    chunks.append(to_host(chunk).astype(np.int64))
-                rows = np.concatenate([np.empty((0, spec.plan.columns), np.int64)] + chunks)
-        return held.count, rows, held.stats.summary()
-    finally:
+    if not spec.listing:
         held.close()
+        return held.count, [], held.stats.summary()
+    kept, last = [], spec.plan.columns - 1
+    for p in _mine(exchange, address):
+        chunks = [np.empty((0, spec.plan.columns), np.int64)]
+        for source in sorted(set(exchange.placement)):
+            while True:
+                with held.stats.timer("exchange"):
+                    rows = from_peer(source, _take, exchange.run_id, _kept(p), last, True)
+                if rows is None:
+                    break
+                if source != address:
+                    held.stats.exchanged_bytes["embeddings"] += int(rows.nbytes)
+                chunks.append(rows.astype(np.int64))
+        with held.stats.timer("listing"):
+            rows = np.concatenate(chunks)
+            keep_rows(exchange.run_id, p, spec.plan.listed(rows[np.lexsort(rows.T[::-1])]))
+        kept.append((address, p, int(rows.shape[0])))
+    return held.count, kept, held.stats.summary()
+
+
+def _close(exchange: Exchange) -> None:
+    """On a worker: a listing run's tables go (their rows are kept, or were pulled by their partitions' workers)."""
+    run_state(exchange.run_id).pop("mining").close()

@@ -9,7 +9,7 @@ what the step output stays on the workers until the family collects it
 
 from ._advance import neighbor_lists, step_kernel, worker_xp
 from ._driver import check_memory, collect_outputs, output_totals, run_supersteps
-from ._result import EdgeSample, SampleLayout, assemble_blocks
+from ._result import EdgeSample, SampleLayout, assemble_blocks, id_dtype
 from ._run import Run
 from ._session import Session, attach, current, run_later, workers_info
 from ._spec import StartSet, StepSpec
@@ -18,5 +18,5 @@ from ._watch import call_workers, gather_pinned, wait_pinned
 
 __all__ = ["EdgeSample", "Run", "SampleLayout", "Session", "StartSet", "StepSpec", "assemble_blocks", "attach",
            "call_peer", "call_workers", "check_memory", "collect_outputs", "current", "drop_graph", "drop_run",
-           "gather_pinned", "neighbor_lists", "output_totals", "run_later", "run_supersteps", "step_kernel", "store",
-           "wait_pinned", "worker_xp", "workers_info"]
+           "gather_pinned", "id_dtype", "neighbor_lists", "output_totals", "run_later", "run_supersteps",
+           "step_kernel", "store", "wait_pinned", "worker_xp", "workers_info"]

@@ -203,7 +203,7 @@ class EdgeSample:
 
         nodes = check_bool("nodes", nodes)
         bases = self._bases(nodes)
-        ids, dtype = self._ids(), _id_dtype(self._id_map)
+        ids, dtype = self._ids(), id_dtype(self._id_map)
         parts = [self._client.submit(_frame, block, ids, base, nodes, dtype, pure=False)
                  for block, base in zip(self._blocks(), bases)]
         meta = _frame(_empty_block(self._layout), self._id_map, 0, nodes, dtype)
@@ -222,7 +222,7 @@ class EdgeSample:
         """
         path = os.fspath(path)
         nodes, overwrite = check_bool("nodes", nodes), check_bool("overwrite", overwrite)
-        ids, dtype = self._ids(), _id_dtype(self._id_map)
+        ids, dtype = self._ids(), id_dtype(self._id_map)
         with atomic_dir(path, owned=SAMPLE_FILES, overwrite=overwrite) as tmp:
             written = [self._client.submit(_write_block, block, b, ids, nodes, dtype, tmp, pure=False)
                        for b, block in enumerate(self._blocks())]
@@ -288,7 +288,7 @@ def _block_size(block: dict, nodes: bool) -> int:
     return int(_node_rows(block)[0].size if nodes else next(iter(block["edges"].values())).size)
 
 
-def _id_dtype(id_map):
+def id_dtype(id_map):
     """The dtype of an id column in original ids: that of a non-empty one, so that every block's is the same."""
     return None if id_map is None or id_map.size == 0 else pd.Series(id_map[:1]).dtype
 

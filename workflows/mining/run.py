@@ -8,7 +8,8 @@ next to this script, then ``--set`` overrides are applied (values read as YAML),
 result is checked before connecting (:mod:`gpipe.workflow`). The workflow connects with
 :func:`gpipe.connect`, loads or generates the graph (replicated on the workers), runs one
 algorithm of :mod:`gpipe.mining` and writes to ``output``: ``summary.json``, and
-``patterns.parquet`` (fpm) or ``embeddings.parquet`` (cliques, match, when asked for). The
+``patterns.parquet`` (fpm) or the folder ``embeddings.parquet`` (cliques, match, when asked
+for: a file per block, written by the workers that found the embeddings). The
 folder appears whole once the run has succeeded (:func:`gpipe.workflow.atomic_dir`); it must
 be new or empty unless ``overwrite`` is set. A bad config exits with status 2 and one line on
 stderr.
@@ -29,7 +30,7 @@ from gpipe.errors import GpipeValueError
 
 DEFAULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "config.yaml")
 # The files the workflow writes in its output folder: `overwrite` replaces a folder that holds no other.
-OUTPUT_FILES = r"summary\.json|patterns\.parquet|embeddings\.parquet"
+OUTPUT_FILES = r"summary\.json|patterns\.parquet|embeddings\.parquet/embeddings-\d{6}\.parquet"
 ALGORITHMS = ("cliques", "match", "fpm")
 
 

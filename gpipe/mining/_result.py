@@ -1,0 +1,195 @@
+"""What a mining run found: its count and stats on the client, the embeddings it listed kept on the workers."""
+
+from __future__ import annotations
+
+import functools
+import os
+import weakref
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from .._files import EMBEDDING_FILES, atomic_dir
+from .._validate import check_bool
+from ..errors import GpipeError, GpipeValueError
+from ..runtime import id_dtype
+from ._cluster import address, end_later, gathered, on_every_worker, on_worker, run_state
+
+LISTED = "listed"  # a listing run's state on a worker: block key -> rows (dense ids, host int64), kept until let go
+
+
+@dataclass(frozen=True)
+class Listed:
+    """Where a run's listed embeddings are: in the state of run ``run_id``, a block of rows per ``(worker, key,
+    rows)`` of ``blocks``, in order (``width`` columns, dense ids that ``id_map`` maps to the original ones), on
+    the workers of ``holders`` (the graph's, for a wait to name one that leaves)."""
+
+    client: object
+    run_id: str
+    blocks: tuple
+    width: int
+    id_map: np.ndarray | None
+    holders: tuple
+
+
+class MiningResult:
+    """What a mining run found: ``count`` embeddings and ``stats`` (embeddings per column, peak table bytes per
+    tier, spilled bytes, seconds of the call and per primitive); the embeddings themselves, when they were
+    listed, stay on the workers until asked for.
+
+    A listing run keeps its rows where it found them, in dense ids: a block
+    per range of first vertices on a replicated graph (in range order), a
+    block per partition on a partitioned one (the embeddings whose first
+    vertex the partition owns, sorted on its worker); ranges or partitions
+    that found none hold no block. Only counts come back to the client.
+    ``compute()`` gives the embeddings as one array of original ids, a row
+    each, in the order the listing function documents (``embeddings``: the
+    same, computed once and kept); ``to_frame()`` as a pandas DataFrame, a
+    column per pattern vertex (``stats['pattern_vertices']``, else ``v0, v1,
+    ...``); ``to_dask()`` as a dask DataFrame made on the workers, a partition
+    per block; ``to_parquet()`` writes a file per block from the workers. The
+    workers let the rows go when the result is let go.
+
+    Examples
+    --------
+    >>> import os, tempfile, pandas as pd, gpipe
+    >>> edges = pd.DataFrame({"src": ["a", "a", "b", "c", "c"], "dst": ["b", "c", "c", "d", "e"]})
+    >>> with gpipe.connect(n_workers=1, device="cpu"):
+    ...     g = gpipe.from_edges(edges, mode="replicated")
+    ...     found = gpipe.mining.match(g, [("x", "y"), ("y", "z"), ("z", "x")], embeddings=True)
+    ...     frame, lazy = found.to_frame(), found.to_dask().compute()
+    ...     folder = found.to_parquet(os.path.join(tempfile.mkdtemp(), "triangles"))
+    >>> found
+    <gpipe.mining.MiningResult: 6 embeddings in ... s>
+    >>> found.embeddings[:2].tolist()
+    [['a', 'b', 'c'], ['a', 'c', 'b']]
+    >>> frame.columns.tolist(), lazy.equals(frame), pd.read_parquet(folder).equals(frame)
+    (['x', 'y', 'z'], True, True)
+    """
+
+    def __init__(self, count: int, stats: dict, listed: Listed | None = None):
+        self.count = count
+        self.stats = stats
+        self._listed = listed
+        self._ids = None  # the id map's future on every worker, once a worker-side writer needs it
+        if listed is not None:
+            weakref.finalize(self, end_later, listed.client, listed.run_id)
+
+    def __int__(self) -> int:
+        return self.count
+
+    def __repr__(self) -> str:
+        return f"<gpipe.mining.MiningResult: {self.count} embeddings in {self.stats['seconds']:.3f} s>"
+
+    @property
+    def columns(self) -> list[str]:
+        """The embeddings' column names: the pattern's vertices (``stats['pattern_vertices']``), else ``v0, v1,
+        ...``."""
+        listed = self._held()
+        return [str(u) for u in self.stats.get("pattern_vertices") or [f"v{i}" for i in range(listed.width)]]
+
+    def _held(self) -> Listed:
+        if self._listed is None:
+            raise GpipeValueError("the embeddings were not listed: ask for them (list_cliques, match(..., "
+                                  "embeddings=True))")
+        return self._listed
+
+    def _on_blocks(self, function, *args) -> list:
+        """Futures of ``function(run_id, key, number, *args)`` for each block, each run on the worker holding it."""
+        listed = self._held()
+        return [on_worker(listed.client, worker, function, listed.run_id, key, number, *args)
+                for number, (worker, key, _) in enumerate(listed.blocks)]
+
+    def _id_future(self):
+        listed = self._held()
+        if listed.id_map is not None and self._ids is None:
+            self._ids = on_every_worker(listed.client, listed.id_map)
+        return self._ids
+
+    def compute(self) -> np.ndarray:
+        """The embeddings as one array of original vertex ids, a row each (a ``GpipeValueError`` when they were
+        not listed)."""
+        listed = self._held()
+        blocks = gathered(listed.client, self._on_blocks(_dense), listed.holders, "mining: embeddings")
+        dense = np.concatenate([np.empty((0, listed.width), np.int64), *blocks])
+        return dense if listed.id_map is None else listed.id_map[dense]
+
+    @functools.cached_property
+    def embeddings(self) -> np.ndarray | None:
+        """:meth:`compute`'s array, computed on first use and kept; None when the embeddings were not listed."""
+        return None if self._listed is None else self.compute()
+
+    def to_frame(self) -> pd.DataFrame:
+        """The embeddings (:attr:`embeddings`) as a pandas DataFrame, a row each, a column per pattern vertex
+        (:attr:`columns`); a ``GpipeValueError`` when they were not listed."""
+        listed = self._held()
+        return _frame_of(self.embeddings, 0, id_dtype(listed.id_map), self.columns)
+
+    def to_dask(self):
+        """The embeddings as a dask DataFrame of original ids, a partition per block, each made on the worker
+        holding it; its index is the row's in :meth:`compute` (and :meth:`to_frame`)."""
+        import dask.dataframe as dd
+
+        listed = self._held()
+        bases = np.concatenate([[0], np.cumsum([rows for _, _, rows in listed.blocks], dtype=np.int64)]).tolist()
+        dtype = id_dtype(listed.id_map)
+        parts = self._on_blocks(_frame, bases, self._id_future(), dtype, self.columns)
+        meta = _frame_of(np.empty((0, listed.width), np.int64), 0, dtype, self.columns)
+        divisions = (*bases[:-1], bases[-1] - 1) if all(np.diff(bases) > 0) else None
+        return dd.from_delayed(parts, meta=meta, divisions=divisions, verify_meta=False)
+
+    def to_parquet(self, path, overwrite: bool = False) -> str:
+        """Write the embeddings into folder ``path``, a Parquet file per block (``embeddings-000000.parquet``,
+        ...) written by the worker holding it, columns as :meth:`to_frame` names them; return ``path``.
+
+        ``path`` must be a new or empty folder; ``overwrite=True`` also replaces a
+        folder that holds only embeddings gpipe wrote. Anything else there (another
+        file, a file at ``path``) is refused with a ``GpipeValueError`` before any
+        work, and kept. The folder appears complete or not at all;
+        ``pandas.read_parquet(path)`` reads it back as :meth:`to_frame` gives it.
+        """
+        path = os.fspath(path)
+        overwrite = check_bool("overwrite", overwrite)
+        listed = self._held()
+        with atomic_dir(path, owned=EMBEDDING_FILES, overwrite=overwrite) as tmp:
+            written = self._on_blocks(_write, self._id_future(), id_dtype(listed.id_map), self.columns, tmp)
+            gathered(listed.client, written, listed.holders, "mining: embeddings writing")
+        return path
+
+
+def keep_rows(run_id: str, key: int, rows: np.ndarray) -> None:
+    """On a worker: keep block ``key`` of a listing run's rows (dense ids) here until the run is let go (an error
+    once it has been: the client gave up on it)."""
+    run_state(run_id).setdefault(LISTED, {})[key] = rows
+
+
+def _dense(run_id: str, key: int, number: int) -> np.ndarray:
+    """On a worker: block ``key``'s rows, kept here by :func:`keep_rows`."""
+    rows = run_state(run_id).get(LISTED, {}).get(key)
+    if rows is None:
+        raise GpipeError(f"mining run {run_id} holds no block {number} (key {key}) on worker {address()} any more")
+    return rows
+
+
+def _frame_of(rows: np.ndarray, base: int, dtype, columns: list) -> pd.DataFrame:
+    """Rows of ids as a frame, a column each of ``dtype`` (None: as they are), numbered from ``base``: the same
+    dtypes for every block, empty or not."""
+    return pd.DataFrame({name: rows[:, i] if dtype is None else pd.array(rows[:, i], dtype=dtype)
+                         for i, name in enumerate(columns)}, index=pd.RangeIndex(base, base + len(rows)))
+
+
+def _original(run_id: str, key: int, number: int, id_map) -> np.ndarray:
+    dense = _dense(run_id, key, number)
+    return dense if id_map is None else id_map[dense]
+
+
+def _frame(run_id: str, key: int, number: int, bases: list, id_map, dtype, columns: list) -> pd.DataFrame:
+    """On a worker: block ``number`` as a frame of original ids, its rows numbered from the block's first."""
+    return _frame_of(_original(run_id, key, number, id_map), bases[number], dtype, columns)
+
+
+def _write(run_id: str, key: int, number: int, id_map, dtype, columns: list, folder: str) -> str:
+    name = os.path.join(folder, f"embeddings-{number:06d}.parquet")
+    _frame_of(_original(run_id, key, number, id_map), 0, dtype, columns).to_parquet(name, index=False)
+    return name
