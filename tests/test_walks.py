@@ -166,6 +166,25 @@ def test_outputs_corpus_parquet_dask_and_stats(cpu, tmp_path):
     assert not list(tmp_path.glob(".*tmp*"))  # no temporary leftovers
 
 
+def test_map_blocks_runs_where_each_block_is_on_its_dense_ids(cpu):
+    import dask
+    import distributed
+
+    edges = pd.DataFrame({"src": ["a", "b", "c", "d", "d"], "dst": ["b", "c", "d", "a", "e"]})
+    g = gpipe.from_edges(edges, directed=True, partitions=2)
+    with dask.config.set({"gpipe.walks.block-size": 2}):
+        w = gpipe.walks.deepwalk(g, length=6, walks_per_vertex=3, seed=5)
+    futures = w.map_blocks(lambda block, add, times=1: (block + add) * times, 1, times=2)
+    assert len(futures) == -(-w.num_walks // w.block_rows) == 8
+    distributed.wait(futures)
+    held = cpu.who_has(futures)
+    assert all(held[f.key] for f in futures)  # each result is on a worker until gathered
+    dense = np.concatenate(cpu.gather(futures)) // 2 - 1
+    walks = w.compute()
+    np.testing.assert_array_equal(dense == -1, walks == None)  # noqa: E711 (an object array of ids)
+    np.testing.assert_array_equal(g.to_original(dense[dense >= 0]), walks[walks != None])  # noqa: E711
+
+
 def test_corpus_with_string_ids(cpu, tmp_path):
     g = gpipe.from_edges(pd.DataFrame({"src": ["a-b", "x"], "dst": ["x", "y"]}), directed=True, partitions=1)
     w = gpipe.walks.deepwalk(g, length=3, seed=0)

@@ -124,6 +124,33 @@ class WalkResult:
         """``func(block, id_map, first_row, *args)`` of every block, watched; the results in order."""
         return gather_pinned(self._client, self._map_blocks(func, *args), self._partitions, phase)
 
+    @property
+    def block_rows(self) -> int:
+        """Walks per block (``gpipe.walks.block-size``): block ``b`` holds walks ``b * block_rows`` onwards."""
+        return self._block_rows
+
+    def map_blocks(self, fn, *args, **kwargs) -> list:
+        """Futures of ``fn(block, *args, **kwargs)``, each run on the worker that holds ``block``, block by block.
+
+        ``block`` is the ``(rows, length + 1)`` array of the walks' dense vertex
+        ids (padded with -1; :meth:`Graph.to_original` maps them back) where it
+        lives: a CuPy array on a GPU worker, which ``torch.from_dlpack(block)``
+        hands to PyTorch without a copy, or a NumPy array on a CPU worker.
+        ``fn``'s results stay on those workers until gathered
+        (``client.gather``); ``fn`` must not modify ``block``.
+
+        Examples
+        --------
+        >>> import pandas as pd, gpipe
+        >>> with gpipe.connect(n_workers=1, device="cpu") as client:
+        ...     g = gpipe.from_edges(pd.DataFrame({"src": [0, 1, 2], "dst": [1, 2, 0]}), directed=True)
+        ...     w = gpipe.walks.deepwalk(g, length=4, seed=1)
+        ...     client.gather(w.map_blocks(lambda block, k: (block == k).sum(axis=1).tolist(), 0))
+        [[2, 1, 2]]
+        """
+        self.persist()
+        return [self._client.submit(_apply, block, fn, args, kwargs, pure=False) for block in self._blocks()]
+
     def compute(self) -> np.ndarray:
         """All walks as one host array of original vertex ids."""
         parts = self._gather_blocks("walks", _original, self._walk_dtype)
@@ -186,6 +213,10 @@ class WalkResult:
                        for b, block in enumerate(blocks)]
             gather_pinned(self._client, written, self._partitions, "corpus writing")
         return path
+
+
+def _apply(block, fn, args: tuple, kwargs: dict):
+    return fn(block, *args, **kwargs)
 
 
 def _original(block, id_map, base: int, dtype: np.dtype) -> np.ndarray:

@@ -1,5 +1,7 @@
 """CUDA kernels against their CPU twins: same bits for the same seed (run with -m gpu on a GPU host)."""
 
+import importlib.util
+
 import numpy as np
 import pytest
 
@@ -46,6 +48,25 @@ def test_rmat_graph_matches_cpu(gpu_cluster, cpu_cluster, weighted, tmp_path):
     for part in range(3):
         name = f"part-{part:05d}.parquet"
         pd.testing.assert_frame_equal(pd.read_parquet(f"{gpath}/{name}"), pd.read_parquet(f"{cpath}/{name}"))
+
+
+def test_map_blocks_hands_each_block_over_as_a_device_array(gpu_cluster):
+    def kind(block):
+        has_torch = importlib.util.find_spec("torch") is not None
+        if has_torch:  # zero-copy into torch, on the block's own GPU
+            import torch
+
+            tensor = torch.from_dlpack(block)
+            assert tensor.is_cuda and tensor.data_ptr() == block.data.ptr
+        return type(block).__module__.split(".")[0], has_torch, cupy.asnumpy(block)
+
+    with gpu_cluster.as_current():
+        g = gpipe.generators.rmat(scale=10, edge_factor=4, seed=2, partitions=2)
+        w = gpipe.walks.deepwalk(g, length=8, seed=4)
+        blocks = gpu_cluster.gather(w.map_blocks(kind))
+        walks = w.compute()
+    assert {(module, torch) for module, torch, _ in blocks} <= {("cupy", True), ("cupy", False)}
+    np.testing.assert_array_equal(np.concatenate([b for _, _, b in blocks]), walks)
 
 
 @pytest.mark.parametrize("partitions", [1, 3, 8])
