@@ -24,8 +24,8 @@ by the workers);
 
 Commands that do work connect with :func:`gpipe.connect` (``--scheduler-file``,
 ``--address``, the ``GPIPE_SCHEDULER_*`` variables, else a local cluster of
-``--workers`` on ``--device``), print the Dask dashboard link and a progress bar
-on stderr, and write their outputs and a ``summary.json`` (parameters, graph,
+``--workers`` on ``--device``), print the Dask dashboard link and their progress
+(reading, walking, writing) on stderr, and write their outputs and a ``summary.json`` (parameters, graph,
 cluster, walk statistics, outputs, timings) to ``--out``. The folder appears as
 a whole once the command succeeded, so ``summary.json`` in it means that run
 succeeded: it is written under a temporary name and renamed at the end, and removed
@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import glob
 import inspect
 import json
 import os
@@ -53,6 +54,7 @@ from functools import partial
 from typing import Callable
 
 import numpy as np
+from dask.utils import format_bytes
 
 from . import __version__, config, counting, dynamic, generators, mining, sampling, walks, workflow
 from ._files import (EMBEDDING_FILES, GRAPH_FILES, SAMPLE_FILES, WALK_FILES, atomic_dir, atomic_file,
@@ -340,7 +342,7 @@ def _cluster_flags(parser: argparse.ArgumentParser, *, local: bool) -> None:
     if local:
         group.add_argument("--workers", type=_positive("n_workers"), metavar="N",
                            help="workers of a local cluster (default: one per GPU, else one CPU worker)")
-        group.add_argument("--quiet", action="store_true", help="no dashboard link or progress bar on stderr")
+        group.add_argument("--quiet", action="store_true", help="no dashboard link or progress on stderr")
 
 
 def _out_flags(parser: argparse.ArgumentParser, text: str, **keywords) -> None:
@@ -629,9 +631,11 @@ def _sample(args) -> int:
         result = function(g, **options)
         result.stats["algorithm"] = function.__name__
         watch.lap("sample")
-        outputs = {"edges": result.to_parquet(os.path.join(folder, "edges.parquet"))}
-        if args.algorithm in _NODE_SAMPLERS:
-            outputs["nodes"] = result.to_parquet(os.path.join(folder, "nodes.parquet"), nodes=True)
+        with _Phase(args, f"writing {args.out}") as phase:
+            outputs = {"edges": result.to_parquet(os.path.join(folder, "edges.parquet"))}
+            if args.algorithm in _NODE_SAMPLERS:
+                outputs["nodes"] = result.to_parquet(os.path.join(folder, "nodes.parquet"), nodes=True)
+            _written(phase, outputs)
         watch.lap("write")
         summary = _write_summary(args, folder, client, g, outputs, watch, sample=result.stats)
         g.release()  # on a shared cluster, nothing would free it once this client is closed
@@ -647,7 +651,9 @@ def _count(args) -> int:
     watch = _Stopwatch()
     with _out_folder(args) as folder, _cluster(args) as client:
         watch.lap("connect")
-        g = counting.read_graph(args.graph, partitions=args.partitions)
+        with _read_phase(args, args.graph) as phase:
+            g = counting.read_graph(args.graph, partitions=args.partitions)
+            _graph_done(phase, g)
         watch.lap("graph")
         if args.algorithm == "exact":
             started = time.perf_counter()
@@ -702,12 +708,16 @@ def _mine(args) -> int:
     watch = _Stopwatch()
     with _cluster(args) as client:
         watch.lap("connect")
-        if labeled:
-            g = counting.read_graph(args.graph, mode="replicated")
-        elif isinstance(args.graph, _Rmat):
-            g = generators.rmat(args.graph.scale, args.graph.edge_factor, mode="replicated")
-        else:
-            g = read_edges(args.graph, fmt=args.fmt, mode="replicated")
+        rmat = isinstance(args.graph, _Rmat)
+        with (_Phase(args, f"generating R-MAT scale {args.graph.scale}") if rmat else
+              _read_phase(args, args.graph)) as phase:
+            if labeled:
+                g = counting.read_graph(args.graph, mode="replicated")
+            elif rmat:
+                g = generators.rmat(args.graph.scale, args.graph.edge_factor, mode="replicated")
+            else:
+                g = read_edges(args.graph, fmt=args.fmt, mode="replicated")
+            _graph_done(phase, g)
         watch.lap("graph")
         result, written = _mined(args, g, budgets)
         watch.lap("mine")
@@ -740,7 +750,9 @@ def _mined(args, g: Graph, budgets: dict) -> tuple[dict, dict]:
     else:
         result = mining.match(g, args.pattern, args.induced, embeddings=listing, **budgets)
     if listing:
-        written["embeddings"] = os.path.abspath(result.to_parquet(args.embeddings))
+        with _Phase(args, f"writing {args.embeddings}") as phase:
+            written["embeddings"] = os.path.abspath(result.to_parquet(args.embeddings))
+            _written(phase, written)
     return {"count": result.count, "stats": result.stats}, written
 
 
@@ -799,10 +811,16 @@ def _check_graph_flags(args) -> None:
 def _load_graph(args, weighted: bool, mode: str | None = None) -> Graph:
     """``args.graph`` read, or generated for ``rmat:...`` (with weights when ``weighted`` asks for them)."""
     if isinstance(args.graph, _Rmat):
-        return generators.rmat(args.graph.scale, args.graph.edge_factor, directed=args.directed, weighted=weighted,
-                               partitions=args.partitions, mode=mode)
-    return read_edges(args.graph, weight=args.weight_column, directed=args.directed, partitions=args.partitions,
-                      fmt=args.fmt, mode=mode)
+        with _Phase(args, f"generating R-MAT scale {args.graph.scale}") as phase:
+            g = generators.rmat(args.graph.scale, args.graph.edge_factor, directed=args.directed, weighted=weighted,
+                                partitions=args.partitions, mode=mode)
+            _graph_done(phase, g)
+        return g
+    with _read_phase(args, args.graph) as phase:
+        g = read_edges(args.graph, weight=args.weight_column, directed=args.directed, partitions=args.partitions,
+                       fmt=args.fmt, mode=mode)
+        _graph_done(phase, g)
+    return g
 
 
 def _typed_as_ids_of(g: Graph, options: dict) -> dict:
@@ -848,21 +866,29 @@ def _run_walk(args) -> dict:
         else:
             result, rounds = _walk_rounds(args, walked, function, options, log)
         watch.lap("walk")
-        outputs = {}
-        if isinstance(result, EdgeSample):  # frontier sampling gives edges, not walks
-            outputs["edges"] = result.to_parquet(os.path.join(folder, "edges.parquet"))
-        elif args.format in ("corpus", "both"):
-            outputs["corpus"] = result.to_corpus(os.path.join(folder, "walks.txt"))
-        if args.format in ("parquet", "both") and not isinstance(result, EdgeSample):
-            outputs["parquet"] = result.to_parquet(os.path.join(folder, "walks.parquet"))
-        if isinstance(result, walks.PPRResult):  # the personalized PageRank its walks estimate
-            outputs["scores"] = os.path.join(folder, "scores.parquet")
-            with atomic_file(outputs["scores"], "wb") as f:
-                result.scores().to_parquet(f, index=False)
+        with _Phase(args, f"writing {args.out}") as phase:
+            outputs = _walk_outputs(args, result, folder)
+            _written(phase, outputs)
         watch.lap("write")
         summary = _write_summary(args, folder, client, g, outputs, watch, walk=result.stats, rounds=rounds)
         g.release()  # on a shared cluster, nothing would free it once this client is closed
     return summary
+
+
+def _walk_outputs(args, result, folder: str) -> dict:
+    """Write what ``gpipe walk`` outputs of ``result`` into ``folder``: output name -> path."""
+    outputs = {}
+    if isinstance(result, EdgeSample):  # frontier sampling gives edges, not walks
+        outputs["edges"] = result.to_parquet(os.path.join(folder, "edges.parquet"))
+    elif args.format in ("corpus", "both"):
+        outputs["corpus"] = result.to_corpus(os.path.join(folder, "walks.txt"))
+    if args.format in ("parquet", "both") and not isinstance(result, EdgeSample):
+        outputs["parquet"] = result.to_parquet(os.path.join(folder, "walks.parquet"))
+    if isinstance(result, walks.PPRResult):  # the personalized PageRank its walks estimate
+        outputs["scores"] = os.path.join(folder, "scores.parquet")
+        with atomic_file(outputs["scores"], "wb") as f:
+            result.scores().to_parquet(f, index=False)
+    return outputs
 
 
 def _update_log(args):
@@ -954,6 +980,85 @@ class _Stopwatch:
 
     def total(self) -> float:
         return sum(self.seconds.values())
+
+
+class _Phase:
+    """A long phase of a command told on stderr: ``reading edges.el (1.2 GB) ...`` as it starts, its seconds
+    ticking in place on a TTY (else a line every ``interval`` seconds), then what it did and how long it took.
+    Silent with ``--quiet`` (or where a command has no such flag)."""
+
+    tick = 1.0
+    interval = 10.0
+
+    def __init__(self, args, text: str):
+        self._stream = sys.stderr if getattr(args, "quiet", True) is False else None
+        self._text = text
+        self._detail = "done"
+        self._stop = threading.Event()
+        self._ticker = None
+
+    @property
+    def seconds(self) -> float:
+        return time.perf_counter() - self._started
+
+    def done(self, detail: str) -> None:
+        """What the phase did, said at its end."""
+        self._detail = detail
+
+    def __enter__(self) -> _Phase:
+        self._started = time.perf_counter()
+        if self._stream is not None:
+            self._write(f"{self._text} ...", end=not self._stream.isatty())
+            self._ticker = threading.Thread(target=self._tick, daemon=True)
+            self._ticker.start()
+        return self
+
+    def __exit__(self, kind, error, traceback) -> None:
+        self._stop.set()
+        if self._ticker is not None:
+            self._ticker.join()
+            outcome = self._detail if kind is None else "failed"
+            self._write(f"{self._text}: {outcome} in {self.seconds:.1f} s", end=True)
+
+    def _tick(self) -> None:
+        tty, last = self._stream.isatty(), 0.0
+        while not self._stop.wait(self.tick):
+            if tty:
+                self._write(f"{self._text} ... {self.seconds:.0f} s", end=False)
+            elif self.seconds - last >= self.interval:
+                last = self.seconds
+                self._write(f"{self._text} ... {last:.0f} s", end=True)
+
+    def _write(self, line: str, end: bool) -> None:
+        tty = self._stream.isatty()
+        self._stream.write(("\r\033[K" if tty else "") + line + ("\n" if end else ""))
+        self._stream.flush()
+
+
+def _bytes_at(path: str) -> int:
+    """The bytes of the file at ``path``, or of every file under the folder (or glob) there."""
+    paths = [path] if os.path.exists(path) else glob.glob(path)
+    total = 0
+    for p in paths:
+        if os.path.isdir(p):
+            total += sum(os.path.getsize(os.path.join(d, f)) for d, _, files in os.walk(p) for f in files)
+        elif os.path.isfile(p):
+            total += os.path.getsize(p)
+    return total
+
+
+def _read_phase(args, g_text: str) -> _Phase:
+    return _Phase(args, f"reading {g_text} ({format_bytes(_bytes_at(g_text))})")
+
+
+def _graph_done(phase: _Phase, g: Graph) -> None:
+    phase.done(f"{g.num_vertices:,} vertices, {g.num_edges:,} edges "
+               f"({g.num_edges / max(phase.seconds, 1e-9):,.0f} edges/s)")
+
+
+def _written(phase: _Phase, outputs: dict) -> None:
+    size = sum(_bytes_at(path) for path in outputs.values())
+    phase.done(f"{format_bytes(size)} ({format_bytes(int(size / max(phase.seconds, 1e-9)))}/s)")
 
 
 class _Progress:

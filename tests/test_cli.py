@@ -1,7 +1,9 @@
 """Tests of the ``gpipe`` command line, run in-process against the session's two-worker cluster."""
 
+import argparse
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -12,6 +14,7 @@ import pandas as pd
 import pytest
 
 import gpipe
+from gpipe import cli
 from gpipe.cli import main
 from helpers import read_summary, tree
 
@@ -116,6 +119,29 @@ def test_walk_deepwalk_on_a_graph_folder(capsys, cpu_cluster, generated, tmp_pat
     assert set(summary["timings"]) == {"connect", "graph", "compile", "walk", "write", "total"}
     assert "steps/s" in out and cpu_cluster.dashboard_link in err
     assert "walks [" in err and "100%" in err  # the progress line, printed at the end when stderr is no TTY
+    # reading and writing told as they start and end (stderr is no TTY: no line redrawn in place)
+    assert re.search(rf"reading {re.escape(str(graph))} \(.+B\): 256 vertices, [\d,]+ edges \([\d,]+ edges/s\) in "
+                     r"[\d.]+ s", err), err
+    assert re.search(rf"writing {re.escape(str(tmp_path))}: .+B \(.+B/s\) in [\d.]+ s", err), err
+    assert "\r" not in err
+
+
+def test_a_long_phase_says_it_is_still_going(capsys, monkeypatch):
+    monkeypatch.setattr(cli._Phase, "tick", 0.01)
+    monkeypatch.setattr(cli._Phase, "interval", 0.05)
+    with cli._Phase(argparse.Namespace(quiet=False), "reading big.el (1 GB)") as phase:
+        time.sleep(0.3)
+        phase.done("3 edges")
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[0] == "reading big.el (1 GB) ..." and re.fullmatch(r"reading big.el \(1 GB\): 3 edges in 0\.\d s",
+                                                                     lines[-1]), lines
+    assert len(lines) >= 4 and all(re.fullmatch(r"reading big.el \(1 GB\) \.\.\. \d+ s", x) for x in lines[1:-1])
+    with pytest.raises(ZeroDivisionError), cli._Phase(argparse.Namespace(quiet=False), "writing out"):
+        1 / 0
+    assert capsys.readouterr().err.splitlines()[-1].startswith("writing out: failed in ")
+    with cli._Phase(argparse.Namespace(quiet=True), "reading x"):
+        pass
+    assert capsys.readouterr().err == ""
 
 
 def test_walk_deepwalk_on_a_generated_graph_in_both_formats(capsys, cpu_cluster, tmp_path):
