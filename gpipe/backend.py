@@ -115,7 +115,10 @@ def segments(x, sizes):
     ends = x.cumsum(sizes)
     total = int(ends[-1]) if sizes.shape[0] else 0
     item = x.arange(total, dtype=x.int64)
-    segment = x.searchsorted(ends, item, side="right")
+    if x is np:  # O(items); cupy's repeat takes no array of counts
+        segment = np.repeat(np.arange(sizes.shape[0], dtype=np.int64), sizes)
+    else:
+        segment = x.searchsorted(ends, item, side="right")
     return segment, item - (ends - sizes)[segment]
 
 

@@ -120,6 +120,13 @@ def _kind(size, d, dense_fraction):
 
 
 @cpu_kernel(parallel=True)
+def _sorted_rows(indptr, values, out):
+    """Each row ``values[indptr[i] .. indptr[i+1]-1]`` sorted into the same range of ``out``, rows in parallel."""
+    for i in prange(indptr.shape[0] - 1):
+        out[indptr[i]:indptr[i + 1]] = np.sort(values[indptr[i]:indptr[i + 1]])
+
+
+@cpu_kernel(parallel=True)
 def _count_groups(indptr, units, frac, dense_fraction, groups, listed):
     """How many groups each vertex ``i`` (edges ``indptr[i] .. indptr[i+1]-1``) has, and how many members it lists
     (those of its ``LISTED`` groups), into ``groups[i]`` and ``listed[i]``."""
@@ -668,8 +675,10 @@ class SamplingSpace:
         e = self._edges.host
         e["dst"][edge_slots], e["weight"][edge_slots], e["units"][edge_slots], e["frac"][edge_slots] = \
             dst, weight, units, frac
-        e["adjacency"][edge_slots] = dst[np.lexsort((dst, np.repeat(np.arange(len(vertices)), degrees)))]
+        adjacency = np.empty_like(dst)
         with cpu_threads(_threads(len(vertices))):
+            _sorted_rows(indptr, dst, adjacency)
+            e["adjacency"][edge_slots] = adjacency
             _build(indptr, units, frac, self.dense_fraction, placed["member_start"], self._members.host["members"],
                    placed["group_row"], *(self._groups.host[name] for name in _GROUP_FIELDS))
         self._edges.sync(edge_slots)
