@@ -327,6 +327,7 @@ def test_frontier_samples_do_not_depend_on_workers_partitions_or_mode(cpu_cluste
                 t = gpipe.walks.multidimensional(r, frontier_size=4, budget=50, instances=5, seed=1)
                 assert s.stats["rounds"] > 1
                 out.append((s.compute(), s.nodes(), t.compute(), t.nodes()))
+                assert (len(out[-1][0]), len(out[-1][2])) == (360, 250)  # each its own, though both alive
                 g.release()
                 r.release()
     for other in out[1:]:
