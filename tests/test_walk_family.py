@@ -266,6 +266,75 @@ def test_frontier_sampling_structure_and_partitioning(cpu, tmp_path):
     assert all(e in edges for e in zip(frame.src, frame.dst))
 
 
+def _hub(partitions: int, mode: str | None = None):
+    """A hub of degree 50 on a ring of degree-2 vertices: members starting at the hub slow down once they leave
+    it, so their instances need several rounds of frontier sampling."""
+    src = np.r_[np.zeros(50, int), np.arange(1, 51)]
+    dst = np.r_[np.arange(1, 51), np.arange(1, 51) % 50 + 1]
+    return gpipe.from_edges(pd.DataFrame({"src": src, "dst": dst}), partitions=partitions, mode=mode)
+
+
+def test_frontier_samples_stay_on_the_workers_and_go_with_their_result(cpu, eventually, monkeypatch):
+    """The client hears each round's moves per instance and its parked members, never the moves: every round's
+    moves wait in its run's stores until the blocks are made on the workers, or until the result is dropped."""
+    import gc
+
+    import distributed
+    from helpers import runs_here
+
+    from gpipe.walks import _frontier
+
+    def held() -> set:
+        return set().union(*cpu.run(runs_here).values())
+
+    heard = []
+
+    def summaries(*args):
+        got = summarize(*args)
+        heard.extend(got)
+        return got
+
+    summarize = _frontier.summarize_outputs
+    monkeypatch.setattr(_frontier, "summarize_outputs", summaries)
+    before = held()
+    s = gpipe.walks.multidimensional(_hub(3), frontier_size=2, budget=120, instances=3, start=[0, 0], seed=7)
+    assert s.stats["rounds"] > 1 and set(s._run_ids) <= held() - before
+    assert heard and all(moves.shape == (3,) and set(parked) == {"walk_id", "vertex", "step", "time"}
+                         for moves, parked in heard)
+    blocks = s._blocks()
+    distributed.wait(blocks)
+    assert all(cpu.who_has(blocks)[b.key] for b in blocks)  # each block is on a worker until gathered
+    assert eventually(lambda: held() <= before)  # making them took every round's moves
+    edges = s.compute()
+    assert len(edges) == s.stats["edges"] == 360 and edges.groupby("instance").step.max().eq(119).all()
+    pd.testing.assert_frame_equal(s.to_dask().compute(), edges)
+    s = gpipe.walks.multidimensional(_hub(3), frontier_size=2, budget=120, instances=3, start=[0, 0], seed=7)
+    runs = set(s._run_ids)
+    assert runs <= held()
+    del s
+    gc.collect()
+    assert eventually(lambda: not runs & held())
+
+
+def test_frontier_samples_do_not_depend_on_workers_partitions_or_mode(cpu_cluster, one_worker_cluster):
+    out = []
+    for client in (one_worker_cluster, cpu_cluster):
+        with client.as_current():
+            for partitions, mode in ((1, None), (3, None), (None, "replicated")):
+                g = _hub(partitions, mode)
+                s = gpipe.walks.multidimensional(g, frontier_size=2, budget=120, instances=3, start=[0, 0], seed=7)
+                r = gpipe.generators.rmat(scale=8, edge_factor=2, seed=3, partitions=partitions, mode=mode)
+                t = gpipe.walks.multidimensional(r, frontier_size=4, budget=50, instances=5, seed=1)
+                assert s.stats["rounds"] > 1
+                out.append((s.compute(), s.nodes(), t.compute(), t.nodes()))
+                assert (len(out[-1][0]), len(out[-1][2])) == (360, 250)  # each its own, though both alive
+                g.release()
+                r.release()
+    for other in out[1:]:
+        for a, b in zip(out[0], other):
+            pd.testing.assert_frame_equal(a, b)
+
+
 @pytest.mark.parametrize("kwargs, message", [
     ({"frontier_size": 0}, "'frontier_size' must be a positive integer, got 0"),
     ({"budget": 0}, "'budget' must be a positive integer, got 0"),

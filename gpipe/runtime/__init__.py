@@ -3,12 +3,12 @@
 It knows no algorithm: a workload family hands it a :class:`StepSpec` (its
 step function, e.g. made by :func:`step_kernel`, and its own frozen
 parameters), and it moves walkers between the partitions until none is left;
-what the step output stays on the workers until the family collects it
-(:func:`collect_outputs`) or assembles it into blocks (:func:`assemble_blocks`).
+what the step output stays on the workers until the family sums it up
+(:func:`summarize_outputs`) or assembles it into blocks (:func:`assemble_blocks`, ``EdgeSample``).
 """
 
 from ._advance import neighbor_lists, step_kernel, worker_xp
-from ._driver import check_memory, collect_outputs, output_totals, run_supersteps
+from ._driver import check_memory, output_totals, run_supersteps, summarize_outputs
 from ._result import EdgeSample, SampleLayout, assemble_blocks, id_dtype
 from ._run import Run
 from ._session import Session, attach, current, run_later, workers_info
@@ -17,6 +17,6 @@ from ._store import call_peer, drop_graph, drop_run, store
 from ._watch import call_workers, gather_pinned, wait_pinned
 
 __all__ = ["EdgeSample", "Run", "SampleLayout", "Session", "StartSet", "StepSpec", "assemble_blocks", "attach",
-           "call_peer", "call_workers", "check_memory", "collect_outputs", "current", "drop_graph", "drop_run",
+           "call_peer", "call_workers", "check_memory", "current", "drop_graph", "drop_run",
            "gather_pinned", "id_dtype", "neighbor_lists", "output_totals", "run_later", "run_supersteps",
-           "step_kernel", "store", "wait_pinned", "worker_xp", "workers_info"]
+           "step_kernel", "store", "summarize_outputs", "wait_pinned", "worker_xp", "workers_info"]

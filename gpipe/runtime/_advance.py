@@ -19,7 +19,7 @@ import numpy as np
 from ..backend import to_host, xp
 from ..errors import GpipeError, TaskError
 from . import _pieces
-from ._run import Run, on_host
+from ._run import Run
 from ._spec import RunSpec, StartSet, StepSpec
 from ._store import store
 
@@ -320,15 +320,13 @@ def assemble(run_id: str, partitions: dict[int, str], layout: tuple, *, part: in
 
 
 @_phase("collect")
-def take_outputs(run_id: str, *, part: int, superstep=None) -> list:
-    """What a run's kernel output on this partition (taken out of the store), as host arrays."""
-    return [on_host(out) for out in store().take_pieces(run_id, part)]
+def summarize_outputs(run_id: str, summarize, *, part: int, superstep=None):
+    """``summarize`` of the piece sets a run output on this partition, left in the store."""
+    return summarize(store().pieces(run_id, part))
 
 
-@_phase("collect")
-def output_totals(run_id: str, rows_of: str, sums: tuple[str, ...], *, part: int, superstep=None) -> dict[str, int]:
-    """The rows of output ``rows_of`` and the totals of ``sums`` a run output on this partition, left in the store."""
-    sets = store().pieces(run_id, part)
+def output_totals(sets: list[dict], rows_of: str, sums: tuple[str, ...]) -> dict[str, int]:
+    """The rows of output ``rows_of`` and the totals of ``sums`` in a partition's piece sets."""
     totals = {name: sum(int(s[name].sum()) for s in sets if name in s) for name in sums}
     totals["rows"] = sum(int(s[rows_of].shape[0]) for s in sets if rows_of in s)
     return totals

@@ -7,13 +7,14 @@ swaps walker counts with its peers as the superstep's barrier, until no walker
 is left anywhere; the client only waits (and watches for lost workers).
 Replicated mode: each worker runs its share of the walkers on its own copy.
 When no walker is left, what the step output stays in the workers' stores,
-until the family collects it (:func:`collect_outputs`) or assembles it into
+until the family sums it up (:func:`summarize_outputs`) or assembles it into
 blocks (``assemble_blocks``).
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import time
 import uuid
 from collections import defaultdict
@@ -212,17 +213,18 @@ def _initial_walkers(graph, initial: int | StartSet | dict):
     return {int(p): {k: v[owner == p] for k, v in initial.items()} for p in np.flatnonzero(counts)}, counts
 
 
-def collect_outputs(client, run_id: str, partitions: dict[int, str]) -> list[dict]:
-    """What a run's kernel output on every partition that ran (host arrays), taken out of the workers' stores."""
-    calls = [(w, _advance.take_outputs, (run_id,), {"part": p}) for p, w in partitions.items()]
-    return [out for per_part in call_workers(client, calls, partitions, "collect") for out in per_part]
+def summarize_outputs(client, run_id: str, partitions: dict[int, str], summarize: Callable[[list], object]) -> list:
+    """``summarize(piece sets)`` of what a run output on each partition that ran, computed on its worker, in the
+    order of ``partitions``; the outputs stay in the workers' stores."""
+    calls = [(w, _advance.summarize_outputs, (run_id, summarize), {"part": p}) for p, w in partitions.items()]
+    return _call_run(client, run_id, calls, partitions, "collect")
 
 
 def output_totals(client, run_id: str, partitions: dict[int, str], rows_of: str, sums: tuple[str, ...] = ()) -> dict:
     """The rows of output ``rows_of`` and the totals of outputs ``sums`` of a run, over every partition that ran;
     the outputs stay in the workers' stores."""
-    calls = [(w, _advance.output_totals, (run_id, rows_of, sums), {"part": p}) for p, w in partitions.items()]
-    per_part = _call_run(client, run_id, calls, partitions, "collect")
+    per_part = summarize_outputs(client, run_id, partitions,
+                                 functools.partial(_advance.output_totals, rows_of=rows_of, sums=sums))
     return {name: sum(t[name] for t in per_part) for name in ("rows", *sums)}
 
 

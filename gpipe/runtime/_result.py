@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -42,20 +44,24 @@ class SampleLayout:
     rows (the canonical order: by instance first), or none where they come in
     order; ``vertices``: the run's outputs naming an instance's vertices
     besides its edges' ends (``instance``, ``vertex``), if any; ``cuts``: the
-    instance ranges' bounds, ``[cuts[b], cuts[b + 1])`` in block ``b``.
+    instance ranges' bounds, ``[cuts[b], cuts[b + 1])`` in block ``b``;
+    ``finish``: where set, what a block's sorted edges (``columns``) become, a
+    function of their columns giving the sample's (e.g. frontier sampling keeps
+    each instance's first moves, ranked, and drops its sort-only ``walk_id``).
     """
 
     columns: tuple[tuple[str, str], ...]
     order: tuple[str, ...] = ()
     vertices: tuple[str, str] | None = None
     cuts: tuple[int, ...] = (0, 0)
+    finish: Callable[[dict], dict] | None = None
 
     def cut(self, instances: int, rows: int) -> SampleLayout:
         """This layout cut into ranges of about ``gpipe.sampling.block-size`` rows of ``rows`` in all, at equal
         instance counts: the same blocks for any number of workers or partitions."""
         blocks = max(1, min(instances, -(-rows // int(config.get("sampling.block-size")))))
         cuts = np.linspace(0, instances, blocks + 1).round().astype(np.int64)
-        return SampleLayout(self.columns, self.order, self.vertices, tuple(int(c) for c in cuts))
+        return dataclasses.replace(self, cuts=tuple(int(c) for c in cuts))
 
     @property
     def blocks(self) -> int:
@@ -108,38 +114,26 @@ class EdgeSample:
     """
 
     def __init__(self, client, held: dict[int, str], layout: SampleLayout, rows: int, id_map, stats: dict,
-                 blocks: list | None = None, run_id: str | None = None):
+                 run_ids: tuple[str, ...]):
         self._client = client
-        self._held = held  # partition -> worker: the workers whose loss the result's waits watch for
+        self._held = held  # partition -> worker: where the runs left rows, whose loss the result's waits watch for
         self._layout = layout
         self._rows = rows
         self._id_map = id_map
         self._id_future = None
-        self._block_futures = blocks
-        self._run_id = run_id
+        self._block_futures: list | None = None
+        self._run_ids = run_ids
         self._sizes: dict[bool, list[int]] = {}
         self.stats = stats
-        self._finalizer = (weakref.finalize(self, run_later, client, drop_run, run_id) if run_id is not None
-                           else None)
+        self._finalizers = [weakref.finalize(self, run_later, client, drop_run, run_id) for run_id in run_ids]
 
     @classmethod
-    def of_run(cls, client, run_id: str, partitions: dict[int, str], layout: SampleLayout, instances: int,
-               rows: int, id_map, stats: dict) -> EdgeSample:
-        """The sample a run left in its partitions' stores (``rows`` edges of ``instances`` instances), cut into
-        blocks by ``layout.cut``; the rows stay there until first used."""
-        return cls(client, partitions, layout.cut(instances, rows), rows, id_map, stats, run_id=run_id)
-
-    @classmethod
-    def of_frame(cls, client, held: dict[int, str], layout: SampleLayout, instances: int, edges: pd.DataFrame,
-                 id_map, stats: dict) -> EdgeSample:
-        """A sample made on the client (dense ids, in canonical order), its blocks sent to the workers of ``held``."""
-        layout = layout.cut(instances, len(edges))
-        bounds = np.searchsorted(edges["instance"].to_numpy(), layout.cuts, side="left")
-        workers = sorted(set(held.values()))
-        blocks = [client.scatter({"edges": {c: edges[c].to_numpy()[lo:hi] for c, _ in layout.columns},
-                                  "vertices": _no_vertices()}, workers=[workers[b % len(workers)]], hash=False)
-                  for b, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:]))]
-        return cls(client, held, layout, len(edges), id_map, stats, blocks=blocks)
+    def of_runs(cls, client, run_ids: tuple[str, ...], partitions: dict[int, str], layout: SampleLayout,
+                instances: int, rows: int, id_map, stats: dict) -> EdgeSample:
+        """The sample that runs left in their partitions' stores (``rows`` edges of ``instances`` instances, each
+        block made from every run's rows; ``partitions``: every partition that any of them ran), cut into blocks
+        by ``layout.cut``; the rows stay there until first used."""
+        return cls(client, partitions, layout.cut(instances, rows), rows, id_map, stats, tuple(run_ids))
 
     def __len__(self) -> int:
         return self._rows
@@ -152,11 +146,12 @@ class EdgeSample:
         if self._block_futures is None:
             workers = sorted(set(self._held.values()))
             self._block_futures = [
-                self._client.submit(_assemble_sample, self._run_id, self._held, self._layout, part=b,
+                self._client.submit(_assemble_sample, self._run_ids, self._held, self._layout, part=b,
                                     workers=[workers[b % len(workers)]], allow_other_workers=False, pure=False,
-                                    key=f"gpipe-sample-{self._run_id}-{b}")
+                                    key=f"gpipe-sample-{self._run_ids[0]}-{b}")
                 for b in range(self._layout.blocks)]
-            self._finalizer.detach()  # the assemble tasks take the pieces out of the stores
+            for finalizer in self._finalizers:  # the assemble tasks take the pieces out of the stores
+                finalizer.detach()
         return self._block_futures
 
     def _ids(self):
@@ -235,7 +230,16 @@ def _no_vertices() -> dict:
 
 
 def _empty_block(layout: SampleLayout) -> dict:
-    return {"edges": {c: np.zeros(0, dtype) for c, dtype in layout.columns}, "vertices": _no_vertices()}
+    return {"edges": _in_order({c: np.zeros(0, dtype) for c, dtype in layout.columns}, layout),
+            "vertices": _no_vertices()}
+
+
+def _in_order(edges: dict, layout: SampleLayout) -> dict:
+    """A block's edges sorted by ``layout.order``, then made the sample's by ``layout.finish``."""
+    if layout.order:
+        order = np.lexsort([edges[c] for c in reversed(layout.order)])
+        edges = {k: v[order] for k, v in edges.items()}
+    return edges if layout.finish is None else layout.finish(edges)
 
 
 def _split_by_instance(sets: list[dict], layout: SampleLayout) -> dict[int, dict]:
@@ -258,17 +262,17 @@ def _split_by_instance(sets: list[dict], layout: SampleLayout) -> dict[int, dict
     return {b: {"edges": e, "vertices": v} for b, (e, v) in enumerate(zip(split(edges), split(vertices)))}
 
 
-def _assemble_sample(run_id: str, partitions: dict[int, str], layout: SampleLayout, *, part: int) -> dict:
-    """Block ``part`` of a sample: every partition's rows of its instance range, in canonical order."""
+def _assemble_sample(run_ids: tuple[str, ...], partitions: dict[int, str], layout: SampleLayout, *,
+                     part: int) -> dict:
+    """Block ``part`` of a sample: every run's and partition's rows of its instance range, in canonical order."""
     with _advance.failing("sample assembly", part):
-        shares = store().gather_group(run_id, part, partitions, functools.partial(_split_by_instance,
-                                                                                  layout=layout))
+        group = functools.partial(_split_by_instance, layout=layout)
+        shares = [s for run_id in run_ids for s in store().gather_group(run_id, part, partitions, group)]
+        if not shares:
+            return _empty_block(layout)
         block = {kind: {k: np.concatenate([s[kind][k] for s in shares]) for k in shares[0][kind]}
-                 for kind in ("edges", "vertices")} if shares else _empty_block(layout)
-        if layout.order:
-            edges = block["edges"]
-            order = np.lexsort([edges[c] for c in reversed(layout.order)])
-            block["edges"] = {k: v[order] for k, v in edges.items()}
+                 for kind in ("edges", "vertices")}
+        block["edges"] = _in_order(block["edges"], layout)
         return block
 
 

@@ -286,7 +286,7 @@ class Sampler:
                      edges_per_second=edges / stats["seconds"] if stats["seconds"] > 0 else 0.0,
                      select=self.select, bitmap=self.bitmap, select_picks=picks,
                      iterations_per_pick=iterations / picks if picks else 0.0)
-        return EdgeSample.of_run(client, run_id, partitions, SAMPLE_LAYOUT, count, edges, g.id_map, stats)
+        return EdgeSample.of_runs(client, (run_id,), partitions, SAMPLE_LAYOUT, count, edges, g.id_map, stats)
 
     def _fuses(self, g, seeded: bool, instances: int) -> bool:
         """Whether the run takes the fused path: neighbor-style sampling (picks per vertex by a built-in edge bias

@@ -316,13 +316,14 @@ def multidimensional(g, frontier_size: int = 2000, budget: int | None = None, in
             raise GpipeValueError(f"'start' must have shape ({frontier_size},) or ({instances}, {frontier_size}) "
                                   f"(frontier_size, or instances x frontier_size), got {shape}")
         pool = np.broadcast_to(g.to_internal(start, "start").reshape(shape), (instances, frontier_size))
-    edges, stats = _frontier.sample(g, frontier_size, budget, instances, seed, pool, progress)
-    edges_per_second = len(edges) / stats["seconds"] if stats["seconds"] > 0 else 0.0
+    sample = _frontier.sample(g, frontier_size, budget, instances, seed, pool, progress)
+    stats = sample.stats
+    edges_per_second = len(sample) / stats["seconds"] if stats["seconds"] > 0 else 0.0
     stats.update(algorithm="multidimensional", walks=instances * frontier_size, frontier_size=frontier_size,
                  budget=budget, instances=instances,
-                 edges=len(edges), edges_per_second=edges_per_second,
+                 edges=len(sample), edges_per_second=edges_per_second,
                  steps_per_second=stats["steps"] / stats["seconds"] if stats["seconds"] > 0 else 0.0)
-    return EdgeSample.of_frame(g.client, g.holders[0], _frontier.LAYOUT, instances, edges, g.id_map, stats)
+    return sample
 
 
 def _positive_float(name: str, value) -> float:

@@ -10,25 +10,37 @@ the partitioned runtime, each recording (src, dst, time) for its moves up to a
 time horizon, and an instance's sample is its first ``budget`` moves in time
 order. An instance with fewer moves than that by the horizon resumes its parked
 members with a later one.
+
+The moves stay in the stores of the workers that made them, each round's run
+kept until the sample is made: its blocks (ranges of instances) are assembled
+on the workers from every round's moves, sorted by instance and time and cut
+at ``budget`` there (:class:`~gpipe.runtime.EdgeSample`). After each round only
+each partition's moves per instance come to the client, and its parked members,
+which the next round starts from (walkers, not the sample; they stay in the
+stores too, until the sample is made, and are left out of it).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import math
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
 
 from .. import _rng
-from ..backend import cpu_kernel, prange
+from ..backend import cpu_kernel, prange, to_host
 from ..kernels import Arg, Kernel
-from ..runtime import Run, SampleLayout, StepSpec, check_memory, collect_outputs, run_supersteps, worker_xp
+from ..runtime import (EdgeSample, Run, SampleLayout, StepSpec, check_memory, run_supersteps, summarize_outputs,
+                       worker_xp)
 
 INIT_STEP = 2**32 - 1  # the draw counter of a member's start vertex; moves use 0..budget-1
-# the sampled edges' rows, made on the client in canonical order (by instance, then time: ``step``)
+# the moves, each block sorted on its worker in canonical order (by instance, then time; ties by member and move)
+# and cut to each instance's first ``budget`` (``_first_moves``); ``walk_id`` only sorts
 LAYOUT = SampleLayout((("instance", "int64"), ("step", "int64"), ("src", "int64"), ("dst", "int64"),
-                       ("time", "float64")))
+                       ("time", "float64"), ("walk_id", "int64")), order=("instance", "time", "walk_id", "step"))
+PARKED_FIELDS = ("walk_id", "vertex", "step", "time")
 MOVED, PARKED = 1, 2  # a member's status after the kernel (0: done): the kernel's GP_MOVED, GP_PARKED
 
 
@@ -38,6 +50,7 @@ class Frontier:
 
     budget: int
     horizon: float
+    frontier_size: int  # an instance's members: walk ids ``instance * frontier_size`` on
 
 
 def advance_frontier(part, walkers: dict, spec: StepSpec, run: Run):
@@ -59,11 +72,12 @@ def advance_frontier(part, walkers: dict, spec: StepSpec, run: Run):
     ends = x.cumsum(count)
     member = x.searchsorted(ends, x.arange(total), side="right")
     j = x.arange(total) - (ends[member] - count[member])
-    moves = {"walk_id": walkers["walk_id"][member], "step": walkers["step"][member] + j,
-             **{k: v[member * room + j] for k, v in rec.items()}}
+    walk_id = walkers["walk_id"][member]
+    moves = {"instance": walk_id // spec.params.frontier_size, "walk_id": walk_id,
+             "step": walkers["step"][member] + j, **{k: v[member * room + j] for k, v in rec.items()}}
     parked = status == PARKED
-    outputs = {"moves": moves, "parked": {"walk_id": walkers["walk_id"][parked], "vertex": out["vertex"][parked],
-                                          "step": out["step"][parked], "time": out["time"][parked]}}
+    outputs = {**moves, "parked": {"walk_id": walkers["walk_id"][parked], "vertex": out["vertex"][parked],
+                                   "step": out["step"][parked], "time": out["time"][parked]}}
     moved = status == MOVED
     movers = {"walk_id": walkers["walk_id"][moved], **{k: v[moved] for k, v in out.items()}}
     return outputs, movers, total
@@ -131,8 +145,9 @@ def _uniform_starts(key, walk_id, candidates):
 
 
 def sample(g, frontier_size: int, budget: int, instances: int, seed: int, pool: np.ndarray | None,
-           progress) -> tuple[pd.DataFrame, dict]:
-    """The sampled edges ``instance, step, src, dst`` (dense ids, ``step`` the rank in time) and statistics.
+           progress) -> EdgeSample:
+    """The sampled edges ``instance, step, src, dst, time`` (dense ids, ``step`` the rank in time), kept on the
+    workers, with the run's statistics (``stats``, without the family's own).
 
     ``pool`` holds each instance's starting pool (dense ids, ``(instances, frontier_size)``);
     by default it is drawn uniformly among the vertices with out-edges.
@@ -149,37 +164,50 @@ def sample(g, frontier_size: int, budget: int, instances: int, seed: int, pool: 
     walkers = {"walk_id": walk_id, "vertex": vertex, "step": np.zeros(walk_id.size, np.int32),
                "time": np.zeros(walk_id.size, np.float64)}
     room = max(1, min(budget, math.ceil(2 * budget / frontier_size)))
-    # the moves kept (36 bytes each, about budget per instance), each member's room for moves in the kernel
+    # the moves kept (44 bytes each, about budget per instance), each member's room for moves in the kernel
     # (src, dst, time) and the members themselves
-    check_memory(g, instances * budget * 36 + walk_id.size * (room * 24 + 28), "'instances' x 'budget'",
+    check_memory(g, instances * budget * 44 + walk_id.size * (room * 24 + 28), "'instances' x 'budget'",
                  "sampled edges")
-    moves, stats = [], {"steps": 0, "seconds": 0.0, "kernel_seconds": 0.0, "supersteps": 0, "rounds": 0}
+    run_ids, held = [], {}
+    have = np.zeros(instances, np.int64)
+    stats = {"steps": 0, "seconds": 0.0, "kernel_seconds": 0.0, "supersteps": 0, "rounds": 0}
+    summarize = functools.partial(_round_summary, instances=instances)
     while True:
-        spec = StepSpec(advance_frontier, key, Frontier(budget, horizon), room=room)
+        spec = StepSpec(advance_frontier, key, Frontier(budget, horizon, frontier_size), room=room)
         run_id, partitions, run = run_supersteps(g, spec, walkers, num_walks=len(walkers["walk_id"]), progress=progress)
+        run_ids.append(run_id)
+        held.update(partitions)
         for k in ("steps", "seconds", "kernel_seconds", "supersteps"):
             stats[k] += run[k]
         stats["rounds"] += 1
-        client = g.client
-        outputs = collect_outputs(client, run_id, partitions)
-        moves += [o["moves"] for o in outputs]
-        parked = {k: np.concatenate([o["parked"][k] for o in outputs]) for k in ("walk_id", "vertex", "step", "time")}
-        have = np.bincount(np.concatenate([m["walk_id"] for m in moves]) // frontier_size, minlength=instances)
-        short = np.flatnonzero(have < budget)
-        resume = np.isin(parked["walk_id"] // frontier_size, short)
+        summaries = summarize_outputs(g.client, run_id, partitions, summarize)
+        have += sum(moves for moves, _ in summaries)
+        parked = {k: np.concatenate([p[k] for _, p in summaries]) for k in PARKED_FIELDS}
+        resume = np.isin(parked["walk_id"] // frontier_size, np.flatnonzero(have < budget))
         if not resume.any():
             break
         walkers = {k: v[resume] for k, v in parked.items()}
         horizon *= 2
     stats.update({k: run[k] for k in ("partitions", "workers", "device", "num_vertices")})
-    return _first_moves(moves, frontier_size, budget), stats
+    layout = dataclasses.replace(LAYOUT, finish=functools.partial(_first_moves, budget=budget))
+    return EdgeSample.of_runs(g.client, tuple(run_ids), held, layout, instances, int(np.minimum(have, budget).sum()),
+                              g.id_map, stats)
 
 
-def _first_moves(moves: list[dict], frontier_size: int, budget: int) -> pd.DataFrame:
-    """Each instance's first ``budget`` moves in time order."""
-    frame = pd.DataFrame({k: np.concatenate([m[k] for m in moves]) for k in ("walk_id", "step", "time", "src", "dst")})
-    frame.insert(0, "instance", frame.walk_id // frontier_size)
-    frame = frame.sort_values(["instance", "time", "walk_id", "step"], ignore_index=True)
-    frame["step"] = frame.groupby("instance").cumcount()
-    frame = frame[frame.step < budget]
-    return frame[["instance", "step", "src", "dst", "time"]].reset_index(drop=True)
+def _round_summary(sets: list[dict], instances: int) -> tuple[np.ndarray, dict]:
+    """A partition's moves per instance in a round, and its parked members (host arrays)."""
+    def column(name: str, dtype, of=lambda s: s) -> np.ndarray:
+        return np.concatenate([np.zeros(0, dtype)] + [to_host(of(s)[name]).astype(dtype, copy=False) for s in sets])
+
+    moves = np.bincount(column("instance", np.int64), minlength=instances)
+    parked = {k: column(k, dtype, lambda s: s["parked"])
+              for k, dtype in zip(PARKED_FIELDS, (np.int64, np.int64, np.int32, np.float64))}
+    return moves, parked
+
+
+def _first_moves(edges: dict, budget: int) -> dict:
+    """Each instance's first ``budget`` moves of a block sorted in canonical order, ``step`` their rank."""
+    instance = edges["instance"]
+    rank = np.arange(instance.size) - np.searchsorted(instance, instance, side="left")
+    keep = rank < budget
+    return {"instance": instance[keep], "step": rank[keep], **{k: edges[k][keep] for k in ("src", "dst", "time")}}
