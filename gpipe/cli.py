@@ -522,6 +522,9 @@ def _parser() -> argparse.ArgumentParser:
             one.add_argument("--embeddings", metavar="DIR",
                              help="also list every embedding, a row each, into this new or empty folder: a "
                                   "Parquet file per block, written by the workers")
+            one.add_argument("--overwrite", action="store_true",
+                             help="replace --embeddings DIR when it holds an earlier run's embeddings (only files "
+                                  "gpipe writes there)")
         one.add_argument("--summary", metavar="FILE.json", help="write the JSON summary there (default: stdout)")
         _cluster_flags(one, local=True)
         one.set_defaults(run=_mine, weight_column=None)
@@ -703,7 +706,8 @@ def _mine(args) -> int:
         if not os.path.isdir(os.path.dirname(os.path.abspath(path))):
             raise GpipeValueError(f"the folder of {path!r} must exist")
     if getattr(args, "embeddings", None):
-        check_folder_target(os.path.abspath(args.embeddings), "embeddings", re.compile(EMBEDDING_FILES), False)
+        check_folder_target(os.path.abspath(args.embeddings), "embeddings", re.compile(EMBEDDING_FILES),
+                            args.overwrite)
     budgets = {"device_budget": args.device_budget, "host_budget": args.host_budget}
     watch = _Stopwatch()
     with _cluster(args) as client:
@@ -751,7 +755,7 @@ def _mined(args, g: Graph, budgets: dict) -> tuple[dict, dict]:
         result = mining.match(g, args.pattern, args.induced, embeddings=listing, **budgets)
     if listing:
         with _Phase(args, f"writing {args.embeddings}") as phase:
-            written["embeddings"] = os.path.abspath(result.to_parquet(args.embeddings))
+            written["embeddings"] = os.path.abspath(result.to_parquet(args.embeddings, overwrite=args.overwrite))
             _written(phase, written)
     return {"count": result.count, "stats": result.stats}, written
 

@@ -652,6 +652,21 @@ def test_gpipe_mine_refuses_an_embeddings_folder_holding_other_files_before_any_
     assert code == 2 and "'embeddings' must be a new or empty folder" in err and "notes.md" in err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["mine"] and tree(tmp_path / "mine") == {
         "notes.md": b"my notes\n"}
+    code, _, err = _run(capsys, cpu_cluster, "mine", "cliques", "--graph", "rmat:8", "--k", "3", "--quiet",
+                        "--overwrite", "--embeddings", str(tmp_path / "mine"))  # not even with --overwrite
+    assert code == 2 and "must hold only gpipe's output to be overwritten" in err and "notes.md" in err
+
+
+def test_gpipe_mine_overwrite_replaces_an_earlier_runs_embeddings(capsys, cpu_cluster, tmp_path):
+    folder = str(tmp_path / "cliques")
+    for k, overwrite in ((3, ()), (4, ("--overwrite",))):
+        code, out, err = _run(capsys, cpu_cluster, "mine", "cliques", "--graph", "rmat:8", "--k", str(k), "--quiet",
+                              *overwrite, "--embeddings", folder)
+        assert code == 0, err
+        assert len(pd.read_parquet(folder).columns) == k and len(pd.read_parquet(folder)) == json.loads(out)["count"]
+    code, _, err = _run(capsys, cpu_cluster, "mine", "cliques", "--graph", "rmat:8", "--k", "3", "--quiet",
+                        "--embeddings", folder)
+    assert code == 2 and "'embeddings' must be a new or empty folder unless overwrite is set" in err
 
 
 def test_gpipe_mine_fpm_reads_a_labeled_graph_and_writes_the_patterns(capsys, cpu_cluster, tmp_path):
