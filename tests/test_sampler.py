@@ -457,6 +457,10 @@ def _sample_outputs(client, parts: int, folder) -> dict:
         outputs = {"compute": s.compute(), "nodes": s.nodes(), "dask": s.to_dask(), "dask nodes": s.to_dask(nodes=True)}
         outputs.update({k: outputs[k].compute() for k in ("dask", "dask nodes")},
                        npartitions=outputs["dask"].npartitions, divisions=outputs["dask"].divisions)
+        for kind, nodes in (("map", False), ("map nodes", True)):  # fn where each block is, on its dense ids
+            blocks = client.gather(s.map_blocks(lambda c, k, times=1: {n: (v + k) * times for n, v in c.items()},
+                                                1, nodes=nodes, times=2))
+            outputs[kind] = pd.concat([pd.DataFrame(b) for b in blocks], ignore_index=True) // 2 - 1
         s.to_parquet(folder / "edges")
         s.to_parquet(folder / "nodes", nodes=True)
         outputs.update({f"{kind} files": {p.name: pd.read_parquet(p) for p in sorted((folder / kind).iterdir())}
@@ -473,6 +477,8 @@ def test_a_sample_and_its_exports_are_the_same_for_one_or_two_workers_and_any_pa
     assert first["npartitions"] > 2 and len(first["edges files"]) == first["npartitions"]
     pd.testing.assert_frame_equal(first["dask"], first["compute"])
     pd.testing.assert_frame_equal(first["dask nodes"], first["nodes"])
+    pd.testing.assert_frame_equal(first["map"], first["compute"], check_dtype=False)  # the graph's ids are dense
+    pd.testing.assert_frame_equal(first["map nodes"], first["nodes"], check_dtype=False)
     pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "1-1" / "edges"), first["compute"])
     pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "1-1" / "nodes"), first["nodes"])
     assert first["compute"].equals(first["compute"].sort_values(["instance", "depth", "src", "dst"]))

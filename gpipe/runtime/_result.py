@@ -205,6 +205,30 @@ class EdgeSample:
         divisions = (*bases[:-1], bases[-1] - 1) if all(np.diff(bases) > 0) else None
         return dd.from_delayed(parts, meta=meta, divisions=divisions, verify_meta=False)
 
+    def map_blocks(self, fn, *args, nodes: bool = False, **kwargs) -> list:
+        """Futures of ``fn(columns, *args, **kwargs)``, each run on the worker that holds a block, block by block.
+
+        ``columns`` is a dict of the block's edge columns (``instance``, ...,
+        ``src``, ``dst``; with ``nodes``, ``instance, vertex``), dense vertex
+        ids (:meth:`Graph.to_original` maps them back), in the canonical order,
+        as arrays of that worker's device: on a GPU worker the block, kept in
+        its host memory, is copied to its GPU there (no client in between;
+        ``torch.from_dlpack(columns["src"])`` takes a column without a further
+        copy), on a CPU worker NumPy arrays. ``fn``'s results stay on those
+        workers until gathered.
+
+        Examples
+        --------
+        >>> import pandas as pd, gpipe
+        >>> with gpipe.connect(n_workers=1, device="cpu") as client:
+        ...     g = gpipe.from_edges(pd.DataFrame({"src": [0, 1, 2], "dst": [1, 2, 0]}), directed=True)
+        ...     s = gpipe.sampling.neighbor(g, seeds=[0, 1], fanout=1, depth=2, seed=3)
+        ...     client.gather(s.map_blocks(lambda c: c["dst"].tolist()))
+        [[1, 2, 2, 0]]
+        """
+        nodes = check_bool("nodes", nodes)
+        return [self._client.submit(_apply, block, fn, nodes, args, kwargs, pure=False) for block in self._blocks()]
+
     def to_parquet(self, path, nodes: bool = False, overwrite: bool = False) -> str:
         """Write the edges (or, with ``nodes``, the nodes) into folder ``path``, a Parquet file per block
         (``edges-000000.parquet``, ...; ``nodes-...``) written by the worker holding it.
@@ -223,6 +247,13 @@ class EdgeSample:
                        for b, block in enumerate(self._blocks())]
             gather_pinned(self._client, written, self._held, "sample writing")
         return path
+
+
+def _apply(block: dict, fn, nodes: bool, args: tuple, kwargs: dict):
+    """``fn`` of a block's columns (or its nodes'), on this worker's device."""
+    x = _advance.worker_xp()
+    columns = dict(zip(("instance", "vertex"), _node_rows(block))) if nodes else block["edges"]
+    return fn({k: x.asarray(v) for k, v in columns.items()}, *args, **kwargs)
 
 
 def _no_vertices() -> dict:

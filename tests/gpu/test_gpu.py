@@ -69,6 +69,20 @@ def test_map_blocks_hands_each_block_over_as_a_device_array(gpu_cluster):
     np.testing.assert_array_equal(np.concatenate([b for _, _, b in blocks]), walks)
 
 
+def test_a_samples_map_blocks_hands_its_columns_over_on_the_device(gpu_cluster):
+    import pandas as pd
+
+    with gpu_cluster.as_current():
+        g = gpipe.generators.rmat(scale=10, edge_factor=4, seed=2, partitions=2)
+        s = gpipe.sampling.neighbor(g, seeds=np.arange(0, 1000, 3), fanout=4, depth=2, seed=1)
+        blocks = gpu_cluster.gather(s.map_blocks(lambda c: ({type(v).__module__.split(".")[0] for v in c.values()},
+                                                            {k: cupy.asnumpy(v) for k, v in c.items()})))
+        edges = s.compute()
+    assert set().union(*(kinds for kinds, _ in blocks)) == {"cupy"}
+    frame = pd.concat([pd.DataFrame(columns) for _, columns in blocks], ignore_index=True)
+    pd.testing.assert_frame_equal(frame, edges, check_dtype=False)
+
+
 @pytest.mark.parametrize("partitions", [1, 3, 8])
 def test_deepwalk_cuda_equals_cpu_twin(gpu_cluster, cpu_cluster, partitions):
     def walk():
