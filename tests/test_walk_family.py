@@ -3,6 +3,7 @@ and the same walks for any partitioning."""
 
 from collections import Counter, defaultdict
 
+import dask
 import numpy as np
 import pandas as pd
 import pytest
@@ -185,14 +186,36 @@ def test_walks_are_the_same_for_any_partitioning(cpu, walk, kwargs):
     assert (out[0][:, 1:] >= 0).any()
 
 
-def test_ppr_is_the_same_for_any_partitioning(cpu):
+def test_ppr_walks_and_scores_are_the_same_for_any_workers_and_partitions(cpu_cluster, one_worker_cluster):
     out = []
-    for parts in (1, 4):
-        g = gpipe.generators.rmat(scale=8, edge_factor=4, seed=8, partitions=parts)
-        r = gpipe.walks.ppr(g, [1, 2, 3], restart=0.3, walks_per_source=20, length=10, seed=2)
-        out.append((r.compute(), r.scores()))
-    np.testing.assert_array_equal(out[0][0], out[1][0])
-    pd.testing.assert_frame_equal(out[0][1], out[1][1])
+    for client, parts in [(one_worker_cluster, 1), (one_worker_cluster, 3), (cpu_cluster, 1), (cpu_cluster, 3)]:
+        with client.as_current(), dask.config.set({"gpipe.walks.block-size": 7}):  # 12 blocks, 4 source ranges
+            g = gpipe.generators.rmat(scale=8, edge_factor=4, seed=8, weighted=True, partitions=parts)
+            r = gpipe.walks.ppr(g, [9, 1, 200, 3], restart=0.3, walks_per_source=20, length=10, weighted=True, seed=2)
+            out.append((r.compute(), r.scores(), r.scores_to_dask()))
+            pd.testing.assert_frame_equal(out[-1][2].compute(), out[-1][1], check_exact=True)
+    assert [d.npartitions for _, _, d in out] == [4] * 4
+    for walks, scores, _ in out[1:]:
+        np.testing.assert_array_equal(out[0][0], walks)
+        pd.testing.assert_frame_equal(out[0][1], scores, check_exact=True)  # bit for bit
+
+
+def test_ppr_scores_are_reduced_on_both_workers_and_keep_their_string_ids(cpu, monkeypatch):
+    g = gpipe.from_edges(pd.DataFrame({"src": list("zbcca"), "dst": list("bcazc")}), partitions=2)
+    with dask.config.set({"gpipe.walks.block-size": 3}):
+        r = gpipe.walks.ppr(g, ["z", "a", "c"], restart=0.2, walks_per_source=5, length=6, seed=1)
+        gathered, gather = [], type(cpu).gather
+        monkeypatch.setattr(type(cpu), "gather", lambda self, *a, **k: gathered.append(gather(self, *a, **k))
+                            or gathered[-1])
+        lazy = r.scores_to_dask()
+        monkeypatch.undo()
+    ranges = r._score_ranges()
+    assert len(ranges) == 3 and len(set().union(*cpu.who_has(ranges).values())) == 2  # the ranges on both workers
+    assert gathered and all(isinstance(x, int) for got in gathered for x in got)  # only the ranges' sizes
+    scores = r.scores()
+    assert list(scores.source.drop_duplicates()) == ["a", "c", "z"] and set(scores.vertex) <= set("abcz")
+    pd.testing.assert_frame_equal(lazy.compute(), scores, check_exact=True)
+    assert scores.groupby("source").score.sum().to_numpy() == pytest.approx([1.0, 1.0, 1.0])
 
 
 @pytest.mark.parametrize("walk", [gpipe.walks.node2vec, gpipe.walks.metropolis_hastings, gpipe.walks.with_jump])

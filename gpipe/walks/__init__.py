@@ -144,7 +144,8 @@ def ppr(g, sources, restart: float = 0.15, walks_per_source: int = 100, length: 
     Returns
     -------
     PPRResult
-        A :class:`WalkResult` with ``scores()``: a frame ``source, vertex, score``.
+        A :class:`WalkResult` with ``scores()``: a frame ``source, vertex, score``
+        reduced on the workers; ``scores_to_dask()`` keeps it there.
 
     Raises
     ------

@@ -2,22 +2,28 @@
 
 from __future__ import annotations
 
+import itertools
+import operator
+
 import numpy as np
 import pandas as pd
 
 from .. import _rng
 from ..backend import cpu_kernel, prange, to_host
+from ..runtime import gather_pinned, wait_pinned
 from ._result import WalkResult
 
 
 class PPRResult(WalkResult):
-    """The walks of :func:`gpipe.walks.ppr` and, with :meth:`scores`, the PageRank they estimate."""
+    """The walks of :func:`gpipe.walks.ppr` and, with :meth:`scores` (or :meth:`scores_to_dask`, which leaves
+    them on the workers), the PageRank they estimate."""
 
     def __init__(self, *args, sources: np.ndarray, restart: float, walk_seed: int, **kwargs):
         super().__init__(*args, **kwargs)
         self.sources = sources
         self.restart = restart
         self._key = np.uint64(_rng.key(walk_seed))
+        self._score_futures: list | None = None
 
     def scores(self) -> pd.DataFrame:
         """``source, vertex, score``: per source, its personalized PageRank estimated from its walks.
@@ -50,22 +56,53 @@ class PPRResult(WalkResult):
         source by O(1 / (restart * length)) however many walks are run
         (``compute()`` gives those walks).
         """
-        n = int(self.stats["num_vertices"])
-        n_sources = len(self.sources)
-        starts = sum(self._gather_blocks("scores", _cycle_starts, n_sources, self._key, self.restart))
-        seen = np.cumsum(starts, axis=1)[:, ::-1]  # seen[i, k]: cycles of source i started at step <= length - k
-        [weights] = self._client.scatter([1.0 / seen], broadcast=True, hash=False)
-        parts = self._gather_blocks("scores", _weighted_visits, n_sources, self._key, self.restart, n, weights)
-        keys, inverse = np.unique(np.concatenate([k for k, _ in parts]), return_inverse=True)
-        visits = np.bincount(inverse, weights=np.concatenate([w for _, w in parts]))
-        source_index, vertex = keys // n, keys % n
-        totals = np.bincount(source_index, weights=visits, minlength=n_sources)
-        frame = pd.DataFrame({
-            "source": self.sources[source_index],
-            "vertex": vertex if self._id_map is None else self._id_map[vertex],
-            "score": visits / totals[source_index],
-        })
-        return frame.sort_values(["source", "score"], ascending=[True, False], kind="stable", ignore_index=True)
+        frames = gather_pinned(self._client, self._score_ranges(), self._partitions, "scores")
+        return pd.concat(frames, ignore_index=True)
+
+    def scores_to_dask(self):
+        """:meth:`scores` as a dask DataFrame, a partition per range of sources, made and kept on the workers.
+
+        Its rows, columns and index are those of ``scores()``, which gathers
+        the same partitions; ``.to_parquet(folder)`` writes them from the
+        workers. No (source, vertex) pair passes through the client.
+        """
+        import dask.dataframe as dd
+
+        ranges = self._score_ranges()
+        sizes = gather_pinned(self._client, [self._client.submit(len, r, pure=False) for r in ranges],
+                              self._partitions, "scores sizing")
+        bases = np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)]).tolist()
+        parts = [self._client.submit(_numbered, r, base, pure=False) for r, base in zip(ranges, bases)]
+        one = (np.zeros(1, np.int64), np.ones(1))  # a row, for the dtypes pandas infers from ids (str, not object)
+        meta = _numbered(_range_scores([one], self.sources, self._id_map, 1).iloc[:0], 0)
+        return dd.from_delayed(parts, meta=meta, divisions=(*bases[:-1], bases[-1] - 1), verify_meta=False)
+
+    def _score_ranges(self) -> list:
+        """Futures of the score frames of the ranges of sources (in the order of their ids), reduced on the
+        workers: each block's visits are summed by (source, vertex) where the block is and cut by range, and
+        each range's worker adds its pieces in block order, so the sums, and the scores, are those of one pass
+        over the blocks in order, whatever the workers and partitions."""
+        if self._score_futures is not None:
+            return self._score_futures
+        client, n, n_sources = self._client, int(self.stats["num_vertices"]), len(self.sources)
+        starts = self._map_blocks(_cycle_starts, n_sources, self._key, self.restart)
+        while len(starts) > 1:  # integer sums: any order gives the same
+            starts = [client.submit(np.add, a, b, pure=False) for a, b in zip(starts[::2], starts[1::2])] + \
+                starts[len(starts) // 2 * 2:]
+        weights = client.submit(_visit_weights, starts[0], pure=False)
+        wait_pinned(client, [weights], self._partitions, "scores")
+        client.replicate([weights])
+        rank = np.empty(n_sources, np.int64)
+        rank[pd.Series(self.sources).sort_values(kind="stable").index.to_numpy()] = np.arange(n_sources)
+        cuts = np.linspace(0, n_sources, min(n_sources, len(self._blocks())) + 1).round().astype(np.int64)
+        [rank, sources] = client.scatter([rank, self.sources], broadcast=True, hash=False)
+        blocks = self._map_blocks(_visits_by_range, n_sources, self._key, self.restart, n, weights, rank, cuts)
+        workers = sorted(set(self._partitions.values()))
+        self._score_futures = [
+            client.submit(_range_scores, [client.submit(operator.getitem, b, r, pure=False) for b in blocks],
+                          sources, self._ids(), n, workers=[workers[r % len(workers)]], pure=False)
+            for r in range(len(cuts) - 1)]
+        return self._score_futures
 
 
 @cpu_kernel()
@@ -102,11 +139,43 @@ def _cycle_starts(block, id_map, base: int, n_sources: int, key, restart: float)
     return np.bincount(flat, minlength=n_sources * width).reshape(n_sources, width)
 
 
-def _weighted_visits(block, id_map, base: int, n_sources: int, key, restart: float, n: int, weights: np.ndarray):
-    """(source index * n + vertex, visits weighted by ``weights[source index, cycle age]``) in one block."""
+def _visit_weights(starts: np.ndarray) -> np.ndarray:
+    """``1 / M_k`` per source and cycle age ``k``: ``M_k``, the cycles of a source started at step <= length - k."""
+    return 1.0 / np.cumsum(starts, axis=1)[:, ::-1]
+
+
+def _visits_by_range(block, id_map, base: int, n_sources: int, key, restart: float, n: int, weights: np.ndarray,
+                     rank: np.ndarray, cuts: np.ndarray) -> list:
+    """One block's ``(source index * n + vertex, visits weighted by weights[source index, cycle age])``, summed
+    by key, cut by the rank of the source: ``[cuts[r], cuts[r + 1])`` in piece ``r``, keys in order in each."""
     dense = to_host(block)
     ages = _cycle_ages(dense, base, key, restart)
     row, step = np.nonzero(ages >= 0)
     source_index = _source_index(base, dense.shape[0], n_sources)[row]
     keys, inverse = np.unique(source_index * n + dense[row, step], return_inverse=True)
-    return keys, np.bincount(inverse, weights=weights[source_index, ages[row, step]])
+    visits = np.bincount(inverse, weights=weights[source_index, ages[row, step]])
+    piece = np.searchsorted(cuts, rank[keys // n], "right") - 1
+    order = np.argsort(piece, kind="stable")
+    ends = np.searchsorted(piece[order], np.arange(len(cuts)))
+    return [(keys[order[lo:hi]], visits[order[lo:hi]]) for lo, hi in itertools.pairwise(ends)]
+
+
+def _range_scores(pieces: list, sources: np.ndarray, id_map, n: int) -> pd.DataFrame:
+    """The scores of one range of sources from its pieces of every block, added in block order, normalized per
+    source and sorted as :meth:`PPRResult.scores` gives them."""
+    keys, inverse = np.unique(np.concatenate([k for k, _ in pieces]), return_inverse=True)
+    visits = np.bincount(inverse, weights=np.concatenate([w for _, w in pieces]))
+    source_index, vertex = keys // n, keys % n
+    _, local = np.unique(source_index, return_inverse=True)
+    totals = np.bincount(local, weights=visits)
+    frame = pd.DataFrame({
+        "source": sources[source_index],
+        "vertex": vertex if id_map is None else id_map[vertex],
+        "score": visits / totals[local],
+    })
+    return frame.sort_values(["source", "score"], ascending=[True, False], kind="stable", ignore_index=True)
+
+
+def _numbered(frame: pd.DataFrame, base: int) -> pd.DataFrame:
+    """The frame indexed by its rows' numbers in the whole, from ``base``."""
+    return frame.set_axis(pd.RangeIndex(base, base + len(frame)))
