@@ -23,6 +23,7 @@ GRAPH_FILES = r"_gpipe\.json|ids\.parquet|part-\d{5}\.parquet"
 WALK_FILES = r"walks-\d{12}\.parquet"
 SAMPLE_FILES = r"(?:edges|nodes)-\d{6}\.parquet"
 EMBEDDING_FILES = r"embeddings-\d{6}\.parquet"
+SCORE_FILES = r"scores-\d{6}\.parquet"
 
 
 def _temporary(path: str) -> str:

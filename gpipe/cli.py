@@ -57,7 +57,7 @@ import numpy as np
 from dask.utils import format_bytes
 
 from . import __version__, config, counting, dynamic, generators, mining, sampling, walks, workflow
-from ._files import (EMBEDDING_FILES, GRAPH_FILES, SAMPLE_FILES, WALK_FILES, atomic_dir, atomic_file,
+from ._files import (EMBEDDING_FILES, GRAPH_FILES, SAMPLE_FILES, SCORE_FILES, WALK_FILES, atomic_dir,
                      check_folder_target, write_json)
 from ._validate import check_bytes, check_int, check_probability, check_seed
 from .backend import DEVICES, gpu_problem, versions
@@ -68,7 +68,7 @@ from .runtime import EdgeSample, current, workers_info
 
 _FORMATS = ("corpus", "parquet", "both")
 # Every file a command writes in its --out folder; --overwrite replaces a folder only when it holds no other.
-_RUN_FILES = (rf"summary\.json|walks\.txt|scores\.parquet|(?:edges|nodes)\.parquet/(?:{SAMPLE_FILES})"
+_RUN_FILES = (rf"summary\.json|walks\.txt|scores\.parquet/(?:{SCORE_FILES})|(?:edges|nodes)\.parquet/(?:{SAMPLE_FILES})"
               rf"|walks\.parquet/(?:{WALK_FILES})|graph/(?:{GRAPH_FILES})")
 _NOT_PARAMETERS = ("run", "command", "command_line")
 
@@ -254,7 +254,7 @@ _WALKS: dict[str, tuple[Callable, tuple[tuple[str, dict], ...]]] = {
     "ppr": (walks.ppr, (
         _option(walks.ppr, "--sources", type=_vertices("sources"), required=True, default=None, metavar="IDS",
                 help="source vertices, each once, ID,ID,... or @FILE with one id per line; also writes "
-                     "DIR/scores.parquet"),
+                     "the folder DIR/scores.parquet"),
         _probability(walks.ppr, "--restart", "probability of returning to the source at each step, in [0, 1)",
                      open_high=True),
         _option(walks.ppr, "--walks-per-source", type=_positive("walks_per_source"), metavar="R",
@@ -889,9 +889,7 @@ def _walk_outputs(args, result, folder: str) -> dict:
     if args.format in ("parquet", "both") and not isinstance(result, EdgeSample):
         outputs["parquet"] = result.to_parquet(os.path.join(folder, "walks.parquet"))
     if isinstance(result, walks.PPRResult):  # the personalized PageRank its walks estimate
-        outputs["scores"] = os.path.join(folder, "scores.parquet")
-        with atomic_file(outputs["scores"], "wb") as f:
-            result.scores().to_parquet(f, index=False)
+        outputs["scores"] = result.scores_to_parquet(os.path.join(folder, "scores.parquet"))
     return outputs
 
 

@@ -177,8 +177,9 @@ def test_walk_ppr_writes_scores_that_sum_to_one_per_source(capsys, cpu_cluster, 
     assert code == 0, err
     walks = _walks(tmp_path / "walks.txt")
     assert len(walks) == 20 and [w[0] for w in walks] == [0, 5] * 10
-    scores = pd.read_parquet(tmp_path / "scores.parquet")
+    scores = pd.read_parquet(tmp_path / "scores.parquet")  # a folder, a file per range of sources
     assert list(scores.columns) == ["source", "vertex", "score"]
+    assert all(p.name.startswith("scores-") for p in (tmp_path / "scores.parquet").iterdir())
     assert set(scores["source"]) == {0, 5} and (scores["score"] > 0).all()
     assert scores.groupby("source")["score"].sum().to_numpy() == pytest.approx([1.0, 1.0])
     summary = read_summary(tmp_path)

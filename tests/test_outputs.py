@@ -1,7 +1,7 @@
 """What each writer does with what is already at its path (a real two-worker cluster).
 
 Folder writers (``Graph.to_parquet``, ``WalkResult.to_parquet``, ``EdgeSample.to_parquet``,
-``MiningResult.to_parquet``) write into a new or empty folder; they refuse anything else unless
+``MiningResult.to_parquet``, ``PPRResult.scores_to_parquet``) write into a new or empty folder; they refuse anything else unless
 ``overwrite=True``, and even then replace only a folder that holds nothing but what gpipe writes there. The file writer
 (``to_corpus``) replaces a file, as pandas does, and refuses a folder.
 """
@@ -27,8 +27,9 @@ def _writers(g):
     walks = gpipe.walks.deepwalk(g, length=3, seed=0)
     sample = gpipe.sampling.neighbor(g, seeds=[0, 2], fanout=1, depth=2)
     paths = gpipe.mining.match(g, [(0, 1), (1, 2)], embeddings=True)
+    ppr = gpipe.walks.ppr(g, sources=[0, 2], walks_per_source=4, length=5, seed=0)
     return {"graph": g.to_parquet, "walks": walks.to_parquet, "sample": sample.to_parquet,
-            "embeddings": paths.to_parquet}
+            "embeddings": paths.to_parquet, "scores": ppr.scores_to_parquet}
 
 
 def _asked(overwrite: bool) -> dict:
@@ -37,7 +38,7 @@ def _asked(overwrite: bool) -> dict:
 
 
 @pytest.mark.parametrize("overwrite", [False, True])
-@pytest.mark.parametrize("kind", ["graph", "walks", "sample", "embeddings"])
+@pytest.mark.parametrize("kind", ["graph", "walks", "sample", "embeddings", "scores"])
 def test_folder_writers_keep_a_folder_they_did_not_write(graph, tmp_path, kind, overwrite):
     folder = tmp_path / "results"
     (folder / "figures").mkdir(parents=True)
@@ -51,7 +52,7 @@ def test_folder_writers_keep_a_folder_they_did_not_write(graph, tmp_path, kind, 
 
 
 @pytest.mark.parametrize("overwrite", [False, True])
-@pytest.mark.parametrize("kind", ["graph", "walks", "sample", "embeddings"])
+@pytest.mark.parametrize("kind", ["graph", "walks", "sample", "embeddings", "scores"])
 def test_folder_writers_keep_a_file_of_that_name(graph, tmp_path, kind, overwrite):
     path = tmp_path / "results"
     path.write_text("not a folder\n")
@@ -60,7 +61,7 @@ def test_folder_writers_keep_a_file_of_that_name(graph, tmp_path, kind, overwrit
     assert path.read_text() == "not a folder\n"
 
 
-@pytest.mark.parametrize("kind", ["graph", "walks", "sample", "embeddings"])
+@pytest.mark.parametrize("kind", ["graph", "walks", "sample", "embeddings", "scores"])
 def test_folder_writers_replace_their_own_output_only_when_asked(graph, tmp_path, kind):
     folder = tmp_path / "out"
     write = _writers(graph)[kind]
@@ -92,6 +93,11 @@ def test_folder_writers_write_into_an_empty_folder(graph, tmp_path):
     folder.mkdir()
     graph.to_parquet(folder)
     assert gpipe.read_edges(folder).num_edges == 4
+
+
+def test_a_scores_folder_reads_back_as_the_scores(graph, tmp_path):
+    ppr = gpipe.walks.ppr(graph, sources=[0, 2], walks_per_source=4, length=5, seed=0)
+    pd.testing.assert_frame_equal(pd.read_parquet(ppr.scores_to_parquet(tmp_path / "scores")), ppr.scores())
 
 
 def test_the_file_writer_replaces_a_file_and_refuses_a_folder(graph, tmp_path):

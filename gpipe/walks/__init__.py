@@ -145,7 +145,8 @@ def ppr(g, sources, restart: float = 0.15, walks_per_source: int = 100, length: 
     -------
     PPRResult
         A :class:`WalkResult` with ``scores()``: a frame ``source, vertex, score``
-        reduced on the workers; ``scores_to_dask()`` keeps it there.
+        reduced on the workers; ``scores_to_dask()`` keeps it there, ``scores_to_parquet(folder)`` writes it
+        from there.
 
     Raises
     ------

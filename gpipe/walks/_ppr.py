@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import itertools
 import operator
+import os
 
 import numpy as np
 import pandas as pd
 
 from .. import _rng
+from .._files import SCORE_FILES, atomic_dir
+from .._validate import check_bool
 from ..backend import cpu_kernel, prange, to_host
 from ..runtime import gather_pinned, wait_pinned
 from ._result import WalkResult
@@ -16,7 +19,8 @@ from ._result import WalkResult
 
 class PPRResult(WalkResult):
     """The walks of :func:`gpipe.walks.ppr` and, with :meth:`scores` (or :meth:`scores_to_dask`, which leaves
-    them on the workers), the PageRank they estimate."""
+    them on the workers, and :meth:`scores_to_parquet`, which writes them from there), the PageRank they
+    estimate."""
 
     def __init__(self, *args, sources: np.ndarray, restart: float, walk_seed: int, **kwargs):
         super().__init__(*args, **kwargs)
@@ -76,6 +80,18 @@ class PPRResult(WalkResult):
         one = (np.zeros(1, np.int64), np.ones(1))  # a row, for the dtypes pandas infers from ids (str, not object)
         meta = _numbered(_range_scores([one], self.sources, self._id_map, 1).iloc[:0], 0)
         return dd.from_delayed(parts, meta=meta, divisions=(*bases[:-1], bases[-1] - 1), verify_meta=False)
+
+    def scores_to_parquet(self, path, overwrite: bool = False) -> str:
+        """Write :meth:`scores` into folder ``path``, a Parquet file per range of sources
+        (``scores-000000.parquet``, ...) written by the worker that reduced it; ``pandas.read_parquet(path)``
+        reads back ``scores()``. The folder appears complete or not at all; ``overwrite`` as for
+        :meth:`WalkResult.to_parquet`."""
+        path, overwrite = os.fspath(path), check_bool("overwrite", overwrite)
+        with atomic_dir(path, owned=SCORE_FILES, overwrite=overwrite) as tmp:
+            written = [self._client.submit(_write_scores, r, i, tmp, pure=False)
+                       for i, r in enumerate(self._score_ranges())]
+            gather_pinned(self._client, written, self._partitions, "scores writing")
+        return path
 
     def _score_ranges(self) -> list:
         """Futures of the score frames of the ranges of sources (in the order of their ids), reduced on the
@@ -174,6 +190,12 @@ def _range_scores(pieces: list, sources: np.ndarray, id_map, n: int) -> pd.DataF
         "score": visits / totals[local],
     })
     return frame.sort_values(["source", "score"], ascending=[True, False], kind="stable", ignore_index=True)
+
+
+def _write_scores(frame: pd.DataFrame, number: int, folder: str) -> str:
+    name = os.path.join(folder, f"scores-{number:06d}.parquet")
+    frame.to_parquet(name, index=False)
+    return name
 
 
 def _numbered(frame: pd.DataFrame, base: int) -> pd.DataFrame:
