@@ -1,6 +1,7 @@
 """gpipe.counting: labeled inputs, candidate graphs, exact counts and the random-walk estimators."""
 
 import dataclasses
+import gc
 import json
 import re
 import threading
@@ -406,6 +407,45 @@ def test_an_estimate_leaves_nothing_on_the_workers_whether_it_succeeds_or_fails(
     empty = on_cluster(labeled_graph(0, n=6, p=0.5), **layout)
     assert gpipe.counting.estimate(empty, Query.from_edges([(0, 1), (1, 2), (0, 2)], [1, 1, 1])).samples == 0
     assert runs_left(cpu) == before
+
+
+@pytest.mark.parametrize("layout", [{}, {"mode": "partitioned", "partitions": 3}])
+def test_a_prepared_query_gives_the_estimates_of_single_calls_and_then_goes(cpu, layout):
+    """The candidate graph is built once, kept on the sampling workers while the prepared query is open, and each
+    estimate drawn from it is the one a single call gives for the same parameters."""
+    g = on_cluster(labeled_graph(0, n=40, p=0.2), **layout)
+    query = Query.from_edges(*QUERIES["diamond"])
+    before = runs_left(cpu)
+    asked = [dict(method="alley", samples=2000, seed=1), dict(method="wanderjoin", samples=640, seed=2),
+             dict(method="partial_refine", alpha=0.3, samples=1000, seed=3, inheritance=False),
+             dict(method=alley_refine, samples=500, seed=4)]
+    with gpipe.counting.prepare(g, query) as prepared:
+        assert prepared.candidate_seconds > 0 and runs_left(cpu) != before
+        drawn = [prepared.estimate(**kwargs) for kwargs in asked]
+        held = runs_left(cpu)  # on every worker that sampled (a replica's fetched it once, from the one that built it)
+        assert all(len(held[w]) == len(before[w]) + 1 for w in held)
+        with pytest.raises(gpipe.GpipeValueError, match="'samples' must be a positive integer, got 0"):
+            prepared.estimate(samples=0)
+    assert runs_left(cpu) == before
+    for kwargs, estimate in zip(asked, drawn):
+        once = gpipe.counting.estimate(g, query, **kwargs)
+        assert (estimate.estimate, estimate.std_error, estimate.valid_fraction) == (
+            once.estimate, once.std_error, once.valid_fraction) and estimate.estimate > 0
+        assert estimate.candidate_seconds == 0 < once.candidate_seconds
+    with pytest.raises(gpipe.GpipeValueError, match="this prepared query is closed"):
+        prepared.estimate(samples=32)
+    let_go = gpipe.counting.prepare(g, query)
+    assert runs_left(cpu) != before
+    del let_go
+    gc.collect()
+    assert runs_left(cpu) == before
+    empty = gpipe.counting.prepare(on_cluster(labeled_graph(0, n=6, p=0.5), **layout),
+                                   Query.from_edges([(0, 1), (1, 2), (0, 2)], [1, 1, 1]))
+    assert empty.estimate(samples=100).samples == 0
+    empty.close()
+    assert runs_left(cpu) == before
+    with pytest.raises(gpipe.GpipeValueError, match="'g' must be a gpipe.Graph"):
+        gpipe.counting.prepare(None, query)
 
 
 @pytest.mark.parametrize("kwargs, message", [

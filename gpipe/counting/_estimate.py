@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 import time
 import uuid
+import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -149,6 +150,98 @@ def estimate(g, query, method="partial_refine", samples: int = 1_000_000, alpha:
     started = time.perf_counter()
     check_graph("g", g)
     check_query(query)
+    asked = _asked(method, samples, alpha, seed, inheritance)
+    with prepare(g, query) as prepared:
+        return prepared._estimate(asked, started, prepared.candidate_seconds)
+
+
+def prepare(g, query) -> PreparedQuery:
+    """The candidate graph of ``query`` in ``g``, built once and kept on the workers that sample, for many
+    estimates: :meth:`PreparedQuery.estimate` draws from it as :func:`estimate` does (the same estimate for the
+    same parameters) without building it again.
+
+    It stays on the workers until :meth:`PreparedQuery.close`, the end of a
+    ``with`` block, or until the object is let go.
+
+    Raises
+    ------
+    GpipeValueError
+        As :func:`estimate` does for ``g`` and ``query``.
+
+    Examples
+    --------
+    >>> import gpipe, pandas as pd
+    >>> with gpipe.connect(n_workers=1, device="cpu"):   # a 5-cycle and a path of 3 vertices: 10 maps
+    ...     cycle = gpipe.from_edges(pd.DataFrame({"src": [0, 1, 2, 3, 4], "dst": [1, 2, 3, 4, 0]}))
+    ...     cycle.set_labels([0] * 5)
+    ...     path = gpipe.counting.Query.from_edges([(0, 1), (1, 2)], [0, 0, 0])
+    ...     with gpipe.counting.prepare(cycle, path) as prepared:
+    ...         drawn = [prepared.estimate(method="wanderjoin", samples=320, seed=s).estimate for s in (1, 2)]
+    ...     once = gpipe.counting.estimate(cycle, path, method="wanderjoin", samples=320, seed=1).estimate
+    >>> drawn, once == drawn[0]
+    ([10.1875, 9.5], True)
+    """
+    check_graph("g", g)
+    check_query(query)
+    return PreparedQuery(g, query)
+
+
+class PreparedQuery:
+    """A query's candidate graph held on the workers that sample (see :func:`prepare`)."""
+
+    def __init__(self, g, query):
+        self._g = g
+        self._run_id = f"count-{uuid.uuid4().hex}"
+        building = time.perf_counter()
+        try:
+            self._held = hold(g, query, self._run_id)
+        except BaseException:
+            _cluster.end_run(g, self._run_id)
+            raise
+        self.candidate_seconds = time.perf_counter() - building
+        self._finalizer = weakref.finalize(self, _cluster.end_run, g, self._run_id)
+
+    def estimate(self, method="partial_refine", samples: int = 1_000_000, alpha: float | None = None, seed: int = 0,
+                 inheritance: bool = True) -> Estimate:
+        """:func:`estimate` of this query and graph, drawn from the candidate graph kept on the workers: the same
+        estimate for the same parameters; ``seconds`` counts no candidate graph (``candidate_seconds`` 0)."""
+        if not self._finalizer.alive:
+            raise GpipeValueError("this prepared query is closed: its candidate graph has gone from the workers")
+        return self._estimate(_asked(method, samples, alpha, seed, inheritance), time.perf_counter(), 0.0)
+
+    def close(self) -> None:
+        """Let the candidate graph go from the workers now."""
+        self._finalizer()
+
+    def __enter__(self) -> PreparedQuery:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def _estimate(self, asked: tuple, started: float, candidate_seconds: float) -> Estimate:
+        refine, alpha, samples, key, inheritance, name = asked
+        held, g = self._held, self._g
+        if held.empty:
+            seconds = time.perf_counter() - started
+            return Estimate(0.0, 0.0, (0.0, 0.0), 0, 0.0, 0.0, seconds, candidate_seconds, name, alpha, inheritance)
+        groups = -(-samples // LANES)
+        if refine is None:
+            parts = _cluster.spread(g, _estimate_held, groups, self._run_id, held.source, int(key), alpha, inheritance)
+        else:
+            parts = _cluster.spread(g, _refine_held, groups, self._run_id, held.source, int(key), refine, inheritance)
+        sums = np.concatenate([s for s, _ in parts])
+        valid = np.concatenate([v for _, v in parts])
+        drawn = groups * LANES
+        mean = float(sums.sum() / drawn)
+        error = float(np.std(sums / LANES, ddof=1) / math.sqrt(groups)) if groups > 1 else math.nan
+        seconds = time.perf_counter() - started
+        return Estimate(mean, error, (mean - Z95 * error, mean + Z95 * error), drawn, float(valid.sum() / drawn),
+                        drawn / seconds, seconds, candidate_seconds, name, alpha, inheritance)
+
+
+def _asked(method, samples, alpha, seed, inheritance) -> tuple:
+    """:func:`estimate`'s sampling parameters, checked: (refine, alpha, samples, key, inheritance, name)."""
     refine = check_picklable("method", method) if callable(method) else None
     if refine is None:
         check_choice("method", method, tuple(METHODS))
@@ -162,31 +255,7 @@ def estimate(g, query, method="partial_refine", samples: int = 1_000_000, alpha:
     key = _rng.key(check_seed("seed", seed))
     inheritance = check_bool("inheritance", inheritance)
     name = getattr(refine, "__name__", "refine") if refine is not None else method
-    run_id = f"count-{uuid.uuid4().hex}"
-    try:  # the candidate graph stays on the workers that sample, for this run
-        building = time.perf_counter()
-        held = hold(g, query, run_id)
-        candidate_seconds = time.perf_counter() - building
-        if held.empty:
-            seconds = time.perf_counter() - started
-            return Estimate(0.0, 0.0, (0.0, 0.0), 0, 0.0, 0.0, seconds, candidate_seconds, name, alpha, inheritance)
-        groups = -(-samples // LANES)
-        if refine is None:
-            parts = _cluster.spread(g, _estimate_held, groups, run_id, held.source, int(key), alpha,
-                                    inheritance)
-        else:
-            parts = _cluster.spread(g, _refine_held, groups, run_id, held.source, int(key), refine,
-                                    inheritance)
-    finally:
-        _cluster.end_run(g, run_id)
-    sums = np.concatenate([s for s, _ in parts])
-    valid = np.concatenate([v for _, v in parts])
-    drawn = groups * LANES
-    mean = float(sums.sum() / drawn)
-    error = float(np.std(sums / LANES, ddof=1) / math.sqrt(groups)) if groups > 1 else math.nan
-    seconds = time.perf_counter() - started
-    return Estimate(mean, error, (mean - Z95 * error, mean + Z95 * error), drawn, float(valid.sum() / drawn),
-                    drawn / seconds, seconds, candidate_seconds, name, alpha, inheritance)
+    return refine, alpha, samples, key, inheritance, name
 
 
 def _estimate_held(first_group: int, groups: int, run_id: str, source: str | None, key: int, alpha: float,
