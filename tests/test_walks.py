@@ -1,5 +1,6 @@
 """DeepWalk on the partitioned runtime: structure, statistics, determinism, outputs, errors."""
 
+import threading
 import time
 
 import numpy as np
@@ -183,6 +184,13 @@ def test_map_blocks_runs_where_each_block_is_on_its_dense_ids(cpu):
     walks = w.compute()
     np.testing.assert_array_equal(dense == -1, walks == None)  # noqa: E711 (an object array of ids)
     np.testing.assert_array_equal(g.to_original(dense[dense >= 0]), walks[walks != None])  # noqa: E711
+    with pytest.raises(GpipeValueError, match="'fn' must be callable, got 3"):
+        w.map_blocks(3)
+    with pytest.raises(GpipeValueError, match="'fn' must be picklable"):
+        w.map_blocks(lambda block, lock=threading.Lock(): block)
+    s = gpipe.sampling.neighbor(g, seeds=["a"], fanout=1, depth=1, seed=0)
+    with pytest.raises(GpipeValueError, match="'fn' must be callable, got 'sum'"):
+        s.map_blocks("sum")
 
 
 def test_corpus_with_string_ids(cpu, tmp_path):

@@ -151,7 +151,7 @@ def estimate(g, query, method="partial_refine", samples: int = 1_000_000, alpha:
     check_graph("g", g)
     check_query(query)
     asked = _asked(method, samples, alpha, seed, inheritance)
-    with prepare(g, query) as prepared:
+    with PreparedQuery(g, query) as prepared:  # g and query checked above
         return prepared._estimate(asked, started, prepared.candidate_seconds)
 
 

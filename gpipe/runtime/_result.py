@@ -14,7 +14,7 @@ import pandas as pd
 
 from .. import config
 from .._files import SAMPLE_FILES, atomic_dir
-from .._validate import check_bool
+from .._validate import check_bool, check_callable, check_picklable
 from ..backend import to_host
 from . import _advance
 from ._session import run_later
@@ -226,7 +226,7 @@ class EdgeSample:
         ...     client.gather(s.map_blocks(lambda c: c["dst"].tolist()))
         [[1, 2, 2, 0]]
         """
-        nodes = check_bool("nodes", nodes)
+        fn, nodes = check_picklable("fn", check_callable("fn", fn)), check_bool("nodes", nodes)
         return [self._client.submit(_apply, block, fn, nodes, args, kwargs, pure=False) for block in self._blocks()]
 
     def to_parquet(self, path, nodes: bool = False, overwrite: bool = False) -> str:

@@ -15,6 +15,7 @@ import pyarrow.parquet as pq
 
 from .. import config
 from .._files import WALK_FILES, atomic_dir, atomic_file
+from .._validate import check_callable, check_picklable
 from ..backend import cpu_kernel, prange, to_host
 from ..errors import GpipeValueError
 from ..runtime import assemble_blocks, drop_run, gather_pinned, run_later, wait_pinned
@@ -148,6 +149,7 @@ class WalkResult:
         ...     client.gather(w.map_blocks(lambda block, k: (block == k).sum(axis=1).tolist(), 0))
         [[2, 1, 2]]
         """
+        fn = check_picklable("fn", check_callable("fn", fn))
         self.persist()
         return [self._client.submit(_apply, block, fn, args, kwargs, pure=False) for block in self._blocks()]
 
