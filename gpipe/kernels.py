@@ -224,7 +224,13 @@ def _launch_queued(kernel, n: int, args: tuple) -> None:
         return
     cupy = xp("gpu")
     threads = int(config.get("kernels.threads-per-block"))
-    device = cupy.cuda.Device()
-    resident = device.attributes["MultiProcessorCount"] * (2048 // threads)
+    resident = _multiprocessors(cupy.cuda.runtime.getDevice()) * (2048 // threads)
     counter = cupy.zeros(1, dtype=cupy.uint64)
     kernel((min(resident, (n + threads - 1) // threads),), (threads,), args + (counter,))
+
+
+@functools.cache
+def _multiprocessors(device_id: int) -> int:
+    """The GPU's multiprocessors, asked once (``Device.attributes`` asks for every attribute at each read)."""
+    cupy = xp("gpu")
+    return int(cupy.cuda.Device(device_id).attributes["MultiProcessorCount"])

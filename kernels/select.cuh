@@ -13,18 +13,32 @@ struct GpUnitBias {
 template <typename Bias> struct GpIsUnit { static constexpr bool value = false; };
 template <> struct GpIsUnit<GpUnitBias> { static constexpr bool value = true; };
 
-// gp_upper over the CDF of d unit biases (cdf[j] = j + 1, exact in doubles): the first j with j + 1 > target.
+// gp_upper_warp over the CDF of d unit biases (cdf[j] = j + 1, exact in doubles): the first j with j + 1 > target.
 __device__ __forceinline__ long long gp_unit_upper(long long d, double target) {
     return min((long long)floor(target), d - 1);
 }
 
-__device__ __forceinline__ long long gp_upper(const double* cdf, long long a, long long d, double target) {
-    long long lo = a, hi = a + d - 1;  // first e with cdf[e] > target (the last one if rounding reaches the end)
-    while (lo < hi) {
-        const long long mid = lo + (hi - lo) / 2;
-        if (cdf[mid] > target) hi = mid; else lo = mid + 1;
+// The first e in a..a+d-2 with cdf[e] > target, else a + d - 1 (the last one if rounding reaches the end), by the whole
+// warp (every lane with the same arguments gets the answer): a 32-way search, a probe per lane and round, so a row of
+// d candidates takes about log32(d) dependent reads, not a binary search's log2(d).
+__device__ __forceinline__ long long gp_upper_warp(const double* cdf, long long a, long long d, double target,
+                                                   int lane) {
+    long long lo = a, hi = a + d - 1;  // the answer is in [lo, hi]; hi when no cdf reaches past target
+    while (hi - lo >= GP_LANES) {
+        const long long step = (hi - lo) / GP_LANES;  // probes lo + step - 1 .. lo + 32 * step - 1, inside [lo, hi)
+        const long long probe = lo + (lane + 1) * step - 1;
+        const unsigned above = __ballot_sync(GP_FULL_MASK, cdf[probe] > target);
+        if (above) {
+            const int first = __ffs(above) - 1;
+            hi = lo + (first + 1) * step - 1;
+            lo += first * step;
+        } else {
+            lo = lo + GP_LANES * step;
+        }
     }
-    return lo;
+    const long long probe = lo + lane;
+    const unsigned above = __ballot_sync(GP_FULL_MASK, probe < hi && cdf[probe] > target);
+    return above ? lo + __ffs(above) - 1 : hi;
 }
 
 __device__ __forceinline__ bool gp_taken(const unsigned char* bits, long long B, long long j, int use_bitmap,
@@ -119,7 +133,7 @@ __device__ long long gp_select_segment(const Bias bias, long long a, long long d
                 pick = gp_updated_pick(bias, a + lo, a + hi, a, r, bits, B, use_bitmap, out, 0, i, lane);
                 break;
             }
-            long long e = a + (unit ? gp_unit_upper(d, r * total) : gp_upper(cdf, 0, d, r * total));
+            long long e = a + (unit ? gp_unit_upper(d, r * total) : gp_upper_warp(cdf, 0, d, r * total, lane));
             if (method == GP_SELECT_WITH_REPLACEMENT) { if (bias[e] > 0.0) pick = e; continue; }
             if (bias[e] > 0.0 && !gp_taken(bits, B, e - a, use_bitmap, out, 0, i, e)) { pick = e; break; }
             if (method == GP_SELECT_BIPARTITE && bias[e] > 0.0) {  // region search around the picked region [l, h)
@@ -127,7 +141,7 @@ __device__ long long gp_select_segment(const Bias bias, long long a, long long d
                 const double delta = unit ? 1.0 : cdf[e - a] - l;
                 double v = gp_unit(gp_bits(key, id, (unsigned long long)step, draw++)) * (total - delta);
                 if (v >= l) v += delta;
-                e = a + (unit ? gp_unit_upper(d, v) : gp_upper(cdf, 0, d, v));
+                e = a + (unit ? gp_unit_upper(d, v) : gp_upper_warp(cdf, 0, d, v, lane));
                 if (bias[e] > 0.0 && !gp_taken(bits, B, e - a, use_bitmap, out, 0, i, e)) pick = e;
             }
         }

@@ -16,7 +16,7 @@ class Block:
     nodes ``0..num_src_nodes-1``: the destinations are a prefix of the sources
     (DGL's message-flow graph). ``edge_ids`` are the edges' positions in the
     graph's CSR (sorted by source, then destination). Edges are sorted by
-    destination, then edge id.
+    destination; a destination's edges are in the order they were drawn.
     """
 
     src: object

@@ -1,10 +1,11 @@
 """Multi-hop neighbor sampling of one mini-batch on an in-process CSR: fused (one queue for every hop) or per hop.
 
-CUDA in ``kernels/gnn.cu`` (a persistent kernel over a global task queue), CPU twin here (the same queue, run in
-order). The picks of (vertex, hop) draw from stream ``batch * num_vertices + vertex`` at step ``hop``, so the edges
-of each hop are the same sets whatever order the queue runs in, fused or per hop, on either device; local ids are
-then given in an order that depends on those sets only (see :func:`_relabel`), and each hop's edges are ordered
-by destination, then in the order they were drawn.
+CUDA in ``kernels/gnn.cu`` (a persistent kernel over a global task queue, then three small kernels that number the
+vertices and lay the edges out), CPU twins here (the queue in order). The picks of (vertex, hop) draw from stream
+``batch * num_vertices + vertex`` at step ``hop``, so the edges of each hop are the same sets whatever order the
+queue runs in, fused or per hop, on either device. Local ids then depend on those sets only: the seeds in their
+order, then each hop's new vertices by id, read off the bit layers of the queue's deduplication (no sort); each
+hop's edges are ordered by destination, then in the order they were drawn.
 """
 
 from __future__ import annotations
@@ -17,10 +18,10 @@ from ..backend import cpu_kernel, device_of, to_host, xp
 from ..kernels import Arg, Kernel
 from ._blocks import Block, Blocks
 
-TAIL, PENDING, EDGES = 0, 1, 2  # the counters: tasks enqueued, tasks not finished, then each hop's edges
+TAIL, PENDING, EDGES = 0, 1, 2  # the counters: tasks enqueued, tasks not finished, then each hop's edge slots and
+# each hop's edges held
 _ONE = np.uint64(1)
 _LOW6 = np.uint64(63)
-_SIX = np.uint64(6)
 
 
 @cpu_kernel()
@@ -37,14 +38,21 @@ def _floyd(a, d, k, key, stream, step, out, o):
 
 
 @cpu_kernel()
-def _push(u, h, num_vertices, hops, tasks, counters, seen):
+def _mark(u, layer, words, seen):
+    """Set ``u``'s bit of layer ``layer``; whether it was clear."""
+    w = np.int64(layer) * words + (u >> 6)
+    mask = _ONE << (np.uint64(u) & _LOW6)
+    if seen[w] & mask:
+        return False
+    seen[w] |= mask
+    return True
+
+
+@cpu_kernel()
+def _push(u, h, words, hops, tasks, counters, seen):
     """Enqueue (u, h) unless it was enqueued before."""
-    bit = np.uint64(h) * np.uint64(num_vertices) + np.uint64(u)
-    mask = _ONE << (bit & _LOW6)
-    word = bit >> _SIX
-    if seen[word] & mask:
+    if not _mark(u, h, words, seen):
         return
-    seen[word] |= mask
     counters[PENDING] += _ONE
     slot = counters[TAIL]
     counters[TAIL] = slot + _ONE
@@ -53,12 +61,15 @@ def _push(u, h, num_vertices, hops, tasks, counters, seen):
 
 @cpu_kernel()
 def _sample_cpu(indptr, indices, cdf, weights, weighted, replace, num_vertices, key, batch, hops, stop, fanouts,
-                capacity, tasks, counters, seen, edge_base, edge_dst, edge_id, race):
+                capacity, tasks, counters, seen, edge_base, edge_id, task_first, task_count, race):
+    words = (num_vertices + 63) >> 6
     t = 0
     while t < capacity and tasks[t] >= 0:  # in order, slot t is filled exactly when t < tail
         v = tasks[t] // hops
         h = tasks[t] % hops
         if h < stop:
+            if h == 0:
+                _mark(v, 0, words, seen)
             a = indptr[v]
             d = indptr[v + 1] - a
             f = fanouts[h]
@@ -76,32 +87,103 @@ def _sample_cpu(indptr, indices, cdf, weights, weighted, replace, num_vertices, 
                 for i in range(k):
                     edge_id[o + i] = pick_edge(cdf, weighted, a, d, _rng.bits(key, stream, h, i))
             elif weighted:
-                for i in range(race_segment(weights, a, d, k, key, stream, h, edge_id, race, o), k):
-                    edge_id[o + i] = -1
+                k = race_segment(weights, a, d, k, key, stream, h, edge_id, race, o)
             else:
                 _floyd(a, d, k, key, stream, h, edge_id, o)
-            for i in range(k):
-                edge_dst[o + i] = v
+            task_first[t] = o
+            task_count[t] = k
+            counters[EDGES + hops + h] += np.uint64(k)
             if h + 1 < hops:
-                _push(v, h + 1, num_vertices, hops, tasks, counters, seen)
+                _push(v, h + 1, words, hops, tasks, counters, seen)
                 for i in range(k):
-                    if edge_id[o + i] >= 0:
-                        _push(np.int64(indices[edge_id[o + i]]), h + 1, num_vertices, hops, tasks, counters, seen)
+                    _push(np.int64(indices[edge_id[o + i]]), h + 1, words, hops, tasks, counters, seen)
+            else:
+                _mark(v, hops, words, seen)
+                for i in range(k):
+                    _mark(np.int64(indices[edge_id[o + i]]), hops, words, seen)
         counters[PENDING] -= _ONE
         t += 1
 
 
-SAMPLE = Kernel("gnn.cu", "gp_gnn_sample", twin=_sample_cpu, items="capacity", queued=True,
-                defines={"GP_GNN_TAIL": TAIL, "GP_GNN_PENDING": PENDING, "GP_GNN_EDGES": EDGES}, args=(
+@cpu_kernel()
+def _fresh_cpu(seen, words, n, fresh):
+    for i in range(n):
+        bits = seen[i + words] & ~seen[i]
+        c = 0
+        while bits:
+            bits &= bits - _ONE
+            c += 1
+        fresh[i] = c
+
+
+@cpu_kernel()
+def _nodes_cpu(seen, words, size, seeds, start, n, nodes, local):
+    for i in range(size):
+        nodes[i] = seeds[i]
+        local[seeds[i]] = i
+    for w in range(n - size):
+        bits = seen[w + words] & ~seen[w]
+        at = size + start[w]
+        base = (w % words) << 6
+        b = 0
+        while bits:
+            if bits & _ONE:
+                nodes[at] = base + b
+                local[base + b] = at
+                at += 1
+            bits >>= _ONE
+            b += 1
+
+
+@cpu_kernel()
+def _rows_cpu(tasks, task_count, local, hop_row, hops, n, row_count):
+    for t in range(n):
+        row_count[hop_row[tasks[t] % hops] + local[tasks[t] // hops]] = task_count[t]
+
+
+@cpu_kernel()
+def _place_cpu(tasks, task_first, task_count, edge_id, indices, local, hop_row, row_start, hops, n, src, dst, eid):
+    for t in range(n):
+        v = local[tasks[t] // hops]
+        at = row_start[hop_row[tasks[t] % hops] + v]
+        first = task_first[t]
+        for i in range(task_count[t]):
+            e = edge_id[first + i]
+            src[at + i] = local[indices[e]]
+            dst[at + i] = v
+            eid[at + i] = e
+
+
+_DEFINES = {"GP_GNN_TAIL": TAIL, "GP_GNN_PENDING": PENDING, "GP_GNN_EDGES": EDGES}  # one module for the file
+_SEEN = Arg("seen", "u64[]", note="bit layers: layer k holds hop k's frontier, layer hops the last hop's sources")
+_TASKS = Arg("tasks", "i64[n]", note="vertex * hops + hop")
+_LOCAL = Arg("local", "i64[]", note="vertex -> local id, for the sampled vertices")
+SAMPLE = Kernel("gnn.cu", "gp_gnn_sample", twin=_sample_cpu, items="capacity", queued=True, defines=_DEFINES, args=(
     Arg("indptr", "i64[]"), Arg("indices", "IdT[]"), Arg("cdf", "f64[]", note="per-vertex weight prefix sums"),
     Arg("weights", "f32[]"), Arg("weighted", "i32"), Arg("replace", "i32"), Arg("num_vertices", "i64"),
     Arg("key", "u64"), Arg("batch", "i64"), Arg("hops", "i32"),
     Arg("stop", "i32", note="tasks of later hops are only recorded"), Arg("fanouts", "i64[hops]"), Arg("capacity", "i64"),
     Arg("tasks", "i64[capacity]", out=True, note="vertex * hops + hop; -1 empty"),
-    Arg("counters", "u64[2+hops]", out=True, note="TAIL, PENDING, EDGES + hop"),
-    Arg("seen", "u64[]", out=True, note="a bit per (hop, vertex)"), Arg("edge_base", "i64[hops]"),
-    Arg("edge_dst", "i64[]", out=True), Arg("edge_id", "i64[]", out=True, note="-1 unused"),
+    Arg("counters", "u64[2+2*hops]", out=True, note="TAIL, PENDING, EDGES + hop: slots, EDGES + hops + hop: held"),
+    Arg(_SEEN.name, _SEEN.type, out=True, note=_SEEN.note), Arg("edge_base", "i64[hops]"),
+    Arg("edge_id", "i64[]", out=True), Arg("task_first", "i64[capacity]", out=True, note="a task's first edge"),
+    Arg("task_count", "i64[capacity]", out=True, note="its edges held"),
     Arg("race", "f64[]", out=True, note="weighted races")))
+FRESH = Kernel("gnn.cu", "gp_gnn_fresh", twin=_fresh_cpu, items="n", defines=_DEFINES, args=(
+    _SEEN, Arg("words", "i64"), Arg("n", "i64", note="hops * words"),
+    Arg("fresh", "i64[n]", out=True, note="vertices a word of layer k = 1.. adds")))
+NODES = Kernel("gnn.cu", "gp_gnn_nodes", twin=_nodes_cpu, items="n", defines=_DEFINES, args=(
+    _SEEN, Arg("words", "i64"), Arg("size", "i64"), Arg("seeds", "i64[size]"),
+    Arg("start", "i64[]", note="exclusive prefix sums of FRESH"), Arg("n", "i64", note="size + hops * words"),
+    Arg("nodes", "i64[]", out=True, note="local id -> vertex"), Arg(_LOCAL.name, _LOCAL.type, out=True, note=_LOCAL.note)))
+ROWS = Kernel("gnn.cu", "gp_gnn_rows", twin=_rows_cpu, items="n", defines=_DEFINES, args=(
+    _TASKS, Arg("task_count", "i64[n]"), _LOCAL, Arg("hop_row", "i64[hops]", note="a hop's first row"),
+    Arg("hops", "i32"), Arg("n", "i64"), Arg("row_count", "i64[]", out=True, note="a row per (hop, destination)")))
+PLACE = Kernel("gnn.cu", "gp_gnn_place", twin=_place_cpu, items="n", lanes=32, defines=_DEFINES, args=(
+    _TASKS, Arg("task_first", "i64[n]"), Arg("task_count", "i64[n]"), Arg("edge_id", "i64[]"), Arg("indices", "IdT[]"),
+    _LOCAL, Arg("hop_row", "i64[hops]"), Arg("row_start", "i64[]", note="exclusive prefix sums of ROWS"),
+    Arg("hops", "i32"), Arg("n", "i64"), Arg("src", "i64[]", out=True), Arg("dst", "i64[]", out=True),
+    Arg("eid", "i64[]", out=True)))
 
 
 def sample(local, seeds, fanouts: list[int], *, replace: bool, weighted: bool, key, batch: int, fused: bool,
@@ -111,81 +193,68 @@ def sample(local, seeds, fanouts: list[int], *, replace: bool, weighted: bool, k
     csr = local.part
     x = xp(device_of(csr.indptr))
     n, hops, size = csr.hi, len(fanouts), int(seeds.shape[0])
+    words = (n + 63) // 64
     capacity, edge_caps = _capacity(size, fanouts, n, csr.num_edges, local.max_degree, replace)
     edge_base = np.zeros(hops, np.int64)
     edge_base[1:] = np.cumsum(edge_caps)[:-1]
     total = int(sum(edge_caps))
-    races = weighted and not replace
+    seeds = x.ascontiguousarray(seeds, dtype=x.int64)
+    tasks = x.full(capacity, -1, x.int64)
+    tasks[:size] = seeds * hops  # hop 0's tasks: vertex * hops + 0
+    counters = np.zeros(EDGES + 2 * hops, np.uint64)
+    counters[TAIL] = counters[PENDING] = size
+    seen = x.zeros((hops + 1) * words, x.uint64)
+    task_first, task_count = x.empty(capacity, x.int64), x.empty(capacity, x.int64)
+    edge_id = x.empty(total, x.int64)
     args = dict(indptr=csr.indptr, indices=csr.indices,
                 cdf=csr.cdf() if weighted and replace else x.zeros(1, x.float64),
                 weights=csr.weights if weighted else x.zeros(1, x.float32), weighted=weighted, replace=replace,
                 num_vertices=n, key=key, batch=batch, hops=hops, fanouts=x.asarray(fanouts, dtype=x.int64),
-                capacity=capacity, seen=x.zeros((n * hops + 63) // 64, x.uint64), edge_base=x.asarray(edge_base),
-                edge_dst=x.empty(total, x.int64), edge_id=x.empty(total, x.int64),
-                race=x.empty(total if races else 1, x.float64))
-
-    def run(frontier, hop: int, stop: int):
-        """One launch from ``frontier`` at ``hop``; each hop's edge count, and the tasks it enqueued."""
-        tasks = x.full(capacity, -1, x.int64)
-        tasks[:frontier.shape[0]] = frontier * hops + hop
-        counters = np.zeros(EDGES + hops, np.uint64)
-        counters[TAIL] = counters[PENDING] = frontier.shape[0]
-        args["counters"] = x.asarray(counters)
-        SAMPLE.launch(**args, tasks=tasks, stop=stop)
-        counters = to_host(args["counters"]).astype(np.int64)
-        return counters[EDGES:], tasks[frontier.shape[0]:counters[TAIL]] // hops
-
+                seen=seen, edge_base=x.asarray(edge_base), edge_id=edge_id,
+                race=x.empty(total if weighted and not replace else 1, x.float64))
     if fused:
-        counts = run(seeds, 0, hops)[0]
-    else:  # bulk-synchronous: a barrier per hop, whose recorded next-hop tasks are the next frontier (deduplicated)
-        counts, frontier = np.zeros(hops, np.int64), seeds
+        on = x.asarray(counters)
+        SAMPLE.launch(**args, capacity=capacity, tasks=tasks, counters=on, stop=hops, task_first=task_first,
+                      task_count=task_count)
+        counters = to_host(on)
+        queued = int(counters[TAIL])
+    else:  # bulk-synchronous: a launch per hop on the queue from the hop's first task; a barrier reads its length
+        queued, frontier = 0, size
         for h in range(hops):
-            hop_counts, frontier = run(frontier, h, h + 1)
-            counts[h] = hop_counts[h]
-    dsts, eids = [], []
-    for h in range(hops):
-        a = int(edge_base[h])
-        dst, eid = args["edge_dst"][a:a + counts[h]], args["edge_id"][a:a + counts[h]]
-        if races:
-            kept = eid >= 0
-            dst, eid = dst[kept], eid[kept]
-        dsts.append(dst)
-        eids.append(eid)
-    ends = np.cumsum([e.shape[0] for e in eids])
-    cuts = [slice(int(a), int(b)) for a, b in zip(np.concatenate([[0], ends[:-1]]), ends)]
-    dst, eid = x.concatenate(dsts), x.concatenate(eids)
-    nodes, counted, src_local, dst_local = _relabel(x, n, seeds, cuts, csr.indices[eid].astype(x.int64), dst)
-    hop = x.concatenate([x.full(c.stop - c.start, h, x.int64) for h, c in enumerate(cuts)])
-    # by hop, then destination; a destination's edges stay in draw order (one task wrote them, in order)
-    order = x.argsort(hop * counted[-1] + dst_local, kind="stable")
-    blocks = tuple(Block(src_local[order[c]], dst_local[order[c]], eid[order[c]], counted[h + 1], counted[h])
-                   for h, c in enumerate(cuts))
-    ids = local.id_map
-    return Blocks(input_nodes=nodes if ids is None else ids[nodes], output_nodes=seeds if ids is None else ids[seeds],
-                  blocks=blocks[::-1], num_sampled_nodes=tuple([size] + [b - a for a, b in zip(counted, counted[1:])]),
-                  num_sampled_edges=tuple(int(c.stop - c.start) for c in cuts),
+            on = x.asarray(counters)
+            SAMPLE.launch(**args, capacity=capacity - queued, tasks=tasks[queued:], counters=on, stop=h + 1,
+                          task_first=task_first[queued:], task_count=task_count[queued:])
+            counters = to_host(on)
+            queued, frontier = queued + frontier, int(counters[TAIL]) - frontier
+            counters[TAIL] = counters[PENDING] = frontier
+    held = counters[EDGES + hops:].astype(np.int64)
+    # local ids: the seeds, then each layer's new vertices by id (bits of seen), counted per word and summed
+    fresh = x.empty(hops * words, x.int64)
+    FRESH.launch(seen=seen, words=words, n=hops * words, fresh=fresh)
+    found = x.cumsum(fresh)
+    counted = [size] + [size + int(c) for c in to_host(found[words - 1::words])]
+    nodes, ids = x.empty(counted[-1], x.int64), x.empty(n, x.int64)
+    NODES.launch(seen=seen, words=words, size=size, seeds=seeds, start=found - fresh, n=size + hops * words,
+                 nodes=nodes, local=ids)
+    # each hop's edges by destination: a row per (hop, destination) holding its task's edge count, then the rows'
+    # prefix sums place every task's edges
+    hop_row = x.asarray(np.concatenate([[0], np.cumsum(counted[:hops - 1])]).astype(np.int64))
+    row_count = x.empty(sum(counted[:hops]), x.int64)
+    ROWS.launch(tasks=tasks[:queued], task_count=task_count[:queued], local=ids, hop_row=hop_row, hops=hops, n=queued,
+                row_count=row_count)
+    src, dst, eid = (x.empty(int(held.sum()), x.int64) for _ in range(3))
+    PLACE.launch(tasks=tasks[:queued], task_first=task_first[:queued], task_count=task_count[:queued],
+                 edge_id=edge_id, indices=csr.indices, local=ids, hop_row=hop_row,
+                 row_start=x.cumsum(row_count) - row_count, hops=hops, n=queued, src=src, dst=dst, eid=eid)
+    ends = np.cumsum(held)
+    cuts = [slice(int(e - k), int(e)) for e, k in zip(ends, held)]
+    blocks = tuple(Block(src[c], dst[c], eid[c], counted[h + 1], counted[h]) for h, c in enumerate(cuts))
+    id_map = local.id_map
+    return Blocks(input_nodes=nodes if id_map is None else id_map[nodes],
+                  output_nodes=seeds if id_map is None else id_map[seeds], blocks=blocks[::-1],
+                  num_sampled_nodes=tuple([size] + [b - a for a, b in zip(counted, counted[1:])]),
+                  num_sampled_edges=tuple(int(k) for k in held),
                   features=None if features is None else features[nodes])
-
-
-def _relabel(x, n: int, seeds, cuts: list[slice], src, dst):
-    """Local ids for every hop at once: the seeds, then the vertices hop 0 found (by id), then hop 1's, ...
-
-    A vertex's first hop is the hop that first picked it (0 for the seeds); sorting the sources by (first hop,
-    id) orders the new vertices of every layer in one pass. ``cuts`` are each hop's edges. Returns the nodes,
-    the node count of each layer (seeds, after hop 0, ...), and the local ids of the edges' ends.
-    """
-    hops = len(cuts)
-    first = x.empty(n, x.int64)
-    for h in range(hops - 1, -1, -1):  # the earliest hop writes last
-        first[src[cuts[h]]] = h + 1
-    first[seeds] = 0
-    keys = x.unique(first[src] * n + src)
-    keys = keys[keys >= n]  # not the seeds
-    nodes = x.concatenate([seeds, keys % n])
-    counted = np.cumsum(np.concatenate([[seeds.shape[0]], to_host(x.bincount(keys // n, minlength=hops + 1))[1:]]))
-    local = x.empty(n, x.int64)
-    local[nodes] = x.arange(nodes.shape[0], dtype=x.int64)
-    return nodes, [int(c) for c in counted], local[src], local[dst]
 
 
 def _capacity(size: int, fanouts: list[int], n: int, nnz: int, max_degree: int, replace: bool):

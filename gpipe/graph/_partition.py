@@ -27,7 +27,7 @@ class Partition:
     indptr: object
     indices: object
     weights: object | None
-    _cdf: object | None = field(default=None, init=False, repr=False)
+    _kept: dict = field(default_factory=dict, init=False, repr=False)  # name -> arrays built from these
 
     @property
     def num_edges(self) -> int:
@@ -35,26 +35,35 @@ class Partition:
 
     @property
     def nbytes(self) -> int:
-        arrays = (self.indptr, self.indices, self.weights, self._cdf)
+        arrays = [self.indptr, self.indices, self.weights, *(a for kept in self._kept.values() for a in kept)]
         return int(sum(a.nbytes for a in arrays if a is not None))
 
     def with_arrays(self, indptr, indices, weights) -> Partition:
         """This partition with its arrays elsewhere (staged in host memory, on the device, read in place).
 
-        The CDF is not carried over: it belonged to the old arrays, and is built again where it is first used.
+        What :meth:`kept` built is not carried over: it belonged to the old arrays, and is built again where it is
+        first used.
         """
         return replace(self, indptr=indptr, indices=indices, weights=weights)
 
+    def kept(self, name: str, build) -> tuple:
+        """The arrays ``build(self)`` returns (a tuple), built on first use and kept with the partition's: counted in
+        :attr:`nbytes`, dropped with them (derived data a kernel reads at every call, such as per-vertex CDFs)."""
+        if name not in self._kept:
+            self._kept[name] = tuple(build(self))
+        return self._kept[name]
+
     def cdf(self):
         """Per-vertex prefix sums of the edge weights (float64), built once and kept (CUDA: ``kernels/cdf.cu``)."""
-        if self._cdf is None:
-            x = xp(device_of(self.indptr))
-            n = self.hi - self.lo
-            weights = self.weights if self.weights is not None else x.ones(self.num_edges, x.float32)
-            cdf = x.empty(self.num_edges, x.float64)
-            SEGMENT_CDF.launch(n=n, indptr=self.indptr, weights=weights, cdf=cdf)
-            self._cdf = cdf
-        return self._cdf
+        return self.kept("cdf", _build_cdf)[0]
+
+
+def _build_cdf(part: Partition) -> tuple:
+    x = xp(device_of(part.indptr))
+    weights = part.weights if part.weights is not None else x.ones(part.num_edges, x.float32)
+    cdf = x.empty(part.num_edges, x.float64)
+    SEGMENT_CDF.launch(n=part.hi - part.lo, indptr=part.indptr, weights=weights, cdf=cdf)
+    return (cdf,)
 
 
 @cpu_kernel(parallel=True)

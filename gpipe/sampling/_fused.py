@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _rng
-from ..backend import cpu_kernel, prange
+from ..backend import cpu_kernel, device_of, prange, xp
 from ..kernels import Arg, Kernel
 from ._select import _WITH_REPLACEMENT, ROUNDS, METHODS, LANES, segment_cdf, select_segment
 
@@ -124,13 +124,22 @@ ROW_CDF = Kernel("neighbor.cu", "gp_row_cdf", twin=_row_cdf_cpu, items="num_rows
                        Arg("positive", "i64[num_rows]", out=True)))
 
 
+def _row_cdf(part) -> tuple:
+    """Every row's CDF of the weights as SELECT sums it, and its count of positive weights."""
+    x = xp(device_of(part.indptr))
+    rows = int(part.indptr.shape[0]) - 1
+    cdf, positive = x.empty(max(1, part.num_edges), x.float64), x.empty(max(1, rows), x.int64)
+    ROW_CDF.launch(indptr=part.indptr, weights=part.weights, num_rows=rows, cdf=cdf, positive=positive)
+    return cdf, positive
+
+
 def sample(x, part, instance, vertex, *, key, num_vertices: int, depth: int, fanout: int, step: int, weighted: bool,
            replace: bool, method: str, bitmap: bool, max_degree: int) -> dict:
     """The sample of the entries ``(instance, vertex)`` at depth 0, in one launch: the pieces the superstep path
     leaves (edges ``instance, depth, src, dst``, the expanded ``node_instance, node_vertex``, ``picks`` and
     SELECT's ``iterations``), in queue order."""
     first = x.unique(instance * num_vertices + vertex) * depth  # at depth 0, each pair once
-    instances = int(x.unique(instance).shape[0])
+    instances = int(first.shape[0])  # at most: the bounds below only need one at least as large
     per_vertex = fanout if replace else min(fanout, max_degree)
     nnz = int(part.indices.shape[0])
     capacity, frontier = 0, int(first.shape[0])
@@ -150,10 +159,8 @@ def sample(x, part, instance, vertex, *, key, num_vertices: int, depth: int, fan
     # A warp's bitmap is all its scratch (weights: every row's CDF summed once, in O(edges), rather than per task
     # in O(degree) -- at a hub, for each instance that reaches it), so more warps run when it is not needed.
     slots = 1 if x is np else max(1, min(MOST_WARPS, capacity, SCRATCH_BYTES // max(1, bit_width)))
-    if weighted:
-        rows = int(part.indptr.shape[0]) - 1
-        cdf, positive = x.empty(max(1, nnz), x.float64), x.empty(max(1, rows), x.int64)
-        ROW_CDF.launch(indptr=part.indptr, weights=part.weights, num_rows=rows, cdf=cdf, positive=positive)
+    if weighted:  # built at the first weighted sample of the partition, kept with it
+        cdf, positive = part.kept("select_cdf", _row_cdf)
     else:  # the twin sums its ones in a scratch CDF; the kernel needs none
         cdf, positive = x.empty(width if x is np else 1, x.float64), x.zeros(1, x.int64)
     # each task its own rows, at its queue slot: no shared counter hands them out

@@ -145,11 +145,12 @@ def test_deepwalk_gpu_string_ids_and_starts(gpu_cluster, cpu_cluster):
 
 @pytest.mark.parametrize("method", ["bipartite", "updated", "repeated", "replace"])
 @pytest.mark.parametrize("bitmap", [True, False])
-def test_select_cuda_equals_cpu_twin(method, bitmap):
+@pytest.mark.parametrize("largest,segments", [(60, 5000), (3000, 400)])  # one round of the warp's search, or several
+def test_select_cuda_equals_cpu_twin(method, bitmap, largest, segments):
     from gpipe.sampling._select import select
 
     rng = np.random.default_rng(3)
-    sizes = rng.integers(0, 60, 5000)
+    sizes = rng.integers(0, largest, segments)
     offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
     bias = rng.exponential(1.0, offsets[-1]) ** 2 * (rng.random(offsets[-1]) < 0.85)
     want = rng.integers(0, 16, sizes.size)
