@@ -9,7 +9,7 @@ import pytest
 from scipy import stats
 
 import gpipe
-from gpipe.errors import GpipeValueError
+from gpipe.errors import GpipeError, GpipeValueError
 from helpers import walk_steps
 
 
@@ -302,6 +302,43 @@ def test_pieces_stay_on_workers_until_assembled_or_dropped(cpu, eventually):
     del w
     gc.collect()
     assert eventually(lambda: held(run_id) == [])
+
+
+def _break_assembly(broken: bool):
+    """On a worker: make every block's assembly fail (out of memory, say), or mend it."""
+    from gpipe.runtime import _pieces
+
+    if broken:
+        _pieces._mended = _pieces.scatter
+
+        def scatter(*args):
+            raise MemoryError("no room for the block")
+
+        _pieces.scatter = scatter
+    elif hasattr(_pieces, "_mended"):
+        _pieces.scatter = _pieces._mended
+
+
+def test_a_failed_assembly_lets_the_run_go_at_once(cpu, eventually):
+    """What the run left on the workers goes when its blocks cannot be made (nothing else would free it: the
+    next runs would meet a full device), and the result then says so instead of assembling nothing."""
+    def held(run_id):
+        return [n for n in cpu.run(_pieces_of, run_id).values() if n is not None]
+
+    g = gpipe.generators.rmat(scale=8, edge_factor=4, seed=1, partitions=3)
+    w = gpipe.walks.deepwalk(g, length=5, seed=0)
+    assert sum(held(w._run_id)) == 3
+    cpu.run(_break_assembly, True)
+    try:
+        with pytest.raises(Exception, match="no room for the block"):
+            w.compute()
+    finally:
+        cpu.run(_break_assembly, False)
+    assert eventually(lambda: held(w._run_id) == [])
+    with pytest.raises(GpipeError, match="assembly failed and its walks were let go; run the walk again"):
+        w.compute()
+    again = gpipe.walks.deepwalk(g, length=5, seed=0).compute()
+    assert again.shape == (g.num_vertices, 6)
 
 
 def test_bad_exchange_is_rejected_by_name(cpu):

@@ -308,15 +308,16 @@ def _batches(walkers: dict, step: StepSpec, itemsize: int, limit: int | None):
 
 
 @_phase("assemble", unit="output block")
-def assemble(run_id: str, partitions: dict[int, str], layout: tuple, *, part: int, superstep=None):
-    """Block ``part`` of the result, ``(rows, width)``: its pieces taken from every partition that ran."""
+def assemble(run_id: str, partitions: dict[int, str], layout: tuple, limit, *, part: int, superstep=None):
+    """Block ``part`` of the result, ``(rows, width)``: its pieces taken from every partition that ran; on the
+    device, or in host memory once the device holds ``limit`` (``gpipe.memory.output-limit``, ``GpipeStore.keep_block``)."""
     x = worker_xp()
     block_rows, n_blocks, num_walks, width, dtype = layout
     base = part * block_rows
     rows = min(block_rows, num_walks - base)
     piece_sets = store().gather_block(run_id, part, partitions, block_rows, n_blocks, dtype)
     piece_sets = [{k: x.asarray(v) for k, v in ps.items()} for ps in piece_sets]
-    return _pieces.scatter(x, _pieces.concat(x, piece_sets, dtype), base, rows, width, dtype)
+    return store().keep_block(_pieces.scatter(x, _pieces.concat(x, piece_sets, dtype), base, rows, width, dtype), limit)
 
 
 @_phase("collect")

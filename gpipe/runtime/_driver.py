@@ -21,7 +21,7 @@ from collections import defaultdict
 from typing import Callable
 
 import numpy as np
-from dask.utils import format_bytes, parse_bytes
+from dask.utils import format_bytes
 
 from .. import config
 from .._validate import check_choice, check_int, check_probability
@@ -29,7 +29,7 @@ from ..errors import GpipeValueError
 from . import _advance
 from ._residency import POLICIES
 from ._spec import RunSpec, StartSet, StepSpec
-from ._store import drop_run, store, transfers
+from ._store import drop_run, output_limit_setting, store, transfers
 from ._watch import call_workers
 
 
@@ -56,7 +56,7 @@ def check_memory(graph, nbytes: int, names: str, what: str) -> None:
         held, unit = graph.holders
         asked = call_workers(graph.client, [(w, _memory, (), {}) for w in missing], held, "memory check", unit)
         _MEMORY.update(((cluster, w), memory) for w, memory in zip(missing, asked))
-    limit = _output_limit()
+    limit = output_limit_setting()
     room = 0
     for host, device, auto in (_MEMORY[(cluster, w)] for w in workers):
         if device is None:
@@ -93,7 +93,7 @@ def run_supersteps(graph, spec: StepSpec, initial: int | StartSet | dict, *, num
         policy=check_choice("gpipe.memory.schedule", config.get("memory.schedule"), POLICIES),
         in_place_below=check_probability("gpipe.memory.read-in-place-below",
                                          config.get("memory.read-in-place-below")),
-        output_limit=_output_limit(),
+        output_limit=output_limit_setting(),
         ipc=check_choice("gpipe.exchange", config.get("exchange"), EXCHANGES) == "auto",
         report=progress is not None)
     run_id = run.run_id
@@ -138,7 +138,7 @@ def _run_replicated(graph, spec: StepSpec, initial: int | StartSet | dict, progr
     random streams are the same as in partitioned mode, so are the results.
     """
     client, replicas = graph.client, graph.replicas
-    run = RunSpec(uuid.uuid4().hex[:12], graph.graph_id, tuple(replicas), spec, output_limit=_output_limit())
+    run = RunSpec(uuid.uuid4().hex[:12], graph.graph_id, tuple(replicas), spec, output_limit=output_limit_setting())
     count = len(replicas)
     t0 = time.perf_counter()
     if isinstance(initial, int):
@@ -181,20 +181,6 @@ def _stats(graph, summaries: list[dict], mode: str, partitions: int, workers: in
             "supersteps": supersteps, "kernel_seconds": kernel_seconds, "partitions": partitions,
             "workers": workers, "mode": mode, "device": graph.device, "num_vertices": graph.num_vertices,
             "spilled_bytes": sum(s["spilled"] for s in summaries)}
-
-
-def _output_limit() -> int | str | None:
-    """``gpipe.memory.output-limit``: 'auto', None, or bytes (an int or a string such as '4 GB')."""
-    limit = config.get("memory.output-limit")
-    if limit is None or limit == "auto":
-        return limit
-    if isinstance(limit, str):
-        try:
-            limit = parse_bytes(limit)
-        except ValueError:
-            raise GpipeValueError("'gpipe.memory.output-limit' must be 'auto', null or a byte count such as "
-                                  f"'4 GB', got {limit!r}") from None
-    return check_int("gpipe.memory.output-limit", limit, minimum=0)
 
 
 def _initial_walkers(graph, initial: int | StartSet | dict):

@@ -18,7 +18,7 @@ from .._validate import check_bool, check_callable, check_picklable
 from ..backend import to_host
 from . import _advance
 from ._session import run_later
-from ._store import drop_run, store
+from ._store import drop_run, output_limit_setting, store
 from ._watch import gather_pinned
 
 
@@ -30,7 +30,9 @@ def assemble_blocks(client, run_id: str, partitions: dict[int, str], num_walks: 
     n_blocks = max(1, -(-num_walks // block_rows))
     workers = sorted(set(partitions.values()))
     layout = (block_rows, n_blocks, num_walks, width, dtype)
-    return [client.submit(_advance.assemble, run_id, partitions, layout, part=b, workers=[workers[b % len(workers)]],
+    limit = output_limit_setting()
+    return [client.submit(_advance.assemble, run_id, partitions, layout, limit, part=b,
+                          workers=[workers[b % len(workers)]],
                           allow_other_workers=False, pure=False, key=f"gpipe-assemble-{run_id}-{b}")
             for b in range(n_blocks)]
 

@@ -21,12 +21,15 @@ import psutil
 from distributed import WorkerPlugin, get_worker
 from distributed.comm.addressing import get_address_host
 from distributed.protocol import to_serialize
+from dask.utils import parse_bytes
 from distributed.utils import sync
 
+from .. import config
+from .._validate import check_int
 from ..backend import device_of, set_cpu_threads, to_host, xp
 from ._partitions import Partitions
 from ._run import ENDED, Arrival, Run
-from ..errors import GpipeError
+from ..errors import GpipeError, GpipeValueError
 
 PLUGIN_NAME = "gpipe"
 RUN_THREADS = 8  # runs at once on one worker (each may wait on its peers at a superstep's barrier)
@@ -116,6 +119,20 @@ class GpipeStore(WorkerPlugin):
         """``gpipe.memory.output-limit`` here, in bytes: 'auto' is half of a GPU's memory, and no limit (None) on a
         CPU worker, whose outputs are in host memory already."""
         return self._auto_limit if limit == "auto" else limit
+
+    def keep_block(self, block, limit: int | str | None):
+        """An assembled output block as it is to be kept: on the device while this GPU's live arrays (the runs'
+        outputs, the graphs, the blocks made so far) stay within ``limit`` (:meth:`output_limit`), else in host
+        memory, which the blocks of a result too large for the devices then fill (R-MAT 24 with 10 walks per
+        vertex: 54 GB of walks besides the graph on two 80 GB GPUs)."""
+        limit = self.output_limit(limit)
+        if self.device == "cpu" or limit is None:
+            return block
+        import cupy
+
+        if cupy.get_default_memory_pool().used_bytes() <= limit:
+            return block
+        return to_host(block)
 
     def spill_outputs(self, limit: int | str) -> int:
         """Past ``limit`` bytes of every run's outputs on the device (:meth:`output_limit`), move the oldest to host
@@ -273,6 +290,20 @@ class GpipeStore(WorkerPlugin):
         host = self.worker.memory_manager.memory_limit or psutil.virtual_memory().total
         device = xp("gpu").cuda.Device().mem_info[1] if self.device == "gpu" else None
         return host, device, self._auto_limit
+
+
+def output_limit_setting() -> int | str | None:
+    """``gpipe.memory.output-limit``: 'auto', None, or bytes (an int or a string such as '4 GB')."""
+    limit = config.get("memory.output-limit")
+    if limit is None or limit == "auto":
+        return limit
+    if isinstance(limit, str):
+        try:
+            limit = parse_bytes(limit)
+        except ValueError:
+            raise GpipeValueError("'gpipe.memory.output-limit' must be 'auto', null or a byte count such as "
+                                  f"'4 GB', got {limit!r}") from None
+    return check_int("gpipe.memory.output-limit", limit, minimum=0)
 
 
 def _output_limit(device: str) -> int | None:

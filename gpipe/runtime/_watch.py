@@ -40,8 +40,15 @@ def gather_pinned(client, futures: list, held: dict[int, str], phase: str, unit:
 
 
 def wait_pinned(client, futures: list, held: dict[int, str], phase: str, unit: str = "partition") -> None:
-    """``distributed.wait(futures)``, watched; the results stay on the workers."""
-    _watched(client, held, phase, unit, lambda: wait(futures), lambda: client.cancel(futures))
+    """``distributed.wait(futures)``, watched, raising the first one's error if any failed; the results stay on
+    the workers."""
+    def block() -> None:
+        wait(futures)
+        failed = next((f for f in futures if f.status == "error"), None)
+        if failed is not None:
+            raise failed.exception()
+
+    _watched(client, held, phase, unit, block, lambda: client.cancel(futures))
 
 
 def call_workers(client, calls: list[tuple], held: dict[int, str], phase: str, unit: str = "partition") -> list:

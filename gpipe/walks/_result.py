@@ -17,8 +17,8 @@ from .. import config
 from .._files import WALK_FILES, atomic_dir, atomic_file
 from .._validate import check_callable, check_picklable
 from ..backend import cpu_kernel, prange, to_host
-from ..errors import GpipeValueError
-from ..runtime import assemble_blocks, drop_run, gather_pinned, run_later, wait_pinned
+from ..errors import GpipeError, GpipeValueError
+from ..runtime import assemble_blocks, drop_run, gather_pinned, run_later, wait_pinned, worker_xp
 
 
 class WalkResult:
@@ -78,15 +78,25 @@ class WalkResult:
     def _blocks(self) -> list:
         """Futures of the assembled blocks (assembling them on first use)."""
         if self._block_futures is None:
+            if not self._finalizer.alive:
+                raise GpipeError("this walk result's assembly failed and its walks were let go; run the walk again")
             self._block_futures = assemble_blocks(self._client, self._run_id, self._partitions, self.num_walks,
                                                    self._block_rows, self.width, self._dtype)
-            self._finalizer.detach()  # the assemble tasks take the pieces out of the stores
         return self._block_futures
 
     def persist(self) -> WalkResult:
-        """Assemble the blocks on the workers and wait for them; ``stats['assemble_seconds']`` says how long."""
+        """Assemble the blocks on the workers and wait for them; ``stats['assemble_seconds']`` says how long.
+
+        If the assembly fails, what the run left on the workers (pieces, blocks made) is let go at once, so the
+        next run has the memory back."""
         t0 = time.perf_counter()
-        wait_pinned(self._client, self._blocks(), self._partitions, "assembly")
+        try:
+            wait_pinned(self._client, self._blocks(), self._partitions, "assembly")
+        except BaseException:
+            self._block_futures = None
+            self._finalizer()  # drop the run's pieces: nothing else will
+            raise
+        self._finalizer.detach()  # the assembled blocks hold the walks; the pieces are gone from the stores
         self.stats.setdefault("assemble_seconds", time.perf_counter() - t0)
         return self
 
@@ -218,7 +228,8 @@ class WalkResult:
 
 
 def _apply(block, fn, args: tuple, kwargs: dict):
-    return fn(block, *args, **kwargs)
+    """``fn`` of a block on this worker's device (a block kept in host memory goes there first)."""
+    return fn(worker_xp().asarray(block), *args, **kwargs)
 
 
 def _original(block, id_map, base: int, dtype: np.dtype) -> np.ndarray:
