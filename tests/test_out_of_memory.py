@@ -106,9 +106,10 @@ def test_outputs_past_the_output_limit_spill_to_host_and_give_the_same_results(c
         pd.testing.assert_frame_equal(a, b)
     assert spilled.stats["spilled_bytes"] > 0 and kept.stats["spilled_bytes"] == 0
     assert spilled.stats["mode"] == mode
-    if mode == "replicated":  # walks run in batches whose paths fit a quarter of the limit; samplers' entries at once
-        walks = isinstance(a, np.ndarray)
-        assert (spilled.stats["batches"] > 2 * kept.stats["batches"]) == walks, (spilled.stats, kept.stats)
+    # walks run in batches whose paths fit a quarter of the limit, in either mode; samplers' entries at once
+    walks = isinstance(a, np.ndarray)
+    assert (spilled.stats["batches"] > 2 * kept.stats["batches"]) == walks, (spilled.stats, kept.stats)
+    if mode == "replicated":
         assert kept.stats["batches"] == spilled.stats["workers"]
 
 

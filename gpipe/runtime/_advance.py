@@ -110,9 +110,9 @@ def run_partitions(spec: RunSpec, initial: dict, counts: np.ndarray) -> dict:
     :func:`_advance_partition`); ``spec`` says how to run them (see
     :class:`RunSpec`; ``spec.policy`` orders the partitions, see
     :func:`_order`). Returns the steps taken, each superstep's
-    kernel seconds, the bytes of outputs spilled to host memory, the bytes of
-    walkers sent each way, the seconds spent sending them and waiting at the
-    barriers, and the partitions that ran.
+    kernel seconds, the bytes of outputs spilled to host memory, the batches
+    the walkers ran in, the bytes of walkers sent each way, the seconds spent
+    sending them and waiting at the barriers, and the partitions that ran.
     """
     st = store()
     me, residency = st.worker_address, st.partitions.residency
@@ -120,7 +120,7 @@ def run_partitions(spec: RunSpec, initial: dict, counts: np.ndarray) -> dict:
     mine = [p for p, w in enumerate(placement) if w == me]
     peers = sorted(set(placement) - {me})
     with st.run(spec.run_id).loop() as run:
-        superstep = steps = spilled = 0
+        superstep = steps = spilled = batches = 0
         seconds, ran = [], set()
         sending = waiting = 0.0
         while counts.sum() > 0:
@@ -134,6 +134,7 @@ def run_partitions(spec: RunSpec, initial: dict, counts: np.ndarray) -> dict:
                 sent[p] -= taken
                 sent += summary["to"]
                 spilled += summary["spilled"]
+                batches += summary["batches"]
                 steps += summary["steps"]
                 spent += summary["seconds"]
                 sending += summary["send_seconds"]
@@ -148,8 +149,8 @@ def run_partitions(spec: RunSpec, initial: dict, counts: np.ndarray) -> dict:
                 st.worker.log_event(f"gpipe-progress-{spec.run_id}", {"worker": me, "superstep": superstep,
                                                                     "steps": steps, "active": int(counts.sum())})
         sent_bytes = run.sent_bytes
-    return {"steps": steps, "seconds": seconds, "spilled": spilled, "sent_bytes": sent_bytes, "send_seconds": sending,
-            "wait_seconds": waiting, "ran": sorted(ran)}
+    return {"steps": steps, "seconds": seconds, "spilled": spilled, "batches": batches, "sent_bytes": sent_bytes,
+            "send_seconds": sending, "wait_seconds": waiting, "ran": sorted(ran)}
 
 
 def _pass(spec: RunSpec, run: Run, initial: dict, order: list[int], counts: np.ndarray, superstep: int):
@@ -217,10 +218,15 @@ def _advance_partition(spec: RunSpec, run: Run, walkers: dict | int | StartSet |
     superstep an int (that many walkers from every vertex of the partition)
     or a :class:`StartSet` (its vertices in the partition), made by
     ``spec.step.start``, or the walkers themselves.
+    Order-free walkers run in batches whose paths take at most a quarter of
+    ``gpipe.memory.output-limit`` (see :func:`_batches`): the first superstep
+    starts every walker of the partition, and one path buffer for all of them
+    (R-MAT 24, 10 walks per vertex, a quarter of the graph: 13.6 GB) beside the
+    outputs does not fit an 80 GB GPU.
     Returns how many walkers went to each partition, the steps taken, the
-    kernel's seconds, the bytes of outputs spilled and the seconds of sending
-    the leavers. ``prefetch`` and ``in_place`` steer out-of-memory graphs (see
-    ``Residency``).
+    kernel's seconds, the bytes of outputs spilled, the batches and the seconds
+    of sending the leavers. ``prefetch`` and ``in_place`` steer out-of-memory
+    graphs (see ``Residency``).
     """
     x = worker_xp()
     partitions, step = store().partitions, spec.step
@@ -234,10 +240,15 @@ def _advance_partition(spec: RunSpec, run: Run, walkers: dict | int | StartSet |
     elif isinstance(walkers, (int, StartSet)):
         walkers = step.start(x, step, p.lo, p.hi, int(p.bounds[-1]), walkers)
     walkers = {k: x.asarray(v) for k, v in walkers.items()}
-    t0 = time.perf_counter()
-    pieces, movers, steps = step.step(p, walkers, step, run)  # synchronous: it counts the steps on the host
-    seconds = time.perf_counter() - t0
-    spilled = run.add_pieces(part, pieces, spec.output_limit)
+    seconds, steps, spilled, moved = 0.0, 0, 0, []
+    for batch in _batches(walkers, step, p.indices.dtype.itemsize, store().output_limit(spec.output_limit)):
+        t0 = time.perf_counter()
+        pieces, movers, taken = step.step(p, batch, step, run)  # synchronous: it counts the steps on the host
+        seconds += time.perf_counter() - t0
+        spilled += run.add_pieces(part, pieces, spec.output_limit)
+        steps += taken
+        moved.append(movers)
+    movers = moved[0] if len(moved) == 1 else {k: x.concatenate([m[k] for m in moved]) for k in moved[0]}
     parts = len(p.bounds) - 1
     routed = "to" in movers  # to partition ``to``, not to the owner of ``vertex``
     dest = movers.pop("to") if routed else x.searchsorted(x.asarray(p.bounds[1:-1]), movers["vertex"], side="right")
@@ -248,7 +259,7 @@ def _advance_partition(spec: RunSpec, run: Run, walkers: dict | int | StartSet |
                 for q, (c, e) in enumerate(zip(counts, ends)) if c > 0}
     t0 = time.perf_counter()
     run.send(superstep + 1, outbound, spec.placement, spec.ipc, None if routed else p.bounds, step.length)
-    return {"to": counts, "steps": steps, "seconds": seconds, "spilled": spilled,
+    return {"to": counts, "steps": steps, "seconds": seconds, "spilled": spilled, "batches": len(moved),
             "send_seconds": time.perf_counter() - t0}
 
 

@@ -117,6 +117,7 @@ def run_supersteps(graph, spec: StepSpec, initial: int | StartSet | dict, *, num
         progress(superstep=superstep, active=0, steps=steps, total=num_walks)
     stats = {**_stats(graph, summaries, "partitioned", graph.num_partitions, len(workers), steps, seconds, superstep,
                       kernel_seconds),
+             "batches": sum(s["batches"] for s in summaries),
              "walker_bytes_ipc": sum(s["sent_bytes"][0] for s in summaries),
              "walker_bytes_comms": sum(s["sent_bytes"][1] for s in summaries),
              "send_seconds": max(s["send_seconds"] for s in summaries),  # the busiest worker's
