@@ -540,6 +540,8 @@ def test_fused_neighbor_sampling_is_the_superstep_sample(cpu_cluster, one_worker
                         s = gpipe.sampling.neighbor(g, first, fanout=fanout, depth=depth, weighted=weighted,
                                                     replace=replace, seed=6)
                         got = (s.compute(), s.nodes(), s.stats["select_picks"], s.stats["iterations_per_pick"])
+                    # counted by the workers as their runs ended (no round trip of its own), in every mode
+                    assert s.stats["edges"] == len(got[0]) and "output_totals" not in s.stats
                     one_launch = fused and mode != "three partitions"
                     assert (s.stats["supersteps"] == 1) == (one_launch or depth == 1), (mode, fused)
                     if expected is None:

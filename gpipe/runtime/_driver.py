@@ -14,7 +14,6 @@ blocks (``assemble_blocks``).
 from __future__ import annotations
 
 import contextlib
-import functools
 import time
 import uuid
 from collections import defaultdict
@@ -24,7 +23,7 @@ import numpy as np
 from dask.utils import format_bytes
 
 from .. import config
-from .._validate import check_choice, check_int, check_probability
+from .._validate import check_choice, check_probability
 from ..errors import GpipeValueError
 from . import _advance
 from ._residency import POLICIES
@@ -74,17 +73,19 @@ def _memory() -> tuple:
 
 
 def run_supersteps(graph, spec: StepSpec, initial: int | StartSet | dict, *, num_walks: int,
-                   progress: Callable | None = None) -> tuple[str, dict[int, str], dict]:
+                   progress: Callable | None = None,
+                   totals: tuple[str, tuple[str, ...]] | None = None) -> tuple[str, dict[int, str], dict]:
     """Advance walkers with ``spec`` until none is left; what the step outputs stays in the workers' stores.
 
     ``initial`` is the number of walkers to start from every vertex or a
     :class:`StartSet` (made on the workers by ``spec.start``), or the walkers themselves (a dict of host
     arrays, each going to the partition owning its ``vertex``, or to partition
     ``to`` where given). Returns the run's id, the partitions that ran (with
-    their workers) and statistics.
+    their workers) and statistics; with ``totals`` = ``(rows_of, sums)``, ``stats['output_totals']``: the rows
+    of output ``rows_of`` and the totals of outputs ``sums``, counted by each worker as its run ends.
     """
     if graph.replicas is not None:
-        return _run_replicated(graph, spec, initial, progress)
+        return _run_replicated(graph, spec, initial, progress, totals)
     client = graph.client
     placement = graph.placement
     out_of_memory = graph.device_partitions is not None
@@ -95,7 +96,7 @@ def run_supersteps(graph, spec: StepSpec, initial: int | StartSet | dict, *, num
                                          config.get("memory.read-in-place-below")),
         output_limit=output_limit_setting(),
         ipc=check_choice("gpipe.exchange", config.get("exchange"), EXCHANGES) == "auto",
-        report=progress is not None)
+        report=progress is not None, totals=totals)
     run_id = run.run_id
     before = _transfers(graph) if out_of_memory else None
     t0 = time.perf_counter()
@@ -131,7 +132,8 @@ def run_supersteps(graph, spec: StepSpec, initial: int | StartSet | dict, *, num
     return run_id, {p: placement[p] for p in sorted(ran)}, stats
 
 
-def _run_replicated(graph, spec: StepSpec, initial: int | StartSet | dict, progress: Callable | None):
+def _run_replicated(graph, spec: StepSpec, initial: int | StartSet | dict, progress: Callable | None,
+                    totals: tuple | None):
     """Replicated mode: each worker runs its share of the walkers (or of the instances) on its own whole copy.
 
     Walkers are shared out by walk id, sampling entries by instance (an
@@ -139,7 +141,8 @@ def _run_replicated(graph, spec: StepSpec, initial: int | StartSet | dict, progr
     random streams are the same as in partitioned mode, so are the results.
     """
     client, replicas = graph.client, graph.replicas
-    run = RunSpec(uuid.uuid4().hex[:12], graph.graph_id, tuple(replicas), spec, output_limit=output_limit_setting())
+    run = RunSpec(uuid.uuid4().hex[:12], graph.graph_id, tuple(replicas), spec, output_limit=output_limit_setting(),
+                  totals=totals)
     count = len(replicas)
     t0 = time.perf_counter()
     if isinstance(initial, int):
@@ -177,11 +180,15 @@ def _call_run(client, run_id: str, calls: list[tuple], held: dict[int, str], pha
 
 def _stats(graph, summaries: list[dict], mode: str, partitions: int, workers: int, steps: int, seconds: float,
            supersteps: int, kernel_seconds: float) -> dict:
-    """What every run reports, in either mode."""
-    return {"steps": steps, "seconds": seconds, "steps_per_second": steps / seconds if seconds > 0 else 0.0,
-            "supersteps": supersteps, "kernel_seconds": kernel_seconds, "partitions": partitions,
-            "workers": workers, "mode": mode, "device": graph.device, "num_vertices": graph.num_vertices,
-            "spilled_bytes": sum(s["spilled"] for s in summaries)}
+    """What every run reports, in either mode (and the output totals it was asked for)."""
+    stats = {"steps": steps, "seconds": seconds, "steps_per_second": steps / seconds if seconds > 0 else 0.0,
+             "supersteps": supersteps, "kernel_seconds": kernel_seconds, "partitions": partitions,
+             "workers": workers, "mode": mode, "device": graph.device, "num_vertices": graph.num_vertices,
+             "spilled_bytes": sum(s["spilled"] for s in summaries)}
+    counted = [s["totals"] for s in summaries if s["totals"] is not None]
+    if counted:
+        stats["output_totals"] = {name: sum(t[name] for t in counted) for name in counted[0]}
+    return stats
 
 
 def _initial_walkers(graph, initial: int | StartSet | dict):
@@ -205,14 +212,6 @@ def summarize_outputs(client, run_id: str, partitions: dict[int, str], summarize
     order of ``partitions``; the outputs stay in the workers' stores."""
     calls = [(w, _advance.summarize_outputs, (run_id, summarize), {"part": p}) for p, w in partitions.items()]
     return _call_run(client, run_id, calls, partitions, "collect")
-
-
-def output_totals(client, run_id: str, partitions: dict[int, str], rows_of: str, sums: tuple[str, ...] = ()) -> dict:
-    """The rows of output ``rows_of`` and the totals of outputs ``sums`` of a run, over every partition that ran;
-    the outputs stay in the workers' stores."""
-    per_part = summarize_outputs(client, run_id, partitions,
-                                 functools.partial(_advance.output_totals, rows_of=rows_of, sums=sums))
-    return {name: sum(t[name] for t in per_part) for name in ("rows", *sums)}
 
 
 @contextlib.contextmanager

@@ -39,7 +39,7 @@ from .. import _rng, config
 from .._validate import (check_array, check_bool, check_choice, check_graph, check_int, check_optional_int,
                          check_picklable, check_probability, check_seed)
 from ..errors import GpipeValueError
-from ..runtime import (EdgeSample, Run, SampleLayout, StepSpec, check_memory, output_totals, run_supersteps, store,
+from ..runtime import (EdgeSample, Run, SampleLayout, StepSpec, check_memory, run_supersteps, store,
                        worker_xp)
 from . import _fused
 from ._race import race
@@ -279,8 +279,8 @@ class Sampler:
             arrays.add(edge_pool)
         g.put_on_workers(arrays)
         run_id, partitions, stats = run_supersteps(g, StepSpec(_step, np.uint64(_rng.key(seed)), settings), entries,
-                                                   num_walks=count)
-        totals = output_totals(client, run_id, partitions, "instance", ("picks", "iterations"))
+                                                   num_walks=count, totals=("instance", ("picks", "iterations")))
+        totals = stats.pop("output_totals")
         edges, picks, iterations = totals["rows"], totals["picks"], totals["iterations"]
         stats.update(algorithm="sampler", instances=count, edges=edges,
                      edges_per_second=edges / stats["seconds"] if stats["seconds"] > 0 else 0.0,
