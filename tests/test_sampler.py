@@ -110,6 +110,33 @@ def test_user_defined_edge_bias(cpu):
     assert len(frame) > 0 and (frame.dst % 2 == 0).all()
 
 
+def _prefer_hubs(table):
+    return table["degree"].astype(float) ** 2
+
+
+@pytest.mark.parametrize("options", [
+    {"edge_bias": _prefer_hubs, "vertex_bias": "degree", "frontier_size": 4, "neighbor_size": 3,
+     "update": "unvisited", "depth": 3},  # the stress suite's sampler-degree, small
+    {"edge_bias": "weight", "neighbor_size": ("geometric", 0.6), "depth": 3},
+])
+def test_a_candidate_table_taken_in_chunks_of_entries_gives_the_same_sample(cpu, options):
+    """Past gpipe.sampling.candidate-budget a superstep's entries are taken a range at a time: each entry picks
+    from its own stream, so the sample is the one of a single table (a budget of 64 B x 5: many ranges, and
+    entries with more edges than the budget, each a range of its own)."""
+    g = _rmat(3)
+    seeds = np.arange(0, 400, 3)
+    with dask.config.set({"gpipe.sampling.candidate-budget": 64 * 5}):
+        chunked = Sampler(**options).run(g, seeds=seeds, seed=4)
+    whole = Sampler(**options).run(g, seeds=seeds, seed=4)
+    pd.testing.assert_frame_equal(chunked.compute(), whole.compute())
+    pd.testing.assert_frame_equal(chunked.nodes(), whole.nodes())
+    assert chunked.stats["select_picks"] == whole.stats["select_picks"] > len(seeds)
+    with dask.config.set({"gpipe.sampling.candidate-budget": "lots"}), pytest.raises(
+            GpipeValueError, match="'gpipe.sampling.candidate-budget' must be a byte count such as 1000000 or '4 GB', "
+                             "got 'lots'"):
+        Sampler(**options).run(g, seeds=seeds, seed=4)
+
+
 @pytest.mark.parametrize("make, message", [
     (lambda: Sampler(neighbor_size=0), "'neighbor_size' must be a positive integer, got 0"),
     (lambda: Sampler(depth=0), "'depth' must be a positive integer, got 0"),
