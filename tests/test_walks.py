@@ -341,6 +341,34 @@ def test_a_failed_assembly_lets_the_run_go_at_once(cpu, eventually):
     assert again.shape == (g.num_vertices, 6)
 
 
+def test_a_failed_step_lets_go_of_its_arrays_at_once():
+    """A step that fails keeps nothing alive through its error: the arrays its frames held are freed as the
+    failure is raised, not when the garbage collector next breaks the traceback's cycles (on a GPU, the next
+    runs met a device still full)."""
+    import gc
+    import weakref
+
+    from gpipe.errors import TaskError
+    from gpipe.runtime._advance import failing
+
+    held = []
+
+    def step():
+        paths = np.ones(1000)
+        held.append(weakref.ref(paths))
+        raise MemoryError("out of memory allocating the next buffer")
+
+    gc.disable()
+    try:
+        with pytest.raises(TaskError, match="advance failed in superstep 0, partition 3: MemoryError") as failure:
+            with failing("advance", 3, 0):
+                step()
+        assert failure.value.__cause__ is not None  # the cause is kept, its frames' arrays are not
+        assert held[0]() is None
+    finally:
+        gc.enable()
+
+
 def test_bad_exchange_is_rejected_by_name(cpu):
     import dask
 

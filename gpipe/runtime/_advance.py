@@ -13,6 +13,7 @@ import contextlib
 import functools
 import itertools
 import time
+import traceback
 
 import numpy as np
 
@@ -33,6 +34,9 @@ def failing(name: str, part: int, superstep: int | None = None, unit: str = "par
         raise
     except Exception as exc:
         cause = str(exc) if isinstance(exc, GpipeError) else repr(exc)
+        # the failed step's frames let go of their arrays now: a traceback that outlives the run (in a log, in a
+        # reference cycle only the garbage collector breaks) would keep their device memory from the next runs
+        traceback.clear_frames(exc.__traceback__)
         raise TaskError(name, part, superstep, cause, unit) from exc
 
 
