@@ -312,13 +312,13 @@ def test_frontier_samples_stay_on_the_workers_and_go_with_their_result(cpu, even
 
     heard = []
 
-    def summaries(*args):
-        got = summarize(*args)
-        heard.extend(got)
-        return got
+    def run_and_hear(*args, **kwargs):
+        run_id, partitions, stats = run_supersteps(*args, **kwargs)
+        heard.extend(stats["outputs"])  # what came back with the run: each partition's summary
+        return run_id, partitions, stats
 
-    summarize = _frontier.summarize_outputs
-    monkeypatch.setattr(_frontier, "summarize_outputs", summaries)
+    run_supersteps = _frontier.run_supersteps
+    monkeypatch.setattr(_frontier, "run_supersteps", run_and_hear)
     before = held()
     s = gpipe.walks.multidimensional(_hub(3), frontier_size=2, budget=120, instances=3, start=[0, 0], seed=7)
     assert s.stats["rounds"] > 1 and set(s._run_ids) <= held() - before

@@ -154,7 +154,7 @@ def run_partitions(spec: RunSpec, initial: dict, counts: np.ndarray) -> dict:
                                                                     "steps": steps, "active": int(counts.sum())})
         sent_bytes = run.sent_bytes
     return {"steps": steps, "seconds": seconds, "spilled": spilled, "batches": batches, "sent_bytes": sent_bytes,
-            "send_seconds": sending, "wait_seconds": waiting, "ran": sorted(ran), "totals": _totals(spec, ran)}
+            "send_seconds": sending, "wait_seconds": waiting, "ran": sorted(ran), "outputs": _summaries(spec, ran)}
 
 
 def _pass(spec: RunSpec, run: Run, initial: dict, order: list[int], counts: np.ndarray, superstep: int):
@@ -306,7 +306,7 @@ def advance_local(spec: RunSpec, walkers: dict | tuple | StartSet, *, part: int,
                 taken_supersteps += 1
             supersteps = max(supersteps, taken_supersteps)
     return {"steps": steps, "seconds": seconds, "supersteps": supersteps, "spilled": spilled, "batches": batches,
-            "totals": _totals(spec, [part])}
+            "outputs": _summaries(spec, [part])}
 
 
 def _batches(walkers: dict, step: StepSpec, itemsize: int, limit: int | None):
@@ -336,19 +336,11 @@ def assemble(run_id: str, partitions: dict[int, str], layout: tuple, limit, *, p
     return store().keep_block(_pieces.scatter(x, _pieces.concat(x, piece_sets, dtype), base, rows, width, dtype), limit)
 
 
-@_phase("collect")
-def summarize_outputs(run_id: str, summarize, *, part: int, superstep=None):
-    """``summarize`` of the piece sets a run output on this partition, left in the store."""
-    return summarize(store().pieces(run_id, part))
-
-
-def _totals(spec: RunSpec, parts) -> dict[str, int] | None:
-    """``spec.totals``' :func:`output_totals` of partitions ``parts``' outputs here, summed; None if not asked."""
-    if spec.totals is None:
+def _summaries(spec: RunSpec, parts) -> dict | None:
+    """``spec.summarize`` of the outputs of each of partitions ``parts`` here, by partition; None if not asked."""
+    if spec.summarize is None:
         return None
-    rows_of, sums = spec.totals
-    per_part = [output_totals(store().pieces(spec.run_id, p), rows_of, sums) for p in parts]
-    return {name: sum(t[name] for t in per_part) for name in ("rows", *sums)}
+    return {p: spec.summarize(store().pieces(spec.run_id, p)) for p in parts}
 
 
 def output_totals(sets: list[dict], rows_of: str, sums: tuple[str, ...]) -> dict[str, int]:

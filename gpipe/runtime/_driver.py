@@ -7,7 +7,7 @@ swaps walker counts with its peers as the superstep's barrier, until no walker
 is left anywhere; the client only waits (and watches for lost workers).
 Replicated mode: each worker runs its share of the walkers on its own copy.
 When no walker is left, what the step output stays in the workers' stores,
-until the family sums it up (:func:`summarize_outputs`) or assembles it into
+until the family sums it up (``run_supersteps``' ``summarize``) or assembles it into
 blocks (``assemble_blocks``).
 """
 
@@ -74,18 +74,18 @@ def _memory() -> tuple:
 
 def run_supersteps(graph, spec: StepSpec, initial: int | StartSet | dict, *, num_walks: int,
                    progress: Callable | None = None,
-                   totals: tuple[str, tuple[str, ...]] | None = None) -> tuple[str, dict[int, str], dict]:
+                   summarize: Callable[[list], object] | None = None) -> tuple[str, dict[int, str], dict]:
     """Advance walkers with ``spec`` until none is left; what the step outputs stays in the workers' stores.
 
     ``initial`` is the number of walkers to start from every vertex or a
     :class:`StartSet` (made on the workers by ``spec.start``), or the walkers themselves (a dict of host
     arrays, each going to the partition owning its ``vertex``, or to partition
     ``to`` where given). Returns the run's id, the partitions that ran (with
-    their workers) and statistics; with ``totals`` = ``(rows_of, sums)``, ``stats['output_totals']``: the rows
-    of output ``rows_of`` and the totals of outputs ``sums``, counted by each worker as its run ends.
+    their workers) and statistics; with ``summarize``, ``stats['outputs']``: ``summarize(piece sets)`` of each
+    partition that ran (in partition order), made by its worker as its run ends, the outputs staying there.
     """
     if graph.replicas is not None:
-        return _run_replicated(graph, spec, initial, progress, totals)
+        return _run_replicated(graph, spec, initial, progress, summarize)
     client = graph.client
     placement = graph.placement
     out_of_memory = graph.device_partitions is not None
@@ -96,7 +96,7 @@ def run_supersteps(graph, spec: StepSpec, initial: int | StartSet | dict, *, num
                                          config.get("memory.read-in-place-below")),
         output_limit=output_limit_setting(),
         ipc=check_choice("gpipe.exchange", config.get("exchange"), EXCHANGES) == "auto",
-        report=progress is not None, totals=totals)
+        report=progress is not None, summarize=summarize)
     run_id = run.run_id
     before = _transfers(graph) if out_of_memory else None
     t0 = time.perf_counter()
@@ -133,7 +133,7 @@ def run_supersteps(graph, spec: StepSpec, initial: int | StartSet | dict, *, num
 
 
 def _run_replicated(graph, spec: StepSpec, initial: int | StartSet | dict, progress: Callable | None,
-                    totals: tuple | None):
+                    summarize: Callable[[list], object] | None):
     """Replicated mode: each worker runs its share of the walkers (or of the instances) on its own whole copy.
 
     Walkers are shared out by walk id, sampling entries by instance (an
@@ -142,7 +142,7 @@ def _run_replicated(graph, spec: StepSpec, initial: int | StartSet | dict, progr
     """
     client, replicas = graph.client, graph.replicas
     run = RunSpec(uuid.uuid4().hex[:12], graph.graph_id, tuple(replicas), spec, output_limit=output_limit_setting(),
-                  totals=totals)
+                  summarize=summarize)
     count = len(replicas)
     t0 = time.perf_counter()
     if isinstance(initial, int):
@@ -180,14 +180,14 @@ def _call_run(client, run_id: str, calls: list[tuple], held: dict[int, str], pha
 
 def _stats(graph, summaries: list[dict], mode: str, partitions: int, workers: int, steps: int, seconds: float,
            supersteps: int, kernel_seconds: float) -> dict:
-    """What every run reports, in either mode (and the output totals it was asked for)."""
+    """What every run reports, in either mode (and the summaries of its outputs it was asked for)."""
     stats = {"steps": steps, "seconds": seconds, "steps_per_second": steps / seconds if seconds > 0 else 0.0,
              "supersteps": supersteps, "kernel_seconds": kernel_seconds, "partitions": partitions,
              "workers": workers, "mode": mode, "device": graph.device, "num_vertices": graph.num_vertices,
              "spilled_bytes": sum(s["spilled"] for s in summaries)}
-    counted = [s["totals"] for s in summaries if s["totals"] is not None]
-    if counted:
-        stats["output_totals"] = {name: sum(t[name] for t in counted) for name in counted[0]}
+    made = {p: out for s in summaries if s["outputs"] is not None for p, out in s["outputs"].items()}
+    if made:
+        stats["outputs"] = [made[p] for p in sorted(made)]
     return stats
 
 
@@ -205,13 +205,6 @@ def _initial_walkers(graph, initial: int | StartSet | dict):
                                                                       side="right") - 1
     counts = np.bincount(owner, minlength=parts).astype(np.int64)
     return {int(p): {k: v[owner == p] for k, v in initial.items()} for p in np.flatnonzero(counts)}, counts
-
-
-def summarize_outputs(client, run_id: str, partitions: dict[int, str], summarize: Callable[[list], object]) -> list:
-    """``summarize(piece sets)`` of what a run output on each partition that ran, computed on its worker, in the
-    order of ``partitions``; the outputs stay in the workers' stores."""
-    calls = [(w, _advance.summarize_outputs, (run_id, summarize), {"part": p}) for p, w in partitions.items()]
-    return _call_run(client, run_id, calls, partitions, "collect")
 
 
 @contextlib.contextmanager

@@ -70,9 +70,10 @@ class RunSpec:
     is read in place (see ``Residency``); ``output_limit`` bounds the outputs
     kept on the device (see ``Run.add_pieces``); ``ipc`` lets walkers go to GPU
     peers on the same host through CUDA IPC; ``report`` logs each superstep's
-    progress as the Dask event ``gpipe-progress-<run_id>``; with ``totals``,
-    each worker's summary carries :func:`output_totals` of its partitions'
-    outputs (no second round trip to count them).
+    progress as the Dask event ``gpipe-progress-<run_id>``; with ``summarize``,
+    each worker's summary carries ``summarize(piece sets)`` of the outputs of
+    every partition it ran, made as its run ends (no second round trip to
+    sum them up).
     """
 
     run_id: str
@@ -84,4 +85,4 @@ class RunSpec:
     output_limit: int | str | None = None
     ipc: bool = False
     report: bool = False
-    totals: tuple[str, tuple[str, ...]] | None = None  # (rows_of, sums): summed by each worker as its run ends
+    summarize: Callable[[list], object] | None = None

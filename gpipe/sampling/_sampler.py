@@ -29,6 +29,7 @@ edge sampling.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Callable
@@ -41,7 +42,7 @@ from .._validate import (check_array, check_bool, check_bytes, check_choice, che
                          check_optional_int, check_picklable, check_probability, check_seed)
 from ..backend import to_host
 from ..errors import GpipeValueError
-from ..runtime import (EdgeSample, Run, SampleLayout, StepSpec, check_memory, run_supersteps, store,
+from ..runtime import (EdgeSample, Run, SampleLayout, StepSpec, check_memory, output_totals, run_supersteps, store,
                        worker_xp)
 from . import _fused
 from ._race import race
@@ -62,6 +63,7 @@ SAMPLE_LAYOUT = SampleLayout((("instance", "int64"), ("depth", "int32"), ("src",
 
 EDGE_BYTES = 28  # a sampled edge on the workers: instance (int64), depth (int32), src, dst (int64)
 CANDIDATE_BYTES = 64  # a candidate row of a step, about: its columns, its bias and SELECT's scratch
+_TOTALS = functools.partial(output_totals, rows_of="instance", sums=("picks", "iterations"))  # a partition's sample
 
 
 @dataclass(frozen=True)
@@ -286,9 +288,9 @@ class Sampler:
             arrays.add(edge_pool)
         g.put_on_workers(arrays)
         run_id, partitions, stats = run_supersteps(g, StepSpec(_step, np.uint64(_rng.key(seed)), settings), entries,
-                                                   num_walks=count, totals=("instance", ("picks", "iterations")))
-        totals = stats.pop("output_totals")
-        edges, picks, iterations = totals["rows"], totals["picks"], totals["iterations"]
+                                                   num_walks=count, summarize=_TOTALS)
+        totals = stats.pop("outputs")
+        edges, picks, iterations = (sum(t[name] for t in totals) for name in ("rows", "picks", "iterations"))
         stats.update(algorithm="sampler", instances=count, edges=edges,
                      edges_per_second=edges / stats["seconds"] if stats["seconds"] > 0 else 0.0,
                      select=self.select, bitmap=self.bitmap, select_picks=picks,

@@ -32,8 +32,7 @@ import numpy as np
 from .. import _rng
 from ..backend import cpu_kernel, prange, to_host
 from ..kernels import Arg, Kernel
-from ..runtime import (EdgeSample, Run, SampleLayout, StepSpec, check_memory, run_supersteps, summarize_outputs,
-                       worker_xp)
+from ..runtime import EdgeSample, Run, SampleLayout, StepSpec, check_memory, run_supersteps, worker_xp
 
 INIT_STEP = 2**32 - 1  # the draw counter of a member's start vertex; moves use 0..budget-1
 # the moves, each block sorted on its worker in canonical order (by instance, then time; ties by member and move)
@@ -174,13 +173,14 @@ def sample(g, frontier_size: int, budget: int, instances: int, seed: int, pool: 
     summarize = functools.partial(_round_summary, instances=instances)
     while True:
         spec = StepSpec(advance_frontier, key, Frontier(budget, horizon, frontier_size), room=room)
-        run_id, partitions, run = run_supersteps(g, spec, walkers, num_walks=len(walkers["walk_id"]), progress=progress)
+        run_id, partitions, run = run_supersteps(g, spec, walkers, num_walks=len(walkers["walk_id"]), progress=progress,
+                                                 summarize=summarize)
         run_ids.append(run_id)
         held.update(partitions)
         for k in ("steps", "seconds", "kernel_seconds", "supersteps"):
             stats[k] += run[k]
         stats["rounds"] += 1
-        summaries = summarize_outputs(g.client, run_id, partitions, summarize)
+        summaries = run.pop("outputs")
         have += sum(moves for moves, _ in summaries)
         parked = {k: np.concatenate([p[k] for _, p in summaries]) for k in PARKED_FIELDS}
         resume = np.isin(parked["walk_id"] // frontier_size, np.flatnonzero(have < budget))
