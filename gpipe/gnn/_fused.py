@@ -10,6 +10,8 @@ hop's edges are ordered by destination, then in the order they were drawn.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from .. import _rng
@@ -165,7 +167,7 @@ SAMPLE = Kernel("gnn.cu", "gp_gnn_sample", twin=_sample_cpu, items="capacity", q
     Arg("stop", "i32", note="tasks of later hops are only recorded"), Arg("fanouts", "i64[hops]"), Arg("capacity", "i64"),
     Arg("tasks", "i64[capacity]", out=True, note="vertex * hops + hop; -1 empty"),
     Arg("counters", "u64[2+2*hops]", out=True, note="TAIL, PENDING, EDGES + hop: slots, EDGES + hops + hop: held"),
-    Arg(_SEEN.name, _SEEN.type, out=True, note=_SEEN.note), Arg("edge_base", "i64[hops]"),
+    replace(_SEEN, out=True), Arg("edge_base", "i64[hops]"),
     Arg("edge_id", "i64[]", out=True), Arg("task_first", "i64[capacity]", out=True, note="a task's first edge"),
     Arg("task_count", "i64[capacity]", out=True, note="its edges held"),
     Arg("race", "f64[]", out=True, note="weighted races")))
@@ -175,7 +177,7 @@ FRESH = Kernel("gnn.cu", "gp_gnn_fresh", twin=_fresh_cpu, items="n", defines=_DE
 NODES = Kernel("gnn.cu", "gp_gnn_nodes", twin=_nodes_cpu, items="n", defines=_DEFINES, args=(
     _SEEN, Arg("words", "i64"), Arg("size", "i64"), Arg("seeds", "i64[size]"),
     Arg("start", "i64[]", note="exclusive prefix sums of FRESH"), Arg("n", "i64", note="size + hops * words"),
-    Arg("nodes", "i64[]", out=True, note="local id -> vertex"), Arg(_LOCAL.name, _LOCAL.type, out=True, note=_LOCAL.note)))
+    Arg("nodes", "i64[]", out=True, note="local id -> vertex"), replace(_LOCAL, out=True)))
 ROWS = Kernel("gnn.cu", "gp_gnn_rows", twin=_rows_cpu, items="n", defines=_DEFINES, args=(
     _TASKS, Arg("task_count", "i64[n]"), _LOCAL, Arg("hop_row", "i64[hops]", note="a hop's first row"),
     Arg("hops", "i32"), Arg("n", "i64"), Arg("row_count", "i64[]", out=True, note="a row per (hop, destination)")))

@@ -19,7 +19,7 @@ import pandas as pd
 
 from .. import config
 from .._files import atomic_file
-from .._validate import check_bytes, check_graph, check_int
+from .._validate import check_budget, check_graph, check_int
 from ..backend import to_host
 from ..errors import GpipeValueError
 from ._cluster import address, end_run, on_replicas, run_state, whole_graph
@@ -96,8 +96,8 @@ def grow_on_workers(g, plan, listing: bool, device_budget, host_budget, here=Non
 def _spec(g, plan, listing: bool, device_budget, host_budget) -> Spec:
     return Spec(g.graph_id, uuid.uuid4().hex, plan, listing,
                 check_int("gpipe.mining.chunk-embeddings", config.get("mining.chunk-embeddings"), minimum=1),
-                _budget("device_budget", device_budget, "mining.device-budget"),
-                _budget("host_budget", host_budget, "mining.host-budget"), config.get("mining.spill-directory"))
+                check_budget("device_budget", device_budget, "mining.device-budget"),
+                check_budget("host_budget", host_budget, "mining.host-budget"), config.get("mining.spill-directory"))
 
 
 def _grow_on_replicas(g, spec: Spec, here=None) -> tuple[list, dict]:
@@ -107,13 +107,6 @@ def _grow_on_replicas(g, spec: Spec, here=None) -> tuple[list, dict]:
     stats["primitive_seconds"] = stats.pop("seconds")
     stats.update(ranges=len(ranges), workers=len(summaries), device=g.device)
     return results, stats
-
-
-def _budget(name: str, value, key: str) -> int | None:
-    """A budget in bytes, or None for 'auto' (decided on each worker, by its memory)."""
-    if value is None:
-        name, value = f"gpipe.{key}", config.get(key)
-    return None if value == "auto" else check_bytes(name, value)
 
 
 def _ranges(degree: np.ndarray, count: int) -> list[tuple[int, int]]:

@@ -326,7 +326,8 @@ def _batches(walkers: dict, step: StepSpec, itemsize: int, limit: int | None):
 @_phase("assemble", unit="output block")
 def assemble(run_id: str, partitions: dict[int, str], layout: tuple, limit, *, part: int, superstep=None):
     """Block ``part`` of the result, ``(rows, width)``: its pieces taken from every partition that ran; on the
-    device, or in host memory once the device holds ``limit`` (``gpipe.memory.output-limit``, ``GpipeStore.keep_block``)."""
+    device, or in host memory once the device holds ``limit`` (``gpipe.memory.output-limit``; see
+    ``GpipeStore.keep_block``)."""
     x = worker_xp()
     block_rows, n_blocks, num_walks, width, dtype = layout
     base = part * block_rows

@@ -118,7 +118,6 @@ def run_supersteps(graph, spec: StepSpec, initial: int | StartSet | dict, *, num
         progress(superstep=superstep, active=0, steps=steps, total=num_walks)
     stats = {**_stats(graph, summaries, "partitioned", graph.num_partitions, len(workers), steps, seconds, superstep,
                       kernel_seconds),
-             "batches": sum(s["batches"] for s in summaries),
              "walker_bytes_ipc": sum(s["sent_bytes"][0] for s in summaries),
              "walker_bytes_comms": sum(s["sent_bytes"][1] for s in summaries),
              "send_seconds": max(s["send_seconds"] for s in summaries),  # the busiest worker's
@@ -164,7 +163,6 @@ def _run_replicated(graph, spec: StepSpec, initial: int | StartSet | dict, progr
         progress(superstep=supersteps, active=0, steps=steps, total=steps)
     stats = _stats(graph, summaries, "replicated", 1, count, steps, seconds, supersteps,
                    max((s["seconds"] for s in summaries), default=0.0))
-    stats["batches"] = sum(s["batches"] for s in summaries)
     return run.run_id, {r: replicas[r] for r in shares}, stats
 
 
@@ -184,7 +182,7 @@ def _stats(graph, summaries: list[dict], mode: str, partitions: int, workers: in
     stats = {"steps": steps, "seconds": seconds, "steps_per_second": steps / seconds if seconds > 0 else 0.0,
              "supersteps": supersteps, "kernel_seconds": kernel_seconds, "partitions": partitions,
              "workers": workers, "mode": mode, "device": graph.device, "num_vertices": graph.num_vertices,
-             "spilled_bytes": sum(s["spilled"] for s in summaries)}
+             "spilled_bytes": sum(s["spilled"] for s in summaries), "batches": sum(s["batches"] for s in summaries)}
     made = {p: out for s in summaries if s["outputs"] is not None for p, out in s["outputs"].items()}
     if made:
         stats["outputs"] = [made[p] for p in sorted(made)]

@@ -18,10 +18,10 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import psutil
 
+from dask.utils import parse_bytes
 from distributed import WorkerPlugin, get_worker
 from distributed.comm.addressing import get_address_host
 from distributed.protocol import to_serialize
-from dask.utils import parse_bytes
 from distributed.utils import sync
 
 from .. import config

@@ -38,7 +38,7 @@ import numpy as np
 import psutil
 
 from .. import _rng, config
-from .._validate import (check_array, check_bool, check_bytes, check_choice, check_graph, check_int,
+from .._validate import (check_array, check_bool, check_budget, check_choice, check_graph, check_int,
                          check_optional_int, check_picklable, check_probability, check_seed)
 from ..backend import to_host
 from ..errors import GpipeValueError
@@ -75,7 +75,7 @@ class Settings:
     workers' stores) the run reads; ``edge_pool``: the array whose prefix sums
     number the edges of the pool when every edge is it; ``fused``: every depth
     runs in one launch per worker (``_fused``), whose scratch holds a row of
-    ``max_degree`` candidates; ``candidate_budget``: bytes, or 'auto', of a
+    ``max_degree`` candidates; ``candidate_budget``: bytes, or None for 'auto', of a
     superstep's candidate table (``gpipe.sampling.candidate-budget``, see
     :func:`_entry_chunks`).
     """
@@ -96,7 +96,7 @@ class Settings:
     edge_pool: str | None
     fused: bool = False
     max_degree: int = 0
-    candidate_budget: int | str = "auto"
+    candidate_budget: int | None = None
 
 
 class Sampler:
@@ -280,7 +280,7 @@ class Sampler:
             "vertex_bias", "edge_bias", "update", "frontier_size", "neighbor_size", "neighbor_pool", "depth", "replace",
             "select", "bitmap")}, num_vertices=g.num_vertices, implicit=seeds is None, graph_id=g.graph_id,
             edge_pool=edge_pool, fused=self._fuses(g, seeds is not None, count), max_degree=int(g.max_degree),
-            candidate_budget=_candidate_budget())
+            candidate_budget=check_budget("gpipe.sampling.candidate-budget", None, "sampling.candidate-budget"))
         arrays = {"degrees"} if self.edge_bias == "degree" or callable(self.edge_bias) else set()
         if seeds is None and self.frontier_size is not None and self.vertex_bias == "degree":
             arrays.add("degrees")
@@ -457,18 +457,12 @@ def _pick_from(x, part, instance, vertex, depth, key, start, end, level: int, sp
     return instance[owner], vertex[owner], part.indices[edge[picks]].astype(x.int64), iterations
 
 
-def _candidate_budget() -> int | str:
-    """``gpipe.sampling.candidate-budget`` as read on the client: 'auto' (sized on each worker) or bytes."""
-    budget = config.get("sampling.candidate-budget")
-    return budget if budget == "auto" else check_bytes("gpipe.sampling.candidate-budget", budget, minimum=1)
-
-
-def _entry_chunks(x, degree, budget: int | str) -> list[slice]:
+def _entry_chunks(x, degree, budget: int | None) -> list[slice]:
     """Consecutive ranges of entries whose out-edges (``degree`` each) make candidate tables within
     ``gpipe.sampling.candidate-budget`` (an entry with more is a range of its own): the picks are the same,
     each entry drawing from its own stream, and a frontier of hubs needs no table of all their edges at once
     (R-MAT 24, 20,000 instances preferring hubs: a 41.5 GB column)."""
-    if budget == "auto":
+    if budget is None:  # 'auto'
         budget = (x.cuda.Device().mem_info[1] if x is not np else psutil.virtual_memory().available) // 4
     most = max(1, budget // CANDIDATE_BYTES)
     count = int(degree.shape[0])
