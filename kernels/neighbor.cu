@@ -15,7 +15,7 @@
 // Weighted, `cdf` holds every row's CDF of the weights (gp_row_cdf, the very sums SELECT makes: a task reads its
 // row's instead of summing the row again); uniform picks need none. Warp w < slots uses
 // bitmap[w * ((max_degree + 7) / 8) ..] with use_bitmap (else the array may hold one element); warps beyond `slots`
-// leave at once.
+// leave at once. The rows are those of vertices lo.. (a partition's: indptr[v - lo]; 0 for the whole graph).
 // CPU twin: gpipe/sampling/_fused.py::_sample_cpu (the queue in order).
 // GP_NBR_*: defined by the loader, from gpipe/sampling/_fused.py; SELECT's constants from _select.py.
 #include "select.cuh"
@@ -63,15 +63,15 @@ __device__ __forceinline__ long long gp_nbr_task(const Bias bias, const long lon
                                                  const IdT* __restrict__ indices, int replace, int method,
                                                  int use_bitmap, long long num_vertices, unsigned long long key,
                                                  int depth, long long fanout, long long step, long long per_vertex,
-                                                 long long item, unsigned long long t, long long* tasks,
+                                                 long long lo, long long item, unsigned long long t, long long* tasks,
                                                  unsigned long long* counters, unsigned long long* seen,
                                                  unsigned long long mask, long long* __restrict__ edge_dst, double* cdf,
                                                  const long long* __restrict__ positive, unsigned char* bits,
                                                  int lane) {
     const long long stream = item / depth, v = stream % num_vertices, instance = stream / num_vertices;
     const int level = (int)(item % depth);
-    const long long a = indptr[v], d = indptr[v + 1] - a;
-    const long long mine = GpIsUnit<Bias>::value ? d : positive[v];  // the positive biases, at most d
+    const long long a = indptr[v - lo], d = indptr[v - lo + 1] - a;
+    const long long mine = GpIsUnit<Bias>::value ? d : positive[v - lo];  // the positive biases, at most d
     const long long k = replace ? (mine > 0 ? fanout : 0) : min(mine, fanout);  // <= per_vertex
     const long long o = (long long)t * per_vertex;
     long long iters = 0;
@@ -105,7 +105,7 @@ __global__ void gp_sample_neighbors(const long long* __restrict__ indptr, const 
                                     long long fanout, long long step, long long capacity, long long per_vertex,
                                     long long* tasks, unsigned long long* counters, unsigned long long* seen,
                                     long long table_size, long long* __restrict__ edge_dst, long long slots,
-                                    long long max_degree,
+                                    long long max_degree, long long lo,
                                     double* __restrict__ cdf, const long long* __restrict__ positive,
                                     unsigned char* __restrict__ bitmap, unsigned long long* __restrict__ next) {
     const long long warp = (blockIdx.x * (long long)blockDim.x + threadIdx.x) / GP_LANES;
@@ -131,11 +131,11 @@ __global__ void gp_sample_neighbors(const long long* __restrict__ indptr, const 
         t = __shfl_sync(GP_FULL_MASK, t, 0);
         if (weighted)
             draws += gp_nbr_task(GpWeightBias{weights}, indptr, indices, replace, method, use_bitmap, num_vertices,
-                                 key, depth, fanout, step, per_vertex, item, t, tasks, counters, seen, mask, edge_dst,
+                                 key, depth, fanout, step, per_vertex, lo, item, t, tasks, counters, seen, mask, edge_dst,
                                  cdf, positive, bits, lane);
         else
             draws += gp_nbr_task(GpUnitBias{}, indptr, indices, replace, method, use_bitmap, num_vertices, key,
-                                 depth, fanout, step, per_vertex, item, t, tasks, counters, seen, mask, edge_dst, cdf,
+                                 depth, fanout, step, per_vertex, lo, item, t, tasks, counters, seen, mask, edge_dst, cdf,
                                  positive, bits, lane);
     }
     if (lane == 0 && draws > 0) atomicAdd(counters + GP_NBR_ITERATIONS, (unsigned long long)draws);

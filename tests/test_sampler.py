@@ -577,3 +577,20 @@ def test_fused_neighbor_sampling_is_the_superstep_sample(cpu_cluster, one_worker
                     pd.testing.assert_frame_equal(got[0], expected[0])
                     pd.testing.assert_frame_equal(got[1], expected[1])
                     assert got[2:] == expected[2:]
+                if mode == "three partitions":  # the same bias as a function: SELECT over candidate tables
+                    bias = _edge_weights if weighted else _edge_ones
+                    with client.as_current():
+                        s = Sampler(edge_bias=bias, neighbor_size=fanout, depth=depth, replace=replace).run(
+                            g, first, seed=6)
+                        got = (s.compute(), s.nodes(), s.stats["select_picks"], s.stats["iterations_per_pick"])
+                    pd.testing.assert_frame_equal(got[0], expected[0])
+                    pd.testing.assert_frame_equal(got[1], expected[1])
+                    assert got[2:] == expected[2:]
+
+
+def _edge_weights(table):
+    return table["weight"]
+
+
+def _edge_ones(table):
+    return np.ones(table.size)

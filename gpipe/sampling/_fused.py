@@ -46,7 +46,7 @@ def _push(item, tasks, counters, seen, mask):
 
 @cpu_kernel()
 def _sample_cpu(indptr, indices, weights, weighted, replace, method, use_bitmap, num_vertices, key, depth, fanout,
-                step, capacity, per_vertex, tasks, counters, seen, table_size, edge_dst, slots, max_degree, cdf,
+                step, capacity, per_vertex, tasks, counters, seen, table_size, edge_dst, slots, max_degree, lo, cdf,
                 positive, bitmap):
     mask = np.uint64(table_size - 1)
     ones = np.ones(max(max_degree, 1))
@@ -57,9 +57,9 @@ def _sample_cpu(indptr, indices, weights, weighted, replace, method, use_bitmap,
         level = item % depth
         v = stream % num_vertices
         instance = stream // num_vertices
-        a = indptr[v]
-        d = indptr[v + 1] - a
-        mine = positive[v] if weighted else d  # the positive biases
+        a = indptr[v - lo]
+        d = indptr[v - lo + 1] - a
+        mine = positive[v - lo] if weighted else d  # the positive biases
         k = (fanout if mine > 0 else 0) if replace else min(mine, fanout)
         o = t * per_vertex
         for i in range(o + k, o + per_vertex):
@@ -97,7 +97,7 @@ SAMPLE = Kernel("neighbor.cu", "gp_sample_neighbors", twin=_sample_cpu, items="c
     Arg("seen", "u64[table_size]", out=True, note="the tasks enqueued, + 1; 0 empty"), Arg("table_size", "i64"),
     Arg("edge_dst", "i64[capacity * per_vertex]", out=True, note="slot t's picked vertices at t * per_vertex, then -1"),
     Arg("slots", "i64", note="warps with scratch"), Arg("max_degree", "i64"),
-    Arg("cdf", "f64[]", out=True, note="weighted: every row's CDF (ROW_CDF); else the twin's scratch (max_degree)"),
+    Arg("lo", "i64", note="the rows' first vertex (indptr[v - lo])"), Arg("cdf", "f64[]", out=True, note="weighted: every row's CDF (ROW_CDF); else the twin's scratch (max_degree)"),
     Arg("positive", "i64[]", note="weighted: each row's positive weights (ROW_CDF)"),
     Arg("bitmap", "u8[]", out=True, note="slots * ((max_degree + 7) / 8) with use_bitmap")))
 
@@ -152,9 +152,11 @@ def sample(x, part, instance, vertex, *, key, num_vertices: int, depth: int, fan
            replace: bool, method: str, bitmap: bool, max_degree: int) -> dict:
     """The sample of the entries ``(instance, vertex)`` at depth 0, in one launch: the pieces the superstep path
     leaves (edges ``instance, depth, src, dst``, the expanded ``node_instance, node_vertex``, ``picks`` and
-    SELECT's ``iterations``), in queue order."""
+    SELECT's ``iterations``), in queue order. ``part`` is the whole graph or, for one depth (``depth`` 1, ``step``
+    that depth's), the partition owning the entries' vertices; entries may repeat only then, each picking alone."""
     first = instance * num_vertices + vertex
-    if first.shape[0] > 1 and not bool((first[1:] > first[:-1]).all()):  # strictly rising (a seed per instance): distinct
+    rising = first.shape[0] < 2 or bool((first[1:] > first[:-1]).all())  # e.g. a seed per instance: distinct
+    if depth > 1 and not rising:  # a task's picks enqueue each (instance, vertex) of the next depth once
         first = x.unique(first)
     first *= depth  # the depth-0 tasks, each pair once
     instances = int(first.shape[0])  # at most: the bounds below only need one at least as large
@@ -188,7 +190,7 @@ def sample(x, part, instance, vertex, *, key, num_vertices: int, depth: int, fan
                   method=METHODS[method], use_bitmap=use_bitmap, num_vertices=num_vertices, key=key, depth=depth,
                   fanout=fanout, step=step, capacity=capacity, per_vertex=per_vertex, tasks=tasks, counters=counters,
                   seen=x.zeros(table_size, x.uint64), table_size=table_size, edge_dst=edge_dst, slots=slots,
-                  max_degree=width, cdf=cdf, positive=positive, bitmap=x.empty(max(1, slots * bit_width), x.uint8))
+                  max_degree=width, lo=part.lo, cdf=cdf, positive=positive, bitmap=x.empty(max(1, slots * bit_width), x.uint8))
     tail, _, iterations = (int(c) for c in counters.tolist())
     stream = tasks[:tail] // depth
     picked = x.flatnonzero(edge_dst[:tail * per_vertex] >= 0)  # the tasks' slots less their -1s

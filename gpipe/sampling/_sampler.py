@@ -150,7 +150,9 @@ class Sampler:
     int ``neighbor_size`` per vertex, seeds given — on a graph whole on each worker (replicated mode, or one
     partition) runs every depth in one launch per worker (``kernels/neighbor.cu``), with SELECT's draws for
     each (instance, vertex) and depth; other configurations, or ``gpipe.sampling.fused`` false, run supersteps.
-    The sample is the same.
+    The sample is the same. In supersteps, picks by a built-in ``edge_bias`` and an int ``neighbor_size`` are
+    made by the same kernel, one depth at a time, straight off the rows: no table of every candidate edge (at
+    R-MAT 24 on 2 GPUs, 16,000 instances of fanout 8 and depth 3 took 214 ms a superstep with one).
 
     Examples
     --------
@@ -404,9 +406,15 @@ def _gather_neighbors(x, part, instance, vertex, depth, spec: StepSpec, run: Run
     key = instance * n + vertex
     if spec.params.update == "unvisited":
         _visited(x, part, run, add=key)
+    level = int(depth[0]) if depth.size else 0  # every entry here is at the same depth
+    if spec.params.neighbor_pool == "vertex" and _row_picks(spec):  # off the CSR rows, no candidate table
+        s = spec.params
+        out = _fused.sample(x, part, instance, vertex, key=spec.key, num_vertices=n, depth=1, fanout=s.neighbor_size,
+                            step=NEIGHBOR_STEP + level, weighted=s.edge_bias == "weight", replace=s.replace,
+                            method=s.select, bitmap=s.bitmap, max_degree=s.max_degree)
+        return _picked(x, spec, out["instance"], level, out["src"], out["dst"], out["iterations"])
     local = vertex - part.lo
     start, end = part.indptr[local], part.indptr[local + 1]
-    level = int(depth[0]) if depth.size else 0  # every entry here is at the same depth
     if spec.params.neighbor_pool == "vertex":  # each entry's picks its own: taken in chunks of entries
         chunks = [_pick_from(x, part, instance[c], vertex[c], depth[c], key[c], start[c], end[c], level, spec)
                   for c in _entry_chunks(x, end - start, spec.params.candidate_budget)]
@@ -538,6 +546,13 @@ def _reverse(x, instance, spec: StepSpec):
     pick = x.arange(instance.shape[0])
     rank = pick - offsets[x.searchsorted(offsets[1:], pick, side="right")]
     return _rng.unit_array(_rng.draws(x, spec.key, instance, DIRECTION_STEP, rank)) < 0.5
+
+
+def _row_picks(spec: StepSpec) -> bool:
+    """Whether each entry picks straight off its vertex's CSR row (``_fused.sample``, one depth): a built-in edge
+    bias and a fixed count, the same picks as SELECT over its candidate table, which is not made (at a hub, a row
+    of its degree per instance that reaches it)."""
+    return spec.params.edge_bias in ("uniform", "weight") and isinstance(spec.params.neighbor_size, int)
 
 
 def _races(spec: StepSpec) -> bool:
