@@ -109,6 +109,17 @@ def group_max(x, values, group):
     return out
 
 
+def ranges_within(ends: np.ndarray, most: int) -> list[slice]:
+    """Consecutive ranges of items whose sizes (``ends``: their running total, on the host) add up to at most
+    ``most`` each; an item larger than ``most`` is a range of its own."""
+    count = int(ends.shape[0])
+    cuts = [0]
+    while cuts[-1] < count:
+        before = int(ends[cuts[-1] - 1]) if cuts[-1] else 0
+        cuts.append(max(cuts[-1] + 1, int(np.searchsorted(ends, before + most, side="right"))))
+    return [slice(a, b) for a, b in zip(cuts, cuts[1:])]
+
+
 def segments(x, sizes):
     """For items laid out segment after segment (``sizes[i]`` in segment ``i``): each item's segment and its
     position within it."""

@@ -287,7 +287,7 @@ def test_a_damaged_graph_folder_is_an_error_naming_the_file(cpu, tmp_path, damag
 @pytest.mark.parametrize("weighted", [False, True])
 def test_cpu_partition_rows_are_the_edges_sorted_with_duplicates_merged_to_their_largest_weight(keep_duplicates,
                                                                                                weighted):
-    from gpipe.graph._build import _csr_cpu
+    from gpipe.graph._build import _csr_cpu, _csr_device
 
     rng = np.random.default_rng(7)
     lo, rows, m = 5, 40, 3000
@@ -306,3 +306,14 @@ def test_cpu_partition_rows_are_the_edges_sorted_with_duplicates_merged_to_their
     else:
         assert weights is None
     assert loops == int((frame["src"] == frame["dst"]).sum())
+    # the device path, sorting ranges of rows of at most 700 edges from pieces it never concatenates whole
+    cuts = [0, 1000, 1001, 2200, m]
+    pieces = [{"src": src[a:b], "dst": dst[a:b], **({"weight": weight[a:b]} if weighted else {})}
+              for a, b in zip(cuts, cuts[1:])]
+    for most in (700, m):
+        got = _csr_device(np, pieces, weighted, lo, lo + rows, 60, keep_duplicates, np.int32, most)
+        np.testing.assert_array_equal(got[0], indptr)
+        np.testing.assert_array_equal(got[1], indices)
+        assert got[1].dtype == np.int32 and got[3] == loops
+        if weighted:
+            np.testing.assert_array_equal(got[2], weights)

@@ -40,7 +40,7 @@ import psutil
 from .. import _rng, config
 from .._validate import (check_array, check_bool, check_budget, check_choice, check_graph, check_int,
                          check_optional_int, check_picklable, check_probability, check_seed)
-from ..backend import to_host
+from ..backend import ranges_within, to_host
 from ..errors import GpipeValueError
 from ..runtime import (EdgeSample, Run, SampleLayout, StepSpec, check_memory, output_totals, run_supersteps, store,
                        worker_xp)
@@ -476,12 +476,7 @@ def _entry_chunks(x, degree, budget: int | None) -> list[slice]:
     count = int(degree.shape[0])
     if count == 0 or int(degree.sum()) <= most:
         return [slice(0, count)]
-    ends = to_host(x.cumsum(degree))
-    cuts = [0]
-    while cuts[-1] < count:
-        before = int(ends[cuts[-1] - 1]) if cuts[-1] else 0
-        cuts.append(max(cuts[-1] + 1, int(np.searchsorted(ends, before + most, side="right"))))
-    return [slice(a, b) for a, b in zip(cuts, cuts[1:])]
+    return ranges_within(to_host(x.cumsum(degree)), most)
 
 
 def _neighbors(x, part, entries: dict, spec: StepSpec, run: Run):
