@@ -411,3 +411,37 @@ def test_pieces_grouped_by_block_in_batches_are_the_blocks_of_all_pieces_at_once
     assert given == []
     for e, g in zip(expected, got):
         np.testing.assert_array_equal(g, e)
+
+
+def test_borrowed_lists_are_fetched_once_a_run_and_kept_by_id(monkeypatch):
+    from types import SimpleNamespace
+
+    from gpipe.runtime import _advance
+
+    lists = {0: [1, 3], 1: [], 2: [0, 1, 2], 3: [3], 5: [0, 4]}  # the other partitions' rows
+    asked = []
+
+    def fetch(graph, bounds, vertices):
+        asked.append(vertices.tolist())
+        lengths = [len(lists[v]) for v in vertices.tolist()]
+        return np.concatenate([[0], np.cumsum(lengths)]), np.array([u for v in vertices.tolist() for u in lists[v]])
+
+    monkeypatch.setattr(_advance, "neighbor_lists", fetch)
+    monkeypatch.setattr(_advance, "worker_xp", lambda: np)
+    run, graph = SimpleNamespace(state={}), ("g", [])
+
+    def rows(csr):
+        ids, indptr, indices = csr
+        return {int(v): indices[indptr[i]:indptr[i + 1]].tolist() for i, v in enumerate(ids)}
+
+    assert _advance.borrowed_lists(run, graph, None) is None  # nothing borrowed yet
+    assert rows(_advance.borrowed_lists(run, graph, None, np.array([2, 5]), most=100)) == {2: [0, 1, 2], 5: [0, 4]}
+    got = _advance.borrowed_lists(run, graph, None, np.array([0, 1, 5]), most=100)
+    assert asked == [[2, 5], [0, 1]] and list(got[0]) == [0, 1, 2, 5]  # 5 was kept: not fetched again
+    assert rows(got) == {v: lists[v] for v in (0, 1, 2, 5)}
+    assert rows(_advance.borrowed_lists(run, graph, None)) == rows(got)  # kept for the next launch
+    assert _advance.borrowed_lists(run, graph, None, np.array([2]), most=100) is run.state[("borrowed", "g")]
+    assert len(asked) == 2
+    full = _advance.borrowed_lists(run, graph, None, np.array([3, 5]), most=7)  # 7 edges kept: full
+    assert rows(full) == {3: [3], 5: [0, 4]} and asked[-1] == [3, 5]
+    assert rows(_advance.borrowed_lists(run, graph, None)) == rows(got)

@@ -7,7 +7,7 @@ what the step output stays on the workers until the family sums it up
 (``run_supersteps(..., summarize=...)``) or assembles it into blocks (:func:`assemble_blocks`, ``EdgeSample``).
 """
 
-from ._advance import neighbor_lists, output_totals, step_kernel, worker_xp
+from ._advance import borrowed_lists, neighbor_lists, output_totals, step_kernel, worker_xp
 from ._driver import check_memory, run_supersteps
 from ._result import EdgeSample, SampleLayout, assemble_blocks, id_dtype
 from ._run import Run
@@ -17,6 +17,7 @@ from ._store import call_peer, drop_graph, drop_run, store
 from ._watch import call_workers, gather_pinned, wait_pinned
 
 __all__ = ["EdgeSample", "Run", "SampleLayout", "Session", "StartSet", "StepSpec", "assemble_blocks", "attach",
+           "borrowed_lists",
            "call_peer", "call_workers", "check_memory", "current", "drop_graph", "drop_run",
            "gather_pinned", "id_dtype", "neighbor_lists", "output_totals", "run_later", "run_supersteps",
            "step_kernel", "store", "wait_pinned", "worker_xp", "workers_info"]

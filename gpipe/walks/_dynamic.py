@@ -9,7 +9,7 @@ step (uniform over v's edges, or from the space by weight; a duplicated edge cou
 probability bias(x) / max(1/p, 1, 1/q), bias 1/p for x = t, 1 for a neighbor of t (the space's sorted ``adjacency``,
 by binary search), else 1/q; for p, q that are not tame, after ``TRIALS`` rejections the step is drawn exactly over
 v's edges. A previous vertex t of another partition is read from its borrowed list: a walker that needs t's
-neighbors and has not got them stops (``stopped``), its worker borrows the lists of those t (``neighbor_lists``, from
+neighbors and has not got them stops (``stopped``), its worker borrows the lists of those t (``borrowed_lists``, from
 the snapshot's views, one message per partition and launch) and launches it again; it can stop at most once per
 launch pair, as a walker leaves the partition once it crosses into another. Trial k's draws are ``k * TRIAL_DRAWS``
 (the acceptance) and ``k * TRIAL_DRAWS + 1 ..`` (the candidate: the edge, or ``pick_in_space`` from there; the first,
@@ -28,7 +28,7 @@ from .._search import has_edge, lower_bound
 from ..backend import cpu_kernel, prange
 from ..dynamic import PICK_DEFINES, SPACE_ARGS, pick_in_space
 from ..kernels import Arg, Kernel
-from ..runtime import StepSpec, neighbor_lists, step_kernel
+from ..runtime import Run, StepSpec, borrowed_lists, step_kernel
 from ._common import uniform_vertex
 from ._first_order import TELEPORT, FirstOrder
 from ._node2vec import Node2Vec, trials_before_exact
@@ -37,7 +37,7 @@ _NONE, _UNIFORM = TELEPORT["none"], TELEPORT["uniform"]
 
 
 @step_kernel
-def advance_dynamic(x, part, walkers: dict, spec: StepSpec, out: dict) -> None:
+def advance_dynamic(x, part, walkers: dict, spec: StepSpec, out: dict, run: Run) -> None:
     """Move every walker while it stays inside ``part`` (a snapshot's space): teleport with probability ``alpha``,
     else to a neighbor, uniform over the edges or drawn from the space by weight."""
     walk: FirstOrder = spec.params
@@ -118,7 +118,7 @@ N2V_FIELDS = (("prev", "int64", -1),)  # the vertex a walker came from (-1: none
 
 
 @step_kernel
-def advance_node2vec_dynamic(x, part, walkers: dict, spec: StepSpec, out: dict) -> None:
+def advance_node2vec_dynamic(x, part, walkers: dict, spec: StepSpec, out: dict, run: Run) -> None:
     """Move every walker while it stays inside ``part`` by node2vec's rule; those that need the neighbors of a
     previous vertex of another partition go on in a second launch with them borrowed."""
     nothing = (x.zeros(0, x.int64), x.zeros(1, x.int64), x.zeros(0, x.int64))
@@ -128,7 +128,7 @@ def advance_node2vec_dynamic(x, part, walkers: dict, spec: StepSpec, out: dict) 
     if not again_at.size:
         return
     ids = x.unique(out["prev"][again_at])  # all in other partitions: this one's lists are read in place
-    borrowed = (ids, *neighbor_lists(spec.params.graph, part.bounds, ids))
+    borrowed = borrowed_lists(run, spec.params.graph, part.bounds, ids, int(part.indices.shape[0]))
     again = {k: out[k][again_at] for k in walkers}
     rest = {k: v.copy() for k, v in again.items()}
     rest.update(flat=out["flat"], length=x.empty(again_at.size, x.int32), moved=x.empty(again_at.size, x.int8))

@@ -13,7 +13,7 @@ from .. import _rng
 from .._search import pick_edge
 from ..backend import cpu_kernel, prange
 from ..kernels import Arg, Kernel
-from ..runtime import StepSpec, step_kernel
+from ..runtime import Run, StepSpec, step_kernel
 from ._common import uniform_vertex
 
 TELEPORT = {"none": 0, "uniform": 1, "source": 2}  # the kernel's TELEPORT_NONE, _UNIFORM, _SOURCE (its defines)
@@ -32,7 +32,7 @@ class FirstOrder:
 
 
 @step_kernel
-def advance_first_order(x, part, walkers: dict, spec: StepSpec, out: dict) -> None:
+def advance_first_order(x, part, walkers: dict, spec: StepSpec, out: dict, run: Run) -> None:
     """Move every walker while it stays inside ``part``: teleport with probability ``alpha``, else to a neighbor."""
     n = walkers["walk_id"].shape[0]
     walk: FirstOrder = spec.params

@@ -13,13 +13,13 @@ import numpy as np
 from .. import _rng
 from ..backend import cpu_kernel, prange
 from ..kernels import Arg, Kernel
-from ..runtime import StepSpec, step_kernel
+from ..runtime import Run, StepSpec, step_kernel
 
 FIELDS = (("cur", "int64", "vertex"), ("degv", "int64", 0), ("state", "int8", 0))
 
 
 @step_kernel
-def advance_mh(x, part, walkers: dict, spec: StepSpec, out: dict) -> None:
+def advance_mh(x, part, walkers: dict, spec: StepSpec, out: dict, run: Run) -> None:
     n = walkers["walk_id"].shape[0]
     ADVANCE.launch(indptr=part.indptr, indices=part.indices, lo=part.lo, hi=part.hi, key=spec.key,
                    length=spec.length, n=n, walk_id=walkers["walk_id"], vertex=walkers["vertex"],

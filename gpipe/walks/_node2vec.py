@@ -17,9 +17,11 @@ edge of it by weight, both by inverse transform and with draw indices no trial
 uses. That needs t's whole neighbor list, which the query protocol cannot carry
 (one round trip per neighbor of v), so a walker whose t lives in another
 partition stops where it is (state 2) and its worker borrows t's list from t's
-partition (:func:`neighbor_lists`: one message per partition and launch) and
+partition (:func:`borrowed_lists`: one message per partition and launch) and
 launches it again; a walker needing a second answer in one step borrows the
-same way rather than travel again, so a step costs at most one round trip. On
+same way rather than travel again, so a step costs at most one round trip. The
+lists borrowed are kept for the run on that worker and passed to every launch:
+a walker whose t's list is there asks no query at all. On
 the GPU the first launch runs a kernel without the exact draw, which stops
 there too, or, for tame p and q, one without the fallback at all (its code in
 the hot loop cost 40 % of the speed); the CPU twin is the kernel with it, on
@@ -39,7 +41,7 @@ from .. import _rng
 from .._search import has_edge, lower_bound, pick_edge
 from ..backend import cpu_kernel, prange
 from ..kernels import Arg, Kernel
-from ..runtime import StepSpec, neighbor_lists, step_kernel
+from ..runtime import Run, StepSpec, borrowed_lists, step_kernel
 
 FIELDS = (("cur", "int64", "vertex"), ("prev", "int64", -1), ("cand", "int64", -1), ("trial", "int32", 0),
           ("answer", "int8", -1), ("state", "int8", 0))
@@ -67,16 +69,17 @@ class Node2Vec:
 
 
 @step_kernel
-def advance_node2vec(x, part, walkers: dict, spec: StepSpec, out: dict) -> None:
+def advance_node2vec(x, part, walkers: dict, spec: StepSpec, out: dict, run: Run) -> None:
     weighted = spec.params.weighted
     cdf = part.cdf() if weighted else x.zeros(1, x.float64)
     nothing = (x.zeros(0, x.int64), x.zeros(1, x.int64), x.zeros(0, part.indices.dtype))
-    _launch(part, cdf, spec, nothing, walkers, out["offset"], out, exact=False)
+    kept = borrowed_lists(run, spec.params.graph, part.bounds) or nothing  # t's list there: no query trip
+    _launch(part, cdf, spec, kept, walkers, out["offset"], out, exact=False)
     stopped = x.flatnonzero(out["state"] == BORROW)
     if stopped.size:
         ids = x.unique(out["prev"][stopped])
         ids = ids[(ids < part.lo) | (ids >= part.hi)]  # the kernel reads this partition's lists in place
-        borrowed = (ids, *neighbor_lists(spec.params.graph, part.bounds, ids)) if ids.size else nothing
+        borrowed = borrowed_lists(run, spec.params.graph, part.bounds, ids, part.num_edges) if ids.size else nothing
         again = {k: out[k][stopped] for k in walkers}
         again["state"][:] = 0
         rest = {k: v.copy() for k, v in again.items()}
