@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import hashlib
 import json
 import os
 import platform
+import threading
 import time
 
 import numpy as np
@@ -75,6 +77,37 @@ def rmat_record(args) -> dict:
 def seed_vertices(degrees: np.ndarray, count: int, seed: int) -> np.ndarray:
     """``count`` seeds drawn uniformly (with replacement) among the vertices with out-edges."""
     return np.random.default_rng(seed).choice(np.flatnonzero(degrees > 0), size=count)
+
+
+def _thread_stacks() -> str:
+    """Every thread's Python stack in this process (run on each worker by :func:`watchdog`)."""
+    import sys
+    import threading
+    import traceback
+
+    names = {t.ident: t.name for t in threading.enumerate()}
+    return "\n".join(f"--- thread {names.get(ident, ident)}\n" + "".join(traceback.format_stack(frame))
+                     for ident, frame in sys._current_frames().items())
+
+
+@contextlib.contextmanager
+def watchdog(client, what: str, seconds: float):
+    """Around one run: if it has not ended after ``seconds``, print every worker's thread stacks (once), so a
+    stalled run under a time limit says where it waits."""
+    done = threading.Event()
+
+    def watch():
+        if not done.wait(seconds):
+            print(f"!!! {what} still running after {seconds:g} s; the workers' stacks:", flush=True)
+            for worker, stacks in client.run(_thread_stacks).items():
+                print(f"=== worker {worker}\n{stacks}", flush=True)
+
+    thread = threading.Thread(target=watch, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        done.set()
 
 
 def write_json(path: str, report: dict) -> None:

@@ -37,7 +37,7 @@ import time
 import dask
 import numpy as np
 from _common import (H200_CEILING_STEPS_PER_S, digest, environment, kept_stats, rmat_graph, rmat_record,
-                     seed_vertices, warm_starts)
+                     seed_vertices, warm_starts, watchdog, write_json)
 from figures import draw
 
 import gpipe
@@ -63,7 +63,8 @@ def _walk(g, args, name: str, walks_per_vertex: int) -> dict:
     WALKS[name](g, args, length=2, start=warm_starts(g), seed=99).persist()  # compile
     runs, digest_of_first = [], None
     for r in range(args.repeat):
-        w = WALKS[name](g, args, length=args.length, walks_per_vertex=walks_per_vertex, seed=args.seed + r)
+        with watchdog(g.client, f"{name} x{walks_per_vertex}", args.stall_seconds):
+            w = WALKS[name](g, args, length=args.length, walks_per_vertex=walks_per_vertex, seed=args.seed + r)
         runs.append(dict(w.stats))
         if r == 0:  # the same walks wherever they ran: compared across GPU counts and modes
             digest_of_first = digest(w)
@@ -84,7 +85,8 @@ def _sampling(g, instances: int, args) -> dict:
     sampler.run(g, seeds[:8], seed=99)  # compile
     runs, digest_of_first = [], None
     for r in range(args.repeat):
-        sample = sampler.run(g, seeds, seed=args.seed + r)
+        with watchdog(g.client, f"neighbor sampling x{instances}", args.stall_seconds):
+            sample = sampler.run(g, seeds, seed=args.seed + r)
         runs.append(sample.stats)
         if r == 0:
             digest_of_first = digest(sample)
@@ -161,6 +163,8 @@ def _oom(args) -> dict:
 
 
 def _scaling(args) -> dict:
+    """The runs on each GPU count in turn; the JSON is rewritten after each graph's runs (``"complete": false``
+    until the end), so a run stopped by a time limit leaves the GPU counts it finished."""
     records, env = [], None
     for gpus in args.gpus:
         with gpipe.connect(n_workers=gpus, device=args.device, dashboard_address=":0") as client:
@@ -171,6 +175,11 @@ def _scaling(args) -> dict:
                 records += [dict(r, gpus=gpus, graph_mode=mode)
                             for r in _workloads(g, args, args.walks, args.walks_per_vertex)]
                 g.release()
+                write_json(args.out, dict(_scaling_report(env, records, args), complete=False))
+    return dict(_scaling_report(env, records, args), complete=True)
+
+
+def _scaling_report(env: dict, records: list[dict], args) -> dict:
     ratios, same = {}, {}
     first = min(args.gpus)
     for r in records:
@@ -187,10 +196,10 @@ def _scaling(args) -> dict:
                        and all(o.get(k) == r.get(k) for k in setting))
             ratios[f"{name}, {r['graph_mode']}: {r['gpus']} / {first} GPU throughput"] = r[key] / one[key]
     different = [k for k, v in same.items() if not v]
-    print("the same walks and samples on every GPU count and mode" if not different else
+    print("the same walks and samples on every GPU count and mode so far" if not different else
           f"DIFFERENT from the first run of the same seed: {different}", flush=True)
-    return {**env, "benchmark": "scaling", "records": records, "ratios": ratios, "same_outputs": same,
-            "all_same": not different}
+    return {**env, "benchmark": "scaling", "graph": rmat_record(args), "records": records, "ratios": ratios,
+            "same_outputs": same, "all_same": not different}
 
 
 def main() -> None:
@@ -214,13 +223,14 @@ def main() -> None:
     ap.add_argument("--fanout", type=int, default=2, help="neighbor sampling: neighbors per vertex (C-SAW's 2)")
     ap.add_argument("--depth", type=int, default=2, help="neighbor sampling: hops")
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--stall-seconds", type=float, default=60,
+                    help="print the workers' thread stacks when one run has taken this long")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default="scale.json")
     args = ap.parse_args()
     report = _oom(args) if args.benchmark == "oom" else _scaling(args)
     report["graph"] = rmat_record(args)
-    with open(args.out, "w") as f:
-        json.dump(report, f, indent=2)
+    write_json(args.out, report)
     figure = draw(report, os.path.splitext(args.out)[0] + ".png")
     print(f"wrote {args.out}" + (f" and {figure}" if figure else " (no figure: matplotlib is not installed)"))
     print(json.dumps(report["ratios"], indent=1))

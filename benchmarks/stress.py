@@ -48,7 +48,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import dask
 import numpy as np
-from _common import digest, environment, kept_stats, rmat_graph, rmat_record, seed_vertices, write_json
+from _common import digest, environment, kept_stats, rmat_graph, rmat_record, seed_vertices, watchdog, write_json
 
 import gpipe
 from gpipe.sampling import Sampler
@@ -56,6 +56,7 @@ from gpipe.sampling import Sampler
 WALKS = ("deepwalk", "deepwalk-weighted", "node2vec", "metropolis-hastings", "jump", "ppr", "multidimensional")
 SAMPLERS = ("neighbor", "neighbor-weighted", "forest-fire", "snowball", "layer", "random-node", "random-edge",
             "sampler-degree")
+STALL_SECONDS = 180  # a run taking longer prints the workers' thread stacks (R-MAT 24 DeepWalk x10 partitioned: 37 s)
 # Sizes left unset, by device: the CPU's for a dry run of the script on a small graph, on a 2-core machine.
 SIZES = {"gpu": {"length": 80, "instances": 20000, "frontier_instances": 1000},
          "cpu": {"length": 20, "instances": 500, "frontier_instances": 20}}
@@ -106,7 +107,8 @@ def _run(workload: tuple, g, seed: int) -> tuple[dict, str | None, str | None]:
     """The run's stats and digest, or the error that stopped it (a failed run: the suite goes on)."""
     function, kwargs = workload
     try:
-        result = function(g, seed=seed, **kwargs)
+        with watchdog(g.client, f"{getattr(function, '__name__', 'a run')} seed {seed}", STALL_SECONDS):
+            result = function(g, seed=seed, **kwargs)
         return result.stats, digest(result), None
     except Exception as exc:  # a CUDA error outside a run included: recorded, and the suite goes on
         return {}, None, f"{type(exc).__name__}: {exc}"
