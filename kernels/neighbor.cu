@@ -131,12 +131,12 @@ __global__ void gp_sample_neighbors(const long long* __restrict__ indptr, const 
         t = __shfl_sync(GP_FULL_MASK, t, 0);
         if (weighted)
             draws += gp_nbr_task(GpWeightBias{weights}, indptr, indices, replace, method, use_bitmap, num_vertices,
-                                 key, depth, fanout, step, per_vertex, lo, item, t, tasks, counters, seen, mask, edge_dst,
-                                 cdf, positive, bits, lane);
+                                 key, depth, fanout, step, per_vertex, lo, item, t, tasks, counters, seen, mask,
+                                 edge_dst, cdf, positive, bits, lane);
         else
             draws += gp_nbr_task(GpUnitBias{}, indptr, indices, replace, method, use_bitmap, num_vertices, key,
-                                 depth, fanout, step, per_vertex, lo, item, t, tasks, counters, seen, mask, edge_dst, cdf,
-                                 positive, bits, lane);
+                                 depth, fanout, step, per_vertex, lo, item, t, tasks, counters, seen, mask, edge_dst,
+                                 cdf, positive, bits, lane);
     }
     if (lane == 0 && draws > 0) atomicAdd(counters + GP_NBR_ITERATIONS, (unsigned long long)draws);
 }

@@ -97,7 +97,8 @@ SAMPLE = Kernel("neighbor.cu", "gp_sample_neighbors", twin=_sample_cpu, items="c
     Arg("seen", "u64[table_size]", out=True, note="the tasks enqueued, + 1; 0 empty"), Arg("table_size", "i64"),
     Arg("edge_dst", "i64[capacity * per_vertex]", out=True, note="slot t's picked vertices at t * per_vertex, then -1"),
     Arg("slots", "i64", note="warps with scratch"), Arg("max_degree", "i64"),
-    Arg("lo", "i64", note="the rows' first vertex (indptr[v - lo])"), Arg("cdf", "f64[]", out=True, note="weighted: every row's CDF (ROW_CDF); else the twin's scratch (max_degree)"),
+    Arg("lo", "i64", note="the rows' first vertex (indptr[v - lo])"),
+    Arg("cdf", "f64[]", out=True, note="weighted: every row's CDF (ROW_CDF); else the twin's scratch (max_degree)"),
     Arg("positive", "i64[]", note="weighted: each row's positive weights (ROW_CDF)"),
     Arg("bitmap", "u8[]", out=True, note="slots * ((max_degree + 7) / 8) with use_bitmap")))
 
@@ -190,7 +191,8 @@ def sample(x, part, instance, vertex, *, key, num_vertices: int, depth: int, fan
                   method=METHODS[method], use_bitmap=use_bitmap, num_vertices=num_vertices, key=key, depth=depth,
                   fanout=fanout, step=step, capacity=capacity, per_vertex=per_vertex, tasks=tasks, counters=counters,
                   seen=x.zeros(table_size, x.uint64), table_size=table_size, edge_dst=edge_dst, slots=slots,
-                  max_degree=width, lo=part.lo, cdf=cdf, positive=positive, bitmap=x.empty(max(1, slots * bit_width), x.uint8))
+                  max_degree=width, lo=part.lo, cdf=cdf, positive=positive,
+                  bitmap=x.empty(max(1, slots * bit_width), x.uint8))
     tail, _, iterations = (int(c) for c in counters.tolist())
     stream = tasks[:tail] // depth
     picked = x.flatnonzero(edge_dst[:tail * per_vertex] >= 0)  # the tasks' slots less their -1s
