@@ -109,6 +109,14 @@ def group_max(x, values, group):
     return out
 
 
+def free_memory(x) -> int:
+    """Bytes free now on the device of array module ``x`` (cupy: this process's current GPU; numpy: the host's
+    available memory)."""
+    if x is np:
+        return importlib.import_module("psutil").virtual_memory().available
+    return x.cuda.Device().mem_info[0]
+
+
 def ranges_within(ends: np.ndarray, most: int) -> list[slice]:
     """Consecutive ranges of items whose sizes (``ends``: their running total, on the host) add up to at most
     ``most`` each; an item larger than ``most`` is a range of its own."""

@@ -19,7 +19,7 @@ import operator
 
 import numpy as np
 
-from ..backend import cpu_kernel, group_max, prange, ranges_within, to_host
+from ..backend import cpu_kernel, free_memory, group_max, prange, ranges_within, to_host
 from ..errors import TaskError
 from ..runtime import store, worker_xp
 from ._partition import Partition
@@ -107,7 +107,7 @@ def assemble(graph_id: str, part: int, bounds: np.ndarray, keep_duplicates: bool
             weight = np.concatenate([p["weight"] for p in pieces]) if weighted else None
             indptr, dst, weight, loops = _csr_cpu(src - lo, dst, weight, hi - lo, lo, keep_duplicates)
         else:
-            most = x.cuda.Device().mem_info[0] // 4 // SORT_EDGE_BYTES  # edges sorted at once: a quarter free
+            most = free_memory(x) // 4 // SORT_EDGE_BYTES  # edges sorted at once: a quarter of the free memory
             indptr, dst, weight, loops = _csr_device(x, pieces, weighted, lo, hi, n, keep_duplicates, index_dtype,
                                                      max(1, most))
         partition = Partition(part, lo, hi, np.asarray(bounds), indptr, dst.astype(index_dtype, copy=False), weight)

@@ -17,7 +17,7 @@ import traceback
 
 import numpy as np
 
-from ..backend import segments, to_host, xp
+from ..backend import free_memory, segments, to_host, xp
 from ..errors import GpipeError, TaskError
 from . import _pieces
 from ._run import Run
@@ -96,13 +96,15 @@ def neighbor_lists(graph: tuple[str, list[str]], bounds: np.ndarray, vertices) -
     return store().neighbor_lists(graph_id, placement, bounds, vertices)
 
 
-def borrowed_lists(run: Run, graph: tuple[str, list[str]], bounds: np.ndarray, vertices=None, most: int = 0):
+def borrowed_lists(run: Run, graph: tuple[str, list[str]], bounds: np.ndarray, vertices=None,
+                   most: int | None = None):
     """For a step function: a CSR ``(ids, indptr, indices)`` of out-neighbor lists of other partitions, ``ids``
     sorted: those of ``vertices`` (sorted, unique) and of every vertex borrowed before in ``run`` on this worker
     (``vertices`` None: those alone, or None if there are none). A list is fetched once a run rather than once a
-    superstep: the lists are kept (``run.state``) while they hold at most ``most`` edges, beyond which those of
-    ``vertices`` come alone. (node2vec on R-MAT 16 in 2 partitions fetched 21 times the graph's edges a run: the
-    same hubs' lists in each of 75 supersteps.)"""
+    superstep: the lists are kept (``run.state``) while they hold at most ``most`` edges (default: as many as a
+    quarter of the memory free when they grow takes), beyond which those of ``vertices`` come alone. (node2vec on
+    R-MAT 16 in 2 partitions fetched 21 times the graph's edges a run: the same hubs' lists in each of 75
+    supersteps.)"""
     x = worker_xp()
     key = ("borrowed", graph[0])
     held = run.state.get(key)
@@ -112,6 +114,8 @@ def borrowed_lists(run: Run, graph: tuple[str, list[str]], bounds: np.ndarray, v
         missing = vertices[~x.isin(vertices, held[0])]
         if not missing.shape[0]:
             return held
+        if most is None:
+            most = free_memory(x) // 4 // held[2].dtype.itemsize
         if held[2].shape[0] >= most:  # full: these lists alone
             return (vertices, *neighbor_lists(graph, bounds, vertices))
         vertices = missing

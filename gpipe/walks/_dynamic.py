@@ -128,7 +128,7 @@ def advance_node2vec_dynamic(x, part, walkers: dict, spec: StepSpec, out: dict, 
     if not again_at.size:
         return
     ids = x.unique(out["prev"][again_at])  # all in other partitions: this one's lists are read in place
-    borrowed = borrowed_lists(run, spec.params.graph, part.bounds, ids, int(part.indices.shape[0]))
+    borrowed = borrowed_lists(run, spec.params.graph, part.bounds, ids)
     again = {k: out[k][again_at] for k in walkers}
     rest = {k: v.copy() for k, v in again.items()}
     rest.update(flat=out["flat"], length=x.empty(again_at.size, x.int32), moved=x.empty(again_at.size, x.int8))

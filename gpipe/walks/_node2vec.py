@@ -79,7 +79,7 @@ def advance_node2vec(x, part, walkers: dict, spec: StepSpec, out: dict, run: Run
     if stopped.size:
         ids = x.unique(out["prev"][stopped])
         ids = ids[(ids < part.lo) | (ids >= part.hi)]  # the kernel reads this partition's lists in place
-        borrowed = borrowed_lists(run, spec.params.graph, part.bounds, ids, part.num_edges) if ids.size else nothing
+        borrowed = borrowed_lists(run, spec.params.graph, part.bounds, ids) if ids.size else nothing
         again = {k: out[k][stopped] for k in walkers}
         again["state"][:] = 0
         rest = {k: v.copy() for k, v in again.items()}
