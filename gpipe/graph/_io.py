@@ -273,7 +273,11 @@ def _check_weights(values: pd.Series, name: str) -> None:
 
 def _unique_ids(chunk: pd.DataFrame, src: str, dst: str) -> np.ndarray:
     values = np.concatenate([chunk[src].to_numpy(), chunk[dst].to_numpy()])
-    if values.dtype.kind not in "iu" and pd.isna(values).any():
+    if values.dtype.kind in "iu":
+        marked = _marked(values.astype(np.int64))
+        if marked is not None:
+            return marked
+    elif pd.isna(values).any():
         raise GpipeValueError(f"'src'/'dst' columns must not hold missing ids, got {int(pd.isna(values).sum())}")
     return pd.unique(values)
 
@@ -288,14 +292,37 @@ def _merged_on_workers(client, uniques: list):
 
 
 def _merge_ids(*uniques: np.ndarray) -> np.ndarray:
-    """Sorted unique ids of the whole graph: int64, or an object array of strings."""
+    """Sorted unique ids of the whole graph: int64, or an object array of strings. Integer ids within a range a
+    few times their count are marked in a bitmap of the range rather than sorted (8 M edges of R-MAT-like
+    ids: 7.1 s of merging on 2 cores)."""
     if all(u.dtype.kind in "iu" for u in uniques):
-        return np.unique(np.concatenate(uniques).astype(np.int64))
+        values = np.concatenate(uniques).astype(np.int64)
+        marked = _marked(values)
+        return np.unique(values) if marked is None else marked
     merged = pd.unique(np.concatenate([u.astype(object) for u in uniques]))
     kind = pd.api.types.infer_dtype(merged, skipna=False)
     if kind != "string":
         raise GpipeValueError(f"'src'/'dst' ids must be all integers or all strings, got {kind} ids")
     return np.sort(merged)
+
+
+def _marked(values: np.ndarray) -> np.ndarray | None:
+    """The sorted distinct values of integer ``values`` marked in a bitmap of their range, or None when the range
+    is too wide for one (see :func:`_small_range`)."""
+    if not values.size:
+        return values.astype(np.int64)
+    lo, hi = int(values.min()), int(values.max())
+    if not _small_range(lo, hi, values.size):
+        return None
+    seen = np.zeros(hi - lo + 1, bool)
+    seen[values - lo] = True
+    return np.flatnonzero(seen) + lo
+
+
+def _small_range(lo: int, hi: int, count: int) -> bool:
+    """Whether integer ids ``lo .. hi`` are few enough to index an array by (a bitmap, a lookup table) for
+    ``count`` of them."""
+    return hi - lo < 4 * count + (1 << 20)
 
 
 def _id_range(ids: np.ndarray) -> tuple:
@@ -329,6 +356,11 @@ def _numbering(size: int, integer: bool, first, last, renumber: bool | None, num
 def _to_dense(chunk: pd.DataFrame, src: str, dst: str, weight: str | None, id_map) -> dict:
     if id_map is None:
         out = {"src": chunk[src].to_numpy(np.int64), "dst": chunk[dst].to_numpy(np.int64)}
+    elif id_map.dtype.kind in "iu" and id_map.size and _small_range(int(id_map[0]), int(id_map[-1]), id_map.size):
+        lo = int(id_map[0])  # sorted: a lookup table over the ids' range
+        table = np.empty(int(id_map[-1]) - lo + 1, np.int64)
+        table[id_map - lo] = np.arange(id_map.size, dtype=np.int64)
+        out = {"src": table[chunk[src].to_numpy(np.int64) - lo], "dst": table[chunk[dst].to_numpy(np.int64) - lo]}
     else:
         index = pd.Index(id_map)
         out = {"src": index.get_indexer(chunk[src].to_numpy()).astype(np.int64),
