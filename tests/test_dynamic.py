@@ -50,11 +50,12 @@ def apply_in_batches(space, log, batch: int) -> None:
 
 
 @pytest.mark.parametrize("float_biases, length", [(False, 1000), (False, 10_000), (True, 1000), (True, 10_000)])
-def test_implied_probabilities_and_sorted_adjacency_are_those_of_the_resulting_multiset(float_biases, length):
+@pytest.mark.parametrize("batch", [37, 333])  # a vertex's deletes and updates found by a scan, and by a search
+def test_implied_probabilities_and_sorted_adjacency_are_those_of_the_resulting_multiset(float_biases, length, batch):
     rng = np.random.default_rng(length + float_biases)
     log, edges = random_log(rng, 12, length, float_biases)
     space = SamplingSpace(4, scale=10.0 if float_biases else 1.0)
-    apply_in_batches(space, log, batch=333)
+    apply_in_batches(space, log, batch=batch)
     assert space.num_vertices == max(v for _, v, _, _ in log) + 1
     groups = [space.groups(v) for v in range(space.num_vertices)]
     assert any((g["group_bit"] == DECIMAL).any() for g in groups) == float_biases

@@ -40,6 +40,7 @@ import numpy as np
 
 from .. import _rng, config
 from .._validate import check_array, check_int, check_probability
+from .._search import lower_bound
 from ..backend import cpu_kernel, cpu_threads, device_of, prange, resolve, segments, xp
 from ..errors import GpipeValueError
 from ..kernels import Arg, Kernel
@@ -50,6 +51,7 @@ KINDS = {"one": 0, "dense": 1, "listed": 2}  # group_kind (the kernel's GROUP_ON
 _ONE, _DENSE, _LISTED = KINDS["one"], KINDS["dense"], KINDS["listed"]
 OPS = {"insert": 0, "delete": 1, "update": 2}
 _INSERT, _DELETE = OPS["insert"], OPS["delete"]
+LINEAR_MATCHES = 8  # a vertex with at most this many deletes and updates in a batch scans its edges for each
 
 
 @cpu_kernel()
@@ -247,7 +249,8 @@ def _replay(op_start, order, codes, dst, weight, old_start, old_degree, old_dst,
     """Each touched vertex ``i``'s updates in log order, on a copy of its edges (``old_degree[i]`` of them from slot
     ``old_start[i]`` of the pool) in ``slot_start[i] ..`` (room for its inserts): an insert appends, a delete clears
     the earliest live copy, an update re-weights every live copy. ``failed[i]`` is the position of the vertex's
-    first delete or update of an edge it lacks (-1: none)."""
+    first delete or update of an edge it lacks (-1: none). A vertex with more than ``LINEAR_MATCHES`` deletes and
+    updates finds their copies in its edges sorted by destination (:func:`_replay_sorted`), not by a scan each."""
     for i in prange(op_start.shape[0] - 1):
         base = slot_start[i]
         end = base
@@ -256,6 +259,13 @@ def _replay(op_start, order, codes, dst, weight, old_start, old_degree, old_dst,
             out_weight[end] = old_weight[e]
             alive[end] = True
             end += 1
+        matches = 0
+        for q in range(op_start[i], op_start[i + 1]):
+            matches += codes[order[q]] != _INSERT
+        if matches > LINEAR_MATCHES:
+            failed[i] = _replay_sorted(op_start[i], op_start[i + 1], order, codes, dst, weight, base, end, out_dst,
+                                       out_weight, alive)
+            continue
         for q in range(op_start[i], op_start[i + 1]):
             p = order[q]
             u = dst[p]
@@ -276,6 +286,51 @@ def _replay(op_start, order, codes, dst, weight, old_start, old_degree, old_dst,
             if not found:
                 failed[i] = p
                 break
+
+
+@cpu_kernel()
+def _replay_sorted(first, last, order, codes, dst, weight, base, end, out_dst, out_weight, alive):
+    """:func:`_replay` of one vertex's updates ``order[first:last]`` whose held edges are ``base .. end - 1``: its
+    inserts appended first (in log order, each stamped with its position q), then each delete and update finds
+    its edge's copies in them sorted by destination, a copy's order its age, through a binary search: a delete
+    takes the first copy not yet taken (the earliest live one, a queue per edge), an update re-weights those from
+    there on that were there before it. Returns the position of the first that found no live copy (-1: none)."""
+    held = end - base
+    for q in range(first, last):
+        if codes[order[q]] == _INSERT:
+            end += 1
+    n = end - base
+    stamp = np.full(n, -1, np.int64)  # held copies: before every update of the batch
+    end = base + held
+    for q in range(first, last):
+        p = order[q]
+        if codes[p] == _INSERT:
+            out_dst[end] = dst[p]
+            out_weight[end] = weight[p]
+            alive[end] = True
+            stamp[end - base] = q
+            end += 1
+    by = np.argsort(out_dst[base:end], kind="mergesort")  # stable: a destination's copies oldest first
+    ordered = out_dst[base:end][by]
+    head = np.full(n, -1, np.int64)  # at an edge's first copy: its first copy not taken (-1: that one)
+    for q in range(first, last):
+        p = order[q]
+        if codes[p] == _INSERT:
+            continue
+        u = dst[p]
+        g = lower_bound(ordered, 0, n, u)
+        h = g if g == n or head[g] < 0 else head[g]
+        if h == n or ordered[h] != u or stamp[by[h]] > q:  # none live now
+            return p
+        if codes[p] == _DELETE:
+            alive[base + by[h]] = False
+            head[g] = h + 1
+        else:
+            k = h
+            while k < n and ordered[k] == u and stamp[by[k]] < q:
+                out_weight[base + by[k]] = weight[p]
+                k += 1
+    return -1
 
 
 @dataclass(frozen=True)
