@@ -435,7 +435,8 @@ def test_integer_edge_lists_parse_on_every_core_as_the_c_parser_reads_them(tmp_p
     assert taken
 
 
-@pytest.mark.parametrize("text", ["1  2\n3 4\n", "1\t2\n3\tx\n", "1\t2\n3\t\n", "1\t2\t-1\n", "1\t2\t\n"])
+@pytest.mark.parametrize("text", ["1  2\n3 4\n", "1\t2\n3\tx\n", "1\t2\n3\t\n", "1\t2\t-1\n", "1\t2\t\n",
+                                  '"1"\t2\n3\t4\n', "1\tNA\n"])
 def test_edge_lists_pyarrow_cannot_read_as_given_go_to_the_c_parser(tmp_path, text):
     from gpipe.graph._readers import _snap_arrow, plan_table
 

@@ -400,7 +400,8 @@ def _snap_arrow(plan: TablePlan, piece: Piece, strings: bool) -> pd.DataFrame | 
     types = {name: pa.float64() if name == "2" else pa.int64() for name in keep}
     try:
         table = pacsv.read_csv(pa.py_buffer(data), read_options=pacsv.ReadOptions(column_names=names),
-                               parse_options=pacsv.ParseOptions(delimiter="\t" if b"\t" in first else " "),
+                               parse_options=pacsv.ParseOptions(delimiter="\t" if b"\t" in first else " ",
+                                                                quote_char=False),  # as the C parser: no quoting
                                convert_options=pacsv.ConvertOptions(column_types=types, include_columns=keep))
     except pa.ArrowException:
         return None
