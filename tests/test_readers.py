@@ -417,12 +417,12 @@ def test_missing_file(tmp_path):
     "\ufeff1\t2\r\n3\t4\r\n% a comment\r\n5\t6\r\n",
     "1\t2\t0.5\n3\t4\t2\n4\t1\t1e-3\n",
 ])
-@pytest.mark.parametrize("piece_bytes", [None, 8])
-def test_integer_edge_lists_parse_on_every_core_as_the_c_parser_reads_them(tmp_path, text, piece_bytes):
+@pytest.mark.parametrize("piece_bytes, suffix", [(None, ""), (8, ""), (None, ".gz")])
+def test_integer_edge_lists_parse_on_every_core_as_the_c_parser_reads_them(tmp_path, text, piece_bytes, suffix):
     from gpipe.graph._readers import _snap_arrow, _snap_fast, plan_table
 
-    path = tmp_path / "g.el"
-    path.write_bytes(text.encode())
+    path = tmp_path / f"g.el{suffix}"
+    path.write_bytes(gzip.compress(text.encode()) if suffix else text.encode())
     plan = plan_table(path, piece_bytes=piece_bytes)
     taken = 0
     for piece in plan.pieces:
