@@ -295,13 +295,10 @@ def _replay_sorted(first, last, order, codes, dst, weight, base, end, out_dst, o
     its edge's copies in them sorted by destination, a copy's order its age, through a binary search: a delete
     takes the first copy not yet taken (the earliest live one, a queue per edge), an update re-weights those from
     there on that were there before it. Returns the position of the first that found no live copy (-1: none)."""
-    held = end - base
-    for q in range(first, last):
-        if codes[order[q]] == _INSERT:
-            end += 1
     n = end - base
+    for q in range(first, last):
+        n += codes[order[q]] == _INSERT
     stamp = np.full(n, -1, np.int64)  # held copies: before every update of the batch
-    end = base + held
     for q in range(first, last):
         p = order[q]
         if codes[p] == _INSERT:

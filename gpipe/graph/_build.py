@@ -226,8 +226,7 @@ def _csr_device(x, pieces, weighted: bool, lo: int, hi: int, n: int, keep_duplic
     kept, indices, weights, loops = [], [], [], 0
     for r in ranges:
         a, b = lo + r.start, lo + r.stop
-        taken = [p if len(ranges) == 1 else {k: v[(p["src"] >= a) & (p["src"] < b)] for k, v in p.items()}
-                 for p in pieces]
+        taken = pieces if len(ranges) == 1 else [_rows_in(p, a, b) for p in pieces]
         src, dst = (x.concatenate([p[k] for p in taken]) if taken else x.zeros(0, x.int64) for k in ("src", "dst"))
         weight = x.concatenate([p["weight"] for p in taken]) if weighted else None
         src, dst, weight = _sort_edges(x, src, dst, weight, a, b, n)
@@ -245,6 +244,12 @@ def _csr_device(x, pieces, weighted: bool, lo: int, hi: int, n: int, keep_duplic
     indptr = x.zeros(rows + 1, dtype=x.int64)
     x.cumsum(x.concatenate(kept), out=indptr[1:])
     return indptr, x.concatenate(indices), x.concatenate(weights) if weighted else None, loops
+
+
+def _rows_in(piece: dict, a: int, b: int) -> dict:
+    """The edges of ``piece`` whose source is in ``a .. b - 1``."""
+    inside = (piece["src"] >= a) & (piece["src"] < b)
+    return {k: v[inside] for k, v in piece.items()}
 
 
 def _sort_edges(x, src, dst, weight, lo: int, hi: int, n: int):

@@ -123,7 +123,8 @@ def advance_node2vec_dynamic(x, part, walkers: dict, spec: StepSpec, out: dict, 
     previous vertex of another partition go on in a second launch with them borrowed."""
     nothing = (x.zeros(0, x.int64), x.zeros(1, x.int64), x.zeros(0, x.int64))
     stopped = x.zeros(walkers["walk_id"].shape[0], x.int8)
-    _launch_node2vec(part, spec, nothing, walkers, out["offset"], out, stopped)
+    kept = borrowed_lists(run, spec.params.graph, part.bounds) or nothing  # t's list there: no stop for it
+    _launch_node2vec(part, spec, kept, walkers, out["offset"], out, stopped)
     again_at = x.flatnonzero(stopped)
     if not again_at.size:
         return
