@@ -5,8 +5,16 @@ ready to walk, on an R-MAT graph split as Bingo splits it (a mixed log: insertio
 
 Each update is applied both ways (the graph is undirected). ``single``: ``--single`` updates, one ``apply`` each;
 then each size of ``--batches`` as ``--repeat`` batches of that size. The ``SamplingSpace`` rows time the same on
-one space without a cluster (the commit's own cost, without the round trips). With ``--out``, the JSON and its
-figure (``benchmarks/figures.py``).
+one space without a cluster (the commit's own cost, without the round trips). ``--space-batches``: one space on
+``--device`` holding the initial graph whole (both ways), then batches of those sizes from a mixed log of their own
+(each update both ways), timed from the checked batch in host memory, as it reaches a worker, to the space ready to
+walk (``apply_batch``, the device synchronized); ``space_batch_<size>_apply_seconds`` adds the batch's
+checks (``apply``). Bingo's 10^7-update batches need R-MAT 20 (R-MAT 18 has 3.7 M distinct edges):
+
+    python benchmarks/dynamic_updates.py --device gpu --scale 20 --single 100 --batches 100000 \
+        --space-batches 1000000 10000000 --space-repeat 1 --out dynamic_updates_rmat20_h200.json
+
+With ``--out``, the JSON and its figure (``benchmarks/figures.py``).
 """
 
 from __future__ import annotations
@@ -21,13 +29,55 @@ from _common import environment
 from figures import draw
 
 import gpipe
+from gpipe.backend import xp
 from gpipe.dynamic import UPDATE_COLUMNS, DynamicGraph, SamplingSpace, update_log
+from gpipe.dynamic._space import Batch, check_batch
 
 
 def _rate(updates: int, call) -> float:
     started = time.perf_counter()
     call()
     return updates / (time.perf_counter() - started)
+
+
+def _both_ways(op, src, dst, weight) -> tuple:
+    """Each update, then its reverse (an undirected graph's)."""
+    return (None if op is None else np.repeat(op, 2), np.stack([src, dst], 1).ravel(), np.stack([dst, src], 1).ravel(), np.repeat(weight, 2))
+
+
+def _space_batches(edges, n: int, args) -> dict:
+    """Batches of ``--space-batches`` updates on one space on ``--device``: seconds from the checked batch to the
+    space ready to walk, and of the whole ``apply``."""
+    x = xp(args.device)
+    count = args.space_repeat * sum(args.space_batches)
+    initial, log = update_log(edges, count, "mixed", args.seed + 1)
+    space = SamplingSpace(n, device=args.device)
+    _, src, dst, weight = _both_ways(None, initial.src.to_numpy(), initial.dst.to_numpy(), initial.weight.to_numpy())
+    space.apply_batch(Batch.inserts(src.astype(np.int64), dst.astype(np.int64), weight.astype(np.float64)))
+    columns = [log[c].to_numpy() for c in UPDATE_COLUMNS]
+    out, at = {"space_initial_edges": int(space.num_edges)}, 0
+    for size in args.space_batches:
+        seconds, checked = [], []
+        for _ in range(args.space_repeat):
+            updates = _both_ways(*(c[at:at + size] for c in columns))
+            started = time.perf_counter()
+            batch = check_batch(*updates)
+            checking = time.perf_counter() - started
+            x.cuda.Device().synchronize() if x is not np else None
+            started = time.perf_counter()
+            space.apply_batch(batch)
+            x.cuda.Device().synchronize() if x is not np else None
+            seconds.append(time.perf_counter() - started)
+            checked.append(seconds[-1] + checking)
+            at += size
+        best = int(np.argmin(seconds))
+        out[f"space_batch_{size}_seconds"] = seconds[best]
+        out[f"space_batch_{size}_apply_seconds"] = checked[best]
+        out[f"space_batch_{size}_updates_per_second"] = size / seconds[best]
+        print(f"space batch of {size:,} updates (each both ways) on {args.device}: {seconds[best]:.4f} s "
+              f"= {size / seconds[best] / 1e6:.1f} M updates/s ({checked[best]:.3f} s with the checks)", flush=True)
+    out["space_bytes_per_edge"] = space.nbytes / space.num_edges
+    return out
 
 
 def main() -> None:
@@ -40,6 +90,8 @@ def main() -> None:
     ap.add_argument("--single", type=int, default=300)
     ap.add_argument("--batches", type=int, nargs="+", default=[10_000, 100_000])
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--space-batches", type=int, nargs="*", default=[])
+    ap.add_argument("--space-repeat", type=int, default=3)
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
     with gpipe.connect(n_workers=1, device=args.device, dashboard_address=":0") as client, client.as_current():
@@ -80,6 +132,8 @@ def main() -> None:
         for s, d in ins.T:
             space.apply(["insert"], [s], [d], [2.0])
         record["space_single_updates_per_second"] = args.single / (time.perf_counter() - started)
+        if args.space_batches:
+            record.update(_space_batches(edges, n, args))
     print(json.dumps(record, indent=1))
     if args.out:
         with open(args.out, "w") as f:

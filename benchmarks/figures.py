@@ -244,7 +244,9 @@ def _dynamic_updates(plt, report: dict):
     rates = {"single updates, through the cluster": report["single_updates_per_second"],
              "single updates, one space (no cluster)": report["space_single_updates_per_second"],
              **{f"batches of {int(k.split('_')[1]):,}": v for k, v in report.items()
-                if k.startswith("batch_") and k.endswith("_updates_per_second")}}
+                if k.startswith("batch_") and k.endswith("_updates_per_second")},
+             **{f"batches of {int(k.split('_')[2]):,}, one space (from the checked batch)": v
+                for k, v in report.items() if k.startswith("space_batch_") and k.endswith("_updates_per_second")}}
     fig, ax = plt.subplots(figsize=(9, 0.5 * len(rates) + 1.6), constrained_layout=True)
     bars = ax.barh(range(len(rates)), list(rates.values()))
     ax.bar_label(bars, [_si(v) for v in rates.values()], padding=3, fontsize=8)

@@ -242,8 +242,12 @@ def _from_partition(graph_id: str, part: int, dynamic_id: str, scale: float) -> 
     p = partitions.get(graph_id, part)
     indptr, dst = to_host(p.indptr), to_host(p.indices).astype(np.int64)
     weight = np.ones(len(dst)) if p.weights is None else to_host(p.weights).astype(np.float64)
+    if not (np.isfinite(weight) & (weight > 0)).all():
+        bad = weight[~(np.isfinite(weight) & (weight > 0))][0]
+        raise GpipeValueError(f"'g': the biases of a dynamic graph are its edge weights, which must be positive and "
+                              f"finite; partition {part} holds a weight of {bad}")
     space = SamplingSpace(p.hi - p.lo, device=partitions.device, scale=scale)
-    space.apply(np.full(len(dst), "insert"), np.repeat(np.arange(p.hi - p.lo), np.diff(indptr)), dst, weight)
+    space.apply_batch(Batch.inserts(np.repeat(np.arange(p.hi - p.lo, dtype=np.int64), np.diff(indptr)), dst, weight))
     partitions.put(dynamic_id, part, space)
     return len(dst)
 

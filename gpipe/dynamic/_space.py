@@ -37,13 +37,23 @@ import weakref
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 
 from .. import _rng, config
-from .._validate import check_array, check_int, check_probability
 from .._search import lower_bound
-from ..backend import cpu_kernel, cpu_threads, device_of, prange, resolve, segments, xp
+from .._validate import check_array, check_int, check_probability
+from ..backend import (
+    cpu_kernel,
+    cpu_threads,
+    device_of,
+    prange,
+    resolve,
+    segments,
+    to_host,
+    xp,
+)
 from ..errors import GpipeValueError
-from ..kernels import Arg, Kernel
+from ..kernels import TYPES, Arg, Kernel
 
 MAX_GROUPS = 64  # 63 radix bits of an int64 integer part, and the decimal group
 DECIMAL = -1  # the decimal group's bit
@@ -51,7 +61,13 @@ KINDS = {"one": 0, "dense": 1, "listed": 2}  # group_kind (the kernel's GROUP_ON
 _ONE, _DENSE, _LISTED = KINDS["one"], KINDS["dense"], KINDS["listed"]
 OPS = {"insert": 0, "delete": 1, "update": 2}
 _INSERT, _DELETE = OPS["insert"], OPS["delete"]
+_HELD = 3  # in a batch's play on the device: a copy of an edge the vertex held before the batch
 LINEAR_MATCHES = 8  # a vertex with at most this many deletes and updates in a batch scans its edges for each
+_EDGE_FIELDS = {"dst": np.int64, "weight": np.float64, "units": np.int64, "frac": np.float64, "adjacency": np.int64}
+_GROUP_FIELDS = {"group_kind": np.int8, "group_bit": np.int32, "group_start": np.int64, "group_size": np.int64,
+                 "alias_prob": np.float64, "alias_other": np.int32}  # a row a group
+_TABLES = ("edge_start", "degree", "member_start", "member_count", "group_row", "group_count",  # a row a vertex
+           "born")  # the commit that wrote the vertex's blocks
 
 
 @cpu_kernel()
@@ -100,9 +116,10 @@ def _in_group(units, frac, e, bit):
 @cpu_kernel()
 def _group_sizes(units, frac, a, d):
     """The size of each group of the edges ``a .. a+d-1`` (bit k at k, the decimal group at ``MAX_GROUPS - 1``)
-    and the sum of their decimal parts."""
+    and the sum of their decimal parts, in the order of a warp's sum (``gp_group_sizes`` in ``kernels/space.cu``):
+    lane ``l`` sums the edges ``l, l + 32, ..`` in turn, then the lanes' sums are halved pairwise."""
     sizes = np.zeros(MAX_GROUPS, np.int64)
-    decimal = 0.0
+    partial = np.zeros(32, np.float64)
     for j in range(d):
         u = units[a + j]
         for k in range(MAX_GROUPS - 1):
@@ -110,8 +127,13 @@ def _group_sizes(units, frac, a, d):
                 sizes[k] += 1
         if frac[a + j] > 0.0:
             sizes[MAX_GROUPS - 1] += 1
-            decimal += frac[a + j]
-    return sizes, decimal
+            partial[j % 32] += frac[a + j]
+    half = 16
+    while half > 0:
+        for lane in range(half):
+            partial[lane] = partial[lane] + partial[lane + half]
+        half //= 2
+    return sizes, partial[0]
 
 
 @cpu_kernel()
@@ -122,17 +144,38 @@ def _kind(size, d, dense_fraction):
 
 
 @cpu_kernel(parallel=True)
-def _sorted_rows(indptr, values, out):
+def _sorted_rows_cpu(indptr, values, out):
     """Each row ``values[indptr[i] .. indptr[i+1]-1]`` sorted into the same range of ``out``, rows in parallel."""
     for i in prange(indptr.shape[0] - 1):
         out[indptr[i]:indptr[i + 1]] = np.sort(values[indptr[i]:indptr[i + 1]])
 
 
+def _sorted_rows(x, indptr, values):
+    """Each row ``values[indptr[i] .. indptr[i+1]-1]`` sorted in place of it (arrays of ``x``)."""
+    if x is np:
+        out = np.empty_like(values)
+        _sorted_rows_cpu(indptr, values, out)
+        return out
+    return values[_pair_order(x, segments(x, x.diff(indptr))[0], values)]
+
+
+def _pair_order(x, first, second):
+    """The stable order sorting the pairs ``(first[i], second[i])`` (non-negative int64 arrays of ``x``): one sort
+    of a combined key where it fits in 63 bits, else two stable sorts."""
+    if not first.shape[0]:
+        return x.zeros(0, np.int64)
+    span = int(second.max()) + 1
+    if int(first.max()) < (1 << 62) // span:
+        return x.argsort(first * span + second, kind="stable")
+    order = x.argsort(second, kind="stable")
+    return order[x.argsort(first[order], kind="stable")]
+
+
 @cpu_kernel(parallel=True)
-def _count_groups(indptr, units, frac, dense_fraction, groups, listed):
-    """How many groups each vertex ``i`` (edges ``indptr[i] .. indptr[i+1]-1``) has, and how many members it lists
-    (those of its ``LISTED`` groups), into ``groups[i]`` and ``listed[i]``."""
-    for i in prange(indptr.shape[0] - 1):
+def _count_groups(indptr, units, frac, dense_fraction, n, groups, listed):
+    """How many groups each vertex ``i < n`` (edges ``indptr[i] .. indptr[i+1]-1``) has, and how many members it
+    lists (those of its ``LISTED`` groups), into ``groups[i]`` and ``listed[i]``."""
+    for i in prange(n):
         a = indptr[i]
         d = indptr[i + 1] - a
         sizes, _ = _group_sizes(units, frac, a, d)
@@ -145,11 +188,12 @@ def _count_groups(indptr, units, frac, dense_fraction, groups, listed):
 
 
 @cpu_kernel(parallel=True)
-def _build(indptr, units, frac, dense_fraction, member_start, members, group_row, group_kind, group_bit, group_start,
-           group_size, alias_prob, alias_other):
-    """The groups, members and alias table of each vertex ``i`` (edges ``indptr[i] .. indptr[i+1]-1`` of ``units``
-    and ``frac``), into its blocks: the member pool from ``member_start[i]``, the group pool from ``group_row[i]``."""
-    for i in prange(indptr.shape[0] - 1):
+def _build(indptr, units, frac, dense_fraction, n, member_start, members, group_row, group_kind, group_bit,
+           group_start, group_size, alias_prob, alias_other):
+    """The groups, members and alias table of each vertex ``i < n`` (edges ``indptr[i] .. indptr[i+1]-1`` of
+    ``units`` and ``frac``), into its blocks: the member pool from ``member_start[i]``, the group pool from
+    ``group_row[i]``."""
+    for i in prange(n):
         a = indptr[i]
         d = indptr[i + 1] - a
         sizes, decimal = _group_sizes(units, frac, a, d)
@@ -330,6 +374,53 @@ def _replay_sorted(first, last, order, codes, dst, weight, base, end, out_dst, o
     return -1
 
 
+@cpu_kernel(parallel=True)
+def _play_cpu(n, seg_start, kind, position, weight, alive, failed):
+    """Each run ``s < n`` of one edge's elements ``seg_start[s] .. seg_start[s+1]-1``, in time order (the copies its
+    vertex held, then the batch's updates of the edge in log order), played as a queue: a copy (``HELD`` or an
+    insert) joins the back, a delete takes the front, an update re-weights every copy in it. ``alive[j]``: element
+    ``j`` is a copy that survives; ``failed[s]``: the batch position of the run's first delete or update that found
+    no copy (-1: none)."""
+    for s in prange(n):
+        head = seg_start[s]
+        failed[s] = -1
+        for j in range(seg_start[s], seg_start[s + 1]):
+            k = kind[j]
+            copy = k == _INSERT or k == _HELD
+            alive[j] = copy
+            if copy:
+                continue
+            while head < j and not (kind[head] == _INSERT or kind[head] == _HELD):
+                head += 1
+            if head == j:
+                failed[s] = position[j]
+                break
+            if k == _DELETE:
+                alive[head] = False
+                head += 1
+            else:
+                for m in range(head, j):
+                    if kind[m] == _INSERT or kind[m] == _HELD:
+                        weight[m] = weight[j]
+
+
+_APPLY_DEFINES = {"MAX_GROUPS": MAX_GROUPS, "DECIMAL_GROUP": DECIMAL, "OP_HELD": _HELD,
+                  **{f"OP_{k.upper()}": v for k, v in OPS.items()},
+                  **{f"GROUP_{k.upper()}": v for k, v in KINDS.items()}}  # of kernels/space.cu
+_TYPE_NAMES = {np.dtype(numpy_name): name for name, (numpy_name, _) in TYPES.items()}
+_REBUILT = (Arg("indptr", "i64[]", note="each touched vertex's edges"), Arg("units", "i64[]"), Arg("frac", "f64[]"),
+            Arg("dense_fraction", "f64"), Arg("n", "i64"))
+PLAY = Kernel("space.cu", "gp_space_play", twin=_play_cpu, items="n", defines=_APPLY_DEFINES, args=(
+    Arg("n", "i64"), Arg("seg_start", "i64[n+1]", note="runs of one edge's elements"),
+    Arg("kind", "i8[]", note="an op's code, or HELD"), Arg("position", "i64[]", note="an update's in the batch"),
+    Arg("weight", "f64[]", out=True), Arg("alive", "u8[]", out=True), Arg("failed", "i64[n]", out=True)))
+COUNT = Kernel("space.cu", "gp_space_count", twin=_count_groups, items="n", lanes=32, defines=_APPLY_DEFINES, args=(
+    *_REBUILT, Arg("groups", "i64[n]", out=True), Arg("listed", "i64[n]", out=True)))
+BUILD = Kernel("space.cu", "gp_space_build", twin=_build, items="n", lanes=32, defines=_APPLY_DEFINES, args=(
+    *_REBUILT, Arg("member_start", "i64[n]"), Arg("members", "i64[]", out=True), Arg("group_row", "i64[n]"),
+    *(Arg(name, f"{_TYPE_NAMES[np.dtype(dtype)]}[]", out=True) for name, dtype in _GROUP_FIELDS.items())))
+
+
 @dataclass(frozen=True)
 class SpaceView:
     """One committed version (``version``) of a :class:`SamplingSpace`, read by runs as partition ``part`` of a
@@ -369,9 +460,9 @@ class SpaceView:
         return length, self.adjacency[start[row] + edge - (ends[row] - length[row])]
 
 
-def _slots(start: np.ndarray, count: np.ndarray) -> np.ndarray:
-    """The slots ``start[i] .. start[i] + count[i] - 1`` of every block, in order."""
-    segment, position = segments(np, count)
+def _slots(x, start, count):
+    """The slots ``start[i] .. start[i] + count[i] - 1`` of every block, in order (arrays of ``x``)."""
+    segment, position = segments(x, count)
     return start[segment] + position
 
 
@@ -385,15 +476,14 @@ def _size_class(sizes: np.ndarray) -> np.ndarray:
 
 
 class _Pool:
-    """Arrays (``fields``: name -> dtype) holding blocks of power-of-two capacity, on the host and mirrored on
-    ``device``: blocks are taken from the free ones of their size class, else from the end, the arrays growing by
-    doubling into new ones (those an earlier version holds stay as they were). A block given back is ``retire`` d with
-    the versions that read it, and reused once no view of those is pinned (``reclaim``)."""
+    """Arrays (``fields``: name -> dtype) on ``device`` holding blocks of power-of-two capacity: blocks are taken
+    from the free ones of their size class, else from the end, the arrays growing by doubling into new ones (those
+    an earlier version holds stay as they were). A block given back is ``retire`` d with the versions that read it,
+    and reused once no view of those is pinned (``reclaim``). The bookkeeping of blocks is on the host."""
 
     def __init__(self, device: str, fields: dict):
         self.device = device
-        self.host = {name: np.zeros(0, dtype) for name, dtype in fields.items()}
-        self.mirror = {name: xp(device).asarray(a) for name, a in self.host.items()}
+        self.arrays = {name: xp(device).zeros(0, dtype) for name, dtype in fields.items()}
         self.top = 0  # slots ever handed out
         self.free: dict[int, np.ndarray] = {}  # size class -> free blocks' starts
         self.retired: list[tuple] = []  # (version that left them, starts, classes, versions that wrote them)
@@ -415,20 +505,14 @@ class _Pool:
         return starts
 
     def _reserve(self, slots: int) -> None:
-        size = next(iter(self.host.values())).shape[0]
+        size = next(iter(self.arrays.values())).shape[0]
         if slots <= size:
             return
         size = max(slots, 2 * size, 64)
         x = xp(self.device)
-        for name, old in self.host.items():
-            self.host[name] = np.zeros(size, old.dtype)
-            self.host[name][:old.shape[0]] = old
-            if self.device == "cpu":
-                self.mirror[name] = self.host[name]
-            else:
-                mirrored = x.zeros(size, old.dtype)
-                mirrored[:old.shape[0]] = self.mirror[name]
-                self.mirror[name] = mirrored
+        for name, old in self.arrays.items():
+            self.arrays[name] = x.zeros(size, old.dtype)
+            self.arrays[name][:old.shape[0]] = old
 
     def retire(self, version: int, starts: np.ndarray, sizes: np.ndarray, born: np.ndarray) -> None:
         """Give back the blocks at ``starts`` (of ``sizes``), written by the commits ``born`` and left by commit
@@ -450,17 +534,9 @@ class _Pool:
                 still.append((version, starts[~free], classes[~free], born[~free]))
         self.retired = still
 
-    def sync(self, slots: np.ndarray) -> None:
-        """Copy ``slots`` of every array to the device (a new block's, which no pinned version reads)."""
-        if self.device != "cpu" and slots.shape[0]:
-            x = xp(self.device)
-            at = x.asarray(slots)
-            for name, host in self.host.items():
-                self.mirror[name][at] = x.asarray(host[slots])
-
     @property
     def nbytes(self) -> int:
-        return sum(self.top * a.itemsize for a in self.host.values())
+        return sum(self.top * a.itemsize for a in self.arrays.values())
 
 
 def _threads(vertices: int) -> int:
@@ -477,34 +553,42 @@ def _unpin(pins: dict, version: int) -> None:
 @dataclass(frozen=True)
 class Batch:
     """A checked batch of updates: ``codes`` (of ``OPS``), ``src``, ``dst`` (int64) and ``weight`` (float64; 1 for
-    a delete), and the ``op`` names and ``given`` weights, for messages."""
+    a delete), and the ``op`` names and ``given`` weights, for messages (None in a part sent to a worker)."""
 
-    op: np.ndarray
+    op: np.ndarray | None
     codes: np.ndarray
     src: np.ndarray
     dst: np.ndarray
     weight: np.ndarray
-    given: np.ndarray
+    given: np.ndarray | None
+
+    @classmethod
+    def inserts(cls, src: np.ndarray, dst: np.ndarray, weight: np.ndarray) -> Batch:
+        """Inserts of edges already checked (a graph's own: int64 ids, positive finite float64 weights)."""
+        op = np.broadcast_to(np.array("insert"), src.shape)  # one name, not one a row
+        return cls(op, np.full(src.shape[0], _INSERT, np.int64), src, dst, weight, weight)
 
     def take(self, positions: np.ndarray, src: np.ndarray | None = None, dst: np.ndarray | None = None) -> Batch:
-        """The updates at ``positions``, in that order (with ``src`` and ``dst`` in place of theirs)."""
-        return Batch(self.op[positions], self.codes[positions], self.src[positions] if src is None else src,
-                     self.dst[positions] if dst is None else dst, self.weight[positions], self.given[positions])
+        """The updates at ``positions``, in that order (with ``src`` and ``dst`` in place of theirs), without the
+        names and weights as given: a part for a worker, which reports a bad update by its position."""
+        return Batch(None, self.codes[positions], self.src[positions] if src is None else src,
+                     self.dst[positions] if dst is None else dst, self.weight[positions], None)
 
 
 def check_batch(op, src, dst, weight, first: int = 0) -> Batch:
     """``op``, ``src``, ``dst``, ``weight`` as a :class:`Batch`, or a GpipeValueError naming the first bad update
     by its position in the log (``first`` + its position in the batch)."""
-    op = check_array("op", op).astype(str).ravel()
+    op = check_array("op", op).ravel()
     src = check_array("src", src).ravel()
     dst = check_array("dst", dst).ravel()
-    given = np.asarray(weight, dtype=object).ravel()
+    numeric = isinstance(weight, np.ndarray) and weight.dtype.kind in "iuf"  # no object array to look through
+    given = (weight if numeric else np.asarray(weight, dtype=object)).ravel()
     if not len(op) == len(src) == len(dst) == len(given):
         raise GpipeValueError(f"'op', 'src', 'dst' and 'weight' must have one entry per update, got lengths "
                               f"{len(op)}, {len(src)}, {len(dst)} and {len(given)}")
-    names = np.array(sorted(OPS))  # each op's code, found by a search rather than a lookup per update
-    at = np.minimum(np.searchsorted(names, op), len(names) - 1)
-    codes = np.where(names[at] == op, np.array([OPS[n] for n in names], np.int64)[at], -1)
+    labels, names = pd.factorize(op)  # each distinct op named once: a hash, not a string compare per update
+    table = np.array([OPS.get(n, -1) if isinstance(n, str) else -1 for n in names] + [-1], np.int64)
+    codes = table[labels]  # (a missing op is label -1: the table's last)
     if (codes < 0).any():
         bad = int(np.argmax(codes < 0))
         raise GpipeValueError(f"update {first + bad}: 'op' must be one of {sorted(OPS)}, got {str(op[bad])!r}")
@@ -560,8 +644,8 @@ class SamplingSpace:
     num_vertices : int
         Vertices to start with; an update naming a larger source id adds the vertices up to it.
     device : {"cpu", "gpu"}, default "cpu"
-        Where ``sample`` runs: the CPU twin on numpy arrays, or the CUDA kernel on a cupy mirror of the arrays
-        (batches are applied on the host; a commit copies its new blocks and table rows to the device).
+        Where the space lives and runs: numpy arrays and the CPU twins, or cupy arrays on the current GPU and the
+        CUDA kernels, which apply a batch on the device too (the host keeps only the blocks' bookkeeping).
     scale : float, default 1.0
         The amortization factor: a bias ``w`` is sampled as ``w * scale``, whose integer part is factorized by
         radix and whose decimal part joins the decimal group. Integer biases need no more than 1; for floating-point
@@ -596,8 +680,7 @@ class SamplingSpace:
         self._edges = _Pool(self.device, _EDGE_FIELDS)
         self._members = _Pool(self.device, {"members": np.int64})
         self._groups = _Pool(self.device, _GROUP_FIELDS)
-        self._tables = {name: np.zeros(0, np.int64) for name in _TABLES}  # per vertex, with room to grow
-        self._mirror = dict(self._tables)
+        self._tables = {name: xp(self.device).zeros(0, np.int64) for name in _TABLES}  # per vertex, room to grow
         self._tables_pinned = False  # a view holds the tables: the next commit writes a copy
         self._pins: dict[int, int] = {}  # version -> views of it alive
         self._staged = None  # a batch replayed, not yet applied (_stage, _commit)
@@ -610,9 +693,8 @@ class SamplingSpace:
         if num_vertices > size:  # new tables: a view may hold the old ones
             size = max(num_vertices, 2 * size)
             for name, old in self._tables.items():
-                self._tables[name] = np.zeros(size, np.int64)
+                self._tables[name] = xp(self.device).zeros(size, np.int64)
                 self._tables[name][:self.num_vertices] = old[:self.num_vertices]
-            self._mirror = {name: xp(self.device).asarray(a) for name, a in self._tables.items()}
             self._tables_pinned = False
         self.num_vertices = num_vertices
 
@@ -620,34 +702,33 @@ class SamplingSpace:
         """The per-vertex tables, copied first if a view holds them."""
         if self._tables_pinned:
             self._tables = {name: a.copy() for name, a in self._tables.items()}
-            self._mirror = {name: xp(self.device).asarray(a) for name, a in self._tables.items()}
             self._tables_pinned = False
         return self._tables
 
-    def _slots(self, v: int) -> np.ndarray:
-        start, d = self._tables["edge_start"][v], self._tables["degree"][v]
-        return np.arange(start, start + d)
+    def _row(self, v: int, pool: _Pool, name: str, start: str, count: str) -> np.ndarray:
+        """Vertex ``v``'s block of ``pool``'s array ``name`` (from table ``start``, ``count`` long), on the host."""
+        first = int(self._tables[start][v])
+        return to_host(pool.arrays[name][first:first + int(self._tables[count][v])])
 
     def edges(self, v: int) -> tuple[np.ndarray, np.ndarray]:
         """Vertex ``v``'s out-neighbors and biases, in log order (duplicates kept)."""
-        slots = self._slots(v)
-        return self._edges.host["dst"][slots], self._edges.host["weight"][slots]
+        return tuple(self._row(v, self._edges, name, "edge_start", "degree") for name in ("dst", "weight"))
 
     def all_edges(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Every edge as (source, destination, bias), by source, each source's in log order."""
+        x = xp(self.device)
         degree = self._tables["degree"][:self.num_vertices]
-        slots = _slots(self._tables["edge_start"][:self.num_vertices], degree)
-        return (np.repeat(np.arange(self.num_vertices), degree), self._edges.host["dst"][slots],
-                self._edges.host["weight"][slots])
+        slots = _slots(x, self._tables["edge_start"][:self.num_vertices], degree)
+        return (np.repeat(np.arange(self.num_vertices), to_host(degree)), to_host(self._edges.arrays["dst"][slots]),
+                to_host(self._edges.arrays["weight"][slots]))
 
     def neighbors(self, v: int) -> np.ndarray:
         """Vertex ``v``'s destinations, sorted (the rows node2vec searches)."""
-        return self._edges.host["adjacency"][self._slots(v)]
+        return self._row(v, self._edges, "adjacency", "edge_start", "degree")
 
     def groups(self, v: int) -> dict:
         """Vertex ``v``'s group tables (kind, bit, start, size, alias), a row per group."""
-        row, count = self._tables["group_row"][v], self._tables["group_count"][v]
-        return {name: a[row:row + count].copy() for name, a in self._groups.host.items()}
+        return {name: self._row(v, self._groups, name, "group_row", "group_count") for name in _GROUP_FIELDS}
 
     def apply(self, op, src, dst, weight) -> None:
         """Apply a batch of updates in log order per source vertex, then rebuild each touched vertex's space.
@@ -668,16 +749,23 @@ class SamplingSpace:
             On a malformed batch, a bad weight, or a delete or update of an edge that is not there, naming the
             operation's position in the batch; the space is then left as it was.
         """
-        batch = check_batch(op, src, dst, weight)
+        self.apply_batch(check_batch(op, src, dst, weight))
+
+    def apply_batch(self, batch: Batch) -> None:
+        """:meth:`apply` of a checked :class:`Batch` (``check_batch``): as it reaches a worker."""
         failed = self._stage(batch)
         if failed >= 0:
             self._staged = None
             raise absent(batch, failed)
         self._commit()
 
-    def _stage(self, batch: Batch) -> int:
+    def _stage(self, batch: Batch, play: bool | None = None) -> int:
         """Replay ``batch`` on copies of the touched vertices' edges, kept until :meth:`_commit`; the position of
-        its first delete or update of an edge that is not there (nothing kept then), else -1."""
+        its first delete or update of an edge that is not there (nothing kept then), else -1. On the CPU each
+        vertex's updates are replayed in turn (:func:`_replay`); on a GPU (or with ``play``) the batch is played
+        edge by edge (:meth:`_play`): the same result."""
+        if self.device != "cpu" if play is None else play:
+            return self._play(batch)
         order = np.argsort(batch.src, kind="stable")  # each source's updates together, in log order
         vertices, op_start = np.unique(batch.src[order], return_index=True)
         op_start = np.append(op_start, len(order)).astype(np.int64)
@@ -693,7 +781,8 @@ class SamplingSpace:
         failed = np.full(len(vertices), -1, np.int64)
         with cpu_threads(_threads(len(vertices))):
             _replay(op_start, order, batch.codes, batch.dst, batch.weight, old_start, old_degree,
-                    self._edges.host["dst"], self._edges.host["weight"], slot_start, new_dst, new_weight, alive, failed)
+                    self._edges.arrays["dst"], self._edges.arrays["weight"], slot_start, new_dst, new_weight, alive,
+                    failed)
         if (failed >= 0).any():
             return int(failed[failed >= 0].min())
         running = np.concatenate([[0], np.cumsum(alive)])
@@ -701,65 +790,112 @@ class SamplingSpace:
                         new_weight[alive])
         return -1
 
+    def _play(self, batch: Batch) -> int:
+        """:meth:`_stage` by edges, in arrays of the space's device: each touched vertex's elements (the copies it
+        holds, then its updates in log order) sorted stably by (vertex, destination), so each edge's copies and
+        updates form a run in time order, which ``PLAY`` plays as a queue; the survivors are read back in the
+        vertices' log order."""
+        x = xp(self.device)
+        if not len(batch.src):
+            self._staged = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0))
+            return -1
+        src = x.asarray(batch.src)
+        order = x.argsort(src, kind="stable")
+        grouped = src[order]
+        op_start = x.flatnonzero(x.concatenate([x.ones(1, bool), grouped[1:] != grouped[:-1]]))
+        vertices = grouped[op_start]
+        ops = x.diff(x.concatenate([op_start, x.asarray([grouped.shape[0]])]))
+        known = vertices < self.num_vertices
+        at = x.where(known, vertices, 0)
+        old_start = x.where(known, self._tables["edge_start"][at], 0) if self.num_vertices else x.zeros_like(at)
+        old_degree = x.where(known, self._tables["degree"][at], 0) if self.num_vertices else x.zeros_like(at)
+        element_of, place = segments(x, old_degree + ops)  # each element's vertex and place among the vertex's
+        total = element_of.shape[0]
+        op = place >= old_degree[element_of]  # the vertex's held copies first, then its updates
+        taken = order[op_start[element_of[op]] + place[op] - old_degree[element_of[op]]]
+        slot = old_start[element_of[~op]] + place[~op]
+        kind = x.full(total, _HELD, np.int8)
+        kind[op] = x.asarray(batch.codes)[taken].astype(np.int8)
+        dst, weight, position = x.empty(total, np.int64), x.empty(total, np.float64), x.full(total, -1, np.int64)
+        dst[op], weight[op], position[op] = x.asarray(batch.dst)[taken], x.asarray(batch.weight)[taken], taken
+        dst[~op], weight[~op] = self._edges.arrays["dst"][slot], self._edges.arrays["weight"][slot]
+        by = _pair_order(x, element_of, dst)
+        vertex, edge = element_of[by], dst[by]
+        runs = x.flatnonzero(x.concatenate([x.ones(1, bool), (vertex[1:] != vertex[:-1]) | (edge[1:] != edge[:-1]),
+                                            x.ones(1, bool)]))
+        played, alive = weight[by], x.empty(total, np.uint8)
+        failed = x.empty(runs.shape[0] - 1, np.int64)
+        with cpu_threads(_threads(int(vertices.shape[0]))):
+            PLAY.launch(n=runs.shape[0] - 1, seg_start=runs, kind=kind[by], position=position[by], weight=played,
+                        alive=alive, failed=failed)
+        bad = failed[failed >= 0]
+        if bad.shape[0]:
+            return int(bad.min())
+        kept = x.empty(total, bool)
+        kept[by] = alive.astype(bool)
+        weight[by] = played
+        running = x.concatenate([x.zeros(1, np.int64), x.cumsum(kept)])
+        ends = x.cumsum(old_degree + ops)
+        self._staged = (vertices, running[ends] - running[ends - old_degree - ops], dst[kept], weight[kept])
+        return -1
+
     def _commit(self) -> None:
         """Apply the batch :meth:`_stage` kept: new blocks for the touched vertices (copy-on-write), their groups and
-        alias tables rebuilt; their old blocks retired."""
+        alias tables rebuilt on the space's device; their old blocks retired."""
         vertices, degrees, dst, weight = self._staged
         self._staged = None
-        self._grow(int(vertices[-1]) + 1 if len(vertices) else 0)
+        x = xp(self.device)
+        vertices, degrees = x.asarray(vertices), x.asarray(degrees)
+        touched = int(vertices.shape[0])
+        self._grow(int(vertices[-1]) + 1 if touched else 0)
         version = self.version + 1
-        indptr = np.concatenate([[0], np.cumsum(degrees)]).astype(np.int64)
-        scaled = weight * self.scale
-        units = np.floor(scaled).astype(np.int64)
+        indptr = x.concatenate([x.zeros(1, np.int64), x.cumsum(degrees)])
+        scaled = x.asarray(weight) * self.scale
+        units = x.floor(scaled).astype(np.int64)
         frac = scaled - units
-        groups, listed = np.empty(len(vertices), np.int64), np.empty(len(vertices), np.int64)
-        with cpu_threads(_threads(len(vertices))):
-            _count_groups(indptr, units, frac, self.dense_fraction, groups, listed)
+        rebuilt = {"indptr": indptr, "units": units, "frac": frac, "dense_fraction": self.dense_fraction,
+                   "n": touched}
+        groups, listed = x.empty(touched, np.int64), x.empty(touched, np.int64)
+        with cpu_threads(_threads(touched)):
+            COUNT.launch(**rebuilt, groups=groups, listed=listed)
         pinned = np.sort(np.array(list(self._pins), np.int64))  # (a view's finalizer may change the dict)
         tables = self._writable_tables()
-        old = {name: tables[name][vertices] for name in _TABLES}
+        old = dict(zip(_TABLES, to_host(x.stack([tables[name][vertices] for name in _TABLES]))))
+        sizes = to_host(x.stack([degrees, listed, groups]))
         placed = {}
-        for pool, sizes, start in ((self._edges, degrees, "edge_start"), (self._members, listed, "member_start"),
-                                   (self._groups, groups, "group_row")):
+        for pool, size, start in zip((self._edges, self._members, self._groups), sizes,
+                                     ("edge_start", "member_start", "group_row")):
             pool.reclaim(pinned)
-            placed[start] = pool.allocate(sizes)
-        edge_slots = _slots(placed["edge_start"], degrees)
-        e = self._edges.host
+            placed[start] = x.asarray(pool.allocate(size))
+        edge_slots = _slots(x, placed["edge_start"], degrees)
+        e = self._edges.arrays
         e["dst"][edge_slots], e["weight"][edge_slots], e["units"][edge_slots], e["frac"][edge_slots] = \
             dst, weight, units, frac
-        adjacency = np.empty_like(dst)
-        with cpu_threads(_threads(len(vertices))):
-            _sorted_rows(indptr, dst, adjacency)
-            e["adjacency"][edge_slots] = adjacency
-            _build(indptr, units, frac, self.dense_fraction, placed["member_start"], self._members.host["members"],
-                   placed["group_row"], *(self._groups.host[name] for name in _GROUP_FIELDS))
-        self._edges.sync(edge_slots)
-        self._members.sync(_slots(placed["member_start"], listed))
-        self._groups.sync(_slots(placed["group_row"], groups))
-        new = {"degree": degrees, "member_count": listed, "group_count": groups, "born": np.full(len(vertices), version),
-               **placed}
+        with cpu_threads(_threads(touched)):
+            e["adjacency"][edge_slots] = _sorted_rows(x, indptr, x.asarray(dst))
+            BUILD.launch(**rebuilt, member_start=placed["member_start"], members=self._members.arrays["members"],
+                         group_row=placed["group_row"], **self._groups.arrays)
+        new = {"degree": degrees, "member_count": listed, "group_count": groups,
+               "born": x.full(touched, version, np.int64), **placed}
         for name in _TABLES:
             tables[name][vertices] = new[name]
-            if self.device != "cpu":
-                self._mirror[name][xp(self.device).asarray(vertices)] = xp(self.device).asarray(new[name])
         self._edges.retire(version, old["edge_start"], old["degree"], old["born"])
         self._members.retire(version, old["member_start"], old["member_count"], old["born"])
         self._groups.retire(version, old["group_row"], old["group_count"], old["born"])
-        self.num_edges += int(degrees.sum() - old["degree"].sum())
+        self.num_edges += int(sizes[0].sum() - old["degree"].sum())
         self.version = version
 
     def _arrays(self) -> dict:
         """The arrays ``SAMPLE`` reads, as now, on ``device``."""
-        pools = {**self._edges.mirror, **self._members.mirror, **self._groups.mirror}
-        return {a.name: self._mirror[a.name][:self.num_vertices] if a.name in self._mirror else pools[a.name]
+        pools = {**self._edges.arrays, **self._members.arrays, **self._groups.arrays}
+        return {a.name: self._tables[a.name][:self.num_vertices] if a.name in self._tables else pools[a.name]
                 for a in SPACE_ARGS}
 
     @property
     def nbytes(self) -> int:
-        """Bytes of the space: the pools' blocks handed out (edges: destination, weight, integer and decimal parts,
-        the sorted adjacency; listed members; group and alias tables), free ones included, and the per-vertex
-        tables, as held on the host (on a GPU, the arrays ``sample`` and the walks read are a copy of most of
-        them on the device)."""
+        """Bytes of the space on its device: the pools' blocks handed out (edges: destination, weight, integer and
+        decimal parts, the sorted adjacency; listed members; group and alias tables), free ones included, and the
+        per-vertex tables."""
         return self._edges.nbytes + self._members.nbytes + self._groups.nbytes + 8 * len(_TABLES) * self.num_vertices
 
     def view(self, part: int, lo: int, hi: int, bounds: np.ndarray) -> SpaceView:
@@ -767,7 +903,7 @@ class SamplingSpace:
         ``bounds``) while later batches apply, without a copy: a commit writes only blocks that no pinned version
         reads, and copies the per-vertex tables before it writes those a view holds."""
         self._tables_pinned = True
-        view = SpaceView(part, lo, hi, bounds, self._arrays(), self._edges.mirror["adjacency"], self.version)
+        view = SpaceView(part, lo, hi, bounds, self._arrays(), self._edges.arrays["adjacency"], self.version)
         self._pins[self.version] = self._pins.get(self.version, 0) + 1
         weakref.finalize(view, _unpin, self._pins, self.version)
         return view
@@ -792,31 +928,25 @@ class SamplingSpace:
     def probabilities(self, v: int) -> np.ndarray:
         """The probability that ``sample`` draws each of ``v``'s edges (in log order), as implied by its groups,
         alias table and within-group weights."""
-        t, e, g = self._tables, self._edges.host, self._groups.host
-        a, d, row, count = t["edge_start"][v], t["degree"][v], t["group_row"][v], int(t["group_count"][v])
+        d, count = int(self._tables["degree"][v]), int(self._tables["group_count"][v])
+        units, frac = (self._row(v, self._edges, name, "edge_start", "degree") for name in ("units", "frac"))
+        g = self.groups(v)
+        members = self._row(v, self._members, "members", "member_start", "member_count")
         group = np.zeros(count)
         for slot in range(count):
-            p = g["alias_prob"][row + slot]
+            p = g["alias_prob"][slot]
             group[slot] += p / count
-            group[g["alias_other"][row + slot]] += (1 - p) / count
+            group[g["alias_other"][slot]] += (1 - p) / count
         out = np.zeros(d)
         for k in range(count):
-            kind, bit, start = g["group_kind"][row + k], g["group_bit"][row + k], g["group_start"][row + k]
+            kind, bit, start = g["group_kind"][k], g["group_bit"][k], g["group_start"][k]
             if kind == _ONE:
                 local = np.array([start])
             elif kind == _DENSE:  # the edges a try keeps
-                edges = np.arange(a, a + d)
-                local = edges[e["frac"][edges] > 0 if bit == DECIMAL else (e["units"][edges] >> bit) & 1 == 1] - a
+                local = np.flatnonzero(frac > 0 if bit == DECIMAL else (units >> bit) & 1 == 1)
             else:
-                start += t["member_start"][v]
-                local = self._members.host["members"][start:start + g["group_size"][row + k]]
-            within = e["frac"][a + local] if bit == DECIMAL else np.ones(len(local))
+                local = members[start:start + g["group_size"][k]]
+            within = frac[local] if bit == DECIMAL else np.ones(len(local))
             np.add.at(out, local, group[k] * within / within.sum())
         return out
 
-
-_EDGE_FIELDS = {"dst": np.int64, "weight": np.float64, "units": np.int64, "frac": np.float64, "adjacency": np.int64}
-_GROUP_FIELDS = {"group_kind": np.int8, "group_bit": np.int32, "group_start": np.int64, "group_size": np.int64,
-                 "alias_prob": np.float64, "alias_other": np.int32}  # a row a group
-_TABLES = ("edge_start", "degree", "member_start", "member_count", "group_row", "group_count",  # a row a vertex
-           "born")  # the commit that wrote the vertex's blocks

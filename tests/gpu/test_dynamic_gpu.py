@@ -1,6 +1,8 @@
 """The sampling space of dynamic graphs and the walks on them: CUDA against the CPU twins (run with -m gpu on a GPU
 host)."""
 
+import re
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -8,6 +10,7 @@ import pytest
 import gpipe
 from gpipe.backend import gpu_problem
 from gpipe.dynamic import DynamicGraph, SamplingSpace
+from gpipe.dynamic._space import KINDS
 
 pytestmark = pytest.mark.gpu
 
@@ -29,6 +32,52 @@ def test_dynamic_sample_cuda_equals_cpu_twin(scale):
     gpu, cpu = (space.sample(vertices, seed=9, streams=np.arange(100_000) * 3) for space in spaces)
     assert (cpu >= 0).any()
     np.testing.assert_array_equal(gpu.get(), cpu)
+
+
+def _mixed_batch(rng, src, dst, count):
+    """``count`` valid deletes, updates and inserts in random order, after the edges ``src -> dst``: each delete
+    names a distinct copy, each update an edge no delete names."""
+    copies = rng.permutation(len(src))
+    deleted = copies[:count]
+    gone = set(zip(src[deleted].tolist(), dst[deleted].tolist()))
+    updated = np.array([i for i in copies[count:] if (src[i], dst[i]) not in gone][:count])
+    new_src, new_dst = rng.integers(0, len(src) // 10, count), rng.integers(0, 60, count)
+    op = np.array(["delete"] * count + ["update"] * len(updated) + ["insert"] * count)
+    s = np.concatenate([src[deleted], src[updated], new_src])
+    d = np.concatenate([dst[deleted], dst[updated], new_dst])
+    w = np.concatenate([np.ones(count), 2 ** rng.uniform(0, 40, len(updated)), rng.uniform(0.01, 9, count)])
+    order = rng.permutation(len(op))
+    return op[order], s[order], d[order], w[order]
+
+
+@pytest.mark.parametrize("scale", [1.0, 10.0])
+def test_a_batch_applied_on_the_gpu_builds_the_cpu_twins_space_to_the_bit(scale):
+    rng = np.random.default_rng(8)
+    n, m = 400, 60_000
+    hub = rng.random(m) < 0.5  # three vertices with ~10,000 edges each: many rounds of a warp
+    src = np.where(hub, rng.integers(0, 3, m), rng.integers(0, n, m))
+    dst = rng.integers(0, 60, m)  # duplicated edges
+    weight = np.floor(2 ** rng.uniform(0, 40, m)) if scale == 1.0 else np.round(rng.uniform(0.01, 50, m), 4)
+    spaces = [SamplingSpace(n, device=device, scale=scale) for device in ("gpu", "cpu")]
+    batch = _mixed_batch(rng, src, dst, 5000)
+    for space in spaces:
+        space.apply(["insert"] * m, src, dst, weight)
+        space.apply(*batch)
+        with pytest.raises(gpipe.GpipeValueError, match=re.escape("update 2: cannot delete edge (5, 999)")):
+            space.apply(["insert", "update", "delete", "delete"], [9, 1, 5, 0], [2, int(dst[src == 1][0]), 999, 998],
+                        [1, 2, None, None])
+    gpu, cpu = spaces
+    assert gpu.num_edges == cpu.num_edges == m and gpu.version == cpu.version == 2 and gpu.nbytes == cpu.nbytes
+    kinds = set()
+    for v in range(n + 5):
+        for a, b in zip(gpu.edges(v) + (gpu.neighbors(v),), cpu.edges(v) + (cpu.neighbors(v),)):
+            np.testing.assert_array_equal(a, b)
+        groups = gpu.groups(v)
+        for name, column in cpu.groups(v).items():
+            np.testing.assert_array_equal(groups[name], column)
+        np.testing.assert_array_equal(gpu.probabilities(v), cpu.probabilities(v))  # listed members too
+        kinds |= set(groups["group_kind"].tolist())
+    assert kinds == set(KINDS.values())
 
 
 @pytest.mark.parametrize("walk, kwargs", [
