@@ -9,7 +9,8 @@ one space without a cluster (the commit's own cost, without the round trips). ``
 ``--device`` holding the initial graph whole (both ways), then batches of those sizes from a mixed log of their own
 (each update both ways), timed from the checked batch in host memory, as it reaches a worker, to the space ready to
 walk (``apply_batch``, the device synchronized); ``space_batch_<size>_apply_seconds`` adds the batch's
-checks (``apply``). Bingo's 10^7-update batches need R-MAT 20 (R-MAT 18 has 3.7 M distinct edges):
+checks (``apply``); on a GPU, ``space_batch_<size>_device_seconds`` times the next batch of that size from the
+GPU's memory (Bingo's setting: its batches are on the device). Bingo's 10^7-update batches need R-MAT 20 (R-MAT 18 has 3.7 M distinct edges):
 
     python benchmarks/dynamic_updates.py --device gpu --scale 20 --single 100 --batches 100000 \
         --space-batches 1000000 10000000 --space-repeat 1 --out dynamic_updates_rmat20_h200.json
@@ -20,6 +21,7 @@ With ``--out``, the JSON and its figure (``benchmarks/figures.py``).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import time
@@ -49,7 +51,7 @@ def _space_batches(edges, n: int, args) -> dict:
     """Batches of ``--space-batches`` updates on one space on ``--device``: seconds from the checked batch to the
     space ready to walk, and of the whole ``apply``."""
     x = xp(args.device)
-    count = args.space_repeat * sum(args.space_batches)
+    count = args.space_repeat * sum(args.space_batches) * (1 if args.device == "cpu" else 2)
     initial, log = update_log(edges, count, "mixed", args.seed + 1)
     space = SamplingSpace(n, device=args.device)
     _, src, dst, weight = _both_ways(None, initial.src.to_numpy(), initial.dst.to_numpy(), initial.weight.to_numpy())
@@ -57,7 +59,7 @@ def _space_batches(edges, n: int, args) -> dict:
     columns = [log[c].to_numpy() for c in UPDATE_COLUMNS]
     out, at = {"space_initial_edges": int(space.num_edges)}, 0
     for size in args.space_batches:
-        seconds, checked = [], []
+        seconds, checked, resident = [], [], []
         for _ in range(args.space_repeat):
             updates = _both_ways(*(c[at:at + size] for c in columns))
             started = time.perf_counter()
@@ -70,12 +72,25 @@ def _space_batches(edges, n: int, args) -> dict:
             seconds.append(time.perf_counter() - started)
             checked.append(seconds[-1] + checking)
             at += size
+            if x is not np:  # the next batch already in the GPU's memory
+                updates = _both_ways(*(c[at:at + size] for c in columns))
+                on = Batch(None, *(x.asarray(a) for a in dataclasses.astuple(check_batch(*updates))[1:5]), None)
+                x.cuda.Device().synchronize()
+                started = time.perf_counter()
+                space.apply_batch(on)
+                x.cuda.Device().synchronize()
+                resident.append(time.perf_counter() - started)
+                at += size
         best = int(np.argmin(seconds))
         out[f"space_batch_{size}_seconds"] = seconds[best]
         out[f"space_batch_{size}_apply_seconds"] = checked[best]
         out[f"space_batch_{size}_updates_per_second"] = size / seconds[best]
+        if resident:
+            out[f"space_batch_{size}_device_seconds"] = min(resident)
+            out[f"space_batch_{size}_device_updates_per_second"] = size / min(resident)
         print(f"space batch of {size:,} updates (each both ways) on {args.device}: {seconds[best]:.4f} s "
-              f"= {size / seconds[best] / 1e6:.1f} M updates/s ({checked[best]:.3f} s with the checks)", flush=True)
+              f"= {size / seconds[best] / 1e6:.1f} M updates/s ({checked[best]:.3f} s with the checks"
+              + (f"; from the GPU's memory {min(resident):.4f} s)" if resident else ")"), flush=True)
     out["space_bytes_per_edge"] = space.nbytes / space.num_edges
     return out
 

@@ -552,7 +552,7 @@ def _unpin(pins: dict, version: int) -> None:
 
 @dataclass(frozen=True)
 class Batch:
-    """A checked batch of updates: ``codes`` (of ``OPS``), ``src``, ``dst`` (int64) and ``weight`` (float64; 1 for
+    """A checked batch of updates: ``codes`` (of ``OPS``, int8), ``src``, ``dst`` (int64) and ``weight`` (float64; 1 for
     a delete), and the ``op`` names and ``given`` weights, for messages (None in a part sent to a worker)."""
 
     op: np.ndarray | None
@@ -566,7 +566,7 @@ class Batch:
     def inserts(cls, src: np.ndarray, dst: np.ndarray, weight: np.ndarray) -> Batch:
         """Inserts of edges already checked (a graph's own: int64 ids, positive finite float64 weights)."""
         op = np.broadcast_to(np.array("insert"), src.shape)  # one name, not one a row
-        return cls(op, np.full(src.shape[0], _INSERT, np.int64), src, dst, weight, weight)
+        return cls(op, np.full(src.shape[0], _INSERT, np.int8), src, dst, weight, weight)
 
     def take(self, positions: np.ndarray, src: np.ndarray | None = None, dst: np.ndarray | None = None) -> Batch:
         """The updates at ``positions``, in that order (with ``src`` and ``dst`` in place of theirs), without the
@@ -587,7 +587,7 @@ def check_batch(op, src, dst, weight, first: int = 0) -> Batch:
         raise GpipeValueError(f"'op', 'src', 'dst' and 'weight' must have one entry per update, got lengths "
                               f"{len(op)}, {len(src)}, {len(dst)} and {len(given)}")
     labels, names = pd.factorize(op)  # each distinct op named once: a hash, not a string compare per update
-    table = np.array([OPS.get(n, -1) if isinstance(n, str) else -1 for n in names] + [-1], np.int64)
+    table = np.array([OPS.get(n, -1) if isinstance(n, str) else -1 for n in names] + [-1], np.int8)
     codes = table[labels]  # (a missing op is label -1: the table's last)
     if (codes < 0).any():
         bad = int(np.argmax(codes < 0))
@@ -800,29 +800,33 @@ class SamplingSpace:
             self._staged = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0))
             return -1
         src = x.asarray(batch.src)
-        order = x.argsort(src, kind="stable")
+        order = x.argsort(src, kind="stable")  # each vertex's updates together, in log order
         grouped = src[order]
-        op_start = x.flatnonzero(x.concatenate([x.ones(1, bool), grouped[1:] != grouped[:-1]]))
-        vertices = grouped[op_start]
-        ops = x.diff(x.concatenate([op_start, x.asarray([grouped.shape[0]])]))
+        first = x.flatnonzero(x.concatenate([x.ones(1, bool), grouped[1:] != grouped[:-1]]))
+        vertices = grouped[first]
+        ops = x.diff(x.concatenate([first, x.full(1, grouped.shape[0], np.int64)]))
         known = vertices < self.num_vertices
         at = x.where(known, vertices, 0)
         old_start = x.where(known, self._tables["edge_start"][at], 0) if self.num_vertices else x.zeros_like(at)
         old_degree = x.where(known, self._tables["degree"][at], 0) if self.num_vertices else x.zeros_like(at)
-        element_of, place = segments(x, old_degree + ops)  # each element's vertex and place among the vertex's
-        total = element_of.shape[0]
-        op = place >= old_degree[element_of]  # the vertex's held copies first, then its updates
-        taken = order[op_start[element_of[op]] + place[op] - old_degree[element_of[op]]]
-        slot = old_start[element_of[~op]] + place[~op]
-        kind = x.full(total, _HELD, np.int8)
-        kind[op] = x.asarray(batch.codes)[taken].astype(np.int8)
-        dst, weight, position = x.empty(total, np.int64), x.empty(total, np.float64), x.full(total, -1, np.int64)
-        dst[op], weight[op], position[op] = x.asarray(batch.dst)[taken], x.asarray(batch.weight)[taken], taken
-        dst[~op], weight[~op] = self._edges.arrays["dst"][slot], self._edges.arrays["weight"][slot]
-        by = _pair_order(x, element_of, dst)
-        vertex, edge = element_of[by], dst[by]
-        runs = x.flatnonzero(x.concatenate([x.ones(1, bool), (vertex[1:] != vertex[:-1]) | (edge[1:] != edge[:-1]),
-                                            x.ones(1, bool)]))
+        sizes = old_degree + ops  # a vertex's elements: the copies it holds, then its updates in log order
+        start = x.cumsum(sizes) - sizes
+        total = int(start[-1] + sizes[-1])
+        holder, k = segments(x, old_degree)
+        held, slot = start[holder] + k, old_start[holder] + k
+        updater, j = segments(x, ops)  # (in the order of ``order``)
+        update = start[updater] + old_degree[updater] + j
+        vertex, kind = x.empty(total, np.int64), x.empty(total, np.int8)
+        dst, weight, position = x.empty(total, np.int64), x.empty(total, np.float64), x.empty(total, np.int64)
+        vertex[held], vertex[update] = holder, updater
+        kind[held], kind[update] = _HELD, x.asarray(batch.codes)[order]
+        dst[held], dst[update] = self._edges.arrays["dst"][slot], x.asarray(batch.dst)[order]
+        weight[held], weight[update] = self._edges.arrays["weight"][slot], x.asarray(batch.weight)[order]
+        position[held], position[update] = -1, order
+        by = _pair_order(x, vertex, dst)  # stable: each edge's elements a run, in time order
+        pairs_vertex, pairs_dst = vertex[by], dst[by]
+        runs = x.flatnonzero(x.concatenate([x.ones(1, bool), (pairs_vertex[1:] != pairs_vertex[:-1])
+                                            | (pairs_dst[1:] != pairs_dst[:-1]), x.ones(1, bool)]))
         played, alive = weight[by], x.empty(total, np.uint8)
         failed = x.empty(runs.shape[0] - 1, np.int64)
         with cpu_threads(_threads(int(vertices.shape[0]))):
@@ -831,12 +835,12 @@ class SamplingSpace:
         bad = failed[failed >= 0]
         if bad.shape[0]:
             return int(bad.min())
-        kept = x.empty(total, bool)
-        kept[by] = alive.astype(bool)
-        weight[by] = played
-        running = x.concatenate([x.zeros(1, np.int64), x.cumsum(kept)])
-        ends = x.cumsum(old_degree + ops)
-        self._staged = (vertices, running[ends] - running[ends - old_degree - ops], dst[kept], weight[kept])
+        kept = x.empty(total, np.uint8)
+        kept[by], weight[by] = alive, played
+        survivors = x.flatnonzero(kept)
+        running = x.cumsum(kept, dtype=np.int64)
+        self._staged = (vertices, running[start + sizes - 1] - running[start] + kept[start], dst[survivors],
+                        weight[survivors])
         return -1
 
     def _commit(self) -> None:
