@@ -28,11 +28,17 @@ A group is stored in one of the paper's adaptive representations (``group_kind``
 - ``LISTED``, the others (the paper's sparse and regular groups): its members, local edge offsets, are
   ``members[member_start[v] + group_start ...]``, ``group_size`` of them.
 
+A batch applies where the space lives. On a GPU (:meth:`SamplingSpace._play`) the touched vertices' copies and
+the batch's updates are sorted stably by (vertex, destination), each edge's run is played as a queue by one thread,
+and each touched vertex's groups, members and alias table are rebuilt by a warp (``kernels/space.cu``); on the CPU
+each vertex's updates are replayed in turn (:func:`_replay`), then the same builds run as numba twins.
+
 CUDA sampling in ``kernels/dynamic.cu``, CPU twin here; the same random stream.
 """
 
 from __future__ import annotations
 
+import contextlib
 import weakref
 from dataclasses import dataclass
 
@@ -466,41 +472,49 @@ def _slots(x, start, count):
     return start[segment] + position
 
 
-def _size_class(sizes: np.ndarray) -> np.ndarray:
-    """The power-of-two capacity class (``ceil(log2(size))``) of each block size, -1 for an empty block."""
-    out = np.full(sizes.shape[0], -1, np.int64)
-    out[sizes == 1] = 0
-    big = sizes > 1
-    out[big] = np.frexp((sizes[big] - 1).astype(np.float64))[1]  # bits of size - 1
-    return out
+def _size_class(x, sizes):
+    """The power-of-two capacity class (``ceil(log2(size))``) of each block size, -1 for an empty block (int8)."""
+    bits = x.frexp(x.maximum(sizes - 1, 1).astype(np.float64))[1]  # bits of size - 1
+    return x.where(sizes > 1, bits, x.where(sizes == 1, 0, -1)).astype(np.int8)
+
+
+def _by_class(x, classes) -> tuple:
+    """The order grouping ``classes`` (stable) and, on the host, each class's range in it: ``[(c, lo, hi)]``."""
+    order = x.argsort(classes, kind="stable")
+    bounds = to_host(x.searchsorted(classes[order], x.arange(-1, MAX_GROUPS + 1, dtype=np.int8)))
+    return order, [(c, int(bounds[c + 1]), int(bounds[c + 2])) for c in range(MAX_GROUPS) if bounds[c + 2] > bounds[c + 1]]
 
 
 class _Pool:
     """Arrays (``fields``: name -> dtype) on ``device`` holding blocks of power-of-two capacity: blocks are taken
     from the free ones of their size class, else from the end, the arrays growing by doubling into new ones (those
     an earlier version holds stay as they were). A block given back is ``retire`` d with the versions that read it,
-    and reused once no view of those is pinned (``reclaim``). The bookkeeping of blocks is on the host."""
+    and reused once no view of those is pinned (``reclaim``). The free and retired blocks are listed in arrays of the
+    device too, handled a size class at a time."""
 
     def __init__(self, device: str, fields: dict):
         self.device = device
         self.arrays = {name: xp(device).zeros(0, dtype) for name, dtype in fields.items()}
         self.top = 0  # slots ever handed out
-        self.free: dict[int, np.ndarray] = {}  # size class -> free blocks' starts
+        self.free: dict[int, list] = {}  # size class -> arrays of free blocks' starts
         self.retired: list[tuple] = []  # (version that left them, starts, classes, versions that wrote them)
 
-    def allocate(self, sizes: np.ndarray) -> np.ndarray:
+    def allocate(self, sizes):
         """A block for each of ``sizes`` (its start; 0 for an empty one)."""
-        classes = _size_class(sizes)
-        starts = np.zeros(sizes.shape[0], np.int64)
-        for c in np.unique(classes[classes >= 0]).tolist():
-            at = np.flatnonzero(classes == c)
-            free = self.free.get(c, np.zeros(0, np.int64))
-            reused = min(free.shape[0], at.shape[0])
+        x = xp(self.device)
+        order, ranges = _by_class(x, _size_class(x, sizes))
+        starts = x.zeros(sizes.shape[0], np.int64)
+        for c, lo, hi in ranges:
+            if c < 0:
+                continue
+            at = order[lo:hi]
+            free = x.concatenate(self.free.pop(c, [])) if c in self.free else x.zeros(0, np.int64)
+            reused = min(free.shape[0], hi - lo)
             starts[at[:reused]] = free[free.shape[0] - reused:]
-            self.free[c] = free[:free.shape[0] - reused]
-            at = at[reused:]
-            starts[at] = self.top + (np.arange(at.shape[0], dtype=np.int64) << c)
-            self.top += at.shape[0] << c
+            if free.shape[0] > reused:
+                self.free[c] = [free[:free.shape[0] - reused]]
+            starts[at[reused:]] = self.top + (x.arange(hi - lo - reused, dtype=np.int64) << c)
+            self.top += (hi - lo - reused) << c
         self._reserve(self.top)
         return starts
 
@@ -514,24 +528,30 @@ class _Pool:
             self.arrays[name] = x.zeros(size, old.dtype)
             self.arrays[name][:old.shape[0]] = old
 
-    def retire(self, version: int, starts: np.ndarray, sizes: np.ndarray, born: np.ndarray) -> None:
+    def retire(self, version: int, starts, sizes, born) -> None:
         """Give back the blocks at ``starts`` (of ``sizes``), written by the commits ``born`` and left by commit
         ``version``: the versions ``born .. version - 1`` read them."""
-        classes = _size_class(sizes)
-        kept = classes >= 0
-        if kept.any():
+        x = xp(self.device)
+        classes = _size_class(x, sizes)
+        kept = x.flatnonzero(classes >= 0)
+        if kept.shape[0]:
             self.retired.append((version, starts[kept], classes[kept], born[kept]))
 
     def reclaim(self, pinned: np.ndarray) -> None:
         """Free the retired blocks that no pinned version (``pinned``, sorted) reads."""
-        still = []
+        x = xp(self.device)
+        still, on = [], x.asarray(pinned)
         for version, starts, classes, born in self.retired:
             # the first pinned version at or after each block's birth (none: ``version``) must not read it
-            free = np.append(pinned, version)[np.searchsorted(pinned, born)] >= version
-            for c in np.unique(classes[free]).tolist():
-                self.free[c] = np.concatenate([self.free.get(c, np.zeros(0, np.int64)), starts[free & (classes == c)]])
-            if not free.all():
-                still.append((version, starts[~free], classes[~free], born[~free]))
+            free = (x.concatenate([on, x.full(1, version, np.int64)])[x.searchsorted(on, born)] >= version
+                    if pinned.shape[0] else x.ones(starts.shape[0], bool))
+            freed = x.flatnonzero(free)
+            order, ranges = _by_class(x, classes[freed])
+            for c, lo, hi in ranges:
+                self.free.setdefault(c, []).append(starts[freed[order[lo:hi]]])
+            if freed.shape[0] < starts.shape[0]:
+                left = x.flatnonzero(~free)
+                still.append((version, starts[left], classes[left], born[left]))
         self.retired = still
 
     @property
@@ -829,7 +849,7 @@ class SamplingSpace:
                                             | (pairs_dst[1:] != pairs_dst[:-1]), x.ones(1, bool)]))
         played, alive = weight[by], x.empty(total, np.uint8)
         failed = x.empty(runs.shape[0] - 1, np.int64)
-        with cpu_threads(_threads(int(vertices.shape[0]))):
+        with self._threads(int(vertices.shape[0])):
             PLAY.launch(n=runs.shape[0] - 1, seg_start=runs, kind=kind[by], position=position[by], weight=played,
                         alive=alive, failed=failed)
         bad = failed[failed >= 0]
@@ -860,22 +880,21 @@ class SamplingSpace:
         rebuilt = {"indptr": indptr, "units": units, "frac": frac, "dense_fraction": self.dense_fraction,
                    "n": touched}
         groups, listed = x.empty(touched, np.int64), x.empty(touched, np.int64)
-        with cpu_threads(_threads(touched)):
+        with self._threads(touched):
             COUNT.launch(**rebuilt, groups=groups, listed=listed)
         pinned = np.sort(np.array(list(self._pins), np.int64))  # (a view's finalizer may change the dict)
         tables = self._writable_tables()
-        old = dict(zip(_TABLES, to_host(x.stack([tables[name][vertices] for name in _TABLES]))))
-        sizes = to_host(x.stack([degrees, listed, groups]))
+        old = {name: tables[name][vertices] for name in _TABLES}
         placed = {}
-        for pool, size, start in zip((self._edges, self._members, self._groups), sizes,
-                                     ("edge_start", "member_start", "group_row")):
+        for pool, size, start in ((self._edges, degrees, "edge_start"), (self._members, listed, "member_start"),
+                                  (self._groups, groups, "group_row")):
             pool.reclaim(pinned)
-            placed[start] = x.asarray(pool.allocate(size))
+            placed[start] = pool.allocate(size)
         edge_slots = _slots(x, placed["edge_start"], degrees)
         e = self._edges.arrays
         e["dst"][edge_slots], e["weight"][edge_slots], e["units"][edge_slots], e["frac"][edge_slots] = \
             dst, weight, units, frac
-        with cpu_threads(_threads(touched)):
+        with self._threads(touched):
             e["adjacency"][edge_slots] = _sorted_rows(x, indptr, x.asarray(dst))
             BUILD.launch(**rebuilt, member_start=placed["member_start"], members=self._members.arrays["members"],
                          group_row=placed["group_row"], **self._groups.arrays)
@@ -886,8 +905,12 @@ class SamplingSpace:
         self._edges.retire(version, old["edge_start"], old["degree"], old["born"])
         self._members.retire(version, old["member_start"], old["member_count"], old["born"])
         self._groups.retire(version, old["group_row"], old["group_count"], old["born"])
-        self.num_edges += int(sizes[0].sum() - old["degree"].sum())
+        self.num_edges += int(degrees.sum() - old["degree"].sum())
         self.version = version
+
+    def _threads(self, vertices: int):
+        """The CPU twins' threads for a batch touching ``vertices`` (see ``cpu_threads``); nothing on a GPU."""
+        return cpu_threads(_threads(vertices)) if self.device == "cpu" else contextlib.nullcontext()
 
     def _arrays(self) -> dict:
         """The arrays ``SAMPLE`` reads, as now, on ``device``."""
