@@ -44,18 +44,17 @@ __device__ __forceinline__ unsigned long long gp_warp_or(unsigned long long v) {
     return v;
 }
 
-// The size of each group of the edges a..a+d-1 into this warp's sizes[MAX_GROUPS] (bit k at k, the decimal group
-// last); returns, in lane 0, the sum of their decimal parts in the twin's order: lane l sums the edges l, l+32, ..
-// in turn, then the lanes' sums are halved as lane i + lane i+16, i+8, i+4, i+2, i+1.
-__device__ double gp_group_sizes(const long long* __restrict__ units, const double* __restrict__ frac, long long a,
-                                 long long d, long long* sizes, int lane) {
-    for (int k = lane; k < MAX_GROUPS; k += 32) sizes[k] = 0;
-    __syncwarp();
+// Adds the size of each group of the edges a+lo .. a+hi-1 (at most SPACE_CHUNK of them) to this warp's
+// sizes[MAX_GROUPS] (bit k at k, the decimal group last); returns, in lane 0, the sum of their decimal parts in the
+// twin's order: lane l sums the edges lo+l, lo+l+32, .. in turn, then the lanes' sums are halved as lane i + lane
+// i+16, i+8, i+4, i+2, i+1.
+__device__ double gp_chunk_sizes(const long long* __restrict__ units, const double* __restrict__ frac, long long a,
+                                 long long lo, long long hi, long long* sizes, int lane) {
     double partial = 0.0;
-    for (long long base = 0; base < d; base += 32) {
+    for (long long base = lo; base < hi; base += 32) {
         const long long j = base + lane;
-        const unsigned long long u = j < d ? (unsigned long long)units[a + j] : 0ull;
-        const double f = j < d ? frac[a + j] : 0.0;
+        const unsigned long long u = j < hi ? (unsigned long long)units[a + j] : 0ull;
+        const double f = j < hi ? frac[a + j] : 0.0;
         if (f > 0.0) partial += f;
         for (unsigned long long any = gp_warp_or(u); any; any &= any - 1) {
             const int k = __ffsll((long long)any) - 1;
@@ -68,6 +67,50 @@ __device__ double gp_group_sizes(const long long* __restrict__ units, const doub
     for (int off = 16; off > 0; off >>= 1) partial += __shfl_down_sync(GP_FULL, partial, off);
     __syncwarp();
     return partial;
+}
+
+// The group sizes of touched vertex i into this warp's sizes[MAX_GROUPS], and (in lane 0) the sum of its decimal
+// parts: chunk by chunk in order, each chunk's sum as gp_chunk_sizes adds it; a vertex of more than SPACE_CHUNK
+// edges from its chunks' sums (gp_space_chunks), a smaller one from its edges.
+__device__ double gp_vertex_sizes(const long long* __restrict__ units, const double* __restrict__ frac, long long a,
+                                  long long d, long long first_chunk, long long chunks,
+                                  const long long* __restrict__ chunk_sizes, const double* __restrict__ chunk_decimal,
+                                  long long* sizes, int lane) {
+    for (int k = lane; k < MAX_GROUPS; k += 32) {
+        long long total = 0;
+        for (long long c = first_chunk; c < first_chunk + chunks; ++c) total += chunk_sizes[c * MAX_GROUPS + k];
+        sizes[k] = total;
+    }
+    __syncwarp();
+    double decimal = 0.0;
+    if (chunks == 0) {
+        decimal += gp_chunk_sizes(units, frac, a, 0, d, sizes, lane);
+    } else if (lane == 0) {
+        for (long long c = first_chunk; c < first_chunk + chunks; ++c) decimal += chunk_decimal[c];
+    }
+    __syncwarp();
+    return decimal;
+}
+
+// Each chunk c of a vertex of more than SPACE_CHUNK edges (edges chunk_index[c] * SPACE_CHUNK .. of touched vertex
+// chunk_vertex[c]): its group sizes into chunk_sizes[c * MAX_GROUPS ..] and its decimal sum. A warp per chunk.
+extern "C" __global__ void gp_space_chunks(const long long* __restrict__ indptr, const long long* __restrict__ units,
+                                           const double* __restrict__ frac, long long n,
+                                           const long long* __restrict__ chunk_vertex,
+                                           const long long* __restrict__ chunk_index,
+                                           long long* __restrict__ chunk_sizes, double* __restrict__ chunk_decimal) {
+    __shared__ long long shared_sizes[1024 / 32][MAX_GROUPS];
+    const long long c = ((long long)blockIdx.x * blockDim.x + threadIdx.x) / 32;
+    const int lane = threadIdx.x % 32;
+    if (c >= n) return;  // the whole warp
+    long long* sizes = shared_sizes[threadIdx.x / 32];
+    for (int k = lane; k < MAX_GROUPS; k += 32) sizes[k] = 0;
+    __syncwarp();
+    const long long a = indptr[chunk_vertex[c]], d = indptr[chunk_vertex[c] + 1] - a;
+    const long long lo = chunk_index[c] * SPACE_CHUNK, hi = lo + SPACE_CHUNK < d ? lo + SPACE_CHUNK : d;
+    const double decimal = gp_chunk_sizes(units, frac, a, lo, hi, sizes, lane);
+    for (int k = lane; k < MAX_GROUPS; k += 32) chunk_sizes[c * MAX_GROUPS + k] = sizes[k];
+    if (lane == 0) chunk_decimal[c] = decimal;
 }
 
 __device__ __forceinline__ int gp_group_kind(long long size, long long d, double dense_fraction) {
@@ -107,18 +150,22 @@ __device__ void gp_alias(const double* weights, int count, double* __restrict__ 
     }
 }
 
-// How many groups each vertex i (edges indptr[i] .. indptr[i+1]-1) has, and how many members its LISTED groups
-// list. A warp per vertex.
+// How many groups each touched vertex i (edges indptr[i] .. indptr[i+1]-1; chunk_count[i] chunks from
+// chunk_start[i] if it has more than SPACE_CHUNK) has, and how many members its LISTED groups list. A warp per vertex.
 extern "C" __global__ void gp_space_count(const long long* __restrict__ indptr, const long long* __restrict__ units,
                                           const double* __restrict__ frac, double dense_fraction, long long n,
-                                          long long* __restrict__ groups, long long* __restrict__ listed) {
+                                          const long long* __restrict__ chunk_start,
+                                          const long long* __restrict__ chunk_count,
+                                          const long long* __restrict__ chunk_sizes,
+                                          const double* __restrict__ chunk_decimal, long long* __restrict__ groups,
+                                          long long* __restrict__ listed) {
     __shared__ long long shared_sizes[1024 / 32][MAX_GROUPS];
     const long long i = ((long long)blockIdx.x * blockDim.x + threadIdx.x) / 32;
     const int lane = threadIdx.x % 32;
     if (i >= n) return;  // the whole warp
     long long* sizes = shared_sizes[threadIdx.x / 32];
     const long long a = indptr[i], d = indptr[i + 1] - a;
-    gp_group_sizes(units, frac, a, d, sizes, lane);
+    gp_vertex_sizes(units, frac, a, d, chunk_start[i], chunk_count[i], chunk_sizes, chunk_decimal, sizes, lane);
     if (lane != 0) return;
     long long count = 0, members = 0;
     for (int k = 0; k < MAX_GROUPS; ++k) {
@@ -130,11 +177,51 @@ extern "C" __global__ void gp_space_count(const long long* __restrict__ indptr, 
     listed[i] = members;
 }
 
-// The groups (by bit, the decimal group last), listed members (in edge order) and alias table of each vertex i, into
-// its blocks: the member pool from member_start[i], the group pool from group_row[i]. A warp per vertex.
+// Places the members of edges a+lo .. a+hi-1 (local offsets, in edge order) in the LISTED groups of a vertex's
+// count groups (rows row.. of the group tables), group g's after the offset[g] placed before them (filled[g], this
+// warp's, counts from 0), and writes a ONE group's edge into its group_start.
+__device__ void gp_place_members(const long long* __restrict__ units, const double* __restrict__ frac, long long a,
+                                 long long lo, long long hi, int count, long long row, long long m,
+                                 const signed char* __restrict__ group_kind, const int* __restrict__ group_bit,
+                                 long long* __restrict__ group_start, const long long* __restrict__ offset,
+                                 long long* __restrict__ members, long long* filled, int lane) {
+    for (int g = lane; g < count; g += 32) filled[g] = 0;
+    __syncwarp();
+    for (long long base = lo; base < hi; base += 32) {
+        const long long j = base + lane;
+        const unsigned long long u = j < hi ? (unsigned long long)units[a + j] : 0ull;
+        const double f = j < hi ? frac[a + j] : 0.0;
+        for (int g = 0; g < count; ++g) {
+            const int kind = group_kind[row + g], bit = group_bit[row + g];
+            if (kind == GROUP_DENSE) continue;
+            const bool in = bit == DECIMAL_GROUP ? f > 0.0 : ((u >> bit) & 1ull) != 0;
+            const unsigned ballot = __ballot_sync(GP_FULL, in);
+            if (!ballot) continue;
+            if (kind == GROUP_ONE) {
+                if (in) group_start[row + g] = j;
+                continue;
+            }
+            if (in) {
+                members[m + group_start[row + g] + (offset ? offset[g] : 0) + filled[g] +
+                        __popc(ballot & ((1u << lane) - 1u))] = j;
+            }
+            __syncwarp();
+            if (lane == 0) filled[g] += __popc(ballot);
+            __syncwarp();
+        }
+    }
+}
+
+// The groups (by bit, the decimal group last) and alias table of each touched vertex i, into its block of the group
+// pool from group_row[i], and its listed members (in edge order) into its block of the member pool from
+// member_start[i]; for a vertex of more than SPACE_CHUNK edges, where each of its chunks' members go
+// (chunk_offset[c * MAX_GROUPS + g]: group g's placed before chunk c), which gp_space_place places. A warp per vertex.
 extern "C" __global__ void gp_space_build(
     const long long* __restrict__ indptr, const long long* __restrict__ units, const double* __restrict__ frac,
-    double dense_fraction, long long n, const long long* __restrict__ member_start, long long* __restrict__ members,
+    double dense_fraction, long long n, const long long* __restrict__ chunk_start,
+    const long long* __restrict__ chunk_count, const long long* __restrict__ chunk_sizes,
+    const double* __restrict__ chunk_decimal, long long* __restrict__ chunk_offset,
+    const long long* __restrict__ member_start, long long* __restrict__ members,
     const long long* __restrict__ group_row, signed char* __restrict__ group_kind, int* __restrict__ group_bit,
     long long* __restrict__ group_start, long long* __restrict__ group_size, double* __restrict__ alias_prob,
     int* __restrict__ alias_other) {
@@ -144,7 +231,9 @@ extern "C" __global__ void gp_space_build(
     if (i >= n) return;  // the whole warp
     long long* sizes = shared_sizes[threadIdx.x / 32];
     const long long a = indptr[i], d = indptr[i + 1] - a, row = group_row[i], m = member_start[i];
-    const double decimal = gp_group_sizes(units, frac, a, d, sizes, lane);
+    const long long first_chunk = chunk_start[i], chunks = chunk_count[i];
+    const double decimal = gp_vertex_sizes(units, frac, a, d, first_chunk, chunks, chunk_sizes, chunk_decimal, sizes,
+                                           lane);
     int count = 0;
     if (lane == 0) {
         double weights[MAX_GROUPS];
@@ -161,29 +250,41 @@ extern "C" __global__ void gp_space_build(
             start += kind == GROUP_LISTED ? sizes[k] : 0;
             ++count;
         }
-        for (int g = 0; g < count; ++g) sizes[g] = 0;  // now: members placed, by group
         if (count > 0) gp_alias(weights, count, alias_prob, alias_other, row);
     }
     count = __shfl_sync(GP_FULL, count, 0);
     __syncwarp();
-    for (long long base = 0; base < d; base += 32) {
-        const long long j = base + lane;
-        const unsigned long long u = j < d ? (unsigned long long)units[a + j] : 0ull;
-        const double f = j < d ? frac[a + j] : 0.0;
-        for (int g = 0; g < count; ++g) {
-            const int kind = group_kind[row + g], bit = group_bit[row + g];
-            if (kind == GROUP_DENSE) continue;
-            const bool in = bit == DECIMAL_GROUP ? f > 0.0 : ((u >> bit) & 1ull) != 0;
-            const unsigned ballot = __ballot_sync(GP_FULL, in);
-            if (!ballot) continue;
-            if (kind == GROUP_ONE) {
-                if (in) group_start[row + g] = j;
-                continue;
-            }
-            if (in) members[m + group_start[row + g] + sizes[g] + __popc(ballot & ((1u << lane) - 1u))] = j;
-            __syncwarp();
-            if (lane == 0) sizes[g] += __popc(ballot);
-            __syncwarp();
+    if (chunks == 0) {
+        gp_place_members(units, frac, a, 0, d, count, row, m, group_kind, group_bit, group_start, nullptr, members,
+                         sizes, lane);
+        return;
+    }
+    for (int g = lane; g < count; g += 32) {  // each group's members before each chunk
+        const int bit = group_bit[row + g], k = bit == DECIMAL_GROUP ? MAX_GROUPS - 1 : bit;
+        long long before = 0;
+        for (long long c = first_chunk; c < first_chunk + chunks; ++c) {
+            chunk_offset[c * MAX_GROUPS + g] = before;
+            before += chunk_sizes[c * MAX_GROUPS + k];
         }
     }
+}
+
+// The members of each chunk c of a vertex of more than SPACE_CHUNK edges, placed after chunk_offset[c * MAX_GROUPS +
+// g] of group g's (gp_space_build), and its ONE groups' edges. A warp per chunk.
+extern "C" __global__ void gp_space_place(
+    const long long* __restrict__ indptr, const long long* __restrict__ units, const double* __restrict__ frac,
+    long long n, const long long* __restrict__ chunk_vertex, const long long* __restrict__ chunk_index,
+    const long long* __restrict__ chunk_offset, const long long* __restrict__ member_start,
+    long long* __restrict__ members, const long long* __restrict__ group_row,
+    const long long* __restrict__ group_count, const signed char* __restrict__ group_kind,
+    const int* __restrict__ group_bit, long long* __restrict__ group_start) {
+    __shared__ long long shared_filled[1024 / 32][MAX_GROUPS];
+    const long long c = ((long long)blockIdx.x * blockDim.x + threadIdx.x) / 32;
+    const int lane = threadIdx.x % 32;
+    if (c >= n) return;  // the whole warp
+    const long long v = chunk_vertex[c], a = indptr[v], d = indptr[v + 1] - a;
+    const long long lo = chunk_index[c] * SPACE_CHUNK, hi = lo + SPACE_CHUNK < d ? lo + SPACE_CHUNK : d;
+    gp_place_members(units, frac, a, lo, hi, (int)group_count[v], group_row[v], member_start[v], group_kind,
+                     group_bit, group_start, chunk_offset + c * MAX_GROUPS, members, shared_filled[threadIdx.x / 32],
+                     lane);
 }

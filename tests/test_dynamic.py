@@ -10,7 +10,7 @@ from scipy import stats
 
 import gpipe
 from gpipe.dynamic import DynamicGraph, SamplingSpace
-from gpipe.dynamic._space import DECIMAL, KINDS, SAMPLE
+from gpipe.dynamic._space import CHUNK, DECIMAL, KINDS, SAMPLE
 from helpers import walk_steps
 
 ALPHA = 1e-3  # the false-alarm rate of each chi-square test
@@ -69,6 +69,12 @@ def test_implied_probabilities_and_sorted_adjacency_are_those_of_the_resulting_m
     groups = [space.groups(v) for v in range(space.num_vertices)]
     assert any((g["group_bit"] == DECIMAL).any() for g in groups) == float_biases
     assert set().union(*(g["group_kind"].tolist() for g in groups)) == set(KINDS.values())  # one, dense, listed
+    assert_space_holds(space, edges)
+
+
+def assert_space_holds(space, edges: dict) -> None:
+    """Every vertex of ``space`` holds the edges ``edges`` gives it ({src: [(dst, weight)]}), in log order, its
+    destinations sorted, and implies their probabilities."""
     for v in range(space.num_vertices):
         dst, weight = space.edges(v)
         expected = edges.get(v, [])
@@ -77,7 +83,20 @@ def test_implied_probabilities_and_sorted_adjacency_are_those_of_the_resulting_m
         if expected:
             np.testing.assert_allclose(space.probabilities(v), weight / weight.sum(), rtol=1e-12, atol=0)
         else:
-            assert space.probabilities(v).size == 0 and groups[v]["group_kind"].size == 0
+            assert space.probabilities(v).size == 0 and space.groups(v)["group_kind"].size == 0
+
+
+@pytest.mark.parametrize("float_biases", [False, True])
+def test_a_vertex_of_many_chunks_implies_the_probabilities_of_its_multiset(float_biases, stage):
+    rng = np.random.default_rng(21)
+    weights = np.round(rng.uniform(0.001, 64, 6000), 3) if float_biases else 2 ** rng.integers(0, 30, 6000)
+    inserts = [("insert", i % 2, int(rng.integers(0, 50)), w.item()) for i, w in enumerate(weights)]
+    edges = {v: [(u, w) for _, s, u, w in inserts if s == v] for v in (0, 1)}
+    log, edges = random_log(rng, 2, 2000, float_biases, edges=edges)  # then deletes and updates among them
+    space = SamplingSpace(2, scale=10.0 if float_biases else 1.0)
+    apply_in_batches(space, inserts + log, batch=2500)
+    assert min(len(row) for row in edges.values()) > 2 * CHUNK  # rebuilt a chunk a warp (three or more)
+    assert_space_holds(space, edges)
 
 
 @pytest.mark.parametrize("float_biases", [False, True])

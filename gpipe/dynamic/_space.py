@@ -68,6 +68,8 @@ _ONE, _DENSE, _LISTED = KINDS["one"], KINDS["dense"], KINDS["listed"]
 OPS = {"insert": 0, "delete": 1, "update": 2}
 _INSERT, _DELETE = OPS["insert"], OPS["delete"]
 _HELD = 3  # in a batch's play on the device: a copy of an edge the vertex held before the batch
+CHUNK = 1024  # a touched vertex of more edges is rebuilt by a warp per chunk of this many (its decimal parts summed
+# chunk by chunk, in order, each chunk's in a warp's order)
 LINEAR_MATCHES = 8  # a vertex with at most this many deletes and updates in a batch scans its edges for each
 _EDGE_FIELDS = {"dst": np.int64, "weight": np.float64, "units": np.int64, "frac": np.float64, "adjacency": np.int64}
 _GROUP_FIELDS = {"group_kind": np.int8, "group_bit": np.int32, "group_start": np.int64, "group_size": np.int64,
@@ -120,26 +122,56 @@ def _in_group(units, frac, e, bit):
 
 
 @cpu_kernel()
-def _group_sizes(units, frac, a, d):
-    """The size of each group of the edges ``a .. a+d-1`` (bit k at k, the decimal group at ``MAX_GROUPS - 1``)
-    and the sum of their decimal parts, in the order of a warp's sum (``gp_group_sizes`` in ``kernels/space.cu``):
-    lane ``l`` sums the edges ``l, l + 32, ..`` in turn, then the lanes' sums are halved pairwise."""
-    sizes = np.zeros(MAX_GROUPS, np.int64)
+def _chunk_sizes(units, frac, a, lo, hi, sizes):
+    """Add the size of each group of the edges ``a+lo .. a+hi-1`` (at most ``CHUNK``) to ``sizes`` (bit k at k, the
+    decimal group at ``MAX_GROUPS - 1``); return the sum of their decimal parts in the order of a warp's sum
+    (``gp_chunk_sizes`` in ``kernels/space.cu``): lane ``l`` sums the edges ``lo + l, lo + l + 32, ..`` in turn, then
+    the lanes' sums are halved pairwise."""
     partial = np.zeros(32, np.float64)
-    for j in range(d):
+    for j in range(lo, hi):
         u = units[a + j]
         for k in range(MAX_GROUPS - 1):
             if (u >> k) & 1:
                 sizes[k] += 1
         if frac[a + j] > 0.0:
             sizes[MAX_GROUPS - 1] += 1
-            partial[j % 32] += frac[a + j]
+            partial[(j - lo) % 32] += frac[a + j]
     half = 16
     while half > 0:
         for lane in range(half):
             partial[lane] = partial[lane] + partial[lane + half]
         half //= 2
-    return sizes, partial[0]
+    return partial[0]
+
+
+@cpu_kernel()
+def _vertex_sizes(units, frac, a, d, first_chunk, chunks, chunk_sizes, chunk_decimal):
+    """A touched vertex's group sizes and the sum of its decimal parts, chunk by chunk in order: from its chunks'
+    (``chunks`` of them from ``first_chunk``: :func:`_chunks_cpu`) if it has more than ``CHUNK`` edges, else from
+    its edges ``a .. a+d-1``."""
+    sizes = np.zeros(MAX_GROUPS, np.int64)
+    decimal = 0.0
+    if chunks == 0:
+        decimal += _chunk_sizes(units, frac, a, 0, d, sizes)
+    for c in range(first_chunk, first_chunk + chunks):
+        for k in range(MAX_GROUPS):
+            sizes[k] += chunk_sizes[c * MAX_GROUPS + k]
+        decimal += chunk_decimal[c]
+    return sizes, decimal
+
+
+@cpu_kernel(parallel=True)
+def _chunks_cpu(indptr, units, frac, n, chunk_vertex, chunk_index, chunk_sizes, chunk_decimal):
+    """Each chunk ``c < n`` of a vertex of more than ``CHUNK`` edges (its edges ``chunk_index[c] * CHUNK ..``, of
+    touched vertex ``chunk_vertex[c]``): its group sizes into ``chunk_sizes[c * MAX_GROUPS ..]`` and the sum of its
+    decimal parts."""
+    for c in prange(n):
+        a = indptr[chunk_vertex[c]]
+        lo = chunk_index[c] * CHUNK
+        hi = min(indptr[chunk_vertex[c] + 1] - a, lo + CHUNK)
+        sizes = np.zeros(MAX_GROUPS, np.int64)
+        chunk_decimal[c] = _chunk_sizes(units, frac, a, lo, hi, sizes)
+        chunk_sizes[c * MAX_GROUPS:(c + 1) * MAX_GROUPS] = sizes
 
 
 @cpu_kernel()
@@ -178,13 +210,14 @@ def _pair_order(x, first, second):
 
 
 @cpu_kernel(parallel=True)
-def _count_groups(indptr, units, frac, dense_fraction, n, groups, listed):
-    """How many groups each vertex ``i < n`` (edges ``indptr[i] .. indptr[i+1]-1``) has, and how many members it
-    lists (those of its ``LISTED`` groups), into ``groups[i]`` and ``listed[i]``."""
+def _count_groups(indptr, units, frac, dense_fraction, n, chunk_start, chunk_count, chunk_sizes, chunk_decimal,
+                  groups, listed):
+    """How many groups each touched vertex ``i < n`` (edges ``indptr[i] .. indptr[i+1]-1``) has, and how many
+    members it lists (those of its ``LISTED`` groups), into ``groups[i]`` and ``listed[i]``."""
     for i in prange(n):
         a = indptr[i]
         d = indptr[i + 1] - a
-        sizes, _ = _group_sizes(units, frac, a, d)
+        sizes, _ = _vertex_sizes(units, frac, a, d, chunk_start[i], chunk_count[i], chunk_sizes, chunk_decimal)
         groups[i] = 0
         listed[i] = 0
         for k in range(MAX_GROUPS):
@@ -193,19 +226,38 @@ def _count_groups(indptr, units, frac, dense_fraction, n, groups, listed):
                 listed[i] += sizes[k] if _kind(sizes[k], d, dense_fraction) == _LISTED else 0
 
 
+@cpu_kernel()
+def _place_members(units, frac, a, lo, hi, count, row, m, group_kind, group_bit, group_start, offset, members):
+    """Place the members of the edges ``a+lo .. a+hi-1`` (local offsets, in edge order) in the ``LISTED`` groups of
+    a vertex's ``count`` groups (rows ``row ..``), group ``g``'s after the ``offset[g]`` placed before them, and
+    write a ``ONE`` group's edge into its ``group_start``."""
+    filled = np.zeros(MAX_GROUPS, np.int64)
+    for j in range(lo, hi):
+        for g in range(count):
+            kind = group_kind[row + g]
+            if kind != _DENSE and _in_group(units, frac, a + j, group_bit[row + g]):
+                if kind == _ONE:
+                    group_start[row + g] = j
+                else:
+                    members[m + group_start[row + g] + offset[g] + filled[g]] = j
+                    filled[g] += 1
+
+
 @cpu_kernel(parallel=True)
-def _build(indptr, units, frac, dense_fraction, n, member_start, members, group_row, group_kind, group_bit,
-           group_start, group_size, alias_prob, alias_other):
-    """The groups, members and alias table of each vertex ``i < n`` (edges ``indptr[i] .. indptr[i+1]-1`` of
-    ``units`` and ``frac``), into its blocks: the member pool from ``member_start[i]``, the group pool from
-    ``group_row[i]``."""
+def _build(indptr, units, frac, dense_fraction, n, chunk_start, chunk_count, chunk_sizes, chunk_decimal,
+           chunk_offset, member_start, members, group_row, group_kind, group_bit, group_start, group_size, alias_prob,
+           alias_other):
+    """The groups and alias table of each touched vertex ``i < n`` (edges ``indptr[i] .. indptr[i+1]-1`` of
+    ``units`` and ``frac``) into its block of the group pool from ``group_row[i]``, and its listed members into its
+    block of the member pool from ``member_start[i]``; for a vertex of more than ``CHUNK`` edges, where each of its
+    chunks' members go (``chunk_offset[c * MAX_GROUPS + g]``: group ``g``'s placed before chunk ``c``), which
+    :func:`_place_cpu` places."""
     for i in prange(n):
         a = indptr[i]
         d = indptr[i + 1] - a
-        sizes, decimal = _group_sizes(units, frac, a, d)
+        sizes, decimal = _vertex_sizes(units, frac, a, d, chunk_start[i], chunk_count[i], chunk_sizes, chunk_decimal)
         row = group_row[i]
         weights = np.zeros(MAX_GROUPS, np.float64)
-        slot_of = np.full(MAX_GROUPS, -1, np.int64)
         count = 0
         start = 0
         for k in range(MAX_GROUPS):
@@ -213,28 +265,39 @@ def _build(indptr, units, frac, dense_fraction, n, member_start, members, group_
                 continue
             bit = DECIMAL if k == MAX_GROUPS - 1 else k
             kind = _kind(sizes[k], d, dense_fraction)
-            slot_of[k] = count if kind == _LISTED else -1
             group_kind[row + count] = kind
             group_bit[row + count] = bit
             group_start[row + count] = start if kind == _LISTED else 0
             group_size[row + count] = sizes[k]
-            if kind == _ONE:
-                for j in range(d):
-                    if _in_group(units, frac, a + j, bit):
-                        group_start[row + count] = j
             weights[count] = decimal if bit == DECIMAL else np.float64(sizes[k]) * 2.0 ** k
             start += sizes[k] if kind == _LISTED else 0
             count += 1
-        filled = np.zeros(MAX_GROUPS, np.int64)
-        m = member_start[i]
-        for j in range(d):
-            for k in range(MAX_GROUPS):
-                g = slot_of[k]
-                if g >= 0 and _in_group(units, frac, a + j, DECIMAL if k == MAX_GROUPS - 1 else k):
-                    members[m + group_start[row + g] + filled[g]] = j
-                    filled[g] += 1
         if count > 0:
             _alias(weights, count, alias_prob, alias_other, row)
+        if chunk_count[i] == 0:
+            _place_members(units, frac, a, 0, d, count, row, member_start[i], group_kind, group_bit, group_start,
+                           np.zeros(MAX_GROUPS, np.int64), members)
+            continue
+        for g in range(count):  # each group's members before each chunk
+            k = MAX_GROUPS - 1 if group_bit[row + g] == DECIMAL else group_bit[row + g]
+            before = 0
+            for c in range(chunk_start[i], chunk_start[i] + chunk_count[i]):
+                chunk_offset[c * MAX_GROUPS + g] = before
+                before += chunk_sizes[c * MAX_GROUPS + k]
+
+
+@cpu_kernel(parallel=True)
+def _place_cpu(indptr, units, frac, n, chunk_vertex, chunk_index, chunk_offset, member_start, members, group_row,
+               group_count, group_kind, group_bit, group_start):
+    """The members of each chunk ``c < n`` of a vertex of more than ``CHUNK`` edges, placed after
+    ``chunk_offset[c * MAX_GROUPS + g]`` of group ``g``'s (:func:`_build`), and its ``ONE`` groups' edges."""
+    for c in prange(n):
+        v = chunk_vertex[c]
+        a = indptr[v]
+        lo = chunk_index[c] * CHUNK
+        _place_members(units, frac, a, lo, min(indptr[v + 1] - a, lo + CHUNK), group_count[v], group_row[v],
+                       member_start[v], group_kind, group_bit, group_start,
+                       chunk_offset[c * MAX_GROUPS:(c + 1) * MAX_GROUPS], members)
 
 
 @cpu_kernel()
@@ -410,21 +473,35 @@ def _play_cpu(n, seg_start, kind, position, weight, alive, failed):
                         weight[m] = weight[j]
 
 
-_APPLY_DEFINES = {"MAX_GROUPS": MAX_GROUPS, "DECIMAL_GROUP": DECIMAL, "OP_HELD": _HELD,
+_APPLY_DEFINES = {"MAX_GROUPS": MAX_GROUPS, "DECIMAL_GROUP": DECIMAL, "SPACE_CHUNK": CHUNK, "OP_HELD": _HELD,
                   **{f"OP_{k.upper()}": v for k, v in OPS.items()},
                   **{f"GROUP_{k.upper()}": v for k, v in KINDS.items()}}  # of kernels/space.cu
 _TYPE_NAMES = {np.dtype(numpy_name): name for name, (numpy_name, _) in TYPES.items()}
-_REBUILT = (Arg("indptr", "i64[]", note="each touched vertex's edges"), Arg("units", "i64[]"), Arg("frac", "f64[]"),
-            Arg("dense_fraction", "f64"), Arg("n", "i64"))
+_EDGES = (Arg("indptr", "i64[]", note="each touched vertex's edges"), Arg("units", "i64[]"), Arg("frac", "f64[]"))
+_CHUNKS = (Arg("chunk_vertex", "i64[n]", note="a chunk's touched vertex"),
+           Arg("chunk_index", "i64[n]", note="its edges from chunk_index * SPACE_CHUNK"))
+_SIZES = (Arg("chunk_start", "i64[n]", note="a touched vertex's first chunk"),
+          Arg("chunk_count", "i64[n]", note="0: it has at most SPACE_CHUNK edges"),
+          Arg("chunk_sizes", "i64[]", note="MAX_GROUPS a chunk"), Arg("chunk_decimal", "f64[]"))
 PLAY = Kernel("space.cu", "gp_space_play", twin=_play_cpu, items="n", defines=_APPLY_DEFINES, args=(
     Arg("n", "i64"), Arg("seg_start", "i64[n+1]", note="runs of one edge's elements"),
     Arg("kind", "i8[]", note="an op's code, or HELD"), Arg("position", "i64[]", note="an update's in the batch"),
     Arg("weight", "f64[]", out=True), Arg("alive", "u8[]", out=True), Arg("failed", "i64[n]", out=True)))
+CHUNKS = Kernel("space.cu", "gp_space_chunks", twin=_chunks_cpu, items="n", lanes=32, defines=_APPLY_DEFINES, args=(
+    *_EDGES, Arg("n", "i64"), *_CHUNKS, Arg("chunk_sizes", "i64[n*MAX_GROUPS]", out=True),
+    Arg("chunk_decimal", "f64[n]", out=True)))
 COUNT = Kernel("space.cu", "gp_space_count", twin=_count_groups, items="n", lanes=32, defines=_APPLY_DEFINES, args=(
-    *_REBUILT, Arg("groups", "i64[n]", out=True), Arg("listed", "i64[n]", out=True)))
+    *_EDGES, Arg("dense_fraction", "f64"), Arg("n", "i64"), *_SIZES, Arg("groups", "i64[n]", out=True),
+    Arg("listed", "i64[n]", out=True)))
 BUILD = Kernel("space.cu", "gp_space_build", twin=_build, items="n", lanes=32, defines=_APPLY_DEFINES, args=(
-    *_REBUILT, Arg("member_start", "i64[n]"), Arg("members", "i64[]", out=True), Arg("group_row", "i64[n]"),
+    *_EDGES, Arg("dense_fraction", "f64"), Arg("n", "i64"), *_SIZES,
+    Arg("chunk_offset", "i64[]", out=True, note="group g's members before chunk c at c * MAX_GROUPS + g"),
+    Arg("member_start", "i64[n]"), Arg("members", "i64[]", out=True), Arg("group_row", "i64[n]"),
     *(Arg(name, f"{_TYPE_NAMES[np.dtype(dtype)]}[]", out=True) for name, dtype in _GROUP_FIELDS.items())))
+PLACE = Kernel("space.cu", "gp_space_place", twin=_place_cpu, items="n", lanes=32, defines=_APPLY_DEFINES, args=(
+    *_EDGES, Arg("n", "i64"), *_CHUNKS, Arg("chunk_offset", "i64[]"), Arg("member_start", "i64[]"),
+    Arg("members", "i64[]", out=True), Arg("group_row", "i64[]"), Arg("group_count", "i64[]"),
+    Arg("group_kind", "i8[]"), Arg("group_bit", "i32[]"), Arg("group_start", "i64[]", out=True)))
 
 
 @dataclass(frozen=True)
@@ -877,10 +954,18 @@ class SamplingSpace:
         scaled = x.asarray(weight) * self.scale
         units = x.floor(scaled).astype(np.int64)
         frac = scaled - units
-        rebuilt = {"indptr": indptr, "units": units, "frac": frac, "dense_fraction": self.dense_fraction,
-                   "n": touched}
+        edges = {"indptr": indptr, "units": units, "frac": frac}
+        chunk_count = x.where(degrees > CHUNK, (degrees + CHUNK - 1) // CHUNK, 0)  # a big vertex's, by a warp each
+        chunk_start = x.cumsum(chunk_count) - chunk_count
+        chunk_vertex, chunk_index = segments(x, chunk_count)
+        chunks = {"chunk_vertex": chunk_vertex, "chunk_index": chunk_index, "n": chunk_vertex.shape[0]}
+        sizes = {"chunk_start": chunk_start, "chunk_count": chunk_count,
+                 "chunk_sizes": x.empty(chunk_vertex.shape[0] * MAX_GROUPS, np.int64),
+                 "chunk_decimal": x.empty(chunk_vertex.shape[0], np.float64)}
+        rebuilt = {**edges, **sizes, "dense_fraction": self.dense_fraction, "n": touched}
         groups, listed = x.empty(touched, np.int64), x.empty(touched, np.int64)
         with self._threads(touched):
+            CHUNKS.launch(**edges, **chunks, chunk_sizes=sizes["chunk_sizes"], chunk_decimal=sizes["chunk_decimal"])
             COUNT.launch(**rebuilt, groups=groups, listed=listed)
         pinned = np.sort(np.array(list(self._pins), np.int64))  # (a view's finalizer may change the dict)
         tables = self._writable_tables()
@@ -896,8 +981,13 @@ class SamplingSpace:
             dst, weight, units, frac
         with self._threads(touched):
             e["adjacency"][edge_slots] = _sorted_rows(x, indptr, x.asarray(dst))
-            BUILD.launch(**rebuilt, member_start=placed["member_start"], members=self._members.arrays["members"],
-                         group_row=placed["group_row"], **self._groups.arrays)
+            offset = x.empty(chunk_vertex.shape[0] * MAX_GROUPS, np.int64)
+            members, tables_of_groups = self._members.arrays["members"], self._groups.arrays
+            BUILD.launch(**rebuilt, chunk_offset=offset, member_start=placed["member_start"], members=members,
+                         group_row=placed["group_row"], **tables_of_groups)
+            PLACE.launch(**edges, **chunks, chunk_offset=offset, member_start=placed["member_start"], members=members,
+                         group_row=placed["group_row"], group_count=groups,
+                         **{name: tables_of_groups[name] for name in ("group_kind", "group_bit", "group_start")})
         new = {"degree": degrees, "member_count": listed, "group_count": groups,
                "born": x.full(touched, version, np.int64), **placed}
         for name in _TABLES:
