@@ -555,43 +555,56 @@ def _size_class(x, sizes):
     return x.where(sizes > 1, bits, x.where(sizes == 1, 0, -1)).astype(np.int8)
 
 
-def _by_class(x, classes) -> tuple:
-    """The order grouping ``classes`` (stable) and, on the host, each class's range in it: ``[(c, lo, hi)]``."""
-    order = x.argsort(classes, kind="stable")
-    bounds = to_host(x.searchsorted(classes[order], x.arange(-1, MAX_GROUPS + 1, dtype=np.int8)))
-    return order, [(c, int(bounds[c + 1]), int(bounds[c + 2])) for c in range(MAX_GROUPS) if bounds[c + 2] > bounds[c + 1]]
+def _class_counts(x, classes) -> np.ndarray:
+    """How many of ``classes`` (int8, -1 for none) are of each size class ``0 .. MAX_GROUPS - 1``, on the host."""
+    return to_host(x.bincount(classes.astype(np.int64) + 1, minlength=MAX_GROUPS + 1))[1:]
+
+
+def _exclusive(counts: np.ndarray) -> np.ndarray:
+    return np.cumsum(counts) - counts
 
 
 class _Pool:
     """Arrays (``fields``: name -> dtype) on ``device`` holding blocks of power-of-two capacity: blocks are taken
     from the free ones of their size class, else from the end, the arrays growing by doubling into new ones (those
     an earlier version holds stay as they were). A block given back is ``retire`` d with the versions that read it,
-    and reused once no view of those is pinned (``reclaim``). The free and retired blocks are listed in arrays of the
-    device too, handled a size class at a time."""
+    and reused once no view of those is pinned (``reclaim``). The free blocks are one array of the device, by size
+    class (``free_count`` of each, on the host); a batch's blocks are placed with a few array operations, whatever
+    the classes it needs."""
 
     def __init__(self, device: str, fields: dict):
         self.device = device
-        self.arrays = {name: xp(device).zeros(0, dtype) for name, dtype in fields.items()}
+        x = xp(device)
+        self.arrays = {name: x.zeros(0, dtype) for name, dtype in fields.items()}
         self.top = 0  # slots ever handed out
-        self.free: dict[int, list] = {}  # size class -> arrays of free blocks' starts
+        self.free = x.zeros(0, np.int64)  # free blocks' starts, by size class
+        self.free_count = np.zeros(MAX_GROUPS, np.int64)  # of each class
         self.retired: list[tuple] = []  # (version that left them, starts, classes, versions that wrote them)
 
     def allocate(self, sizes):
-        """A block for each of ``sizes`` (its start; 0 for an empty one)."""
+        """A block for each of ``sizes`` (its start; 0 for an empty one): a class's last free blocks, then new ones
+        from the end."""
         x = xp(self.device)
-        order, ranges = _by_class(x, _size_class(x, sizes))
+        classes = _size_class(x, sizes)
+        order = x.argsort(classes, kind="stable")
+        need = _class_counts(x, classes)
+        reused = np.minimum(need, self.free_count)
+        fresh = (need - reused) << np.arange(MAX_GROUPS)  # slots from the end
+        empty = sizes.shape[0] - int(need.sum())  # the empty blocks sort first
+        table = x.asarray(np.stack([empty + _exclusive(need), reused, _exclusive(self.free_count) + self.free_count
+                                    - reused, self.top + _exclusive(fresh)]))  # a row per class
+        ranked = classes[order][empty:].astype(np.int64)
+        p = x.arange(empty, sizes.shape[0], dtype=np.int64) - table[0][ranked]  # rank within the class
+        again = p < table[1][ranked]
         starts = x.zeros(sizes.shape[0], np.int64)
-        for c, lo, hi in ranges:
-            if c < 0:
-                continue
-            at = order[lo:hi]
-            free = x.concatenate(self.free.pop(c, [])) if c in self.free else x.zeros(0, np.int64)
-            reused = min(free.shape[0], hi - lo)
-            starts[at[:reused]] = free[free.shape[0] - reused:]
-            if free.shape[0] > reused:
-                self.free[c] = [free[:free.shape[0] - reused]]
-            starts[at[reused:]] = self.top + (x.arange(hi - lo - reused, dtype=np.int64) << c)
-            self.top += (hi - lo - reused) << c
+        starts[order[empty:]] = x.where(again, self.free[x.where(again, table[2][ranked] + p, 0)] if self.free.shape[0]
+                                        else 0, table[3][ranked] + ((p - table[1][ranked]) << ranked))
+        if reused.any():  # the free blocks left: each class's first ones
+            kept = self.free_count - reused
+            segment, position = segments(x, x.asarray(kept))
+            self.free = self.free[x.asarray(_exclusive(self.free_count))[segment] + position]
+            self.free_count = kept
+        self.top += int(fresh.sum())
         self._reserve(self.top)
         return starts
 
@@ -618,18 +631,22 @@ class _Pool:
         """Free the retired blocks that no pinned version (``pinned``, sorted) reads."""
         x = xp(self.device)
         still, on = [], x.asarray(pinned)
-        for version, starts, classes, born in self.retired:
+        starts, classes = [self.free], [segments(x, x.asarray(self.free_count))[0].astype(np.int8)]
+        for version, retired, retired_classes, born in self.retired:
             # the first pinned version at or after each block's birth (none: ``version``) must not read it
             free = (x.concatenate([on, x.full(1, version, np.int64)])[x.searchsorted(on, born)] >= version
-                    if pinned.shape[0] else x.ones(starts.shape[0], bool))
+                    if pinned.shape[0] else x.ones(retired.shape[0], bool))
             freed = x.flatnonzero(free)
-            order, ranges = _by_class(x, classes[freed])
-            for c, lo, hi in ranges:
-                self.free.setdefault(c, []).append(starts[freed[order[lo:hi]]])
-            if freed.shape[0] < starts.shape[0]:
+            starts.append(retired[freed])
+            classes.append(retired_classes[freed])
+            if freed.shape[0] < retired.shape[0]:
                 left = x.flatnonzero(~free)
-                still.append((version, starts[left], classes[left], born[left]))
+                still.append((version, retired[left], retired_classes[left], born[left]))
         self.retired = still
+        if len(starts) > 1:
+            classes = x.concatenate(classes)
+            self.free = x.concatenate(starts)[x.argsort(classes, kind="stable")]
+            self.free_count = _class_counts(x, classes)
 
     @property
     def nbytes(self) -> int:
@@ -857,7 +874,8 @@ class SamplingSpace:
         self._commit()
 
     def _stage(self, batch: Batch, play: bool | None = None) -> int:
-        """Replay ``batch`` on copies of the touched vertices' edges, kept until :meth:`_commit`; the position of
+        """Replay ``batch`` on copies of the touched vertices' edges, kept until :meth:`_commit` (the touched vertices,
+        their degrees, edges and weights, and their destinations sorted, or None); the position of
         its first delete or update of an edge that is not there (nothing kept then), else -1. On the CPU each
         vertex's updates are replayed in turn (:func:`_replay`); on a GPU (or with ``play``) the batch is played
         edge by edge (:meth:`_play`): the same result."""
@@ -884,7 +902,7 @@ class SamplingSpace:
             return int(failed[failed >= 0].min())
         running = np.concatenate([[0], np.cumsum(alive)])
         self._staged = (vertices, running[slot_start[1:]] - running[slot_start[:-1]], new_dst[alive],
-                        new_weight[alive])
+                        new_weight[alive], None)
         return -1
 
     def _play(self, batch: Batch) -> int:
@@ -894,7 +912,7 @@ class SamplingSpace:
         vertices' log order."""
         x = xp(self.device)
         if not len(batch.src):
-            self._staged = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0))
+            self._staged = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0), None)
             return -1
         src = x.asarray(batch.src)
         order = x.argsort(src, kind="stable")  # each vertex's updates together, in log order
@@ -937,13 +955,13 @@ class SamplingSpace:
         survivors = x.flatnonzero(kept)
         running = x.cumsum(kept, dtype=np.int64)
         self._staged = (vertices, running[start + sizes - 1] - running[start] + kept[start], dst[survivors],
-                        weight[survivors])
+                        weight[survivors], pairs_dst[x.flatnonzero(alive)])  # the survivors sorted: the adjacency
         return -1
 
     def _commit(self) -> None:
         """Apply the batch :meth:`_stage` kept: new blocks for the touched vertices (copy-on-write), their groups and
         alias tables rebuilt on the space's device; their old blocks retired."""
-        vertices, degrees, dst, weight = self._staged
+        vertices, degrees, dst, weight, adjacency = self._staged
         self._staged = None
         x = xp(self.device)
         vertices, degrees = x.asarray(vertices), x.asarray(degrees)
@@ -980,7 +998,7 @@ class SamplingSpace:
         e["dst"][edge_slots], e["weight"][edge_slots], e["units"][edge_slots], e["frac"][edge_slots] = \
             dst, weight, units, frac
         with self._threads(touched):
-            e["adjacency"][edge_slots] = _sorted_rows(x, indptr, x.asarray(dst))
+            e["adjacency"][edge_slots] = _sorted_rows(x, indptr, x.asarray(dst)) if adjacency is None else adjacency
             offset = x.empty(chunk_vertex.shape[0] * MAX_GROUPS, np.int64)
             members, tables_of_groups = self._members.arrays["members"], self._groups.arrays
             BUILD.launch(**rebuilt, chunk_offset=offset, member_start=placed["member_start"], members=members,
