@@ -720,8 +720,9 @@ def check_batch(op, src, dst, weight, first: int = 0) -> Batch:
                           np.float64)
     if not (np.isfinite(values) & (values > 0)).all():
         i = int(np.argmax(~(np.isfinite(values) & (values > 0))))
+        shown = given[i].item() if isinstance(given[i], np.generic) else given[i]
         raise GpipeValueError(f"update {first + i}: the weight of an {op[i]} must be positive and finite, got "
-                              f"{given[i]!r}")
+                              f"{shown!r}")
     return Batch(op, codes, src.astype(np.int64), dst.astype(np.int64), values, given)
 
 
