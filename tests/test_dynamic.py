@@ -145,11 +145,11 @@ def test_a_pinned_view_keeps_its_version_while_commits_reuse_the_blocks_no_view_
     top = space._edges.top
     apply_in_batches(space, log[1000:2000], batch=1)  # a commit per update: each moves its vertex's blocks
     assert np.array_equal(drawn(view.arrays), before)
-    assert space._edges.retired  # the blocks of the pinned version, kept; those written since, reused
+    assert space._edges.held  # the blocks of the pinned version, kept; those written since, reused
     assert space._edges.top <= 3 * top
     del view
     apply_in_batches(space, log[2000:], batch=1)
-    assert all(r[0] == space.version for r in space._edges.retired)  # the view's blocks freed once it was gone
+    assert space._edges.held == 0  # the view's blocks freed once it was gone
     assert space.version == 10 + 1000 + 1000
 
 

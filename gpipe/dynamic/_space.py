@@ -579,7 +579,10 @@ class _Pool:
         self.top = 0  # slots ever handed out
         self.free = x.zeros(0, np.int64)  # free blocks' starts, by size class
         self.free_count = np.zeros(MAX_GROUPS, np.int64)  # of each class
-        self.retired: list[tuple] = []  # (version that left them, starts, classes, versions that wrote them)
+        self.retired: list[tuple] = []  # blocks given back since the last reclaim: (starts, classes, versions that
+        # wrote them, versions that left them)
+        self._held: list[tuple] = []  # those a pinned version of ``_pinned`` reads (one entry, or none)
+        self._pinned = None
 
     def allocate(self, sizes):
         """A block for each of ``sizes`` (its start; 0 for an empty one): a class's last free blocks, then new ones
@@ -625,28 +628,35 @@ class _Pool:
         classes = _size_class(x, sizes)
         kept = x.flatnonzero(classes >= 0)
         if kept.shape[0]:
-            self.retired.append((version, starts[kept], classes[kept], born[kept]))
+            self.retired.append((starts[kept], classes[kept], born[kept], x.full(kept.shape[0], version, np.int64)))
 
     def reclaim(self, pinned: np.ndarray) -> None:
-        """Free the retired blocks that no pinned version (``pinned``, sorted) reads."""
+        """Free the retired blocks that no pinned version (``pinned``, sorted) reads. Blocks kept for a pinned
+        version are looked at again only once the pinned versions change."""
         x = xp(self.device)
-        still, on = [], x.asarray(pinned)
-        starts, classes = [self.free], [segments(x, x.asarray(self.free_count))[0].astype(np.int8)]
-        for version, retired, retired_classes, born in self.retired:
-            # the first pinned version at or after each block's birth (none: ``version``) must not read it
-            free = (x.concatenate([on, x.full(1, version, np.int64)])[x.searchsorted(on, born)] >= version
-                    if pinned.shape[0] else x.ones(retired.shape[0], bool))
-            freed = x.flatnonzero(free)
-            starts.append(retired[freed])
-            classes.append(retired_classes[freed])
-            if freed.shape[0] < retired.shape[0]:
-                left = x.flatnonzero(~free)
-                still.append((version, retired[left], retired_classes[left], born[left]))
-        self.retired = still
-        if len(starts) > 1:
-            classes = x.concatenate(classes)
-            self.free = x.concatenate(starts)[x.argsort(classes, kind="stable")]
+        if self._pinned is None or not np.array_equal(pinned, self._pinned):
+            self.retired, self._held = self._held + self.retired, []
+        self._pinned = pinned.copy()
+        if not self.retired:
+            return
+        starts, classes, born, left = (x.concatenate(column) for column in zip(*self.retired))
+        self.retired = []
+        on = x.asarray(pinned)
+        # the first pinned version at or after each block's birth (none: the one that left it) must not read it
+        free = (x.concatenate([on, x.full(1, np.iinfo(np.int64).max, np.int64)])[x.searchsorted(on, born)] >= left
+                if pinned.shape[0] else x.ones(starts.shape[0], bool))
+        freed, kept = x.flatnonzero(free), x.flatnonzero(~free)
+        if kept.shape[0]:
+            self._held = [(starts[kept], classes[kept], born[kept], left[kept])]
+        if freed.shape[0]:
+            classes = x.concatenate([segments(x, x.asarray(self.free_count))[0].astype(np.int8), classes[freed]])
+            self.free = x.concatenate([self.free, starts[freed]])[x.argsort(classes, kind="stable")]
             self.free_count = _class_counts(x, classes)
+
+    @property
+    def held(self) -> int:
+        """Retired blocks a pinned version still reads."""
+        return sum(int(starts.shape[0]) for starts, *_ in self._held)
 
     @property
     def nbytes(self) -> int:
