@@ -68,6 +68,8 @@ _ONE, _DENSE, _LISTED = KINDS["one"], KINDS["dense"], KINDS["listed"]
 OPS = {"insert": 0, "delete": 1, "update": 2}
 _INSERT, _DELETE = OPS["insert"], OPS["delete"]
 _HELD = 3  # in a batch's play on the device: a copy of an edge the vertex held before the batch
+LAZY_BLOCKS = 4096  # retired blocks a small batch's commit lets wait before it reclaims them
+SMALL_BATCH = 256  # a GPU space stages and builds a batch of at most this many updates on the host, in a few copies
 CHUNK = 1024  # a touched vertex of more edges is rebuilt by a warp per chunk of this many (its decimal parts summed
 # chunk by chunk, in order, each chunk's in a warp's order)
 LINEAR_MATCHES = 8  # a vertex with at most this many deletes and updates in a batch scans its edges for each
@@ -578,7 +580,8 @@ class _Pool:
         self.arrays = {name: x.zeros(0, dtype) for name, dtype in fields.items()}
         self.top = 0  # slots ever handed out
         self.free = x.zeros(0, np.int64)  # free blocks' starts, by size class
-        self.free_count = np.zeros(MAX_GROUPS, np.int64)  # of each class
+        self.free_first = np.zeros(MAX_GROUPS, np.int64)  # where each class's are
+        self.free_count = np.zeros(MAX_GROUPS, np.int64)  # how many
         self.retired: list[tuple] = []  # blocks given back since the last reclaim: (starts, classes, versions that
         # wrote them, versions that left them)
         self._held: list[tuple] = []  # those a pinned version of ``_pinned`` reads (one entry, or none)
@@ -588,14 +591,16 @@ class _Pool:
         """A block for each of ``sizes`` (its start; 0 for an empty one): a class's last free blocks, then new ones
         from the end."""
         x = xp(self.device)
+        if isinstance(sizes, np.ndarray) and x is not np:
+            return self._allocate_few(sizes)
         classes = _size_class(x, sizes)
         order = x.argsort(classes, kind="stable")
         need = _class_counts(x, classes)
         reused = np.minimum(need, self.free_count)
         fresh = (need - reused) << np.arange(MAX_GROUPS)  # slots from the end
         empty = sizes.shape[0] - int(need.sum())  # the empty blocks sort first
-        table = x.asarray(np.stack([empty + _exclusive(need), reused, _exclusive(self.free_count) + self.free_count
-                                    - reused, self.top + _exclusive(fresh)]))  # a row per class
+        table = x.asarray(np.stack([empty + _exclusive(need), reused, self.free_first + self.free_count - reused,
+                                    self.top + _exclusive(fresh)]))  # a row per class
         ranked = classes[order][empty:].astype(np.int64)
         p = x.arange(empty, sizes.shape[0], dtype=np.int64) - table[0][ranked]  # rank within the class
         again = p < table[1][ranked]
@@ -605,9 +610,29 @@ class _Pool:
         if reused.any():  # the free blocks left: each class's first ones
             kept = self.free_count - reused
             segment, position = segments(x, x.asarray(kept))
-            self.free = self.free[x.asarray(_exclusive(self.free_count))[segment] + position]
-            self.free_count = kept
+            self.free = self.free[x.asarray(self.free_first)[segment] + position]
+            self.free_first, self.free_count = _exclusive(kept), kept
         self.top += int(fresh.sum())
+        self._reserve(self.top)
+        return starts
+
+    def _allocate_few(self, sizes: np.ndarray) -> np.ndarray:
+        """:meth:`allocate` of a few blocks (host arrays) for a pool on a GPU: the free blocks taken read in one
+        copy."""
+        classes = _size_class(np, sizes)
+        starts = np.zeros(sizes.shape[0], np.int64)
+        reused, taken = [], []
+        for i in np.flatnonzero(classes >= 0).tolist():
+            c = classes[i]
+            if self.free_count[c]:  # a class's last free block
+                self.free_count[c] -= 1
+                reused.append(i)
+                taken.append(self.free_first[c] + self.free_count[c])
+            else:
+                starts[i] = self.top
+                self.top += 1 << int(c)
+        if reused:
+            starts[reused] = to_host(self.free[xp(self.device).asarray(np.array(taken, np.int64))])
         self._reserve(self.top)
         return starts
 
@@ -630,11 +655,15 @@ class _Pool:
         if kept.shape[0]:
             self.retired.append((starts[kept], classes[kept], born[kept], x.full(kept.shape[0], version, np.int64)))
 
-    def reclaim(self, pinned: np.ndarray) -> None:
+    def reclaim(self, pinned: np.ndarray, lazy: bool = False) -> None:
         """Free the retired blocks that no pinned version (``pinned``, sorted) reads. Blocks kept for a pinned
-        version are looked at again only once the pinned versions change."""
+        version are looked at again only once the pinned versions change. ``lazy``: only if the pinned versions
+        changed or ``LAZY_BLOCKS`` blocks wait (a streaming update's commit)."""
         x = xp(self.device)
-        if self._pinned is None or not np.array_equal(pinned, self._pinned):
+        changed = self._pinned is None or not np.array_equal(pinned, self._pinned)
+        if lazy and not changed and sum(int(entry[0].shape[0]) for entry in self.retired) < LAZY_BLOCKS:
+            return
+        if changed:
             self.retired, self._held = self._held + self.retired, []
         self._pinned = pinned.copy()
         if not self.retired:
@@ -649,9 +678,12 @@ class _Pool:
         if kept.shape[0]:
             self._held = [(starts[kept], classes[kept], born[kept], left[kept])]
         if freed.shape[0]:
-            classes = x.concatenate([segments(x, x.asarray(self.free_count))[0].astype(np.int8), classes[freed]])
-            self.free = x.concatenate([self.free, starts[freed]])[x.argsort(classes, kind="stable")]
+            segment, position = segments(x, x.asarray(self.free_count))
+            classes = x.concatenate([segment.astype(np.int8), classes[freed]])
+            free = x.concatenate([self.free[x.asarray(self.free_first)[segment] + position], starts[freed]])
+            self.free = free[x.argsort(classes, kind="stable")]
             self.free_count = _class_counts(x, classes)
+            self.free_first = _exclusive(self.free_count)
 
     @property
     def held(self) -> int:
@@ -886,19 +918,27 @@ class SamplingSpace:
 
     def _stage(self, batch: Batch, play: bool | None = None) -> int:
         """Replay ``batch`` on copies of the touched vertices' edges, kept until :meth:`_commit` (the touched vertices,
-        their degrees, edges and weights, and their destinations sorted, or None); the position of
-        its first delete or update of an edge that is not there (nothing kept then), else -1. On the CPU each
-        vertex's updates are replayed in turn (:func:`_replay`); on a GPU (or with ``play``) the batch is played
-        edge by edge (:meth:`_play`): the same result."""
-        if self.device != "cpu" if play is None else play:
+        their degrees, edges and weights, and their destinations sorted, or None); the position of its first delete
+        or update of an edge that is not there (nothing kept then), else -1. On the CPU, and for a batch of at most
+        ``SMALL_BATCH`` updates (a streaming update's), each vertex's updates are replayed in turn on the host
+        (:func:`_replay`); a larger batch of a GPU space (or any with ``play``) is played edge by edge on its device
+        (:meth:`_play`): the same result."""
+        if (self.device != "cpu" and len(batch.src) > SMALL_BATCH) if play is None else play:
             return self._play(batch)
+        x = xp(self.device)
         order = np.argsort(batch.src, kind="stable")  # each source's updates together, in log order
         vertices, op_start = np.unique(batch.src[order], return_index=True)
         op_start = np.append(op_start, len(order)).astype(np.int64)
-        known = vertices < self.num_vertices
+        known = vertices[vertices < self.num_vertices]
         old_start, old_degree = np.zeros(len(vertices), np.int64), np.zeros(len(vertices), np.int64)
-        old_start[known] = self._tables["edge_start"][vertices[known]]
-        old_degree[known] = self._tables["degree"][vertices[known]]
+        if known.shape[0]:
+            rows = to_host(x.stack([self._tables[name][x.asarray(known)] for name in ("edge_start", "degree")]))
+            old_start[:len(known)], old_degree[:len(known)] = rows  # (known ids sort first)
+        held_dst, held_weight = self._edges.arrays["dst"], self._edges.arrays["weight"]
+        if x is not np:  # a small batch of a GPU space: its vertices' edges copied here, replayed on the host
+            slots = x.asarray(_slots(np, old_start, old_degree))
+            held_dst, held_weight = to_host(held_dst[slots]), to_host(held_weight[slots])
+            old_start = np.cumsum(old_degree) - old_degree
         inserts = np.bincount(np.searchsorted(vertices, batch.src[batch.codes == _INSERT]), minlength=len(vertices))
         slot_start = np.concatenate([[0], np.cumsum(old_degree + inserts)]).astype(np.int64)
         new_dst = np.empty(slot_start[-1], np.int64)
@@ -906,9 +946,8 @@ class SamplingSpace:
         alive = np.zeros(slot_start[-1], np.bool_)
         failed = np.full(len(vertices), -1, np.int64)
         with cpu_threads(_threads(len(vertices))):
-            _replay(op_start, order, batch.codes, batch.dst, batch.weight, old_start, old_degree,
-                    self._edges.arrays["dst"], self._edges.arrays["weight"], slot_start, new_dst, new_weight, alive,
-                    failed)
+            _replay(op_start, order, batch.codes, batch.dst, batch.weight, old_start, old_degree, held_dst,
+                    held_weight, slot_start, new_dst, new_weight, alive, failed)
         if (failed >= 0).any():
             return int(failed[failed >= 0].min())
         running = np.concatenate([[0], np.cumsum(alive)])
@@ -971,60 +1010,67 @@ class SamplingSpace:
 
     def _commit(self) -> None:
         """Apply the batch :meth:`_stage` kept: new blocks for the touched vertices (copy-on-write), their groups and
-        alias tables rebuilt on the space's device; their old blocks retired."""
+        alias tables rebuilt where the batch was staged (the device, or the host for a small batch), then copied
+        into the pools; their old blocks retired."""
         vertices, degrees, dst, weight, adjacency = self._staged
         self._staged = None
         x = xp(self.device)
-        vertices, degrees = x.asarray(vertices), x.asarray(degrees)
+        xc = np if isinstance(degrees, np.ndarray) else x  # where the blocks are built
         touched = int(vertices.shape[0])
         self._grow(int(vertices[-1]) + 1 if touched else 0)
         version = self.version + 1
-        indptr = x.concatenate([x.zeros(1, np.int64), x.cumsum(degrees)])
-        scaled = x.asarray(weight) * self.scale
-        units = x.floor(scaled).astype(np.int64)
+        indptr = xc.concatenate([xc.zeros(1, np.int64), xc.cumsum(degrees)])
+        scaled = weight * self.scale
+        units = xc.floor(scaled).astype(np.int64)
         frac = scaled - units
         edges = {"indptr": indptr, "units": units, "frac": frac}
-        chunk_count = x.where(degrees > CHUNK, (degrees + CHUNK - 1) // CHUNK, 0)  # a big vertex's, by a warp each
-        chunk_start = x.cumsum(chunk_count) - chunk_count
-        chunk_vertex, chunk_index = segments(x, chunk_count)
+        chunk_count = xc.where(degrees > CHUNK, (degrees + CHUNK - 1) // CHUNK, 0)  # a big vertex's, a warp each
+        chunk_start = xc.cumsum(chunk_count) - chunk_count
+        chunk_vertex, chunk_index = segments(xc, chunk_count)
         chunks = {"chunk_vertex": chunk_vertex, "chunk_index": chunk_index, "n": chunk_vertex.shape[0]}
         sizes = {"chunk_start": chunk_start, "chunk_count": chunk_count,
-                 "chunk_sizes": x.empty(chunk_vertex.shape[0] * MAX_GROUPS, np.int64),
-                 "chunk_decimal": x.empty(chunk_vertex.shape[0], np.float64)}
+                 "chunk_sizes": xc.empty(chunk_vertex.shape[0] * MAX_GROUPS, np.int64),
+                 "chunk_decimal": xc.empty(chunk_vertex.shape[0], np.float64)}
         rebuilt = {**edges, **sizes, "dense_fraction": self.dense_fraction, "n": touched}
-        groups, listed = x.empty(touched, np.int64), x.empty(touched, np.int64)
+        groups, listed = xc.empty(touched, np.int64), xc.empty(touched, np.int64)
         with self._threads(touched):
             CHUNKS.launch(**edges, **chunks, chunk_sizes=sizes["chunk_sizes"], chunk_decimal=sizes["chunk_decimal"])
             COUNT.launch(**rebuilt, groups=groups, listed=listed)
+        # the blocks, built in arrays of their own, a vertex's after the other's
+        member_start, group_row = xc.cumsum(listed) - listed, xc.cumsum(groups) - groups
+        members = xc.empty(int(listed.sum()) if touched else 0, np.int64)
+        built = {name: xc.empty(int(groups.sum()) if touched else 0, dtype) for name, dtype in _GROUP_FIELDS.items()}
+        offset = xc.empty(chunk_vertex.shape[0] * MAX_GROUPS, np.int64)
+        with self._threads(touched):
+            adjacency = _sorted_rows(xc, indptr, dst) if adjacency is None else adjacency
+            BUILD.launch(**rebuilt, chunk_offset=offset, member_start=member_start, members=members,
+                         group_row=group_row, **built)
+            PLACE.launch(**edges, **chunks, chunk_offset=offset, member_start=member_start, members=members,
+                         group_row=group_row, group_count=groups,
+                         **{name: built[name] for name in ("group_kind", "group_bit", "group_start")})
         pinned = np.sort(np.array(list(self._pins), np.int64))  # (a view's finalizer may change the dict)
         tables = self._writable_tables()
-        old = {name: tables[name][vertices] for name in _TABLES}
+        at = x.asarray(vertices)
+        old = {name: tables[name][at] for name in _TABLES}
         placed = {}
-        for pool, size, start in ((self._edges, degrees, "edge_start"), (self._members, listed, "member_start"),
-                                  (self._groups, groups, "group_row")):
-            pool.reclaim(pinned)
-            placed[start] = pool.allocate(size)
-        edge_slots = _slots(x, placed["edge_start"], degrees)
-        e = self._edges.arrays
-        e["dst"][edge_slots], e["weight"][edge_slots], e["units"][edge_slots], e["frac"][edge_slots] = \
-            dst, weight, units, frac
-        with self._threads(touched):
-            e["adjacency"][edge_slots] = _sorted_rows(x, indptr, x.asarray(dst)) if adjacency is None else adjacency
-            offset = x.empty(chunk_vertex.shape[0] * MAX_GROUPS, np.int64)
-            members, tables_of_groups = self._members.arrays["members"], self._groups.arrays
-            BUILD.launch(**rebuilt, chunk_offset=offset, member_start=placed["member_start"], members=members,
-                         group_row=placed["group_row"], **tables_of_groups)
-            PLACE.launch(**edges, **chunks, chunk_offset=offset, member_start=placed["member_start"], members=members,
-                         group_row=placed["group_row"], group_count=groups,
-                         **{name: tables_of_groups[name] for name in ("group_kind", "group_bit", "group_start")})
+        for pool, count, start, columns in (
+                (self._edges, degrees, "edge_start",
+                 {"dst": dst, "weight": weight, "units": units, "frac": frac, "adjacency": adjacency}),
+                (self._members, listed, "member_start", {"members": members}),
+                (self._groups, groups, "group_row", built)):
+            pool.reclaim(pinned, lazy=xc is not x)
+            placed[start] = pool.allocate(count)
+            slots = x.asarray(_slots(xc, placed[start], count))
+            for name, values in columns.items():
+                pool.arrays[name][slots] = x.asarray(values)
         new = {"degree": degrees, "member_count": listed, "group_count": groups,
-               "born": x.full(touched, version, np.int64), **placed}
+               "born": xc.full(touched, version, np.int64), **placed}
         for name in _TABLES:
-            tables[name][vertices] = new[name]
+            tables[name][at] = x.asarray(new[name])
         self._edges.retire(version, old["edge_start"], old["degree"], old["born"])
         self._members.retire(version, old["member_start"], old["member_count"], old["born"])
         self._groups.retire(version, old["group_row"], old["group_count"], old["born"])
-        self.num_edges += int(degrees.sum() - old["degree"].sum())
+        self.num_edges += int(degrees.sum()) - int(old["degree"].sum())
         self.version = version
 
     def _threads(self, vertices: int):
