@@ -30,8 +30,9 @@ A group is stored in one of the paper's adaptive representations (``group_kind``
 
 A batch applies where the space lives. On a GPU (:meth:`SamplingSpace._play`) the touched vertices' copies and
 the batch's updates are sorted stably by (vertex, destination), each edge's run is played as a queue by one thread,
-and each touched vertex's groups, members and alias table are rebuilt by a warp (``kernels/space.cu``); on the CPU
-each vertex's updates are replayed in turn (:func:`_replay`), then the same builds run as numba twins.
+and each touched vertex's groups, members and alias table are rebuilt by a warp (a vertex of more than ``CHUNK``
+edges by a warp per chunk; ``kernels/space.cu``). On the CPU, and for a small batch of a GPU space, each vertex's
+updates are replayed in turn (:func:`_replay`) and the same builds run as numba twins on the host.
 
 CUDA sampling in ``kernels/dynamic.cu``, CPU twin here; the same random stream.
 """
@@ -700,6 +701,11 @@ def _threads(vertices: int) -> int:
     return 1 if vertices < 256 else 1 << 30
 
 
+def _twins(x, vertices: int):
+    """The CPU twins' threads for kernels on arrays of ``x`` touching ``vertices``; nothing for CUDA's."""
+    return cpu_threads(_threads(vertices)) if x is np else contextlib.nullcontext()
+
+
 def _unpin(pins: dict, version: int) -> None:
     pins[version] -= 1
     if not pins[version]:
@@ -802,7 +808,8 @@ class SamplingSpace:
         Vertices to start with; an update naming a larger source id adds the vertices up to it.
     device : {"cpu", "gpu"}, default "cpu"
         Where the space lives and runs: numpy arrays and the CPU twins, or cupy arrays on the current GPU and the
-        CUDA kernels, which apply a batch on the device too (the host keeps only the blocks' bookkeeping).
+        CUDA kernels, which apply a batch on the device too (a batch of at most ``SMALL_BATCH`` updates, a
+        streaming update's, is staged and built on the host and its blocks copied over).
     scale : float, default 1.0
         The amortization factor: a bias ``w`` is sampled as ``w * scale``, whose integer part is factorized by
         radix and whose decimal part joins the decimal group. Integer biases need no more than 1; for floating-point
@@ -926,6 +933,7 @@ class SamplingSpace:
         if (self.device != "cpu" and len(batch.src) > SMALL_BATCH) if play is None else play:
             return self._play(batch)
         x = xp(self.device)
+        batch = Batch(batch.op, *(to_host(a) for a in (batch.codes, batch.src, batch.dst, batch.weight)), batch.given)
         order = np.argsort(batch.src, kind="stable")  # each source's updates together, in log order
         vertices, op_start = np.unique(batch.src[order], return_index=True)
         op_start = np.append(op_start, len(order)).astype(np.int64)
@@ -994,7 +1002,7 @@ class SamplingSpace:
                                             | (pairs_dst[1:] != pairs_dst[:-1]), x.ones(1, bool)]))
         played, alive = weight[by], x.empty(total, np.uint8)
         failed = x.empty(runs.shape[0] - 1, np.int64)
-        with self._threads(int(vertices.shape[0])):
+        with _twins(x, int(vertices.shape[0])):
             PLAY.launch(n=runs.shape[0] - 1, seg_start=runs, kind=kind[by], position=position[by], weight=played,
                         alive=alive, failed=failed)
         bad = failed[failed >= 0]
@@ -1033,7 +1041,7 @@ class SamplingSpace:
                  "chunk_decimal": xc.empty(chunk_vertex.shape[0], np.float64)}
         rebuilt = {**edges, **sizes, "dense_fraction": self.dense_fraction, "n": touched}
         groups, listed = xc.empty(touched, np.int64), xc.empty(touched, np.int64)
-        with self._threads(touched):
+        with _twins(xc, touched):
             CHUNKS.launch(**edges, **chunks, chunk_sizes=sizes["chunk_sizes"], chunk_decimal=sizes["chunk_decimal"])
             COUNT.launch(**rebuilt, groups=groups, listed=listed)
         # the blocks, built in arrays of their own, a vertex's after the other's
@@ -1041,7 +1049,7 @@ class SamplingSpace:
         members = xc.empty(int(listed.sum()) if touched else 0, np.int64)
         built = {name: xc.empty(int(groups.sum()) if touched else 0, dtype) for name, dtype in _GROUP_FIELDS.items()}
         offset = xc.empty(chunk_vertex.shape[0] * MAX_GROUPS, np.int64)
-        with self._threads(touched):
+        with _twins(xc, touched):
             adjacency = _sorted_rows(xc, indptr, dst) if adjacency is None else adjacency
             BUILD.launch(**rebuilt, chunk_offset=offset, member_start=member_start, members=members,
                          group_row=group_row, **built)
@@ -1073,9 +1081,6 @@ class SamplingSpace:
         self.num_edges += int(degrees.sum()) - int(old["degree"].sum())
         self.version = version
 
-    def _threads(self, vertices: int):
-        """The CPU twins' threads for a batch touching ``vertices`` (see ``cpu_threads``); nothing on a GPU."""
-        return cpu_threads(_threads(vertices)) if self.device == "cpu" else contextlib.nullcontext()
 
     def _arrays(self) -> dict:
         """The arrays ``SAMPLE`` reads, as now, on ``device``."""
