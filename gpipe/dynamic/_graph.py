@@ -5,6 +5,7 @@ Snapshot: one committed version of it, pinned on the workers, which runs read wh
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import uuid
 import weakref
@@ -130,6 +131,9 @@ class DynamicGraph:
         touched = [part for part, at in parts.items() if at.size]  # the others keep their version
 
         def updates(part):
+            if len(touched) == 1:  # the whole batch, in order: no copy but its sources' shift (and no names)
+                return (self.graph_id, part, dataclasses.replace(routed, op=None, given=None,
+                                                                 src=routed.src - bounds[part]), position)
             return (self.graph_id, part, routed.take(parts[part], src=routed.src[parts[part]] - bounds[part]),
                     position[parts[part]])
 
