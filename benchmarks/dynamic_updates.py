@@ -10,7 +10,8 @@ one space without a cluster (the commit's own cost, without the round trips). ``
 (each update both ways), timed from the checked batch in host memory, as it reaches a worker, to the space ready to
 walk (``apply_batch``, the device synchronized); ``space_batch_<size>_apply_seconds`` adds the batch's
 checks (``apply``); on a GPU, ``space_batch_<size>_device_seconds`` times the next batch of that size from the
-GPU's memory (Bingo's setting: its batches are on the device). Bingo's 10^7-update batches need R-MAT 20 (R-MAT 18 has 3.7 M distinct edges):
+GPU's memory (Bingo's setting: its batches are on the device). Bingo's 10^7-update batches need R-MAT 20 or more
+(R-MAT 18 has 3.7 M distinct edges):
 
     python benchmarks/dynamic_updates.py --device gpu --scale 20 --single 100 --batches 100000 \
         --space-batches 1000000 10000000 --space-repeat 1 --out dynamic_updates_rmat20_h200.json
@@ -44,7 +45,8 @@ def _rate(updates: int, call) -> float:
 
 def _both_ways(op, src, dst, weight) -> tuple:
     """Each update, then its reverse (an undirected graph's)."""
-    return (None if op is None else np.repeat(op, 2), np.stack([src, dst], 1).ravel(), np.stack([dst, src], 1).ravel(), np.repeat(weight, 2))
+    return (None if op is None else np.repeat(op, 2), np.stack([src, dst], 1).ravel(), np.stack([dst, src], 1).ravel(),
+            np.repeat(weight, 2))
 
 
 def _space_batches(edges, n: int, args) -> dict:

@@ -207,6 +207,13 @@ def test_a_dynamic_graph_applies_a_log_across_its_partitions_completely_or_not_a
     pd.testing.assert_frame_equal(dg.edges(), expected)
 
 
+def test_apply_batch_takes_a_checked_batch_only():
+    space = SamplingSpace(2)
+    with pytest.raises(gpipe.GpipeValueError, match="'batch' must be a gpipe.dynamic Batch .*got tuple"):
+        space.apply_batch((["insert"], [0], [1], [1.0]))
+    assert space.version == 0 and space.num_edges == 0
+
+
 def test_a_dynamic_graph_refuses_a_replicated_graph(cpu):
     g = gpipe.from_edges(pd.DataFrame({"src": [0, 1], "dst": [1, 2]}), mode="replicated")
     with pytest.raises(gpipe.GpipeValueError, match="'g' must be a partitioned graph.*got mode 'replicated'"):

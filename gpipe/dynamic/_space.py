@@ -563,8 +563,9 @@ def _class_counts(x, classes) -> np.ndarray:
     return to_host(x.bincount(classes.astype(np.int64) + 1, minlength=MAX_GROUPS + 1))[1:]
 
 
-def _exclusive(counts: np.ndarray) -> np.ndarray:
-    return np.cumsum(counts) - counts
+def _exclusive(counts, x=np):
+    """Where each of ``counts`` starts, laid out one after the other (arrays of ``x``)."""
+    return x.cumsum(counts) - counts
 
 
 class _Pool:
@@ -917,6 +918,9 @@ class SamplingSpace:
 
     def apply_batch(self, batch: Batch) -> None:
         """:meth:`apply` of a checked :class:`Batch` (``check_batch``): as it reaches a worker."""
+        if not isinstance(batch, Batch):
+            raise GpipeValueError(f"'batch' must be a gpipe.dynamic Batch (check_batch makes one), got "
+                                  f"{type(batch).__name__}")
         failed = self._stage(batch)
         if failed >= 0:
             self._staged = None
@@ -946,7 +950,7 @@ class SamplingSpace:
         if x is not np:  # a small batch of a GPU space: its vertices' edges copied here, replayed on the host
             slots = x.asarray(_slots(np, old_start, old_degree))
             held_dst, held_weight = to_host(held_dst[slots]), to_host(held_weight[slots])
-            old_start = np.cumsum(old_degree) - old_degree
+            old_start = _exclusive(old_degree)
         inserts = np.bincount(np.searchsorted(vertices, batch.src[batch.codes == _INSERT]), minlength=len(vertices))
         slot_start = np.concatenate([[0], np.cumsum(old_degree + inserts)]).astype(np.int64)
         new_dst = np.empty(slot_start[-1], np.int64)
@@ -983,7 +987,7 @@ class SamplingSpace:
         old_start = x.where(known, self._tables["edge_start"][at], 0) if self.num_vertices else x.zeros_like(at)
         old_degree = x.where(known, self._tables["degree"][at], 0) if self.num_vertices else x.zeros_like(at)
         sizes = old_degree + ops  # a vertex's elements: the copies it holds, then its updates in log order
-        start = x.cumsum(sizes) - sizes
+        start = _exclusive(sizes, x)
         total = int(start[-1] + sizes[-1])
         holder, k = segments(x, old_degree)
         held, slot = start[holder] + k, old_start[holder] + k
@@ -1033,7 +1037,7 @@ class SamplingSpace:
         frac = scaled - units
         edges = {"indptr": indptr, "units": units, "frac": frac}
         chunk_count = xc.where(degrees > CHUNK, (degrees + CHUNK - 1) // CHUNK, 0)  # a big vertex's, a warp each
-        chunk_start = xc.cumsum(chunk_count) - chunk_count
+        chunk_start = _exclusive(chunk_count, xc)
         chunk_vertex, chunk_index = segments(xc, chunk_count)
         chunks = {"chunk_vertex": chunk_vertex, "chunk_index": chunk_index, "n": chunk_vertex.shape[0]}
         sizes = {"chunk_start": chunk_start, "chunk_count": chunk_count,
@@ -1045,9 +1049,9 @@ class SamplingSpace:
             CHUNKS.launch(**edges, **chunks, chunk_sizes=sizes["chunk_sizes"], chunk_decimal=sizes["chunk_decimal"])
             COUNT.launch(**rebuilt, groups=groups, listed=listed)
         # the blocks, built in arrays of their own, a vertex's after the other's
-        member_start, group_row = xc.cumsum(listed) - listed, xc.cumsum(groups) - groups
-        members = xc.empty(int(listed.sum()) if touched else 0, np.int64)
-        built = {name: xc.empty(int(groups.sum()) if touched else 0, dtype) for name, dtype in _GROUP_FIELDS.items()}
+        member_start, group_row = _exclusive(listed, xc), _exclusive(groups, xc)
+        members = xc.empty(int(listed.sum()), np.int64)
+        built = {name: xc.empty(int(groups.sum()), dtype) for name, dtype in _GROUP_FIELDS.items()}
         offset = xc.empty(chunk_vertex.shape[0] * MAX_GROUPS, np.int64)
         with _twins(xc, touched):
             adjacency = _sorted_rows(xc, indptr, dst) if adjacency is None else adjacency
