@@ -11,7 +11,10 @@ batch size and fanout tuple of PGSampler's grid, in both modes:
 complete on return), and a ``NeighborLoader`` epoch of ``--batches`` batches
 (``loader_ms``: per batch, from its iterator, the next batch prepared while
 this one is taken). ``edges_per_second`` counts the sampled edges of the
-median call. ``fused_speedup`` is per-hop / fused ``call_ms``, with its mean
+median call. Per-hop is the bulk-synchronous pipeline of DGL's
+``NeighborSampler`` (``fused=False``: per hop a sampling kernel over the
+frontier, then a unique numbers the new vertices; the same blocks).
+``fused_speedup`` is per-hop / fused ``call_ms``, with its mean
 over the grid. ``loader_1024_25_10_ms``: the loader's per-batch time at 1,024 seeds
 and (25, 10) (issue 17's latency target), after a warm-up epoch. ``--all-vertices`` adds one epoch of (25, 10) over every vertex
 (NextDoor's k-hop: 16.07 s at R-MAT 20 on an H200) of ``--peer-graph`` (the

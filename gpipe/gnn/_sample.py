@@ -46,8 +46,10 @@ def sample_blocks(g, seeds, fanouts, replace: bool = False, weighted: bool = Fal
         only: the blocks are the same fused or not, on either device, and
         for any partitioning of the graph.
     fused : bool
-        All hops in one kernel launch (default), or one launch per hop
-        (bulk-synchronous, for comparison); the blocks are the same.
+        All hops in one kernel launch (default), or hop by hop as DGL's
+        ``NeighborSampler`` does (bulk-synchronous: a sampling kernel over
+        the hop's frontier, then a unique to number the new vertices before
+        the next hop; for comparison); the blocks are the same.
 
     Returns
     -------
