@@ -4,9 +4,11 @@ A run's work is called on its workers directly (:func:`call_workers`); other
 work runs as Dask tasks pinned to those workers. Either would wait for a
 worker that has died: a task pinned to it until it comes back, a call to its
 address for the connect timeout (30 s). So every wait of the client on gpipe
-work goes through this module: while it lasts, a watchdog thread checks at
-once, then once a second, that the workers holding the partitions (or
-replicas) are still in the scheduler's table; if one has left, it cancels the
+work goes through this module: while it lasts, a watchdog thread checks once
+a second that the workers holding the partitions (or replicas) are still in
+the scheduler's table (not at once: a call of a few milliseconds would wait
+for that scheduler round trip too, and a worker gone before the call fails
+it, which checks the same); if one has left, it cancels the
 tasks (or the calls) and the wait raises a :class:`WorkerLostError` naming it
 and what it held. A wait that fails otherwise (a task cancelled with the lost
 worker's data) checks the same once. A failure naming one of those workers (a
@@ -122,8 +124,8 @@ def _lost(client, held: dict[int, str]) -> dict[int, str]:
 
 
 def _watched(client, held: dict[int, str], phase: str, unit: str, block: Callable, cancel: Callable):
-    """``block()``, while a watchdog thread checks at once, then every ``WATCH_SECONDS``, that the workers of
-    ``held`` are still there; ``cancel()`` ends the block's wait when one has left."""
+    """``block()``, while a watchdog thread checks every ``WATCH_SECONDS`` that the workers of ``held`` are still
+    there; ``cancel()`` ends the block's wait when one has left."""
     since = time.time()
     lost: dict[int, str] = {}
     done = threading.Event()
@@ -132,12 +134,10 @@ def _watched(client, held: dict[int, str], phase: str, unit: str, block: Callabl
         lost.update(_lost(client, held))
 
     def watch() -> None:
-        while True:
+        while not done.wait(WATCH_SECONDS):
             check()
             if lost:
                 cancel()
-                return
-            if done.wait(WATCH_SECONDS):
                 return
 
     watchdog = threading.Thread(target=watch, name="gpipe-watchdog", daemon=True)
