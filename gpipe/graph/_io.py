@@ -13,7 +13,7 @@ from .._validate import check_bool
 from ..errors import GpipeFileError, GpipeValueError
 from ..runtime import current
 from ._graph import Graph, build, check_mode
-from ._readers import (FLOAT32_RANGE, GRAPH_META, NpzPlan, TablePlan, check_graph_parts, count_lines,
+from ._readers import (FLOAT32_RANGE, GRAPH_META, NpzPlan, TablePlan, check_graph_parts,
                        float32_misfits, graph_folder_ids, id_kind, npz_problem, plan_graph_folder, plan_npz, plan_table,
                        npz_frame, read_graph_part, read_npz_piece, read_piece)
 
@@ -125,16 +125,14 @@ def read_edges(path, src: str = "src", dst: str = "dst", weight: str | bool | No
 def _read_on_workers(client, plan: TablePlan) -> list:
     """Futures of the edge frames of ``plan``'s pieces, each parsed by a worker.
 
-    A text piece's first line number, which its errors name, comes from the newlines the workers
-    count in the pieces before it. Errors are raised in file order: the first bad line's.
+    Errors are raised in file order: the first bad line's (a piece that fails counts the lines
+    before it for the line number).
     """
-    counts = [client.submit(count_lines, plan, piece, pure=False) for piece in plan.pieces]
-    firsts = client.submit(_first_lines, *counts, pure=False)
-    frames = [client.submit(_read_piece_at, plan, piece, firsts, i, pure=False) for i, piece in enumerate(plan.pieces)]
+    frames = [client.submit(read_piece, plan, piece, pure=False) for piece in plan.pieces]
     kinds = [f.result() for f in [client.submit(id_kind, frame, pure=False) for frame in frames]]
     if "int" in kinds and "str" in kinds:  # as one file would be read: integer ids are strings beside strings
-        frames = [client.submit(_read_piece_at, plan, piece, firsts, i, strings=True, pure=False) if kind == "int"
-                  else frame for i, (piece, frame, kind) in enumerate(zip(plan.pieces, frames, kinds))]
+        frames = [client.submit(read_piece, plan, piece, strings=True, pure=False) if kind == "int" else frame
+                  for piece, frame, kind in zip(plan.pieces, frames, kinds)]
     frames = [frame for frame, kind in zip(frames, kinds) if kind is not None]
     if not frames:
         raise GpipeFileError(plan.path, None, "no edges")
@@ -149,14 +147,6 @@ def _read_npz_on_workers(client, plan: NpzPlan) -> list:
     if error is not None:
         raise error
     return [client.submit(operator.itemgetter(0), r, pure=False) for r in read]
-
-
-def _first_lines(*counts: int) -> list[int]:
-    return np.concatenate([[1], 1 + np.cumsum(counts[:-1], dtype=np.int64)]).tolist()
-
-
-def _read_piece_at(plan: TablePlan, piece, firsts: list[int], i: int, strings: bool = False) -> pd.DataFrame:
-    return read_piece(plan, piece, firsts[i], strings=strings)
 
 
 def from_edges(frame, src: str = "src", dst: str = "dst", weight: str | None = None, directed: bool = False,

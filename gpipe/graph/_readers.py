@@ -20,7 +20,6 @@ import contextlib
 import csv
 import dataclasses
 import errno
-import functools
 import glob
 import gzip
 import io
@@ -89,10 +88,10 @@ def read_table(path, *, src: str = "src", dst: str = "dst", weight=None,
     plan = plan_table(path, src=src, dst=dst, weight=weight, fmt=fmt)
     if plan.fmt == "npz":
         return read_npz(plan.path, bool(weight))
-    frames = [read_piece(plan, piece, 1) for piece in plan.pieces]  # one piece per text file
+    frames = [read_piece(plan, piece) for piece in plan.pieces]  # one piece per text file
     kinds = [id_kind(frame) for frame in frames]
     if "str" in kinds and "int" in kinds:  # parquet files, some with integer ids
-        frames = [read_piece(plan, piece, 1, strings=True) for piece in plan.pieces]
+        frames = [read_piece(plan, piece, strings=True) for piece in plan.pieces]
     if not any(len(frame) for frame in frames):
         raise GpipeFileError(plan.path, None, "no edges")
     return pd.concat(frames, ignore_index=True), None
@@ -159,27 +158,34 @@ def plan_table(path, *, src: str = "src", dst: str = "dst", weight=None, fmt: st
     return TablePlan(fmt, path, _parquet_pieces(path, files, columns), columns=columns)
 
 
-def read_piece(plan: TablePlan, piece: Piece, line: int, *, strings: bool = False) -> pd.DataFrame:
+def read_piece(plan: TablePlan, piece: Piece, *, strings: bool = False) -> pd.DataFrame:
     """The edges of ``piece`` (columns ``src``, ``dst`` and maybe ``weight``; none is an empty frame).
 
-    ``line`` is the number of the piece's first line, for errors; ``strings`` reads the ids as
-    strings, as they are when another piece holds ids that are not integers.
+    ``strings`` reads the ids as strings, as they are when another piece holds ids that are not
+    integers. Errors name the line in the whole file: a piece scanned line by line counts the
+    lines before it first.
     """
     if plan.fmt == "snap":
-        frame = _read_snap(plan, piece, line, strings)
+        frame = _read_snap(plan, piece, strings)
     elif plan.fmt == "csv":
-        frame = _read_csv(plan, piece, line, strings)
+        frame = _read_csv(plan, piece, strings)
     else:
         frame = _read_parquet(piece, list(plan.columns), strings)
     return frame
 
 
-def count_lines(plan: TablePlan, piece: Piece) -> int:
-    """The line ends (newlines) in a text ``piece``: the lines before the next one."""
-    if plan.fmt not in ("snap", "csv"):
-        return 0
-    with _piece_bytes(piece) as raw:
-        return sum(block.count(b"\n") for block in iter(functools.partial(raw.read, _BLOCK), b""))
+def _first_line(piece: Piece) -> int:
+    """The number of a text piece's first line: 1 + the line ends (newlines) of the file before it."""
+    if not piece.start:
+        return 1
+    with open(piece.path, "rb") as f:
+        raw = io.BufferedReader(f, _BLOCK)
+        left, ends = piece.start, 0
+        while left:
+            block = raw.read(min(left, _BLOCK))
+            ends += block.count(b"\n")
+            left -= len(block)
+    return ends + 1
 
 
 def id_kind(frame: pd.DataFrame) -> str | None:
@@ -331,12 +337,12 @@ def _parse_weight(path: str, lineno: int, token: str) -> float:
     return value
 
 
-def _read_snap(plan: TablePlan, piece: Piece, line: int, strings: bool) -> pd.DataFrame:
+def _read_snap(plan: TablePlan, piece: Piece, strings: bool) -> pd.DataFrame:
     table = _snap_arrow(plan, piece, strings)
     if table is None:
         table = _snap_fast(plan, piece, strings)
     if table is None:  # the third column, unless dropped, is checked line by line
-        table = _scan_snap(plan, piece, line, strings)
+        table = _scan_snap(plan, piece, _first_line(piece), strings)
     return table
 
 
@@ -386,30 +392,53 @@ def _blank_comments(lines: bytes) -> bytes:
 
 
 def _snap_arrow(plan: TablePlan, piece: Piece, strings: bool) -> pd.DataFrame | None:
-    """Integer ids one tab or one space apart, parsed by pyarrow on every core of the machine as the piece streams
-    in (a compressed file too): a GPU worker runs its tasks one at a time, so pandas would parse its pieces on one
-    core (8 M lines on 2 cores: 1.6 s, pyarrow 0.7 s; gzipped 2.6 s and 1.2 s). None where the piece is not read
-    that way (strings, other separators, quotes, an empty or bad field): the caller goes on to pandas' C parser."""
+    """Integer ids one tab or one space apart, parsed by pyarrow: a piece of an uncompressed file without comments
+    read whole, in blocks parsed on every core the worker has (a GPU worker runs its tasks one at a time, so one
+    parser would use one core); other pieces as they stream in, comment lines emptied (a compressed file too).
+    None where the piece is not read that way (strings, other separators, quotes, an empty or bad field): the
+    caller goes on to pandas' C parser."""
     if strings:
         return None
     names = [str(i) for i in range(plan.width)]
     keep = names[:3 if plan.width == 3 and plan.keep_weight else 2]
-    types = {name: pa.float64() if name == "2" else pa.int64() for name in keep}
-    with io.BufferedReader(_Uncommented(piece), _BLOCK) as lines:  # comment lines emptied: pyarrow skips those
-        first = lines.peek(_BLOCK).lstrip(b"\r\n")[:4096].split(b"\n", 1)[0]
-        try:
-            table = pacsv.open_csv(
-                pa.PythonFile(lines, mode="r"), read_options=pacsv.ReadOptions(column_names=names, block_size=1 << 24),
-                parse_options=pacsv.ParseOptions(delimiter="\t" if b"\t" in first else " ", quote_char=False),
-                convert_options=pacsv.ConvertOptions(column_types=types, include_columns=keep)).read_all()
-        except pa.ArrowException:  # quote_char=False above: quoting is off, as in the C parser
-            return None
+    options = {"convert_options": pacsv.ConvertOptions(column_types={name: pa.float64() if name == "2" else pa.int64()
+                                                                     for name in keep}, include_columns=keep)}
+    whole = _uncompressed_bytes(piece)
+    try:
+        if whole is not None and b"#" not in whole and b"%" not in whole:
+            threads = pa.cpu_count()
+            table = pacsv.read_csv(pa.BufferReader(whole), **options, **_snap_options(
+                whole, names, max(1 << 20, min(1 << 24, len(whole) // (4 * threads) + 1))))
+        else:
+            with io.BufferedReader(_Uncommented(piece), _BLOCK) as lines:  # comment lines emptied: pyarrow skips them
+                table = pacsv.open_csv(pa.PythonFile(lines, mode="r"), **options,
+                                       **_snap_options(lines.peek(_BLOCK), names, 1 << 24)).read_all()
+    except pa.ArrowException:  # quote_char=False: quoting is off, as in the C parser
+        return None
     if not table.num_rows or any(column.null_count for column in table.columns):
         return None
     weight = pd.Series(table.column("2").to_numpy()) if "2" in keep else None
     if weight is not None and not _weights_taken(weight):
         return None
     return _frame(table.column("0").to_numpy(), table.column("1").to_numpy(), weight)
+
+
+def _snap_options(start: bytes, names: list[str], block_size: int) -> dict:
+    """pyarrow's read and parse options for SNAP text that begins with ``start``: the first line's tab or space
+    separates the fields."""
+    first = start.removeprefix(codecs.BOM_UTF8).lstrip(b"\r\n")[:4096].split(b"\n", 1)[0]
+    return {"read_options": pacsv.ReadOptions(column_names=names, block_size=block_size),
+            "parse_options": pacsv.ParseOptions(delimiter="\t" if b"\t" in first else " ", quote_char=False)}
+
+
+def _uncompressed_bytes(piece: Piece) -> bytes | None:
+    """The bytes of a piece of an uncompressed file (a UTF-8 byte-order mark dropped), None for a compressed one."""
+    if piece.end is None and os.path.splitext(piece.path)[1].lower() in _DECOMPRESSORS:
+        return None
+    with open(piece.path, "rb") as f:
+        f.seek(piece.start)
+        data = f.read() if piece.end is None else f.read(piece.end - piece.start)
+    return data.removeprefix(codecs.BOM_UTF8) if piece.start == 0 else data
 
 
 def _snap_fast(plan: TablePlan, piece: Piece, strings: bool) -> pd.DataFrame | None:
@@ -461,9 +490,9 @@ def _csv_header(path: str, columns: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(header)
 
 
-def _read_csv(plan: TablePlan, piece: Piece, line: int, strings: bool) -> pd.DataFrame:
+def _read_csv(plan: TablePlan, piece: Piece, strings: bool) -> pd.DataFrame:
     table = _csv_fast(plan, piece, strings)
-    return table if table is not None else _scan_csv(plan, piece, line, strings)
+    return table if table is not None else _scan_csv(plan, piece, _first_line(piece), strings)
 
 
 def _csv_fast(plan: TablePlan, piece: Piece, strings: bool) -> pd.DataFrame | None:

@@ -12,12 +12,13 @@ this module (for ``client.run``) and :func:`call_workers`. Off a worker,
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import psutil
-
+import pyarrow as pa
 from dask.utils import parse_bytes
 from distributed import WorkerPlugin, get_worker
 from distributed.comm.addressing import get_address_host
@@ -26,7 +27,7 @@ from distributed.utils import sync
 
 from .. import config
 from .._validate import check_int
-from ..backend import device_of, set_cpu_threads, to_host, xp
+from ..backend import device_of, gpu_count, set_cpu_threads, to_host, xp
 from ._partitions import Partitions
 from ._run import ENDED, Arrival, Run
 from ..errors import GpipeError, GpipeValueError
@@ -54,6 +55,8 @@ class GpipeStore(WorkerPlugin):
         self.far: set[str] = set()  # peers that could not open this worker's device memory
         self._auto_limit = _output_limit(self.device)  # what gpipe.memory.output-limit 'auto' means here
         self._runner = ThreadPoolExecutor(RUN_THREADS, thread_name_prefix="gpipe-run")
+        self.host_threads = _host_threads(self.device, worker.state.nthreads)
+        pa.set_cpu_count(self.host_threads)  # Arrow follows the OMP_NUM_THREADS=1 that Dask's nanny sets otherwise
         self.worker = worker
         self.worker_address = worker.address
         worker.handlers["gpipe_call"] = self._call
@@ -78,7 +81,7 @@ class GpipeStore(WorkerPlugin):
 
     def _run_here(self, function, args: tuple, kwargs: dict):
         _running.store = self
-        set_cpu_threads(self.worker.state.nthreads)  # numba's thread count is per calling thread
+        set_cpu_threads(self.host_threads)  # numba's thread count is per calling thread
         try:
             return function(*args, **kwargs)
         finally:
@@ -304,6 +307,15 @@ def output_limit_setting() -> int | str | None:
             raise GpipeValueError("'gpipe.memory.output-limit' must be 'auto', null or a byte count such as "
                                   f"'4 GB', got {limit!r}") from None
     return check_int("gpipe.memory.output-limit", limit, minimum=0)
+
+
+def _host_threads(device: str, nthreads: int) -> int:
+    """Host threads one task of this worker may use (numba's CPU twins, Arrow's readers): its task threads on a CPU
+    worker, which run tasks side by side; on a GPU worker, which runs one task at a time, its share of the cores it
+    may run on, among the GPUs of the host (a worker each)."""
+    if device != "gpu":
+        return max(1, nthreads)
+    return max(1, len(os.sched_getaffinity(0)) // max(1, gpu_count()))
 
 
 def _output_limit(device: str) -> int | None:
