@@ -444,3 +444,12 @@ def test_edge_lists_pyarrow_cannot_read_as_given_go_to_the_c_parser(tmp_path, te
     path.write_bytes(text.encode())
     plan = plan_table(path)
     assert _snap_arrow(plan, plan.pieces[0], False) is None
+
+
+@pytest.mark.parametrize("value", [0.0, -0.0, 1.0, -1.0, 1e-38, 1.1754942e-38, 1.1754944e-38, 3.4028234e38, 3.4028236e38,
+                                   3.5e38, np.inf, -np.inf, np.nan, 1e-45, 5e-324])
+def test_the_one_pass_weight_check_takes_what_the_elementwise_rule_takes(value):
+    from gpipe.graph._readers import float32_misfits, weights_fit
+
+    values = np.array([0.5, value, 2.0])
+    assert weights_fit(values) == (not (float32_misfits(values) | (values < 0)).any())

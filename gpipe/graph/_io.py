@@ -10,12 +10,13 @@ import pandas as pd
 
 from .. import config
 from .._validate import check_bool
+from ..backend import cpu_kernel, prange
 from ..errors import GpipeFileError, GpipeValueError
 from ..runtime import current
 from ._graph import Graph, build, check_mode
 from ._readers import (FLOAT32_RANGE, GRAPH_META, NpzPlan, TablePlan, check_graph_parts,
                        float32_misfits, graph_folder_ids, id_kind, npz_problem, plan_graph_folder, plan_npz, plan_table,
-                       npz_frame, read_graph_part, read_npz_piece, read_piece)
+                       npz_frame, read_graph_part, read_npz_piece, read_piece, weights_fit)
 
 __all__ = ["from_edges", "read_edges"]
 
@@ -255,6 +256,8 @@ def _check_weights(values: pd.Series, name: str) -> None:
     if not pd.api.types.is_numeric_dtype(values) or pd.api.types.is_bool_dtype(values):
         raise GpipeValueError(f"'weight' column {name!r} must be numeric, got dtype {values.dtype}")
     arr = values.to_numpy(dtype=np.float64, na_value=np.nan)
+    if weights_fit(np.ascontiguousarray(arr)):
+        return
     bad = float32_misfits(arr) | (arr < 0)
     if bad.any():
         raise GpipeValueError(f"'weight' column {name!r} must hold finite, non-negative numbers that fit float32 "
@@ -262,12 +265,13 @@ def _check_weights(values: pd.Series, name: str) -> None:
 
 
 def _unique_ids(chunk: pd.DataFrame, src: str, dst: str) -> np.ndarray:
-    values = np.concatenate([chunk[src].to_numpy(), chunk[dst].to_numpy()])
-    if values.dtype.kind in "iu":
-        marked = _marked(values.astype(np.int64))
+    ends = chunk[src].to_numpy(), chunk[dst].to_numpy()
+    if all(e.dtype.kind in "iu" for e in ends):
+        marked = _marked(*(e.astype(np.int64, copy=False) for e in ends))
         if marked is not None:
             return marked
-    elif pd.isna(values).any():
+    values = np.concatenate(ends)
+    if values.dtype.kind not in "iu" and pd.isna(values).any():
         raise GpipeValueError(f"'src'/'dst' columns must not hold missing ids, got {int(pd.isna(values).sum())}")
     return pd.unique(values)
 
@@ -286,9 +290,9 @@ def _merge_ids(*uniques: np.ndarray) -> np.ndarray:
     few times their count are marked in a bitmap of the range rather than sorted (8 M edges of R-MAT-like
     ids: 7.1 s of merging on 2 cores)."""
     if all(u.dtype.kind in "iu" for u in uniques):
-        values = np.concatenate(uniques).astype(np.int64)
-        marked = _marked(values)
-        return np.unique(values) if marked is None else marked
+        values = [u.astype(np.int64, copy=False) for u in uniques]
+        marked = _marked(*values)
+        return np.unique(np.concatenate(values)) if marked is None else marked
     merged = pd.unique(np.concatenate([u.astype(object) for u in uniques]))
     kind = pd.api.types.infer_dtype(merged, skipna=False)
     if kind != "string":
@@ -296,17 +300,31 @@ def _merge_ids(*uniques: np.ndarray) -> np.ndarray:
     return np.sort(merged)
 
 
-def _marked(values: np.ndarray) -> np.ndarray | None:
-    """The sorted distinct values of integer ``values`` marked in a bitmap of their range, or None when the range
-    is too wide for one (see :func:`_small_range`)."""
-    if not values.size:
-        return values.astype(np.int64)
-    lo, hi = int(values.min()), int(values.max())
-    if not _small_range(lo, hi, values.size):
+def _marked(*values: np.ndarray) -> np.ndarray | None:
+    """The sorted distinct values of the int64 arrays ``values`` marked in a bitmap of their range, or None when
+    the range is too wide for one (see :func:`_small_range`)."""
+    values = [v for v in values if v.size]
+    if not values:
+        return np.zeros(0, np.int64)
+    lo, hi = min(int(v.min()) for v in values), max(int(v.max()) for v in values)
+    if not _small_range(lo, hi, sum(v.size for v in values)):
         return None
-    seen = np.zeros(hi - lo + 1, bool)
-    seen[values - lo] = True
+    seen = np.zeros(hi - lo + 1, np.bool_)
+    for v in values:
+        _mark(v, lo, seen)
     return np.flatnonzero(seen) + lo
+
+
+@cpu_kernel(parallel=True)
+def _mark(values, lo, seen):
+    for i in prange(values.shape[0]):
+        seen[values[i] - lo] = True
+
+
+@cpu_kernel(parallel=True)
+def _look_up(values, lo, table, out):
+    for i in prange(values.shape[0]):
+        out[i] = table[values[i] - lo]
 
 
 def _small_range(lo: int, hi: int, count: int) -> bool:
@@ -350,7 +368,11 @@ def _to_dense(chunk: pd.DataFrame, src: str, dst: str, weight: str | None, id_ma
         lo = int(id_map[0])  # sorted: a lookup table over the ids' range
         table = np.empty(int(id_map[-1]) - lo + 1, np.int64)
         table[id_map - lo] = np.arange(id_map.size, dtype=np.int64)
-        out = {"src": table[chunk[src].to_numpy(np.int64) - lo], "dst": table[chunk[dst].to_numpy(np.int64) - lo]}
+        out = {}
+        for end in ("src", "dst"):
+            values = chunk[src if end == "src" else dst].to_numpy(np.int64)
+            out[end] = np.empty(values.shape[0], np.int64)
+            _look_up(values, lo, table, out[end])
     else:
         index = pd.Index(id_map)
         out = {"src": index.get_indexer(chunk[src].to_numpy()).astype(np.int64),

@@ -26,6 +26,7 @@ import io
 import json
 import lzma
 import math
+import mmap
 import os
 import re
 import warnings
@@ -42,6 +43,7 @@ import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 
 from .._validate import check_bool, check_choice, check_int
+from ..backend import cpu_kernel, prange
 from ..errors import GpipeFileError, GpipeValueError
 
 FORMATS = ("snap", "csv", "parquet", "npz")
@@ -57,6 +59,7 @@ _GRAPH_KEYS = ("num_vertices", "num_edges", "directed", "weighted", "partitions"
 _INT = re.compile(r"\s*[+-]?[0-9]+\s*")
 _INT64_MAX = np.iinfo(np.int64).max
 _FLOAT32 = np.finfo(np.float32)
+_TINY32, _MAX32 = np.float32(_FLOAT32.tiny), np.float32(_FLOAT32.max)
 # gpipe keeps weights as float32: a larger one would become inf (never taken), a smaller one 0 (walks stop there).
 FLOAT32_RANGE = f"0, or {_FLOAT32.tiny:.4g} to {_FLOAT32.max:.4g} in magnitude"
 
@@ -285,7 +288,7 @@ def _frame(src, dst, weight) -> pd.DataFrame:
     columns = {"src": src, "dst": dst}
     if weight is not None:
         columns["weight"] = np.asarray(weight, dtype=np.float64)
-    return pd.DataFrame(columns)
+    return pd.DataFrame(columns, copy=False)  # by default pandas copies the columns into one block
 
 
 def _both_int(a: pd.Series, b: pd.Series) -> bool:
@@ -299,12 +302,24 @@ def float32_misfits(values: np.ndarray) -> np.ndarray:
     return ~np.isfinite(values) | ~np.isfinite(single) | ((values != 0) & (single < _FLOAT32.tiny))
 
 
+@cpu_kernel(parallel=True)
+def weights_fit(values):
+    """Whether every value of the float64 array is a weight gpipe takes (0, or positive with a finite float32
+    that is not subnormal: :func:`float32_misfits` and the sign), in one pass on every core."""
+    bad = 0
+    for i in prange(values.shape[0]):
+        v = values[i]
+        single = np.float32(v)
+        if not (v == 0.0 or (v > 0.0 and single >= _TINY32 and single <= _MAX32)):
+            bad += 1
+    return bad == 0
+
+
 def _weights_taken(values: pd.Series) -> bool:
     """Whether the fast path's weights are all ones gpipe takes; if not, the scan names the first bad line."""
     if values.dtype.kind not in "iuf":
         return False
-    weight = values.to_numpy(dtype=np.float64)
-    return not (float32_misfits(weight) | (weight < 0)).any()
+    return weights_fit(np.ascontiguousarray(values.to_numpy(dtype=np.float64)))
 
 
 def _is_utf8(text: str) -> bool:
@@ -405,10 +420,11 @@ def _snap_arrow(plan: TablePlan, piece: Piece, strings: bool) -> pd.DataFrame | 
                                                                      for name in keep}, include_columns=keep)}
     whole = _uncompressed_bytes(piece)
     try:
-        if whole is not None and b"#" not in whole and b"%" not in whole:
-            threads = pa.cpu_count()
+        if whole is not None and not whole[1]:
+            whole = whole[0]
+            block_size = max(1 << 20, min(1 << 24, whole.size // (4 * pa.cpu_count()) + 1))  # blocks for every core
             table = pacsv.read_csv(pa.BufferReader(whole), **options, **_snap_options(
-                whole, names, max(1 << 20, min(1 << 24, len(whole) // (4 * threads) + 1))))
+                whole.slice(0, min(4096, whole.size)).to_pybytes(), names, block_size))
         else:
             with io.BufferedReader(_Uncommented(piece), _BLOCK) as lines:  # comment lines emptied: pyarrow skips them
                 table = pacsv.open_csv(pa.PythonFile(lines, mode="r"), **options,
@@ -431,14 +447,20 @@ def _snap_options(start: bytes, names: list[str], block_size: int) -> dict:
             "parse_options": pacsv.ParseOptions(delimiter="\t" if b"\t" in first else " ", quote_char=False)}
 
 
-def _uncompressed_bytes(piece: Piece) -> bytes | None:
-    """The bytes of a piece of an uncompressed file (a UTF-8 byte-order mark dropped), None for a compressed one."""
+def _uncompressed_bytes(piece: Piece) -> tuple[pa.Buffer, bool] | None:
+    """The bytes of a piece of an uncompressed file (a UTF-8 byte-order mark dropped), mapped from the page cache
+    rather than copied, and whether they hold a comment character; None for a compressed file."""
     if piece.end is None and os.path.splitext(piece.path)[1].lower() in _DECOMPRESSORS:
         return None
     with open(piece.path, "rb") as f:
-        f.seek(piece.start)
-        data = f.read() if piece.end is None else f.read(piece.end - piece.start)
-    return data.removeprefix(codecs.BOM_UTF8) if piece.start == 0 else data
+        size = os.fstat(f.fileno()).st_size
+        end = size if piece.end is None else piece.end
+        if end <= piece.start:
+            return pa.py_buffer(b""), False
+        mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    start = piece.start + (len(codecs.BOM_UTF8) if piece.start == 0 and mapped[:3] == codecs.BOM_UTF8 else 0)
+    comments = any(mapped.find(c, start, end) >= 0 for c in (b"#", b"%"))
+    return pa.py_buffer(mapped).slice(start, end - start), comments
 
 
 def _snap_fast(plan: TablePlan, piece: Piece, strings: bool) -> pd.DataFrame | None:
@@ -606,6 +628,8 @@ def _parquet_weights(path: str, name: str, col: pa.ChunkedArray) -> np.ndarray:
 
 
 def _check_weights(path: str, what: str, unit: str, weight: np.ndarray) -> None:
+    if weights_fit(np.ascontiguousarray(weight)):
+        return
     for bad, rule in ((float32_misfits(weight), f"that do not fit float32, gpipe's weight type ({FLOAT32_RANGE})"),
                       (weight < 0, "that are negative; weights must be >= 0")):
         if bad.any():
