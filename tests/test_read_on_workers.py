@@ -103,7 +103,7 @@ def test_a_range_of_string_ids_makes_the_integer_ids_of_other_ranges_strings(clu
 
 
 @pytest.mark.parametrize("renumber", [None, True, False])
-def test_parquet_row_groups_folder_and_glob(cluster, tmp_path, renumber):
+def test_parquet_row_groups_folder_and_glob(cluster, small_pieces, tmp_path, renumber):
     folder = tmp_path / "edges"
     folder.mkdir()
     frame = _random_edges(ids=np.arange(80) + 10, weighted=True)
@@ -112,7 +112,10 @@ def test_parquet_row_groups_folder_and_glob(cluster, tmp_path, renumber):
                        row_group_size=50)
     (folder / "notes.txt").write_text("not parquet")
     pattern = str(folder / "part-*.parquet")
-    assert len(plan_table(pattern, weight="w").pieces) == 12
+    assert len(plan_table(pattern, weight="w").pieces) == 3  # a file each, read in this process
+    assert len(plan_table(pattern, weight="w", piece_bytes=300).pieces) == 12  # a row group (~1.2 kB) each
+    groups = [(p.start, p.end) for p in plan_table(pattern, weight="w", piece_bytes=2000).pieces]
+    assert groups == [(0, 2), (2, 4)] * 3  # runs of row groups holding about 2 kB
     ref = gpipe.from_edges(frame, weight="w", renumber=renumber, partitions=2)
     _same_graph(gpipe.read_edges(pattern, weight="w", renumber=renumber, partitions=2), ref, tmp_path)
     os.remove(folder / "notes.txt")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import operator
 import os
+import weakref
 
 import numpy as np
 import pandas as pd
@@ -20,6 +21,8 @@ from ._readers import (FLOAT32_RANGE, GRAPH_META, NpzPlan, TablePlan, check_grap
 
 __all__ = ["from_edges", "read_edges"]
 
+_TABLE: tuple = (None, None)  # (weak reference to an id map, its lookup table): see _lookup_table
+
 
 def read_edges(path, src: str = "src", dst: str = "dst", weight: str | bool | None = None, directed: bool = False,
                partitions: int | None = None, *, mode: str | None = None, fmt: str | None = None,
@@ -28,8 +31,8 @@ def read_edges(path, src: str = "src", dst: str = "dst", weight: str | bool | No
 
     The workers read the input: an uncompressed text file in byte ranges of
     ``gpipe.graph.read-bytes``, a compressed one whole (one worker per file),
-    parquet by row groups, a CSR ``.npz`` by ranges of rows of about
-    ``gpipe.graph.chunk-edges`` edges (a task reads its slices of ``indices``
+    parquet by runs of row groups of about as many bytes of data, a CSR
+    ``.npz`` by ranges of rows of about ``gpipe.graph.chunk-edges`` edges (a task reads its slices of ``indices``
     and the weights; when they are stored compressed, as ``np.savez_compressed``
     and scipy's ``save_npz`` write them, one task reads each member once). The
     edges never pass through the client, which reads an ``.npz``'s ``indptr``
@@ -365,9 +368,7 @@ def _to_dense(chunk: pd.DataFrame, src: str, dst: str, weight: str | None, id_ma
     if id_map is None:
         out = {"src": chunk[src].to_numpy(np.int64), "dst": chunk[dst].to_numpy(np.int64)}
     elif id_map.dtype.kind in "iu" and id_map.size and _small_range(int(id_map[0]), int(id_map[-1]), id_map.size):
-        lo = int(id_map[0])  # sorted: a lookup table over the ids' range
-        table = np.empty(int(id_map[-1]) - lo + 1, np.int64)
-        table[id_map - lo] = np.arange(id_map.size, dtype=np.int64)
+        lo, table = int(id_map[0]), _lookup_table(id_map)
         out = {}
         for end in ("src", "dst"):
             values = chunk[src if end == "src" else dst].to_numpy(np.int64)
@@ -381,6 +382,21 @@ def _to_dense(chunk: pd.DataFrame, src: str, dst: str, weight: str | None, id_ma
         _check_weights(chunk[weight], weight)
         out["weight"] = chunk[weight].to_numpy(np.float32)
     return out
+
+
+def _lookup_table(id_map: np.ndarray) -> np.ndarray:
+    """Dense id by original id less the first: a table over the range of the sorted integer ``id_map``, kept for
+    the worker's next chunk (the chunks of a read share one id map; a fresh table of the range, pages faulted in,
+    took as long as the chunk's lookups)."""
+    global _TABLE
+    kept, table = _TABLE
+    if kept is not None and kept() is id_map:
+        return table
+    lo = int(id_map[0])
+    table = np.empty(int(id_map[-1]) - lo + 1, np.int64)
+    table[id_map - lo] = np.arange(id_map.size, dtype=np.int64)
+    _TABLE = (weakref.ref(id_map), table)
+    return table
 
 
 def _read_graph_folder(path: str, partitions: int | None, mode: str | None) -> Graph:

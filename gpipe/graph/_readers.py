@@ -103,7 +103,7 @@ def read_table(path, *, src: str = "src", dst: str = "dst", weight=None,
 @dataclasses.dataclass(frozen=True)
 class Piece:
     """A part of an edge input one task parses: bytes ``start..end`` of a text file (``end`` None: all
-    of it, through its decompressor), or row group ``start`` of a parquet file."""
+    of it, through its decompressor), or row groups ``start..end-1`` of a parquet file."""
 
     path: str
     start: int = 0
@@ -130,7 +130,8 @@ def plan_table(path, *, src: str = "src", dst: str = "dst", weight=None, fmt: st
 
     An uncompressed text file is cut every ``piece_bytes`` bytes (default: one piece), each piece
     running from just after the first newline at or after its offset to the line crossing its end;
-    a compressed one is one piece; parquet input (a file, a folder or a glob) is cut by row groups.
+    a compressed one is one piece; parquet input (a file, a folder or a glob) is cut into runs of row
+    groups of about ``piece_bytes`` bytes of data.
     Only the first lines of a text file and the footers of parquet files are read here.
     """
     path = os.fspath(path)
@@ -158,7 +159,7 @@ def plan_table(path, *, src: str = "src", dst: str = "dst", weight=None, fmt: st
     columns = (src, dst) + ((weight,) if weight else ())
     if fmt == "csv":
         return TablePlan(fmt, path, _text_pieces(path, piece_bytes), columns=columns, header=_csv_header(path, columns))
-    return TablePlan(fmt, path, _parquet_pieces(path, files, columns), columns=columns)
+    return TablePlan(fmt, path, _parquet_pieces(path, files, columns, piece_bytes), columns=columns)
 
 
 def read_piece(plan: TablePlan, piece: Piece, *, strings: bool = False) -> pd.DataFrame:
@@ -577,9 +578,12 @@ def _parquet_files(pattern: str) -> list[str]:
     return sorted(name for name in glob.glob(pattern) if os.path.isfile(name))
 
 
-def _parquet_pieces(path: str, files: list[str] | None, columns: tuple[str, ...]) -> tuple[Piece, ...]:
-    """One piece per row group of the parquet files of ``path`` (or of ``files``, a glob's), after checking
-    that they have ``columns`` and some rows: only their footers are read."""
+def _parquet_pieces(path: str, files: list[str] | None, columns: tuple[str, ...],
+                    piece_bytes: int | None) -> tuple[Piece, ...]:
+    """Pieces of the parquet files of ``path`` (or of ``files``, a glob's), after checking that they have
+    ``columns`` and some rows: only their footers are read. A piece is a run of consecutive row groups of one
+    file holding about ``piece_bytes`` bytes of data (a file, without ``piece_bytes``), so that a task decodes
+    several row groups at once, on as many cores."""
     try:
         dataset = pads.dataset(files or path, format="parquet")
         names = dataset.schema.names
@@ -591,21 +595,29 @@ def _parquet_pieces(path: str, files: list[str] | None, columns: tuple[str, ...]
         raise GpipeFileError(path, None, f"no column {missing[0]!r}; columns are {names}")
     if not any(meta.num_rows for meta in footers.values()):
         raise GpipeFileError(path, None, "no edges")
-    return tuple(Piece(name, group) for name, meta in footers.items() for group in range(meta.num_row_groups))
+    pieces = []
+    for name, meta in footers.items():
+        start, held = 0, 0
+        for group in range(meta.num_row_groups):
+            held += meta.row_group(group).total_byte_size
+            if piece_bytes is not None and held >= piece_bytes or group + 1 == meta.num_row_groups:
+                pieces.append(Piece(name, start, group + 1))
+                start, held = group + 1, 0
+    return tuple(pieces)
 
 
-def _parquet_table(path: str, columns: list[str], group: int | None = None) -> pa.Table:
-    """``columns`` of a parquet file or folder (or one row ``group`` of a file), checked to be there and to
-    hold no nulls."""
+def _parquet_table(path: str, columns: list[str], groups: range | None = None) -> pa.Table:
+    """``columns`` of a parquet file or folder (or row ``groups`` of a file), checked to be there and to hold
+    no nulls."""
     try:
-        if group is None:
+        if groups is None:
             dataset = pads.dataset(path, format="parquet")
             names = dataset.schema.names
             missing = [name for name in columns if name not in names]
             table = None if missing else dataset.to_table(columns=columns)
         else:
             names, missing = columns, []
-            table = pq.ParquetFile(path).read_row_group(group, columns=columns)
+            table = pq.ParquetFile(path).read_row_groups(list(groups), columns=columns)
     except (pa.ArrowException, OSError) as exc:
         raise GpipeFileError(path, None, f"not readable as parquet: {exc}") from exc
     if missing:
@@ -640,7 +652,7 @@ def _check_weights(path: str, what: str, unit: str, weight: np.ndarray) -> None:
 
 def _read_parquet(piece: Piece, columns: list[str], strings: bool) -> pd.DataFrame:
     path = piece.path
-    table = _parquet_table(path, columns, piece.start)
+    table = _parquet_table(path, columns, range(piece.start, piece.end))
     ids = [table.column(name) for name in columns[:2]]
     for name, col in zip(columns, ids):
         if not (pa.types.is_integer(col.type) or pa.types.is_string(col.type) or pa.types.is_large_string(col.type)):
