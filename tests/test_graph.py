@@ -97,6 +97,12 @@ def test_sparse_integer_ids_are_renumbered(cpu):
     g = gpipe.from_edges(edges, partitions=1)
     assert g.num_vertices == 3
     assert g.degrees().to_dict() == {5: 2, 7: 1, 10**12: 1}
+    # renumbered integer ids are found by a binary search of the sorted id map; other types by its hash table
+    for ids in ([10**12, 5, 7], np.array([7, 5], np.int32), np.array([5, 7], np.uint64), [7.0]):
+        assert g.to_internal(ids).tolist() == pd.Index(g.id_map).get_indexer(ids).tolist()
+    for absent in ([6], [10**12 + 1], [4], [-1], ["5"]):
+        with pytest.raises(GpipeValueError, match=r"'vertices' must hold vertices of the graph; 1 do not"):
+            g.to_internal(absent)
 
 
 def test_integer_ids_with_gaps_give_no_vertex_that_is_not_in_the_input(cpu):

@@ -119,14 +119,30 @@ class Graph:
                 raise GpipeValueError(f"'{name}' must hold integer vertex ids of this graph, got dtype {values.dtype}")
             dense = values.astype(np.int64)
             bad = (dense < 0) | (dense >= self.num_vertices)
+        elif self._sorted_ids and values.dtype.kind == "i":  # a binary search of each: no hash table of every id
+            ids, values = self.id_map, values.astype(np.int64)
+            at = np.minimum(np.searchsorted(ids, values), ids.size - 1)
+            dense = np.where(ids[at] == values, at, -1).astype(np.int64)
+            bad = dense < 0
         else:
-            dense = pd.Index(self.id_map).get_indexer(values).astype(np.int64)
+            dense = self._id_index.get_indexer(values).astype(np.int64)
             bad = dense < 0
         if bad.any():
             raise GpipeValueError(
                 f"'{name}' must hold vertices of the graph; {int(bad.sum())} do not, e.g. {values[bad][:3].tolist()}"
             )
         return dense
+
+    @functools.cached_property
+    def _sorted_ids(self) -> bool:
+        """Whether the id map is of int64 ids in increasing order, as renumbering leaves it."""
+        ids = self.id_map
+        return ids.dtype == np.int64 and ids.size > 0 and bool((ids[1:] > ids[:-1]).all())
+
+    @functools.cached_property
+    def _id_index(self) -> pd.Index:
+        """The id map as a pandas Index, whose hash table of every id is built once, at its first lookup."""
+        return pd.Index(self.id_map)
 
     def to_original(self, dense):
         """Original ids of dense ids (the identity when the graph was not renumbered)."""
