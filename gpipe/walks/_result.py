@@ -164,9 +164,23 @@ class WalkResult:
         return [self._client.submit(_apply, block, fn, args, kwargs, pure=False) for block in self._blocks()]
 
     def compute(self) -> np.ndarray:
-        """All walks as one host array of original vertex ids."""
-        parts = self._gather_blocks("walks", _original, self._walk_dtype)
-        return np.concatenate(parts) if parts else np.zeros((0, self.width), self._walk_dtype)
+        """All walks as one host array of original vertex ids.
+
+        Integer ids travel as the blocks' dense ids (their smallest integer type, not the int64 of the result) and
+        are mapped here, each block straight into its rows of the result, in one parallel pass."""
+        if self._walk_dtype == object:
+            parts = self._gather_blocks("walks", _original, self._walk_dtype)
+            return np.concatenate(parts) if parts else np.zeros((0, self.width), self._walk_dtype)
+        self.persist()
+        blocks = gather_pinned(self._client, [self._client.submit(to_host, block, pure=False)
+                                              for block in self._blocks()], self._partitions, "walks")
+        out = np.empty((self.num_walks, self.width), np.int64)
+        ids = np.zeros(0, np.int64) if self._id_map is None else self._id_map.astype(np.int64, copy=False)
+        row = 0
+        for block in blocks:
+            _originals_into(block, ids, self._id_map is not None, out[row:row + block.shape[0]])
+            row += block.shape[0]
+        return out
 
     def to_dask(self):
         """The walks as a dask array, one chunk per block, original vertex ids."""
@@ -243,6 +257,16 @@ def _original(block, id_map, base: int, dtype: np.dtype) -> np.ndarray:
     out = id_map[np.where(pad, 0, dense)].astype(object)
     out[pad] = None
     return out
+
+
+@cpu_kernel(parallel=True)
+def _originals_into(dense, ids, mapped, out):
+    """``out``: the original ids of a block of dense ids (``ids[d]``, or ``d`` itself unless ``mapped``), -1 where
+    the block is padded."""
+    for r in prange(dense.shape[0]):
+        for c in range(dense.shape[1]):
+            d = dense[r, c]
+            out[r, c] = -1 if d < 0 else ids[d] if mapped else d
 
 
 def _write_parquet(block, id_map, base: int, dtype: np.dtype, folder: str) -> str:
