@@ -7,6 +7,7 @@ import functools
 import os
 import time
 import weakref
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pandas as pd
@@ -19,6 +20,9 @@ from .._validate import check_callable, check_picklable
 from ..backend import cpu_kernel, prange, to_host
 from ..errors import GpipeError, GpipeValueError
 from ..runtime import assemble_blocks, drop_run, gather_pinned, run_later, wait_pinned, worker_xp
+
+
+WRITE_THREADS, WRITE_BYTES = 8, 1 << 26  # a corpus block's text is written in up to 8 ranges of at least 64 MB
 
 
 class WalkResult:
@@ -229,14 +233,16 @@ class WalkResult:
                                                                                          hash=False)[0]
         ids = self._corpus_ids
         blocks = self.persist()._blocks()
-        sizes = gather_pinned(self._client, [self._client.submit(_corpus_size, block, ids, pure=False)
-                                             for block in blocks], self._partitions, "corpus sizing")
-        offsets = np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)]).tolist()
+        # each block's line sizes stay on its worker for the write; only their sums come here
+        sizes = [self._client.submit(_corpus_sizes, block, ids, pure=False) for block in blocks]
+        totals = gather_pinned(self._client, [self._client.submit(_total, s, pure=False) for s in sizes],
+                               self._partitions, "corpus sizing")
+        offsets = np.concatenate([[0], np.cumsum(totals, dtype=np.int64)]).tolist()
         with atomic_file(path, "wb") as out:
             out.truncate(offsets[-1])
             out.flush()
-            written = [self._client.submit(_write_corpus_block, block, ids, out.name, offsets[b], sizes[b], pure=False)
-                       for b, block in enumerate(blocks)]
+            written = [self._client.submit(_write_corpus_block, block, ids, size, out.name, offsets[b], pure=False)
+                       for b, (block, size) in enumerate(zip(blocks, sizes))]
             gather_pinned(self._client, written, self._partitions, "corpus writing")
         return path
 
@@ -322,26 +328,34 @@ class _CorpusIds:
         return cls(2, none, np.frombuffer(b"".join(encoded), np.uint8), end)
 
 
-def _corpus_size(block, ids: _CorpusIds) -> int:
-    """Bytes of the block's text."""
-    return int(_corpus_row_sizes(to_host(block), ids.kind, ids.ids, ids.end).sum())
+def _corpus_sizes(block, ids: _CorpusIds) -> np.ndarray:
+    """Bytes of each line of the block's text."""
+    return _corpus_row_sizes(to_host(block), ids.kind, ids.ids, ids.end)
 
 
-def _write_corpus_block(block, ids: _CorpusIds, name: str, offset: int, size: int) -> int:
-    """Format the block's text and write it at ``offset`` into the file ``name`` (which the client sized)."""
-    dense = to_host(block)
-    sizes = _corpus_row_sizes(dense, ids.kind, ids.ids, ids.end)
+def _total(sizes: np.ndarray) -> int:
+    return int(sizes.sum())
+
+
+def _write_corpus_block(block, ids: _CorpusIds, sizes: np.ndarray, name: str, offset: int) -> int:
+    """Format the block's text (its lines of ``sizes`` bytes) and write it at ``offset`` into the file ``name``
+    (which the client sized), in ranges written side by side: one thread copies to the page cache at about
+    2 GB/s, a block's text is hundreds of MB."""
     starts = np.zeros(len(sizes), np.int64)
     np.cumsum(sizes[:-1], out=starts[1:])
-    if int(sizes.sum()) != size:
-        raise RuntimeError(f"corpus block at byte {offset} is {int(sizes.sum())} bytes, sized as {size}")
+    size = int(sizes.sum())
     text = np.empty(size, np.uint8)
-    _corpus_fill(dense, ids.kind, ids.ids, ids.text, ids.end, starts, text)
+    _corpus_fill(to_host(block), ids.kind, ids.ids, ids.text, ids.end, starts, text)
+    view, cuts = memoryview(text), np.linspace(0, size, min(WRITE_THREADS, size // WRITE_BYTES + 1) + 1)
+
+    def write(a: int, b: int) -> None:
+        while a < b:
+            a += os.pwrite(fd, view[a:b], offset + a)
+
     fd = os.open(name, os.O_WRONLY)
     try:
-        view, done = memoryview(text), 0
-        while done < size:
-            done += os.pwrite(fd, view[done:], offset + done)
+        with ThreadPoolExecutor(len(cuts) - 1) as pool:
+            list(pool.map(write, cuts[:-1].astype(int).tolist(), cuts[1:].astype(int).tolist()))
     finally:
         os.close(fd)
     return size
