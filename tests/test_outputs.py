@@ -119,3 +119,17 @@ def test_a_sample_folder_reads_back_as_the_sample(graph, tmp_path):
     sample = gpipe.sampling.neighbor(graph, seeds=[0, 1, 3], fanout=1, depth=2)
     pd.testing.assert_frame_equal(pd.read_parquet(sample.to_parquet(tmp_path / "edges")), sample.compute())
     pd.testing.assert_frame_equal(pd.read_parquet(sample.to_parquet(tmp_path / "nodes", nodes=True)), sample.nodes())
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_the_packed_stable_order_is_lexsorts(seed):
+    from gpipe.runtime._result import _stable_order
+
+    rng = np.random.default_rng(seed)
+    keys = [rng.integers(0, 4, 500), rng.integers(0, 3, 500).astype(np.int32), rng.integers(0, 1 << 20, 500),
+            rng.integers(0, 5, 500)]  # ties in every key, and in all of them: the order among ties is kept
+    np.testing.assert_array_equal(_stable_order(keys), np.lexsort(keys[::-1]))
+    wide = [rng.integers(0, 1 << 40, 500), rng.integers(0, 1 << 40, 500)]  # 80 bits: lexsort itself
+    np.testing.assert_array_equal(_stable_order(wide), np.lexsort(wide[::-1]))
+    negative = [rng.integers(-3, 3, 500), rng.integers(0, 3, 500)]
+    np.testing.assert_array_equal(_stable_order(negative), np.lexsort(negative[::-1]))

@@ -270,9 +270,24 @@ def _empty_block(layout: SampleLayout) -> dict:
 def _in_order(edges: dict, layout: SampleLayout) -> dict:
     """A block's edges sorted by ``layout.order``, then made the sample's by ``layout.finish``."""
     if layout.order:
-        order = np.lexsort([edges[c] for c in reversed(layout.order)])
+        order = _stable_order([edges[c] for c in layout.order])
         edges = {k: v[order] for k, v in edges.items()}
     return edges if layout.finish is None else layout.finish(edges)
+
+
+def _stable_order(keys: list[np.ndarray]) -> np.ndarray:
+    """``np.lexsort`` of integer ``keys``, the first most significant: one stable sort of the keys packed into an
+    int64 where their non-negative values fit (5.6 M rows of a sample's four columns: 0.5 s against lexsort's
+    4.6 s), else lexsort itself."""
+    if keys[0].size and all(k.dtype.kind in "iu" for k in keys):
+        widths = [int(k.max()).bit_length() for k in keys]
+        if min(int(k.min()) for k in keys) >= 0 and sum(widths) <= 63:
+            packed = np.zeros(keys[0].size, np.int64)
+            for k, width in zip(keys, widths):
+                packed <<= width
+                packed |= k.astype(np.int64, copy=False)
+            return np.argsort(packed, kind="stable")
+    return np.lexsort(keys[::-1])
 
 
 def _split_by_instance(sets: list[dict], layout: SampleLayout) -> dict[int, dict]:
@@ -314,7 +329,7 @@ def _node_rows(block: dict) -> tuple[np.ndarray, np.ndarray]:
     edges, vertices = block["edges"], block["vertices"]
     instance = np.concatenate([edges["instance"], edges["instance"], vertices["instance"]]).astype(np.int64)
     vertex = np.concatenate([edges["src"], edges["dst"], vertices["vertex"]]).astype(np.int64)
-    order = np.lexsort((vertex, instance))
+    order = _stable_order([instance, vertex])
     instance, vertex = instance[order], vertex[order]
     first = np.ones(instance.size, bool)
     first[1:] = (instance[1:] != instance[:-1]) | (vertex[1:] != vertex[:-1])
