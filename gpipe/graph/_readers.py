@@ -183,10 +183,9 @@ def _first_line(piece: Piece) -> int:
     if not piece.start:
         return 1
     with open(piece.path, "rb") as f:
-        raw = io.BufferedReader(f, _BLOCK)
         left, ends = piece.start, 0
         while left:
-            block = raw.read(min(left, _BLOCK))
+            block = f.read(min(left, _BLOCK))
             ends += block.count(b"\n")
             left -= len(block)
     return ends + 1
