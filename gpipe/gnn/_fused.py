@@ -18,7 +18,7 @@ import numpy as np
 
 from .. import _rng
 from .._search import pick_edge, race_segment
-from ..backend import cpu_kernel, device_of, to_host, xp
+from ..backend import cpu_kernel, device_of, segments, to_host, xp
 from ..kernels import Arg, Kernel
 from ._blocks import Block, Blocks
 
@@ -326,11 +326,9 @@ def _per_hop(local, x, seeds, fanouts: list[int], picks: dict) -> tuple:
                    edge_id=edge_id, held=held,
                    race=x.empty(slots if picks["weighted"] and not picks["replace"] else 1, x.float64))
         if picks["weighted"] and not picks["replace"]:  # the slots past a vertex's held picks are left out
-            owner = x.searchsorted(ends, x.arange(slots, dtype=x.int64), side="right")
-            edge_id = edge_id[x.arange(slots, dtype=x.int64) - (ends - bound)[owner] < held[owner]]
-        else:
-            held = bound
-        dst = x.searchsorted(x.cumsum(held), x.arange(edge_id.shape[0], dtype=x.int64), side="right")
+            owner, at = segments(x, bound)
+            edge_id = edge_id[at < held[owner]]
+        dst = segments(x, held)[0]
         neighbors = csr.indices[edge_id].astype(x.int64)
         found = x.unique(neighbors)
         new = found[ids[found] < 0]

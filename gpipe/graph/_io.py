@@ -370,8 +370,8 @@ def _to_dense(chunk: pd.DataFrame, src: str, dst: str, weight: str | None, id_ma
     elif id_map.dtype.kind in "iu" and id_map.size and _small_range(int(id_map[0]), int(id_map[-1]), id_map.size):
         lo, table = int(id_map[0]), _lookup_table(id_map)
         out = {}
-        for end in ("src", "dst"):
-            values = chunk[src if end == "src" else dst].to_numpy(np.int64)
+        for end, column in (("src", src), ("dst", dst)):
+            values = chunk[column].to_numpy(np.int64)
             out[end] = np.empty(values.shape[0], np.int64)
             _look_up(values, lo, table, out[end])
     else:

@@ -179,10 +179,9 @@ class WalkResult:
         blocks = gather_pinned(self._client, [self._client.submit(to_host, block, pure=False)
                                               for block in self._blocks()], self._partitions, "walks")
         out = np.empty((self.num_walks, self.width), np.int64)
-        ids = np.zeros(0, np.int64) if self._id_map is None else self._id_map.astype(np.int64, copy=False)
         row = 0
         for block in blocks:
-            _originals_into(block, ids, self._id_map is not None, out[row:row + block.shape[0]])
+            _integer_originals(block, self._id_map, out[row:row + block.shape[0]])
             row += block.shape[0]
         return out
 
@@ -255,13 +254,19 @@ def _apply(block, fn, args: tuple, kwargs: dict):
 def _original(block, id_map, base: int, dtype: np.dtype) -> np.ndarray:
     """The block in original ids, padded as ``WalkResult._walk_dtype`` says: -1 (int64) or None (object)."""
     dense = to_host(block)
-    if id_map is None:
-        return dense.astype(np.int64, copy=False)
-    pad = dense < 0
     if dtype != object:
-        return np.where(pad, -1, id_map[np.where(pad, 0, dense)]).astype(np.int64)
+        return _integer_originals(dense, id_map, np.empty(dense.shape, np.int64))
+    pad = dense < 0
     out = id_map[np.where(pad, 0, dense)].astype(object)
     out[pad] = None
+    return out
+
+
+def _integer_originals(dense: np.ndarray, id_map, out: np.ndarray) -> np.ndarray:
+    """``out`` (int64, the block's shape) filled with the original ids of the host block ``dense``, -1 where it is
+    padded, in one parallel pass."""
+    mapped = id_map is not None
+    _originals_into(dense, id_map.astype(np.int64, copy=False) if mapped else np.zeros(0, np.int64), mapped, out)
     return out
 
 
