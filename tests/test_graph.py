@@ -327,7 +327,7 @@ def test_cpu_partition_rows_are_the_edges_sorted_with_duplicates_merged_to_their
 
 @pytest.mark.parametrize("spread", [3, 10**12])  # ids a bitmap of their range numbers, and ids too far apart
 def test_integer_ids_are_numbered_by_their_sorted_distinct_values(spread):
-    from gpipe.graph._io import _merge_ids, _to_dense, _unique_ids
+    from gpipe.graph._io import _lookup, _merge_ids, _to_dense, _unique_ids
 
     rng = np.random.default_rng(3)
     chunks = [pd.DataFrame({"s": rng.integers(0, 1000, 500) * spread + 7, "d": rng.integers(0, 1000, 500) * spread})
@@ -336,6 +336,6 @@ def test_integer_ids_are_numbered_by_their_sorted_distinct_values(spread):
     everything = np.concatenate([np.concatenate([c["s"], c["d"]]) for c in chunks])
     np.testing.assert_array_equal(ids, np.unique(everything))
     for c in chunks:
-        dense = _to_dense(c, "s", "d", None, ids)
+        dense = _to_dense(c, "s", "d", None, _lookup(ids))
         np.testing.assert_array_equal(ids[dense["src"]], c["s"])
         np.testing.assert_array_equal(ids[dense["dst"]], c["d"])

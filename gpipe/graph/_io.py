@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import operator
 import os
-import weakref
 
 import numpy as np
 import pandas as pd
@@ -20,8 +19,6 @@ from ._readers import (FLOAT32_RANGE, GRAPH_META, NpzPlan, TablePlan, check_grap
                        npz_frame, read_graph_part, read_npz_piece, read_piece, weights_fit)
 
 __all__ = ["from_edges", "read_edges"]
-
-_TABLE: tuple = (None, None)  # (weak reference to an id map, its lookup table): see _lookup_table
 
 
 def read_edges(path, src: str = "src", dst: str = "dst", weight: str | bool | None = None, directed: bool = False,
@@ -221,7 +218,8 @@ def _build_from_chunks(session, chunks: list, src: str, dst: str, weight: str | 
     ids = _merged_on_workers(client, [client.submit(_unique_ids, c, src, dst, pure=False) for c in chunks])
     renumbered, n = _numbering(*client.submit(_id_range, ids, pure=False).result(), renumber, num_vertices)
     id_map = ids.result() if renumbered else None
-    dense = [client.submit(_to_dense, c, src, dst, weight, ids if renumbered else None, pure=False) for c in chunks]
+    lookup = client.submit(_lookup, ids, pure=False) if renumbered else None  # made once, shared by the chunks
+    dense = [client.submit(_to_dense, c, src, dst, weight, lookup, pure=False) for c in chunks]
     return build(session, dense, n, directed=directed, weighted=weight is not None, id_map=id_map,
                  partitions=partitions, mode=mode, keep_self_loops=keep_self_loops, keep_duplicates=keep_duplicates)
 
@@ -364,39 +362,36 @@ def _numbering(size: int, integer: bool, first, last, renumber: bool | None, num
     return False, n
 
 
-def _to_dense(chunk: pd.DataFrame, src: str, dst: str, weight: str | None, id_map) -> dict:
-    if id_map is None:
+def _to_dense(chunk: pd.DataFrame, src: str, dst: str, weight: str | None, lookup) -> dict:
+    """The chunk's edges in dense ids: the ids themselves without a ``lookup`` (see :func:`_lookup`)."""
+    if lookup is None:
         out = {"src": chunk[src].to_numpy(np.int64), "dst": chunk[dst].to_numpy(np.int64)}
-    elif id_map.dtype.kind in "iu" and id_map.size and _small_range(int(id_map[0]), int(id_map[-1]), id_map.size):
-        lo, table = int(id_map[0]), _lookup_table(id_map)
+    elif isinstance(lookup, tuple):
+        lo, table = lookup
         out = {}
         for end, column in (("src", src), ("dst", dst)):
             values = chunk[column].to_numpy(np.int64)
             out[end] = np.empty(values.shape[0], np.int64)
             _look_up(values, lo, table, out[end])
     else:
-        index = pd.Index(id_map)
-        out = {"src": index.get_indexer(chunk[src].to_numpy()).astype(np.int64),
-               "dst": index.get_indexer(chunk[dst].to_numpy()).astype(np.int64)}
+        out = {"src": lookup.get_indexer(chunk[src].to_numpy()).astype(np.int64),
+               "dst": lookup.get_indexer(chunk[dst].to_numpy()).astype(np.int64)}
     if weight is not None:
         _check_weights(chunk[weight], weight)
         out["weight"] = chunk[weight].to_numpy(np.float32)
     return out
 
 
-def _lookup_table(id_map: np.ndarray) -> np.ndarray:
-    """Dense id by original id less the first: a table over the range of the sorted integer ``id_map``, kept for
-    the worker's next chunk (the chunks of a read share one id map; a fresh table of the range, pages faulted in,
-    took as long as the chunk's lookups)."""
-    global _TABLE
-    kept, table = _TABLE
-    if kept is not None and kept() is id_map:
-        return table
-    lo = int(id_map[0])
-    table = np.empty(int(id_map[-1]) - lo + 1, np.int64)
-    table[id_map - lo] = np.arange(id_map.size, dtype=np.int64)
-    _TABLE = (weakref.ref(id_map), table)
-    return table
+def _lookup(id_map: np.ndarray) -> tuple | pd.Index:
+    """How :func:`_to_dense` finds dense ids, made once for all the chunks of a graph: ``(first id, a table of
+    dense ids over the range)`` of a sorted integer ``id_map`` whose range is small (a table per chunk, pages
+    faulted in, took as long as the chunk's lookups), else the id map as a pandas Index, a hash table."""
+    if id_map.dtype.kind in "iu" and id_map.size and _small_range(int(id_map[0]), int(id_map[-1]), id_map.size):
+        lo = int(id_map[0])
+        table = np.empty(int(id_map[-1]) - lo + 1, np.int64)
+        table[id_map - lo] = np.arange(id_map.size, dtype=np.int64)
+        return lo, table
+    return pd.Index(id_map)
 
 
 def _read_graph_folder(path: str, partitions: int | None, mode: str | None) -> Graph:
