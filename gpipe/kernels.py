@@ -223,14 +223,24 @@ def _launch_queued(kernel, n: int, args: tuple) -> None:
     if n <= 0:
         return
     cupy = xp("gpu")
-    threads = int(config.get("kernels.threads-per-block"))
-    resident = _multiprocessors(cupy.cuda.runtime.getDevice()) * (2048 // threads)
+    # a kernel's __launch_bounds__ may allow fewer threads per block than the setting
+    threads = min(int(config.get("kernels.threads-per-block")), kernel.max_threads_per_block)
     counter = cupy.zeros(1, dtype=cupy.uint64)
-    kernel((min(resident, (n + threads - 1) // threads),), (threads,), args + (counter,))
+    kernel((min(_resident_blocks(kernel, threads), (n + threads - 1) // threads),), (threads,), args + (counter,))
+
+
+def _resident_blocks(kernel, threads: int) -> int:
+    """How many blocks of ``threads`` the GPU keeps resident at once, as the kernel's registers allow."""
+    sms, most_threads, most_registers = _multiprocessors(xp("gpu").cuda.runtime.getDevice())
+    warps = (threads + 31) // 32
+    per_warp = -(-kernel.num_regs * 32 // 256) * 256  # registers are given to a warp 256 at a time
+    return sms * max(1, min(most_threads // threads, most_registers // (per_warp * warps)))
 
 
 @functools.cache
-def _multiprocessors(device_id: int) -> int:
-    """The GPU's multiprocessors, asked once (``Device.attributes`` asks for every attribute at each read)."""
-    cupy = xp("gpu")
-    return int(cupy.cuda.Device(device_id).attributes["MultiProcessorCount"])
+def _multiprocessors(device_id: int) -> tuple[int, int, int]:
+    """The GPU's multiprocessors, and threads and registers per multiprocessor, asked once (``Device.attributes``
+    asks for every attribute at each read)."""
+    attributes = xp("gpu").cuda.Device(device_id).attributes
+    return (int(attributes["MultiProcessorCount"]), int(attributes["MaxThreadsPerMultiProcessor"]),
+            int(attributes["MaxRegistersPerMultiprocessor"]))

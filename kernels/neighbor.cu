@@ -10,8 +10,11 @@
 // of the slots that are not -1: the picks in queue order). Below the last depth each picked vertex u is enqueued as
 // (instance, u, depth + 1) unless it was before (an open-addressing set `seen` of item + 1, 0 empty: a vertex once
 // per instance and depth), the warp's lanes together: at most one add to PENDING and one to TAIL per 32 picks.
-// counters: [GP_NBR_TAIL] tasks enqueued, [GP_NBR_PENDING] tasks enqueued and not finished (the queue is drained
-// when it is 0; a task's last push counts its own end), [GP_NBR_ITERATIONS] SELECT's draws (a warp's, as it leaves).
+// counters: [GP_NBR_TAIL] tasks enqueued, [GP_NBR_PENDING] tasks enqueued and not finished, or finished and not yet
+// taken off (the queue is drained when it is 0; a warp takes its finished tasks off at its next push or before it
+// waits), [GP_NBR_ITERATIONS] SELECT's draws (a warp's, as it leaves). A warp takes GP_NBR_TICKETS queue slots from
+// `next` at once and runs their tasks in slot order (the lowest slot handed out and not yet run is always filled or
+// about to be, so every task runs). The three counters and `next` are hot: each add is one per many tasks.
 // Weighted, `cdf` holds every row's CDF of the weights (gp_row_cdf, the very sums SELECT makes: a task reads its
 // row's instead of summing the row again); uniform picks need none. Warp w < slots uses
 // bitmap[w * ((max_degree + 7) / 8) ..] with use_bitmap (else the array may hold one element); warps beyond `slots`
@@ -36,18 +39,23 @@ __device__ __forceinline__ bool gp_nbr_claim(long long item, unsigned long long*
     }
 }
 
-// Enqueue `item` of each lane in `fresh`, by the whole warp, and with `done` finish the task that found them: lane 0
-// adds their count, less the finished task, to PENDING before any of their slots is filled (a slot counted and not
-// yet filled keeps PENDING above 0, so a warp reading 0 knows no task is left), then takes the slots from TAIL.
+// Enqueue `item` of each lane in `fresh`, by the whole warp, and with `done` finish the task that found them. A
+// warp's finished tasks are `owed` (lane 0's count) until it takes them off PENDING: at its next push, in the one
+// add that counts the pushed tasks before any of their slots is filled (a slot counted and not yet filled keeps
+// PENDING above 0, so a warp reading 0 knows no task is left), or before it waits for a task.
 __device__ __forceinline__ void gp_nbr_push(unsigned fresh, long long item, bool done, long long* tasks,
-                                            unsigned long long* counters, int lane) {
+                                            unsigned long long* counters, unsigned long long& owed, int lane) {
     const int count = __popc(fresh);
     unsigned long long t = 0;
     if (lane == 0) {
-        const long long change = count - (done ? 1 : 0);
-        if (change != 0) atomicAdd(counters + GP_NBR_PENDING, (unsigned long long)change);
+        owed += done ? 1ULL : 0ULL;
         if (count > 0) {
-            if (change != 0) __threadfence();  // PENDING counts them before their slots are filled
+            const long long change = (long long)count - (long long)owed;
+            owed = 0;
+            if (change != 0) {
+                atomicAdd(counters + GP_NBR_PENDING, (unsigned long long)change);
+                __threadfence();  // PENDING counts them before their slots are filled
+            }
             t = atomicAdd(counters + GP_NBR_TAIL, (unsigned long long)count);
         }
     }
@@ -67,7 +75,7 @@ __device__ __forceinline__ long long gp_nbr_task(const Bias bias, const long lon
                                                  unsigned long long* counters, unsigned long long* seen,
                                                  unsigned long long mask, long long* __restrict__ edge_dst, double* cdf,
                                                  const long long* __restrict__ positive, unsigned char* bits,
-                                                 int lane) {
+                                                 unsigned long long& owed, int lane) {
     const long long stream = item / depth, v = stream % num_vertices, instance = stream / num_vertices;
     const int level = (int)(item % depth);
     const long long a = indptr[v - lo], d = indptr[v - lo + 1] - a;
@@ -93,13 +101,13 @@ __device__ __forceinline__ long long gp_nbr_task(const Bias bias, const long lon
             fresh = level + 1 < depth && gp_nbr_claim(pushed, seen, mask);
         }
         const bool last = base + GP_LANES >= k;
-        gp_nbr_push(__ballot_sync(GP_FULL_MASK, fresh), pushed, last, tasks, counters, lane);
+        gp_nbr_push(__ballot_sync(GP_FULL_MASK, fresh), pushed, last, tasks, counters, owed, lane);
         if (last) return iters;
     }
 }
 
 template <typename IdT>
-__global__ void gp_sample_neighbors(const long long* __restrict__ indptr, const IdT* __restrict__ indices,
+__global__ void __launch_bounds__(GP_NBR_BLOCK, GP_NBR_MIN_BLOCKS) gp_sample_neighbors(const long long* __restrict__ indptr, const IdT* __restrict__ indices,
                                     const float* __restrict__ weights, int weighted, int replace, int method,
                                     int use_bitmap, long long num_vertices, unsigned long long key, int depth,
                                     long long fanout, long long step, long long capacity, long long per_vertex,
@@ -114,29 +122,38 @@ __global__ void gp_sample_neighbors(const long long* __restrict__ indptr, const 
     unsigned char* bits = bitmap + (use_bitmap ? warp * ((max_degree + 7) / 8) : 0);
     const unsigned long long mask = (unsigned long long)table_size - 1ULL;
     long long draws = 0;  // this warp's, added to ITERATIONS once
+    unsigned long long t = 0, end = 0;  // lane 0: this warp's queue slots t .. end - 1, taken GP_NBR_TICKETS at once
+    unsigned long long owed = 0;        // lane 0: tasks finished and not yet taken off PENDING (gp_nbr_push)
     while (true) {
         long long item = -1;
-        unsigned long long t = 0;
         if (lane == 0) {
-            t = atomicAdd(next, 1ULL);
+            if (t == end) {
+                t = atomicAdd(next, (unsigned long long)GP_NBR_TICKETS);
+                end = t + GP_NBR_TICKETS;
+            }
             while (true) {
                 if (t < (unsigned long long)capacity) item = *(volatile long long*)(tasks + t);
                 if (item >= 0) break;
+                if (owed > 0) {  // before waiting: a warp waits until PENDING is 0
+                    atomicAdd(counters + GP_NBR_PENDING, (unsigned long long)(-(long long)owed));
+                    owed = 0;
+                }
                 if (*(volatile unsigned long long*)(counters + GP_NBR_PENDING) == 0ULL) break;
                 __nanosleep(100);
             }
         }
         item = __shfl_sync(GP_FULL_MASK, item, 0);
         if (item < 0) break;
-        t = __shfl_sync(GP_FULL_MASK, t, 0);
+        const unsigned long long slot = __shfl_sync(GP_FULL_MASK, t, 0);
         if (weighted)
             draws += gp_nbr_task(GpWeightBias{weights}, indptr, indices, replace, method, use_bitmap, num_vertices,
-                                 key, depth, fanout, step, per_vertex, lo, item, t, tasks, counters, seen, mask,
-                                 edge_dst, cdf, positive, bits, lane);
+                                 key, depth, fanout, step, per_vertex, lo, item, slot, tasks, counters, seen, mask,
+                                 edge_dst, cdf, positive, bits, owed, lane);
         else
             draws += gp_nbr_task(GpUnitBias{}, indptr, indices, replace, method, use_bitmap, num_vertices, key,
-                                 depth, fanout, step, per_vertex, lo, item, t, tasks, counters, seen, mask, edge_dst,
-                                 cdf, positive, bits, lane);
+                                 depth, fanout, step, per_vertex, lo, item, slot, tasks, counters, seen, mask, edge_dst,
+                                 cdf, positive, bits, owed, lane);
+        if (lane == 0) ++t;
     }
     if (lane == 0 && draws > 0) atomicAdd(counters + GP_NBR_ITERATIONS, (unsigned long long)draws);
 }

@@ -102,11 +102,47 @@ __device__ __forceinline__ double gp_segment_cdf(const Bias bias, long long a, l
     return total;
 }
 
+// Lanes per draw of gp_spec: the most (a power of two) that k draws can each have.
+__device__ __forceinline__ int gp_spec_lanes(int k) {
+    int g = GP_LANES;
+    while (g > 1 && g * k > GP_LANES) g >>= 1;
+    return g;
+}
+
+// gp_upper_warp's answer for a target per group of g lanes (lanes j * g .. j * g + g - 1 share `target`; g a power of
+// two), by the whole warp: a (g + 1)-way search, g probes per group and round. The same index as gp_upper_warp and
+// the twin's binary search wherever cdf does not decrease, as a CTPS of non-negative biases summed in order does not.
+__device__ __forceinline__ long long gp_upper_groups(const double* cdf, long long d, double target, int g, int lane) {
+    const int mine = lane & (g - 1), first_lane = lane - mine;
+    const unsigned group = (g == GP_LANES ? GP_FULL_MASK : (1u << g) - 1u) << first_lane;
+    long long lo = 0, hi = d - 1;  // the answer is in [lo, hi]; hi when no cdf reaches past target
+    while (__any_sync(GP_FULL_MASK, hi - lo > g)) {
+        const bool wide = hi - lo > g;
+        const long long step = wide ? (hi - lo) / (g + 1) : 0;  // probes lo + step - 1 .. lo + g * step - 1 < hi
+        const unsigned above = __ballot_sync(GP_FULL_MASK, wide && cdf[lo + (mine + 1) * step - 1] > target) & group;
+        if (wide) {
+            if (above) {
+                const int first = __ffs(above) - 1 - first_lane;
+                hi = lo + (first + 1) * step - 1;
+                lo += first * step;
+            } else {
+                lo += g * step;
+            }
+        }
+    }
+    const long long probe = lo + mine;
+    const unsigned above = __ballot_sync(GP_FULL_MASK, probe < hi && cdf[probe] > target) & group;
+    return above ? lo + __ffs(above) - 1 - first_lane : hi;
+}
+
 // SELECT of one segment: k picks of candidates a..a+d-1 of `bias` (anything indexed by a candidate: an array, or
 // the fused neighbor sampler's edge weights or ones) into out[0..k), drawn from stream `id` at `step`, by the whole
 // warp; cdf[0..d) (not for GpUnitBias; with cdf_ready it holds gp_segment_cdf's already) and bits[0..B) (with
 // use_bitmap) are its scratch. Returns the draws taken. The one rule of every SELECT: gp_select runs it per
 // segment, gp_sample_neighbors (neighbor.cu) per task. CPU twin: _select.py::select_segment.
+// Without the bitmap and with k <= GP_LANES, lane i holds pick i (a collision is a ballot; `out` is written at the
+// end), and the plain searches of the first draws are made at once, a group of lanes each (gp_spec): a pick whose
+// try takes one of those draws reads its answer rather than searching alone. The draws and picks are the same.
 template <typename Bias>
 __device__ long long gp_select_segment(const Bias bias, long long a, long long d, int k, unsigned long long key,
                                        unsigned long long id, long long step, int method, int use_bitmap,
@@ -121,6 +157,19 @@ __device__ long long gp_select_segment(const Bias bias, long long a, long long d
                          : cdf_ready ? (d > 0 ? cdf[d - 1] : 0.0)
                                      : gp_segment_cdf(bias, a, d, cdf, lane);
     __syncwarp();
+    const bool in_lanes = !use_bitmap && k <= GP_LANES;
+    int g = GP_LANES;            // lanes per speculated draw
+    long long spec = 0;          // the number of draws searched ahead
+    long long spec_e = -1;       // this lane's group's draw's answer,
+    int spec_ok = 0;             // and whether its bias is positive
+    if (in_lanes && method != GP_SELECT_UPDATED && k > 0) {
+        g = unit ? 1 : gp_spec_lanes(k);
+        spec = GP_LANES / g;
+        const double r = gp_unit(gp_bits(key, id, (unsigned long long)step, (unsigned long long)(lane / g)));
+        spec_e = a + (unit ? gp_unit_upper(d, r * total) : gp_upper_groups(cdf, d, r * total, g, lane));
+        spec_ok = bias[spec_e] > 0.0;
+    }
+    long long held = -1;  // in_lanes: lane i's pick i
     unsigned long long draw = 0;
     long long iters = 0;
     for (int i = 0; i < k; ++i) {
@@ -128,31 +177,55 @@ __device__ long long gp_select_segment(const Bias bias, long long a, long long d
         int iters_pick = 0;
         while (pick < 0) {
             ++iters;
-            const double r = gp_unit(gp_bits(key, id, (unsigned long long)step, draw++));
+            const unsigned long long here = draw++;
             if (method == GP_SELECT_UPDATED || iters_pick++ == GP_SELECT_ROUNDS) {
+                const double r = gp_unit(gp_bits(key, id, (unsigned long long)step, here));
+                if (in_lanes) {  // the pass reads the picks so far from `out`
+                    if (lane < i) out[lane] = held;
+                    __syncwarp();
+                }
                 pick = gp_updated_pick(bias, a + lo, a + hi, a, r, bits, B, use_bitmap, out, 0, i, lane);
                 break;
             }
-            long long e = a + (unit ? gp_unit_upper(d, r * total) : gp_upper_warp(cdf, 0, d, r * total, lane));
-            if (method == GP_SELECT_WITH_REPLACEMENT) { if (bias[e] > 0.0) pick = e; continue; }
-            if (bias[e] > 0.0 && !gp_taken(bits, B, e - a, use_bitmap, out, 0, i, e)) { pick = e; break; }
-            if (method == GP_SELECT_BIPARTITE && bias[e] > 0.0) {  // region search around the picked region [l, h)
+            long long e;
+            bool positive;
+            if (here < (unsigned long long)spec) {
+                e = __shfl_sync(GP_FULL_MASK, spec_e, (int)here * g);
+                positive = __shfl_sync(GP_FULL_MASK, spec_ok, (int)here * g);
+            } else {
+                const double r = gp_unit(gp_bits(key, id, (unsigned long long)step, here));
+                e = a + (unit ? gp_unit_upper(d, r * total) : gp_upper_warp(cdf, 0, d, r * total, lane));
+                positive = bias[e] > 0.0;
+            }
+            if (method == GP_SELECT_WITH_REPLACEMENT) { if (positive) pick = e; continue; }
+            bool taken = in_lanes ? __ballot_sync(GP_FULL_MASK, lane < i && held == e) != 0u
+                                  : gp_taken(bits, B, e - a, use_bitmap, out, 0, i, e);
+            if (positive && !taken) { pick = e; break; }
+            if (method == GP_SELECT_BIPARTITE && positive) {  // region search around the picked region [l, h)
                 const double l = unit ? (double)(e - a) : e > a ? cdf[e - a - 1] : 0.0;
                 const double delta = unit ? 1.0 : cdf[e - a] - l;
                 double v = gp_unit(gp_bits(key, id, (unsigned long long)step, draw++)) * (total - delta);
                 if (v >= l) v += delta;
                 e = a + (unit ? gp_unit_upper(d, v) : gp_upper_warp(cdf, 0, d, v, lane));
-                if (bias[e] > 0.0 && !gp_taken(bits, B, e - a, use_bitmap, out, 0, i, e)) pick = e;
+                taken = in_lanes ? __ballot_sync(GP_FULL_MASK, lane < i && held == e) != 0u
+                                 : gp_taken(bits, B, e - a, use_bitmap, out, 0, i, e);
+                if (bias[e] > 0.0 && !taken) pick = e;
             }
         }
-        if (lane == 0) {
-            out[i] = pick;
-            if (use_bitmap && method != GP_SELECT_WITH_REPLACEMENT) {
-                const long long j = pick - a;
-                bits[j % B] |= (unsigned char)(1u << (j / B));
+        if (in_lanes) {
+            if (lane == i) held = pick;
+        } else {
+            if (lane == 0) {
+                out[i] = pick;
+                if (use_bitmap && method != GP_SELECT_WITH_REPLACEMENT) {
+                    const long long j = pick - a;
+                    bits[j % B] |= (unsigned char)(1u << (j / B));
+                }
             }
+            __syncwarp();
         }
-        __syncwarp();
     }
+    if (in_lanes && lane < k) out[lane] = held;
+    __syncwarp();
     return iters;
 }

@@ -14,8 +14,8 @@ import gpipe  # imports every module that declares a kernel
 from gpipe.kernels import TYPES, declared, kernel_dir, readme_table
 
 KERNELS = {k.name: k for k in declared()}
-_GLOBAL = re.compile(r"(template\s*<\s*typename\s+(\w+)\s*>\s*)?(extern\s+\"C\"\s+)?__global__\s+void\s+(\w+)\s*"
-                     r"\(([^)]*)\)")
+_GLOBAL = re.compile(r"(template\s*<\s*typename\s+(\w+)\s*>\s*)?(extern\s+\"C\"\s+)?__global__\s+void\s+"
+                     r"(?:__launch_bounds__\s*\([^)]*\)\s*)?(\w+)\s*\(([^)]*)\)")
 
 
 def cuda_signatures(source: str) -> dict:

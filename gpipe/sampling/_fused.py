@@ -17,6 +17,10 @@ from ..kernels import Arg, Kernel
 from ._select import _WITH_REPLACEMENT, ROUNDS, METHODS, LANES, segment_cdf, select_segment
 
 TAIL, PENDING, ITERATIONS = range(3)  # the counters
+TICKETS = 4  # queue slots a warp takes at once (one add to the shared `next` per 4 tasks)
+# The sampler's threads per block, at most, and blocks kept on a multiprocessor, at least: the registers a thread may
+# use (64 here) are what bounds how many tasks are in flight, and a task mostly waits on memory.
+BLOCK, MIN_BLOCKS = 256, 4
 SCRATCH_BYTES = 256 << 20  # the most SELECT scratch (a CTPS and a bitmap per warp) one launch takes on a GPU
 MOST_WARPS = 16384
 # Up to this many picks per task, a pick is checked against the earlier ones rather than a bitmap the size of the
@@ -85,9 +89,10 @@ def _sample_cpu(indptr, indices, weights, weighted, replace, method, use_bitmap,
 
 
 SAMPLE = Kernel("neighbor.cu", "gp_sample_neighbors", twin=_sample_cpu, items="capacity", queued=True, defines={
-    "GP_NBR_TAIL": TAIL, "GP_NBR_PENDING": PENDING, "GP_NBR_ITERATIONS": ITERATIONS,
-    "GP_SELECT_ROUNDS": ROUNDS, "GP_LANES": LANES, "GP_SELECT_BIPARTITE": METHODS["bipartite"],
-    "GP_SELECT_UPDATED": METHODS["updated"], "GP_SELECT_WITH_REPLACEMENT": _WITH_REPLACEMENT}, args=(
+    "GP_NBR_TAIL": TAIL, "GP_NBR_PENDING": PENDING, "GP_NBR_ITERATIONS": ITERATIONS, "GP_NBR_TICKETS": TICKETS,
+    "GP_NBR_BLOCK": BLOCK, "GP_NBR_MIN_BLOCKS": MIN_BLOCKS, "GP_SELECT_ROUNDS": ROUNDS, "GP_LANES": LANES,
+    "GP_SELECT_BIPARTITE": METHODS["bipartite"], "GP_SELECT_UPDATED": METHODS["updated"],
+    "GP_SELECT_WITH_REPLACEMENT": _WITH_REPLACEMENT}, args=(
     Arg("indptr", "i64[]"), Arg("indices", "IdT[]"), Arg("weights", "f32[]"), Arg("weighted", "i32"),
     Arg("replace", "i32"), Arg("method", "i32"), Arg("use_bitmap", "i32"), Arg("num_vertices", "i64"),
     Arg("key", "u64"), Arg("depth", "i32"), Arg("fanout", "i64"), Arg("step", "i64", note="of depth 0"),
