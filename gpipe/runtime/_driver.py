@@ -152,8 +152,11 @@ def _run_replicated(graph, spec: StepSpec, initial: int | StartSet | dict, progr
         shares = {r: initial.share(int(cuts[r]), int(cuts[r + 1])) for r in range(count) if cuts[r] < cuts[r + 1]}
     else:
         initial = {k: v for k, v in initial.items() if k != "to"}
-        group = (initial["instance"] if "instance" in initial else initial["walk_id"]) % count
-        shares = {int(r): {k: v[group == r] for k, v in initial.items()} for r in np.unique(group)}
+        if count == 1:
+            shares = {0: initial}
+        else:
+            group = (initial["instance"] if "instance" in initial else initial["walk_id"]) % count
+            shares = {int(r): {k: v[group == r] for k, v in initial.items()} for r in np.unique(group)}
     runs = [(replicas[r], _advance.advance_local, (run, share), {"part": r}) for r, share in shares.items()]
     summaries = _call_run(client, run.run_id, runs, {r: replicas[r] for r in shares}, "replicated run", "replica")
     seconds = time.perf_counter() - t0

@@ -60,6 +60,15 @@ class StartSet:
         """Items ``lo..hi-1`` of this set."""
         return StartSet(self.vertices[lo:hi], self.count, self.first + lo, self.total)
 
+    def within(self, x, lo: int, hi: int, n: int) -> tuple:
+        """The items whose vertex is in ``lo..hi-1`` (of ``n``), on ``x``'s device: their numbers in the whole set
+        (``first`` + place) and their vertices, both int64."""
+        vertices = x.asarray(self.vertices).astype(x.int64)
+        if lo == 0 and hi == n:  # the whole graph (a replica): every item
+            return x.arange(self.first, self.first + vertices.shape[0], dtype=x.int64), vertices
+        j = x.flatnonzero((vertices >= lo) & (vertices < hi))
+        return j + self.first, vertices[j]
+
 
 @dataclass(frozen=True)
 class RunSpec:

@@ -42,8 +42,8 @@ from .._validate import (check_array, check_bool, check_budget, check_choice, ch
                          check_optional_int, check_picklable, check_probability, check_seed)
 from ..backend import ranges_within, to_host
 from ..errors import GpipeValueError
-from ..runtime import (EdgeSample, Run, SampleLayout, StepSpec, check_memory, output_totals, run_supersteps, store,
-                       worker_xp)
+from ..runtime import (EdgeSample, Run, SampleLayout, StartSet, StepSpec, check_memory, output_totals, run_supersteps,
+                       store, worker_xp)
 from . import _fused
 from ._race import race
 from ._select import METHODS, select
@@ -263,13 +263,17 @@ class Sampler:
                 raise GpipeValueError("'instances' applies to 1-D 'seeds' (each instance starts from all of them); "
                                       f"got 2-D seeds of shape {seeds.shape}")
             dense = g.to_internal(seeds, "seeds")
-            dense = np.tile(dense, (instances, 1)) if instances else dense.reshape(seeds.shape if seeds.ndim == 2
-                                                                                     else (-1, 1))
-            count = dense.shape[0]
-            instance = np.repeat(np.arange(count, dtype=np.int64), dense.shape[1])
-            entries = {"instance": instance, "vertex": dense.ravel().astype(np.int64),
-                       "depth": np.zeros(instance.size, np.int32), "stage": np.full(instance.size, POOL, np.int8)}
-        first = dense.shape[1] if seeds is not None else self.frontier_size or g.num_vertices
+            if seeds.ndim == 1 and not instances:  # an instance per seed: the seeds go, their entries made there
+                count, first = dense.size, 1
+                entries = StartSet(dense.astype(np.int32 if g.num_vertices < 2**31 else np.int64), 1, total=count)
+            else:
+                dense = np.tile(dense, (instances, 1)) if instances else dense.reshape(seeds.shape)
+                count, first = dense.shape
+                instance = np.repeat(np.arange(count, dtype=np.int64), first)
+                entries = {"instance": instance, "vertex": dense.ravel().astype(np.int64),
+                           "depth": np.zeros(instance.size, np.int32), "stage": np.full(instance.size, POOL, np.int8)}
+        if seeds is None:
+            first = self.frontier_size or g.num_vertices
         most = self._most_edges(g, first)
         if most is not None:  # refused before any work, not a worker lost to its memory
             check_memory(g, count * most * EDGE_BYTES, "'instances' x the seeds x 'neighbor_size' ** 'depth'",
@@ -289,7 +293,8 @@ class Sampler:
         if edge_pool is not None:
             arrays.add(edge_pool)
         g.put_on_workers(arrays)
-        run_id, partitions, stats = run_supersteps(g, StepSpec(_step, np.uint64(_rng.key(seed)), settings), entries,
+        run_id, partitions, stats = run_supersteps(g, StepSpec(_step, np.uint64(_rng.key(seed)), settings, start=_seed_entries),
+                                                   entries,
                                                    num_walks=count, summarize=_TOTALS)
         totals = stats.pop("outputs")
         edges, picks, iterations = (sum(t[name] for t in totals) for name in ("rows", "picks", "iterations"))
@@ -332,10 +337,16 @@ class Sampler:
 def _step(part, entries: dict, spec: StepSpec, run: Run):
     """Step function for the runtime: this partition's entries, all at one stage of one depth."""
     x = worker_xp()
-    stage = int(entries["stage"][0])
     if spec.params.fused:  # every depth at once: the seeds' entries are the only ones
         return _fused_sample(x, part, entries, spec)
-    return _STAGES[stage](x, part, entries, spec, run)
+    return _STAGES[int(entries["stage"][0])](x, part, entries, spec, run)
+
+
+def _seed_entries(x, spec: StepSpec, lo: int, hi: int, n: int, seeds: StartSet) -> dict:
+    """The first entries of the ``seeds`` (an instance each, numbered by its place) in vertices ``lo..hi-1``."""
+    instance, vertex = seeds.within(x, lo, hi, n)
+    return {"instance": instance, "vertex": vertex, "depth": x.zeros(instance.shape[0], x.int32),
+            "stage": x.full(instance.shape[0], POOL, x.int8)}
 
 
 def _fused_sample(x, part, entries: dict, spec: StepSpec):

@@ -48,10 +48,9 @@ def first_walkers(x, spec: StepSpec, lo: int, hi: int, n: int, initial: int | St
     """The walks from the vertices ``lo..hi-1`` of ``n``, made on the worker (``StepSpec.start``): ``initial`` from
     each, or those of a :class:`StartSet` whose start vertex is there."""
     if isinstance(initial, StartSet):
-        vertices = x.asarray(initial.vertices).astype(x.int64)
-        j = x.flatnonzero((vertices >= lo) & (vertices < hi))
-        walk_id = x.concatenate([j + (r * initial.total + initial.first) for r in range(initial.count)])
-        return _new_walkers(x, walk_id, x.tile(vertices[j], initial.count), spec.fields)
+        item, vertices = initial.within(x, lo, hi, n)
+        walk_id = x.concatenate([item + r * initial.total for r in range(initial.count)])
+        return _new_walkers(x, walk_id, x.tile(vertices, initial.count), spec.fields)
     vertices = x.arange(lo, hi, dtype=x.int64)
     walk_id = x.concatenate([vertices + r * n for r in range(initial)])
     return _new_walkers(x, walk_id, x.tile(vertices, initial), spec.fields)
