@@ -2,6 +2,8 @@
 
     python benchmarks/sampling.py --device gpu --scale 22 --instances 2000 16000 --out sampling_rmat22_h200.json
     python benchmarks/sampling.py --device cpu --scale 18 --instances 2000 16000 --out sampling_rmat18_cpu2.json
+    python benchmarks/sampling.py --device gpu --scale 22 --samplers neighbor neighbor-biased --neighbor-size 8 \
+        --depth 3 --instances 16000 --repeat 10 --no-ablation --out sampling_neighbor_rmat22_h200.json
 
 C-SAW's setting (section VI): one random seed per instance (a vertex with
 out-edges), NeighborSize 2 and depth 2 — forest fire with p_f = 0.7, layer
@@ -9,7 +11,7 @@ sampling with 2 edges per layer and instance. Per sampler and instance count,
 the best of ``--repeat`` runs: seconds from the first superstep until every
 instance is done (edges on the workers, before they are collected), SEPS,
 the step kernels' seconds (``kernel_seconds``: the busiest partition's per
-superstep, summed) and SELECT's mean iterations per pick.
+superstep, summed) and SELECT's mean iterations per pick, beside the medians of the runs' seconds.
 
 The ablation (C-SAW Fig. 10/11) runs in two ways, with every SELECT method
 (``repeated``, ``updated``, ``bipartite``) with and without the strided
@@ -46,7 +48,10 @@ METHODS = ("repeated", "updated", "bipartite")
 
 
 def _run(g, name: str, seeds: np.ndarray, args, **options) -> dict:
-    sampler = Sampler(depth=args.depth, **SAMPLERS[name], **options)
+    settings = dict(SAMPLERS[name])
+    if args.neighbor_size is not None and isinstance(settings["neighbor_size"], int):
+        settings["neighbor_size"] = args.neighbor_size
+    sampler = Sampler(depth=args.depth, **settings, **options)
     runs = []
     for r in range(args.repeat):
         stats = sampler.run(g, seeds, seed=args.seed + r).stats
@@ -56,9 +61,11 @@ def _run(g, name: str, seeds: np.ndarray, args, **options) -> dict:
           f"{best['edges_per_second'] / 1e6:.2f} M SEPS, {best['iterations_per_pick']:.3f} iterations/pick",
           flush=True)
     return {"workload": name, "instances": len(seeds),
-            "parameters": {"depth": args.depth, **SAMPLERS[name], **options, "repeat": args.repeat},
+            "parameters": {"depth": args.depth, **settings, **options, "repeat": args.repeat},
             **{k: best[k] for k in ("edges", "seconds", "edges_per_second", "kernel_seconds", "supersteps",
-                                    "iterations_per_pick", "select", "bitmap")}}
+                                    "iterations_per_pick", "select", "bitmap")},
+            "median_seconds": float(np.median([s["seconds"] for s in runs])),
+            "median_kernel_seconds": float(np.median([s["kernel_seconds"] for s in runs]))}
 
 
 def _select_alone(graph_id: str, part: int, degrees, frontier: str, segments: int, picks: int, bias: str,
@@ -114,6 +121,8 @@ def main() -> None:
     ap.add_argument("--edge-factor", type=int, default=16)
     ap.add_argument("--instances", type=int, nargs="+", default=[2000, 16000])
     ap.add_argument("--depth", type=int, default=2)
+    ap.add_argument("--neighbor-size", type=int, default=None,
+                    help="picks per vertex of the samplers that take a number (default: C-SAW's 2)")
     ap.add_argument("--samplers", nargs="+", default=list(SAMPLERS), choices=list(SAMPLERS))
     ap.add_argument("--segments", type=int, default=None,
                     help="SELECT alone: frontier vertices (default: 200,000 on a GPU, 20,000 on a CPU)")
