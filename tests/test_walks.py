@@ -236,6 +236,25 @@ def test_corpus_refuses_ids_that_would_not_read_back_as_one_token(cpu, tmp_path)
     assert not list(tmp_path.iterdir())  # refused before anything was written
 
 
+def test_corpus_kernels_write_every_integer_as_python_does():
+    """The corpus's integer formatting (two digits a step, lengths by comparisons) against ``str``, for ids of every
+    length and sign, int64's extremes included, in rows padded with -1 at any point."""
+    from gpipe.walks._result import _corpus_fill, _corpus_row_sizes
+
+    rng = np.random.default_rng(5)
+    ids = np.concatenate([[0, -1, 9, 10, 99, 100, -10, -2**63, 2**63 - 1, -(2**63 - 1)], 10 ** rng.integers(
+        0, 19, 500) + rng.integers(-9, 9, 500), -(10 ** rng.integers(0, 19, 500)) + rng.integers(-9, 9, 500)])
+    dense = rng.integers(0, ids.size, (300, 9))
+    lengths = rng.integers(0, 10, 300)  # a walk ends anywhere (9: not at all; 0: an empty line)
+    dense[np.arange(9) >= lengths[:, None]] = -1
+    sizes = _corpus_row_sizes(dense, 1, ids.astype(np.int64), np.zeros(1, np.int64))
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+    text = np.empty(int(sizes.sum()), np.uint8)
+    _corpus_fill(dense, 1, ids.astype(np.int64), np.zeros(0, np.uint8), np.zeros(1, np.int64), starts, text)
+    lines = [" ".join(str(ids[d]) for d in row[:n]) for row, n in zip(dense, lengths)]
+    assert text.tobytes() == "".join(line + "\n" for line in lines).encode()
+
+
 @pytest.mark.parametrize("ids", [[-1, 0, -5, 3], [-2**63, 0, 2**63 - 1, 3], ["a", "b", "c", "d"]])
 def test_walks_pad_with_none_where_minus_one_could_be_an_id(cpu, tmp_path, ids):
     """-1 is a vertex here (or ids are not integers), so it cannot mark a walk's end: every output pads with None

@@ -366,6 +366,10 @@ def _write_corpus_block(block, ids: _CorpusIds, sizes: np.ndarray, name: str, of
     return size
 
 
+_POWERS = np.array([10**i for i in range(20)], np.uint64)  # every power of ten a uint64 holds
+_PAIRS = np.frombuffer(b"".join(b"%02d" % i for i in range(100)), np.uint8)  # "00" .. "99": two digits a step
+
+
 @cpu_kernel()
 def _magnitude(v):
     """``|v|`` as uint64: -2**63 has no int64 negation."""
@@ -374,11 +378,29 @@ def _magnitude(v):
 
 @cpu_kernel()
 def _digits(u):
+    """The decimal digits of ``u`` (uint64): comparisons, no division."""
     n = 1
-    while u >= np.uint64(10):
-        u //= np.uint64(10)
+    while n < 20 and u >= _POWERS[n]:
         n += 1
     return n
+
+
+@cpu_kernel()
+def _write_digits(u, out, end):
+    """The decimal digits of ``u`` (uint64) into ``out``, ending before ``end``: two at a time, from the last."""
+    hundred = np.uint64(100)
+    while u >= hundred:
+        q = u // hundred
+        r = 2 * (u - q * hundred)
+        end -= 2
+        out[end] = _PAIRS[r]
+        out[end + 1] = _PAIRS[r + 1]
+        u = q
+    if u >= np.uint64(10):
+        out[end - 2] = _PAIRS[2 * u]
+        out[end - 1] = _PAIRS[2 * u + 1]
+    else:
+        out[end - 1] = np.uint8(48 + u)
 
 
 @cpu_kernel(parallel=True)
@@ -424,9 +446,6 @@ def _corpus_fill(dense, kind, ids, text, end, starts, out):
                 out[pos] = 45
                 pos += 1
             u = _magnitude(v)
-            nd = _digits(u)
-            for k in range(nd - 1, -1, -1):
-                out[pos + k] = np.uint64(48) + u % np.uint64(10)
-                u //= np.uint64(10)
-            pos += nd
+            pos += _digits(u)
+            _write_digits(u, out, pos)
         out[pos] = 10
