@@ -82,7 +82,7 @@ def _run(edges, n: int, kind: str, bias: str, args) -> dict:
     rounds = []
     for number, rows in enumerate(np.array_split(np.arange(count), args.rounds), 1):
         batch = log.iloc[rows]
-        seconds, _ = _timed(lambda: dg.apply(*(batch[c].to_numpy() for c in UPDATE_COLUMNS), first=int(rows[0])))
+        seconds, _ = _timed(lambda: dg.apply(*(batch[c] for c in UPDATE_COLUMNS), first=int(rows[0])))
         record = {"round": number, "updates": len(rows), "update_seconds": seconds,
                   "updates_per_second": len(rows) / seconds, "num_edges": dg.num_edges,
                   "bytes_per_edge": dg.nbytes() / max(dg.num_edges, 1)}

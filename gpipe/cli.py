@@ -916,7 +916,7 @@ def _walk_rounds(args, dg, function: Callable, options: dict, log) -> tuple:
         batch = log.iloc[rows]
         started = time.perf_counter()
         try:
-            dg.apply(*(batch[c].to_numpy() for c in dynamic.UPDATE_COLUMNS), first=int(rows[0]))
+            dg.apply(*(batch[c] for c in dynamic.UPDATE_COLUMNS), first=int(rows[0]))
         except GpipeValueError as exc:
             raise GpipeValueError(f"{args.updates}: round {number}: {exc}") from None
         applied = time.perf_counter()

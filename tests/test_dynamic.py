@@ -401,3 +401,22 @@ def test_walks_that_do_not_take_dynamic_graphs_yet_say_so(cpu):
         with pytest.raises(gpipe.GpipeValueError, match="'g' must be a gpipe.Graph for this walk .*node2vec also "
                                                         f"take dynamic graphs.*got {type(g).__name__}"):
             gpipe.walks.metropolis_hastings(g, length=3)
+
+
+def test_a_categorical_op_column_is_checked_as_its_strings_are():
+    """A log's op column as a pandas categorical (a Parquet log's dictionary column, update_log's) is read through
+    its codes: the same batch as from the strings, and the same error, at the same position, for a bad op."""
+    from gpipe.dynamic._space import check_batch
+
+    ops = ["insert", "delete", "update", "insert", "delete"]
+    src, dst = np.array([0, 1, 2, 3, 4]), np.array([1, 2, 3, 4, 0])
+    weight = pd.Series([1.5, np.nan, 2.0, 3.0, np.nan])
+    as_text = check_batch(np.array(ops, dtype=object), src, dst, weight.to_numpy())
+    as_category = check_batch(pd.Series(ops, dtype="category"), pd.Series(src), pd.Series(dst), weight)
+    for name in ("codes", "src", "dst", "weight"):
+        np.testing.assert_array_equal(getattr(as_category, name), getattr(as_text, name))
+    bad = pd.Categorical(["insert", "remove", "insert"])
+    with pytest.raises(gpipe.GpipeValueError, match=r"update 8: 'op' must be one of .*, got 'remove'"):
+        check_batch(bad, src[:3], dst[:3], np.ones(3), first=7)
+    with pytest.raises(gpipe.GpipeValueError, match=r"update 2: 'op' must be one of .*, got 'nan'"):
+        check_batch(pd.Categorical(["insert", "insert", None]), src[:3], dst[:3], np.ones(3))

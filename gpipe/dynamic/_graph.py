@@ -119,31 +119,33 @@ class DynamicGraph:
         """
         first = check_int("first", first, minimum=0)
         batch = check_batch(op, src, dst, weight, first)
-        routed = batch
-        position = np.arange(len(batch.src))
-        if not self.directed:  # each update, then its reverse
-            position = np.repeat(position, 2)
-            routed = batch.take(position, src=np.stack([batch.src, batch.dst], 1).ravel(),
-                                dst=np.stack([batch.dst, batch.src], 1).ravel())
         bounds = self._graph.bounds
-        owner = np.minimum(np.searchsorted(bounds, routed.src, side="right") - 1, len(bounds) - 2)
-        parts = {part: np.flatnonzero(owner == part) for part in self._held}
-        touched = [part for part, at in parts.items() if at.size]  # the others keep their version
 
-        def updates(part):
-            if len(touched) == 1:  # the whole batch, in order: no copy but its sources' shift (and no names)
-                return (self.graph_id, part, dataclasses.replace(routed, op=None, given=None,
-                                                                 src=routed.src - bounds[part]), position)
-            return (self.graph_id, part, routed.take(parts[part], src=routed.src[parts[part]] - bounds[part]),
-                    position[parts[part]])
+        def owners(ids):
+            return np.minimum(np.searchsorted(bounds, ids, side="right") - 1, len(bounds) - 2)
 
+        if len(bounds) == 2:  # one partition holds every vertex, and those the updates add
+            touched = [0] if len(batch.src) else []
+        else:
+            ends = owners(batch.src) if self.directed else np.concatenate([owners(batch.src), owners(batch.dst)])
+            touched = [part for part in self._held if (ends == part).any()]  # the others keep their version
         with self._lock:
             if len(touched) == 1:  # one partition: stage and commit in one round trip (a streaming update's)
-                [(failed, edges)] = self._call(_apply, "dynamic apply", updates, touched)
+                # the batch as given, without names; the worker makes the reverses of an undirected graph's
+                whole = dataclasses.replace(batch, op=None, given=None)
+                args = (self.graph_id, touched[0], whole, int(bounds[touched[0]]), not self.directed)
+                [(failed, edges)] = self._call(_apply, "dynamic apply", lambda part: args, touched)
                 if failed >= 0:
                     raise absent(batch, failed, first)
                 self._part_edges[touched[0]] = edges
             elif touched:
+                routed, position = (batch, np.arange(len(batch.src))) if self.directed else batch.both_ways()
+                owner = owners(routed.src)
+
+                def updates(part):
+                    at = np.flatnonzero(owner == part)
+                    return (self.graph_id, part, routed.take(at, src=routed.src[at] - bounds[part]), position[at])
+
                 failed = [f for f in self._call(_stage, "dynamic stage", updates, touched) if f >= 0]
                 if failed:
                     self._call(_discard, "dynamic discard", lambda part: (self.graph_id, part), touched)
@@ -262,14 +264,17 @@ def _stage(dynamic_id: str, part: int, batch: Batch, position: np.ndarray) -> in
     return int(position[failed]) if failed >= 0 else -1
 
 
-def _apply(dynamic_id: str, part: int, batch: Batch, position: np.ndarray) -> tuple[int, int]:
-    """Stage and commit this partition's updates, the batch's only ones: (the batch position of the first that
-    failed, else -1; the partition's edges now)."""
+def _apply(dynamic_id: str, part: int, batch: Batch, lo: int, both_ways: bool) -> tuple[int, int]:
+    """Stage and commit the whole batch in this partition, its first vertex ``lo`` (each update then its reverse
+    with ``both_ways``): (the batch position of the first update that failed, else -1; the partition's edges now)."""
     space = store().partitions.get(dynamic_id, part)
-    failed = space._stage(batch)
+    position = None
+    if both_ways:
+        batch, position = batch.both_ways()
+    failed = space._stage(dataclasses.replace(batch, src=batch.src - lo))
     if failed >= 0:
         space._staged = None
-        return int(position[failed]), space.num_edges
+        return int(failed if position is None else position[failed]), space.num_edges
     space._commit()
     return -1, space.num_edges
 

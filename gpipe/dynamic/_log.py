@@ -38,8 +38,9 @@ def update_log(edges: pd.DataFrame, count: int, kind: str = "mixed", seed: int =
     initial : pandas.DataFrame
         The edges of the initial graph (``src``, ``dst``, ``weight``), in the order of ``edges``.
     log : pandas.DataFrame
-        ``op`` (``"insert"`` or ``"delete"``), ``src``, ``dst``, ``weight`` (NaN for a delete), in log order, as
-        :meth:`DynamicGraph.apply` and ``gpipe walk --updates`` take it.
+        ``op`` (``"insert"`` or ``"delete"``, a categorical column), ``src``, ``dst``, ``weight`` (NaN for a
+        delete), in log order, as :meth:`DynamicGraph.apply` (its columns as they are) and ``gpipe walk --updates``
+        take it.
 
     Raises
     ------
@@ -69,7 +70,8 @@ def update_log(edges: pd.DataFrame, count: int, kind: str = "mixed", seed: int =
     shuffled = rng.permutation(count)
     rows, ops = rows[shuffled], ops[shuffled]
     taken = edges.iloc[rows]
-    log = pd.DataFrame({"op": ops, "src": taken["src"].to_numpy(), "dst": taken["dst"].to_numpy(),
+    log = pd.DataFrame({"op": pd.Categorical(ops, categories=["insert", "delete"]), "src": taken["src"].to_numpy(),
+                        "dst": taken["dst"].to_numpy(),
                         "weight": np.where(ops == "insert", taken["weight"].to_numpy(np.float64), np.nan)})
     return edges.iloc[kept][["src", "dst", "weight"]].reset_index(drop=True), log
 

@@ -731,6 +731,13 @@ class Batch:
         op = np.broadcast_to(np.array("insert"), src.shape)  # one name, not one a row
         return cls(op, np.full(src.shape[0], _INSERT, np.int8), src, dst, weight, weight)
 
+    def both_ways(self) -> tuple[Batch, np.ndarray]:
+        """Each update, then its reverse (an undirected graph's), without the names and weights as given; and the
+        position of each in this batch."""
+        position = np.repeat(np.arange(len(self.src)), 2)
+        return self.take(position, src=np.stack([self.src, self.dst], 1).ravel(),
+                         dst=np.stack([self.dst, self.src], 1).ravel()), position
+
     def take(self, positions: np.ndarray, src: np.ndarray | None = None, dst: np.ndarray | None = None) -> Batch:
         """The updates at ``positions``, in that order (with ``src`` and ``dst`` in place of theirs), without the
         names and weights as given: a part for a worker, which reports a bad update by its position."""
@@ -741,15 +748,19 @@ class Batch:
 def check_batch(op, src, dst, weight, first: int = 0) -> Batch:
     """``op``, ``src``, ``dst``, ``weight`` as a :class:`Batch`, or a GpipeValueError naming the first bad update
     by its position in the log (``first`` + its position in the batch)."""
-    op = check_array("op", op).ravel()
+    if isinstance(getattr(op, "dtype", None), pd.CategoricalDtype):  # e.g. a Parquet log's dictionary column
+        op = pd.Categorical(op)  # its codes name each update's op: no hash of a string per update
+        labels, names = op.codes, op.categories
+    else:
+        op = check_array("op", op).ravel()
+        labels, names = pd.factorize(op)  # each distinct op named once: a hash, not a string compare per update
     src = check_array("src", src).ravel()
     dst = check_array("dst", dst).ravel()
-    numeric = isinstance(weight, np.ndarray) and weight.dtype.kind in "iuf"  # no object array to look through
-    given = (weight if numeric else np.asarray(weight, dtype=object)).ravel()
+    numeric = getattr(weight, "dtype", None) is not None and weight.dtype.kind in "iuf"  # no objects to look through
+    given = (np.asarray(weight) if numeric else np.asarray(weight, dtype=object)).ravel()
     if not len(op) == len(src) == len(dst) == len(given):
         raise GpipeValueError(f"'op', 'src', 'dst' and 'weight' must have one entry per update, got lengths "
                               f"{len(op)}, {len(src)}, {len(dst)} and {len(given)}")
-    labels, names = pd.factorize(op)  # each distinct op named once: a hash, not a string compare per update
     table = np.array([OPS.get(n, -1) if isinstance(n, str) else -1 for n in names] + [-1], np.int8)
     codes = table[labels]  # (a missing op is label -1: the table's last)
     if (codes < 0).any():

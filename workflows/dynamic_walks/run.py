@@ -159,7 +159,7 @@ def _write(config: dict, folder: str, out: str) -> dict:
         for number, rows in enumerate(np.array_split(np.arange(len(log)), updates["rounds"]), 1):
             batch = log.iloc[rows]
             started = time.perf_counter()
-            dg.apply(*(batch[c].to_numpy() for c in UPDATE_COLUMNS), first=int(rows[0]))
+            dg.apply(*(batch[c] for c in UPDATE_COLUMNS), first=int(rows[0]))
             applied = time.perf_counter()
             result = _walk(walk, dg, walks, walks["length"])
             walked = time.perf_counter()
