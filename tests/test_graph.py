@@ -291,12 +291,13 @@ def test_a_damaged_graph_folder_is_an_error_naming_the_file(cpu, tmp_path, damag
 
 @pytest.mark.parametrize("keep_duplicates", [False, True])
 @pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("rows", [40, 400])  # rows of ~75 edges (a merge sort each), or of ~7 (an insertion sort)
 def test_cpu_partition_rows_are_the_edges_sorted_with_duplicates_merged_to_their_largest_weight(keep_duplicates,
-                                                                                               weighted):
+                                                                                               weighted, rows):
     from gpipe.graph._build import _csr_cpu, _csr_device
 
     rng = np.random.default_rng(7)
-    lo, rows, m = 5, 40, 3000
+    lo, m = 5, 3000
     src, dst = rng.integers(lo, lo + rows, m), rng.integers(0, 60, m)
     src[:50] = dst[:50] = lo + 3  # self-loops, duplicated
     weight = rng.random(m).astype(np.float32) if weighted else None
