@@ -219,6 +219,7 @@ class Snapshot:
         self._finalizer = weakref.finalize(self, run_later, g.client, drop_graph, graph_id)
 
     num_vertices = Graph.num_vertices  # a graph's shape and id checks, of these bounds and no id map
+    vertex_dtype = Graph.vertex_dtype
     num_partitions = Graph.num_partitions
     holders = Graph.holders
     to_internal = Graph.to_internal

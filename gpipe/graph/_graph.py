@@ -75,6 +75,12 @@ class Graph:
         return int(self.bounds[-1])
 
     @property
+    def vertex_dtype(self) -> np.dtype:
+        """The smallest integer type of a dense vertex id here (int32 below 2**31 vertices, else int64), as the
+        partitions' ``indices`` hold them."""
+        return np.dtype(np.int32 if self.num_vertices < 2**31 else np.int64)
+
+    @property
     def mode(self) -> str:
         """'partitioned' (partitions spread over the workers) or 'replicated' (the whole graph on every worker)."""
         return "partitioned" if self.replicas is None else "replicated"

@@ -265,7 +265,7 @@ class Sampler:
             dense = g.to_internal(seeds, "seeds")
             if seeds.ndim == 1 and not instances:  # an instance per seed: the seeds go, their entries made there
                 count, first = dense.size, 1
-                entries = StartSet(dense.astype(np.int32 if g.num_vertices < 2**31 else np.int64), 1, total=count)
+                entries = StartSet(dense.astype(g.vertex_dtype), 1, total=count)
             else:
                 dense = np.tile(dense, (instances, 1)) if instances else dense.reshape(seeds.shape)
                 count, first = dense.shape
@@ -293,9 +293,8 @@ class Sampler:
         if edge_pool is not None:
             arrays.add(edge_pool)
         g.put_on_workers(arrays)
-        run_id, partitions, stats = run_supersteps(g, StepSpec(_step, np.uint64(_rng.key(seed)), settings, start=_seed_entries),
-                                                   entries,
-                                                   num_walks=count, summarize=_TOTALS)
+        spec = StepSpec(_step, np.uint64(_rng.key(seed)), settings, start=_seed_entries)
+        run_id, partitions, stats = run_supersteps(g, spec, entries, num_walks=count, summarize=_TOTALS)
         totals = stats.pop("outputs")
         edges, picks, iterations = (sum(t[name] for t in totals) for name in ("rows", "picks", "iterations"))
         stats.update(algorithm="sampler", instances=count, edges=edges,

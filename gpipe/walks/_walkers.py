@@ -30,7 +30,7 @@ def run_walks(g, algorithm: str, spec: StepSpec, walks_per_vertex: int, starts: 
     ``result_kwargs`` too."""
     num_walks = (g.num_vertices if starts is None else starts.size) * walks_per_vertex
     length = spec.length
-    dtype = np.dtype(np.int32 if g.num_vertices < 2**31 else np.int64)
+    dtype = g.vertex_dtype
     walker = 20 + sum(np.dtype(t).itemsize for _, t, _ in spec.fields)  # walk_id, vertex, step, its own fields
     check_memory(g, num_walks * ((length + 1) * dtype.itemsize + walker),
                  f"'length' x the number of walks ({num_walks} walks of {length} steps)", "walks")
