@@ -30,6 +30,7 @@ from .._validate import check_int
 from ..backend import device_of, gpu_count, set_cpu_threads, to_host, xp
 from ._partitions import Partitions
 from ._run import ENDED, Arrival, Run
+from ._wire import pack, unpack
 from ..errors import GpipeError, GpipeValueError
 
 PLUGIN_NAME = "gpipe"
@@ -75,9 +76,9 @@ class GpipeStore(WorkerPlugin):
 
     async def _call(self, call: tuple) -> object:
         """Run ``function(*args, **kwargs)`` in a thread of this store (a run's work, sent by :func:`call_workers`)."""
-        function, args, kwargs = call
+        function, args, kwargs = unpack(call)
         loop = asyncio.get_running_loop()
-        return to_serialize(await loop.run_in_executor(self._runner, self._run_here, function, args, kwargs))
+        return pack(await loop.run_in_executor(self._runner, self._run_here, function, args, kwargs))
 
     def _run_here(self, function, args: tuple, kwargs: dict):
         _running.store = self
@@ -285,7 +286,7 @@ class GpipeStore(WorkerPlugin):
         return sync(self.worker.loop, self._call_peer, peer, function, args)
 
     async def _call_peer(self, peer: str, function, args: tuple):
-        return await self.worker.rpc(peer).gpipe_call(call=to_serialize((function, args, {})))
+        return unpack(await self.worker.rpc(peer).gpipe_call(call=pack((function, args, {}))))
 
     def memory(self) -> tuple[int, int | None, int | None]:
         """This worker's memory limit (the host's memory without one), its device memory and what

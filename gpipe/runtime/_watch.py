@@ -4,9 +4,9 @@ A run's work is called on its workers directly (:func:`call_workers`); other
 work runs as Dask tasks pinned to those workers. Either would wait for a
 worker that has died: a task pinned to it until it comes back, a call to its
 address for the connect timeout (30 s). So every wait of the client on gpipe
-work goes through this module: while it lasts, a watchdog thread checks once
-a second that the workers holding the partitions (or replicas) are still in
-the scheduler's table (not at once: a call of a few milliseconds would wait
+work goes through this module: it waits a second at a time, and between
+waits checks that the workers holding the partitions (or replicas) are still
+in the scheduler's table (not at once: a call of a few milliseconds would wait
 for that scheduler round trip too, and a worker gone before the call fails
 it, which checks the same); if one has left, it cancels the
 tasks (or the calls) and the wait raises a :class:`WorkerLostError` naming it
@@ -19,33 +19,38 @@ seen the worker leave: the scheduler then has up to ``GONE_SECONDS`` to.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import re
-import threading
 import time
 from collections.abc import Callable
 
 from distributed import wait
 from distributed.comm import CommClosedError
-from distributed.protocol import to_serialize
 
 from ..errors import GpipeError, WorkerLostError
 from ._session import workers_info
+from ._wire import pack, unpack
 
-WATCH_SECONDS = 1.0  # how often the watchdog checks that the workers are still there
+PENDING = object()  # what a wait's block returns while its work is not done
+WATCH_SECONDS = 1.0  # how often a wait checks that the workers are still there
 GONE_SECONDS = 3.0  # how long the scheduler may take to notice that a worker that broke its connection is gone
 
 
 def gather_pinned(client, futures: list, held: dict[int, str], phase: str, unit: str = "partition") -> list:
     """``client.gather(futures)``, watched (``held``: partition, or replica, -> worker)."""
-    return _watched(client, held, phase, unit, lambda: client.gather(futures), lambda: client.cancel(futures))
+    def block(timeout: float) -> list | object:
+        return client.gather(futures) if _finished(futures, timeout) else PENDING
+
+    return _watched(client, held, phase, unit, block, lambda: client.cancel(futures))
 
 
 def wait_pinned(client, futures: list, held: dict[int, str], phase: str, unit: str = "partition") -> None:
     """``distributed.wait(futures)``, watched, raising the first one's error if any failed; the results stay on
     the workers."""
-    def block() -> None:
-        wait(futures)
+    def block(timeout: float) -> None | object:
+        if not _finished(futures, timeout):
+            return PENDING
         failed = next((f for f in futures if f.status == "error"), None)
         if failed is not None:
             raise failed.exception()
@@ -67,7 +72,7 @@ def call_workers(client, calls: list[tuple], held: dict[int, str], phase: str, u
     """
     async def one(worker: str, function, args: tuple, kwargs: dict):
         try:
-            return await client.rpc(worker).gpipe_call(call=to_serialize((function, args, kwargs)))
+            return unpack(await client.rpc(worker).gpipe_call(call=pack((function, args, kwargs))))
         except (OSError, CommClosedError) as exc:
             raise _Gone(worker) from exc
 
@@ -76,7 +81,9 @@ def call_workers(client, calls: list[tuple], held: dict[int, str], phase: str, u
 
     calls_done = asyncio.run_coroutine_threadsafe(every(), client.loop.asyncio_loop)
     try:
-        return _watched(client, held, phase, unit, calls_done.result, calls_done.cancel)
+        return _watched(client, held, phase, unit,
+                        lambda timeout: calls_done.result() if _done(calls_done, timeout) else PENDING,
+                        calls_done.cancel)
     except _Gone as gone:  # its connection broke, yet it stays in the cluster (one that left is a WorkerLostError)
         raise GpipeError(
             f"{phase}: this client cannot connect to worker {gone.worker}, which is still in the cluster "
@@ -123,40 +130,41 @@ def _lost(client, held: dict[int, str]) -> dict[int, str]:
     return {}
 
 
+def _finished(futures: list, timeout: float) -> bool:
+    """Whether the Dask ``futures`` are all finished (done or failed) within ``timeout`` seconds."""
+    try:
+        wait(futures, timeout=timeout)
+    except TimeoutError:
+        return False
+    return True
+
+
+def _done(future: concurrent.futures.Future, timeout: float) -> bool:
+    return bool(concurrent.futures.wait([future], timeout=timeout).done)
+
+
 def _watched(client, held: dict[int, str], phase: str, unit: str, block: Callable, cancel: Callable):
-    """``block()``, while a watchdog thread checks every ``WATCH_SECONDS`` that the workers of ``held`` are still
-    there; ``cancel()`` ends the block's wait when one has left."""
+    """What ``block(timeout)`` returns once it is not ``PENDING`` (waited for ``WATCH_SECONDS`` at a time), while
+    between waits the workers of ``held`` are checked to be still there; ``cancel()`` ends the work when one has
+    left."""
     since = time.time()
     lost: dict[int, str] = {}
-    done = threading.Event()
-
-    def check() -> None:
-        lost.update(_lost(client, held))
-
-    def watch() -> None:
-        while not done.wait(WATCH_SECONDS):
-            check()
+    while True:
+        try:
+            result = block(WATCH_SECONDS)
+            if result is not PENDING:
+                return result
+            lost.update(_lost(client, held))
             if lost:
                 cancel()
-                return
-
-    watchdog = threading.Thread(target=watch, name="gpipe-watchdog", daemon=True)
-    watchdog.start()
-    try:
-        result = block()
-    except BaseException as failure:  # also a cancelled wait's: a lost worker's data may take its tasks along
-        done.set()
-        if not lost:
-            check()
-        if not lost:  # an address followed by no further digit: naming tcp://h:8000 does not name tcp://h:80
-            named = {w for w in set(held.values()) if re.search(re.escape(w) + r"(?!\d)", str(failure))}
-            gone = {w for w in named if not _stays(client, w)}
-            lost.update({p: w for p, w in held.items() if w in gone})
+        except BaseException as failure:  # also a cancelled wait's: a lost worker's data may take its tasks along
+            lost.update(_lost(client, held))
+            if not lost:  # an address followed by no further digit: naming tcp://h:8000 does not name tcp://h:80
+                named = {w for w in set(held.values()) if re.search(re.escape(w) + r"(?!\d)", str(failure))}
+                gone = {w for w in named if not _stays(client, w)}
+                lost.update({p: w for p, w in held.items() if w in gone})
+            if lost:
+                raise _lost_error(client, lost, phase, unit, since) from None
+            raise
         if lost:
-            raise _lost_error(client, lost, phase, unit, since) from None
-        raise
-    finally:
-        done.set()
-    if lost:  # the wait ended because the watchdog cancelled the tasks
-        raise _lost_error(client, lost, phase, unit, since)
-    return result
+            raise _lost_error(client, lost, phase, unit, since)
