@@ -1,5 +1,5 @@
 """Searches and picks within one segment of candidates, shared by the CPU twins of several packages: binary search
-over sorted neighbors (an adjacency test) and over prefix sums (CUDA: ``gp_upper_warp``), the edge pick built on it
+over sorted neighbors (an adjacency test) and over prefix sums (CUDA: ``gp_upper_groups``), the edge pick built on it
 (``gp_pick_edge``, ``kernels/walk.cuh``) and exponential races (``gp_race_segment``, ``kernels/race.cuh``)."""
 
 from __future__ import annotations

@@ -13,32 +13,9 @@ struct GpUnitBias {
 template <typename Bias> struct GpIsUnit { static constexpr bool value = false; };
 template <> struct GpIsUnit<GpUnitBias> { static constexpr bool value = true; };
 
-// gp_upper_warp over the CDF of d unit biases (cdf[j] = j + 1, exact in doubles): the first j with j + 1 > target.
+// gp_upper_groups over the CDF of d unit biases (cdf[j] = j + 1, exact in doubles): the first j with j + 1 > target.
 __device__ __forceinline__ long long gp_unit_upper(long long d, double target) {
     return min((long long)floor(target), d - 1);
-}
-
-// The first e in a..a+d-2 with cdf[e] > target, else a + d - 1 (the last one if rounding reaches the end), by the whole
-// warp (every lane with the same arguments gets the answer): a 32-way search, a probe per lane and round, so a row of
-// d candidates takes about log32(d) dependent reads, not a binary search's log2(d).
-__device__ __forceinline__ long long gp_upper_warp(const double* cdf, long long a, long long d, double target,
-                                                   int lane) {
-    long long lo = a, hi = a + d - 1;  // the answer is in [lo, hi]; hi when no cdf reaches past target
-    while (hi - lo >= GP_LANES) {
-        const long long step = (hi - lo) / GP_LANES;  // probes lo + step - 1 .. lo + 32 * step - 1, inside [lo, hi)
-        const long long probe = lo + (lane + 1) * step - 1;
-        const unsigned above = __ballot_sync(GP_FULL_MASK, cdf[probe] > target);
-        if (above) {
-            const int first = __ffs(above) - 1;
-            hi = lo + (first + 1) * step - 1;
-            lo += first * step;
-        } else {
-            lo = lo + GP_LANES * step;
-        }
-    }
-    const long long probe = lo + lane;
-    const unsigned above = __ballot_sync(GP_FULL_MASK, probe < hi && cdf[probe] > target);
-    return above ? lo + __ffs(above) - 1 : hi;
 }
 
 __device__ __forceinline__ bool gp_taken(const unsigned char* bits, long long B, long long j, int use_bitmap,
@@ -109,9 +86,12 @@ __device__ __forceinline__ int gp_spec_lanes(int k) {
     return g;
 }
 
-// gp_upper_warp's answer for a target per group of g lanes (lanes j * g .. j * g + g - 1 share `target`; g a power of
-// two), by the whole warp: a (g + 1)-way search, g probes per group and round. The same index as gp_upper_warp and
-// the twin's binary search wherever cdf does not decrease, as a CTPS of non-negative biases summed in order does not.
+// The first e in 0..d-2 with cdf[e] > target, else d - 1 (the last one if rounding reaches the end), for a target per
+// group of g lanes (lanes j * g .. j * g + g - 1 share `target`; g a power of two), by the whole warp: a (g + 1)-way
+// search, a probe per lane and round, so a row of d candidates takes about log(d) / log(g + 1) dependent reads, not a
+// binary search's log2(d). The same index as the twin's binary search wherever cdf does not decrease, as a CTPS of
+// non-negative biases summed in order does not. (More probes per lane and round, fewer rounds: slower on an H200,
+// whose weighted neighbor sampling is bound by the probes' memory sectors.)
 __device__ __forceinline__ long long gp_upper_groups(const double* cdf, long long d, double target, int g, int lane) {
     const int mine = lane & (g - 1), first_lane = lane - mine;
     const unsigned group = (g == GP_LANES ? GP_FULL_MASK : (1u << g) - 1u) << first_lane;
@@ -194,7 +174,7 @@ __device__ long long gp_select_segment(const Bias bias, long long a, long long d
                 positive = __shfl_sync(GP_FULL_MASK, spec_ok, (int)here * g);
             } else {
                 const double r = gp_unit(gp_bits(key, id, (unsigned long long)step, here));
-                e = a + (unit ? gp_unit_upper(d, r * total) : gp_upper_warp(cdf, 0, d, r * total, lane));
+                e = a + (unit ? gp_unit_upper(d, r * total) : gp_upper_groups(cdf, d, r * total, GP_LANES, lane));
                 positive = bias[e] > 0.0;
             }
             if (method == GP_SELECT_WITH_REPLACEMENT) { if (positive) pick = e; continue; }
@@ -206,7 +186,7 @@ __device__ long long gp_select_segment(const Bias bias, long long a, long long d
                 const double delta = unit ? 1.0 : cdf[e - a] - l;
                 double v = gp_unit(gp_bits(key, id, (unsigned long long)step, draw++)) * (total - delta);
                 if (v >= l) v += delta;
-                e = a + (unit ? gp_unit_upper(d, v) : gp_upper_warp(cdf, 0, d, v, lane));
+                e = a + (unit ? gp_unit_upper(d, v) : gp_upper_groups(cdf, d, v, GP_LANES, lane));
                 taken = in_lanes ? __ballot_sync(GP_FULL_MASK, lane < i && held == e) != 0u
                                  : gp_taken(bits, B, e - a, use_bitmap, out, 0, i, e);
                 if (bias[e] > 0.0 && !taken) pick = e;

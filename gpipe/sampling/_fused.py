@@ -14,7 +14,7 @@ import numpy as np
 from .. import _rng
 from ..backend import cpu_kernel, device_of, prange, xp
 from ..kernels import Arg, Kernel
-from ._select import _WITH_REPLACEMENT, ROUNDS, METHODS, LANES, segment_cdf, select_segment
+from ._select import _WITH_REPLACEMENT, LANES, METHODS, ROUNDS, segment_cdf, select_segment
 
 TAIL, PENDING, ITERATIONS = range(3)  # the counters
 TICKETS = 4  # queue slots a warp takes at once (one add to the shared `next` per 4 tasks)
