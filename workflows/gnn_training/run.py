@@ -218,7 +218,7 @@ def train(loader, rank: int, world_size: int, *, model_args: dict, epochs: int, 
                 optimizer.zero_grad()
                 loss.backward()
                 optimizer.step()
-                total, batches = total + float(loss), batches + 1
+                total, batches = total + float(loss.detach()), batches + 1
             losses.append(total / max(batches, 1))
             if rank == 0:
                 states.append({name: value.detach().cpu().clone() for name, value in model.state_dict().items()})
