@@ -69,8 +69,9 @@ _ONE, _DENSE, _LISTED = KINDS["one"], KINDS["dense"], KINDS["listed"]
 OPS = {"insert": 0, "delete": 1, "update": 2}
 _INSERT, _DELETE = OPS["insert"], OPS["delete"]
 _HELD = 3  # in a batch's play on the device: a copy of an edge the vertex held before the batch
-LAZY_BLOCKS = 4096  # retired blocks a small batch's commit lets wait before it reclaims them
-SMALL_BATCH = 256  # a GPU space stages and builds a batch of at most this many updates on the host, in a few copies
+LAZY_SHARE = 8  # a small batch's commit reclaims a pool's retired blocks once they hold 1/8 of its slots
+SMALL_BATCH = 256  # a GPU space stages and builds a batch of at most this many updates on the host, in a few copies;
+# a commit touching at most this many vertices (a streaming update's) takes its blocks without a free-list rebuild
 CHUNK = 1024  # a touched vertex of more edges is rebuilt by a warp per chunk of this many (its decimal parts summed
 # chunk by chunk, in order, each chunk's in a warp's order)
 LINEAR_MATCHES = 8  # a vertex with at most this many deletes and updates in a batch scans its edges for each
@@ -586,6 +587,7 @@ class _Pool:
         self.free_count = np.zeros(MAX_GROUPS, np.int64)  # how many
         self.retired: list[tuple] = []  # blocks given back since the last reclaim: (starts, classes, versions that
         # wrote them, versions that left them)
+        self.waiting = 0  # the slots of the blocks in ``retired``
         self._held: list[tuple] = []  # those a pinned version of ``_pinned`` reads (one entry, or none)
         self._pinned = None
 
@@ -593,7 +595,7 @@ class _Pool:
         """A block for each of ``sizes`` (its start; 0 for an empty one): a class's last free blocks, then new ones
         from the end."""
         x = xp(self.device)
-        if isinstance(sizes, np.ndarray) and x is not np:
+        if isinstance(sizes, np.ndarray) and (x is not np or sizes.shape[0] <= SMALL_BATCH):
             return self._allocate_few(sizes)
         classes = _size_class(x, sizes)
         order = x.argsort(classes, kind="stable")
@@ -619,8 +621,8 @@ class _Pool:
         return starts
 
     def _allocate_few(self, sizes: np.ndarray) -> np.ndarray:
-        """:meth:`allocate` of a few blocks (host arrays) for a pool on a GPU: the free blocks taken read in one
-        copy."""
+        """:meth:`allocate` of a few blocks (host arrays): the free blocks taken read in one copy (from a GPU's
+        pool), the free list not rebuilt (O(blocks), not O(free blocks): a streaming update's)."""
         classes = _size_class(np, sizes)
         starts = np.zeros(sizes.shape[0], np.int64)
         reused, taken = [], []
@@ -656,14 +658,16 @@ class _Pool:
         kept = x.flatnonzero(classes >= 0)
         if kept.shape[0]:
             self.retired.append((starts[kept], classes[kept], born[kept], x.full(kept.shape[0], version, np.int64)))
+            self.waiting += int(x.left_shift(1, classes[kept].astype(np.int64)).sum())
 
     def reclaim(self, pinned: np.ndarray, lazy: bool = False) -> None:
         """Free the retired blocks that no pinned version (``pinned``, sorted) reads. Blocks kept for a pinned
         version are looked at again only once the pinned versions change. ``lazy``: only if the pinned versions
-        changed or ``LAZY_BLOCKS`` blocks wait (a streaming update's commit)."""
+        changed or the blocks waiting hold a ``LAZY_SHARE`` of the pool's slots (a streaming update's commit: the
+        free list is rebuilt in O(free blocks), so not at every one, and the memory waiting stays a share)."""
         x = xp(self.device)
         changed = self._pinned is None or not np.array_equal(pinned, self._pinned)
-        if lazy and not changed and sum(int(entry[0].shape[0]) for entry in self.retired) < LAZY_BLOCKS:
+        if lazy and not changed and self.waiting * LAZY_SHARE < self.top:
             return
         if changed:
             self.retired, self._held = self._held + self.retired, []
@@ -671,7 +675,7 @@ class _Pool:
         if not self.retired:
             return
         starts, classes, born, left = (x.concatenate(column) for column in zip(*self.retired))
-        self.retired = []
+        self.retired, self.waiting = [], 0
         on = x.asarray(pinned)
         # the first pinned version at or after each block's birth (none: the one that left it) must not read it
         free = (x.concatenate([on, x.full(1, np.iinfo(np.int64).max, np.int64)])[x.searchsorted(on, born)] >= left
@@ -1081,7 +1085,7 @@ class SamplingSpace:
                  {"dst": dst, "weight": weight, "units": units, "frac": frac, "adjacency": adjacency}),
                 (self._members, listed, "member_start", {"members": members}),
                 (self._groups, groups, "group_row", built)):
-            pool.reclaim(pinned, lazy=xc is not x)
+            pool.reclaim(pinned, lazy=touched <= SMALL_BATCH)
             placed[start] = pool.allocate(count)
             slots = x.asarray(_slots(xc, placed[start], count))
             for name, values in columns.items():
