@@ -123,3 +123,23 @@ def test_walkers_damaged_on_the_way_stop_the_run_naming_sender_superstep_and_par
     fine = _walkers([10, 19], [0, 8])
     assert cpu.submit(_push, run, fine, [sender, receiver], 8, workers=[sender], pure=False).result() == sender
     cpu.run(lambda dask_worker: dask_worker.plugins["gpipe"].drop_run(run))
+
+
+@pytest.mark.parametrize("size", [10, 1 << 19])  # inside the one pickle; over INLINE_BYTES, a frame of its own
+def test_a_call_and_its_result_travel_whole_in_either_form(cpu, size):
+    from distributed.protocol.serialize import Pickled
+
+    from gpipe.runtime._watch import call_workers
+    from gpipe.runtime._wire import INLINE_BYTES, pack, unpack
+
+    values = np.arange(size, dtype=np.float64) * 0.5
+    packed = pack((np.negative, (values,), {}))
+    assert isinstance(packed, Pickled) == (values.nbytes > INLINE_BYTES)
+    if isinstance(packed, Pickled):  # the array is not copied into the pickle
+        assert [frame.nbytes for frame in packed.frames] == [values.nbytes]
+    else:
+        function, args, kwargs = unpack(packed)
+        assert function is np.negative and np.array_equal(args[0], values) and kwargs == {}
+    worker = sorted(cpu.scheduler_info()["workers"])[0]
+    [result] = call_workers(cpu, [(worker, np.negative, (values,), {})], {0: worker}, "test call")
+    assert np.array_equal(result, -values)
