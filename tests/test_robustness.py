@@ -140,6 +140,6 @@ def test_a_call_and_its_result_travel_whole_in_either_form(cpu, size):
     else:
         function, args, kwargs = unpack(packed)
         assert function is np.negative and np.array_equal(args[0], values) and kwargs == {}
-    worker = sorted(cpu.scheduler_info()["workers"])[0]
+    worker = min(cpu.scheduler_info()["workers"])
     [result] = call_workers(cpu, [(worker, np.negative, (values,), {})], {0: worker}, "test call")
     assert np.array_equal(result, -values)
