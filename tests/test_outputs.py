@@ -133,3 +133,28 @@ def test_the_packed_stable_order_is_lexsorts(seed):
     np.testing.assert_array_equal(_stable_order(wide), np.lexsort(wide[::-1]))
     negative = [rng.integers(-3, 3, 500), rng.integers(0, 3, 500)]
     np.testing.assert_array_equal(_stable_order(negative), np.lexsort(negative[::-1]))
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_block_sorted_by_every_column_as_keys_is_its_lexsorted_rows(seed):
+    from gpipe.runtime._result import _in_order, _node_rows
+    from gpipe.sampling._sampler import SAMPLE_LAYOUT
+
+    rng = np.random.default_rng(seed)
+    edges = {"instance": rng.integers(0, 4, 600), "depth": np.zeros(600, np.int32),  # a key of width 0
+             "src": rng.integers(0, 30, 600), "dst": rng.integers(0, 1 << 20, 600)}
+    edges["dst"][:100] = edges["dst"][100:200]  # rows equal in every column
+    edges["src"][:100], edges["instance"][:100] = edges["src"][100:200], edges["instance"][100:200]
+    order = np.lexsort([edges[c] for c in reversed(SAMPLE_LAYOUT.order)])
+    ordered = _in_order(edges, SAMPLE_LAYOUT)
+    assert list(ordered) == list(edges)
+    for column, values in edges.items():
+        np.testing.assert_array_equal(ordered[column], values[order])
+        assert ordered[column].dtype == values.dtype
+    vertices = {"instance": rng.integers(0, 4, 50), "vertex": rng.integers(0, 1 << 20, 50)}
+    instance, vertex = _node_rows({"edges": edges, "vertices": vertices})
+    pairs = sorted({(int(i), int(v)) for i, v in zip(np.concatenate([edges["instance"], edges["instance"],
+                                                                      vertices["instance"]]),
+                                                       np.concatenate([edges["src"], edges["dst"],
+                                                                       vertices["vertex"]]))})
+    assert list(zip(instance.tolist(), vertex.tolist())) == pairs
