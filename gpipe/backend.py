@@ -141,6 +141,17 @@ def segments(x, sizes):
     return segment, item - (ends - sizes)[segment]
 
 
+def unique(x, values):
+    """The sorted distinct ``values`` (an array of ``x``). On the host by a sort: NumPy's own (a hash table since
+    2.3) takes ~80x as long on a million mostly distinct integers."""
+    if x is not np:
+        return x.unique(values)
+    values = np.sort(values, axis=None)
+    keep = np.ones(values.shape[0], bool)
+    np.not_equal(values[1:], values[:-1], out=keep[1:])
+    return values[keep]
+
+
 def cpu_kernel(*, parallel: bool = False):
     """Decorator compiling a CPU twin with numba (cached on disk, GIL released)."""
     return numba.njit(cache=True, nogil=True, parallel=parallel)

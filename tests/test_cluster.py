@@ -11,7 +11,7 @@ import pytest
 
 import gpipe
 from gpipe.runtime._session import workers_info
-from gpipe.backend import gpu_problem
+from gpipe.backend import gpu_problem, unique
 from gpipe.errors import DeviceUnavailableError, GpipeValueError, TaskError
 
 
@@ -117,3 +117,11 @@ def test_a_script_without_the_main_guard_is_told_what_to_add(tmp_path, guarded):
         assert done.returncode == 1
         assert last.startswith("gpipe.errors.GpipeError") and 'if __name__ == "__main__":' in last, last
         assert len(done.stderr.splitlines()) < 60  # not Dask's pages of tracebacks
+
+
+@pytest.mark.parametrize("shape, high", [((0,), 5), ((1,), 5), ((1000,), 7), ((40, 25), 1 << 40)])
+def test_unique_on_the_host_is_numpys_by_a_sort(shape, high):
+    values = np.random.default_rng(high).integers(-high, high, shape)
+    found = unique(np, values)
+    np.testing.assert_array_equal(found, np.unique(values))
+    assert found.dtype == values.dtype

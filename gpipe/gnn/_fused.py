@@ -18,7 +18,7 @@ import numpy as np
 
 from .. import _rng
 from .._search import pick_edge, race_segment
-from ..backend import cpu_kernel, device_of, segments, to_host, xp
+from ..backend import cpu_kernel, device_of, segments, to_host, unique, xp
 from ..kernels import Arg, Kernel
 from ._blocks import Block, Blocks
 
@@ -330,7 +330,7 @@ def _per_hop(local, x, seeds, fanouts: list[int], picks: dict) -> tuple:
             edge_id = edge_id[at < held[owner]]
         dst = segments(x, held)[0]
         neighbors = csr.indices[edge_id].astype(x.int64)
-        found = x.unique(neighbors)
+        found = unique(x, neighbors)
         new = found[ids[found] < 0]
         ids[new] = x.arange(m, m + new.shape[0], dtype=x.int64)
         nodes = x.concatenate([nodes, new])

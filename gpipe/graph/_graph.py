@@ -16,7 +16,7 @@ import psutil
 from .. import config
 from .._files import GRAPH_FILES, atomic_dir
 from .._validate import check_choice, check_int, check_probability
-from ..backend import device_of, to_host, xp
+from ..backend import device_of, to_host, unique, xp
 from ..errors import GpipeError, GpipeValueError
 from ..runtime import Session, call_workers, drop_graph, gather_pinned, run_later, store, workers_info
 from . import _build
@@ -204,9 +204,10 @@ class Graph:
         """``labels`` as :meth:`set_labels` takes them, checked: one int64 label per vertex, by dense id."""
         if isinstance(labels, pd.Series):
             dense = self.to_internal(labels.index.to_numpy(), "labels' index")
-            if len(np.unique(dense)) != self.num_vertices or len(dense) != self.num_vertices:
+            distinct = len(unique(np, dense))
+            if distinct != self.num_vertices or len(dense) != self.num_vertices:
                 raise GpipeValueError(f"'labels' must label each of the {self.num_vertices} vertices once, got "
-                                      f"{len(labels)} labels for {len(np.unique(dense))} distinct vertices")
+                                      f"{len(labels)} labels for {distinct} distinct vertices")
             values = np.empty(self.num_vertices, np.int64)
             values[dense] = labels.to_numpy()
         else:

@@ -10,7 +10,7 @@ import pandas as pd
 
 from .. import config
 from .._validate import check_bool
-from ..backend import cpu_kernel, prange
+from ..backend import cpu_kernel, prange, unique
 from ..errors import GpipeFileError, GpipeValueError
 from ..runtime import current
 from ._graph import Graph, build, check_mode
@@ -293,7 +293,7 @@ def _merge_ids(*uniques: np.ndarray) -> np.ndarray:
     if all(u.dtype.kind in "iu" for u in uniques):
         values = [u.astype(np.int64, copy=False) for u in uniques]
         marked = _marked(*values)
-        return np.unique(np.concatenate(values)) if marked is None else marked
+        return unique(np, np.concatenate(values)) if marked is None else marked
     merged = pd.unique(np.concatenate([u.astype(object) for u in uniques]))
     kind = pd.api.types.infer_dtype(merged, skipna=False)
     if kind != "string":

@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from .._validate import check_int
-from ..backend import to_device, to_host
+from ..backend import to_device, to_host, unique
 from ..errors import GpipeValueError
 from ..sort import external_sort
 from ._edges import extend_edges, first_edges, pattern_codes
@@ -309,7 +309,7 @@ def frequent_patterns(g, max_edges: int, min_support: int, labels=None, *, devic
 def _supports(results: list) -> pd.DataFrame:
     """Every pattern of a level (``code``) with its MNI ``support`` and ``instances``, from the ranges'
     (pattern codes, distinct keys, counts)."""
-    codes = np.unique(np.concatenate([np.empty(0, np.int64)] + [r[0] for r in results]))
+    codes = unique(np, np.concatenate([np.empty(0, np.int64)] + [r[0] for r in results]))
     keys, counts = [np.empty(0, np.int64)], [np.empty(0, np.int64)]
     for range_codes, range_keys, range_counts in results:
         pattern = np.searchsorted(codes, range_codes)[range_keys >> _PATTERN_SHIFT]

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..backend import to_device, to_host
+from ..backend import to_device, to_host, unique
 from ._cluster import adjacency, end_run, from_peer, here, on_partition_workers, run_state
 from ._extend import compress, extend_match
 from ._result import keep_rows
@@ -183,7 +183,7 @@ def _extend(x, spec, exchange: Exchange, held: Held, degree, rows, column: int, 
             held.count += int(grown.shape[0])
             with held.stats.timer("placement"):
                 owner = x.searchsorted(x.asarray(exchange.bounds), grown[:, 0], side="right") - 1
-                parts = to_host(x.unique(owner))
+                parts = to_host(unique(x, owner))
             for p in parts.tolist():
                 held.put(_kept(p), column, grown[owner == p])
         elif grown.shape[0]:
@@ -191,7 +191,7 @@ def _extend(x, spec, exchange: Exchange, held: Held, degree, rows, column: int, 
                 owner = x.searchsorted(x.asarray(exchange.bounds), _extended(x, degree, grown,
                                                                              spec.plan.checks(column + 1).back),
                                        side="right") - 1
-                parts = to_host(x.unique(owner))
+                parts = to_host(unique(x, owner))
             for p in parts.tolist():
                 held.put(p, column, grown[owner == p])
 
@@ -214,7 +214,7 @@ def _rows_of(x, spec, exchange: Exchange, held: Held, tested, address: str) -> _
     """The adjacency rows of the ``tested`` vertices (read here or fetched from their partitions' workers) as a
     CSR over every vertex id, which the extension kernel reads as the whole graph's."""
     with held.stats.timer("adjacency"):
-        vertices = x.unique(tested.reshape(-1))
+        vertices = unique(x, tested)
         indptr, indices = adjacency(spec.graph_id, exchange.placement, exchange.bounds, vertices)
         length = indptr[1:] - indptr[:-1]
         owner = np.searchsorted(exchange.bounds, to_host(vertices), side="right") - 1

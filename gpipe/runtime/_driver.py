@@ -24,6 +24,7 @@ from dask.utils import format_bytes
 
 from .. import config
 from .._validate import check_choice, check_probability
+from ..backend import unique
 from ..errors import GpipeValueError
 from . import _advance
 from ._residency import POLICIES
@@ -156,7 +157,7 @@ def _run_replicated(graph, spec: StepSpec, initial: int | StartSet | dict, progr
             shares = {0: initial}
         else:
             group = (initial["instance"] if "instance" in initial else initial["walk_id"]) % count
-            shares = {int(r): {k: v[group == r] for k, v in initial.items()} for r in np.unique(group)}
+            shares = {int(r): {k: v[group == r] for k, v in initial.items()} for r in unique(np, group)}
     runs = [(replicas[r], _advance.advance_local, (run, share), {"part": r}) for r, share in shares.items()]
     summaries = _call_run(client, run.run_id, runs, {r: replicas[r] for r in shares}, "replicated run", "replica")
     seconds = time.perf_counter() - t0

@@ -27,7 +27,7 @@ from distributed.utils import sync
 
 from .. import config
 from .._validate import check_int
-from ..backend import device_of, gpu_count, set_cpu_threads, to_host, xp
+from ..backend import device_of, gpu_count, set_cpu_threads, to_host, unique, xp
 from ._partitions import Partitions
 from ._run import ENDED, Arrival, Run
 from ._wire import pack, unpack
@@ -256,7 +256,7 @@ class GpipeStore(WorkerPlugin):
         worker's device, read from the partitions here and fetched from the workers holding the others."""
         vertices = to_host(vertices)
         owner = np.searchsorted(bounds, vertices, side="right") - 1
-        wanted = {int(p): vertices[owner == p] for p in np.unique(owner)}
+        wanted = {int(p): vertices[owner == p] for p in unique(np, owner)}
         remote = {p: v for p, v in wanted.items() if placement[p] != self.worker_address}
         fetched = dict(zip(remote, sync(self.worker.loop, self._fetch_neighbors, graph_id, placement, remote))
                        if remote else ())

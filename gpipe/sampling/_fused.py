@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _rng
-from ..backend import cpu_kernel, device_of, prange, xp
+from ..backend import cpu_kernel, device_of, prange, unique, xp
 from ..kernels import Arg, Kernel
 from ._select import _WITH_REPLACEMENT, LANES, METHODS, ROUNDS, segment_cdf, select_segment
 
@@ -163,7 +163,7 @@ def sample(x, part, instance, vertex, *, key, num_vertices: int, depth: int, fan
     first = instance * num_vertices + vertex
     rising = first.shape[0] < 2 or bool((first[1:] > first[:-1]).all())  # e.g. a seed per instance: distinct
     if depth > 1 and not rising:  # a task's picks enqueue each (instance, vertex) of the next depth once
-        first = x.unique(first)
+        first = unique(x, first)
     first *= depth  # the depth-0 tasks, each pair once
     instances = int(first.shape[0])  # at most: the bounds below only need one at least as large
     per_vertex = fanout if replace else min(fanout, max_degree)

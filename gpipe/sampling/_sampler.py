@@ -40,7 +40,7 @@ import psutil
 from .. import _rng, config
 from .._validate import (check_array, check_bool, check_budget, check_choice, check_graph, check_int,
                          check_optional_int, check_picklable, check_probability, check_seed)
-from ..backend import ranges_within, to_host
+from ..backend import ranges_within, to_host, unique
 from ..errors import GpipeValueError
 from ..runtime import (EdgeSample, Run, SampleLayout, StartSet, StepSpec, check_memory, output_totals, run_supersteps,
                        store, worker_xp)
@@ -654,7 +654,7 @@ def _visited(x, part, run: Run, add=None):
     key = part.part
     seen = state.get(key, x.zeros(0, x.int64))
     if add is not None:
-        seen = state[key] = x.unique(x.concatenate([seen, add]))
+        seen = state[key] = unique(x, x.concatenate([seen, add]))
     return seen
 
 

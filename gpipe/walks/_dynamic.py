@@ -25,7 +25,7 @@ import numpy as np
 
 from .. import _rng
 from .._search import has_edge, lower_bound
-from ..backend import cpu_kernel, prange
+from ..backend import cpu_kernel, prange, unique
 from ..dynamic import PICK_DEFINES, SPACE_ARGS, pick_in_space
 from ..kernels import Arg, Kernel
 from ..runtime import Run, StepSpec, borrowed_lists, step_kernel
@@ -128,7 +128,7 @@ def advance_node2vec_dynamic(x, part, walkers: dict, spec: StepSpec, out: dict, 
     again_at = x.flatnonzero(stopped)
     if not again_at.size:
         return
-    ids = x.unique(out["prev"][again_at])  # all in other partitions: this one's lists are read in place
+    ids = unique(x, out["prev"][again_at])  # all in other partitions: this one's lists are read in place
     borrowed = borrowed_lists(run, spec.params.graph, part.bounds, ids)
     again = {k: out[k][again_at] for k in walkers}
     rest = {k: v.copy() for k, v in again.items()}

@@ -39,7 +39,7 @@ import numpy as np
 
 from .. import _rng
 from .._search import has_edge, lower_bound, pick_edge
-from ..backend import cpu_kernel, prange
+from ..backend import cpu_kernel, prange, unique
 from ..kernels import Arg, Kernel
 from ..runtime import Run, StepSpec, borrowed_lists, step_kernel
 
@@ -77,7 +77,7 @@ def advance_node2vec(x, part, walkers: dict, spec: StepSpec, out: dict, run: Run
     _launch(part, cdf, spec, kept, walkers, out["offset"], out, exact=False)
     stopped = x.flatnonzero(out["state"] == BORROW)
     if stopped.size:
-        ids = x.unique(out["prev"][stopped])
+        ids = unique(x, out["prev"][stopped])
         ids = ids[(ids < part.lo) | (ids >= part.hi)]  # the kernel reads this partition's lists in place
         borrowed = borrowed_lists(run, spec.params.graph, part.bounds, ids) if ids.size else nothing
         again = {k: out[k][stopped] for k in walkers}
