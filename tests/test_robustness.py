@@ -1,5 +1,6 @@
 """A worker that dies mid-run: the run fails with an error naming the lost partitions, never hangs or half-finishes."""
 
+import operator
 import os
 import signal
 import time
@@ -143,3 +144,15 @@ def test_a_call_and_its_result_travel_whole_in_either_form(cpu, size):
     worker = min(cpu.scheduler_info()["workers"])
     [result] = call_workers(cpu, [(worker, np.negative, (values,), {})], {0: worker}, "test call")
     assert np.array_equal(result, -values)
+
+
+def test_a_failed_task_is_raised_while_the_others_still_run(cpu):
+    from gpipe.runtime._watch import gather_pinned
+
+    slow = cpu.submit(time.sleep, 6, pure=False)
+    failing = cpu.submit(operator.truediv, 1, 0, pure=False)
+    started = time.monotonic()
+    with pytest.raises(ZeroDivisionError):
+        gather_pinned(cpu, [slow, failing], {}, "test wait")
+    assert time.monotonic() - started < 4  # a wait of a second at a time sees the failure, not the slow task's end
+    cpu.cancel(slow)

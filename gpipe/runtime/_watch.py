@@ -131,11 +131,12 @@ def _lost(client, held: dict[int, str]) -> dict[int, str]:
 
 
 def _finished(futures: list, timeout: float) -> bool:
-    """Whether the Dask ``futures`` are all finished (done or failed) within ``timeout`` seconds."""
+    """Whether the Dask ``futures`` are all finished (done or failed) within ``timeout`` seconds, or one failed
+    (its error is then raised while the others may still run, as ``client.gather`` raises it)."""
     try:
         wait(futures, timeout=timeout)
     except TimeoutError:
-        return False
+        return any(f.status == "error" for f in futures)
     return True
 
 
