@@ -269,9 +269,8 @@ def _in_order(edges: dict, layout: SampleLayout) -> dict:
     """A block's edges sorted by ``layout.order``, then made the sample's by ``layout.finish``."""
     if layout.order:
         keys = [edges[c] for c in layout.order]
-        packed = _packed(keys) if set(layout.order) == set(edges) else None
-        if packed is not None:  # every column is in the key, so equal keys are equal rows: sort the keys alone
-            ordered = dict(zip(layout.order, _unpacked(np.sort(packed[0]), packed[1], [k.dtype for k in keys])))
+        if set(layout.order) == set(edges):  # every column is in the key
+            ordered = dict(zip(layout.order, _sorted_rows(keys)))
             edges = {k: ordered[k] for k in edges}
         else:
             order = _stable_order(keys)
@@ -301,6 +300,17 @@ def _unpacked(packed: np.ndarray, widths: list[int], dtypes: list) -> list[np.nd
         shift -= width
         keys.append(((packed >> shift) & ((1 << width) - 1)).astype(dtype))
     return keys
+
+
+def _sorted_rows(keys: list[np.ndarray]) -> list[np.ndarray]:
+    """The rows of ``keys`` (columns, the first most significant) and nothing else, sorted: equal keys are equal
+    rows, so the packed keys themselves are sorted where they fit (a sort, not an argsort and a gather per column),
+    else lexsort."""
+    packed = _packed(keys)
+    if packed is None:
+        order = np.lexsort(keys[::-1])
+        return [k[order] for k in keys]
+    return _unpacked(np.sort(packed[0]), packed[1], [k.dtype for k in keys])
 
 
 def _stable_order(keys: list[np.ndarray]) -> np.ndarray:
@@ -351,12 +361,7 @@ def _node_rows(block: dict) -> tuple[np.ndarray, np.ndarray]:
     edges, vertices = block["edges"], block["vertices"]
     instance = np.concatenate([edges["instance"], edges["instance"], vertices["instance"]]).astype(np.int64)
     vertex = np.concatenate([edges["src"], edges["dst"], vertices["vertex"]]).astype(np.int64)
-    packed = _packed([instance, vertex])
-    if packed is None:
-        order = np.lexsort([vertex, instance])
-        instance, vertex = instance[order], vertex[order]
-    else:  # the pairs sorted as one key each: a sort, not an argsort and two gathers
-        instance, vertex = _unpacked(np.sort(packed[0]), packed[1], [np.int64, np.int64])
+    instance, vertex = _sorted_rows([instance, vertex])
     first = np.ones(instance.size, bool)
     first[1:] = (instance[1:] != instance[:-1]) | (vertex[1:] != vertex[:-1])
     return instance[first], vertex[first]
