@@ -269,13 +269,12 @@ def _apply(dynamic_id: str, part: int, batch: Batch, lo: int, both_ways: bool) -
     """Stage and commit the whole batch in this partition, its first vertex ``lo`` (each update then its reverse
     with ``both_ways``): (the batch position of the first update that failed, else -1; the partition's edges now)."""
     space = store().partitions.get(dynamic_id, part)
-    position = None
     if both_ways:
-        batch, position = batch.both_ways()
+        batch = batch.both_ways()[0]
     failed = space._stage(dataclasses.replace(batch, src=batch.src - lo))
     if failed >= 0:
         space._staged = None
-        return int(failed if position is None else position[failed]), space.num_edges
+        return int(failed // 2 if both_ways else failed), space.num_edges  # an update, then its reverse
     space._commit()
     return -1, space.num_edges
 
