@@ -39,19 +39,19 @@ import gpipe
 from gpipe.sampling import Sampler
 
 SAMPLERS = {
-    "neighbor-biased": {"edge_bias": "weight", "neighbor_size": 2},
+    "neighbor-biased": {"edge_bias": "weight", "neighbor_size": 2, "select": "alias"},  # as gpipe.sampling.neighbor
     "forest-fire": {"update": "unvisited", "neighbor_size": ("geometric", 0.7)},
     "layer": {"neighbor_size": 2, "neighbor_pool": "frontier"},
     "neighbor": {"neighbor_size": 2},
 }
-METHODS = ("repeated", "updated", "bipartite")
+METHODS = ("repeated", "updated", "bipartite", "alias")
 
 
 def _run(g, name: str, seeds: np.ndarray, args, **options) -> dict:
-    settings = dict(SAMPLERS[name])
+    settings = dict(SAMPLERS[name], **options)
     if args.neighbor_size is not None and isinstance(settings["neighbor_size"], int):
         settings["neighbor_size"] = args.neighbor_size
-    sampler = Sampler(depth=args.depth, **settings, **options)
+    sampler = Sampler(depth=args.depth, **settings)
     runs = []
     for r in range(args.repeat):
         stats = sampler.run(g, seeds, seed=args.seed + r).stats
@@ -61,7 +61,7 @@ def _run(g, name: str, seeds: np.ndarray, args, **options) -> dict:
           f"{best['edges_per_second'] / 1e6:.2f} M SEPS, {best['iterations_per_pick']:.3f} iterations/pick",
           flush=True)
     return {"workload": name, "instances": len(seeds),
-            "parameters": {"depth": args.depth, **settings, **options, "repeat": args.repeat},
+            "parameters": {"depth": args.depth, **settings, "repeat": args.repeat},
             **{k: best[k] for k in ("edges", "seconds", "edges_per_second", "kernel_seconds", "supersteps",
                                     "iterations_per_pick", "select", "bitmap")},
             "median_seconds": float(np.median([s["seconds"] for s in runs])),

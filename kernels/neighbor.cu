@@ -16,7 +16,8 @@
 // `next` at once and runs their tasks in slot order (the lowest slot handed out and not yet run is always filled or
 // about to be, so every task runs). The three counters and `next` are hot: each add is one per many tasks.
 // Weighted, `cdf` holds every row's CDF of the weights (gp_row_cdf, the very sums SELECT makes: a task reads its
-// row's instead of summing the row again); uniform picks need none. Warp w < slots uses
+// row's instead of summing the row again), or with use_table (the "alias" method) `table` every row's packed alias
+// table (gpipe/_alias.py); uniform picks need neither. Warp w < slots uses
 // bitmap[w * ((max_degree + 7) / 8) ..] with use_bitmap (else the array may hold one element); warps beyond `slots`
 // leave at once. The rows are those of vertices lo.. (a partition's: indptr[v - lo]; 0 for the whole graph).
 // CPU twin: gpipe/sampling/_fused.py::_sample_cpu (the queue in order).
@@ -75,6 +76,7 @@ __device__ __forceinline__ long long gp_nbr_task(const Bias bias, const long lon
                                                  unsigned long long* counters, unsigned long long* seen,
                                                  unsigned long long mask, long long* __restrict__ edge_dst, double* cdf,
                                                  const long long* __restrict__ positive, unsigned char* bits,
+                                                 const unsigned long long* __restrict__ table,
                                                  unsigned long long& owed, int lane) {
     const long long stream = item / depth, v = stream % num_vertices, instance = stream / num_vertices;
     const int level = (int)(item % depth);
@@ -87,7 +89,7 @@ __device__ __forceinline__ long long gp_nbr_task(const Bias bias, const long lon
         constexpr bool unit = GpIsUnit<Bias>::value;  // weights: the rows' CDFs are in cdf already (gp_row_cdf)
         iters = gp_select_segment(bias, a, d, (int)k, key, (unsigned long long)stream, step + level,
                                   replace ? GP_SELECT_WITH_REPLACEMENT : method, use_bitmap, unit ? cdf : cdf + a,
-                                  !unit, bits, (d + 7) / 8, edge_dst + o, lane);
+                                  !unit, bits, (d + 7) / 8, edge_dst + o, table ? table + a : nullptr, lane);
     }
     for (long long i = k + lane; i < per_vertex; i += GP_LANES) edge_dst[o + i] = -1;
     for (long long base = 0;; base += GP_LANES) {  // every lane in each round, for one push per round
@@ -115,7 +117,9 @@ __global__ void __launch_bounds__(GP_NBR_BLOCK, GP_NBR_MIN_BLOCKS) gp_sample_nei
                                     long long table_size, long long* __restrict__ edge_dst, long long slots,
                                     long long max_degree, long long lo,
                                     double* __restrict__ cdf, const long long* __restrict__ positive,
-                                    unsigned char* __restrict__ bitmap, unsigned long long* __restrict__ next) {
+                                    unsigned char* __restrict__ bitmap, int use_table,
+                                    const unsigned long long* __restrict__ table,
+                                    unsigned long long* __restrict__ next) {
     const long long warp = (blockIdx.x * (long long)blockDim.x + threadIdx.x) / GP_LANES;
     const int lane = threadIdx.x % GP_LANES;
     if (warp >= slots) return;  // the whole warp: blockDim is a multiple of GP_LANES
@@ -148,11 +152,11 @@ __global__ void __launch_bounds__(GP_NBR_BLOCK, GP_NBR_MIN_BLOCKS) gp_sample_nei
         if (weighted)
             draws += gp_nbr_task(GpWeightBias{weights}, indptr, indices, replace, method, use_bitmap, num_vertices,
                                  key, depth, fanout, step, per_vertex, lo, item, slot, tasks, counters, seen, mask,
-                                 edge_dst, cdf, positive, bits, owed, lane);
+                                 edge_dst, cdf, positive, bits, use_table ? table : nullptr, owed, lane);
         else
             draws += gp_nbr_task(GpUnitBias{}, indptr, indices, replace, method, use_bitmap, num_vertices, key,
                                  depth, fanout, step, per_vertex, lo, item, slot, tasks, counters, seen, mask, edge_dst,
-                                 cdf, positive, bits, owed, lane);
+                                 cdf, positive, bits, nullptr, owed, lane);
         if (lane == 0) ++t;
     }
     if (lane == 0 && draws > 0) atomicAdd(counters + GP_NBR_ITERATIONS, (unsigned long long)draws);

@@ -17,7 +17,8 @@
 // method 1: updated sampling — the CTPS is rebuilt without the picked ones
 //   (in parallel, with the same chunks: the first candidate, in chunk order,
 //   whose chunk offset + run of unpicked biases exceeds the target);
-// method 2: repeated sampling — draw again until an unpicked one comes up;
+// method 2: repeated sampling — draw again until an unpicked one comes up; with use_table (the "alias" method) the
+//   draws read each segment's packed alias table (gpipe/_alias.py) instead of a CTPS: one word per draw;
 // method 3: with replacement — every pick is an independent draw.
 // Collisions are found in a strided bitmap (candidate j at byte j % B, bit j / B)
 // or, with use_bitmap = 0, by scanning the picks so far. A pick that has not
@@ -34,7 +35,8 @@ extern "C" __global__ void gp_select(long long nseg, const long long* __restrict
                                      unsigned long long key, const long long* __restrict__ streams, long long step,
                                      int method, int use_bitmap, double* __restrict__ cdf,
                                      unsigned char* __restrict__ bitmap, const long long* __restrict__ byte_offsets,
-                                     long long* __restrict__ out, long long* __restrict__ iterations) {
+                                     long long* __restrict__ out, long long* __restrict__ iterations,
+                                     int use_table, const unsigned long long* __restrict__ table) {
     const long long s = (blockIdx.x * (long long)blockDim.x + threadIdx.x) / GP_LANES;
     const int lane = threadIdx.x % GP_LANES;
     if (s >= nseg) return;  // the whole warp: blockDim is a multiple of GP_LANES
@@ -42,6 +44,6 @@ extern "C" __global__ void gp_select(long long nseg, const long long* __restrict
     const long long iters = gp_select_segment(bias, a, offsets[s + 1] - a, (int)(out_offsets[s + 1] - o), key,
                                               (unsigned long long)streams[s], step, method, use_bitmap, cdf + a, 0,
                                               bitmap + byte_offsets[s], byte_offsets[s + 1] - byte_offsets[s],
-                                              out + o, lane);
+                                              out + o, use_table ? table + a : nullptr, lane);
     if (lane == 0) iterations[s] = iters;
 }

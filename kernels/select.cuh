@@ -2,6 +2,7 @@
 // (neighbor.cu); the rule is written in select.cu. GP_SELECT_ROUNDS, GP_LANES and the methods: defined by the
 // loader, from gpipe/sampling/_select.py.
 #pragma once
+#include "alias.cuh"
 #include "rng.cuh"
 
 #define GP_FULL_MASK 0xffffffffu
@@ -118,8 +119,12 @@ __device__ __forceinline__ long long gp_upper_groups(const double* cdf, long lon
 // SELECT of one segment: k picks of candidates a..a+d-1 of `bias` (anything indexed by a candidate: an array, or
 // the fused neighbor sampler's edge weights or ones) into out[0..k), drawn from stream `id` at `step`, by the whole
 // warp; cdf[0..d) (not for GpUnitBias; with cdf_ready it holds gp_segment_cdf's already) and bits[0..B) (with
-// use_bitmap) are its scratch. Returns the draws taken. The one rule of every SELECT: gp_select runs it per
-// segment, gp_sample_neighbors (neighbor.cu) per task. CPU twin: _select.py::select_segment.
+// use_bitmap) are its scratch. With a `table` (the segment's packed alias table, alias.cuh; not for GpUnitBias, whose
+// draws need none) the draws read it instead of a CDF, and `method` is repeated sampling's or with replacement; a
+// table leads to no candidate of zero bias (Vose's construction leaves none full unless none is positive, when k = 0),
+// and k = d picks without replacement are every candidate in order, with no draw.
+// Returns the draws taken. The one rule of every SELECT: gp_select runs it per segment, gp_sample_neighbors
+// (neighbor.cu) per task. CPU twin: _select.py::select_segment.
 // Without the bitmap and with k <= GP_LANES, lane i holds pick i (a collision is a ballot; `out` is written at the
 // end), and the plain searches of the first draws are made at once, a group of lanes each (gp_spec): a pick whose
 // try takes one of those draws reads its answer rather than searching alone. The draws and picks are the same.
@@ -127,13 +132,16 @@ template <typename Bias>
 __device__ long long gp_select_segment(const Bias bias, long long a, long long d, int k, unsigned long long key,
                                        unsigned long long id, long long step, int method, int use_bitmap,
                                        double* __restrict__ cdf, int cdf_ready, unsigned char* __restrict__ bits,
-                                       long long B, long long* __restrict__ out, int lane) {
+                                       long long B, long long* __restrict__ out,
+                                       const unsigned long long* __restrict__ table, int lane) {
     constexpr bool unit = GpIsUnit<Bias>::value;  // no CDF written: the same picks, in O(k) instead of O(d)
+    const bool alias = !unit && table != nullptr;  // no CDF either: a draw reads one word
     if (use_bitmap)
         for (long long b = lane; b < B; b += GP_LANES) bits[b] = 0;
     const long long chunk = (d + GP_LANES - 1) / GP_LANES;
     const long long lo = min(lane * chunk, d), hi = min((lane + 1) * chunk, d);
     const double total = unit        ? (double)d
+                         : alias     ? 0.0
                          : cdf_ready ? (d > 0 ? cdf[d - 1] : 0.0)
                                      : gp_segment_cdf(bias, a, d, cdf, lane);
     __syncwarp();
@@ -143,15 +151,26 @@ __device__ long long gp_select_segment(const Bias bias, long long a, long long d
     long long spec_e = -1;       // this lane's group's draw's answer,
     int spec_ok = 0;             // and whether its bias is positive
     if (in_lanes && method != GP_SELECT_UPDATED && k > 0) {
-        g = unit ? 1 : gp_spec_lanes(k);
-        spec = GP_LANES / g;
-        const double r = gp_unit(gp_bits(key, id, (unsigned long long)step, (unsigned long long)(lane / g)));
-        spec_e = a + (unit ? gp_unit_upper(d, r * total) : gp_upper_groups(cdf, d, r * total, g, lane));
-        spec_ok = bias[spec_e] > 0.0;
+        g = unit || alias ? 1 : gp_spec_lanes(k);
+        // A table's draws each read a word of it: a long row's from as many sectors, so no more are made ahead than
+        // its picks may well take (a short row's words share a few sectors).
+        spec = alias && d > GP_LANES ? min(GP_LANES, 2 * k) : GP_LANES / g;
+        if (lane < spec * g) {
+            const double r = gp_unit(gp_bits(key, id, (unsigned long long)step, (unsigned long long)(lane / g)));
+            spec_e = a + (unit    ? gp_unit_upper(d, r * total)
+                          : alias ? gp_alias_draw(table, d, r)
+                                  : gp_upper_groups(cdf, d, r * total, g, lane));
+            spec_ok = alias || bias[spec_e] > 0.0;
+        }
     }
     long long held = -1;  // in_lanes: lane i's pick i
     unsigned long long draw = 0;
     long long iters = 0;
+    if (alias && k == d && method != GP_SELECT_WITH_REPLACEMENT) {  // every candidate, in order: no draw
+        for (long long i = lane; i < k; i += GP_LANES) out[i] = a + i;
+        __syncwarp();
+        return 0;
+    }
     for (int i = 0; i < k; ++i) {
         long long pick = -1;
         int iters_pick = 0;
@@ -174,8 +193,10 @@ __device__ long long gp_select_segment(const Bias bias, long long a, long long d
                 positive = __shfl_sync(GP_FULL_MASK, spec_ok, (int)here * g);
             } else {
                 const double r = gp_unit(gp_bits(key, id, (unsigned long long)step, here));
-                e = a + (unit ? gp_unit_upper(d, r * total) : gp_upper_groups(cdf, d, r * total, GP_LANES, lane));
-                positive = bias[e] > 0.0;
+                e = a + (unit    ? gp_unit_upper(d, r * total)
+                         : alias ? gp_alias_draw(table, d, r)
+                                 : gp_upper_groups(cdf, d, r * total, GP_LANES, lane));
+                positive = alias || bias[e] > 0.0;
             }
             if (method == GP_SELECT_WITH_REPLACEMENT) { if (positive) pick = e; continue; }
             bool taken = in_lanes ? __ballot_sync(GP_FULL_MASK, lane < i && held == e) != 0u

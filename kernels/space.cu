@@ -3,7 +3,10 @@
 // the rebuild of each touched vertex's groups, listed members and alias table.
 // MAX_GROUPS, DECIMAL_GROUP, GROUP_ONE, GROUP_DENSE, GROUP_LISTED, OP_INSERT, OP_DELETE, OP_UPDATE, OP_HELD: defined
 // by the loader, from _space.py.
-// CPU twins: gpipe/dynamic/_space.py::_play_cpu, _count_groups, _build (the same results, to the bit).
+// CPU twins: gpipe/dynamic/_space.py::_play_cpu, _count_groups, _build (the same results, to the bit); the alias
+// tables' gpipe/_alias.py::vose.
+
+#include "alias.cuh"
 
 #define GP_FULL 0xffffffffu
 #define GP_COPY(k) ((k) == OP_INSERT || (k) == OP_HELD)
@@ -118,38 +121,6 @@ __device__ __forceinline__ int gp_group_kind(long long size, long long d, double
     return size >= dense_fraction * d ? GROUP_DENSE : GROUP_LISTED;
 }
 
-// Vose's alias table of weights[0..count-1] into prob[base..] and other[base..] (local indices), as the twin
-// (_space.py::_alias) builds it, operation for operation.
-__device__ void gp_alias(const double* weights, int count, double* __restrict__ prob, int* __restrict__ other,
-                         long long base) {
-    double total = 0.0, scaled[MAX_GROUPS];
-    int small[MAX_GROUPS], large[MAX_GROUPS], ns = 0, nl = 0;
-    for (int g = 0; g < count; ++g) total += weights[g];
-    for (int g = 0; g < count; ++g) {
-        scaled[g] = weights[g] * count / total;
-        if (scaled[g] < 1.0) small[ns++] = g;
-        else large[nl++] = g;
-    }
-    while (ns > 0 && nl > 0) {
-        const int s = small[--ns], g = large[nl - 1];
-        prob[base + s] = scaled[s];
-        other[base + s] = g;
-        scaled[g] = (scaled[g] + scaled[s]) - 1.0;
-        if (scaled[g] < 1.0) {
-            --nl;
-            small[ns++] = g;
-        }
-    }
-    for (int j = 0; j < nl; ++j) {
-        prob[base + large[j]] = 1.0;
-        other[base + large[j]] = large[j];
-    }
-    for (int j = 0; j < ns; ++j) {
-        prob[base + small[j]] = 1.0;
-        other[base + small[j]] = small[j];
-    }
-}
-
 // How many groups each touched vertex i (edges indptr[i] .. indptr[i+1]-1; chunk_count[i] chunks from
 // chunk_start[i] if it has more than SPACE_CHUNK) has, and how many members its LISTED groups list. A warp per vertex.
 extern "C" __global__ void gp_space_count(const long long* __restrict__ indptr, const long long* __restrict__ units,
@@ -250,7 +221,10 @@ extern "C" __global__ void gp_space_build(
             start += kind == GROUP_LISTED ? sizes[k] : 0;
             ++count;
         }
-        if (count > 0) gp_alias(weights, count, alias_prob, alias_other, row);
+        if (count > 0) {
+            int small[MAX_GROUPS], large[MAX_GROUPS];
+            gp_vose(weights, count, alias_prob + row, alias_other + row, small, large);
+        }
     }
     count = __shfl_sync(GP_FULL, count, 0);
     __syncwarp();

@@ -25,7 +25,7 @@ DIGESTS = {
     "metropolis-hastings": "290f1972ffef6ee3",
     "multidimensional": "5d275228d6b4427a",
     "neighbor": "2ece65f1a4b554c2",
-    "neighbor-weighted-replace": "c4af1dadb01ab736",
+    "neighbor-weighted-replace": "0a44f2848ef58e32",  # weighted neighbor draws through alias tables (issue 17)
     "node2vec": "9e0b375347921191",
     "node2vec-weighted": "8ae3efe22dfa4dc5",
     "ppr-scores": "d8289c0da68083df",

@@ -366,7 +366,8 @@ def test_a_sampler_run_leaves_nothing_on_the_workers_whether_it_ends_or_fails(cp
 def test_neighbor_is_the_sampler_it_documents(cpu):
     g = _rmat(3)
     a = gpipe.sampling.neighbor(g, np.arange(30), fanout=2, depth=2, weighted=True, seed=1).compute()
-    b = Sampler(edge_bias="weight", update="all", neighbor_size=2, depth=2).run(g, np.arange(30), seed=1).compute()
+    b = Sampler(edge_bias="weight", update="all", neighbor_size=2, depth=2, select="alias").run(
+        g, np.arange(30), seed=1).compute()
     pd.testing.assert_frame_equal(a, b)
 
 
@@ -580,8 +581,8 @@ def test_fused_neighbor_sampling_is_the_superstep_sample(cpu_cluster, one_worker
                 if mode == "three partitions":  # the same bias as a function: SELECT over candidate tables
                     bias = _edge_weights if weighted else _edge_ones
                     with client.as_current():
-                        s = Sampler(edge_bias=bias, neighbor_size=fanout, depth=depth, replace=replace).run(
-                            g, first, seed=6)
+                        s = Sampler(edge_bias=bias, neighbor_size=fanout, depth=depth, replace=replace,
+                                    select="alias" if weighted else "bipartite").run(g, first, seed=6)
                         got = (s.compute(), s.nodes(), s.stats["select_picks"], s.stats["iterations_per_pick"])
                     pd.testing.assert_frame_equal(got[0], expected[0])
                     pd.testing.assert_frame_equal(got[1], expected[1])

@@ -50,7 +50,7 @@ def test_ordered_picks_match_updated_sampling_exactly(method, k):
     assert stats.chisquare(counts, segments * np.array([exact[s] for s in keys])).pvalue > ALPHA
 
 
-@pytest.mark.parametrize("method", ["bipartite", "repeated"])
+@pytest.mark.parametrize("method", ["bipartite", "repeated", "alias"])
 def test_inclusion_probabilities_on_a_skewed_segment(method):
     bias = np.array([40.0, 0.0, 1.0, 3.0, 0.5, 9.0, 0.0, 2.0, 25.0, 1.0, 6.0, 0.25])
     k, segments = 4, 30_000
@@ -121,3 +121,27 @@ def test_races_keep_the_k_shortest_in_order():
         k = min(want[s], int((bias[a:b] > 0).sum()))
         np.testing.assert_array_equal(winners[win_offsets[s]:win_offsets[s + 1]], a + np.argsort(expected)[:k])
         np.testing.assert_allclose(races[win_offsets[s]:win_offsets[s + 1]], np.sort(expected)[:k])
+
+
+def test_alias_tables_imply_each_candidates_share_of_its_segment():
+    """The packed tables' implied probabilities (a column's threshold, the rest to its alias) are the biases' shares,
+    to the tables' 2**-32 resolution; a zero bias is never implied, and a segment of none is all full columns."""
+    from gpipe._alias import tables
+
+    rng = np.random.default_rng(5)
+    sizes = np.concatenate([rng.integers(1, 60, 400), [1, 2, 700, 3]])
+    offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    bias = rng.pareto(1.2, offsets[-1]) * (rng.random(offsets[-1]) < 0.7)
+    bias[offsets[-2]:] = 0.0  # the last segment has no positive bias
+    table = tables(offsets, bias)
+    threshold, other = (table >> np.uint64(32)).astype(np.float64) / 2.0**32, (table & np.uint64(0xFFFFFFFF))
+    for s in range(sizes.size):
+        a, d = offsets[s], sizes[s]
+        implied = threshold[a:a + d].copy()
+        np.add.at(implied, other[a:a + d].astype(np.int64), 1.0 - threshold[a:a + d])
+        total = bias[a:a + d].sum()
+        if total == 0:
+            np.testing.assert_array_equal(other[a:a + d], np.arange(d))
+            continue
+        np.testing.assert_allclose(implied / d, bias[a:a + d] / total, rtol=0, atol=d * 2.0**-32 + 1e-12)
+        assert np.all(implied[bias[a:a + d] == 0] <= d * 2.0**-32)

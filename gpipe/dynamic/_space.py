@@ -47,6 +47,7 @@ import numpy as np
 import pandas as pd
 
 from .. import _rng, config
+from .._alias import vose
 from .._search import lower_bound
 from .._validate import check_array, check_int, check_probability
 from ..backend import (
@@ -80,44 +81,6 @@ _GROUP_FIELDS = {"group_kind": np.int8, "group_bit": np.int32, "group_start": np
                  "alias_prob": np.float64, "alias_other": np.int32}  # a row a group
 _TABLES = ("edge_start", "degree", "member_start", "member_count", "group_row", "group_count",  # a row a vertex
            "born")  # the commit that wrote the vertex's blocks
-
-
-@cpu_kernel()
-def _alias(weights, count, prob, other, base):
-    """Vose's alias table of ``weights[:count]`` into ``prob[base:base+count]`` and ``other`` (local indices)."""
-    total = 0.0
-    for g in range(count):
-        total += weights[g]
-    scaled = np.empty(count, np.float64)
-    small = np.empty(count, np.int64)
-    large = np.empty(count, np.int64)
-    ns = 0
-    nl = 0
-    for g in range(count):
-        scaled[g] = weights[g] * count / total
-        if scaled[g] < 1.0:
-            small[ns] = g
-            ns += 1
-        else:
-            large[nl] = g
-            nl += 1
-    while ns > 0 and nl > 0:
-        ns -= 1
-        s = small[ns]
-        g = large[nl - 1]
-        prob[base + s] = scaled[s]
-        other[base + s] = g
-        scaled[g] = (scaled[g] + scaled[s]) - 1.0
-        if scaled[g] < 1.0:
-            nl -= 1
-            small[ns] = g
-            ns += 1
-    for j in range(nl):  # what rounding leaves: full columns
-        prob[base + large[j]] = 1.0
-        other[base + large[j]] = large[j]
-    for j in range(ns):
-        prob[base + small[j]] = 1.0
-        other[base + small[j]] = small[j]
 
 
 @cpu_kernel()
@@ -277,7 +240,8 @@ def _build(indptr, units, frac, dense_fraction, n, chunk_start, chunk_count, chu
             start += sizes[k] if kind == _LISTED else 0
             count += 1
         if count > 0:
-            _alias(weights, count, alias_prob, alias_other, row)
+            worklists = np.empty(2 * count, np.int64)
+            vose(weights, 0, count, alias_prob, alias_other, row, worklists, worklists[count:], 0)
         if chunk_count[i] == 0:
             _place_members(units, frac, a, 0, d, count, row, member_start[i], group_kind, group_bit, group_start,
                            np.zeros(MAX_GROUPS, np.int64), members)

@@ -11,13 +11,15 @@ def neighbor(g, seeds, fanout: int = 2, depth: int = 2, weighted: bool = False, 
              seed: int = 0) -> EdgeSample:
     """Neighbor sampling: every frontier vertex picks ``fanout`` out-neighbors, without replacement unless ``replace``.
 
-    Uniformly, or in proportion to the edge weights when ``weighted``. Its three functions::
+    Uniformly, or in proportion to the edge weights when ``weighted``: then each draw reads the vertex's alias
+    table (SELECT's ``"alias"`` method; every row's is built at the graph's first weighted sample and kept with
+    it, 8 bytes an edge). Its three functions::
 
         VERTEXBIAS: none (the whole pool is the frontier)
         EDGEBIAS:   1, or the edge's weight
         UPDATE:     every picked neighbor joins the next frontier
         Sampler(edge_bias="weight" if weighted else "uniform", update="all", neighbor_size=fanout, depth=depth,
-                replace=replace)
+                replace=replace, select="alias" if weighted else "bipartite")
 
     Returns an :class:`EdgeSample`: ``compute()`` the sampled edges ``instance, depth, src, dst`` (one instance
     per seed, or per row of a 2-D ``seeds``), ``nodes()`` each instance's vertices ``instance, vertex`` (its
@@ -51,7 +53,7 @@ def neighbor(g, seeds, fanout: int = 2, depth: int = 2, weighted: bool = False, 
     fanout = check_int("fanout", fanout, minimum=1)
     weighted = check_bool("weighted", weighted)
     sampler = Sampler(edge_bias="weight" if weighted else "uniform", update="all", neighbor_size=fanout, depth=depth,
-                      replace=replace)
+                      replace=replace, select="alias" if weighted else "bipartite")
     return sampler.run(g, seeds, seed=seed)
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _rng
+from .._alias import tables
 from ..backend import cpu_kernel, device_of, prange, unique, xp
 from ..kernels import Arg, Kernel
 from ._select import _WITH_REPLACEMENT, LANES, METHODS, ROUNDS, segment_cdf, select_segment
@@ -51,7 +52,7 @@ def _push(item, tasks, counters, seen, mask):
 @cpu_kernel()
 def _sample_cpu(indptr, indices, weights, weighted, replace, method, use_bitmap, num_vertices, key, depth, fanout,
                 step, capacity, per_vertex, tasks, counters, seen, table_size, edge_dst, slots, max_degree, lo, cdf,
-                positive, bitmap):
+                positive, bitmap, use_table, table):
     mask = np.uint64(table_size - 1)
     ones = np.ones(max(max_degree, 1))
     t = 0
@@ -72,11 +73,11 @@ def _sample_cpu(indptr, indices, weights, weighted, replace, method, use_bitmap,
             how = _WITH_REPLACEMENT if replace else method
             if weighted:
                 iters = select_segment(weights, a, d, k, key, stream, step + level, how, use_bitmap, cdf, a, True,
-                                       bitmap, 0, (d + 7) // 8, edge_dst, o)
+                                       bitmap, 0, (d + 7) // 8, edge_dst, o, table, a, use_table)
                 base = 0
             else:  # the ones of a row: candidates 0..d-1
                 iters = select_segment(ones, 0, d, k, key, stream, step + level, how, use_bitmap, cdf, 0, False,
-                                       bitmap, 0, (d + 7) // 8, edge_dst, o)
+                                       bitmap, 0, (d + 7) // 8, edge_dst, o, table, 0, False)
                 base = a
             counters[ITERATIONS] += np.uint64(iters)
             for i in range(o, o + k):
@@ -105,7 +106,9 @@ SAMPLE = Kernel("neighbor.cu", "gp_sample_neighbors", twin=_sample_cpu, items="c
     Arg("lo", "i64", note="the rows' first vertex (indptr[v - lo])"),
     Arg("cdf", "f64[]", out=True, note="weighted: every row's CDF (ROW_CDF); else the twin's scratch (max_degree)"),
     Arg("positive", "i64[]", note="weighted: each row's positive weights (ROW_CDF)"),
-    Arg("bitmap", "u8[]", out=True, note="slots * ((max_degree + 7) / 8) with use_bitmap")))
+    Arg("bitmap", "u8[]", out=True, note="slots * ((max_degree + 7) / 8) with use_bitmap"),
+    Arg("use_table", "i32", note="weighted: draw through the rows' alias tables"),
+    Arg("table", "u64[]", note="with use_table: every row's packed alias table (_row_alias)")))
 
 
 @cpu_kernel(parallel=True)
@@ -143,6 +146,14 @@ PIECES = Kernel("neighbor.cu", "gp_nbr_pieces", twin=_pieces_cpu, items="n", def
     Arg("edge_dst", "i64[]"), Arg("per_vertex", "i64"), Arg("num_vertices", "i64"), Arg("depth", "i32"),
     Arg("instance", "i64[n]", out=True), Arg("level", "i32[n]", out=True), Arg("src", "i64[n]", out=True),
     Arg("dst", "i64[n]", out=True)))
+
+
+def _row_alias(part) -> tuple:
+    """Every row's packed alias table of the weights (:mod:`gpipe._alias`), and its count of positive weights."""
+    x = xp(device_of(part.indptr))
+    positive = x.zeros(part.num_edges + 1, x.int64)
+    x.cumsum(part.weights > 0, out=positive[1:])
+    return tables(part.indptr, part.weights.astype(x.float64)), positive[part.indptr[1:]] - positive[part.indptr[:-1]]
 
 
 def _row_cdf(part) -> tuple:
@@ -185,7 +196,12 @@ def sample(x, part, instance, vertex, *, key, num_vertices: int, depth: int, fan
     # A warp's bitmap is all its scratch (weights: every row's CDF summed once, in O(edges), rather than per task
     # in O(degree) -- at a hub, for each instance that reaches it), so more warps run when it is not needed.
     slots = 1 if x is np else max(1, min(MOST_WARPS, capacity, SCRATCH_BYTES // max(1, bit_width)))
-    if weighted:  # built at the first weighted sample of the partition, kept with it
+    use_table = weighted and method == "alias"
+    table = x.zeros(1, x.uint64)
+    if use_table:  # built at the first weighted sample of the partition, kept with it; as the CDF below
+        table, positive = part.kept("select_alias", _row_alias)
+        cdf = x.empty(1, x.float64)
+    elif weighted:
         cdf, positive = part.kept("select_cdf", _row_cdf)
     else:  # the twin sums its ones in a scratch CDF; the kernel needs none
         cdf, positive = x.empty(width if x is np else 1, x.float64), x.zeros(1, x.int64)
@@ -197,7 +213,7 @@ def sample(x, part, instance, vertex, *, key, num_vertices: int, depth: int, fan
                   fanout=fanout, step=step, capacity=capacity, per_vertex=per_vertex, tasks=tasks, counters=counters,
                   seen=x.zeros(table_size, x.uint64), table_size=table_size, edge_dst=edge_dst, slots=slots,
                   max_degree=width, lo=part.lo, cdf=cdf, positive=positive,
-                  bitmap=x.empty(max(1, slots * bit_width), x.uint8))
+                  bitmap=x.empty(max(1, slots * bit_width), x.uint8), use_table=use_table, table=table)
     tail, _, iterations = (int(c) for c in counters.tolist())
     stream = tasks[:tail] // depth
     picked = x.flatnonzero(edge_dst[:tail * per_vertex] >= 0)  # the tasks' slots less their -1s

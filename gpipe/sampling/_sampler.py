@@ -137,10 +137,12 @@ class Sampler:
         Frontier expansions.
     replace : bool
         Pick neighbors with replacement (independent draws) instead of without.
-    select : {'bipartite', 'updated', 'repeated'}
+    select : {'bipartite', 'updated', 'repeated', 'alias'}
         The SELECT method without replacement (same distribution; for the
-        ablation). Selections over the whole frontier's neighbors with a
-        built-in ``edge_bias`` run as exponential races instead.
+        ablation, and 'alias' for speed: O(1) draws through alias tables,
+        each row's kept with the graph for picks off the rows). Selections
+        over the whole frontier's neighbors with a built-in ``edge_bias`` run
+        as exponential races instead.
     bitmap : bool
         Detect SELECT's collisions with a strided bitmap (else by scanning the picks).
 

@@ -9,6 +9,12 @@ is proportional to the bias among the candidates not yet picked.
   is followed by a fresh draw mapped onto the rest of the CTPS.
 - ``"updated"``: rebuild the CTPS without the picked candidates for every pick.
 - ``"repeated"``: draw again until an unpicked candidate comes up.
+- ``"alias"``: draws through the segment's alias table (Walker's, built in
+  O(its length) as the CTPS is: :mod:`gpipe._alias`), each in O(1) whatever
+  its length; a draw landing on a picked candidate is drawn again, as
+  ``"repeated"``, and a segment whose every candidate is picked gives them in
+  order, with no draw. The fused neighbor sampler keeps every row's table with the
+  partition, as it keeps the rows' CTPS for the other methods.
 
 With ``replace=True`` every pick is an independent draw in proportion to the
 biases (duplicates allowed; the method does not matter).
@@ -25,12 +31,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import _rng
+from .. import _alias, _rng
 from .._search import first_above
 from ..backend import cpu_kernel, device_of, prange, xp
 from ..kernels import Arg, Kernel
 
-METHODS = {"bipartite": 0, "updated": 1, "repeated": 2}
+METHODS = {"bipartite": 0, "updated": 1, "repeated": 2, "alias": 2}  # the kernels' collision rule (alias: repeated's)
 _WITH_REPLACEMENT = 3
 _BIPARTITE, _UPDATED = METHODS["bipartite"], METHODS["updated"]
 ROUNDS = 1024  # rounds before a pick is made by an updated-sampling pass
@@ -59,11 +65,13 @@ def select(bias, offsets, want, streams, key, step: int, method: str = "bipartit
     x.cumsum((offsets[1:] - offsets[:-1] + 7) // 8, out=byte_offsets[1:])
     picks = x.empty(int(pick_offsets[-1]), dtype=x.int64)
     iterations = x.zeros(nseg, dtype=x.int64)
-    cdf = x.empty(bias.shape[0], dtype=x.float64)
+    alias = method == "alias"
+    cdf = x.empty(1 if alias else bias.shape[0], dtype=x.float64)
     bits = x.empty(int(byte_offsets[-1]), dtype=x.uint8)
     SELECT.launch(nseg=nseg, offsets=offsets, bias=bias, out_offsets=pick_offsets, key=key, streams=streams, step=step,
                   method=_WITH_REPLACEMENT if replace else METHODS[method], use_bitmap=bitmap, cdf=cdf, bitmap=bits,
-                  byte_offsets=byte_offsets, out=picks, iterations=iterations)
+                  byte_offsets=byte_offsets, out=picks, iterations=iterations, use_table=alias,
+                  table=_alias.tables(offsets, bias) if alias else x.zeros(1, x.uint64))
     return pick_offsets, picks, iterations
 
 
@@ -133,21 +141,29 @@ def segment_cdf(bias, a, d, cdf, c):
 
 @cpu_kernel()
 def select_segment(bias, a, d, k, key, stream, step, method, use_bitmap, cdf, c, cdf_ready, bitmap, base, width,
-                   out, o):
+                   out, o, table, t, use_table):
     """SELECT of one segment: ``k`` picks of candidates ``a..a+d-1`` of ``bias`` into ``out[o:o+k]``, drawn from
     ``stream`` at ``step``; ``cdf[c:c+d]`` (holding :func:`segment_cdf`'s already when ``cdf_ready``) and
-    ``bitmap[base:base+width]`` are its scratch. Returns the draws taken.
+    ``bitmap[base:base+width]`` are its scratch. With ``use_table`` the draws read the segment's packed alias table
+    ``table[t:t+d]`` instead of a CDF (``method`` is then repeated sampling's, or with replacement), and ``k = d`` picks
+    without replacement are every candidate in order, with no draw. Returns the draws taken.
 
     The one rule of every SELECT: ``_select_cpu`` runs it per segment, the fused neighbor sampler per task.
     """
     for b in range(width):
         bitmap[base + b] = 0
-    if cdf_ready:
+    if use_table:
+        total = 0.0  # the draws need no CDF
+    elif cdf_ready:
         total = cdf[c + d - 1] if d > 0 else 0.0
     else:
         total = segment_cdf(bias, a, d, cdf, c)
     draw = 0
     iters = 0
+    if use_table and k == d and method != _WITH_REPLACEMENT:  # every candidate, in order: no draw
+        for i in range(k):
+            out[o + i] = a + i
+        return 0
     for i in range(k):
         pick = -1
         rounds = 0
@@ -159,12 +175,13 @@ def select_segment(bias, a, d, k, key, stream, step, method, use_bitmap, cdf, c,
             if method == _UPDATED or rounds == ROUNDS + 1:
                 pick = _updated_pick(bias, a, d, r, bitmap, base, width, use_bitmap, out, o, i)
                 break
-            e = a + first_above(cdf, c, d, r * total) - c
+            e = a + (_alias.draw(table, t, d, r) if use_table else first_above(cdf, c, d, r * total) - c)
+            positive = use_table or bias[e] > 0.0  # a table leads to no zero bias (gpipe._alias.vose)
             if method == _WITH_REPLACEMENT:
-                if bias[e] > 0.0:
+                if positive:
                     pick = e
                 continue
-            if bias[e] > 0.0 and not _taken(bitmap, base, width, e - a, use_bitmap, out, o, i, e):
+            if positive and not _taken(bitmap, base, width, e - a, use_bitmap, out, o, i, e):
                 pick = e
                 break
             if method == _BIPARTITE and bias[e] > 0.0:  # bipartite region search around the picked region
@@ -186,13 +203,13 @@ def select_segment(bias, a, d, k, key, stream, step, method, use_bitmap, cdf, c,
 
 @cpu_kernel(parallel=True)
 def _select_cpu(nseg, offsets, bias, out_offsets, key, streams, step, method, use_bitmap, cdf, bitmap, byte_offsets,
-                out, iterations):
+                out, iterations, use_table, table):
     for s in prange(nseg):
         a = offsets[s]
         base = byte_offsets[s]
         iterations[s] = select_segment(bias, a, offsets[s + 1] - a, out_offsets[s + 1] - out_offsets[s], key,
                                        streams[s], step, method, use_bitmap, cdf, a, False, bitmap, base,
-                                       byte_offsets[s + 1] - base, out, out_offsets[s])
+                                       byte_offsets[s + 1] - base, out, out_offsets[s], table, a, use_table)
 
 
 SELECT = Kernel("select.cu", "gp_select", twin=_select_cpu, items="nseg", lanes=LANES, defines={
@@ -200,5 +217,7 @@ SELECT = Kernel("select.cu", "gp_select", twin=_select_cpu, items="nseg", lanes=
     "GP_SELECT_WITH_REPLACEMENT": _WITH_REPLACEMENT}, args=(
     Arg("nseg", "i64"), Arg("offsets", "i64[nseg+1]"), Arg("bias", "f64[]"), Arg("out_offsets", "i64[nseg+1]"),
     Arg("key", "u64"), Arg("streams", "i64[nseg]"), Arg("step", "i64"), Arg("method", "i32"),
-    Arg("use_bitmap", "i32"), Arg("cdf", "f64[]", out=True), Arg("bitmap", "u8[]", out=True),
-    Arg("byte_offsets", "i64[nseg+1]"), Arg("out", "i64[]", out=True), Arg("iterations", "i64[nseg]", out=True)))
+    Arg("use_bitmap", "i32"), Arg("cdf", "f64[]", out=True, note="as bias; one element with use_table"),
+    Arg("bitmap", "u8[]", out=True), Arg("byte_offsets", "i64[nseg+1]"), Arg("out", "i64[]", out=True),
+    Arg("iterations", "i64[nseg]", out=True), Arg("use_table", "i32", note="draw through the alias tables"),
+    Arg("table", "u64[]", note="with use_table: each segment's packed alias table (gpipe/_alias.py), as bias")))

@@ -143,7 +143,7 @@ def test_deepwalk_gpu_string_ids_and_starts(gpu_cluster, cpu_cluster):
     np.testing.assert_array_equal(_on(gpu_cluster, walk), _on(cpu_cluster, walk))
 
 
-@pytest.mark.parametrize("method", ["bipartite", "updated", "repeated", "replace"])
+@pytest.mark.parametrize("method", ["bipartite", "updated", "repeated", "alias", "replace", "alias+replace"])
 @pytest.mark.parametrize("bitmap", [True, False])
 @pytest.mark.parametrize("largest,segments", [(60, 5000), (3000, 400)])  # one round of the warp's search, or several
 def test_select_cuda_equals_cpu_twin(method, bitmap, largest, segments):
@@ -155,8 +155,8 @@ def test_select_cuda_equals_cpu_twin(method, bitmap, largest, segments):
     bias = rng.exponential(1.0, offsets[-1]) ** 2 * (rng.random(offsets[-1]) < 0.85)
     want = rng.integers(0, 16, sizes.size)
     streams = np.arange(sizes.size, dtype=np.int64) * 7
-    replace = method == "replace"
-    method = "bipartite" if replace else method
+    replace = method.endswith("replace")
+    method = {"replace": "bipartite", "alias+replace": "alias"}.get(method, method)
     cpu = select(bias, offsets, want, streams, _rng.key(5), 2, method, bitmap, replace)
     gpu = select(cupy.asarray(bias), cupy.asarray(offsets), cupy.asarray(want), cupy.asarray(streams), _rng.key(5), 2,
                  method, bitmap, replace)
@@ -176,6 +176,7 @@ def _prefer_high_degree(table):
     {"neighbor_size": 3, "depth": 3},
     {"edge_bias": "weight", "update": "unvisited", "neighbor_size": 2, "depth": 3},
     {"edge_bias": _prefer_heavy, "neighbor_size": 2, "depth": 2},
+    {"edge_bias": _prefer_heavy, "neighbor_size": 3, "depth": 2, "select": "alias"},  # a table per candidate segment
     {"update": "unvisited", "neighbor_size": ("geometric", 0.7), "depth": 3},
     {"edge_bias": _prefer_high_degree, "neighbor_size": 3, "depth": 2},
     {"edge_bias": "weight", "neighbor_size": 4, "replace": True, "depth": 2},

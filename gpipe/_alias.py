@@ -1,0 +1,100 @@
+"""Walker's alias tables (Vose's construction), shared by the CPU twins of two packages: the groups of a dynamic
+graph's sampling space (``gpipe.dynamic``, a table over at most 64 groups) and SELECT's ``"alias"`` method (a table
+per segment of candidates: a CSR row, kept with its partition). CUDA: ``kernels/alias.cuh`` (the same operations, so
+the same bits) and ``kernels/alias.cu``.
+
+A segment's table is packed for its draws, one 8-byte word per candidate ``j``: the high 32 bits the threshold
+``floor(prob_j * 2**32)`` (at most ``2**32 - 1``), the low 32 bits the alias (a local index; ``j`` itself for a full
+column). A draw of ``r`` in [0, 1) takes ``x = r * d``, column ``j = floor(x)`` and keeps it when ``(x - j) * 2**32``
+is below the threshold, else its alias: one read, whatever the degree.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .backend import cpu_kernel, device_of, prange, xp
+from .kernels import Arg, Kernel
+
+_ONE = 4294967296.0  # 2**32: a column's threshold in units of 2**-32
+_LOW = np.uint64(0xFFFFFFFF)
+
+
+@cpu_kernel()
+def vose(weights, w, count, prob, other, base, small, large, s):
+    """Vose's alias table of ``weights[w:w+count]`` into ``prob[base:base+count]`` and ``other`` (local indices),
+    with ``small[s:s+count]`` and ``large[s:s+count]`` as its worklists; ``prob`` holds the scaled weights as it
+    goes. A column of zero weight is always its alias's, unless rounding leaves it full (or no weight is positive)."""
+    total = 0.0
+    for g in range(count):
+        total += np.float64(weights[w + g])
+    ns = 0
+    nl = 0
+    for g in range(count):
+        if not total > 0.0:  # no positive weight: every column full
+            prob[base + g] = 1.0
+            other[base + g] = g
+            continue
+        prob[base + g] = np.float64(weights[w + g]) * count / total
+        if prob[base + g] < 1.0:
+            small[s + ns] = g
+            ns += 1
+        else:
+            large[s + nl] = g
+            nl += 1
+    while ns > 0 and nl > 0:
+        ns -= 1
+        j = small[s + ns]
+        g = large[s + nl - 1]
+        other[base + j] = g
+        prob[base + g] = (prob[base + g] + prob[base + j]) - 1.0
+        if prob[base + g] < 1.0:
+            nl -= 1
+            small[s + ns] = g
+            ns += 1
+    for i in range(nl):  # what rounding leaves: full columns
+        prob[base + large[s + i]] = 1.0
+        other[base + large[s + i]] = large[s + i]
+    for i in range(ns):
+        prob[base + small[s + i]] = 1.0
+        other[base + small[s + i]] = small[s + i]
+
+
+@cpu_kernel()
+def draw(table, t, d, r):
+    """The candidate (0..d-1) that draw ``r`` in [0, 1) takes from the packed table ``table[t:t+d]``."""
+    x = r * d
+    j = min(np.int64(np.floor(x)), d - 1)
+    cell = table[t + j]
+    if (x - j) * _ONE < np.float64(cell >> np.uint64(32)):
+        return j
+    return np.int64(cell & _LOW)
+
+
+@cpu_kernel(parallel=True)
+def _tables_cpu(offsets, bias, nseg, prob, other, small, large, table):
+    for i in prange(nseg):
+        a = offsets[i]
+        d = offsets[i + 1] - a
+        vose(bias, a, d, prob, other, a, small, large, a)
+        for e in range(a, a + d):
+            threshold = min(np.floor(prob[e] * _ONE), _ONE - 1.0)
+            table[e] = (np.uint64(threshold) << np.uint64(32)) | np.uint64(other[e])
+
+
+TABLES = Kernel("alias.cu", "gp_alias_tables", twin=_tables_cpu, items="nseg", args=(
+    Arg("offsets", "i64[nseg+1]"), Arg("bias", "f64[]"), Arg("nseg", "i64"),
+    Arg("prob", "f64[]", out=True, note="scratch, as bias"), Arg("other", "i32[]", out=True, note="scratch, as bias"),
+    Arg("small", "i32[]", out=True, note="scratch, as bias"), Arg("large", "i32[]", out=True, note="scratch, as bias"),
+    Arg("table", "u64[]", out=True, note="each segment's packed table, as bias")))
+
+
+def tables(offsets, bias):
+    """Each segment's packed alias table of ``bias`` (float64; segment ``i`` at ``offsets[i]:offsets[i+1]``), as
+    ``bias``: a thread per segment builds it in O(its length)."""
+    x = xp(device_of(bias))
+    n = max(1, int(bias.shape[0]))
+    table = x.empty(n, x.uint64)
+    TABLES.launch(offsets=offsets, bias=bias, nseg=int(offsets.shape[0]) - 1, prob=x.empty(n, x.float64),
+                  other=x.empty(n, x.int32), small=x.empty(n, x.int32), large=x.empty(n, x.int32), table=table)
+    return table
