@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from .backend import cpu_kernel, device_of, prange, xp
+from .backend import cpu_kernel, device_of, prange, to_host, xp
 from .kernels import Arg, Kernel
 
 _ONE = 4294967296.0  # 2**32: a column's threshold in units of 2**-32
+CHUNK_CANDIDATES = 1 << 26  # candidates whose tables are built at once (tables())
 _LOW = np.uint64(0xFFFFFFFF)
 
 
@@ -89,12 +90,23 @@ TABLES = Kernel("alias.cu", "gp_alias_tables", twin=_tables_cpu, items="nseg", a
     Arg("table", "u64[]", out=True, note="each segment's packed table, as bias")))
 
 
-def tables(offsets, bias):
+def tables(offsets, bias, chunk_candidates: int = CHUNK_CANDIDATES):
     """Each segment's packed alias table of ``bias`` (float64; segment ``i`` at ``offsets[i]:offsets[i+1]``), as
-    ``bias``: a thread per segment builds it in O(its length)."""
+    ``bias``: a thread per segment builds it in O(its length), runs of segments of about ``chunk_candidates`` at a
+    time (the construction's scratch, 20 bytes a candidate, is a run's: at R-MAT 26, 2**31 edges, 43 GB at once)."""
     x = xp(device_of(bias))
-    n = max(1, int(bias.shape[0]))
-    table = x.empty(n, x.uint64)
-    TABLES.launch(offsets=offsets, bias=bias, nseg=int(offsets.shape[0]) - 1, prob=x.empty(n, x.float64),
-                  other=x.empty(n, x.int32), small=x.empty(n, x.int32), large=x.empty(n, x.int32), table=table)
+    n = int(bias.shape[0])
+    table = x.empty(max(1, n), x.uint64)
+    host = np.asarray(to_host(offsets))
+    cuts = np.unique(np.searchsorted(host, np.arange(0, n, max(1, chunk_candidates)), side="right") - 1)
+    bounds = [int(c) for c in cuts] + [len(host) - 1]
+    width = max(1, max(int(host[b] - host[a]) for a, b in zip(bounds[:-1], bounds[1:])))
+    scratch = {"prob": x.empty(width, x.float64), "other": x.empty(width, x.int32), "small": x.empty(width, x.int32),
+               "large": x.empty(width, x.int32)}
+    for a, b in zip(bounds[:-1], bounds[1:]):
+        if a == b:  # only empty segments left
+            continue
+        lo, hi = int(host[a]), int(host[b])
+        TABLES.launch(offsets=offsets[a:b + 1] - lo, bias=bias[lo:hi], nseg=b - a, table=table[lo:hi],
+                      **{name: array[:hi - lo] for name, array in scratch.items()})
     return table

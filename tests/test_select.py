@@ -125,7 +125,8 @@ def test_races_keep_the_k_shortest_in_order():
 
 def test_alias_tables_imply_each_candidates_share_of_its_segment():
     """The packed tables' implied probabilities (a column's threshold, the rest to its alias) are the biases' shares,
-    to the tables' 2**-32 resolution; a zero bias is never implied, and a segment of none is all full columns."""
+    to the tables' 2**-32 resolution; a zero bias is never implied, and a segment of none is all full columns. Built
+    a run of segments at a time, they are the same."""
     from gpipe._alias import tables
 
     rng = np.random.default_rng(5)
@@ -134,6 +135,8 @@ def test_alias_tables_imply_each_candidates_share_of_its_segment():
     bias = rng.pareto(1.2, offsets[-1]) * (rng.random(offsets[-1]) < 0.7)
     bias[offsets[-2]:] = 0.0  # the last segment has no positive bias
     table = tables(offsets, bias)
+    for chunk in (1, 500, 701):  # built a run of segments at a time, the same tables
+        np.testing.assert_array_equal(tables(offsets, bias, chunk), table)
     threshold, other = (table >> np.uint64(32)).astype(np.float64) / 2.0**32, (table & np.uint64(0xFFFFFFFF))
     for s in range(sizes.size):
         a, d = offsets[s], sizes[s]

@@ -164,6 +164,18 @@ def test_select_cuda_equals_cpu_twin(method, bitmap, largest, segments):
         np.testing.assert_array_equal(g.get(), c)
 
 
+def test_alias_tables_cuda_equal_the_cpu_twin():
+    from gpipe._alias import tables
+
+    rng = np.random.default_rng(8)
+    sizes = np.concatenate([rng.integers(0, 80, 4000), [30_000, 0, 1]])  # a hub, an empty and a one-edge segment
+    offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    bias = rng.pareto(1.1, offsets[-1]) * (rng.random(offsets[-1]) < 0.8)
+    cpu = tables(offsets, bias)
+    for chunk in (1 << 26, 5000):  # all at once, and a run of segments at a time
+        np.testing.assert_array_equal(tables(cupy.asarray(offsets), cupy.asarray(bias), chunk).get(), cpu)
+
+
 def _prefer_heavy(table):
     return table["weight"] ** 2 + (table["candidate"] % 3 == 0)
 
