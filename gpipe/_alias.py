@@ -11,6 +11,8 @@ is below the threshold, else its alias: one read, whatever the degree.
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 
 from .backend import cpu_kernel, device_of, prange, to_host, xp
@@ -100,10 +102,10 @@ def tables(offsets, bias, chunk_candidates: int = CHUNK_CANDIDATES):
     host = np.asarray(to_host(offsets))
     cuts = np.unique(np.searchsorted(host, np.arange(0, n, max(1, chunk_candidates)), side="right") - 1)
     bounds = [int(c) for c in cuts] + [len(host) - 1]
-    width = max(1, max(int(host[b] - host[a]) for a, b in zip(bounds[:-1], bounds[1:])))
+    width = max(1, max(int(host[b] - host[a]) for a, b in itertools.pairwise(bounds)))
     scratch = {"prob": x.empty(width, x.float64), "other": x.empty(width, x.int32), "small": x.empty(width, x.int32),
                "large": x.empty(width, x.int32)}
-    for a, b in zip(bounds[:-1], bounds[1:]):
+    for a, b in itertools.pairwise(bounds):
         if a == b:  # only empty segments left
             continue
         lo, hi = int(host[a]), int(host[b])
