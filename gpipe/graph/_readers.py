@@ -7,7 +7,9 @@ order as a frame with columns ``src``, ``dst`` and, when there is one, ``weight`
 (SNAP comment lines emptied on the way); only when that fast path fails or its result looks
 wrong does a line-by-line scan run, which names the first bad line (1-based, comments and
 blank lines included) or, for files the fast path cannot take (comments in a file whose
-lines end in a lone '\r'), builds the table itself.
+lines end in a lone '\r'), builds the table itself. On a GPU worker, a piece of an uncompressed SNAP file
+without comments is parsed on the GPU first (:mod:`._parse`), the host's parsers taking it when a line is outside
+that parser's rule.
 :func:`plan_graph_folder` and :func:`read_graph_part` read a folder written by
 ``Graph.to_parquet``, a part file a task, checked against its ``_gpipe.json``.
 """
@@ -43,8 +45,10 @@ import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 
 from .._validate import check_bool, check_choice, check_int
-from ..backend import cpu_kernel, prange
-from ..errors import GpipeFileError, GpipeValueError
+from ..backend import cpu_kernel, prange, to_host
+from ..errors import GpipeError, GpipeFileError, GpipeValueError
+from ..runtime import store, worker_xp
+from ._parse import parse_edges
 
 FORMATS = ("snap", "csv", "parquet", "npz")
 _EXTENSIONS = {".txt": "snap", ".el": "snap", ".edges": "snap", ".tsv": "snap", ".snap": "snap",
@@ -407,9 +411,10 @@ def _blank_comments(lines: bytes) -> bytes:
 
 
 def _snap_arrow(plan: TablePlan, piece: Piece, strings: bool) -> pd.DataFrame | None:
-    """Integer ids one tab or one space apart, parsed by pyarrow: a piece of an uncompressed file without comments
-    read whole, in blocks parsed on every core the worker has (a GPU worker runs its tasks one at a time, so one
-    parser would use one core); other pieces as they stream in, comment lines emptied (a compressed file too).
+    """Integer ids one tab or one space apart: a piece of an uncompressed file without comments parsed on a GPU
+    worker's device (:func:`_snap_device`: the same edges), or by pyarrow read whole, in blocks parsed on every core
+    the worker has (a GPU worker runs its tasks one at a time, so one parser would use one core); other pieces by
+    pyarrow as they stream in, comment lines emptied (a compressed file too).
     None where the piece is not read that way (strings, other separators, quotes, an empty or bad field): the
     caller goes on to pandas' C parser."""
     if strings:
@@ -419,6 +424,10 @@ def _snap_arrow(plan: TablePlan, piece: Piece, strings: bool) -> pd.DataFrame | 
     options = {"convert_options": pacsv.ConvertOptions(column_types={name: pa.float64() if name == "2" else pa.int64()
                                                                      for name in keep}, include_columns=keep)}
     whole = _uncompressed_bytes(piece)
+    if whole is not None and not whole[1] and _worker_device() != "cpu":
+        frame = _snap_device(whole[0], plan.width, len(keep) == 3)
+        if frame is not None:
+            return frame
     try:
         if whole is not None and not whole[1]:
             whole = whole[0]
@@ -439,12 +448,39 @@ def _snap_arrow(plan: TablePlan, piece: Piece, strings: bool) -> pd.DataFrame | 
     return _frame(table.column("0").to_numpy(), table.column("1").to_numpy(), weight)
 
 
-def _snap_options(start: bytes, names: list[str], block_size: int) -> dict:
-    """pyarrow's read and parse options for SNAP text that begins with ``start``: the first line's tab or space
-    separates the fields."""
+def _delimiter(start: bytes) -> str:
+    """What separates the fields of SNAP text that begins with ``start``: its first line's tab, else a space."""
     first = start.removeprefix(codecs.BOM_UTF8).lstrip(b"\r\n")[:4096].split(b"\n", 1)[0]
+    return "\t" if b"\t" in first else " "
+
+
+def _worker_device() -> str:
+    """The device of the worker running this task ('cpu' outside a worker)."""
+    try:
+        return store().device
+    except GpipeError:
+        return "cpu"
+
+
+def _snap_device(whole: pa.Buffer, width: int, keep_weight: bool) -> pd.DataFrame | None:
+    """:func:`_snap_arrow`'s edges of a piece without comments, parsed on the worker's GPU (:mod:`._parse`); None
+    where a line is outside its rule."""
+    x = worker_xp()
+    text = x.asarray(np.frombuffer(whole, np.uint8))
+    delimiter = _delimiter(whole.slice(0, min(4096, whole.size)).to_pybytes())
+    parsed = parse_edges(x, text, width, keep_weight, ord(delimiter))
+    if parsed is None or not parsed[0].shape[0]:
+        return None
+    src, dst, weight = (None if a is None else to_host(a) for a in parsed)
+    if weight is not None and not weights_fit(weight):
+        return None
+    return _frame(src, dst, weight)
+
+
+def _snap_options(start: bytes, names: list[str], block_size: int) -> dict:
+    """pyarrow's read and parse options for SNAP text that begins with ``start``."""
     return {"read_options": pacsv.ReadOptions(column_names=names, block_size=block_size),
-            "parse_options": pacsv.ParseOptions(delimiter="\t" if b"\t" in first else " ", quote_char=False)}
+            "parse_options": pacsv.ParseOptions(delimiter=_delimiter(start), quote_char=False)}
 
 
 def _uncompressed_bytes(piece: Piece) -> tuple[pa.Buffer, bool] | None:

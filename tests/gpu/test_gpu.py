@@ -164,6 +164,57 @@ def test_select_cuda_equals_cpu_twin(method, bitmap, largest, segments):
         np.testing.assert_array_equal(g.get(), c)
 
 
+def _edge_text(m: int, seed: int, delimiter: str = " ") -> bytes:
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+
+    rng = np.random.default_rng(seed)
+    table = pa.table({"s": rng.integers(0, 5000, m), "d": rng.integers(0, 5000, m),
+                      "w": (rng.pareto(1.0, m) + 0.01).astype(np.float32)})
+    sink = pa.BufferOutputStream()
+    pacsv.write_csv(table, sink, pacsv.WriteOptions(include_header=False, delimiter=delimiter, quoting_style="none"))
+    return sink.getvalue().to_pybytes()
+
+
+@pytest.mark.parametrize("delimiter", [" ", "\t"])
+def test_edge_lines_parsed_by_cuda_equal_the_cpu_twin(delimiter):
+    from gpipe.graph._parse import parse_edges
+
+    text = _edge_text(50_000, 3, delimiter) + b"\n\n1 2 3\r\n".replace(b" ", delimiter.encode())
+    for width, keep in ((3, True), (3, False)):
+        cpu = parse_edges(np, np.frombuffer(text, np.uint8), width, keep, ord(delimiter))
+        gpu = parse_edges(cupy, cupy.asarray(np.frombuffer(text, np.uint8)), width, keep, ord(delimiter))
+        assert cpu is not None and gpu is not None  # clean lines: parsed on the device
+        assert (cpu[2] is None) == (gpu[2] is None) == (not keep)
+        for c, g in zip(cpu[:2 + keep], gpu[:2 + keep]):
+            np.testing.assert_array_equal(g.get(), c)
+    bad = text + b"1 2 0.12345678901234567890\n"  # outside the rule: the host's readers take it
+    assert parse_edges(cupy, cupy.asarray(np.frombuffer(bad, np.uint8)), 3, True, ord(" ")) is None
+
+
+def test_an_edge_list_read_by_a_gpu_worker_is_the_cpu_workers_graph(gpu_cluster, cpu_cluster, tmp_path):
+    """A GPU worker parses the file's pieces on its GPU: the same graph, walks and weighted samples."""
+    import dask
+
+    path = tmp_path / "edges.el"
+    path.write_bytes(_edge_text(200_000, 5))
+
+    def read():
+        with dask.config.set({"gpipe.graph.read-bytes": 1 << 20}):  # several pieces
+            g = gpipe.read_edges(str(path))
+        sample = gpipe.sampling.neighbor(g, np.arange(0, 5000, 7), fanout=4, depth=2, weighted=True, seed=2)
+        return (g.num_vertices, g.num_edges, g.degrees().to_numpy(), gpipe.walks.deepwalk(
+            g, length=12, weighted=True, seed=4).compute(), sample.compute())
+
+    gpu, cpu = _on(gpu_cluster, read), _on(cpu_cluster, read)
+    assert gpu[:2] == cpu[:2]
+    np.testing.assert_array_equal(gpu[2], cpu[2])
+    np.testing.assert_array_equal(gpu[3], cpu[3])
+    import pandas as pd
+
+    pd.testing.assert_frame_equal(gpu[4], cpu[4])
+
+
 def test_alias_tables_cuda_equal_the_cpu_twin():
     from gpipe._alias import tables
 
