@@ -276,3 +276,25 @@ def test_graph_folder_read_by_the_workers_a_part_each_is_the_graph_written(clust
     monkeypatch.undo()
     assert (g.mode, g.directed) == (mode, directed)
     _same_graph(g, ref, tmp_path)
+
+
+@pytest.mark.parametrize("ids", ["dense", "small range", "wide range"])
+def test_a_piece_left_on_a_device_numbers_and_maps_as_its_frame_does(ids):
+    """A GPU worker's parsed piece is a dict of its device arrays: its distinct ids and dense edges are the frame's
+    (numpy arrays stand in for the device's: the same array code)."""
+    from gpipe.graph._io import _lookup, _to_dense, _unique_ids
+
+    rng = np.random.default_rng(4)
+    spread = {"dense": 1, "small range": 3, "wide range": 2**40}[ids]
+    src, dst = rng.integers(0, 5000, 20_000) * spread, rng.integers(0, 5000, 20_000) * spread
+    weight = rng.random(20_000)
+    frame = pd.DataFrame({"src": src, "dst": dst, "weight": weight})
+    chunk = {"src": src, "dst": dst, "weight": weight}
+    np.testing.assert_array_equal(_unique_ids(chunk, "src", "dst"), np.sort(_unique_ids(frame, "src", "dst")))
+    id_map = np.unique(np.concatenate([src, dst]))
+    for lookup in (None, _lookup(id_map)) if ids == "dense" else (_lookup(id_map),):
+        got, expected = _to_dense(chunk, "src", "dst", "weight", lookup), _to_dense(frame, "src", "dst", "weight", lookup)
+        assert set(got) == set(expected)
+        for name in expected:
+            np.testing.assert_array_equal(got[name], expected[name])
+            assert got[name].dtype == expected[name].dtype

@@ -10,7 +10,7 @@ import pandas as pd
 
 from .. import config
 from .._validate import check_bool
-from ..backend import cpu_kernel, prange, unique
+from ..backend import cpu_kernel, device_of, prange, to_host, unique, xp
 from ..errors import GpipeFileError, GpipeValueError
 from ..runtime import current
 from ._graph import Graph, build, check_mode
@@ -265,7 +265,9 @@ def _check_weights(values: pd.Series, name: str) -> None:
                               f"({FLOAT32_RANGE}); row {int(np.argmax(bad))} is {arr[bad][0]}")
 
 
-def _unique_ids(chunk: pd.DataFrame, src: str, dst: str) -> np.ndarray:
+def _unique_ids(chunk: pd.DataFrame | dict, src: str, dst: str) -> np.ndarray:
+    if isinstance(chunk, dict):  # a piece parsed on its worker's device (integer ids): found there
+        return to_host(_device_unique(chunk[src], chunk[dst]))
     ends = chunk[src].to_numpy(), chunk[dst].to_numpy()
     if all(e.dtype.kind in "iu" for e in ends):
         marked = _marked(*(e.astype(np.int64, copy=False) for e in ends))
@@ -275,6 +277,19 @@ def _unique_ids(chunk: pd.DataFrame, src: str, dst: str) -> np.ndarray:
     if values.dtype.kind not in "iu" and pd.isna(values).any():
         raise GpipeValueError(f"'src'/'dst' columns must not hold missing ids, got {int(pd.isna(values).sum())}")
     return pd.unique(values)
+
+
+def _device_unique(a, b):
+    """The sorted distinct values of the int64 device arrays ``a`` and ``b``: :func:`_marked`'s bitmap where the
+    range is small, else a sort."""
+    x = xp(device_of(a))
+    lo, hi = (int(v) for v in x.stack([x.minimum(a.min(), b.min()), x.maximum(a.max(), b.max())]).tolist())
+    if not _small_range(lo, hi, int(a.shape[0] + b.shape[0])):
+        return unique(x, x.concatenate([a, b]))
+    seen = x.zeros(hi - lo + 1, x.bool_)
+    seen[a - lo] = True
+    seen[b - lo] = True
+    return x.flatnonzero(seen) + lo
 
 
 def _merged_on_workers(client, uniques: list):
@@ -362,8 +377,11 @@ def _numbering(size: int, integer: bool, first, last, renumber: bool | None, num
     return False, n
 
 
-def _to_dense(chunk: pd.DataFrame, src: str, dst: str, weight: str | None, lookup) -> dict:
-    """The chunk's edges in dense ids: the ids themselves without a ``lookup`` (see :func:`_lookup`)."""
+def _to_dense(chunk: pd.DataFrame | dict, src: str, dst: str, weight: str | None, lookup) -> dict:
+    """The chunk's edges in dense ids: the ids themselves without a ``lookup`` (see :func:`_lookup`). A chunk
+    parsed on its worker's device is mapped there (its weights checked as it was parsed)."""
+    if isinstance(chunk, dict):
+        return _to_dense_device(chunk, src, dst, weight, lookup)
     if lookup is None:
         out = {"src": chunk[src].to_numpy(np.int64), "dst": chunk[dst].to_numpy(np.int64)}
     elif isinstance(lookup, tuple):
@@ -379,6 +397,21 @@ def _to_dense(chunk: pd.DataFrame, src: str, dst: str, weight: str | None, looku
     if weight is not None:
         _check_weights(chunk[weight], weight)
         out["weight"] = chunk[weight].to_numpy(np.float32)
+    return out
+
+
+def _to_dense_device(chunk: dict, src: str, dst: str, weight: str | None, lookup) -> dict:
+    x = xp(device_of(chunk[src]))
+    if lookup is None:
+        out = {"src": chunk[src], "dst": chunk[dst]}
+    elif isinstance(lookup, tuple):
+        lo, table = lookup[0], x.asarray(lookup[1])
+        out = {"src": table[chunk[src] - lo], "dst": table[chunk[dst] - lo]}
+    else:  # the sorted integer id map: each id's position in it
+        ids = x.asarray(lookup.to_numpy(np.int64))
+        out = {"src": x.searchsorted(ids, chunk[src]), "dst": x.searchsorted(ids, chunk[dst])}
+    if weight is not None:
+        out["weight"] = chunk[weight].astype(x.float32)
     return out
 
 

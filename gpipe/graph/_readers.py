@@ -2,7 +2,8 @@
 
 :func:`plan_table` checks an input and cuts it into pieces (byte ranges of a text file, row
 groups of parquet files); :func:`read_piece`, run by a worker, returns a piece's edges in file
-order as a frame with columns ``src``, ``dst`` and, when there is one, ``weight`` (float64);
+order as a frame with columns ``src``, ``dst`` and, when there is one, ``weight`` (float64) (a piece
+parsed on a GPU worker's device: a dict of those columns as its device arrays, left there);
 :func:`read_table` reads a whole input in this process. Text is parsed by pandas' C engine
 (SNAP comment lines emptied on the way); only when that fast path fails or its result looks
 wrong does a line-by-line scan run, which names the first bad line (1-based, comments and
@@ -45,7 +46,7 @@ import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 
 from .._validate import check_bool, check_choice, check_int
-from ..backend import cpu_kernel, prange, to_host
+from ..backend import cpu_kernel, prange
 from ..errors import GpipeError, GpipeFileError, GpipeValueError
 from ..runtime import store, worker_xp
 from ._parse import parse_edges
@@ -166,8 +167,9 @@ def plan_table(path, *, src: str = "src", dst: str = "dst", weight=None, fmt: st
     return TablePlan(fmt, path, _parquet_pieces(path, files, columns, piece_bytes), columns=columns)
 
 
-def read_piece(plan: TablePlan, piece: Piece, *, strings: bool = False) -> pd.DataFrame:
-    """The edges of ``piece`` (columns ``src``, ``dst`` and maybe ``weight``; none is an empty frame).
+def read_piece(plan: TablePlan, piece: Piece, *, strings: bool = False) -> pd.DataFrame | dict:
+    """The edges of ``piece`` (columns ``src``, ``dst`` and maybe ``weight``; none is an empty frame), or, parsed
+    on a GPU worker's device, a dict of those columns as its device arrays (integer ids), left there.
 
     ``strings`` reads the ids as strings, as they are when another piece holds ids that are not
     integers. Errors name the line in the whole file: a piece scanned line by line counts the
@@ -195,8 +197,10 @@ def _first_line(piece: Piece) -> int:
     return ends + 1
 
 
-def id_kind(frame: pd.DataFrame) -> str | None:
+def id_kind(frame: pd.DataFrame | dict) -> str | None:
     """'int' or 'str', the ids of a frame :func:`read_piece` returned; None when it holds no edge."""
+    if isinstance(frame, dict):  # on the device: integer ids
+        return "int" if frame["src"].shape[0] else None
     if frame.empty:
         return None
     return "int" if frame["src"].dtype.kind in "iu" else "str"
@@ -425,9 +429,9 @@ def _snap_arrow(plan: TablePlan, piece: Piece, strings: bool) -> pd.DataFrame | 
                                                                      for name in keep}, include_columns=keep)}
     whole = _uncompressed_bytes(piece)
     if whole is not None and not whole[1] and _worker_device() != "cpu":
-        frame = _snap_device(whole[0], plan.width, len(keep) == 3)
-        if frame is not None:
-            return frame
+        edges = _snap_device(whole[0], plan.width, len(keep) == 3)
+        if edges is not None:
+            return edges
     try:
         if whole is not None and not whole[1]:
             whole = whole[0]
@@ -462,19 +466,22 @@ def _worker_device() -> str:
         return "cpu"
 
 
-def _snap_device(whole: pa.Buffer, width: int, keep_weight: bool) -> pd.DataFrame | None:
-    """:func:`_snap_arrow`'s edges of a piece without comments, parsed on the worker's GPU (:mod:`._parse`); None
-    where a line is outside its rule."""
+def _snap_device(whole: pa.Buffer, width: int, keep_weight: bool) -> dict | None:
+    """:func:`_snap_arrow`'s edges of a piece without comments, parsed on the worker's GPU (:mod:`._parse`) and left
+    there: a dict of its device arrays ``src``, ``dst`` (int64) and maybe ``weight`` (float64). None where a line
+    is outside the parser's rule or a weight is not one gpipe takes (the host's readers name it)."""
     x = worker_xp()
     text = x.asarray(np.frombuffer(whole, np.uint8))
     delimiter = _delimiter(whole.slice(0, min(4096, whole.size)).to_pybytes())
     parsed = parse_edges(x, text, width, keep_weight, ord(delimiter))
     if parsed is None or not parsed[0].shape[0]:
         return None
-    src, dst, weight = (None if a is None else to_host(a) for a in parsed)
-    if weight is not None and not weights_fit(weight):
-        return None
-    return _frame(src, dst, weight)
+    src, dst, weight = parsed
+    if weight is not None:  # weights_fit's rule
+        single = weight.astype(x.float32)
+        if not bool(((weight == 0) | ((weight > 0) & (single >= _TINY32) & (single <= _MAX32))).all()):
+            return None
+    return {"src": src, "dst": dst} if weight is None else {"src": src, "dst": dst, "weight": weight}
 
 
 def _snap_options(start: bytes, names: list[str], block_size: int) -> dict:
