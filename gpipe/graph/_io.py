@@ -267,7 +267,10 @@ def _check_weights(values: pd.Series, name: str) -> None:
 
 def _unique_ids(chunk: pd.DataFrame | dict, src: str, dst: str) -> np.ndarray:
     if isinstance(chunk, dict):  # a piece parsed on its worker's device (integer ids): found there
-        return to_host(_device_unique(chunk[src], chunk[dst]))
+        ends = chunk[src], chunk[dst]
+        marked = _marked(*ends)
+        x = xp(device_of(ends[0]))
+        return to_host(unique(x, x.concatenate(ends)) if marked is None else marked)
     ends = chunk[src].to_numpy(), chunk[dst].to_numpy()
     if all(e.dtype.kind in "iu" for e in ends):
         marked = _marked(*(e.astype(np.int64, copy=False) for e in ends))
@@ -277,19 +280,6 @@ def _unique_ids(chunk: pd.DataFrame | dict, src: str, dst: str) -> np.ndarray:
     if values.dtype.kind not in "iu" and pd.isna(values).any():
         raise GpipeValueError(f"'src'/'dst' columns must not hold missing ids, got {int(pd.isna(values).sum())}")
     return pd.unique(values)
-
-
-def _device_unique(a, b):
-    """The sorted distinct values of the int64 device arrays ``a`` and ``b``: :func:`_marked`'s bitmap where the
-    range is small, else a sort."""
-    x = xp(device_of(a))
-    lo, hi = (int(v) for v in x.stack([x.minimum(a.min(), b.min()), x.maximum(a.max(), b.max())]).tolist())
-    if not _small_range(lo, hi, int(a.shape[0] + b.shape[0])):
-        return unique(x, x.concatenate([a, b]))
-    seen = x.zeros(hi - lo + 1, x.bool_)
-    seen[a - lo] = True
-    seen[b - lo] = True
-    return x.flatnonzero(seen) + lo
 
 
 def _merged_on_workers(client, uniques: list):
@@ -316,19 +306,23 @@ def _merge_ids(*uniques: np.ndarray) -> np.ndarray:
     return np.sort(merged)
 
 
-def _marked(*values: np.ndarray) -> np.ndarray | None:
-    """The sorted distinct values of the int64 arrays ``values`` marked in a bitmap of their range, or None when
-    the range is too wide for one (see :func:`_small_range`)."""
+def _marked(*values):
+    """The sorted distinct values of the int64 arrays ``values`` (numpy, or one device's) marked in a bitmap of
+    their range, or None when the range is too wide for one (see :func:`_small_range`)."""
+    x = xp(device_of(values[0]))
     values = [v for v in values if v.size]
     if not values:
-        return np.zeros(0, np.int64)
+        return x.zeros(0, x.int64)
     lo, hi = min(int(v.min()) for v in values), max(int(v.max()) for v in values)
     if not _small_range(lo, hi, sum(v.size for v in values)):
         return None
-    seen = np.zeros(hi - lo + 1, np.bool_)
+    seen = x.zeros(hi - lo + 1, x.bool_)
     for v in values:
-        _mark(v, lo, seen)
-    return np.flatnonzero(seen) + lo
+        if x is np:
+            _mark(v, lo, seen)  # on every core
+        else:
+            seen[v - lo] = True
+    return x.flatnonzero(seen) + lo
 
 
 @cpu_kernel(parallel=True)

@@ -477,10 +477,8 @@ def _snap_device(whole: pa.Buffer, width: int, keep_weight: bool) -> dict | None
     if parsed is None or not parsed[0].shape[0]:
         return None
     src, dst, weight = parsed
-    if weight is not None:  # weights_fit's rule
-        single = weight.astype(x.float32)
-        if not bool(((weight == 0) | ((weight > 0) & (single >= _TINY32) & (single <= _MAX32))).all()):
-            return None
+    if weight is not None and bool((float32_misfits(weight) | (weight < 0)).any()):  # (numpy's ufuncs take cupy's)
+        return None
     return {"src": src, "dst": dst} if weight is None else {"src": src, "dst": dst, "weight": weight}
 
 

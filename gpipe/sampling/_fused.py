@@ -15,7 +15,7 @@ from .. import _rng
 from .._alias import tables
 from ..backend import cpu_kernel, device_of, prange, unique, xp
 from ..kernels import Arg, Kernel
-from ._select import _WITH_REPLACEMENT, LANES, METHODS, ROUNDS, segment_cdf, select_segment
+from ._select import _WITH_REPLACEMENT, LANES, METHODS, ROUNDS, positive_counts, segment_cdf, select_segment
 
 TAIL, PENDING, ITERATIONS = range(3)  # the counters
 TICKETS = 4  # queue slots a warp takes at once (one add to the shared `next` per 4 tasks)
@@ -151,9 +151,7 @@ PIECES = Kernel("neighbor.cu", "gp_nbr_pieces", twin=_pieces_cpu, items="n", def
 def _row_alias(part) -> tuple:
     """Every row's packed alias table of the weights (:mod:`gpipe._alias`), and its count of positive weights."""
     x = xp(device_of(part.indptr))
-    positive = x.zeros(part.num_edges + 1, x.int64)
-    x.cumsum(part.weights > 0, out=positive[1:])
-    return tables(part.indptr, part.weights.astype(x.float64)), positive[part.indptr[1:]] - positive[part.indptr[:-1]]
+    return tables(part.indptr, part.weights.astype(x.float64)), positive_counts(x, part.weights, part.indptr)
 
 
 def _row_cdf(part) -> tuple:

@@ -55,9 +55,7 @@ def select(bias, offsets, want, streams, key, step: int, method: str = "bipartit
     """
     x = xp(device_of(bias))
     nseg = offsets.shape[0] - 1
-    positive = x.zeros(bias.shape[0] + 1, dtype=x.int64)
-    x.cumsum(bias > 0, out=positive[1:])
-    positives = positive[offsets[1:]] - positive[offsets[:-1]]
+    positives = positive_counts(x, bias, offsets)
     count = x.where(positives > 0, want, 0) if replace else x.minimum(positives, want)
     pick_offsets = x.zeros(nseg + 1, dtype=x.int64)
     x.cumsum(count, out=pick_offsets[1:])
@@ -73,6 +71,13 @@ def select(bias, offsets, want, streams, key, step: int, method: str = "bipartit
                   byte_offsets=byte_offsets, out=picks, iterations=iterations, use_table=alias,
                   table=_alias.tables(offsets, bias) if alias else x.zeros(1, x.uint64))
     return pick_offsets, picks, iterations
+
+
+def positive_counts(x, bias, offsets):
+    """Each segment's count of positive biases (segment ``i`` at ``offsets[i]:offsets[i+1]``)."""
+    positive = x.zeros(bias.shape[0] + 1, dtype=x.int64)
+    x.cumsum(bias > 0, out=positive[1:])
+    return positive[offsets[1:]] - positive[offsets[:-1]]
 
 
 @cpu_kernel()
