@@ -19,7 +19,16 @@ import operator
 
 import numpy as np
 
-from ..backend import cpu_kernel, free_memory, group_max, prange, ranges_within, to_host
+from ..backend import (
+    cpu_kernel,
+    device_of,
+    free_memory,
+    group_max,
+    prange,
+    ranges_within,
+    to_host,
+    xp,
+)
 from ..errors import TaskError
 from ..runtime import store, worker_xp
 from ._partition import Partition
@@ -54,16 +63,22 @@ def prepare(chunk: dict, n: int, directed: bool, keep_self_loops: bool) -> dict:
     return out
 
 
-def histogram(chunk: dict, n: int) -> np.ndarray:
-    """Out-edges per vertex bucket (host array), for choosing partition bounds."""
+def histogram(chunk: dict, n: int):
+    """Out-edges per vertex bucket, for choosing partition bounds: left on the worker's device (a megabyte
+    or more for each chunk; :func:`total` brings their sum to the host)."""
     x = worker_xp()
     width = bucket_width(n)
     buckets = -(-n // width)
-    return to_host(x.bincount(chunk["src"] // width, minlength=buckets)).astype(np.int64)
+    return x.bincount(chunk["src"] // width, minlength=buckets).astype(x.int64, copy=False)
 
 
-def add(a, b):
-    return a + b
+def total(hists: list) -> np.ndarray:
+    """The sum of the chunks' histograms, on the host (those of another worker's device are copied in)."""
+    x = xp("gpu" if any(device_of(h) == "gpu" for h in hists) else "cpu")
+    out = x.zeros_like(x.asarray(hists[0]))
+    for h in hists:
+        out += x.asarray(h)
+    return to_host(out)
 
 
 def balanced_bounds(hist: np.ndarray, n: int, parts: int) -> np.ndarray:

@@ -7,11 +7,11 @@ import json
 import os
 import uuid
 import weakref
-from functools import reduce
 
 import numpy as np
 import pandas as pd
 import psutil
+from distributed import Future
 
 from .. import config
 from .._files import GRAPH_FILES, atomic_dir
@@ -327,7 +327,8 @@ def check_mode(mode: str | None) -> str:
 def build(session: Session, chunks: list, n: int, *, directed: bool, weighted: bool, id_map,
           partitions: int | None, mode: str = "partitioned", keep_self_loops: bool = False,
           keep_duplicates: bool = False, symmetrize: bool = True) -> Graph:
-    """Partition and store a graph from futures of dense-id edge chunks; replicate it if ``mode`` says so."""
+    """Partition and store a graph from futures of dense-id edge chunks; replicate it if ``mode`` says so. The
+    ``id_map`` may be a future, fetched while the partitions are built."""
     client = session.client
     workers = session.workers()
     parts = default_partitions(session) if partitions is None else check_int("partitions", partitions, minimum=1)
@@ -337,7 +338,7 @@ def build(session: Session, chunks: list, n: int, *, directed: bool, weighted: b
         client.submit(_build.prepare, c, n, directed or not symmetrize, keep_self_loops, pure=False) for c in chunks
     ]
     hists = [client.submit(_build.histogram, c, n, pure=False) for c in prepared]
-    hist = client.submit(reduce, _build.add, hists).result() if hists else np.zeros(1, np.int64)
+    hist = client.submit(_build.total, hists, pure=False).result() if hists else np.zeros(1, np.int64)
     bounds = _build.balanced_bounds(hist, n, parts)
     placement = [workers[p * len(workers) // parts] for p in range(parts)]
     splits = [client.submit(_build.split, c, bounds, pure=False) for c in prepared]
@@ -357,6 +358,8 @@ def build(session: Session, chunks: list, n: int, *, directed: bool, weighted: b
     stored = sum(i["edges"] for i in info)
     loops = sum(i["self_loops"] for i in info)
     num_edges = stored if directed else (stored + loops) // 2
+    if isinstance(id_map, Future):
+        id_map = id_map.result()
     g = Graph(session, graph_id, bounds, placement, num_edges, directed, weighted, id_map, info,
               device_partitions=budget)
     nbytes = sum(i["nbytes"] for i in info)

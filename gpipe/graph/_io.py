@@ -12,7 +12,7 @@ from .. import config
 from .._validate import check_bool
 from ..backend import cpu_kernel, device_of, prange, to_host, unique, xp
 from ..errors import GpipeFileError, GpipeValueError
-from ..runtime import current
+from ..runtime import current, worker_device
 from ._graph import Graph, build, check_mode
 from ._readers import (FLOAT32_RANGE, GRAPH_META, NpzPlan, TablePlan, check_graph_parts,
                        float32_misfits, graph_folder_ids, id_kind, npz_problem, plan_graph_folder, plan_npz, plan_table,
@@ -217,9 +217,9 @@ def _build_from_chunks(session, chunks: list, src: str, dst: str, weight: str | 
     client = session.client
     ids = _merged_on_workers(client, [client.submit(_unique_ids, c, src, dst, pure=False) for c in chunks])
     renumbered, n = _numbering(*client.submit(_id_range, ids, pure=False).result(), renumber, num_vertices)
-    id_map = ids.result() if renumbered else None
     lookup = client.submit(_lookup, ids, pure=False) if renumbered else None  # made once, shared by the chunks
     dense = [client.submit(_to_dense, c, src, dst, weight, lookup, pure=False) for c in chunks]
+    id_map = client.submit(to_host, ids, pure=False) if renumbered else None  # fetched while the graph builds
     return build(session, dense, n, directed=directed, weighted=weight is not None, id_map=id_map,
                  partitions=partitions, mode=mode, keep_self_loops=keep_self_loops, keep_duplicates=keep_duplicates)
 
@@ -266,11 +266,11 @@ def _check_weights(values: pd.Series, name: str) -> None:
 
 
 def _unique_ids(chunk: pd.DataFrame | dict, src: str, dst: str) -> np.ndarray:
-    if isinstance(chunk, dict):  # a piece parsed on its worker's device (integer ids): found there
+    if isinstance(chunk, dict):  # a piece parsed on its worker's device (integer ids): found and kept there
         ends = chunk[src], chunk[dst]
         marked = _marked(*ends)
         x = xp(device_of(ends[0]))
-        return to_host(unique(x, x.concatenate(ends)) if marked is None else marked)
+        return unique(x, x.concatenate(ends)) if marked is None else marked
     ends = chunk[src].to_numpy(), chunk[dst].to_numpy()
     if all(e.dtype.kind in "iu" for e in ends):
         marked = _marked(*(e.astype(np.int64, copy=False) for e in ends))
@@ -294,11 +294,13 @@ def _merged_on_workers(client, uniques: list):
 def _merge_ids(*uniques: np.ndarray) -> np.ndarray:
     """Sorted unique ids of the whole graph: int64, or an object array of strings. Integer ids within a range a
     few times their count are marked in a bitmap of the range rather than sorted (8 M edges of R-MAT-like
-    ids: 7.1 s of merging on 2 cores)."""
+    ids: 7.1 s of merging on 2 cores). Integer ids of a GPU worker's pieces are merged on its device (with any
+    host piece's): a piece's ids left the device took longer than its whole parse."""
     if all(u.dtype.kind in "iu" for u in uniques):
-        values = [u.astype(np.int64, copy=False) for u in uniques]
+        x = xp("gpu" if any(device_of(u) == "gpu" for u in uniques) else "cpu")
+        values = [x.asarray(u).astype(x.int64, copy=False) for u in uniques]
         marked = _marked(*values)
-        return unique(np, np.concatenate(values)) if marked is None else marked
+        return unique(x, x.concatenate(values)) if marked is None else marked
     merged = pd.unique(np.concatenate([u.astype(object) for u in uniques]))
     kind = pd.api.types.infer_dtype(merged, skipna=False)
     if kind != "string":
@@ -344,8 +346,8 @@ def _small_range(lo: int, hi: int, count: int) -> bool:
 
 
 def _id_range(ids: np.ndarray) -> tuple:
-    """(count, integer?, first, last) of the sorted unique ``ids``: what numbering them needs."""
-    first, last = ids[[0, -1]].tolist() if ids.size else (None, None)
+    """(count, integer?, first, last) of the sorted unique ``ids`` (numpy or device): what numbering them needs."""
+    first, last = to_host(ids[[0, -1]]).tolist() if ids.size else (None, None)
     return int(ids.size), ids.dtype.kind in "iu", first, last
 
 
@@ -380,9 +382,13 @@ def _to_dense(chunk: pd.DataFrame | dict, src: str, dst: str, weight: str | None
         out = {"src": chunk[src].to_numpy(np.int64), "dst": chunk[dst].to_numpy(np.int64)}
     elif isinstance(lookup, tuple):
         lo, table = lookup
+        x = xp(device_of(table))
         out = {}
         for end, column in (("src", src), ("dst", dst)):
             values = chunk[column].to_numpy(np.int64)
+            if x is not np:  # the table is on this worker's device: the edges are mapped there, where they go
+                out[end] = table[x.asarray(values) - lo]
+                continue
             out[end] = np.empty(values.shape[0], np.int64)
             _look_up(values, lo, table, out[end])
     else:
@@ -412,13 +418,16 @@ def _to_dense_device(chunk: dict, src: str, dst: str, weight: str | None, lookup
 def _lookup(id_map: np.ndarray) -> tuple | pd.Index:
     """How :func:`_to_dense` finds dense ids, made once for all the chunks of a graph: ``(first id, a table of
     dense ids over the range)`` of a sorted integer ``id_map`` whose range is small (a table per chunk, pages
-    faulted in, took as long as the chunk's lookups), else the id map as a pandas Index, a hash table."""
-    if id_map.dtype.kind in "iu" and id_map.size and _small_range(int(id_map[0]), int(id_map[-1]), id_map.size):
-        lo = int(id_map[0])
-        table = np.empty(int(id_map[-1]) - lo + 1, np.int64)
-        table[id_map - lo] = np.arange(id_map.size, dtype=np.int64)
-        return lo, table
-    return pd.Index(id_map)
+    faulted in, took as long as the chunk's lookups), on the device of the worker that makes it, else the id map as
+    a pandas Index, a hash table."""
+    if id_map.dtype.kind in "iu" and id_map.size:
+        lo, hi = to_host(id_map[[0, -1]]).tolist()
+        if _small_range(lo, hi, id_map.size):
+            x = xp(worker_device())  # a GPU worker's table on its device, where its chunks are mapped
+            table = x.empty(hi - lo + 1, x.int64)
+            table[x.asarray(id_map) - lo] = x.arange(id_map.size, dtype=x.int64)
+            return lo, table
+    return pd.Index(to_host(id_map))
 
 
 def _read_graph_folder(path: str, partitions: int | None, mode: str | None) -> Graph:

@@ -7,7 +7,7 @@ what the step output stays on the workers until the family sums it up
 (``run_supersteps(..., summarize=...)``) or assembles it into blocks (:func:`assemble_blocks`, ``EdgeSample``).
 """
 
-from ._advance import borrowed_lists, neighbor_lists, output_totals, step_kernel, worker_xp
+from ._advance import borrowed_lists, neighbor_lists, output_totals, step_kernel, worker_device, worker_xp
 from ._driver import check_memory, run_supersteps
 from ._result import EdgeSample, SampleLayout, assemble_blocks, id_dtype
 from ._run import Run
@@ -20,4 +20,4 @@ __all__ = ["EdgeSample", "Run", "SampleLayout", "Session", "StartSet", "StepSpec
            "borrowed_lists",
            "call_peer", "call_workers", "check_memory", "current", "drop_graph", "drop_run",
            "gather_pinned", "id_dtype", "neighbor_lists", "output_totals", "run_later", "run_supersteps",
-           "step_kernel", "store", "wait_pinned", "worker_xp", "workers_info"]
+           "step_kernel", "store", "wait_pinned", "worker_device", "worker_xp", "workers_info"]

@@ -55,6 +55,14 @@ def worker_xp():
     return xp(store().device)
 
 
+def worker_device() -> str:
+    """The device of the worker running this task; 'cpu' outside a worker (a task run in the client's process)."""
+    try:
+        return store().device
+    except GpipeError:
+        return "cpu"
+
+
 def step_kernel(fill):
     """Make a runtime step function from a kernel that fills per-walker outputs.
 

@@ -192,17 +192,32 @@ def test_edge_lines_parsed_by_cuda_equal_the_cpu_twin(delimiter):
     assert parse_edges(cupy, cupy.asarray(np.frombuffer(bad, np.uint8)), 3, True, ord(" ")) is None
 
 
-def test_an_edge_list_read_by_a_gpu_worker_is_the_cpu_workers_graph(gpu_cluster, cpu_cluster, tmp_path):
-    """A GPU worker parses the file's pieces on its GPU: the same graph, walks and weighted samples."""
+@pytest.mark.parametrize("text", ["clean", "a byte-order mark", "a comment", "ids spread"])
+def test_an_edge_list_read_by_a_gpu_worker_is_the_cpu_workers_graph(gpu_cluster, cpu_cluster, tmp_path, text):
+    """A GPU worker parses the file's pieces on its GPU and maps their ids through a table on it: the same graph,
+    walks and weighted samples. A piece is read into pinned memory by several threads (the clean file is one piece,
+    the others 1 MB pieces). A piece with a comment line is parsed on the host and mapped on the device; ids
+    spread over a wide range are mapped through the sorted id map."""
+    import codecs
+
     import dask
 
     path = tmp_path / "edges.el"
-    path.write_bytes(_edge_text(200_000, 5))
+    lines = _edge_text(200_000, 5).splitlines(keepends=True)
+    if text == "a byte-order mark":
+        lines[0] = codecs.BOM_UTF8 + lines[0]
+    elif text == "a comment":
+        lines.insert(len(lines) // 2, b"# a comment line in one piece\n")
+    elif text == "ids spread":
+        lines = [b" ".join([str(int(f) << 40).encode() for f in line.split()[:2]] + line.split()[2:]) + b"\n"
+                 for line in lines]
+    path.write_bytes(b"".join(lines))
 
     def read():
-        with dask.config.set({"gpipe.graph.read-bytes": 1 << 20}):  # several pieces
+        with dask.config.set({"gpipe.graph.read-bytes": 64 << 20 if text == "clean" else 1 << 20}):
             g = gpipe.read_edges(str(path))
-        sample = gpipe.sampling.neighbor(g, np.arange(0, 5000, 7), fanout=4, depth=2, weighted=True, seed=2)
+        seeds = g.degrees().index.to_numpy()[::7]
+        sample = gpipe.sampling.neighbor(g, seeds, fanout=4, depth=2, weighted=True, seed=2)
         return (g.num_vertices, g.num_edges, g.degrees().to_numpy(), gpipe.walks.deepwalk(
             g, length=12, weighted=True, seed=4).compute(), sample.compute())
 
