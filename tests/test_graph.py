@@ -92,15 +92,18 @@ def test_string_ids_are_renumbered_and_translated_back(cpu):
         g.owner("nope")
 
 
-def test_sparse_integer_ids_are_renumbered(cpu):
-    edges = pd.DataFrame({"src": [10**12, 5], "dst": [5, 7]})
+@pytest.mark.parametrize("largest", [10**12, 2**20])
+def test_sparse_integer_ids_are_renumbered(cpu, largest):
+    edges = pd.DataFrame({"src": [largest, 5], "dst": [5, 7]})
     g = gpipe.from_edges(edges, partitions=1)
     assert g.num_vertices == 3
-    assert g.degrees().to_dict() == {5: 2, 7: 1, 10**12: 1}
-    # renumbered integer ids are found by a binary search of the sorted id map; other types by its hash table
-    for ids in ([10**12, 5, 7], np.array([7, 5], np.int32), np.array([5, 7], np.uint64), [7.0]):
+    assert g.degrees().to_dict() == {5: 2, 7: 1, largest: 1}
+    # renumbered integer ids are found in a table over their range where it is small, else by a binary search of
+    # the sorted id map; other types by its hash table
+    assert (g._id_table is None) == (largest == 10**12)
+    for ids in ([largest, 5, 7], np.array([7, 5], np.int32), np.array([5, 7], np.uint64), [7.0]):
         assert g.to_internal(ids).tolist() == pd.Index(g.id_map).get_indexer(ids).tolist()
-    for absent in ([6], [10**12 + 1], [4], [-1], ["5"]):
+    for absent in ([6], [largest + 1], [largest - 1], [4], [-1], [-(2**62)], ["5"]):
         with pytest.raises(GpipeValueError, match=r"'vertices' must hold vertices of the graph; 1 do not"):
             g.to_internal(absent)
 

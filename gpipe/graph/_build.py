@@ -37,6 +37,12 @@ MAX_BUCKETS = 1 << 20
 SORT_EDGE_BYTES = 48  # device bytes an edge takes while its range is sorted: src, dst, key, order, copies
 
 
+def small_range(lo: int, hi: int, count: int) -> bool:
+    """Whether integer ids ``lo .. hi`` are few enough to index an array by (a bitmap, a lookup table) for
+    ``count`` of them."""
+    return hi - lo < 4 * count + (1 << 20)
+
+
 def bucket_width(n: int) -> int:
     return max(1, -(-n // MAX_BUCKETS))
 

@@ -125,6 +125,12 @@ class Graph:
                 raise GpipeValueError(f"'{name}' must hold integer vertex ids of this graph, got dtype {values.dtype}")
             dense = values.astype(np.int64)
             bad = (dense < 0) | (dense >= self.num_vertices)
+        elif self._id_table is not None and values.dtype.kind == "i":  # one load each
+            lo, table = self._id_table
+            at = values.astype(np.int64) - lo
+            inside = (at >= 0) & (at < table.size)
+            dense = np.where(inside, table[np.where(inside, at, 0)], -1)
+            bad = dense < 0
         elif self._sorted_ids and values.dtype.kind == "i":  # a binary search of each: no hash table of every id
             ids, values = self.id_map, values.astype(np.int64)
             at = np.minimum(np.searchsorted(ids, values), ids.size - 1)
@@ -144,6 +150,18 @@ class Graph:
         """Whether the id map is of int64 ids in increasing order, as renumbering leaves it."""
         ids = self.id_map
         return ids.dtype == np.int64 and ids.size > 0 and bool((ids[1:] > ids[:-1]).all())
+
+    @functools.cached_property
+    def _id_table(self) -> tuple[int, np.ndarray] | None:
+        """``(first id, the dense id of each id over the range, -1 where none)`` of a sorted integer id map whose
+        range is small (:func:`._build.small_range`): made at the first lookup. A binary search of 16,000 seeds
+        in R-MAT 22's 4 M ids took 3-10 ms, as long as a neighbor sample's supersteps."""
+        ids = self.id_map
+        if not self._sorted_ids or not _build.small_range(int(ids[0]), int(ids[-1]), ids.size):
+            return None
+        table = np.full(int(ids[-1]) - int(ids[0]) + 1, -1, np.int64)
+        table[ids - ids[0]] = np.arange(ids.size, dtype=np.int64)
+        return int(ids[0]), table
 
     @functools.cached_property
     def _id_index(self) -> pd.Index:

@@ -13,6 +13,7 @@ from .._validate import check_bool
 from ..backend import cpu_kernel, device_of, prange, to_host, unique, xp
 from ..errors import GpipeFileError, GpipeValueError
 from ..runtime import current, worker_device
+from ._build import small_range
 from ._graph import Graph, build, check_mode
 from ._readers import (FLOAT32_RANGE, GRAPH_META, NpzPlan, TablePlan, check_graph_parts,
                        float32_misfits, graph_folder_ids, id_kind, npz_problem, plan_graph_folder, plan_npz, plan_table,
@@ -310,13 +311,13 @@ def _merge_ids(*uniques: np.ndarray) -> np.ndarray:
 
 def _marked(*values):
     """The sorted distinct values of the int64 arrays ``values`` (numpy, or one device's) marked in a bitmap of
-    their range, or None when the range is too wide for one (see :func:`_small_range`)."""
+    their range, or None when the range is too wide for one (see :func:`._build.small_range`)."""
     x = xp(device_of(values[0]))
     values = [v for v in values if v.size]
     if not values:
         return x.zeros(0, x.int64)
     lo, hi = min(int(v.min()) for v in values), max(int(v.max()) for v in values)
-    if not _small_range(lo, hi, sum(v.size for v in values)):
+    if not small_range(lo, hi, sum(v.size for v in values)):
         return None
     seen = x.zeros(hi - lo + 1, x.bool_)
     for v in values:
@@ -337,12 +338,6 @@ def _mark(values, lo, seen):
 def _look_up(values, lo, table, out):
     for i in prange(values.shape[0]):
         out[i] = table[values[i] - lo]
-
-
-def _small_range(lo: int, hi: int, count: int) -> bool:
-    """Whether integer ids ``lo .. hi`` are few enough to index an array by (a bitmap, a lookup table) for
-    ``count`` of them."""
-    return hi - lo < 4 * count + (1 << 20)
 
 
 def _id_range(ids: np.ndarray) -> tuple:
@@ -422,7 +417,7 @@ def _lookup(id_map: np.ndarray) -> tuple | pd.Index:
     a pandas Index, a hash table."""
     if id_map.dtype.kind in "iu" and id_map.size:
         lo, hi = to_host(id_map[[0, -1]]).tolist()
-        if _small_range(lo, hi, id_map.size):
+        if small_range(lo, hi, id_map.size):
             x = xp(worker_device())  # a GPU worker's table on its device, where its chunks are mapped
             table = x.empty(hi - lo + 1, x.int64)
             table[x.asarray(id_map) - lo] = x.arange(id_map.size, dtype=x.int64)
