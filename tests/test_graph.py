@@ -103,6 +103,7 @@ def test_sparse_integer_ids_are_renumbered(cpu, largest):
     assert (g._id_table is None) == (largest == 10**12)
     for ids in ([largest, 5, 7], np.array([7, 5], np.int32), np.array([5, 7], np.uint64), [7.0]):
         assert g.to_internal(ids).tolist() == pd.Index(g.id_map).get_indexer(ids).tolist()
+        assert g.to_internal(ids).dtype == np.int64
     for absent in ([6], [largest + 1], [largest - 1], [4], [-1], [-(2**62)], ["5"]):
         with pytest.raises(GpipeValueError, match=r"'vertices' must hold vertices of the graph; 1 do not"):
             g.to_internal(absent)
