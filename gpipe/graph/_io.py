@@ -296,7 +296,7 @@ def _merge_ids(*uniques: np.ndarray) -> np.ndarray:
     """Sorted unique ids of the whole graph: int64, or an object array of strings. Integer ids within a range a
     few times their count are marked in a bitmap of the range rather than sorted (8 M edges of R-MAT-like
     ids: 7.1 s of merging on 2 cores). Integer ids of a GPU worker's pieces are merged on its device (with any
-    host piece's): a piece's ids left the device took longer than its whole parse."""
+    host piece's): copying a piece's ids to the host took longer than parsing it."""
     if all(u.dtype.kind in "iu" for u in uniques):
         x = xp("gpu" if any(device_of(u) == "gpu" for u in uniques) else "cpu")
         values = [x.asarray(u).astype(x.int64, copy=False) for u in uniques]
