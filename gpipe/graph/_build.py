@@ -43,6 +43,17 @@ def small_range(lo: int, hi: int, count: int) -> bool:
     return hi - lo < 4 * count + (1 << 20)
 
 
+def id_table(x, ids, dtype) -> tuple | None:
+    """``(first id, a table of the dense id of each id over the range, -1 where none)`` of the sorted integer
+    ``ids`` (numpy or a device's), the table an array of ``x`` of ``dtype``; None when the range is not small."""
+    lo, hi = to_host(ids[[0, -1]]).tolist()
+    if not small_range(lo, hi, ids.size):
+        return None
+    table = x.full(hi - lo + 1, -1, dtype)
+    table[x.asarray(ids) - lo] = x.arange(ids.size, dtype=dtype)
+    return lo, table
+
+
 def bucket_width(n: int) -> int:
     return max(1, -(-n // MAX_BUCKETS))
 

@@ -157,12 +157,9 @@ class Graph:
         range is small (:func:`._build.small_range`): made at the first lookup, of int32 dense ids (about twice
         the id map's bytes at most). A binary search of 16,000 seeds in R-MAT 22's 4 M ids took 3-10 ms, as long
         as a neighbor sample's supersteps."""
-        ids = self.id_map
-        if not self._sorted_ids or ids.size >= 2**31 or not _build.small_range(int(ids[0]), int(ids[-1]), ids.size):
+        if not self._sorted_ids or self.id_map.size >= 2**31:
             return None
-        table = np.full(int(ids[-1]) - int(ids[0]) + 1, -1, np.int32)
-        table[ids - ids[0]] = np.arange(ids.size, dtype=np.int32)
-        return int(ids[0]), table
+        return _build.id_table(np, self.id_map, np.int32)
 
     @functools.cached_property
     def _id_index(self) -> pd.Index:

@@ -13,7 +13,7 @@ from .._validate import check_bool
 from ..backend import cpu_kernel, device_of, prange, to_host, unique, xp
 from ..errors import GpipeFileError, GpipeValueError
 from ..runtime import current, worker_device
-from ._build import small_range
+from ._build import id_table, small_range
 from ._graph import Graph, build, check_mode
 from ._readers import (FLOAT32_RANGE, GRAPH_META, NpzPlan, TablePlan, check_graph_parts,
                        float32_misfits, graph_folder_ids, id_kind, npz_problem, plan_graph_folder, plan_npz, plan_table,
@@ -416,12 +416,9 @@ def _lookup(id_map: np.ndarray) -> tuple | pd.Index:
     faulted in, took as long as the chunk's lookups), on the device of the worker that makes it, else the id map as
     a pandas Index, a hash table."""
     if id_map.dtype.kind in "iu" and id_map.size:
-        lo, hi = to_host(id_map[[0, -1]]).tolist()
-        if small_range(lo, hi, id_map.size):
-            x = xp(worker_device())  # a GPU worker's table on its device, where its chunks are mapped
-            table = x.empty(hi - lo + 1, x.int64)
-            table[x.asarray(id_map) - lo] = x.arange(id_map.size, dtype=x.int64)
-            return lo, table
+        found = id_table(xp(worker_device()), id_map, np.int64)  # a GPU worker's on its device, where chunks map
+        if found is not None:
+            return found
     return pd.Index(to_host(id_map))
 
 
