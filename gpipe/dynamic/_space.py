@@ -6,18 +6,17 @@ bit ``k`` set, where every member weighs ``2**k``, so a member is drawn uniforml
 group (bit ``DECIMAL``), drawn by rejection: a uniform member, kept with probability ``frac``. An alias table over a
 vertex's groups picks the group.
 
-Storage is Hornet's: three pools of arrays in which each vertex owns a block of power-of-two capacity. Vertex ``v``'s
-edges are the slots ``edge_start[v] .. edge_start[v] + degree[v] - 1`` of the edge pool (``dst``, ``weight``,
-``units``, ``frac``, ``adjacency``), kept in log order, so the earliest copy of a duplicated edge is the first; the
-same slots of ``adjacency`` hold its destinations sorted (a duplicated edge once a copy), which answer "is u a
-neighbor of v?" by binary search (node2vec's test). Its groups are the rows ``group_row[v] ..`` (``group_count[v]``
-of them, at most ``MAX_GROUPS``) of the group pool (the group tables), its listed members a block of the member pool
-from ``member_start[v]``. A commit is copy-on-write: each touched vertex gets new blocks (from the free blocks of its
-size class, else the end of the pool, which grows by doubling into new arrays), the blocks it left are retired, and
-the per-vertex tables are written in place unless a view pinned them (then the commit copies them first). Blocks are
-never written while a version that reads them may be pinned: a block read by the versions from the commit that
-wrote it to the one that left it is reused once no view of those versions is left. A committed version, read by a run through a :class:`SpaceView`, therefore
-never changes, and a commit costs the touched vertices' edges, not the partition's.
+Storage is three pools of arrays in which each vertex owns a block. Vertex ``v``'s edges are the slots
+``edge_start[v] .. edge_start[v] + degree[v] - 1`` of the edge pool (``dst``, ``weight``, ``units``, ``frac``,
+``adjacency``), kept in log order, so the earliest copy of a duplicated edge is the first; the same slots of
+``adjacency`` hold its destinations sorted (a duplicated edge once a copy), which answer "is u a neighbor of v?" by
+binary search (node2vec's test). Its groups are the rows ``group_row[v] ..`` (``group_count[v]`` of them, at most
+``MAX_GROUPS``) of the group pool (the group tables), its listed members a block of the member pool from
+``member_start[v]``. A commit is copy-on-write: the touched vertices' new blocks are appended to each pool, one after
+another (it grows by doubling into new arrays), and the per-vertex tables are written in place unless a view pinned
+them (then the commit copies them first). Once a pool's blocks left behind outnumber its live ones, the live blocks
+are gathered into new arrays. No slot a version reads is ever written again: a committed version, read by a run
+through a :class:`SpaceView`, never changes, and a commit costs the touched vertices' edges, not the partition's.
 
 A group is stored in one of the paper's adaptive representations (``group_kind``):
 
@@ -40,7 +39,6 @@ CUDA sampling in ``kernels/dynamic.cu``, CPU twin here; the same random stream.
 from __future__ import annotations
 
 import contextlib
-import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -70,17 +68,16 @@ _ONE, _DENSE, _LISTED = KINDS["one"], KINDS["dense"], KINDS["listed"]
 OPS = {"insert": 0, "delete": 1, "update": 2}
 _INSERT, _DELETE = OPS["insert"], OPS["delete"]
 _HELD = 3  # in a batch's play on the device: a copy of an edge the vertex held before the batch
-LAZY_SHARE = 8  # a small batch's commit reclaims a pool's retired blocks once they hold 1/8 of its slots
-SMALL_BATCH = 256  # a GPU space stages and builds a batch of at most this many updates on the host, in a few copies;
-# a commit touching at most this many vertices (a streaming update's) takes its blocks without a free-list rebuild
+COMPACT_SLACK = 1 << 12  # a pool is compacted once its slots left behind outnumber its live ones by this many
+SMALL_BATCH = 256  # a GPU space stages and builds a batch of at most this many updates on the host, in a few copies
 CHUNK = 1024  # a touched vertex of more edges is rebuilt by a warp per chunk of this many (its decimal parts summed
 # chunk by chunk, in order, each chunk's in a warp's order)
 LINEAR_MATCHES = 8  # a vertex with at most this many deletes and updates in a batch scans its edges for each
 _EDGE_FIELDS = {"dst": np.int64, "weight": np.float64, "units": np.int64, "frac": np.float64, "adjacency": np.int64}
 _GROUP_FIELDS = {"group_kind": np.int8, "group_bit": np.int32, "group_start": np.int64, "group_size": np.int64,
                  "alias_prob": np.float64, "alias_other": np.int32}  # a row a group
-_TABLES = ("edge_start", "degree", "member_start", "member_count", "group_row", "group_count",  # a row a vertex
-           "born")  # the commit that wrote the vertex's blocks
+_TABLES = ("edge_start", "degree", "member_start", "member_count", "group_row", "group_count")  # a row a vertex
+_BLOCKS = (("edge_start", "degree"), ("member_start", "member_count"), ("group_row", "group_count"))  # of each pool
 
 
 @cpu_kernel()
@@ -517,91 +514,36 @@ def _slots(x, start, count):
     return start[segment] + position
 
 
-def _size_class(x, sizes):
-    """The power-of-two capacity class (``ceil(log2(size))``) of each block size, -1 for an empty block (int8)."""
-    bits = x.frexp(x.maximum(sizes - 1, 1).astype(np.float64))[1]  # bits of size - 1
-    return x.where(sizes > 1, bits, x.where(sizes == 1, 0, -1)).astype(np.int8)
-
-
-def _class_counts(x, classes) -> np.ndarray:
-    """How many of ``classes`` (int8, -1 for none) are of each size class ``0 .. MAX_GROUPS - 1``, on the host."""
-    return to_host(x.bincount(classes.astype(np.int64) + 1, minlength=MAX_GROUPS + 1))[1:]
-
-
 def _exclusive(counts, x=np):
     """Where each of ``counts`` starts, laid out one after the other (arrays of ``x``)."""
     return x.cumsum(counts) - counts
 
 
 class _Pool:
-    """Arrays (``fields``: name -> dtype) on ``device`` holding blocks of power-of-two capacity: blocks are taken
-    from the free ones of their size class, else from the end, the arrays growing by doubling into new ones (those
-    an earlier version holds stay as they were). A block given back is ``retire`` d with the versions that read it,
-    and reused once no view of those is pinned (``reclaim``). The free blocks are one array of the device, by size
-    class (``free_count`` of each, on the host); a batch's blocks are placed with a few array operations, whatever
-    the classes it needs."""
+    """Arrays (``fields``: name -> dtype) on ``device`` holding each vertex's block, appended: a commit writes the
+    touched vertices' new blocks one after another from ``top`` (the slots handed out), never over a slot a version
+    reads, the arrays growing by doubling into new ones (an earlier version holds the old). Once the blocks left
+    behind hold more slots than the ``live`` ones, :meth:`compact` gathers the live blocks into new arrays. A commit
+    costs its blocks' slots, whatever their sizes: no free lists, and nothing to track for the versions views pin."""
 
     def __init__(self, device: str, fields: dict):
         self.device = device
         x = xp(device)
         self.arrays = {name: x.zeros(0, dtype) for name, dtype in fields.items()}
-        self.top = 0  # slots ever handed out
-        self.free = x.zeros(0, np.int64)  # free blocks' starts, by size class
-        self.free_first = np.zeros(MAX_GROUPS, np.int64)  # where each class's are
-        self.free_count = np.zeros(MAX_GROUPS, np.int64)  # how many
-        self.retired: list[tuple] = []  # blocks given back since the last reclaim: (starts, classes, versions that
-        # wrote them, versions that left them)
-        self.waiting = 0  # the slots of the blocks in ``retired``
-        self._held: list[tuple] = []  # those a pinned version of ``_pinned`` reads (one entry, or none)
-        self._pinned = None
+        self.top = 0  # slots handed out
+        self.live = 0  # slots of the current version's blocks
 
-    def allocate(self, sizes):
-        """A block for each of ``sizes`` (its start; 0 for an empty one): a class's last free blocks, then new ones
-        from the end."""
+    def append(self, columns: dict, counts, left: int):
+        """Write ``columns`` (name -> values, the blocks of ``counts`` slots one after another) from ``top``; the
+        blocks' starts. ``left``: the slots of the blocks they replace."""
+        n = int(next(iter(columns.values())).shape[0])
         x = xp(self.device)
-        if isinstance(sizes, np.ndarray) and (x is not np or sizes.shape[0] <= SMALL_BATCH):
-            return self._allocate_few(sizes)
-        classes = _size_class(x, sizes)
-        order = x.argsort(classes, kind="stable")
-        need = _class_counts(x, classes)
-        reused = np.minimum(need, self.free_count)
-        fresh = (need - reused) << np.arange(MAX_GROUPS)  # slots from the end
-        empty = sizes.shape[0] - int(need.sum())  # the empty blocks sort first
-        table = x.asarray(np.stack([empty + _exclusive(need), reused, self.free_first + self.free_count - reused,
-                                    self.top + _exclusive(fresh)]))  # a row per class
-        ranked = classes[order][empty:].astype(np.int64)
-        p = x.arange(empty, sizes.shape[0], dtype=np.int64) - table[0][ranked]  # rank within the class
-        again = p < table[1][ranked]
-        starts = x.zeros(sizes.shape[0], np.int64)
-        starts[order[empty:]] = x.where(again, self.free[x.where(again, table[2][ranked] + p, 0)] if self.free.shape[0]
-                                        else 0, table[3][ranked] + ((p - table[1][ranked]) << ranked))
-        if reused.any():  # the free blocks left: each class's first ones
-            kept = self.free_count - reused
-            segment, position = segments(x, x.asarray(kept))
-            self.free = self.free[x.asarray(self.free_first)[segment] + position]
-            self.free_first, self.free_count = _exclusive(kept), kept
-        self.top += int(fresh.sum())
-        self._reserve(self.top)
-        return starts
-
-    def _allocate_few(self, sizes: np.ndarray) -> np.ndarray:
-        """:meth:`allocate` of a few blocks (host arrays): the free blocks taken read in one copy (from a GPU's
-        pool), the free list not rebuilt (O(blocks), not O(free blocks): a streaming update's)."""
-        classes = _size_class(np, sizes)
-        starts = np.zeros(sizes.shape[0], np.int64)
-        reused, taken = [], []
-        for i in np.flatnonzero(classes >= 0).tolist():
-            c = classes[i]
-            if self.free_count[c]:  # a class's last free block
-                self.free_count[c] -= 1
-                reused.append(i)
-                taken.append(self.free_first[c] + self.free_count[c])
-            else:
-                starts[i] = self.top
-                self.top += 1 << int(c)
-        if reused:
-            starts[reused] = to_host(self.free[xp(self.device).asarray(np.array(taken, np.int64))])
-        self._reserve(self.top)
+        starts = self.top + _exclusive(counts, np if isinstance(counts, np.ndarray) else x)
+        self._reserve(self.top + n)
+        for name, values in columns.items():
+            self.arrays[name][self.top:self.top + n] = x.asarray(values)
+        self.top += n
+        self.live += n - left
         return starts
 
     def _reserve(self, slots: int) -> None:
@@ -611,54 +553,22 @@ class _Pool:
         size = max(slots, 2 * size, 64)
         x = xp(self.device)
         for name, old in self.arrays.items():
-            self.arrays[name] = x.zeros(size, old.dtype)
-            self.arrays[name][:old.shape[0]] = old
+            self.arrays[name] = x.empty(size, old.dtype)
+            self.arrays[name][:self.top] = old[:self.top]
 
-    def retire(self, version: int, starts, sizes, born) -> None:
-        """Give back the blocks at ``starts`` (of ``sizes``), written by the commits ``born`` and left by commit
-        ``version``: the versions ``born .. version - 1`` read them."""
+    def compact(self, starts, counts):
+        """If the slots left behind outnumber the live ones, the live blocks (at ``starts``, of ``counts``: every
+        vertex's, arrays of the device) gathered into new arrays with as much room again; their new starts, else
+        None."""
+        if self.top <= 2 * self.live + COMPACT_SLACK:
+            return None
         x = xp(self.device)
-        classes = _size_class(x, sizes)
-        kept = x.flatnonzero(classes >= 0)
-        if kept.shape[0]:
-            self.retired.append((starts[kept], classes[kept], born[kept], x.full(kept.shape[0], version, np.int64)))
-            self.waiting += int(x.left_shift(1, classes[kept].astype(np.int64)).sum())
-
-    def reclaim(self, pinned: np.ndarray, lazy: bool = False) -> None:
-        """Free the retired blocks that no pinned version (``pinned``, sorted) reads. Blocks kept for a pinned
-        version are looked at again only once the pinned versions change. ``lazy``: only if the pinned versions
-        changed or the blocks waiting hold a ``LAZY_SHARE`` of the pool's slots (a streaming update's commit: the
-        free list is rebuilt in O(free blocks), so not at every one, and the memory waiting stays a share)."""
-        x = xp(self.device)
-        changed = self._pinned is None or not np.array_equal(pinned, self._pinned)
-        if lazy and not changed and self.waiting * LAZY_SHARE < self.top:
-            return
-        if changed:
-            self.retired, self._held = self._held + self.retired, []
-        self._pinned = pinned.copy()
-        if not self.retired:
-            return
-        starts, classes, born, left = (x.concatenate(column) for column in zip(*self.retired))
-        self.retired, self.waiting = [], 0
-        on = x.asarray(pinned)
-        # the first pinned version at or after each block's birth (none: the one that left it) must not read it
-        free = (x.concatenate([on, x.full(1, np.iinfo(np.int64).max, np.int64)])[x.searchsorted(on, born)] >= left
-                if pinned.shape[0] else x.ones(starts.shape[0], bool))
-        freed, kept = x.flatnonzero(free), x.flatnonzero(~free)
-        if kept.shape[0]:
-            self._held = [(starts[kept], classes[kept], born[kept], left[kept])]
-        if freed.shape[0]:
-            segment, position = segments(x, x.asarray(self.free_count))
-            classes = x.concatenate([segment.astype(np.int8), classes[freed]])
-            free = x.concatenate([self.free[x.asarray(self.free_first)[segment] + position], starts[freed]])
-            self.free = free[x.argsort(classes, kind="stable")]
-            self.free_count = _class_counts(x, classes)
-            self.free_first = _exclusive(self.free_count)
-
-    @property
-    def held(self) -> int:
-        """Retired blocks a pinned version still reads."""
-        return sum(int(starts.shape[0]) for starts, *_ in self._held)
+        slots = _slots(x, starts, counts)
+        for name, old in self.arrays.items():
+            self.arrays[name] = x.empty(max(2 * self.live, 64), old.dtype)
+            self.arrays[name][:self.live] = old[slots]
+        self.top = self.live
+        return _exclusive(counts, x)
 
     @property
     def nbytes(self) -> int:
@@ -673,12 +583,6 @@ def _threads(vertices: int) -> int:
 def _twins(x, vertices: int):
     """The CPU twins' threads for kernels on arrays of ``x`` touching ``vertices``; nothing for CUDA's."""
     return cpu_threads(_threads(vertices)) if x is np else contextlib.nullcontext()
-
-
-def _unpin(pins: dict, version: int) -> None:
-    pins[version] -= 1
-    if not pins[version]:
-        del pins[version]
 
 
 @dataclass(frozen=True)
@@ -826,7 +730,6 @@ class SamplingSpace:
         self._groups = _Pool(self.device, _GROUP_FIELDS)
         self._tables = {name: xp(self.device).zeros(0, np.int64) for name in _TABLES}  # per vertex, room to grow
         self._tables_pinned = False  # a view holds the tables: the next commit writes a copy
-        self._pins: dict[int, int] = {}  # version -> views of it alive
         self._staged = None  # a batch replayed, not yet applied (_stage, _commit)
         self._grow(num_vertices)
 
@@ -1001,15 +904,14 @@ class SamplingSpace:
 
     def _commit(self) -> None:
         """Apply the batch :meth:`_stage` kept: new blocks for the touched vertices (copy-on-write), their groups and
-        alias tables rebuilt where the batch was staged (the device, or the host for a small batch), then copied
-        into the pools; their old blocks retired."""
+        alias tables rebuilt where the batch was staged (the device, or the host for a small batch), then appended
+        to the pools; a pool whose blocks left behind outnumber its live ones is compacted."""
         vertices, degrees, dst, weight, adjacency = self._staged
         self._staged = None
         x = xp(self.device)
         xc = np if isinstance(degrees, np.ndarray) else x  # where the blocks are built
         touched = int(vertices.shape[0])
         self._grow(int(vertices[-1]) + 1 if touched else 0)
-        version = self.version + 1
         indptr = xc.concatenate([xc.zeros(1, np.int64), xc.cumsum(degrees)])
         scaled = weight * self.scale
         units = xc.floor(scaled).astype(np.int64)
@@ -1039,31 +941,25 @@ class SamplingSpace:
             PLACE.launch(**edges, **chunks, chunk_offset=offset, member_start=member_start, members=members,
                          group_row=group_row, group_count=groups,
                          **{name: built[name] for name in ("group_kind", "group_bit", "group_start")})
-        pinned = np.sort(np.array(list(self._pins), np.int64))  # (a view's finalizer may change the dict)
         tables = self._writable_tables()
         at = x.asarray(vertices)
-        old = {name: tables[name][at] for name in _TABLES}
-        placed = {}
-        for pool, count, start, columns in (
-                (self._edges, degrees, "edge_start",
-                 {"dst": dst, "weight": weight, "units": units, "frac": frac, "adjacency": adjacency}),
-                (self._members, listed, "member_start", {"members": members}),
-                (self._groups, groups, "group_row", built)):
-            pool.reclaim(pinned, lazy=touched <= SMALL_BATCH)
-            placed[start] = pool.allocate(count)
-            slots = x.asarray(_slots(xc, placed[start], count))
-            for name, values in columns.items():
-                pool.arrays[name][slots] = x.asarray(values)
-        new = {"degree": degrees, "member_count": listed, "group_count": groups,
-               "born": xc.full(touched, version, np.int64), **placed}
+        left = to_host(x.stack([tables[count][at] for _, count in _BLOCKS]).sum(axis=1)) if touched else [0, 0, 0]
+        new = {"degree": degrees, "member_count": listed, "group_count": groups}
+        for pool, (start, count), columns, old in zip(
+                self._pools(), _BLOCKS, ({"dst": dst, "weight": weight, "units": units, "frac": frac,
+                                          "adjacency": adjacency}, {"members": members}, built), left):
+            new[start] = pool.append(columns, new[count], int(old))
         for name in _TABLES:
             tables[name][at] = x.asarray(new[name])
-        self._edges.retire(version, old["edge_start"], old["degree"], old["born"])
-        self._members.retire(version, old["member_start"], old["member_count"], old["born"])
-        self._groups.retire(version, old["group_row"], old["group_count"], old["born"])
-        self.num_edges += int(degrees.sum()) - int(old["degree"].sum())
-        self.version = version
+        for pool, (start, count) in zip(self._pools(), _BLOCKS):
+            moved = pool.compact(tables[start][:self.num_vertices], tables[count][:self.num_vertices])
+            if moved is not None:
+                tables[start][:self.num_vertices] = moved
+        self.num_edges = self._edges.live
+        self.version += 1
 
+    def _pools(self) -> tuple[_Pool, _Pool, _Pool]:
+        return self._edges, self._members, self._groups
 
     def _arrays(self) -> dict:
         """The arrays ``SAMPLE`` reads, as now, on ``device``."""
@@ -1074,19 +970,16 @@ class SamplingSpace:
     @property
     def nbytes(self) -> int:
         """Bytes of the space on its device: the pools' blocks handed out (edges: destination, weight, integer and
-        decimal parts, the sorted adjacency; listed members; group and alias tables), free ones included, and the
-        per-vertex tables."""
+        decimal parts, the sorted adjacency; listed members; group and alias tables), those left behind since the
+        last compaction included, and the per-vertex tables."""
         return self._edges.nbytes + self._members.nbytes + self._groups.nbytes + 8 * len(_TABLES) * self.num_vertices
 
     def view(self, part: int, lo: int, hi: int, bounds: np.ndarray) -> SpaceView:
         """The space as last committed, for a run to read as partition ``part`` (vertices ``lo .. hi-1`` of
-        ``bounds``) while later batches apply, without a copy: a commit writes only blocks that no pinned version
-        reads, and copies the per-vertex tables before it writes those a view holds."""
+        ``bounds``) while later batches apply, without a copy: a commit writes past every block a version reads (a
+        compaction into new arrays), and copies the per-vertex tables before it writes those a view holds."""
         self._tables_pinned = True
-        view = SpaceView(part, lo, hi, bounds, self._arrays(), self._edges.arrays["adjacency"], self.version)
-        self._pins[self.version] = self._pins.get(self.version, 0) + 1
-        weakref.finalize(view, _unpin, self._pins, self.version)
-        return view
+        return SpaceView(part, lo, hi, bounds, self._arrays(), self._edges.arrays["adjacency"], self.version)
 
     def sample(self, vertices, seed: int, streams=None):
         """One neighbor of each of ``vertices`` (-1 for a vertex without edges), drawn from stream ``streams[i]``
