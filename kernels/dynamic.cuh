@@ -19,17 +19,24 @@ __device__ __forceinline__ long long gp_space_pick(
     unsigned long long first, long long v) {
     const long long row = group_row[v], count = group_count[v];
     if (count == 0) return -1;
-    const long long slot = gp_below(gp_bits(key, stream, step, first), (unsigned long long)count);
-    const bool kept = gp_unit(gp_bits(key, stream, step, first + 1)) < alias_prob[row + slot];
-    const long long g = kept ? slot : alias_other[row + slot];
-    const int kind = group_kind[row + g], bit = group_bit[row + g];
     const long long a = edge_start[v];
-    if (kind == GROUP_ONE) return a + group_start[row + g];
+    const long long slot = row + gp_below(gp_bits(key, stream, step, first), (unsigned long long)count);
+    // the slot's own group read with its alias column, not after it: most draws keep the slot
+    int kind = group_kind[slot], bit = group_bit[slot];
+    long long start = group_start[slot], size = group_size[slot];
+    if (!(gp_unit(gp_bits(key, stream, step, first + 1)) < alias_prob[slot])) {
+        const long long g = row + alias_other[slot];
+        kind = group_kind[g];
+        bit = group_bit[g];
+        start = group_start[g];
+        size = group_size[g];
+    }
+    if (kind == GROUP_ONE) return a + start;
     for (unsigned long long t = 0;; ++t) {
         const ulonglong2 r = gp_bits(key, stream, step, first + 2 * t + 2);
         long long e;
         if (kind == GROUP_LISTED) {
-            e = a + members[member_start[v] + group_start[row + g] + gp_below(r, group_size[row + g])];
+            e = a + members[member_start[v] + start + gp_below(r, size)];
         } else {  // GROUP_DENSE: any edge of v, kept if in the group
             e = a + gp_below(r, (unsigned long long)degree[v]);
             if (bit != DECIMAL_GROUP && !((units[e] >> bit) & 1)) continue;

@@ -11,6 +11,40 @@
 #define GP_FULL 0xffffffffu
 #define GP_COPY(k) ((k) == OP_INSERT || (k) == OP_HELD)
 
+// The elements of a batch's play, touched vertex by touched vertex (vertex i's from start[i]): the old_degree[i]
+// copies it holds (from slot old_start[i] of the pool, kind OP_HELD, position -1), then its updates in log order
+// (order[first[i] ..], the batch's positions). A thread per element, which finds its vertex by binary search.
+extern "C" __global__ void gp_space_elements(
+    long long n, const long long* __restrict__ start, const long long* __restrict__ old_start,
+    const long long* __restrict__ old_degree, const long long* __restrict__ first, const long long* __restrict__ order,
+    const signed char* __restrict__ codes, const long long* __restrict__ batch_dst,
+    const double* __restrict__ batch_weight, const long long* __restrict__ pool_dst,
+    const double* __restrict__ pool_weight, long long total, long long* __restrict__ vertex,
+    signed char* __restrict__ kind, long long* __restrict__ dst, double* __restrict__ weight,
+    long long* __restrict__ position) {
+    const long long j = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (j >= total) return;
+    long long lo = 0, hi = n;  // the last vertex whose elements start at or before j
+    while (hi - lo > 1) {
+        const long long mid = (lo + hi) / 2;
+        if (start[mid] <= j) lo = mid; else hi = mid;
+    }
+    const long long k = j - start[lo], held = old_degree[lo];
+    vertex[j] = lo;
+    if (k < held) {
+        kind[j] = OP_HELD;
+        dst[j] = pool_dst[old_start[lo] + k];
+        weight[j] = pool_weight[old_start[lo] + k];
+        position[j] = -1;
+    } else {
+        const long long q = order[first[lo] + k - held];
+        kind[j] = codes[q];
+        dst[j] = batch_dst[q];
+        weight[j] = batch_weight[q];
+        position[j] = q;
+    }
+}
+
 // Each run of one edge's elements, in time order (the copies a vertex held, then the batch's updates of the edge in
 // log order): a copy (held or inserted) joins the back of the edge's queue, a delete takes its front, an update
 // re-weights every copy in it. alive[j]: copy j survives; failed[s]: the batch position of run s's first delete or
@@ -137,13 +171,17 @@ extern "C" __global__ void gp_space_count(const long long* __restrict__ indptr, 
     long long* sizes = shared_sizes[threadIdx.x / 32];
     const long long a = indptr[i], d = indptr[i + 1] - a;
     gp_vertex_sizes(units, frac, a, d, chunk_start[i], chunk_count[i], chunk_sizes, chunk_decimal, sizes, lane);
-    if (lane != 0) return;
-    long long count = 0, members = 0;
-    for (int k = 0; k < MAX_GROUPS; ++k) {
+    long long count = 0, members = 0;  // lane l looks at the groups of bits l and l + 32
+    for (int k = lane; k < MAX_GROUPS; k += 32) {
         if (sizes[k] == 0) continue;
         ++count;
         if (gp_group_kind(sizes[k], d, dense_fraction) == GROUP_LISTED) members += sizes[k];
     }
+    for (int off = 16; off > 0; off >>= 1) {
+        count += __shfl_down_sync(GP_FULL, count, off);
+        members += __shfl_down_sync(GP_FULL, members, off);
+    }
+    if (lane != 0) return;
     groups[i] = count;
     listed[i] = members;
 }
@@ -197,36 +235,48 @@ extern "C" __global__ void gp_space_build(
     long long* __restrict__ group_start, long long* __restrict__ group_size, double* __restrict__ alias_prob,
     int* __restrict__ alias_other) {
     __shared__ long long shared_sizes[1024 / 32][MAX_GROUPS];  // then each group's members placed so far
+    __shared__ double shared_weights[1024 / 32][MAX_GROUPS];
     const long long i = ((long long)blockIdx.x * blockDim.x + threadIdx.x) / 32;
     const int lane = threadIdx.x % 32;
     if (i >= n) return;  // the whole warp
     long long* sizes = shared_sizes[threadIdx.x / 32];
+    double* weights = shared_weights[threadIdx.x / 32];
     const long long a = indptr[i], d = indptr[i + 1] - a, row = group_row[i], m = member_start[i];
     const long long first_chunk = chunk_start[i], chunks = chunk_count[i];
-    const double decimal = gp_vertex_sizes(units, frac, a, d, first_chunk, chunks, chunk_sizes, chunk_decimal, sizes,
-                                           lane);
+    const double decimal = __shfl_sync(GP_FULL, gp_vertex_sizes(units, frac, a, d, first_chunk, chunks, chunk_sizes,
+                                                                chunk_decimal, sizes, lane), 0);
+    // groups in the order of their bits (the decimal group last), found by the lanes at once: lane l looks at the
+    // groups of bits l (the first 32) and l + 32
+    const unsigned below = (1u << lane) - 1u;
     int count = 0;
-    if (lane == 0) {
-        double weights[MAX_GROUPS];
-        long long start = 0;
-        for (int k = 0; k < MAX_GROUPS; ++k) {
-            if (sizes[k] == 0) continue;
+    long long start = 0;  // the members listed before, the warp's first half, then its second
+    for (int half = 0; half < 2; ++half) {
+        const int k = lane + 32 * half;
+        const long long size = sizes[k];
+        const int kind = size > 0 ? gp_group_kind(size, d, dense_fraction) : GROUP_DENSE;
+        const unsigned present = __ballot_sync(GP_FULL, size > 0);
+        long long listed = size > 0 && kind == GROUP_LISTED ? size : 0, before = listed;
+        for (int off = 1; off < 32; off <<= 1) {  // inclusive scan of the listed sizes
+            const long long up = __shfl_up_sync(GP_FULL, before, off);
+            if (lane >= off) before += up;
+        }
+        if (size > 0) {
+            const long long g = row + count + __popc(present & below);
             const int bit = k == MAX_GROUPS - 1 ? DECIMAL_GROUP : k;
-            const int kind = gp_group_kind(sizes[k], d, dense_fraction);
-            group_kind[row + count] = (signed char)kind;
-            group_bit[row + count] = bit;
-            group_start[row + count] = kind == GROUP_LISTED ? start : 0;
-            group_size[row + count] = sizes[k];
-            weights[count] = bit == DECIMAL_GROUP ? decimal : (double)sizes[k] * ldexp(1.0, k);
-            start += kind == GROUP_LISTED ? sizes[k] : 0;
-            ++count;
+            group_kind[g] = (signed char)kind;
+            group_bit[g] = bit;
+            group_start[g] = kind == GROUP_LISTED ? start + before - listed : 0;
+            group_size[g] = size;
+            weights[count + __popc(present & below)] = bit == DECIMAL_GROUP ? decimal : (double)size * ldexp(1.0, k);
         }
-        if (count > 0) {
-            int small[MAX_GROUPS], large[MAX_GROUPS];
-            gp_vose(weights, count, alias_prob + row, alias_other + row, small, large);
-        }
+        count += __popc(present);
+        start += __shfl_sync(GP_FULL, before, 31);
     }
-    count = __shfl_sync(GP_FULL, count, 0);
+    __syncwarp();
+    if (lane == 0 && count > 0) {
+        int small[MAX_GROUPS], large[MAX_GROUPS];
+        gp_vose(weights, count, alias_prob + row, alias_other + row, small, large);
+    }
     __syncwarp();
     if (chunks == 0) {
         gp_place_members(units, frac, a, 0, d, count, row, m, group_kind, group_bit, group_start, nullptr, members,

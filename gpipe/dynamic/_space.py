@@ -409,6 +409,31 @@ def _replay_sorted(first, last, order, codes, dst, weight, base, end, out_dst, o
 
 
 @cpu_kernel(parallel=True)
+def _elements_cpu(n, start, old_start, old_degree, first, order, codes, batch_dst, batch_weight, pool_dst, pool_weight,
+                  total, vertex, kind, dst, weight, position):
+    """The elements of a batch's play, touched vertex by touched vertex (vertex ``i``'s from ``start[i]``): the
+    ``old_degree[i]`` copies it holds (from slot ``old_start[i]`` of the pool, kind ``HELD``, position -1), then its
+    updates in log order (``order[first[i] ..]``, the batch's positions)."""
+    for i in prange(n):
+        held = old_degree[i]
+        end = start[i + 1] if i + 1 < n else total
+        for j in range(start[i], end):
+            k = j - start[i]
+            vertex[j] = i
+            if k < held:
+                kind[j] = _HELD
+                dst[j] = pool_dst[old_start[i] + k]
+                weight[j] = pool_weight[old_start[i] + k]
+                position[j] = -1
+            else:
+                q = order[first[i] + k - held]
+                kind[j] = codes[q]
+                dst[j] = batch_dst[q]
+                weight[j] = batch_weight[q]
+                position[j] = q
+
+
+@cpu_kernel(parallel=True)
 def _play_cpu(n, seg_start, kind, position, weight, alive, failed):
     """Each run ``s < n`` of one edge's elements ``seg_start[s] .. seg_start[s+1]-1``, in time order (the copies its
     vertex held, then the batch's updates of the edge in log order), played as a queue: a copy (``HELD`` or an
@@ -448,6 +473,13 @@ _CHUNKS = (Arg("chunk_vertex", "i64[n]", note="a chunk's touched vertex"),
 _SIZES = (Arg("chunk_start", "i64[n]", note="a touched vertex's first chunk"),
           Arg("chunk_count", "i64[n]", note="0: it has at most SPACE_CHUNK edges"),
           Arg("chunk_sizes", "i64[]", note="MAX_GROUPS a chunk"), Arg("chunk_decimal", "f64[]"))
+ELEMENTS = Kernel("space.cu", "gp_space_elements", twin=_elements_cpu, items="total", defines=_APPLY_DEFINES, args=(
+    Arg("n", "i64"), Arg("start", "i64[n]", note="each touched vertex's first element"), Arg("old_start", "i64[n]"),
+    Arg("old_degree", "i64[n]"), Arg("first", "i64[n]", note="its first update in order"), Arg("order", "i64[]"),
+    Arg("codes", "i8[]"), Arg("batch_dst", "i64[]"), Arg("batch_weight", "f64[]"), Arg("pool_dst", "i64[]"),
+    Arg("pool_weight", "f64[]"), Arg("total", "i64"), Arg("vertex", "i64[total]", out=True),
+    Arg("kind", "i8[total]", out=True), Arg("dst", "i64[total]", out=True), Arg("weight", "f64[total]", out=True),
+    Arg("position", "i64[total]", out=True, note="an update's in the batch, -1 for a held copy")))
 PLAY = Kernel("space.cu", "gp_space_play", twin=_play_cpu, items="n", defines=_APPLY_DEFINES, args=(
     Arg("n", "i64"), Arg("seg_start", "i64[n+1]", note="runs of one edge's elements"),
     Arg("kind", "i8[]", note="an op's code, or HELD"), Arg("position", "i64[]", note="an update's in the batch"),
@@ -871,17 +903,14 @@ class SamplingSpace:
         sizes = old_degree + ops  # a vertex's elements: the copies it holds, then its updates in log order
         start = _exclusive(sizes, x)
         total = int(start[-1] + sizes[-1])
-        holder, k = segments(x, old_degree)
-        held, slot = start[holder] + k, old_start[holder] + k
-        updater, j = segments(x, ops)  # (in the order of ``order``)
-        update = start[updater] + old_degree[updater] + j
         vertex, kind = x.empty(total, np.int64), x.empty(total, np.int8)
         dst, weight, position = x.empty(total, np.int64), x.empty(total, np.float64), x.empty(total, np.int64)
-        vertex[held], vertex[update] = holder, updater
-        kind[held], kind[update] = _HELD, x.asarray(batch.codes)[order]
-        dst[held], dst[update] = self._edges.arrays["dst"][slot], x.asarray(batch.dst)[order]
-        weight[held], weight[update] = self._edges.arrays["weight"][slot], x.asarray(batch.weight)[order]
-        position[held], position[update] = -1, order
+        with _twins(x, int(vertices.shape[0])):
+            ELEMENTS.launch(n=vertices.shape[0], start=start, old_start=old_start, old_degree=old_degree, first=first,
+                            order=order, codes=x.asarray(batch.codes), batch_dst=x.asarray(batch.dst),
+                            batch_weight=x.asarray(batch.weight), pool_dst=self._edges.arrays["dst"],
+                            pool_weight=self._edges.arrays["weight"], total=total, vertex=vertex, kind=kind, dst=dst,
+                            weight=weight, position=position)
         by = _pair_order(x, vertex, dst)  # stable: each edge's elements a run, in time order
         pairs_vertex, pairs_dst = vertex[by], dst[by]
         runs = x.flatnonzero(x.concatenate([x.ones(1, bool), (pairs_vertex[1:] != pairs_vertex[:-1])
