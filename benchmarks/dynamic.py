@@ -14,7 +14,9 @@ in the whole graph (Bingo's default), and the same plus a uniform float in [0, 1
 ready to walk), then runs weighted DeepWalk (length ``--length``, one walk from
 every vertex), weighted node2vec (p = 0.5, q = 2, Bingo's, one walk from every
 vertex) and PPR (restart ``--restart``, one walk from every vertex), each
-timed as the best of ``--walk-repeat`` passes; and ``bytes_per_edge`` of the
+timed as the best of ``--walk-repeat`` passes (the whole call: on a dynamic
+graph, its snapshot's pin on the workers included), with ``kernel_seconds``
+of that pass's walk kernels (its stats'); and ``bytes_per_edge`` of the
 sampling spaces on the workers. The static baseline
 rebuilds a graph from the round's edges (``from_edges``) and runs the same walks.
 After the rounds, ``--streaming`` further updates of the log (made one longer)
@@ -79,8 +81,12 @@ def _run(edges, n: int, kind: str, bias: str, args) -> dict:
     for walk in args.walks:  # compile the kernels, dynamic and static
         _walk(walk, dg, args)
         _walk(walk, start, args)
-    warm = DynamicGraph.from_graph(start)  # and the apply's, on a copy (Bingo's are compiled ahead of its runs)
-    warm.apply(*(log.iloc[:args.updates][c] for c in UPDATE_COLUMNS))
+    # and the apply's, on a copy (Bingo's are compiled ahead of its runs): three rounds, for a pool's compaction
+    # too, and a streaming update (its space built on the host)
+    warm = DynamicGraph.from_graph(start)
+    warming = np.arange(min(count, 3 * args.updates))
+    for rows in (*np.array_split(warming[:-1], 3), warming[-1:]):
+        warm.apply(*(log.iloc[rows][c] for c in UPDATE_COLUMNS))
     del warm
     rounds = []
     for number, rows in enumerate(np.array_split(np.arange(count), args.rounds), 1):
@@ -99,12 +105,15 @@ def _run(edges, n: int, kind: str, bias: str, args) -> dict:
                                         key=lambda timed: timed[0])
             record[walk] = {"walk_seconds": seconds, "steps": result.stats["steps"],
                             "steps_per_second": result.stats["steps"] / seconds, "static_walk_seconds": static,
-                            "static_steps_per_second": static_result.stats["steps"] / static}
+                            "static_steps_per_second": static_result.stats["steps"] / static,
+                            "kernel_seconds": result.stats["kernel_seconds"],
+                            "static_kernel_seconds": static_result.stats["kernel_seconds"]}
         g.release()
         rounds.append(record)
         print(f"{kind} {bias} round {number}: {record['updates_per_second']:,.0f} updates/s, "
-              + ", ".join(f"{w} {record[w]['walk_seconds']:.3f} s (static {record[w]['static_walk_seconds']:.3f} s"
-                          f" + rebuild {rebuild:.3f} s)" for w in args.walks)
+              + ", ".join(f"{w} {record[w]['walk_seconds']:.4f} s (static {record[w]['static_walk_seconds']:.4f} s"
+                          f" + rebuild {rebuild:.3f} s; kernels {record[w]['kernel_seconds']:.4f} / "
+                          f"{record[w]['static_kernel_seconds']:.4f} s)" for w in args.walks)
               + f", {record['bytes_per_edge']:.1f} B/edge", flush=True)
     started = time.perf_counter()
     for i in range(len(stream)):
