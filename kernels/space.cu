@@ -45,33 +45,39 @@ extern "C" __global__ void gp_space_elements(
     }
 }
 
-// Each run of one edge's elements, in time order (the copies a vertex held, then the batch's updates of the edge in
-// log order): a copy (held or inserted) joins the back of the edge's queue, a delete takes its front, an update
-// re-weights every copy in it. alive[j]: copy j survives; failed[s]: the batch position of run s's first delete or
-// update that found no copy (-1: none). One thread per run.
-extern "C" __global__ void gp_space_play(long long n, const long long* __restrict__ seg_start,
+// The batch's elements in the order by (by vertex, destination, then time: the copies a vertex held, then the batch's
+// updates of the edge in log order) played run by run, a run the elements of one edge: a copy (held or inserted)
+// joins the back of the edge's queue, a delete takes its front, an update re-weights every copy in it (weight, by
+// element). kept[e]: element e is a copy that survives; alive[j]: the j-th in the order does; failed: the least
+// batch position of a delete or update that found no copy (left as it was if none). A thread per element, which
+// plays the run it starts, if it starts one.
+extern "C" __global__ void gp_space_play(long long total, const long long* __restrict__ by,
+                                         const long long* __restrict__ vertex, const long long* __restrict__ dst,
                                          const signed char* __restrict__ kind, const long long* __restrict__ position,
-                                         double* __restrict__ weight, unsigned char* __restrict__ alive,
-                                         long long* __restrict__ failed) {
-    const long long s = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (s >= n) return;
-    const long long a = seg_start[s], b = seg_start[s + 1];
+                                         double* __restrict__ weight, unsigned char* __restrict__ kept,
+                                         unsigned char* __restrict__ alive, long long* __restrict__ failed) {
+    const long long a = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (a >= total) return;
+    const long long v = vertex[by[a]], u = dst[by[a]];
+    if (a > 0 && vertex[by[a - 1]] == v && dst[by[a - 1]] == u) return;  // not the run's first
     long long head = a;  // the queue's front: every copy from here to the current element is alive
-    failed[s] = -1;
-    for (long long j = a; j < b; ++j) {
-        const int k = kind[j];
-        alive[j] = GP_COPY(k);
+    for (long long j = a; j < total; ++j) {
+        const long long e = by[j];
+        if (j > a && (vertex[e] != v || dst[e] != u)) return;
+        const int k = kind[e];
+        alive[j] = kept[e] = GP_COPY(k);
         if (GP_COPY(k)) continue;
-        while (head < j && !GP_COPY(kind[head])) ++head;
+        while (head < j && !GP_COPY(kind[by[head]])) ++head;
         if (head == j) {
-            failed[s] = position[j];
+            atomicMin((unsigned long long*)failed, (unsigned long long)position[e]);
             return;
         }
         if (k == OP_DELETE) {
-            alive[head++] = 0;
+            alive[head] = kept[by[head]] = 0;
+            ++head;
         } else {
             for (long long m = head; m < j; ++m)
-                if (GP_COPY(kind[m])) weight[m] = weight[j];
+                if (GP_COPY(kind[by[m]])) weight[by[m]] = weight[e];
         }
     }
 }

@@ -433,34 +433,43 @@ def _elements_cpu(n, start, old_start, old_degree, first, order, codes, batch_ds
                 position[j] = q
 
 
-@cpu_kernel(parallel=True)
-def _play_cpu(n, seg_start, kind, position, weight, alive, failed):
-    """Each run ``s < n`` of one edge's elements ``seg_start[s] .. seg_start[s+1]-1``, in time order (the copies its
-    vertex held, then the batch's updates of the edge in log order), played as a queue: a copy (``HELD`` or an
-    insert) joins the back, a delete takes the front, an update re-weights every copy in it. ``alive[j]``: element
-    ``j`` is a copy that survives; ``failed[s]``: the batch position of the run's first delete or update that found
-    no copy (-1: none)."""
-    for s in prange(n):
-        head = seg_start[s]
-        failed[s] = -1
-        for j in range(seg_start[s], seg_start[s + 1]):
-            k = kind[j]
+@cpu_kernel()
+def _play_cpu(total, by, vertex, dst, kind, position, weight, kept, alive, failed):
+    """The batch's elements in the order ``by`` (by vertex, destination, then time: the copies a vertex held, then the
+    batch's updates of the edge in log order) played run by run, a run the elements of one edge, as a queue: a copy
+    (``HELD`` or an insert) joins the back, a delete takes the front, an update re-weights every copy in it
+    (``weight``, by element). ``kept[e]``: element ``e`` is a copy that survives; ``alive[j]``: the j-th in the
+    order does; ``failed[0]``: the least batch position of a delete or update that found no copy (left as it was if
+    none)."""
+    a = 0
+    while a < total:
+        v, u = vertex[by[a]], dst[by[a]]
+        end = a
+        while end < total and vertex[by[end]] == v and dst[by[end]] == u:
+            end += 1
+        head = a  # the queue's front: every copy from here to the current element is alive
+        for j in range(a, end):
+            e = by[j]
+            k = kind[e]
             copy = k == _INSERT or k == _HELD
             alive[j] = copy
+            kept[e] = copy
             if copy:
                 continue
-            while head < j and not (kind[head] == _INSERT or kind[head] == _HELD):
+            while head < j and not (kind[by[head]] == _INSERT or kind[by[head]] == _HELD):
                 head += 1
             if head == j:
-                failed[s] = position[j]
+                failed[0] = min(failed[0], position[e])
                 break
             if k == _DELETE:
                 alive[head] = False
+                kept[by[head]] = False
                 head += 1
             else:
                 for m in range(head, j):
-                    if kind[m] == _INSERT or kind[m] == _HELD:
-                        weight[m] = weight[j]
+                    if kind[by[m]] == _INSERT or kind[by[m]] == _HELD:
+                        weight[by[m]] = weight[e]
+        a = end
 
 
 _APPLY_DEFINES = {"MAX_GROUPS": MAX_GROUPS, "DECIMAL_GROUP": DECIMAL, "SPACE_CHUNK": CHUNK, "OP_HELD": _HELD,
@@ -480,10 +489,12 @@ ELEMENTS = Kernel("space.cu", "gp_space_elements", twin=_elements_cpu, items="to
     Arg("pool_weight", "f64[]"), Arg("total", "i64"), Arg("vertex", "i64[total]", out=True),
     Arg("kind", "i8[total]", out=True), Arg("dst", "i64[total]", out=True), Arg("weight", "f64[total]", out=True),
     Arg("position", "i64[total]", out=True, note="an update's in the batch, -1 for a held copy")))
-PLAY = Kernel("space.cu", "gp_space_play", twin=_play_cpu, items="n", defines=_APPLY_DEFINES, args=(
-    Arg("n", "i64"), Arg("seg_start", "i64[n+1]", note="runs of one edge's elements"),
-    Arg("kind", "i8[]", note="an op's code, or HELD"), Arg("position", "i64[]", note="an update's in the batch"),
-    Arg("weight", "f64[]", out=True), Arg("alive", "u8[]", out=True), Arg("failed", "i64[n]", out=True)))
+PLAY = Kernel("space.cu", "gp_space_play", twin=_play_cpu, items="total", defines=_APPLY_DEFINES, args=(
+    Arg("total", "i64"), Arg("by", "i64[total]", note="the elements by vertex, destination and time"),
+    Arg("vertex", "i64[total]"), Arg("dst", "i64[total]"), Arg("kind", "i8[total]", note="an op's code, or HELD"),
+    Arg("position", "i64[total]", note="an update's in the batch"), Arg("weight", "f64[total]", out=True),
+    Arg("kept", "u8[total]", out=True, note="by element"), Arg("alive", "u8[total]", out=True, note="in order by"),
+    Arg("failed", "i64[1]", out=True, note="the least position that failed")))
 CHUNKS = Kernel("space.cu", "gp_space_chunks", twin=_chunks_cpu, items="n", lanes=32, defines=_APPLY_DEFINES, args=(
     *_EDGES, Arg("n", "i64"), *_CHUNKS, Arg("chunk_sizes", "i64[n*MAX_GROUPS]", out=True),
     Arg("chunk_decimal", "f64[n]", out=True)))
@@ -912,23 +923,18 @@ class SamplingSpace:
                             pool_weight=self._edges.arrays["weight"], total=total, vertex=vertex, kind=kind, dst=dst,
                             weight=weight, position=position)
         by = _pair_order(x, vertex, dst)  # stable: each edge's elements a run, in time order
-        pairs_vertex, pairs_dst = vertex[by], dst[by]
-        runs = x.flatnonzero(x.concatenate([x.ones(1, bool), (pairs_vertex[1:] != pairs_vertex[:-1])
-                                            | (pairs_dst[1:] != pairs_dst[:-1]), x.ones(1, bool)]))
-        played, alive = weight[by], x.empty(total, np.uint8)
-        failed = x.empty(runs.shape[0] - 1, np.int64)
+        kept, alive = x.empty(total, np.uint8), x.empty(total, np.uint8)
+        failed = x.full(1, np.iinfo(np.int64).max, np.int64)
         with _twins(x, int(vertices.shape[0])):
-            PLAY.launch(n=runs.shape[0] - 1, seg_start=runs, kind=kind[by], position=position[by], weight=played,
-                        alive=alive, failed=failed)
-        bad = failed[failed >= 0]
-        if bad.shape[0]:
-            return int(bad.min())
-        kept = x.empty(total, np.uint8)
-        kept[by], weight[by] = alive, played
+            PLAY.launch(total=total, by=by, vertex=vertex, dst=dst, kind=kind, position=position, weight=weight,
+                        kept=kept, alive=alive, failed=failed)
+        failed = int(failed[0])
+        if failed != np.iinfo(np.int64).max:
+            return failed
         survivors = x.flatnonzero(kept)
         running = x.cumsum(kept, dtype=np.int64)
         self._staged = (vertices, running[start + sizes - 1] - running[start] + kept[start], dst[survivors],
-                        weight[survivors], pairs_dst[x.flatnonzero(alive)])  # the survivors sorted: the adjacency
+                        weight[survivors], dst[by[x.flatnonzero(alive)]])  # the survivors sorted: the adjacency
         return -1
 
     def _commit(self) -> None:
