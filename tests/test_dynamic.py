@@ -6,13 +6,13 @@ import re
 import numpy as np
 import pandas as pd
 import pytest
+from helpers import walk_steps
 from scipy import stats
 
 import gpipe
 from gpipe.dynamic import DynamicGraph, SamplingSpace
 from gpipe.dynamic import _space as space_module
 from gpipe.dynamic._space import CHUNK, DECIMAL, KINDS, SAMPLE
-from helpers import walk_steps
 
 ALPHA = 1e-3  # the false-alarm rate of each chi-square test
 
