@@ -14,8 +14,8 @@ binary search (node2vec's test). Its groups are the rows ``group_row[v] ..`` (``
 ``MAX_GROUPS``) of the group pool (the group tables), its listed members a block of the member pool from
 ``member_start[v]``. A commit is copy-on-write: the touched vertices' new blocks are appended to each pool, one after
 another (it grows by doubling into new arrays), and the per-vertex tables are written in place unless a view pinned
-them (then the commit copies them first). Once a pool's blocks left behind outnumber its live ones, the live blocks
-are gathered into new arrays. No slot a version reads is ever written again: a committed version, read by a run
+them (then the commit copies them first). A commit after which a pool's blocks left behind would outnumber its live
+ones first gathers the blocks that stay into new arrays. No slot a version reads is ever written again: a committed version, read by a run
 through a :class:`SpaceView`, never changes, and a commit costs the touched vertices' edges, not the partition's.
 
 A group is stored in one of the paper's adaptive representations (``group_kind``):
@@ -68,7 +68,7 @@ _ONE, _DENSE, _LISTED = KINDS["one"], KINDS["dense"], KINDS["listed"]
 OPS = {"insert": 0, "delete": 1, "update": 2}
 _INSERT, _DELETE = OPS["insert"], OPS["delete"]
 _HELD = 3  # in a batch's play on the device: a copy of an edge the vertex held before the batch
-COMPACT_SLACK = 1 << 12  # a pool is compacted once its slots left behind outnumber its live ones by this many
+COMPACT_SLACK = 1 << 12  # a pool is compacted once its slots left behind would outnumber its live ones by this many
 SMALL_BATCH = 256  # a GPU space stages and builds a batch of at most this many updates on the host, in a few copies
 CHUNK = 1024  # a touched vertex of more edges is rebuilt by a warp per chunk of this many (its decimal parts summed
 # chunk by chunk, in order, each chunk's in a warp's order)
@@ -565,9 +565,10 @@ def _exclusive(counts, x=np):
 class _Pool:
     """Arrays (``fields``: name -> dtype) on ``device`` holding each vertex's block, appended: a commit writes the
     touched vertices' new blocks one after another from ``top`` (the slots handed out), never over a slot a version
-    reads, the arrays growing by doubling into new ones (an earlier version holds the old). Once the blocks left
-    behind hold more slots than the ``live`` ones, :meth:`compact` gathers the live blocks into new arrays. A commit
-    costs its blocks' slots, whatever their sizes: no free lists, and nothing to track for the versions views pin."""
+    reads, the arrays growing by doubling into new ones (an earlier version holds the old). A commit after which the
+    blocks left behind would hold more slots than the ``live`` ones first gathers the blocks that stay into new
+    arrays (:meth:`put`): a batch that touches most vertices copies few. A commit costs its blocks' slots, whatever
+    their sizes: no free lists, and nothing to track for the versions views pin."""
 
     def __init__(self, device: str, fields: dict):
         self.device = device
@@ -576,18 +577,31 @@ class _Pool:
         self.top = 0  # slots handed out
         self.live = 0  # slots of the current version's blocks
 
-    def append(self, columns: dict, counts, left: int):
-        """Write ``columns`` (name -> values, the blocks of ``counts`` slots one after another) from ``top``; the
-        blocks' starts. ``left``: the slots of the blocks they replace."""
-        n = int(next(iter(columns.values())).shape[0])
+    def put(self, columns: dict, counts, left: int, starts, staying):
+        """Write ``columns`` (name -> values, the touched vertices' new blocks of ``counts`` slots one after another)
+        from ``top``; ``left``: the slots of the blocks they replace. If the blocks left behind would then outnumber
+        the live ones, the blocks that stay (every vertex's, at ``starts``, of ``staying()`` slots: those replaced
+        0; arrays of the device) are first gathered into new arrays with room for as many again, and the new blocks
+        written after them. Returns the new blocks' starts, and the staying blocks' new starts (None: not moved)."""
         x = xp(self.device)
-        starts = self.top + _exclusive(counts, np if isinstance(counts, np.ndarray) else x)
+        n = int(next(iter(columns.values())).shape[0])
+        kept = self.live - left
+        moved = None
+        if self.top + n > 2 * (kept + n) + COMPACT_SLACK:
+            counts_kept = staying()
+            slots = _slots(x, starts, counts_kept)
+            for name, old in self.arrays.items():
+                self.arrays[name] = x.empty(max(2 * (kept + n), 64), old.dtype)
+                self.arrays[name][:kept] = old[slots]
+            self.top = kept
+            moved = _exclusive(counts_kept, x)
+        begin = self.top + _exclusive(counts, np if isinstance(counts, np.ndarray) else x)
         self._reserve(self.top + n)
         for name, values in columns.items():
             self.arrays[name][self.top:self.top + n] = x.asarray(values)
         self.top += n
-        self.live += n - left
-        return starts
+        self.live = kept + n
+        return begin, moved
 
     def _reserve(self, slots: int) -> None:
         size = next(iter(self.arrays.values())).shape[0]
@@ -598,20 +612,6 @@ class _Pool:
         for name, old in self.arrays.items():
             self.arrays[name] = x.empty(size, old.dtype)
             self.arrays[name][:self.top] = old[:self.top]
-
-    def compact(self, starts, counts):
-        """If the slots left behind outnumber the live ones, the live blocks (at ``starts``, of ``counts``: every
-        vertex's, arrays of the device) gathered into new arrays with as much room again; their new starts, else
-        None."""
-        if self.top <= 2 * self.live + COMPACT_SLACK:
-            return None
-        x = xp(self.device)
-        slots = _slots(x, starts, counts)
-        for name, old in self.arrays.items():
-            self.arrays[name] = x.empty(max(2 * self.live, 64), old.dtype)
-            self.arrays[name][:self.live] = old[slots]
-        self.top = self.live
-        return _exclusive(counts, x)
 
     @property
     def nbytes(self) -> int:
@@ -940,7 +940,7 @@ class SamplingSpace:
     def _commit(self) -> None:
         """Apply the batch :meth:`_stage` kept: new blocks for the touched vertices (copy-on-write), their groups and
         alias tables rebuilt where the batch was staged (the device, or the host for a small batch), then appended
-        to the pools; a pool whose blocks left behind outnumber its live ones is compacted."""
+        to the pools (a pool whose blocks left behind would outnumber its live ones compacted first)."""
         vertices, degrees, dst, weight, adjacency = self._staged
         self._staged = None
         x = xp(self.device)
@@ -980,16 +980,21 @@ class SamplingSpace:
         at = x.asarray(vertices)
         left = to_host(x.stack([tables[count][at] for _, count in _BLOCKS]).sum(axis=1)) if touched else [0, 0, 0]
         new = {"degree": degrees, "member_count": listed, "group_count": groups}
+        moved = {}
         for pool, (start, count), columns, old in zip(
                 self._pools(), _BLOCKS, ({"dst": dst, "weight": weight, "units": units, "frac": frac,
                                           "adjacency": adjacency}, {"members": members}, built), left):
-            new[start] = pool.append(columns, new[count], int(old))
+            def staying(count=count):  # every vertex's block but the touched ones'
+                counts = tables[count][:self.num_vertices].copy()
+                counts[at] = 0
+                return counts
+            new[start], moved[start] = pool.put(columns, new[count], int(old), tables[start][:self.num_vertices],
+                                                staying)
+        for start, where in moved.items():
+            if where is not None:
+                tables[start][:self.num_vertices] = where
         for name in _TABLES:
             tables[name][at] = x.asarray(new[name])
-        for pool, (start, count) in zip(self._pools(), _BLOCKS):
-            moved = pool.compact(tables[start][:self.num_vertices], tables[count][:self.num_vertices])
-            if moved is not None:
-                tables[start][:self.num_vertices] = moved
         self.num_edges = self._edges.live
         self.version += 1
 
