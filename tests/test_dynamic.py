@@ -365,6 +365,32 @@ def test_a_walk_reads_the_snapshot_it_started_from(cpu):
     assert not np.array_equal(gpipe.walks.deepwalk(dg, length=20, weighted=True, seed=2).compute(), expected)
 
 
+def test_a_walk_on_a_graph_one_worker_holds_pins_its_snapshot_in_the_run_message(one_worker_cluster, monkeypatch):
+    with one_worker_cluster.as_current():
+        dg, _ = updated_graph(4, 3, True, length=300)
+        phases = []
+        call = DynamicGraph._call
+        monkeypatch.setattr(DynamicGraph, "_call", lambda self, function, phase, *args, **kwargs: (
+            phases.append(phase), call(self, function, phase, *args, **kwargs))[1])
+        walked = gpipe.walks.node2vec(dg, p=0.5, q=2.0, length=20, weighted=True, seed=3).compute()
+        assert phases == []  # no message to the worker but the run's
+        np.testing.assert_array_equal(walked, gpipe.walks.node2vec(dg.snapshot(), p=0.5, q=2.0, length=20,
+                                                                   weighted=True, seed=3).compute())
+        assert phases == ["dynamic snapshot"]
+
+
+def test_a_run_snapshot_that_a_batch_pins_first_holds_the_graph_as_taken(one_worker_cluster):
+    with one_worker_cluster.as_current():
+        dg, _ = updated_graph(3, 2, False, length=500)
+        taken = dg.run_snapshot()  # not pinned yet: its run would pin it
+        expected = gpipe.walks.deepwalk(dg.snapshot(), length=20, weighted=True, seed=2).compute()
+        rng = np.random.default_rng(9)
+        dg.insert_edges(rng.integers(0, 35, 200), rng.integers(0, 35, 200), rng.integers(1, 1000, 200))
+        np.testing.assert_array_equal(gpipe.walks.deepwalk(taken, length=20, weighted=True, seed=2).compute(),
+                                      expected)
+        assert not np.array_equal(gpipe.walks.deepwalk(dg, length=20, weighted=True, seed=2).compute(), expected)
+
+
 @pytest.mark.parametrize("walk, kwargs", [
     (gpipe.walks.deepwalk, {}),
     (gpipe.walks.deepwalk, {"weighted": True}),

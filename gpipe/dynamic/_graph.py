@@ -57,6 +57,7 @@ class DynamicGraph:
         held, _ = g.holders
         self._held = held
         self._lock = threading.Lock()  # a batch's stage and commit on every partition, or a snapshot's pins
+        self._deferred = weakref.WeakSet()  # run snapshots whose pins their runs make (see run_snapshot)
         self._finalizer = weakref.finalize(self, run_later, g.client, drop_graph, graph_id)
 
     @classmethod
@@ -130,6 +131,7 @@ class DynamicGraph:
             ends = owners(batch.src) if self.directed else np.concatenate([owners(batch.src), owners(batch.dst)])
             touched = [part for part in self._held if (ends == part).any()]  # the others keep their version
         with self._lock:
+            self._pin_deferred()
             if len(touched) == 1:  # one partition: stage and commit in one round trip (a streaming update's)
                 # the batch as given, without names; the worker makes the reverses of an undirected graph's
                 whole = dataclasses.replace(batch, op=None, given=None)
@@ -163,7 +165,8 @@ class DynamicGraph:
         Each worker pins its partitions' sampling spaces as they are (a commit writes only blocks that no pinned
         version reads, so nothing is copied), under the lock that a batch holds from its first stage to
         its last commit: a snapshot holds every update of a batch or none. The pins go when the snapshot is
-        garbage-collected or :meth:`Snapshot.release` d. A walk on a DynamicGraph takes one for its run.
+        garbage-collected or :meth:`Snapshot.release` d. A walk on a DynamicGraph takes one for its run
+        (:meth:`run_snapshot`).
 
         Examples
         --------
@@ -177,11 +180,35 @@ class DynamicGraph:
         ((2, 2, 0), (3, 4))
         """
         with self._lock:
-            snapshot_id = uuid.uuid4().hex
-            bounds = self._graph.bounds.copy()
-            bounds[-1] = max(int(bounds[-1]), self.num_vertices)  # the last partition holds the new vertices
-            self._call(_pin, "dynamic snapshot", lambda part: (self.graph_id, part, snapshot_id, bounds))
-            return Snapshot(self._graph, snapshot_id, bounds, self.num_edges, self.version)
+            snapshot = self._new_snapshot()
+            self._call(_pin, "dynamic snapshot", lambda part: (self.graph_id, part, snapshot.graph_id, snapshot.bounds))
+            return snapshot
+
+    def run_snapshot(self) -> Snapshot:
+        """The snapshot a run on this graph reads (what a walk on it takes): :meth:`snapshot`, except that where one
+        worker holds every partition the pins go with the run's own message (its ``prelude``), one message fewer.
+
+        Until its run pins it, a batch applied meanwhile pins it first (under the batch's lock), so it still holds
+        the graph as of this call.
+        """
+        if len(set(self._held.values())) > 1:  # a peer may read a partition before its own run message arrives
+            return self.snapshot()
+        with self._lock:
+            snapshot = self._new_snapshot()
+            snapshot.prelude = (_pin_all, (self.graph_id, snapshot.graph_id, snapshot.bounds, tuple(self._held)))
+            self._deferred.add(snapshot)
+            return snapshot
+
+    def _new_snapshot(self) -> Snapshot:
+        bounds = self._graph.bounds.copy()
+        bounds[-1] = max(int(bounds[-1]), self.num_vertices)  # the last partition holds the new vertices
+        return Snapshot(self._graph, uuid.uuid4().hex, bounds, self.num_edges, self.version)
+
+    def _pin_deferred(self) -> None:
+        """Pin the run snapshots whose runs may not have pinned them yet (the lock held): a batch is about to apply."""
+        for snapshot in list(self._deferred):
+            self._call(_pin, "dynamic snapshot", lambda part, s=snapshot: (self.graph_id, part, s.graph_id, s.bounds))
+        self._deferred.clear()
 
     def nbytes(self) -> int:
         """Bytes of the partitions' sampling spaces on the workers (:attr:`SamplingSpace.nbytes`, summed), as of the
@@ -203,6 +230,7 @@ class Snapshot:
     """
 
     replicas = None  # partitioned, held on the workers' devices, with dense ids (as DynamicGraph.from_graph asks)
+    prelude = None  # (function, args) pinning it on its worker, run before its run (see DynamicGraph.run_snapshot)
     device_partitions = None
     id_map = None
     weighted = True
@@ -290,11 +318,23 @@ def _commit(dynamic_id: str, part: int) -> int:
     return space.num_edges
 
 
+_PINNING = threading.Lock()  # a pin made by a run's prelude and by a batch's _pin_deferred at once: one view
+
+
 def _pin(dynamic_id: str, part: int, snapshot_id: str, bounds: np.ndarray) -> None:
-    """Keep the partition's space as last committed as partition ``part`` of snapshot ``snapshot_id``."""
+    """Keep the partition's space as last committed as partition ``part`` of snapshot ``snapshot_id`` (if it is not
+    kept already)."""
     partitions = store().partitions
-    view = partitions.get(dynamic_id, part).view(part, int(bounds[part]), int(bounds[part + 1]), bounds)
-    partitions.put(snapshot_id, part, view)
+    with _PINNING:
+        if not partitions.holds(snapshot_id, part):
+            view = partitions.get(dynamic_id, part).view(part, int(bounds[part]), int(bounds[part + 1]), bounds)
+            partitions.put(snapshot_id, part, view)
+
+
+def _pin_all(dynamic_id: str, snapshot_id: str, bounds: np.ndarray, parts: tuple) -> None:
+    """:func:`_pin` of each of ``parts`` (a run snapshot's prelude, on the one worker holding them)."""
+    for part in parts:
+        _pin(dynamic_id, part, snapshot_id, bounds)
 
 
 def _nbytes(dynamic_id: str, part: int) -> int:

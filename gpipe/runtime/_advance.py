@@ -165,6 +165,9 @@ def run_partitions(spec: RunSpec, initial: dict, counts: np.ndarray) -> dict:
     sending them and waiting at the barriers, and the partitions that ran.
     """
     st = store()
+    if spec.prelude is not None:
+        function, args = spec.prelude
+        function(*args)
     me, residency = st.worker_address, st.partitions.residency
     placement = spec.placement
     mine = [p for p, w in enumerate(placement) if w == me]

@@ -97,7 +97,7 @@ def run_supersteps(graph, spec: StepSpec, initial: int | StartSet | dict, *, num
                                          config.get("memory.read-in-place-below")),
         output_limit=output_limit_setting(),
         ipc=check_choice("gpipe.exchange", config.get("exchange"), EXCHANGES) == "auto",
-        report=progress is not None, summarize=summarize)
+        report=progress is not None, summarize=summarize, prelude=getattr(graph, "prelude", None))
     run_id = run.run_id
     before = _transfers(graph) if out_of_memory else None
     t0 = time.perf_counter()

@@ -53,6 +53,10 @@ class Partitions:
                 "(the worker restarted or the graph was released)"
             ) from None
 
+    def holds(self, graph_id: str, part: int) -> bool:
+        """Whether this worker keeps partition ``part`` of graph ``graph_id``."""
+        return (graph_id, part) in self._held or self.residency.manages((graph_id, part))
+
     def as_held(self, graph_id: str, part: int):
         """Partition ``part`` where it is, to read a few rows: an out-of-memory one resident on the device or
         staged in host memory, neither copied in nor counted as a read in place."""

@@ -82,7 +82,9 @@ class RunSpec:
     progress as the Dask event ``gpipe-progress-<run_id>``; with ``summarize``,
     each worker's summary carries ``summarize(piece sets)`` of the outputs of
     every partition it ran, made as its run ends (no second round trip to
-    sum them up).
+    sum them up). ``prelude``, a ``(function, args)``, runs on each worker
+    before its run reads a partition (a dynamic graph's snapshot pinned by the
+    run's own message: see ``DynamicGraph.run_snapshot``).
     """
 
     run_id: str
@@ -95,3 +97,4 @@ class RunSpec:
     ipc: bool = False
     report: bool = False
     summarize: Callable[[list], object] | None = None
+    prelude: tuple | None = None

@@ -339,7 +339,7 @@ def _walked(g):
     """What a walk that takes a dynamic graph runs on: ``g``, or a DynamicGraph's snapshot, taken now for this run (the run holds
     it, so it reads one committed version however many batches apply meanwhile; its pins go with it)."""
     if isinstance(g, DynamicGraph):
-        return g.snapshot()
+        return g.run_snapshot()
     return g if isinstance(g, Snapshot) else check_graph("g", g)
 
 
