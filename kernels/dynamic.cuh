@@ -4,8 +4,9 @@
 #pragma once
 #include "rng.cuh"
 
-// The edge (its slot in the edge pool) drawn from vertex v (-1 if it has none), with the draws first.. of (key, stream, step): draws first and
-// first+1 pick the group through v's alias table, draws first+2t+2 and first+2t+3 are the t-th try within it (a
+// The edge (its slot in the edge pool) drawn from vertex v (-1 if it has none), with the draws first.. of (key,
+// stream, step): draws first and first+1 pick the group through v's alias table (the drawn slot's group read with
+// its alias column), draws first+2t+2 and first+2t+3 are the t-th try within it (a
 // uniform member, or in a dense group a uniform edge kept if in the group; then, in the decimal group, kept with
 // probability frac).
 __device__ __forceinline__ long long gp_space_pick(

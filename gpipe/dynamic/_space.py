@@ -15,8 +15,9 @@ binary search (node2vec's test). Its groups are the rows ``group_row[v] ..`` (``
 ``member_start[v]``. A commit is copy-on-write: the touched vertices' new blocks are appended to each pool, one after
 another (it grows by doubling into new arrays), and the per-vertex tables are written in place unless a view pinned
 them (then the commit copies them first). A commit after which a pool's blocks left behind would outnumber its live
-ones first gathers the blocks that stay into new arrays. No slot a version reads is ever written again: a committed version, read by a run
-through a :class:`SpaceView`, never changes, and a commit costs the touched vertices' edges, not the partition's.
+ones first gathers the blocks that stay into new arrays. No slot a version reads is ever written again: a committed
+version, read by a run through a :class:`SpaceView`, never changes, and a commit costs the touched vertices' edges,
+not the partition's.
 
 A group is stored in one of the paper's adaptive representations (``group_kind``):
 
