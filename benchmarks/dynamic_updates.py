@@ -9,12 +9,13 @@ one space without a cluster (the commit's own cost, without the round trips). ``
 ``--device`` holding the initial graph whole (both ways), then batches of those sizes from a mixed log of their own
 (each update both ways), timed from the checked batch in host memory, as it reaches a worker, to the space ready to
 walk (``apply_batch``, the device synchronized); ``space_batch_<size>_apply_seconds`` adds the batch's
-checks (``apply``); on a GPU, ``space_batch_<size>_device_seconds`` times the next batch of that size from the
-GPU's memory (Bingo's setting: its batches are on the device). Bingo's 10^7-update batches need R-MAT 20 or more
+checks (``apply``); on a GPU, ``space_batch_<size>_device_seconds`` times the next ``--space-device-batches``
+batches of that size from the GPU's memory (Bingo's setting: its batches are on the device; the least, and every
+one in ``..._device_seconds_each``). Bingo's 10^7-update batches need R-MAT 20 or more
 (R-MAT 18 has 3.7 M distinct edges):
 
     python benchmarks/dynamic_updates.py --device gpu --scale 20 --single 100 --batches 100000 \
-        --space-batches 1000000 10000000 --space-repeat 1 --out dynamic_updates_rmat20_h200.json
+        --space-batches 1000000 10000000 --space-repeat 1 --space-device-batches 2 --out dynamic_updates_rmat20_h200.json
 
 With ``--out``, the JSON and its figure (``benchmarks/figures.py``).
 """
@@ -53,7 +54,7 @@ def _space_batches(edges, n: int, args) -> dict:
     """Batches of ``--space-batches`` updates on one space on ``--device``: seconds from the checked batch to the
     space ready to walk, and of the whole ``apply``."""
     x = xp(args.device)
-    count = args.space_repeat * sum(args.space_batches) * (1 if args.device == "cpu" else 2)
+    count = args.space_repeat * sum(args.space_batches) * (1 if args.device == "cpu" else 1 + args.space_device_batches)
     initial, log = update_log(edges, count, "mixed", args.seed + 1)
     space = SamplingSpace(n, device=args.device)
     _, src, dst, weight = _both_ways(None, initial.src.to_numpy(), initial.dst.to_numpy(), initial.weight.to_numpy())
@@ -74,7 +75,7 @@ def _space_batches(edges, n: int, args) -> dict:
             seconds.append(time.perf_counter() - started)
             checked.append(seconds[-1] + checking)
             at += size
-            if x is not np:  # the next batch already in the GPU's memory
+            for _ in range(args.space_device_batches if x is not np else 0):  # the next, already in the GPU's memory
                 updates = _both_ways(*(c[at:at + size] for c in columns))
                 on = Batch(None, *(x.asarray(a) for a in dataclasses.astuple(check_batch(*updates))[1:5]), None)
                 x.cuda.Device().synchronize()
@@ -90,6 +91,7 @@ def _space_batches(edges, n: int, args) -> dict:
         if resident:
             out[f"space_batch_{size}_device_seconds"] = min(resident)
             out[f"space_batch_{size}_device_updates_per_second"] = size / min(resident)
+            out[f"space_batch_{size}_device_seconds_each"] = resident
         print(f"space batch of {size:,} updates (each both ways) on {args.device}: {seconds[best]:.4f} s "
               f"= {size / seconds[best] / 1e6:.1f} M updates/s ({checked[best]:.3f} s with the checks"
               + (f"; from the GPU's memory {min(resident):.4f} s)" if resident else ")"), flush=True)
@@ -109,6 +111,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--space-batches", type=int, nargs="*", default=[])
     ap.add_argument("--space-repeat", type=int, default=3)
+    ap.add_argument("--space-device-batches", type=int, default=1)
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
     with gpipe.connect(n_workers=1, device=args.device, dashboard_address=":0") as client, client.as_current():

@@ -239,13 +239,17 @@ def _median(values: list) -> float:
     return float(np.median(present)) if present else float("nan")
 
 
+_GPU_MEMORY = "the GPU's"
+
+
 def _dynamic_updates(plt, report: dict):
     """Updates/s of a dynamic graph: one at a time (through the cluster, and one space alone) and in batches."""
     rates = {"single updates, through the cluster": report["single_updates_per_second"],
              "single updates, one space (no cluster)": report["space_single_updates_per_second"],
              **{f"batches of {int(k.split('_')[1]):,}": v for k, v in report.items()
                 if k.startswith("batch_") and k.endswith("_updates_per_second")},
-             **{f"batches of {int(k.split('_')[2]):,}, one space (from the checked batch)": v
+             **{f"batches of {int(k.split('_')[2]):,}, one space (from "
+                f"{_GPU_MEMORY if k.endswith('_device_updates_per_second') else 'host'} memory)": v
                 for k, v in report.items() if k.startswith("space_batch_") and k.endswith("_updates_per_second")}}
     fig, ax = plt.subplots(figsize=(9, 0.5 * len(rates) + 1.6), constrained_layout=True)
     bars = ax.barh(range(len(rates)), list(rates.values()))
