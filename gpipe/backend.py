@@ -12,6 +12,7 @@ import contextlib
 import functools
 import importlib
 import os
+import threading
 
 import numba
 import numpy as np
@@ -85,18 +86,27 @@ def device_of(array) -> str:
     return "cpu" if isinstance(array, np.ndarray) else "gpu"
 
 
+STAGE_BYTES = 1 << 26  # a larger copy between a GPU and pageable host memory goes through two pinned buffers this big
+_stage_lock = threading.Lock()
+
+
 def to_host(array) -> np.ndarray:
     """A numpy copy (or the array itself) of a numpy or cupy array."""
     if isinstance(array, np.ndarray):
         return array
-    return array.get()
+    if array.nbytes <= STAGE_BYTES:
+        return array.get()
+    return _staged_copy(xp("gpu").ascontiguousarray(array), np.empty(array.shape, array.dtype))
 
 
 def to_device(array, device: str):
     """``array`` (numpy or cupy) on ``device``."""
     if device == "cpu":
         return to_host(array)
-    return xp("gpu").asarray(array)
+    cupy = xp("gpu")
+    if isinstance(array, np.ndarray) and array.nbytes > STAGE_BYTES:
+        return _staged_copy(np.ascontiguousarray(array), cupy.empty(array.shape, array.dtype))
+    return cupy.asarray(array)
 
 
 def group_max(x, values, group):
@@ -175,6 +185,64 @@ def cpu_threads(n: int):
         yield
     finally:
         numba.set_num_threads(before)
+
+
+@functools.cache
+def _stage_buffers(device_id: int, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """This process's two pinned buffers of ``size`` bytes for copies to and from GPU ``device_id``."""
+    cupy = xp("gpu")
+    return tuple(np.frombuffer(cupy.cuda.alloc_pinned_memory(size), np.uint8, size) for _ in range(2))
+
+
+@cpu_kernel(parallel=True)
+def _copy_bytes(src, dst):
+    """``dst[:] = src`` (uint8 arrays), in ranges on every thread: the page faults of fresh host memory too."""
+    parts = 64
+    size = (src.shape[0] + parts - 1) // parts
+    for i in prange(parts):
+        dst[i * size:(i + 1) * size] = src[i * size:(i + 1) * size]
+
+
+def _staged_copy(src, dst):
+    """``src`` (contiguous) copied into ``dst`` of the same shape, one on the GPU and one in pageable host memory,
+    through two pinned buffers in turn: one chunk crosses the bus while the threads move the one before between the
+    pinned buffer and pageable memory (a pageable copy of its own crosses at a few GB/s, page faults and all)."""
+    cupy = xp("gpu")
+    runtime = cupy.cuda.runtime
+    to_gpu = isinstance(src, np.ndarray)
+    device, host = (dst, src) if to_gpu else (src, dst)
+    host_bytes = host.reshape(-1).view(np.uint8)
+    n, size = device.nbytes, STAGE_BYTES
+    chunks = [(lo, min(n, lo + size)) for lo in range(0, n, size)]
+    stream = cupy.cuda.get_current_stream()
+    with _stage_lock:
+        buffers = _stage_buffers(device.device.id, size)
+        done = []  # each chunk's copy across the bus
+        for k, (lo, hi) in enumerate(chunks):
+            buffer = buffers[k % 2][:hi - lo]
+            if to_gpu:
+                if k >= 2:
+                    done[k - 2].synchronize()  # the buffer's last chunk has crossed
+                _copy_bytes(host_bytes[lo:hi], buffer)
+                runtime.memcpyAsync(device.data.ptr + lo, buffer.ctypes.data, hi - lo, runtime.memcpyHostToDevice,
+                                    stream.ptr)
+                done.append(stream.record())
+                continue
+            runtime.memcpyAsync(buffer.ctypes.data, device.data.ptr + lo, hi - lo, runtime.memcpyDeviceToHost,
+                                stream.ptr)
+            done.append(stream.record())
+            if k:
+                _unstage(done[k - 1], buffers[(k - 1) % 2], host_bytes, chunks[k - 1])
+        if not to_gpu:
+            _unstage(done[-1], buffers[(len(chunks) - 1) % 2], host_bytes, chunks[-1])
+        done[-1].synchronize()  # the buffers are free for the next copy
+    return dst
+
+
+def _unstage(event, buffer, host_bytes, chunk) -> None:
+    lo, hi = chunk
+    event.synchronize()
+    _copy_bytes(buffer[:hi - lo], host_bytes[lo:hi])
 
 
 def versions() -> dict:

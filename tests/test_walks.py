@@ -398,9 +398,11 @@ def test_bad_exchange_is_rejected_by_name(cpu):
 
 
 @pytest.mark.parametrize("sets", [1, 3, 9])
-def test_pieces_grouped_by_block_in_batches_are_the_blocks_of_all_pieces_at_once(sets):
+@pytest.mark.parametrize("in_order", [False, True])
+def test_pieces_grouped_by_block_in_batches_are_the_blocks_of_all_pieces_at_once(sets, in_order):
     """Grouping takes the piece sets a batch at a time (each freed once split): every block holds the same pieces,
-    and the list handed in is emptied."""
+    and the list handed in is emptied; also where the sets come in walk order (a replicated run's batches), which
+    are split without a sort."""
     from gpipe.runtime import _pieces
 
     rng = np.random.default_rng(sets)
@@ -409,7 +411,7 @@ def test_pieces_grouped_by_block_in_batches_are_the_blocks_of_all_pieces_at_once
     for w in range(walks):
         cuts = np.unique(np.concatenate([[0, width], rng.integers(1, width, 3)]))
         for start, end in zip(cuts[:-1], cuts[1:]):
-            chosen[rng.integers(sets)].append((w, start, end - start))
+            chosen[w * sets // walks if in_order else rng.integers(sets)].append((w, start, end - start))
     piece_sets = []
     for mine in chosen:
         walk_id, start, length = (np.array(c, dtype) for c, dtype in zip(zip(*mine), (np.int64, np.int32, np.int32)))

@@ -17,7 +17,7 @@ import traceback
 
 import numpy as np
 
-from ..backend import free_memory, segments, to_host, xp
+from ..backend import free_memory, segments, to_device, to_host, xp
 from ..errors import GpipeError, TaskError
 from . import _pieces
 from ._run import Run
@@ -382,7 +382,7 @@ def assemble(run_id: str, partitions: dict[int, str], layout: tuple, limit, *, p
     base = part * block_rows
     rows = min(block_rows, num_walks - base)
     piece_sets = store().gather_block(run_id, part, partitions, block_rows, n_blocks, dtype)
-    piece_sets = [{k: x.asarray(v) for k, v in ps.items()} for ps in piece_sets]
+    piece_sets = [{k: to_device(v, store().device) for k, v in ps.items()} for ps in piece_sets]
     return store().keep_block(_pieces.scatter(x, _pieces.concat(x, piece_sets, dtype), base, rows, width, dtype), limit)
 
 

@@ -74,18 +74,21 @@ def group_by_block(x, piece_sets: list[dict], block_rows: int, n_blocks: int, dt
         while piece_sets and held + size[-1] <= cap:
             batch.append(piece_sets.pop())
             held += size.pop()
-        pieces = concat(x, batch, dtype)
+        pieces = concat(x, batch[::-1], dtype)  # in the order they came
         del batch
         block = pieces["walk_id"] // block_rows
-        order = x.argsort(block)
         counts = to_host(x.bincount(block, minlength=n_blocks))
         ends = np.cumsum(counts)
-        ordered = {k: pieces[k][order] for k in ("walk_id", "start", "length", "offset")}
+        ordered = {k: pieces[k] for k in ("walk_id", "start", "length", "offset")}
+        if block.shape[0] and bool((block[1:] < block[:-1]).any()):  # (a replicated run's are in order already)
+            order = x.argsort(block)
+            ordered = {k: v[order] for k, v in ordered.items()}
+            del order
         for b in np.flatnonzero(counts):
             c, e = int(ends[b] - counts[b]), int(ends[b])
             split[int(b)].append(compact(dict({k: v[c:e] for k, v in ordered.items()}, flat=pieces["flat"]),
                                          always=True))
-        del pieces, block, order, ordered
+        del pieces, block, ordered
     return {b: concat(x, split.pop(b), dtype) for b in range(n_blocks)}
 
 

@@ -457,3 +457,22 @@ def test_cuda_ipc_orders_every_copy_between_processes_on_a_busy_gpu(shared_gpu_c
     finally:
         for worker in (sender, receiver):
             client.submit(_ipc_task, "release", "ipc-test", workers=[worker], pure=False).result()
+
+
+@pytest.mark.parametrize("stage", [1 << 12, None])
+def test_large_copies_between_the_gpu_and_host_memory_are_exact(monkeypatch, stage):
+    """Copies past ``STAGE_BYTES`` go through the pinned buffers in chunks (many small ones here, or the real size):
+    both ways, with a short last chunk, from a strided device array too."""
+    from gpipe import backend
+
+    if stage is not None:
+        monkeypatch.setattr(backend, "STAGE_BYTES", stage)
+    rows = 3 * backend.STAGE_BYTES // (8 * 7) + 5
+    host = np.random.default_rng(1).integers(-(1 << 62), 1 << 62, size=(rows, 7))
+    device = backend.to_device(host, "gpu")
+    assert isinstance(device, cupy.ndarray)
+    np.testing.assert_array_equal(device.get(), host)
+    back = backend.to_host(device)
+    assert isinstance(back, np.ndarray) and back.shape == host.shape
+    np.testing.assert_array_equal(back, host)
+    np.testing.assert_array_equal(backend.to_host(device[:, ::2]), host[:, ::2])
