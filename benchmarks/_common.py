@@ -15,7 +15,7 @@ import numpy as np
 
 import gpipe
 from gpipe._rng import GOLDEN, mix64
-from gpipe.backend import device_of, to_host, versions, xp
+from gpipe.backend import to_device, to_host, versions, xp
 
 # A minimal uniform walk kernel on one H200 on a random graph (16M vertices, 256M edges), ../shared/gpu/README.md:
 # the ceiling quoted where a run did not measure its own graph's (walks.py --ceiling)
@@ -119,12 +119,22 @@ def write_json(path: str, report: dict) -> None:
     os.replace(partial, path)
 
 
+DIGEST_SLICE = 1 << 30  # bytes of a walk block hashed at once
+
+
 def _block_digest(block, _ids, _first_row: int) -> bytes:
-    """blake2b of a 64-bit hash of each row of a walk block, hashed where the block is (only those come to host)."""
-    x = xp(device_of(block))
-    z = block.astype(x.uint64) ^ (x.arange(1, block.shape[1] + 1, dtype=x.uint64) * GOLDEN)
-    z = mix64.py_func(z)  # gpipe's splitmix64 finalizer, as plain Python: it takes numpy and cupy arrays alike
-    return hashlib.blake2b(to_host(z.sum(axis=1, dtype=x.uint64)).tobytes(), digest_size=16).digest()
+    """blake2b of a 64-bit hash of each row of a walk block, hashed on the worker's device (a block kept in host
+    memory goes there in slices of rows; only the row hashes come to host)."""
+    device = gpipe.runtime.store().device
+    rows = max(1, DIGEST_SLICE // max(1, block.nbytes // max(1, block.shape[0])))
+    h = hashlib.blake2b(digest_size=16)
+    for lo in range(0, block.shape[0], rows):
+        part = to_device(block[lo:lo + rows], device)
+        x = xp(device)
+        z = part.astype(x.uint64) ^ (x.arange(1, part.shape[1] + 1, dtype=x.uint64) * GOLDEN)
+        z = mix64.py_func(z)  # gpipe's splitmix64 finalizer, as plain Python: it takes numpy and cupy arrays alike
+        h.update(to_host(z.sum(axis=1, dtype=x.uint64)).tobytes())
+    return h.digest()
 
 
 def digest(result) -> str:
