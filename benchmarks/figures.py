@@ -239,7 +239,10 @@ def _median(values: list) -> float:
     return float(np.median(present)) if present else float("nan")
 
 
-_GPU_MEMORY = "the GPU's"
+def _space_batch_label(key: str) -> str:
+    """The bar of a ``space_batch_<size>_[device_]updates_per_second`` rate: from host or from the GPU's memory."""
+    where = "the GPU's" if key.endswith("_device_updates_per_second") else "host"
+    return f"batches of {int(key.split('_')[2]):,}, one space (from {where} memory)"
 
 
 def _dynamic_updates(plt, report: dict):
@@ -248,9 +251,8 @@ def _dynamic_updates(plt, report: dict):
              "single updates, one space (no cluster)": report["space_single_updates_per_second"],
              **{f"batches of {int(k.split('_')[1]):,}": v for k, v in report.items()
                 if k.startswith("batch_") and k.endswith("_updates_per_second")},
-             **{f"batches of {int(k.split('_')[2]):,}, one space (from "
-                f"{_GPU_MEMORY if k.endswith('_device_updates_per_second') else 'host'} memory)": v
-                for k, v in report.items() if k.startswith("space_batch_") and k.endswith("_updates_per_second")}}
+             **{_space_batch_label(k): v for k, v in report.items()
+                if k.startswith("space_batch_") and k.endswith("_updates_per_second")}}
     fig, ax = plt.subplots(figsize=(9, 0.5 * len(rates) + 1.6), constrained_layout=True)
     bars = ax.barh(range(len(rates)), list(rates.values()))
     ax.bar_label(bars, [_si(v) for v in rates.values()], padding=3, fontsize=8)
