@@ -25,6 +25,9 @@ the same for every GPU count and mode (``same_outputs``, ``all_same``). Issue
 
     python benchmarks/scale.py scaling --scale 26 --gpus 1 2 4 8 --walks deepwalk node2vec \
         --walks-per-vertex 1 10 --fanout 8 --depth 3 --instances 16000 128000 --repeat 2
+
+``--append`` adds a call's runs to those already in ``--out`` (the same graph), so GPU counts that do not fit
+one call's time limit run in calls of their own and end in one report, the speed-ups over the fewest GPUs of all.
 """
 
 from __future__ import annotations
@@ -164,8 +167,9 @@ def _oom(args) -> dict:
 
 def _scaling(args) -> dict:
     """The runs on each GPU count in turn; the JSON is rewritten after each graph's runs (``"complete": false``
-    until the end), so a run stopped by a time limit leaves the GPU counts it finished."""
-    records, env = [], None
+    until the end), so a run stopped by a time limit leaves the GPU counts it finished. With ``--append``, after the
+    runs already in ``--out``."""
+    records, env = _earlier_runs(args), None
     for gpus in args.gpus:
         with gpipe.connect(n_workers=gpus, device=args.device, dashboard_address=":0") as client:
             env = env or environment(client, args.device)
@@ -179,9 +183,24 @@ def _scaling(args) -> dict:
     return dict(_scaling_report(env, records, args), complete=True)
 
 
+def _earlier_runs(args) -> list[dict]:
+    """The runs already in ``--out`` with ``--append`` (of the same graph and walk length), else none: GPU counts run
+    in calls of their own (each call of a lent machine has a time limit) end in one report."""
+    if not args.append or not os.path.exists(args.out):
+        return []
+    with open(args.out) as f:
+        earlier = json.load(f)
+    lengths = {r["length"] for r in earlier.get("records", []) if "length" in r}
+    if earlier.get("benchmark") != "scaling" or earlier.get("graph") != rmat_record(args) or lengths - {args.length}:
+        raise SystemExit(f"--append: {args.out} holds runs of another benchmark, graph or walk length "
+                         f"({earlier.get('benchmark')}, {earlier.get('graph')}, lengths {sorted(lengths)}), not "
+                         f"scaling of {rmat_record(args)} with length {args.length}")
+    return earlier["records"]
+
+
 def _scaling_report(env: dict, records: list[dict], args) -> dict:
     ratios, same = {}, {}
-    first = min(args.gpus)
+    first = min(r["gpus"] for r in records)
     for r in records:
         setting = ("workload", "instances", "walks_per_vertex")
         # one seed, one graph: the same output for every GPU count and graph mode (the 1-GPU replicated run first)
@@ -227,6 +246,8 @@ def main() -> None:
                     help="print the workers' thread stacks when one run has taken this long")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default="scale.json")
+    ap.add_argument("--append", action="store_true",
+                    help="scaling: add these runs to those already in --out (the same graph and length)")
     args = ap.parse_args()
     report = _oom(args) if args.benchmark == "oom" else _scaling(args)
     report["graph"] = rmat_record(args)
