@@ -398,11 +398,11 @@ def test_bad_exchange_is_rejected_by_name(cpu):
 
 
 @pytest.mark.parametrize("sets", [1, 3, 9])
-@pytest.mark.parametrize("in_order", [False, True])
-def test_pieces_grouped_by_block_in_batches_are_the_blocks_of_all_pieces_at_once(sets, in_order):
+@pytest.mark.parametrize("layout", ["random sets", "walk order", "shuffled"])
+def test_pieces_grouped_by_block_in_batches_are_the_blocks_of_all_pieces_at_once(sets, layout):
     """Grouping takes the piece sets a batch at a time (each freed once split): every block holds the same pieces,
-    and the list handed in is emptied; also where the sets come in walk order (a replicated run's batches), which
-    are split without a sort."""
+    and the list handed in is emptied. Sets whose pieces are in walk order (a replicated run's batches; here also
+    the random sets, each filled walk by walk) are cut into their blocks' ranges; shuffled pieces take the batches."""
     from gpipe.runtime import _pieces
 
     rng = np.random.default_rng(sets)
@@ -411,13 +411,16 @@ def test_pieces_grouped_by_block_in_batches_are_the_blocks_of_all_pieces_at_once
     for w in range(walks):
         cuts = np.unique(np.concatenate([[0, width], rng.integers(1, width, 3)]))
         for start, end in zip(cuts[:-1], cuts[1:]):
-            chosen[w * sets // walks if in_order else rng.integers(sets)].append((w, start, end - start))
+            chosen[w * sets // walks if layout == "walk order" else rng.integers(sets)].append((w, start, end - start))
     piece_sets = []
     for mine in chosen:
         walk_id, start, length = (np.array(c, dtype) for c, dtype in zip(zip(*mine), (np.int64, np.int32, np.int32)))
         offset = np.concatenate([[0], np.cumsum(length)[:-1]]).astype(np.int64) * 2  # gaps between pieces
-        piece_sets.append({"walk_id": walk_id, "start": start, "length": length, "offset": offset,
-                           "flat": rng.integers(0, 1000, int(offset[-1] + length[-1])).astype(np.int64)})
+        flat = rng.integers(0, 1000, int(offset[-1] + length[-1])).astype(np.int64)
+        shuffle = rng.permutation(len(mine)) if layout == "shuffled" else np.arange(len(mine))
+        piece_sets.append({"walk_id": walk_id[shuffle], "start": start[shuffle], "length": length[shuffle],
+                           "offset": offset[shuffle], "flat": flat})
+    assert all(_pieces._in_order(p, block_rows) for p in piece_sets) == (layout != "shuffled")  # the path taken
     n_blocks = -(-walks // block_rows)
 
     def blocks(groups):

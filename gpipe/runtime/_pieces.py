@@ -64,8 +64,12 @@ def group_by_block(x, piece_sets: list[dict], block_rows: int, n_blocks: int, dt
     In :data:`GROUPING_BATCHES` batches of piece sets taken out of ``piece_sets`` (emptied as it goes), each set
     freed once its batch is split: grouping holds a batch twice, never all of a partition's pieces (joined whole
     first, they ran an H200 out of memory with R-MAT 24's 10 walks per vertex over 2 GPUs); each block is joined
-    alone at the end.
+    alone at the end. Sets in host memory whose pieces are in walk order, each at a larger offset than the one
+    before (a replicated run's, spilled), are cut into their blocks' ranges instead, and each block joined from
+    them: one copy of their bytes, not three.
     """
+    if x is np and all(_in_order(p, block_rows) for p in piece_sets):
+        return _cut_in_order(piece_sets, block_rows, n_blocks, dtype)
     size = [sum(int(p[k].nbytes) for k in ("walk_id", "start", "length", "offset", "flat")) for p in piece_sets]
     cap = max(1, sum(size) // GROUPING_BATCHES)
     split: dict[int, list[dict]] = {b: [] for b in range(n_blocks)}
@@ -90,6 +94,28 @@ def group_by_block(x, piece_sets: list[dict], block_rows: int, n_blocks: int, dt
                                          always=True))
         del pieces, block, ordered
     return {b: concat(x, split.pop(b), dtype) for b in range(n_blocks)}
+
+
+def _in_order(pieces: dict, block_rows: int) -> bool:
+    """Whether a host piece set's blocks and offsets never decrease: each block's pieces are one range of it."""
+    block, offset = pieces["walk_id"] // block_rows, pieces["offset"]
+    return bool((block[1:] >= block[:-1]).all() and (offset[1:] >= offset[:-1] + pieces["length"][:-1]).all())
+
+
+def _cut_in_order(piece_sets: list[dict], block_rows: int, n_blocks: int, dtype) -> dict[int, dict]:
+    """:func:`group_by_block` of host piece sets in order (:func:`_in_order`): each set cut into its blocks' ranges
+    (views), then each block's ranges joined (and compacted where gaps are most of them)."""
+    cut: dict[int, list[dict]] = {b: [] for b in range(n_blocks)}
+    for pieces in piece_sets:
+        counts = np.bincount(pieces["walk_id"] // block_rows, minlength=n_blocks)
+        ends = np.cumsum(counts)
+        for b in np.flatnonzero(counts):
+            c, e = int(ends[b] - counts[b]), int(ends[b])
+            lo, hi = int(pieces["offset"][c]), int(pieces["offset"][e - 1] + pieces["length"][e - 1])
+            cut[int(b)].append(dict({k: pieces[k][c:e] for k in ("walk_id", "start", "length")},
+                                    offset=pieces["offset"][c:e] - lo, flat=pieces["flat"][lo:hi]))
+    piece_sets.clear()
+    return {b: compact(concat(np, cut.pop(b), dtype)) for b in range(n_blocks)}
 
 
 def scatter(x, pieces: dict, base: int, rows: int, width: int, dtype):
