@@ -211,7 +211,7 @@ def main() -> None:
         first = i == 0
         with gpipe.connect(n_workers=n_workers, device=args.device, dashboard_address=":0") as client:
             report.setdefault("environment", environment(client, args.device))
-            workers = len(client.scheduler_info()["workers"])
+            workers = len(client.nthreads())
             for graph in args.graph:
                 started = time.perf_counter()
                 for labels, g, queries in workloads(graph, args, found):

@@ -308,7 +308,7 @@ def main() -> None:
                                 "generate_seconds": generate_s, "write_seconds": write_s},
                       "parameters": {"length": args.length, "walks_per_vertex": 1, "seeds": args.seeds,
                                      "fanout": args.fanout, "depth": args.depth},
-                      **environment(client, args.device), "workers": len(client.scheduler_info()["workers"]),
+                      **environment(client, args.device), "workers": len(client.nthreads()),
                       "records": records, "complete": False}
             for fmt in args.formats:  # saved after each format: a run stopped by a time limit keeps the others
                 records.append(run_format(fmt, paths[fmt], _rows(fmt, src), args, folder))

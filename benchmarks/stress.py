@@ -335,7 +335,7 @@ def main() -> None:
                 if gpus not in args.gpus:
                     continue
             if args.device == "gpu" and gpus > 1 and peer is None:
-                worker = sorted(client.scheduler_info()["workers"])[0]  # it sees every GPU, its own as GPU 0
+                worker = sorted(client.nthreads())[0]  # it sees every GPU, its own as GPU 0
                 try:
                     peer = client.submit(_peer_copy_bandwidth, workers=[worker], pure=False).result()
                     print(f"plain peer-to-peer copy, GPU 0 -> 1: {peer / 1e9:.1f} GB/s", flush=True)

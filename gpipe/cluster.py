@@ -69,7 +69,7 @@ def connect(scheduler_file: str | None = None, address: str | None = None, *, n_
     --------
     >>> import gpipe
     >>> with gpipe.connect(n_workers=1, device="cpu") as client:
-    ...     len(client.scheduler_info()["workers"])
+    ...     len(client.nthreads())
     1
     """
     device = check_choice("device", device or config.get("device"), DEVICES)

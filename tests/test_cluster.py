@@ -104,7 +104,7 @@ def test_calls_without_a_client_say_to_connect():
 @pytest.mark.parametrize("guarded", [False, True])
 def test_a_script_without_the_main_guard_is_told_what_to_add(tmp_path, guarded):
     body = ('with gpipe.connect(n_workers=1, device="cpu", dashboard_address=":0") as client:\n'
-            '    print("workers:", len(client.scheduler_info()["workers"]))\n')
+            '    print("workers:", len(client.nthreads()))\n')
     if guarded:
         body = 'if __name__ == "__main__":\n' + "".join(f"    {line}\n" for line in body.splitlines())
     script = tmp_path / "tour.py"

@@ -100,7 +100,7 @@ def _runs_of(run: str, action: str):
 
 def test_walkers_arriving_after_their_run_ended_are_dropped_not_kept(cpu):
     """A message late for its run (after a failure) makes no new run on the receiver, which nothing would end."""
-    sender, receiver = sorted(cpu.scheduler_info()["workers"])
+    sender, receiver = sorted(cpu.nthreads())
     run = "ended-before-its-walkers"
     cpu.run(_runs_of(run, "make"), workers=[receiver])
     cpu.run(_runs_of(run, "end"), workers=[receiver])
@@ -116,7 +116,7 @@ def test_walkers_arriving_after_their_run_ended_are_dropped_not_kept(cpu):
     (dict(_walkers([12, 13], [1, 2]), vertex=np.arange(10, 13)), None, "vertex has 3 entries"),
 ])
 def test_walkers_damaged_on_the_way_stop_the_run_naming_sender_superstep_and_partition(cpu, walkers, length, damage):
-    sender, receiver = sorted(cpu.scheduler_info()["workers"])
+    sender, receiver = sorted(cpu.nthreads())
     run = f"damaged-{uuid.uuid4().hex}"  # a run that has ended drops what arrives for it: a new one each time
     with pytest.raises(GpipeError, match=rf"walkers from worker {sender} for partition 1 \(superstep 3\) arrived "
                                          rf"damaged: 2 walkers sent, {damage}"):
@@ -141,7 +141,7 @@ def test_a_call_and_its_result_travel_whole_in_either_form(cpu, size):
     else:
         function, args, kwargs = unpack(packed)
         assert function is np.negative and np.array_equal(args[0], values) and kwargs == {}
-    worker = min(cpu.scheduler_info()["workers"])
+    worker = min(cpu.nthreads())
     [result] = call_workers(cpu, [(worker, np.negative, (values,), {})], {0: worker}, "test call")
     assert np.array_equal(result, -values)
 

@@ -213,7 +213,7 @@ def test_corpus_and_parquet_written_by_1_or_2_workers_are_the_same_files(cpu_clu
         with client.as_current(), dask.config.set({"gpipe.walks.block-size": 7}):
             w = gpipe.walks.deepwalk(gpipe.from_edges(edges, directed=True, partitions=2), length=6,
                                      walks_per_vertex=2, seed=4)
-            folder = tmp_path / f"{len(client.scheduler_info()['workers'])}"
+            folder = tmp_path / f"{len(client.nthreads())}"
             corpus = open(w.to_corpus(folder / "c.txt"), "rb").read()
             w.to_parquet(folder / "walks")
             parts = {p.name: pd.read_parquet(p) for p in sorted((folder / "walks").iterdir())}

@@ -443,7 +443,7 @@ def test_cuda_ipc_orders_every_copy_between_processes_on_a_busy_gpu(shared_gpu_c
     from distributed import wait
 
     client = shared_gpu_cluster
-    sender, receiver = sorted(client.scheduler_info()["workers"])
+    sender, receiver = sorted(client.nthreads())
     on = {"sender": dict(workers=[sender], pure=False), "receiver": dict(workers=[receiver], pure=False)}
     try:
         handle, layout = client.submit(_ipc_task, "pack", "ipc-test", 1, busy=True, **on["sender"]).result()
