@@ -126,11 +126,11 @@ def _block_digest(block, _ids, _first_row: int) -> bytes:
     """blake2b of a 64-bit hash of each row of a walk block, hashed on the worker's device (a block kept in host
     memory goes there in slices of rows; only the row hashes come to host)."""
     device = gpipe.runtime.store().device
-    rows = max(1, DIGEST_SLICE // max(1, block.nbytes // max(1, block.shape[0])))
+    x = xp(device)
+    rows = max(1, DIGEST_SLICE // max(1, block.shape[1] * block.itemsize))
     h = hashlib.blake2b(digest_size=16)
     for lo in range(0, block.shape[0], rows):
         part = to_device(block[lo:lo + rows], device)
-        x = xp(device)
         z = part.astype(x.uint64) ^ (x.arange(1, part.shape[1] + 1, dtype=x.uint64) * GOLDEN)
         z = mix64.py_func(z)  # gpipe's splitmix64 finalizer, as plain Python: it takes numpy and cupy arrays alike
         h.update(to_host(z.sum(axis=1, dtype=x.uint64)).tobytes())

@@ -420,7 +420,7 @@ def test_pieces_grouped_by_block_in_batches_are_the_blocks_of_all_pieces_at_once
         shuffle = rng.permutation(len(mine)) if layout == "shuffled" else np.arange(len(mine))
         piece_sets.append({"walk_id": walk_id[shuffle], "start": start[shuffle], "length": length[shuffle],
                            "offset": offset[shuffle], "flat": flat})
-    assert all(_pieces._in_order(p, block_rows) for p in piece_sets) == (layout != "shuffled")  # the path taken
+    assert all(_pieces._in_order(p, p["walk_id"] // block_rows) for p in piece_sets) == (layout != "shuffled")
     n_blocks = -(-walks // block_rows)
 
     def blocks(groups):

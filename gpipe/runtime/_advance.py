@@ -381,9 +381,10 @@ def assemble(run_id: str, partitions: dict[int, str], layout: tuple, limit, *, p
     block_rows, n_blocks, num_walks, width, dtype = layout
     base = part * block_rows
     rows = min(block_rows, num_walks - base)
-    piece_sets = store().gather_block(run_id, part, partitions, block_rows, n_blocks, dtype)
-    piece_sets = [{k: to_device(v, store().device) for k, v in ps.items()} for ps in piece_sets]
-    return store().keep_block(_pieces.scatter(x, _pieces.concat(x, piece_sets, dtype), base, rows, width, dtype), limit)
+    st = store()
+    piece_sets = st.gather_block(run_id, part, partitions, block_rows, n_blocks, dtype)
+    piece_sets = [{k: to_device(v, st.device) for k, v in ps.items()} for ps in piece_sets]
+    return st.keep_block(_pieces.scatter(x, _pieces.concat(x, piece_sets, dtype), base, rows, width, dtype), limit)
 
 
 def _summaries(spec: RunSpec, parts) -> dict | None:

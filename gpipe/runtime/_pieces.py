@@ -68,8 +68,11 @@ def group_by_block(x, piece_sets: list[dict], block_rows: int, n_blocks: int, dt
     before (a replicated run's, spilled), are cut into their blocks' ranges instead, and each block joined from
     them: one copy of their bytes, not three.
     """
-    if x is np and all(_in_order(p, block_rows) for p in piece_sets):
-        return _cut_in_order(piece_sets, block_rows, n_blocks, dtype)
+    if x is np:
+        blocks = [p["walk_id"] // block_rows for p in piece_sets]
+        if all(_in_order(p, block) for p, block in zip(piece_sets, blocks)):
+            return _cut_in_order(piece_sets, blocks, n_blocks, dtype)
+        del blocks
     size = [sum(int(p[k].nbytes) for k in ("walk_id", "start", "length", "offset", "flat")) for p in piece_sets]
     cap = max(1, sum(size) // GROUPING_BATCHES)
     split: dict[int, list[dict]] = {b: [] for b in range(n_blocks)}
@@ -81,40 +84,44 @@ def group_by_block(x, piece_sets: list[dict], block_rows: int, n_blocks: int, dt
         pieces = concat(x, batch[::-1], dtype)  # in the order they came
         del batch
         block = pieces["walk_id"] // block_rows
-        counts = to_host(x.bincount(block, minlength=n_blocks))
-        ends = np.cumsum(counts)
         ordered = {k: pieces[k] for k in ("walk_id", "start", "length", "offset")}
         if block.shape[0] and bool((block[1:] < block[:-1]).any()):  # (a replicated run's are in order already)
             order = x.argsort(block)
             ordered = {k: v[order] for k, v in ordered.items()}
             del order
-        for b in np.flatnonzero(counts):
-            c, e = int(ends[b] - counts[b]), int(ends[b])
-            split[int(b)].append(compact(dict({k: v[c:e] for k, v in ordered.items()}, flat=pieces["flat"]),
-                                         always=True))
+        for b, c, e in _block_ranges(x, block, n_blocks):
+            split[b].append(compact(dict({k: v[c:e] for k, v in ordered.items()}, flat=pieces["flat"]), always=True))
         del pieces, block, ordered
     return {b: concat(x, split.pop(b), dtype) for b in range(n_blocks)}
 
 
-def _in_order(pieces: dict, block_rows: int) -> bool:
-    """Whether a host piece set's blocks and offsets never decrease: each block's pieces are one range of it."""
-    block, offset = pieces["walk_id"] // block_rows, pieces["offset"]
+def _block_ranges(x, block, n_blocks: int) -> list[tuple[int, int, int]]:
+    """``(b, first, end)``: the range of pieces in block ``b``, for each block present in ``block`` (non-decreasing
+    once ordered)."""
+    counts = to_host(x.bincount(block, minlength=n_blocks))
+    ends = np.cumsum(counts)
+    return [(int(b), int(ends[b] - counts[b]), int(ends[b])) for b in np.flatnonzero(counts)]
+
+
+def _in_order(pieces: dict, block) -> bool:
+    """Whether a host piece set's blocks (``block``) and offsets never decrease: each block's pieces are one range of
+    it."""
+    offset = pieces["offset"]
     return bool((block[1:] >= block[:-1]).all() and (offset[1:] >= offset[:-1] + pieces["length"][:-1]).all())
 
 
-def _cut_in_order(piece_sets: list[dict], block_rows: int, n_blocks: int, dtype) -> dict[int, dict]:
-    """:func:`group_by_block` of host piece sets in order (:func:`_in_order`): each set cut into its blocks' ranges
-    (views), then each block's ranges joined (and compacted where gaps are most of them)."""
+def _cut_in_order(piece_sets: list[dict], blocks: list, n_blocks: int, dtype) -> dict[int, dict]:
+    """:func:`group_by_block` of host piece sets in order (:func:`_in_order`; each set's blocks in ``blocks``): each
+    set cut into its blocks' ranges (views), then each block's ranges joined (and compacted where gaps are most of
+    them)."""
     cut: dict[int, list[dict]] = {b: [] for b in range(n_blocks)}
-    for pieces in piece_sets:
-        counts = np.bincount(pieces["walk_id"] // block_rows, minlength=n_blocks)
-        ends = np.cumsum(counts)
-        for b in np.flatnonzero(counts):
-            c, e = int(ends[b] - counts[b]), int(ends[b])
+    for pieces, block in zip(piece_sets, blocks):
+        for b, c, e in _block_ranges(np, block, n_blocks):
             lo, hi = int(pieces["offset"][c]), int(pieces["offset"][e - 1] + pieces["length"][e - 1])
-            cut[int(b)].append(dict({k: pieces[k][c:e] for k in ("walk_id", "start", "length")},
-                                    offset=pieces["offset"][c:e] - lo, flat=pieces["flat"][lo:hi]))
+            cut[b].append(dict({k: pieces[k][c:e] for k in ("walk_id", "start", "length")},
+                               offset=pieces["offset"][c:e] - lo, flat=pieces["flat"][lo:hi]))
     piece_sets.clear()
+    blocks.clear()
     return {b: compact(concat(np, cut.pop(b), dtype)) for b in range(n_blocks)}
 
 
