@@ -161,3 +161,29 @@ def check_bytes(name: str, value, *, minimum: int = 0) -> int:
         except ValueError:
             raise GpipeValueError(f"'{name}' must be a byte count such as 1000000 or '4 GB', got {value!r}") from None
     return check_int(name, value, minimum=minimum)
+
+
+def check_integers(name: str, value, *, minimum: int | None = 0) -> np.ndarray:
+    """``value`` as an int64 array of integers (ids, labels), kept exactly or refused naming the first bad one.
+
+    Floats (a pandas float Series included), booleans, strings and objects are refused, as are uint64 values of
+    2**63 or more, which int64 would wrap to negatives; ``minimum`` (default 0) bounds the values from below.
+    """
+    values = value.to_numpy() if hasattr(value, "to_numpy") else check_array(name, value)
+    if values.dtype == object and values.size:  # Python ints, maybe past int64: keep them exact or refuse
+        if all(isinstance(v, numbers.Integral) and not isinstance(v, (bool, np.bool_)) for v in values.flat):
+            too_big = [v for v in values.flat if not -2**63 <= int(v) < 2**63]
+            if too_big:
+                raise GpipeValueError(f"'{name}' must hold integers below 2**63, got {too_big[0]}")
+            values = values.astype(np.int64)
+    if values.size and values.dtype.kind not in "iu":
+        first = next((v for v in values.flat if isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Integral)),
+                     values.flat[0])
+        shown = first.item() if isinstance(first, np.generic) else first
+        raise GpipeValueError(f"'{name}' must hold integers, got dtype {values.dtype} (e.g. {shown!r})")
+    if values.dtype.kind == "u" and values.size and values.max() >= 2**63:
+        raise GpipeValueError(f"'{name}' must hold integers below 2**63, got {int(values.max())}")
+    values = values.astype(np.int64, copy=False)
+    if minimum is not None and values.size and values.min() < minimum:
+        raise GpipeValueError(f"'{name}' must hold integers >= {minimum}, got {int(values.min())}")
+    return values
