@@ -158,7 +158,7 @@ def check_bytes(name: str, value, *, minimum: int = 0) -> int:
 
         try:
             value = parse_bytes(value)
-        except ValueError:
+        except (ValueError, OverflowError):  # OverflowError: a float past every integer, such as '1e400'
             raise GpipeValueError(f"'{name}' must be a byte count such as 1000000 or '4 GB', got {value!r}") from None
     return check_int(name, value, minimum=minimum)
 

@@ -707,6 +707,8 @@ def test_gpipe_mine_fpm_reads_a_labeled_graph_and_writes_the_patterns(capsys, cp
      "'labels' must come with the graph: give --random-labels L or a t/v/e graph"),
     (["cliques", "--graph", "rmat:6", "--k", "3", "--device-budget", "big"],
      "'device_budget' must be a byte count such as 1000000 or '4 GB', got 'big'"),
+    (["cliques", "--graph", "rmat:6", "--k", "3", "--host-budget", "1e400"],
+     "'host_budget' must be a byte count such as 1000000 or '4 GB', got '1e400'"),
 ])
 def test_gpipe_mine_refuses_bad_input_by_name(capsys, args, message):
     code = main(["mine", *args])
