@@ -97,12 +97,19 @@ def test_the_merge_places_every_element_of_the_pieces():
 
 
 @pytest.mark.parametrize("keys, message", [
-    (np.array(["b", "a"]), "'keys' must be one-dimensional integers or floats, got 1-d <U1"),
-    ([np.array([1, 2]), np.array([[3]])], "'keys' must be one-dimensional integers or floats, got 2-d int64 (chunk 1)"),
+    (np.array(["b", "a"]), "'keys' must be one-dimensional integers or floats of at most 64 bits, got 1-d <U1"),
+    ([np.array([1, 2]), np.array([[3]])],
+     "'keys' must be one-dimensional integers or floats of at most 64 bits, got 2-d int64 (chunk 1)"),
     (np.array([True, False]), "got 1-d bool"),
+    (np.array([1, 2j]), "got 1-d complex128"),
+    (np.array([1, 1 + 2**-60, .5], np.longdouble),  # float64 codes would make two of the three keys one
+     f"'keys' must be one-dimensional integers or floats of at most 64 bits, got 1-d {np.dtype(np.longdouble)}"),
+    (da.from_array(np.array([1, 1 + 2**-60, .5], np.longdouble)), f"got 1-d {np.dtype(np.longdouble)}"),
+    ([3, 1, 2], "'keys' given as a list must be a list of one-dimensional chunks, got the number 3 as chunk 0 "
+                "(sort a list of numbers as one array: numpy.asarray(keys))"),
     ("abc", "'keys' must be a numpy or cupy array, a list of them or a dask array, got str"),
 ])
-def test_keys_that_are_not_numbers_are_refused_by_name(keys, message):
+def test_keys_that_are_not_one_dimensional_numbers_of_64_bits_at_most_are_refused_by_name(keys, message):
     with pytest.raises(GpipeValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
         external_sort(keys, device="cpu")
 

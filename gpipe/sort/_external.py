@@ -46,8 +46,10 @@ def external_sort(keys, values=None, *, budget=None, device: str | None = None):
     Parameters
     ----------
     keys : numpy.ndarray, cupy.ndarray, list of arrays or dask.array.Array
-        One-dimensional integer or floating-point keys; a list is taken one
-        chunk at a time.
+        One-dimensional integer or floating-point keys of at most 64 bits
+        (``numpy.longdouble`` is refused: its codes would round it); a list
+        of arrays is taken one chunk at a time (a list of numbers is refused:
+        ``numpy.asarray`` it first).
     values : same kind as ``keys``, optional
         Values that follow their keys: as many rows as there are keys (in
         chunks of the same lengths when chunked).
@@ -73,8 +75,9 @@ def external_sort(keys, values=None, *, budget=None, device: str | None = None):
     Raises
     ------
     GpipeValueError
-        Keys that are not one-dimensional integers or floats, values of
-        another length, or a budget too small for 64 elements.
+        Keys that are not one-dimensional integers or floats of at most 64
+        bits, values of another length, or a budget too small for 64
+        elements.
 
     Examples
     --------
@@ -87,6 +90,7 @@ def external_sort(keys, values=None, *, budget=None, device: str | None = None):
     """
     kind = _kind(keys)
     if kind == "dask":
+        _check_keys(keys)
         return sort_by_ranges(external_sort, _encode, keys, values, budget, device)
     key_chunks = _chunks(keys)
     value_chunks = None if values is None else _chunks(values)
@@ -95,7 +99,7 @@ def external_sort(keys, values=None, *, budget=None, device: str | None = None):
     runs, pending, dtype, items = [], [], None, 0
     for i, k in enumerate(key_chunks):
         v = None if value_chunks is None else next(value_chunks, None)
-        k, v = _checked(k, v, i, value_chunks is not None)
+        k, v = _checked(k, v, i, value_chunks is not None, kind == "list")
         if dtype is None:
             dtype, value_bytes = k.dtype, 0 if v is None else v.dtype.itemsize * int(np.prod(v.shape[1:]))
             items = _budget_items(budget, device, value_bytes)
@@ -132,11 +136,12 @@ def _chunks(data):
     return iter(data) if isinstance(data, (list, tuple)) else iter([data])
 
 
-def _checked(keys, values, chunk: int, want_values: bool):
+def _checked(keys, values, chunk: int, want_values: bool, listed: bool):
+    if listed and np.ndim(keys) == 0:  # [3, 1, 2]: numbers where chunks were expected
+        raise GpipeValueError(f"'keys' given as a list must be a list of one-dimensional chunks, got the number "
+                              f"{keys!r} as chunk {chunk} (sort a list of numbers as one array: numpy.asarray(keys))")
     keys = keys if hasattr(keys, "dtype") and hasattr(keys, "ndim") else np.asarray(keys)
-    if keys.ndim != 1 or keys.dtype.kind not in "iuf":
-        raise GpipeValueError(f"'keys' must be one-dimensional integers or floats, got {keys.ndim}-d {keys.dtype} "
-                              f"(chunk {chunk})")
+    _check_keys(keys, chunk)
     if want_values:
         if values is None:
             raise GpipeValueError(f"'values' must come in as many chunks as 'keys', got fewer ({chunk})")
@@ -145,6 +150,15 @@ def _checked(keys, values, chunk: int, want_values: bool):
             raise GpipeValueError(f"'values' must have a row per key, got {values.shape[0] if values.ndim else 0} "
                                   f"rows for {keys.shape[0]} keys (chunk {chunk})")
     return keys, values
+
+
+def _check_keys(keys, chunk: int | None = None) -> None:
+    """Keys whose uint64 codes order them exactly: one-dimensional integers, or floats of at most 64 bits (a long
+    double's extra bits would be rounded away, making distinct keys equal)."""
+    if keys.ndim != 1 or keys.dtype.kind not in "iuf" or keys.dtype.itemsize > 8:
+        where = "" if chunk is None else f" (chunk {chunk})"
+        raise GpipeValueError(f"'keys' must be one-dimensional integers or floats of at most 64 bits, got "
+                              f"{keys.ndim}-d {keys.dtype}{where}")
 
 
 def _budget_items(budget, device: str, value_bytes: int) -> int:

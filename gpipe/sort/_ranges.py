@@ -13,12 +13,11 @@ SAMPLES_PER_BLOCK = 256  # keys sampled from each block to place the splitters
 
 def sort_by_ranges(sort, encode, keys, values, budget, device):
     """``keys`` (and ``values``) as lazy dask arrays of as many ranges as ``keys`` has blocks, each sorted by
-    ``sort`` (the multi-merge sort of a list of chunks); ``encode`` gives the keys' uint64 codes."""
+    ``sort`` (the multi-merge sort of a list of chunks); ``encode`` gives the keys' uint64 codes (``keys`` checked
+    by the caller)."""
     import dask
     import dask.array as da
 
-    if keys.ndim != 1 or keys.dtype.kind not in "iuf":
-        raise GpipeValueError(f"'keys' must be one-dimensional integers or floats, got {keys.ndim}-d {keys.dtype}")
     count = keys.numblocks[0]
     key_blocks = list(keys.to_delayed().ravel())
     value_blocks = [None] * count
