@@ -17,6 +17,7 @@ workflow that a YAML file names on a given cluster (``gpipe run``).
 from __future__ import annotations
 
 import argparse
+import ast
 import importlib.util
 import inspect
 import json
@@ -34,7 +35,7 @@ from ._files import atomic_dir, atomic_file, write_json
 from ._validate import (check_bool, check_callable, check_choice, check_int, check_mapping, check_optional_int,
                         check_seed, check_text, check_texts)
 from .backend import DEVICES
-from .errors import GpipeError, GpipeValueError
+from .errors import GpipeError, GpipeFileError, GpipeValueError
 from .graph import Graph, generators, read_edges
 
 __all__ = ["RULES", "atomic_dir", "atomic_file", "check_config", "check_params", "integer", "load_config", "load_graph",
@@ -559,10 +560,39 @@ def _find(workflow: str) -> tuple[Path, str | None]:
 
 
 def _load_script(path: Path):
-    """``path`` loaded as a module (not registered in ``sys.modules``: functions it sends to workers go by value)."""
+    """``path`` loaded as a module (not registered in ``sys.modules``: functions it sends to workers go by value).
+
+    Its top-level code runs only once it is known to define ``main``: a script without it is refused unrun.
+    """
+    try:
+        tree = ast.parse(path.read_bytes(), filename=str(path))
+    except SyntaxError as exc:
+        raise GpipeFileError(path, exc.lineno, f"not valid Python: {exc.msg}") from None
+    if not _binds_main(tree):
+        raise GpipeValueError(f"{path}: a workflow's run.py must define main(argv) returning an exit status")
     spec = importlib.util.spec_from_file_location(f"gpipe_workflow_{path.parent.name}", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     if not callable(getattr(module, "main", None)):
         raise GpipeValueError(f"{path}: a workflow's run.py must define main(argv) returning an exit status")
     return module
+
+
+def _binds_main(tree: ast.Module) -> bool:
+    """Whether a module's own code (outside its functions and classes) binds the name ``main``: defines, assigns
+    or imports it (a ``*`` import may)."""
+    pending = list(tree.body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            if node.name == "main":
+                return True
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            if any(a.name == "*" or (a.asname or a.name.split(".")[0]) == "main" for a in node.names):
+                return True
+        elif isinstance(node, ast.Name):
+            if node.id == "main" and isinstance(node.ctx, ast.Store):
+                return True
+        elif not isinstance(node, ast.Lambda):  # a lambda's names are its own
+            pending.extend(ast.iter_child_nodes(node))
+    return False

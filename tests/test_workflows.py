@@ -10,7 +10,7 @@ import yaml
 
 import gpipe
 from gpipe import workflow
-from gpipe.errors import GpipeValueError
+from gpipe.errors import GpipeError, GpipeValueError
 from helpers import load_workflow
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -467,3 +467,17 @@ def test_workflow_helpers_refuse_a_bad_argument_naming_the_parameter_the_rule_an
     with pytest.raises(GpipeValueError) as raised:
         call()
     assert str(raised.value) == message.replace("_keep", repr(_keep))
+
+
+@pytest.mark.parametrize("script, message", [
+    ("open('ran', 'w').close()\ndef helper(argv):\n    return 0\n",
+     "a workflow's run.py must define main(argv) returning an exit status"),
+    ("open('ran', 'w').close()\ndef main(argv:\n    return 0\n", "run.py:2: not valid Python: "),
+])
+def test_a_workflow_script_without_main_is_refused_before_any_of_it_runs(tmp_path, monkeypatch, script, message):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "run.py").write_text(script)
+    (tmp_path / "wf.yaml").write_text("workflow: run.py\n")
+    with pytest.raises(GpipeError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        workflow.run(str(tmp_path / "wf.yaml"))
+    assert not (tmp_path / "ran").exists()
