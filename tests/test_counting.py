@@ -63,7 +63,7 @@ def test_the_three_query_constructors_agree(tmp_path):
     ([(0, 1), (2, 3)], [1, 1, 1, 1], r"'query' must be connected, got vertices \[2, 3\] unreachable"),
     ([(0, 0)], [1], r"'query' must have no self-loops, got edge \[0, 0\]"),
     ([(0, 2)], [1, 1], r"'query' edges must join vertices 0..1, got \[\[0, 2\]\]"),
-    ([(0, 1)], [1, -1], "'query' labels must be non-negative integers"),
+    ([(0, 1)], [1, -1], "'query labels' must hold integers >= 0, got -1"),
     ([(0, 1, 2)], [1, 1, 1], r"'query' edges must be pairs of vertex ids, got an array of shape \(1, 3\)"),
     ([(i, i + 1) for i in range(32)], [0] * 33, "'query' must have at most 32 vertices, got 33"),
 ])
@@ -85,7 +85,7 @@ def test_set_labels_takes_a_series_by_original_id_and_checks_it(cpu):
     assert g.labels[g.to_internal(["a", "b", "c"])].tolist() == [8, 9, 7]
     with pytest.raises(gpipe.GpipeValueError, match=r"one label per vertex \(3\), got shape \(2,\)"):
         g.set_labels([1, 2])
-    with pytest.raises(gpipe.GpipeValueError, match="'labels' must be non-negative integers"):
+    with pytest.raises(gpipe.GpipeValueError, match=r"'labels' must hold integers, got dtype float64 \(e.g. 1.5\)"):
         g.set_labels([1.5, 2, 3])
 
 
@@ -551,3 +551,109 @@ def test_gpipe_count_names_a_malformed_query_file(capsys, tmp_path):
     assert main(["count", "exact", "--graph", "g.graph", "--query", str(query), "--out", str(tmp_path / "o")]) == 2
     assert f"{query}:4: edge (0, 5) has an end not listed" in capsys.readouterr().err
     assert not (tmp_path / "o").exists()
+
+
+# -- boundaries: what a careless or hostile caller gets (issue 36) -----------------------------------------------
+def directed_triangle() -> gpipe.Graph:
+    g = gpipe.from_edges(pd.DataFrame({"src": [0, 1, 2], "dst": [1, 2, 0]}), directed=True)
+    g.set_labels([0, 0, 0])
+    return g
+
+
+def test_counting_refuses_a_directed_graph_rather_than_count_nothing(cpu):
+    """Embeddings are undirected: on a directed graph the candidate graph would answer 0, so every entry point
+    refuses it, saying what to build instead."""
+    g, triangle = directed_triangle(), Query.from_edges([(0, 1), (1, 2), (0, 2)], [0, 0, 0])
+    before = runs_left(cpu)
+    for call in (gpipe.counting.count_exact, gpipe.counting.estimate, gpipe.counting.prepare,
+                 gpipe.counting.candidates):
+        with pytest.raises(gpipe.GpipeValueError, match="'g' must be an undirected graph to count subgraphs, got "
+                                                        "a directed one.*directed=False"):
+            call(g, triangle)
+    assert runs_left(cpu) == before
+
+
+@pytest.mark.parametrize("refine, got", [
+    (lambda table: np.ones(3, bool), r"got a bool array of shape \(3,\)"),
+    (lambda table: None, "got None"),
+    (lambda table: table["coin"], r"got a float64 array of shape \(\d+,\)"),
+    (lambda table: table["extends"].tolist(), "got a list"),
+])
+def test_a_refine_that_returns_the_wrong_shape_or_type_is_refused_naming_method(cpu, dense_case, refine, got):
+    g, query, _ = dense_case
+    with pytest.raises(gpipe.GpipeValueError, match=r"'method' \(a refine\) must return a bool array with one entry "
+                                                    rf"per row of its table, shape \(\d+,\); {got}"):
+        gpipe.counting.estimate(g, query, method=refine, samples=64)
+
+
+def test_a_refine_that_raises_is_reported_as_a_task_error_naming_method(cpu, dense_case):
+    g, query, _ = dense_case
+    with pytest.raises(gpipe.TaskError, match=r"counting: the refine given as 'method' failed in position 1: "
+                                              r"ZeroDivisionError\('division by zero'\)"):
+        gpipe.counting.estimate(g, query, method=lambda table: 1 / 0, samples=64)
+
+
+@pytest.mark.parametrize("samples, method", [(10**14, "alley"), (10**11, alley_refine)])
+def test_an_estimate_too_large_for_the_workers_is_refused_before_any_work(cpu, dense_case, samples, method):
+    """As walks refuse an oversize run: with the memory it would take, before the candidate graph is built."""
+    g, query, _ = dense_case
+    before = runs_left(cpu)
+    started = time.perf_counter()
+    with pytest.raises(gpipe.GpipeValueError, match=rf"'samples' \({samples}\): the estimate's per-sample arrays "
+                                                    r"would take [\d.]+ [TP]iB, more than the workers'"):
+        gpipe.counting.estimate(g, query, method=method, samples=samples)
+    with gpipe.counting.prepare(g, query) as prepared, pytest.raises(gpipe.GpipeValueError, match="would take"):
+        prepared.estimate(method=method, samples=samples)
+    assert time.perf_counter() - started < 5 and runs_left(cpu) == before
+
+
+@pytest.mark.parametrize("edges, labels, message", [
+    ([(0, 1)], np.array([2**64 - 1, 3], np.uint64), "'query labels' must hold integers below 2\\*\\*63, got "
+                                                     "18446744073709551615"),
+    ([(0, 1)], pd.Series(["a", "b"]), "'query labels' must hold integers, got dtype object \\(e.g. 'a'\\)"),
+    ([(0, 1)], pd.Series([1, np.nan]), "'query labels' must hold integers, got dtype float64"),
+    (((0, 1) for _ in range(1)), [0, 0], "'query edges' must be a sequence of vertex pairs .*, got a generator"),
+    ("01", [0, 0], "'query edges' must hold integers, got dtype <U2 \\(e.g. '01'\\)"),
+    ([(0.0, 1.0)], [0, 0], "'query edges' must hold integers, got dtype float64 \\(e.g. 0.0\\)"),
+    (np.array([(0, 2**64 - 1)], np.uint64), [0, 0], "'query edges' must hold integers below 2\\*\\*63"),
+])
+def test_query_labels_and_edges_are_kept_exactly_or_refused_naming_them(edges, labels, message):
+    with pytest.raises(gpipe.GpipeValueError, match=message):
+        Query.from_edges(edges, labels)
+
+
+@pytest.mark.parametrize("kind", [nx.MultiGraph, nx.DiGraph, nx.MultiDiGraph])
+def test_a_networkx_query_must_be_an_undirected_simple_graph(kind):
+    graph = kind([(0, 1), (1, 2)])
+    nx.set_node_attributes(graph, 0, "label")
+    with pytest.raises(gpipe.GpipeValueError, match=rf"'query' must be an undirected simple networkx graph "
+                                                    rf"\(networkx.Graph\), got a {kind.__name__}: convert it"):
+        Query.from_networkx(graph)
+
+
+@pytest.mark.parametrize("labels, message", [
+    (pd.Series(["a", "b", "c"]), r"'labels' must hold integers, got dtype object \(e.g. 'a'\)"),
+    (pd.Series([1, np.nan, 2]), r"'labels' must hold integers, got dtype float64"),
+    (np.array([1, 2, 2**64 - 1], np.uint64), r"'labels' must hold integers below 2\*\*63, got 18446744073709551615"),
+])
+def test_data_graph_labels_of_the_wrong_kind_are_refused_naming_the_bad_value(cpu, labels, message):
+    g = gpipe.from_edges(pd.DataFrame({"src": [0, 1], "dst": [1, 2]}))
+    with pytest.raises(gpipe.GpipeValueError, match=message):
+        g.set_labels(labels)
+
+
+@pytest.mark.parametrize("content, where, reason", [
+    (b"t 900000000 0\nv 0 1 0\n", 1, "announces 900000000 vertices, but the file has 1 'v' lines"),
+    ("t 2 1\nv 0 \u0663 1\nv 1 1 1\ne 0 1\n".encode(), 2,
+     "expected a label \\(a non-negative integer\\), got '\u0663'"),
+    (b"t 2 1\nv 0 100000000000000000000000000 1\nv 1 1 1\ne 0 1\n", 2,
+     "expected a label below 2\\*\\*63, got 100000000000000000000000000"),
+    (b"t 2 1\nv 0 1 1\nv 1 1 1\xff\ne 0 1\n", 3, "is not UTF-8 text \\(byte 0xff\\)"),
+])
+def test_a_graph_file_with_foreign_digits_huge_numbers_or_bad_bytes_names_the_file_and_line(tmp_path, content,
+                                                                                           where, reason):
+    path = tmp_path / "g.graph"
+    path.write_bytes(content)
+    with pytest.raises(gpipe.GpipeFileError, match=reason) as info:
+        Query.from_file(path)
+    assert (info.value.path, info.value.line) == (str(path), where)

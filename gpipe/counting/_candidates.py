@@ -102,8 +102,8 @@ def candidates(g: Graph, query: Query) -> CandidateGraph:
     Raises
     ------
     GpipeValueError
-        ``g`` has no labels, or ``query`` has more vertices than ``g`` or a
-        label no vertex of ``g`` has.
+        ``g`` is directed or has no labels, or ``query`` has more vertices
+        than ``g`` or a label no vertex of ``g`` has.
 
     Examples
     --------

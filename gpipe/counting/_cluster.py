@@ -1,5 +1,6 @@
 """The counting package's one contact with the cluster (through public ``gpipe.runtime`` names only): work on each
-partition of the data graph where it is held, and work split by contiguous ranges over the graph's workers."""
+partition of the data graph where it is held, work split by contiguous ranges over the graph's workers, and whether
+that work fits in their memory."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ import contextlib
 from ..backend import to_host
 from ..errors import GpipeError
 from ..graph import Graph
-from ..runtime import call_peer, call_workers, drop_run, store
+from ..runtime import call_peer, call_workers, check_memory, drop_run, store
+from ._common import LANES
 
 
 def on_partitions(g: Graph, phase: str, function, *args) -> list:
@@ -71,6 +73,16 @@ def _on_partition(graph_id: str, part: int, function, *args):
     p = store().partitions.as_held(graph_id, part)
     labels = to_host(store().partitions.array(graph_id, "labels"))
     return function(to_host(p.indptr), to_host(p.indices), int(p.lo), labels, *args)
+
+
+def check_sample_memory(g: Graph, samples: int, positions: int, python: bool) -> None:
+    """Refuse, before any work, an estimate whose per-sample arrays would not fit in the workers' memory, as walks
+    refuse an oversize run: each group of samples' sum and valid count (12 bytes); with a refine written in Python
+    (``python``), which holds a worker's share of the samples at once, each sample's partial match (16 bytes a
+    position) and columns (about 64 bytes) too: a lower bound, its tables of local candidates come on top."""
+    groups = -(-int(samples) // LANES)
+    per_sample = 16 * positions + 64 if python else 0
+    check_memory(g, groups * (12 + LANES * per_sample), f"'samples' ({samples})", "estimate's per-sample arrays")
 
 
 def spread(g: Graph, function, total: int, *args) -> list:

@@ -151,6 +151,7 @@ def estimate(g, query, method="partial_refine", samples: int = 1_000_000, alpha:
     check_graph("g", g)
     check_query(query)
     asked = _asked(method, samples, alpha, seed, inheritance)
+    _cluster.check_sample_memory(g, samples, query.num_vertices, callable(method))
     with PreparedQuery(g, query) as prepared:  # g and query checked above
         return prepared._estimate(asked, started, prepared.candidate_seconds)
 
@@ -207,7 +208,9 @@ class PreparedQuery:
         estimate for the same parameters; ``seconds`` counts no candidate graph (``candidate_seconds`` 0)."""
         if not self._finalizer.alive:
             raise GpipeValueError("this prepared query is closed: its candidate graph has gone from the workers")
-        return self._estimate(_asked(method, samples, alpha, seed, inheritance), time.perf_counter(), 0.0)
+        asked = _asked(method, samples, alpha, seed, inheritance)
+        _cluster.check_sample_memory(self._g, samples, len(self._held.order), callable(method))
+        return self._estimate(asked, time.perf_counter(), 0.0)
 
     def close(self) -> None:
         """Let the candidate graph go from the workers now."""

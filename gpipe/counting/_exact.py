@@ -36,8 +36,9 @@ def count_exact(g, query: Query) -> int:
     Raises
     ------
     GpipeValueError
-        ``g`` has no labels, or ``query`` is not a :class:`Query`, is larger
-        than ``g`` or has a label no vertex of ``g`` has.
+        ``g`` is directed or has no labels, or ``query`` is not a
+        :class:`Query`, is larger than ``g`` or has a label no vertex of ``g``
+        has.
 
     Examples
     --------

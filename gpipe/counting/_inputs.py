@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .._validate import check_array, check_text
+from .._validate import check_integers, check_text
 from ..errors import GpipeFileError, GpipeValueError
 from ..graph import Graph, from_edges
 
@@ -23,15 +23,23 @@ def _parse(path) -> tuple[np.ndarray, np.ndarray]:
     """
     path = os.fspath(path)
     try:
-        with open(path) as f:
-            lines = f.read().splitlines()
+        with open(path, "rb") as f:
+            data = f.read()
     except OSError as exc:
         raise GpipeFileError(path, None, f"cannot be read: {exc.strerror}") from None
-    header = [(i, line.split()) for i, line in enumerate(lines, 1) if line.strip()]
+    try:
+        text = data.decode()
+    except UnicodeDecodeError as exc:  # the text before the bad byte decodes: its lines say where it is
+        line_no = len((data[:exc.start].decode() + "x").splitlines())
+        raise GpipeFileError(path, line_no, f"is not UTF-8 text (byte {data[exc.start]:#04x})") from None
+    header = [(i, line.split()) for i, line in enumerate(text.splitlines(), 1) if line.strip()]
     if not header or header[0][1][:1] != ["t"] or len(header[0][1]) != 3:
         raise GpipeFileError(path, header[0][0] if header else None, "must start with 't N M' (vertex and edge counts)")
     line_no, (_, n_text, m_text) = header[0]
     n, m = (_number(path, line_no, text, "a count") for text in (n_text, m_text))
+    listed = sum(words[0] == "v" for _, words in header)
+    if n > listed:  # checked before the per-vertex arrays are made: the file bounds what they take
+        raise GpipeFileError(path, line_no, f"announces {n} vertices, but the file has {listed} 'v' lines")
     labels = np.full(n, -1, np.int64)
     degrees = np.zeros(n, np.int64)
     edges = []
@@ -67,9 +75,12 @@ def _parse(path) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _number(path, line_no: int, text: str, what: str) -> int:
-    if not text.isdigit():
+    if not (text.isascii() and text.isdigit()):  # str.isdigit alone takes other scripts' digits and superscripts
         raise GpipeFileError(path, line_no, f"expected {what} (a non-negative integer), got {text!r}")
-    return int(text)
+    value = int(text)
+    if value >= 2**63:
+        raise GpipeFileError(path, line_no, f"expected {what} below 2**63, got {text}")
+    return value
 
 
 def read_graph(path, partitions: int | None = None, *, mode: str | None = None) -> Graph:
@@ -159,28 +170,31 @@ class Query:
         ------
         GpipeValueError
             The query is empty, too large, disconnected, has a self-loop, an
-            edge to a vertex without a label, or labels that are not
-            non-negative integers; the message names ``name``.
+            edge to a vertex without a label, edges that are not a sequence of
+            integer pairs, or labels that are not non-negative integers below
+            2**63; the message names ``name``.
         """
-        labels = check_array(f"{name} labels", labels)
+        labels = check_integers(f"{name} labels", labels)
         if labels.ndim != 1 or labels.size == 0:
             raise GpipeValueError(f"'{name}' must have at least one vertex, got labels of shape {labels.shape}")
-        if not np.issubdtype(labels.dtype, np.integer) or (labels < 0).any():
-            raise GpipeValueError(f"'{name}' labels must be non-negative integers, got {labels.tolist()[:8]}")
         if labels.size > MAX_QUERY_VERTICES:
             raise GpipeValueError(f"'{name}' must have at most {MAX_QUERY_VERTICES} vertices, got {labels.size}")
-        pairs = check_array(f"{name} edges", edges) if len(edges) else np.zeros((0, 2), np.int64)
+        if not hasattr(edges, "__len__"):  # an iterator would be used up by a first look at it
+            raise GpipeValueError(f"'{name} edges' must be a sequence of vertex pairs (a list, an array or a "
+                                  f"DataFrame), got a {type(edges).__name__}")
+        pairs = check_integers(f"{name} edges", edges)
+        if pairs.size == 0:
+            pairs = pairs.reshape(0, 2)
         if pairs.ndim != 2 or pairs.shape[1] != 2:
             raise GpipeValueError(f"'{name}' edges must be pairs of vertex ids, got an array of shape {pairs.shape}")
-        if pairs.size and (not np.issubdtype(pairs.dtype, np.integer) or pairs.min() < 0
-                           or pairs.max() >= labels.size):
+        if pairs.size and pairs.max() >= labels.size:
             raise GpipeValueError(f"'{name}' edges must join vertices 0..{labels.size - 1}, got "
-                                  f"{pairs[(pairs < 0).any(1) | (pairs >= labels.size).any(1)][:3].tolist()}")
+                                  f"{pairs[(pairs >= labels.size).any(1)][:3].tolist()}")
         loops = pairs[pairs[:, 0] == pairs[:, 1]]
         if loops.size:
             raise GpipeValueError(f"'{name}' must have no self-loops, got edge {loops[0].tolist()}")
-        pairs = np.unique(np.sort(pairs, axis=1).astype(np.int64), axis=0)
-        query = cls(labels.astype(np.int64), pairs)
+        pairs = np.unique(np.sort(pairs, axis=1), axis=0)
+        query = cls(labels, pairs)
         apart = query._unreached()
         if apart:
             raise GpipeValueError(f"'{name}' must be connected, got vertices {apart[:8]} unreachable from vertex 0")
@@ -201,8 +215,19 @@ class Query:
         """A query from an undirected networkx graph whose nodes carry an integer attribute ``label``.
 
         Nodes are numbered in ``graph.nodes`` order.
+
+        Raises
+        ------
+        GpipeValueError
+            ``graph`` is not an undirected simple graph (a ``networkx.Graph``),
+            a node has no ``label``, or the query is not one :meth:`from_edges`
+            takes; the message names ``name``.
         """
         check_text("label", label)
+        if not hasattr(graph, "is_multigraph") or graph.is_directed() or graph.is_multigraph():
+            raise GpipeValueError(f"'{name}' must be an undirected simple networkx graph (networkx.Graph), got a "
+                                  f"{type(graph).__name__}: convert it with networkx.Graph(graph), which keeps one "
+                                  "undirected edge per pair of nodes")
         nodes = list(graph.nodes)
         missing = [v for v in nodes if label not in graph.nodes[v]]
         if missing:
@@ -218,7 +243,12 @@ class Query:
         return cls.from_edges(pairs, labels, name=os.fspath(path))
 
     def check_against(self, g: Graph, name: str = "query") -> np.ndarray:
-        """The data graph's labels, once this query is known to fit ``g``: no larger, with labels ``g`` has."""
+        """The data graph's labels, once this query is known to fit ``g``: undirected, no larger, with labels ``g``
+        has."""
+        if g.directed:  # the candidate graph follows both directions of undirected edges only: it would find nothing
+            raise GpipeValueError("'g' must be an undirected graph to count subgraphs, got a directed one: build it "
+                                  "with directed=False (gpipe.from_edges, gpipe.read_edges) or read it with "
+                                  "gpipe.counting.read_graph")
         labels = g.labels
         if labels is None:
             raise GpipeValueError("'g' must have vertex labels (gpipe.counting.read_graph or Graph.set_labels), "

@@ -14,6 +14,7 @@ import numpy as np
 
 from .. import _rng
 from ..backend import to_host
+from ..errors import GpipeValueError, TaskError
 from ..runtime import worker_xp
 from ._common import LANES
 
@@ -102,7 +103,7 @@ def run_groups(first_group: int, groups: int, arrays: dict, order: np.ndarray, k
                                 "vertex": a["cand_vertices"][a["cand_offsets"][d] + candidate],
                                 "coin": _rng.unit_array(blocks), "position": d, "query_vertex": int(order[d])},
                                lambda: extends(owner, candidate))
-        keep = x.flatnonzero(x.asarray(refine(table), dtype=bool))
+        keep = x.flatnonzero(_kept_rows(refine, table, d))
         kept = x.bincount(owner[keep], minlength=len(live))
         # rows come by owner, then local index: two stable sorts leave each owner's largest key (lowest local
         # index on a tie) first
@@ -137,6 +138,22 @@ def run_groups(first_group: int, groups: int, arrays: dict, order: np.ndarray, k
     for lane in range(LANES):  # in lane order, as the kernel adds
         sums += values[:, lane]
     return to_host(sums), to_host(alive.reshape(groups, LANES).sum(axis=1).astype(x.int32))
+
+
+def _kept_rows(refine, table: CandidateTable, d: int):
+    """What ``refine`` keeps of position ``d``'s table: a bool array, one entry per row, or an error saying what
+    came back instead (a wrong shape would silently keep other rows, or none)."""
+    try:
+        keep = refine(table)
+    except Exception as exc:  # the user's code: its failure named as theirs, with where it happened
+        raise TaskError("counting: the refine given as 'method'", d, None, repr(exc), unit="position") from exc
+    dtype, shape = getattr(keep, "dtype", None), getattr(keep, "shape", None)
+    if dtype != bool or shape != (len(table),):
+        got = f"a {dtype} array of shape {shape}" if dtype is not None else (
+            "None" if keep is None else f"a {type(keep).__name__}")
+        raise GpipeValueError(f"'method' (a refine) must return a bool array with one entry per row of its table, "
+                              f"shape ({len(table)},); got {got}")
+    return keep
 
 
 def _owners(x, counts):

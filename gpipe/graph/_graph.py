@@ -15,7 +15,7 @@ from distributed import Future
 
 from .. import config
 from .._files import GRAPH_FILES, atomic_dir
-from .._validate import check_choice, check_int, check_probability
+from .._validate import check_choice, check_int, check_integers, check_probability
 from ..backend import device_of, to_host, unique, xp
 from ..errors import GpipeError, GpipeValueError
 from ..runtime import Session, call_workers, drop_graph, gather_pinned, run_later, store, workers_info
@@ -225,18 +225,13 @@ class Graph:
                 raise GpipeValueError(f"'labels' must label each of the {self.num_vertices} vertices once, got "
                                       f"{len(labels)} labels for {distinct} distinct vertices")
             values = np.empty(self.num_vertices, np.int64)
-            values[dense] = labels.to_numpy()
+            values[dense] = check_integers("labels", labels)
         else:
-            values = np.asarray(labels)
+            values = check_integers("labels", labels).copy()  # not the caller's array, which may change later
             if values.shape != (self.num_vertices,):
                 raise GpipeValueError(f"'labels' must hold one label per vertex ({self.num_vertices}), got shape "
                                       f"{values.shape}")
-        if not np.issubdtype(values.dtype, np.integer):
-            raise GpipeValueError(f"'labels' must be non-negative integers, got dtype {values.dtype}")
-        if (values < 0).any():
-            raise GpipeValueError(f"'labels' must be non-negative integers, got dtype {values.dtype}, minimum "
-                                  f"{values.min()}")
-        return values.astype(np.int64)
+        return values
 
     def put_on_workers(self, names) -> None:
         """Put per-vertex arrays (``"degrees"``, ``"upper_degrees"``, ``"labels"``) into the stores of the graph's workers, once.
