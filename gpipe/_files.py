@@ -1,9 +1,11 @@
 """Outputs appear complete or not at all: written under a temporary name, then renamed.
 
-A writer removes nothing but its own output. A file writer replaces the file it is
-given (as pandas does) and refuses a folder there. A folder writer writes into a new
-or empty folder; with ``overwrite`` it also replaces a folder that holds nothing but
-files gpipe writes there, and refuses any other.
+A writer removes nothing but its own output. A file writer replaces the regular file it is
+given (as pandas does: through a symbolic link, the file the link leads to) and refuses
+anything else there (a folder, a FIFO, a device). A folder writer writes into a new or empty
+folder (through a symbolic link, the folder it leads to); with ``overwrite`` it also replaces
+a folder that holds nothing but files gpipe writes there (no other file, no link, no empty
+folder), and refuses any other.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import json
 import os
 import re
 import shutil
+import stat
 import uuid
 
 from ._validate import check_bool
@@ -25,41 +28,114 @@ SAMPLE_FILES = r"(?:edges|nodes)-\d{6}\.parquet"
 EMBEDDING_FILES = r"embeddings-\d{6}\.parquet"
 SCORE_FILES = r"scores-\d{6}\.parquet"
 
+_KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISREG, "a file"), (stat.S_ISLNK, "a symbolic link"),
+          (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+          (stat.S_ISSOCK, "a socket"))
+
 
 def _temporary(path: str) -> str:
     head, tail = os.path.split(os.path.abspath(path))
     return os.path.join(head, f".{tail}.tmp-{uuid.uuid4().hex[:8]}")
 
 
-def _foreign_file(folder: str, owned: re.Pattern) -> str | None:
-    """The first file under ``folder`` (its relative path) that ``owned`` does not match, else None."""
-    for root, dirs, files in os.walk(folder):
-        dirs.sort()
-        for name in sorted(files):
-            relative = os.path.relpath(os.path.join(root, name), folder).replace(os.sep, "/")
-            if not owned.fullmatch(relative):
-                return relative
+def _kind(path: str) -> str:
+    """What ``path`` is, in words ('a FIFO'), not following a symbolic link there."""
+    mode = os.lstat(path).st_mode
+    return next((kind for test, kind in _KINDS if test(mode)), "a special file")
+
+
+def _resolved(path: str, name: str, rule: str, wanted: str) -> str:
+    """``path``, or, when it is a symbolic link, where it leads: gpipe writes through a link, as pandas does. A link
+    that leads nowhere (dangling, or a loop) is refused, naming ``name`` and ``rule``."""
+    if not os.path.islink(path):
+        return path
+    try:
+        return os.path.realpath(path, strict=True)
+    except OSError as exc:
+        raise GpipeValueError(f"'{name}' must be {rule}, got {path!r}: a symbolic link that leads to no {wanted} "
+                              f"({exc.strerror})") from None
+
+
+def _refused_kind(name: str, rule: str, given: str, target: str) -> GpipeValueError:
+    """The error for a target of the wrong kind: what is at ``given``, or what the link there leads to."""
+    if target == given:
+        return GpipeValueError(f"'{name}' must be {rule}, got {given!r}: {_kind(target)} of that name exists")
+    return GpipeValueError(f"'{name}' must be {rule}, got {given!r}: it is a symbolic link to {_kind(target)} "
+                           f"({target})")
+
+
+def _not_creatable(name: str, what: str, given: str, target: str, tmp: str, exc: OSError) -> GpipeValueError:
+    """``exc``, raised creating ``target``'s folder or the temporary ``tmp`` beside it, as the error naming ``name``:
+    the file in the way of the folder, or the system's reason."""
+    above = os.path.dirname(target)
+    while not os.path.lexists(above):
+        above = os.path.dirname(above)
+    if not os.path.isdir(above):
+        reason = f"{above!r} is {_kind(above)}, not a folder"
+    elif exc.filename == tmp:
+        reason = f"{exc.strerror} (writing in {os.path.dirname(tmp)!r})"
+    else:
+        reason = f"{exc.strerror} ({exc.filename})" if exc.filename else exc.strerror
+    return GpipeValueError(f"'{name}' must be {what} gpipe can create, got {given!r}: {reason}")
+
+
+def _foreign_entry(folder: str, owned: re.Pattern, prefix: str = "") -> str | None:
+    """The first entry under ``folder`` (by path) that is not gpipe's output, said in words: anything but a file
+    ``owned`` matches (its path relative to the top folder, '/'-separated) or a folder holding only such entries
+    (gpipe writes no link and no empty folder); None when there is none."""
+    with os.scandir(folder) as listing:
+        entries = sorted(listing, key=lambda entry: entry.name)
+    if not entries and prefix:
+        return f"{prefix[:-1]!r} is an empty folder, not a file gpipe writes there"
+    for entry in entries:
+        relative = prefix + entry.name
+        if entry.is_dir(follow_symlinks=False):
+            foreign = _foreign_entry(entry.path, owned, relative + "/")
+            if foreign is not None:
+                return foreign
+        elif not entry.is_file(follow_symlinks=False):
+            return f"{relative!r} is {_kind(entry.path)}, not a file gpipe writes there"
+        elif not owned.fullmatch(relative):
+            return f"{relative!r} is not a file gpipe writes there"
     return None
 
 
-def check_folder_target(path: str, name: str, owned: re.Pattern, overwrite: bool) -> None:
-    """Refuse to replace ``path`` unless it is absent, an empty folder, or (``overwrite``) gpipe's output only (a
+def check_folder_target(path: str, name: str, owned: re.Pattern, overwrite: bool) -> str:
+    """The folder that writing ``path`` replaces: ``path``, or the folder a symbolic link there leads to.
+
+    Refuse to replace it unless it is absent, an empty folder, or (``overwrite``) gpipe's output only (a
     ``GpipeValueError`` naming ``name``): what :func:`atomic_dir` checks, for a caller to check before its work."""
+    given = os.path.abspath(path)
+    rule = "a folder to write into"
+    path = _resolved(given, name, rule, "folder")
     if not os.path.lexists(path):
-        return
-    if os.path.islink(path) or not os.path.isdir(path):
-        raise GpipeValueError(f"'{name}' must be a folder to write into, got {path!r}: a file of that name exists")
+        return path
+    if not os.path.isdir(path):
+        raise _refused_kind(name, rule, given, path)
     entries = sorted(os.listdir(path))
     if not entries:
-        return
+        return path
     if not overwrite:
         listed = ", ".join(map(repr, entries[:3])) + (", ..." if len(entries) > 3 else "")
-        raise GpipeValueError(f"'{name}' must be a new or empty folder unless overwrite is set, got {path!r}: "
+        raise GpipeValueError(f"'{name}' must be a new or empty folder unless overwrite is set, got {given!r}: "
                               f"it holds {len(entries)} entries ({listed})")
-    foreign = _foreign_file(path, owned)
+    foreign = _foreign_entry(path, owned)
     if foreign is not None:
-        raise GpipeValueError(f"'{name}' must hold only gpipe's output to be overwritten, got {path!r}: "
-                              f"{foreign!r} is not a file gpipe writes there")
+        raise GpipeValueError(f"'{name}' must hold only gpipe's output to be overwritten, got {given!r}: {foreign}")
+    return path
+
+
+def check_file_target(path: str, name: str = "path") -> str:
+    """The file that writing ``path`` replaces: ``path``, or the file a symbolic link there leads to.
+
+    Refuse anything there but a regular file (a ``GpipeValueError`` naming ``name``): what :func:`atomic_file`
+    checks, for a caller to check before its work."""
+    given = os.path.abspath(path)
+    rule = "a file path (a new file, or a file or a link to one to replace)"
+    path = _resolved(given, name, rule, "file")
+    if os.path.lexists(path) and not stat.S_ISREG(os.lstat(path).st_mode):
+        raise _refused_kind(name, rule, given, path)
+    return path
 
 
 @contextlib.contextmanager
@@ -73,7 +149,8 @@ def atomic_dir(path: str, *, owned: str, overwrite: bool = False, name: str = "p
     Parameters
     ----------
     path : str
-        The folder to write: new, empty, or (``overwrite``) holding only files that ``owned`` matches.
+        The folder to write: new, empty, or (``overwrite``) holding only files that ``owned`` matches; or a
+        symbolic link to such a folder, which is replaced, the link kept.
     owned : str
         A regular expression that matches the path, relative to the folder and '/'-separated, of every
         file written there (``summary\\.json|edges\\.parquet``).
@@ -91,7 +168,8 @@ def atomic_dir(path: str, *, owned: str, overwrite: bool = False, name: str = "p
     ------
     GpipeValueError
         ``path`` may not be replaced (a file, a folder that is not empty without ``overwrite``, or one
-        holding a file ``owned`` does not match), or no folder can be created there.
+        holding anything but files ``owned`` matches: another file, a link, an empty folder), or no folder
+        can be created there.
 
     Examples
     --------
@@ -105,21 +183,19 @@ def atomic_dir(path: str, *, owned: str, overwrite: bool = False, name: str = "p
     >>> os.listdir(out)
     ['notes.txt']
     """
-    path = os.path.abspath(path)
+    given = os.path.abspath(path)
     owned_files = re.compile(owned)
     check_bool("overwrite", overwrite)
-    check_folder_target(path, name, owned_files, overwrite)
+    path = check_folder_target(given, name, owned_files, overwrite)
     tmp = _temporary(path)
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         os.makedirs(tmp)
     except OSError as exc:
-        culprit = "" if exc.filename == tmp else f" ({exc.filename})"
-        message = f"'{name}' must be a folder gpipe can create, got {path!r}: {exc.strerror}{culprit}"
-        raise GpipeValueError(message) from None
+        raise _not_creatable(name, "a folder", given, path, tmp, exc) from None
     try:
         yield tmp
-        check_folder_target(path, name, owned_files, overwrite)
+        check_folder_target(given, name, owned_files, overwrite)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
@@ -139,15 +215,18 @@ def atomic_dir(path: str, *, owned: str, overwrite: bool = False, name: str = "p
 
 
 @contextlib.contextmanager
-def atomic_file(path: str, mode: str = "w"):
+def atomic_file(path: str, mode: str = "w", *, name: str = "path"):
     """Yield an open temporary file that replaces the file ``path`` when the block succeeds.
 
     Parameters
     ----------
     path : str
-        The file to write; its folder is created if need be.
+        The file to write: new, a file, or a symbolic link to a file (which is replaced, the link kept, as
+        pandas' writers write through a link); its folder is created if need be.
     mode : str
         The mode the temporary file is opened in (``"w"``, ``"wb"``).
+    name : str
+        The parameter or config key that gave ``path``, named in the errors.
 
     Yields
     ------
@@ -157,7 +236,8 @@ def atomic_file(path: str, mode: str = "w"):
     Raises
     ------
     GpipeValueError
-        ``path`` is a folder.
+        ``path`` is (or leads to) anything but a file, such as a folder, a FIFO or a device, or is a link that
+        leads nowhere; or the file cannot be created there (a file in the way of its folder, no permission).
 
     Examples
     --------
@@ -169,14 +249,18 @@ def atomic_file(path: str, mode: str = "w"):
     >>> open(path).read()
     'complete or absent\\n'
     """
-    path = os.path.abspath(path)
-    if os.path.isdir(path):
-        raise GpipeValueError(f"'path' must be a file path, got {path!r}: a folder of that name exists")
-    os.makedirs(os.path.dirname(path), exist_ok=True)
+    given = os.path.abspath(path)
+    path = check_file_target(given, name)
     tmp = _temporary(path)
     try:
-        with open(tmp, mode) as f:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        f = open(tmp, mode)
+    except OSError as exc:
+        raise _not_creatable(name, "a file", given, path, tmp, exc) from None
+    try:
+        with f:
             yield f
+        check_file_target(given, name)
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):

@@ -571,7 +571,7 @@ def _read_only(tmp_path):
 
 @pytest.mark.parametrize("out, problem", [
     (_a_file, "a file of that name exists"),
-    (_under_a_file, "File exists"),
+    (_under_a_file, "run' is a file, not a folder"),
     pytest.param(lambda tmp_path: "/sys/gpipe-run", "Operation not permitted",
                  marks=pytest.mark.skipif(not os.path.isdir("/sys/kernel"), reason="needs Linux's read-only /sys")),
     pytest.param(_read_only, "Permission denied",

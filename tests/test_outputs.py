@@ -6,12 +6,17 @@ Folder writers (``Graph.to_parquet``, ``WalkResult.to_parquet``, ``EdgeSample.to
 (``to_corpus``) replaces a file, as pandas does, and refuses a folder.
 """
 
+import builtins
+import errno
+import os
+
 import numpy as np
 import pandas as pd
 import pytest
 
 import gpipe
-from gpipe.errors import GpipeValueError
+from gpipe.errors import GpipeError, GpipeValueError
+from gpipe.workflow import write_json
 from helpers import tree
 
 
@@ -109,10 +114,116 @@ def test_the_file_writer_replaces_a_file_and_refuses_a_folder(graph, tmp_path):
     folder = tmp_path / "folder"
     folder.mkdir()
     (folder / "keep.txt").write_text("mine\n")
-    with pytest.raises(GpipeValueError, match="'path' must be a file.*a folder of that name exists"):
+    with pytest.raises(GpipeValueError, match="'path' must be a file path.*a folder of that name exists"):
         walks.to_corpus(folder)
     assert (folder / "keep.txt").read_text() == "mine\n"
     assert np.array_equal(walks.compute()[:, 0], [0, 1, 2, 3])
+
+
+def _file_writers(g):
+    """Each file writer, as ``write(path)``: the corpus, mined patterns, and the workflows' JSON."""
+    patterns = gpipe.mining.FrequentPatterns(pd.DataFrame({"labels": [(0, 1)], "edges": [((0, 1),)], "support": [2]}),
+                                             {"seconds": 0.0})
+    return {"corpus": gpipe.walks.deepwalk(g, length=3, seed=0).to_corpus, "patterns": patterns.to_parquet,
+            "json": lambda path: write_json(path, {"status": "ok"})}
+
+
+@pytest.mark.parametrize("kind", ["corpus", "patterns", "json"])
+def test_file_writers_refuse_a_fifo_or_a_link_to_a_device_and_leave_them(graph, tmp_path, kind):
+    write = _file_writers(graph)[kind]
+    fifo, device = tmp_path / "fifo", tmp_path / "null"
+    os.mkfifo(fifo)
+    device.symlink_to(os.devnull)
+    with pytest.raises(GpipeValueError, match=f"'path' must be a file path.*got '{fifo}': a FIFO of that name"):
+        write(fifo)
+    with pytest.raises(GpipeValueError, match=f"got '{device}': it is a symbolic link to a character device"):
+        write(device)
+    assert fifo.is_fifo() and device.is_symlink() and device.is_char_device()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fifo", "null"]
+
+
+@pytest.mark.parametrize("kind", ["corpus", "patterns", "json"])
+def test_file_writers_write_through_a_link_to_a_file_and_refuse_a_link_to_nothing(graph, tmp_path, kind):
+    write = _file_writers(graph)[kind]
+    (tmp_path / "data").mkdir()
+    target, link = tmp_path / "data" / "out", tmp_path / "out"
+    target.write_text("old\n")
+    link.symlink_to(target)
+    assert os.fspath(write(link)) == str(link)
+    assert link.is_symlink() and os.readlink(link) == str(target) and target.read_bytes() != b"old\n"
+    assert sorted(p.name for p in (tmp_path / "data").iterdir()) == ["out"]
+    loop = tmp_path / "loop"
+    loop.symlink_to(loop)
+    with pytest.raises(GpipeValueError, match=f"got '{loop}': a symbolic link that leads to no file"):
+        write(loop)
+    assert loop.is_symlink()
+
+
+def test_the_corpus_under_a_file_or_in_a_read_only_folder_is_an_error_naming_the_path(graph, tmp_path, monkeypatch):
+    walks = gpipe.walks.deepwalk(graph, length=3, seed=0)
+    (tmp_path / "notes").write_text("mine\n")
+    for path in (tmp_path / "notes" / "walks.txt", tmp_path / "notes" / "more" / "walks.txt"):
+        with pytest.raises(GpipeValueError, match=f"'path' must be a file gpipe can create, got '{path}': "
+                                                  f"'{tmp_path / 'notes'}' is a file, not a folder"):
+            walks.to_corpus(path)
+    read_only = tmp_path / "read-only"
+    read_only.mkdir(mode=0o555)
+    real_open = builtins.open
+
+    def refused_as_for_a_user(file, mode="r", *args, **kwargs):  # root writes anywhere: the kernel's answer to others
+        if os.path.dirname(os.fspath(file)) == str(read_only) and "r" not in mode:
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), os.fspath(file))
+        return real_open(file, mode, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "open", refused_as_for_a_user)
+    with pytest.raises(GpipeError, match=f"'path' must be a file gpipe can create, got '{read_only / 'walks.txt'}': "
+                                         f"Permission denied \\(writing in '{read_only}'\\)"):
+        walks.to_corpus(read_only / "walks.txt")
+    assert os.listdir(read_only) == []
+
+
+@pytest.mark.parametrize("kind", ["graph", "walks", "sample", "embeddings", "scores"])
+def test_folder_writers_write_through_a_link_to_a_folder(graph, tmp_path, kind):
+    (tmp_path / "scratch").mkdir()
+    link = tmp_path / "results"
+    link.symlink_to(tmp_path / "scratch")
+    write = _writers(graph)[kind]
+    assert write(link) == str(link)
+    written = tree(tmp_path / "scratch")
+    assert written and link.is_symlink()
+    assert write(link, overwrite=True) == str(link)
+    assert set(tree(tmp_path / "scratch")) == set(written) and link.is_symlink()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["results", "scratch"]
+    nowhere = tmp_path / "nowhere"
+    nowhere.symlink_to(tmp_path / "gone")
+    with pytest.raises(GpipeValueError, match=f"'path' must be a folder to write into, got '{nowhere}': a symbolic "
+                                              "link that leads to no folder"):
+        write(nowhere)
+
+
+@pytest.mark.parametrize("kind", ["graph", "walks", "sample", "embeddings", "scores"])
+def test_overwrite_keeps_a_folder_holding_a_link_an_empty_folder_or_a_fifo_and_names_it(graph, tmp_path, kind):
+    folder, write = tmp_path / "out", _writers(graph)[kind]
+    write(folder)
+    mine = tmp_path / "mine.txt"
+    mine.write_text("mine\n")
+    own = sorted(folder.iterdir())[-1]  # a name gpipe writes there, now a link to the user's file
+    own.unlink()
+    own.symlink_to(mine)
+    (folder / "empty").mkdir()
+    (folder / "linked").symlink_to(tmp_path)
+    os.mkfifo(folder / "pipe")
+    foreign = sorted([(own.name, "a symbolic link"), ("empty", "an empty folder"), ("linked", "a symbolic link"),
+                      ("pipe", "a FIFO")])
+    for name, what in foreign:  # each refused in turn, naming it, and kept
+        before = sorted(p.name for p in folder.iterdir())
+        with pytest.raises(GpipeValueError, match=f"got '{folder}': '{name}' is {what}, not a file gpipe writes there"):
+            write(folder, overwrite=True)
+        assert sorted(p.name for p in folder.iterdir()) == before
+        (os.rmdir if name == "empty" else os.unlink)(folder / name)
+    assert mine.read_text() == "mine\n"
+    assert write(folder, overwrite=True) == str(folder)
+    assert own.is_file() and not own.is_symlink()
 
 
 def test_a_sample_folder_reads_back_as_the_sample(graph, tmp_path):

@@ -262,10 +262,12 @@ class Graph:
         ----------
         path : str or path-like
             A new or empty folder (like pyarrow's dataset writer, gpipe writes
-            into nothing else unless asked).
+            into nothing else unless asked), or a symbolic link to one, written
+            through.
         overwrite : bool
-            Replace a folder that holds a graph gpipe wrote. A folder holding any
-            other file, or a file at ``path``, is refused even then.
+            Replace a folder that holds a graph gpipe wrote. A folder holding
+            anything else (another file, a link, an empty folder), or a file at
+            ``path``, is refused even then.
 
         Returns
         -------

@@ -145,8 +145,9 @@ class MiningResult:
 
         ``path`` must be a new or empty folder; ``overwrite=True`` also replaces a
         folder that holds only embeddings gpipe wrote. Anything else there (another
-        file, a file at ``path``) is refused with a ``GpipeValueError`` before any
-        work, and kept. The folder appears complete or not at all;
+        file, a link, an empty folder; a file at ``path``) is refused with a
+        ``GpipeValueError`` before any work, and kept. A symbolic link at ``path``
+        is written through, to the folder it leads to. The folder appears complete or not at all;
         ``pandas.read_parquet(path)`` reads it back as :meth:`to_frame` gives it.
         """
         path = os.fspath(path)

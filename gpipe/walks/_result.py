@@ -199,8 +199,9 @@ class WalkResult:
 
         ``path`` must be a new or empty folder; ``overwrite=True`` also replaces a
         folder that holds only walks gpipe wrote. Anything else there (another
-        file, a file at ``path``) is refused with a ``GpipeValueError`` before any
-        work, and kept. The folder appears complete or not at all.
+        file, a link, an empty folder; a file at ``path``) is refused with a
+        ``GpipeValueError`` before any work, and kept. A symbolic link at ``path``
+        is written through, to the folder it leads to. The folder appears complete or not at all.
         """
         path = os.fspath(path)
         with atomic_dir(path, owned=WALK_FILES, overwrite=overwrite) as tmp:
@@ -216,7 +217,10 @@ class WalkResult:
         share its file system, as for ``to_parquet``). No id passes through
         the client, which holds the id map's text only when the ids are not
         integers. A file at ``path`` is replaced, as pandas' writers do, once
-        the corpus is complete; a folder there is refused (``GpipeValueError``).
+        the corpus is complete (through a symbolic link, the file it leads
+        to); anything else there (a folder, a FIFO, a device) is refused with
+        a ``GpipeValueError`` before any work, as is a path where no file can
+        be created (no permission, a file in the way of its folder).
 
         Ids are written as they are, not escaped: an id that would not read
         back as one token (empty, or holding a space, a tab, a newline or
@@ -226,18 +230,18 @@ class WalkResult:
         """
         path = os.fspath(path)
         _check_corpus_ids(self._id_map)
-        if self._corpus_ids is None:  # dense ids need no table: sent with each task, not broadcast beforehand
-            ids = _CorpusIds.of(self._id_map)
-            self._corpus_ids = ids if self._id_map is None else self._client.scatter([ids], broadcast=True,
-                                                                                         hash=False)[0]
-        ids = self._corpus_ids
-        blocks = self.persist()._blocks()
-        # each block's line sizes stay on its worker for the write; only their sums come here
-        sizes = [self._client.submit(_corpus_sizes, block, ids, pure=False) for block in blocks]
-        totals = gather_pinned(self._client, [self._client.submit(_total, s, pure=False) for s in sizes],
-                               self._partitions, "corpus sizing")
-        offsets = np.concatenate([[0], np.cumsum(totals, dtype=np.int64)]).tolist()
-        with atomic_file(path, "wb") as out:
+        with atomic_file(path, "wb") as out:  # a path it may not write is refused before the work
+            if self._corpus_ids is None:  # dense ids need no table: sent with each task, not broadcast beforehand
+                ids = _CorpusIds.of(self._id_map)
+                self._corpus_ids = ids if self._id_map is None else self._client.scatter([ids], broadcast=True,
+                                                                                             hash=False)[0]
+            ids = self._corpus_ids
+            blocks = self.persist()._blocks()
+            # each block's line sizes stay on its worker for the write; only their sums come here
+            sizes = [self._client.submit(_corpus_sizes, block, ids, pure=False) for block in blocks]
+            totals = gather_pinned(self._client, [self._client.submit(_total, s, pure=False) for s in sizes],
+                                   self._partitions, "corpus sizing")
+            offsets = np.concatenate([[0], np.cumsum(totals, dtype=np.int64)]).tolist()
             out.truncate(offsets[-1])
             out.flush()
             written = [self._client.submit(_write_corpus_block, block, ids, size, out.name, offsets[b], pure=False)
