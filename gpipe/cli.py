@@ -84,26 +84,29 @@ def main(argv: list[str] | None = None) -> int:
     Returns
     -------
     int
-        The exit status: 0 on success, 2 on bad input (usage errors included),
-        whose message is printed to stderr without a traceback; 143 (128 +
-        SIGTERM) when terminated, after removing the unfinished outputs as an
-        interrupt (SIGINT, KeyboardInterrupt) does.
+        The exit status: 0 on success, 2 on bad input (usage errors included)
+        or any other :class:`GpipeError`, whose message is printed to stderr
+        on one line without a traceback; 130 (128 + SIGINT) when interrupted
+        (Ctrl-C) and 143 (128 + SIGTERM) when terminated, after removing the
+        unfinished outputs, with one line saying so.
     """
     argv = sys.argv[1:] if argv is None else list(argv)
     try:
-        args = _parser().parse_args(argv)
-    except SystemExit as exc:  # argparse has printed the usage error or the help
-        return exc.code
-    args.command_line = shlex.join(["gpipe", *argv])
-    try:
+        try:
+            args = _parser().parse_args(argv)
+        except SystemExit as exc:  # argparse has printed the usage error or the help
+            return exc.code
+        args.command_line = shlex.join(["gpipe", *argv])
         with _terminate_as_interrupt():
             return args.run(args)
     except (GpipeError, FileNotFoundError) as exc:
-        print(f"gpipe: error: {exc}", file=sys.stderr)
+        print(f"gpipe: error: {' '.join(str(exc).splitlines())}", file=sys.stderr)
         return 2
-    except _Terminated:
-        print("gpipe: terminated (SIGTERM); unfinished outputs were removed", file=sys.stderr)
-        return 128 + signal.SIGTERM
+    except KeyboardInterrupt as exc:  # the outputs' context managers have removed what was unfinished
+        signum = signal.SIGTERM if isinstance(exc, _Terminated) else signal.SIGINT
+        how = "terminated (SIGTERM)" if signum == signal.SIGTERM else "interrupted (Ctrl-C)"
+        print(f"gpipe: {how}; unfinished outputs were removed", file=sys.stderr)
+        return 128 + signum
 
 
 class _Terminated(KeyboardInterrupt):

@@ -539,7 +539,7 @@ def test_overwrite_replaces_the_whole_earlier_run(capsys, cpu_cluster, tmp_path)
     assert not list(tmp_path.glob(".*tmp*"))
 
 
-def test_an_interrupted_rerun_leaves_the_earlier_run_whole(capsys, cpu_cluster, tmp_path, monkeypatch):
+def test_an_interrupted_rerun_says_so_in_one_line_and_leaves_the_earlier_run_whole(capsys, cpu_cluster, tmp_path, monkeypatch):
     out = tmp_path / "run"
     assert _walk_into(capsys, cpu_cluster, out, 1, "--format", "both")[0] == 0
     before = tree(out)
@@ -548,8 +548,10 @@ def test_an_interrupted_rerun_leaves_the_earlier_run_whole(capsys, cpu_cluster, 
         raise KeyboardInterrupt  # after walks.txt was written, before walks.parquet and summary.json
 
     monkeypatch.setattr(gpipe.walks.WalkResult, "to_parquet", interrupted)
-    with pytest.raises(KeyboardInterrupt):
-        _walk_into(capsys, cpu_cluster, out, 2, "--format", "both", "--overwrite")
+    code, _, err = _walk_into(capsys, cpu_cluster, out, 2, "--format", "both", "--overwrite")
+    assert code == 128 + signal.SIGINT  # as a shell reports a command that Ctrl-C stopped
+    assert err.splitlines()[-1] == "gpipe: interrupted (Ctrl-C); unfinished outputs were removed"
+    assert "Traceback" not in err
     assert tree(out) == before and read_summary(out)["parameters"]["seed"] == 1
     assert not list(tmp_path.glob(".*tmp*"))
 
@@ -583,6 +585,15 @@ def test_an_out_that_cannot_be_written_is_refused_before_connecting(capsys, tmp_
     assert code == 2 and err.startswith("gpipe: error: 'out' must be a folder") and problem in err
     assert err.count("\n") == 1 and "tmp" not in err.replace(str(tmp_path), "")
     assert not list(tmp_path.glob(".*tmp*"))
+
+
+def test_an_error_message_of_several_lines_is_printed_on_one(capsys, monkeypatch):
+    def failing(args):
+        raise gpipe.errors.GpipeError("the first line\nand the second")
+
+    monkeypatch.setattr(cli, "_info", failing)
+    assert main(["info"]) == 2
+    assert capsys.readouterr().err == "gpipe: error: the first line and the second\n"
 
 
 def test_a_terminated_run_removes_its_unfinished_outputs(tmp_path):
