@@ -241,8 +241,9 @@ def frequent_patterns(g, max_edges: int, min_support: int, labels=None, *, devic
     min_support : int
         The least MNI support of a pattern reported (and extended), >= 1.
     labels : sequence or pandas.Series, optional
-        Each vertex's non-negative integer label, as :meth:`Graph.set_labels`
-        takes them (at most 1024 distinct values); default ``g.labels``.
+        Each vertex's non-negative integer label (below 2**63; floats are
+        refused, not truncated), as :meth:`Graph.set_labels` takes them (at
+        most 1024 distinct values); default ``g.labels``.
     device_budget, host_budget : int or str, optional
         As for :func:`count_cliques`.
 
