@@ -252,6 +252,54 @@ def test_bad_k_and_graphs_are_refused_by_name(cpu_cluster):
         gpipe.mining.list_cliques(directed, 3)
 
 
+@pytest.mark.parametrize("rows", [[[], [1, 1, 2], [], [0, 0]], [[3, 3, 3]], [[], []], [[0, 1], [0, 2]]])
+def test_repeated_neighbors_are_dropped_from_sorted_rows_empty_ones_included(rows):
+    from gpipe.mining._extend import simple_rows
+
+    indptr = np.cumsum([0] + [len(r) for r in rows])
+    found = simple_rows(np, indptr, np.array(sum(rows, []), np.int32))
+    assert [found.indices[a:b].tolist() for a, b in zip(found.indptr[:-1], found.indptr[1:])] == [
+        sorted(set(r)) for r in rows]
+
+
+def _multigraph(client, graph: nx.Graph, partitions: int | None) -> gpipe.Graph:
+    """``graph`` with every edge repeated the other way round, every third once more, and a self-loop, built
+    keeping them (replicated, or in ``partitions``)."""
+    edges = list(graph.edges())
+    edges += [(v, u) for u, v in edges] + edges[::3] + [(0, 0)]
+    frame = pd.DataFrame(edges, columns=["src", "dst"])
+    layout = {"mode": "replicated"} if partitions is None else {"mode": "partitioned", "partitions": partitions}
+    with client.as_current():
+        g = gpipe.from_edges(frame, keep_duplicates=True, keep_self_loops=True, num_vertices=len(graph), **layout)
+    assert g.num_edges > graph.number_of_edges()  # the repeats are kept
+    return g
+
+
+@pytest.mark.parametrize("partitions", [None, 3])
+def test_a_multigraph_is_mined_as_the_simple_graph_underneath(cpu_cluster, partitions):
+    """Repeated edges count once in cliques, their lists, matches and frequent patterns, as in the simple graph
+    (the same embeddings per column too), on a replicated graph and a partitioned one."""
+    graph = nx.gnp_random_graph(24, 0.3, seed=13)
+    nx.add_path(graph, range(23, 28))  # vertices of degree 1 and 2, which the repeats would lift above 2
+    multi = _multigraph(cpu_cluster, graph, partitions)
+    simple = _replicated(cpu_cluster, graph)
+    for k in (3, 4):
+        found, expected = gpipe.mining.list_cliques(multi, k), gpipe.mining.list_cliques(simple, k)
+        np.testing.assert_array_equal(found.embeddings, expected.embeddings)
+        assert found.count == gpipe.mining.count_cliques(multi, k).count == len(_cliques(graph, k)) > 0
+        assert found.stats["embeddings"] == expected.stats["embeddings"]
+    for induced in (False, True):
+        found, expected = (gpipe.mining.match(h, PATTERNS["diamond"], induced, embeddings=True)
+                           for h in (multi, simple))
+        assert found.count == expected.count > 0 and _rows(found) == _rows(expected), induced
+        assert found.stats["embeddings"] == expected.stats["embeddings"]
+    if partitions is None:  # frequent_patterns mines replicated graphs only
+        labels = np.random.default_rng(13).integers(0, 2, len(graph))
+        found, expected = (gpipe.mining.frequent_patterns(h, 3, 2, labels=labels) for h in (multi, simple))
+        pd.testing.assert_frame_equal(found.patterns, expected.patterns)
+        assert found.patterns.code.is_unique and found.stats["embeddings"] == expected.stats["embeddings"]
+
+
 PATTERNS = {
     "triangle": [(0, 1), (1, 2), (2, 0)],
     "path": [(0, 1), (1, 2), (2, 3)],

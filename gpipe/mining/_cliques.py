@@ -48,7 +48,9 @@ def count_cliques(g, k: int, *, device_budget=None, host_budget=None) -> MiningR
     ----------
     g : Graph
         An undirected graph, replicated on the workers (``mode="replicated"``)
-        or partitioned.
+        or partitioned. A multigraph (``keep_duplicates=True``) is mined as
+        the simple graph underneath: an edge repeated counts once, and
+        self-loops are no part of any clique.
     k : int
         Clique size, at least 3.
     device_budget, host_budget : int or str, optional

@@ -6,6 +6,7 @@ import contextlib
 
 from ..errors import GpipeError
 from ..runtime import call_peer, call_workers, drop_run, gather_pinned, run_later, store, worker_xp
+from ._extend import simple_rows
 
 
 def on_replicas(g, function, spec, ranges: list) -> tuple[list, list]:
@@ -40,9 +41,11 @@ def on_every_worker(client, value):
 
 
 def whole_graph(graph_id: str):
-    """On a worker: the replicated graph (its CSR ``indptr``, ``indices``), its device and array module."""
-    here = store()
-    return here.partitions.get(graph_id, 0), here.device, worker_xp()
+    """On a worker: the replicated graph as mining reads it (:class:`Rows`: each neighbor once), its device and
+    array module."""
+    here, x = store(), worker_xp()
+    whole = here.partitions.get(graph_id, 0)
+    return simple_rows(x, whole.indptr, whole.indices), here.device, x
 
 
 def on_partition_workers(g, phase: str, function, *args) -> list:

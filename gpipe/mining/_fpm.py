@@ -235,7 +235,9 @@ def frequent_patterns(g, max_edges: int, min_support: int, labels=None, *, devic
     g : Graph
         An undirected graph replicated on the workers (``mode="replicated"``):
         an edge is named by its slot in the whole graph's CSR, which a
-        partitioned graph's workers do not hold.
+        partitioned graph's workers do not hold. A multigraph is mined as the
+        simple graph underneath: an edge repeated is one edge of a pattern and
+        of its embeddings; self-loops are none.
     max_edges : int
         The largest patterns' edge count, 1 to 4.
     min_support : int

@@ -65,7 +65,9 @@ def match(g, pattern, induced: bool = False, *, embeddings: bool = False, device
     ----------
     g : Graph
         An undirected graph, replicated on the workers (``mode="replicated"``)
-        or partitioned (see :func:`count_cliques`).
+        or partitioned (see :func:`count_cliques`); a multigraph is matched as
+        the simple graph underneath (a match maps onto an edge once, however
+        often it repeats; a self-loop matches no pattern edge).
     pattern : networkx.Graph or list of (u, v) pairs
         A connected undirected pattern of 2 to 16 vertices, without self-loops.
     induced : bool

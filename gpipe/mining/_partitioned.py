@@ -16,7 +16,11 @@ position), not as GAMMA's parent index. A listing run's last column is routed
 by the partition owning its first vertex instead; at collection each worker
 pulls its partitions' rows from every worker and keeps them, sorted, a block
 per partition: the blocks in partition order are the embeddings in
-lexicographic order, with no sort on the client.
+lexicographic order, with no sort on the client. A multigraph is mined as the
+simple graph underneath: the rows read and fetched keep each neighbor once,
+and the degrees the extension tests and routes by are the simple graph's
+(where a partition repeats an edge, each worker gathers them once per run from
+the partitions' workers).
 """
 
 from __future__ import annotations
@@ -28,9 +32,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..backend import to_device, to_host, unique
+from ..backend import device_of, to_device, to_host, unique, xp
 from ._cluster import adjacency, end_run, from_peer, here, on_partition_workers, run_state
-from ._extend import compress, extend_match
+from ._extend import Rows, compress, extend_match, simple_rows
 from ._result import keep_rows
 from ._table import EmbeddingTable, Stats, merged, worker_budgets
 
@@ -66,6 +70,7 @@ class Held:
         self.tables: dict[int, EmbeddingTable] = {}
         self.lock = threading.Lock()  # a peer takes chunks while this worker's run adds them
         self.count = 0
+        self.degree = None  # a multigraph's: every vertex's degree in the simple graph underneath
 
     def put(self, part: int, column: int, rows) -> None:
         with self.lock:
@@ -97,7 +102,8 @@ def grow_partitioned(g, spec) -> tuple[int, list, dict]:
     g.put_on_workers(["degrees"])
     exchange = Exchange(spec.run_id, tuple(g.placement), np.asarray(g.bounds))
     try:
-        on_partition_workers(g, "mining: first vertices", _start, spec, exchange)
+        if any(on_partition_workers(g, "mining: first vertices", _start, spec, exchange)):  # edges repeat
+            on_partition_workers(g, "mining: degrees", _simple_degrees, spec, exchange)
         for column in range(spec.plan.columns - 1):
             on_partition_workers(g, f"mining: extension of column {column}", _level, spec, exchange, column)
         replies = on_partition_workers(g, "mining: collection", _finish, spec, exchange)
@@ -122,20 +128,42 @@ def _mine(exchange: Exchange, address: str) -> list[int]:
     return [p for p, w in enumerate(exchange.placement) if w == address]
 
 
-def _start(spec, exchange: Exchange) -> None:
+def _start(spec, exchange: Exchange) -> bool:
     """On a worker: its partitions' first vertices (of the least degree the plan needs), each partition's in its
-    own table (the first vertex is the one extended to column 1)."""
+    own table (the first vertex is the one extended to column 1); whether any of its partitions repeats an edge."""
     address, partitions, device, x = here()
     held = run_state(exchange.run_id, made=True)["mining"] = Held(spec, device, x)
     held.stats.count(0, 0)
+    repeats = False
     for p in _mine(exchange, address):
         part = partitions.as_held(spec.graph_id, p)
         with held.stats.timer("filtering"):
             first = x.arange(part.lo, part.hi, dtype=part.indices.dtype)
-            degree = to_device(part.indptr[1:] - part.indptr[:-1], device)  # an out-of-memory one's is staged
+            degree = to_device(_degrees_of(spec.graph_id, p), device)  # an out-of-memory one's is staged
+            repeats |= int(degree.sum()) < part.num_edges
             first, _ = compress(x, first, first, degree >= spec.plan.first_degree)
         for at in range(0, first.shape[0], spec.capacity):
             held.put(p, 0, first[at:at + spec.capacity, None])
+    return repeats
+
+
+def _degrees_of(graph_id: str, part: int) -> np.ndarray:
+    """On the worker holding partition ``part``: its vertices' degrees in the simple graph (each neighbor once),
+    counted where the partition is (an out-of-memory one's staged in host memory)."""
+    held = here()[1].as_held(graph_id, part)
+    rows = simple_rows(xp(device_of(held.indices)), held.indptr, held.indices)
+    return to_host(rows.indptr[1:] - rows.indptr[:-1])
+
+
+def _simple_degrees(spec, exchange: Exchange) -> None:
+    """On a worker of a multigraph: every vertex's degree in the simple graph underneath, each partition's from
+    its worker, for the extension's degree tests and routing in place of the graph's degrees (which count every
+    repeat)."""
+    _, _, device, x = here()
+    held: Held = run_state(exchange.run_id)["mining"]
+    with held.stats.timer("exchange"):
+        held.degree = x.concatenate([to_device(from_peer(worker, _degrees_of, spec.graph_id, p), device)
+                                     for p, worker in enumerate(exchange.placement)])
 
 
 def _take(run_id: str, part: int, column: int, to_host_memory: bool):
@@ -148,7 +176,7 @@ def _level(spec, exchange: Exchange, column: int) -> None:
     """On a worker: extend every embedding of ``column`` routed to its partitions, from every worker."""
     address, partitions, device, x = here()
     held: Held = run_state(exchange.run_id)["mining"]
-    degree = partitions.array(spec.graph_id, "degrees")
+    degree = partitions.array(spec.graph_id, "degrees") if held.degree is None else held.degree
     held.stats.count(column + 1, 0)
     for p in _mine(exchange, address):
         for source in sorted(set(exchange.placement), key=lambda w: (w != address, w)):  # its own first
@@ -203,28 +231,22 @@ def _extended(x, degree, rows, back: tuple):
     return tested[x.arange(rows.shape[0]), degree[tested].argmin(axis=1)]
 
 
-class _Graph:
-    """A CSR over every vertex id whose rows are those of some vertices only (the others' are empty)."""
-
-    def __init__(self, indptr, indices):
-        self.indptr, self.indices = indptr, indices
-
-
-def _rows_of(x, spec, exchange: Exchange, held: Held, tested, address: str) -> _Graph:
-    """The adjacency rows of the ``tested`` vertices (read here or fetched from their partitions' workers) as a
-    CSR over every vertex id, which the extension kernel reads as the whole graph's."""
+def _rows_of(x, spec, exchange: Exchange, held: Held, tested, address: str) -> Rows:
+    """The adjacency rows of the ``tested`` vertices (read here or fetched from their partitions' workers), each
+    neighbor once, as a CSR over every vertex id (the others' rows empty), which the extension kernel reads as the
+    whole graph's."""
     with held.stats.timer("adjacency"):
         vertices = unique(x, tested)
         indptr, indices = adjacency(spec.graph_id, exchange.placement, exchange.bounds, vertices)
-        length = indptr[1:] - indptr[:-1]
         owner = np.searchsorted(exchange.bounds, to_host(vertices), side="right") - 1
         remote = to_device(np.array([exchange.placement[p] != address for p in owner.tolist()], bool), held.device)
-        held.stats.exchanged_bytes["adjacency"] += int(length[remote].sum()) * indices.itemsize
+        held.stats.exchanged_bytes["adjacency"] += int((indptr[1:] - indptr[:-1])[remote].sum()) * indices.itemsize
+        rows = simple_rows(x, indptr, indices)
         counts = x.zeros(int(exchange.bounds[-1]), x.int64)
-        counts[vertices.astype(x.int64)] = length
+        counts[vertices.astype(x.int64)] = rows.indptr[1:] - rows.indptr[:-1]
         whole = x.zeros(counts.shape[0] + 1, x.int64)
         x.cumsum(counts, out=whole[1:])
-    return _Graph(whole, indices)
+    return Rows(whole, rows.indices)
 
 
 def _finish(spec, exchange: Exchange) -> tuple:

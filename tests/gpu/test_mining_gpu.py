@@ -64,3 +64,31 @@ def test_frequent_patterns_on_gpu_equal_cpu(gpu_cluster, cpu_cluster, budgets):
     assert gpu.stats["embeddings"] == cpu.stats["embeddings"] and (gpu.patterns["size"] == 3).any()
     if budgets:
         assert gpu.stats["bytes"]["disk"] > 0
+
+
+@pytest.mark.parametrize("partitions", [None, 3])
+def test_a_multigraph_on_gpu_is_mined_as_the_simple_graph_on_cpu(gpu_cluster, cpu_cluster, partitions):
+    """Repeated edges, dropped where the GPU worker reads the rows (cupy), count once, as on the simple graph."""
+    rng = np.random.default_rng(7)
+    src, dst = rng.integers(0, 150, (2, 2500))
+    edges = pd.DataFrame({"src": src, "dst": dst})
+    repeated = pd.concat([edges, edges.rename(columns={"src": "dst", "dst": "src"}), edges[::3]])
+    layout = {"mode": "replicated"} if partitions is None else {"mode": "partitioned", "partitions": partitions}
+    diamond = [(0, 1), (1, 2), (2, 3), (3, 0), (0, 2)]
+
+    def mined(client, frame, keep_duplicates):
+        with client.as_current():
+            g = gpipe.from_edges(frame, keep_duplicates=keep_duplicates, num_vertices=150, **layout)
+            found = [gpipe.mining.list_cliques(g, k) for k in (3, 4)]
+            found.append(gpipe.mining.match(g, diamond, induced=True, embeddings=True))
+            labels = np.arange(150) % 3
+            fpm = gpipe.mining.frequent_patterns(g, 3, 5, labels=labels) if partitions is None else None
+            return found, fpm
+
+    (gpu, gpu_fpm), (cpu, cpu_fpm) = mined(gpu_cluster, repeated, True), mined(cpu_cluster, edges, False)
+    for on_gpu, on_cpu in zip(gpu, cpu):
+        assert on_gpu.stats["device"] == "gpu" and on_gpu.count == on_cpu.count > 0
+        assert sorted(map(tuple, on_gpu.embeddings.tolist())) == sorted(map(tuple, on_cpu.embeddings.tolist()))
+        assert on_gpu.stats["embeddings"] == on_cpu.stats["embeddings"]
+    if partitions is None:
+        pd.testing.assert_frame_equal(gpu_fpm.patterns, cpu_fpm.patterns)
