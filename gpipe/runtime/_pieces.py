@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..backend import cpu_kernel, device_of, prange, to_host, xp
+from ..backend import cpu_kernel, device_of, free_memory, prange, to_host, xp
 from ..kernels import Arg, Kernel
 
 
@@ -55,16 +55,20 @@ def concat(x, piece_sets: list[dict], dtype) -> dict:
     return out
 
 
-GROUPING_BATCHES = 4  # a partition's pieces are grouped by block in about this many batches
+GROUPING_BATCHES = 4  # a partition's pieces are grouped by block in this many batches at least,
+GROUPING_ROOM = 16  # each batch at most this share of the device's free memory
 
 
 def group_by_block(x, piece_sets: list[dict], block_rows: int, n_blocks: int, dtype) -> dict[int, dict]:
     """Pieces grouped by output block (walk_id // block_rows), each group over its own flat buffer.
 
-    In :data:`GROUPING_BATCHES` batches of piece sets taken out of ``piece_sets`` (emptied as it goes), each set
-    freed once its batch is split: grouping holds a batch twice, never all of a partition's pieces (joined whole
-    first, they ran an H200 out of memory with R-MAT 24's 10 walks per vertex over 2 GPUs); each block is joined
-    alone at the end. Sets in host memory whose pieces are in walk order, each at a larger offset than the one
+    In batches of piece sets taken out of ``piece_sets`` (emptied as it goes), each set freed once its batch is
+    split: grouping holds a batch about three times (joined, sorted, split), never all of a partition's pieces.
+    A batch is at most a :data:`GROUPING_BATCHES`-th of them and a :data:`GROUPING_ROOM`-th of the device's free
+    memory: R-MAT 24's 10 walks per vertex over 2 H200s leave 35-40 GB of pieces in each of a GPU's two partitions
+    (1.2-1.4 G pieces of 1.3 vertices), and sorting a quarter of them at once failed for want of device memory
+    (thrust's ``std::bad_alloc``) with 13-27 GB free; in batches of 2-3 GB the same runs assembled. Each block is
+    joined alone at the end. Sets in host memory whose pieces are in walk order, each at a larger offset than the one
     before (a replicated run's, spilled), are cut into their blocks' ranges instead, and each block joined from
     them: one copy of their bytes, not three.
     """
@@ -74,7 +78,7 @@ def group_by_block(x, piece_sets: list[dict], block_rows: int, n_blocks: int, dt
             return _cut_in_order(piece_sets, blocks, n_blocks, dtype)
         del blocks
     size = [sum(int(p[k].nbytes) for k in ("walk_id", "start", "length", "offset", "flat")) for p in piece_sets]
-    cap = max(1, sum(size) // GROUPING_BATCHES)
+    cap = max(1, min(sum(size) // GROUPING_BATCHES, free_memory(x) // GROUPING_ROOM))
     split: dict[int, list[dict]] = {b: [] for b in range(n_blocks)}
     while piece_sets:
         batch, held = [piece_sets.pop()], size.pop()
