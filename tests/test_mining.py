@@ -252,6 +252,14 @@ def test_bad_k_and_graphs_are_refused_by_name(cpu_cluster):
         gpipe.mining.list_cliques(directed, 3)
 
 
+@pytest.mark.parametrize("k", [6, 2**70])
+def test_a_clique_larger_than_the_graph_is_refused_naming_k_and_the_rule(cpu_cluster, k):
+    g = _replicated(cpu_cluster, nx.complete_graph(5))
+    with pytest.raises(GpipeValueError, match=rf"'k' must be at most the number of vertices of 'g' \(5\), got {k}"):
+        gpipe.mining.count_cliques(g, k)
+    assert gpipe.mining.list_cliques(g, 5).embeddings.tolist() == [[0, 1, 2, 3, 4]]
+
+
 @pytest.mark.parametrize("rows", [[[], [1, 1, 2], [], [0, 0]], [[3, 3, 3]], [[], []], [[0, 1], [0, 2]]])
 def test_repeated_neighbors_are_dropped_from_sorted_rows_empty_ones_included(rows):
     from gpipe.mining._extend import simple_rows

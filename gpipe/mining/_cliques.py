@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .._validate import check_int
+from ..errors import GpipeValueError
 from ._extend import extend_cliques
 from ._grow import ColumnPlan, check_mined_graph, mine
 from ._result import MiningResult
@@ -52,7 +53,7 @@ def count_cliques(g, k: int, *, device_budget=None, host_budget=None) -> MiningR
         the simple graph underneath: an edge repeated counts once, and
         self-loops are no part of any clique.
     k : int
-        Clique size, at least 3.
+        Clique size, at least 3 and at most the number of vertices.
     device_budget, host_budget : int or str, optional
         Bytes of the table each worker keeps on its device, then in host
         memory (``'2 GB'``); default ``gpipe.mining.device-budget`` and
@@ -71,7 +72,8 @@ def count_cliques(g, k: int, *, device_budget=None, host_budget=None) -> MiningR
     Raises
     ------
     GpipeValueError
-        ``k`` below 3, a directed graph, or a bad budget.
+        ``k`` below 3 or above the number of vertices, a directed graph, or a
+        bad budget.
 
     Examples
     --------
@@ -121,6 +123,9 @@ def list_cliques(g, k: int, *, device_budget=None, host_budget=None) -> MiningRe
 
 def _cliques(g, k, listing: bool, device_budget, host_budget) -> MiningResult:
     g = check_mined_graph(g)
-    result = mine(g, CliquePlan(check_int("k", k, minimum=3)), listing, device_budget, host_budget)
+    k = check_int("k", k, minimum=3)
+    if k > max(3, g.num_vertices):  # a table of k columns, a level each on a partitioned graph: none can fill
+        raise GpipeValueError(f"'k' must be at most the number of vertices of 'g' ({g.num_vertices}), got {k}")
+    result = mine(g, CliquePlan(k), listing, device_budget, host_budget)
     result.stats["k"] = k
     return result
