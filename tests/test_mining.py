@@ -344,12 +344,26 @@ def test_matches_are_listed_in_the_patterns_vertex_order_for_any_worker_count(cp
     ([(0, 0), (0, 1)], r"'pattern' must have no self-loops, got \[\(0, 0\)\]"),
     ([(i, i + 1) for i in range(16)], "'pattern' must have 2 to 16 vertices, got 17"),
     (nx.DiGraph([(0, 1)]), "'pattern' must be an undirected simple graph, got a DiGraph"),
+    (nx.MultiGraph([(0, 1), (0, 1)]), "'pattern' must be an undirected simple graph, got a MultiGraph"),
+    ([(0, "a"), ("a", 1)], r"'pattern' vertices must be of one kind that sorts \(all integers or all strings\), got "
+                           r"0 and 'a'"),
+    ([(0.5, 1), (1, 2)], r"'pattern' vertices must be integers or strings \(or other values that sort together\), "
+                         r"got 0.5"),
+    ([(True, 2), (2, 3)], r"'pattern' vertices must be integers or strings .*, got True"),
+    ([(float("nan"), 1)], r"'pattern' vertices must be integers or strings .*, got nan"),
     (7, "'pattern' must be a networkx graph or a list of .u, v. edges, got int"),
 ])
-def test_bad_patterns_are_refused_by_name(cpu_cluster, pattern, message):
+def test_bad_patterns_are_refused_by_name_with_or_without_a_graph(cpu_cluster, pattern, message):
     g = _replicated(cpu_cluster, nx.complete_graph(4))
     with pytest.raises(GpipeValueError, match=message):
         gpipe.mining.match(g, pattern)
+    with pytest.raises(GpipeValueError, match=message):  # as a command line checks its flags, before any work
+        gpipe.mining.check_pattern(pattern)
+
+
+@pytest.mark.parametrize("pattern", [PATTERNS["tailed triangle"], nx.grid_2d_graph(2, 3), [(0, np.int64(1))]])
+def test_a_good_pattern_passes_its_check_as_it_is(pattern):
+    assert gpipe.mining.check_pattern(pattern) is pattern
 
 
 def _labeled(pattern_edges, labels) -> nx.Graph:

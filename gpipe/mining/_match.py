@@ -3,6 +3,7 @@ induced), grown one pattern vertex at a time in an order chosen from the pattern
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass
 
 import numpy as np
@@ -94,7 +95,9 @@ def match(g, pattern, induced: bool = False, *, embeddings: bool = False, device
     ------
     GpipeValueError
         A pattern that is not connected, too large, directed or has
-        self-loops; a directed graph; a bad budget.
+        self-loops, or whose vertices are floats, booleans or of kinds that
+        do not sort together (see :func:`check_pattern`); a directed graph; a
+        bad budget.
 
     Examples
     --------
@@ -116,12 +119,50 @@ def match(g, pattern, induced: bool = False, *, embeddings: bool = False, device
     return result
 
 
+def check_pattern(pattern):
+    """Check a pattern for :func:`match` without a graph: what ``match`` refuses of it, refused before any work.
+
+    A command line checks its ``--pattern`` with it before it starts a cluster
+    or reads the graph.
+
+    Parameters
+    ----------
+    pattern : networkx.Graph or list of (u, v) pairs
+        As for :func:`match`: a connected undirected pattern of 2 to 16
+        vertices, without self-loops, its vertices integers or strings (or
+        other values of one kind that sort).
+
+    Returns
+    -------
+    networkx.Graph or list of (u, v) pairs
+        ``pattern``, as it was given.
+
+    Raises
+    ------
+    GpipeValueError
+        Naming what is wrong with ``pattern``.
+
+    Examples
+    --------
+    >>> import gpipe
+    >>> gpipe.mining.check_pattern([(0, 1), (1, 2), (2, 0)])
+    [(0, 1), (1, 2), (2, 0)]
+    >>> gpipe.mining.check_pattern([(0, 0)])
+    Traceback (most recent call last):
+    ...
+    gpipe.errors.GpipeValueError: 'pattern' must have no self-loops, got [(0, 0)]
+    """
+    nodes, edges = _pattern(pattern)
+    matching_plan(len(nodes), edges, False)  # which refuses a pattern in pieces
+    return pattern
+
+
 def _pattern(pattern) -> tuple[list, list[tuple[int, int]]]:
     """The pattern's vertices (sorted) and its edges between their positions, checked."""
     if hasattr(pattern, "edges") and hasattr(pattern, "nodes"):
         if pattern.is_directed() or pattern.is_multigraph():
             raise GpipeValueError(f"'pattern' must be an undirected simple graph, got a {type(pattern).__name__}")
-        nodes, pairs = sorted(pattern.nodes()), list(pattern.edges())
+        nodes, pairs = pattern.nodes(), list(pattern.edges())
     else:
         try:
             pairs = [tuple(pair) for pair in pattern]
@@ -130,13 +171,33 @@ def _pattern(pattern) -> tuple[list, list[tuple[int, int]]]:
                                   f"{type(pattern).__name__}") from None
         if any(len(pair) != 2 for pair in pairs):
             raise GpipeValueError(f"'pattern' must be a list of (u, v) edges, got {pattern!r}")
-        nodes = sorted({u for pair in pairs for u in pair})
+        nodes = dict.fromkeys(u for pair in pairs for u in pair)  # in order of appearance, for the messages
+    nodes = _sorted_vertices(nodes)
     if any(u == v for u, v in pairs):
         raise GpipeValueError(f"'pattern' must have no self-loops, got {[p for p in pairs if p[0] == p[1]]}")
     if not 2 <= len(nodes) <= MAX_PATTERN_VERTICES:
         raise GpipeValueError(f"'pattern' must have 2 to {MAX_PATTERN_VERTICES} vertices, got {len(nodes)}")
     position = {u: i for i, u in enumerate(nodes)}
     return nodes, [(position[u], position[v]) for u, v in pairs]
+
+
+def _sorted_vertices(nodes) -> list:
+    """The pattern's vertices in sorted order, if they are of one kind that sorts; floats and booleans are
+    refused, as they equal integers (1.0 and True are vertex 1) and NaN equals nothing."""
+    odd = next((u for u in nodes if isinstance(u, (bool, np.bool_))
+                or (isinstance(u, numbers.Number) and not isinstance(u, numbers.Integral))), None)
+    if odd is not None:
+        raise GpipeValueError(f"'pattern' vertices must be integers or strings (or other values that sort "
+                              f"together), got {odd!r}")
+    try:
+        return sorted(nodes)
+    except TypeError:
+        kinds = {}
+        for u in nodes:  # a vertex of each kind, for the message
+            kinds.setdefault(type(u), u)
+        first, second = sorted(kinds.values(), key=lambda u: type(u).__name__)[:2]
+        raise GpipeValueError(f"'pattern' vertices must be of one kind that sorts (all integers or all strings), "
+                              f"got {first!r} and {second!r}") from None
 
 
 def matching_plan(m: int, edges: list[tuple[int, int]], induced: bool) -> MatchPlan:
