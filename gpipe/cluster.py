@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import sys
+import threading
 import time
 
 from distributed import Client, LocalCluster
@@ -16,6 +19,7 @@ from .runtime import attach, workers_info
 
 ENV_SCHEDULER_FILE = "GPIPE_SCHEDULER_FILE"
 ENV_ADDRESS = "GPIPE_SCHEDULER_ADDRESS"
+LOOPBACK = "127.0.0.1"  # where a local cluster listens unless told otherwise
 
 
 class _LocalClient(Client):
@@ -35,8 +39,13 @@ def connect(scheduler_file: str | None = None, address: str | None = None, *, n_
     The cluster is, in order: ``scheduler_file`` or ``address`` when given; the
     ``GPIPE_SCHEDULER_FILE`` or ``GPIPE_SCHEDULER_ADDRESS`` environment variable
     (what the scripts in ``cluster/`` export); a ``LocalCUDACluster`` with one
-    worker per visible GPU; else a ``LocalCluster`` of worker processes. On an
-    existing cluster, it waits up to ``gpipe.cluster.wait-timeout`` seconds for
+    worker per visible GPU; else a ``LocalCluster`` of worker processes. A local
+    cluster listens on this machine's loopback interface only (scheduler,
+    workers and dashboard, at ``127.0.0.1:8787`` or the next free port): Dask
+    runs whatever a client that reaches the scheduler sends, so pass ``host``
+    and ``dashboard_address`` to open it up, on a private network only. Its
+    worker processes ignore Ctrl-C (which a terminal sends to all of them):
+    the client stops them. On an existing cluster, it waits up to ``gpipe.cluster.wait-timeout`` seconds for
     the scheduler file to appear and, when ``gpipe.cluster.wait-for-workers`` is
     set (``gpipe run --wait-for-workers``), for that many workers to join.
 
@@ -51,7 +60,8 @@ def connect(scheduler_file: str | None = None, address: str | None = None, *, n_
         Where kernels run (default ``gpipe.device``, 'auto': the GPU when every
         worker has one). 'gpu' without a usable GPU raises.
     **cluster_kwargs
-        Passed to ``LocalCluster`` / ``LocalCUDACluster``.
+        Passed to ``LocalCluster`` / ``LocalCUDACluster`` (default
+        ``host='127.0.0.1'``, ``dashboard_address='127.0.0.1:8787'``).
 
     Returns
     -------
@@ -109,12 +119,29 @@ _GUARD = ("worker processes re-import the main module: put the code that starts 
 def _local_cluster(device: str, n_workers: int | None, threads_per_worker: int | None, kwargs: dict):
     if _importing_main_in_a_worker():
         raise GpipeError(f"gpipe.connect() was called while a worker process imported the script: {_GUARD}")
+    kwargs = {"host": LOOPBACK, "dashboard_address": f"{LOOPBACK}:8787", **kwargs}
     try:
-        return _start_local_cluster(device, n_workers, threads_per_worker, kwargs)
+        with _children_ignore_interrupts():
+            return _start_local_cluster(device, n_workers, threads_per_worker, kwargs)
     except RuntimeError as exc:
         if "failed to start" not in str(exc) or not _main_is_a_script():
             raise
         raise GpipeError(f"the local cluster's workers failed to start ({exc}); in a script, {_GUARD}") from None
+
+
+@contextlib.contextmanager
+def _children_ignore_interrupts():
+    """Processes started inside the block inherit an ignored SIGINT (set for the block's length, from the main
+    thread): a Ctrl-C at the terminal reaches the whole process group, and each local worker printed a
+    KeyboardInterrupt traceback of its own while the client, which owns them, was stopping them anyway."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _importing_main_in_a_worker() -> bool:

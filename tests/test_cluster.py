@@ -2,11 +2,13 @@
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
 
 import numpy as np
+import psutil
 import pytest
 
 import gpipe
@@ -63,6 +65,33 @@ def test_connect_by_address_shares_the_cluster(cpu_cluster):
         g = gpipe.generators.rmat(scale=6, edge_factor=2, seed=0, partitions=2)
         assert g.num_vertices == 64
     assert cpu_cluster.status == "running"  # closing a client of an existing cluster leaves it up
+
+
+@pytest.fixture(scope="module")
+def default_local():
+    """A local cluster as ``gpipe.connect()`` starts one by default (one CPU worker)."""
+    with gpipe.connect(n_workers=1, device="cpu") as client:
+        yield client
+
+
+def _listening(process: psutil.Process, ports: set) -> set:
+    """The addresses ``process`` listens on at ``ports``."""
+    return {c.laddr.ip for c in process.net_connections(kind="inet") if c.status == "LISTEN" and c.laddr.port in ports}
+
+
+def test_a_local_cluster_listens_on_loopback_only(default_local):
+    scheduler = default_local.cluster.scheduler
+    ports = {scheduler.port, scheduler.http_server.port}
+    assert _listening(psutil.Process(), ports) == {"127.0.0.1"}  # scheduler and dashboard
+    assert default_local.dashboard_link.startswith("http://127.0.0.1:")
+    ports, pid = zip(*default_local.run(lambda dask_worker: (dask_worker.port, os.getpid())).values())
+    assert _listening(psutil.Process(pid[0]), set(ports)) == {"127.0.0.1"}
+
+
+def test_the_workers_of_a_local_cluster_leave_ctrl_c_to_their_client(default_local):
+    """A terminal's Ctrl-C reaches every process of its group: workers that took it printed a traceback each."""
+    assert set(default_local.run(signal.getsignal, signal.SIGINT).values()) == {signal.SIG_IGN}
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # the client's own Ctrl-C is untouched
 
 
 @pytest.mark.skipif(gpu_problem() is None, reason="this machine has a usable GPU")

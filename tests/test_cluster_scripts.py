@@ -17,6 +17,7 @@ import sys
 import time
 
 import pandas as pd
+import psutil
 import pytest
 
 from gpipe.cli import main
@@ -114,25 +115,36 @@ def _write(path, text: str) -> str:
     return str(path)
 
 
+def _listening(pid: int) -> set:
+    """The addresses that process ``pid`` and its children listen on."""
+    process = psutil.Process(pid)
+    return {c.laddr.ip for p in [process, *process.children(recursive=True)]
+            for c in p.net_connections(kind="inet") if c.status == "LISTEN"}
+
+
 @pytest.mark.slow  # a real cluster started by the script: run by CI all the same
-def test_local_sh_cluster_runs_a_workflow_with_gpipe_run(tmp_path):
+def test_local_sh_cluster_listens_on_loopback_only_and_runs_a_workflow_with_gpipe_run(tmp_path):
     run_dir, out = tmp_path / "cluster", tmp_path / "out"
     config = _write(tmp_path / "walks.yaml", "workflow: embeddings\ngraph: {path: 'rmat:7:4'}\n"
                     "walks: {algorithm: deepwalk, length: 5, walks_per_vertex: 1, params: {}}\n"
                     f"output: {out}\ncluster: {{device: cpu}}\n")
     env = _env(tmp_path, N_WORKERS="2", RUN_DIR=str(run_dir))
+    del env["DASHBOARD"]  # local.sh's own default (the next free port where 8787 is taken)
     with _started(["bash", os.path.join(CLUSTER, "local.sh")], env, tmp_path, tmp_path / "local.log") as start:
         assert start.wait(timeout=60) == 0, (tmp_path / "local.log").read_text()
         pids = [int(p) for p in (run_dir / "pids").read_text().split()]
         assert len(pids) == 3 and all(_alive(p) for p in pids)  # the scheduler and two workers, left running
         with open(run_dir / "scheduler.json") as f:
             scheduler = json.load(f)["address"]
+        assert scheduler.startswith("tcp://127.0.0.1:")
 
         run = subprocess.run([sys.executable, "-m", "gpipe", "run", config, "--scheduler-file",
                               str(run_dir / "scheduler.json"), "--wait-for-workers", "2", "--wait-timeout", "60"],
                              check=False, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=180)
         assert run.returncode == 0, run.stderr
         assert "deepwalk on 128 vertices" in run.stdout and "2 worker(s) on cpu" in run.stdout
+        # scheduler, dashboard, nannies, workers and their dashboards: none reachable from another machine
+        assert set().union(*map(_listening, pids)) == {"127.0.0.1"}
 
         summary = read_summary(out)
         assert summary["status"] == "ok" and summary["cluster"]["scheduler"] == scheduler

@@ -22,7 +22,7 @@ PROTOCOL="${PROTOCOL:-tcp}"           # ucx where distributed-ucxx is installed
 INTERFACE="${INTERFACE:-}"            # e.g. ib0: the network interface the scheduler and workers listen on
 THREADS="${THREADS:-1}"               # threads per worker
 WORKER_CLASS="${WORKER_CLASS:-auto}"  # auto: dask_cuda.CUDAWorker on ranks that see GPUs, else distributed.Worker
-DASHBOARD="${DASHBOARD:-:8787}"
+DASHBOARD="${DASHBOARD:-127.0.0.1:8787}"   # loopback of the scheduler's node: ssh -L 8787:localhost:8787 NODE
 
 if [ -z "$WORKFLOW" ]; then
   echo "usage: gpipe-mpi.sh WORKFLOW.yaml [--set key.sub=value ...] (or WORKFLOW=... in the environment)" >&2

@@ -27,7 +27,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int,
                         help="workers to wait for (default: one per worker rank, times this node's GPUs for "
                              "CUDAWorker)")
-    parser.add_argument("--dashboard-address", default=":8787")
+    parser.add_argument("--dashboard-address", default="127.0.0.1:8787",
+                        help="where the scheduler's dashboard listens (default: %(default)s, this node only)")
     args, run_args = parser.parse_known_args(argv)
     try:
         from dask_mpi import initialize
