@@ -1,11 +1,18 @@
-"""Tests of gpipe.graph._readers.read_table: snap, csv, parquet and npz edge tables."""
+"""Tests of gpipe.graph._readers.read_table: snap, csv, parquet and npz edge tables; and of graph folders."""
 
+import bz2
 import gzip
+import json
+import lzma
+import os
+import time
+import zlib
 
 import numpy as np
 import pandas as pd
 import pytest
 
+import gpipe
 from gpipe.errors import GpipeFileError, GpipeValueError
 from gpipe.graph._readers import read_table
 
@@ -204,6 +211,47 @@ def test_snap_first_bad_line_is_reported(tmp_path):
 def test_snap_empty_file(tmp_path):
     for name, text in (("empty.txt", ""), ("comments.txt", "# a\n% b\n\n")):
         _file_error(_write(tmp_path / name, text), None, "no edges")
+
+
+# --- compressed text ----------------------------------------------------------------------------
+
+_COMPRESSIONS = {".gz": (gzip.compress, lambda data: zlib.decompressobj(wbits=31).decompress(data)),
+                 ".bz2": (lambda data: bz2.compress(data, 1), lambda data: bz2.BZ2Decompressor().decompress(data)),
+                 ".xz": (lzma.compress, lambda data: lzma.LZMADecompressor().decompress(data))}
+
+
+def _cut_short(path) -> int:
+    """Write an edge list at ``path`` (snap, or csv with a header, as its name says), compressed as its suffix says
+    and cut halfway; return the line its readable text ends in."""
+    compress, readable = _COMPRESSIONS[path.suffix]
+    csv = ".csv" in path.suffixes
+    text = ("src,dst\n" if csv else "") + "".join(f"{i}{',' if csv else ' '}{i + 1}\n" for i in range(40000))
+    whole = compress(text.encode())
+    path.write_bytes(whole[:len(whole) // 2])
+    return readable(whole[:len(whole) // 2]).count(b"\n") + 1
+
+
+@pytest.mark.parametrize("suffix", list(_COMPRESSIONS))
+@pytest.mark.parametrize("name", ["g.txt", "g.csv"])
+def test_compressed_text_cut_short_is_an_error_naming_the_file_and_the_line_it_ends_in(tmp_path, suffix, name):
+    path = tmp_path / (name + suffix)
+    _file_error(path, _cut_short(path), f"not readable as {suffix} data: .*ended before the end-of-stream marker")
+
+
+@pytest.mark.parametrize("suffix", list(_COMPRESSIONS))
+@pytest.mark.parametrize("name", ["g.txt", "g.csv"])
+def test_text_that_is_not_compressed_as_its_suffix_says_is_an_error_naming_the_file(tmp_path, suffix, name):
+    path = tmp_path / (name + suffix)
+    path.write_bytes(b"src,dst\n0,1\n1,2\n")
+    _file_error(path, None, f"not readable as {suffix} data: ")
+
+
+def test_a_compressed_edge_list_cut_short_is_named_by_the_worker_that_reads_it(cpu, tmp_path):
+    path = tmp_path / "g.txt.gz"
+    line = _cut_short(path)
+    with pytest.raises(GpipeFileError, match="ended before the end-of-stream marker") as info:
+        gpipe.read_edges(path)
+    assert (info.value.path, info.value.line) == (str(path), line)
 
 
 # --- csv ----------------------------------------------------------------------------------------
@@ -509,3 +557,62 @@ def test_device_parser_leaves_other_lines_to_the_host(line):
 
     text = b"5 6 0.25\n" + line + b"\n7 8 1.5\n"
     assert parse_edges(np, np.frombuffer(text, np.uint8), 3, True, ord(" ")) is None
+
+
+# --- graph folders ------------------------------------------------------------------------------
+
+@pytest.fixture
+def graph_folder(cpu, tmp_path):
+    """A folder ``Graph.to_parquet`` wrote: R-MAT scale 6 (64 vertices, dense ids: no ids.parquet), 3 parts."""
+    folder = tmp_path / "graph"
+    gpipe.generators.rmat(scale=6, edge_factor=4, seed=1, partitions=3).to_parquet(folder)
+    return folder
+
+
+def _manifest(edit):
+    def damage(meta_path):
+        meta = json.loads(meta_path.read_text())
+        edit(meta)
+        meta_path.write_text(json.dumps(meta))
+    return damage
+
+
+def _replaced(make):
+    def damage(meta_path):
+        meta_path.unlink()
+        make(meta_path)
+    return damage
+
+
+def _larger_than_any_manifest(meta_path):
+    with open(meta_path, "r+b") as f:
+        f.truncate(1 << 26)  # sparse: 64 MB of NULs after the JSON
+
+
+@pytest.mark.parametrize("damage, message", [
+    (os.unlink, "missing: the folder holds gpipe's part files .*part-00000.parquet.* but no _gpipe.json"),
+    (_replaced(lambda path: path.symlink_to(path)), "unreadable: Too many levels of symbolic links"),
+    (_replaced(lambda path: path.symlink_to("gone.json")), "a symbolic link that leads to no file"),
+    (_replaced(lambda path: path.symlink_to("/dev/zero")), "not a regular file"),
+    (_replaced(os.mkfifo), "not a regular file"),
+    (_larger_than_any_manifest, r"is \d+ bytes or more, larger than gpipe writes for the 3 part files here"),
+    (lambda path: path.write_text("[" * 4000), "not valid JSON: nested too deeply"),
+    (_manifest(lambda m: (m.update(version=1, partitions=30_000_000), m.pop("part_edges"))),  # version 1: no counts
+     "part-00003.parquet: missing: _gpipe.json lists 30000000 partitions"),
+], ids=["removed", "looping-link", "dangling-link", "link-to-dev-zero", "fifo", "oversize", "nested",
+        "3e7-partitions"])
+def test_a_graph_folder_without_a_readable_manifest_is_an_error_naming_it_at_once(graph_folder, damage, message):
+    damage(graph_folder / "_gpipe.json")
+    start = time.perf_counter()
+    with pytest.raises(GpipeFileError, match=message) as info:
+        gpipe.read_edges(graph_folder)
+    assert time.perf_counter() - start < 2  # before reading any part, whatever the manifest claims
+    assert info.value.path in (str(graph_folder / "_gpipe.json"), str(graph_folder / "part-00003.parquet"))
+
+
+def test_a_renumbered_graph_folder_without_its_ids_says_they_are_missing(cpu, tmp_path):
+    folder = gpipe.from_edges(pd.DataFrame({"src": ["a", "b"], "dst": ["b", "c"]})).to_parquet(tmp_path / "graph")
+    os.unlink(os.path.join(folder, "ids.parquet"))
+    with pytest.raises(GpipeFileError, match="missing: _gpipe.json says the graph was renumbered") as info:
+        gpipe.read_edges(folder)
+    assert info.value.path == os.path.join(folder, "ids.parquet")

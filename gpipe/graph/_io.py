@@ -15,9 +15,9 @@ from ..errors import GpipeFileError, GpipeValueError
 from ..runtime import current, worker_device
 from ._build import id_table, small_range
 from ._graph import Graph, build, check_mode
-from ._readers import (FLOAT32_RANGE, GRAPH_META, NpzPlan, TablePlan, check_graph_parts,
-                       float32_misfits, graph_folder_ids, id_kind, npz_problem, plan_graph_folder, plan_npz, plan_table,
-                       npz_frame, read_graph_part, read_npz_piece, read_piece, weights_fit)
+from ._readers import (FLOAT32_RANGE, NpzPlan, TablePlan, check_graph_parts, float32_misfits, graph_folder_ids,
+                       id_kind, is_graph_folder, npz_problem, plan_graph_folder, plan_npz, plan_table, npz_frame,
+                       read_graph_part, read_npz_piece, read_piece, weights_fit)
 
 __all__ = ["from_edges", "read_edges"]
 
@@ -79,9 +79,14 @@ def read_edges(path, src: str = "src", dst: str = "dst", weight: str | bool | No
     ------
     GpipeFileError
         The file is malformed: the message names the file and the first bad
-        line, whichever worker parsed it. For a graph folder: its
-        ``_gpipe.json`` is, or a part file is missing, extra, unreadable, or
-        does not hold the edges ``_gpipe.json`` records.
+        line, whichever worker parsed it; a compressed file that cannot be
+        decompressed (cut short, not of its suffix's format), naming the line
+        its readable text ends in. For a graph folder (one holding
+        ``_gpipe.json`` or gpipe's part files, ``part-00000.parquet``, ...):
+        its ``_gpipe.json`` is missing, not a regular file, larger than gpipe
+        writes for the part files there, or malformed; a part file is missing,
+        extra, unreadable, or does not hold the edges ``_gpipe.json`` records;
+        or a renumbered graph's ``ids.parquet`` is missing or unreadable.
     GpipeValueError
         A parameter is wrong.
 
@@ -98,7 +103,7 @@ def read_edges(path, src: str = "src", dst: str = "dst", weight: str | bool | No
     """
     mode = check_mode(mode)
     path = os.fspath(path)
-    if os.path.isdir(path) and os.path.exists(os.path.join(path, GRAPH_META)):
+    if is_graph_folder(path):  # whole or damaged: never read as a plain parquet folder
         return _read_graph_folder(path, partitions, mode)
     plan = plan_table(path, src=src, dst=dst, weight=weight, fmt=fmt, piece_bytes=int(config.get("graph.read-bytes")))
     directed, keep_self_loops, keep_duplicates = _check_flags(directed, keep_self_loops, keep_duplicates)

@@ -33,6 +33,7 @@ import math
 import mmap
 import os
 import re
+import stat
 import warnings
 import zipfile
 from collections.abc import Iterator
@@ -61,6 +62,9 @@ _COMMENT_LINE = re.compile(rb"\n[ \t\f\v]*[#%][^\r\n]*")
 _BLOCK = 1 << 22
 _READ_THREADS = min(8, os.cpu_count() or 1)  # threads reading a piece into a GPU worker's pinned memory
 GRAPH_META = "_gpipe.json"
+_GRAPH_PART = re.compile(r"part-\d{5,}\.parquet")
+# The most bytes a _gpipe.json gpipe writes can hold: its keys, then a line of part_edges per part file.
+_META_BYTES, _META_BYTES_PER_PART = 4096, 32
 _NPY_HEADERS = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
 _GRAPH_KEYS = ("num_vertices", "num_edges", "directed", "weighted", "partitions", "renumbered")
 _INT = re.compile(r"\s*[+-]?[0-9]+\s*")
@@ -226,9 +230,40 @@ def _text_pieces(path: str, piece_bytes: int | None) -> tuple[Piece, ...]:
     return tuple(Piece(path, a, b) for a, b in zip(starts, starts[1:] + [size]))
 
 
+class _Decompressed(io.RawIOBase):
+    """A compressed file's text through its decompressor. Data that cannot be decompressed (cut short, corrupt, or
+    not of the suffix's format) is a :class:`GpipeFileError` naming the file and the line the readable text ends in
+    (none when nothing was readable)."""
+
+    def __init__(self, path: str, decompressor):
+        self._path = path
+        self._stream = decompressor(path, "rb")
+        self._read, self._ends = 0, 0  # bytes and newlines read so far
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        try:
+            count = self._stream.readinto1(buffer)  # (readinto fills the buffer: a failure drops what it read)
+        except Exception as exc:  # what each decompressor raises: EOFError, BadGzipFile, zlib.error, LZMAError, ...
+            suffix = os.path.splitext(self._path)[1]
+            raise GpipeFileError(self._path, self._ends + 1 if self._read else None,
+                                 f"not readable as {suffix} data: {exc}") from None
+        self._read += count
+        self._ends += memoryview(buffer)[:count].tobytes().count(b"\n")  # (a tenth of gzip's time)
+        return count
+
+    def close(self) -> None:
+        self._stream.close()
+        super().close()
+
+
 def _piece_bytes(piece: Piece):
     if piece.end is None:
-        return _DECOMPRESSORS.get(os.path.splitext(piece.path)[1].lower(), open)(piece.path, "rb")
+        decompressor = _DECOMPRESSORS.get(os.path.splitext(piece.path)[1].lower())
+        return open(piece.path, "rb") if decompressor is None else io.BufferedReader(
+            _Decompressed(piece.path, decompressor), _BLOCK)
     with open(piece.path, "rb") as f:
         f.seek(piece.start)
         return io.BytesIO(f.read(piece.end - piece.start))
@@ -933,24 +968,42 @@ def read_npz(path: str, weight: bool) -> tuple[pd.DataFrame, int]:
     return npz_frame(arrays), plan.num_vertices
 
 
+def is_graph_folder(path: str) -> bool:
+    """Whether ``path`` is a folder ``Graph.to_parquet`` wrote, whole or damaged: it holds ``_gpipe.json`` (whatever
+    that is) or a part file of gpipe's name."""
+    if not os.path.isdir(path):
+        return False
+    return any(name == GRAPH_META or _GRAPH_PART.fullmatch(name) for name in os.listdir(path))
+
+
 def plan_graph_folder(path: str) -> tuple[dict, list[str]]:
     """The checked metadata and the part files of a ``Graph.to_parquet`` folder (only ``_gpipe.json`` is read).
 
-    Every part ``_gpipe.json`` lists must be there and no other; :func:`read_graph_part` reads
-    each, :func:`check_graph_parts` checks them against the metadata, :func:`graph_folder_ids`
-    reads the id map. A damaged folder raises :class:`GpipeFileError` naming the file.
+    Every part ``_gpipe.json`` lists must be there and no other, and ``ids.parquet`` when the graph was renumbered;
+    :func:`read_graph_part` reads each part, :func:`check_graph_parts` checks them against the metadata,
+    :func:`graph_folder_ids` reads the id map. A damaged folder raises :class:`GpipeFileError` naming the file.
+    What the manifest claims costs no more than the part files there: it is read up to the size gpipe writes for
+    them, and the listed parts are looked for only until one is missing.
     """
-    meta = _graph_meta(os.path.join(path, GRAPH_META))
+    names = sorted(os.listdir(path))
+    parts = [name for name in names if _GRAPH_PART.fullmatch(name)]
+    meta = _graph_meta(os.path.join(path, GRAPH_META), parts)
     count = meta["partitions"]
-    names = [f"part-{p:05d}.parquet" for p in range(count)]
-    for name in names:
+    listed = []
+    for p in range(count):  # ends at the first part missing: at most one past the part files here
+        name = f"part-{p:05d}.parquet"
         if not os.path.isfile(os.path.join(path, name)):
             raise GpipeFileError(os.path.join(path, name), None, f"missing: {GRAPH_META} lists {count} partitions")
-    for name in sorted(os.listdir(path)):
-        if name.startswith("part-") and name not in names:
+        listed.append(name)
+    for name in sorted(set(names) - set(listed)):
+        if name.startswith("part-"):
             raise GpipeFileError(os.path.join(path, name), None,
                                  f"not one of the {count} partitions {GRAPH_META} lists")
-    return meta, [os.path.join(path, name) for name in names]
+    ids_path = os.path.join(path, "ids.parquet")
+    if meta["renumbered"] and not os.path.isfile(ids_path):
+        raise GpipeFileError(ids_path, None, f"missing: {GRAPH_META} says the graph was renumbered, so its original "
+                                             "ids must be here")
+    return meta, [os.path.join(path, name) for name in listed]
 
 
 def read_graph_part(path: str, meta: dict) -> tuple[dict, dict]:
@@ -988,10 +1041,32 @@ def graph_folder_ids(path: str, meta: dict) -> np.ndarray | None:
     return ids
 
 
-def _graph_meta(meta_path: str) -> dict:
+def _graph_meta(meta_path: str, parts: list[str]) -> dict:
+    """The checked ``_gpipe.json`` of a folder holding the part files ``parts``, read no further than gpipe writes
+    for them."""
+    limit = _META_BYTES + _META_BYTES_PER_PART * len(parts)
     try:
-        with open(meta_path, encoding="utf-8") as f:
-            meta = json.load(f)
+        mode = os.stat(meta_path).st_mode
+        if not stat.S_ISREG(mode):  # a FIFO would block, a device such as /dev/zero never end
+            raise GpipeFileError(meta_path, None, "not a regular file: a graph folder's manifest is a JSON file")
+        with open(meta_path, "rb") as f:
+            text = f.read(limit)
+    except FileNotFoundError:
+        if os.path.islink(meta_path):
+            raise GpipeFileError(meta_path, None, "a symbolic link that leads to no file") from None
+        found = f" ({', '.join(parts[:2])}{', ...' if len(parts) > 2 else ''})"
+        raise GpipeFileError(meta_path, None, f"missing: the folder holds gpipe's part files{found} but no "
+                                              f"{GRAPH_META}, so it is a damaged graph folder; write it again with "
+                                              "Graph.to_parquet") from None
+    except OSError as exc:
+        raise GpipeFileError(meta_path, None, f"unreadable: {exc.strerror}") from None
+    if len(text) == limit:
+        raise GpipeFileError(meta_path, None, f"is {limit} bytes or more, larger than gpipe writes for the "
+                                              f"{len(parts)} part files here")
+    try:
+        meta = json.loads(text.decode("utf-8"))
+    except RecursionError:
+        raise GpipeFileError(meta_path, None, "not valid JSON: nested too deeply") from None
     except ValueError as exc:  # bad JSON or bad UTF-8
         raise GpipeFileError(meta_path, getattr(exc, "lineno", None), f"not valid JSON: {exc}") from None
     if not isinstance(meta, dict) or meta.get("format") != "gpipe-graph":
