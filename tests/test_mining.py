@@ -262,7 +262,7 @@ def test_a_clique_larger_than_the_graph_is_refused_naming_k_and_the_rule(cpu_clu
 
 @pytest.mark.parametrize("rows", [[[], [1, 1, 2], [], [0, 0]], [[3, 3, 3]], [[], []], [[0, 1], [0, 2]]])
 def test_repeated_neighbors_are_dropped_from_sorted_rows_empty_ones_included(rows):
-    from gpipe.mining._extend import simple_rows
+    from gpipe._csr import simple_rows
 
     indptr = np.cumsum([0] + [len(r) for r in rows])
     found = simple_rows(np, indptr, np.array(sum(rows, []), np.int32))

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import contextlib
 
+from .._csr import simple_rows
 from ..errors import GpipeError
 from ..runtime import call_peer, call_workers, drop_run, gather_pinned, run_later, store, worker_xp
-from ._extend import simple_rows
 
 
 def on_replicas(g, function, spec, ranges: list) -> tuple[list, list]:

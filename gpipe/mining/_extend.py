@@ -3,8 +3,6 @@ filtering and compression (mark, prefix-scan, gather), in batches whose output f
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from .._search import has_edge
@@ -119,27 +117,6 @@ def extend_match(x, graph, rows, back, apart, min_degree: int, capacity: int, ti
                                                   bound[first:last])
         with timer("compression"):
             yield compress(x, slots, owner + first, mark)
-
-
-@dataclass(frozen=True)
-class Rows:
-    """A CSR as mining reads it: ``indptr`` and ``indices``, sorted per vertex, each neighbor once."""
-
-    indptr: object
-    indices: object
-
-
-def simple_rows(x, indptr, indices) -> Rows:
-    """The rows of a CSR (sorted per vertex) with each neighbor once: a multigraph's repeated edges, side by side
-    in a row, are mined as one edge of the simple graph underneath. The same arrays where no row repeats one."""
-    repeat = x.zeros(indices.shape[0], bool)
-    x.equal(indices[1:], indices[:-1], out=repeat[1:])
-    starts = indptr[:-1]  # an empty row's start is the next row's, or the end
-    repeat[starts[starts < indices.shape[0]]] = False  # a row's first neighbor repeats nothing
-    dropped = x.flatnonzero(repeat)
-    if not dropped.shape[0]:
-        return Rows(indptr, indices)
-    return Rows(indptr - x.searchsorted(dropped, indptr), indices[~repeat])  # less the slots dropped before
 
 
 def degrees(x, graph, vertex):

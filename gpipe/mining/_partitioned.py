@@ -32,9 +32,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._csr import Rows, simple_rows
 from ..backend import device_of, to_device, to_host, unique, xp
 from ._cluster import adjacency, end_run, from_peer, here, on_partition_workers, run_state
-from ._extend import Rows, compress, extend_match, simple_rows
+from ._extend import compress, extend_match
 from ._result import keep_rows
 from ._table import EmbeddingTable, Stats, merged, worker_budgets
 

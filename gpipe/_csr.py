@@ -1,0 +1,28 @@
+"""Adjacency rows as the subgraph searches read them (mining and counting): a CSR sorted per vertex, each neighbor
+once, so that a multigraph is searched as the simple graph underneath."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Rows:
+    """A CSR as the searches read it: ``indptr`` and ``indices``, sorted per vertex, each neighbor once."""
+
+    indptr: object
+    indices: object
+
+
+def simple_rows(x, indptr, indices) -> Rows:
+    """The rows of a CSR (sorted per vertex; numpy or cupy arrays, ``x`` their module) with each neighbor once: a
+    multigraph's repeated edges, side by side in a row, are searched as one edge of the simple graph underneath.
+    The same arrays where no row repeats one."""
+    dropped = x.zeros(indices.shape[0], bool)
+    x.equal(indices[1:], indices[:-1], out=dropped[1:])
+    starts = indptr[:-1]  # an empty row's start is the next row's, or the end
+    dropped[starts[starts < indices.shape[0]]] = False  # a row's first neighbor repeats nothing
+    gone = x.flatnonzero(dropped)
+    if not gone.shape[0]:
+        return Rows(indptr, indices)
+    return Rows(indptr - x.searchsorted(gone, indptr), indices[~dropped])  # less the slots dropped before
