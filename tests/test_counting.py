@@ -657,3 +657,68 @@ def test_a_graph_file_with_foreign_digits_huge_numbers_or_bad_bytes_names_the_fi
     with pytest.raises(gpipe.GpipeFileError, match=reason) as info:
         Query.from_file(path)
     assert (info.value.path, info.value.line) == (str(path), where)
+
+
+# -- multigraphs and self-loops: counted in the simple graph underneath -------------------------------------------
+def test_a_triangle_with_a_repeated_edge_is_counted_as_one_triangle(cpu):
+    """Issue 36's case: the repeated edge was a second candidate edge, so the exact count was 10, not the
+    triangle's 6 automorphisms (and the estimate about 10.6)."""
+    g = gpipe.from_edges(pd.DataFrame({"src": [0, 1, 2, 0], "dst": [1, 2, 0, 1]}), mode="replicated",
+                         keep_duplicates=True)
+    g.set_labels([0, 0, 0])
+    triangle = Query.from_edges([(0, 1), (1, 2), (0, 2)], [0, 0, 0])
+    assert g.num_edges == 4 and gpipe.counting.count_exact(g, triangle) == 6
+    alley = gpipe.counting.estimate(g, triangle, method="alley", samples=320)  # every sample finds a triangle
+    assert (alley.estimate, alley.valid_fraction) == (6.0, 1.0)
+
+
+def test_a_self_loop_is_no_part_of_any_embedding_nor_of_the_candidate_filters(cpu):
+    """A path 0 - 1 labeled 0 with a loop at 0 and a third vertex apart has no 3-vertex path: the loop let vertex 0
+    pass as the middle's candidate (degree 2, two neighbors labeled 0, itself one of them), so samples were drawn
+    that all died; as on the path without the loop, no vertex is a candidate and nothing is drawn."""
+    path = Query.from_edges([(0, 1), (0, 2)], [0, 0, 0])
+    with_loop, without = (gpipe.from_edges(pd.DataFrame({"src": src, "dst": dst}), num_vertices=3, renumber=False,
+                                           keep_self_loops=True, mode="replicated")
+                          for src, dst in (([0, 0], [1, 0]), ([0], [1])))
+    for g in (with_loop, without):
+        g.set_labels([0, 0, 0])
+    assert with_loop.num_edges == 2
+    found, expected = (gpipe.counting.candidates(g, path) for g in (with_loop, without))
+    assert found.counts.tolist() == expected.counts.tolist() == [0, 0, 0]
+    assert gpipe.counting.count_exact(with_loop, path) == 0
+    assert gpipe.counting.estimate(with_loop, path, samples=320).samples == 0
+
+
+def multigraph_on_cluster(graph: nx.Graph, **kwargs) -> gpipe.Graph:
+    """``graph`` with every edge also the other way round, every third once more and a loop at every fifth
+    vertex, built keeping them all."""
+    edges = list(graph.edges)
+    edges += [(v, u) for u, v in edges] + edges[::3] + [(v, v) for v in range(0, len(graph), 5)]
+    frame = pd.DataFrame(edges, columns=["src", "dst"])
+    g = gpipe.from_edges(frame, renumber=False, num_vertices=len(graph), keep_duplicates=True, keep_self_loops=True,
+                         **kwargs)
+    g.set_labels([graph.nodes[v]["label"] for v in range(len(graph))])
+    return g
+
+
+@pytest.mark.parametrize("layout", [{}, {"mode": "partitioned", "partitions": 3}])
+def test_a_multigraph_is_counted_and_estimated_as_the_simple_graph_underneath(cpu, layout):
+    """Repeated edges and loops change no candidate graph, so no exact count, and no estimate of any method for
+    the same seed: the samples walk the same arrays."""
+    graph = labeled_graph(4, n=30, p=0.2)
+    multi, simple = multigraph_on_cluster(graph, **layout), on_cluster(graph, **layout)
+    assert multi.num_edges > simple.num_edges  # the repeats and loops are kept
+    for name in ("triangle", "path", "diamond"):
+        edges, labels = QUERIES[name]
+        query = Query.from_edges(edges, labels)
+        found, expected = (gpipe.counting.candidates(g, query) for g in (multi, simple))
+        for array in ["order", *expected.arrays()]:
+            np.testing.assert_array_equal(getattr(found, array), getattr(expected, array), err_msg=array)
+        exact = networkx_count(graph, labeled_query(edges, labels))
+        assert gpipe.counting.count_exact(multi, query) == gpipe.counting.count_exact(simple, query) == exact > 0
+        with gpipe.counting.prepare(multi, query) as on_multi, gpipe.counting.prepare(simple, query) as on_simple:
+            for method, alpha in [*ESTIMATORS, (alley_refine, None)]:
+                a, b = (p.estimate(method=method, alpha=alpha, samples=640, seed=3) for p in (on_multi, on_simple))
+                assert (a.estimate, a.std_error, a.valid_fraction) == (b.estimate, b.std_error, b.valid_fraction)
+        once = gpipe.counting.estimate(multi, query, samples=640, seed=3)
+        assert once.estimate == gpipe.counting.estimate(simple, query, samples=640, seed=3).estimate

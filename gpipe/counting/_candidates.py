@@ -32,9 +32,10 @@ class CandidateGraph:
     ``edge_indices[edge_indptr[back_rows[t] + c]:edge_indptr[back_rows[t] + c + 1]]``
     (candidate indices, sorted).
 
-    Candidates pass the label, degree and neighbor-label-frequency filters and
-    then keep, for every query neighbor, at least one adjacent candidate (to a
-    fixed point), so no embedding is lost.
+    Candidates pass the label, degree and neighbor-label-frequency filters
+    (a multigraph's in the simple graph underneath: each neighbor once, no
+    self-loop) and then keep, for every query neighbor, at least one adjacent
+    candidate (to a fixed point), so no embedding is lost.
     """
 
     order: np.ndarray
@@ -87,7 +88,10 @@ def candidates(g: Graph, query: Query) -> CandidateGraph:
     ----------
     g : Graph
         An undirected graph with vertex labels (:func:`read_graph` or
-        :meth:`Graph.set_labels`).
+        :meth:`Graph.set_labels`). A multigraph (``keep_duplicates=True``)
+        is read as the simple graph underneath: an edge repeated is one
+        edge and a self-loop none, so its candidates and candidate edges are
+        those of the simple graph.
     query : Query
         The query graph.
 

@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import contextlib
 
+import numpy as np
+
+from .._csr import simple_rows
 from ..backend import to_host
 from ..errors import GpipeError
 from ..graph import Graph
@@ -17,8 +20,9 @@ def on_partitions(g: Graph, phase: str, function, *args) -> list:
     """``function(indptr, indices, lo, labels, *args)`` on the rows of each of the graph's partitions, where they
     are held (a replicated graph's one partition: on its first replica); the results in partition order.
 
-    ``indptr`` (local) and ``indices`` (global vertex ids) are the partition's CSR of rows ``lo..`` and ``labels``
-    the whole graph's vertex labels, all host numpy arrays."""
+    ``indptr`` (local) and ``indices`` (global vertex ids) are the partition's CSR of rows ``lo..`` in the simple
+    graph underneath (each neighbor once, no self-loops: counting reads a multigraph as its simple graph) and
+    ``labels`` the whole graph's vertex labels, all host numpy arrays."""
     g.put_on_workers(["labels"])
     held, unit = g.holders
     calls = [(held[p], _on_partition, (g.graph_id, p, function, *args), {}) for p in range(g.num_partitions)]
@@ -72,7 +76,8 @@ def _drop_here(run_id: str) -> None:
 def _on_partition(graph_id: str, part: int, function, *args):
     p = store().partitions.as_held(graph_id, part)
     labels = to_host(store().partitions.array(graph_id, "labels"))
-    return function(to_host(p.indptr), to_host(p.indices), int(p.lo), labels, *args)
+    rows = simple_rows(np, to_host(p.indptr), to_host(p.indices), first=int(p.lo))
+    return function(rows.indptr, rows.indices, int(p.lo), labels, *args)
 
 
 def check_sample_memory(g: Graph, samples: int, positions: int, python: bool) -> None:

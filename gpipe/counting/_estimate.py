@@ -100,7 +100,11 @@ def estimate(g, query, method="partial_refine", samples: int = 1_000_000, alpha:
     Parameters
     ----------
     g : Graph
-        An undirected graph with vertex labels.
+        An undirected graph with vertex labels. A multigraph
+        (``keep_duplicates=True``) is counted as the simple graph
+        underneath: an edge repeated is one edge and a self-loop is no part
+        of any embedding; its candidate graph is the simple graph's, so its
+        estimate for a seed is too.
     query : Query
         The query graph.
     method : {'partial_refine', 'alley', 'wanderjoin'} or callable
@@ -160,6 +164,9 @@ def prepare(g, query) -> PreparedQuery:
     """The candidate graph of ``query`` in ``g``, built once and kept on the workers that sample, for many
     estimates: :meth:`PreparedQuery.estimate` draws from it as :func:`estimate` does (the same estimate for the
     same parameters) without building it again.
+
+    A multigraph is read as the simple graph underneath, as :func:`estimate`
+    reads it: an edge repeated is one edge, a self-loop none.
 
     It stays on the workers until :meth:`PreparedQuery.close`, the end of a
     ``with`` block, or until the object is let go.

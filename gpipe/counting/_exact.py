@@ -25,7 +25,10 @@ def count_exact(g, query: Query) -> int:
     Parameters
     ----------
     g : Graph
-        An undirected graph with vertex labels.
+        An undirected graph with vertex labels. A multigraph
+        (``keep_duplicates=True``) is counted as the simple graph
+        underneath: an edge repeated is one edge and a self-loop is no part
+        of any embedding.
     query : Query
         The query graph.
 
