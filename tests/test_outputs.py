@@ -1,9 +1,11 @@
 """What each writer does with what is already at its path (a real two-worker cluster).
 
 Folder writers (``Graph.to_parquet``, ``WalkResult.to_parquet``, ``EdgeSample.to_parquet``,
-``MiningResult.to_parquet``, ``PPRResult.scores_to_parquet``) write into a new or empty folder; they refuse anything else unless
-``overwrite=True``, and even then replace only a folder that holds nothing but what gpipe writes there. The file writer
-(``to_corpus``) replaces a file, as pandas does, and refuses a folder.
+``MiningResult.to_parquet``, ``PPRResult.scores_to_parquet``) write into a new or empty folder; they refuse anything
+else unless ``overwrite=True``, and even then replace only a folder that holds nothing but files gpipe writes there (no
+other file, link or empty folder). File writers (``to_corpus``, ``FrequentPatterns.to_parquet``, ``write_json``)
+replace a regular file, as pandas does, and refuse anything else (a folder, a FIFO, a device). Both write through a
+symbolic link to what it leads to.
 """
 
 import builtins
