@@ -688,12 +688,16 @@ def _count(args) -> int:
 _MINERS = {"cliques": mining.count_cliques, "match": mining.match, "fpm": mining.frequent_patterns}
 
 
-def _pattern_edges(text: str) -> list[tuple]:
-    """The argparse type of ``--pattern``: ``u-v`` pairs separated by commas (integer names as integers)."""
+def _pattern_pairs(text: str) -> list[tuple]:
+    """``--pattern``'s ``u-v`` pairs separated by commas (integer names as integers)."""
     pairs = [tuple(part.strip().split("-")) for part in text.split(",")]
     if not pairs or any(len(p) != 2 or not all(p) for p in pairs):
         raise argparse.ArgumentTypeError(f"'pattern' must be edges such as 0-1,1-2,2-0, got {text!r}")
-    return [tuple(int(u) if u.isdigit() else u for u in p) for p in pairs]
+    return [tuple(int(u) if u.isascii() and u.isdigit() else u for u in p) for p in pairs]
+
+
+# The argparse type of ``--pattern``: its pairs, checked as match checks a pattern, before any work.
+_pattern_edges = _checked(mining.check_pattern, _pattern_pairs)
 
 
 def _mine(args) -> int:

@@ -725,3 +725,14 @@ def test_gpipe_mine_refuses_bad_input_by_name(capsys, args, message):
     code = main(["mine", *args])
     err = capsys.readouterr().err
     assert code == 2 and message in err, err
+
+
+@pytest.mark.parametrize("pattern, message", [
+    ("0-0", "'pattern' must have no self-loops, got [(0, 0)]"),
+    ("0-1,2-3", "'pattern' must be connected"),
+    ("0-1,1-a", "'pattern' vertices must be of one kind that sorts (all integers or all strings), got 0 and 'a'"),
+])
+def test_gpipe_mine_match_refuses_a_bad_pattern_before_connecting(capsys, pattern, message):
+    code = main(["mine", "match", "--graph", "rmat:6", "--pattern", pattern, "--address", "tcp://127.0.0.1:1"])
+    err = capsys.readouterr().err
+    assert code == 2 and message in err and "Traceback" not in err, err
