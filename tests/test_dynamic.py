@@ -182,6 +182,14 @@ def test_sample_is_a_function_of_seed_and_stream():
     (["insert", "remove"], [0, 0], [2, 1], [1, 1],
      "update 1: 'op' must be one of ['delete', 'insert', 'update'], got 'remove'"),
     (["insert"], [-1], [2], [1], "update 0: 'src' must hold non-negative integer vertex ids, got -1"),
+    (["insert", "insert"], np.array([0, 2**64 - 1], np.uint64), [2, 1], [1, 1],
+     "update 1: 'src' must hold integer vertex ids below 2**63, got 18446744073709551615"),
+    (["insert", "insert"], [0, 1], [2**63, 1], [1, 1],
+     "update 0: 'dst' must hold integer vertex ids below 2**63, got 9223372036854775808"),
+    (["insert", "insert"], [0, 1], [1, 2**70], [1, 1],
+     "update 1: 'dst' must hold integer vertex ids below 2**63, got 1180591620717411303424"),
+    (["insert", "insert"], [0, 1.5], [1, 1], [1, 1],
+     "update 1: 'src' must hold non-negative integer vertex ids, got 1.5"),
     (["insert", "insert"], [0], [2], [1], "one entry per update, got lengths 2, 1, 1 and 1"),
 ])
 def test_a_bad_batch_names_the_update_and_changes_nothing(op, src, dst, weight, message, stage):
@@ -455,3 +463,117 @@ def test_a_categorical_op_column_is_checked_as_its_strings_are():
         check_batch(bad, src[:3], dst[:3], np.ones(3), first=7)
     with pytest.raises(gpipe.GpipeValueError, match=r"update 2: 'op' must be one of .*, got 'nan'"):
         check_batch(pd.Categorical(["insert", "insert", None]), src[:3], dst[:3], np.ones(3))
+
+
+# -- batches that fail ------------------------------------------------------------------------------------------------
+
+def rmat_dynamic() -> DynamicGraph:
+    """An undirected R-MAT graph of 256 vertices in 4 partitions as a dynamic graph."""
+    return DynamicGraph.from_graph(gpipe.generators.rmat(scale=8, edge_factor=4, seed=3, mode="partitioned",
+                                                         partitions=4))
+
+
+def as_it_is(dg: DynamicGraph) -> tuple:
+    """What a batch that fails must leave as it was: the edges, their count, the version and a walk."""
+    return (dg.edges(), dg.num_edges, dg.version, dg.num_vertices,
+            gpipe.walks.deepwalk(dg, length=8, weighted=True, seed=4).compute())
+
+
+def assert_as_it_was(dg: DynamicGraph, before: tuple) -> None:
+    edges, num_edges, version, num_vertices, walks = as_it_is(dg)
+    pd.testing.assert_frame_equal(edges, before[0])
+    assert (num_edges, version, num_vertices) == before[1:4] and len(edges) == num_edges
+    np.testing.assert_array_equal(walks, before[4])
+
+
+@pytest.mark.parametrize("src, dst, named", [
+    ([2], [10**12], "update 0: vertex id 1000000000000"),
+    ([2, 10**12 // 3, 5], [3, 4, 6], "update 1: vertex id 333333333333"),
+])
+def test_an_id_past_what_the_workers_can_hold_is_refused_naming_it_and_changes_nothing(cpu, src, dst, named):
+    dg = rmat_dynamic()
+    before = as_it_is(dg)
+    with pytest.raises(gpipe.GpipeValueError, match=re.escape(named) + ".* more than the workers' .* of memory"):
+        dg.insert_edges(src, dst)
+    assert_as_it_was(dg, before)
+    dg.insert_edges([2, 300], [300, 5])  # a few new vertices: the graph grows to hold them
+    assert dg.num_vertices == 301 and dg.num_edges == before[1] + 4
+
+
+def fail_here(graph_id: str, part: int, phase: str, dask_worker=None) -> None:
+    """Make this worker's partition ``part`` of dynamic graph ``graph_id`` run out of memory in its next stage of a
+    batch, or half way through its next commit (its edges written, its members not)."""
+    space = dask_worker.plugins["gpipe"].partitions.get(graph_id, part)
+    target, name = (space, "_stage") if phase == "stage" else (space._members, "put")
+
+    def out_of_memory(*args, **kwargs):
+        raise MemoryError(f"injected into the {phase} of partition {part}")
+
+    setattr(target, name, out_of_memory)
+
+
+def heal_here(graph_id: str, part: int, dask_worker=None) -> None:
+    """Undo :func:`fail_here`."""
+    space = dask_worker.plugins["gpipe"].partitions.get(graph_id, part)
+    space.__dict__.pop("_stage", None)
+    space._members.__dict__.pop("put", None)
+
+
+def batch_across(dg: DynamicGraph, inserts: int = 2) -> tuple[list, list, list, list, int]:
+    """A batch of ``inserts`` inserts, three deletes and an update touching the last partition and one on another
+    worker (the first, on a cluster of one), and what it adds to an undirected graph's edge count."""
+    bounds, placement = dg._graph.bounds, dg._graph.placement
+    first = next((p for p, w in enumerate(placement) if w != placement[-1]), 0)
+    lo, hi = int(bounds[first]), int(bounds[-2])
+    edges = dg.edges()
+    gone = edges[(edges.src >= lo) & (edges.src < bounds[first + 1]) & (edges.src != edges.dst)].iloc[:3]
+    ops = ["insert"] * inserts + ["delete"] * 3 + ["update"]
+    src = [lo, hi] * (inserts // 2) + [*gone.src, lo]
+    dst = [hi + 1, lo + 1] * (inserts // 2) + [*gone.dst, hi + 1]
+    return ops, src, dst, [2.5, 3] * (inserts // 2) + [None] * 3 + [7], 2 * (inserts - 3)
+
+
+@pytest.mark.parametrize("phase", ["stage", "commit"])
+def test_a_batch_that_fails_on_a_worker_half_way_leaves_the_graph_as_it_was(cpu, phase):
+    dg = rmat_dynamic()
+    last = dg._graph.num_partitions - 1
+    ops, src, dst, weight, added = batch_across(dg)
+    before = as_it_is(dg)
+    worker = [dg._graph.placement[last]]
+    cpu.run(fail_here, dg.graph_id, last, phase, workers=worker)
+    try:
+        with pytest.raises(gpipe.TaskError, match=f"dynamic {phase} failed in partition {last}: MemoryError"):
+            dg.apply(ops, src, dst, weight)
+        assert_as_it_was(dg, before)
+    finally:
+        cpu.run(heal_here, dg.graph_id, last, workers=worker)
+    dg.apply(ops, src, dst, weight)  # the same batch, once the worker has memory again
+    assert dg.version == before[2] + 1 and dg.num_edges == before[1] + added
+
+
+@pytest.mark.parametrize("src, dst, named", [
+    (np.array([2**64 - 1], np.uint64), np.array([3], np.uint64), "'src' must hold .* got 18446744073709551615"),
+    ([2**63], [2], "'src' must hold .* got 9223372036854775808"),
+])
+def test_a_dynamic_graph_refuses_ids_from_2_63_on_naming_them_and_changes_nothing(cpu, src, dst, named):
+    dg = DynamicGraph.from_graph(gpipe.from_edges(pd.DataFrame({"src": [0, 1, 2], "dst": [1, 2, 3]}),
+                                                  partitions=2, mode="partitioned"))
+    before = as_it_is(dg)
+    with pytest.raises(gpipe.GpipeValueError, match="update 0: " + named):
+        dg.insert_edges(src, dst)
+    assert_as_it_was(dg, before)
+
+
+@pytest.mark.parametrize("rows, message", [
+    ("insert,0,1,1\ninsert,1,2,1\ninsert,x,3,1\n", "update 2: 'src' must hold non-negative integer vertex ids, "
+                                                   "got 'x'"),
+    ("insert,0,1,1\ninsert,1,99999999999999999999,1\n", "update 1: 'dst' must hold integer vertex ids below 2**63, got "
+                                                        "99999999999999999999"),
+    ("insert,0,1,2.5\ndelete,0,1,\ninsert,1,2,heavy\n", "update 2: the weight of an insert must be positive and "
+                                                        "finite, got 'heavy'"),
+])
+def test_an_update_log_file_with_a_bad_cell_is_refused_naming_its_update_and_value(tmp_path, rows, message):
+    path = tmp_path / "log.csv"
+    path.write_text("op,src,dst,weight\n" + rows)
+    with pytest.raises(gpipe.GpipeValueError, match=re.escape(f"{path}: {message}")):
+        gpipe.dynamic.read_updates(path)

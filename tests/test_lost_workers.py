@@ -7,9 +7,11 @@ import threading
 import time
 
 import dask
+import numpy as np
 import pytest
 
 import gpipe
+from gpipe.runtime import workers_info
 from helpers import assert_lost, holder, started
 
 BOUND = 5.0  # seconds from the loss to the error: the watchdog checks at once, then once a second
@@ -100,3 +102,36 @@ def test_losing_a_worker_while_a_corpus_is_written_fails_naming_its_partitions_a
     os.kill(pid, signal.SIGKILL)
     _failed_naming(lost, thread, outcome, time.monotonic())
     assert os.listdir(tmp_path) == []
+
+
+def _dynamic_graph():
+    return gpipe.dynamic.DynamicGraph.from_graph(gpipe.generators.rmat(scale=8, edge_factor=4, seed=3, partitions=2,
+                                                                       mode="partitioned"))
+
+
+def _every_later_call(dg) -> list:
+    """Each thing a dynamic graph does; partition 0 (vertices 0 and 1) is on the worker that stays."""
+    return [lambda: dg.insert_edges([0], [1]), lambda: dg.delete_edges([0], [1]), dg.edges, dg.snapshot, dg.nbytes,
+            lambda: gpipe.walks.deepwalk(dg, length=5, seed=1)]
+
+
+def test_a_dynamic_graph_whose_worker_is_lost_mid_batch_fails_naming_its_partitions_and_refuses_every_later_call(
+        killable_cluster):
+    dg = _dynamic_graph()
+    rng = np.random.default_rng(0)
+    src, dst = rng.integers(0, 256, 500_000), rng.integers(0, 256, 500_000)
+    pid, lost = holder(killable_cluster, dg._graph)
+    thread, outcome = started(lambda: dg.insert_edges(src, dst))
+    os.kill(pid, signal.SIGKILL)
+    _failed_naming(lost, thread, outcome, time.monotonic())
+    for call in _every_later_call(dg):
+        _fails_naming(lost, call)
+
+
+def test_a_dynamic_graph_that_lost_a_worker_between_calls_refuses_every_later_call(killable_cluster, eventually):
+    dg = _dynamic_graph()
+    lost = _kill(killable_cluster, dg._graph)
+    assert eventually(lambda: dg._graph.placement[-1] not in workers_info(killable_cluster))  # the loss is known
+    for call in _every_later_call(dg):
+        _fails_naming(lost, call)
+

@@ -1,11 +1,13 @@
 """DynamicGraph: a graph's partitions as sampling spaces on the workers, updated in batches that apply completely
-or not at all (two phases: every partition the batch touches replays its part, then all commit, or all discard; a
-batch that touches one partition, as a streaming update does, is staged and committed there in one round trip); a
-Snapshot: one committed version of it, pinned on the workers, which runs read while later batches apply."""
+or not at all, whatever fails (two phases: every partition the batch touches replays its part, then all commit; a
+failure in either, an allocation's as much as a missing edge's, takes the batch back everywhere; a batch that touches
+one partition, as a streaming update does, is staged and committed there in one round trip); a Snapshot: one
+committed version of it, pinned on the workers, which runs read while later batches apply."""
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import threading
 import uuid
 import weakref
@@ -15,10 +17,10 @@ import pandas as pd
 
 from .._validate import check_graph, check_int
 from ..backend import to_host
-from ..errors import GpipeValueError
+from ..errors import GpipeError, GpipeValueError, TaskError, WorkerLostError
 from ..graph import Graph
-from ..runtime import call_workers, drop_graph, run_later, store
-from ._space import Batch, SamplingSpace, absent, check_batch
+from ..runtime import call_workers, check_held, check_memory, drop_graph, run_later, store
+from ._space import VERTEX_BYTES, Batch, SamplingSpace, absent, check_batch
 
 
 class DynamicGraph:
@@ -26,7 +28,9 @@ class DynamicGraph:
 
     Each partition of the graph it starts from becomes a :class:`SamplingSpace` on the worker holding it; an
     update goes to the partition owning its source (an undirected graph's to both ends' owners), a source past
-    the last vertex to the last partition, which grows.
+    the last vertex to the last partition, which grows, as far as the workers' memory holds the tables of its
+    vertices (a larger id is refused, naming it). A graph whose worker was lost has lost those partitions: every
+    later call raises a :class:`~gpipe.WorkerLostError` naming them.
 
     Examples
     --------
@@ -57,6 +61,8 @@ class DynamicGraph:
         held, _ = g.holders
         self._held = held
         self._lock = threading.Lock()  # a batch's stage and commit on every partition, or a snapshot's pins
+        self._batches = 0  # batches tried: the last one's token
+        self._lost: WorkerLostError | None = None  # the loss of partitions seen, after which nothing is done
         self._deferred = weakref.WeakSet()  # run snapshots whose pins their runs make (see run_snapshot)
         self._finalizer = weakref.finalize(self, run_later, g.client, drop_graph, graph_id)
 
@@ -83,22 +89,47 @@ class DynamicGraph:
         return dg
 
     def _call(self, function, phase: str, args, parts=None) -> list:
-        """``function(*args(part))`` on the worker of each partition of ``parts`` (default: all), in that order."""
+        """``function(*args(part))`` on the worker of each partition of ``parts`` (default: all), in that order; a
+        lost worker is remembered (:meth:`_usable`)."""
         calls = [(self._held[part], function, args(part), {}) for part in (self._held if parts is None else parts)]
-        return call_workers(self._graph.client, calls, self._held, phase)
+        try:
+            return call_workers(self._graph.client, calls, self._held, phase)
+        except WorkerLostError as lost:
+            self._lost = lost
+            raise
+
+    def _call_all_ending(self, function, phase: str, args, parts) -> list:
+        """:meth:`_call` of a function that returns its error (:func:`_returning_errors`): the results, once every
+        call has ended, or the error of the first partition that failed."""
+        results = self._call(function, phase, args, parts)
+        failure = next((r for r in results if isinstance(r, Exception)), None)
+        if failure is not None:
+            raise failure
+        return results
+
+    def _usable(self, phase: str, parts=None) -> None:
+        """Raise a WorkerLostError naming the partitions lost, if a call saw a worker leave, or — for a call that
+        reaches the workers of ``parts`` only, not all of the graph's — if the scheduler knows one has left."""
+        if self._lost is None and parts is not None and {self._held[p] for p in parts} != set(self._held.values()):
+            try:
+                check_held(self._graph.client, self._held, phase)
+            except WorkerLostError as lost:
+                self._lost = lost
+        if self._lost is not None:
+            lost = self._lost
+            raise WorkerLostError(phase, lost.workers, lost.partitions, lost.unit, lost.out_of_memory)
 
     def insert_edges(self, src, dst, weight=None) -> None:
         """Insert the edges ``src[i] -> dst[i]`` with biases ``weight`` (default 1): see :meth:`apply`."""
-        n = len(src)
-        self.apply(["insert"] * n, src, dst, [1.0] * n if weight is None else weight)
+        self.apply(_every("insert", len(src)), src, dst, np.ones(len(src)) if weight is None else weight)
 
     def delete_edges(self, src, dst) -> None:
         """Delete the earliest copy of each edge ``src[i] -> dst[i]``: see :meth:`apply`."""
-        self.apply(["delete"] * len(src), src, dst, [None] * len(src))
+        self.apply(_every("delete", len(src)), src, dst, np.ones(len(src)))
 
     def update_weights(self, src, dst, weight) -> None:
         """Give every copy of each edge ``src[i] -> dst[i]`` the bias ``weight[i]``: see :meth:`apply`."""
-        self.apply(["update"] * len(src), src, dst, weight)
+        self.apply(_every("update", len(src)), src, dst, weight)
 
     def apply(self, op, src, dst, weight, *, first: int = 0) -> None:
         """Apply a batch of updates in log order (per source vertex), completely or not at all.
@@ -115,49 +146,79 @@ class DynamicGraph:
         Raises
         ------
         GpipeValueError
-            Naming the first bad update's position in the log (``first`` + its position in the batch); the graph is
-            then as it was before the batch.
+            Naming the first bad update's position in the log (``first`` + its position in the batch), or the id
+            that would grow the graph past what the workers' memory holds; the graph is then as it was before the
+            batch, as it is after any failure but a lost worker's.
+        TaskError
+            A worker failed to apply its part (e.g. out of memory), naming the phase and the partition.
+        WorkerLostError
+            A worker holding partitions has left the cluster (during the batch or before it), naming them.
         """
         first = check_int("first", first, minimum=0)
         batch = check_batch(op, src, dst, weight, first)
         bounds = self._graph.bounds
-
-        def owners(ids):
-            return np.minimum(np.searchsorted(bounds, ids, side="right") - 1, len(bounds) - 2)
-
         if len(bounds) == 2:  # one partition holds every vertex, and those the updates add
-            touched = [0] if len(batch.src) else []
-        else:
-            ends = owners(batch.src) if self.directed else np.concatenate([owners(batch.src), owners(batch.dst)])
-            touched = [part for part in self._held if (ends == part).any()]  # the others keep their version
+            owner, touched = None, [0] if len(batch.src) else []
+        else:  # the owner of each update (an undirected graph's: and of its reverse, after it)
+            owner = _owners(bounds, batch.src) if self.directed else np.stack([_owners(bounds, batch.src),
+                                                                               _owners(bounds, batch.dst)], 1).ravel()
+            touched = np.flatnonzero(np.bincount(owner, minlength=len(bounds) - 1)).tolist()  # the others keep theirs
         with self._lock:
+            self._usable("dynamic apply", touched)
+            self._check_growth(batch, first)
             self._pin_deferred()
-            if len(touched) == 1:  # one partition: stage and commit in one round trip (a streaming update's)
-                # the batch as given, without names; the worker makes the reverses of an undirected graph's
-                whole = dataclasses.replace(batch, op=None, given=None)
-                args = (self.graph_id, touched[0], whole, int(bounds[touched[0]]), not self.directed)
-                [(failed, edges)] = self._call(_apply, "dynamic apply", lambda part: args, touched)
-                if failed >= 0:
-                    raise absent(batch, failed, first)
-                self._part_edges[touched[0]] = edges
-            elif touched:
-                routed, position = (batch, np.arange(len(batch.src))) if self.directed else batch.both_ways()
-                owner = owners(routed.src)
-
-                def updates(part):
-                    at = np.flatnonzero(owner == part)
-                    return (self.graph_id, part, routed.take(at, src=routed.src[at] - bounds[part]), position[at])
-
-                failed = [f for f in self._call(_stage, "dynamic stage", updates, touched) if f >= 0]
-                if failed:
-                    self._call(_discard, "dynamic discard", lambda part: (self.graph_id, part), touched)
-                    raise absent(batch, min(failed), first)
-                edges = self._call(_commit, "dynamic commit", lambda part: (self.graph_id, part), touched)
-                self._part_edges.update(zip(touched, edges))
+            self._batches += 1
+            token = self._batches
+            try:
+                edges = self._apply_parts(batch, owner, touched, token, first)
+            except WorkerLostError:  # the graph has lost partitions: nothing to take back
+                raise
+            except BaseException:  # a missing edge, a worker's error, an interrupt: no partition keeps the batch
+                self._call(_take_back, "dynamic take-back", lambda part: (self.graph_id, part, token), touched)
+                raise
+            self._part_edges.update(zip(touched, edges))
             self.num_edges = sum(self._part_edges.values())
             if len(batch.src):
                 self.num_vertices = max(self.num_vertices, int(batch.src.max()) + 1, int(batch.dst.max()) + 1)
             self.version += 1
+
+    def _apply_parts(self, batch: Batch, owner: np.ndarray | None, touched: list, token: int, first: int) -> list:
+        """Apply ``batch`` as batch ``token`` on the partitions ``touched`` (``owner``: of each update, as routed);
+        their edges now. Raises on the first failure, which may leave it staged or committed on some of them
+        (``apply`` takes it back)."""
+        bounds = self._graph.bounds
+        if len(touched) == 1:  # one partition: stage and commit in one round trip (a streaming update's)
+            # the batch as given, without names; the worker makes the reverses of an undirected graph's
+            whole = dataclasses.replace(batch, op=None, given=None)
+            args = (self.graph_id, touched[0], token, whole, int(bounds[touched[0]]), not self.directed)
+            [(failed, edges)] = self._call_all_ending(_apply, "dynamic apply", lambda part: args, touched)
+            if failed >= 0:
+                raise absent(batch, failed, first)
+            return [edges]
+        if not touched:
+            return []
+        routed, position = (batch, np.arange(len(batch.src))) if self.directed else batch.both_ways()
+
+        def updates(part):
+            at = np.flatnonzero(owner == part)
+            return self.graph_id, part, token, routed.take(at, src=routed.src[at] - bounds[part]), position[at]
+
+        failed = [f for f in self._call_all_ending(_stage, "dynamic stage", updates, touched) if f >= 0]
+        if failed:
+            raise absent(batch, min(failed), first)
+        return self._call_all_ending(_commit, "dynamic commit", lambda part: (self.graph_id, part, token), touched)
+
+    def _check_growth(self, batch: Batch, first: int) -> None:
+        """Refuse a batch naming a vertex id whose vertex tables (those of the last partition's vertices up to it)
+        would take more than the workers' memory, naming its first update, before anything is staged."""
+        if not len(batch.src):
+            return
+        top = max(int(batch.src.max()), int(batch.dst.max()))
+        if top < self.num_vertices:
+            return
+        at = int(np.flatnonzero((batch.src == top) | (batch.dst == top))[0])
+        check_memory(self._graph, (top + 1 - int(self._graph.bounds[-2])) * VERTEX_BYTES,
+                     f"update {first + at}: vertex id {top}", "vertex tables up to it")
 
     def snapshot(self) -> Snapshot:
         """The graph as of its last committed batch, read-only, for runs while updates go on.
@@ -180,6 +241,7 @@ class DynamicGraph:
         ((2, 2, 0), (3, 4))
         """
         with self._lock:
+            self._usable("dynamic snapshot")
             snapshot = self._new_snapshot()
             self._call(_pin, "dynamic snapshot", lambda part: (self.graph_id, part, snapshot.graph_id, snapshot.bounds))
             return snapshot
@@ -194,6 +256,7 @@ class DynamicGraph:
         if len(set(self._held.values())) > 1:  # a peer may read a partition before its own run message arrives
             return self.snapshot()
         with self._lock:
+            self._usable("dynamic snapshot")
             snapshot = self._new_snapshot()
             snapshot.prelude = (_pin_all, (self.graph_id, snapshot.graph_id, snapshot.bounds, tuple(self._held)))
             self._deferred.add(snapshot)
@@ -213,10 +276,12 @@ class DynamicGraph:
     def nbytes(self) -> int:
         """Bytes of the partitions' sampling spaces on the workers (:attr:`SamplingSpace.nbytes`, summed), as of the
         last committed batch; divided by :attr:`num_edges`, the memory per edge."""
+        self._usable("dynamic nbytes")
         return sum(self._call(_nbytes, "dynamic nbytes", lambda part: (self.graph_id, part)))
 
     def edges(self) -> pd.DataFrame:
         """Every edge as ``src``, ``dst``, ``weight``, by source, each source's in log order."""
+        self._usable("dynamic edges")
         frames = self._call(_edges, "dynamic edges", lambda part: (self.graph_id, part, int(self._graph.bounds[part])))
         return pd.concat(frames, ignore_index=True)
 
@@ -287,35 +352,66 @@ def _from_partition(graph_id: str, part: int, dynamic_id: str, scale: float) -> 
     return len(dst)
 
 
-def _stage(dynamic_id: str, part: int, batch: Batch, position: np.ndarray) -> int:
-    """Replay this partition's updates (local sources); the batch position of the first that failed, else -1."""
-    failed = store().partitions.get(dynamic_id, part)._stage(batch)
+def _owners(bounds: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    """The partition owning each of ``ids`` (an id past the last vertex: the last partition, which grows)."""
+    return np.minimum(np.searchsorted(bounds, ids, side="right") - 1, len(bounds) - 2)
+
+
+def _every(op: str, n: int) -> pd.Categorical:
+    """``n`` updates' ``op``, as a categorical column: checked through its codes, not a string each."""
+    return pd.Categorical.from_codes(np.zeros(n, np.int8), [op])
+
+
+def _returning_errors(phase: str):
+    """A batch's worker function (``(dynamic_id, part, ...)``) that returns its error instead of raising it, a
+    GpipeError as it is, any other as a TaskError naming ``phase`` and the partition: the client waits for every
+    partition's call to end before it takes the batch back, so that none is still under way."""
+    def wrap(function):
+        @functools.wraps(function)
+        def run(dynamic_id: str, part: int, *args):
+            try:
+                return function(dynamic_id, part, *args)
+            except GpipeError as exc:
+                return exc
+            except Exception as exc:
+                return TaskError(phase, part, None, repr(exc))
+        return run
+    return wrap
+
+
+@_returning_errors("dynamic stage")
+def _stage(dynamic_id: str, part: int, token: int, batch: Batch, position: np.ndarray) -> int:
+    """Replay this partition's updates (local sources) as batch ``token``; the batch position of the first that
+    failed, else -1."""
+    failed = store().partitions.get(dynamic_id, part)._stage_batch(token, batch)
     return int(position[failed]) if failed >= 0 else -1
 
 
-def _apply(dynamic_id: str, part: int, batch: Batch, lo: int, both_ways: bool) -> tuple[int, int]:
-    """Stage and commit the whole batch in this partition, its first vertex ``lo`` (each update then its reverse
-    with ``both_ways``): (the batch position of the first update that failed, else -1; the partition's edges now)."""
+@_returning_errors("dynamic apply")
+def _apply(dynamic_id: str, part: int, token: int, batch: Batch, lo: int, both_ways: bool) -> tuple[int, int]:
+    """Stage and commit the whole batch as batch ``token`` in this partition, its first vertex ``lo`` (each update
+    then its reverse with ``both_ways``): (the batch position of the first update that failed, else -1; the
+    partition's edges now)."""
     space = store().partitions.get(dynamic_id, part)
     if both_ways:
         batch = batch.both_ways()[0]
-    failed = space._stage(dataclasses.replace(batch, src=batch.src - lo))
+    failed = space._stage_batch(token, dataclasses.replace(batch, src=batch.src - lo))
     if failed >= 0:
-        space._staged = None
         return int(failed // 2 if both_ways else failed), space.num_edges  # an update, then its reverse
-    space._commit()
+    space._commit_batch(token)
     return -1, space.num_edges
 
 
-def _discard(dynamic_id: str, part: int) -> None:
-    store().partitions.get(dynamic_id, part)._staged = None
-
-
-def _commit(dynamic_id: str, part: int) -> int:
-    """Apply the staged batch; the partition's edges now."""
+@_returning_errors("dynamic commit")
+def _commit(dynamic_id: str, part: int, token: int) -> int:
+    """Apply batch ``token``, staged; the partition's edges now."""
     space = store().partitions.get(dynamic_id, part)
-    space._commit()
+    space._commit_batch(token)
     return space.num_edges
+
+
+def _take_back(dynamic_id: str, part: int, token: int) -> None:
+    store().partitions.get(dynamic_id, part)._take_back(token)
 
 
 _PINNING = threading.Lock()  # a pin made by a run's prelude and by a batch's _pin_deferred at once: one view

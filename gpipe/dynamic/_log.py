@@ -91,13 +91,14 @@ def read_updates(path) -> pd.DataFrame:
     Returns
     -------
     pandas.DataFrame
-        Those four columns, as :meth:`DynamicGraph.apply` takes them.
+        Those four columns, as :meth:`DynamicGraph.apply` takes them (the ids as int64).
 
     Raises
     ------
     GpipeValueError
         The file is not there or not of those kinds, lacks a column, or holds a bad update: the message names the
-        file and the update's row (0 the first row of data), as :meth:`DynamicGraph.apply` names it.
+        file, the update's row (0 the first row of data), as :meth:`DynamicGraph.apply` names it, and the bad
+        value.
 
     Examples
     --------
@@ -123,8 +124,30 @@ def read_updates(path) -> pd.DataFrame:
         raise GpipeValueError(f"{text}: an update log must have the columns {', '.join(UPDATE_COLUMNS)}; "
                               f"{', '.join(missing)} missing, got {', '.join(map(str, frame.columns))}")
     frame = frame[list(UPDATE_COLUMNS)]
+    columns = [frame["op"]] + [frame[c].to_numpy() if frame[c].dtype.kind in "iuf" else _cells(frame[c], parse)
+                               for c, parse in (("src", _vertex_id), ("dst", _vertex_id), ("weight", float))]
     try:
-        check_batch(*(frame[c].to_numpy() for c in UPDATE_COLUMNS))
+        batch = check_batch(*columns)
     except GpipeValueError as exc:
         raise GpipeValueError(f"{text}: {exc}") from None
-    return frame
+    return frame.assign(src=batch.src, dst=batch.dst)
+
+
+def _cells(column: pd.Series, parse) -> np.ndarray:
+    """A column read as text (a cell of it is not a number, so none was read as one): each cell as ``parse`` reads
+    it, those it cannot as they are, for :func:`check_batch` to name the first of those, not the first cell."""
+    def read(cell):
+        try:
+            return parse(cell)
+        except (TypeError, ValueError):
+            return cell
+
+    return np.array([read(cell) for cell in column], dtype=object)
+
+
+def _vertex_id(cell) -> int:
+    """A cell of decimal digits (ASCII: ``int`` also takes signs, underscores and other scripts' digits) as an id."""
+    text = cell.strip() if isinstance(cell, str) else cell  # ints as they are: a column of a few too large for int64
+    if isinstance(text, str) and not (text.isascii() and text.isdigit()):
+        raise ValueError(text)
+    return int(text)

@@ -40,6 +40,8 @@ CUDA sampling in ``kernels/dynamic.cu``, CPU twin here; the same random stream.
 from __future__ import annotations
 
 import contextlib
+import numbers
+import threading
 from dataclasses import dataclass
 
 import numpy as np
@@ -48,7 +50,7 @@ import pandas as pd
 from .. import _rng, config
 from .._alias import vose
 from .._search import lower_bound
-from .._validate import check_array, check_int, check_probability
+from .._validate import check_array, check_int, check_integers, check_probability
 from ..backend import (
     cpu_kernel,
     cpu_threads,
@@ -59,7 +61,7 @@ from ..backend import (
     to_host,
     xp,
 )
-from ..errors import GpipeValueError
+from ..errors import GpipeError, GpipeValueError
 from ..kernels import TYPES, Arg, Kernel
 
 MAX_GROUPS = 64  # 63 radix bits of an int64 integer part, and the decimal group
@@ -79,6 +81,7 @@ _GROUP_FIELDS = {"group_kind": np.int8, "group_bit": np.int32, "group_start": np
                  "alias_prob": np.float64, "alias_other": np.int32}  # a row a group
 _TABLES = ("edge_start", "degree", "member_start", "member_count", "group_row", "group_count")  # a row a vertex
 _BLOCKS = (("edge_start", "degree"), ("member_start", "member_count"), ("group_row", "group_count"))  # of each pool
+VERTEX_BYTES = 8 * len(_TABLES)  # a vertex's rows of the per-vertex tables, edges or not
 
 
 @cpu_kernel()
@@ -619,6 +622,31 @@ class _Pool:
         return sum(self.top * a.itemsize for a in self.arrays.values())
 
 
+class _Undo:
+    """A space as it was before a commit: its counts, its tables and pools (references: a commit writes past every
+    slot in use or into new arrays), and the rows of its tables that the commit writes in place (:meth:`write`)."""
+
+    def __init__(self, space: SamplingSpace):
+        self.counts = (space.num_vertices, space.num_edges, space.version, space._tables_pinned)
+        self.tables = dict(space._tables)
+        self.pools = [(dict(pool.arrays), pool.top, pool.live) for pool in space._pools()]
+        self.rows = []  # (array, index, its values before)
+
+    def write(self, array, index, values) -> None:
+        """``array[index] = values``, keeping what was there if ``array`` is one of the tables as they were."""
+        if any(array is table for table in self.tables.values()):
+            self.rows.append((array, index, array[index].copy()))
+        array[index] = values
+
+    def restore(self, space: SamplingSpace) -> None:
+        for array, index, values in reversed(self.rows):
+            array[index] = values
+        space.num_vertices, space.num_edges, space.version, space._tables_pinned = self.counts
+        space._tables = self.tables
+        for pool, (arrays, top, live) in zip(space._pools(), self.pools):
+            pool.arrays, pool.top, pool.live = arrays, top, live
+
+
 def _threads(vertices: int) -> int:
     """Threads for a commit touching ``vertices``: one for a streaming update's few (see ``cpu_threads``)."""
     return 1 if vertices < 256 else 1 << 30
@@ -670,6 +698,7 @@ def check_batch(op, src, dst, weight, first: int = 0) -> Batch:
     else:
         op = check_array("op", op).ravel()
         labels, names = pd.factorize(op)  # each distinct op named once: a hash, not a string compare per update
+    given_src, given_dst = src, dst
     src = check_array("src", src).ravel()
     dst = check_array("dst", dst).ravel()
     numeric = getattr(weight, "dtype", None) is not None and weight.dtype.kind in "iuf"  # no objects to look through
@@ -682,12 +711,7 @@ def check_batch(op, src, dst, weight, first: int = 0) -> Batch:
     if (codes < 0).any():
         bad = int(np.argmax(codes < 0))
         raise GpipeValueError(f"update {first + bad}: 'op' must be one of {sorted(OPS)}, got {str(op[bad])!r}")
-    src, dst = _whole(src), _whole(dst)
-    for name, ids in (("src", src), ("dst", dst)):
-        if ids.size and (ids.dtype.kind not in "iu" or ids.min() < 0):
-            bad = _first_not_id(ids)
-            raise GpipeValueError(f"update {first + bad}: '{name}' must hold non-negative integer vertex ids, got "
-                                  f"{ids[bad].item() if hasattr(ids[bad], 'item') else ids[bad]!r}")
+    src, dst = _vertex_ids("src", src, given_src, first), _vertex_ids("dst", dst, given_dst, first)
     weighed = np.where(codes != _DELETE, given, 1.0)
     try:
         values = weighed.astype(np.float64)
@@ -699,24 +723,34 @@ def check_batch(op, src, dst, weight, first: int = 0) -> Batch:
         shown = given[i].item() if isinstance(given[i], np.generic) else given[i]
         raise GpipeValueError(f"update {first + i}: the weight of an {op[i]} must be positive and finite, got "
                               f"{shown!r}")
-    return Batch(op, codes, src.astype(np.int64), dst.astype(np.int64), values, given)
+    return Batch(op, codes, src, dst, values, given)
 
 
-def _whole(ids: np.ndarray) -> np.ndarray:
-    """Floats that are all whole numbers as int64 (a CSV column with an empty cell elsewhere reads as floats)."""
-    if ids.dtype.kind == "f" and ids.size and (np.isfinite(ids) & (ids == np.round(ids))).all():
-        return ids.astype(np.int64)
-    return ids
+def _vertex_ids(name: str, ids: np.ndarray, given, first: int) -> np.ndarray:
+    """``ids`` (``given`` as an array) as int64 vertex ids (``check_integers``), or a GpipeValueError naming the
+    first that is not one by its update, with its value as given (a list's ints may have become floats)."""
+    try:
+        return check_integers(name, ids)
+    except GpipeValueError:
+        bad = _first_not_id(ids)
+    shown = given[bad] if isinstance(given, (list, tuple)) and len(given) == len(ids) else ids[bad]
+    shown = shown.item() if isinstance(shown, np.generic) else shown
+    too_large = isinstance(shown, numbers.Integral) and not isinstance(shown, bool) and shown >= 2**63
+    rule = "integer vertex ids below 2**63" if too_large else "non-negative integer vertex ids"
+    raise GpipeValueError(f"update {first + bad}: '{name}' must hold {rule}, got {shown!r}")
 
 
 def _first_not_id(ids: np.ndarray) -> int:
-    """The position of the first entry of ``ids`` that is not a non-negative integer."""
-    if ids.dtype.kind in "iu":
+    """The position of the first entry of ``ids`` that is not an integer in [0, 2**63); of floats, the first that is
+    not even a whole number in that range (a CSV's empty cell, read as NaN), else the first."""
+    if ids.dtype.kind == "i":
         return int(np.argmax(ids < 0))
+    if ids.dtype.kind == "u":
+        return int(np.argmax(ids >= 2**63))
     if ids.dtype.kind == "f":
-        return int(np.argmax(~(np.isfinite(ids) & (ids == np.round(ids)) & (ids >= 0))))
-    return next((i for i, v in enumerate(ids) if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0),
-                0)
+        return int(np.argmax(~(np.isfinite(ids) & (ids == np.round(ids)) & (ids >= 0) & (ids < 2.0**63))))
+    return next((i for i, v in enumerate(ids) if isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Integral)
+                 or not 0 <= v < 2**63), 0)
 
 
 def absent(batch: Batch, i: int, first: int = 0) -> GpipeValueError:
@@ -775,6 +809,9 @@ class SamplingSpace:
         self._tables = {name: xp(self.device).zeros(0, np.int64) for name in _TABLES}  # per vertex, room to grow
         self._tables_pinned = False  # a view holds the tables: the next commit writes a copy
         self._staged = None  # a batch replayed, not yet applied (_stage, _commit)
+        self._lock = threading.Lock()  # a DynamicGraph batch's stage, commit or take-back at a time
+        self._token = -1  # the DynamicGraph batch staged last (or taken back)
+        self._undo = None  # what takes that batch back, committed
         self._grow(num_vertices)
 
     def _grow(self, num_vertices: int) -> None:
@@ -938,10 +975,23 @@ class SamplingSpace:
                         weight[survivors], dst[by[x.flatnonzero(alive)]])  # the survivors sorted: the adjacency
         return -1
 
-    def _commit(self) -> None:
+    def _commit(self) -> _Undo:
         """Apply the batch :meth:`_stage` kept: new blocks for the touched vertices (copy-on-write), their groups and
         alias tables rebuilt where the batch was staged (the device, or the host for a small batch), then appended
-        to the pools (a pool whose blocks left behind would outnumber its live ones compacted first)."""
+        to the pools (a pool whose blocks left behind would outnumber its live ones compacted first).
+
+        Completely or not at all: one that fails (an allocation) leaves the space as it was and raises. Returns what
+        takes it back (:meth:`_Undo.restore`), as long as no later batch is staged."""
+        undo = _Undo(self)
+        try:
+            self._write_staged(undo)
+        except BaseException:
+            undo.restore(self)
+            raise
+        return undo
+
+    def _write_staged(self, undo: _Undo) -> None:
+        """:meth:`_commit`'s work, its writes into the tables in place through ``undo``."""
         vertices, degrees, dst, weight, adjacency = self._staged
         self._staged = None
         x = xp(self.device)
@@ -993,11 +1043,40 @@ class SamplingSpace:
                                                 staying)
         for start, where in moved.items():
             if where is not None:
-                tables[start][:self.num_vertices] = where
+                undo.write(tables[start], slice(0, self.num_vertices), where)
         for name in _TABLES:
-            tables[name][at] = x.asarray(new[name])
+            undo.write(tables[name], at, x.asarray(new[name]))
         self.num_edges = self._edges.live
         self.version += 1
+
+    # A DynamicGraph's batch across partitions, in two phases (stage everywhere, then commit everywhere), each
+    # batch by its token; a phase's calls may arrive late (their client interrupted) or in any order on a worker.
+
+    def _stage_batch(self, token: int, batch: Batch) -> int:
+        """:meth:`_stage` of batch ``token``; the batch before it is settled then (what takes it back dropped). A
+        token taken back already (a stage arriving after it) stages nothing: -1."""
+        with self._lock:
+            if token <= self._token:
+                return -1
+            self._token, self._staged, self._undo = token, None, None
+            return self._stage(batch)
+
+    def _commit_batch(self, token: int) -> None:
+        """:meth:`_commit` of batch ``token``, which :meth:`_take_back` can undo until the next batch is staged."""
+        with self._lock:
+            if token != self._token or self._staged is None:
+                raise GpipeError(f"batch {token} is not staged here (taken back, or its stage failed)")
+            self._undo = self._commit()
+
+    def _take_back(self, token: int) -> None:
+        """Take batch ``token`` back: drop it staged, or undo it committed; its stage, arriving later, stages
+        nothing. A later batch staged already: nothing to do."""
+        with self._lock:
+            if token < self._token:
+                return
+            if token == self._token and self._undo is not None:
+                self._undo.restore(self)
+            self._token, self._staged, self._undo = token, None, None
 
     def _pools(self) -> tuple[_Pool, _Pool, _Pool]:
         return self._edges, self._members, self._groups

@@ -93,6 +93,14 @@ def call_workers(client, calls: list[tuple], held: dict[int, str], phase: str, u
         calls_done.cancel()  # an interrupted wait stops the calls (done, they are not touched)
 
 
+def check_held(client, held: dict[int, str], phase: str, unit: str = "partition") -> None:
+    """Raise the :class:`WorkerLostError` naming those of ``held`` whose workers have left the cluster (one
+    scheduler round trip): for work that reaches only some of the workers, yet needs them all."""
+    lost = _lost(client, held)
+    if lost:
+        raise _lost_error(client, lost, phase, unit, 0.0)
+
+
 class _Gone(Exception):
     """The connection of a call to ``worker`` broke; the message is its address (a failure naming the worker)."""
 

@@ -11,6 +11,7 @@ import gpipe
 from gpipe.backend import gpu_problem
 from gpipe.dynamic import DynamicGraph, SamplingSpace
 from gpipe.dynamic._space import KINDS
+from test_dynamic import as_it_is, assert_as_it_was, batch_across, fail_here, heal_here, rmat_dynamic
 
 pytestmark = pytest.mark.gpu
 
@@ -125,3 +126,32 @@ def test_dynamic_walks_cuda_equal_cpu_twin(gpu_cluster, cpu_cluster, walk, kwarg
         cpu = run()
     assert (cpu[:, 1:] >= 0).any()
     np.testing.assert_array_equal(gpu, cpu)
+
+
+def test_an_id_past_what_the_gpu_workers_can_hold_is_refused_naming_it_and_changes_nothing(gpu_cluster):
+    with gpu_cluster.as_current():
+        dg = rmat_dynamic()
+        before = as_it_is(dg)
+        with pytest.raises(gpipe.GpipeValueError, match=re.escape("update 0: vertex id 1000000000000") +
+                           ".* more than the workers' .* of memory"):
+            dg.insert_edges([2], [10**12])
+        assert_as_it_was(dg, before)
+
+
+@pytest.mark.parametrize("inserts", [2, 300])  # staged on the host and copied, or played on the device
+@pytest.mark.parametrize("phase", ["stage", "commit"])
+def test_a_batch_that_fails_on_a_gpu_worker_half_way_leaves_the_graph_as_it_was(gpu_cluster, phase, inserts):
+    with gpu_cluster.as_current():
+        dg = rmat_dynamic()
+        last = dg._graph.num_partitions - 1
+        ops, src, dst, weight, added = batch_across(dg, inserts)
+        before = as_it_is(dg)
+        gpu_cluster.run(fail_here, dg.graph_id, last, phase)
+        try:
+            with pytest.raises(gpipe.TaskError, match=f"dynamic {phase} failed in partition {last}: MemoryError"):
+                dg.apply(ops, src, dst, weight)
+            assert_as_it_was(dg, before)
+        finally:
+            gpu_cluster.run(heal_here, dg.graph_id, last)
+        dg.apply(ops, src, dst, weight)
+        assert dg.version == before[2] + 1 and dg.num_edges == before[1] + added
