@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import signal
 import sys
@@ -11,7 +12,7 @@ import time
 
 from distributed import Client, LocalCluster
 
-from . import config
+from . import config, errors
 from ._validate import check_choice, check_optional_int
 from .backend import DEVICES, gpu_count, gpu_problem
 from .errors import DeviceUnavailableError, GpipeError
@@ -44,8 +45,10 @@ def connect(scheduler_file: str | None = None, address: str | None = None, *, n_
     workers and dashboard, at ``127.0.0.1:8787`` or the next free port): Dask
     runs whatever a client that reaches the scheduler sends, so pass ``host``
     and ``dashboard_address`` to open it up, on a private network only. Its
-    worker processes ignore Ctrl-C (which a terminal sends to all of them):
-    the client stops them. On an existing cluster, it waits up to ``gpipe.cluster.wait-timeout`` seconds for
+    worker processes ignore Ctrl-C (which a terminal sends to all of them;
+    the client stops them) and leave the gpipe errors of their tasks to the
+    client, which raises them (their log would print them again). On an
+    existing cluster, it waits up to ``gpipe.cluster.wait-timeout`` seconds for
     the scheduler file to appear and, when ``gpipe.cluster.wait-for-workers`` is
     set (``gpipe run --wait-for-workers``), for that many workers to join.
 
@@ -106,6 +109,8 @@ def connect(scheduler_file: str | None = None, address: str | None = None, *, n_
         if wait_for_workers and (scheduler_file or address):
             _wait_for_workers(client, wait_for_workers, timeout)
         attach(client, device)
+        if isinstance(client, _LocalClient):
+            client.run(_leave_gpipe_errors_to_the_client)
     except BaseException:
         client.close()
         raise
@@ -127,6 +132,24 @@ def _local_cluster(device: str, n_workers: int | None, threads_per_worker: int |
         if "failed to start" not in str(exc) or not _main_is_a_script():
             raise
         raise GpipeError(f"the local cluster's workers failed to start ({exc}); in a script, {_GUARD}") from None
+
+
+_GPIPE_ERRORS = tuple(f"{name}(" for name in errors.__all__)  # how a task's exception text starts
+
+
+class _GpipeErrorsToTheClient(logging.Filter):
+    """Drops a worker's 'Compute Failed' record of a task that raised a gpipe error: the client raises the error
+    (with the task's traceback), and a local cluster's workers write to the client's terminal."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args if isinstance(record.args, tuple) else ()
+        return not (str(record.msg).startswith("Compute Failed") and len(args) > 3
+                    and str(args[3]).startswith(_GPIPE_ERRORS))
+
+
+def _leave_gpipe_errors_to_the_client() -> None:
+    """On a worker of a local cluster: its log leaves the gpipe errors of its tasks to the client."""
+    logging.getLogger("distributed.worker").addFilter(_GpipeErrorsToTheClient())
 
 
 @contextlib.contextmanager

@@ -1,6 +1,7 @@
 """Tests of the ``gpipe`` command line, run in-process against the session's two-worker cluster."""
 
 import argparse
+import gzip
 import json
 import os
 import re
@@ -594,6 +595,17 @@ def test_an_error_message_of_several_lines_is_printed_on_one(capsys, monkeypatch
     monkeypatch.setattr(cli, "_info", failing)
     assert main(["info"]) == 2
     assert capsys.readouterr().err == "gpipe: error: the first line and the second\n"
+
+
+def test_an_error_raised_on_the_workers_of_a_local_cluster_is_printed_once_in_one_line(capfd, tmp_path):
+    """The workers share the command's terminal: Dask's log of the failed task is not printed as well."""
+    cut = tmp_path / "edges.txt.gz"
+    cut.write_bytes(gzip.compress(b"0 1\n1 2\n2 3\n" * 100)[:40])
+    code = main(["walk", "deepwalk", "--graph", str(cut), "--out", str(tmp_path / "out"), "--workers", "1",
+                 "--device", "cpu", "--quiet"])
+    err = capfd.readouterr().err
+    assert code == 2 and f"gpipe: error: {cut}:" in err and "not readable as .gz data" in err
+    assert "Traceback" not in err and "Compute Failed" not in err, err
 
 
 def test_a_terminated_run_removes_its_unfinished_outputs(tmp_path):
