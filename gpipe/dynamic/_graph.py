@@ -197,11 +197,9 @@ class DynamicGraph:
             return [edges]
         if not touched:
             return []
-        routed, position = (batch, np.arange(len(batch.src))) if self.directed else batch.both_ways()
-
         def updates(part):
-            at = np.flatnonzero(owner == part)
-            return self.graph_id, part, token, routed.take(at, src=routed.src[at] - bounds[part]), position[at]
+            return self.graph_id, part, token, *batch.part(np.flatnonzero(owner == part), not self.directed,
+                                                           int(bounds[part]))
 
         failed = [f for f in self._call_all_ending(_stage, "dynamic stage", updates, touched) if f >= 0]
         if failed:
@@ -394,7 +392,7 @@ def _apply(dynamic_id: str, part: int, token: int, batch: Batch, lo: int, both_w
     partition's edges now)."""
     space = store().partitions.get(dynamic_id, part)
     if both_ways:
-        batch = batch.both_ways()[0]
+        batch = batch.both_ways()
     failed = space._stage_batch(token, dataclasses.replace(batch, src=batch.src - lo))
     if failed >= 0:
         return int(failed // 2 if both_ways else failed), space.num_edges  # an update, then its reverse

@@ -675,18 +675,22 @@ class Batch:
         op = np.broadcast_to(np.array("insert"), src.shape)  # one name, not one a row
         return cls(op, np.full(src.shape[0], _INSERT, np.int8), src, dst, weight, weight)
 
-    def both_ways(self) -> tuple[Batch, np.ndarray]:
-        """Each update, then its reverse (an undirected graph's), without the names and weights as given; and the
-        position of each in this batch."""
-        position = np.repeat(np.arange(len(self.src)), 2)
-        return self.take(position, src=np.stack([self.src, self.dst], 1).ravel(),
-                         dst=np.stack([self.dst, self.src], 1).ravel()), position
+    def both_ways(self) -> Batch:
+        """Each update, then its reverse (an undirected graph's), without the names and weights as given."""
+        return self.part(np.arange(2 * len(self.src)), True)[0]
 
-    def take(self, positions: np.ndarray, src: np.ndarray | None = None, dst: np.ndarray | None = None) -> Batch:
-        """The updates at ``positions``, in that order (with ``src`` and ``dst`` in place of theirs), without the
-        names and weights as given: a part for a worker, which reports a bad update by its position."""
-        return Batch(None, self.codes[positions], self.src[positions] if src is None else src,
-                     self.dst[positions] if dst is None else dst, self.weight[positions], None)
+    def part(self, at: np.ndarray, both_ways: bool, lo: int = 0) -> tuple[Batch, np.ndarray]:
+        """The updates at ``at`` — positions in this batch, or with ``both_ways`` (an undirected graph's) in it made
+        both ways, ``2 i`` update ``i`` and ``2 i + 1`` its reverse — their sources less ``lo``, without the names
+        and weights as given: a partition's part for its worker, which reports a bad update by its position; and
+        the position in this batch of each."""
+        if both_ways:
+            position, reverse = at >> 1, (at & 1).astype(bool)
+            src = np.where(reverse, self.dst[position], self.src[position])
+            dst = np.where(reverse, self.src[position], self.dst[position])
+        else:
+            position, src, dst = at, self.src[at], self.dst[at]
+        return Batch(None, self.codes[position], src - lo, dst, self.weight[position], None), position
 
 
 def check_batch(op, src, dst, weight, first: int = 0) -> Batch:
