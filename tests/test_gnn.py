@@ -2,6 +2,7 @@
 the seed only — not on fused or per-hop runs, nor on the partitioning. CPU; the CUDA twin is in tests/gpu."""
 
 import importlib.util
+import time
 
 import numpy as np
 import pandas as pd
@@ -382,6 +383,64 @@ def test_ranks_follow_the_worker_addresses_and_find_the_rendezvous_in_the_enviro
 def test_a_failing_train_fn_is_reported_with_its_rank(graphs):
     with pytest.raises(gpipe.errors.TaskError, match=r"gnn training failed in rank 1: ArithmeticError\('no gradient"):
         gpipe.gnn.run_on_workers(_fails_on_rank_1, graphs["one"], SEEDS, [2], batch_size=4)
+
+
+def _trains_until_stopped(loader, rank, world_size, marker):
+    """Rank 1 fails at once; rank 0 takes a batch every 0.1 s for 20 s, and marks ``marker`` if it is stopped."""
+    import time
+
+    if rank == 1:
+        raise ArithmeticError("no gradient today")
+    try:
+        for _ in range(50):
+            for _ in loader:
+                time.sleep(0.1)
+    except gpipe.GpipeError:
+        open(marker, "w").close()
+        raise
+    return rank
+
+
+def test_a_failing_rank_stops_the_others_at_their_next_batch(graphs, tmp_path):
+    marker = tmp_path / "stopped"
+    with pytest.raises(gpipe.errors.TaskError, match=r"gnn training failed in rank 1: ArithmeticError"):
+        gpipe.gnn.run_on_workers(_trains_until_stopped, graphs["one"], SEEDS, [2], batch_size=1,
+                                 kwargs={"marker": str(marker)})
+    for _ in range(50):  # 5 s; left running, rank 0 would keep its worker busy for 20 s
+        if marker.exists():
+            break
+        time.sleep(0.1)
+    assert marker.exists(), "rank 0 went on training after rank 1 failed"
+
+
+def _rank(loader, rank, world_size):
+    return rank
+
+
+def _exits_on_rank_1(loader, rank, world_size):
+    if rank == 1:
+        raise SystemExit(3)
+    return rank
+
+
+def _returns_a_lock(loader, rank, world_size):
+    import threading
+
+    return threading.Lock() if rank == 0 else rank
+
+
+@pytest.mark.parametrize("train_fn, message", [
+    (_exits_on_rank_1, r"gnn training failed in rank 1: SystemExit\(3\)"),
+    (_returns_a_lock, r"gnn training failed in rank 0: train_fn's result cannot be pickled to reach the client: "
+                      r".*lock"),
+])
+def test_a_train_fn_that_exits_or_returns_what_cannot_be_sent_is_a_task_error_naming_its_rank(cpu, graphs,
+                                                                                                  train_fn, message):
+    workers = sorted(cpu.nthreads())
+    with pytest.raises(gpipe.errors.TaskError, match=message):
+        gpipe.gnn.run_on_workers(train_fn, graphs["one"], SEEDS, [2], batch_size=4)
+    assert sorted(cpu.nthreads()) == workers  # no worker was lost, nor the graph
+    assert gpipe.gnn.run_on_workers(_rank, graphs["one"], SEEDS, [2], batch_size=4) == [0, 1]
 
 
 @pytest.mark.parametrize("kwargs, message", [

@@ -9,11 +9,12 @@ import socket
 import uuid
 
 from distributed.comm import get_address_host
+from distributed.protocol import pickle
 
 from .._validate import check_callable, check_mapping, check_picklable
 from ..backend import to_host
-from ..errors import GpipeValueError, TaskError
-from ..runtime import gather_pinned, workers_info
+from ..errors import GpipeError, GpipeValueError, TaskError
+from ..runtime import check_held, drop_run, gather_pinned, run_later, store, workers_info
 from ._loader import LoaderSpec, NeighborLoader, check_loader
 from ._local import assemble, check_integer_ids, csr_pieces
 
@@ -49,6 +50,10 @@ def run_on_workers(train_fn, g, seeds, fanouts, batch_size: int, *, shuffle: boo
     before returning). On a dask-cuda worker the worker's GPU is CUDA device
     0 (``torch.device("cuda", 0)``). gpipe itself does not import torch.
 
+    The ranks end together: when one fails (or the client is interrupted,
+    or a worker leaves), the others' loaders raise a :class:`GpipeError`
+    at their next batch, so the workers are free for the next call.
+
     Parameters
     ----------
     train_fn : callable
@@ -77,9 +82,14 @@ def run_on_workers(train_fn, g, seeds, fanouts, batch_size: int, *, shuffle: boo
         picklable; ``kwargs`` not a mapping of names or not picklable, or
         holding one of ``train_fn``'s own arguments; fewer seeds than workers.
     TaskError
-        ``train_fn`` raised on a worker: the message names the rank and the error.
+        ``train_fn`` raised (or called ``sys.exit``) on a worker, or returned
+        what cannot be pickled: the message names the rank and the error.
     WorkerLostError
-        A worker left the cluster during the run.
+        A worker holding the graph has left the cluster (before the call,
+        which then fails at once, or during it; no worker left at all
+        included), or a rank's worker did.
+    GpipeError
+        A rank's result cannot be unpickled on the client.
 
     Examples
     --------
@@ -98,6 +108,10 @@ def run_on_workers(train_fn, g, seeds, fanouts, batch_size: int, *, shuffle: boo
     check_integer_ids(g)
     client = g.client
     workers = sorted(workers_info(client))
+    held, unit = g.holders
+    # Once the ranks are known: a holder still there now is a rank, watched while they run; one gone already would
+    # leave them waiting forever on its CSR pieces (and with no worker left, there would be no rank at all).
+    check_held(client, held, PHASE, unit)
     world = len(workers)
     share = dense.size // world
     if share == 0:
@@ -108,15 +122,17 @@ def run_on_workers(train_fn, g, seeds, fanouts, batch_size: int, *, shuffle: boo
     features, labels = (None if a is None else client.scatter(to_host(a), broadcast=True, hash=False)
                         for a in (features, labels))
     run_id = uuid.uuid4().hex
-    futures = [client.submit(_train, train_fn, rank, world, rendezvous, pieces[rank], g.num_vertices, g.id_map,
-                             g.device, dense[rank:world * share:world], spec, features, labels, kwargs,
+    futures = [client.submit(_train, train_fn, run_id, rank, world, rendezvous, pieces[rank], g.num_vertices,
+                             g.id_map, g.device, dense[rank:world * share:world], spec, features, labels, kwargs,
                              workers=[w], allow_other_workers=False, pure=False, key=f"gpipe-gnn-train-{run_id}-{rank}")
                  for rank, w in enumerate(workers)]
     try:
-        return gather_pinned(client, futures, dict(enumerate(workers)), PHASE, unit="rank")
+        results = gather_pinned(client, futures, dict(enumerate(workers)), PHASE, unit="rank")
     except BaseException:
         client.cancel(futures)
+        run_later(client, drop_run, run_id)  # the ranks still training stop at their next batch
         raise
+    return [_unpickled(rank, result) for rank, result in enumerate(results)]
 
 
 def _check_kwargs(kwargs) -> dict:
@@ -137,20 +153,50 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _train(train_fn, rank: int, world: int, rendezvous: dict, pieces: list, num_vertices: int, id_map, device: str,
-           seeds, spec: LoaderSpec, features, labels, kwargs: dict):
-    """On worker ``rank``: its loader, then ``train_fn`` with the rendezvous in the environment (restored after)."""
-    loader = NeighborLoader._on(assemble(pieces, num_vertices, id_map, device), device, seeds, spec, features, labels)
+def _unpickled(rank: int, result: bytes):
+    try:
+        return pickle.loads(result)
+    except Exception as exc:  # whatever a reduction raises: a class this process cannot import, a device it lacks
+        raise GpipeError(f"{PHASE}: the result of rank {rank} cannot be unpickled here: {exc!r}") from None
+
+
+class _RankLoader(NeighborLoader):
+    """A rank's loader: between batches it stops the rank (a :class:`GpipeError`) once the run has ended on this
+    worker, because another rank failed or the client gave up (``drop_run``)."""
+
+    def __iter__(self):
+        for batch in super().__iter__():
+            if self._store.run(self._run_id, late=True) is None:
+                raise GpipeError(f"{PHASE}: stopped, because another rank failed or the client was interrupted")
+            yield batch
+
+
+def _train(train_fn, run_id: str, rank: int, world: int, rendezvous: dict, pieces: list, num_vertices: int, id_map,
+           device: str, seeds, spec: LoaderSpec, features, labels, kwargs: dict) -> bytes:
+    """On worker ``rank``: its loader, then ``train_fn`` with the rendezvous in the environment (restored after);
+    the result pickled here, where a result that cannot be is a TaskError naming the rank."""
+    here = store()
+    run = here.run(run_id, late=True)  # the run's mark in the store: ``drop_run`` ends it
+    if run is None:
+        raise GpipeError(f"{PHASE}: stopped before rank {rank} started")
+    loader = _RankLoader._on(assemble(pieces, num_vertices, id_map, device), device, seeds, spec, features, labels)
+    loader._store, loader._run_id = here, run_id
     env = dict(rendezvous, RANK=str(rank), WORLD_SIZE=str(world))
     saved = {name: os.environ.get(name) for name in env}
     os.environ.update(env)
     try:
-        return train_fn(loader, rank, world, **kwargs)
-    except Exception as exc:
+        result = train_fn(loader, rank, world, **kwargs)
+    except (Exception, SystemExit) as exc:  # sys.exit too: let through, it ended the worker and its partitions
         raise TaskError(PHASE, rank, None, repr(exc), unit="rank") from exc
     finally:
+        run.close()
         for name, value in saved.items():
             if value is None:
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
+    try:
+        return pickle.dumps(result)
+    except Exception as exc:  # whatever a reduction raises
+        raise TaskError(PHASE, rank, None, f"train_fn's result cannot be pickled to reach the client: {exc!r}",
+                        unit="rank") from None

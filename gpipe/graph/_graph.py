@@ -18,7 +18,7 @@ from .._files import GRAPH_FILES, atomic_dir
 from .._validate import check_choice, check_int, check_integers, check_probability
 from ..backend import device_of, to_host, unique, xp
 from ..errors import GpipeError, GpipeValueError
-from ..runtime import Session, call_workers, drop_graph, gather_pinned, run_later, store, workers_info
+from ..runtime import Session, call_workers, check_held, drop_graph, gather_pinned, run_later, store, workers_info
 from . import _build
 
 
@@ -186,7 +186,13 @@ class Graph:
         return gather_pinned(client, futures, dict(enumerate(self.placement)), phase)
 
     def degrees(self) -> pd.Series:
-        """Out-degree of every vertex, indexed by original id."""
+        """Out-degree of every vertex, indexed by original id.
+
+        A :class:`WorkerLostError` once a worker holding the graph has left, as every call on the graph gives,
+        though the degrees are gathered once and kept here.
+        """
+        held, unit = self.holders
+        check_held(self.client, held, "graph degrees", unit)
         return pd.Series(self._vertex_array("degrees"), index=self._index(), name="degree")
 
     @functools.cached_property
