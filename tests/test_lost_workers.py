@@ -136,8 +136,10 @@ def test_a_dynamic_graph_that_lost_a_worker_between_calls_refuses_every_later_ca
         _fails_naming(lost, call)
 
 
-def _rank(loader, rank, world_size):
-    return rank
+def _train(g) -> list:
+    """run_on_workers on ``g``, each rank returning its number."""
+    return gpipe.gnn.run_on_workers(lambda loader, rank, world_size: rank, g, seeds=range(100), fanouts=[2],
+                                    batch_size=10)
 
 
 def test_degrees_gathered_before_and_gnn_training_fail_once_a_worker_of_the_graph_is_lost(killable_cluster,
@@ -149,11 +151,11 @@ def test_degrees_gathered_before_and_gnn_training_fail_once_a_worker_of_the_grap
     lost = _kill(killable_cluster, g)
     assert eventually(lambda: gone not in workers_info(killable_cluster))  # the loss is known
     _fails_naming(lost, g.degrees)
-    _fails_naming(lost, lambda: gpipe.gnn.run_on_workers(_rank, g, seeds=range(100), fanouts=[2], batch_size=10))
+    _fails_naming(lost, lambda: _train(g))
 
 
 def test_gnn_training_on_a_graph_whose_workers_all_left_fails_naming_its_partitions(killable_cluster, eventually):
     g = _graph()
     killable_cluster.cluster.scale(0)  # no worker left, none restarted
     assert eventually(lambda: not workers_info(killable_cluster))
-    _fails_naming([0, 1], lambda: gpipe.gnn.run_on_workers(_rank, g, seeds=range(100), fanouts=[2], batch_size=10))
+    _fails_naming([0, 1], lambda: _train(g))
