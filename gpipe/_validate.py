@@ -170,15 +170,17 @@ def check_integers(name: str, value, *, minimum: int | None = 0) -> np.ndarray:
     2**63 or more, which int64 would wrap to negatives; ``minimum`` (default 0) bounds the values from below.
     """
     values = value.to_numpy() if hasattr(value, "to_numpy") else check_array(name, value)
+    if values.dtype.kind == "f" and not isinstance(value, np.ndarray) and not hasattr(value, "to_numpy"):
+        exact = check_array(name, np.asarray(value, dtype=object))  # a list mixing ints past 2**63 reads as floats
+        values = exact if all(_int(v) for v in exact.flat) else values
     if values.dtype == object and values.size:  # Python ints, maybe past int64: keep them exact or refuse
-        if all(isinstance(v, numbers.Integral) and not isinstance(v, (bool, np.bool_)) for v in values.flat):
+        if all(_int(v) for v in values.flat):
             too_big = [v for v in values.flat if not -2**63 <= int(v) < 2**63]
             if too_big:
                 raise GpipeValueError(f"'{name}' must hold integers below 2**63, got {too_big[0]}")
             values = values.astype(np.int64)
     if values.size and values.dtype.kind not in "iu":
-        first = next((v for v in values.flat if isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Integral)),
-                     values.flat[0])
+        first = next((v for v in values.flat if isinstance(v, (bool, np.bool_)) or not _whole(v)), values.flat[0])
         shown = first.item() if isinstance(first, np.generic) else first
         raise GpipeValueError(f"'{name}' must hold integers, got dtype {values.dtype} (e.g. {shown!r})")
     if values.dtype.kind == "u" and values.size and values.max() >= 2**63:
@@ -187,3 +189,12 @@ def check_integers(name: str, value, *, minimum: int | None = 0) -> np.ndarray:
     if minimum is not None and values.size and values.min() < minimum:
         raise GpipeValueError(f"'{name}' must hold integers >= {minimum}, got {int(values.min())}")
     return values
+
+
+def _int(value) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_))
+
+
+def _whole(value) -> bool:
+    """Whether ``value`` is an integer, or a float that holds one (shown only where no other value is to blame)."""
+    return isinstance(value, numbers.Integral) or (isinstance(value, numbers.Real) and float(value).is_integer())

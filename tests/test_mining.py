@@ -458,8 +458,8 @@ def test_frequent_patterns_beyond_the_budgets_spill_to_disk_and_stay_the_same(cp
     ((2, 1, [0, 1, 2, 3, -1]), "'labels' must hold integers >= 0, got -1"),
     ((2, 1, np.array([0, 1, 2, 3, 2**63], np.uint64)), "'labels' must hold integers below 2\\*\\*63, got "
                                                         "9223372036854775808"),
-    ((2, 1, pd.Series([0.0, 1.0, 2.5, 3.0, 4.0])), r"'labels' must hold integers, got dtype float64 \(e.g. 0.0\)"),
-    ((2, 1, pd.Series([0, 1, None, 3, 4])), r"'labels' must hold integers, got dtype float64 \(e.g. 0.0\)"),
+    ((2, 1, pd.Series([0.0, 1.0, 2.5, 3.0, 4.0])), r"'labels' must hold integers, got dtype float64 \(e.g. 2.5\)"),
+    ((2, 1, pd.Series([0, 1, None, 3, 4])), r"'labels' must hold integers, got dtype float64 \(e.g. nan\)"),
     ((2, 1, pd.Series(list("abcde"))), r"'labels' must hold integers, got dtype object \(e.g. 'a'\)"),
     ((2, 1, pd.Series(np.array([0, 1, 2, 3, 2**64 - 1], np.uint64))), "'labels' must hold integers below 2"),
     ((2, 1, pd.Series([0, 1], index=[0, 9])), r"'labels' index' must hold vertices of the graph; 1 do not, e.g. \[9\]"),
