@@ -156,7 +156,9 @@ def _leave_gpipe_errors_to_the_client() -> None:
 def _children_ignore_interrupts():
     """Processes started inside the block inherit an ignored SIGINT (set for the block's length, from the main
     thread): a Ctrl-C at the terminal reaches the whole process group, and each local worker printed a
-    KeyboardInterrupt traceback of its own while the client, which owns them, was stopping them anyway."""
+    KeyboardInterrupt traceback of its own while the client, which owns them, was stopping them anyway. (Only a
+    process's own start can set what it inherits; a Ctrl-C during the cluster's start, a second or two, is
+    ignored too.)"""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
