@@ -387,6 +387,52 @@ def test_out_of_memory_on_two_gpu_workers_equals_cpu(shared_gpu_cluster, cpu_clu
     assert stats["workers"] == 2 and stats["partition_transfers"] > 0 and stats["walker_bytes_ipc"] > 0
 
 
+def _device_bytes_in_use() -> int:
+    """On a worker: the bytes its CuPy memory pool has handed out and not had back."""
+    return cupy.get_default_memory_pool().used_bytes()
+
+
+def _break_pieces(name: str, broken: bool) -> None:
+    """On a worker: make ``_pieces.<name>`` fail as a full device would, or mend it."""
+    from gpipe.runtime import _pieces
+
+    if broken:
+        setattr(_pieces, f"_mended_{name}", getattr(_pieces, name))
+
+        def fail(*args, **kwargs):
+            raise MemoryError(f"forced failure in {name}")
+
+        setattr(_pieces, name, fail)
+    elif hasattr(_pieces, f"_mended_{name}"):
+        setattr(_pieces, name, getattr(_pieces, f"_mended_{name}"))
+
+
+@pytest.mark.parametrize("where", ["compact", "scatter"])  # in a superstep; in the assembly
+def test_a_failed_run_gives_back_its_device_memory_and_the_next_run_works(shared_gpu_cluster, eventually, where):
+    """A failure costs one run, not the cluster: what the run held on each GPU worker (pieces, walkers, IPC
+    buffers, blocks made) is given back, and the same walk then runs whole with the same walks."""
+    import gc
+
+    from helpers import runs_here
+
+    client = shared_gpu_cluster
+    g = gpipe.generators.rmat(scale=14, edge_factor=8, seed=1, partitions=4)
+    reference = gpipe.walks.deepwalk(g, length=20, walks_per_vertex=3, seed=5).compute()
+    gc.collect()
+    assert eventually(lambda: not set().union(*client.run(runs_here).values()))  # the reference run has left,
+    assert eventually(lambda: not any(client.has_what().values()))  # and its blocks
+    before = client.run(_device_bytes_in_use)
+    client.run(_break_pieces, where, True)
+    try:
+        with pytest.raises(gpipe.GpipeError, match=f"forced failure in {where}"):
+            gpipe.walks.deepwalk(g, length=20, walks_per_vertex=3, seed=5).compute()
+    finally:
+        client.run(_break_pieces, where, False)
+    gc.collect()
+    assert eventually(lambda: client.run(_device_bytes_in_use) == before), (client.run(_device_bytes_in_use), before)
+    np.testing.assert_array_equal(gpipe.walks.deepwalk(g, length=20, walks_per_vertex=3, seed=5).compute(), reference)
+
+
 def test_race_cuda_equals_cpu_twin():
     from gpipe.sampling._race import race
 
