@@ -170,9 +170,12 @@ def check_integers(name: str, value, *, minimum: int | None = 0) -> np.ndarray:
     2**63 or more, which int64 would wrap to negatives; ``minimum`` (default 0) bounds the values from below.
     """
     values = value.to_numpy() if hasattr(value, "to_numpy") else check_array(name, value)
-    if values.dtype.kind == "f" and not isinstance(value, np.ndarray) and not hasattr(value, "to_numpy"):
-        exact = check_array(name, np.asarray(value, dtype=object))  # a list mixing ints past 2**63 reads as floats
-        values = exact if all(_int(v) for v in exact.flat) else values
+    if values.dtype.kind in "iuf" and not isinstance(value, np.ndarray) and not hasattr(value, "to_numpy"):
+        # a Python sequence as given: numpy reads a boolean among ints as an int, and ints past 2**63 as floats
+        exact = np.asarray(value, dtype=object)
+        if any(isinstance(v, (bool, np.bool_)) for v in exact.flat) or (
+                values.dtype.kind == "f" and all(_int(v) for v in exact.flat)):
+            values = exact
     if values.dtype == object and values.size:  # Python ints, maybe past int64: keep them exact or refuse
         if all(_int(v) for v in values.flat):
             too_big = [v for v in values.flat if not -2**63 <= int(v) < 2**63]

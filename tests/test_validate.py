@@ -32,6 +32,8 @@ def test_check_bytes_refuses_a_byte_count_past_every_integer_naming_the_paramete
     ([1.0, 2.5], "integers, got dtype float64 (e.g. 2.5)"),
     (pd.Series([1.0, 2.0]), "integers, got dtype float64 (e.g. 1.0)"),  # whole floats too: a float column
     ([True, False], "integers, got dtype bool (e.g. True)"),
+    ([2, True], "integers, got dtype object (e.g. True)"),  # numpy reads this list as int64 [2, 1]
+    ([(0, 1), (1, False)], "integers, got dtype object (e.g. False)"),
     (["7"], "integers, got dtype <U1 (e.g. '7')"),
     ([-1, 2], "integers >= 0, got -1"),
 ])
