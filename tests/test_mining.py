@@ -352,6 +352,7 @@ def test_matches_are_listed_in_the_patterns_vertex_order_for_any_worker_count(cp
     ([(True, 2), (2, 3)], r"'pattern' vertices must be integers or strings .*, got True"),
     ([(float("nan"), 1)], r"'pattern' vertices must be integers or strings .*, got nan"),
     (7, "'pattern' must be a networkx graph or a list of .u, v. edges, got int"),
+    ([((0,), ("a",)), (("a",), (1,))], r"of one kind that sorts .*, got \(0,\) and \('a',\)"),  # tuples alike
 ])
 def test_bad_patterns_are_refused_by_name_with_or_without_a_graph(cpu_cluster, pattern, message):
     g = _replicated(cpu_cluster, nx.complete_graph(4))

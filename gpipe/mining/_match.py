@@ -195,9 +195,9 @@ def _sorted_vertices(nodes) -> list:
         kinds = {}
         for u in nodes:  # a vertex of each kind, for the message
             kinds.setdefault(type(u), u)
-        first, second = sorted(kinds.values(), key=lambda u: type(u).__name__)[:2]
+        shown = sorted(kinds.values(), key=lambda u: type(u).__name__)[:2] if len(kinds) > 1 else list(nodes)[:2]
         raise GpipeValueError(f"'pattern' vertices must be of one kind that sorts (all integers or all strings), "
-                              f"got {first!r} and {second!r}") from None
+                              f"got {shown[0]!r} and {shown[1]!r}") from None
 
 
 def matching_plan(m: int, edges: list[tuple[int, int]], induced: bool) -> MatchPlan:
