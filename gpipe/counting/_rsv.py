@@ -103,7 +103,7 @@ def run_groups(first_group: int, groups: int, arrays: dict, order: np.ndarray, k
                                 "vertex": a["cand_vertices"][a["cand_offsets"][d] + candidate],
                                 "coin": _rng.unit_array(blocks), "position": d, "query_vertex": int(order[d])},
                                lambda: extends(owner, candidate))
-        keep = x.flatnonzero(_kept_rows(refine, table, d))
+        keep = x.flatnonzero(x.asarray(_kept_rows(refine, table, d)))  # a refine in numpy, on a GPU worker too
         kept = x.bincount(owner[keep], minlength=len(live))
         # rows come by owner, then local index: two stable sorts leave each owner's largest key (lowest local
         # index on a tie) first

@@ -81,3 +81,20 @@ def test_estimate_on_gpu_workers_equals_cpu(gpu_cluster, cpu_cluster):
                             for m in ("wanderjoin", "alley", "partial_refine")])
     for gpu, cpu in zip(*results):
         assert (gpu.estimate, gpu.std_error, gpu.valid_fraction) == (cpu.estimate, cpu.std_error, cpu.valid_fraction)
+
+
+def _numpy_alley(table):
+    """Alley's refine written in numpy, as the docstring allows: it gets cupy columns on a GPU worker."""
+    extends = table["extends"]
+    return np.asarray(extends.get() if hasattr(extends, "get") else extends)
+
+
+def test_a_refine_in_numpy_runs_on_gpu_workers_as_on_cpu(gpu_cluster, cpu_cluster):
+    query = Query.from_file(HPRD / "queries" / "query_dense_16_1.graph")
+    results = []
+    for client in (gpu_cluster, cpu_cluster):
+        with client.as_current():
+            g = gpipe.counting.read_graph(HPRD / "HPRD.graph")
+            results.append(gpipe.counting.estimate(g, query, method=_numpy_alley, samples=20_000, seed=3))
+    gpu, cpu = results
+    assert gpu.estimate > 0 and (gpu.estimate, gpu.std_error) == (cpu.estimate, cpu.std_error)
