@@ -156,3 +156,19 @@ def test_a_failed_task_is_raised_while_the_others_still_run(cpu):
         gather_pinned(cpu, [slow, failing], {}, "test wait")
     assert time.monotonic() - started < 4  # a wait of a second at a time sees the failure, not the slow task's end
     cpu.cancel(slow)
+
+
+def _begun_late(run_id: str, dask_worker=None) -> bool:
+    """On a worker: whether a late message for ``run_id`` (a peer's, a GNN rank starting) would begin the run."""
+    return dask_worker.plugins["gpipe"].run(run_id, late=True) is not None
+
+
+def test_a_run_dropped_before_it_began_on_a_worker_is_not_begun_there_by_what_comes_late(cpu):
+    """A GNN rank that starts after a sibling failed (the client's drop_run arriving first) stops instead of
+    training to the end on a run of its own."""
+    from gpipe.runtime import drop_run
+
+    cpu.run(drop_run, "dropped-before-it-began")
+    assert not any(cpu.run(_begun_late, "dropped-before-it-began").values())
+    assert all(cpu.run(_begun_late, "never-dropped").values())
+    cpu.run(drop_run, "never-dropped")  # and ended, as its client would

@@ -109,15 +109,23 @@ class GpipeStore(WorkerPlugin):
         """``run`` has ended here (call under the lock)."""
         if self.runs.get(run.id) is run:
             del self.runs[run.id]
-            self.ended[run.id] = None
-            if len(self.ended) > ENDED_KEPT:
-                del self.ended[next(iter(self.ended))]
+            self._ended(run.id)
+
+    def _ended(self, run_id: str) -> None:
+        self.ended[run_id] = None
+        if len(self.ended) > ENDED_KEPT:
+            del self.ended[next(iter(self.ended))]
 
     def drop_run(self, run_id: str) -> None:
-        """End a run here because it failed elsewhere or its client let it go: its loop here stops with an error."""
-        run = self._find(run_id)
-        if run is not None:
-            run.fail("it failed elsewhere, or its client was interrupted")
+        """End a run here because it failed elsewhere or its client let it go: its loop here stops with an error.
+        A run not begun here is marked ended, so that what comes for it late (a peer's message, a GNN rank that
+        starts after a sibling failed) finds it so rather than begin it."""
+        with self.lock:
+            run = self.runs.get(run_id)
+            if run is None:
+                self._ended(run_id)
+                return
+        run.fail("it failed elsewhere, or its client was interrupted")
 
     def output_limit(self, limit: int | str | None) -> int | None:
         """``gpipe.memory.output-limit`` here, in bytes: 'auto' is half of a GPU's memory, and no limit (None) on a
