@@ -270,6 +270,18 @@ def test_repeated_neighbors_are_dropped_from_sorted_rows_empty_ones_included(row
         sorted(set(r)) for r in rows]
 
 
+@pytest.mark.parametrize("first", [0, 5])
+def test_given_its_first_vertex_rows_also_drop_their_self_loops(first):
+    from gpipe._csr import simple_rows
+
+    # loops in rows 0, 2 and 3
+    rows = [[first, first, first + 1], [], [first, first + 2, first + 2, first + 3], [first + 3]]
+    indptr = np.cumsum([0] + [len(r) for r in rows])
+    found = simple_rows(np, indptr, np.array(sum(rows, []), np.int64), first=first)
+    assert [found.indices[a:b].tolist() for a, b in zip(found.indptr[:-1], found.indptr[1:])] == [
+        sorted(set(r) - {first + v}) for v, r in enumerate(rows)]
+
+
 def _multigraph(client, graph: nx.Graph, partitions: int | None) -> gpipe.Graph:
     """``graph`` with every edge repeated the other way round, every third once more, and a self-loop, built
     keeping them (replicated, or in ``partitions``)."""
