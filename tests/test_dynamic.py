@@ -190,6 +190,8 @@ def test_sample_is_a_function_of_seed_and_stream():
      "update 1: 'dst' must hold integer vertex ids below 2**63, got 1180591620717411303424"),
     (["insert", "insert"], [0, 1.5], [1, 1], [1, 1],
      "update 1: 'src' must hold non-negative integer vertex ids, got 1.5"),
+    (["insert", "insert"], [0, 1], np.array([1.0, 0.0]), [1, 1],  # whole floats: no one value to blame
+     "'dst' must hold integer vertex ids, got dtype float64"),
     (["insert", "insert"], [0], [2], [1], "one entry per update, got lengths 2, 1, 1 and 1"),
 ])
 def test_a_bad_batch_names_the_update_and_changes_nothing(op, src, dst, weight, message, stage):

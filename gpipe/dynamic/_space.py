@@ -731,30 +731,26 @@ def check_batch(op, src, dst, weight, first: int = 0) -> Batch:
 
 
 def _vertex_ids(name: str, ids: np.ndarray, given, first: int) -> np.ndarray:
-    """``ids`` (``given`` as an array) as int64 vertex ids (``check_integers``), or a GpipeValueError naming the
-    first that is not one by its update, with its value as given (a list's ints may have become floats)."""
+    """``ids`` (``given`` as a flat array) as int64 vertex ids, as ``check_integers`` takes them; what it refuses
+    told by update: the first value that is no id in [0, 2**63), as given (a list's ints may have become floats), or
+    the dtype where no one value is to blame (floats that all hold ids)."""
     try:
         return check_integers(name, ids)
     except GpipeValueError:
-        bad = _first_not_id(ids)
+        pass
+    if ids.dtype.kind in "iuf":  # one pass over the array, not a Python loop (check_integers names no position)
+        to_blame = ~((ids >= 0) & (ids < 2**63) & ((ids == np.floor(ids)) if ids.dtype.kind == "f" else True))
+    else:  # strings, booleans, objects
+        to_blame = np.array([isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Integral)
+                             or not 0 <= v < 2**63 for v in ids.tolist()])
+    if not to_blame.any():
+        raise GpipeValueError(f"'{name}' must hold integer vertex ids, got dtype {ids.dtype}")
+    bad = int(np.argmax(to_blame))
     shown = given[bad] if isinstance(given, (list, tuple)) and len(given) == len(ids) else ids[bad]
     shown = shown.item() if isinstance(shown, np.generic) else shown
-    too_large = isinstance(shown, numbers.Integral) and not isinstance(shown, bool) and shown >= 2**63
+    too_large = isinstance(shown, numbers.Real) and not isinstance(shown, bool) and 2**63 <= shown < float("inf")
     rule = "integer vertex ids below 2**63" if too_large else "non-negative integer vertex ids"
     raise GpipeValueError(f"update {first + bad}: '{name}' must hold {rule}, got {shown!r}")
-
-
-def _first_not_id(ids: np.ndarray) -> int:
-    """The position of the first entry of ``ids`` that is not an integer in [0, 2**63); of floats, the first that is
-    not even a whole number in that range (a CSV's empty cell, read as NaN), else the first."""
-    if ids.dtype.kind == "i":
-        return int(np.argmax(ids < 0))
-    if ids.dtype.kind == "u":
-        return int(np.argmax(ids >= 2**63))
-    if ids.dtype.kind == "f":
-        return int(np.argmax(~(np.isfinite(ids) & (ids == np.round(ids)) & (ids >= 0) & (ids < 2.0**63))))
-    return next((i for i, v in enumerate(ids) if isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Integral)
-                 or not 0 <= v < 2**63), 0)
 
 
 def absent(batch: Batch, i: int, first: int = 0) -> GpipeValueError:
