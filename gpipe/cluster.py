@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-import contextlib
-import logging
 import os
-import signal
 import sys
-import threading
 import time
 
 from distributed import Client, LocalCluster
 
-from . import config, errors
+from . import config
 from ._validate import check_choice, check_optional_int
 from .backend import DEVICES, gpu_count, gpu_problem
 from .errors import DeviceUnavailableError, GpipeError
@@ -20,7 +16,7 @@ from .runtime import attach, workers_info
 
 ENV_SCHEDULER_FILE = "GPIPE_SCHEDULER_FILE"
 ENV_ADDRESS = "GPIPE_SCHEDULER_ADDRESS"
-LOOPBACK = "127.0.0.1"  # where a local cluster listens unless told otherwise
+_LOOPBACK = "127.0.0.1"  # where a local cluster listens unless told otherwise
 
 
 class _LocalClient(Client):
@@ -45,9 +41,10 @@ def connect(scheduler_file: str | None = None, address: str | None = None, *, n_
     workers and dashboard, at ``127.0.0.1:8787`` or the next free port): Dask
     runs whatever a client that reaches the scheduler sends, so pass ``host``
     and ``dashboard_address`` to open it up, on a private network only. Its
-    worker processes ignore Ctrl-C (which a terminal sends to all of them;
-    the client stops them) and leave the gpipe errors of their tasks to the
-    client, which raises them (their log would print them again). On an
+    worker processes, and those their nannies start again (after running out
+    of memory), ignore Ctrl-C once they join (a terminal sends it to all of
+    them; the client stops them) and leave the gpipe errors of their tasks to
+    the client, which raises them (their log would print them again). On an
     existing cluster, it waits up to ``gpipe.cluster.wait-timeout`` seconds for
     the scheduler file to appear and, when ``gpipe.cluster.wait-for-workers`` is
     set (``gpipe run --wait-for-workers``), for that many workers to join.
@@ -108,9 +105,7 @@ def connect(scheduler_file: str | None = None, address: str | None = None, *, n_
     try:
         if wait_for_workers and (scheduler_file or address):
             _wait_for_workers(client, wait_for_workers, timeout)
-        attach(client, device)
-        if isinstance(client, _LocalClient):
-            client.run(_leave_gpipe_errors_to_the_client)
+        attach(client, device, local=isinstance(client, _LocalClient))
     except BaseException:
         client.close()
         raise
@@ -124,49 +119,13 @@ _GUARD = ("worker processes re-import the main module: put the code that starts 
 def _local_cluster(device: str, n_workers: int | None, threads_per_worker: int | None, kwargs: dict):
     if _importing_main_in_a_worker():
         raise GpipeError(f"gpipe.connect() was called while a worker process imported the script: {_GUARD}")
-    kwargs = {"host": LOOPBACK, "dashboard_address": f"{LOOPBACK}:8787", **kwargs}
+    kwargs = {"host": _LOOPBACK, "dashboard_address": f"{_LOOPBACK}:8787", **kwargs}
     try:
-        with _children_ignore_interrupts():
-            return _start_local_cluster(device, n_workers, threads_per_worker, kwargs)
+        return _start_local_cluster(device, n_workers, threads_per_worker, kwargs)
     except RuntimeError as exc:
         if "failed to start" not in str(exc) or not _main_is_a_script():
             raise
         raise GpipeError(f"the local cluster's workers failed to start ({exc}); in a script, {_GUARD}") from None
-
-
-_GPIPE_ERRORS = tuple(f"{name}(" for name in errors.__all__)  # how a task's exception text starts
-
-
-class _GpipeErrorsToTheClient(logging.Filter):
-    """Drops a worker's 'Compute Failed' record of a task that raised a gpipe error: the client raises the error
-    (with the task's traceback), and a local cluster's workers write to the client's terminal."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        args = record.args if isinstance(record.args, tuple) else ()
-        return not (str(record.msg).startswith("Compute Failed") and len(args) > 3
-                    and str(args[3]).startswith(_GPIPE_ERRORS))
-
-
-def _leave_gpipe_errors_to_the_client() -> None:
-    """On a worker of a local cluster: its log leaves the gpipe errors of its tasks to the client."""
-    logging.getLogger("distributed.worker").addFilter(_GpipeErrorsToTheClient())
-
-
-@contextlib.contextmanager
-def _children_ignore_interrupts():
-    """Processes started inside the block inherit an ignored SIGINT (set for the block's length, from the main
-    thread): a Ctrl-C at the terminal reaches the whole process group, and each local worker printed a
-    KeyboardInterrupt traceback of its own while the client, which owns them, was stopping them anyway. (Only a
-    process's own start can set what it inherits; a Ctrl-C during the cluster's start, a second or two, is
-    ignored too.)"""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
 
 
 def _importing_main_in_a_worker() -> bool:

@@ -94,6 +94,50 @@ def test_the_workers_of_a_local_cluster_leave_ctrl_c_to_their_client(default_loc
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # the client's own Ctrl-C is untouched
 
 
+def _new_worker(client, gone: set, timeout: float = 60) -> str:
+    """The worker that joins ``client``'s cluster in place of those in ``gone``, once gpipe's store is set up on it."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for worker in set(workers_info(client)) - gone:
+            if client.run(lambda dask_worker: "gpipe" in dask_worker.plugins, workers=[worker])[worker]:
+                return worker
+        time.sleep(0.1)
+    raise AssertionError(f"no worker joined within {timeout} s")
+
+
+def _ignores_ctrl_c() -> bool:
+    return signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+
+
+def _fails_on(client, worker: str) -> None:
+    """A task that raises a gpipe error (a bad parameter) fails on ``worker``."""
+    with pytest.raises(GpipeValueError, match="'k' must be an integer >= 3"):
+        client.submit(gpipe._validate.check_int, "k", 2, minimum=3, workers=[worker], pure=False).result()
+
+
+def test_a_worker_its_nanny_restarts_leaves_ctrl_c_and_gpipe_errors_to_the_client(killable_cluster, capfd):
+    """A worker that ran out of memory is started again by its nanny: it too ignores the terminal's Ctrl-C and
+    leaves the gpipe errors of its tasks to the client (they reached only the workers there at connect)."""
+    there = set(workers_info(killable_cluster))
+    killed = min(there)
+    os.kill(killable_cluster.run(os.getpid, workers=[killed])[killed], signal.SIGKILL)
+    restarted = _new_worker(killable_cluster, there)
+    assert killable_cluster.run(_ignores_ctrl_c, workers=[restarted]) == {restarted: True}
+    _fails_on(killable_cluster, restarted)
+    assert "Compute Failed" not in capfd.readouterr().err  # the restarted worker writes to this test's stderr
+
+
+def test_the_workers_of_a_cluster_gpipe_did_not_start_keep_their_ctrl_c_and_their_logs(capfd):
+    from distributed import LocalCluster
+
+    with LocalCluster(n_workers=1, threads_per_worker=1, dashboard_address=":0") as cluster, \
+            gpipe.connect(address=cluster.scheduler_address, device="cpu") as client:
+        worker = _new_worker(client, set())
+        assert client.run(_ignores_ctrl_c) == {worker: False}
+        _fails_on(client, worker)
+        assert "Compute Failed" in capfd.readouterr().err
+
+
 @pytest.mark.skipif(gpu_problem() is None, reason="this machine has a usable GPU")
 def test_asking_for_a_missing_gpu_says_what_is_missing():
     with pytest.raises(DeviceUnavailableError, match="device='gpu' was asked for, but .*cupy"):

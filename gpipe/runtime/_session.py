@@ -45,11 +45,14 @@ def _store_device(dask_worker=None) -> str | None:
     return getattr(plugin, "device", None)
 
 
-def attach(client: Client, device: str = "auto", timeout: float = 60) -> Session:
+def attach(client: Client, device: str = "auto", timeout: float = 60, *, local: bool = False) -> Session:
     """Register gpipe's worker store on every worker of ``client`` and fix the device.
 
     ``device='auto'`` picks the GPU when every worker has one; ``'gpu'`` raises
     :class:`DeviceUnavailableError` naming a worker without a usable GPU.
+    ``local``: the workers are a local cluster's, started by ``connect()``, that
+    write to this process's terminal; the store leaves Ctrl-C and the gpipe errors
+    of their tasks to the client on every worker, one its nanny restarts too.
     """
     check_choice("device", device, DEVICES)
     client.wait_for_workers(1, timeout=timeout)
@@ -60,7 +63,7 @@ def attach(client: Client, device: str = "auto", timeout: float = 60) -> Session
         raise DeviceUnavailableError(f"device='gpu' was asked for, but on worker {worker}: {problem}")
     resolved = "cpu" if device == "cpu" or missing else "gpu"
     if set(client.run(_store_device).values()) != {resolved}:
-        client.register_plugin(GpipeStore(resolved), name=PLUGIN_NAME)
+        client.register_plugin(GpipeStore(resolved, local), name=PLUGIN_NAME)
     session = _sessions[client.id] = Session(client, resolved)
     return session
 

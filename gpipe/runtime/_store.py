@@ -12,7 +12,9 @@ this module (for ``client.run``) and :func:`call_workers`. Off a worker,
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
+import signal
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
@@ -25,7 +27,7 @@ from distributed.comm.addressing import get_address_host
 from distributed.protocol import to_serialize
 from distributed.utils import sync
 
-from .. import config
+from .. import config, errors
 from .._validate import check_int
 from ..backend import device_of, gpu_count, set_cpu_threads, to_host, unique, xp
 from ._partitions import Partitions
@@ -41,12 +43,14 @@ _running = threading.local()  # the store, in a thread running a call sent by ca
 
 
 class GpipeStore(WorkerPlugin):
-    """The gpipe state of one worker: its device, its partitions and its runs."""
+    """The gpipe state of one worker: its device, its partitions and its runs. ``local``: the worker is one of a
+    local cluster that connect() started, sharing the terminal of its client."""
 
     name = PLUGIN_NAME
 
-    def __init__(self, device: str):
+    def __init__(self, device: str, local: bool = False):
         self.device = device
+        self.local = local
 
     def setup(self, worker):
         self.partitions = Partitions(self.device, worker.address)
@@ -67,6 +71,8 @@ class GpipeStore(WorkerPlugin):
         worker.handlers["gpipe_block"] = self._block
         worker.handlers["gpipe_partition"] = self._partition_arrays
         worker.handlers["gpipe_neighbors"] = self._neighbors
+        if self.local:  # here for every worker, those its nanny starts again too
+            _leave_the_terminal_to_the_client()
 
     def teardown(self, worker):
         self._runner.shutdown(wait=False)
@@ -302,6 +308,32 @@ class GpipeStore(WorkerPlugin):
         host = self.worker.memory_manager.memory_limit or psutil.virtual_memory().total
         device = xp("gpu").cuda.Device().mem_info[1] if self.device == "gpu" else None
         return host, device, self._auto_limit
+
+
+_GPIPE_ERRORS = tuple(f"{name}(" for name in errors.__all__)  # how a task's exception text starts
+
+
+class _GpipeErrorsToTheClient(logging.Filter):
+    """Drops a worker's 'Compute Failed' record of a task that raised a gpipe error: the client raises the error
+    (with the task's traceback)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args if isinstance(record.args, tuple) else ()
+        return not (str(record.msg).startswith("Compute Failed") and len(args) > 3
+                    and str(args[3]).startswith(_GPIPE_ERRORS))
+
+
+_TO_THE_CLIENT = _GpipeErrorsToTheClient()  # one filter, added once however often the store is set up
+
+
+def _leave_the_terminal_to_the_client() -> None:
+    """On a worker of a local cluster, which writes to the terminal of the command or script that started it: a
+    Ctrl-C there (which reaches the whole process group) and the gpipe errors of its tasks are the client's, which
+    stops the workers and raises the errors; each worker printed a KeyboardInterrupt traceback, or Dask's 6-line
+    record of the failed task above gpipe's one-line error."""
+    if threading.current_thread() is threading.main_thread():  # a worker process's event loop runs there
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    logging.getLogger("distributed.worker").addFilter(_TO_THE_CLIENT)
 
 
 def output_limit_setting() -> int | str | None:
