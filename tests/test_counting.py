@@ -722,3 +722,62 @@ def test_a_multigraph_is_counted_and_estimated_as_the_simple_graph_underneath(cp
                 assert (a.estimate, a.std_error, a.valid_fraction) == (b.estimate, b.std_error, b.valid_fraction)
         once = gpipe.counting.estimate(multi, query, samples=640, seed=3)
         assert once.estimate == gpipe.counting.estimate(simple, query, samples=640, seed=3).estimate
+
+
+# -- how far an estimate can be trusted (issue 36 item 7) ---------------------------------------------------------
+@pytest.fixture(scope="module")
+def powerlaw_diamond(cpu_cluster):
+    """Issue 36's heavy-tailed case: a power-law clustered graph (networkx's, 1,500 vertices) with 3 random labels,
+    a diamond query labeled 0, 1, 2, 0 and its exact count."""
+    graph = nx.powerlaw_cluster_graph(1500, 4, 0.6, seed=13)
+    nx.set_node_attributes(graph, dict(enumerate(np.random.default_rng(13).integers(3, size=1500).tolist())), "label")
+    with cpu_cluster.as_current():
+        g, query = on_cluster(graph), Query.from_edges(QUERIES["diamond"][0], [0, 1, 2, 0])
+        yield g, query, gpipe.counting.count_exact(g, query)
+
+
+def covers(r, exact: int) -> bool:
+    return r.confidence_interval[0] <= exact <= r.confidence_interval[1]
+
+
+def test_a_heavy_tailed_estimate_is_flagged_unreliable_and_its_interval_leans_to_the_tail(cpu, powerlaw_diamond):
+    """WanderJoin's sample values there are mostly 0 with rare huge ones, so 8,192 samples often miss the largest:
+    the normal interval around their mean covered the count in 14 of 20 seeds (at a true 95%, 14 or fewer happens
+    with probability 0.03%). Each of these estimates says it is unreliable (a few groups carry it, or its group
+    means are skewed past Cochran's rule), and its interval reaches further above the estimate than below it,
+    covering more often than the normal one."""
+    g, query, exact = powerlaw_diamond
+    with gpipe.counting.prepare(g, query) as prepared:
+        runs = [prepared.estimate(method="wanderjoin", samples=8192, seed=seed) for seed in range(20)]
+    normal = [abs(r.estimate - exact) <= 1.959963984540054 * r.std_error for r in runs]
+    assert sum(normal) <= 14, sum(normal)
+    assert not any(r.reliable for r in runs)
+    assert all(r.effective_groups < 30 or 256 < 25 * r.skewness ** 2 for r in runs)
+    assert all(r.confidence_interval[1] - r.estimate > r.estimate - r.confidence_interval[0] > 0 for r in runs)
+    assert sum(covers(r, exact) for r in runs) > sum(normal)
+
+
+@pytest.mark.parametrize("method, alpha", ESTIMATORS)
+def test_reliable_intervals_cover_the_count_at_their_level(cpu, dense_case, method, alpha):
+    """On the 40-vertex graph (light tails) estimates of 8,192 samples are reliable and their 95% intervals cover
+    the exact count in at least 88 of 100 seeds (at a true 95%, fewer happens with probability 0.15%)."""
+    g, query, exact = dense_case
+    with gpipe.counting.prepare(g, query) as prepared:
+        runs = [prepared.estimate(method=method, alpha=alpha, samples=8192, seed=seed) for seed in range(100)]
+    assert all(r.reliable and r.effective_groups >= 30 and 256 >= 25 * r.skewness ** 2 for r in runs)
+    assert sum(covers(r, exact) for r in runs) >= 88
+
+
+def test_an_estimate_whose_samples_all_died_is_unreliable(cpu):
+    """A 6-cycle has candidates for each vertex of a 4-cycle but no 4-cycle: every sample dies and the estimate is
+    0 with a standard error of 0, which says nothing of the count: no effective group, unreliable. A query without
+    candidates is exactly 0, and reliable."""
+    cycle = nx.cycle_graph(6)
+    nx.set_node_attributes(cycle, 0, "label")
+    g = on_cluster(cycle)
+    died = gpipe.counting.estimate(g, Query.from_edges(QUERIES["square"][0], [0, 0, 0, 0]), method="wanderjoin",
+                                   samples=320, seed=1)
+    assert (died.estimate, died.std_error, died.samples, died.confidence_interval) == (0.0, 0.0, 320, (0.0, 0.0))
+    assert (died.reliable, died.effective_groups) == (False, 0.0)
+    none = gpipe.counting.estimate(g, Query.from_edges(QUERIES["star"][0], [0, 0, 0, 0]))  # no vertex of degree 3
+    assert (none.samples, none.estimate, none.reliable) == (0, 0.0, True)
