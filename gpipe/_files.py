@@ -22,7 +22,8 @@ from ._validate import check_bool
 from .errors import GpipeValueError
 
 # The files gpipe writes in each kind of output folder, as paths relative to it ('/'-separated).
-GRAPH_FILES = r"_gpipe\.json|ids\.parquet|part-\d{5}\.parquet"
+GRAPH_PART = r"part-(?:\d{5}|[1-9]\d{5,})\.parquet"  # part-00000.parquet, ..., part-99999.parquet, part-100000.parquet
+GRAPH_FILES = rf"_gpipe\.json|ids\.parquet|{GRAPH_PART}"
 WALK_FILES = r"walks-\d{12}\.parquet"
 SAMPLE_FILES = r"(?:edges|nodes)-\d{6}\.parquet"
 EMBEDDING_FILES = r"embeddings-\d{6}\.parquet"

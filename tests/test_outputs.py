@@ -95,6 +95,19 @@ def test_an_overwritten_graph_folder_holds_the_new_graph_only(graph, cpu, tmp_pa
     assert sorted(p.name for p in folder.iterdir()) == ["_gpipe.json", "part-00000.parquet", "part-00001.parquet"]
 
 
+def test_overwrite_takes_the_part_files_of_a_graph_of_100000_partitions_or_more_for_gpipes(graph, tmp_path):
+    """Part 100000 is part-100000.parquet: overwrite refused it as a file gpipe does not write, though the reader
+    reads it as a part."""
+    folder = tmp_path / "g"
+    graph.to_parquet(folder)
+    (folder / "part-100000.parquet").write_bytes(b"")  # as a graph of more partitions leaves it
+    graph.to_parquet(folder, overwrite=True)
+    assert sorted(p.name for p in folder.iterdir()) == ["_gpipe.json", "part-00000.parquet", "part-00001.parquet"]
+    (folder / "part-012345.parquet").write_bytes(b"")  # not a name gpipe writes
+    with pytest.raises(GpipeValueError, match="part-012345.parquet"):
+        graph.to_parquet(folder, overwrite=True)
+
+
 def test_folder_writers_write_into_an_empty_folder(graph, tmp_path):
     folder = tmp_path / "empty"
     folder.mkdir()

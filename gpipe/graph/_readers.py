@@ -47,6 +47,7 @@ import pyarrow.csv as pacsv
 import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 
+from .._files import GRAPH_PART
 from .._validate import check_bool, check_choice, check_int
 from ..backend import cpu_kernel, prange
 from ..errors import GpipeFileError, GpipeValueError
@@ -62,9 +63,11 @@ _COMMENT_LINE = re.compile(rb"\n[ \t\f\v]*[#%][^\r\n]*")
 _BLOCK = 1 << 22
 _READ_THREADS = min(8, os.cpu_count() or 1)  # threads reading a piece into a GPU worker's pinned memory
 GRAPH_META = "_gpipe.json"
-_GRAPH_PART = re.compile(r"part-\d{5,}\.parquet")
-# The most bytes a _gpipe.json gpipe writes can hold: its keys, then a line of part_edges per part file.
-_META_BYTES, _META_BYTES_PER_PART = 4096, 32
+_GRAPH_PART = re.compile(GRAPH_PART)
+# The most bytes a _gpipe.json is read to: what gpipe writes for a graph of far more partitions than anyone uses (its
+# keys, then a line of part_edges per part file), whatever part files the folder still holds.
+_META_PARTITIONS = 1 << 20
+_META_LIMIT = 4096 + 32 * _META_PARTITIONS
 _NPY_HEADERS = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
 _GRAPH_KEYS = ("num_vertices", "num_edges", "directed", "weighted", "partitions", "renumbered")
 _INT = re.compile(r"\s*[+-]?[0-9]+\s*")
@@ -970,10 +973,18 @@ def read_npz(path: str, weight: bool) -> tuple[pd.DataFrame, int]:
 
 def is_graph_folder(path: str) -> bool:
     """Whether ``path`` is a folder ``Graph.to_parquet`` wrote, whole or damaged: it holds ``_gpipe.json`` (whatever
-    that is) or a part file of gpipe's name."""
+    that is) or a part file of gpipe's name. A folder that cannot be listed raises :class:`GpipeFileError`."""
     if not os.path.isdir(path):
         return False
-    return any(name == GRAPH_META or _GRAPH_PART.fullmatch(name) for name in os.listdir(path))
+    return any(name == GRAPH_META or _GRAPH_PART.fullmatch(name) for name in _listed(path))
+
+
+def _listed(folder: str) -> list[str]:
+    """The names in ``folder``; one that cannot be listed (no read permission) is a :class:`GpipeFileError`."""
+    try:
+        return os.listdir(folder)
+    except OSError as exc:
+        raise GpipeFileError(folder, None, f"cannot be listed: {exc.strerror}") from None
 
 
 def plan_graph_folder(path: str) -> tuple[dict, list[str]]:
@@ -982,10 +993,10 @@ def plan_graph_folder(path: str) -> tuple[dict, list[str]]:
     Every part ``_gpipe.json`` lists must be there and no other, and ``ids.parquet`` when the graph was renumbered;
     :func:`read_graph_part` reads each part, :func:`check_graph_parts` checks them against the metadata,
     :func:`graph_folder_ids` reads the id map. A damaged folder raises :class:`GpipeFileError` naming the file.
-    What the manifest claims costs no more than the part files there: it is read up to the size gpipe writes for
-    them, and the listed parts are looked for only until one is missing.
+    What the manifest claims costs little: it is read up to a bound (what gpipe writes for 2**20 partitions), and
+    the listed parts are looked for only until one is missing, the first of them named.
     """
-    names = sorted(os.listdir(path))
+    names = sorted(_listed(path))
     parts = [name for name in names if _GRAPH_PART.fullmatch(name)]
     meta = _graph_meta(os.path.join(path, GRAPH_META), parts)
     count = meta["partitions"]
@@ -1042,15 +1053,17 @@ def graph_folder_ids(path: str, meta: dict) -> np.ndarray | None:
 
 
 def _graph_meta(meta_path: str, parts: list[str]) -> dict:
-    """The checked ``_gpipe.json`` of a folder holding the part files ``parts``, read no further than gpipe writes
-    for them."""
-    limit = _META_BYTES + _META_BYTES_PER_PART * len(parts)
+    """The checked ``_gpipe.json`` of a folder holding the part files ``parts`` (named when it is missing), read no
+    further than :data:`_META_LIMIT` bytes."""
     try:
-        mode = os.stat(meta_path).st_mode
-        if not stat.S_ISREG(mode):  # a FIFO would block, a device such as /dev/zero never end
+        found = os.stat(meta_path)
+        if not stat.S_ISREG(found.st_mode):  # a FIFO would block, a device such as /dev/zero never end
             raise GpipeFileError(meta_path, None, "not a regular file: a graph folder's manifest is a JSON file")
+        if found.st_size > _META_LIMIT:
+            raise GpipeFileError(meta_path, None, f"is {found.st_size} bytes, larger than gpipe writes for a graph "
+                                                  f"of {_META_PARTITIONS} partitions ({_META_LIMIT} bytes)")
         with open(meta_path, "rb") as f:
-            text = f.read(limit)
+            text = f.read(found.st_size)  # its size, not the limit: read(n) sets n bytes aside first
     except FileNotFoundError:
         if os.path.islink(meta_path):
             raise GpipeFileError(meta_path, None, "a symbolic link that leads to no file") from None
@@ -1060,9 +1073,6 @@ def _graph_meta(meta_path: str, parts: list[str]) -> dict:
                                               "Graph.to_parquet") from None
     except OSError as exc:
         raise GpipeFileError(meta_path, None, f"unreadable: {exc.strerror}") from None
-    if len(text) == limit:
-        raise GpipeFileError(meta_path, None, f"is {limit} bytes or more, larger than gpipe writes for the "
-                                              f"{len(parts)} part files here")
     try:
         meta = json.loads(text.decode("utf-8"))
     except RecursionError:
