@@ -12,7 +12,7 @@ from scipy import stats
 import gpipe
 from gpipe.dynamic import DynamicGraph, SamplingSpace
 from gpipe.dynamic import _space as space_module
-from gpipe.dynamic._space import CHUNK, DECIMAL, KINDS, SAMPLE
+from gpipe.dynamic._space import CHUNK, DECIMAL, KINDS, SAMPLE, VERTEX_BYTES
 
 ALPHA = 1e-3  # the false-alarm rate of each chi-square test
 
@@ -495,11 +495,37 @@ def assert_as_it_was(dg: DynamicGraph, before: tuple) -> None:
 def test_an_id_past_what_the_workers_can_hold_is_refused_naming_it_and_changes_nothing(cpu, src, dst, named):
     dg = rmat_dynamic()
     before = as_it_is(dg)
-    with pytest.raises(gpipe.GpipeValueError, match=re.escape(named) + ".* more than the workers' .* of memory"):
+    with pytest.raises(gpipe.GpipeValueError, match=re.escape(named) + ".* more than the .* of memory of worker "):
         dg.insert_edges(src, dst)
     assert_as_it_was(dg, before)
     dg.insert_edges([2, 300], [300, 5])  # a few new vertices: the graph grows to hold them
     assert dg.num_vertices == 301 and dg.num_edges == before[1] + 4
+
+
+def report_memory(nbytes: int | None, dask_worker=None) -> None:
+    """Make this worker's gpipe store report ``nbytes`` of memory (None: its own again)."""
+    store = dask_worker.plugins["gpipe"]
+    if nbytes is None:
+        store.__dict__.pop("memory", None)
+    else:
+        store.memory = lambda: (nbytes, None, None)
+
+
+def test_growth_is_bounded_by_the_memory_of_the_worker_holding_the_last_partition_not_of_all_workers(cpu):
+    """New vertices' tables all go to the last partition's worker: two workers' memory together is no bound."""
+    dg = rmat_dynamic()
+    before = as_it_is(dg)
+    room = 8 * 2**20  # each worker's: the tables up to this id would fit in both together, not in one
+    top = int(dg._graph.bounds[-2]) + 3 * room // 2 // VERTEX_BYTES
+    cpu.run(report_memory, room)
+    try:
+        with pytest.raises(gpipe.GpipeValueError, match=re.escape(
+                f"update 1: vertex id {top}: the vertex tables up to it would take 12.00 MiB, more than the 8.00 MiB "
+                f"of memory of worker {dg._graph.placement[-1]}, which holds the last partition")):
+            dg.insert_edges([0, 2], [1, top])
+    finally:
+        cpu.run(report_memory, None)
+    assert_as_it_was(dg, before)
 
 
 def fail_here(graph_id: str, part: int, phase: str, dask_worker=None) -> None:

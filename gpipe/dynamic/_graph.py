@@ -14,12 +14,13 @@ import weakref
 
 import numpy as np
 import pandas as pd
+from dask.utils import format_bytes
 
 from .._validate import check_graph, check_int
 from ..backend import to_host
 from ..errors import GpipeError, GpipeValueError, TaskError, WorkerLostError
 from ..graph import Graph
-from ..runtime import call_workers, check_held, check_memory, drop_graph, run_later, store
+from ..runtime import call_workers, check_held, drop_graph, run_later, store
 from ._space import VERTEX_BYTES, Batch, SamplingSpace, absent, check_batch
 
 
@@ -28,8 +29,8 @@ class DynamicGraph:
 
     Each partition of the graph it starts from becomes a :class:`SamplingSpace` on the worker holding it; an
     update goes to the partition owning its source (an undirected graph's to both ends' owners), a source past
-    the last vertex to the last partition, which grows, as far as the workers' memory holds the tables of its
-    vertices (a larger id is refused, naming it). A graph whose worker was lost has lost those partitions: every
+    the last vertex to the last partition, which grows, as far as the memory of its worker (a GPU worker's device
+    memory) holds the tables of its vertices (a larger id is refused, naming it). A graph whose worker was lost has lost those partitions: every
     later call raises a :class:`~gpipe.WorkerLostError` naming them.
 
     Examples
@@ -63,6 +64,7 @@ class DynamicGraph:
         self._lock = threading.Lock()  # a batch's stage and commit on every partition, or a snapshot's pins
         self._batches = 0  # batches tried: the last one's token
         self._lost: WorkerLostError | None = None  # the loss of partitions seen, after which nothing is done
+        self._room: int | None = None  # the memory of the last partition's worker, asked at the first growth
         self._deferred = weakref.WeakSet()  # run snapshots whose pins their runs make (see run_snapshot)
         self._finalizer = weakref.finalize(self, run_later, g.client, drop_graph, graph_id)
 
@@ -147,7 +149,7 @@ class DynamicGraph:
         ------
         GpipeValueError
             Naming the first bad update's position in the log (``first`` + its position in the batch), or the id
-            that would grow the graph past what the workers' memory holds; the graph is then as it was before the
+            whose vertex tables would take more than the memory of the last partition's worker; the graph is then as it was before the
             batch, as it is after any failure but a lost worker's.
         TaskError
             A worker failed to apply its part (e.g. out of memory), naming the phase and the partition.
@@ -208,15 +210,24 @@ class DynamicGraph:
 
     def _check_growth(self, batch: Batch, first: int) -> None:
         """Refuse a batch naming a vertex id whose vertex tables (those of the last partition's vertices up to it)
-        would take more than the workers' memory, naming its first update, before anything is staged."""
+        would take more than the memory of the worker holding the last partition, where they all go (its device's
+        on a GPU), naming its first update, before anything is staged."""
         if not len(batch.src):
             return
         top = max(int(batch.src.max()), int(batch.dst.max()))
         if top < self.num_vertices:
             return
-        at = int(np.flatnonzero((batch.src == top) | (batch.dst == top))[0])
-        check_memory(self._graph, (top + 1 - int(self._graph.bounds[-2])) * VERTEX_BYTES,
-                     f"update {first + at}: vertex id {top}", "vertex tables up to it")
+        last = len(self._graph.bounds) - 2
+        if self._room is None:
+            [(host, device, _)] = self._call(_memory, "dynamic memory check", lambda part: (), [last])
+            self._room = host if device is None else device
+        nbytes = (top + 1 - int(self._graph.bounds[last])) * VERTEX_BYTES
+        if nbytes > self._room:
+            at = int(np.flatnonzero((batch.src == top) | (batch.dst == top))[0])
+            raise GpipeValueError(f"update {first + at}: vertex id {top}: the vertex tables up to it would take "
+                                  f"{format_bytes(nbytes)}, more than the {format_bytes(self._room)} of "
+                                  f"{'memory' if self._graph.device == 'cpu' else 'device memory'} of worker "
+                                  f"{self._held[last]}, which holds the last partition (where new vertices go)")
 
     def snapshot(self) -> Snapshot:
         """The graph as of its last committed batch, read-only, for runs while updates go on.
@@ -348,6 +359,10 @@ def _from_partition(graph_id: str, part: int, dynamic_id: str, scale: float) -> 
     space.apply_batch(Batch.inserts(np.repeat(np.arange(p.hi - p.lo, dtype=np.int64), np.diff(indptr)), dst, weight))
     partitions.put(dynamic_id, part, space)
     return len(dst)
+
+
+def _memory() -> tuple:
+    return store().memory()
 
 
 def _owners(bounds: np.ndarray, ids: np.ndarray) -> np.ndarray:
