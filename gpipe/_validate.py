@@ -201,3 +201,9 @@ def _int(value) -> bool:
 def _whole(value) -> bool:
     """Whether ``value`` is an integer, or a float that holds one (shown only where no other value is to blame)."""
     return isinstance(value, numbers.Integral) or (isinstance(value, numbers.Real) and float(value).is_integer())
+
+
+def is_ascii_digits(text: str) -> bool:
+    """Whether ``text`` is decimal digits 0-9 only: ``str.isdigit`` alone takes other scripts' digits and
+    superscripts (``int('²')`` raises, ``int('١٢')`` is 12), and ``int`` also takes signs, spaces and underscores."""
+    return text.isascii() and text.isdigit()

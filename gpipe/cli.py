@@ -59,7 +59,7 @@ from dask.utils import format_bytes
 from . import __version__, config, counting, dynamic, generators, mining, sampling, walks, workflow
 from ._files import (EMBEDDING_FILES, GRAPH_FILES, SAMPLE_FILES, SCORE_FILES, WALK_FILES, atomic_dir,
                      check_folder_target, write_json)
-from ._validate import check_bytes, check_int, check_probability, check_seed
+from ._validate import check_bytes, check_int, check_probability, check_seed, is_ascii_digits
 from .backend import DEVICES, gpu_problem, versions
 from .cluster import ENV_ADDRESS, ENV_SCHEDULER_FILE, connect
 from .errors import GpipeError, GpipeValueError
@@ -693,7 +693,7 @@ def _pattern_pairs(text: str) -> list[tuple]:
     pairs = [tuple(part.strip().split("-")) for part in text.split(",")]
     if not pairs or any(len(p) != 2 or not all(p) for p in pairs):
         raise argparse.ArgumentTypeError(f"'pattern' must be edges such as 0-1,1-2,2-0, got {text!r}")
-    return [tuple(int(u) if u.isascii() and u.isdigit() else u for u in p) for p in pairs]
+    return [tuple(int(u) if is_ascii_digits(u) else u for u in p) for p in pairs]
 
 
 # The argparse type of ``--pattern``: its pairs, checked as match checks a pattern, before any work.

@@ -33,7 +33,7 @@ import yaml
 
 from ._files import atomic_dir, atomic_file, write_json
 from ._validate import (check_bool, check_callable, check_choice, check_int, check_mapping, check_optional_int,
-                        check_seed, check_text, check_texts)
+                        check_seed, check_text, check_texts, is_ascii_digits)
 from .backend import DEVICES
 from .errors import GpipeError, GpipeFileError, GpipeValueError
 from .graph import Graph, generators, read_edges
@@ -145,7 +145,7 @@ def _check_rules(rules) -> Mapping[str, _Rule]:
 def _rmat_spec(text: str) -> tuple[int, ...] | None:
     """``(scale,)`` or ``(scale, edge_factor)`` for ``rmat:SCALE[:EDGE_FACTOR]``, else None."""
     fields = text.split(":")
-    if fields[0] == "rmat" and len(fields) in (2, 3) and all(f.isdigit() and int(f) > 0 for f in fields[1:]):
+    if fields[0] == "rmat" and len(fields) in (2, 3) and all(is_ascii_digits(f) and int(f) > 0 for f in fields[1:]):
         return tuple(map(int, fields[1:]))
     return None
 

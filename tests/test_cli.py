@@ -321,6 +321,7 @@ def test_walk_reports_a_malformed_edge_file(capsys, cpu_cluster, tmp_path):
 @pytest.mark.parametrize("args, name", [
     (["--length", "0"], "'length'"),
     (["--graph", "rmat:x"], "'graph'"),
+    (["--graph", "rmat:²"], "'graph'"),  # a digit to str.isdigit, not to int
     (["--graph", "rmat:8:4:2"], "'graph'"),
     (["--graph", "no/such/edges.txt"], "no/such/edges.txt"),
     (["--format", "xml"], "--format"),

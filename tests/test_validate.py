@@ -7,7 +7,7 @@ import pytest
 import numpy as np
 import pandas as pd
 
-from gpipe._validate import check_bytes, check_integers, check_seed
+from gpipe._validate import check_bytes, check_integers, check_seed, is_ascii_digits
 from gpipe.errors import GpipeValueError
 
 
@@ -46,3 +46,12 @@ def test_check_integers_gives_int64_of_any_integer_input():
     for value in ([5, 2**63 - 1], np.array([5, 2**63 - 1], np.uint64), pd.Series([5, 2**63 - 1])):
         out = check_integers("ids", value)
         assert out.dtype == np.int64 and out.tolist() == [5, 2**63 - 1]
+
+
+@pytest.mark.parametrize("text, digits", [
+    ("0", True), ("0042", True), ("9" * 30, True),
+    ("", False), ("²", False), ("١٢", False), ("+1", False), ("-1", False), ("1_000", False), (" 1", False),
+    ("1.0", False),
+])
+def test_only_ascii_digits_are_digits_in_a_file_or_a_flag(text, digits):
+    assert is_ascii_digits(text) is digits

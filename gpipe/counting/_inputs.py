@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .._validate import check_integers, check_text
+from .._validate import check_integers, check_text, is_ascii_digits
 from ..errors import GpipeFileError, GpipeValueError
 from ..graph import Graph, from_edges
 
@@ -75,7 +75,7 @@ def _parse(path) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _number(path, line_no: int, text: str, what: str) -> int:
-    if not (text.isascii() and text.isdigit()):  # str.isdigit alone takes other scripts' digits and superscripts
+    if not is_ascii_digits(text):
         raise GpipeFileError(path, line_no, f"expected {what} (a non-negative integer), got {text!r}")
     value = int(text)
     if value >= 2**63:

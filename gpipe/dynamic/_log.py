@@ -8,7 +8,7 @@ import os
 import numpy as np
 import pandas as pd
 
-from .._validate import check_choice, check_int, check_seed
+from .._validate import check_choice, check_int, check_seed, is_ascii_digits
 from ..errors import GpipeValueError
 from ._space import check_batch
 
@@ -148,6 +148,6 @@ def _cells(column: pd.Series, parse) -> np.ndarray:
 def _vertex_id(cell) -> int:
     """A cell of decimal digits (ASCII: ``int`` also takes signs, underscores and other scripts' digits) as an id."""
     text = cell.strip() if isinstance(cell, str) else cell  # ints as they are: a column of a few too large for int64
-    if isinstance(text, str) and not (text.isascii() and text.isdigit()):
+    if isinstance(text, str) and not is_ascii_digits(text):
         raise ValueError(text)
     return int(text)
