@@ -594,17 +594,31 @@ def test_a_refine_that_raises_is_reported_as_a_task_error_naming_method(cpu, den
 
 
 @pytest.mark.parametrize("samples, method", [(10**14, "alley"), (10**11, alley_refine)])
-def test_an_estimate_too_large_for_the_workers_is_refused_before_any_work(cpu, dense_case, samples, method):
-    """As walks refuse an oversize run: with the memory it would take, before the candidate graph is built."""
+def test_an_estimate_too_large_for_the_workers_is_refused_before_any_work(cpu, dense_case, samples, method,
+                                                                          monkeypatch):
+    """As walks refuse an oversize run: with the memory it would take, before the candidate graph is built (or, for
+    a prepared query, before any sample is drawn): the workers are not called."""
     g, query, _ = dense_case
     before = runs_left(cpu)
-    started = time.perf_counter()
+    calls = []  # what counting asked the workers to do: build the candidate graph, sample, let a run go
+    call_workers = gpipe.counting._cluster.call_workers
+
+    def counted(client, work, *args):
+        calls.append(work)
+        return call_workers(client, work, *args)
+
+    monkeypatch.setattr(gpipe.counting._cluster, "call_workers", counted)
     with pytest.raises(gpipe.GpipeValueError, match=rf"'samples' \({samples}\): the estimate's per-sample arrays "
                                                     r"would take [\d.]+ [TP]iB, more than the workers'"):
         gpipe.counting.estimate(g, query, method=method, samples=samples)
-    with gpipe.counting.prepare(g, query) as prepared, pytest.raises(gpipe.GpipeValueError, match="would take"):
-        prepared.estimate(method=method, samples=samples)
-    assert time.perf_counter() - started < 5 and runs_left(cpu) == before
+    assert calls == []
+    with gpipe.counting.prepare(g, query) as prepared:
+        built = len(calls)
+        assert built > 0  # the candidate graph, through the counted road
+        with pytest.raises(gpipe.GpipeValueError, match="would take"):
+            prepared.estimate(method=method, samples=samples)
+        assert len(calls) == built
+    assert runs_left(cpu) == before
 
 
 @pytest.mark.parametrize("edges, labels, message", [
