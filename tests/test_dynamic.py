@@ -2,6 +2,7 @@
 probabilities are those of the resulting edge multiset, exactly and statistically, and bad batches change nothing."""
 
 import re
+import time
 
 import numpy as np
 import pandas as pd
@@ -10,7 +11,9 @@ from helpers import walk_steps
 from scipy import stats
 
 import gpipe
+from gpipe.runtime import WATCH_SECONDS
 from gpipe.dynamic import DynamicGraph, SamplingSpace
+from gpipe.dynamic import _graph as graph_module
 from gpipe.dynamic import _space as space_module
 from gpipe.dynamic._space import CHUNK, DECIMAL, KINDS, SAMPLE, VERTEX_BYTES
 
@@ -500,6 +503,21 @@ def test_an_id_past_what_the_workers_can_hold_is_refused_naming_it_and_changes_n
     assert_as_it_was(dg, before)
     dg.insert_edges([2, 300], [300, 5])  # a few new vertices: the graph grows to hold them
     assert dg.num_vertices == 301 and dg.num_edges == before[1] + 4
+
+
+def test_a_stream_of_batches_on_one_worker_asks_the_scheduler_for_the_others_at_most_once_a_second(cpu,
+                                                                                                  monkeypatch):
+    """A streaming update is one round trip, to the worker of its partition; whether the graph's other workers are
+    still there (else it refuses) is asked of the scheduler at most once a watch interval, not before each batch."""
+    dg = rmat_dynamic()
+    assert dg._graph.bounds[1] > 30 and len(set(dg._graph.placement)) == 2
+    edges = dg.num_edges
+    asked = []
+    monkeypatch.setattr(graph_module, "check_held", lambda *args: asked.append(time.monotonic()))
+    for v in range(1, 31):  # both ends in partition 0
+        dg.insert_edges([0], [v])
+    assert asked and (np.diff(asked) >= WATCH_SECONDS).all(), np.diff(asked)
+    assert dg.num_edges == edges + 60
 
 
 def report_memory(nbytes: int | None, dask_worker=None) -> None:

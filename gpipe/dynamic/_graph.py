@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import threading
+import time
 import uuid
 import weakref
 
@@ -20,7 +21,7 @@ from .._validate import check_graph, check_int
 from ..backend import to_host
 from ..errors import GpipeError, GpipeValueError, TaskError, WorkerLostError
 from ..graph import Graph
-from ..runtime import call_workers, check_held, drop_graph, run_later, store
+from ..runtime import WATCH_SECONDS, call_workers, check_held, drop_graph, run_later, store
 from ._space import VERTEX_BYTES, Batch, SamplingSpace, absent, check_batch
 
 
@@ -30,8 +31,10 @@ class DynamicGraph:
     Each partition of the graph it starts from becomes a :class:`SamplingSpace` on the worker holding it; an
     update goes to the partition owning its source (an undirected graph's to both ends' owners), a source past
     the last vertex to the last partition, which grows, as far as the memory of its worker (a GPU worker's device
-    memory) holds the tables of its vertices (a larger id is refused, naming it). A graph whose worker was lost has lost those partitions: every
-    later call raises a :class:`~gpipe.WorkerLostError` naming them.
+    memory) holds the tables of its vertices (a larger id is refused, naming it). A graph whose worker was lost has
+    lost those partitions: every later call raises a :class:`~gpipe.WorkerLostError` naming them (a batch reaching
+    only other workers, once the scheduler has seen the loss: it is asked at most once a second, so a streaming
+    update costs one round trip).
 
     Examples
     --------
@@ -64,6 +67,7 @@ class DynamicGraph:
         self._lock = threading.Lock()  # a batch's stage and commit on every partition, or a snapshot's pins
         self._batches = 0  # batches tried: the last one's token
         self._lost: WorkerLostError | None = None  # the loss of partitions seen, after which nothing is done
+        self._asked = -np.inf  # when the scheduler last said that the graph's workers were all there
         self._room: int | None = None  # the memory of the last partition's worker, asked at the first growth
         self._deferred = weakref.WeakSet()  # run snapshots whose pins their runs make (see run_snapshot)
         self._finalizer = weakref.finalize(self, run_later, g.client, drop_graph, graph_id)
@@ -111,15 +115,26 @@ class DynamicGraph:
 
     def _usable(self, phase: str, parts=None) -> None:
         """Raise a WorkerLostError naming the partitions lost, if a call saw a worker leave, or — for a call that
-        reaches the workers of ``parts`` only, not all of the graph's — if the scheduler knows one has left."""
-        if self._lost is None and parts is not None and {self._held[p] for p in parts} != set(self._held.values()):
-            try:
-                check_held(self._graph.client, self._held, phase)
-            except WorkerLostError as lost:
-                self._lost = lost
+        reaches the workers of ``parts`` only, not all of the graph's — if the scheduler knows one has left
+        (:meth:`_ask_holders`)."""
+        if parts is not None and {self._held[p] for p in parts} != set(self._held.values()):
+            self._ask_holders(phase)
         if self._lost is not None:
             lost = self._lost
             raise WorkerLostError(phase, lost.workers, lost.partitions, lost.unit, lost.out_of_memory)
+
+    def _ask_holders(self, phase: str) -> None:
+        """Remember the loss of partitions if the scheduler knows of one, asking it (one round trip) at most once a
+        ``WATCH_SECONDS``, as a watched wait does: a loss is then noticed within a second, and a stream of
+        updates to some workers costs one round trip each, not two."""
+        if self._lost is not None or time.monotonic() - self._asked < WATCH_SECONDS:
+            return
+        asked = time.monotonic()
+        try:
+            check_held(self._graph.client, self._held, phase)
+        except WorkerLostError as lost:
+            self._lost = lost
+        self._asked = asked
 
     def insert_edges(self, src, dst, weight=None) -> None:
         """Insert the edges ``src[i] -> dst[i]`` with biases ``weight`` (default 1): see :meth:`apply`."""
@@ -149,8 +164,8 @@ class DynamicGraph:
         ------
         GpipeValueError
             Naming the first bad update's position in the log (``first`` + its position in the batch), or the id
-            whose vertex tables would take more than the memory of the last partition's worker; the graph is then as it was before the
-            batch, as it is after any failure but a lost worker's.
+            whose vertex tables would take more than the memory of the last partition's worker; the graph is then
+            as it was before the batch, as it is after any failure but a lost worker's.
         TaskError
             A worker failed to apply its part (e.g. out of memory), naming the phase and the partition.
         WorkerLostError

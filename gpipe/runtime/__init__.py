@@ -14,10 +14,10 @@ from ._run import Run
 from ._session import Session, attach, current, run_later, workers_info
 from ._spec import StartSet, StepSpec
 from ._store import call_peer, drop_graph, drop_run, store
-from ._watch import call_workers, check_held, gather_pinned, wait_pinned
+from ._watch import WATCH_SECONDS, call_workers, check_held, gather_pinned, wait_pinned
 
-__all__ = ["EdgeSample", "Run", "SampleLayout", "Session", "StartSet", "StepSpec", "assemble_blocks", "attach",
-           "borrowed_lists",
+__all__ = ["WATCH_SECONDS", "EdgeSample", "Run", "SampleLayout", "Session", "StartSet", "StepSpec",
+           "assemble_blocks", "attach", "borrowed_lists",
            "call_peer", "call_workers", "check_held", "check_memory", "current", "drop_graph", "drop_run",
            "gather_pinned", "id_dtype", "neighbor_lists", "output_totals", "run_later", "run_supersteps",
            "step_kernel", "store", "wait_pinned", "worker_device", "worker_xp", "workers_info"]
