@@ -11,7 +11,10 @@ import numpy as np
 import pytest
 
 import gpipe
-from gpipe.runtime import workers_info
+from gpipe.dynamic import _graph as graph_module
+from gpipe.dynamic._space import Batch
+from gpipe.runtime import WATCH_SECONDS, workers_info
+from gpipe.runtime import call_workers as gpipe_call_workers
 from helpers import assert_lost, holder, started
 
 BOUND = 5.0  # seconds from the loss to the error: the watchdog checks at once, then once a second
@@ -124,6 +127,36 @@ def test_a_dynamic_graph_whose_worker_is_lost_mid_batch_fails_naming_its_partiti
     thread, outcome = started(lambda: dg.insert_edges(src, dst))
     os.kill(pid, signal.SIGKILL)
     _failed_naming(lost, thread, outcome, time.monotonic())
+    for call in _every_later_call(dg):
+        _fails_naming(lost, call)
+
+
+def test_a_dynamic_graph_whose_worker_is_lost_while_the_client_cuts_a_batch_fails_before_sending_any_part(
+        killable_cluster, eventually, monkeypatch):
+    """The client's checks and cut of a large batch take seconds (10^7 updates): a worker lost meanwhile is seen
+    right after the cut, not once the parts were sent and the survivors staged theirs."""
+    dg = _dynamic_graph()
+    pid, lost = holder(killable_cluster, dg._graph)
+    gone = dg._graph.placement[-1]
+    cut, phases = Batch.part, []
+
+    def slow_cut(self, *args):  # the worker is lost a watch interval into the cut
+        if not phases:
+            phases.append("cut")
+            os.kill(pid, signal.SIGKILL)
+            assert eventually(lambda: gone not in workers_info(killable_cluster))  # the loss is known
+            time.sleep(WATCH_SECONDS)
+        return cut(self, *args)
+
+    def call_workers(client, calls, held, phase, *args):
+        phases.append(phase)
+        return gpipe_call_workers(client, calls, held, phase, *args)
+
+    monkeypatch.setattr(Batch, "part", slow_cut)
+    monkeypatch.setattr(graph_module, "call_workers", call_workers)
+    since = time.monotonic()
+    _failed_naming(lost, *started(lambda: dg.insert_edges([0, 255], [255, 0])), since)
+    assert phases == ["cut"], phases  # no part was sent
     for call in _every_later_call(dg):
         _fails_naming(lost, call)
 

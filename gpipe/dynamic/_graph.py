@@ -113,11 +113,11 @@ class DynamicGraph:
             raise failure
         return results
 
-    def _usable(self, phase: str, parts=None) -> None:
-        """Raise a WorkerLostError naming the partitions lost, if a call saw a worker leave, or — for a call that
-        reaches the workers of ``parts`` only, not all of the graph's — if the scheduler knows one has left
-        (:meth:`_ask_holders`)."""
-        if parts is not None and {self._held[p] for p in parts} != set(self._held.values()):
+    def _usable(self, phase: str, ask: bool = False) -> None:
+        """Raise a WorkerLostError naming the partitions lost, if a call saw a worker leave, or with ``ask`` (a
+        batch, which may reach only some of the graph's workers, or take seconds before its first call) if the
+        scheduler knows one has left (:meth:`_ask_holders`)."""
+        if ask:
             self._ask_holders(phase)
         if self._lost is not None:
             lost = self._lost
@@ -173,6 +173,9 @@ class DynamicGraph:
         """
         first = check_int("first", first, minimum=0)
         batch = check_batch(op, src, dst, weight, first)
+        # here and between the next steps of the client's work (a second or more each for 10^7 updates): a worker
+        # lost meanwhile is seen before any call, not once the parts were sent
+        self._usable("dynamic apply", ask=True)
         bounds = self._graph.bounds
         if len(bounds) == 2:  # one partition holds every vertex, and those the updates add
             owner, touched = None, [0] if len(batch.src) else []
@@ -181,7 +184,7 @@ class DynamicGraph:
                                                                                _owners(bounds, batch.dst)], 1).ravel()
             touched = np.flatnonzero(np.bincount(owner, minlength=len(bounds) - 1)).tolist()  # the others keep theirs
         with self._lock:
-            self._usable("dynamic apply", touched)
+            self._usable("dynamic apply", ask=True)  # which a call that reaches only some workers would not see
             self._check_growth(batch, first)
             self._pin_deferred()
             self._batches += 1
@@ -214,11 +217,13 @@ class DynamicGraph:
             return [edges]
         if not touched:
             return []
-        def updates(part):
-            return self.graph_id, part, token, *batch.part(np.flatnonzero(owner == part), not self.directed,
-                                                           int(bounds[part]))
-
-        failed = [f for f in self._call_all_ending(_stage, "dynamic stage", updates, touched) if f >= 0]
+        parts = {}
+        for part in touched:
+            self._usable("dynamic stage", ask=True)
+            parts[part] = (self.graph_id, part, token,
+                           *batch.part(np.flatnonzero(owner == part), not self.directed, int(bounds[part])))
+        self._usable("dynamic stage", ask=True)
+        failed = [f for f in self._call_all_ending(_stage, "dynamic stage", parts.get, touched) if f >= 0]
         if failed:
             raise absent(batch, min(failed), first)
         return self._call_all_ending(_commit, "dynamic commit", lambda part: (self.graph_id, part, token), touched)
