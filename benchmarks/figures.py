@@ -13,7 +13,9 @@ per-batch latency fused and per hop over PGSampler's grid; counting
 (``counting.py``) the q-error against the samples drawn, per method; mining
 (``mining.py``) seconds per workload beside GAMMA's figures; dynamic graphs
 (``dynamic.py``) seconds per round, dynamic against static rebuilt, beside Bingo's; data in and out
-(``io.py``) seconds per stage and input format, gpipe beside the single-process baselines.
+(``io.py``) seconds per stage and input format, gpipe beside the single-process baselines; counting's intervals
+(``interval_coverage.py``) their coverage of the exact count per method and sample count, and per cell against
+how often ``reliable`` was false.
 """
 
 from __future__ import annotations
@@ -43,7 +45,8 @@ def draw(report: dict, path: str) -> str | None:
     except ImportError:
         return None
     family = {"gnn": _gnn, "counting": _counting, "mining": _mining, "dynamic": _dynamic,
-              "dynamic_updates": _dynamic_updates, "io": _io}.get(report.get("benchmark"))
+              "dynamic_updates": _dynamic_updates, "io": _io,
+              "interval_coverage": _interval_coverage}.get(report.get("benchmark"))
     if family is not None:
         fig = family(plt, report)
         fig.savefig(path, dpi=110)
@@ -232,6 +235,57 @@ def _count_workers(ax, records: list[dict], color: dict) -> None:
     ax.set_ylabel(f"samples / s at {most:,} samples, median", fontsize=8)
     ax.set_title(f"inheritance on, per worker count (lighter: more); xN: over {workers[0]} worker(s)", fontsize=8)
     ax.margins(y=0.25)
+
+
+def _interval_coverage(plt, report: dict):
+    """Interval coverage (``interval_coverage.py``): per method and sample count, the share of estimates whose interval
+    covers the exact count (the normal interval of before, the skewness-corrected one, and it over the estimates
+    flagged reliable) against the nominal level, the share flagged above each group; below, per cell, its coverage
+    against the share of its estimates flagged unreliable."""
+    rows = report["summary"]["per_method_and_samples"] if "summary" in report else []
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(11, 9), constrained_layout=True)
+    bars = (("normal_coverage", "normal interval (before)", "tab:gray"),
+            ("coverage", "skewness-corrected interval", "tab:blue"),
+            ("coverage_reliable", "the same, estimates flagged reliable", "tab:green"))
+    for j, (field, label, color) in enumerate(bars):
+        top.bar([i + (j - 1) * 0.27 for i in range(len(rows))], [r[field] or 0 for r in rows], 0.27, color=color,
+                label=label)
+    for i, r in enumerate(rows):
+        top.text(i, 1.005, f"flagged {r['flagged']:.0%}", ha="center", va="bottom", fontsize=7)
+    top.axhline(report["nominal"], color="black", linestyle="--", linewidth=0.8, label=f"nominal {report['nominal']}")
+    top.set_xticks(range(len(rows)), [f"{r['method']}\n{r['samples']:,} samples ({r['cells']} cells)" for r in rows],
+                   fontsize=7)
+    top.set_ylim(0.4, 1.06)
+    top.set_ylabel("share of estimates covering the exact count", fontsize=8)
+    top.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=4)
+    methods = list(dict.fromkeys(c["method"] for c in report["cells"]))
+    color = dict(zip(methods, plt.get_cmap("tab10").colors))
+    marker = dict(zip(report["samples"], "os^Dv"))
+    for c in report["cells"]:
+        bottom.scatter(c["coverage"], c["flagged"], color=color[c["method"]], marker=marker.get(c["samples"], "o"),
+                       s=18, alpha=0.6)
+    first = report["cells"][0] if report["cells"] else None
+    for c in report["cells"]:  # the issue's case (the first query), WanderJoin
+        if first and (c["graph"], c["query"], c["method"]) == (first["graph"], first["query"], "wanderjoin"):
+            bottom.annotate(f"issue's case, {c['samples']:,}", (c["coverage"], c["flagged"]), fontsize=7,
+                            textcoords="offset points", xytext=(6, -10))
+    bottom.axvline(report["nominal"], color="black", linestyle="--", linewidth=0.8)
+    handles = [plt.Line2D([], [], color=color[m], marker="o", linestyle="", label=m) for m in methods] + [
+        plt.Line2D([], [], color="gray", marker=marker[n], linestyle="", label=f"{n:,} samples")
+        for n in report["samples"]]
+    bottom.legend(handles=handles, fontsize=7, loc="center left")
+    bottom.set_xlabel("coverage of the cell's intervals (skewness-corrected)", fontsize=8)
+    bottom.set_ylabel("share of the cell's estimates flagged unreliable", fontsize=8)
+    environment = report.get("environment", {})
+    pooled = report["summary"]["all"][0] if "summary" in report else None
+    fig.suptitle(f"95% intervals of gpipe.counting.estimate, {len(report['cells'])} cells (graph, query, method, "
+                 f"samples) x {'/'.join(map(str, report['seeds']))} seeds, on "
+                 f"{environment.get('device_name', environment.get('device'))} ({environment.get('date', '')[:10]})"
+                 f"{'' if report.get('complete', True) else ', incomplete run'}" + (
+                     f"\nall cells: normal {pooled['normal_coverage']:.3f}, skewness-corrected "
+                     f"{pooled['coverage']:.3f}, over the {1 - pooled['flagged']:.0%} flagged reliable "
+                     f"{pooled['coverage_reliable']:.3f}" if pooled else ""), fontsize=9)
+    return fig
 
 
 def _median(values: list) -> float:
