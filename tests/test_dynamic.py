@@ -11,11 +11,12 @@ from helpers import walk_steps
 from scipy import stats
 
 import gpipe
-from gpipe.runtime import WATCH_SECONDS
 from gpipe.dynamic import DynamicGraph, SamplingSpace
 from gpipe.dynamic import _graph as graph_module
 from gpipe.dynamic import _space as space_module
 from gpipe.dynamic._space import CHUNK, DECIMAL, KINDS, SAMPLE, VERTEX_BYTES
+from gpipe.runtime import WATCH_SECONDS
+from gpipe.runtime import call_workers as gpipe_call_workers
 
 ALPHA = 1e-3  # the false-alarm rate of each chi-square test
 
@@ -565,35 +566,69 @@ def heal_here(graph_id: str, part: int, dask_worker=None) -> None:
     space._members.__dict__.pop("put", None)
 
 
-def batch_across(dg: DynamicGraph, inserts: int = 2) -> tuple[list, list, list, list, int]:
+def batch_across(dg: DynamicGraph, inserts: int = 2, one_partition: bool = False) -> tuple[list, list, list, list,
+                                                                                          int]:
     """A batch of ``inserts`` inserts, three deletes and an update touching the last partition and one on another
-    worker (the first, on a cluster of one), and what it adds to an undirected graph's edge count."""
+    worker (the first, on a cluster of one), or with ``one_partition`` the last partition alone (both ends of each
+    edge in it: applied in one call), and what it adds to an undirected graph's edge count."""
     bounds, placement = dg._graph.bounds, dg._graph.placement
-    first = next((p for p, w in enumerate(placement) if w != placement[-1]), 0)
+    last = len(placement) - 1
+    first = last if one_partition else next((p for p, w in enumerate(placement) if w != placement[-1]), 0)
     lo, hi = int(bounds[first]), int(bounds[-2])
     edges = dg.edges()
-    gone = edges[(edges.src >= lo) & (edges.src < bounds[first + 1]) & (edges.src != edges.dst)].iloc[:3]
+    ends = (edges.src >= lo) & (edges.src < bounds[first + 1]) & (edges.src != edges.dst)
+    gone = edges[ends & (edges.dst >= hi if one_partition else True)].iloc[:3]
     ops = ["insert"] * inserts + ["delete"] * 3 + ["update"]
     src = [lo, hi] * (inserts // 2) + [*gone.src, lo]
     dst = [hi + 1, lo + 1] * (inserts // 2) + [*gone.dst, hi + 1]
     return ops, src, dst, [2.5, 3] * (inserts // 2) + [None] * 3 + [7], 2 * (inserts - 3)
 
 
+@pytest.mark.parametrize("one_partition", [False, True], ids=["across partitions", "one partition"])
 @pytest.mark.parametrize("phase", ["stage", "commit"])
-def test_a_batch_that_fails_on_a_worker_half_way_leaves_the_graph_as_it_was(cpu, phase):
+def test_a_batch_that_fails_on_a_worker_half_way_leaves_the_graph_as_it_was(cpu, phase, one_partition):
     dg = rmat_dynamic()
     last = dg._graph.num_partitions - 1
-    ops, src, dst, weight, added = batch_across(dg)
+    ops, src, dst, weight, added = batch_across(dg, one_partition=one_partition)
     before = as_it_is(dg)
     worker = [dg._graph.placement[last]]
     cpu.run(fail_here, dg.graph_id, last, phase, workers=worker)
+    named = "apply" if one_partition else phase  # one partition's batch is staged and committed in one call
     try:
-        with pytest.raises(gpipe.TaskError, match=f"dynamic {phase} failed in partition {last}: MemoryError"):
+        with pytest.raises(gpipe.TaskError, match=f"dynamic {named} failed in partition {last}: MemoryError"):
             dg.apply(ops, src, dst, weight)
         assert_as_it_was(dg, before)
     finally:
         cpu.run(heal_here, dg.graph_id, last, workers=worker)
     dg.apply(ops, src, dst, weight)  # the same batch, once the worker has memory again
+    assert dg.version == before[2] + 1 and dg.num_edges == before[1] + added
+
+
+@pytest.mark.parametrize("phase, one_partition", [("dynamic stage", False), ("dynamic commit", False),
+                                                  ("dynamic apply", True)])  # one partition's: a call applies it
+def test_an_interrupt_once_the_workers_applied_a_batch_takes_it_back_everywhere(cpu, monkeypatch, phase,
+                                                                               one_partition):
+    """A Ctrl-C in the client as the workers' calls of a phase return (a batch staged, committed, or applied on
+    its one partition) takes the batch back on every partition: the graph is exactly as before."""
+    dg = rmat_dynamic()
+    ops, src, dst, weight, added = batch_across(dg, one_partition=one_partition)
+    before = as_it_is(dg)
+    phases = []
+
+    def interrupted(client, calls, held, called, *args):
+        results = gpipe_call_workers(client, calls, held, called, *args)
+        phases.append(called)
+        if called == phase:
+            raise KeyboardInterrupt
+        return results
+
+    monkeypatch.setattr(graph_module, "call_workers", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        dg.apply(ops, src, dst, weight)
+    assert phases[-1] == "dynamic take-back", phases
+    monkeypatch.undo()
+    assert_as_it_was(dg, before)
+    dg.apply(ops, src, dst, weight)
     assert dg.version == before[2] + 1 and dg.num_edges == before[1] + added
 
 

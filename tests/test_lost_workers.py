@@ -7,7 +7,6 @@ import threading
 import time
 
 import dask
-import numpy as np
 import pytest
 
 import gpipe
@@ -118,15 +117,40 @@ def _every_later_call(dg) -> list:
             lambda: gpipe.walks.deepwalk(dg, length=5, seed=1)]
 
 
+def _commit_then_hold(graph_id: str, part: int, marker: str, dask_worker=None) -> None:
+    """Make this worker's next commit of partition ``part`` of dynamic graph ``graph_id`` create the file ``marker``
+    once committed, and its call return only once the file is gone (or after 60 s)."""
+    space = dask_worker.plugins["gpipe"].partitions.get(graph_id, part)
+    commit = space._commit_batch
+
+    def commit_then_hold(token: int) -> None:
+        commit(token)
+        open(marker, "w").close()
+        deadline = time.monotonic() + 60
+        while os.path.exists(marker) and time.monotonic() < deadline:
+            time.sleep(0.01)
+
+    space._commit_batch = commit_then_hold
+
+
 def test_a_dynamic_graph_whose_worker_is_lost_mid_batch_fails_naming_its_partitions_and_refuses_every_later_call(
-        killable_cluster):
+        killable_cluster, tmp_path):
+    """The batch is committed on the worker that stays, whose call is still open, when the other is lost."""
     dg = _dynamic_graph()
-    rng = np.random.default_rng(0)
-    src, dst = rng.integers(0, 256, 500_000), rng.integers(0, 256, 500_000)
     pid, lost = holder(killable_cluster, dg._graph)
-    thread, outcome = started(lambda: dg.insert_edges(src, dst))
+    marker = tmp_path / "committed"
+    killable_cluster.run(_commit_then_hold, dg.graph_id, 0, str(marker), workers=[dg._graph.placement[0]])
+    thread, outcome = started(lambda: dg.insert_edges([0, 255], [255, 0]))  # on both partitions
+    deadline = time.monotonic() + BOUND
+    while not marker.exists() and thread.is_alive() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert marker.exists(), f"partition 0 did not commit the batch: {outcome}"
     os.kill(pid, signal.SIGKILL)
-    _failed_naming(lost, thread, outcome, time.monotonic())
+    try:
+        _failed_naming(lost, thread, outcome, time.monotonic())
+    finally:
+        marker.unlink()
+    assert outcome["error"].phase == "dynamic commit"
     for call in _every_later_call(dg):
         _fails_naming(lost, call)
 

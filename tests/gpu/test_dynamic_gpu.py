@@ -138,17 +138,20 @@ def test_an_id_past_what_the_gpu_workers_can_hold_is_refused_naming_it_and_chang
         assert_as_it_was(dg, before)
 
 
+@pytest.mark.parametrize("one_partition", [False, True], ids=["across partitions", "one partition"])
 @pytest.mark.parametrize("inserts", [2, 300])  # staged on the host and copied, or played on the device
 @pytest.mark.parametrize("phase", ["stage", "commit"])
-def test_a_batch_that_fails_on_a_gpu_worker_half_way_leaves_the_graph_as_it_was(gpu_cluster, phase, inserts):
+def test_a_batch_that_fails_on_a_gpu_worker_half_way_leaves_the_graph_as_it_was(gpu_cluster, phase, inserts,
+                                                                                 one_partition):
     with gpu_cluster.as_current():
         dg = rmat_dynamic()
         last = dg._graph.num_partitions - 1
-        ops, src, dst, weight, added = batch_across(dg, inserts)
+        ops, src, dst, weight, added = batch_across(dg, inserts, one_partition)
         before = as_it_is(dg)
         gpu_cluster.run(fail_here, dg.graph_id, last, phase)
+        named = "apply" if one_partition else phase  # one partition's batch is staged and committed in one call
         try:
-            with pytest.raises(gpipe.TaskError, match=f"dynamic {phase} failed in partition {last}: MemoryError"):
+            with pytest.raises(gpipe.TaskError, match=f"dynamic {named} failed in partition {last}: MemoryError"):
                 dg.apply(ops, src, dst, weight)
             assert_as_it_was(dg, before)
         finally:
