@@ -71,14 +71,21 @@ def test_count_estimate_cuda_equals_cpu_twin(case, alpha, inherit):
     assert out["numpy"][1].sum() > 0
 
 
-def test_estimate_on_gpu_workers_equals_cpu(gpu_cluster, cpu_cluster):
+def _estimates_on_gpu_and_cpu(gpu_cluster, cpu_cluster, methods, samples: int, seed: int) -> list[list]:
+    """HPRD's dense 16-vertex query estimated by each of ``methods`` on the GPU cluster, then on the CPU one."""
     query = Query.from_file(HPRD / "queries" / "query_dense_16_1.graph")
     results = []
     for client in (gpu_cluster, cpu_cluster):
         with client.as_current():
             g = gpipe.counting.read_graph(HPRD / "HPRD.graph")
-            results.append([gpipe.counting.estimate(g, query, method=m, samples=100_000, seed=2)
-                            for m in ("wanderjoin", "alley", "partial_refine")])
+            results.append([gpipe.counting.estimate(g, query, method=m, samples=samples, seed=seed)
+                            for m in methods])
+    return results
+
+
+def test_estimate_on_gpu_workers_equals_cpu(gpu_cluster, cpu_cluster):
+    results = _estimates_on_gpu_and_cpu(gpu_cluster, cpu_cluster, ("wanderjoin", "alley", "partial_refine"),
+                                        100_000, 2)
     for gpu, cpu in zip(*results):
         assert (gpu.estimate, gpu.std_error, gpu.valid_fraction) == (cpu.estimate, cpu.std_error, cpu.valid_fraction)
 
@@ -90,11 +97,5 @@ def _numpy_alley(table):
 
 
 def test_a_refine_in_numpy_runs_on_gpu_workers_as_on_cpu(gpu_cluster, cpu_cluster):
-    query = Query.from_file(HPRD / "queries" / "query_dense_16_1.graph")
-    results = []
-    for client in (gpu_cluster, cpu_cluster):
-        with client.as_current():
-            g = gpipe.counting.read_graph(HPRD / "HPRD.graph")
-            results.append(gpipe.counting.estimate(g, query, method=_numpy_alley, samples=20_000, seed=3))
-    gpu, cpu = results
+    [gpu], [cpu] = _estimates_on_gpu_and_cpu(gpu_cluster, cpu_cluster, (_numpy_alley,), 20_000, 3)
     assert gpu.estimate > 0 and (gpu.estimate, gpu.std_error) == (cpu.estimate, cpu.std_error)
