@@ -186,7 +186,7 @@ def _train(train_fn, run_id: str, rank: int, world: int, rendezvous: dict, piece
     os.environ.update(env)
     try:
         result = train_fn(loader, rank, world, **kwargs)
-    except (Exception, SystemExit) as exc:  # sys.exit too: let through, it would end the worker and its partitions
+    except (Exception, SystemExit) as exc:  # sys.exit caught too: let through, it would end the worker and its data
         raise TaskError(PHASE, rank, None, repr(exc), unit="rank") from exc
     finally:
         run.close()
