@@ -198,3 +198,8 @@ def test_unique_on_the_host_is_numpys_by_a_sort(shape, high):
     found = unique(np, values)
     np.testing.assert_array_equal(found, np.unique(values))
     assert found.dtype == values.dtype
+
+
+def test_attach_refuses_a_local_flag_that_is_not_a_bool_naming_it(cpu):
+    with pytest.raises(gpipe.GpipeValueError, match="^'local' must be true or false, got 'yes'$"):
+        gpipe.attach(cpu, "cpu", local="yes")

@@ -9,7 +9,7 @@ from distributed import Client, default_client
 
 from .. import config
 from ..backend import DEVICES, gpu_problem
-from .._validate import check_choice
+from .._validate import check_bool, check_choice
 from ..errors import DeviceUnavailableError, GpipeError
 from ._store import PLUGIN_NAME, GpipeStore
 
@@ -55,6 +55,7 @@ def attach(client: Client, device: str = "auto", timeout: float = 60, *, local: 
     of their tasks to the client on every worker, one its nanny restarts too.
     """
     check_choice("device", device, DEVICES)
+    check_bool("local", local)
     client.wait_for_workers(1, timeout=timeout)
     problems = client.run(gpu_problem) if device != "cpu" else {}
     missing = {w: p for w, p in problems.items() if p is not None}
