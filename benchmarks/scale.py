@@ -53,13 +53,12 @@ WALKS = {"deepwalk": lambda g, args, **kw: gpipe.walks.deepwalk(g, **kw),
 
 
 def _per_superstep(stats: dict) -> dict:
-    """Where a run's time went, per superstep: the busiest partition's kernels, sending walkers, the barrier,
-    and the rest (dispatch, bookkeeping); and the walker bytes exchanged."""
+    """Where a run's time went, per superstep: the busiest partition's kernels, the busiest worker's exchange
+    (counts, walkers and the barrier), and the rest (dispatch, bookkeeping); and the walker bytes exchanged."""
     steps = max(1, stats.get("supersteps", 1))
-    parts = {k: stats.get(f"{k}_seconds", 0.0) / steps for k in ("kernel", "send", "barrier")}
+    parts = {k: stats.get(f"{k}_seconds", 0.0) / steps for k in ("kernel", "exchange")}
     parts["other"] = stats["seconds"] / steps - sum(parts.values())
-    moved = stats.get("walker_bytes_ipc", 0) + stats.get("walker_bytes_comms", 0)
-    return {"per_superstep_seconds": parts, "walker_bytes_per_superstep": moved / steps}
+    return {"per_superstep_seconds": parts, "walker_bytes_per_superstep": stats.get("walker_bytes", 0) / steps}
 
 
 def _walk(g, args, name: str, walks_per_vertex: int) -> dict:
@@ -100,6 +99,28 @@ def _sampling(g, instances: int, args) -> dict:
             **kept_stats(best), **_per_superstep(best), "digest": digest_of_first}
 
 
+def _superstep(g, args) -> dict:
+    """What a superstep costs with (almost) nothing to do: one walker of ``--superstep-length`` steps from the
+    highest-degree vertex, each of its crossings to another GPU's partition a superstep of its own (on one GPU
+    the walk is one superstep). Per superstep: the whole call's seconds and the exchange's (its counts, the one
+    walker and the barrier)."""
+    start = [int(np.argmax(g.degrees().to_numpy()))]
+    gpipe.walks.deepwalk(g, length=4, start=start, seed=99).persist()  # compile
+    runs = []
+    for r in range(args.repeat):
+        w = gpipe.walks.deepwalk(g, length=args.superstep_length, start=start, seed=args.seed + r)
+        runs.append(dict(w.stats))
+    best = min(runs, key=lambda s: s["seconds"] / s["supersteps"])
+    supersteps = best["supersteps"]
+    record = {"workload": "one-walker", "length": args.superstep_length, **kept_stats(best),
+              "seconds_per_superstep": best["seconds"] / supersteps,
+              "exchange_seconds_per_superstep": best.get("exchange_seconds", 0.0) / supersteps, "digest": None}
+    print(f"  one walker, {args.superstep_length} steps: {supersteps} supersteps, "
+          f"{record['seconds_per_superstep'] * 1e3:.3f} ms each ({record['exchange_seconds_per_superstep'] * 1e3:.3f}"
+          f" ms of exchange)", flush=True)
+    return record
+
+
 def _moved(stats: dict) -> str:
     if "partition_transfers" not in stats:
         return ""
@@ -108,9 +129,10 @@ def _moved(stats: dict) -> str:
             f"{stats['partition_reads_in_place']} read in place)")
 
 
-def _workloads(g, args, walks=("deepwalk",), walks_per_vertex=(1,)) -> list[dict]:
+def _workloads(g, args, walks=("deepwalk",), walks_per_vertex=(1,), superstep: bool = False) -> list[dict]:
     return ([_walk(g, args, name, r) for name in walks for r in walks_per_vertex]
-            + [_sampling(g, n, args) for n in args.instances])
+            + [_sampling(g, n, args) for n in args.instances]
+            + ([_superstep(g, args)] if superstep and args.superstep_length else []))
 
 
 def _pinned_copy_bandwidth(nbytes: int = 1 << 30, repeat: int = 5) -> float:
@@ -177,7 +199,7 @@ def _scaling(args) -> dict:
                 g, built = rmat_graph(args, mode=mode)
                 print(f"{gpus} GPU(s), {g} (built in {built:.1f} s)", flush=True)
                 records += [dict(r, gpus=gpus, graph_mode=mode)
-                            for r in _workloads(g, args, args.walks, args.walks_per_vertex)]
+                            for r in _workloads(g, args, args.walks, args.walks_per_vertex, superstep=True)]
                 g.release()
                 write_json(args.out, dict(_scaling_report(env, records, args), complete=False))
     return dict(_scaling_report(env, records, args), complete=True)
@@ -205,6 +227,8 @@ def _scaling_report(env: dict, records: list[dict], args) -> dict:
         setting = ("workload", "instances", "walks_per_vertex")
         # one seed, one graph: the same output for every GPU count and graph mode (the 1-GPU replicated run first)
         base = next(o for o in records if all(o.get(k) == r.get(k) for k in setting))
+        if r["digest"] is None:  # the one-walker run: a cost, not an output
+            continue
         r["same_as_first"] = r["digest"] == base["digest"]
         name = r["workload"] + (f" x{r['instances']}" if "instances" in r else
                                 f" {r['walks_per_vertex']} walk(s)/vertex")
@@ -241,6 +265,8 @@ def main() -> None:
     ap.add_argument("--q", type=float, default=2.0, help="node2vec in-out parameter")
     ap.add_argument("--fanout", type=int, default=2, help="neighbor sampling: neighbors per vertex (C-SAW's 2)")
     ap.add_argument("--depth", type=int, default=2, help="neighbor sampling: hops")
+    ap.add_argument("--superstep-length", type=int, default=400,
+                    help="scaling: the one-walker run measuring a superstep's cost (0: none)")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--stall-seconds", type=float, default=60,
                     help="print the workers' thread stacks when one run has taken this long")

@@ -16,7 +16,7 @@ smaller runs: one H200 cannot assemble the 54 GB walk matrix of R-MAT 24 with
 partitions, all of them on the GPUs (``partitioned``) and with
 ``--device-partitions`` per GPU at once, the rest in pinned host memory
 (``oom``); on each, through each exchange path of ``--exchanges`` (``auto``:
-CUDA IPC between the GPU workers of a host; ``comms``: Dask's comms; one path
+NCCL between GPU workers that have it; ``nccl``; ``comms``: Dask's comms; none
 when N is 1): ``--repeat`` rounds (seed + round) of every workload, then of
 the ``--concurrent`` workloads submitted at once from threads (the i-th with
 seed + round + i).
@@ -25,13 +25,14 @@ A digest is a blake2b: of a walk matrix, of a 64-bit hash of each row in walk
 order, computed on the workers block by block on the block's device (the
 corpus never comes to the client); of sampled edges, of the frame sorted by
 all its columns. A run fails when its digest differs from its reference or
-when its walkers went another way than its exchange path asked (under
-``auto``, any walker bytes through comms between GPU workers). The JSON holds
-per run the workload, parameters, where it ran, seconds, throughput, digests,
-the stats ``walker_bytes_ipc`` / ``walker_bytes_comms`` / ``send_seconds``, and
-the walker bytes per second of sending (all walker bytes over the busiest
-worker's ``send_seconds``) beside a plain peer-to-peer copy's from GPU 0 to
-GPU 1 of the same host; a PNG figure beside it when matplotlib is installed.
+when its exchange was not the one asked (under ``auto``, anything but NCCL
+between GPU workers). The JSON holds per run the workload, parameters, where
+it ran, seconds, throughput, digests, the stats ``exchange`` /
+``walker_bytes`` / ``exchange_seconds`` / ``host_memory_peak`` /
+``device_memory_peak``, and the walker bytes per second of the exchange (all
+walker bytes over the busiest worker's ``exchange_seconds``, which includes
+waiting at the barrier) beside a plain peer-to-peer copy's from GPU 0 to GPU 1
+of the same host; a PNG figure beside it when matplotlib is installed.
 (A workload's first run on a cluster includes compiling its kernels.)
 The JSON is rewritten after every run (``"complete": false`` until the
 end), so a run stopped by a time limit leaves the runs it finished.
@@ -144,18 +145,19 @@ def _references(g, table: dict, needed: set) -> dict:
 def _record(name: str, kwargs: dict, seed: int, run: tuple, reference: str | None, where: dict,
             device: str) -> dict:
     stats, digest, error = run
-    ipc, comms = stats.get("walker_bytes_ipc", 0), stats.get("walker_bytes_comms", 0)
+    moved, path = stats.get("walker_bytes", 0), stats.get("exchange")
+    asked = {"auto": "comms" if device == "cpu" else "nccl"}.get(where["exchange"], where["exchange"])
     throughput, unit = _throughput(stats)
     record = {"workload": name, "parameters": _parameters(kwargs), "seed": seed, **kept_stats(stats), **where,
               "throughput": throughput, "throughput_unit": unit, "digest": digest, "reference_digest": reference,
               "equal": digest is not None and digest == reference, "error": error,
-              "path_as_asked": ipc == 0 if device == "cpu" or where["exchange"] == "comms" else comms == 0,
-              "walker_bytes_per_second": (ipc + comms) / stats["send_seconds"] if stats.get("send_seconds") else None}
-    sent = (f", walkers {ipc / 1e9:.3f} GB IPC + {comms / 1e9:.3f} GB comms in {stats['send_seconds']:.3f} s "
-            "of sends" if ipc + comms else "")
+              "path_as_asked": error is not None or path == (asked if where["gpus"] > 1 else "none"),
+              "walker_bytes_per_second": moved / stats["exchange_seconds"] if stats.get("exchange_seconds") else None}
+    sent = (f", walkers {moved / 1e9:.3f} GB through {path} in {stats['exchange_seconds']:.3f} s of exchanges"
+            if moved else "")
     verdict = "equal" if record["equal"] else f"DIFFERENT: digest {digest} != reference {reference}"
     if not record["path_as_asked"]:
-        verdict += f"; WALKERS WENT ANOTHER WAY than exchange {where['exchange']!r}"
+        verdict += f"; THE EXCHANGE WAS {path!r}, not the {where['exchange']!r} asked"
     print(f"    {name} seed {seed}{' (concurrent)' if where['concurrent'] else ''}: {_outcome(stats, error)}"
           f"{sent}{'' if error else ': ' + verdict}", flush=True)
     return record
@@ -285,7 +287,7 @@ def main() -> None:
     ap.add_argument("--partitions-per-gpu", type=int, default=2)
     ap.add_argument("--device-partitions", type=int, default=1, help="oom: partitions on each GPU at once")
     ap.add_argument("--modes", nargs="+", choices=["partitioned", "oom"], default=["partitioned", "oom"])
-    ap.add_argument("--exchanges", nargs="+", choices=["auto", "comms"], default=["auto", "comms"])
+    ap.add_argument("--exchanges", nargs="+", choices=["auto", "nccl", "comms"], default=["auto", "comms"])
     ap.add_argument("--length", type=int, help="walk length (default: GPU 80, CPU 20)")
     ap.add_argument("--walks-per-vertex", type=int, default=10, help="walks (ppr: walks per source, every vertex)")
     ap.add_argument("--p", type=float, default=0.5, help="node2vec return parameter")
@@ -360,12 +362,12 @@ def main() -> None:
     print(f"wrote {args.out}" + (f" and {figure}" if figure else " (no figure: matplotlib is not installed)"))
     if failed:
         print(f"\n{'!' * 80}\nSTRESS FAILED: {len(failed)} of {len(records)} runs failed, differ from their "
-              "reference or sent walkers another way than asked:", file=sys.stderr)
+              "reference or went through another exchange than asked:", file=sys.stderr)
         for r in failed:
             print(f"  {r['workload']} seed {r['seed']}, {_setting(r)}"
                   f"{', concurrent' if r['concurrent'] else ''}: "
                   + (r["error"] or f"digest {r['digest']} vs reference {r['reference_digest']}"
-                     + ("" if r["path_as_asked"] else ", walkers went another way")),
+                     + ("" if r["path_as_asked"] else f", exchange {r.get('exchange')!r}")),
                   file=sys.stderr)
         print("!" * 80, file=sys.stderr)
         sys.exit(1)

@@ -1,13 +1,16 @@
 """What several test modules share: a folder's files and summary, a workflow's script, a call run in a thread, a
-worker lost under a graph, the steps of walks."""
+worker lost under a graph or killed mid-run, the steps of walks."""
 
 import importlib.util
 import json
 import os
+import signal
 import threading
+import time
 
 import numpy as np
 
+import gpipe
 from gpipe.errors import WorkerLostError
 
 
@@ -69,3 +72,25 @@ def walk_steps(walks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     a, b = walks[:, :-1], walks[:, 1:]
     keep = b >= 0
     return a[keep], b[keep]
+
+
+def looping(dask_worker) -> bool:
+    """Whether a run's superstep loop runs on this worker."""
+    return any(run.looping for run in dask_worker.plugins["gpipe"].runs.values())
+
+
+def run_and_kill(client, work, timeout: float = 120):
+    """Run ``work(g)`` on ``client``'s two workers, kill one worker's process once the run's superstep loop runs
+    there; (outcome, lost parts)."""
+    g = gpipe.generators.rmat(scale=9, edge_factor=4, seed=3, partitions=4)
+    work(g, warm=True)  # compile first, so that the kill lands in the run
+    pid, lost = holder(client, g)
+    victim = g.placement[-1]
+    thread, outcome = started(lambda: work(g, warm=False))
+    while not client.run(looping, workers=[victim])[victim]:
+        assert thread.is_alive(), "the run ended before the worker was killed: make it longer"
+        time.sleep(0.01)
+    os.kill(pid, signal.SIGKILL)
+    thread.join(timeout)
+    assert not thread.is_alive(), f"the run did not end within {timeout} s of the worker's death"
+    return outcome, lost

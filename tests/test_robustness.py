@@ -1,8 +1,6 @@
 """A worker that dies mid-run: the run fails with an error naming the lost partitions, never hangs or half-finishes."""
 
 import operator
-import os
-import signal
 import time
 import uuid
 
@@ -11,29 +9,7 @@ import pytest
 
 import gpipe
 from gpipe.errors import GpipeError, WorkerLostError
-from helpers import assert_lost, holder, started
-
-
-def _looping(dask_worker) -> bool:
-    """Whether a run's superstep loop runs on this worker."""
-    return any(run.looping for run in dask_worker.plugins["gpipe"].runs.values())
-
-
-def _run_and_kill(client, work, timeout: float = 120):
-    """Run ``work(g)`` on ``client``'s two workers, kill one worker's process once the run's superstep loop runs
-    there; (outcome, lost parts)."""
-    g = gpipe.generators.rmat(scale=9, edge_factor=4, seed=3, partitions=4)
-    work(g, warm=True)  # compile first, so that the kill lands in the run
-    pid, lost = holder(client, g)
-    victim = g.placement[-1]
-    thread, outcome = started(lambda: work(g, warm=False))
-    while not client.run(_looping, workers=[victim])[victim]:
-        assert thread.is_alive(), "the run ended before the worker was killed: make it longer"
-        time.sleep(0.01)
-    os.kill(pid, signal.SIGKILL)
-    thread.join(timeout)
-    assert not thread.is_alive(), f"the run did not end within {timeout} s of the worker's death"
-    return outcome, lost
+from helpers import assert_lost, run_and_kill
 
 
 def _deepwalk(g, warm):
@@ -43,7 +19,7 @@ def _deepwalk(g, warm):
 
 def test_killing_a_worker_mid_walk_fails_naming_its_partitions(killable_cluster):
     # a WorkerLostError naming the lost partitions, also when another worker failed first, failing to reach them
-    assert_lost(*_run_and_kill(killable_cluster, _deepwalk))
+    assert_lost(*run_and_kill(killable_cluster, _deepwalk))
 
 
 def _sample(g, warm):
@@ -53,7 +29,7 @@ def _sample(g, warm):
 
 @pytest.mark.parametrize("work", [_sample])
 def test_killing_a_worker_mid_sample_fails_naming_its_partitions(killable_cluster, work):
-    assert_lost(*_run_and_kill(killable_cluster, work))
+    assert_lost(*run_and_kill(killable_cluster, work))
 
 
 def test_a_worker_this_client_cannot_reach_is_named_not_reported_lost(cpu, monkeypatch):
@@ -76,17 +52,85 @@ def test_a_worker_this_client_cannot_reach_is_named_not_reported_lost(cpu, monke
     assert gpipe.walks.deepwalk(g, length=5, seed=1).compute().shape == (g.num_vertices, 6)  # the other worker let go
 
 
-def _push(run_id: str, walkers: dict, placement: list[str], length: int | None):
-    """Send ``walkers`` to partition 1 (vertices 10..19 of 20) as a superstep's leavers would go, from this worker."""
+BOUNDS = np.array([0, 10, 20, 30, 40])  # four partitions of ten vertices: 0 and 2 on the first worker, 1 and 3 on the other
+
+
+def _end_superstep(run_id: str, workers: list[str], outbound: dict, sent: list[int], length: int | None,
+                   routed: bool = False):
+    """On a worker: the end of superstep 3 of run ``run_id`` through the comms, with ``outbound`` (partition ->
+    walker sets) leaving from here; returns the next superstep's counts and what arrived (partition -> walkers)."""
+    from gpipe.runtime._exchange import CommsTransport, Exchange
     from gpipe.runtime._store import store
 
-    store().run(run_id).send(3, {1: walkers}, placement, bounds=np.array([0, 10, 20]), length=length)
-    return store().worker_address
+    st = store()
+    run = st.run(run_id)
+    placement = tuple(workers[p % 2] for p in range(4))
+    rank = workers.index(st.worker_address)
+    exchange = Exchange(run, CommsTransport(run, workers, rank), workers, placement, BOUNDS, length, "cpu")
+    try:
+        counts = exchange.end_superstep(3, np.asarray(sent, np.int64), outbound, routed)
+        return counts, {p: run.take_inbox(4, p) for p in range(4) if placement[p] == st.worker_address}
+    finally:
+        run.close()
 
 
-def _walkers(vertex, step):
-    return {"walk_id": np.arange(len(vertex), dtype=np.int64), "vertex": np.asarray(vertex, np.int64),
+def _walkers(vertex, step, first=0):
+    return {"walk_id": np.arange(first, first + len(vertex), dtype=np.int64), "vertex": np.asarray(vertex, np.int64),
             "step": np.asarray(step, np.int32)}
+
+
+def _both(cpu, run: str, calls: dict):
+    """Run :func:`_end_superstep` on both workers at once (each its own ``calls[rank]``); their futures."""
+    workers = sorted(cpu.nthreads())
+    return [cpu.submit(_end_superstep, run, workers, *calls[r], workers=[w], pure=False) for r, w in enumerate(workers)]
+
+
+def test_the_end_of_a_superstep_sums_the_counts_and_delivers_every_walker_to_its_partition(cpu):
+    """The exchange's protocol over the comms: headers, the payload laid out per partition and field, sender order."""
+    run = f"exchange-{uuid.uuid4().hex}"
+    weights = np.array([0.5, 1.5, 2.5], np.float32)
+    first = {1: [_walkers([11, 19], [2, 3]), _walkers([10], [7], first=5)],
+             3: [dict(_walkers([35, 31, 30], [1, 1, 4], first=9))]}
+    second = {0: [_walkers([0, 9, 5], [3, 3, 3], first=20)], 2: [_walkers([29], [0], first=30)]}
+    for walkers in (*first[1], *first[3], *second[0], *second[2]):
+        walkers["weight"] = weights[:walkers["walk_id"].shape[0]]  # a family's own field (float, 4 bytes)
+    a, b = _both(cpu, run, {0: (first, [1, 3, 0, 3], 8), 1: (second, [3, -2, 1, 0], 8)})
+    (counts_a, got_a), (counts_b, got_b) = a.result(), b.result()
+    np.testing.assert_array_equal(counts_a, [4, 1, 1, 3])
+    np.testing.assert_array_equal(counts_b, counts_a)  # the same next counts on every worker
+    assert sorted(got_a) == [0, 2] and sorted(got_b) == [1, 3]
+    for got, sent in ((got_a, second), (got_b, first)):
+        for part, sets in sent.items():
+            (arrived,) = got[part]  # one sender: one arrival, every set of it in the order they left
+            for name in ("walk_id", "vertex", "step", "weight"):
+                expected = np.concatenate([w[name] for w in sets])
+                assert arrived[name].dtype == expected.dtype
+                np.testing.assert_array_equal(arrived[name], expected)
+
+
+def test_a_payload_and_its_header_round_trip_for_any_fields_and_counts():
+    from gpipe.runtime._exchange import ALIGN, Header, layout, pack, unpack
+
+    rng = np.random.default_rng(0)
+    outbound = {p: [{"walk_id": rng.integers(0, 1 << 40, n), "vertex": rng.integers(0, 40, n).astype(np.int32),
+                     "flag": rng.integers(0, 2, n).astype(np.uint8), "w": rng.random(n).astype(np.float16)}
+                    for n in counts] for p, counts in {1: [3, 0, 5], 3: [1], 2: [0]}.items()}
+    schema = tuple((name, a.dtype.str) for name, a in outbound[1][0].items())
+    moved = np.array([0, 8, 0, 1])
+    header = Header.read(Header(np.array([4, -1, 0, 2]), moved, True, schema).words(), 4)
+    assert header.schema == schema and header.routed and list(header.sent) == [4, -1, 0, 2]
+    payload = pack(np, outbound, [1, 2, 3], schema)
+    places, size = layout(schema, {1: 8, 3: 1})
+    assert payload.shape[0] == size and all(offset % ALIGN == 0 for *_, offset, _ in places)
+    walkers = unpack(payload, header, [1, 2, 3])
+    assert sorted(walkers) == [1, 3]
+    for part in (1, 3):
+        for name, dtype in schema:
+            expected = np.concatenate([w[name] for w in outbound[part]])
+            assert walkers[part][name].dtype == np.dtype(dtype)
+            np.testing.assert_array_equal(walkers[part][name], expected)
+    with pytest.raises(GpipeError, match="a payload of 16 bytes arrived where its header said"):
+        unpack(payload[:16], header, [1, 2, 3])
 
 
 def _runs_of(run: str, action: str):
@@ -98,32 +142,46 @@ def _runs_of(run: str, action: str):
     return act
 
 
+def _tell(run_id: str, peer: str) -> str:
+    """Send ``peer`` a superstep's end of run ``run_id`` (one walker for partition 1), as a rank does; its answer."""
+    from distributed.protocol import to_serialize
+    from distributed.utils import sync
+
+    from gpipe.runtime._exchange import Header
+    from gpipe.runtime._store import store
+
+    st = store()
+    words = Header(np.zeros(4, np.int64), np.array([0, 1, 0, 0]), False, (("walk_id", "<i8"),)).words()
+    return sync(st.worker.loop, st.worker.rpc(peer).gpipe_exchange, run_id=run_id, superstep=3, rank=0,
+                words=to_serialize(words), payload=to_serialize(np.zeros(16, np.uint8)))
+
+
 def test_walkers_arriving_after_their_run_ended_are_dropped_not_kept(cpu):
     """A message late for its run (after a failure) makes no new run on the receiver, which nothing would end."""
     sender, receiver = sorted(cpu.nthreads())
     run = "ended-before-its-walkers"
     cpu.run(_runs_of(run, "make"), workers=[receiver])
     cpu.run(_runs_of(run, "end"), workers=[receiver])
-    assert cpu.submit(_push, run, _walkers([10, 19], [0, 8]), [sender, receiver], 8, workers=[sender],
-                      pure=False).result() == sender
+    assert cpu.submit(_tell, run, receiver, workers=[sender], pure=False).result() == "ended"
     assert cpu.run(_runs_of(run, "held"), workers=[receiver]) == {receiver: False}
-    cpu.run(_runs_of(run, "end"), workers=[sender])
 
 
 @pytest.mark.parametrize("walkers, length, damage", [
     (_walkers([12, 25], [1, 1]), 8, r"vertex spans \[12, 25\], outside \[10, 19\]"),
     (_walkers([12, 13], [1, 9]), 8, r"step spans \[1, 9\], outside \[0, 8\]"),
-    (dict(_walkers([12, 13], [1, 2]), vertex=np.arange(10, 13)), None, "vertex has 3 entries"),
 ])
 def test_walkers_damaged_on_the_way_stop_the_run_naming_sender_superstep_and_partition(cpu, walkers, length, damage):
     sender, receiver = sorted(cpu.nthreads())
     run = f"damaged-{uuid.uuid4().hex}"  # a run that has ended drops what arrives for it: a new one each time
-    with pytest.raises(GpipeError, match=rf"walkers from worker {sender} for partition 1 \(superstep 3\) arrived "
+    sending, receiving = _both(cpu, run, {0: ({1: [walkers]}, [0, 2, 0, 0], length), 1: ({}, [0, 0, 0, 0], length)})
+    with pytest.raises(GpipeError, match=rf"walkers from worker {sender} for partition 1 \(superstep 4\) arrived "
                                          rf"damaged: 2 walkers sent, {damage}"):
-        cpu.submit(_push, run, walkers, [sender, receiver], length, workers=[sender], pure=False).result()
-    fine = _walkers([10, 19], [0, 8])
-    assert cpu.submit(_push, run, fine, [sender, receiver], 8, workers=[sender], pure=False).result() == sender
-    cpu.run(lambda dask_worker: dask_worker.plugins["gpipe"].drop_run(run))
+        receiving.result()
+    np.testing.assert_array_equal(sending.result()[0], [0, 2, 0, 0])  # the sender went on: the receiver stops
+    fine = f"fine-{uuid.uuid4().hex}"
+    sending, receiving = _both(cpu, fine, {0: ({1: [_walkers([10, 19], [0, 8])]}, [0, 2, 0, 0], 8),
+                                           1: ({}, [0, 0, 0, 0], 8)})
+    assert [int(w["vertex"].sum()) for w in receiving.result()[1][1]] == [29]
 
 
 @pytest.mark.parametrize("size", [10, 1 << 19])  # inside the one pickle; over INLINE_BYTES, a frame of its own

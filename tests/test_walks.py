@@ -80,8 +80,9 @@ def test_walks_do_not_depend_on_worker_count(cpu_cluster, one_worker_cluster):
             g = gpipe.generators.rmat(scale=10, edge_factor=4, seed=2, partitions=4)
             w = gpipe.walks.deepwalk(g, length=25, seed=9)
             out.append((w.stats["workers"], w.compute()))
-            assert w.stats["walker_bytes_ipc"] == 0  # CPU workers: Dask's comms; one worker: nothing sent
-            assert (w.stats["walker_bytes_comms"] > 0) == (w.stats["workers"] == 2)
+            # CPU workers: Dask's comms; one worker: nothing crosses
+            assert w.stats["exchange"] == ("comms" if w.stats["workers"] == 2 else "none")
+            assert (w.stats["walker_bytes"] > 0) == (w.stats["workers"] == 2)
     assert [o[0] for o in out] == [1, 2]
     np.testing.assert_array_equal(out[0][1], out[1][1])
 
@@ -393,7 +394,10 @@ def test_bad_exchange_is_rejected_by_name(cpu):
 
     g = gpipe.generators.rmat(scale=8, edge_factor=4, seed=2, partitions=2)
     with dask.config.set({"gpipe.exchange": "nvlink"}), pytest.raises(
-            GpipeValueError, match="'gpipe.exchange' must be one of 'auto', 'comms'; got 'nvlink'"):
+            GpipeValueError, match="'gpipe.exchange' must be one of 'auto', 'nccl', 'comms'; got 'nvlink'"):
+        gpipe.walks.deepwalk(g, length=3)
+    with dask.config.set({"gpipe.exchange": "nccl"}), pytest.raises(
+            GpipeValueError, match="'nccl' needs GPU workers; the graph is on cpu workers"):
         gpipe.walks.deepwalk(g, length=3)
 
 

@@ -19,7 +19,7 @@ import numpy as np
 
 from ..backend import free_memory, segments, to_device, to_host, xp
 from ..errors import GpipeError, TaskError
-from . import _pieces
+from . import _exchange, _pieces
 from ._run import Run
 from ._spec import RunSpec, StartSet, StepSpec
 from ._store import store
@@ -146,23 +146,23 @@ def run_partitions(spec: RunSpec, initial: dict, counts: np.ndarray) -> dict:
 
     It runs on every worker holding partitions, for the whole run (a BSP loop
     with no client or scheduler in it; see ``call_workers``). In each superstep
-    the worker advances each of its partitions that has walkers (``counts`` of them, over the whole
-    graph), pushes the leavers into the inboxes of their new partitions'
-    workers, then sends every peer how many walkers it sent to each partition
-    and waits for theirs: their sum is the next superstep's ``counts``, the
-    same on every worker, and once it is heard from every peer all their
-    walkers are in the inboxes. The run ends when it is zero everywhere.
-    Order-free walkers (``spec.step.order_free``) on a worker whose partitions
-    are all on its device do not wait for the next superstep to cross between
-    them (see :func:`_drain`).
+    the worker advances each of its partitions that has walkers (``counts`` of
+    them, over the whole graph); walkers leaving for a partition of this worker
+    wait in its inbox, those for a peer's are held. At the superstep's end the
+    exchange (see ``_exchange``) sends every peer this worker's walker counts
+    and the walkers held for it, and puts theirs in the inboxes: the sum of the
+    counts is the next superstep's ``counts``, the same on every worker. The run
+    ends when it is zero everywhere. Order-free walkers (``spec.step.order_free``)
+    on a worker whose partitions are all on its device do not wait for the next
+    superstep to cross between them (see :func:`_drain`).
 
     ``initial`` holds this worker's partitions' first walkers (see
     :func:`_advance_partition`); ``spec`` says how to run them (see
     :class:`RunSpec`; ``spec.policy`` orders the partitions, see
-    :func:`_order`). Returns the steps taken, each superstep's
-    kernel seconds, the bytes of outputs spilled to host memory, the batches
-    the walkers ran in, the bytes of walkers sent each way, the seconds spent
-    sending them and waiting at the barriers, and the partitions that ran.
+    :func:`_order`). Returns the steps taken, each superstep's kernel seconds,
+    the bytes of outputs spilled to host memory, the batches the walkers ran
+    in, the bytes of walkers sent to peers, the seconds of the exchanges, the
+    peak memory seen at the superstep ends, and the partitions that ran.
     """
     st = store()
     if spec.prelude is not None:
@@ -171,11 +171,12 @@ def run_partitions(spec: RunSpec, initial: dict, counts: np.ndarray) -> dict:
     me, residency = st.worker_address, st.partitions.residency
     placement = spec.placement
     mine = [p for p, w in enumerate(placement) if w == me]
-    peers = sorted(set(placement) - {me})
-    with st.run(spec.run_id).loop() as run:
+    workers = sorted(set(placement))
+    memory = _Peaks(st.device)
+    with st.run(spec.run_id).loop() as run, _exchange_of(spec, run, workers) as exchange:
         superstep = steps = spilled = batches = 0
         seconds, ran = [], set()
-        sending = waiting = 0.0
+        exchanging = 0.0
         while counts.sum() > 0:
             sent = np.zeros(len(placement), np.int64)
             spent = 0.0
@@ -190,20 +191,61 @@ def run_partitions(spec: RunSpec, initial: dict, counts: np.ndarray) -> dict:
                 batches += summary["batches"]
                 steps += summary["steps"]
                 spent += summary["seconds"]
-                sending += summary["send_seconds"]
                 ran.add(p)
             seconds.append(spent)
+            memory.see()
             t0 = time.perf_counter()
             with failing("exchange", me, superstep, "worker"):
-                counts = run.exchange_counts(superstep, sent, peers)
-            waiting += time.perf_counter() - t0
+                counts = exchange.end_superstep(superstep, sent, run.take_outbound(), run.routed)
+            exchanging += time.perf_counter() - t0
             superstep += 1
             if spec.report:
                 st.worker.log_event(f"gpipe-progress-{spec.run_id}", {"worker": me, "superstep": superstep,
                                                                     "steps": steps, "active": int(counts.sum())})
-        sent_bytes = run.sent_bytes
+        sent_bytes = exchange.sent_bytes
     return {"steps": steps, "seconds": seconds, "spilled": spilled, "batches": batches, "sent_bytes": sent_bytes,
-            "send_seconds": sending, "wait_seconds": waiting, "ran": sorted(ran), "outputs": _summaries(spec, ran)}
+            "exchange_seconds": exchanging, "ran": sorted(ran), "outputs": _summaries(spec, ran), **memory.peaks()}
+
+
+@contextlib.contextmanager
+def _exchange_of(spec: RunSpec, run: Run, workers: list[str]):
+    """This worker's end of the run's exchange, on the transport the run was given; a failure while the run
+    lasts gives its NCCL communicator up (a peer may be stuck in a collective on it)."""
+    st = store()
+    rank = workers.index(st.worker_address)
+    watch = _exchange.Watch(run, [w for w in workers if w != st.worker_address])
+    if spec.exchange == "nccl" and len(workers) > 1:
+        key, uid = spec.nccl
+        with failing("exchange", st.worker_address, 0, "worker"):
+            communicator = st.communicators.get(key, uid, len(workers), rank, watch)
+        transport = _exchange.NcclTransport(communicator, workers, rank)
+    else:
+        transport = _exchange.CommsTransport(run, workers, rank)
+    try:
+        yield _exchange.Exchange(run, transport, workers, spec.placement, spec.bounds, spec.step.length, st.device)
+    except BaseException:
+        transport.close(failed=True)
+        raise
+
+
+class _Peaks:
+    """The most memory this worker's process held (host) and its device's pool held, where it was looked at."""
+
+    def __init__(self, device: str):
+        import psutil
+
+        self._process = psutil.Process()
+        self._pool = xp("gpu").get_default_memory_pool() if device == "gpu" else None
+        self.host = self.device = 0
+        self.see()
+
+    def see(self) -> None:
+        self.host = max(self.host, self._process.memory_info().rss)
+        if self._pool is not None:
+            self.device = max(self.device, self._pool.total_bytes())
+
+    def peaks(self) -> dict:
+        return {"host_memory_peak": self.host, "device_memory_peak": self.device if self._pool is not None else None}
 
 
 def _pass(spec: RunSpec, run: Run, initial: dict, order: list[int], counts: np.ndarray, superstep: int):
@@ -276,9 +318,10 @@ def _advance_partition(spec: RunSpec, run: Run, walkers: dict | int | StartSet |
     starts every walker of the partition, and one path buffer for all of them
     (R-MAT 24, 10 walks per vertex, a quarter of the graph: 13.6 GB) beside the
     outputs does not fit an 80 GB GPU.
-    Returns how many walkers went to each partition, the steps taken, the
-    kernel's seconds, the bytes of outputs spilled, the batches and the seconds
-    of sending the leavers. ``prefetch`` and ``in_place`` steer out-of-memory
+    Leavers for this worker's partitions go into their inboxes, those for a
+    peer's are held for the superstep's exchange. Returns how many walkers
+    went to each partition, the steps taken, the kernel's seconds, the bytes of
+    outputs spilled and the batches. ``prefetch`` and ``in_place`` steer out-of-memory
     graphs (see ``Residency``).
     """
     x = worker_xp()
@@ -308,12 +351,15 @@ def _advance_partition(spec: RunSpec, run: Run, walkers: dict | int | StartSet |
     counts = to_host(x.bincount(dest, minlength=parts)).astype(np.int64)
     order = x.argsort(dest)
     ends = np.cumsum(counts)
-    outbound = {q: {k: v[order[int(e - c):int(e)]] for k, v in movers.items()}
-                for q, (c, e) in enumerate(zip(counts, ends)) if c > 0}
-    t0 = time.perf_counter()
-    run.send(superstep + 1, outbound, spec.placement, spec.ipc, None if routed else p.bounds, step.length)
-    return {"to": counts, "steps": steps, "seconds": seconds, "spilled": spilled, "batches": len(moved),
-            "send_seconds": time.perf_counter() - t0}
+    here = store().worker_address
+    for q, (c, e) in enumerate(zip(counts, ends)):
+        if c > 0:
+            walkers = {k: v[order[int(e - c):int(e)]] for k, v in movers.items()}
+            if spec.placement[q] == here:
+                run.deliver(superstep + 1, q, walkers, local=True)
+            else:
+                run.hold(q, walkers, routed)
+    return {"to": counts, "steps": steps, "seconds": seconds, "spilled": spilled, "batches": len(moved)}
 
 
 @_phase("advance", unit="replica")

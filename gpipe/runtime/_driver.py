@@ -26,14 +26,14 @@ from .. import config
 from .._validate import check_choice, check_probability
 from ..backend import unique
 from ..errors import GpipeValueError
-from . import _advance
+from . import _advance, _nccl
 from ._residency import POLICIES
 from ._spec import RunSpec, StartSet, StepSpec
 from ._store import drop_run, output_limit_setting, store, transfers
 from ._watch import call_workers
 
 
-EXCHANGES = ("auto", "comms")  # gpipe.exchange: walkers between workers
+EXCHANGES = ("auto", "nccl", "comms")  # gpipe.exchange: the ends of supersteps between workers
 _MEMORY: dict[tuple[str, str], tuple] = {}  # (client, worker) -> GpipeStore.memory(), asked once per cluster
 
 
@@ -90,24 +90,26 @@ def run_supersteps(graph, spec: StepSpec, initial: int | StartSet | dict, *, num
     client = graph.client
     placement = graph.placement
     out_of_memory = graph.device_partitions is not None
-    run = RunSpec(
-        uuid.uuid4().hex[:12], graph.graph_id, tuple(placement), spec,
-        policy=check_choice("gpipe.memory.schedule", config.get("memory.schedule"), POLICIES),
-        in_place_below=check_probability("gpipe.memory.read-in-place-below",
-                                         config.get("memory.read-in-place-below")),
-        output_limit=output_limit_setting(),
-        ipc=check_choice("gpipe.exchange", config.get("exchange"), EXCHANGES) == "auto",
-        report=progress is not None, summarize=summarize, prelude=getattr(graph, "prelude", None))
-    run_id = run.run_id
-    before = _transfers(graph) if out_of_memory else None
-    t0 = time.perf_counter()
+    policy = check_choice("gpipe.memory.schedule", config.get("memory.schedule"), POLICIES)
+    in_place_below = check_probability("gpipe.memory.read-in-place-below", config.get("memory.read-in-place-below"))
     workers = sorted(set(placement))
-    with _reporting(client, run_id, progress, len(workers), num_walks):
-        queues, counts = _initial_walkers(graph, initial)
-        loops = [(w, _advance.run_partitions, (run, {p: q for p, q in queues.items() if placement[p] == w}, counts),
-                  {}) for w in workers]
-        summaries = _call_run(client, run_id, loops, dict(enumerate(placement)), "supersteps")
-    seconds = time.perf_counter() - t0
+    exchange = _exchange_path(graph, workers)
+    with contextlib.ExitStack() as stack:
+        nccl = stack.enter_context(_nccl.lease(client, workers)) if exchange == "nccl" else None
+        run = RunSpec(
+            uuid.uuid4().hex[:12], graph.graph_id, tuple(placement), spec, policy=policy,
+            in_place_below=in_place_below, output_limit=output_limit_setting(), bounds=np.asarray(graph.bounds),
+            exchange=exchange, nccl=nccl,
+            report=progress is not None, summarize=summarize, prelude=getattr(graph, "prelude", None))
+        run_id = run.run_id
+        before = _transfers(graph) if out_of_memory else None
+        t0 = time.perf_counter()
+        with _reporting(client, run_id, progress, len(workers), num_walks):
+            queues, counts = _initial_walkers(graph, initial)
+            loops = [(w, _advance.run_partitions,
+                      (run, {p: q for p, q in queues.items() if placement[p] == w}, counts), {}) for w in workers]
+            summaries = _call_run(client, run_id, loops, dict(enumerate(placement)), "supersteps")
+        seconds = time.perf_counter() - t0
     steps = sum(s["steps"] for s in summaries)
     superstep = max(len(s["seconds"]) for s in summaries)
     per_superstep = np.zeros(superstep)
@@ -119,10 +121,11 @@ def run_supersteps(graph, spec: StepSpec, initial: int | StartSet | dict, *, num
         progress(superstep=superstep, active=0, steps=steps, total=num_walks)
     stats = {**_stats(graph, summaries, "partitioned", graph.num_partitions, len(workers), steps, seconds, superstep,
                       kernel_seconds),
-             "walker_bytes_ipc": sum(s["sent_bytes"][0] for s in summaries),
-             "walker_bytes_comms": sum(s["sent_bytes"][1] for s in summaries),
-             "send_seconds": max(s["send_seconds"] for s in summaries),  # the busiest worker's
-             "barrier_seconds": max(s["wait_seconds"] for s in summaries)}
+             "exchange": exchange, "walker_bytes": sum(s["sent_bytes"] for s in summaries),
+             "exchange_seconds": max(s["exchange_seconds"] for s in summaries),  # the busiest worker's
+             "host_memory_peak": max(s["host_memory_peak"] for s in summaries),
+             "device_memory_peak": None if graph.device != "gpu" else max(s["device_memory_peak"]
+                                                                        for s in summaries)}
     if out_of_memory:
         count, nbytes, copy_seconds, in_place = np.subtract(_transfers(graph), before)
         stats.update(device_partitions=graph.device_partitions, schedule=run.policy, partition_transfers=int(count),
@@ -130,6 +133,24 @@ def run_supersteps(graph, spec: StepSpec, initial: int | StartSet | dict, *, num
                      transfer_seconds=float(copy_seconds),
                      host_to_device_bytes_per_second=float(nbytes / copy_seconds) if copy_seconds > 0 else 0.0)
     return run_id, {p: placement[p] for p in sorted(ran)}, stats
+
+
+def _exchange_path(graph, workers: list[str]) -> str:
+    """How the run's supersteps end between its workers (``gpipe.exchange``), decided before it starts: ``auto``
+    is NCCL between GPU workers that have it, else Dask's comms; ``nccl`` where it cannot be used is an error;
+    ``none`` on one worker, where nothing crosses."""
+    asked = check_choice("gpipe.exchange", config.get("exchange"), EXCHANGES)
+    if asked == "nccl" and graph.device != "gpu":
+        raise GpipeValueError(f"gpipe.exchange: 'nccl' needs GPU workers; the graph is on {graph.device} workers")
+    if len(workers) == 1:
+        return "none"
+    if asked == "comms" or (asked == "auto" and graph.device != "gpu"):
+        return "comms"
+    why = _nccl.unusable(graph.client, workers)
+    if asked == "nccl" and why:
+        worker, reason = min(why.items())
+        raise GpipeValueError(f"gpipe.exchange: 'nccl' needs NCCL on every GPU worker; worker {worker}: {reason}")
+    return "comms" if why else "nccl"
 
 
 def _run_replicated(graph, spec: StepSpec, initial: int | StartSet | dict, progress: Callable | None,

@@ -77,8 +77,9 @@ class RunSpec:
     ``policy`` orders an out-of-memory graph's partitions and one not on the
     device that fewer walkers than ``in_place_below`` x its vertices wait for
     is read in place (see ``Residency``); ``output_limit`` bounds the outputs
-    kept on the device (see ``Run.add_pieces``); ``ipc`` lets walkers go to GPU
-    peers on the same host through CUDA IPC; ``report`` logs each superstep's
+    kept on the device (see ``Run.add_pieces``); ``exchange`` is how the ends of
+    supersteps go between workers (``nccl`` or ``comms``, see ``_exchange``), ``nccl`` the NCCL
+    communicator's key and, where the workers make it with this run, its unique id; ``report`` logs each superstep's
     progress as the Dask event ``gpipe-progress-<run_id>``; with ``summarize``,
     each worker's summary carries ``summarize(piece sets)`` of the outputs of
     every partition it ran, made as its run ends (no second round trip to
@@ -94,7 +95,9 @@ class RunSpec:
     policy: str = "workload"
     in_place_below: float = 0.0
     output_limit: int | str | None = None
-    ipc: bool = False
+    bounds: np.ndarray | None = None  # partition p holds vertices bounds[p]..bounds[p+1]-1 (partitioned mode)
+    exchange: str = "comms"
+    nccl: tuple[str, bytes | None] | None = None
     report: bool = False
     summarize: Callable[[list], object] | None = None
     prelude: tuple | None = None

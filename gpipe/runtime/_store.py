@@ -23,7 +23,6 @@ import psutil
 import pyarrow as pa
 from dask.utils import parse_bytes
 from distributed import WorkerPlugin, get_worker
-from distributed.comm.addressing import get_address_host
 from distributed.protocol import to_serialize
 from distributed.utils import sync
 
@@ -31,7 +30,8 @@ from .. import config, errors
 from .._validate import check_int
 from ..backend import device_of, gpu_count, set_cpu_threads, to_host, unique, xp
 from ._partitions import Partitions
-from ._run import ENDED, Arrival, Run
+from ._nccl import Communicators
+from ._run import ENDED, Run
 from ._wire import pack, unpack
 from ..errors import GpipeError, GpipeValueError
 
@@ -57,7 +57,7 @@ class GpipeStore(WorkerPlugin):
         self.runs: dict[str, Run] = {}  # oldest first
         self.ended: dict[str, None] = {}  # ids of the last ENDED_KEPT runs to end here, oldest first
         self.lock = threading.Lock()  # the runs' and the registry's
-        self.far: set[str] = set()  # peers that could not open this worker's device memory
+        self.communicators = Communicators()  # NCCL's, by key (see _nccl)
         self._auto_limit = _output_limit(self.device)  # what gpipe.memory.output-limit 'auto' means here
         self._runner = ThreadPoolExecutor(RUN_THREADS, thread_name_prefix="gpipe-run")
         self.host_threads = _host_threads(self.device, worker.state.nthreads)
@@ -65,9 +65,7 @@ class GpipeStore(WorkerPlugin):
         self.worker = worker
         self.worker_address = worker.address
         worker.handlers["gpipe_call"] = self._call
-        worker.handlers["gpipe_receive"] = self._receive
-        worker.handlers["gpipe_receive_ipc"] = self._receive_ipc
-        worker.handlers["gpipe_counts"] = self._counts
+        worker.handlers["gpipe_exchange"] = self._exchange
         worker.handlers["gpipe_block"] = self._block
         worker.handlers["gpipe_partition"] = self._partition_arrays
         worker.handlers["gpipe_neighbors"] = self._neighbors
@@ -78,6 +76,7 @@ class GpipeStore(WorkerPlugin):
         self._runner.shutdown(wait=False)
         for run in list(self.runs.values()):
             run.close()
+        self.communicators.close()
         self.partitions = Partitions(self.device, worker.address)
 
     async def _call(self, call: tuple) -> object:
@@ -164,26 +163,12 @@ class GpipeStore(WorkerPlugin):
             spilled += run.spill(over - spilled)
         return spilled
 
-    def near(self, peer: str) -> bool:
-        """Whether ``peer`` may open this worker's device memory: a GPU worker on this host, not known to fail."""
-        return (self.device == "gpu" and peer not in self.far
-                and get_address_host(peer) == get_address_host(self.worker_address))
-
-    async def _receive(self, run_id: str, superstep: int, part: int, sender: str, walkers: dict,
-                       expect: Arrival) -> str:
-        run = self.run(run_id, late=True)
-        return ENDED if run is None else await run.receive(superstep, part, sender, walkers, expect)
-
-    async def _receive_ipc(self, run_id: str, superstep: int, part: int, sender: str, handle: bytes,
-                           layout: list, expect: Arrival) -> str:
-        run = self.run(run_id, late=True)
-        return ENDED if run is None else await run.receive_ipc(superstep, part, sender, handle, layout, expect)
-
-    async def _counts(self, run_id: str, superstep: int, sender: str, sent: list[int]) -> str:
+    async def _exchange(self, run_id: str, superstep: int, rank: int, words: np.ndarray, payload) -> str:
+        """A peer's end of ``superstep`` of a run, through the comms (see ``_exchange.CommsTransport``)."""
         run = self.run(run_id, late=True)
         if run is None:
             return ENDED
-        run.hear_counts(superstep, sender, sent)
+        run.hear(superstep, rank, words, payload)
         return "OK"
 
     async def _block(self, run_id: str, part: int, block: int, block_rows: int, n_blocks: int, dtype: str):

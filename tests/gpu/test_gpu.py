@@ -7,7 +7,7 @@ import pytest
 
 import gpipe
 from gpipe import _rng
-from gpipe.backend import gpu_problem
+from gpipe.backend import gpu_count, gpu_problem
 
 pytestmark = pytest.mark.gpu
 
@@ -316,8 +316,9 @@ def _node2vec(g):
 
 
 def _walk_and_sample_equal_cpu(gpu_client, cpu_client, build: dict, run: dict, walk=_node2vec, check=None) -> dict:
-    """A walk and a neighbor sample on an R-MAT graph built (``build``) and run (``run``: config) on the GPU
-    cluster and on the CPU one: the same results; ``check(g, walks, sample)`` holds on each. The GPU walk's stats.
+    """A walk and a neighbor sample on an R-MAT graph built (``build``) and run (``run``: config; a
+    ``gpipe.exchange`` only on the GPUs) on the GPU cluster and on the CPU one: the same results;
+    ``check(g, walks, sample)`` holds on each. The GPU walk's stats.
     """
     import dask
     import pandas as pd
@@ -326,7 +327,8 @@ def _walk_and_sample_equal_cpu(gpu_client, cpu_client, build: dict, run: dict, w
         build_options = dict(build)
         with dask.config.set({"gpipe.memory.device-partitions": build_options.pop("budget", None)}):
             g = gpipe.generators.rmat(scale=11, edge_factor=4, seed=5, weighted=True, **build_options)
-        with dask.config.set(run):
+        here = run if g.device == "gpu" else {k: v for k, v in run.items() if k != "gpipe.exchange"}
+        with dask.config.set(here):
             walks = walk(g)
             sample = gpipe.sampling.neighbor(g, np.arange(0, 2048, 7), fanout=2, depth=3, weighted=True, seed=1)
         if check is not None:
@@ -363,7 +365,8 @@ def test_replicated_and_out_of_memory_gpu_runs_equal_cpu(gpu_cluster, cpu_cluste
 
 @pytest.fixture(scope="module")
 def shared_gpu_cluster():
-    """Two GPU worker processes on one host (both on its first GPU): walkers can go between them by CUDA IPC."""
+    """Two GPU worker processes on one host, both on its first GPU (NCCL cannot join them: the comms carry the
+    exchange)."""
     from distributed import Client, LocalCluster
 
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster, \
@@ -372,19 +375,74 @@ def shared_gpu_cluster():
         yield client
 
 
+@pytest.fixture(scope="module")
+def two_gpu_cluster():
+    """Two GPU workers, each on a GPU of its own (a host with two GPUs or more): the exchange goes through NCCL."""
+    if gpu_count() < 2:
+        pytest.skip("one GPU: NCCL between GPU workers needs two (run on nvidia-h200-x2)")
+    with gpipe.connect(n_workers=2, device="gpu", dashboard_address=":0") as client:
+        yield client
+
+
 @pytest.mark.parametrize("exchange", ["auto", "comms"])
-def test_walkers_between_gpu_workers_of_one_host_equal_cpu(shared_gpu_cluster, cpu_cluster, exchange):
+def test_walkers_between_gpu_workers_sharing_a_gpu_equal_cpu(shared_gpu_cluster, cpu_cluster, exchange):
     stats = _walk_and_sample_equal_cpu(shared_gpu_cluster, cpu_cluster, {"partitions": 4},
                                        {"gpipe.exchange": exchange})
     assert stats["device"] == "gpu" and stats["workers"] == 2
-    by_ipc, by_comms = stats["walker_bytes_ipc"], stats["walker_bytes_comms"]
-    assert (by_ipc > 0 and by_comms == 0) if exchange == "auto" else (by_ipc == 0 and by_comms > 0)
+    assert stats["exchange"] == "comms" and stats["walker_bytes"] > 0  # auto: NCCL cannot join two ranks on one GPU
 
 
-def test_out_of_memory_on_two_gpu_workers_equals_cpu(shared_gpu_cluster, cpu_cluster):
-    stats = _walk_and_sample_equal_cpu(shared_gpu_cluster, cpu_cluster, {"partitions": 6, "budget": 1}, {},
+def test_nccl_asked_for_workers_sharing_a_gpu_is_refused_naming_them(shared_gpu_cluster):
+    import dask
+
+    with shared_gpu_cluster.as_current():
+        g = gpipe.generators.rmat(scale=8, edge_factor=4, seed=5, partitions=2)
+        with dask.config.set({"gpipe.exchange": "nccl"}), pytest.raises(
+                gpipe.GpipeValueError, match="'nccl' needs NCCL on every GPU worker; worker .*: it shares GPU"):
+            gpipe.walks.deepwalk(g, length=5)
+
+
+@pytest.mark.parametrize("exchange", ["auto", "nccl", "comms"])
+def test_walkers_between_gpus_equal_cpu_through_every_exchange(two_gpu_cluster, cpu_cluster, exchange):
+    stats = _walk_and_sample_equal_cpu(two_gpu_cluster, cpu_cluster, {"partitions": 4},
+                                       {"gpipe.exchange": exchange})
+    assert stats["workers"] == 2 and stats["walker_bytes"] > 0
+    assert stats["exchange"] == ("comms" if exchange == "comms" else "nccl")
+    assert stats["host_memory_peak"] > 0 and stats["device_memory_peak"] > 0
+
+
+def test_out_of_memory_on_two_gpus_equals_cpu(two_gpu_cluster, cpu_cluster):
+    stats = _walk_and_sample_equal_cpu(two_gpu_cluster, cpu_cluster, {"partitions": 6, "budget": 1}, {},
                                        walk=lambda g: gpipe.walks.deepwalk(g, length=12, weighted=True, seed=1))
-    assert stats["workers"] == 2 and stats["partition_transfers"] > 0 and stats["walker_bytes_ipc"] > 0
+    assert stats["workers"] == 2 and stats["partition_transfers"] > 0 and stats["exchange"] == "nccl"
+
+
+def test_two_runs_at_once_through_nccl_each_equal_alone(two_gpu_cluster):
+    """Each run has its own communicator: two at once never mix their collectives."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with two_gpu_cluster.as_current():
+        g = gpipe.generators.rmat(scale=12, edge_factor=8, seed=2, partitions=4)
+        alone = [gpipe.walks.deepwalk(g, length=30, seed=s).compute() for s in (1, 2)]
+        with ThreadPoolExecutor(2) as pool:
+            together = list(pool.map(lambda s: gpipe.walks.deepwalk(g, length=30, seed=s).compute(), (1, 2)))
+    for a, t in zip(alone, together):
+        np.testing.assert_array_equal(a, t)
+
+
+def _long_deepwalk(g, warm):
+    return gpipe.walks.deepwalk(g, length=4 if warm else 20000, seed=1).compute()
+
+
+def test_a_gpu_worker_killed_mid_run_fails_the_nccl_run_within_seconds():
+    """A peer lost in the middle of a collective: the survivor's wait sees the run fail (or the peer silent) and
+    aborts the communicator; the call fails naming the lost partitions instead of hanging."""
+    from helpers import assert_lost, run_and_kill
+
+    if gpu_count() < 2:
+        pytest.skip("one GPU: NCCL between GPU workers needs two (run on nvidia-h200-x2)")
+    with gpipe.connect(n_workers=2, device="gpu", dashboard_address=":0") as client:
+        assert_lost(*run_and_kill(client, _long_deepwalk, timeout=30))
 
 
 def _device_bytes_in_use() -> int:
@@ -408,14 +466,15 @@ def _break_pieces(name: str, broken: bool) -> None:
 
 
 @pytest.mark.parametrize("where", ["compact", "scatter"])  # in a superstep; in the assembly
-def test_a_failed_run_gives_back_its_device_memory_and_the_next_run_works(shared_gpu_cluster, eventually, where):
-    """A failure costs one run, not the cluster: what the run held on each GPU worker (pieces, walkers, IPC
+@pytest.mark.parametrize("cluster", ["shared_gpu_cluster", "two_gpu_cluster"])  # the comms; NCCL
+def test_a_failed_run_gives_back_its_device_memory_and_the_next_run_works(request, cluster, eventually, where):
+    """A failure costs one run, not the cluster: what the run held on each GPU worker (pieces, walkers, exchange
     buffers, blocks made) is given back, and the same walk then runs whole with the same walks."""
     import gc
 
     from helpers import runs_here
 
-    client = shared_gpu_cluster
+    client = request.getfixturevalue(cluster)
     g = gpipe.generators.rmat(scale=14, edge_factor=8, seed=1, partitions=4)
     reference = gpipe.walks.deepwalk(g, length=20, walks_per_vertex=3, seed=5).compute()
     gc.collect()
@@ -447,62 +506,6 @@ def test_race_cuda_equals_cpu_twin():
     for c, g in zip(cpu[:2], gpu[:2]):
         np.testing.assert_array_equal(g.get(), c)
     np.testing.assert_allclose(gpu[2].get(), cpu[2], rtol=1e-15)
-
-
-_SPIN = r"""
-extern "C" __global__ void gp_test_spin(long long cycles) {
-    const long long start = clock64();
-    while (clock64() - start < cycles) {}
-}
-"""
-_IPC_WORDS = 1 << 26  # 512 MB of int64 per message: a superstep's walkers at R-MAT 24 are this large
-
-
-def _pattern(salt: int):
-    return cupy.arange(_IPC_WORDS, dtype=cupy.int64) * 7 + salt
-
-
-def _ipc_task(action: str, run: str, *args, busy: bool = False):
-    """On a worker of the shared GPU: keep the GPU busy first (``busy``: a kernel spinning ~1 s on a blocking
-    stream, as another run's kernels would), then pack a pattern or unpack a message with the run's buffers."""
-    from distributed import get_worker
-
-    store = get_worker().plugins["gpipe"]
-    buffers = store.run(run).ipc
-    if busy:
-        with cupy.cuda.Stream(non_blocking=False):
-            cupy.RawKernel(_SPIN, "gp_test_spin")((1,), (1,), (np.int64(2_000_000_000),))
-    if action == "pack":
-        return buffers.pack(1, {"vertex": _pattern(args[0])})
-    if action == "unpack":
-        return buffers.unpack(1, "sender", *args)
-    store.run(run).close()
-
-
-def _equals_pattern(walkers: dict, salt: int) -> bool:
-    return bool((walkers["vertex"] == _pattern(salt)).all())
-
-
-def test_cuda_ipc_orders_every_copy_between_processes_on_a_busy_gpu(shared_gpu_cluster):
-    """The sender's copy is complete before its handle goes out, the receiver's before it answers (which lets the
-    sender write the buffer again): with another kernel holding the GPU, an unordered copy reads the wrong walkers."""
-    from distributed import wait
-
-    client = shared_gpu_cluster
-    sender, receiver = sorted(client.nthreads())
-    on = {"sender": dict(workers=[sender], pure=False), "receiver": dict(workers=[receiver], pure=False)}
-    try:
-        handle, layout = client.submit(_ipc_task, "pack", "ipc-test", 1, busy=True, **on["sender"]).result()
-        first = client.submit(_ipc_task, "unpack", "ipc-test", handle, layout, **on["receiver"])
-        assert client.submit(_equals_pattern, first, 1, **on["receiver"]).result(), "read before the sender's copy"
-        handle, layout = client.submit(_ipc_task, "pack", "ipc-test", 2, **on["sender"]).result()
-        second = client.submit(_ipc_task, "unpack", "ipc-test", handle, layout, busy=True, **on["receiver"])
-        wait(second)  # the receiver answered
-        client.submit(_ipc_task, "pack", "ipc-test", 3, **on["sender"]).result()  # the next superstep's walkers
-        assert client.submit(_equals_pattern, second, 2, **on["receiver"]).result(), "overwritten while read"
-    finally:
-        for worker in (sender, receiver):
-            client.submit(_ipc_task, "release", "ipc-test", workers=[worker], pure=False).result()
 
 
 @pytest.mark.parametrize("stage", [1 << 12, None])

@@ -1,0 +1,321 @@
+"""The end of a superstep: every worker's walker counts to every worker, and the walkers that left to their new
+partitions' workers, in one exchange through NCCL (GPU workers) or Dask's comms.
+
+Each worker holding partitions is a rank (its place among the run's workers,
+sorted). At the end of each superstep every rank sends every other rank a
+header of int64 words (:class:`Header`):
+
+- ``sent``: how many walkers it added to (or took from) each partition's count,
+  whose sum over the ranks is the next superstep's walker count per partition,
+  the same on every rank;
+- ``moved``: how many of its walkers it sends now to each partition of
+  another rank;
+- ``routed``: whether those walkers go by a ``to`` field (sampling entries)
+  rather than by the partition owning their ``vertex``;
+- ``schema``: the walkers' fields and dtypes (``name:dtype;...`` in ASCII).
+
+and then to each other rank one payload: the walkers for that rank's
+partitions, in the :func:`layout` both sides compute from the header alone
+(partitions in ascending order, in each the fields in schema order, every
+array starting on an ``ALIGN``-byte offset). The receiver checks what arrived
+(:class:`Arrival`) and puts it in the inboxes of the next superstep, senders in
+rank order. The exchange is the superstep's barrier: once it returns, every
+walker of the next superstep is in its inbox.
+
+Two transports carry it, chosen when the run starts and never changed:
+
+- ``nccl`` (:class:`NcclTransport`): the headers by an all-gather on the
+  device, the payloads by grouped send/recv, GPU to GPU (NVLink within a
+  host, the network NCCL finds across hosts). The host waits for the
+  collectives by polling an event, watching the run (a failure elsewhere
+  aborts the communicator) and pinging silent peers through Dask.
+- ``comms`` (:class:`CommsTransport`): header and payload in one Dask message
+  per peer (``gpipe_exchange``); for CPU workers, and GPU workers without NCCL.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from distributed.protocol import to_serialize
+from distributed.utils import sync
+
+from ..backend import device_of, to_host, xp
+from ..errors import GpipeError
+
+ALIGN = 16  # bytes: every array of a payload starts on such an offset
+SCHEMA_WORDS = 32  # int64 words of a header holding the walkers' fields (256 ASCII bytes)
+PING_SECONDS = 5.0  # how long an exchange waits on its peers before checking that they are still there
+TRANSPORTS = ("nccl", "comms")
+
+
+@dataclass(frozen=True)
+class Header:
+    """One rank's header of a superstep (see the module's docstring)."""
+
+    sent: np.ndarray  # int64, one per partition
+    moved: np.ndarray  # int64, one per partition
+    routed: bool
+    schema: tuple[tuple[str, str], ...]  # (name, dtype.str) of each field, in payload order
+
+    def words(self) -> np.ndarray:
+        text = ";".join(f"{name}:{dtype}" for name, dtype in self.schema).encode("ascii")
+        if len(text) > SCHEMA_WORDS * 8:
+            raise GpipeError(f"walker fields {text.decode()!r} take more than {SCHEMA_WORDS * 8} bytes to describe")
+        schema = np.frombuffer(text.ljust(SCHEMA_WORDS * 8, b"\0"), np.int64)
+        return np.concatenate([self.sent, self.moved, [int(self.routed)], schema]).astype(np.int64)
+
+    @classmethod
+    def read(cls, words: np.ndarray, parts: int) -> Header:
+        text = np.ascontiguousarray(words[2 * parts + 1:], np.int64).tobytes().rstrip(b"\0").decode("ascii")
+        schema = tuple(tuple(field.split(":")) for field in text.split(";")) if text else ()
+        return cls(words[:parts], words[parts:2 * parts], bool(words[2 * parts]), schema)
+
+    @staticmethod
+    def size(parts: int) -> int:
+        return 2 * parts + 1 + SCHEMA_WORDS
+
+
+def layout(schema: tuple, counts: dict[int, int]) -> tuple[list[tuple], int]:
+    """Where each field of each partition's walkers lies in a payload: ``[(part, name, dtype, offset, count)]``
+    for the partitions of ``counts`` (walkers, > 0) in ascending order, and the payload's bytes."""
+    places, size = [], 0
+    for part in sorted(counts):
+        for name, dtype in schema:
+            places.append((part, name, dtype, size, counts[part]))
+            size += -(-counts[part] * np.dtype(dtype).itemsize // ALIGN) * ALIGN
+    return places, size
+
+
+def pack(x, outbound: dict[int, list[dict]], parts: list[int], schema: tuple):
+    """The payload of the walkers for ``parts`` (those of one rank) in ``outbound`` (part -> walker sets)."""
+    counts = {p: sum(_count(w) for w in outbound[p]) for p in parts if p in outbound}
+    counts = {p: c for p, c in counts.items() if c}
+    places, size = layout(schema, counts)
+    payload = x.empty(size, x.uint8)
+    for part, name, dtype, offset, _ in places:
+        for walkers in outbound[part]:
+            array = x.ascontiguousarray(walkers[name]).view(x.uint8)
+            payload[offset:offset + array.shape[0]] = array
+            offset += array.shape[0]
+    return payload
+
+
+def unpack(payload, header: Header, parts: list[int]) -> dict[int, dict]:
+    """The walkers of each of ``parts`` in a payload laid out by the sender's ``header`` (views into it)."""
+    counts = {p: int(header.moved[p]) for p in parts if header.moved[p]}
+    places, size = layout(header.schema, counts)
+    if payload.shape[0] != size:
+        raise GpipeError(f"a payload of {payload.shape[0]} bytes arrived where its header said {size}")
+    walkers: dict[int, dict] = {}
+    for part, name, dtype, offset, count in places:
+        itemsize = np.dtype(dtype).itemsize
+        walkers.setdefault(part, {})[name] = payload[offset:offset + count * itemsize].view(dtype)
+    return walkers
+
+
+@dataclass(frozen=True)
+class Arrival:
+    """What one partition's walkers from one sender must hold, checked where they arrive: a walker damaged on the
+    way (a race in an exchange, a bad copy) stops the run with an error naming the sender, the superstep and the
+    partition rather than faulting a kernel or walking on from a wrong vertex.
+    """
+
+    count: int  # walkers: every field has this many
+    vertices: tuple[int, int] | None  # [lo, hi) of the destination partition, for walkers routed by their vertex
+    length: int | None  # a walk's length: steps lie in [0, length]
+
+    def check(self, walkers: dict, sender: str, superstep: int, part: int) -> None:
+        wrong = [f"{name} has {int(a.shape[0])} entries" for name, a in walkers.items() if a.shape[0] != self.count]
+        rules = {name: rule for name, rule in (("vertex", self.vertices),
+                                               ("step", None if self.length is None else (0, self.length + 1)))
+                 if rule is not None and name in walkers}
+        if not wrong and self.count and rules:
+            x = xp(device_of(walkers[next(iter(rules))]))
+            spans = to_host(x.stack([x.stack([walkers[name].min(), walkers[name].max()]).astype(x.int64)
+                                     for name in rules]))  # one copy to the host
+            for (name, (lo, hi)), (low, high) in zip(rules.items(), spans):
+                if low < lo or high >= hi:
+                    wrong.append(f"{name} spans [{low}, {high}], outside [{lo}, {hi - 1}]")
+        if wrong:
+            raise GpipeError(f"walkers from worker {sender} for partition {part} (superstep {superstep}) arrived "
+                             f"damaged: {self.count} walkers sent, " + "; ".join(wrong))
+
+
+class Watch:
+    """How a rank waits on its peers: it stops when its run ends here, and asks a peer it has waited
+    ``PING_SECONDS`` for whether it is still there (through Dask, the control plane)."""
+
+    def __init__(self, run, peers: list[str]):
+        self.run, self.peers = run, peers
+        self._since = time.perf_counter()
+
+    def start(self) -> None:
+        self._since = time.perf_counter()
+
+    def __call__(self, what: str, silent: list[str] | None = None) -> None:
+        self.run.raise_if_failed(f" while waiting for {what}")
+        if time.perf_counter() - self._since >= PING_SECONDS:
+            store = self.run.store
+            sync(store.worker.loop, _ping, store.worker, self.peers if silent is None else silent, what)
+            self._since = time.perf_counter()
+
+
+async def _ping(worker, peers: list[str], what: str) -> None:
+    async def one(peer: str):
+        try:
+            await asyncio.wait_for(worker.rpc(peer).identity(), PING_SECONDS)
+        except Exception as exc:
+            raise GpipeError(f"worker {peer} cannot be reached while waiting for {what}: {exc!r}")
+
+    await asyncio.gather(*(one(peer) for peer in peers))
+
+
+class CommsTransport:
+    """Header and payload in one Dask message to each peer (``gpipe_exchange``); the peers' arrive in the run's
+    mailbox (``Run.hear``)."""
+
+    name = "comms"
+
+    def __init__(self, run, workers: list[str], rank: int):
+        self.run, self.workers, self.rank = run, workers, rank
+
+    def exchange(self, superstep: int, words: np.ndarray, payloads: dict, watch: Watch, sizes=None):
+        peers = [r for r in range(len(self.workers)) if r != self.rank]
+        if peers:
+            sync(self.run.store.worker.loop, self._tell, superstep, words, payloads, peers)
+        heard = self.run.wait_heard(superstep, {self.workers[r]: r for r in peers}, watch)
+        matrix = np.empty((len(self.workers), words.shape[0]), np.int64)
+        matrix[self.rank] = words
+        received = {}
+        for r, (row, payload) in heard.items():
+            matrix[r] = row
+            if payload is not None:
+                received[r] = payload
+        return matrix, received
+
+    async def _tell(self, superstep: int, words: np.ndarray, payloads: dict, peers: list[int]) -> None:
+        worker, run = self.run.store.worker, self.run
+
+        async def one(r: int):
+            peer = self.workers[r]
+            payload = payloads.get(r)
+            try:
+                await worker.rpc(peer).gpipe_exchange(
+                    run_id=run.id, superstep=superstep, rank=self.rank, words=to_serialize(words),
+                    payload=None if payload is None else to_serialize(payload))
+            except Exception as exc:
+                cause = str(exc) if isinstance(exc, GpipeError) else repr(exc)
+                raise GpipeError(f"could not reach worker {peer} at the end of superstep {superstep}: {cause}")
+
+        await asyncio.gather(*(one(r) for r in peers))
+
+    def close(self, failed: bool) -> None:
+        pass
+
+
+class NcclTransport:
+    """Headers by an all-gather, payloads by grouped send/recv, on one NCCL communicator (see :mod:`_nccl`)."""
+
+    name = "nccl"
+
+    def __init__(self, communicator, workers: list[str], rank: int):
+        self.communicator, self.workers, self.rank = communicator, workers, rank
+
+    def exchange(self, superstep: int, words: np.ndarray, payloads: dict, watch: Watch, sizes):
+        import cupy
+        from cupy.cuda import nccl
+
+        comm, size = self.communicator.comm, len(self.workers)
+        mine = cupy.asarray(words)
+        stream = self.communicator.after_current()  # see _nccl: not the default stream
+        gathered = cupy.empty(size * words.shape[0], cupy.int64)
+        comm.allGather(mine.data.ptr, gathered.data.ptr, words.shape[0], nccl.NCCL_INT64, stream.ptr)
+        self.communicator.wait(stream, watch, f"the other workers' superstep {superstep}")
+        matrix = gathered.get().reshape(size, -1)
+        expected = sizes(matrix)
+        received = {r: cupy.empty(n, cupy.uint8) for r, n in expected.items() if n}
+        sending = {r: p for r, p in payloads.items() if p.shape[0]}
+        if sending or received:
+            stream = self.communicator.after_current()  # the receive buffers are allocated
+            nccl.groupStart()
+            for r, payload in sending.items():
+                comm.send(payload.data.ptr, payload.shape[0], nccl.NCCL_UINT8, r, stream.ptr)
+            for r, payload in received.items():
+                comm.recv(payload.data.ptr, payload.shape[0], nccl.NCCL_UINT8, r, stream.ptr)
+            nccl.groupEnd()
+            self.communicator.wait(stream, watch, f"the walkers of superstep {superstep}")
+        return matrix, received
+
+    def close(self, failed: bool) -> None:
+        if failed:  # a peer may be stuck in a collective with us: nothing may use this communicator again
+            self.communicator.abort()
+
+
+class Exchange:
+    """One rank's end of every superstep of a run (see the module's docstring)."""
+
+    def __init__(self, run, transport, workers: list[str], placement: tuple[str, ...], bounds: np.ndarray,
+                 length: int | None, device: str):
+        self.run, self.transport, self.workers, self.placement = run, transport, workers, placement
+        self.rank = transport.rank
+        self.bounds, self.length, self.device = bounds, length, device
+        self.parts = len(placement)
+        self.of_rank = [[p for p, w in enumerate(placement) if w == worker] for worker in workers]
+        self.watch = Watch(run, [w for r, w in enumerate(workers) if r != self.rank])
+        self.sent_bytes = 0
+
+    def end_superstep(self, superstep: int, sent: np.ndarray, outbound: dict[int, list[dict]],
+                      routed: bool) -> np.ndarray:
+        """Swap headers and payloads with every peer; the walkers that came go into the inboxes of ``superstep``
+        + 1 and the next superstep's walker count per partition is returned."""
+        x = xp(self.device)
+        schema = _schema(outbound)
+        moved = np.zeros(self.parts, np.int64)
+        for part, sets in outbound.items():
+            moved[part] = sum(_count(w) for w in sets)
+        words = Header(np.asarray(sent, np.int64), moved, routed, schema).words()
+        payloads = {r: pack(x, outbound, self.of_rank[r], schema) for r in range(len(self.workers))
+                    if r != self.rank and any(moved[p] for p in self.of_rank[r])}
+        outbound.clear()
+        self.sent_bytes += sum(int(p.shape[0]) for p in payloads.values())
+        mine = self.of_rank[self.rank]
+
+        def sizes(matrix: np.ndarray) -> dict[int, int]:
+            return {r: layout(Header.read(row, self.parts).schema,
+                              {p: int(row[self.parts + p]) for p in mine if row[self.parts + p]})[1]
+                    for r, row in enumerate(matrix) if r != self.rank}
+
+        self.watch.start()
+        matrix, received = self.transport.exchange(superstep, words, payloads, self.watch, sizes)
+        for r in sorted(received):
+            header = Header.read(matrix[r], self.parts)
+            sender = self.workers[r]
+            for part, walkers in unpack(received[r], header, mine).items():
+                Arrival(int(header.moved[part]),
+                        None if header.routed else (int(self.bounds[part]), int(self.bounds[part + 1])),
+                        self.length).check(walkers, sender, superstep + 1, part)
+                self.run.deliver(superstep + 1, part, walkers)
+        return matrix[:, :self.parts].sum(axis=0)
+
+
+def _schema(outbound: dict[int, list[dict]]) -> tuple:
+    """The fields of the walkers sent, the same for every set (a family's movers all carry the same)."""
+    schema = None
+    for sets in outbound.values():
+        for walkers in sets:
+            fields = tuple((name, array.dtype.str) for name, array in walkers.items())
+            if schema is None:
+                schema = fields
+            elif fields != schema:
+                raise GpipeError(f"walkers leaving with fields {fields} and {schema} in one superstep")
+    return schema or ()
+
+
+def _count(walkers: dict) -> int:
+    return int(next(iter(walkers.values())).shape[0])
