@@ -149,6 +149,7 @@ def _record(name: str, kwargs: dict, seed: int, run: tuple, reference: str | Non
     asked = {"auto": "comms" if device == "cpu" else "nccl"}.get(where["exchange"], where["exchange"])
     throughput, unit = _throughput(stats)
     record = {"workload": name, "parameters": _parameters(kwargs), "seed": seed, **kept_stats(stats), **where,
+              "exchange_used": path,
               "throughput": throughput, "throughput_unit": unit, "digest": digest, "reference_digest": reference,
               "equal": digest is not None and digest == reference, "error": error,
               "path_as_asked": error is not None or path == (asked if where["gpus"] > 1 else "none"),
@@ -367,7 +368,7 @@ def main() -> None:
             print(f"  {r['workload']} seed {r['seed']}, {_setting(r)}"
                   f"{', concurrent' if r['concurrent'] else ''}: "
                   + (r["error"] or f"digest {r['digest']} vs reference {r['reference_digest']}"
-                     + ("" if r["path_as_asked"] else f", exchange {r.get('exchange')!r}")),
+                     + ("" if r["path_as_asked"] else f", exchange {r['exchange_used']!r}")),
                   file=sys.stderr)
         print("!" * 80, file=sys.stderr)
         sys.exit(1)

@@ -170,6 +170,7 @@ def sample(g, frontier_size: int, budget: int, instances: int, seed: int, pool: 
     run_ids, held = [], {}
     have = np.zeros(instances, np.int64)
     stats = {"steps": 0, "seconds": 0.0, "kernel_seconds": 0.0, "supersteps": 0, "rounds": 0}
+    summed = ("steps", "seconds", "kernel_seconds", "supersteps", "walker_bytes", "exchange_seconds")
     summarize = functools.partial(_round_summary, instances=instances)
     while True:
         spec = StepSpec(advance_frontier, key, Frontier(budget, horizon, frontier_size), room=room)
@@ -177,8 +178,12 @@ def sample(g, frontier_size: int, budget: int, instances: int, seed: int, pool: 
                                                  summarize=summarize)
         run_ids.append(run_id)
         held.update(partitions)
-        for k in ("steps", "seconds", "kernel_seconds", "supersteps"):
-            stats[k] += run[k]
+        for k in summed:
+            if k in run:  # the exchange's: partitioned graphs
+                stats[k] = stats.get(k, 0) + run[k]
+        for k in ("host_memory_peak", "device_memory_peak"):
+            if run.get(k) is not None:
+                stats[k] = max(stats.get(k, 0), run[k])
         stats["rounds"] += 1
         summaries = run.pop("outputs")
         have += sum(moves for moves, _ in summaries)
@@ -188,7 +193,8 @@ def sample(g, frontier_size: int, budget: int, instances: int, seed: int, pool: 
             break
         walkers = {k: v[resume] for k, v in parked.items()}
         horizon *= 2
-    stats.update({k: run[k] for k in ("partitions", "workers", "device", "num_vertices")})
+    stats.update({k: run[k] for k in ("partitions", "workers", "device", "num_vertices", "mode", "exchange")
+                  if k in run})
     layout = dataclasses.replace(LAYOUT, finish=functools.partial(_first_moves, budget=budget))
     return EdgeSample.of_runs(g.client, tuple(run_ids), held, layout, instances, int(np.minimum(have, budget).sum()),
                               g.id_map, stats)

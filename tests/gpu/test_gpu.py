@@ -475,21 +475,27 @@ def test_a_failed_run_gives_back_its_device_memory_and_the_next_run_works(reques
     from helpers import runs_here
 
     client = request.getfixturevalue(cluster)
-    g = gpipe.generators.rmat(scale=14, edge_factor=8, seed=1, partitions=4)
-    reference = gpipe.walks.deepwalk(g, length=20, walks_per_vertex=3, seed=5).compute()
-    gc.collect()
-    assert eventually(lambda: not set().union(*client.run(runs_here).values()))  # the reference run has left,
-    assert eventually(lambda: not any(client.has_what().values()))  # and its blocks
-    before = client.run(_device_bytes_in_use)
-    client.run(_break_pieces, where, True)
-    try:
-        with pytest.raises(gpipe.GpipeError, match=f"forced failure in {where}"):
-            gpipe.walks.deepwalk(g, length=20, walks_per_vertex=3, seed=5).compute()
-    finally:
-        client.run(_break_pieces, where, False)
-    gc.collect()
-    assert eventually(lambda: client.run(_device_bytes_in_use) == before), (client.run(_device_bytes_in_use), before)
-    np.testing.assert_array_equal(gpipe.walks.deepwalk(g, length=20, walks_per_vertex=3, seed=5).compute(), reference)
+    with client.as_current():  # not the cluster another test made the default
+        g = gpipe.generators.rmat(scale=14, edge_factor=8, seed=1, partitions=4)
+        walk = gpipe.walks.deepwalk(g, length=20, walks_per_vertex=3, seed=5)
+        assert walk.stats["exchange"] == ("nccl" if cluster == "two_gpu_cluster" else "comms")
+        reference = walk.compute()
+        del walk
+        gc.collect()
+        assert eventually(lambda: not set().union(*client.run(runs_here).values()))  # the reference run has left,
+        assert eventually(lambda: not any(client.has_what().values()))  # and its blocks
+        before = client.run(_device_bytes_in_use)
+        client.run(_break_pieces, where, True)
+        try:
+            with pytest.raises(gpipe.GpipeError, match=f"forced failure in {where}"):
+                gpipe.walks.deepwalk(g, length=20, walks_per_vertex=3, seed=5).compute()
+        finally:
+            client.run(_break_pieces, where, False)
+        gc.collect()
+        assert eventually(lambda: client.run(_device_bytes_in_use) == before), (client.run(_device_bytes_in_use),
+                                                                                before)
+        np.testing.assert_array_equal(gpipe.walks.deepwalk(g, length=20, walks_per_vertex=3, seed=5).compute(),
+                                      reference)
 
 
 def test_race_cuda_equals_cpu_twin():
