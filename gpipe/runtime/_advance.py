@@ -90,8 +90,8 @@ def step_kernel(fill):
         pieces = _pieces.compact({"walk_id": walkers["walk_id"], "start": walkers["step"], "length": out["length"],
                                   "offset": offset, "flat": out["flat"]})
         steps = int((out["step"] - walkers["step"]).sum())
-        moved = out["moved"].astype(bool)
-        movers = {k: out[k][moved] for k in walkers}
+        moved = x.flatnonzero(out["moved"])  # one count to the host, not one a field
+        movers = {k: out[k] if moved.shape[0] == n else out[k][moved] for k in walkers}
         return pieces, movers, steps
 
     return advance
@@ -229,7 +229,8 @@ def _exchange_of(spec: RunSpec, run: Run, workers: list[str]):
 
 
 class _Peaks:
-    """The most memory this worker's process held (host) and its device's pool held, where it was looked at."""
+    """The most memory this worker's process held (host, its resident set) and its device's arrays took (CuPy's pool
+    in use: the graph, every run's outputs and walkers), where it was looked at (each superstep's end)."""
 
     def __init__(self, device: str):
         import psutil
@@ -242,7 +243,7 @@ class _Peaks:
     def see(self) -> None:
         self.host = max(self.host, self._process.memory_info().rss)
         if self._pool is not None:
-            self.device = max(self.device, self._pool.total_bytes())
+            self.device = max(self.device, self._pool.used_bytes())
 
     def peaks(self) -> dict:
         return {"host_memory_peak": self.host, "device_memory_peak": self.device if self._pool is not None else None}
@@ -332,7 +333,8 @@ def _advance_partition(spec: RunSpec, run: Run, walkers: dict | int | StartSet |
         partitions.prefetch(spec.graph_id, prefetch, part, pending)
     if walkers is None:
         arrived = run.take_inbox(superstep, part)
-        walkers = {k: x.concatenate([x.asarray(w[k]) for w in arrived]) for k in arrived[0]}
+        walkers = arrived[0] if len(arrived) == 1 else {k: x.concatenate([x.asarray(w[k]) for w in arrived])
+                                                        for k in arrived[0]}
     elif isinstance(walkers, (int, StartSet)):
         walkers = step.start(x, step, p.lo, p.hi, int(p.bounds[-1]), walkers)
     walkers = {k: x.asarray(v) for k, v in walkers.items()}
@@ -349,17 +351,27 @@ def _advance_partition(spec: RunSpec, run: Run, walkers: dict | int | StartSet |
     routed = "to" in movers  # to partition ``to``, not to the owner of ``vertex``
     dest = movers.pop("to") if routed else x.searchsorted(x.asarray(p.bounds[1:-1]), movers["vertex"], side="right")
     counts = to_host(x.bincount(dest, minlength=parts)).astype(np.int64)
-    order = x.argsort(dest)
-    ends = np.cumsum(counts)
     here = store().worker_address
-    for q, (c, e) in enumerate(zip(counts, ends)):
-        if c > 0:
-            walkers = {k: v[order[int(e - c):int(e)]] for k, v in movers.items()}
-            if spec.placement[q] == here:
-                run.deliver(superstep + 1, q, walkers, local=True)
-            else:
-                run.hold(q, walkers, routed)
+    for q, walkers in _by_destination(x, movers, dest, counts):
+        if spec.placement[q] == here:
+            run.deliver(superstep + 1, q, walkers, local=True)
+        else:
+            run.hold(q, walkers, routed)
     return {"to": counts, "steps": steps, "seconds": seconds, "spilled": spilled, "batches": len(moved)}
+
+
+def _by_destination(x, movers: dict, dest, counts: np.ndarray):
+    """Each destination partition with movers, and its movers in the order they came: all of them as they are
+    where they all go to one (a partition's leavers, on a graph of two partitions), else sorted by a stable sort
+    of the destinations in the smallest integer type that holds them (fewer radix passes than int64's eight)."""
+    going = np.flatnonzero(counts)
+    if len(going) == 1:
+        yield int(going[0]), movers
+        return
+    order = x.argsort(dest.astype(np.min_scalar_type(len(counts) - 1)), kind="stable")
+    ends = np.cumsum(counts)
+    for q in going:
+        yield int(q), {k: v[order[int(ends[q] - counts[q]):int(ends[q])]] for k, v in movers.items()}
 
 
 @_phase("advance", unit="replica")
