@@ -15,7 +15,7 @@ per-batch latency fused and per hop over PGSampler's grid; counting
 (``dynamic.py``) seconds per round, dynamic against static rebuilt, beside Bingo's; data in and out
 (``io.py``) seconds per stage and input format, gpipe beside the single-process baselines; counting's intervals
 (``interval_coverage.py``) their coverage of the exact count per method and sample count, and per cell against
-how often ``reliable`` was false.
+how often ``reliable`` was false; an empty superstep (``superstep.py``) its milliseconds per worker count and exchange.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ def draw(report: dict, path: str) -> str | None:
         return None
     family = {"gnn": _gnn, "counting": _counting, "mining": _mining, "dynamic": _dynamic,
               "dynamic_updates": _dynamic_updates, "io": _io,
-              "interval_coverage": _interval_coverage}.get(report.get("benchmark"))
+              "interval_coverage": _interval_coverage, "superstep": _superstep}.get(report.get("benchmark"))
     if family is not None:
         fig = family(plt, report)
         fig.savefig(path, dpi=110)
@@ -235,6 +235,24 @@ def _count_workers(ax, records: list[dict], color: dict) -> None:
     ax.set_ylabel(f"samples / s at {most:,} samples, median", fontsize=8)
     ax.set_title(f"inheritance on, per worker count (lighter: more); xN: over {workers[0]} worker(s)", fontsize=8)
     ax.margins(y=0.25)
+
+
+def _superstep(plt, report: dict):
+    """An empty superstep (``superstep.py``): its median milliseconds (mean marked) per worker count and exchange
+    path, beside issue 37's bound of 0.3 ms."""
+    records = report["records"]
+    workers = "GPUs" if report["device"] == "gpu" else "workers"
+    fig, ax = plt.subplots(figsize=(7, 0.5 * len(records) + 1.5))
+    y = np.arange(len(records))
+    ax.barh(y, [r["seconds"] * 1e3 for r in records], label="median")
+    ax.scatter([r["mean_seconds"] * 1e3 for r in records], y, color="black", zorder=3, s=12, label="mean")
+    ax.axvline(0.3, color="gray", linestyle=":", label="0.3 ms (issue 37's bound)")
+    ax.set_yticks(y, [f"{r['gpus']} {workers}, {r['exchange']}" for r in records])
+    ax.set_xlabel("ms per empty superstep")
+    ax.set_title(f"an empty superstep on {report['device_name']} ({report['date'][:10]})")
+    ax.legend(loc="lower right", fontsize=8)
+    fig.tight_layout()
+    return fig
 
 
 def _interval_coverage(plt, report: dict):

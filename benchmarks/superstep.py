@@ -21,6 +21,7 @@ import uuid
 
 import numpy as np
 from _common import environment, write_json
+from figures import draw
 
 import gpipe
 from gpipe.runtime import _nccl
@@ -71,31 +72,6 @@ def _measure(client, path: str, rounds: int) -> dict:
             "p90_seconds": float(np.quantile(seconds, 0.9))}
 
 
-def _figure(report: dict, path: str) -> str | None:
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return None
-    records = report["records"]
-    labels = [f"{r['gpus']} {'GPUs' if report['device'] == 'gpu' else 'workers'}, {r['exchange']}" for r in records]
-    fig, ax = plt.subplots(figsize=(7, 0.5 * len(records) + 1.5))
-    y = np.arange(len(records))
-    ax.barh(y, [r["seconds"] * 1e3 for r in records], label="median")
-    ax.scatter([r["mean_seconds"] * 1e3 for r in records], y, color="black", zorder=3, s=12, label="mean")
-    ax.axvline(0.3, color="gray", linestyle=":", label="0.3 ms (issue 37's bound)")
-    ax.set_yticks(y, labels)
-    ax.set_xlabel("ms per empty superstep")
-    ax.set_title(f"an empty superstep on {report['device_name']} ({report['date'][:10]})")
-    ax.legend(loc="lower right", fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--device", choices=["gpu", "cpu"], default="gpu")
@@ -115,7 +91,7 @@ def main() -> None:
     report = {**env, "benchmark": "superstep", "parameters": {k: v for k, v in vars(args).items() if k != "out"},
               "records": records}
     write_json(args.out, report)
-    figure = _figure(report, os.path.splitext(args.out)[0] + ".png")
+    figure = draw(report, os.path.splitext(args.out)[0] + ".png")
     print(f"wrote {args.out}" + (f" and {figure}" if figure else " (no figure: matplotlib is not installed)"))
 
 
