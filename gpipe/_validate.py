@@ -56,16 +56,6 @@ def check_bool(name: str, value) -> bool:
     return value
 
 
-def check_graph(name: str, value):
-    """``value`` if it is a :class:`gpipe.Graph`."""
-    from .graph import Graph  # here, not at the top: the graph package imports this module
-
-    if not isinstance(value, Graph):
-        raise GpipeValueError(f"'{name}' must be a gpipe.Graph (from gpipe.read_edges, gpipe.from_edges or "
-                              f"gpipe.generators), got {type(value).__name__}")
-    return value
-
-
 def check_array(name: str, value) -> np.ndarray:
     """``value`` as a numpy array; nested rows of different lengths are refused, naming the lengths."""
     try:

@@ -128,3 +128,91 @@ def test_the_rule_tells_a_private_import_across_packages(source, where, bad):
 def test_no_module_imports_another_packages_private_names():
     found = [line for path in SOURCES for line in violations(path.read_text(), path)]
     assert not found, "imports of private names across package boundaries:\n" + "\n".join(found)
+
+
+# The floors of gpipe, lowest first: a module imports only from its own floor or below, and no circle runs through
+# the units (a top-level module, or a subpackage as a whole), lazy imports inside functions included.
+FLOORS = (
+    ("errors", "config", "backend", "kernels", "_validate", "_files", "_rng", "_search", "_alias", "_csr"),  # base
+    ("runtime",),
+    ("graph",),
+    ("walks", "sampling", "mining", "counting", "dynamic", "gnn", "sort"),  # the families
+    ("cluster", "workflow", "cli", "__init__", "__main__"),  # the face
+)
+FLOOR = {unit: floor for floor, units in enumerate(FLOORS) for unit in units}
+
+
+def _unit(parts: list[str]) -> str:
+    """The unit a dotted path inside gpipe (without the leading ``gpipe``) belongs to: a subpackage, a top-level
+    module, or ``__init__`` for a name of gpipe's own door."""
+    if not parts:
+        return "__init__"
+    if (REPO / "gpipe" / parts[0]).is_dir() or (REPO / "gpipe" / f"{parts[0]}.py").is_file():
+        return parts[0]
+    return "__init__"
+
+
+def unit_imports(source: str, path: Path) -> set[tuple[str, str, int]]:
+    """``(importing unit, imported unit, line)`` for each gpipe import of ``source`` (the module at ``path``) that
+    leaves its unit."""
+    here = list(path.relative_to(REPO / "gpipe").parts)
+    package = here[:-1]
+    me = _unit(here[:1]) if package else here[0][:-3]
+    found = set()
+    for node in ast.walk(ast.parse(source, str(path))):
+        targets = []
+        if isinstance(node, ast.Import):
+            targets = [alias.name.split(".")[1:] for alias in node.names if alias.name.split(".")[0] == "gpipe"]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[:len(package) - node.level + 1] + (node.module.split(".") if node.module else [])
+            elif node.module and node.module.split(".")[0] == "gpipe":
+                base = node.module.split(".")[1:]
+            else:
+                continue
+            targets = [base] if base else [[alias.name] for alias in node.names]
+        for target in targets:
+            unit = _unit(target)
+            if unit != me:
+                found.add((me, unit, node.lineno))
+    return found
+
+
+def test_every_unit_of_gpipe_has_a_floor():
+    units = {p.stem if p.parent == REPO / "gpipe" else p.relative_to(REPO / "gpipe").parts[0]
+             for p in (REPO / "gpipe").rglob("*.py")}
+    assert not units - set(FLOOR), f"units with no floor in FLOORS: {sorted(units - set(FLOOR))}"
+
+
+def test_no_import_runs_down_to_up_and_no_circle():
+    edges = {}
+    for path in (REPO / "gpipe").rglob("*.py"):
+        for me, unit, line in unit_imports(path.read_text(), path):
+            assert FLOOR[unit] <= FLOOR[me], (f"{path.relative_to(REPO)}:{line} imports {unit} (floor {FLOOR[unit]}) "
+                                              f"from {me} (floor {FLOOR[me]}): a floor imports only from below")
+            edges.setdefault(me, set()).add(unit)
+    state = {}  # unit -> 1 while its imports are followed, 2 once done
+
+    def follow(unit: str, trail: list[str]) -> None:
+        state[unit] = 1
+        for nxt in sorted(edges.get(unit, ())):
+            assert state.get(nxt) != 1, "an import circle: " + " -> ".join([*trail, unit, nxt])
+            if nxt not in state:
+                follow(nxt, [*trail, unit])
+        state[unit] = 2
+
+    for unit in sorted(edges):
+        if unit not in state:
+            follow(unit, [])
+
+
+@pytest.mark.parametrize("source, where, found", [
+    ("from .graph import Graph", "gpipe/_validate.py", {("_validate", "graph")}),
+    ("def f():\n    from ..graph import Graph", "gpipe/runtime/_store.py", {("runtime", "graph")}),
+    ("from . import _pieces", "gpipe/runtime/_advance.py", set()),
+    ("from .. import _rng, config", "gpipe/walks/_mh.py", {("walks", "_rng"), ("walks", "config")}),
+    ("import gpipe.runtime._store", "gpipe/cli.py", {("cli", "runtime")}),
+    ("from . import __version__", "gpipe/cli.py", {("cli", "__init__")}),
+])
+def test_the_floor_check_sees_each_import_as_its_units(source, where, found):
+    assert {(a, b) for a, b, _ in unit_imports(source, REPO / where)} == found

@@ -14,10 +14,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import _rng
-from .._validate import (check_bool, check_choice, check_graph, check_int, check_picklable, check_probability,
-                         check_seed)
+from .._validate import check_bool, check_choice, check_int, check_picklable, check_probability, check_seed
 from ..backend import cpu_kernel, prange, to_host
 from ..errors import GpipeValueError
+from ..graph import check_graph
 from ..kernels import Arg, Kernel
 from ..runtime import worker_xp
 from . import _cluster

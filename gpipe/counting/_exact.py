@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validate import check_graph
 from ..backend import cpu_kernel, prange
+from ..graph import check_graph
 from . import _cluster
 from ._candidates import candidates
 from ._common import extends, local_candidates

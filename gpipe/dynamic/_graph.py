@@ -17,10 +17,10 @@ import numpy as np
 import pandas as pd
 from dask.utils import format_bytes
 
-from .._validate import check_graph, check_int
+from .._validate import check_int
 from ..backend import to_host
 from ..errors import GpipeError, GpipeValueError, TaskError, WorkerLostError
-from ..graph import Graph
+from ..graph import Graph, check_graph
 from ..runtime import WATCH_SECONDS, call_workers, check_held, drop_graph, run_later, store
 from ._space import VERTEX_BYTES, Batch, SamplingSpace, absent, check_batch
 

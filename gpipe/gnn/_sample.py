@@ -6,9 +6,10 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _rng
-from .._validate import check_array, check_bool, check_fanouts, check_graph, check_seed
+from .._validate import check_array, check_bool, check_fanouts, check_seed
 from ..backend import to_host, xp
 from ..errors import GpipeValueError
+from ..graph import check_graph
 from ._blocks import Blocks
 from ._fused import sample
 from ._local import local_graph

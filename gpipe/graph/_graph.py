@@ -424,3 +424,11 @@ def _replicate(g: Graph, workers: list[str]) -> Graph:
              "self_loops": sum(i["self_loops"] for i in g.partition_info), "nbytes": nbytes}]
     return Graph(g._session, replica_id, np.array([0, g.num_vertices]), [workers[0]], g.num_edges, g.directed,
                  g.weighted, g.id_map, info, replicas=workers)
+
+
+def check_graph(name: str, value) -> Graph:
+    """``value`` if it is a :class:`Graph` (the families' check of their ``g``)."""
+    if not isinstance(value, Graph):
+        raise GpipeValueError(f"'{name}' must be a gpipe.Graph (from gpipe.read_edges, gpipe.from_edges or "
+                              f"gpipe.generators), got {type(value).__name__}")
+    return value

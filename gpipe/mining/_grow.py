@@ -19,9 +19,10 @@ import pandas as pd
 
 from .. import config
 from .._files import atomic_file
-from .._validate import check_budget, check_graph, check_int
+from .._validate import check_budget, check_int
 from ..backend import to_host
 from ..errors import GpipeValueError
+from ..graph import check_graph
 from ._cluster import address, end_run, on_replicas, run_state, whole_graph
 from ._extend import compress, degrees
 from ._partitioned import grow_partitioned

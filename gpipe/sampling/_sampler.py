@@ -38,10 +38,11 @@ import numpy as np
 import psutil
 
 from .. import _rng, config
-from .._validate import (check_array, check_bool, check_budget, check_choice, check_graph, check_int,
-                         check_optional_int, check_picklable, check_probability, check_seed)
+from .._validate import (check_array, check_bool, check_budget, check_choice, check_int, check_optional_int,
+                         check_picklable, check_probability, check_seed)
 from ..backend import ranges_within, to_host, unique
 from ..errors import GpipeValueError
+from ..graph import check_graph
 from ..runtime import (EdgeSample, Run, SampleLayout, StartSet, StepSpec, check_memory, output_totals, run_supersteps,
                        store, worker_xp)
 from . import _fused
