@@ -216,3 +216,40 @@ def test_no_import_runs_down_to_up_and_no_circle():
 ])
 def test_the_floor_check_sees_each_import_as_its_units(source, where, found):
     assert {(a, b) for a, b, _ in unit_imports(source, REPO / where)} == found
+
+
+def _reaches(source: str) -> list[tuple[int, str]]:
+    """``(line, call)`` of each call in ``source`` that reaches workers past the runtime: ``<x>.client.run``,
+    ``client.submit``, ``client.scatter`` or ``store()``."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call):
+            f = node.func
+            if isinstance(f, ast.Name) and f.id == "store":
+                found.append((node.lineno, "store()"))
+            elif (isinstance(f, ast.Attribute) and f.attr in ("run", "submit", "scatter")
+                  and (isinstance(f.value, ast.Name) and f.value.id == "client"
+                       or isinstance(f.value, ast.Attribute) and f.value.attr == "client")):
+                found.append((node.lineno, f"client.{f.attr}"))
+    return found
+
+
+@pytest.mark.parametrize("family", ["mining", "counting"])
+def test_mining_and_counting_reach_their_workers_only_through_the_runtime(family):
+    """One way for a family to reach its workers (``runtime/_reach.py``): no private gateway of its own, no
+    ``client.run`` / ``client.submit`` / ``client.scatter`` or ``store()`` of its own."""
+    folder = REPO / "gpipe" / family
+    assert not (folder / "_cluster.py").exists()
+    found = [f"{path.relative_to(REPO)}:{line}: {call}" for path in sorted(folder.rglob("*.py"))
+             for line, call in _reaches(path.read_text())]
+    assert not found, "calls past the runtime:\n" + "\n".join(found)
+
+
+@pytest.mark.parametrize("source, found", [
+    ("g.client.run(drop_run, run_id)", ["client.run"]),
+    ("client.submit(f, workers=[w])", ["client.submit"]),
+    ("store().worker_address", ["store()"]),
+    ("run_state(run_id, 'mining')", []),
+])
+def test_the_reach_check_sees_each_call_past_the_runtime(source, found):
+    assert [call for _, call in _reaches(source)] == found

@@ -11,7 +11,8 @@ import numpy as np
 from ..backend import cpu_kernel
 from ..errors import GpipeError
 from ..graph import Graph
-from . import _cluster
+from ..runtime import call_peer, holder_workers, on_each, run_state
+from ._common import on_partition_rows
 from ._inputs import Query
 
 
@@ -122,11 +123,11 @@ def candidates(g: Graph, query: Query) -> CandidateGraph:
     """
     query.check_against(g)
     if g.num_partitions == 1:
-        return _cluster.on_partitions(g, "counting: candidate graph", _whole, query)[0]
+        return on_partition_rows(g, "counting: candidate graph", _whole, query)[0]
     sets = _partitioned_sets(g, query)
     order = _matching_order(sets, query)
-    return _assemble(sets, order, _cluster.on_partitions(g, "counting: candidate edges", _edges_part, query, sets,
-                                                        order))
+    return _assemble(sets, order, on_partition_rows(g, "counting: candidate edges", _edges_part, query, sets,
+                                                    order))
 
 
 @dataclass(frozen=True)
@@ -147,9 +148,9 @@ def hold(g: Graph, query: Query, run_id: str) -> Held:
     edges built partition by partition where they are held and gathered by each worker. Only its summary comes to
     the client; an empty one is not built further."""
     query.check_against(g)
-    workers = _cluster.workers(g)
+    workers = holder_workers(g)
     if g.num_partitions == 1:
-        held = _cluster.on_partitions(g, "counting: candidate graph", _whole_kept, query, run_id)[0]
+        held = on_partition_rows(g, "counting: candidate graph", _whole_kept, query, run_id)[0]
         return dataclasses.replace(held, source=g.holders[0][0])
     sets = _partitioned_sets(g, query)
     order = _matching_order(sets, query)
@@ -157,20 +158,20 @@ def hold(g: Graph, query: Query, run_id: str) -> Held:
     held = Held(counts, np.asarray(order, np.int64), bool((counts == 0).any()))
     if held.empty:
         return held
-    _cluster.on_partitions(g, "counting: candidate edges", _edges_kept, query, sets, order, run_id)
-    _cluster.on_workers(g, "counting: candidate graph gathered",
-                        [(w, _assemble_kept, (run_id, workers, sets, order)) for w in workers])
+    on_partition_rows(g, "counting: candidate edges", _edges_kept, query, sets, order, run_id)
+    on_each(g, "counting: candidate graph gathered", [(w, _assemble_kept, (run_id, workers, sets, order))
+                                                      for w in workers])
     return held
 
 
 def kept(run_id: str, source: str | None = None) -> CandidateGraph:
     """On a worker: the candidate graph :func:`hold` keeps here for run ``run_id``; fetched from worker ``source``
     (``Held.source``) and kept here, the first time it is read here."""
-    state = _cluster.run_state(run_id)
+    state = run_state(run_id, "counting")
     if "candidates" not in state:
         if source is None:
             raise GpipeError(f"counting run {run_id} keeps no candidate graph here")
-        state["candidates"] = _cluster.from_peer(source, _kept_here, run_id)
+        state["candidates"] = call_peer(source, _kept_here, run_id)
     return state["candidates"]
 
 
@@ -180,7 +181,7 @@ def _summary(cg: CandidateGraph) -> Held:
 
 def _whole_kept(indptr, indices, lo: int, labels: np.ndarray, query: Query, run_id: str) -> Held:
     cg = build(indptr, indices, labels, query)
-    _cluster.run_state(run_id)["candidates"] = cg
+    run_state(run_id, "counting")["candidates"] = cg
     return _summary(cg)
 
 
@@ -191,11 +192,11 @@ def _kept_here(run_id: str) -> CandidateGraph:
 def _edges_kept(indptr, indices, lo: int, labels: np.ndarray, query: Query, sets: np.ndarray, order: list[int],
                 run_id: str) -> None:
     edges = _candidate_edges(indptr, indices, lo, sets, order, query)
-    _cluster.run_state(run_id).setdefault("edges", {})[lo, len(indptr) - 1] = edges  # row order
+    run_state(run_id, "counting").setdefault("edges", {})[lo, len(indptr) - 1] = edges  # row order
 
 
 def _edges_here(run_id: str) -> dict:
-    return _cluster.run_state(run_id)["edges"]
+    return run_state(run_id, "counting")["edges"]
 
 
 def _assemble_kept(run_id: str, sources: list[str], sets: np.ndarray, order: list[int]) -> None:
@@ -203,19 +204,18 @@ def _assemble_kept(run_id: str, sources: list[str], sets: np.ndarray, order: lis
     graph assembled from them in row order."""
     edges = {}
     for worker in sources:
-        edges.update(_cluster.from_peer(worker, _edges_here, run_id))
+        edges.update(call_peer(worker, _edges_here, run_id))
     pieces = [edges[rows] for rows in sorted(edges)]
-    _cluster.run_state(run_id)["candidates"] = _assemble(sets, order, pieces)
+    run_state(run_id, "counting")["candidates"] = _assemble(sets, order, pieces)
 
 
 def _partitioned_sets(g: Graph, query: Query) -> np.ndarray:
     """The final candidate sets of a partitioned graph's vertices: filtered partition by partition, then refined
     against the others' candidates in rounds, to a fixed point."""
-    sets = np.concatenate(_cluster.on_partitions(g, "counting: candidate filter", _filter_part, query))
+    sets = np.concatenate(on_partition_rows(g, "counting: candidate filter", _filter_part, query))
     stale = (1 << query.num_vertices) - 1
     for step in itertools.count(1):  # each partition refines its rows against the others' candidates: to a fixed point
-        pieces = _cluster.on_partitions(g, f"counting: candidate refinement {step}", _refine_part, query, sets,
-                                        stale)
+        pieces = on_partition_rows(g, f"counting: candidate refinement {step}", _refine_part, query, sets, stale)
         if not any(dropped for dropped, _ in pieces):
             break
         refined = np.concatenate([rows for _, rows in pieces])

@@ -1,9 +1,14 @@
 """What the exact counter and the estimators share (``gp_extends`` of ``kernels/count.cu`` on the GPU): whether a
-candidate extends a partial match, where a position's local candidates are, and the samples of a group."""
+candidate extends a partial match, where a position's local candidates are, and the samples of a group; and how
+their work reads the data graph's partitions where they are held."""
 
 from __future__ import annotations
 
-from ..backend import cpu_kernel
+import numpy as np
+
+from .._csr import simple_rows
+from ..backend import cpu_kernel, to_host
+from ..runtime import graph_array, held_partition, on_partitions
 
 LANES = 32  # samples per group: a warp, whose lanes inherit from each other
 
@@ -38,3 +43,21 @@ def extends(cand_offsets, cand_vertices, back_offsets, back_pos, back_rows, edge
         if lo == edge_indptr[row + 1] or edge_indices[lo] != c:
             return False
     return True
+
+
+def on_partition_rows(g, phase: str, function, *args) -> list:
+    """``function(indptr, indices, lo, labels, *args)`` on the rows of each of the graph's partitions, where they
+    are held (a replicated graph's one partition: on its first replica); the results in partition order.
+
+    ``indptr`` (local) and ``indices`` (global vertex ids) are the partition's CSR of rows ``lo..`` in the simple
+    graph underneath (each neighbor once, no self-loops: counting reads a multigraph as its simple graph) and
+    ``labels`` the whole graph's vertex labels, all host numpy arrays."""
+    g.put_on_workers(["labels"])
+    return on_partitions(g, phase, _with_rows, function, *args)
+
+
+def _with_rows(graph_id: str, part: int, function, *args):
+    p = held_partition(graph_id, part)
+    labels = to_host(graph_array(graph_id, "labels"))
+    rows = simple_rows(np, to_host(p.indptr), to_host(p.indices), first=int(p.lo))
+    return function(rows.indptr, rows.indices, int(p.lo), labels, *args)

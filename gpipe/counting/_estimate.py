@@ -19,8 +19,7 @@ from ..backend import cpu_kernel, prange, to_host
 from ..errors import GpipeValueError
 from ..graph import check_graph
 from ..kernels import Arg, Kernel
-from ..runtime import worker_xp
-from . import _cluster
+from ..runtime import check_memory, end_run, spread, worker_xp
 from ._candidates import hold, kept
 from . import _rsv
 from ._common import LANES, extends, local_candidates
@@ -190,7 +189,7 @@ def estimate(g, query, method="partial_refine", samples: int = 1_000_000, alpha:
     check_graph("g", g)
     check_query(query)
     asked = _asked(method, samples, alpha, seed, inheritance)
-    _cluster.check_sample_memory(g, samples, query.num_vertices, callable(method))
+    _check_sample_memory(g, samples, query.num_vertices, callable(method))
     with PreparedQuery(g, query) as prepared:  # g and query checked above
         return prepared._estimate(asked, started, prepared.candidate_seconds)
 
@@ -239,10 +238,10 @@ class PreparedQuery:
         try:
             self._held = hold(g, query, self._run_id)
         except BaseException:
-            _cluster.end_run(g, self._run_id)
+            end_run(g, self._run_id)
             raise
         self.candidate_seconds = time.perf_counter() - building
-        self._finalizer = weakref.finalize(self, _cluster.end_run, g, self._run_id)
+        self._finalizer = weakref.finalize(self, end_run, g, self._run_id)
 
     def estimate(self, method="partial_refine", samples: int = 1_000_000, alpha: float | None = None, seed: int = 0,
                  inheritance: bool = True) -> Estimate:
@@ -251,7 +250,7 @@ class PreparedQuery:
         if not self._finalizer.alive:
             raise GpipeValueError("this prepared query is closed: its candidate graph has gone from the workers")
         asked = _asked(method, samples, alpha, seed, inheritance)
-        _cluster.check_sample_memory(self._g, samples, len(self._held.order), callable(method))
+        _check_sample_memory(self._g, samples, len(self._held.order), callable(method))
         return self._estimate(asked, time.perf_counter(), 0.0)
 
     def close(self) -> None:
@@ -273,9 +272,11 @@ class PreparedQuery:
                             True, 0.0, 0.0)
         groups = -(-samples // LANES)
         if refine is None:
-            parts = _cluster.spread(g, _estimate_held, groups, self._run_id, held.source, int(key), alpha, inheritance)
+            parts = spread(g, "counting", _estimate_held, groups, self._run_id, held.source, int(key), alpha,
+                           inheritance)
         else:
-            parts = _cluster.spread(g, _refine_held, groups, self._run_id, held.source, int(key), refine, inheritance)
+            parts = spread(g, "counting", _refine_held, groups, self._run_id, held.source, int(key), refine,
+                           inheritance)
         sums = np.concatenate([s for s, _ in parts])
         valid = np.concatenate([v for _, v in parts])
         drawn = groups * LANES
@@ -312,6 +313,16 @@ def _spread(sums: np.ndarray, mean: float) -> tuple[float, tuple[float, float], 
 
     half = Z95 / math.sqrt(groups)
     return sd / math.sqrt(groups), (mean - sd * hall(half), mean - sd * hall(-half)), reliable, effective, skewness
+
+
+def _check_sample_memory(g, samples: int, positions: int, python: bool) -> None:
+    """Refuse, before any work, an estimate whose per-sample arrays would not fit in the workers' memory, as walks
+    refuse an oversize run: each group of samples' sum and valid count (12 bytes); with a refine written in Python
+    (``python``), which holds a worker's share of the samples at once, each sample's partial match (16 bytes a
+    position) and columns (about 64 bytes) too: a lower bound, its tables of local candidates come on top."""
+    groups = -(-int(samples) // LANES)
+    per_sample = 16 * positions + 64 if python else 0
+    check_memory(g, groups * (12 + LANES * per_sample), f"'samples' ({samples})", "estimate's per-sample arrays")
 
 
 def _asked(method, samples, alpha, seed, inheritance) -> tuple:

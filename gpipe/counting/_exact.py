@@ -6,7 +6,7 @@ import numpy as np
 
 from ..backend import cpu_kernel, prange
 from ..graph import check_graph
-from . import _cluster
+from ..runtime import spread
 from ._candidates import candidates
 from ._common import extends, local_candidates
 from ._inputs import Query, check_query
@@ -58,7 +58,7 @@ def count_exact(g, query: Query) -> int:
     if cg.empty:
         return 0
     roots = int(cg.cand_offsets[1])
-    return int(sum(_cluster.spread(g, _count_roots, roots, cg.arrays())))
+    return int(sum(spread(g, "counting", _count_roots, roots, cg.arrays())))
 
 
 def _count_roots(start: int, count: int, arrays: dict) -> int:

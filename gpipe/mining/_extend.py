@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._csr import simple_rows
 from .._search import has_edge
 from ..backend import cpu_kernel, prange, segments, to_host
 from ..kernels import Arg, Kernel
+from ..runtime import replica, worker_device, worker_xp
 
 
 @cpu_kernel(parallel=True)
@@ -173,3 +175,11 @@ def compress(x, values, owner, mark):
     scan of the marks (``flatnonzero``) gives each kept slot its place."""
     kept = x.flatnonzero(mark)
     return values[kept], owner[kept]
+
+
+def whole_graph(graph_id: str):
+    """On a worker: the replicated graph as mining reads it (:class:`Rows`: each neighbor once), its device and
+    array module."""
+    x = worker_xp()
+    whole = replica(graph_id)
+    return simple_rows(x, whole.indptr, whole.indices), worker_device(), x

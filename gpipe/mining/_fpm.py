@@ -31,8 +31,8 @@ from ..backend import to_device, to_host, unique
 from ..errors import GpipeValueError
 from ..sort import external_sort
 from ._edges import extend_edges, first_edges, pattern_codes
-from ._extend import compress
-from ._cluster import end_run, run_state, whole_graph
+from ..runtime import end_run, run_state
+from ._extend import compress, whole_graph
 from ._grow import check_mined_graph, grow_on_workers, write_parquet
 from ._patterns import _COUNT_SHIFT, MAX_EDGES, MAX_LABELS, canonical_tables, unpack
 from ._table import TIERS, EmbeddingTable, Stats, worker_budgets
@@ -171,7 +171,7 @@ def _grow_kept(spec, ranges: list) -> tuple[list, dict]:
     (grown again from the first edges where none was kept here), kept for the next level when it has one."""
     graph, device, x = whole_graph(spec.graph_id)
     plan: FpmPlan = spec.plan
-    state = run_state(plan.run_id, made=plan.edges == 1)
+    state = run_state(plan.run_id, "mining", made=plan.edges == 1)
     if "fpm" not in state:
         state["fpm"] = _Kept(spec, device, x)
     held: _Kept = state["fpm"]

@@ -23,8 +23,8 @@ from .._validate import check_budget, check_int
 from ..backend import to_host
 from ..errors import GpipeValueError
 from ..graph import check_graph
-from ._cluster import address, end_run, on_replicas, run_state, whole_graph
-from ._extend import compress, degrees
+from ..runtime import end_run, on_each, run_state, worker_address
+from ._extend import compress, degrees, whole_graph
 from ._partitioned import grow_partitioned
 from ._result import Listed, MiningResult, keep_rows
 from ._table import EmbeddingTable, Stats, merged, worker_budgets
@@ -103,11 +103,23 @@ def _spec(g, plan, listing: bool, device_budget, host_budget) -> Spec:
 
 def _grow_on_replicas(g, spec: Spec, here=None) -> tuple[list, dict]:
     ranges = _ranges(g.degrees().to_numpy(), check_int("gpipe.mining.ranges", config.get("mining.ranges"), minimum=1))
-    results, summaries = on_replicas(g, here or _grow_here, spec, ranges)
+    results, summaries = _on_replicas(g, here or _grow_here, spec, ranges)
     stats = merged(summaries)
     stats["primitive_seconds"] = stats.pop("seconds")
     stats.update(ranges=len(ranges), workers=len(summaries), device=g.device)
     return results, stats
+
+
+def _on_replicas(g, function, spec: Spec, ranges: list) -> tuple[list, list]:
+    """``function(spec, ranges)`` on the workers holding the replicated graph ``g``: range ``i`` goes to the
+    ``i % W``-th of its ``W`` workers. ``function`` returns (a result per range, a stats summary); the results
+    come back in range order, with the summaries of the workers."""
+    workers = [g.holders[0][r] for r in sorted(g.holders[0])]
+    replies = on_each(g, "mining", [(w, function, (spec, ranges[i::len(workers)])) for i, w in enumerate(workers)])
+    results = [None] * len(ranges)
+    for i, (part, _) in enumerate(replies):
+        results[i::len(workers)] = part
+    return results, [summary for _, summary in replies]
 
 
 def _ranges(degree: np.ndarray, count: int) -> list[tuple[int, int]]:
@@ -122,7 +134,7 @@ def _grow_here(spec: Spec, ranges: list) -> tuple[list, dict]:
     """On a worker: each range's count and where a listing run keeps its rows (this worker, the key ``lo``: the
     range's first vertex), and what this worker's tables did."""
     if spec.listing:  # made before any work: a run let go meanwhile (the client interrupted) is not made again
-        run_state(spec.run_id, made=True)
+        run_state(spec.run_id, "mining", made=True)
     graph, device, x = whole_graph(spec.graph_id)
     stats = Stats(synchronize=None if device == "cpu" else x.cuda.get_current_stream().synchronize)
     device_budget, host_budget = worker_budgets(spec.device_budget, spec.host_budget, device, x)
@@ -136,7 +148,7 @@ def _grow_here(spec: Spec, ranges: list) -> tuple[list, dict]:
                 table.close()
             if spec.listing:
                 keep_rows(spec.run_id, lo, spec.plan.listed(rows))
-            results.append((count, (address(), lo)))
+            results.append((count, (worker_address(), lo)))
     return results, stats.summary()
 
 

@@ -34,7 +34,8 @@ import numpy as np
 
 from .._csr import Rows, simple_rows
 from ..backend import device_of, to_device, to_host, unique, xp
-from ._cluster import adjacency, end_run, from_peer, here, on_partition_workers, run_state
+from ..runtime import (call_peer, end_run, graph_array, held_partition, neighbor_lists, on_holders, run_state,
+                       worker_address, worker_device, worker_xp)
 from ._extend import compress, extend_match
 from ._result import keep_rows
 from ._table import EmbeddingTable, Stats, merged, worker_budgets
@@ -103,13 +104,13 @@ def grow_partitioned(g, spec) -> tuple[int, list, dict]:
     g.put_on_workers(["degrees"])
     exchange = Exchange(spec.run_id, tuple(g.placement), np.asarray(g.bounds))
     try:
-        if any(on_partition_workers(g, "mining: first vertices", _start, spec, exchange)):  # edges repeat
-            on_partition_workers(g, "mining: degrees", _simple_degrees, spec, exchange)
+        if any(on_holders(g, "mining: first vertices", _start, spec, exchange)):  # edges repeat
+            on_holders(g, "mining: degrees", _simple_degrees, spec, exchange)
         for column in range(spec.plan.columns - 1):
-            on_partition_workers(g, f"mining: extension of column {column}", _level, spec, exchange, column)
-        replies = on_partition_workers(g, "mining: collection", _finish, spec, exchange)
+            on_holders(g, f"mining: extension of column {column}", _level, spec, exchange, column)
+        replies = on_holders(g, "mining: collection", _finish, spec, exchange)
         if spec.listing:  # once every worker has pulled its partitions' rows from the others
-            on_partition_workers(g, "mining: tables freed", _close, exchange)
+            on_holders(g, "mining: tables freed", _close, exchange)
     finally:
         if not spec.listing:
             end_run(g, exchange.run_id)
@@ -132,12 +133,12 @@ def _mine(exchange: Exchange, address: str) -> list[int]:
 def _start(spec, exchange: Exchange) -> bool:
     """On a worker: its partitions' first vertices (of the least degree the plan needs), each partition's in its
     own table (the first vertex is the one extended to column 1); whether any of its partitions repeats an edge."""
-    address, partitions, device, x = here()
-    held = run_state(exchange.run_id, made=True)["mining"] = Held(spec, device, x)
+    address, device, x = worker_address(), worker_device(), worker_xp()
+    held = run_state(exchange.run_id, "mining", made=True)["mining"] = Held(spec, device, x)
     held.stats.count(0, 0)
     repeats = False
     for p in _mine(exchange, address):
-        part = partitions.as_held(spec.graph_id, p)
+        part = held_partition(spec.graph_id, p)
         with held.stats.timer("filtering"):
             first = x.arange(part.lo, part.hi, dtype=part.indices.dtype)
             degree = to_device(_degrees_of(spec.graph_id, p), device)  # an out-of-memory one's is staged
@@ -151,7 +152,7 @@ def _start(spec, exchange: Exchange) -> bool:
 def _degrees_of(graph_id: str, part: int) -> np.ndarray:
     """On the worker holding partition ``part``: its vertices' degrees in the simple graph (each neighbor once),
     counted where the partition is (an out-of-memory one's staged in host memory)."""
-    held = here()[1].as_held(graph_id, part)
+    held = held_partition(graph_id, part)
     rows = simple_rows(xp(device_of(held.indices)), held.indptr, held.indices)
     return to_host(rows.indptr[1:] - rows.indptr[:-1])
 
@@ -160,30 +161,30 @@ def _simple_degrees(spec, exchange: Exchange) -> None:
     """On a worker of a multigraph: every vertex's degree in the simple graph underneath, each partition's from
     its worker, for the extension's degree tests and routing in place of the graph's degrees (which count every
     repeat)."""
-    _, _, device, x = here()
-    held: Held = run_state(exchange.run_id)["mining"]
+    device, x = worker_device(), worker_xp()
+    held: Held = run_state(exchange.run_id, "mining")["mining"]
     with held.stats.timer("exchange"):
-        held.degree = x.concatenate([to_device(from_peer(worker, _degrees_of, spec.graph_id, p), device)
+        held.degree = x.concatenate([to_device(call_peer(worker, _degrees_of, spec.graph_id, p), device)
                                      for p, worker in enumerate(exchange.placement)])
 
 
 def _take(run_id: str, part: int, column: int, to_host_memory: bool):
     """On the worker holding them: the next chunk of ``column`` routed to ``part`` (rows), or None."""
-    rows = run_state(run_id)["mining"].take(part, column)
+    rows = run_state(run_id, "mining")["mining"].take(part, column)
     return to_host(rows) if to_host_memory and rows is not None else rows
 
 
 def _level(spec, exchange: Exchange, column: int) -> None:
     """On a worker: extend every embedding of ``column`` routed to its partitions, from every worker."""
-    address, partitions, device, x = here()
-    held: Held = run_state(exchange.run_id)["mining"]
-    degree = partitions.array(spec.graph_id, "degrees") if held.degree is None else held.degree
+    address, device, x = worker_address(), worker_device(), worker_xp()
+    held: Held = run_state(exchange.run_id, "mining")["mining"]
+    degree = graph_array(spec.graph_id, "degrees") if held.degree is None else held.degree
     held.stats.count(column + 1, 0)
     for p in _mine(exchange, address):
         for source in sorted(set(exchange.placement), key=lambda w: (w != address, w)):  # its own first
             while True:
                 with held.stats.timer("exchange"):
-                    rows = from_peer(source, _take, exchange.run_id, p, column, source != address)
+                    rows = call_peer(source, _take, exchange.run_id, p, column, source != address)
                 if rows is None:
                     break
                 if source != address:
@@ -238,7 +239,7 @@ def _rows_of(x, spec, exchange: Exchange, held: Held, tested, address: str) -> R
     whole graph's."""
     with held.stats.timer("adjacency"):
         vertices = unique(x, tested)
-        indptr, indices = adjacency(spec.graph_id, exchange.placement, exchange.bounds, vertices)
+        indptr, indices = neighbor_lists((spec.graph_id, list(exchange.placement)), exchange.bounds, vertices)
         owner = np.searchsorted(exchange.bounds, to_host(vertices), side="right") - 1
         remote = to_device(np.array([exchange.placement[p] != address for p in owner.tolist()], bool), held.device)
         held.stats.exchanged_bytes["adjacency"] += int((indptr[1:] - indptr[:-1])[remote].sum()) * indices.itemsize
@@ -253,8 +254,8 @@ def _rows_of(x, spec, exchange: Exchange, held: Held, tested, address: str) -> R
 def _finish(spec, exchange: Exchange) -> tuple:
     """On a worker: what it found (the count; a listing run's blocks here: its partitions' rows, pulled from
     every worker, sorted and kept) and its stats; a counting run's tables go."""
-    address = here()[0]
-    held: Held = run_state(exchange.run_id)["mining"]
+    address = worker_address()
+    held: Held = run_state(exchange.run_id, "mining")["mining"]
     if not spec.listing:
         held.close()
         return held.count, [], held.stats.summary()
@@ -264,7 +265,7 @@ def _finish(spec, exchange: Exchange) -> tuple:
         for source in sorted(set(exchange.placement)):
             while True:
                 with held.stats.timer("exchange"):
-                    rows = from_peer(source, _take, exchange.run_id, _kept(p), last, True)
+                    rows = call_peer(source, _take, exchange.run_id, _kept(p), last, True)
                 if rows is None:
                     break
                 if source != address:
@@ -279,4 +280,4 @@ def _finish(spec, exchange: Exchange) -> tuple:
 
 def _close(exchange: Exchange) -> None:
     """On a worker: a listing run's tables go (their rows are kept, or were pulled by their partitions' workers)."""
-    run_state(exchange.run_id).pop("mining").close()
+    run_state(exchange.run_id, "mining").pop("mining").close()

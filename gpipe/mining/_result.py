@@ -13,8 +13,7 @@ import pandas as pd
 from .._files import EMBEDDING_FILES, atomic_dir
 from .._validate import check_bool
 from ..errors import GpipeError, GpipeValueError
-from ..runtime import id_dtype
-from ._cluster import address, end_later, gathered, on_every_worker, on_worker, run_state
+from ..runtime import end_later, gathered, id_dtype, on_every_worker, on_worker, run_state, worker_address
 
 LISTED = "listed"  # a listing run's state on a worker: block key -> rows (dense ids, host int64), kept until let go
 
@@ -162,14 +161,14 @@ class MiningResult:
 def keep_rows(run_id: str, key: int, rows: np.ndarray) -> None:
     """On a worker: keep block ``key`` of a listing run's rows (dense ids) here until the run is let go (an error
     once it has been: the client gave up on it)."""
-    run_state(run_id).setdefault(LISTED, {})[key] = rows
+    run_state(run_id, "mining").setdefault(LISTED, {})[key] = rows
 
 
 def _dense(run_id: str, key: int, number: int) -> np.ndarray:
     """On a worker: block ``key``'s rows, kept here by :func:`keep_rows`."""
-    rows = run_state(run_id).get(LISTED, {}).get(key)
+    rows = run_state(run_id, "mining").get(LISTED, {}).get(key)
     if rows is None:
-        raise GpipeError(f"mining run {run_id} holds no block {number} (key {key}) on worker {address()} any more")
+        raise GpipeError(f"mining run {run_id} holds no block {number} (key {key}) on worker {worker_address()} any more")
     return rows
 
 

@@ -9,6 +9,8 @@ what the step output stays on the workers until the family sums it up
 
 from ._advance import borrowed_lists, neighbor_lists, output_totals, step_kernel, worker_device, worker_xp
 from ._driver import check_memory, run_supersteps
+from ._reach import (end_later, end_run, gathered, graph_array, held_partition, holder_workers, on_each, on_every_worker,
+                     on_holders, on_partitions, on_worker, replica, run_state, spread, worker_address)
 from ._result import EdgeSample, SampleLayout, assemble_blocks, id_dtype
 from ._run import Run
 from ._session import Session, attach, current, run_later, workers_info
@@ -19,5 +21,7 @@ from ._watch import WATCH_SECONDS, call_workers, check_held, gather_pinned, wait
 __all__ = ["WATCH_SECONDS", "EdgeSample", "Run", "SampleLayout", "Session", "StartSet", "StepSpec",
            "assemble_blocks", "attach", "borrowed_lists",
            "call_peer", "call_workers", "check_held", "check_memory", "current", "drop_graph", "drop_run",
-           "gather_pinned", "id_dtype", "neighbor_lists", "output_totals", "run_later", "run_supersteps",
-           "step_kernel", "store", "wait_pinned", "worker_device", "worker_xp", "workers_info"]
+           "end_later", "end_run", "gather_pinned", "gathered", "graph_array", "held_partition", "holder_workers",
+           "id_dtype", "neighbor_lists", "on_each", "on_every_worker", "on_holders", "on_partitions", "on_worker",
+           "output_totals", "replica", "run_later", "run_state", "run_supersteps", "spread", "step_kernel", "store",
+           "wait_pinned", "worker_address", "worker_device", "worker_xp", "workers_info"]
