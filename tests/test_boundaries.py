@@ -14,7 +14,7 @@ gpipe name) in each module of ``gpipe/`` and ``workflows/``:
 * Nothing else: not a sibling package's private module
   (``from ..runtime._store import store``, ``from ..runtime import _store``,
   ``import gpipe.runtime._files``), nor one of a subpackage from above
-  (``from .graph._readers import FORMATS`` in ``gpipe/cli.py``).
+  (``from ..graph._readers import FORMATS`` in ``gpipe/cli/_walk.py``).
 * The shipped workflows, which users copy, stand outside the package: they
   use public names only (``gpipe._validate`` is not one).
 
@@ -110,8 +110,9 @@ def violations(source: str, path: Path) -> list[str]:
     ("from ..runtime import store", "gpipe/graph/_graph.py", False),
     ("from ..runtime._store import store", "gpipe/graph/_graph.py", True),
     ("from ..runtime import _store", "gpipe/graph/_graph.py", True),
-    ("import gpipe.runtime._files", "gpipe/cli.py", True),
-    ("from .graph._readers import FORMATS", "gpipe/cli.py", True),
+    ("import gpipe.runtime._files", "gpipe/cli/_walk.py", True),
+    ("from ..graph._readers import FORMATS", "gpipe/cli/_walk.py", True),
+    ("from ._progress import _Phase", "gpipe/cli/_walk.py", False),
     ("from ._store import _rows", "gpipe/runtime/_driver.py", False),
     ("from ._graph import _private", "gpipe/graph/_io.py", False),
     ("from ._graph import Graph\nGraph._put_on_workers", "gpipe/graph/_io.py", False),
@@ -211,8 +212,9 @@ def test_no_import_runs_down_to_up_and_no_circle():
     ("def f():\n    from ..graph import Graph", "gpipe/runtime/_store.py", {("runtime", "graph")}),
     ("from . import _pieces", "gpipe/runtime/_advance.py", set()),
     ("from .. import _rng, config", "gpipe/walks/_mh.py", {("walks", "_rng"), ("walks", "config")}),
-    ("import gpipe.runtime._store", "gpipe/cli.py", {("cli", "runtime")}),
-    ("from . import __version__", "gpipe/cli.py", {("cli", "__init__")}),
+    ("import gpipe.runtime._store", "gpipe/cli/_walk.py", {("cli", "runtime")}),
+    ("from .. import __version__", "gpipe/cli/_parser.py", {("cli", "__init__")}),
+    ("from ._progress import _Phase", "gpipe/cli/_walk.py", set()),
 ])
 def test_the_floor_check_sees_each_import_as_its_units(source, where, found):
     assert {(a, b) for a, b, _ in unit_imports(source, REPO / where)} == found

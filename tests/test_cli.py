@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 
 import gpipe
-from gpipe import cli
+from gpipe.cli import _parser, _progress
 from gpipe.cli import main
 from helpers import read_summary, tree
 
@@ -128,19 +128,19 @@ def test_walk_deepwalk_on_a_graph_folder(capsys, cpu_cluster, generated, tmp_pat
 
 
 def test_a_long_phase_says_it_is_still_going(capsys, monkeypatch):
-    monkeypatch.setattr(cli._Phase, "tick", 0.01)
-    monkeypatch.setattr(cli._Phase, "interval", 0.05)
-    with cli._Phase(argparse.Namespace(quiet=False), "reading big.el (1 GB)") as phase:
+    monkeypatch.setattr(_progress._Phase, "tick", 0.01)
+    monkeypatch.setattr(_progress._Phase, "interval", 0.05)
+    with _progress._Phase(argparse.Namespace(quiet=False), "reading big.el (1 GB)") as phase:
         time.sleep(0.3)
         phase.done("3 edges")
     lines = capsys.readouterr().err.splitlines()
     assert lines[0] == "reading big.el (1 GB) ..." and re.fullmatch(r"reading big.el \(1 GB\): 3 edges in 0\.\d s",
                                                                      lines[-1]), lines
     assert len(lines) >= 4 and all(re.fullmatch(r"reading big.el \(1 GB\) \.\.\. \d+ s", x) for x in lines[1:-1])
-    with pytest.raises(ZeroDivisionError), cli._Phase(argparse.Namespace(quiet=False), "writing out"):
+    with pytest.raises(ZeroDivisionError), _progress._Phase(argparse.Namespace(quiet=False), "writing out"):
         1 / 0
     assert capsys.readouterr().err.splitlines()[-1].startswith("writing out: failed in ")
-    with cli._Phase(argparse.Namespace(quiet=True), "reading x"):
+    with _progress._Phase(argparse.Namespace(quiet=True), "reading x"):
         pass
     assert capsys.readouterr().err == ""
 
@@ -593,7 +593,7 @@ def test_an_error_message_of_several_lines_is_printed_on_one(capsys, monkeypatch
     def failing(args):
         raise gpipe.errors.GpipeError("the first line\nand the second")
 
-    monkeypatch.setattr(cli, "_info", failing)
+    monkeypatch.setattr(_parser, "_info", failing)  # the command the parser sends "info" to
     assert main(["info"]) == 2
     assert capsys.readouterr().err == "gpipe: error: the first line and the second\n"
 
