@@ -1,7 +1,7 @@
 // Sampling from Bingo's radix-factorized per-vertex sampling spaces (gpipe/dynamic/_space.py says the layout).
 // One thread per query, drawing from stream stream[i] at step 0 (gp_space_pick in dynamic.cuh says the draws).
-// DECIMAL_GROUP, GROUP_ONE, GROUP_DENSE, GROUP_LISTED: defined by the loader, from _space.py.
-// CPU twin: gpipe/dynamic/_space.py::_sample_cpu (same random stream).
+// DECIMAL_GROUP, GROUP_ONE, GROUP_DENSE, GROUP_LISTED: defined by the loader, from gpipe/dynamic/_kernels.py.
+// CPU twin: gpipe/dynamic/_kernels.py::_sample_cpu (same random stream).
 #include "dynamic.cuh"
 
 extern "C" __global__ void gp_dynamic_sample(

@@ -2,8 +2,8 @@
 // layout and the semantics): the play of the batch's deletes and updates on each edge's copies, then the count and
 // the rebuild of each touched vertex's groups, listed members and alias table.
 // MAX_GROUPS, DECIMAL_GROUP, GROUP_ONE, GROUP_DENSE, GROUP_LISTED, OP_INSERT, OP_DELETE, OP_UPDATE, OP_HELD: defined
-// by the loader, from _space.py.
-// CPU twins: gpipe/dynamic/_space.py::_play_cpu, _count_groups, _build (the same results, to the bit); the alias
+// by the loader, from gpipe/dynamic/_kernels.py.
+// CPU twins: gpipe/dynamic/_kernels.py::_play_cpu, _count_groups, _build (the same results, to the bit); the alias
 // tables' gpipe/_alias.py::vose.
 
 #include "alias.cuh"

@@ -3,7 +3,7 @@
 // walkers from a shared counter and moves each for as many steps as it stays inside [lo, hi). Draws per step:
 // 0 = teleport?, then 1 = the edge (uniform), or 1.. = gp_space_pick's draws from draw 1 (weighted).
 // CPU twin: gpipe/walks/_dynamic.py::_advance_cpu (same random stream).
-// TELEPORT_*, DECIMAL_GROUP, GROUP_*: defined by the loader (_first_order.py's TELEPORT, _space.py's PICK_DEFINES).
+// TELEPORT_*, DECIMAL_GROUP, GROUP_*: defined by the loader (_first_order.py's TELEPORT, dynamic/_kernels.py's PICK_DEFINES).
 #include "dynamic.cuh"
 #include "walk.cuh"
 

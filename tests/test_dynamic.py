@@ -13,8 +13,8 @@ from scipy import stats
 import gpipe
 from gpipe.dynamic import DynamicGraph, SamplingSpace
 from gpipe.dynamic import _graph as graph_module
-from gpipe.dynamic import _space as space_module
-from gpipe.dynamic._space import CHUNK, DECIMAL, KINDS, SAMPLE, VERTEX_BYTES
+from gpipe.dynamic import _pools
+from gpipe.dynamic._kernels import CHUNK, DECIMAL, KINDS, SAMPLE, VERTEX_BYTES
 from gpipe.runtime import WATCH_SECONDS
 from gpipe.runtime import call_workers as gpipe_call_workers
 
@@ -133,7 +133,7 @@ def test_a_deleted_edge_is_never_sampled_and_an_inserted_one_is():
 
 
 def test_a_pinned_view_keeps_its_version_while_commits_append_and_compact(stage, monkeypatch):
-    monkeypatch.setattr(space_module, "COMPACT_SLACK", 0)  # compact as soon as the blocks left behind outnumber
+    monkeypatch.setattr(_pools, "COMPACT_SLACK", 0)  # compact as soon as the blocks left behind outnumber
     rng = np.random.default_rng(4)
     log, _ = random_log(rng, 8, 3000, True)
     space = SamplingSpace(8, scale=10.0)
@@ -455,7 +455,7 @@ def test_walks_that_do_not_take_dynamic_graphs_yet_say_so(cpu):
 def test_a_categorical_op_column_is_checked_as_its_strings_are():
     """A log's op column as a pandas categorical (a Parquet log's dictionary column, update_log's) is read through
     its codes: the same batch as from the strings, and the same error, at the same position, for a bad op."""
-    from gpipe.dynamic._space import check_batch
+    from gpipe.dynamic._batches import check_batch
 
     ops = ["insert", "delete", "update", "insert", "delete"]
     src, dst = np.array([0, 1, 2, 3, 4]), np.array([1, 2, 3, 4, 0])

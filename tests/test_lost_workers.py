@@ -11,7 +11,7 @@ import pytest
 
 import gpipe
 from gpipe.dynamic import _graph as graph_module
-from gpipe.dynamic._space import Batch
+from gpipe.dynamic._batches import Batch
 from gpipe.runtime import WATCH_SECONDS, workers_info
 from gpipe.runtime import call_workers as gpipe_call_workers
 from helpers import assert_lost, holder, started

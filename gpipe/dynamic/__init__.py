@@ -11,7 +11,8 @@ from a file.
 
 from ._graph import DynamicGraph, Snapshot
 from ._log import UPDATE_COLUMNS, read_updates, update_log
-from ._space import PICK_DEFINES, SPACE_ARGS, SamplingSpace, SpaceView, pick_in_space
+from ._kernels import PICK_DEFINES, SPACE_ARGS, pick_in_space
+from ._space import SamplingSpace, SpaceView
 
 __all__ = ["PICK_DEFINES", "SPACE_ARGS", "UPDATE_COLUMNS", "DynamicGraph", "SamplingSpace", "Snapshot", "SpaceView",
            "pick_in_space", "read_updates", "update_log"]

@@ -22,7 +22,9 @@ from ..backend import to_host
 from ..errors import GpipeError, GpipeValueError, TaskError, WorkerLostError
 from ..graph import Graph, check_graph
 from ..runtime import WATCH_SECONDS, call_workers, check_held, drop_graph, run_later, store
-from ._space import VERTEX_BYTES, Batch, SamplingSpace, absent, check_batch
+from ._batches import Batch, absent, check_batch
+from ._kernels import VERTEX_BYTES
+from ._space import SamplingSpace
 
 
 class DynamicGraph:

@@ -10,7 +10,7 @@ import pandas as pd
 
 from .._validate import check_choice, check_int, check_seed, is_ascii_digits
 from ..errors import GpipeValueError
-from ._space import check_batch
+from ._batches import check_batch
 
 KINDS = ("insertion", "deletion", "mixed")  # Bingo's three update situations
 

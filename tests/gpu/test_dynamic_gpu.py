@@ -10,7 +10,7 @@ import pytest
 import gpipe
 from gpipe.backend import gpu_problem
 from gpipe.dynamic import DynamicGraph, SamplingSpace
-from gpipe.dynamic._space import KINDS
+from gpipe.dynamic._kernels import KINDS
 from test_dynamic import as_it_is, assert_as_it_was, batch_across, fail_here, heal_here, rmat_dynamic
 
 pytestmark = pytest.mark.gpu
