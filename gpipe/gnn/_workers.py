@@ -7,6 +7,8 @@ from __future__ import annotations
 import os
 import socket
 import uuid
+from dataclasses import dataclass
+from typing import Callable
 
 from distributed.comm import get_address_host
 from distributed.protocol import pickle
@@ -19,6 +21,23 @@ from ._loader import LoaderSpec, NeighborLoader, check_loader
 from ._local import assemble, check_integer_ids, csr_pieces
 
 PHASE = "gnn training"
+
+
+@dataclass(frozen=True)
+class RankTask:
+    """What a rank of :func:`run_on_workers` is told besides its data (its CSR pieces, seeds, features and labels,
+    which go as the task's own arguments: futures among them are resolved by Dask only there)."""
+
+    train_fn: Callable
+    run_id: str
+    rank: int
+    world: int
+    rendezvous: dict  # MASTER_ADDR and MASTER_PORT
+    num_vertices: int
+    id_map: object  # the graph's original ids, or None
+    device: str
+    spec: LoaderSpec
+    kwargs: dict  # train_fn's own keywords
 _RESERVED = ("loader", "rank", "world_size")  # train_fn's own arguments: not in ``kwargs``
 
 
@@ -122,8 +141,9 @@ def run_on_workers(train_fn, g, seeds, fanouts, batch_size: int, *, shuffle: boo
     features, labels = (None if a is None else client.scatter(to_host(a), broadcast=True, hash=False)
                         for a in (features, labels))
     run_id = uuid.uuid4().hex
-    futures = [client.submit(_train, train_fn, run_id, rank, world, rendezvous, pieces[rank], g.num_vertices,
-                             g.id_map, g.device, dense[rank:world * share:world], spec, features, labels, kwargs,
+    futures = [client.submit(_train, RankTask(train_fn, run_id, rank, world, rendezvous, g.num_vertices, g.id_map,
+                                              g.device, spec, kwargs),
+                             pieces[rank], dense[rank:world * share:world], features, labels,
                              workers=[w], allow_other_workers=False, pure=False, key=f"gpipe-gnn-train-{run_id}-{rank}")
                  for rank, w in enumerate(workers)]
     try:
@@ -171,10 +191,11 @@ class _RankLoader(NeighborLoader):
             yield batch
 
 
-def _train(train_fn, run_id: str, rank: int, world: int, rendezvous: dict, pieces: list, num_vertices: int, id_map,
-           device: str, seeds, spec: LoaderSpec, features, labels, kwargs: dict) -> bytes:
-    """On worker ``rank``: its loader, then ``train_fn`` with the rendezvous in the environment (restored after);
-    the result pickled here, where a result that cannot be is a TaskError naming the rank."""
+def _train(task: RankTask, pieces: list, seeds, features, labels) -> bytes:
+    """On the worker of rank ``task.rank``: its loader, then ``train_fn`` with the rendezvous in the environment
+    (restored after); the result pickled here, where a result that cannot be is a TaskError naming the rank."""
+    train_fn, run_id, rank, world, rendezvous = task.train_fn, task.run_id, task.rank, task.world, task.rendezvous
+    num_vertices, id_map, device, spec, kwargs = task.num_vertices, task.id_map, task.device, task.spec, task.kwargs
     here = store()
     run = here.run(run_id, late=True)  # the run's mark in the store: ``drop_run`` ends it
     if run is None:
