@@ -35,7 +35,7 @@ class LoaderSpec:
     fused: bool
 
 
-def check_loader(g, seeds, fanouts, batch_size, shuffle, drop_last, seed, features, labels, replace, weighted,
+def check_loader(g, seeds, *, fanouts, batch_size, shuffle, drop_last, seed, features, labels, replace, weighted,
                  fused) -> tuple:
     """The checked ``(seeds as dense ids (numpy), LoaderSpec, features, labels)`` of a loader over ``g``."""
     dense, fanouts, replace, weighted, seed = check_sampling(g, seeds, fanouts, replace, weighted, seed)
@@ -107,8 +107,9 @@ class NeighborLoader:
     def __init__(self, g, seeds, fanouts, batch_size: int, shuffle: bool = True, drop_last: bool = False,
                  seed: int = 0, features=None, labels=None, replace: bool = False, weighted: bool = False,
                  fused: bool = True):
-        dense, spec, features, labels = check_loader(g, seeds, fanouts, batch_size, shuffle, drop_last, seed,
-                                                     features, labels, replace, weighted, fused)
+        dense, spec, features, labels = check_loader(
+            g, seeds, fanouts=fanouts, batch_size=batch_size, shuffle=shuffle, drop_last=drop_last, seed=seed,
+            features=features, labels=labels, replace=replace, weighted=weighted, fused=fused)
         self._start(local_graph(g), g.device, dense, spec, features, labels)
 
     @classmethod

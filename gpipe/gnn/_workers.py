@@ -121,8 +121,9 @@ def run_on_workers(train_fn, g, seeds, fanouts, batch_size: int, *, shuffle: boo
     [(0, 1, 200)]
     """
     check_picklable("train_fn", check_callable("train_fn", train_fn))
-    dense, spec, features, labels = check_loader(g, seeds, fanouts, batch_size, shuffle, drop_last, seed, features,
-                                                 labels, replace, weighted, fused)
+    dense, spec, features, labels = check_loader(
+        g, seeds, fanouts=fanouts, batch_size=batch_size, shuffle=shuffle, drop_last=drop_last, seed=seed,
+        features=features, labels=labels, replace=replace, weighted=weighted, fused=fused)
     kwargs = check_picklable("kwargs", _check_kwargs(kwargs))
     check_integer_ids(g)
     client = g.client

@@ -117,16 +117,19 @@ def read_edges(path, src: str = "src", dst: str = "dst", weight: str | bool | No
         weighted = npz.weights is not None
         if renumber:  # only the ids that occur, numbered: the general path
             frames = [session.client.submit(npz_frame, a, pure=False) for a in arrays]
-            return _build_from_chunks(session, frames, "src", "dst", "weight" if weighted else None, directed,
-                                      partitions, mode, renumber, keep_self_loops, keep_duplicates, npz.num_vertices)
+            return _build_from_chunks(session, frames, src="src", dst="dst", weight="weight" if weighted else None,
+                                      directed=directed, partitions=partitions, mode=mode, renumber=renumber,
+                                      keep_self_loops=keep_self_loops, keep_duplicates=keep_duplicates,
+                                      num_vertices=npz.num_vertices)
         # the ids are the rows, checked by the readers: no pass over them to number them
         return build(session, arrays, npz.num_vertices, directed=directed, weighted=weighted, id_map=None,
                      partitions=partitions, mode=mode, keep_self_loops=keep_self_loops,
                      keep_duplicates=keep_duplicates)
     weighted = plan.keep_weight and plan.width == 3 if plan.fmt == "snap" else len(plan.columns) == 3
-    return _build_from_chunks(session, _read_on_workers(session.client, plan), "src", "dst",
-                              "weight" if weighted else None, directed, partitions, mode, renumber, keep_self_loops,
-                              keep_duplicates, None)
+    return _build_from_chunks(session, _read_on_workers(session.client, plan), src="src", dst="dst",
+                              weight="weight" if weighted else None, directed=directed, partitions=partitions,
+                              mode=mode, renumber=renumber, keep_self_loops=keep_self_loops,
+                              keep_duplicates=keep_duplicates, num_vertices=None)
 
 
 def _read_on_workers(client, plan: TablePlan) -> list:
@@ -203,8 +206,9 @@ def from_edges(frame, src: str = "src", dst: str = "dst", weight: str | None = N
     session = current()
     columns = [src, dst] + ([weight] if weight is not None else [])
     chunks = _chunks(session.client, frame, columns)
-    return _build_from_chunks(session, chunks, src, dst, weight, directed, partitions, mode, renumber,
-                              keep_self_loops, keep_duplicates, num_vertices)
+    return _build_from_chunks(session, chunks, src=src, dst=dst, weight=weight, directed=directed,
+                              partitions=partitions, mode=mode, renumber=renumber, keep_self_loops=keep_self_loops,
+                              keep_duplicates=keep_duplicates, num_vertices=num_vertices)
 
 
 def _check_flags(directed, keep_self_loops, keep_duplicates) -> tuple[bool, bool, bool]:
@@ -212,7 +216,7 @@ def _check_flags(directed, keep_self_loops, keep_duplicates) -> tuple[bool, bool
             check_bool("keep_duplicates", keep_duplicates))
 
 
-def _build_from_chunks(session, chunks: list, src: str, dst: str, weight: str | None, directed: bool,
+def _build_from_chunks(session, chunks: list, *, src: str, dst: str, weight: str | None, directed: bool,
                        partitions: int | None, mode: str, renumber: bool | None, keep_self_loops: bool,
                        keep_duplicates: bool, num_vertices: int | None) -> Graph:
     """The graph of the edge frames ``chunks`` (futures): ids gathered and numbered on the workers.
