@@ -119,7 +119,7 @@ def test_a_payload_and_its_header_round_trip_for_any_fields_and_counts():
     moved = np.array([0, 8, 0, 1])
     header = Header.read(Header(np.array([4, -1, 0, 2]), moved, True, schema).words(), 4)
     assert header.schema == schema and header.routed and list(header.sent) == [4, -1, 0, 2]
-    payload = pack(np, outbound, [1, 2, 3], schema)
+    payload = pack(np, outbound, {1: 8, 3: 1}, schema)
     places, size = layout(schema, {1: 8, 3: 1})
     assert payload.shape[0] == size and all(offset % ALIGN == 0 for *_, offset, _ in places)
     walkers = unpack(payload, header, [1, 2, 3])

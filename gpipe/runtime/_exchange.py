@@ -36,7 +36,6 @@ Two transports carry it, chosen when the run starts and never changed:
 from __future__ import annotations
 
 import asyncio
-import threading
 import time
 from dataclasses import dataclass
 
@@ -51,7 +50,6 @@ from ..errors import GpipeError
 ALIGN = 16  # bytes: every array of a payload starts on such an offset
 SCHEMA_WORDS = 32  # int64 words of a header holding the walkers' fields (256 ASCII bytes)
 PING_SECONDS = 5.0  # how long an exchange waits on its peers before checking that they are still there
-TRANSPORTS = ("nccl", "comms")
 
 
 @dataclass(frozen=True)
@@ -76,10 +74,6 @@ class Header:
         schema = tuple(tuple(field.split(":")) for field in text.split(";")) if text else ()
         return cls(words[:parts], words[parts:2 * parts], bool(words[2 * parts]), schema)
 
-    @staticmethod
-    def size(parts: int) -> int:
-        return 2 * parts + 1 + SCHEMA_WORDS
-
 
 def layout(schema: tuple, counts: dict[int, int]) -> tuple[list[tuple], int]:
     """Where each field of each partition's walkers lies in a payload: ``[(part, name, dtype, offset, count)]``
@@ -92,10 +86,9 @@ def layout(schema: tuple, counts: dict[int, int]) -> tuple[list[tuple], int]:
     return places, size
 
 
-def pack(x, outbound: dict[int, list[dict]], parts: list[int], schema: tuple):
-    """The payload of the walkers for ``parts`` (those of one rank) in ``outbound`` (part -> walker sets)."""
-    counts = {p: sum(_count(w) for w in outbound[p]) for p in parts if p in outbound}
-    counts = {p: c for p, c in counts.items() if c}
+def pack(x, outbound: dict[int, list[dict]], counts: dict[int, int], schema: tuple):
+    """The payload of the walkers of ``outbound`` (part -> walker sets) for the partitions of ``counts`` (part ->
+    walkers, > 0: those of one rank)."""
     places, size = layout(schema, counts)
     payload = x.empty(size, x.uint8)
     for part, name, dtype, offset, _ in places:
@@ -280,8 +273,8 @@ class Exchange:
         for part, sets in outbound.items():
             moved[part] = sum(_count(w) for w in sets)
         words = Header(np.asarray(sent, np.int64), moved, routed, schema).words()
-        payloads = {r: pack(x, outbound, self.of_rank[r], schema) for r in range(len(self.workers))
-                    if r != self.rank and any(moved[p] for p in self.of_rank[r])}
+        payloads = {r: pack(x, outbound, {p: int(moved[p]) for p in self.of_rank[r] if moved[p]}, schema)
+                    for r in range(len(self.workers)) if r != self.rank and any(moved[p] for p in self.of_rank[r])}
         outbound.clear()
         self.sent_bytes += sum(int(p.shape[0]) for p in payloads.values())
         mine = self.of_rank[self.rank]

@@ -42,7 +42,7 @@ from .._validate import (check_array, check_bool, check_budget, check_choice, ch
 from ..errors import GpipeValueError
 from ..graph import check_graph
 from ..runtime import EdgeSample, SampleLayout, StartSet, StepSpec, check_memory, output_totals, run_supersteps
-from ._select import METHODS, select
+from ._select import METHODS
 from ._step import EDGE_COLUMNS, POOL, FRONTIER, NEIGHBORS, _seed_entries, _step
 
 VERTEX_BIASES = ("uniform", "degree")
