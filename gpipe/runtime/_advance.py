@@ -63,7 +63,7 @@ def worker_device() -> str:
         return "cpu"
 
 
-def step_kernel(fill):
+def step_kernel(fill=None, *, writes: tuple[str, ...] | None = None):
     """Make a runtime step function from a kernel that fills per-walker outputs.
 
     ``fill(x, partition, walkers, spec, out)`` gets room for the steps each
@@ -76,22 +76,31 @@ def step_kernel(fill):
     delivered to the partition owning its new ``vertex`` (which may be this
     one), 0 for one whose walk has ended. ``fill(..., run)`` also gets the
     run's state on this worker (e.g. for :func:`borrowed_lists`).
+    ``@step_kernel(writes=fields)``: the kernel writes those fields for every
+    walker, so ``out`` has room for them alone (no copy), the others leave as
+    they came. The steps taken are counted on the device (no wait for it here).
     """
+    if fill is None:
+        return functools.partial(step_kernel, writes=writes)
 
     @functools.wraps(fill)
     def advance(part, walkers: dict, spec: StepSpec, run: Run):
         x = worker_xp()
         n = walkers["walk_id"].shape[0]
         offset, total = _pieces.regions(x, walkers["step"], spec.length, spec.room)
-        out = {k: v.copy() for k, v in walkers.items()}
+        if writes is None:
+            out = {k: v.copy() for k, v in walkers.items()}
+        else:
+            out = {k: x.empty_like(walkers[k]) for k in writes}
         out.update(offset=offset, flat=x.empty(total, part.indices.dtype), length=x.empty(n, x.int32),
                    moved=x.empty(n, x.int8))
         fill(x, part, walkers, spec, out, run)
         pieces = _pieces.compact({"walk_id": walkers["walk_id"], "start": walkers["step"], "length": out["length"],
                                   "offset": offset, "flat": out["flat"]})
-        steps = int((out["step"] - walkers["step"]).sum())
+        steps = (out["step"] - walkers["step"]).sum(dtype=x.int64)  # on the device: summed once the run ends
         moved = x.flatnonzero(out["moved"])  # one count to the host, not one a field
-        movers = {k: out[k] if moved.shape[0] == n else out[k][moved] for k in walkers}
+        changed = {k: out.get(k, walkers[k]) for k in walkers}
+        movers = {k: v if moved.shape[0] == n else v[moved] for k, v in changed.items()}
         return pieces, movers, steps
 
     return advance
@@ -201,9 +210,9 @@ def run_partitions(spec: RunSpec, initial: dict, counts: np.ndarray) -> dict:
             superstep += 1
             if spec.report:
                 st.worker.log_event(f"gpipe-progress-{spec.run_id}", {"worker": me, "superstep": superstep,
-                                                                    "steps": steps, "active": int(counts.sum())})
+                                                                    "steps": int(steps), "active": int(counts.sum())})
         sent_bytes = exchange.sent_bytes
-    return {"steps": steps, "seconds": seconds, "spilled": spilled, "batches": batches, "sent_bytes": sent_bytes,
+    return {"steps": int(steps), "seconds": seconds, "spilled": spilled, "batches": batches, "sent_bytes": sent_bytes,
             "exchange_seconds": exchanging, "ran": sorted(ran), "outputs": _summaries(spec, ran), **memory.peaks()}
 
 
@@ -341,7 +350,7 @@ def _advance_partition(spec: RunSpec, run: Run, walkers: dict | int | StartSet |
     seconds, steps, spilled, moved = 0.0, 0, 0, []
     for batch in _batches(walkers, step, p.indices.dtype.itemsize, store().output_limit(spec.output_limit)):
         t0 = time.perf_counter()
-        pieces, movers, taken = step.step(p, batch, step, run)  # synchronous: it counts the steps on the host
+        pieces, movers, taken = step.step(p, batch, step, run)  # synchronous: it counts its movers on the host
         seconds += time.perf_counter() - t0
         spilled += run.add_pieces(part, pieces, spec.output_limit)
         steps += taken
@@ -412,8 +421,8 @@ def advance_local(spec: RunSpec, walkers: dict | tuple | StartSet, *, part: int,
                 steps += taken
                 taken_supersteps += 1
             supersteps = max(supersteps, taken_supersteps)
-    return {"steps": steps, "seconds": seconds, "supersteps": supersteps, "spilled": spilled, "batches": batches,
-            "outputs": _summaries(spec, [part])}
+    return {"steps": int(steps), "seconds": seconds, "supersteps": supersteps, "spilled": spilled,
+            "batches": batches, "outputs": _summaries(spec, [part])}
 
 
 def _batches(walkers: dict, step: StepSpec, itemsize: int, limit: int | None):

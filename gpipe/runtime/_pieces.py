@@ -21,9 +21,8 @@ def regions(x, steps, length: int, room: int | None = None):
     or for ``room`` vertices when that is less.
     """
     room = length + 1 - steps if room is None else x.minimum(length + 1 - steps, room)
-    room = room.astype(x.int64)
     offset = x.zeros(room.shape[0] + 1, dtype=x.int64)
-    x.cumsum(room, out=offset[1:])
+    x.cumsum(room, dtype=x.int64, out=offset[1:])
     return offset[:-1], int(offset[-1])
 
 

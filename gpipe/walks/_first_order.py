@@ -31,7 +31,7 @@ class FirstOrder:
     num_vertices: int
 
 
-@step_kernel
+@step_kernel(writes=("vertex", "step"))
 def advance_first_order(x, part, walkers: dict, spec: StepSpec, out: dict, run: Run) -> None:
     """Move every walker while it stays inside ``part``: teleport with probability ``alpha``, else to a neighbor."""
     n = walkers["walk_id"].shape[0]
