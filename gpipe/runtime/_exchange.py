@@ -219,18 +219,33 @@ class NcclTransport:
 
     def __init__(self, communicator, workers: list[str], rank: int):
         self.communicator, self.workers, self.rank = communicator, workers, rank
+        self._headers = None  # this rank's header and all of them, in pinned host memory and on the device
+
+    def _header_buffers(self, words: int) -> tuple:
+        """Buffers for the headers, made once a run: copies to and from pinned memory are queued on the
+        communicator's stream with the all-gather, and the host waits once for the three."""
+        import cupy
+        import cupyx
+
+        if self._headers is None or self._headers[0].shape[0] != words:
+            size = len(self.workers)
+            self._headers = (cupyx.empty_pinned(words, np.int64), cupy.empty(words, cupy.int64),
+                             cupy.empty(size * words, cupy.int64), cupyx.empty_pinned(size * words, np.int64))
+        return self._headers
 
     def exchange(self, superstep: int, words: np.ndarray, payloads: dict, watch: Watch, sizes):
         import cupy
         from cupy.cuda import nccl
 
         comm, size = self.communicator.comm, len(self.workers)
-        mine = cupy.asarray(words)
-        stream = self.communicator.after_current()  # see _nccl: not the default stream
-        gathered = cupy.empty(size * words.shape[0], cupy.int64)
+        host, mine, gathered, everyone = self._header_buffers(words.shape[0])
+        stream = self.communicator.stream  # the header waits for no kernel: not after the current stream's work
+        host[...] = words
+        mine.set(host, stream=stream)
         comm.allGather(mine.data.ptr, gathered.data.ptr, words.shape[0], nccl.NCCL_INT64, stream.ptr)
+        cupy.asnumpy(gathered, stream=stream, out=everyone, blocking=False)
         self.communicator.wait(stream, watch, f"the other workers' superstep {superstep}")
-        matrix = gathered.get().reshape(size, -1)
+        matrix = everyone.reshape(size, -1).copy()
         expected = sizes(matrix)
         received = {r: cupy.empty(n, cupy.uint8) for r, n in expected.items() if n}
         sending = {r: p for r, p in payloads.items() if p.shape[0]}
