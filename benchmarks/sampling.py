@@ -99,7 +99,8 @@ def _select_alone(graph_id: str, part: int, degrees, frontier: str, segments: in
     for r in range(repeat + 1):  # the first compiles
         _sync(x)
         t0 = time.perf_counter()
-        pick_offsets, _, iterations = select(values, offsets, want, streams, np.uint64(seed + r), 0, method, bitmap)
+        pick_offsets, _, iterations = select(values, offsets, want, streams, np.uint64(seed + r), 0, method=method,
+                                                 bitmap=bitmap)
         _sync(x)
         seconds = time.perf_counter() - t0
         if r and (best is None or seconds < best):

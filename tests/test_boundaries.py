@@ -255,3 +255,37 @@ def test_mining_and_counting_reach_their_workers_only_through_the_runtime(family
 ])
 def test_the_reach_check_sees_each_call_past_the_runtime(source, found):
     assert [call for _, call in _reaches(source)] == found
+
+
+MOST_POSITIONAL = 7  # parameters a function takes by position (``self`` and ``cls`` aside); options go by keyword
+
+
+def _long_positional(source: str) -> list[tuple[int, str, int]]:
+    """``(line, name, count)`` of each function in ``source`` taking more than :data:`MOST_POSITIONAL` parameters
+    by position, but numba twins (``@cpu_kernel``), whose parameters are a kernel's, in the kernel's order."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            if any("cpu_kernel" in ast.unparse(d) for d in node.decorator_list):
+                continue
+            names = [a.arg for a in (*node.args.posonlyargs, *node.args.args)]
+            count = len(names) - (1 if names[:1] in (["self"], ["cls"]) else 0)
+            if count > MOST_POSITIONAL:
+                found.append((node.lineno, node.name, count))
+    return found
+
+
+def test_no_function_takes_more_than_seven_positional_parameters():
+    found = [f"{path.relative_to(REPO)}:{line}: {name} takes {count}" for path in SOURCES
+             for line, name, count in _long_positional(path.read_text())]
+    assert not found, "past seven positional parameters (pass options by keyword):\n" + "\n".join(found)
+
+
+@pytest.mark.parametrize("source, found", [
+    ("def f(a, b, c, d, e, f, g, h): pass", [("f", 8)]),
+    ("def f(self, a, b, c, d, e, f, g): pass", []),
+    ("def f(a, b, c, d, e, f, g, *, h): pass", []),
+    ("@cpu_kernel(parallel=True)\ndef f(a, b, c, d, e, f, g, h): pass", []),
+])
+def test_the_positional_check_counts_what_a_call_may_pass_by_position(source, found):
+    assert [(name, count) for _, name, count in _long_positional(source)] == found

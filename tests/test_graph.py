@@ -322,7 +322,8 @@ def test_cpu_partition_rows_are_the_edges_sorted_with_duplicates_merged_to_their
     pieces = [{"src": src[a:b], "dst": dst[a:b], **({"weight": weight[a:b]} if weighted else {})}
               for a, b in zip(cuts, cuts[1:])]
     for most in (700, m):
-        got = _csr_device(np, pieces, weighted, lo, lo + rows, 60, keep_duplicates, np.int32, most)
+        got = _csr_device(np, pieces, weighted, lo=lo, hi=lo + rows, n=60, keep_duplicates=keep_duplicates,
+                          index_dtype=np.int32, most=most)
         np.testing.assert_array_equal(got[0], indptr)
         np.testing.assert_array_equal(got[1], indices)
         assert got[1].dtype == np.int32 and got[3] == loops

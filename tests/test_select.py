@@ -31,7 +31,8 @@ def _run(bias: np.ndarray, k: int, segments: int, method: str, bitmap: bool = Tr
     d = bias.size
     offsets = np.arange(0, d * segments + 1, d, dtype=np.int64)
     want = np.full(segments, k, dtype=np.int64)
-    return select(np.tile(bias, segments), offsets, want, np.arange(segments, dtype=np.int64), KEY, 3, method, bitmap)
+    return select(np.tile(bias, segments), offsets, want, np.arange(segments, dtype=np.int64), KEY, 3,
+                  method=method, bitmap=bitmap)
 
 
 @pytest.mark.parametrize("method", list(METHODS))
@@ -74,7 +75,7 @@ def test_no_duplicates_zero_biases_and_short_segments():
     want = rng.integers(0, 12, sizes.size)
     results = []
     for method in METHODS:
-        po, picks, _ = select(bias, offsets, want, np.arange(sizes.size, dtype=np.int64), KEY, 0, method)
+        po, picks, _ = select(bias, offsets, want, np.arange(sizes.size, dtype=np.int64), KEY, 0, method=method)
         for s in range(sizes.size):
             mine = picks[po[s]:po[s + 1]]
             positive = int((bias[offsets[s]:offsets[s + 1]] > 0).sum())

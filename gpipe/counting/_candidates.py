@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 from dataclasses import dataclass
 
@@ -158,7 +159,8 @@ def hold(g: Graph, query: Query, run_id: str) -> Held:
     held = Held(counts, np.asarray(order, np.int64), bool((counts == 0).any()))
     if held.empty:
         return held
-    on_partition_rows(g, "counting: candidate edges", _edges_kept, query, sets, order, run_id)
+    on_partition_rows(g, "counting: candidate edges",
+                      functools.partial(_edges_kept, query=query, sets=sets, order=order, run_id=run_id))
     on_each(g, "counting: candidate graph gathered", [(w, _assemble_kept, (run_id, workers, sets, order))
                                                       for w in workers])
     return held
@@ -189,7 +191,7 @@ def _kept_here(run_id: str) -> CandidateGraph:
     return kept(run_id)
 
 
-def _edges_kept(indptr, indices, lo: int, labels: np.ndarray, query: Query, sets: np.ndarray, order: list[int],
+def _edges_kept(indptr, indices, lo: int, labels: np.ndarray, *, query: Query, sets: np.ndarray, order: list[int],
                 run_id: str) -> None:
     edges = _candidate_edges(indptr, indices, lo, sets, order, query)
     run_state(run_id, "counting").setdefault("edges", {})[lo, len(indptr) - 1] = edges  # row order

@@ -104,7 +104,7 @@ class NeighborLoader:
     [32, 32, 32, 4]
     """
 
-    def __init__(self, g, seeds, fanouts, batch_size: int, shuffle: bool = True, drop_last: bool = False,
+    def __init__(self, g, seeds, fanouts, batch_size: int, *, shuffle: bool = True, drop_last: bool = False,
                  seed: int = 0, features=None, labels=None, replace: bool = False, weighted: bool = False,
                  fused: bool = True):
         dense, spec, features, labels = check_loader(

@@ -143,8 +143,9 @@ def assemble(graph_id: str, part: int, bounds: np.ndarray, keep_duplicates: bool
             indptr, dst, weight, loops = _csr_cpu(src - lo, dst, weight, hi - lo, lo, keep_duplicates)
         else:
             most = free_memory(x) // 4 // SORT_EDGE_BYTES  # edges sorted at once: a quarter of the free memory
-            indptr, dst, weight, loops = _csr_device(x, pieces, weighted, lo, hi, n, keep_duplicates, index_dtype,
-                                                     max(1, most))
+            indptr, dst, weight, loops = _csr_device(x, pieces, weighted, lo=lo, hi=hi, n=n,
+                                                     keep_duplicates=keep_duplicates, index_dtype=index_dtype,
+                                                     most=max(1, most))
         partition = Partition(part, lo, hi, np.asarray(bounds), indptr, dst.astype(index_dtype, copy=False), weight)
         store().partitions.put(graph_id, part, partition, budget)
         return {"edges": partition.num_edges, "self_loops": loops, "nbytes": partition.nbytes}
@@ -247,7 +248,7 @@ def _compact_rows(start, indptr, by_row, by_row_w, weighted, out, out_w):
                 out_w[o + j] = by_row_w[a + j]
 
 
-def _csr_device(x, pieces, weighted: bool, lo: int, hi: int, n: int, keep_duplicates: bool, index_dtype,
+def _csr_device(x, pieces, weighted: bool, *, lo: int, hi: int, n: int, keep_duplicates: bool, index_dtype,
                 most: int):
     """The CSR ``(indptr, indices, weights, self-loops)`` of the pieces' edges, sorted by (src, dst) with
     duplicates merged to their largest weight, one range of rows at a time, each of at most ``most`` edges

@@ -44,7 +44,7 @@ class Graph:
     {'a': 2, 'b': 2, 'c': 3, 'd': 1}
     """
 
-    def __init__(self, session: Session, graph_id: str, bounds: np.ndarray, placement: list[str],
+    def __init__(self, session: Session, graph_id: str, bounds: np.ndarray, placement: list[str], *,
                  num_edges: int, directed: bool, weighted: bool, id_map: np.ndarray | None,
                  partition_info: list[dict], replicas: list[str] | None = None,
                  device_partitions: int | None = None):
@@ -379,8 +379,8 @@ def build(session: Session, chunks: list, n: int, *, directed: bool, weighted: b
     num_edges = stored if directed else (stored + loops) // 2
     if isinstance(id_map, Future):
         id_map = id_map.result()
-    g = Graph(session, graph_id, bounds, placement, num_edges, directed, weighted, id_map, info,
-              device_partitions=budget)
+    g = Graph(session, graph_id, bounds, placement, num_edges=num_edges, directed=directed, weighted=weighted,
+              id_map=id_map, partition_info=info, device_partitions=budget)
     nbytes = sum(i["nbytes"] for i in info)
     if mode == "replicated" or (mode == "auto" and partitions is None and budget is None
                                 and _fits_every_worker(session, nbytes)):
@@ -422,8 +422,8 @@ def _replicate(g: Graph, workers: list[str]) -> Graph:
         g.release()
     info = [{"edges": sum(i["edges"] for i in g.partition_info),
              "self_loops": sum(i["self_loops"] for i in g.partition_info), "nbytes": nbytes}]
-    return Graph(g._session, replica_id, np.array([0, g.num_vertices]), [workers[0]], g.num_edges, g.directed,
-                 g.weighted, g.id_map, info, replicas=workers)
+    return Graph(g._session, replica_id, np.array([0, g.num_vertices]), [workers[0]], num_edges=g.num_edges,
+                 directed=g.directed, weighted=g.weighted, id_map=g.id_map, partition_info=info, replicas=workers)
 
 
 def check_graph(name: str, value) -> Graph:

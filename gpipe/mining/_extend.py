@@ -107,7 +107,7 @@ def extend_cliques(x, graph, vertex, parent, capacity: int, timer):
             yield compress(x, slots, owner + first, mark)
 
 
-def extend_match(x, graph, rows, back, apart, min_degree: int, capacity: int, timer):
+def extend_match(x, graph, rows, *, back, apart, min_degree: int, capacity: int, timer):
     """The next column of a match table's chunk, given its embeddings as ``rows`` (matched vertices, in the
     matching order) and the next pattern vertex's earlier neighbors ``back`` and non-neighbors ``apart`` (for
     induced matches), in batches of at most ``capacity`` slots: new vertices and their parents (rows)."""

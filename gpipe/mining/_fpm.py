@@ -72,7 +72,7 @@ class FpmPlan:
     run_id: str = ""  # the call's run: each worker keeps its ranges' tables in its state between levels
     keep: bool = False  # whether this level's embeddings are kept for the next one
 
-    def grow(self, x, graph, spec, table, lo: int, hi: int, stats, kept: bool = False) -> tuple:
+    def grow(self, x, graph, spec, table, lo: int, hi: int, stats, *, kept: bool = False) -> tuple:
         """A range's level: its patterns' codes, its distinct aggregation keys and how often each came.
 
         ``kept``: ``table`` holds the range's embeddings of the levels below, the last of them as the level
@@ -90,7 +90,8 @@ class FpmPlan:
         else:
             with stats.timer("extension"):
                 edges = first_edges(x, graph, lo, hi)
-            self._place(x, graph, labels, table, stats, 0, -1, edges, None, edges[:, None], patterns, keys)
+            self._place(x, graph, labels, table, stats, column=0, parent_chunk=-1, edge=edges, parent=None,
+                        rows=edges[:, None], patterns=patterns, keys=keys)
         for column in range(1 if not kept else last, self.edges):
             if len(table.columns) < column:  # no embedding of this range is frequent
                 break
@@ -98,7 +99,8 @@ class FpmPlan:
                 rows = table.rows(x, chunk)
                 for edge, parent in extend_edges(x, graph, rows, spec.capacity, stats.timer):
                     grown = x.concatenate([rows[parent], edge[:, None]], axis=1)
-                    self._place(x, graph, labels, table, stats, column, c, edge, parent, grown, patterns, keys)
+                    self._place(x, graph, labels, table, stats, column=column, parent_chunk=c, edge=edge, parent=parent,
+                                rows=grown, patterns=patterns, keys=keys)
         with stats.timer("aggregation"):
             return (np.array(list(patterns), np.int64), *_sorted_keys(keys, table.device))
 
@@ -111,7 +113,7 @@ class FpmPlan:
         with stats.timer("filtering"):
             return to_device(np.isin(codes, frequent), device)[inverse.reshape(-1)]
 
-    def _place(self, x, graph, labels, table, stats, column: int, parent_chunk: int, edge, parent, rows, patterns,
+    def _place(self, x, graph, labels, table, stats, *, column: int, parent_chunk: int, edge, parent, rows, patterns,
                keys) -> None:
         """New embeddings (``rows``): filtered by the frequent patterns and put in the table, or, at the level's
         last column, turned into aggregation keys (and kept in the table for the next level)."""
@@ -187,7 +189,7 @@ def _grow_kept(spec, ranges: list) -> tuple[list, dict]:
             else:
                 table = held.table(device, stats)
             try:
-                results.append(plan.grow(x, graph, spec, table, lo, hi, stats, kept))
+                results.append(plan.grow(x, graph, spec, table, lo, hi, stats, kept=kept))
             except BaseException:
                 table.close()
                 raise

@@ -44,8 +44,8 @@ class MatchPlan(ColumnPlan):
 
     def extend(self, x, graph, table, chunk, capacity: int, timer):
         column = chunk.column + 1
-        yield from extend_match(x, graph, table.rows(x, chunk), self.back[column], self.apart[column],
-                                self.degree[column], capacity, timer)
+        yield from extend_match(x, graph, table.rows(x, chunk), back=self.back[column], apart=self.apart[column],
+                                min_degree=self.degree[column], capacity=capacity, timer=timer)
 
 
 def match(g, pattern, induced: bool = False, *, embeddings: bool = False, device_budget=None,

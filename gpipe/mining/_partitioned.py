@@ -190,16 +190,16 @@ def _level(spec, exchange: Exchange, column: int) -> None:
                 if source != address:
                     held.stats.exchanged_bytes["embeddings"] += int(rows.nbytes)
                     rows = to_device(rows, device)
-                _extend(x, spec, exchange, held, degree, rows, column + 1, address)
+                _extend(x, spec, exchange, held, degree, rows, column=column + 1, address=address)
 
 
-def _extend(x, spec, exchange: Exchange, held: Held, degree, rows, column: int, address: str) -> None:
+def _extend(x, spec, exchange: Exchange, held: Held, degree, rows, *, column: int, address: str) -> None:
     """Grow ``rows`` (embeddings of ``column - 1`` columns) to ``column`` and route what grew."""
     checks = spec.plan.checks(column)
     last = column == spec.plan.columns - 1
     graph = _rows_of(x, spec, exchange, held, rows[:, list(checks.back + checks.apart)], address)
-    for vertex, parent in extend_match(x, graph, rows, checks.back, checks.apart, 0, spec.capacity,
-                                       held.stats.timer):
+    for vertex, parent in extend_match(x, graph, rows, back=checks.back, apart=checks.apart, min_degree=0,
+                                       capacity=spec.capacity, timer=held.stats.timer):
         with held.stats.timer("filtering"):  # what the kernel cannot test on rows of the tested vertices only
             keep = degree[vertex] >= checks.min_degree
             if checks.increasing:

@@ -119,8 +119,8 @@ def run_supersteps(graph, spec: StepSpec, initial: int | StartSet | dict, *, num
     ran = {p for s in summaries for p in s["ran"]}
     if progress is not None:
         progress(superstep=superstep, active=0, steps=steps, total=num_walks)
-    stats = {**_stats(graph, summaries, "partitioned", graph.num_partitions, len(workers), steps, seconds, superstep,
-                      kernel_seconds),
+    stats = {**_stats(graph, summaries, "partitioned", partitions=graph.num_partitions, workers=len(workers), steps=steps,
+                      seconds=seconds, supersteps=superstep, kernel_seconds=kernel_seconds),
              "exchange": exchange, "walker_bytes": sum(s["sent_bytes"] for s in summaries),
              "exchange_seconds": max(s["exchange_seconds"] for s in summaries),  # the busiest worker's
              "host_memory_peak": max(s["host_memory_peak"] for s in summaries),
@@ -186,8 +186,8 @@ def _run_replicated(graph, spec: StepSpec, initial: int | StartSet | dict, progr
     supersteps = max((s["supersteps"] for s in summaries), default=0)
     if progress is not None:
         progress(superstep=supersteps, active=0, steps=steps, total=steps)
-    stats = _stats(graph, summaries, "replicated", 1, count, steps, seconds, supersteps,
-                   max((s["seconds"] for s in summaries), default=0.0))
+    stats = _stats(graph, summaries, "replicated", partitions=1, workers=count, steps=steps, seconds=seconds,
+                   supersteps=supersteps, kernel_seconds=max((s["seconds"] for s in summaries), default=0.0))
     return run.run_id, {r: replicas[r] for r in shares}, stats
 
 
@@ -201,7 +201,7 @@ def _call_run(client, run_id: str, calls: list[tuple], held: dict[int, str], pha
         raise
 
 
-def _stats(graph, summaries: list[dict], mode: str, partitions: int, workers: int, steps: int, seconds: float,
+def _stats(graph, summaries: list[dict], mode: str, *, partitions: int, workers: int, steps: int, seconds: float,
            supersteps: int, kernel_seconds: float) -> dict:
     """What every run reports, in either mode (and the summaries of its outputs it was asked for)."""
     stats = {"steps": steps, "seconds": seconds, "steps_per_second": steps / seconds if seconds > 0 else 0.0,

@@ -130,7 +130,7 @@ class EdgeSample:
         self._finalizers = [weakref.finalize(self, run_later, client, drop_run, run_id) for run_id in run_ids]
 
     @classmethod
-    def of_runs(cls, client, run_ids: tuple[str, ...], partitions: dict[int, str], layout: SampleLayout,
+    def of_runs(cls, client, run_ids: tuple[str, ...], partitions: dict[int, str], *, layout: SampleLayout,
                 instances: int, rows: int, id_map, stats: dict) -> EdgeSample:
         """The sample that runs left in their partitions' stores (``rows`` edges of ``instances`` instances, each
         block made from every run's rows; ``partitions``: every partition that any of them ran), cut into blocks

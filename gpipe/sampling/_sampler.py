@@ -176,7 +176,7 @@ class Sampler:
     [6, 6, 3]
     """
 
-    def __init__(self, vertex_bias: str | Callable = "uniform", edge_bias: str | Callable = "uniform",
+    def __init__(self, vertex_bias: str | Callable = "uniform", edge_bias: str | Callable = "uniform", *,
                  update: str = "all", frontier_size: int | None = None, neighbor_size: int | None | tuple = 2,
                  neighbor_pool: str = "vertex", depth: int = 2, replace: bool = False, select: str = "bipartite",
                  bitmap: bool = True):
@@ -305,7 +305,8 @@ class Sampler:
                      edges_per_second=edges / stats["seconds"] if stats["seconds"] > 0 else 0.0,
                      select=self.select, bitmap=self.bitmap, select_picks=picks,
                      iterations_per_pick=iterations / picks if picks else 0.0)
-        return EdgeSample.of_runs(client, (run_id,), partitions, SAMPLE_LAYOUT, count, edges, g.id_map, stats)
+        return EdgeSample.of_runs(client, (run_id,), partitions, layout=SAMPLE_LAYOUT, instances=count, rows=edges,
+                                  id_map=g.id_map, stats=stats)
 
     def _fuses(self, g, seeded: bool, instances: int) -> bool:
         """Whether the run takes the fused path: neighbor-style sampling (picks per vertex by a built-in edge bias

@@ -43,7 +43,7 @@ ROUNDS = 1024  # rounds before a pick is made by an updated-sampling pass
 LANES = 32  # the chunks of the CTPS's summation order (a CUDA warp per segment)
 
 
-def select(bias, offsets, want, streams, key, step: int, method: str = "bipartite", bitmap: bool = True,
+def select(bias, offsets, want, streams, key, step: int, *, method: str = "bipartite", bitmap: bool = True,
            replace: bool = False):
     """Picks per segment: ``(pick_offsets, picks, iterations)``.
 

@@ -85,7 +85,7 @@ def _frontier(x, part, entries: dict, spec: StepSpec, run: Run):
         streams, offsets = _segments(x, pool_instance)
         want = x.full(streams.shape[0], spec.params.frontier_size, dtype=x.int64)
         _, picks, iterations = select(entries["bias"][order], offsets, want, streams, spec.key,
-                                      FRONTIER_STEP + level, spec.params.select, spec.params.bitmap)
+                                      FRONTIER_STEP + level, method=spec.params.select, bitmap=spec.params.bitmap)
         instance, vertex = pool_instance[picks], pool_vertex[picks]
     if spec.params.neighbor_pool == "frontier":  # for the candidates' in_frontier
         run.state[(part.part, "frontier")] = instance * n + vertex
@@ -121,13 +121,15 @@ def _gather_neighbors(x, part, instance, vertex, depth, spec: StepSpec, run: Run
     local = vertex - part.lo
     start, end = part.indptr[local], part.indptr[local + 1]
     if spec.params.neighbor_pool == "vertex":  # each entry's picks its own: taken in chunks of entries
-        chunks = [_pick_from(x, part, instance[c], vertex[c], depth[c], key[c], start[c], end[c], level, spec)
+        chunks = [_pick_from(x, part, instance[c], vertex[c], depth[c], key=key[c], start=start[c], end=end[c],
+                             level=level, spec=spec)
                   for c in _entry_chunks(x, end - start, spec.params.candidate_budget)]
         picked_instance, src, dst, iterations = (x.concatenate([chunk[i] for chunk in chunks]) for i in range(4))
         return _picked(x, spec, picked_instance, level, src, dst, iterations)
-    offsets, edge, table = _candidates(x, part, instance, vertex, depth, start, end, spec)
+    offsets, edge, table = _candidates(x, part, instance, vertex, depth, start=start, end=end, spec=spec)
     if _races(spec):
-        return _race_entries(x, part, table, instance, vertex, key, offsets, edge, level, spec)
+        return _race_entries(x, part, table, instance, vertex, key=key, offsets=offsets, edge=edge, level=level,
+                             spec=spec)
     parts = len(part.bounds) - 1
     frontier_rows = spec.params.frontier_size is None  # the home learns the frontier from these
     rows = {k: table[k] for k in ("instance", "frontier", "candidate", "weight")}
@@ -143,7 +145,7 @@ def _gather_neighbors(x, part, instance, vertex, depth, spec: StepSpec, run: Run
     return _no_edges(x), movers, 0
 
 
-def _candidates(x, part, instance, vertex, depth, start, end, spec: StepSpec):
+def _candidates(x, part, instance, vertex, depth, *, start, end, spec: StepSpec):
     """The out-edges ``start .. end - 1`` of the entries as a candidate table (its columns made when read: a
     built-in bias reads few of them), with each entry's first row (``offsets``) and each row's edge."""
     offsets = x.zeros(vertex.shape[0] + 1, dtype=x.int64)
@@ -158,14 +160,15 @@ def _candidates(x, part, instance, vertex, depth, start, end, spec: StepSpec):
     return offsets, edge, table
 
 
-def _pick_from(x, part, instance, vertex, depth, key, start, end, level: int, spec: StepSpec) -> tuple:
+def _pick_from(x, part, instance, vertex, depth, *, key, start, end, level: int, spec: StepSpec) -> tuple:
     """Each entry's picks among its own vertex's out-edges: the picks' instance, source and destination, and
     SELECT's draws per entry."""
-    offsets, edge, table = _candidates(x, part, instance, vertex, depth, start, end, spec)
+    offsets, edge, table = _candidates(x, part, instance, vertex, depth, start=start, end=end, spec=spec)
     bias = _biases(x, "edge_bias", spec.params.edge_bias, table)
     want = _wanted(x, spec, key, COUNT_STEP + level, end - start)
     pick_offsets, picks, iterations = select(bias, offsets, want, key, spec.key, NEIGHBOR_STEP + level,
-                                             spec.params.select, spec.params.bitmap, spec.params.replace)
+                                             method=spec.params.select, bitmap=spec.params.bitmap,
+                                             replace=spec.params.replace)
     owner = x.searchsorted(pick_offsets[1:], x.arange(picks.shape[0]), side="right")
     return instance[owner], vertex[owner], part.indices[edge[picks]].astype(x.int64), iterations
 
@@ -216,7 +219,7 @@ def _neighbors(x, part, entries: dict, spec: StepSpec, run: Run):
     bias = _biases(x, "edge_bias", spec.params.edge_bias, table)
     want = _wanted(x, spec, streams, COUNT_STEP + INSTANCE_NEIGHBOR_STEP + level, offsets[1:] - offsets[:-1])
     _, picks, iterations = select(bias, offsets, want, streams, spec.key, INSTANCE_NEIGHBOR_STEP + level,
-                                  spec.params.select, spec.params.bitmap, spec.params.replace)
+                                  method=spec.params.select, bitmap=spec.params.bitmap, replace=spec.params.replace)
     return _picked(x, spec, instance[picks], level, src[picks], candidate[picks], iterations)
 
 
@@ -260,7 +263,7 @@ def _races(spec: StepSpec) -> bool:
     return not callable(spec.params.edge_bias) and not spec.params.replace and spec.params.neighbor_size is not None
 
 
-def _race_entries(x, part, table: _Table, instance, vertex, key, offsets, edge, level: int, spec: StepSpec):
+def _race_entries(x, part, table: _Table, instance, vertex, *, key, offsets, edge, level: int, spec: StepSpec):
     """At the frontier's owner: this partition's share of each instance's picks from its frontier's neighbors.
 
     Every candidate edge runs an exponential race (``kernels/race.cu``); an
@@ -297,7 +300,7 @@ def _fastest(x, rows: dict, level: int, spec: StepSpec):
 _STAGES = {POOL: _pool, FRONTIER: _frontier, EXPAND: _expand_stage, NEIGHBORS: _neighbors, RESOLVE: _resolve}
 
 
-def _picked(x, spec: StepSpec, instance, level: int, src, dst, iterations, count_picks: bool = True):
+def _picked(x, spec: StepSpec, instance, level: int, src, dst, iterations, *, count_picks: bool = True):
     """The sampled edges of a depth, and the picked vertices as the next depth's pool entries."""
     size = instance.shape[0]
     out = {"instance": instance, "depth": x.full(size, level, x.int32), "src": src, "dst": dst,
@@ -370,7 +373,7 @@ def _implicit_vertices(x, instances, spec: StepSpec):
                            source=lambda e: x.searchsorted(ends, e, side="right"), distinct=int((degrees > 0).sum()))
 
 
-def _first_distinct(x, instances, want: int, size: int, step: int, spec: StepSpec, source=None,
+def _first_distinct(x, instances, want: int, size: int, step: int, spec: StepSpec, *, source=None,
                     distinct: int | None = None):
     """Per instance, ``want`` uniform draws in [0, size) — or the vertices ``source(draw)`` they map to — the
     first distinct ones of the i.i.d. sequence (the successive picks of updated sampling), or all of them with

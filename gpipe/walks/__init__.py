@@ -88,7 +88,8 @@ def deepwalk(g, length: int = 80, walks_per_vertex: int = 1, start=None, weighte
            [2, 1, 2, 0, 2],
            [3, 2, 1, 2, 0]])
     """
-    return _first_order(g, "deepwalk", length, walks_per_vertex, start, weighted, seed, progress, 0.0, "none")
+    return _first_order(g, "deepwalk", length=length, walks_per_vertex=walks_per_vertex, start=start,
+                        weighted=weighted, seed=seed, progress=progress, alpha=0.0, teleport="none")
 
 
 def with_jump(g, jump: float = 0.1, length: int = 80, walks_per_vertex: int = 1, start=None,
@@ -109,7 +110,8 @@ def with_jump(g, jump: float = 0.1, length: int = 80, walks_per_vertex: int = 1,
     ((256, 11), 2240)
     """
     jump = check_probability("jump", jump)
-    return _first_order(g, "with_jump", length, walks_per_vertex, start, weighted, seed, progress, jump, "uniform")
+    return _first_order(g, "with_jump", length=length, walks_per_vertex=walks_per_vertex, start=start,
+                        weighted=weighted, seed=seed, progress=progress, alpha=jump, teleport="uniform")
 
 
 def ppr(g, sources, restart: float = 0.15, walks_per_source: int = 100, length: int = 80, weighted: bool = False,
@@ -179,13 +181,13 @@ def ppr(g, sources, restart: float = 0.15, walks_per_source: int = 100, length: 
         raise GpipeValueError(f"'sources' must hold each vertex once (for more walks, raise walks_per_source); "
                               f"{g.to_original(vertices[[repeated]]).tolist()[0]!r} is there {counts[repeated]} times")
     walks_per_source = check_int("walks_per_source", walks_per_source, minimum=1)
-    return _first_order(g, "ppr", length, walks_per_source, sources, weighted, seed, progress, restart, "source",
-                        fields=(("source", "int64", "vertex"),), result_type=PPRResult,
+    return _first_order(g, "ppr", length=length, walks_per_vertex=walks_per_source, start=sources,
+                        weighted=weighted, seed=seed, progress=progress, alpha=restart, teleport="source", fields=(("source", "int64", "vertex"),), result_type=PPRResult,
                         sources=np.asarray(sources).ravel(), restart=restart, walk_seed=seed)
 
 
-def node2vec(g, p: float = 1.0, q: float = 1.0, length: int = 80, walks_per_vertex: int = 1, start=None,
-             weighted: bool = False, seed: int = 0, *, progress: Callable | None = None) -> WalkResult:
+def node2vec(g, p: float = 1.0, q: float = 1.0, length: int = 80, walks_per_vertex: int = 1, *, start=None,
+             weighted: bool = False, seed: int = 0, progress: Callable | None = None) -> WalkResult:
     """node2vec's second-order random walks, exact, on a partitioned graph.
 
     At v, having come from t, the walk moves to a neighbor x with probability
@@ -364,7 +366,7 @@ def _checked_starts(g, length: int, walks_per_vertex: int, start, weighted: bool
     return length, walks_per_vertex, starts, seed
 
 
-def _first_order(g, algorithm: str, length, walks_per_vertex, start, weighted, seed, progress, alpha: float,
+def _first_order(g, algorithm: str, *, length, walks_per_vertex, start, weighted, seed, progress, alpha: float,
                  teleport: str, fields: tuple = (), **result):
     g = _walked(g)
     length, walks_per_vertex, starts, seed = _checked_starts(g, length, walks_per_vertex, start, weighted, seed,

@@ -196,8 +196,8 @@ def sample(g, frontier_size: int, budget: int, instances: int, seed: int, pool: 
     stats.update({k: run[k] for k in ("partitions", "workers", "device", "num_vertices", "mode", "exchange")
                   if k in run})
     layout = dataclasses.replace(LAYOUT, finish=functools.partial(_first_moves, budget=budget))
-    return EdgeSample.of_runs(g.client, tuple(run_ids), held, layout, instances, int(np.minimum(have, budget).sum()),
-                              g.id_map, stats)
+    return EdgeSample.of_runs(g.client, tuple(run_ids), held, layout=layout, instances=instances,
+                              rows=int(np.minimum(have, budget).sum()), id_map=g.id_map, stats=stats)
 
 
 def _round_summary(sets: list[dict], instances: int) -> tuple[np.ndarray, dict]:

@@ -74,7 +74,7 @@ def advance_node2vec(x, part, walkers: dict, spec: StepSpec, out: dict, run: Run
     cdf = part.cdf() if weighted else x.zeros(1, x.float64)
     nothing = (x.zeros(0, x.int64), x.zeros(1, x.int64), x.zeros(0, part.indices.dtype))
     kept = borrowed_lists(run, spec.params.graph, part.bounds) or nothing  # t's list there: no query trip
-    _launch(part, cdf, spec, kept, walkers, out["offset"], out, exact=False)
+    _launch(part, cdf, spec, kept, walkers=walkers, offset=out["offset"], out=out, exact=False)
     stopped = x.flatnonzero(out["state"] == BORROW)
     if stopped.size:
         ids = unique(x, out["prev"][stopped])
@@ -85,8 +85,8 @@ def advance_node2vec(x, part, walkers: dict, spec: StepSpec, out: dict, run: Run
         rest = {k: v.copy() for k, v in again.items()}
         rest.update(flat=out["flat"], length=x.empty(stopped.size, x.int32), moved=x.empty(stopped.size, x.int8))
         # on from the vertex each stopped at, in the rest of its output region
-        _launch(part, cdf, spec, borrowed, again, out["offset"][stopped] + out["length"][stopped] - 1, rest,
-                exact=True)
+        _launch(part, cdf, spec, borrowed, walkers=again, offset=out["offset"][stopped] + out["length"][stopped] - 1,
+                out=rest, exact=True)
         for k in (*_WRITES, "moved"):
             out[k][stopped] = rest[k]
         out["length"][stopped] += rest["length"] - 1
@@ -98,7 +98,7 @@ def trials_before_exact(walk: Node2Vec) -> int:
     return -1 if min(biases) / max(biases) >= TAME else TRIALS
 
 
-def _launch(part, cdf, spec: StepSpec, borrowed: tuple, walkers: dict, offset, out: dict, exact: bool) -> None:
+def _launch(part, cdf, spec: StepSpec, borrowed: tuple, *, walkers: dict, offset, out: dict, exact: bool) -> None:
     """One pass of the kernel over ``walkers``, their output regions starting at ``offset``; without ``exact``,
     the CUDA kernel stops a walker at the exact draw (state ``BORROW``)."""
     n = walkers["walk_id"].shape[0]

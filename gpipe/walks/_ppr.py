@@ -112,7 +112,8 @@ class PPRResult(WalkResult):
         rank[pd.Series(self.sources).sort_values(kind="stable").index.to_numpy()] = np.arange(n_sources)
         cuts = np.linspace(0, n_sources, min(n_sources, len(self._blocks())) + 1).round().astype(np.int64)
         [rank, sources] = client.scatter([rank, self.sources], broadcast=True, hash=False)
-        blocks = self._map_blocks(_visits_by_range, n_sources, self._key, self.restart, n, weights, rank, cuts)
+        blocks = self._map_blocks(_visits_by_range, n_sources, walk_key=self._key, restart=self.restart, n=n,
+                                  weights=weights, rank=rank, cuts=cuts)
         workers = sorted(set(self._partitions.values()))
         self._score_futures = [
             client.submit(_range_scores, [client.submit(operator.getitem, b, r, pure=False) for b in blocks],
@@ -160,12 +161,12 @@ def _visit_weights(starts: np.ndarray) -> np.ndarray:
     return 1.0 / np.cumsum(starts, axis=1)[:, ::-1]
 
 
-def _visits_by_range(block, id_map, base: int, n_sources: int, key, restart: float, n: int, weights: np.ndarray,
-                     rank: np.ndarray, cuts: np.ndarray) -> list:
+def _visits_by_range(block, id_map, base: int, n_sources: int, *, walk_key, restart: float, n: int,
+                     weights: np.ndarray, rank: np.ndarray, cuts: np.ndarray) -> list:
     """One block's ``(source index * n + vertex, visits weighted by weights[source index, cycle age])``, summed
     by key, cut by the rank of the source: ``[cuts[r], cuts[r + 1])`` in piece ``r``, keys in order in each."""
     dense = to_host(block)
-    ages = _cycle_ages(dense, base, key, restart)
+    ages = _cycle_ages(dense, base, walk_key, restart)
     row, step = np.nonzero(ages >= 0)
     source_index = _source_index(base, dense.shape[0], n_sources)[row]
     keys, inverse = np.unique(source_index * n + dense[row, step], return_inverse=True)

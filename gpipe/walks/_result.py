@@ -63,7 +63,7 @@ class WalkResult:
     (4, 12)
     """
 
-    def __init__(self, client, run_id: str, partitions: dict[int, str], num_walks: int, width: int, dtype,
+    def __init__(self, client, run_id: str, partitions: dict[int, str], *, num_walks: int, width: int, dtype,
                  id_map, stats: dict):
         self._client = client
         self._run_id = run_id
@@ -129,10 +129,12 @@ class WalkResult:
             return np.dtype(np.int64)
         return np.dtype(object)
 
-    def _map_blocks(self, func, *args):
+    def _map_blocks(self, func, *args, **kwargs):
+        """Futures of ``func(block, id_map, first_row, *args, **kwargs)`` of every block, where it is held
+        (``kwargs`` pass through ``client.submit``: none of them may be named as its own, e.g. ``key``)."""
         self.persist()
         ids = self._ids()
-        return [self._client.submit(func, block, ids, b * self._block_rows, *args, pure=False)
+        return [self._client.submit(func, block, ids, b * self._block_rows, *args, **kwargs, pure=False)
                 for b, block in enumerate(self._blocks())]
 
     def _gather_blocks(self, phase: str, func, *args) -> list:

@@ -40,8 +40,8 @@ def run_walks(g, algorithm: str, spec: StepSpec, walks_per_vertex: int, starts: 
         initial = StartSet(starts.astype(dtype), walks_per_vertex, total=len(starts))
     run_id, partitions, stats = run_supersteps(g, spec, initial, num_walks=num_walks, progress=progress)
     stats = {"algorithm": algorithm, "walks": num_walks, "length": length, **stats}
-    return result_type(g.client, run_id, partitions, num_walks, length + 1, dtype, g.id_map, stats,
-                       **result_kwargs)
+    return result_type(g.client, run_id, partitions, num_walks=num_walks, width=length + 1, dtype=dtype,
+                       id_map=g.id_map, stats=stats, **result_kwargs)
 
 
 def first_walkers(x, spec: StepSpec, lo: int, hi: int, n: int, initial: int | StartSet) -> dict:

@@ -157,9 +157,9 @@ def test_select_cuda_equals_cpu_twin(method, bitmap, largest, segments):
     streams = np.arange(sizes.size, dtype=np.int64) * 7
     replace = method.endswith("replace")
     method = {"replace": "bipartite", "alias+replace": "alias"}.get(method, method)
-    cpu = select(bias, offsets, want, streams, _rng.key(5), 2, method, bitmap, replace)
+    cpu = select(bias, offsets, want, streams, _rng.key(5), 2, method=method, bitmap=bitmap, replace=replace)
     gpu = select(cupy.asarray(bias), cupy.asarray(offsets), cupy.asarray(want), cupy.asarray(streams), _rng.key(5), 2,
-                 method, bitmap, replace)
+                 method=method, bitmap=bitmap, replace=replace)
     for c, g in zip(cpu, gpu):
         np.testing.assert_array_equal(g.get(), c)
 
