@@ -21,7 +21,8 @@ from .._validate import check_int
 from ..backend import to_host
 from ..errors import GpipeError, GpipeValueError, TaskError, WorkerLostError
 from ..graph import Graph, check_graph
-from ..runtime import WATCH_SECONDS, call_workers, check_held, drop_graph, run_later, store
+from ..runtime import (WATCH_SECONDS, call_workers, check_held, end_graph, end_graph_later, holds_partition,
+                       keep_partition, partition, worker_device, worker_memory)
 from ._batches import Batch, absent, check_batch
 from ._kernels import VERTEX_BYTES
 from ._space import SamplingSpace
@@ -72,7 +73,7 @@ class DynamicGraph:
         self._asked = -np.inf  # when the scheduler last said that the graph's workers were all there
         self._room: int | None = None  # the memory of the last partition's worker, asked at the first growth
         self._deferred = weakref.WeakSet()  # run snapshots whose pins their runs make (see run_snapshot)
-        self._finalizer = weakref.finalize(self, run_later, g.client, drop_graph, graph_id)
+        self._finalizer = weakref.finalize(self, end_graph_later, g.client, graph_id)
 
     @classmethod
     def from_graph(cls, g, scale: float = 1.0) -> DynamicGraph:
@@ -241,7 +242,7 @@ class DynamicGraph:
             return
         last = len(self._graph.bounds) - 2
         if self._room is None:
-            [(host, device, _)] = self._call(_memory, "dynamic memory check", lambda part: (), [last])
+            [(host, device, _)] = self._call(worker_memory, "dynamic memory check", lambda part: (), [last])
             self._room = host if device is None else device
         nbytes = (top + 1 - int(self._graph.bounds[last])) * VERTEX_BYTES
         if nbytes > self._room:
@@ -340,7 +341,7 @@ class Snapshot:
         self.directed = g.directed
         self.num_edges = num_edges
         self.version = version
-        self._finalizer = weakref.finalize(self, run_later, g.client, drop_graph, graph_id)
+        self._finalizer = weakref.finalize(self, end_graph_later, g.client, graph_id)
 
     num_vertices = Graph.num_vertices  # a graph's shape and id checks, of these bounds and no id map
     vertex_dtype = Graph.vertex_dtype
@@ -360,7 +361,7 @@ class Snapshot:
     def release(self) -> None:
         """Unpin the spaces on the workers now (they are also unpinned when the snapshot is garbage-collected)."""
         if self._finalizer.detach() is not None and self._graph.client.status == "running":
-            self._graph.client.run(drop_graph, self.graph_id)
+            end_graph(self._graph.client, self.graph_id)
 
     def __repr__(self) -> str:
         kind = "directed" if self.directed else "undirected"
@@ -369,22 +370,17 @@ class Snapshot:
 
 
 def _from_partition(graph_id: str, part: int, dynamic_id: str, scale: float) -> int:
-    partitions = store().partitions
-    p = partitions.get(graph_id, part)
+    p = partition(graph_id, part)
     indptr, dst = to_host(p.indptr), to_host(p.indices).astype(np.int64)
     weight = np.ones(len(dst)) if p.weights is None else to_host(p.weights).astype(np.float64)
     if not (np.isfinite(weight) & (weight > 0)).all():
         bad = weight[~(np.isfinite(weight) & (weight > 0))][0]
         raise GpipeValueError(f"'g': the biases of a dynamic graph are its edge weights, which must be positive and "
                               f"finite; partition {part} holds a weight of {bad}")
-    space = SamplingSpace(p.hi - p.lo, device=partitions.device, scale=scale)
+    space = SamplingSpace(p.hi - p.lo, device=worker_device(), scale=scale)
     space.apply_batch(Batch.inserts(np.repeat(np.arange(p.hi - p.lo, dtype=np.int64), np.diff(indptr)), dst, weight))
-    partitions.put(dynamic_id, part, space)
+    keep_partition(dynamic_id, part, space)
     return len(dst)
-
-
-def _memory() -> tuple:
-    return store().memory()
 
 
 def _owners(bounds: np.ndarray, ids: np.ndarray) -> np.ndarray:
@@ -418,7 +414,7 @@ def _returning_errors(phase: str):
 def _stage(dynamic_id: str, part: int, token: int, batch: Batch, position: np.ndarray) -> int:
     """Replay this partition's updates (local sources) as batch ``token``; the batch position of the first that
     failed, else -1."""
-    failed = store().partitions.get(dynamic_id, part)._stage_batch(token, batch)
+    failed = partition(dynamic_id, part)._stage_batch(token, batch)
     return int(position[failed]) if failed >= 0 else -1
 
 
@@ -427,7 +423,7 @@ def _apply(dynamic_id: str, part: int, token: int, batch: Batch, lo: int, both_w
     """Stage and commit the whole batch as batch ``token`` in this partition, its first vertex ``lo`` (each update
     then its reverse with ``both_ways``): (the batch position of the first update that failed, else -1; the
     partition's edges now)."""
-    space = store().partitions.get(dynamic_id, part)
+    space = partition(dynamic_id, part)
     if both_ways:
         batch = batch.both_ways()
     failed = space._stage_batch(token, dataclasses.replace(batch, src=batch.src - lo))
@@ -440,13 +436,13 @@ def _apply(dynamic_id: str, part: int, token: int, batch: Batch, lo: int, both_w
 @_returning_errors("dynamic commit")
 def _commit(dynamic_id: str, part: int, token: int) -> int:
     """Apply batch ``token``, staged; the partition's edges now."""
-    space = store().partitions.get(dynamic_id, part)
+    space = partition(dynamic_id, part)
     space._commit_batch(token)
     return space.num_edges
 
 
 def _take_back(dynamic_id: str, part: int, token: int) -> None:
-    store().partitions.get(dynamic_id, part)._take_back(token)
+    partition(dynamic_id, part)._take_back(token)
 
 
 _PINNING = threading.Lock()  # a pin made by a run's prelude and by a batch's _pin_deferred at once: one view
@@ -455,11 +451,10 @@ _PINNING = threading.Lock()  # a pin made by a run's prelude and by a batch's _p
 def _pin(dynamic_id: str, part: int, snapshot_id: str, bounds: np.ndarray) -> None:
     """Keep the partition's space as last committed as partition ``part`` of snapshot ``snapshot_id`` (if it is not
     kept already)."""
-    partitions = store().partitions
     with _PINNING:
-        if not partitions.holds(snapshot_id, part):
-            view = partitions.get(dynamic_id, part).view(part, int(bounds[part]), int(bounds[part + 1]), bounds)
-            partitions.put(snapshot_id, part, view)
+        if not holds_partition(snapshot_id, part):
+            view = partition(dynamic_id, part).view(part, int(bounds[part]), int(bounds[part + 1]), bounds)
+            keep_partition(snapshot_id, part, view)
 
 
 def _pin_all(dynamic_id: str, snapshot_id: str, bounds: np.ndarray, parts: tuple) -> None:
@@ -469,9 +464,9 @@ def _pin_all(dynamic_id: str, snapshot_id: str, bounds: np.ndarray, parts: tuple
 
 
 def _nbytes(dynamic_id: str, part: int) -> int:
-    return store().partitions.get(dynamic_id, part).nbytes
+    return partition(dynamic_id, part).nbytes
 
 
 def _edges(dynamic_id: str, part: int, lo: int) -> pd.DataFrame:
-    src, dst, weight = store().partitions.get(dynamic_id, part).all_edges()
+    src, dst, weight = partition(dynamic_id, part).all_edges()
     return pd.DataFrame({"src": src + lo, "dst": dst, "weight": weight})

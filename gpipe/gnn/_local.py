@@ -15,7 +15,7 @@ import numpy as np
 from ..backend import to_host, xp
 from ..errors import GpipeValueError
 from ..graph import Partition
-from ..runtime import gather_pinned, store
+from ..runtime import gather_pinned, held_partition, on_worker
 
 _KEPT: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # Graph -> {device: LocalGraph}
 
@@ -46,13 +46,12 @@ def csr_pieces(g, workers: list[str] | None = None) -> list:
     """Futures of the host CSR pieces of ``g``, each computed by the worker holding it; with ``workers``, a list of
     them per worker: a replicated graph's own replica where the worker holds one."""
     client = g.client
-    parts = [client.submit(_partition_csr, g.graph_id, p, workers=[w], allow_other_workers=False, pure=False)
-             for p, w in enumerate(g.placement)]
+    parts = [on_worker(client, w, _partition_csr, g.graph_id, p) for p, w in enumerate(g.placement)]
     if workers is None:
         return parts
     replicas = set(g.replicas or ())
-    return [[client.submit(_partition_csr, g.graph_id, 0, workers=[w], allow_other_workers=False, pure=False)]
-            if w in replicas and w != g.placement[0] else parts for w in workers]
+    return [[on_worker(client, w, _partition_csr, g.graph_id, 0)] if w in replicas and w != g.placement[0] else parts
+            for w in workers]
 
 
 def assemble(pieces: list[tuple], num_vertices: int, id_map, device: str) -> LocalGraph:
@@ -76,5 +75,5 @@ def _fetch(g) -> LocalGraph:
 
 def _partition_csr(graph_id: str, part: int) -> tuple:
     """On the worker holding it: partition ``part``'s ``indptr``, ``indices`` and ``weights`` in host memory."""
-    p = store().partitions.as_held(graph_id, part)
+    p = held_partition(graph_id, part)
     return (to_host(p.indptr), to_host(p.indices), None if p.weights is None else to_host(p.weights))

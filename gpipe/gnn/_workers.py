@@ -16,7 +16,8 @@ from distributed.protocol import pickle
 from .._validate import check_callable, check_mapping, check_picklable
 from ..backend import to_host
 from ..errors import GpipeError, GpipeValueError, TaskError
-from ..runtime import check_held, drop_run, gather_pinned, run_later, store, workers_info
+from ..runtime import (check_held, end_here, end_later, gather_pinned, in_worker, on_every_worker, on_worker, run_going,
+                       workers_info)
 from ._loader import LoaderSpec, NeighborLoader, check_loader
 from ._local import assemble, check_integer_ids, csr_pieces
 
@@ -137,21 +138,20 @@ def run_on_workers(train_fn, g, seeds, fanouts, batch_size: int, *, shuffle: boo
     if share == 0:
         raise GpipeValueError(f"'seeds' must hold at least one vertex per worker ({world}), got {dense.size}")
     rendezvous = {"MASTER_ADDR": get_address_host(workers[0]),
-                  "MASTER_PORT": str(client.run(_free_port, workers=[workers[0]])[workers[0]])}
+                  "MASTER_PORT": str(in_worker(client, workers[0], _free_port))}
     pieces = csr_pieces(g, workers)
-    features, labels = (None if a is None else client.scatter(to_host(a), broadcast=True, hash=False)
-                        for a in (features, labels))
+    features, labels = (None if a is None else on_every_worker(client, to_host(a)) for a in (features, labels))
     run_id = uuid.uuid4().hex
-    futures = [client.submit(_train, RankTask(train_fn, run_id, rank, world, rendezvous, g.num_vertices, g.id_map,
-                                              g.device, spec, kwargs),
-                             pieces[rank], dense[rank:world * share:world], features, labels,
-                             workers=[w], allow_other_workers=False, pure=False, key=f"gpipe-gnn-train-{run_id}-{rank}")
+    futures = [on_worker(client, w, _train, RankTask(train_fn, run_id, rank, world, rendezvous, g.num_vertices,
+                                                     g.id_map, g.device, spec, kwargs),
+                         pieces[rank], dense[rank:world * share:world], features, labels,
+                         key=f"gpipe-gnn-train-{run_id}-{rank}")
                  for rank, w in enumerate(workers)]
     try:
         results = gather_pinned(client, futures, dict(enumerate(workers)), PHASE, unit="rank")
     except BaseException:
         client.cancel(futures)
-        run_later(client, drop_run, run_id)  # the ranks still training stop at their next batch
+        end_later(client, run_id)  # the ranks still training stop at their next batch
         raise
     return [_unpickled(rank, result) for rank, result in enumerate(results)]
 
@@ -187,7 +187,7 @@ class _RankLoader(NeighborLoader):
 
     def __iter__(self):
         for batch in super().__iter__():
-            if self._store.run(self._run_id, late=True) is None:
+            if not run_going(self._run_id):
                 raise GpipeError(f"{PHASE}: stopped, because another rank failed or the client was interrupted")
             yield batch
 
@@ -197,12 +197,10 @@ def _train(task: RankTask, pieces: list, seeds, features, labels) -> bytes:
     (restored after); the result pickled here, where a result that cannot be is a TaskError naming the rank."""
     train_fn, run_id, rank, world, rendezvous = task.train_fn, task.run_id, task.rank, task.world, task.rendezvous
     num_vertices, id_map, device, spec, kwargs = task.num_vertices, task.id_map, task.device, task.spec, task.kwargs
-    here = store()
-    run = here.run(run_id, late=True)  # the run's mark in the store: ``drop_run`` ends it
-    if run is None:
+    if not run_going(run_id):  # the run's mark in the store, made here: ``drop_run`` ends it
         raise GpipeError(f"{PHASE}: stopped before rank {rank} started")
     loader = _RankLoader._on(assemble(pieces, num_vertices, id_map, device), device, seeds, spec, features, labels)
-    loader._store, loader._run_id = here, run_id
+    loader._run_id = run_id
     env = dict(rendezvous, RANK=str(rank), WORLD_SIZE=str(world))
     saved = {name: os.environ.get(name) for name in env}
     os.environ.update(env)
@@ -211,7 +209,7 @@ def _train(task: RankTask, pieces: list, seeds, features, labels) -> bytes:
     except (Exception, SystemExit) as exc:  # sys.exit caught too: let through, it would end the worker and its data
         raise TaskError(PHASE, rank, None, repr(exc), unit="rank") from exc
     finally:
-        run.close()
+        end_here(run_id)
         for name, value in saved.items():
             if value is None:
                 os.environ.pop(name, None)

@@ -30,7 +30,7 @@ from ..backend import (
     xp,
 )
 from ..errors import TaskError
-from ..runtime import store, worker_xp
+from ..runtime import fetch_partitions, keep_partition, worker_xp
 from ._partition import Partition
 
 MAX_BUCKETS = 1 << 20
@@ -147,7 +147,7 @@ def assemble(graph_id: str, part: int, bounds: np.ndarray, keep_duplicates: bool
                                                      keep_duplicates=keep_duplicates, index_dtype=index_dtype,
                                                      most=max(1, most))
         partition = Partition(part, lo, hi, np.asarray(bounds), indptr, dst.astype(index_dtype, copy=False), weight)
-        store().partitions.put(graph_id, part, partition, budget)
+        keep_partition(graph_id, part, partition, budget)
         return {"edges": partition.num_edges, "self_loops": loops, "nbytes": partition.nbytes}
     except Exception as exc:
         raise TaskError("assemble", part, None, repr(exc)) from exc
@@ -160,7 +160,7 @@ def replica(graph_id: str, replica_id: str, placement: list[str], bounds: np.nda
     """
     try:
         x = worker_xp()
-        parts = store().fetch_partitions(graph_id, placement)
+        parts = fetch_partitions(graph_id, placement)
         sizes = [int(p["indices"].shape[0]) for p in parts]
         starts = np.concatenate([[0], np.cumsum(sizes)])
         indptr = x.concatenate([x.asarray(parts[0]["indptr"][:1])] + [
@@ -170,7 +170,7 @@ def replica(graph_id: str, replica_id: str, placement: list[str], bounds: np.nda
         weights = x.concatenate([x.asarray(p["weights"]) for p in parts]) if weighted else None
         n = int(bounds[-1])
         whole = Partition(0, 0, n, np.array([0, n]), indptr, indices, weights)
-        store().partitions.put(replica_id, 0, whole)
+        keep_partition(replica_id, 0, whole)
         return whole.nbytes
     except Exception as exc:
         raise TaskError("replicate", 0, None, repr(exc)) from exc

@@ -18,7 +18,8 @@ from .._files import GRAPH_FILES, atomic_dir
 from .._validate import check_choice, check_int, check_integers, check_probability
 from ..backend import device_of, to_host, unique, xp
 from ..errors import GpipeError, GpipeValueError
-from ..runtime import Session, call_workers, check_held, drop_graph, gather_pinned, run_later, store, workers_info
+from ..runtime import (Session, anywhere, call_workers, check_held, end_graph, end_graph_later, gather_pinned,
+                       in_each_worker, keep_arrays, on_worker, partition, workers_info)
 from . import _build
 
 
@@ -61,13 +62,13 @@ class Graph:
         self.device_partitions = device_partitions  # out-of-memory: partitions on each worker's device at once
         self._vertex_arrays: dict[str, np.ndarray] = {}  # per-vertex arrays gathered from the partitions
         self._on_workers: set[str] = set()  # those of them put into the stores of the graph's workers
-        self._finalizer = weakref.finalize(self, run_later, session.client, drop_graph, graph_id)
+        self._finalizer = weakref.finalize(self, end_graph_later, session.client, graph_id)
 
     def release(self) -> None:
         """Free the partitions on the workers now (they are also freed when the graph is garbage-collected)."""
         client = self._session.client  # not ``self.client``: a closed cluster took the partitions, nothing to free
         if self._finalizer.detach() is not None and client.status == "running":
-            client.run(drop_graph, self.graph_id)
+            end_graph(client, self.graph_id)
 
     # -- shape -------------------------------------------------------------------
     @property
@@ -181,8 +182,7 @@ class Graph:
     def _on_partitions(self, phase: str, func, *args) -> list:
         """``func(graph_id, part, *args)`` on the worker of every partition, watched; the results in order."""
         client = self.client
-        futures = [client.submit(func, self.graph_id, p, *args, workers=[w], allow_other_workers=False, pure=False)
-                   for p, w in enumerate(self.placement)]
+        futures = [on_worker(client, w, func, self.graph_id, p, *args) for p, w in enumerate(self.placement)]
         return gather_pinned(client, futures, dict(enumerate(self.placement)), phase)
 
     def degrees(self) -> pd.Series:
@@ -242,14 +242,14 @@ class Graph:
     def put_on_workers(self, names) -> None:
         """Put per-vertex arrays (``"degrees"``, ``"upper_degrees"``, ``"labels"``) into the stores of the graph's workers, once.
 
-        Runs there read them by name (``store().partitions.array``); they go with the graph.
+        Runs there read them by name (``gpipe.runtime.graph_array``); they go with the graph.
         """
         missing = sorted(set(names) - self._on_workers)
         if not missing:
             return
         arrays = {name: self._vertex_array(name) for name in missing}
         held, unit = self.holders
-        call_workers(self.client, [(w, _keep_arrays, (self.graph_id, arrays), {}) for w in sorted(set(held.values()))],
+        call_workers(self.client, [(w, keep_arrays, (self.graph_id, arrays), {}) for w in sorted(set(held.values()))],
                      held, "graph arrays", unit)
         self._on_workers.update(missing)
 
@@ -300,13 +300,13 @@ class Graph:
 
 
 def _partition_degrees(graph_id: str, part: int) -> np.ndarray:
-    indptr = store().partitions.get(graph_id, part).indptr
+    indptr = partition(graph_id, part).indptr
     return to_host(indptr[1:] - indptr[:-1])
 
 
 def _partition_upper_degrees(graph_id: str, part: int) -> np.ndarray:
     """Out-edges (v, w) with w >= v of each vertex: an undirected graph's edges, each once (at its smaller end)."""
-    p = store().partitions.get(graph_id, part)
+    p = partition(graph_id, part)
     x = xp(device_of(p.indptr))
     row = x.searchsorted(p.indptr[1:], x.arange(p.num_edges), side="right")
     return to_host(x.bincount(row[p.indices >= row + p.lo], minlength=p.hi - p.lo))
@@ -315,13 +315,9 @@ def _partition_upper_degrees(graph_id: str, part: int) -> np.ndarray:
 VERTEX_ARRAYS = {"degrees": _partition_degrees, "upper_degrees": _partition_upper_degrees}  # name -> per partition
 
 
-def _keep_arrays(graph_id: str, arrays: dict) -> None:
-    store().partitions.put_arrays(graph_id, arrays)
-
-
 def _write_partition(graph_id: str, part: int, folder: str) -> int:
     """Write partition ``part`` to ``folder``; return its number of edges (rows)."""
-    p = store().partitions.get(graph_id, part)
+    p = partition(graph_id, part)
     indptr = to_host(p.indptr)
     frame = {"src": np.repeat(np.arange(p.lo, p.hi, dtype=np.int64), np.diff(indptr)),
              "dst": to_host(p.indices).astype(np.int64)}
@@ -354,22 +350,19 @@ def build(session: Session, chunks: list, n: int, *, directed: bool, weighted: b
     if parts > max(n, 1):
         raise GpipeValueError(f"'partitions' must be at most the number of vertices ({n}), got {parts}")
     prepared = [
-        client.submit(_build.prepare, c, n, directed or not symmetrize, keep_self_loops, pure=False) for c in chunks
+        anywhere(client, _build.prepare, c, n, directed or not symmetrize, keep_self_loops) for c in chunks
     ]
-    hists = [client.submit(_build.histogram, c, n, pure=False) for c in prepared]
-    hist = client.submit(_build.total, hists, pure=False).result() if hists else np.zeros(1, np.int64)
+    hists = [anywhere(client, _build.histogram, c, n) for c in prepared]
+    hist = anywhere(client, _build.total, hists).result() if hists else np.zeros(1, np.int64)
     bounds = _build.balanced_bounds(hist, n, parts)
     placement = [workers[p * len(workers) // parts] for p in range(parts)]
-    splits = [client.submit(_build.split, c, bounds, pure=False) for c in prepared]
+    splits = [anywhere(client, _build.split, c, bounds) for c in prepared]
     budget = config.get("memory.device-partitions")
     budget = None if budget is None else check_int("gpipe.memory.device-partitions", budget, minimum=1)
     graph_id = uuid.uuid4().hex
     built = [
-        client.submit(
-            _build.assemble, graph_id, p, bounds, keep_duplicates, budget,
-            *[client.submit(_build.pick, s, p, pure=False) for s in splits],
-            workers=[placement[p]], allow_other_workers=False, pure=False,
-        )
+        on_worker(client, placement[p], _build.assemble, graph_id, p, bounds, keep_duplicates, budget,
+                  *[anywhere(client, _build.pick, s, p) for s in splits])
         for p in range(parts)
     ]
     info = gather_pinned(client, built, dict(enumerate(placement)), "graph construction")
@@ -391,7 +384,7 @@ def build(session: Session, chunks: list, n: int, *, directed: bool, weighted: b
 def _fits_every_worker(session: Session, nbytes: int) -> bool:
     """Whether ``nbytes`` is at most ``gpipe.graph.replicate-fraction`` of every worker's (GPU) memory."""
     if session.device == "gpu":
-        memory = session.client.run(_gpu_memory).values()
+        memory = in_each_worker(session.client, _gpu_memory).values()
     else:
         workers = workers_info(session.client).values()
         memory = [w.get("memory_limit") or psutil.virtual_memory().total for w in workers]
@@ -410,13 +403,13 @@ def _replicate(g: Graph, workers: list[str]) -> Graph:
     """The graph held whole on every worker (as partition 0 of a new graph id); the partitioned copy is freed."""
     client = g.client
     replica_id = uuid.uuid4().hex
-    copies = [client.submit(_build.replica, g.graph_id, replica_id, g.placement, g.bounds, workers=[w],
-                            allow_other_workers=False, pure=False, key=f"gpipe-replicate-{replica_id}-{i}")
+    copies = [on_worker(client, w, _build.replica, g.graph_id, replica_id, g.placement, g.bounds,
+                        key=f"gpipe-replicate-{replica_id}-{i}")
               for i, w in enumerate(workers)]
     try:
         nbytes = gather_pinned(client, copies, dict(enumerate(g.placement)), "replication")[0]
     except BaseException:
-        client.run(drop_graph, replica_id)
+        end_graph(client, replica_id)
         raise
     finally:
         g.release()

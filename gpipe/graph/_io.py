@@ -12,7 +12,7 @@ from .. import config
 from .._validate import check_bool
 from ..backend import cpu_kernel, device_of, prange, to_host, unique, xp
 from ..errors import GpipeFileError, GpipeValueError
-from ..runtime import current, worker_device
+from ..runtime import anywhere, current, on_worker, placed, worker_device
 from ._build import id_table, small_range
 from ._graph import Graph, build, check_mode
 from ._readers import (FLOAT32_RANGE, NpzPlan, TablePlan, check_graph_parts, float32_misfits, graph_folder_ids,
@@ -116,7 +116,7 @@ def read_edges(path, src: str = "src", dst: str = "dst", weight: str | bool | No
         arrays = _read_npz_on_workers(session.client, npz)
         weighted = npz.weights is not None
         if renumber:  # only the ids that occur, numbered: the general path
-            frames = [session.client.submit(npz_frame, a, pure=False) for a in arrays]
+            frames = [anywhere(session.client, npz_frame, a) for a in arrays]
             return _build_from_chunks(session, frames, src="src", dst="dst", weight="weight" if weighted else None,
                                       directed=directed, partitions=partitions, mode=mode, renumber=renumber,
                                       keep_self_loops=keep_self_loops, keep_duplicates=keep_duplicates,
@@ -138,10 +138,10 @@ def _read_on_workers(client, plan: TablePlan) -> list:
     Errors are raised in file order: the first bad line's (a piece that fails counts the lines
     before it for the line number).
     """
-    frames = [client.submit(read_piece, plan, piece, pure=False) for piece in plan.pieces]
-    kinds = [f.result() for f in [client.submit(id_kind, frame, pure=False) for frame in frames]]
+    frames = [anywhere(client, read_piece, plan, piece) for piece in plan.pieces]
+    kinds = [f.result() for f in [anywhere(client, id_kind, frame) for frame in frames]]
     if "int" in kinds and "str" in kinds:  # as one file would be read: integer ids are strings beside strings
-        frames = [client.submit(read_piece, plan, piece, strings=True, pure=False) if kind == "int" else frame
+        frames = [anywhere(client, read_piece, plan, piece, strings=True) if kind == "int" else frame
                   for piece, frame, kind in zip(plan.pieces, frames, kinds)]
     frames = [frame for frame, kind in zip(frames, kinds) if kind is not None]
     if not frames:
@@ -152,11 +152,11 @@ def _read_on_workers(client, plan: TablePlan) -> list:
 def _read_npz_on_workers(client, plan: NpzPlan) -> list:
     """Futures of the edge arrays of ``plan``'s row ranges, each read by a worker; only the pieces' problems
     (counts and first offenders) reach the client, which raises the error one whole read would."""
-    read = [client.submit(read_npz_piece, plan, i, pure=False) for i in range(len(plan.pieces))]
-    error = npz_problem(plan, client.gather([client.submit(operator.itemgetter(1), r, pure=False) for r in read]))
+    read = [anywhere(client, read_npz_piece, plan, i) for i in range(len(plan.pieces))]
+    error = npz_problem(plan, client.gather([anywhere(client, operator.itemgetter(1), r) for r in read]))
     if error is not None:
         raise error
-    return [client.submit(operator.itemgetter(0), r, pure=False) for r in read]
+    return [anywhere(client, operator.itemgetter(0), r) for r in read]
 
 
 def from_edges(frame, src: str = "src", dst: str = "dst", weight: str | None = None, directed: bool = False,
@@ -225,11 +225,11 @@ def _build_from_chunks(session, chunks: list, *, src: str, dst: str, weight: str
     and the ids themselves (the id map: one per vertex) when they are renumbered.
     """
     client = session.client
-    ids = _merged_on_workers(client, [client.submit(_unique_ids, c, src, dst, pure=False) for c in chunks])
-    renumbered, n = _numbering(*client.submit(_id_range, ids, pure=False).result(), renumber, num_vertices)
-    lookup = client.submit(_lookup, ids, pure=False) if renumbered else None  # made once, shared by the chunks
-    dense = [client.submit(_to_dense, c, src, dst, weight, lookup, pure=False) for c in chunks]
-    id_map = client.submit(to_host, ids, pure=False) if renumbered else None  # fetched while the graph builds
+    ids = _merged_on_workers(client, [anywhere(client, _unique_ids, c, src, dst) for c in chunks])
+    renumbered, n = _numbering(*anywhere(client, _id_range, ids).result(), renumber, num_vertices)
+    lookup = anywhere(client, _lookup, ids) if renumbered else None  # made once, shared by the chunks
+    dense = [anywhere(client, _to_dense, c, src, dst, weight, lookup) for c in chunks]
+    id_map = anywhere(client, to_host, ids) if renumbered else None  # fetched while the graph builds
     return build(session, dense, n, directed=directed, weighted=weight is not None, id_map=id_map,
                  partitions=partitions, mode=mode, keep_self_loops=keep_self_loops, keep_duplicates=keep_duplicates)
 
@@ -250,7 +250,7 @@ def _chunks(client, frame, columns: list[str]) -> list:
         _check_weights(frame[columns[2]], columns[2])
     step = int(config.get("graph.chunk-edges"))
     pieces = [frame[columns].iloc[i:i + step] for i in range(0, len(frame), step)]
-    return client.scatter(pieces, hash=False)  # equal data scattered twice must not share a key
+    return placed(client, pieces)  # equal data scattered twice must not share a key
 
 
 def _check_columns(frame, columns: list[str]) -> None:
@@ -296,7 +296,7 @@ def _merged_on_workers(client, uniques: list):
     """The future of :func:`_merge_ids` of the ``uniques`` futures, merged by a tree of tasks: none holds more than
     a few pieces' distinct ids."""
     while True:
-        uniques = [client.submit(_merge_ids, *uniques[i:i + 8], pure=False) for i in range(0, len(uniques), 8)]
+        uniques = [anywhere(client, _merge_ids, *uniques[i:i + 8]) for i in range(0, len(uniques), 8)]
         if len(uniques) == 1:
             return uniques[0]
 
@@ -437,11 +437,11 @@ def _read_graph_folder(path: str, partitions: int | None, mode: str | None) -> G
     meta, paths = plan_graph_folder(path)
     session = current()
     client, workers = session.client, session.workers()
-    read = [client.submit(read_graph_part, name, meta, workers=[workers[p * len(workers) // len(paths)]],
-                          pure=False) for p, name in enumerate(paths)]
-    check_graph_parts(meta, paths, (client.submit(operator.itemgetter(1), r, pure=False).result() for r in read))
+    read = [on_worker(client, workers[p * len(workers) // len(paths)], read_graph_part, name, meta)
+            for p, name in enumerate(paths)]
+    check_graph_parts(meta, paths, (anywhere(client, operator.itemgetter(1), r).result() for r in read))
     id_map = graph_folder_ids(path, meta)
-    chunks = [client.submit(operator.itemgetter(0), r, pure=False) for r in read]
+    chunks = [anywhere(client, operator.itemgetter(0), r) for r in read]
     return build(session, chunks, meta["num_vertices"], directed=meta["directed"], weighted=meta["weighted"],
                  id_map=id_map, partitions=partitions, mode=mode, keep_self_loops=True, keep_duplicates=True,
                  symmetrize=False)

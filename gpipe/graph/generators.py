@@ -6,10 +6,10 @@ import numpy as np
 
 from .. import _rng, config
 from .._validate import check_bool, check_int, check_probability, check_seed
-from ..backend import cpu_kernel, prange, xp
+from ..backend import cpu_kernel, prange
 from ..errors import GpipeValueError
 from ..kernels import Arg, Kernel
-from ..runtime import current, store
+from ..runtime import anywhere, current, worker_xp
 from ._graph import Graph, build, check_mode
 
 __all__ = ["rmat"]
@@ -86,8 +86,7 @@ def rmat(scale: int, edge_factor: int = 16, a: float = 0.57, b: float = 0.19, c:
     step = int(config.get("graph.chunk-edges"))
     thresholds = (a, a + b, a + b + c)
     chunks = [
-        session.client.submit(_rmat_chunk, scale, thresholds, seed, start, min(step, m - start), scramble, weighted,
-                              pure=False)
+        anywhere(session.client, _rmat_chunk, scale, thresholds, seed, start, min(step, m - start), scramble, weighted)
         for start in range(0, m, step)
     ]
     return build(session, chunks, n, directed=directed, weighted=weighted, id_map=None, partitions=partitions,
@@ -96,7 +95,7 @@ def rmat(scale: int, edge_factor: int = 16, a: float = 0.57, b: float = 0.19, c:
 
 def _rmat_chunk(scale: int, thresholds: tuple, seed: int, start: int, count: int, scramble: bool,
                 weighted: bool) -> dict:
-    x = xp(store().device)
+    x = worker_xp()
     src, dst = x.empty(count, x.int64), x.empty(count, x.int64)
     weight = x.empty(count if weighted else 0, x.float32)
     t1, t2, t3 = (float(t) for t in thresholds)

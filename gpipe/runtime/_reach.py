@@ -1,12 +1,13 @@
 """How a family's own work reaches the workers holding its graph, and what it finds there.
 
-Walks and samplers run as supersteps (``run_supersteps``); mining and counting
-run their own steps, and reach the workers only through these: where to run
-(on each worker holding the graph, on each partition where it is held, on
-explicit workers, or over ranges of a total spread across the holders), the
-state a run keeps on a worker (in its :class:`Run`, ended as one), a
-partition's rows and the graph's arrays as they are held on the worker, and
-how a run's state is let go. Each wait names what a lost worker held.
+Walks and samplers run as supersteps (``run_supersteps``); the rest of every
+family (mining, counting, dynamic graphs, GNN training, PPR's scores) reaches
+the workers only through these: where to run (on each worker holding the
+graph, on each partition where it is held, on explicit workers, anywhere, or
+over ranges of a total spread across the holders), the state a run keeps on a
+worker (in its :class:`Run`, ended as one), a partition and the graph's arrays
+as they are held on the worker, and how a run's state or a graph is let go.
+Each wait names what a lost worker held.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import contextlib
 
 from ..errors import GpipeError
 from ._session import run_later
-from ._store import drop_run, store
+from ._store import drop_graph, drop_run, store
 from ._watch import call_workers, gather_pinned
 
 
@@ -52,9 +53,35 @@ def spread(g, phase: str, function, total: int, *args) -> list:
                               if hi > lo])
 
 
-def on_worker(client, worker: str, function, *args):
-    """A future of ``function(*args)`` run as a task on ``worker`` and no other (where a run keeps its rows)."""
-    return client.submit(function, *args, workers=[worker], allow_other_workers=False, pure=False)
+def on_worker(client, worker: str, function, *args, key: str | None = None):
+    """A future of ``function(*args)`` run as a task on ``worker`` and no other (where a run keeps its rows);
+    ``key``: the task's name (Dask's key), else a fresh one."""
+    return client.submit(function, *args, workers=[worker], allow_other_workers=False, pure=False,
+                         **({} if key is None else {"key": key}))
+
+
+def anywhere(client, function, *args, **kwargs):
+    """A future of ``function(*args, **kwargs)`` run as a task on whichever worker the scheduler picks: where
+    the futures among its arguments are, or one it moves them to (``kwargs`` go to ``function``, none of them
+    named as one of ``Client.submit``'s own, e.g. ``key``)."""
+    return client.submit(function, *args, **kwargs, pure=False)
+
+
+def placed(client, values: list) -> list:
+    """Futures of ``values``, each copied to a worker the scheduler picks (equal values get keys of their own)."""
+    return client.scatter(values, hash=False)
+
+
+def in_each_worker(client, function, *args) -> dict:
+    """``function(*args)`` run in every worker's process itself, outside its task threads; the results by
+    worker."""
+    return client.run(function, *args)
+
+
+def in_worker(client, worker: str, function, *args):
+    """``function(*args)`` run in ``worker``'s process itself, outside its task threads (asked of it now: a port
+    free on its host); its result."""
+    return client.run(function, *args, workers=[worker])[worker]
 
 
 def on_every_worker(client, value):
@@ -73,10 +100,20 @@ def end_run(g, run_id: str) -> None:
     """Let what a run keeps on the graph's workers (the only ones it reaches) go: straight from the client, or,
     should that fail, through the scheduler to every worker."""
     try:
-        on_holders(g, "end of the run", _drop_here, run_id)
+        on_holders(g, "end of the run", end_here, run_id)
     except Exception:
         with contextlib.suppress(Exception):
             g.client.run(drop_run, run_id)
+
+
+def end_graph(client, graph_id: str) -> None:
+    """Let a graph's partitions (or a snapshot's views of them) go on every worker now."""
+    client.run(drop_graph, graph_id)
+
+
+def end_graph_later(client, graph_id: str) -> None:
+    """:func:`end_graph` from any thread (a garbage collector's too), without waiting."""
+    run_later(client, drop_graph, graph_id)
 
 
 def end_later(client, run_id: str) -> None:
@@ -84,7 +121,8 @@ def end_later(client, run_id: str) -> None:
     run_later(client, drop_run, run_id)
 
 
-def _drop_here(run_id: str) -> None:
+def end_here(run_id: str) -> None:
+    """On a worker: end run ``run_id`` here; what it holds goes, and what comes for it later finds it ended."""
     store().drop_run(run_id)
 
 
@@ -101,6 +139,12 @@ def run_state(run_id: str, family: str, made: bool = False) -> dict:
     return run.state
 
 
+def run_going(run_id: str) -> bool:
+    """On a worker: whether run ``run_id`` goes on here (made here on first use; false once it has ended: another
+    rank failed, or the client let it go)."""
+    return store().run(run_id, late=True) is not None
+
+
 def worker_address() -> str:
     """On a worker: its address."""
     return store().worker_address
@@ -110,6 +154,39 @@ def held_partition(graph_id: str, part: int):
     """On a worker: partition ``part`` of a graph where it is held (an out-of-memory one where it sits, staged in
     host memory or on the device, not copied in)."""
     return store().partitions.as_held(graph_id, part)
+
+
+def partition(graph_id: str, part: int):
+    """On a worker: partition ``part`` of a graph held here, on the worker's device."""
+    return store().partitions.get(graph_id, part)
+
+
+def keep_partition(graph_id: str, part: int, value, budget: int | None = None) -> None:
+    """On a worker: hold ``value`` (a partition, a dynamic graph's sampling space or a snapshot's view of one) as
+    partition ``part`` of ``graph_id``, until the graph is let go (:func:`end_graph`); with a ``budget`` of
+    partitions on the device, staged in host memory (an out-of-memory graph)."""
+    store().partitions.put(graph_id, part, value, budget)
+
+
+def keep_arrays(graph_id: str, arrays: dict) -> None:
+    """On a worker: hold per-vertex arrays of a graph by name, read by :func:`graph_array`; they go with it."""
+    store().partitions.put_arrays(graph_id, arrays)
+
+
+def fetch_partitions(graph_id: str, placement: list[str]) -> list[dict]:
+    """On a worker: every partition of a graph (its ``indptr``, ``indices`` and ``weights``), from the workers of
+    ``placement`` holding them, this one's own as they are."""
+    return store().fetch_partitions(graph_id, placement)
+
+
+def holds_partition(graph_id: str, part: int) -> bool:
+    """On a worker: whether it holds partition ``part`` of ``graph_id``."""
+    return store().partitions.holds(graph_id, part)
+
+
+def worker_memory() -> tuple:
+    """On a worker: ``(host bytes, device bytes or None, the output limit 'auto' means)`` it can hold."""
+    return store().memory()
 
 
 def replica(graph_id: str):

@@ -10,7 +10,7 @@ import psutil
 from .. import _rng
 from ..backend import ranges_within, to_host, unique
 from ..errors import GpipeValueError
-from ..runtime import Run, StartSet, StepSpec, store, worker_xp
+from ..runtime import Run, StartSet, StepSpec, graph_array, worker_xp
 from . import _fused
 from ._race import race
 from ._select import select
@@ -343,7 +343,7 @@ class _Table(dict):
 
 def _graph_array(spec: StepSpec, name: str):
     """A per-vertex array of the run's graph (e.g. its out-degrees), on this worker's device."""
-    return store().partitions.array(spec.params.graph_id, name)
+    return graph_array(spec.params.graph_id, name)
 
 
 def _visited(x, part, run: Run, add=None):

@@ -19,7 +19,7 @@ from .._files import WALK_FILES, atomic_dir, atomic_file
 from .._validate import check_callable, check_picklable
 from ..backend import cpu_kernel, prange, to_host
 from ..errors import GpipeError, GpipeValueError
-from ..runtime import assemble_blocks, drop_run, gather_pinned, run_later, wait_pinned, worker_xp
+from ..runtime import anywhere, assemble_blocks, end_later, gather_pinned, on_every_worker, wait_pinned, worker_xp
 
 
 WRITE_THREADS, WRITE_BYTES = 8, 1 << 26  # a corpus block's text is written in up to 8 ranges of at least 64 MB
@@ -77,7 +77,7 @@ class WalkResult:
         self._block_futures: list | None = None
         self._block_rows = int(config.get("walks.block-size"))
         self.stats = stats
-        self._finalizer = weakref.finalize(self, run_later, client, drop_run, run_id)
+        self._finalizer = weakref.finalize(self, end_later, client, run_id)
 
     def _blocks(self) -> list:
         """Futures of the assembled blocks (assembling them on first use)."""
@@ -118,7 +118,7 @@ class WalkResult:
 
     def _ids(self):
         if self._id_map is not None and self._id_future is None:
-            [self._id_future] = self._client.scatter([self._id_map], broadcast=True, hash=False)
+            self._id_future = on_every_worker(self._client, self._id_map)
         return self._id_future
 
     @functools.cached_property
@@ -131,10 +131,10 @@ class WalkResult:
 
     def _map_blocks(self, func, *args, **kwargs):
         """Futures of ``func(block, id_map, first_row, *args, **kwargs)`` of every block, where it is held
-        (``kwargs`` pass through ``client.submit``: none of them may be named as its own, e.g. ``key``)."""
+        (``kwargs`` as :func:`gpipe.runtime.anywhere` takes them)."""
         self.persist()
         ids = self._ids()
-        return [self._client.submit(func, block, ids, b * self._block_rows, *args, **kwargs, pure=False)
+        return [anywhere(self._client, func, block, ids, b * self._block_rows, *args, **kwargs)
                 for b, block in enumerate(self._blocks())]
 
     def _gather_blocks(self, phase: str, func, *args) -> list:
@@ -167,7 +167,7 @@ class WalkResult:
         """
         fn = check_picklable("fn", check_callable("fn", fn))
         self.persist()
-        return [self._client.submit(_apply, block, fn, args, kwargs, pure=False) for block in self._blocks()]
+        return [anywhere(self._client, _apply, block, fn, args, kwargs) for block in self._blocks()]
 
     def compute(self) -> np.ndarray:
         """All walks as one host array of original vertex ids.
@@ -178,7 +178,7 @@ class WalkResult:
             parts = self._gather_blocks("walks", _original, self._walk_dtype)
             return np.concatenate(parts) if parts else np.zeros((0, self.width), self._walk_dtype)
         self.persist()
-        blocks = gather_pinned(self._client, [self._client.submit(to_host, block, pure=False)
+        blocks = gather_pinned(self._client, [anywhere(self._client, to_host, block)
                                               for block in self._blocks()], self._partitions, "walks")
         out = np.empty((self.num_walks, self.width), np.int64)
         row = 0
@@ -235,18 +235,17 @@ class WalkResult:
         with atomic_file(path, "wb") as out:  # a path it may not write is refused before the work
             if self._corpus_ids is None:  # dense ids need no table: sent with each task, not broadcast beforehand
                 ids = _CorpusIds.of(self._id_map)
-                self._corpus_ids = ids if self._id_map is None else self._client.scatter([ids], broadcast=True,
-                                                                                             hash=False)[0]
+                self._corpus_ids = ids if self._id_map is None else on_every_worker(self._client, ids)
             ids = self._corpus_ids
             blocks = self.persist()._blocks()
             # each block's line sizes stay on its worker for the write; only their sums come here
-            sizes = [self._client.submit(_corpus_sizes, block, ids, pure=False) for block in blocks]
-            totals = gather_pinned(self._client, [self._client.submit(_total, s, pure=False) for s in sizes],
+            sizes = [anywhere(self._client, _corpus_sizes, block, ids) for block in blocks]
+            totals = gather_pinned(self._client, [anywhere(self._client, _total, s) for s in sizes],
                                    self._partitions, "corpus sizing")
             offsets = np.concatenate([[0], np.cumsum(totals, dtype=np.int64)]).tolist()
             out.truncate(offsets[-1])
             out.flush()
-            written = [self._client.submit(_write_corpus_block, block, ids, size, out.name, offsets[b], pure=False)
+            written = [anywhere(self._client, _write_corpus_block, block, ids, size, out.name, offsets[b])
                        for b, (block, size) in enumerate(zip(blocks, sizes))]
             gather_pinned(self._client, written, self._partitions, "corpus writing")
         return path
