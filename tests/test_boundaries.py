@@ -289,3 +289,12 @@ def test_no_function_takes_more_than_seven_positional_parameters():
 ])
 def test_the_positional_check_counts_what_a_call_may_pass_by_position(source, found):
     assert [(name, count) for _, name, count in _long_positional(source)] == found
+
+
+MOST_LINES = 600  # a module longer than this does more than one thing: split it along its seams
+
+
+def test_no_module_of_gpipe_is_longer_than_six_hundred_lines():
+    long = [f"{path.relative_to(REPO)}: {n} lines" for path in SOURCES if path.is_relative_to(REPO / "gpipe")
+            and (n := len(path.read_text().splitlines())) > MOST_LINES]
+    assert not long, "modules past 600 lines:\n" + "\n".join(long)

@@ -3,6 +3,7 @@
 import dataclasses
 import gc
 import json
+import pickle
 import re
 import threading
 import time
@@ -141,7 +142,10 @@ def test_count_exact_agrees_with_networkx(cpu, seed, layout):
     for name, (edges, labels) in QUERIES.items():
         query = labeled_query(edges, labels)
         counts[name] = networkx_count(graph, query)
-        assert gpipe.counting.count_exact(g, Query.from_networkx(query)) == counts[name], name
+        count = gpipe.counting.count_exact(g, Query.from_networkx(query))
+        assert count == counts[name], name
+        assert isinstance(count, int) and count.stats["algorithm"] == "count_exact" and count.stats["seconds"] > 0
+        assert count.stats["roots"] > 0 and pickle.loads(pickle.dumps(count)).stats == count.stats
     assert min(counts.values()) > 0, counts  # every shape occurs: the comparisons are not of zeros
 
 
@@ -366,6 +370,9 @@ def test_an_estimate_reports_what_it_drew(cpu, dense_case):
     assert r.confidence_interval[0] < r.estimate < r.confidence_interval[1]
     assert r.seconds > 0 and r.samples_per_second == pytest.approx(r.samples / r.seconds)
     assert 0 < r.candidate_seconds < r.seconds
+    assert r.stats == {"algorithm": "estimate", "method": r.method, "alpha": r.alpha, "inheritance": r.inheritance,
+                       "samples": r.samples, "valid_fraction": r.valid_fraction, "seconds": r.seconds,
+                       "candidate_seconds": r.candidate_seconds, "samples_per_second": r.samples_per_second}
     assert isinstance(r, gpipe.counting.Estimate) and dataclasses.is_dataclass(r)
     with pytest.raises(dataclasses.FrozenInstanceError):
         r.estimate = 0.0

@@ -600,8 +600,12 @@ def test_a_batch_that_fails_on_a_worker_half_way_leaves_the_graph_as_it_was(cpu,
         assert_as_it_was(dg, before)
     finally:
         cpu.run(heal_here, dg.graph_id, last, workers=worker)
-    dg.apply(ops, src, dst, weight)  # the same batch, once the worker has memory again
+    applied = dg.apply(ops, src, dst, weight)  # the same batch, once the worker has memory again
     assert dg.version == before[2] + 1 and dg.num_edges == before[1] + added
+    assert applied == gpipe.dynamic.Applied(dg.version, len(src), dg.num_edges, dg.num_vertices, applied.seconds)
+    assert applied.stats == {"algorithm": "dynamic_apply", "version": dg.version, "updates": len(src),
+                             "num_edges": dg.num_edges, "num_vertices": dg.num_vertices, "seconds": applied.seconds}
+    assert applied.seconds > 0
 
 
 @pytest.mark.parametrize("phase, one_partition", [("dynamic stage", False), ("dynamic commit", False),

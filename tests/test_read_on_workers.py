@@ -271,7 +271,7 @@ def test_graph_folder_read_by_the_workers_a_part_each_is_the_graph_written(clust
     frame = _random_edges(ids=np.array([f"v{i}" for i in range(80)]), weighted=weighted)
     ref = gpipe.from_edges(frame, weight="w" if weighted else None, directed=directed, partitions=3, mode=mode)
     folder = ref.to_parquet(tmp_path / "saved")
-    monkeypatch.setattr(gpipe.graph._readers, "_graph_part", None)  # in this process only: the workers read parts
+    monkeypatch.setattr(gpipe.graph._readers._folder, "_graph_part", None)  # here only: the workers read parts
     g = gpipe.read_edges(folder, partitions=3, mode=mode)
     monkeypatch.undo()
     assert (g.mode, g.directed) == (mode, directed)

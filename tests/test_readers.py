@@ -113,7 +113,7 @@ def _lines_with_comments(lines: list[str], end: str) -> str:
     ["alice bob", "bob c#rol", "c#rol 1", "1 alice"],
 ])
 def test_snap_comment_lines_anywhere_read_as_without_them(tmp_path, monkeypatch, block, end, lines):
-    monkeypatch.setattr("gpipe.graph._readers._BLOCK", block)
+    monkeypatch.setattr("gpipe.graph._readers._common._BLOCK", block)
     plain, _ = read_table(_write(tmp_path / "plain.txt", "".join(line + end for line in lines)))
     text = _lines_with_comments(lines, end)
     for path in (_write(tmp_path / "commented.txt", text), _write(tmp_path / "bom.txt", "\ufeff" + text)):
@@ -128,7 +128,7 @@ def test_snap_comment_lines_anywhere_read_as_without_them(tmp_path, monkeypatch,
 def test_snap_comment_lines_keep_the_fast_path(tmp_path, monkeypatch):
     """Comment lines are emptied on the way to a parser of the whole piece, not left to the line-by-line scan (which
     took 12x as long as the fast path; with its comment lines emptied it takes about 1.2x)."""
-    from gpipe.graph import _readers
+    from gpipe.graph._readers import _snap
 
     rng = np.random.default_rng(0)
     lines = [f"{s} {d}\n" for s, d in rng.integers(0, 50_000, (200_000, 2))]
@@ -138,7 +138,7 @@ def test_snap_comment_lines_keep_the_fast_path(tmp_path, monkeypatch):
     def scanned(*args):
         raise AssertionError("the line-by-line scan ran")
 
-    monkeypatch.setattr(_readers, "_scan_snap", scanned)
+    monkeypatch.setattr(_snap, "_scan_snap", scanned)
     frame, _ = read_table(commented)
     assert len(frame) == len(lines)
 
@@ -464,7 +464,8 @@ def test_missing_file(tmp_path):
 ])
 @pytest.mark.parametrize("piece_bytes, suffix", [(None, ""), (8, ""), (None, ".gz")])
 def test_integer_edge_lists_parse_on_every_core_as_the_c_parser_reads_them(tmp_path, text, piece_bytes, suffix):
-    from gpipe.graph._readers import _snap_arrow, _snap_fast, plan_table
+    from gpipe.graph._readers import plan_table
+    from gpipe.graph._readers._snap import _snap_arrow, _snap_fast
 
     path = tmp_path / f"g.el{suffix}"
     path.write_bytes(gzip.compress(text.encode()) if suffix else text.encode())
@@ -483,7 +484,8 @@ def test_integer_edge_lists_parse_on_every_core_as_the_c_parser_reads_them(tmp_p
 @pytest.mark.parametrize("text", ["1  2\n3 4\n", "1\t2\n3\tx\n", "1\t2\n3\t\n", "1\t2\t-1\n", "1\t2\t\n",
                                   '"1"\t2\n3\t4\n', "1\tNA\n"])
 def test_edge_lists_pyarrow_cannot_read_as_given_go_to_the_c_parser(tmp_path, text):
-    from gpipe.graph._readers import _snap_arrow, plan_table
+    from gpipe.graph._readers import plan_table
+    from gpipe.graph._readers._snap import _snap_arrow
 
     path = tmp_path / "g.el"
     path.write_bytes(text.encode())
