@@ -2,9 +2,9 @@
 
 from ._candidates import CandidateGraph, candidates
 from ._estimate import Estimate, PreparedQuery, estimate, prepare
-from ._exact import count_exact
+from ._exact import Count, count_exact
 from ._inputs import Query, read_graph
 from ._rsv import CandidateTable
 
-__all__ = ["CandidateGraph", "CandidateTable", "Estimate", "PreparedQuery", "Query", "candidates", "count_exact",
+__all__ = ["CandidateGraph", "CandidateTable", "Count", "Estimate", "PreparedQuery", "Query", "candidates", "count_exact",
            "estimate", "prepare", "read_graph"]

@@ -87,6 +87,14 @@ class Estimate:
     effective_groups: float
     skewness: float
 
+    @property
+    def stats(self) -> dict:
+        """How the estimate was made, as every result of gpipe says it (``.stats``): the method, the samples, the
+        whole call's seconds and its part building the candidate graph, the samples per second."""
+        return {"algorithm": "estimate", "method": self.method, "alpha": self.alpha, "inheritance": self.inheritance,
+                "samples": self.samples, "valid_fraction": self.valid_fraction, "seconds": self.seconds,
+                "candidate_seconds": self.candidate_seconds, "samples_per_second": self.samples_per_second}
+
 
 def estimate(g, query, method="partial_refine", samples: int = 1_000_000, alpha: float | None = None,
              seed: int = 0, inheritance: bool = True) -> Estimate:

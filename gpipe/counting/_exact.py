@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
 from ..backend import cpu_kernel, prange
@@ -12,7 +14,20 @@ from ._common import extends, local_candidates
 from ._inputs import Query, check_query
 
 
-def count_exact(g, query: Query) -> int:
+class Count(int):
+    """An exact count: an ``int``, with ``stats`` as every result of gpipe has (the whole call's ``seconds``, the
+    root candidates it split over the workers)."""
+
+    def __new__(cls, value: int, stats: dict):
+        count = super().__new__(cls, value)
+        count.stats = stats
+        return count
+
+    def __reduce__(self):
+        return Count, (int(self), self.stats)
+
+
+def count_exact(g, query: Query) -> Count:
     """The number of embeddings of ``query`` in the labeled graph ``g``.
 
     Embeddings are subgraph isomorphisms in the sense of the subgraph-matching
@@ -34,7 +49,8 @@ def count_exact(g, query: Query) -> int:
 
     Returns
     -------
-    int
+    Count
+        The count, an ``int``; its ``stats`` say how long the call took.
 
     Raises
     ------
@@ -54,11 +70,11 @@ def count_exact(g, query: Query) -> int:
     2
     """
     check_graph("g", g)
+    t0 = time.perf_counter()
     cg = candidates(g, check_query(query))
-    if cg.empty:
-        return 0
-    roots = int(cg.cand_offsets[1])
-    return int(sum(spread(g, "counting", _count_roots, roots, cg.arrays())))
+    roots = 0 if cg.empty else int(cg.cand_offsets[1])
+    count = int(sum(spread(g, "counting", _count_roots, roots, cg.arrays()))) if roots else 0
+    return Count(count, {"algorithm": "count_exact", "roots": roots, "seconds": time.perf_counter() - t0})
 
 
 def _count_roots(start: int, count: int, arrays: dict) -> int:

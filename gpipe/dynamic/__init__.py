@@ -9,10 +9,10 @@ vertex, completely or not at all. A :class:`Snapshot` pins one committed version
 from a file.
 """
 
-from ._graph import DynamicGraph, Snapshot
+from ._graph import Applied, DynamicGraph, Snapshot
 from ._log import UPDATE_COLUMNS, read_updates, update_log
 from ._kernels import PICK_DEFINES, SPACE_ARGS, pick_in_space
 from ._space import SamplingSpace, SpaceView
 
-__all__ = ["PICK_DEFINES", "SPACE_ARGS", "UPDATE_COLUMNS", "DynamicGraph", "SamplingSpace", "Snapshot", "SpaceView",
+__all__ = ["PICK_DEFINES", "SPACE_ARGS", "UPDATE_COLUMNS", "Applied", "DynamicGraph", "SamplingSpace", "Snapshot", "SpaceView",
            "pick_in_space", "read_updates", "update_log"]

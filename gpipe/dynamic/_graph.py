@@ -139,19 +139,19 @@ class DynamicGraph:
             self._lost = lost
         self._asked = asked
 
-    def insert_edges(self, src, dst, weight=None) -> None:
+    def insert_edges(self, src, dst, weight=None) -> Applied:
         """Insert the edges ``src[i] -> dst[i]`` with biases ``weight`` (default 1): see :meth:`apply`."""
-        self.apply(_every("insert", len(src)), src, dst, np.ones(len(src)) if weight is None else weight)
+        return self.apply(_every("insert", len(src)), src, dst, np.ones(len(src)) if weight is None else weight)
 
-    def delete_edges(self, src, dst) -> None:
+    def delete_edges(self, src, dst) -> Applied:
         """Delete the earliest copy of each edge ``src[i] -> dst[i]``: see :meth:`apply`."""
-        self.apply(_every("delete", len(src)), src, dst, np.ones(len(src)))
+        return self.apply(_every("delete", len(src)), src, dst, np.ones(len(src)))
 
-    def update_weights(self, src, dst, weight) -> None:
+    def update_weights(self, src, dst, weight) -> Applied:
         """Give every copy of each edge ``src[i] -> dst[i]`` the bias ``weight[i]``: see :meth:`apply`."""
-        self.apply(_every("update", len(src)), src, dst, weight)
+        return self.apply(_every("update", len(src)), src, dst, weight)
 
-    def apply(self, op, src, dst, weight, *, first: int = 0) -> None:
+    def apply(self, op, src, dst, weight, *, first: int = 0) -> Applied:
         """Apply a batch of updates in log order (per source vertex), completely or not at all.
 
         Parameters
@@ -162,6 +162,12 @@ class DynamicGraph:
         first : int, default 0
             The position of the batch's first update in the log it is part of (a log applied in rounds), which
             errors count from.
+
+        Returns
+        -------
+        Applied
+            What was committed: the graph's version after the batch, its updates, and the graph's edges and
+            vertices then; ``stats`` as every result of gpipe has (with the call's ``seconds``).
 
         Raises
         ------
@@ -174,6 +180,7 @@ class DynamicGraph:
         WorkerLostError
             A worker holding partitions has left the cluster (during the batch or before it), naming them.
         """
+        t0 = time.perf_counter()
         first = check_int("first", first, minimum=0)
         batch = check_batch(op, src, dst, weight, first)
         # here and between the next steps of the client's work (a second or more each for 10^7 updates): a worker
@@ -204,6 +211,7 @@ class DynamicGraph:
             if len(batch.src):
                 self.num_vertices = max(self.num_vertices, int(batch.src.max()) + 1, int(batch.dst.max()) + 1)
             self.version += 1
+            return Applied(self.version, len(batch.src), self.num_edges, self.num_vertices, time.perf_counter() - t0)
 
     def _apply_parts(self, batch: Batch, owner: np.ndarray | None, touched: list, token: int, first: int) -> list:
         """Apply ``batch`` as batch ``token`` on the partitions ``touched`` (``owner``: of each update, as routed);
@@ -367,6 +375,22 @@ class Snapshot:
         kind = "directed" if self.directed else "undirected"
         return (f"<gpipe.dynamic.Snapshot {kind} version {self.version}: {self.num_vertices} vertices, "
                 f"{self.num_edges} edges, {self.num_partitions} partitions on {self.device}>")
+
+
+@dataclasses.dataclass(frozen=True)
+class Applied:
+    """What :meth:`DynamicGraph.apply` committed: the graph's ``version`` after the batch, its ``updates``, and the
+    graph's stored edges (an undirected edge twice) and vertices then."""
+
+    version: int
+    updates: int
+    num_edges: int
+    num_vertices: int
+    seconds: float
+
+    @property
+    def stats(self) -> dict:
+        return {"algorithm": "dynamic_apply", **dataclasses.asdict(self)}
 
 
 def _from_partition(graph_id: str, part: int, dynamic_id: str, scale: float) -> int:
