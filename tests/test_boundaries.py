@@ -251,7 +251,7 @@ def test_nothing_past_the_runtime_reaches_the_workers_but_through_it():
     ("self._client.scatter([ids], broadcast=True)", ["client.scatter"]),
     ("client.submit(f, workers=[w])", ["client.submit"]),
     ("store().worker_address", ["store()"]),
-    ("run_state(run_id, 'mining')", []),
+    ("run_state(run_id, MiningState)", []),
 ])
 def test_the_reach_check_sees_each_call_past_the_runtime(source, found):
     assert [call for _, call in _reaches(source)] == found

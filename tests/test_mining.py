@@ -141,8 +141,10 @@ def _named(client, graph: nx.Graph, partitions: int | None) -> gpipe.Graph:
 
 def _listed_here(run_id, dask_worker=None):
     """The rows this worker keeps for a listing run, per block; None once the run has left its store."""
+    from gpipe.mining._result import MiningState
+
     run = dask_worker.plugins["gpipe"].runs.get(run_id)
-    return None if run is None else {key: len(rows) for key, rows in run.state.get("listed", {}).items()}
+    return None if run is None else {key: len(rows) for key, rows in run.state(MiningState).listed.items()}
 
 
 @pytest.mark.parametrize("partitions", [None, 1, 2, 4])

@@ -230,3 +230,26 @@ def test_a_run_dropped_before_it_began_on_a_worker_is_not_begun_there_by_what_co
     assert not any(cpu.run(_begun_late, "dropped-before-it-began").values())
     assert all(cpu.run(_begun_late, "never-dropped").values())
     cpu.run(drop_run, "never-dropped")  # and ended, as its client would
+
+
+def test_a_run_holds_one_state_of_its_familys_type_until_its_loop_ends():
+    import dataclasses
+    import threading
+    from types import SimpleNamespace
+
+    from gpipe.runtime import Run
+
+    @dataclasses.dataclass
+    class Visits:
+        seen: dict = dataclasses.field(default_factory=dict)
+
+    class Other:
+        pass
+
+    run = Run("typed", SimpleNamespace(lock=threading.RLock(), unregister=lambda run: None))
+    with run.loop():
+        run.state(Visits).seen[3] = "kept"
+        assert run.state(Visits).seen == {3: "kept"}  # made once, the same object after
+        with pytest.raises(GpipeError, match="run typed holds Visits, not Other"):
+            run.state(Other)
+    assert run.state(Visits).seen == {}  # the loop's end let it go

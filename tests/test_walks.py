@@ -456,7 +456,8 @@ def test_borrowed_lists_are_fetched_once_a_run_and_kept_by_id(monkeypatch):
 
     monkeypatch.setattr(_advance, "neighbor_lists", fetch)
     monkeypatch.setattr(_advance, "worker_xp", lambda: np)
-    run, graph = SimpleNamespace(state={}), ("g", [])
+    borrowed = _advance.Borrowed()
+    run, graph = SimpleNamespace(state=lambda kind: borrowed), ("g", [])
 
     def rows(csr):
         ids, indptr, indices = csr
@@ -468,7 +469,7 @@ def test_borrowed_lists_are_fetched_once_a_run_and_kept_by_id(monkeypatch):
     assert asked == [[2, 5], [0, 1]] and list(got[0]) == [0, 1, 2, 5]  # 5 was kept: not fetched again
     assert rows(got) == {v: lists[v] for v in (0, 1, 2, 5)}
     assert rows(_advance.borrowed_lists(run, graph, None)) == rows(got)  # kept for the next launch
-    assert _advance.borrowed_lists(run, graph, None, np.array([2]), most=100) is run.state[("borrowed", "g")]
+    assert _advance.borrowed_lists(run, graph, None, np.array([2]), most=100) is borrowed.lists["g"]
     assert len(asked) == 2
     full = _advance.borrowed_lists(run, graph, None, np.array([3, 5]), most=7)  # 7 edges kept: full
     assert rows(full) == {3: [3], 5: [0, 4]} and asked[-1] == [3, 5]

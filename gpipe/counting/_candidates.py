@@ -166,15 +166,24 @@ def hold(g: Graph, query: Query, run_id: str) -> Held:
     return held
 
 
+@dataclass
+class CountingState:
+    """A counting run's state on a worker: its candidate graph, and the candidate edges of the partitions held
+    here by their rows, until the candidate graph is assembled from them."""
+
+    candidates: CandidateGraph | None = None
+    edges: dict = dataclasses.field(default_factory=dict)
+
+
 def kept(run_id: str, source: str | None = None) -> CandidateGraph:
     """On a worker: the candidate graph :func:`hold` keeps here for run ``run_id``; fetched from worker ``source``
     (``Held.source``) and kept here, the first time it is read here."""
-    state = run_state(run_id, "counting")
-    if "candidates" not in state:
+    state = run_state(run_id, CountingState)
+    if state.candidates is None:
         if source is None:
             raise GpipeError(f"counting run {run_id} keeps no candidate graph here")
-        state["candidates"] = call_peer(source, _kept_here, run_id)
-    return state["candidates"]
+        state.candidates = call_peer(source, _kept_here, run_id)
+    return state.candidates
 
 
 def _summary(cg: CandidateGraph) -> Held:
@@ -183,7 +192,7 @@ def _summary(cg: CandidateGraph) -> Held:
 
 def _whole_kept(indptr, indices, lo: int, labels: np.ndarray, query: Query, run_id: str) -> Held:
     cg = build(indptr, indices, labels, query)
-    run_state(run_id, "counting")["candidates"] = cg
+    run_state(run_id, CountingState).candidates = cg
     return _summary(cg)
 
 
@@ -194,11 +203,11 @@ def _kept_here(run_id: str) -> CandidateGraph:
 def _edges_kept(indptr, indices, lo: int, labels: np.ndarray, *, query: Query, sets: np.ndarray, order: list[int],
                 run_id: str) -> None:
     edges = _candidate_edges(indptr, indices, lo, sets, order, query)
-    run_state(run_id, "counting").setdefault("edges", {})[lo, len(indptr) - 1] = edges  # row order
+    run_state(run_id, CountingState).edges[lo, len(indptr) - 1] = edges  # row order
 
 
 def _edges_here(run_id: str) -> dict:
-    return run_state(run_id, "counting")["edges"]
+    return run_state(run_id, CountingState).edges
 
 
 def _assemble_kept(run_id: str, sources: list[str], sets: np.ndarray, order: list[int]) -> None:
@@ -208,7 +217,7 @@ def _assemble_kept(run_id: str, sources: list[str], sets: np.ndarray, order: lis
     for worker in sources:
         edges.update(call_peer(worker, _edges_here, run_id))
     pieces = [edges[rows] for rows in sorted(edges)]
-    run_state(run_id, "counting")["candidates"] = _assemble(sets, order, pieces)
+    run_state(run_id, CountingState).candidates = _assemble(sets, order, pieces)
 
 
 def _partitioned_sets(g: Graph, query: Query) -> np.ndarray:

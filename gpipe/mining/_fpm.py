@@ -34,6 +34,7 @@ from ._edges import extend_edges, first_edges, pattern_codes
 from ..runtime import end_run, run_state
 from ._extend import compress, whole_graph
 from ._grow import check_mined_graph, grow_on_workers, write_parquet
+from ._result import MiningState
 from ._patterns import _COUNT_SHIFT, MAX_EDGES, MAX_LABELS, canonical_tables, unpack
 from ._table import TIERS, EmbeddingTable, Stats, worker_budgets
 
@@ -173,10 +174,10 @@ def _grow_kept(spec, ranges: list) -> tuple[list, dict]:
     (grown again from the first edges where none was kept here), kept for the next level when it has one."""
     graph, device, x = whole_graph(spec.graph_id)
     plan: FpmPlan = spec.plan
-    state = run_state(plan.run_id, "mining", made=plan.edges == 1)
-    if "fpm" not in state:
-        state["fpm"] = _Kept(spec, device, x)
-    held: _Kept = state["fpm"]
+    state = run_state(plan.run_id, MiningState, made=plan.edges == 1)
+    if state.kept is None:
+        state.kept = _Kept(spec, device, x)
+    held: _Kept = state.kept
     stats = Stats(synchronize=None if device == "cpu" else x.cuda.get_current_stream().synchronize)
     stats.held_bytes, stats.peak_bytes = dict(held.held), dict(held.held)  # the kept tables count to the budgets
     results = []

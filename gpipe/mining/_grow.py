@@ -26,7 +26,7 @@ from ..graph import check_graph
 from ..runtime import end_run, on_each, run_state, worker_address
 from ._extend import compress, degrees, whole_graph
 from ._partitioned import grow_partitioned
-from ._result import Listed, MiningResult, keep_rows
+from ._result import Listed, MiningResult, MiningState, keep_rows
 from ._table import EmbeddingTable, Stats, merged, worker_budgets
 
 
@@ -134,7 +134,7 @@ def _grow_here(spec: Spec, ranges: list) -> tuple[list, dict]:
     """On a worker: each range's count and where a listing run keeps its rows (this worker, the key ``lo``: the
     range's first vertex), and what this worker's tables did."""
     if spec.listing:  # made before any work: a run let go meanwhile (the client interrupted) is not made again
-        run_state(spec.run_id, "mining", made=True)
+        run_state(spec.run_id, MiningState, made=True)
     graph, device, x = whole_graph(spec.graph_id)
     stats = Stats(synchronize=None if device == "cpu" else x.cuda.get_current_stream().synchronize)
     device_budget, host_budget = worker_budgets(spec.device_budget, spec.host_budget, device, x)

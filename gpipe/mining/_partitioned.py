@@ -37,7 +37,7 @@ from ..backend import device_of, to_device, to_host, unique, xp
 from ..runtime import (call_peer, end_run, graph_array, held_partition, neighbor_lists, on_holders, run_state,
                        worker_address, worker_device, worker_xp)
 from ._extend import compress, extend_match
-from ._result import keep_rows
+from ._result import MiningState, keep_rows
 from ._table import EmbeddingTable, Stats, merged, worker_budgets
 
 
@@ -134,7 +134,7 @@ def _start(spec, exchange: Exchange) -> bool:
     """On a worker: its partitions' first vertices (of the least degree the plan needs), each partition's in its
     own table (the first vertex is the one extended to column 1); whether any of its partitions repeats an edge."""
     address, device, x = worker_address(), worker_device(), worker_xp()
-    held = run_state(exchange.run_id, "mining", made=True)["mining"] = Held(spec, device, x)
+    held = run_state(exchange.run_id, MiningState, made=True).kept = Held(spec, device, x)
     held.stats.count(0, 0)
     repeats = False
     for p in _mine(exchange, address):
@@ -162,7 +162,7 @@ def _simple_degrees(spec, exchange: Exchange) -> None:
     its worker, for the extension's degree tests and routing in place of the graph's degrees (which count every
     repeat)."""
     device, x = worker_device(), worker_xp()
-    held: Held = run_state(exchange.run_id, "mining")["mining"]
+    held: Held = run_state(exchange.run_id, MiningState).kept
     with held.stats.timer("exchange"):
         held.degree = x.concatenate([to_device(call_peer(worker, _degrees_of, spec.graph_id, p), device)
                                      for p, worker in enumerate(exchange.placement)])
@@ -170,14 +170,14 @@ def _simple_degrees(spec, exchange: Exchange) -> None:
 
 def _take(run_id: str, part: int, column: int, to_host_memory: bool):
     """On the worker holding them: the next chunk of ``column`` routed to ``part`` (rows), or None."""
-    rows = run_state(run_id, "mining")["mining"].take(part, column)
+    rows = run_state(run_id, MiningState).kept.take(part, column)
     return to_host(rows) if to_host_memory and rows is not None else rows
 
 
 def _level(spec, exchange: Exchange, column: int) -> None:
     """On a worker: extend every embedding of ``column`` routed to its partitions, from every worker."""
     address, device, x = worker_address(), worker_device(), worker_xp()
-    held: Held = run_state(exchange.run_id, "mining")["mining"]
+    held: Held = run_state(exchange.run_id, MiningState).kept
     degree = graph_array(spec.graph_id, "degrees") if held.degree is None else held.degree
     held.stats.count(column + 1, 0)
     for p in _mine(exchange, address):
@@ -255,7 +255,7 @@ def _finish(spec, exchange: Exchange) -> tuple:
     """On a worker: what it found (the count; a listing run's blocks here: its partitions' rows, pulled from
     every worker, sorted and kept) and its stats; a counting run's tables go."""
     address = worker_address()
-    held: Held = run_state(exchange.run_id, "mining")["mining"]
+    held: Held = run_state(exchange.run_id, MiningState).kept
     if not spec.listing:
         held.close()
         return held.count, [], held.stats.summary()
@@ -280,4 +280,6 @@ def _finish(spec, exchange: Exchange) -> tuple:
 
 def _close(exchange: Exchange) -> None:
     """On a worker: a listing run's tables go (their rows are kept, or were pulled by their partitions' workers)."""
-    run_state(exchange.run_id, "mining").pop("mining").close()
+    state = run_state(exchange.run_id, MiningState)
+    state.kept, held = None, state.kept
+    held.close()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import os
 import weakref
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -15,7 +15,16 @@ from .._validate import check_bool
 from ..errors import GpipeError, GpipeValueError
 from ..runtime import end_later, gathered, id_dtype, on_every_worker, on_worker, run_state, worker_address
 
-LISTED = "listed"  # a listing run's state on a worker: block key -> rows (dense ids, host int64), kept until let go
+
+
+@dataclass
+class MiningState:
+    """A mining run's state on a worker, held until the run is let go: a listing run's rows by block key (dense
+    ids, host int64), and the tables a call keeps between its steps (a partitioned run's, or frequent patterns'
+    between levels)."""
+
+    listed: dict = field(default_factory=dict)
+    kept: object = None
 
 
 @dataclass(frozen=True)
@@ -161,12 +170,12 @@ class MiningResult:
 def keep_rows(run_id: str, key: int, rows: np.ndarray) -> None:
     """On a worker: keep block ``key`` of a listing run's rows (dense ids) here until the run is let go (an error
     once it has been: the client gave up on it)."""
-    run_state(run_id, "mining").setdefault(LISTED, {})[key] = rows
+    run_state(run_id, MiningState).listed[key] = rows
 
 
 def _dense(run_id: str, key: int, number: int) -> np.ndarray:
     """On a worker: block ``key``'s rows, kept here by :func:`keep_rows`."""
-    rows = run_state(run_id, "mining").get(LISTED, {}).get(key)
+    rows = run_state(run_id, MiningState).listed.get(key)
     if rows is None:
         raise GpipeError(f"mining run {run_id} holds no block {number} (key {key}) on worker {worker_address()} any more")
     return rows

@@ -10,6 +10,7 @@ keeps, e.g. a walk's ``prev``).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import itertools
 import time
@@ -113,18 +114,25 @@ def neighbor_lists(graph: tuple[str, list[str]], bounds: np.ndarray, vertices) -
     return store().neighbor_lists(graph_id, placement, bounds, vertices)
 
 
+@dataclasses.dataclass
+class Borrowed:
+    """A walk run's state on a worker: the out-neighbor lists of other partitions it borrowed, by graph id."""
+
+    lists: dict = dataclasses.field(default_factory=dict)
+
+
 def borrowed_lists(run: Run, graph: tuple[str, list[str]], bounds: np.ndarray, vertices=None,
                    most: int | None = None):
     """For a step function: a CSR ``(ids, indptr, indices)`` of out-neighbor lists of other partitions, ``ids``
     sorted: those of ``vertices`` (sorted, unique) and of every vertex borrowed before in ``run`` on this worker
     (``vertices`` None: those alone, or None if there are none). A list is fetched once a run rather than once a
-    superstep: the lists are kept (``run.state``) while they hold at most ``most`` edges (default: as many as a
+    superstep: the lists are kept (the run's :class:`Borrowed` state) while they hold at most ``most`` edges (default: as many as a
     quarter of the memory free when they grow takes), beyond which those of ``vertices`` come alone. (node2vec on
     R-MAT 16 in 2 partitions fetched 21 times the graph's edges a run: the same hubs' lists in each of 75
     supersteps.)"""
     x = worker_xp()
-    key = ("borrowed", graph[0])
-    held = run.state.get(key)
+    kept = run.state(Borrowed).lists
+    held = kept.get(graph[0])
     if vertices is None:
         return held
     if held is not None:
@@ -146,7 +154,7 @@ def borrowed_lists(run: Run, graph: tuple[str, list[str]], bounds: np.ndarray, v
         indices = x.concatenate([held[2], indices])[starts[row] + position]
         vertices, indptr = ids[order], x.zeros(lengths.shape[0] + 1, x.int64)
         x.cumsum(lengths, out=indptr[1:])
-    run.state[key] = (vertices, indptr, indices)
+    kept[graph[0]] = (vertices, indptr, indices)
     return vertices, indptr, indices
 
 

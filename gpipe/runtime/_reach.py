@@ -129,14 +129,15 @@ def end_here(run_id: str) -> None:
 # -- on a worker
 
 
-def run_state(run_id: str, family: str, made: bool = False) -> dict:
-    """On a worker: the state a ``family`` run keeps here, held by its :class:`Run` until the run ends (``made``:
-    the run starts here, else it must be running here; a run that has ended is not made again)."""
+def run_state(run_id: str, kind: type, made: bool = False):
+    """On a worker: the state a run keeps here, an object of the family's state type ``kind`` (made by ``kind()``
+    on first use), held by its :class:`Run` until the run ends (``made``: the run starts here, else it must be
+    running here; a run that has ended is not made again)."""
     here = store()
     run = here.run(run_id, late=not made)
     if run is None:
-        raise GpipeError(f"{family} run {run_id} has ended on worker {here.worker_address}")
-    return run.state
+        raise GpipeError(f"{kind.__name__} run {run_id} has ended on worker {here.worker_address}")
+    return run.state(kind)
 
 
 def run_going(run_id: str) -> bool:

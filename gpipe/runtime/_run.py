@@ -50,7 +50,7 @@ class Run:
         self._pieces: dict[int, list] = defaultdict(list)  # part -> what the step output there, oldest first
         self._blocks: dict[int, dict] = {}  # part -> output block (or group) -> its piece sets
         self._held = 0  # bytes of the pieces not spilled (on the device of a GPU worker)
-        self.state: dict = {}  # the family's own while the loop runs here (e.g. the sampler's visited sets)
+        self._state = None  # the family's own (one object of its state type, e.g. the sampler's visited sets)
         self.looping = False  # whether the run's superstep loop runs here
         self._failure: str | None = None  # why the run ended here, if it did
 
@@ -66,7 +66,7 @@ class Run:
         finally:
             with self._lock:
                 self.looping = False
-                self.state.clear()
+                self._state = None
                 self._leave_if_drained()
 
     def fail(self, reason: str) -> None:
@@ -93,7 +93,7 @@ class Run:
         self._blocks.clear()
         self._pieces.clear()
         self._held = 0
-        self.state.clear()
+        self._state = None
         self._heard.notify_all()
         self.store.unregister(self)
 
@@ -101,6 +101,17 @@ class Run:
         """Leave the registry once the loop has ended here and every output was taken (under the lock)."""
         if not (self.looping or self._pieces or self._blocks):
             self.store.unregister(self)
+
+    def state(self, kind: type):
+        """The family's own state of this run here: one object of ``kind`` (a family's state type, e.g. the
+        sampler's), made by ``kind()`` on first use and held until the run ends here (or its superstep loop does);
+        a run holds the state of one family."""
+        with self._lock:
+            if self._state is None:
+                self._state = kind()
+            elif not isinstance(self._state, kind):
+                raise GpipeError(f"run {self.id} holds {type(self._state).__name__}, not {kind.__name__}")
+            return self._state
 
     # -- walkers
 

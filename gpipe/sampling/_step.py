@@ -4,6 +4,8 @@ exponential races, and the visited sets and biases read on the workers."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import psutil
 
@@ -88,7 +90,7 @@ def _frontier(x, part, entries: dict, spec: StepSpec, run: Run):
                                       FRONTIER_STEP + level, method=spec.params.select, bitmap=spec.params.bitmap)
         instance, vertex = pool_instance[picks], pool_vertex[picks]
     if spec.params.neighbor_pool == "frontier":  # for the candidates' in_frontier
-        run.state[(part.part, "frontier")] = instance * n + vertex
+        run.state(SamplerState).frontier[part.part] = instance * n + vertex
     movers = {"instance": instance, "vertex": vertex, "depth": x.full(instance.shape[0], level, x.int32),
               "stage": x.full(instance.shape[0], EXPAND, x.int8)}
     return _no_edges(x, picks=instance.shape[0], iterations=int(iterations.sum())), movers, 0
@@ -346,20 +348,28 @@ def _graph_array(spec: StepSpec, name: str):
     return graph_array(spec.params.graph_id, name)
 
 
+@dataclasses.dataclass
+class SamplerState:
+    """A sampler run's state on a worker, by partition: the (instance, vertex) keys it has expanded there, and the
+    frontier keys its last draw of frontiers made (for ``in_frontier``)."""
+
+    visited: dict = dataclasses.field(default_factory=dict)
+    frontier: dict = dataclasses.field(default_factory=dict)
+
+
 def _visited(x, part, run: Run, add=None):
     """The (instance, vertex) keys this run has expanded on this partition, after adding ``add``."""
-    state = run.state
-    key = part.part
-    seen = state.get(key, x.zeros(0, x.int64))
+    visited = run.state(SamplerState).visited
+    seen = visited.get(part.part, x.zeros(0, x.int64))
     if add is not None:
-        seen = state[key] = unique(x, x.concatenate([seen, add]))
+        seen = visited[part.part] = unique(x, x.concatenate([seen, add]))
     return seen
 
 
 def _frontier_keys(x, part, entries: dict, rows, spec: StepSpec, run: Run):
     """The (instance, vertex) keys of the frontier of this home's instances, for ``in_frontier``."""
     if spec.params.frontier_size is not None:
-        return run.state.pop((part.part, "frontier"))
+        return run.state(SamplerState).frontier.pop(part.part)
     return entries["instance"][~rows] * spec.params.num_vertices + entries["frontier"][~rows]
 
 
