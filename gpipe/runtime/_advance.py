@@ -111,7 +111,7 @@ def neighbor_lists(graph: tuple[str, list[str]], bounds: np.ndarray, vertices) -
     """For a step function: the out-neighbors of ``vertices`` (sorted, unique, of any partitions of ``graph``, its
     id and placement) as a CSR ``(indptr, indices)`` on this worker's device, fetched from the workers holding them."""
     graph_id, placement = graph
-    return store().neighbor_lists(graph_id, placement, bounds, vertices)
+    return store().peers.neighbor_lists(graph_id, placement, bounds, vertices)
 
 
 @dataclasses.dataclass
@@ -356,7 +356,7 @@ def _advance_partition(spec: RunSpec, run: Run, walkers: dict | int | StartSet |
         walkers = step.start(x, step, p.lo, p.hi, int(p.bounds[-1]), walkers)
     walkers = {k: x.asarray(v) for k, v in walkers.items()}
     seconds, steps, spilled, moved = 0.0, 0, 0, []
-    for batch in _batches(walkers, step, p.indices.dtype.itemsize, store().output_limit(spec.output_limit)):
+    for batch in _batches(walkers, step, p.indices.dtype.itemsize, store().outputs.limit(spec.output_limit)):
         t0 = time.perf_counter()
         pieces, movers, taken = step.step(p, batch, step, run)  # synchronous: it counts its movers on the host
         seconds += time.perf_counter() - t0
@@ -417,7 +417,7 @@ def advance_local(spec: RunSpec, walkers: dict | tuple | StartSet, *, part: int,
     steps = supersteps = spilled = batches = 0
     seconds = 0.0
     with st.run(spec.run_id).loop() as run:
-        for batch in _batches(walkers, step, p.indices.dtype.itemsize, st.output_limit(spec.output_limit)):
+        for batch in _batches(walkers, step, p.indices.dtype.itemsize, st.outputs.limit(spec.output_limit)):
             batches += 1
             taken_supersteps = 0
             while next(iter(batch.values())).shape[0]:
@@ -451,22 +451,22 @@ def _batches(walkers: dict, step: StepSpec, itemsize: int, limit: int | None):
 def assemble(run_id: str, partitions: dict[int, str], layout: tuple, limit, *, part: int, superstep=None):
     """Block ``part`` of the result, ``(rows, width)``: its pieces taken from every partition that ran; on the
     device, or in host memory once the device holds ``limit`` (``gpipe.memory.output-limit``; see
-    ``GpipeStore.keep_block``)."""
+    ``Outputs.keep_block``)."""
     x = worker_xp()
     block_rows, n_blocks, num_walks, width, dtype = layout
     base = part * block_rows
     rows = min(block_rows, num_walks - base)
     st = store()
-    piece_sets = st.gather_block(run_id, part, partitions, block_rows, n_blocks, dtype)
+    piece_sets = st.outputs.gather_block(run_id, part, partitions, block_rows, n_blocks, dtype)
     piece_sets = [{k: to_device(v, st.device) for k, v in ps.items()} for ps in piece_sets]
-    return st.keep_block(_pieces.scatter(x, _pieces.concat(x, piece_sets, dtype), base, rows, width, dtype), limit)
+    return st.outputs.keep_block(_pieces.scatter(x, _pieces.concat(x, piece_sets, dtype), base, rows, width, dtype), limit)
 
 
 def _summaries(spec: RunSpec, parts) -> dict | None:
     """``spec.summarize`` of the outputs of each of partitions ``parts`` here, by partition; None if not asked."""
     if spec.summarize is None:
         return None
-    return {p: spec.summarize(store().pieces(spec.run_id, p)) for p in parts}
+    return {p: spec.summarize(store().outputs.pieces(spec.run_id, p)) for p in parts}
 
 
 def output_totals(sets: list[dict], rows_of: str, sums: tuple[str, ...]) -> dict[str, int]:

@@ -177,7 +177,7 @@ def keep_arrays(graph_id: str, arrays: dict) -> None:
 def fetch_partitions(graph_id: str, placement: list[str]) -> list[dict]:
     """On a worker: every partition of a graph (its ``indptr``, ``indices`` and ``weights``), from the workers of
     ``placement`` holding them, this one's own as they are."""
-    return store().fetch_partitions(graph_id, placement)
+    return store().peers.fetch_partitions(graph_id, placement)
 
 
 def holds_partition(graph_id: str, part: int) -> bool:

@@ -348,7 +348,7 @@ def _assemble_sample(run_ids: tuple[str, ...], partitions: dict[int, str], layou
     """Block ``part`` of a sample: every run's and partition's rows of its instance range, in canonical order."""
     with _advance.failing("sample assembly", part):
         group = functools.partial(_split_by_instance, layout=layout)
-        shares = [s for run_id in run_ids for s in store().gather_group(run_id, part, partitions, group)]
+        shares = [s for run_id in run_ids for s in store().outputs.gather_group(run_id, part, partitions, group)]
         if not shares:
             return _empty_block(layout)
         block = {kind: {k: np.concatenate([s[kind][k] for s in shares]) for k in shares[0][kind]}

@@ -183,7 +183,7 @@ class Run:
 
         ``limit`` (``gpipe.memory.output-limit``: bytes, 'auto' or None, never
         spill) counts the outputs of every run on this worker; the oldest
-        spill first, whichever run's (see ``GpipeStore.spill_outputs``). Returns the bytes
+        spill first, whichever run's (see ``Outputs.spill``). Returns the bytes
         spilled. A run that has ended here keeps nothing: its loop stops with
         an error, after the kernel call it was in.
         """
@@ -193,7 +193,7 @@ class Run:
             self._held += _nbytes(pieces)
             if limit is None:
                 return 0
-            return self.store.spill_outputs(limit)
+            return self.store.outputs.spill(limit)
 
     def spill(self, over: int) -> int:
         """Move piece sets to host memory, oldest first, until ``over`` bytes have gone or none is left on the
@@ -213,12 +213,6 @@ class Run:
     def held(self) -> int:
         """Bytes of outputs on the device (call under the lock)."""
         return self._held
-
-    def take_pieces(self, part: int) -> list:
-        with self._lock:
-            taken = self._taken(self._pieces.pop(part, []))
-            self._leave_if_drained()
-            return taken
 
     def _taken(self, sets: list) -> list:
         """``sets``, no longer counted among the outputs on the device (call under the lock)."""
