@@ -35,13 +35,20 @@ waiting at the barrier) beside a plain peer-to-peer copy's from GPU 0 to GPU 1
 of the same host; a PNG figure beside it when matplotlib is installed.
 (A workload's first run on a cluster includes compiling its kernels.)
 The JSON is rewritten after every run (``"complete": false`` until the
-end), so a run stopped by a time limit leaves the runs it finished.
+end), so a run stopped by a time limit leaves the runs it finished. The defaults
+take longer than one call of a lent machine: ``--append`` adds a call's runs (of
+its ``--workloads``, its ``--concurrent`` ones or none) to those ``--out`` holds
+already, of the same graph and sizes, and ``missing`` in the JSON lists the runs
+of the defaults (every workload, mode and exchange, ``--repeat`` rounds, and the
+default concurrent pair) still to make on its GPU counts: none, and
+``"covers_defaults": true``, once the calls together made them all.
 The script exits with status 1, listing every failed run, if any failed.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import time
@@ -177,6 +184,8 @@ def _stress(g, table: dict, references: dict, args, where: dict, records: list, 
                                            references[(name, seed)]["digest"],
                                            dict(where, exchange=exchange, concurrent=False), args.device))
                     save()
+                if not args.concurrent:
+                    continue
                 seeds = [args.seed + r + i for i in range(len(args.concurrent))]
                 with ThreadPoolExecutor(len(args.concurrent)) as pool:
                     runs = list(pool.map(_run, [table[name] for name in args.concurrent], [g] * len(seeds), seeds))
@@ -212,6 +221,46 @@ def _peer_copy_bandwidth(nbytes: int = 1 << 30, repeat: int = 5) -> float:
     del source, target
     cupy.get_default_memory_pool().free_all_blocks()
     return nbytes / best
+
+
+SIZED = ("device", "scale", "edge_factor", "partitions_per_gpu", "device_partitions", "length", "walks_per_vertex",
+         "p", "q", "frontier_size", "budget", "frontier_instances", "instances", "subgraph_size",
+         "subgraph_instances", "seed")  # what makes two calls' runs comparable, to --append one to the other
+
+
+def _earlier(args) -> tuple[list, dict | None, float | None, list]:
+    """With ``--append``: the records, environment, peer copy rate and references of ``--out`` (refused if its graph
+    or sizes are not this call's); else nothing."""
+    if not args.append or not os.path.exists(args.out):
+        return [], None, None, []
+    with open(args.out) as f:
+        earlier = json.load(f)
+    theirs = earlier.get("parameters", {})
+    differ = [k for k in SIZED if theirs.get(k) != getattr(args, k)]
+    if earlier.get("benchmark") != "stress" or earlier.get("graph") != rmat_record(args) or differ:
+        raise SystemExit(f"--append: {args.out} holds runs of another benchmark, graph or sizes "
+                         f"({', '.join(differ) or earlier.get('benchmark')}), not this call's")
+    env = {k: earlier[k] for k in ("device", "device_name", "versions", "date") if k in earlier}
+    return earlier["records"], env, earlier.get("peer_copy_bytes_per_second"), earlier.get("references", [])
+
+
+def _missing(records: list, args) -> list[str]:
+    """The runs of the defaults on ``--gpus`` that ``records`` do not hold (equal or not): each workload of
+    every mode and exchange path (``auto`` alone on one GPU) in ``--repeat`` rounds, and the default concurrent
+    pair after each round."""
+    made = {(r["workload"], r["gpus"], r["graph_mode"], r["exchange"], r["concurrent"], r["seed"]) for r in records}
+    modes, exchanges = ("partitioned", "oom"), ("auto", "comms")
+    missing = []
+    for gpus in args.gpus:
+        for mode in modes:
+            for exchange in exchanges if gpus > 1 else ("auto",):
+                for r in range(args.repeat):
+                    wanted = [(name, False, args.seed + r) for name in (*WALKS, *SAMPLERS)]
+                    wanted += [("deepwalk", True, args.seed + r + i) for i in range(2)]
+                    missing += [f"{name}{' (concurrent)' if concurrent else ''} seed {seed}, {gpus} GPU(s), {mode}, "
+                                f"{exchange}" for name, concurrent, seed in wanted
+                                if (name, gpus, mode, exchange, concurrent, seed) not in made]
+    return missing
 
 
 def _gpus(count: int, device: str) -> str:
@@ -277,8 +326,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--device", choices=["gpu", "cpu"], default="gpu", help="cpu: a dry run (gpus = CPU workers)")
     ap.add_argument("--workloads", nargs="+", choices=[*WALKS, *SAMPLERS], default=[*WALKS, *SAMPLERS])
-    ap.add_argument("--concurrent", nargs="+", choices=[*WALKS, *SAMPLERS], default=["deepwalk", "deepwalk"],
-                    help="workloads run at once from threads after each round")
+    ap.add_argument("--concurrent", nargs="*", choices=[*WALKS, *SAMPLERS], default=["deepwalk", "deepwalk"],
+                    help="workloads run at once from threads after each round (none: no such runs)")
     ap.add_argument("--scale", type=int, default=24)
     ap.add_argument("--edge-factor", type=int, default=16)
     ap.add_argument("--gpus", type=int, nargs="+", default=[2], help="GPU counts (one worker per GPU)")
@@ -303,6 +352,8 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--seed", type=int, default=0, help="graph seed, and the first run seed")
     ap.add_argument("--out", default="stress.json")
+    ap.add_argument("--append", action="store_true",
+                    help="add this call's runs to those --out holds (the same graph and sizes)")
     args = ap.parse_args()
     for name, size in SIZES[args.device].items():
         if getattr(args, name) is None:
@@ -313,17 +364,21 @@ def main() -> None:
     needed = {(name, args.seed + r) for name in args.workloads for r in range(args.repeat)} | {
         (name, args.seed + r + i) for i, name in enumerate(args.concurrent) for r in range(args.repeat)}
     reference_gpus = args.reference_gpus or max(args.gpus)
-    records, env, peer, references = [], None, None, {}
+    records, env, peer, earlier_references = _earlier(args)
+    references = {}
 
     def report(complete: bool) -> dict:
         for r in records:
             r["fraction_of_peer_copy"] = (r["walker_bytes_per_second"] / peer
                                           if r["walker_bytes_per_second"] and peer else None)
         failed = [r for r in records if not (r["equal"] and r["path_as_asked"])]
+        missing = _missing(records, args)
         return {**env, "benchmark": "stress", "graph": rmat_record(args),
-                "parameters": {k: v for k, v in vars(args).items() if k != "out"},
-                "peer_copy_bytes_per_second": peer, "references": list(references.values()), "records": records,
-                "runs": len(records), "failed": len(failed), "complete": complete}
+                "parameters": {k: v for k, v in vars(args).items() if k not in ("out", "append")},
+                "peer_copy_bytes_per_second": peer,
+                "references": earlier_references + list(references.values()), "records": records,
+                "runs": len(records), "failed": len(failed), "complete": complete, "missing": missing,
+                "covers_defaults": not missing}
 
     for gpus in [reference_gpus, *sorted(set(args.gpus) - {reference_gpus})]:
         with gpipe.connect(n_workers=gpus, device=args.device, dashboard_address=":0") as client:
@@ -372,7 +427,9 @@ def main() -> None:
                   file=sys.stderr)
         print("!" * 80, file=sys.stderr)
         sys.exit(1)
-    print(f"stress passed: all {len(records)} runs equal to their reference")
+    print(f"stress passed: all {len(records)} runs equal to their reference"
+          + (f"; {len(final['missing'])} runs of the defaults still to make (--append)" if final["missing"] else
+             "; every run of the defaults made"))
 
 
 if __name__ == "__main__":
