@@ -124,6 +124,8 @@ def run_supersteps(graph, spec: StepSpec, initial: int | StartSet | dict, *, num
              "exchange": exchange, "walker_bytes": sum(s["sent_bytes"] for s in summaries),
              "exchange_seconds": max(s["exchange_seconds"] for s in summaries),  # the busiest worker's
              "host_memory_peak": max(s["host_memory_peak"] for s in summaries),
+             "memory_peaks": {w: {"host": s["host_memory_peak"], "device": s["device_memory_peak"]}
+                              for w, s in zip(workers, summaries)},  # each worker's (the two above: the most)
              "device_memory_peak": None if graph.device != "gpu" else max(s["device_memory_peak"]
                                                                         for s in summaries)}
     if out_of_memory:

@@ -184,6 +184,9 @@ def sample(g, frontier_size: int, budget: int, instances: int, seed: int, pool: 
         for k in ("host_memory_peak", "device_memory_peak"):
             if run.get(k) is not None:
                 stats[k] = max(stats.get(k, 0), run[k])
+        for worker, peaks in run.get("memory_peaks", {}).items():
+            seen = stats.setdefault("memory_peaks", {}).setdefault(worker, dict(peaks))
+            seen.update({k: max(seen[k], v) for k, v in peaks.items() if v is not None})
         stats["rounds"] += 1
         summaries = run.pop("outputs")
         have += sum(moves for moves, _ in summaries)
