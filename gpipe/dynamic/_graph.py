@@ -45,10 +45,13 @@ class DynamicGraph:
     ...     g = gpipe.from_edges(pd.DataFrame({"src": [0, 1, 2], "dst": [1, 2, 0]}), directed=True,
     ...                          mode="partitioned")
     ...     dg = gpipe.dynamic.DynamicGraph.from_graph(g)
-    ...     dg.insert_edges([0, 3], [2, 0], weight=[2.5, 1])
-    ...     dg.delete_edges([1], [2])
-    ...     dg.update_weights([0], [1], [4])
+    ...     dg.insert_edges([0, 3], [2, 0], weight=[2.5, 1]).version
+    ...     dg.delete_edges([1], [2]).num_edges
+    ...     dg.update_weights([0], [1], [4]).stats["updates"]
     ...     dg.edges()
+    1
+    4
+    1
        src  dst  weight
     0    0    1     4.0
     1    0    2     2.5
@@ -275,7 +278,7 @@ class DynamicGraph:
         ...     g = gpipe.from_edges(pd.DataFrame({"src": [0, 1], "dst": [1, 0]}), directed=True, mode="partitioned")
         ...     dg = gpipe.dynamic.DynamicGraph.from_graph(g)
         ...     before = dg.snapshot()
-        ...     dg.insert_edges([1, 2], [2, 0])
+        ...     applied = dg.insert_edges([1, 2], [2, 0])
         ...     after = dg.snapshot()
         ...     (before.num_vertices, before.num_edges, before.version), (after.num_vertices, after.num_edges)
         ((2, 2, 0), (3, 4))

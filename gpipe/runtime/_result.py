@@ -17,8 +17,8 @@ from .._files import SAMPLE_FILES, atomic_dir
 from .._validate import check_bool, check_callable, check_picklable
 from ..backend import to_host
 from . import _advance
-from ._session import run_later
-from ._store import drop_run, output_limit_setting, store
+from ._reach import anywhere, end_later, on_every_worker, on_worker
+from ._store import output_limit_setting, store
 from ._watch import gather_pinned
 
 
@@ -127,7 +127,7 @@ class EdgeSample:
         self._run_ids = run_ids
         self._sizes: dict[bool, list[int]] = {}
         self.stats = stats
-        self._finalizers = [weakref.finalize(self, run_later, client, drop_run, run_id) for run_id in run_ids]
+        self._finalizers = [weakref.finalize(self, end_later, client, run_id) for run_id in run_ids]
 
     @classmethod
     def of_runs(cls, client, run_ids: tuple[str, ...], partitions: dict[int, str], *, layout: SampleLayout,
@@ -148,9 +148,9 @@ class EdgeSample:
         if self._block_futures is None:
             workers = sorted(set(self._held.values()))
             self._block_futures = [
-                self._client.submit(_assemble_sample, self._run_ids, self._held, self._layout, part=b,
-                                    workers=[workers[b % len(workers)]], allow_other_workers=False, pure=False,
-                                    key=f"gpipe-sample-{self._run_ids[0]}-{b}")
+                on_worker(self._client, workers[b % len(workers)],
+                          functools.partial(_assemble_sample, self._run_ids, self._held, self._layout, part=b),
+                          key=f"gpipe-sample-{self._run_ids[0]}-{b}")
                 for b in range(self._layout.blocks)]
             for finalizer in self._finalizers:  # the assemble tasks take the pieces out of the stores
                 finalizer.detach()
@@ -158,12 +158,12 @@ class EdgeSample:
 
     def _ids(self):
         if self._id_map is not None and self._id_future is None:
-            [self._id_future] = self._client.scatter([self._id_map], broadcast=True, hash=False)
+            self._id_future = on_every_worker(self._client, self._id_map)
         return self._id_future
 
     def _map_blocks(self, func, *args) -> list:
         """Futures of ``func(block, *args)``, each run where its block is."""
-        return [self._client.submit(func, block, *args, pure=False) for block in self._blocks()]
+        return [anywhere(self._client, func, block, *args) for block in self._blocks()]
 
     def _gather(self, phase: str, func, *args) -> list:
         return gather_pinned(self._client, self._map_blocks(func, *args), self._held, phase)
@@ -200,7 +200,7 @@ class EdgeSample:
         nodes = check_bool("nodes", nodes)
         bases = self._bases(nodes)
         ids, dtype = self._ids(), id_dtype(self._id_map)
-        parts = [self._client.submit(_frame, block, ids, base, nodes, dtype, pure=False)
+        parts = [anywhere(self._client, _frame, block, ids, base, nodes, dtype)
                  for block, base in zip(self._blocks(), bases)]
         meta = _frame(_empty_block(self._layout), self._id_map, 0, nodes, dtype)
         divisions = (*bases[:-1], bases[-1] - 1) if all(np.diff(bases) > 0) else None
@@ -228,7 +228,7 @@ class EdgeSample:
         [[1, 2, 2, 0]]
         """
         fn, nodes = check_picklable("fn", check_callable("fn", fn)), check_bool("nodes", nodes)
-        return [self._client.submit(_apply, block, fn, nodes, args, kwargs, pure=False) for block in self._blocks()]
+        return [anywhere(self._client, _apply, block, fn, nodes, args, kwargs) for block in self._blocks()]
 
     def to_parquet(self, path, nodes: bool = False, overwrite: bool = False) -> str:
         """Write the edges (or, with ``nodes``, the nodes) into folder ``path``, a Parquet file per block
@@ -245,7 +245,7 @@ class EdgeSample:
         nodes, overwrite = check_bool("nodes", nodes), check_bool("overwrite", overwrite)
         ids, dtype = self._ids(), id_dtype(self._id_map)
         with atomic_dir(path, owned=SAMPLE_FILES, overwrite=overwrite) as tmp:
-            written = [self._client.submit(_write_block, block, b, ids, nodes, dtype, tmp, pure=False)
+            written = [anywhere(self._client, _write_block, block, b, ids, nodes, dtype, tmp)
                        for b, block in enumerate(self._blocks())]
             gather_pinned(self._client, written, self._held, "sample writing")
         return path
