@@ -207,13 +207,15 @@ def test_letting_a_listing_result_go_frees_its_rows_on_the_workers(cpu_cluster, 
 
 def test_an_interrupted_to_parquet_leaves_no_folder(cpu_cluster, tmp_path, monkeypatch):
     found = gpipe.mining.list_cliques(_replicated(cpu_cluster, nx.gnp_random_graph(40, 0.3, seed=4)), 3)
-    written = gpipe.mining._result.gathered
+    from gpipe.runtime import _held
+
+    written = _held.gather_pinned
 
     def interrupted(*args, **kwargs):
         written(*args, **kwargs)  # every block's file is written, in the temporary folder
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(gpipe.mining._result, "gathered", interrupted)
+    monkeypatch.setattr(_held, "gather_pinned", interrupted)
     with pytest.raises(KeyboardInterrupt):
         found.to_parquet(tmp_path / "cliques")
     assert list(tmp_path.iterdir()) == []  # neither the folder nor the temporary one

@@ -358,7 +358,7 @@ def test_a_failed_assembly_lets_the_run_go_at_once(cpu, eventually):
     finally:
         cpu.run(_break_assembly, False)
     assert eventually(lambda: held(w._run_id) == [])
-    with pytest.raises(GpipeError, match="assembly failed and its walks were let go; run the walk again"):
+    with pytest.raises(GpipeError, match="assembly failed and its runs were let go; run it again"):
         w.compute()
     again = gpipe.walks.deepwalk(g, length=5, seed=0).compute()
     assert again.shape == (g.num_vertices, 6)

@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import functools
 import os
-import weakref
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
-from .._files import EMBEDDING_FILES, atomic_dir
+from .._files import EMBEDDING_FILES
 from .._validate import check_bool
 from ..errors import GpipeError, GpipeValueError
-from ..runtime import end_later, gathered, id_dtype, on_every_worker, on_worker, run_state, worker_address
+from ..runtime import HeldResult, id_dtype, on_worker, run_state, worker_address, worker_xp
 
 
 
@@ -41,7 +40,7 @@ class Listed:
     holders: tuple
 
 
-class MiningResult:
+class MiningResult(HeldResult):
     """What a mining run found: ``count`` embeddings and ``stats`` (embeddings per column, peak table bytes per
     tier, spilled bytes, seconds of the call and per primitive); the embeddings themselves, when they were
     listed, stay on the workers until asked for.
@@ -76,13 +75,14 @@ class MiningResult:
     (['x', 'y', 'z'], True, True)
     """
 
+    KEEPS_RUNS = True  # the blocks are the listing run's rows, kept in its state until the result goes
+
     def __init__(self, count: int, stats: dict, listed: Listed | None = None):
+        held, unit = listed.holders if listed is not None else ({}, "partition")
+        super().__init__(None if listed is None else listed.client, held, None if listed is None else listed.id_map,
+                         stats, () if listed is None else (listed.run_id,), unit)
         self.count = count
-        self.stats = stats
         self._listed = listed
-        self._ids = None  # the id map's future on every worker, once a worker-side writer needs it
-        if listed is not None:
-            weakref.finalize(self, end_later, listed.client, listed.run_id)
 
     def __int__(self) -> int:
         return self.count
@@ -94,33 +94,26 @@ class MiningResult:
     def columns(self) -> list[str]:
         """The embeddings' column names: the pattern's vertices (``stats['pattern_vertices']``), else ``v0, v1,
         ...``."""
-        listed = self._held()
+        listed = self._listing()
         return [str(u) for u in self.stats.get("pattern_vertices") or [f"v{i}" for i in range(listed.width)]]
 
-    def _held(self) -> Listed:
+    def _listing(self) -> Listed:
         if self._listed is None:
             raise GpipeValueError("the embeddings were not listed: ask for them (list_cliques, match(..., "
                                   "embeddings=True))")
         return self._listed
 
-    def _on_blocks(self, function, *args) -> list:
-        """Futures of ``function(run_id, key, number, *args)`` for each block, each run on the worker holding it."""
-        listed = self._held()
-        return [on_worker(listed.client, worker, function, listed.run_id, key, number, *args)
+    def _assemble(self) -> list:
+        """Futures of the blocks: each the rows the run keeps on a worker, read there."""
+        listed = self._listing()
+        return [on_worker(self._client, worker, _dense, listed.run_id, key, number)
                 for number, (worker, key, _) in enumerate(listed.blocks)]
-
-    def _id_future(self):
-        listed = self._held()
-        if listed.id_map is not None and self._ids is None:
-            self._ids = on_every_worker(listed.client, listed.id_map)
-        return self._ids
 
     def compute(self) -> np.ndarray:
         """The embeddings as one array of original vertex ids, a row each (a ``GpipeValueError`` when they were
         not listed)."""
-        listed = self._held()
-        blocks = gathered(listed.client, self._on_blocks(_dense), listed.holders, "mining: embeddings")
-        dense = np.concatenate([np.empty((0, listed.width), np.int64), *blocks])
+        listed = self._listing()
+        dense = np.concatenate([np.empty((0, listed.width), np.int64), *self._fetch("mining: embeddings")])
         return dense if listed.id_map is None else listed.id_map[dense]
 
     @functools.cached_property
@@ -128,10 +121,30 @@ class MiningResult:
         """:meth:`compute`'s array, computed on first use and kept; None when the embeddings were not listed."""
         return None if self._listed is None else self.compute()
 
+    def map_blocks(self, fn, *args, **kwargs) -> list:
+        """Futures of ``fn(block, *args, **kwargs)``, each run on the worker that holds ``block``, block by block.
+
+        ``block`` is a block's embeddings, a row each, as the dense vertex ids
+        (:meth:`Graph.to_original` maps them back) of an array on that worker's
+        device (CuPy on a GPU worker, NumPy on a CPU one); ``fn`` must not
+        modify it. A ``GpipeValueError`` when the embeddings were not listed.
+
+        Examples
+        --------
+        >>> import gpipe, pandas as pd
+        >>> edges = pd.DataFrame({"src": [0, 0, 0, 1, 1, 2], "dst": [1, 2, 3, 2, 3, 3]})  # a complete graph
+        >>> with gpipe.connect(n_workers=1, device="cpu") as client:
+        ...     found = gpipe.mining.list_cliques(gpipe.from_edges(edges, mode="replicated"), 3)
+        ...     client.gather(found.map_blocks(len))  # the 4 triangles, in a block per range of first vertices
+        [3, 1]
+        """
+        self._listing()
+        return self._map(_on_device, fn, args, kwargs)
+
     def to_frame(self) -> pd.DataFrame:
         """The embeddings (:attr:`embeddings`) as a pandas DataFrame, a row each, a column per pattern vertex
         (:attr:`columns`); a ``GpipeValueError`` when they were not listed."""
-        listed = self._held()
+        listed = self._listing()
         return _frame_of(self.embeddings, 0, id_dtype(listed.id_map), self.columns)
 
     def to_dask(self):
@@ -139,11 +152,11 @@ class MiningResult:
         holding it; its index is the row's in :meth:`compute` (and :meth:`to_frame`)."""
         import dask.dataframe as dd
 
-        listed = self._held()
+        listed = self._listing()
         bases = np.concatenate([[0], np.cumsum([rows for _, _, rows in listed.blocks], dtype=np.int64)]).tolist()
-        dtype = id_dtype(listed.id_map)
-        parts = self._on_blocks(_frame, bases, self._id_future(), dtype, self.columns)
-        meta = _frame_of(np.empty((0, listed.width), np.int64), 0, dtype, self.columns)
+        ids, dtype, columns = self._ids(), id_dtype(listed.id_map), self.columns
+        parts = self._on_blocks(_frame, lambda b: (bases[b], ids, dtype, columns))
+        meta = _frame_of(np.empty((0, listed.width), np.int64), 0, dtype, columns)
         divisions = (*bases[:-1], bases[-1] - 1) if all(np.diff(bases) > 0) else None
         return dd.from_delayed(parts, meta=meta, divisions=divisions, verify_meta=False)
 
@@ -158,13 +171,10 @@ class MiningResult:
         is written through, to the folder it leads to. The folder appears complete or not at all;
         ``pandas.read_parquet(path)`` reads it back as :meth:`to_frame` gives it.
         """
-        path = os.fspath(path)
         overwrite = check_bool("overwrite", overwrite)
-        listed = self._held()
-        with atomic_dir(path, owned=EMBEDDING_FILES, overwrite=overwrite) as tmp:
-            written = self._on_blocks(_write, self._id_future(), id_dtype(listed.id_map), self.columns, tmp)
-            gathered(listed.client, written, listed.holders, "mining: embeddings writing")
-        return path
+        listed = self._listing()
+        ids, dtype, columns = self._ids(), id_dtype(listed.id_map), self.columns
+        return self._write(path, overwrite, EMBEDDING_FILES, _write, lambda b: (b, ids, dtype, columns))
 
 
 def keep_rows(run_id: str, key: int, rows: np.ndarray) -> None:
@@ -188,17 +198,17 @@ def _frame_of(rows: np.ndarray, base: int, dtype, columns: list) -> pd.DataFrame
                          for i, name in enumerate(columns)}, index=pd.RangeIndex(base, base + len(rows)))
 
 
-def _original(run_id: str, key: int, number: int, id_map) -> np.ndarray:
-    dense = _dense(run_id, key, number)
-    return dense if id_map is None else id_map[dense]
+def _on_device(rows: np.ndarray):
+    """A block's rows on this worker's device."""
+    return worker_xp().asarray(rows)
 
 
-def _frame(run_id: str, key: int, number: int, bases: list, id_map, dtype, columns: list) -> pd.DataFrame:
-    """On a worker: block ``number`` as a frame of original ids, its rows numbered from the block's first."""
-    return _frame_of(_original(run_id, key, number, id_map), bases[number], dtype, columns)
+def _frame(rows: np.ndarray, base: int, id_map, dtype, columns: list) -> pd.DataFrame:
+    """On a worker: a block as a frame of original ids, its rows numbered from the block's first (``base``)."""
+    return _frame_of(rows if id_map is None else id_map[rows], base, dtype, columns)
 
 
-def _write(run_id: str, key: int, number: int, id_map, dtype, columns: list, folder: str) -> str:
+def _write(rows: np.ndarray, number: int, id_map, dtype, columns: list, folder: str) -> str:
     name = os.path.join(folder, f"embeddings-{number:06d}.parquet")
-    _frame_of(_original(run_id, key, number, id_map), 0, dtype, columns).to_parquet(name, index=False)
+    _frame_of(rows if id_map is None else id_map[rows], 0, dtype, columns).to_parquet(name, index=False)
     return name

@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import os
-import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -13,13 +12,13 @@ import numpy as np
 import pandas as pd
 
 from .. import config
-from .._files import SAMPLE_FILES, atomic_dir
-from .._validate import check_bool, check_callable, check_picklable
+from .._files import SAMPLE_FILES
+from .._validate import check_bool
 from ..backend import to_host
 from . import _advance
-from ._reach import anywhere, end_later, on_every_worker, on_worker
+from ._held import HeldResult
+from ._reach import on_worker
 from ._store import output_limit_setting, store
-from ._watch import gather_pinned
 
 
 def assemble_blocks(client, run_id: str, partitions: dict[int, str], num_walks: int, block_rows: int, width: int,
@@ -70,7 +69,7 @@ class SampleLayout:
         return len(self.cuts) - 1
 
 
-class EdgeSample:
+class EdgeSample(HeldResult):
     """Sampled subgraphs, one per instance, kept on the workers until asked for; ``stats`` says how the run went.
 
     The edges stay where the run left them, in a block per range of
@@ -117,17 +116,11 @@ class EdgeSample:
 
     def __init__(self, client, held: dict[int, str], layout: SampleLayout, rows: int, id_map, stats: dict,
                  run_ids: tuple[str, ...]):
-        self._client = client
-        self._held = held  # partition -> worker: where the runs left rows, whose loss the result's waits watch for
+        super().__init__(client, held, id_map, stats, run_ids)
         self._layout = layout
         self._rows = rows
-        self._id_map = id_map
-        self._id_future = None
-        self._block_futures: list | None = None
         self._run_ids = run_ids
         self._sizes: dict[bool, list[int]] = {}
-        self.stats = stats
-        self._finalizers = [weakref.finalize(self, end_later, client, run_id) for run_id in run_ids]
 
     @classmethod
     def of_runs(cls, client, run_ids: tuple[str, ...], partitions: dict[int, str], *, layout: SampleLayout,
@@ -143,35 +136,18 @@ class EdgeSample:
     def __repr__(self) -> str:
         return f"<gpipe.EdgeSample {self.stats.get('algorithm', '')}: {len(self)} edges in {self.stats['seconds']:.3f} s>"
 
-    def _blocks(self) -> list:
-        """Futures of the blocks (assembled on the workers on first use, the run's pieces taken from the stores)."""
-        if self._block_futures is None:
-            workers = sorted(set(self._held.values()))
-            self._block_futures = [
-                on_worker(self._client, workers[b % len(workers)],
+    def _assemble(self) -> list:
+        """Futures of the blocks, each made on one worker from every partition's rows of its instances."""
+        workers = sorted(set(self._held.values()))
+        return [on_worker(self._client, workers[b % len(workers)],
                           functools.partial(_assemble_sample, self._run_ids, self._held, self._layout, part=b),
                           key=f"gpipe-sample-{self._run_ids[0]}-{b}")
                 for b in range(self._layout.blocks)]
-            for finalizer in self._finalizers:  # the assemble tasks take the pieces out of the stores
-                finalizer.detach()
-        return self._block_futures
-
-    def _ids(self):
-        if self._id_map is not None and self._id_future is None:
-            self._id_future = on_every_worker(self._client, self._id_map)
-        return self._id_future
-
-    def _map_blocks(self, func, *args) -> list:
-        """Futures of ``func(block, *args)``, each run where its block is."""
-        return [anywhere(self._client, func, block, *args) for block in self._blocks()]
-
-    def _gather(self, phase: str, func, *args) -> list:
-        return gather_pinned(self._client, self._map_blocks(func, *args), self._held, phase)
 
     def _original_frame(self, nodes: bool) -> pd.DataFrame:
         """Every block's rows, one frame of original ids. The blocks come as arrays (Dask moves a frame's columns
         ~3x slower) and are mapped here, at once."""
-        blocks = self._gather("sample", _columns, nodes)
+        blocks = self._gather("sample", _columns, lambda b: (nodes,))
         columns = {k: np.concatenate([b[k] for b in blocks]) for k in blocks[0]}
         if self._id_map is not None:
             for column in ("vertex",) if nodes else ("src", "dst"):
@@ -189,7 +165,7 @@ class EdgeSample:
     def _bases(self, nodes: bool) -> list[int]:
         """The first row of each block (of the edges, or of the nodes)."""
         if nodes not in self._sizes:
-            self._sizes[nodes] = self._gather("sample sizing", _block_size, nodes)
+            self._sizes[nodes] = self._gather("sample sizing", _block_size, lambda b: (nodes,))
         return np.concatenate([[0], np.cumsum(self._sizes[nodes], dtype=np.int64)]).tolist()
 
     def to_dask(self, nodes: bool = False):
@@ -200,8 +176,7 @@ class EdgeSample:
         nodes = check_bool("nodes", nodes)
         bases = self._bases(nodes)
         ids, dtype = self._ids(), id_dtype(self._id_map)
-        parts = [anywhere(self._client, _frame, block, ids, base, nodes, dtype)
-                 for block, base in zip(self._blocks(), bases)]
+        parts = self._on_blocks(_frame, lambda b: (ids, bases[b], nodes, dtype))
         meta = _frame(_empty_block(self._layout), self._id_map, 0, nodes, dtype)
         divisions = (*bases[:-1], bases[-1] - 1) if all(np.diff(bases) > 0) else None
         return dd.from_delayed(parts, meta=meta, divisions=divisions, verify_meta=False)
@@ -227,8 +202,8 @@ class EdgeSample:
         ...     client.gather(s.map_blocks(lambda c: c["dst"].tolist()))
         [[1, 2, 2, 0]]
         """
-        fn, nodes = check_picklable("fn", check_callable("fn", fn)), check_bool("nodes", nodes)
-        return [anywhere(self._client, _apply, block, fn, nodes, args, kwargs) for block in self._blocks()]
+        nodes = check_bool("nodes", nodes)
+        return self._map(functools.partial(_on_device, nodes=nodes), fn, args, kwargs)
 
     def to_parquet(self, path, nodes: bool = False, overwrite: bool = False) -> str:
         """Write the edges (or, with ``nodes``, the nodes) into folder ``path``, a Parquet file per block
@@ -241,20 +216,15 @@ class EdgeSample:
         is written through, to the folder it leads to. The folder appears complete or not at all;
         ``pandas.read_parquet(path)`` reads it back as ``compute()`` (``nodes()``) gives it.
         """
-        path = os.fspath(path)
         nodes, overwrite = check_bool("nodes", nodes), check_bool("overwrite", overwrite)
         ids, dtype = self._ids(), id_dtype(self._id_map)
-        with atomic_dir(path, owned=SAMPLE_FILES, overwrite=overwrite) as tmp:
-            written = [anywhere(self._client, _write_block, block, b, ids, nodes, dtype, tmp)
-                       for b, block in enumerate(self._blocks())]
-            gather_pinned(self._client, written, self._held, "sample writing")
-        return path
+        return self._write(path, overwrite, SAMPLE_FILES, _write_block, lambda b: (b, ids, nodes, dtype))
 
 
-def _apply(block: dict, fn, nodes: bool, args: tuple, kwargs: dict):
-    """``fn`` of a block's columns (or its nodes'), on this worker's device."""
+def _on_device(block: dict, nodes: bool) -> dict:
+    """A block's columns (or its nodes'), on this worker's device."""
     x = _advance.worker_xp()
-    return fn({k: x.asarray(v) for k, v in _columns(block, nodes).items()}, *args, **kwargs)
+    return {k: x.asarray(v) for k, v in _columns(block, nodes).items()}
 
 
 def _no_vertices() -> dict:

@@ -60,7 +60,7 @@ class PPRResult(WalkResult):
         source by O(1 / (restart * length)) however many walks are run
         (``compute()`` gives those walks).
         """
-        frames = gather_pinned(self._client, self._score_ranges(), self._partitions, "scores")
+        frames = gather_pinned(self._client, self._score_ranges(), self._held, "scores")
         return pd.concat(frames, ignore_index=True)
 
     def scores_to_dask(self):
@@ -74,7 +74,7 @@ class PPRResult(WalkResult):
 
         ranges = self._score_ranges()
         sizes = gather_pinned(self._client, [anywhere(self._client, len, r) for r in ranges],
-                              self._partitions, "scores sizing")
+                              self._held, "scores sizing")
         bases = np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)]).tolist()
         parts = [anywhere(self._client, _numbered, r, base) for r, base in zip(ranges, bases)]
         one = (np.zeros(1, np.int64), np.ones(1))  # a row, for the dtypes pandas infers from ids (str, not object)
@@ -90,7 +90,7 @@ class PPRResult(WalkResult):
         with atomic_dir(path, owned=SCORE_FILES, overwrite=overwrite) as tmp:
             written = [anywhere(self._client, _write_scores, r, i, tmp)
                        for i, r in enumerate(self._score_ranges())]
-            gather_pinned(self._client, written, self._partitions, "scores writing")
+            gather_pinned(self._client, written, self._held, "scores writing")
         return path
 
     def _score_ranges(self) -> list:
@@ -106,7 +106,7 @@ class PPRResult(WalkResult):
             starts = [anywhere(client, np.add, a, b) for a, b in zip(starts[::2], starts[1::2])] + \
                 starts[len(starts) // 2 * 2:]
         weights = anywhere(client, _visit_weights, starts[0])
-        wait_pinned(client, [weights], self._partitions, "scores")
+        wait_pinned(client, [weights], self._held, "scores")
         client.replicate([weights])
         rank = np.empty(n_sources, np.int64)
         rank[pd.Series(self.sources).sort_values(kind="stable").index.to_numpy()] = np.arange(n_sources)
@@ -114,7 +114,7 @@ class PPRResult(WalkResult):
         rank, sources = on_every_worker(client, rank), on_every_worker(client, self.sources)
         blocks = self._map_blocks(_visits_by_range, n_sources, walk_key=self._key, restart=self.restart, n=n,
                                   weights=weights, rank=rank, cuts=cuts)
-        workers = sorted(set(self._partitions.values()))
+        workers = sorted(set(self._held.values()))
         self._score_futures = [
             on_worker(client, workers[r % len(workers)], _range_scores,
                       [anywhere(client, operator.getitem, b, r) for b in blocks], sources, self._ids(), n)

@@ -5,8 +5,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import os
-import time
-import weakref
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -15,17 +13,16 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .. import config
-from .._files import WALK_FILES, atomic_dir, atomic_file
-from .._validate import check_callable, check_picklable
+from .._files import WALK_FILES, atomic_file
 from ..backend import cpu_kernel, prange, to_host
-from ..errors import GpipeError, GpipeValueError
-from ..runtime import anywhere, assemble_blocks, end_later, gather_pinned, on_every_worker, wait_pinned, worker_xp
+from ..errors import GpipeValueError
+from ..runtime import HeldResult, anywhere, assemble_blocks, gather_pinned, on_every_worker, worker_xp
 
 
 WRITE_THREADS, WRITE_BYTES = 8, 1 << 26  # a corpus block's text is written in up to 8 ranges of at least 64 MB
 
 
-class WalkResult:
+class WalkResult(HeldResult):
     """Walks kept on the workers until asked for.
 
     When the walk ends, each walk is a set of path pieces in the stores of the
@@ -65,44 +62,17 @@ class WalkResult:
 
     def __init__(self, client, run_id: str, partitions: dict[int, str], *, num_walks: int, width: int, dtype,
                  id_map, stats: dict):
-        self._client = client
+        super().__init__(client, partitions, id_map, stats, (run_id,))
         self._run_id = run_id
-        self._partitions = partitions
         self.num_walks = num_walks
         self.width = width
         self._dtype = dtype
-        self._id_map = id_map
-        self._id_future = None
         self._corpus_ids = None
-        self._block_futures: list | None = None
         self._block_rows = int(config.get("walks.block-size"))
-        self.stats = stats
-        self._finalizer = weakref.finalize(self, end_later, client, run_id)
 
-    def _blocks(self) -> list:
-        """Futures of the assembled blocks (assembling them on first use)."""
-        if self._block_futures is None:
-            if not self._finalizer.alive:
-                raise GpipeError("this walk result's assembly failed and its walks were let go; run the walk again")
-            self._block_futures = assemble_blocks(self._client, self._run_id, self._partitions, self.num_walks,
-                                                   self._block_rows, self.width, self._dtype)
-        return self._block_futures
-
-    def persist(self) -> WalkResult:
-        """Assemble the blocks on the workers and wait for them; ``stats['assemble_seconds']`` says how long.
-
-        If the assembly fails, what the run left on the workers (pieces, blocks made) is let go at once, so the
-        next run has the memory back."""
-        t0 = time.perf_counter()
-        try:
-            wait_pinned(self._client, self._blocks(), self._partitions, "assembly")
-        except BaseException:
-            self._block_futures = None
-            self._finalizer()  # drop the run's pieces: nothing else will
-            raise
-        self._finalizer.detach()  # the assembled blocks hold the walks; the pieces are gone from the stores
-        self.stats.setdefault("assemble_seconds", time.perf_counter() - t0)
-        return self
+    def _assemble(self) -> list:
+        return assemble_blocks(self._client, self._run_id, self._held, self.num_walks, self._block_rows, self.width,
+                               self._dtype)
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -132,14 +102,13 @@ class WalkResult:
     def _map_blocks(self, func, *args, **kwargs):
         """Futures of ``func(block, id_map, first_row, *args, **kwargs)`` of every block, where it is held
         (``kwargs`` as :func:`gpipe.runtime.anywhere` takes them)."""
-        self.persist()
         ids = self._ids()
-        return [anywhere(self._client, func, block, ids, b * self._block_rows, *args, **kwargs)
-                for b, block in enumerate(self._blocks())]
+        return self._on_blocks(func, lambda b: (ids, b * self._block_rows, *args), **kwargs)
 
     def _gather_blocks(self, phase: str, func, *args) -> list:
         """``func(block, id_map, first_row, *args)`` of every block, watched; the results in order."""
-        return gather_pinned(self._client, self._map_blocks(func, *args), self._partitions, phase)
+        ids = self._ids()
+        return self._gather(phase, func, lambda b: (ids, b * self._block_rows, *args))
 
     @property
     def block_rows(self) -> int:
@@ -165,9 +134,7 @@ class WalkResult:
         ...     client.gather(w.map_blocks(lambda block, k: (block == k).sum(axis=1).tolist(), 0))
         [[2, 1, 2]]
         """
-        fn = check_picklable("fn", check_callable("fn", fn))
-        self.persist()
-        return [anywhere(self._client, _apply, block, fn, args, kwargs) for block in self._blocks()]
+        return self._map(_on_device, fn, args, kwargs)
 
     def compute(self) -> np.ndarray:
         """All walks as one host array of original vertex ids.
@@ -177,9 +144,7 @@ class WalkResult:
         if self._walk_dtype == object:
             parts = self._gather_blocks("walks", _original, self._walk_dtype)
             return np.concatenate(parts) if parts else np.zeros((0, self.width), self._walk_dtype)
-        self.persist()
-        blocks = gather_pinned(self._client, [anywhere(self._client, to_host, block)
-                                              for block in self._blocks()], self._partitions, "walks")
+        blocks = self._gather("walks", to_host)
         out = np.empty((self.num_walks, self.width), np.int64)
         row = 0
         for block in blocks:
@@ -205,10 +170,9 @@ class WalkResult:
         ``GpipeValueError`` before any work, and kept. A symbolic link at ``path``
         is written through, to the folder it leads to. The folder appears complete or not at all.
         """
-        path = os.fspath(path)
-        with atomic_dir(path, owned=WALK_FILES, overwrite=overwrite) as tmp:
-            self._gather_blocks("walk writing", _write_parquet, self._walk_dtype, tmp)
-        return path
+        ids = self._ids()
+        return self._write(path, overwrite, WALK_FILES, _write_parquet,
+                           lambda b: (ids, b * self._block_rows, self._walk_dtype))
 
     def to_corpus(self, path) -> str:
         """Write the walks as text, one per line, ids separated by spaces (word2vec ``LineSentence``).
@@ -241,19 +205,19 @@ class WalkResult:
             # each block's line sizes stay on its worker for the write; only their sums come here
             sizes = [anywhere(self._client, _corpus_sizes, block, ids) for block in blocks]
             totals = gather_pinned(self._client, [anywhere(self._client, _total, s) for s in sizes],
-                                   self._partitions, "corpus sizing")
+                                   self._held, "corpus sizing")
             offsets = np.concatenate([[0], np.cumsum(totals, dtype=np.int64)]).tolist()
             out.truncate(offsets[-1])
             out.flush()
             written = [anywhere(self._client, _write_corpus_block, block, ids, size, out.name, offsets[b])
                        for b, (block, size) in enumerate(zip(blocks, sizes))]
-            gather_pinned(self._client, written, self._partitions, "corpus writing")
+            gather_pinned(self._client, written, self._held, "corpus writing")
         return path
 
 
-def _apply(block, fn, args: tuple, kwargs: dict):
-    """``fn`` of a block on this worker's device (a block kept in host memory goes there first)."""
-    return fn(worker_xp().asarray(block), *args, **kwargs)
+def _on_device(block):
+    """A block on this worker's device (one kept in host memory goes there first)."""
+    return worker_xp().asarray(block)
 
 
 def _original(block, id_map, base: int, dtype: np.dtype) -> np.ndarray:

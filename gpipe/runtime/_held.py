@@ -1,0 +1,109 @@
+"""The base of every result a family keeps on the workers in blocks until it is asked for (walks, PPR, samples)."""
+
+from __future__ import annotations
+
+import os
+import time
+import weakref
+from collections.abc import Callable
+
+from .._files import atomic_dir
+from .._validate import check_callable, check_picklable
+from ..errors import GpipeError
+from ._reach import anywhere, end_later, on_every_worker
+from ._watch import gather_pinned, wait_pinned
+
+
+class HeldResult:
+    """A result held on the workers in blocks.
+
+    The runs that made it leave their outputs in the workers' stores; the
+    first use makes the blocks there (``persist``: each family's
+    :meth:`_assemble`) and lets the runs go, the blocks holding everything
+    from then on; should making them fail, the runs are let go at once, so the
+    next run has the memory back. The runs are let go too when the result is
+    garbage-collected first. ``map_blocks`` runs a function on each block where
+    it is held (each family says what a block is to it), ``compute`` gathers
+    the result to the client, ``to_dask`` and ``to_parquet`` make it on the
+    workers. ``stats`` says how the runs went, and ``assemble_seconds`` how
+    long the blocks took. Waits name what a worker that left the cluster held.
+    A family whose runs keep the blocks' rows themselves until the result goes
+    (mining's listings) sets ``KEEPS_RUNS``: its runs are let go with it.
+    """
+
+    KEEPS_RUNS = False
+
+    def __init__(self, client, held: dict[int, str], id_map, stats: dict, run_ids: tuple[str, ...],
+                 unit: str = "partition"):
+        self._client = client
+        self._held = held  # partition -> worker: where the runs left their outputs, whose loss the waits watch for
+        self._unit = unit  # what ``held`` maps: partitions, or a replicated graph's replicas
+        self._id_map = id_map
+        self._id_future = None
+        self._block_futures: list | None = None
+        self.stats = stats
+        self._finalizers = [weakref.finalize(self, end_later, client, run_id) for run_id in run_ids]
+
+    def _assemble(self) -> list:
+        """Futures of the blocks, made on the workers from what the runs left there (each family's)."""
+        raise NotImplementedError
+
+    def _blocks(self) -> list:
+        """Futures of the blocks (made on first use)."""
+        if self._block_futures is None:
+            if not all(f.alive for f in self._finalizers):
+                raise GpipeError("this result's assembly failed and its runs were let go; run it again")
+            self._block_futures = self._assemble()
+        return self._block_futures
+
+    def persist(self):
+        """Make the blocks on the workers and wait for them; ``stats['assemble_seconds']`` says how long."""
+        t0 = time.perf_counter()
+        try:
+            wait_pinned(self._client, self._blocks(), self._held, "assembly", self._unit)
+        except BaseException:
+            self._block_futures = None
+            for finalizer in self._finalizers:  # what the runs left goes now: nothing else would let it go
+                finalizer()
+            raise
+        for finalizer in self._finalizers if not self.KEEPS_RUNS else ():  # the blocks hold the result now
+            finalizer.detach()
+        self.stats.setdefault("assemble_seconds", time.perf_counter() - t0)
+        return self
+
+    def _ids(self):
+        """A future of the graph's id map on every worker (None for dense ids), sent once."""
+        if self._id_map is not None and self._id_future is None:
+            self._id_future = on_every_worker(self._client, self._id_map)
+        return self._id_future
+
+    def _on_blocks(self, func, args_of: Callable[[int], tuple] = lambda b: (), **kwargs) -> list:
+        """Futures of ``func(block, *args_of(b), **kwargs)`` of each block ``b``, run where it is held."""
+        self.persist()
+        return [anywhere(self._client, func, block, *args_of(b), **kwargs) for b, block in enumerate(self._blocks())]
+
+    def _gather(self, phase: str, func, args_of: Callable[[int], tuple] = lambda b: ()) -> list:
+        """:meth:`_on_blocks`' results in block order, watched."""
+        return gather_pinned(self._client, self._on_blocks(func, args_of), self._held, phase, self._unit)
+
+    def _fetch(self, phase: str) -> list:
+        """The blocks themselves, in order (host arrays: a family whose blocks may be on a GPU maps them first)."""
+        self.persist()
+        return gather_pinned(self._client, self._blocks(), self._held, phase, self._unit)
+
+    def _map(self, view, fn, args: tuple, kwargs: dict) -> list:
+        """``map_blocks``: futures of ``fn(view(block), *args, **kwargs)``, each run where its block is held."""
+        fn = check_picklable("fn", check_callable("fn", fn))
+        return self._on_blocks(_applied, lambda b: (view, fn, args, kwargs))
+
+    def _write(self, path, overwrite: bool, owned: str, write, args_of: Callable[[int], tuple]) -> str:
+        """``to_parquet``: ``write(block, *args_of(b), folder)`` of each block into a folder that replaces ``path``
+        whole once every block is written (``owned``: the names of the files gpipe writes there)."""
+        path = os.fspath(path)
+        with atomic_dir(path, owned=owned, overwrite=overwrite) as tmp:
+            self._gather("writing", write, lambda b: (*args_of(b), tmp))
+        return path
+
+
+def _applied(block, view, fn, args: tuple, kwargs: dict):
+    return fn(view(block), *args, **kwargs)
