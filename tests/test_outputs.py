@@ -249,7 +249,7 @@ def test_a_sample_folder_reads_back_as_the_sample(graph, tmp_path):
 
 @pytest.mark.parametrize("seed", range(5))
 def test_the_packed_stable_order_is_lexsorts(seed):
-    from gpipe.runtime._result import _stable_order
+    from gpipe.sampling._result import _stable_order
 
     rng = np.random.default_rng(seed)
     keys = [rng.integers(0, 4, 500), rng.integers(0, 3, 500).astype(np.int32), rng.integers(0, 1 << 20, 500),
@@ -263,7 +263,7 @@ def test_the_packed_stable_order_is_lexsorts(seed):
 
 @pytest.mark.parametrize("seed", range(3))
 def test_a_block_sorted_by_every_column_as_keys_is_its_lexsorted_rows(seed):
-    from gpipe.runtime._result import _in_order, _node_rows
+    from gpipe.sampling._result import _in_order, _node_rows
     from gpipe.sampling._sampler import SAMPLE_LAYOUT
 
     rng = np.random.default_rng(seed)

@@ -13,7 +13,7 @@ import numpy as np
 
 from .. import dynamic, walks
 from ..errors import GpipeValueError
-from ..runtime import EdgeSample
+from ..sampling import EdgeSample
 from ._options import _DYNAMIC_WALKS, _WALKS, _dest
 from ._progress import _Phase, _Progress, _Stopwatch, _written
 from ._shared import _check_graph_flags, _cluster, _load_graph, _out_folder, _typed_as_ids_of, _write_summary

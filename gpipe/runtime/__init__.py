@@ -4,30 +4,30 @@ It knows no algorithm: a workload family hands it a :class:`StepSpec` (its
 step function, e.g. made by :func:`step_kernel`, and its own frozen
 parameters), and it moves walkers between the partitions until none is left;
 what the step output stays on the workers until the family sums it up
-(``run_supersteps(..., summarize=...)``) or assembles it into blocks (:func:`assemble_blocks`, ``EdgeSample``).
+(``run_supersteps(..., summarize=...)``) or assembles it into blocks (:func:`assemble_blocks`, or a family's own, e.g. the samplers' ``EdgeSample``).
 """
 
-from ._advance import borrowed_lists, neighbor_lists, output_totals, step_kernel, worker_device, worker_xp
+from ._advance import borrowed_lists, failing, neighbor_lists, output_totals, step_kernel, worker_device, worker_xp
 from ._driver import check_memory, run_supersteps
 from ._held import HeldResult
 from ._reach import (anywhere, end_graph, end_graph_later, end_here, end_later, end_run, fetch_partitions, gathered,
                      graph_array, held_partition, holder_workers, holds_partition, in_each_worker, in_worker,
                      keep_arrays, keep_partition, on_each, on_every_worker, on_holders, on_partitions, on_worker,
-                     partition, placed, replica, run_going, run_state, spread, worker_address, worker_memory)
-from ._result import EdgeSample, SampleLayout, assemble_blocks, id_dtype
+                     partition, placed, replica, run_going, run_outputs, run_state, spread, worker_address,
+                     worker_memory)
+from ._result import assemble_blocks, id_dtype
 from ._run import Run
 from ._session import Session, attach, current, run_later, workers_info
 from ._spec import StartSet, StepSpec
 from ._store import call_peer, drop_graph, drop_run, store
 from ._watch import WATCH_SECONDS, call_workers, check_held, gather_pinned, wait_pinned
 
-__all__ = ["WATCH_SECONDS", "EdgeSample", "HeldResult", "Run", "SampleLayout", "Session", "StartSet", "StepSpec", "anywhere",
-           "assemble_blocks", "attach", "borrowed_lists",
-           "call_peer", "call_workers", "check_held", "check_memory", "current", "drop_graph", "drop_run",
-           "end_graph", "end_graph_later", "end_here", "end_later", "end_run", "fetch_partitions", "gather_pinned",
-           "gathered", "graph_array", "held_partition", "holder_workers", "holds_partition", "id_dtype",
-           "in_each_worker", "in_worker", "keep_arrays", "keep_partition", "neighbor_lists",
-           "on_each", "on_every_worker", "on_holders", "on_partitions", "on_worker", "output_totals", "partition",
-           "placed", "replica", "run_going", "run_later", "run_state", "run_supersteps", "spread", "step_kernel",
-           "store",
-           "wait_pinned", "worker_address", "worker_device", "worker_memory", "worker_xp", "workers_info"]
+__all__ = ["WATCH_SECONDS", "HeldResult", "Run", "Session", "StartSet", "StepSpec", "anywhere", "assemble_blocks",
+           "attach", "borrowed_lists", "call_peer", "call_workers", "check_held", "check_memory", "current",
+           "drop_graph", "drop_run", "end_graph", "end_graph_later", "end_here", "end_later", "end_run", "failing",
+           "fetch_partitions", "gather_pinned", "gathered", "graph_array", "held_partition", "holder_workers",
+           "holds_partition", "id_dtype", "in_each_worker", "in_worker", "keep_arrays", "keep_partition",
+           "neighbor_lists", "on_each", "on_every_worker", "on_holders", "on_partitions", "on_worker", "output_totals",
+           "partition", "placed", "replica", "run_going", "run_later", "run_outputs", "run_state", "run_supersteps",
+           "spread", "step_kernel", "store", "wait_pinned", "worker_address", "worker_device", "worker_memory",
+           "worker_xp", "workers_info"]

@@ -140,6 +140,13 @@ def run_state(run_id: str, kind: type, made: bool = False):
     return run.state(kind)
 
 
+def run_outputs(run_id: str, key, partitions: dict[int, str], group) -> list:
+    """On a worker: group ``key`` of a run's outputs on each of ``partitions`` (partition -> worker), in their order:
+    taken here, or by the worker holding them and fetched from it (``group``: piece sets -> every group by key,
+    applied once per partition)."""
+    return store().outputs.gather_group(run_id, key, partitions, group)
+
+
 def run_going(run_id: str) -> bool:
     """On a worker: whether run ``run_id`` goes on here (made here on first use; false once it has ended: another
     rank failed, or the client let it go)."""

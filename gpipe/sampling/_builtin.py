@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .._validate import check_bool, check_int, check_optional_int, check_probability
-from ..runtime import EdgeSample
+from ._result import EdgeSample
 from ._sampler import Sampler
 
 

@@ -41,7 +41,8 @@ from .._validate import (check_array, check_bool, check_budget, check_choice, ch
                          check_picklable, check_probability, check_seed)
 from ..errors import GpipeValueError
 from ..graph import check_graph
-from ..runtime import EdgeSample, SampleLayout, StartSet, StepSpec, check_memory, output_totals, run_supersteps
+from ..runtime import StartSet, StepSpec, check_memory, output_totals, run_supersteps
+from ._result import EdgeSample, SampleLayout
 from ._select import METHODS
 from ._step import EDGE_COLUMNS, POOL, FRONTIER, NEIGHBORS, _seed_entries, _step
 

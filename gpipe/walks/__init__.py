@@ -24,7 +24,7 @@ from .._validate import check_bool, check_int, check_probability, check_seed
 from ..dynamic import DynamicGraph, Snapshot
 from ..errors import GpipeValueError
 from ..graph import check_graph
-from ..runtime import EdgeSample
+from ..sampling import EdgeSample
 from . import _frontier, _mh, _node2vec
 from ._dynamic import N2V_FIELDS, advance_dynamic, advance_node2vec_dynamic
 from ._first_order import FirstOrder, advance_first_order

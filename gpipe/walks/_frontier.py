@@ -14,7 +14,7 @@ members with a later one.
 The moves stay in the stores of the workers that made them, each round's run
 kept until the sample is made: its blocks (ranges of instances) are assembled
 on the workers from every round's moves, sorted by instance and time and cut
-at ``budget`` there (:class:`~gpipe.runtime.EdgeSample`). After each round only
+at ``budget`` there (:class:`~gpipe.sampling.EdgeSample`). After each round only
 each partition's moves per instance come to the client, and its parked members,
 which the next round starts from (walkers, not the sample; they stay in the
 stores too, until the sample is made, and are left out of it).
@@ -32,7 +32,8 @@ import numpy as np
 from .. import _rng
 from ..backend import cpu_kernel, prange, to_host
 from ..kernels import Arg, Kernel
-from ..runtime import EdgeSample, Run, SampleLayout, StepSpec, check_memory, run_supersteps, worker_xp
+from ..runtime import Run, StepSpec, check_memory, run_supersteps, worker_xp
+from ..sampling import EdgeSample, SampleLayout
 
 INIT_STEP = 2**32 - 1  # the draw counter of a member's start vertex; moves use 0..budget-1
 # the moves, each block sorted on its worker in canonical order (by instance, then time; ties by member and move)
