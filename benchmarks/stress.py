@@ -64,6 +64,7 @@ from gpipe.sampling import Sampler
 WALKS = ("deepwalk", "deepwalk-weighted", "node2vec", "metropolis-hastings", "jump", "ppr", "multidimensional")
 SAMPLERS = ("neighbor", "neighbor-weighted", "forest-fire", "snowball", "layer", "random-node", "random-edge",
             "sampler-degree")
+MODES, EXCHANGES, CONCURRENT = ("partitioned", "oom"), ("auto", "comms"), ("deepwalk", "deepwalk")  # the defaults
 STALL_SECONDS = 180  # a run taking longer prints the workers' thread stacks (R-MAT 24 DeepWalk x10 partitioned: 37 s)
 # Sizes left unset, by device: the CPU's for a dry run of the script on a small graph, on a 2-core machine.
 SIZES = {"gpu": {"length": 80, "instances": 20000, "frontier_instances": 1000},
@@ -249,14 +250,13 @@ def _missing(records: list, args) -> list[str]:
     every mode and exchange path (``auto`` alone on one GPU) in ``--repeat`` rounds, and the default concurrent
     pair after each round."""
     made = {(r["workload"], r["gpus"], r["graph_mode"], r["exchange"], r["concurrent"], r["seed"]) for r in records}
-    modes, exchanges = ("partitioned", "oom"), ("auto", "comms")
     missing = []
     for gpus in args.gpus:
-        for mode in modes:
-            for exchange in exchanges if gpus > 1 else ("auto",):
+        for mode in MODES:
+            for exchange in EXCHANGES if gpus > 1 else ("auto",):
                 for r in range(args.repeat):
                     wanted = [(name, False, args.seed + r) for name in (*WALKS, *SAMPLERS)]
-                    wanted += [("deepwalk", True, args.seed + r + i) for i in range(2)]
+                    wanted += [(name, True, args.seed + r + i) for i, name in enumerate(CONCURRENT)]
                     missing += [f"{name}{' (concurrent)' if concurrent else ''} seed {seed}, {gpus} GPU(s), {mode}, "
                                 f"{exchange}" for name, concurrent, seed in wanted
                                 if (name, gpus, mode, exchange, concurrent, seed) not in made]
@@ -326,7 +326,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--device", choices=["gpu", "cpu"], default="gpu", help="cpu: a dry run (gpus = CPU workers)")
     ap.add_argument("--workloads", nargs="+", choices=[*WALKS, *SAMPLERS], default=[*WALKS, *SAMPLERS])
-    ap.add_argument("--concurrent", nargs="*", choices=[*WALKS, *SAMPLERS], default=["deepwalk", "deepwalk"],
+    ap.add_argument("--concurrent", nargs="*", choices=[*WALKS, *SAMPLERS], default=list(CONCURRENT),
                     help="workloads run at once from threads after each round (none: no such runs)")
     ap.add_argument("--scale", type=int, default=24)
     ap.add_argument("--edge-factor", type=int, default=16)
@@ -336,8 +336,8 @@ def main() -> None:
                          "assemble R-MAT 24's 10 walks per vertex)")
     ap.add_argument("--partitions-per-gpu", type=int, default=2)
     ap.add_argument("--device-partitions", type=int, default=1, help="oom: partitions on each GPU at once")
-    ap.add_argument("--modes", nargs="+", choices=["partitioned", "oom"], default=["partitioned", "oom"])
-    ap.add_argument("--exchanges", nargs="+", choices=["auto", "nccl", "comms"], default=["auto", "comms"])
+    ap.add_argument("--modes", nargs="+", choices=list(MODES), default=list(MODES))
+    ap.add_argument("--exchanges", nargs="+", choices=["auto", "nccl", "comms"], default=list(EXCHANGES))
     ap.add_argument("--length", type=int, help="walk length (default: GPU 80, CPU 20)")
     ap.add_argument("--walks-per-vertex", type=int, default=10, help="walks (ppr: walks per source, every vertex)")
     ap.add_argument("--p", type=float, default=0.5, help="node2vec return parameter")
