@@ -102,13 +102,16 @@ class WalkResult(HeldResult):
     def _map_blocks(self, func, *args, **kwargs):
         """Futures of ``func(block, id_map, first_row, *args, **kwargs)`` of every block, where it is held
         (``kwargs`` as :func:`gpipe.runtime.anywhere` takes them)."""
-        ids = self._ids()
-        return self._on_blocks(func, lambda b: (ids, b * self._block_rows, *args), **kwargs)
+        return self._on_blocks(func, self._placed(*args), **kwargs)
 
     def _gather_blocks(self, phase: str, func, *args) -> list:
         """``func(block, id_map, first_row, *args)`` of every block, watched; the results in order."""
+        return self._gather(phase, func, self._placed(*args))
+
+    def _placed(self, *args):
+        """Each block's arguments after it: the id map, the block's first row, then ``args``."""
         ids = self._ids()
-        return self._gather(phase, func, lambda b: (ids, b * self._block_rows, *args))
+        return lambda b: (ids, b * self._block_rows, *args)
 
     @property
     def block_rows(self) -> int:
@@ -170,9 +173,7 @@ class WalkResult(HeldResult):
         ``GpipeValueError`` before any work, and kept. A symbolic link at ``path``
         is written through, to the folder it leads to. The folder appears complete or not at all.
         """
-        ids = self._ids()
-        return self._write(path, overwrite, WALK_FILES, _write_parquet,
-                           lambda b: (ids, b * self._block_rows, self._walk_dtype))
+        return self._write(path, overwrite, WALK_FILES, _write_parquet, self._placed(self._walk_dtype))
 
     def to_corpus(self, path) -> str:
         """Write the walks as text, one per line, ids separated by spaces (word2vec ``LineSentence``).
