@@ -6,5 +6,6 @@ from ._exact import Count, count_exact
 from ._inputs import Query, read_graph
 from ._rsv import CandidateTable
 
-__all__ = ["CandidateGraph", "CandidateTable", "Count", "Estimate", "PreparedQuery", "Query", "candidates", "count_exact",
+__all__ = ["CandidateGraph", "CandidateTable", "Count", "Estimate", "PreparedQuery", "Query", "candidates",
+           "count_exact",
            "estimate", "prepare", "read_graph"]

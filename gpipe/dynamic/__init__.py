@@ -14,5 +14,6 @@ from ._log import UPDATE_COLUMNS, read_updates, update_log
 from ._kernels import PICK_DEFINES, SPACE_ARGS, pick_in_space
 from ._space import SamplingSpace, SpaceView
 
-__all__ = ["PICK_DEFINES", "SPACE_ARGS", "UPDATE_COLUMNS", "Applied", "DynamicGraph", "SamplingSpace", "Snapshot", "SpaceView",
+__all__ = ["PICK_DEFINES", "SPACE_ARGS", "UPDATE_COLUMNS", "Applied", "DynamicGraph", "SamplingSpace", "Snapshot",
+           "SpaceView",
            "pick_in_space", "read_updates", "update_log"]

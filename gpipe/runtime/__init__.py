@@ -4,7 +4,8 @@ It knows no algorithm: a workload family hands it a :class:`StepSpec` (its
 step function, e.g. made by :func:`step_kernel`, and its own frozen
 parameters), and it moves walkers between the partitions until none is left;
 what the step output stays on the workers until the family sums it up
-(``run_supersteps(..., summarize=...)``) or assembles it into blocks (:func:`assemble_blocks`, or a family's own, e.g. the samplers' ``EdgeSample``).
+(``run_supersteps(..., summarize=...)``) or assembles it into blocks (:func:`assemble_blocks`, or a family's own,
+e.g. the samplers' ``EdgeSample``).
 """
 
 from ._advance import borrowed_lists, failing, neighbor_lists, output_totals, step_kernel, worker_device, worker_xp

@@ -126,10 +126,10 @@ def borrowed_lists(run: Run, graph: tuple[str, list[str]], bounds: np.ndarray, v
     """For a step function: a CSR ``(ids, indptr, indices)`` of out-neighbor lists of other partitions, ``ids``
     sorted: those of ``vertices`` (sorted, unique) and of every vertex borrowed before in ``run`` on this worker
     (``vertices`` None: those alone, or None if there are none). A list is fetched once a run rather than once a
-    superstep: the lists are kept (the run's :class:`Borrowed` state) while they hold at most ``most`` edges (default: as many as a
-    quarter of the memory free when they grow takes), beyond which those of ``vertices`` come alone. (node2vec on
-    R-MAT 16 in 2 partitions fetched 21 times the graph's edges a run: the same hubs' lists in each of 75
-    supersteps.)"""
+    superstep: the lists are kept (the run's :class:`Borrowed` state) while they hold at most ``most`` edges
+    (default: as many as a quarter of the memory free when they grow takes), beyond which those of ``vertices``
+    come alone. (node2vec on R-MAT 16 in 2 partitions fetched 21 times the graph's edges a run: the same hubs'
+    lists in each of 75 supersteps.)"""
     x = worker_xp()
     kept = run.state(Borrowed).lists
     held = kept.get(graph[0])
@@ -459,7 +459,8 @@ def assemble(run_id: str, partitions: dict[int, str], layout: tuple, limit, *, p
     st = store()
     piece_sets = st.outputs.gather_block(run_id, part, partitions, block_rows, n_blocks, dtype)
     piece_sets = [{k: to_device(v, st.device) for k, v in ps.items()} for ps in piece_sets]
-    return st.outputs.keep_block(_pieces.scatter(x, _pieces.concat(x, piece_sets, dtype), base, rows, width, dtype), limit)
+    block = _pieces.scatter(x, _pieces.concat(x, piece_sets, dtype), base, rows, width, dtype)
+    return st.outputs.keep_block(block, limit)
 
 
 def _summaries(spec: RunSpec, parts) -> dict | None:

@@ -119,8 +119,8 @@ def run_supersteps(graph, spec: StepSpec, initial: int | StartSet | dict, *, num
     ran = {p for s in summaries for p in s["ran"]}
     if progress is not None:
         progress(superstep=superstep, active=0, steps=steps, total=num_walks)
-    stats = {**_stats(graph, summaries, "partitioned", partitions=graph.num_partitions, workers=len(workers), steps=steps,
-                      seconds=seconds, supersteps=superstep, kernel_seconds=kernel_seconds),
+    stats = {**_stats(graph, summaries, "partitioned", partitions=graph.num_partitions, workers=len(workers),
+                      steps=steps, seconds=seconds, supersteps=superstep, kernel_seconds=kernel_seconds),
              "exchange": exchange, "walker_bytes": sum(s["sent_bytes"] for s in summaries),
              "exchange_seconds": max(s["exchange_seconds"] for s in summaries),  # the busiest worker's
              "host_memory_peak": max(s["host_memory_peak"] for s in summaries),

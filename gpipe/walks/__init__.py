@@ -182,7 +182,8 @@ def ppr(g, sources, restart: float = 0.15, walks_per_source: int = 100, length: 
                               f"{g.to_original(vertices[[repeated]]).tolist()[0]!r} is there {counts[repeated]} times")
     walks_per_source = check_int("walks_per_source", walks_per_source, minimum=1)
     return _first_order(g, "ppr", length=length, walks_per_vertex=walks_per_source, start=sources,
-                        weighted=weighted, seed=seed, progress=progress, alpha=restart, teleport="source", fields=(("source", "int64", "vertex"),), result_type=PPRResult,
+                        weighted=weighted, seed=seed, progress=progress, alpha=restart, teleport="source",
+                        fields=(("source", "int64", "vertex"),), result_type=PPRResult,
                         sources=np.asarray(sources).ravel(), restart=restart, walk_seed=seed)
 
 
