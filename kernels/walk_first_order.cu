@@ -6,6 +6,40 @@
 // TELEPORT_NONE, TELEPORT_UNIFORM, TELEPORT_SOURCE: defined by the loader, from _first_order.py's TELEPORT.
 #include "walk.cuh"
 
+// Walk one walker from (v, s) while it stays inside [lo, hi), writing its vertices to out[0..most-1]; returns how
+// many it wrote. `left`: it stepped out of [lo, hi) (v is then the vertex it stepped to) or filled `most` (v, s
+// not written yet); else its walk ended (at `length`, or at a vertex it cannot leave).
+template <typename IdT>
+__device__ __forceinline__ int gp_first_order_walk(const long long* __restrict__ indptr,
+                                                   const IdT* __restrict__ indices, const double* __restrict__ cdf,
+                                                   int weighted, long long lo, long long hi, long long num_vertices,
+                                                   unsigned long long key, int length, double alpha, int teleport,
+                                                   unsigned long long id, const long long* __restrict__ source,
+                                                   long long& v, int& s, IdT* out, int most, bool& left) {
+    int k = 0;
+    left = false;
+    while (true) {
+        if (k == most) { left = true; break; }
+        out[k++] = (IdT)v;
+        if (s >= length) break;
+        long long u;
+        if (teleport != TELEPORT_NONE && gp_unit(gp_bits(key, id, s, 0)) < alpha) {
+            u = teleport == TELEPORT_UNIFORM ? gp_uniform_vertex(gp_bits(key, id, s, 1), num_vertices) : *source;
+        } else {
+            const long long a = indptr[v - lo];
+            const long long d = indptr[v - lo + 1] - a;
+            if (d == 0) break;
+            const long long e = gp_pick_edge(cdf, weighted, a, d, gp_bits(key, id, s, 1));
+            if (e < 0) break;
+            u = (long long)indices[e];
+        }
+        ++s;
+        v = u;
+        if (u < lo || u >= hi) { left = true; break; }
+    }
+    return k;
+}
+
 template <typename IdT>
 __global__ void gp_walk_first_order(const long long* __restrict__ indptr, const IdT* __restrict__ indices,
                                     const double* __restrict__ cdf, int weighted, long long lo, long long hi,
@@ -17,33 +51,82 @@ __global__ void gp_walk_first_order(const long long* __restrict__ indptr, const 
                                     long long* __restrict__ out_vertex, int* __restrict__ out_step,
                                     signed char* __restrict__ moved, unsigned long long* __restrict__ next) {
     for (long long i = (long long)atomicAdd(next, 1ULL); i < n; i = (long long)atomicAdd(next, 1ULL)) {
-        const unsigned long long id = (unsigned long long)walk_id[i];
         long long v = vertex[i];
         int s = step[i];
-        IdT* out = flat + offset[i];
-        int k = 0;
-        signed char left = 0;
-        while (true) {
-            out[k++] = (IdT)v;
-            if (s >= length) break;
-            long long u;
-            if (teleport != TELEPORT_NONE && gp_unit(gp_bits(key, id, s, 0)) < alpha) {
-                u = teleport == TELEPORT_UNIFORM ? gp_uniform_vertex(gp_bits(key, id, s, 1), num_vertices) : source[i];
-            } else {
-                const long long a = indptr[v - lo];
-                const long long d = indptr[v - lo + 1] - a;
-                if (d == 0) break;
-                const long long e = gp_pick_edge(cdf, weighted, a, d, gp_bits(key, id, s, 1));
-                if (e < 0) break;
-                u = (long long)indices[e];
-            }
-            ++s;
-            v = u;
-            if (u < lo || u >= hi) { left = 1; break; }
-        }
+        bool left;
+        const int k = gp_first_order_walk(indptr, indices, cdf, weighted, lo, hi, num_vertices, key, length, alpha,
+                                          teleport, (unsigned long long)walk_id[i], source + i, v, s,
+                                          flat + offset[i], 0x7fffffff, left);
         piece_len[i] = k;
         out_vertex[i] = v;
         out_step[i] = s;
-        moved[i] = left;
+        moved[i] = (signed char)left;
     }
+}
+
+// `amount` more of `counter` for this thread: one atomicAdd for the lanes of its warp here now (whichever they are:
+// the lanes of a queued kernel reach this point at their own pace), each given its range in lane order.
+__device__ __forceinline__ unsigned long long gp_reserve(unsigned long long* counter, unsigned amount) {
+    const unsigned active = __activemask();
+    const unsigned lane = threadIdx.x & 31;
+    unsigned before = 0, total = 0;
+    for (unsigned rest = active; rest; rest &= rest - 1) {
+        const unsigned j = __ffs(rest) - 1;
+        const unsigned a = __shfl_sync(active, amount, j);
+        if (j < lane) before += a;
+        total += a;
+    }
+    const unsigned leader = __ffs(active) - 1;
+    unsigned long long base = 0;
+    if (lane == leader) base = atomicAdd(counter, (unsigned long long)total);
+    return __shfl_sync(active, base, leader) + before;
+}
+
+// The same walk over a partition of a graph cut in several, with what the runtime does around it fused in: each
+// walker moves while it stays inside [lo, hi), for at most STAGE vertices written (then it stops where it is, to
+// go on in its own partition's next advance), its vertices kept in its own stage; then
+//  - its vertices go to `flat` at the range it reserves on counts[0]: walker i's piece is piece_len[i] vertices
+//    at piece_offset[i] (its walk_id and first step are the walker's own);
+//  - if it moves on (left the partition, or stopped at STAGE), it is written at the slot it reserves on counts[1]:
+//    walk_id, vertex, step, and source when keep_source;
+//  - the steps it took are added to counts[2] (once a thread).
+// The lanes of a warp that reserve together take one atomicAdd (gp_reserve). Pieces and movers go where the
+// reservations land: their order depends on the schedule, never their contents (a walker's draws depend on its
+// walk_id and step alone).
+// CPU twin: gpipe/walks/_first_order.py::_advance_routed_cpu (the same pieces and movers, in walker order).
+template <typename IdT>
+__global__ void gp_walk_first_order_routed(const long long* __restrict__ indptr, const IdT* __restrict__ indices,
+                                           const double* __restrict__ cdf, int weighted, long long lo, long long hi,
+                                           long long num_vertices, unsigned long long key, int length, double alpha,
+                                           int teleport, long long n, const long long* __restrict__ walk_id,
+                                           const long long* __restrict__ source, const long long* __restrict__ vertex,
+                                           const int* __restrict__ step, int keep_source,
+                                           int* __restrict__ piece_len, long long* __restrict__ piece_offset,
+                                           IdT* __restrict__ flat, long long* __restrict__ mover_walk_id,
+                                           long long* __restrict__ mover_source, long long* __restrict__ mover_vertex,
+                                           int* __restrict__ mover_step, unsigned long long* __restrict__ counts,
+                                           unsigned long long* __restrict__ next) {
+    unsigned long long taken = 0;
+    for (long long i = (long long)atomicAdd(next, 1ULL); i < n; i = (long long)atomicAdd(next, 1ULL)) {
+        IdT stage[STAGE];
+        long long v = vertex[i];
+        int s = step[i];
+        bool moves;
+        const int k = gp_first_order_walk(indptr, indices, cdf, weighted, lo, hi, num_vertices, key, length, alpha,
+                                          teleport, (unsigned long long)walk_id[i], source + i, v, s, stage, STAGE,
+                                          moves);
+        taken += (unsigned long long)(s - step[i]);
+        const unsigned long long at = gp_reserve(&counts[0], (unsigned)k);
+        piece_len[i] = k;
+        piece_offset[i] = (long long)at;
+        for (int j = 0; j < k; ++j) flat[at + j] = stage[j];
+        if (moves) {
+            const unsigned long long slot = gp_reserve(&counts[1], 1u);
+            mover_walk_id[slot] = walk_id[i];
+            mover_vertex[slot] = v;
+            mover_step[slot] = s;
+            if (keep_source) mover_source[slot] = source[i];
+        }
+    }
+    if (taken) atomicAdd(&counts[2], taken);
 }

@@ -94,3 +94,38 @@ def run_and_kill(client, work, timeout: float = 120):
     thread.join(timeout)
     assert not thread.is_alive(), f"the run did not end within {timeout} s of the worker's death"
     return outcome, lost
+
+
+def routed_first_order(x, teleport: int, alpha: float, lo: int, hi: int, weighted: bool = False) -> dict:
+    """``gp_walk_first_order_routed`` (``x``: numpy for the CPU twin, cupy for CUDA) on 2,000 walkers of a random
+    graph of 300 vertices inside partition ``lo..hi-1``: its outputs on the host, each walker's piece by walker, the
+    movers sorted by walk id (their order follows the kernel's schedule), and the inputs."""
+    import importlib
+
+    from gpipe import _rng
+
+    first_order = importlib.import_module("gpipe.walks._first_order")
+    rng = np.random.default_rng(1)
+    n_v, n = 300, 2000
+    degree = rng.integers(0, 6, n_v)
+    indptr = np.concatenate([[0], np.cumsum(degree)]).astype(np.int64)
+    indices = np.concatenate([np.sort(rng.choice(n_v, d, replace=False)) for d in degree]).astype(np.int32)
+    cdf = np.concatenate([np.cumsum(rng.random(d)) for d in degree[lo:hi]]) if weighted else np.zeros(1)
+    inputs = dict(indptr=indptr[lo:hi + 1] - indptr[lo], indices=indices[indptr[lo]:indptr[hi]], cdf=cdf,
+                  walk_id=rng.permutation(10**6)[:n].astype(np.int64), vertex=rng.integers(lo, hi, n).astype(np.int64),
+                  step=rng.integers(0, 40, n).astype(np.int32))
+    inputs["source"] = inputs["vertex"][::-1].copy()
+    out = dict(piece_len=np.empty(n, np.int32), piece_offset=np.empty(n, np.int64),
+               flat=np.empty(n * first_order.STAGE, np.int32), mover_walk_id=np.empty(n, np.int64),
+               mover_source=np.empty(n, np.int64), mover_vertex=np.empty(n, np.int64),
+               mover_step=np.empty(n, np.int32), counts=np.zeros(3, np.uint64))
+    on = {k: x.asarray(v) for k, v in {**inputs, **out}.items()}
+    first_order.ROUTED.launch(**on, weighted=int(weighted), lo=lo, hi=hi, num_vertices=n_v,
+                              key=np.uint64(_rng.key(7)), length=40, alpha=alpha, teleport=teleport, n=n,
+                              keep_source=1)
+    got = {k: np.asarray(v.get() if hasattr(v, "get") else v) for k, v in on.items()}
+    moved = int(got["counts"][1])
+    order = np.argsort(got["mover_walk_id"][:moved])
+    return {"inputs": inputs, "counts": got["counts"], "piece_len": got["piece_len"],
+            "pieces": [got["flat"][o:o + k] for o, k in zip(got["piece_offset"], got["piece_len"])],
+            "movers": {k: got[f"mover_{k}"][:moved][order] for k in ("walk_id", "source", "vertex", "step")}}

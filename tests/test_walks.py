@@ -10,7 +10,7 @@ from scipy import stats
 
 import gpipe
 from gpipe.errors import GpipeError, GpipeValueError
-from helpers import walk_steps
+from helpers import routed_first_order, walk_steps
 
 
 def _adjacency(g, tmp_path) -> set:
@@ -477,3 +477,38 @@ def test_borrowed_lists_are_fetched_once_a_run_and_kept_by_id(monkeypatch):
     full = _advance.borrowed_lists(run, graph, None, np.array([3, 5]), most=7)  # 7 edges kept: full
     assert rows(full) == {3: [3], 5: [0, 4]} and asked[-1] == [3, 5]
     assert rows(_advance.borrowed_lists(run, graph, None)) == rows(got)
+
+
+@pytest.mark.parametrize("teleport, alpha, weighted", [(0, 0.0, False), (0, 0.0, True), (1, 0.2, False),
+                                                       (2, 0.3, False)])
+@pytest.mark.parametrize("lo, hi", [(100, 200), (5, 300)])  # a third of the graph; most of it (walkers stop at STAGE)
+def test_the_routed_first_order_advance_is_the_plain_one_cut_at_the_stage(teleport, alpha, weighted, lo, hi):
+    """The fused advance of a partition of several writes each walker's piece and the walkers that move on: the
+    plain advance's piece cut at STAGE vertices, and the walkers that left or stopped there, where they are."""
+    import importlib
+
+    first_order = importlib.import_module("gpipe.walks._first_order")
+    stage = first_order.STAGE
+    routed = routed_first_order(np, teleport, alpha, lo, hi, weighted)
+    inputs = routed["inputs"]
+    n, width = len(inputs["walk_id"]), 41
+    plain = dict(flat=np.full(n * width, -1, np.int32), piece_len=np.empty(n, np.int32),
+                 out_vertex=np.empty(n, np.int64), out_step=np.empty(n, np.int32), moved=np.empty(n, np.int8))
+    first_order.ADVANCE.launch(**inputs, **plain, offset=np.arange(n, dtype=np.int64) * width, weighted=int(weighted),
+                               lo=lo, hi=hi, num_vertices=300, key=np.uint64(gpipe._rng.key(7)), length=40,
+                               alpha=alpha, teleport=teleport, n=n)
+    stopped = plain["piece_len"] > stage
+    np.testing.assert_array_equal(routed["piece_len"], np.minimum(plain["piece_len"], stage))
+    for i, piece in enumerate(routed["pieces"]):
+        np.testing.assert_array_equal(piece, plain["flat"][i * width:i * width + len(piece)])
+    moving = (plain["moved"] == 1) | stopped
+    at = np.arange(n) * width + stage
+    vertex = np.where(stopped, plain["flat"][np.minimum(at, n * width - 1)], plain["out_vertex"])
+    step = np.where(stopped, inputs["step"] + stage, plain["out_step"])
+    order = np.argsort(inputs["walk_id"][moving])
+    expected = {"walk_id": inputs["walk_id"], "source": inputs["source"], "vertex": vertex, "step": step}
+    for name, values in expected.items():
+        np.testing.assert_array_equal(routed["movers"][name], values[moving][order], err_msg=name)
+    taken = np.where(stopped, stage, plain["out_step"] - inputs["step"])
+    assert routed["counts"].tolist() == [routed["piece_len"].sum(), moving.sum(), taken.sum()]
+    assert moving.any() and (lo > 50 or stopped.any())

@@ -11,9 +11,9 @@ import numpy as np
 
 from .. import _rng
 from .._search import pick_edge
-from ..backend import cpu_kernel, prange
+from ..backend import cpu_kernel, prange, to_host
 from ..kernels import Arg, Kernel
-from ..runtime import Run, StepSpec, step_kernel
+from ..runtime import Run, StepSpec, step_kernel, worker_xp
 from ._common import uniform_vertex
 
 TELEPORT = {"none": 0, "uniform": 1, "source": 2}  # the kernel's TELEPORT_NONE, _UNIFORM, _SOURCE (its defines)
@@ -31,66 +31,158 @@ class FirstOrder:
     num_vertices: int
 
 
-@step_kernel(writes=("vertex", "step"))
-def advance_first_order(x, part, walkers: dict, spec: StepSpec, out: dict, run: Run) -> None:
-    """Move every walker while it stays inside ``part``: teleport with probability ``alpha``, else to a neighbor."""
-    n = walkers["walk_id"].shape[0]
+STAGE = 16  # the most vertices a walker writes in one routed advance (kernels/walk_first_order.cu's STAGE)
+
+
+def advance_first_order(part, walkers: dict, spec: StepSpec, run: Run):
+    """Move every walker while it stays inside ``part``: teleport with probability ``alpha``, else to a neighbor.
+
+    On a partition of a graph cut in several, the kernel also lays out the pieces and the walkers that move on
+    (:func:`_advance_routed`): at two partitions or more about every other step leaves, and that bookkeeping,
+    not the steps, was most of an advance.
+    """
     walk: FirstOrder = spec.params
+    if part.lo == 0 and part.hi == walk.num_vertices:
+        return _advance_whole(part, walkers, spec, run)
+    return _advance_routed(part, walkers, spec)
+
+
+def _graph_args(x, part, walk: FirstOrder, spec: StepSpec) -> dict:
+    """The arguments both kernels take from the partition and the walk."""
     weighted = walk.weighted
-    cdf = part.cdf() if weighted else x.zeros(1, x.float64)
-    source = walkers.get("source", walkers["vertex"])
-    ADVANCE.launch(indptr=part.indptr, indices=part.indices, cdf=cdf, weighted=weighted, lo=part.lo, hi=part.hi,
-                   num_vertices=walk.num_vertices, key=spec.key, length=spec.length,
-                   alpha=walk.alpha, teleport=TELEPORT[walk.teleport], n=n, walk_id=walkers["walk_id"],
-                   source=source, vertex=walkers["vertex"], step=walkers["step"], offset=out["offset"],
-                   flat=out["flat"], piece_len=out["length"], out_vertex=out["vertex"], out_step=out["step"],
-                   moved=out["moved"])
+    return dict(indptr=part.indptr, indices=part.indices, cdf=part.cdf() if weighted else x.zeros(1, x.float64),
+                weighted=weighted, lo=part.lo, hi=part.hi, num_vertices=walk.num_vertices, key=spec.key,
+                length=spec.length, alpha=walk.alpha, teleport=TELEPORT[walk.teleport])
+
+
+@step_kernel(writes=("vertex", "step"))
+def _advance_whole(x, part, walkers: dict, spec: StepSpec, out: dict, run: Run) -> None:
+    """The walk on a graph whole in ``part`` (replicated, or one partition): every walker to its end."""
+    ADVANCE.launch(**_graph_args(x, part, spec.params, spec), n=walkers["walk_id"].shape[0],
+                   walk_id=walkers["walk_id"], source=walkers.get("source", walkers["vertex"]),
+                   vertex=walkers["vertex"], step=walkers["step"], offset=out["offset"], flat=out["flat"],
+                   piece_len=out["length"], out_vertex=out["vertex"], out_step=out["step"], moved=out["moved"])
+
+
+def _advance_routed(part, walkers: dict, spec: StepSpec):
+    """The walk on one partition of several, as a runtime step (pieces, movers, steps): one kernel writes the
+    pieces over a flat buffer with no gaps and the walkers that move on, packed; one copy of two counts comes to
+    the host. (A walker writing :data:`STAGE` vertices stops, and goes on in its partition's next advance.)"""
+    x = worker_xp()
+    n = walkers["walk_id"].shape[0]
+    keep_source = "source" in walkers
+    movers = {k: x.empty_like(v) for k, v in walkers.items()}
+    pieces = {"walk_id": walkers["walk_id"], "start": walkers["step"], "length": x.empty(n, x.int32),
+              "offset": x.empty(n, x.int64)}
+    flat = x.empty(n * STAGE, part.indices.dtype)
+    counts = x.zeros(3, x.uint64)
+    ROUTED.launch(**_graph_args(x, part, spec.params, spec), n=n, walk_id=walkers["walk_id"],
+                  source=walkers.get("source", walkers["vertex"]), vertex=walkers["vertex"], step=walkers["step"],
+                  keep_source=int(keep_source), piece_len=pieces["length"], piece_offset=pieces["offset"], flat=flat,
+                  mover_walk_id=movers["walk_id"], mover_source=movers.get("source", movers["walk_id"]),
+                  mover_vertex=movers["vertex"], mover_step=movers["step"], counts=counts)
+    used, moved = (int(c) for c in to_host(counts[:2]))
+    pieces["flat"] = flat[:used].copy()  # the scratch goes; the pieces stay until the run's outputs are assembled
+    steps = counts[2:].astype(x.int64).sum()  # on the device: summed once the run ends
+    return pieces, {k: v[:moved] for k, v in movers.items()}, steps
+
+
+@cpu_kernel()
+def _walk_one(indptr, indices, cdf, weighted, lo, hi, num_vertices, key, length, alpha, teleport, walk_id, source,
+              v, s, out, at, most):
+    """One walker from vertex ``v`` at step ``s`` while it stays inside ``lo..hi-1``, its vertices written to
+    ``out[at:at + most]`` (the kernels' ``gp_first_order_walk``): how many it wrote, where it is and whether it
+    left (stepped out, or filled ``most``; else its walk ended)."""
+    k = 0
+    left = False
+    while True:
+        if k == most:
+            left = True
+            break
+        out[at + k] = v
+        k += 1
+        if s >= length:
+            break
+        if teleport != _NONE and _rng.unit(_rng.bits(key, walk_id, s, 0)) < alpha:
+            if teleport == _UNIFORM:
+                u = uniform_vertex(_rng.bits(key, walk_id, s, 1), num_vertices)
+            else:
+                u = source
+        else:
+            a = indptr[v - lo]
+            d = indptr[v - lo + 1] - a
+            if d == 0:
+                break
+            e = pick_edge(cdf, weighted, a, d, _rng.bits(key, walk_id, s, 1))
+            if e < 0:
+                break
+            u = np.int64(indices[e])
+        s += 1
+        v = u
+        if u < lo or u >= hi:
+            left = True
+            break
+    return k, v, s, left
 
 
 @cpu_kernel(parallel=True)
 def _advance_cpu(indptr, indices, cdf, weighted, lo, hi, num_vertices, key, length, alpha, teleport, n, walk_id,
                  source, vertex, step, offset, flat, piece_len, out_vertex, out_step, moved):
     for i in prange(n):
-        v = vertex[i]
-        s = step[i]
-        o = offset[i]
-        k = 0
-        left = 0
-        while True:
-            flat[o + k] = v
-            k += 1
-            if s >= length:
-                break
-            if teleport != _NONE and _rng.unit(_rng.bits(key, walk_id[i], s, 0)) < alpha:
-                if teleport == _UNIFORM:
-                    u = uniform_vertex(_rng.bits(key, walk_id[i], s, 1), num_vertices)
-                else:
-                    u = source[i]
-            else:
-                a = indptr[v - lo]
-                d = indptr[v - lo + 1] - a
-                if d == 0:
-                    break
-                e = pick_edge(cdf, weighted, a, d, _rng.bits(key, walk_id[i], s, 1))
-                if e < 0:
-                    break
-                u = np.int64(indices[e])
-            s += 1
-            v = u
-            if u < lo or u >= hi:
-                left = 1
-                break
+        k, v, s, left = _walk_one(indptr, indices, cdf, weighted, lo, hi, num_vertices, key, length, alpha,
+                                  teleport, walk_id[i], source[i], vertex[i], step[i], flat, offset[i], 2**31 - 1)
         piece_len[i] = k
         out_vertex[i] = v
         out_step[i] = s
         moved[i] = left
 
 
+@cpu_kernel(parallel=True)
+def _advance_routed_cpu(indptr, indices, cdf, weighted, lo, hi, num_vertices, key, length, alpha, teleport, n,
+                        walk_id, source, vertex, step, keep_source, piece_len, piece_offset, flat, mover_walk_id,
+                        mover_source, mover_vertex, mover_step, counts):
+    stage = np.empty(n * STAGE, flat.dtype)
+    at_vertex = np.empty(n, np.int64)
+    at_step = np.empty(n, np.int32)
+    moves = np.zeros(n, np.bool_)
+    for i in prange(n):
+        k, v, s, left = _walk_one(indptr, indices, cdf, weighted, lo, hi, num_vertices, key, length, alpha,
+                                  teleport, walk_id[i], source[i], vertex[i], step[i], stage, i * STAGE, STAGE)
+        piece_len[i] = k
+        at_vertex[i] = v
+        at_step[i] = s
+        moves[i] = left
+    used, moved, steps = np.int64(counts[0]), np.int64(counts[1]), np.int64(counts[2])
+    for i in range(n):  # in walker order (the kernel's in the order its reservations land)
+        piece_offset[i] = used
+        used += piece_len[i]
+        steps += at_step[i] - step[i]
+        if moves[i]:
+            mover_walk_id[moved] = walk_id[i]
+            mover_vertex[moved] = at_vertex[i]
+            mover_step[moved] = at_step[i]
+            if keep_source:
+                mover_source[moved] = source[i]
+            moved += 1
+    for i in prange(n):
+        for j in range(piece_len[i]):
+            flat[piece_offset[i] + j] = stage[i * STAGE + j]
+    counts[0], counts[1], counts[2] = used, moved, steps
+
+
+_DEFINES = {**{f"TELEPORT_{k.upper()}": v for k, v in TELEPORT.items()}, "STAGE": STAGE}
+_GRAPH_ARGS = (Arg("indptr", "i64[]"), Arg("indices", "IdT[]"), Arg("cdf", "f64[]"), Arg("weighted", "i32"),
+               Arg("lo", "i64"), Arg("hi", "i64"), Arg("num_vertices", "i64"), Arg("key", "u64"), Arg("length", "i32"),
+               Arg("alpha", "f64"), Arg("teleport", "i32"), Arg("n", "i64"), Arg("walk_id", "i64[n]"),
+               Arg("source", "i64[n]"), Arg("vertex", "i64[n]"), Arg("step", "i32[n]"))
 ADVANCE = Kernel("walk_first_order.cu", "gp_walk_first_order", twin=_advance_cpu, items="n", queued=True,
-                 defines={f"TELEPORT_{k.upper()}": v for k, v in TELEPORT.items()}, args=(
-    Arg("indptr", "i64[]"), Arg("indices", "IdT[]"), Arg("cdf", "f64[]"), Arg("weighted", "i32"), Arg("lo", "i64"),
-    Arg("hi", "i64"), Arg("num_vertices", "i64"), Arg("key", "u64"), Arg("length", "i32"), Arg("alpha", "f64"),
-    Arg("teleport", "i32"), Arg("n", "i64"), Arg("walk_id", "i64[n]"), Arg("source", "i64[n]"),
-    Arg("vertex", "i64[n]"), Arg("step", "i32[n]"), Arg("offset", "i64[n]"), Arg("flat", "IdT[]", out=True),
-    Arg("piece_len", "i32[n]", out=True), Arg("out_vertex", "i64[n]", out=True), Arg("out_step", "i32[n]", out=True),
-    Arg("moved", "i8[n]", out=True)))
+                 defines=_DEFINES, args=_GRAPH_ARGS + (
+    Arg("offset", "i64[n]"), Arg("flat", "IdT[]", out=True), Arg("piece_len", "i32[n]", out=True),
+    Arg("out_vertex", "i64[n]", out=True), Arg("out_step", "i32[n]", out=True), Arg("moved", "i8[n]", out=True)))
+ROUTED = Kernel("walk_first_order.cu", "gp_walk_first_order_routed", twin=_advance_routed_cpu, items="n",
+                queued=True, defines=_DEFINES, args=_GRAPH_ARGS + (
+    Arg("keep_source", "i32"), Arg("piece_len", "i32[n]", out=True), Arg("piece_offset", "i64[n]", out=True),
+    Arg("flat", "IdT[n*STAGE]", out=True), Arg("mover_walk_id", "i64[n]", out=True),
+    Arg("mover_source", "i64[n]", out=True, note="written when keep_source"),
+    Arg("mover_vertex", "i64[n]", out=True), Arg("mover_step", "i32[n]", out=True),
+    Arg("counts", "u64[3]", out=True, note="added to: vertices in flat, movers, steps")))

@@ -8,6 +8,7 @@ import pytest
 import gpipe
 from gpipe import _rng
 from gpipe.backend import gpu_count, gpu_problem
+from helpers import routed_first_order
 
 pytestmark = pytest.mark.gpu
 
@@ -95,6 +96,24 @@ def test_deepwalk_cuda_equals_cpu_twin(gpu_cluster, cpu_cluster, partitions):
     assert (gdev, cdev) == ("gpu", "cpu")
     assert gwalks.shape == (2 * 2048, 41)
     np.testing.assert_array_equal(gwalks, cwalks)
+
+
+@pytest.mark.parametrize("threads", [256, 100])  # 100: a block's last warp is not whole
+@pytest.mark.parametrize("teleport, alpha, weighted", [(0, 0.0, False), (0, 0.0, True), (2, 0.3, False)])
+def test_the_routed_first_order_advance_cuda_equals_cpu_twin(teleport, alpha, weighted, threads):
+    """Pieces by walker, movers (in the order of walk ids: the kernel writes them where its reservations land) and
+    counts; on a partition most walkers stay in, so some stop at STAGE."""
+    import dask
+
+    with dask.config.set({"gpipe.kernels.threads-per-block": threads}):
+        gpu = routed_first_order(cupy, teleport, alpha, 5, 300, weighted)
+    cpu = routed_first_order(np, teleport, alpha, 5, 300, weighted)
+    np.testing.assert_array_equal(gpu["counts"], cpu["counts"])
+    np.testing.assert_array_equal(gpu["piece_len"], cpu["piece_len"])
+    for g, c in zip(gpu["pieces"], cpu["pieces"]):
+        np.testing.assert_array_equal(g, c)
+    for name in cpu["movers"]:
+        np.testing.assert_array_equal(gpu["movers"][name], cpu["movers"][name], err_msg=name)
 
 
 @pytest.mark.parametrize("walk, kwargs", [
