@@ -119,3 +119,20 @@ def test_bad_output_limit(cpu):
         with dask.config.set({"gpipe.memory.output-limit": bad}), pytest.raises(
                 GpipeValueError, match=f"'gpipe.memory.output-limit' must be .*, got {shown}"):
             gpipe.walks.deepwalk(g, length=3)
+
+
+def test_outputs_kept_for_assembly_hold_their_own_memory():
+    """A piece set keeps no view into more than itself (the payload walkers came in, a batch of the first walkers):
+    that memory would stay on the device until assembly, uncounted by the output limit."""
+    from gpipe.runtime._run import _nbytes, _owned
+
+    payload = np.arange(100, dtype=np.int64)
+    whole = np.arange(5, dtype=np.int64)
+    pieces = {"walk_id": payload[:10], "start": np.frombuffer(bytes(40), np.int32), "length": whole,
+              "same": payload.view(np.uint64), "nested": {"flat": payload[50:60]}}
+    kept = _owned(pieces)
+    assert kept["length"] is whole and kept["same"].base is payload  # their own memory, or all of what they view
+    assert all(kept[k].base is None for k in ("walk_id", "start")) and kept["nested"]["flat"].base is None
+    np.testing.assert_array_equal(kept["walk_id"], payload[:10])
+    np.testing.assert_array_equal(kept["nested"]["flat"], payload[50:60])
+    assert _nbytes(kept) == _nbytes(pieces)

@@ -512,3 +512,35 @@ def test_the_routed_first_order_advance_is_the_plain_one_cut_at_the_stage(telepo
     taken = np.where(stopped, stage, plain["out_step"] - inputs["step"])
     assert routed["counts"].tolist() == [routed["piece_len"].sum(), moving.sum(), taken.sum()]
     assert moving.any() and (lo > 50 or stopped.any())
+
+
+def _hold_communicator(key: str, dask_worker=None) -> None:
+    """Give this worker's store a communicator ``key`` that records its abort (NCCL itself needs GPUs)."""
+    from gpipe.runtime._store import PLUGIN_NAME
+
+    class Held:
+        aborted = False
+
+        def abort(self):
+            self.aborted = True
+
+    dask_worker.plugins[PLUGIN_NAME].communicators._held[key] = Held()
+
+
+def _held_communicators(dask_worker=None) -> list[str]:
+    from gpipe.runtime._store import PLUGIN_NAME
+
+    return sorted(dask_worker.plugins[PLUGIN_NAME].communicators._held)
+
+
+def test_a_failed_runs_communicator_is_forgotten_on_every_worker(cpu):
+    """What a failed NCCL run's lease asks of the workers (``client.run``, outside any task) reaches their stores:
+    the communicator goes, where a worker has it, and a worker without it is no error."""
+    from gpipe.runtime import _nccl
+
+    cpu.run(_hold_communicator, "kept")
+    cpu.run(_hold_communicator, "failed", workers=[sorted(cpu.scheduler_info()["workers"])[0]])
+    cpu.run(_nccl.forget, "failed")
+    assert list(cpu.run(_held_communicators).values()) == [["kept"], ["kept"]]
+    cpu.run(_nccl.forget, "kept")
+    assert list(cpu.run(_held_communicators).values()) == [[], []]

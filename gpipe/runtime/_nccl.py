@@ -93,10 +93,13 @@ def lease(client, workers: list[str]):
 
 
 def forget(key: str, dask_worker=None) -> None:
-    """Abort and drop communicator ``key`` on this worker, if it has it (``client.run``)."""
-    from ._store import store
+    """Abort and drop communicator ``key`` on this worker, if it has it (``client.run``: no task runs it, so the
+    store is the worker's plugin)."""
+    from ._store import PLUGIN_NAME
 
-    store().communicators.drop(key)
+    plugin = dask_worker.plugins.get(PLUGIN_NAME)
+    if plugin is not None:
+        plugin.communicators.drop(key)
 
 
 class Communicator:
@@ -117,6 +120,10 @@ class Communicator:
         from cupy.cuda import nccl
 
         device = cupy.cuda.Device().id
+        # NCCL's buffers come from the driver, not from CuPy's pool: memory the pool keeps for reuse after a large
+        # run (R-MAT 24 DeepWalk x10: all of an H200) goes back first, or the communicator cannot be made
+        # (NCCL_ERROR_UNHANDLED_CUDA_ERROR, then every run after it failed the same way)
+        cupy.get_default_memory_pool().free_all_blocks()
         made: dict = {}
 
         def join():
