@@ -50,6 +50,7 @@ from ..errors import GpipeError
 ALIGN = 16  # bytes: every array of a payload starts on such an offset
 SCHEMA_WORDS = 32  # int64 words of a header holding the walkers' fields (256 ASCII bytes)
 PING_SECONDS = 5.0  # how long an exchange waits on its peers before checking that they are still there
+UNRESPONSIVE_SECONDS = 60.0  # how long a peer the scheduler still lists may leave those checks unanswered
 
 
 @dataclass(frozen=True)
@@ -142,11 +143,18 @@ class Arrival:
 
 class Watch:
     """How a rank waits on its peers: it stops when its run ends here, and asks a peer it has waited
-    ``PING_SECONDS`` for whether it is still there (through Dask, the control plane)."""
+    ``PING_SECONDS`` for whether it is still there (through Dask, the control plane).
+
+    A peer whose connection fails is gone: the wait stops at once. A peer that does not answer in time is busy
+    (its event loop held by a long copy or serialization: at R-MAT 24, two runs at once failed so, the peer
+    alive) or gone without closing its connections: the wait goes on while the scheduler still lists it, for at
+    most ``UNRESPONSIVE_SECONDS``.
+    """
 
     def __init__(self, run, peers: list[str]):
         self.run, self.peers = run, peers
         self._since = time.perf_counter()
+        self._unanswered: dict[str, float] = {}  # peer -> when it first left a check unanswered
 
     def start(self) -> None:
         self._since = time.perf_counter()
@@ -155,18 +163,58 @@ class Watch:
         self.run.raise_if_failed(f" while waiting for {what}")
         if time.perf_counter() - self._since >= PING_SECONDS:
             store = self.run.store
-            sync(store.worker.loop, _ping, store.worker, self.peers if silent is None else silent, what)
+            sync(store.worker.loop, _ping, store.worker, self.peers if silent is None else silent, what,
+                 self._unanswered)
             self._since = time.perf_counter()
 
 
-async def _ping(worker, peers: list[str], what: str) -> None:
+async def _ping(worker, peers: list[str], what: str, unanswered: dict[str, float]) -> None:
     async def one(peer: str):
         try:
             await asyncio.wait_for(worker.rpc(peer).identity(), PING_SECONDS)
+        except TimeoutError:
+            first = unanswered.setdefault(peer, time.perf_counter() - PING_SECONDS)
+            silent = time.perf_counter() - first
+            listed = await _listed(worker, peer)
+            if listed and silent < UNRESPONSIVE_SECONDS:
+                return
+            raise GpipeError(f"worker {peer} has not answered for {silent:.1f} s while waiting for {what}"
+                             + ("" if listed else "; the scheduler no longer lists it"))
         except Exception as exc:
             raise GpipeError(f"worker {peer} cannot be reached while waiting for {what}: {exc!r}")
+        unanswered.pop(peer, None)
 
     await asyncio.gather(*(one(peer) for peer in peers))
+
+
+async def _answered(worker, run, peer: str, call, what: str):
+    """What ``call`` (a message to ``peer``) answers, checked on as a :class:`Watch` checks on a silent peer: it
+    fails when the run ends here, when the scheduler no longer lists the peer, or after ``UNRESPONSIVE_SECONDS``
+    (a peer stopped with its connections open would hold the sender for good)."""
+    task = asyncio.ensure_future(call)
+    start = time.perf_counter()
+    try:
+        while True:
+            done, _ = await asyncio.wait({task}, timeout=PING_SECONDS)
+            if done:
+                return task.result()
+            run.raise_if_failed(f" while waiting for worker {peer}")
+            silent = time.perf_counter() - start
+            listed = await _listed(worker, peer)
+            if not listed or silent >= UNRESPONSIVE_SECONDS:
+                raise GpipeError(f"worker {peer} has not answered for {silent:.1f} s while waiting for {what}"
+                                 + ("" if listed else "; the scheduler no longer lists it"))
+    finally:
+        task.cancel()
+
+
+async def _listed(worker, peer: str) -> bool:
+    """Whether the scheduler lists worker ``peer`` (yes, if the scheduler itself does not answer in time)."""
+    try:
+        identity = await asyncio.wait_for(worker.scheduler.identity(), PING_SECONDS)
+    except TimeoutError:
+        return True
+    return peer in identity.get("workers", {})
 
 
 class CommsTransport:
@@ -199,9 +247,9 @@ class CommsTransport:
             peer = self.workers[r]
             payload = payloads.get(r)
             try:
-                await worker.rpc(peer).gpipe_exchange(
+                await _answered(worker, run, peer, worker.rpc(peer).gpipe_exchange(
                     run_id=run.id, superstep=superstep, rank=self.rank, words=to_serialize(words),
-                    payload=None if payload is None else to_serialize(payload))
+                    payload=None if payload is None else to_serialize(payload)), f"it to take superstep {superstep}")
             except Exception as exc:
                 cause = str(exc) if isinstance(exc, GpipeError) else repr(exc)
                 raise GpipeError(f"could not reach worker {peer} at the end of superstep {superstep}: {cause}")
