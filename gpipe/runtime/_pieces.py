@@ -62,7 +62,9 @@ def group_by_block(x, piece_sets: list[dict], block_rows: int, n_blocks: int, dt
     """Pieces grouped by output block (walk_id // block_rows), each group over its own flat buffer.
 
     In batches of piece sets taken out of ``piece_sets`` (emptied as it goes), each set freed once its batch is
-    split: grouping holds a batch about three times (joined, sorted, split), never all of a partition's pieces.
+    split: grouping holds a batch about three times (joined, sorted, split), never all of a partition's pieces
+    twice (each block's share of a batch is copied out of it, so the batch goes once it is split: with views into
+    it, every batch stayed until the last block was joined, twice the pieces at the end).
     A batch is at most a :data:`GROUPING_BATCHES`-th of them and a :data:`GROUPING_ROOM`-th of the device's free
     memory: R-MAT 24's 10 walks per vertex over 2 H200s leave 35-40 GB of pieces in each of a GPU's two partitions
     (1.2-1.4 G pieces of 1.3 vertices), and sorting a quarter of them at once failed for want of device memory
@@ -92,8 +94,9 @@ def group_by_block(x, piece_sets: list[dict], block_rows: int, n_blocks: int, dt
             order = x.argsort(block)
             ordered = {k: v[order] for k, v in ordered.items()}
             del order
-        for b, c, e in _block_ranges(x, block, n_blocks):
-            split[b].append(compact(dict({k: v[c:e] for k, v in ordered.items()}, flat=pieces["flat"]), always=True))
+        for b, c, e in _block_ranges(x, block, n_blocks):  # each block's copy: a view would hold the whole batch
+            split[b].append(compact(dict({k: v[c:e] if k == "offset" else v[c:e].copy() for k, v in ordered.items()},
+                                         flat=pieces["flat"]), always=True))
         del pieces, block, ordered
     return {b: concat(x, split.pop(b), dtype) for b in range(n_blocks)}
 
