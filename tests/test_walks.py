@@ -639,3 +639,33 @@ def test_a_peer_busy_past_the_ping_is_waited_for_while_the_scheduler_lists_it(ki
     holding.join(10)
     gone = client.run(_check_on, "tcp://127.0.0.1:9", 0.2, 60.0, 1, workers=[waiting])[waiting]
     assert gone.endswith("while waiting for a test; the scheduler no longer lists it"), gone
+
+
+def test_a_rank_stops_waiting_for_a_communicator_its_peers_never_finish():
+    """A rank whose peers stopped making the communicator would stay in ncclCommInitRank for good: the run waits
+    on it, watching the run, for a bounded time, then fails saying so; a join that ends is waited for."""
+    import threading
+
+    from gpipe.runtime import _nccl
+
+    class Watch:
+        calls = 0
+
+        def start(self):
+            pass
+
+        def __call__(self, what):
+            self.calls += 1
+
+    never = threading.Event()
+    stuck = threading.Thread(target=never.wait, daemon=True)
+    stuck.start()
+    watch, t0 = Watch(), time.monotonic()
+    with pytest.raises(GpipeError, match="the NCCL communicator was not made in 0 s: a rank is stuck making it"):
+        _nccl.joined(stuck, watch, 0.3)
+    assert 0.3 <= time.monotonic() - t0 < 5 and watch.calls >= 3
+    never.set()
+    quick = threading.Thread(target=time.sleep, args=(0.2,))
+    quick.start()
+    _nccl.joined(quick, watch, 60)
+    assert not quick.is_alive()

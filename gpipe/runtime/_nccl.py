@@ -32,6 +32,7 @@ _USABLE: dict[tuple[str, str], tuple] = {}  # (client, worker) -> available() th
 _FREE: dict[tuple, list[str]] = {}  # (client, workers) -> keys of communicators no run holds
 _LOCK = threading.Lock()
 SPIN_SECONDS = 0.002  # a wait polls its event without sleeping this long, then sleeps between polls
+JOIN_SECONDS = 120.0  # the longest a rank waits for the others to make a communicator with it
 
 
 def available() -> tuple[str | None, str | None]:
@@ -102,6 +103,22 @@ def forget(key: str, dask_worker=None) -> None:
         plugin.communicators.drop(key)
 
 
+def joined(thread: threading.Thread, watch, seconds: float) -> None:
+    """Until ``thread`` (a rank making its communicator) ends, watching the run meanwhile; an error after
+    ``seconds``. A rank whose peers stopped joining stays in ``ncclCommInitRank`` for good (seen at R-MAT 24
+    after a peer failed to make its own: two runs waited on it until the stress suite was stopped); the thread
+    cannot be stopped, but the run no longer waits on it."""
+    start = time.perf_counter()
+    watch.start()
+    while thread.is_alive():
+        thread.join(0.05)
+        if thread.is_alive():
+            watch("the other workers to join the NCCL communicator")
+            if time.perf_counter() - start >= seconds:
+                raise GpipeError(f"the NCCL communicator was not made in {seconds:.0f} s: a rank is stuck making it "
+                                 "(NCCL_DEBUG=INFO says why); this worker's NCCL may not work again until it restarts")
+
+
 class Communicator:
     """One NCCL communicator on this worker: the rank's end of it, and how it waits for its work."""
 
@@ -129,17 +146,25 @@ class Communicator:
         def join():
             try:
                 with cupy.cuda.Device(device):
-                    made["comm"] = nccl.NcclCommunicator(size, uid, rank)
+                    comm = nccl.NcclCommunicator(size, uid, rank)
             except BaseException as exc:
                 made["error"] = exc
+                return
+            with _LOCK:
+                made["comm"] = comm
+                if made.get("abandoned"):  # made after its run gave up on it: nothing will use it
+                    comm.abort()
 
         thread = threading.Thread(target=join, name=f"gpipe-nccl-{key}", daemon=True)
         thread.start()
-        watch.start()
-        while thread.is_alive():
-            thread.join(0.05)
-            if thread.is_alive():
-                watch("the other workers to join the NCCL communicator")
+        try:
+            joined(thread, watch, JOIN_SECONDS)
+        except BaseException:
+            with _LOCK:
+                made["abandoned"] = True
+                if "comm" in made:
+                    made["comm"].abort()
+            raise
         if "error" in made:
             raise GpipeError(f"could not create the NCCL communicator: {made['error']!r}")
         self = cls(key, made["comm"], device)
