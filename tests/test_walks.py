@@ -669,3 +669,21 @@ def test_a_rank_stops_waiting_for_a_communicator_its_peers_never_finish():
     quick.start()
     _nccl.joined(quick, watch, 60)
     assert not quick.is_alive()
+
+
+def test_a_worker_with_a_stuck_join_says_nccl_cannot_be_used_there(monkeypatch):
+    """While a join its run gave up on is stuck (later ones in that process hung behind it at R-MAT 24), the worker
+    says NCCL cannot be used there (what 'auto' and 'nccl' decide by), and says it no more once the join ends."""
+    import threading
+
+    from gpipe.runtime import _nccl
+
+    stop = threading.Event()
+    stuck = threading.Thread(target=stop.wait, daemon=True)
+    stuck.start()
+    monkeypatch.setattr(_nccl, "_ABANDONED", [stuck])
+    reason, _ = _nccl.available()
+    assert reason.startswith("a communicator this worker began making is stuck in ncclCommInitRank")
+    stop.set()
+    stuck.join()
+    assert "stuck" not in str(_nccl.available()[0])

@@ -31,12 +31,16 @@ from ..errors import GpipeError
 _USABLE: dict[tuple[str, str], tuple] = {}  # (client, worker) -> available() there
 _FREE: dict[tuple, list[str]] = {}  # (client, workers) -> keys of communicators no run holds
 _LOCK = threading.Lock()
+_ABANDONED: list[threading.Thread] = []  # this worker's joins whose runs stopped waiting (see joined)
 SPIN_SECONDS = 0.002  # a wait polls its event without sleeping this long, then sleeps between polls
 JOIN_SECONDS = 120.0  # the longest a rank waits for the others to make a communicator with it
 
 
 def available() -> tuple[str | None, str | None]:
     """Why NCCL cannot be used in this process (None if it can), and which GPU it would use (host and PCI bus)."""
+    if any(thread.is_alive() for thread in _ABANDONED):
+        return ("a communicator this worker began making is stuck in ncclCommInitRank (NCCL_DEBUG=INFO says why): "
+                "NCCL here may not work again until the worker restarts"), None
     try:
         import cupy
         from cupy.cuda import nccl
@@ -88,6 +92,9 @@ def lease(client, workers: list[str]):
     except BaseException:
         with contextlib.suppress(Exception):
             client.run(forget, key, workers=workers)
+        with _LOCK:  # asked again before the next run: a worker's NCCL may have become unusable
+            for w in workers:
+                _USABLE.pop((client.id, w), None)
         raise
     with _LOCK:
         _FREE[pool].append(key)
@@ -164,6 +171,7 @@ class Communicator:
                 made["abandoned"] = True
                 if "comm" in made:
                     made["comm"].abort()
+                _ABANDONED.append(thread)
             raise
         if "error" in made:
             raise GpipeError(f"could not create the NCCL communicator: {made['error']!r}")
