@@ -15,7 +15,8 @@ per-batch latency fused and per hop over PGSampler's grid; counting
 (``dynamic.py``) seconds per round, dynamic against static rebuilt, beside Bingo's; data in and out
 (``io.py``) seconds per stage and input format, gpipe beside the single-process baselines; counting's intervals
 (``interval_coverage.py``) their coverage of the exact count per method and sample count, and per cell against
-how often ``reliable`` was false; an empty superstep (``superstep.py``) its milliseconds per worker count and exchange.
+how often ``reliable`` was false; an empty superstep (``superstep.py``) its milliseconds per worker count and exchange;
+a partitioned walk's memory (``memory.py``) each worker's over the phases of the call.
 """
 
 from __future__ import annotations
@@ -46,7 +47,8 @@ def draw(report: dict, path: str) -> str | None:
         return None
     family = {"gnn": _gnn, "counting": _counting, "mining": _mining, "dynamic": _dynamic,
               "dynamic_updates": _dynamic_updates, "io": _io,
-              "interval_coverage": _interval_coverage, "superstep": _superstep}.get(report.get("benchmark"))
+              "interval_coverage": _interval_coverage, "superstep": _superstep,
+              "memory": _memory}.get(report.get("benchmark"))
     if family is not None:
         fig = family(plt, report)
         fig.savefig(path, dpi=110)
@@ -251,6 +253,38 @@ def _superstep(plt, report: dict):
     ax.set_xlabel("ms per empty superstep")
     ax.set_title(f"an empty superstep on {report['device_name']} ({report['date'][:10]})")
     ax.legend(loc="lower right", fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def _memory(plt, report: dict):
+    """A partitioned walk's memory (``memory.py``): per worker, the device memory in use, CuPy's pool in use, the
+    resident set and the outputs counted against ``output-limit``, over the phases (built, walk, assembly, after)."""
+    workers = sorted({w for by_worker in report["samples"].values() for w in by_worker})
+    fig, axes = plt.subplots(len(workers), 1, figsize=(10, 3.2 * len(workers)), squeeze=False, sharex=True)
+    start = min(s[0] for by_worker in report["samples"].values() for samples in by_worker.values() for s in samples)
+    series = ((2, "device in use"), (1, "CuPy pool in use"), (3, "resident set (host)"), (4, "outputs counted"))
+    colors = ("tab:red", "tab:orange", "tab:blue", "tab:green")
+    if report["device"] != "gpu":
+        series, colors = series[2:], colors[2:]
+    for ax, worker in zip(axes[:, 0], workers):
+        for name, by_worker in report["samples"].items():
+            samples = np.asarray(by_worker.get(worker, []), dtype=float)
+            if not len(samples):
+                continue
+            for (column, label), color in zip(series, colors):
+                ax.plot(samples[:, 0] - start, samples[:, column] / 1e9, color=color,
+                        label=label if name == "graph" else None)
+            ax.axvline(samples[0, 0] - start, color="gray", linestyle=":")
+            ax.text(samples[0, 0] - start, ax.get_ylim()[1] * 0.02, f" {name}", fontsize=8, color="gray")
+        ax.set_ylabel("GB")
+        ax.set_title(f"worker {worker}", fontsize=9)
+    axes[0, 0].legend(loc="upper left", fontsize=8)
+    axes[-1, 0].set_xlabel("seconds")
+    failed = "; ".join(f"{k} failed" for k in report.get("errors", {}))
+    fig.suptitle(f"a partitioned DeepWalk x{report['parameters']['walks_per_vertex']} on R-MAT "
+                 f"{report['graph']['scale']}, {report['device_name']} ({report['date'][:10]})"
+                 + (f"; {failed}" if failed else ""), fontsize=10)
     fig.tight_layout()
     return fig
 
