@@ -469,22 +469,27 @@ def _device_bytes_in_use() -> int:
     return cupy.get_default_memory_pool().used_bytes()
 
 
-def _break_pieces(name: str, broken: bool) -> None:
-    """On a worker: make ``_pieces.<name>`` fail as a full device would, or mend it."""
-    from gpipe.runtime import _pieces
+_BROKEN_IN = {"_owned": "_run", "scatter": "_pieces"}  # what a superstep keeps of every step; the assembly
 
+
+def _break_pieces(name: str, broken: bool) -> None:
+    """On a worker: make ``gpipe.runtime.<module>.<name>`` (:data:`_BROKEN_IN`) fail as a full device would, or
+    mend it."""
+    import importlib
+
+    module = importlib.import_module(f"gpipe.runtime.{_BROKEN_IN[name]}")
     if broken:
-        setattr(_pieces, f"_mended_{name}", getattr(_pieces, name))
+        setattr(module, f"_mended_{name}", getattr(module, name))
 
         def fail(*args, **kwargs):
             raise MemoryError(f"forced failure in {name}")
 
-        setattr(_pieces, name, fail)
-    elif hasattr(_pieces, f"_mended_{name}"):
-        setattr(_pieces, name, getattr(_pieces, f"_mended_{name}"))
+        setattr(module, name, fail)
+    elif hasattr(module, f"_mended_{name}"):
+        setattr(module, name, getattr(module, f"_mended_{name}"))
 
 
-@pytest.mark.parametrize("where", ["compact", "scatter"])  # in a superstep; in the assembly
+@pytest.mark.parametrize("where", sorted(_BROKEN_IN))  # in a superstep (every step's outputs); in the assembly
 @pytest.mark.parametrize("cluster", ["shared_gpu_cluster", "two_gpu_cluster"])  # the comms; NCCL
 def test_a_failed_run_gives_back_its_device_memory_and_the_next_run_works(request, cluster, eventually, where):
     """A failure costs one run, not the cluster: what the run held on each GPU worker (pieces, walkers, exchange
