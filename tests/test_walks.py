@@ -476,9 +476,10 @@ def test_pieces_grouped_by_block_in_small_batches_hold_less_than_twice_the_piece
 
 
 def test_borrowed_lists_are_fetched_once_a_run_and_kept_by_id(monkeypatch):
+    import importlib
     from types import SimpleNamespace
 
-    from gpipe.runtime import _advance
+    borrowing = importlib.import_module("gpipe.walks._borrowed")
 
     lists = {0: [1, 3], 1: [], 2: [0, 1, 2], 3: [3], 5: [0, 4]}  # the other partitions' rows
     asked = []
@@ -488,26 +489,26 @@ def test_borrowed_lists_are_fetched_once_a_run_and_kept_by_id(monkeypatch):
         lengths = [len(lists[v]) for v in vertices.tolist()]
         return np.concatenate([[0], np.cumsum(lengths)]), np.array([u for v in vertices.tolist() for u in lists[v]])
 
-    monkeypatch.setattr(_advance, "neighbor_lists", fetch)
-    monkeypatch.setattr(_advance, "worker_xp", lambda: np)
-    borrowed = _advance.Borrowed()
+    monkeypatch.setattr(borrowing, "neighbor_lists", fetch)
+    monkeypatch.setattr(borrowing, "worker_xp", lambda: np)
+    borrowed = borrowing.Borrowed()
     run, graph = SimpleNamespace(state=lambda kind: borrowed), ("g", [])
 
     def rows(csr):
         ids, indptr, indices = csr
         return {int(v): indices[indptr[i]:indptr[i + 1]].tolist() for i, v in enumerate(ids)}
 
-    assert _advance.borrowed_lists(run, graph, None) is None  # nothing borrowed yet
-    assert rows(_advance.borrowed_lists(run, graph, None, np.array([2, 5]), most=100)) == {2: [0, 1, 2], 5: [0, 4]}
-    got = _advance.borrowed_lists(run, graph, None, np.array([0, 1, 5]), most=100)
+    assert borrowing.borrowed_lists(run, graph, None) is None  # nothing borrowed yet
+    assert rows(borrowing.borrowed_lists(run, graph, None, np.array([2, 5]), most=100)) == {2: [0, 1, 2], 5: [0, 4]}
+    got = borrowing.borrowed_lists(run, graph, None, np.array([0, 1, 5]), most=100)
     assert asked == [[2, 5], [0, 1]] and list(got[0]) == [0, 1, 2, 5]  # 5 was kept: not fetched again
     assert rows(got) == {v: lists[v] for v in (0, 1, 2, 5)}
-    assert rows(_advance.borrowed_lists(run, graph, None)) == rows(got)  # kept for the next launch
-    assert _advance.borrowed_lists(run, graph, None, np.array([2]), most=100) is borrowed.lists["g"]
+    assert rows(borrowing.borrowed_lists(run, graph, None)) == rows(got)  # kept for the next launch
+    assert borrowing.borrowed_lists(run, graph, None, np.array([2]), most=100) is borrowed.lists["g"]
     assert len(asked) == 2
-    full = _advance.borrowed_lists(run, graph, None, np.array([3, 5]), most=7)  # 7 edges kept: full
+    full = borrowing.borrowed_lists(run, graph, None, np.array([3, 5]), most=7)  # 7 edges kept: full
     assert rows(full) == {3: [3], 5: [0, 4]} and asked[-1] == [3, 5]
-    assert rows(_advance.borrowed_lists(run, graph, None)) == rows(got)
+    assert rows(borrowing.borrowed_lists(run, graph, None)) == rows(got)
 
 
 @pytest.mark.parametrize("teleport, alpha, weighted", [(0, 0.0, False), (0, 0.0, True), (1, 0.2, False),

@@ -8,7 +8,7 @@ what the step output stays on the workers until the family sums it up
 e.g. the samplers' ``EdgeSample``).
 """
 
-from ._advance import borrowed_lists, failing, neighbor_lists, output_totals, step_kernel, worker_device, worker_xp
+from ._advance import failing, neighbor_lists, output_totals, step_kernel, worker_device, worker_xp
 from ._driver import check_memory, run_supersteps
 from ._held import HeldResult
 from ._reach import (anywhere, end_graph, end_graph_later, end_here, end_later, end_run, fetch_partitions, gathered,
@@ -24,7 +24,7 @@ from ._store import call_peer, drop_graph, drop_run, store
 from ._watch import WATCH_SECONDS, call_workers, check_held, gather_pinned, wait_pinned
 
 __all__ = ["WATCH_SECONDS", "HeldResult", "Run", "Session", "StartSet", "StepSpec", "anywhere", "assemble_blocks",
-           "attach", "borrowed_lists", "call_peer", "call_workers", "check_held", "check_memory", "current",
+           "attach", "call_peer", "call_workers", "check_held", "check_memory", "current",
            "drop_graph", "drop_run", "end_graph", "end_graph_later", "end_here", "end_later", "end_run", "failing",
            "fetch_partitions", "gather_pinned", "gathered", "graph_array", "held_partition", "holder_workers",
            "holds_partition", "id_dtype", "in_each_worker", "in_worker", "keep_arrays", "keep_partition",

@@ -28,7 +28,8 @@ from .._search import has_edge, lower_bound
 from ..backend import cpu_kernel, prange, unique
 from ..dynamic import PICK_DEFINES, SPACE_ARGS, pick_in_space
 from ..kernels import Arg, Kernel
-from ..runtime import Run, StepSpec, borrowed_lists, step_kernel
+from ..runtime import Run, StepSpec, step_kernel
+from ._borrowed import borrowed_lists
 from ._common import uniform_vertex
 from ._first_order import TELEPORT, FirstOrder
 from ._node2vec import Node2Vec, trials_before_exact

@@ -41,7 +41,8 @@ from .. import _rng
 from .._search import has_edge, lower_bound, pick_edge
 from ..backend import cpu_kernel, prange, unique
 from ..kernels import Arg, Kernel
-from ..runtime import Run, StepSpec, borrowed_lists, step_kernel
+from ..runtime import Run, StepSpec, step_kernel
+from ._borrowed import borrowed_lists
 
 FIELDS = (("cur", "int64", "vertex"), ("prev", "int64", -1), ("cand", "int64", -1), ("trial", "int32", 0),
           ("answer", "int8", -1), ("state", "int8", 0))
