@@ -174,12 +174,8 @@ async def _ping(worker, peers: list[str], what: str, unanswered: dict[str, float
             await asyncio.wait_for(worker.rpc(peer).identity(), PING_SECONDS)
         except TimeoutError:
             first = unanswered.setdefault(peer, time.perf_counter() - PING_SECONDS)
-            silent = time.perf_counter() - first
-            listed = await _listed(worker, peer)
-            if listed and silent < UNRESPONSIVE_SECONDS:
-                return
-            raise GpipeError(f"worker {peer} has not answered for {silent:.1f} s while waiting for {what}"
-                             + ("" if listed else "; the scheduler no longer lists it"))
+            await _still_there(worker, peer, time.perf_counter() - first, what)
+            return
         except Exception as exc:
             raise GpipeError(f"worker {peer} cannot be reached while waiting for {what}: {exc!r}")
         unanswered.pop(peer, None)
@@ -199,22 +195,22 @@ async def _answered(worker, run, peer: str, call, what: str):
             if done:
                 return task.result()
             run.raise_if_failed(f" while waiting for worker {peer}")
-            silent = time.perf_counter() - start
-            listed = await _listed(worker, peer)
-            if not listed or silent >= UNRESPONSIVE_SECONDS:
-                raise GpipeError(f"worker {peer} has not answered for {silent:.1f} s while waiting for {what}"
-                                 + ("" if listed else "; the scheduler no longer lists it"))
+            await _still_there(worker, peer, time.perf_counter() - start, what)
     finally:
         task.cancel()
 
 
-async def _listed(worker, peer: str) -> bool:
-    """Whether the scheduler lists worker ``peer`` (yes, if the scheduler itself does not answer in time)."""
+async def _still_there(worker, peer: str, silent: float, what: str) -> None:
+    """Nothing if ``peer``, silent for ``silent`` seconds, may still be waited for: the scheduler lists it (or does
+    not answer in time itself) and it has been silent less than ``UNRESPONSIVE_SECONDS``; else an error saying so."""
     try:
         identity = await asyncio.wait_for(worker.scheduler.identity(), PING_SECONDS)
+        listed = peer in identity.get("workers", {})
     except TimeoutError:
-        return True
-    return peer in identity.get("workers", {})
+        listed = True
+    if not listed or silent >= UNRESPONSIVE_SECONDS:
+        raise GpipeError(f"worker {peer} has not answered for {silent:.1f} s while waiting for {what}"
+                         + ("" if listed else "; the scheduler no longer lists it"))
 
 
 class CommsTransport:

@@ -21,24 +21,27 @@ def regions(x, steps, length: int, room: int | None = None):
     or for ``room`` vertices when that is less.
     """
     room = length + 1 - steps if room is None else x.minimum(length + 1 - steps, room)
-    offset = x.zeros(room.shape[0] + 1, dtype=x.int64)
-    x.cumsum(room, dtype=x.int64, out=offset[1:])
-    return offset[:-1], int(offset[-1])
+    return _starts(x, room)
+
+
+def _starts(x, sizes) -> tuple:
+    """Where each of consecutive ranges of ``sizes`` starts (int64, an array of its own: a view into the running
+    total would be copied again by every step's kept outputs) and their total."""
+    ends = x.cumsum(sizes, dtype=x.int64)
+    return ends - sizes, int(ends[-1]) if sizes.shape[0] else 0
 
 
 def compact(pieces: dict, always: bool = False) -> dict:
     """The same pieces over a flat buffer with no gaps (when the gaps are most of it, or ``always``)."""
     x = xp(device_of(pieces["flat"]))
     length = pieces["length"]
-    new_offset = x.zeros(length.shape[0] + 1, dtype=x.int64)
-    x.cumsum(length, out=new_offset[1:])
-    total = int(new_offset[-1])
+    new_offset, total = _starts(x, length)
     if not always and 2 * total >= pieces["flat"].shape[0]:
         return pieces
     flat = x.empty(total, dtype=pieces["flat"].dtype)
-    COPY_PIECES.launch(n=length.shape[0], offset=pieces["offset"], length=length, new_offset=new_offset[:-1],
+    COPY_PIECES.launch(n=length.shape[0], offset=pieces["offset"], length=length, new_offset=new_offset,
                        src=pieces["flat"], dst=flat)
-    return {**pieces, "offset": new_offset[:-1], "flat": flat}
+    return {**pieces, "offset": new_offset, "flat": flat}
 
 
 def concat(x, piece_sets: list[dict], dtype) -> dict:

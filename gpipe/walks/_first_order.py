@@ -47,8 +47,9 @@ def advance_first_order(part, walkers: dict, spec: StepSpec, run: Run):
     return _advance_routed(part, walkers, spec)
 
 
-def _graph_args(x, part, walk: FirstOrder, spec: StepSpec) -> dict:
+def _graph_args(x, part, spec: StepSpec) -> dict:
     """The arguments both kernels take from the partition and the walk."""
+    walk: FirstOrder = spec.params
     weighted = walk.weighted
     return dict(indptr=part.indptr, indices=part.indices, cdf=part.cdf() if weighted else x.zeros(1, x.float64),
                 weighted=weighted, lo=part.lo, hi=part.hi, num_vertices=walk.num_vertices, key=spec.key,
@@ -58,7 +59,7 @@ def _graph_args(x, part, walk: FirstOrder, spec: StepSpec) -> dict:
 @step_kernel(writes=("vertex", "step"))
 def _advance_whole(x, part, walkers: dict, spec: StepSpec, out: dict, run: Run) -> None:
     """The walk on a graph whole in ``part`` (replicated, or one partition): every walker to its end."""
-    ADVANCE.launch(**_graph_args(x, part, spec.params, spec), n=walkers["walk_id"].shape[0],
+    ADVANCE.launch(**_graph_args(x, part, spec), n=walkers["walk_id"].shape[0],
                    walk_id=walkers["walk_id"], source=walkers.get("source", walkers["vertex"]),
                    vertex=walkers["vertex"], step=walkers["step"], offset=out["offset"], flat=out["flat"],
                    piece_len=out["length"], out_vertex=out["vertex"], out_step=out["step"], moved=out["moved"])
@@ -76,7 +77,7 @@ def _advance_routed(part, walkers: dict, spec: StepSpec):
               "offset": x.empty(n, x.int64)}
     flat = x.empty(n * STAGE, part.indices.dtype)
     counts = x.zeros(3, x.uint64)
-    ROUTED.launch(**_graph_args(x, part, spec.params, spec), n=n, walk_id=walkers["walk_id"],
+    ROUTED.launch(**_graph_args(x, part, spec), n=n, walk_id=walkers["walk_id"],
                   source=walkers.get("source", walkers["vertex"]), vertex=walkers["vertex"], step=walkers["step"],
                   keep_source=int(keep_source), piece_len=pieces["length"], piece_offset=pieces["offset"], flat=flat,
                   mover_walk_id=movers["walk_id"], mover_source=movers.get("source", movers["walk_id"]),
