@@ -120,11 +120,13 @@ def group_max(x, values, group):
 
 
 def free_memory(x) -> int:
-    """Bytes free now on the device of array module ``x`` (cupy: this process's current GPU; numpy: the host's
-    available memory)."""
+    """Bytes this process can allocate now on the device of array module ``x`` (cupy: its current GPU's free
+    memory and what CuPy's pool holds unused, which the driver counts as taken: after a large run, nearly all of
+    an H200, and work sized by the driver's count alone went in batches of megabytes; numpy: the host's available
+    memory)."""
     if x is np:
         return importlib.import_module("psutil").virtual_memory().available
-    return x.cuda.Device().mem_info[0]
+    return x.cuda.Device().mem_info[0] + x.get_default_memory_pool().free_bytes()
 
 
 def ranges_within(ends: np.ndarray, most: int) -> list[slice]:
