@@ -124,7 +124,7 @@ def test_bad_output_limit(cpu):
 def test_outputs_kept_for_assembly_hold_their_own_memory():
     """A piece set keeps no view into more than itself (the payload walkers came in, a batch of the first walkers):
     that memory would stay on the device until assembly, uncounted by the output limit."""
-    from gpipe.runtime._run import _nbytes, _owned
+    from gpipe.runtime._run import _owned, nbytes
 
     payload = np.arange(100, dtype=np.int64)
     whole = np.arange(5, dtype=np.int64)
@@ -135,7 +135,7 @@ def test_outputs_kept_for_assembly_hold_their_own_memory():
     assert all(kept[k].base is None for k in ("walk_id", "start")) and kept["nested"]["flat"].base is None
     np.testing.assert_array_equal(kept["walk_id"], payload[:10])
     np.testing.assert_array_equal(kept["nested"]["flat"], payload[50:60])
-    assert _nbytes(kept) == _nbytes(pieces)
+    assert nbytes(kept) == nbytes(pieces)
 
 
 def _trace(dask_worker=None) -> None:

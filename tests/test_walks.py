@@ -3,6 +3,7 @@
 import threading
 import time
 
+import dask
 import numpy as np
 import pandas as pd
 import pytest
@@ -88,6 +89,45 @@ def test_walks_do_not_depend_on_worker_count(cpu_cluster, one_worker_cluster):
             assert max(p["host"] for p in peaks.values()) == w.stats["host_memory_peak"] > 0
     assert [o[0] for o in out] == [1, 2]
     np.testing.assert_array_equal(out[0][1], out[1][1])
+
+
+def _blocks_held(run_id: str, block_rows: int, dask_worker=None) -> list[int]:
+    """The output blocks of the walks whose pieces a run left on this worker (``client.run``)."""
+    from gpipe.runtime._store import PLUGIN_NAME
+
+    run = dask_worker.plugins[PLUGIN_NAME].find(run_id)
+    parts = [] if run is None else sorted(run._pieces)
+    return sorted({int(b) for p in parts for s in run.pieces(p) for b in np.unique(s["walk_id"] // block_rows)})
+
+
+def _gather_room(room: int) -> int:
+    from gpipe.runtime import _gather
+
+    before, _gather.ROOM = _gather.ROOM, room
+    return before
+
+
+def test_a_partitioned_walk_ends_with_each_blocks_pieces_on_the_worker_making_it(cpu, one_worker_cluster):
+    """Gathering (``_gather``) in many rounds (a batch per piece set): every piece of block ``b`` is on the
+    ``b % 2``-th worker before assembly, whose tasks then take them there; the walks equal one worker's."""
+    with one_worker_cluster.as_current(), dask.config.set({"gpipe.walks.block-size": 37}):
+        g = gpipe.generators.rmat(scale=9, edge_factor=4, seed=2, partitions=3)
+        alone = gpipe.walks.deepwalk(g, length=20, walks_per_vertex=2, seed=5)
+        assert not alone.stats["gathered"] and "gathered_bytes" not in alone.stats
+        alone = alone.compute()
+    room = cpu.run(_gather_room, 1 << 62)
+    try:
+        with dask.config.set({"gpipe.walks.block-size": 37}):
+            g = gpipe.generators.rmat(scale=9, edge_factor=4, seed=2, partitions=3)
+            w = gpipe.walks.deepwalk(g, length=20, walks_per_vertex=2, seed=5)
+    finally:
+        cpu.run(_gather_room, next(iter(room.values())))
+    assert w.stats["gathered"] and w.stats["gathered_bytes"] > 0 and w.stats["gather_seconds"] > 0
+    held = cpu.run(_blocks_held, w._run_id, 37)
+    assert all(held[worker] and all(b % 2 == r for b in held[worker])
+               for r, worker in enumerate(sorted(set(g.placement))))
+    assert sorted(b for blocks in held.values() for b in blocks) == list(range(-(-len(w) // 37)))
+    np.testing.assert_array_equal(w.compute(), alone)
 
 
 def test_progress_is_reported_per_superstep_while_the_workers_run_them(cpu):
@@ -314,7 +354,7 @@ def test_pieces_stay_on_workers_until_assembled_or_dropped(cpu, eventually):
 
     g = gpipe.generators.rmat(scale=8, edge_factor=4, seed=1, partitions=3)
     w = gpipe.walks.deepwalk(g, length=5, seed=0)
-    assert sum(held(w._run_id)) == 3  # one piece list per partition
+    assert held(w._run_id) == [1]  # its one block's pieces, gathered where it is made; the other worker holds none
     t0 = time.perf_counter()
     assembled = w.persist().stats["assemble_seconds"]
     assert 0 < assembled <= time.perf_counter() - t0  # the assembly's own time, within the call's
@@ -350,7 +390,7 @@ def test_a_failed_assembly_lets_the_run_go_at_once(cpu, eventually):
 
     g = gpipe.generators.rmat(scale=8, edge_factor=4, seed=1, partitions=3)
     w = gpipe.walks.deepwalk(g, length=5, seed=0)
-    assert sum(held(w._run_id)) == 3
+    assert held(w._run_id) == [1]  # its pieces, gathered on the worker making its one block
     cpu.run(_break_assembly, True)
     try:
         with pytest.raises(Exception, match="no room for the block"):

@@ -19,7 +19,7 @@ import numpy as np
 
 from ..backend import to_device, to_host, xp
 from ..errors import GpipeError, TaskError
-from . import _exchange, _pieces
+from . import _exchange, _gather, _pieces
 from ._run import Run
 from ._spec import RunSpec, StartSet, StepSpec
 from ._store import store
@@ -174,9 +174,17 @@ def run_partitions(spec: RunSpec, initial: dict, counts: np.ndarray) -> dict:
             if spec.report:
                 st.worker.log_event(f"gpipe-progress-{spec.run_id}", {"worker": me, "superstep": superstep,
                                                                     "steps": int(steps), "active": int(counts.sum())})
+        gathered = None
+        if spec.blocks is not None and len(workers) > 1:
+            with failing("gather", me, superstep, "worker"):
+                gathered = _gather.gather(run, exchange, spec.blocks, mine[0], superstep, spec.output_limit)
+            spilled += gathered["spilled"]
+            ran = {mine[0]}  # where every piece of the blocks this worker makes is now
+            memory.see()
         sent_bytes = exchange.sent_bytes
     return {"steps": int(steps), "seconds": seconds, "spilled": spilled, "batches": batches, "sent_bytes": sent_bytes,
-            "exchange_seconds": exchanging, "ran": sorted(ran), "outputs": _summaries(spec, ran), **memory.peaks()}
+            "exchange_seconds": exchanging, "ran": sorted(ran), "outputs": _summaries(spec, ran),
+            "gathered": gathered, **memory.peaks()}
 
 
 @contextlib.contextmanager

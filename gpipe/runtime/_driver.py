@@ -28,7 +28,7 @@ from ..backend import unique
 from ..errors import GpipeValueError
 from . import _advance, _nccl
 from ._residency import POLICIES
-from ._spec import RunSpec, StartSet, StepSpec
+from ._spec import OutputBlocks, RunSpec, StartSet, StepSpec
 from ._store import drop_run, output_limit_setting, store, transfers
 from ._watch import call_workers
 
@@ -74,8 +74,8 @@ def _memory() -> tuple:
 
 
 def run_supersteps(graph, spec: StepSpec, initial: int | StartSet | dict, *, num_walks: int,
-                   progress: Callable | None = None,
-                   summarize: Callable[[list], object] | None = None) -> tuple[str, dict[int, str], dict]:
+                   progress: Callable | None = None, summarize: Callable[[list], object] | None = None,
+                   blocks: OutputBlocks | None = None) -> tuple[str, dict[int, str], dict]:
     """Advance walkers with ``spec`` until none is left; what the step outputs stays in the workers' stores.
 
     ``initial`` is the number of walkers to start from every vertex or a
@@ -84,6 +84,10 @@ def run_supersteps(graph, spec: StepSpec, initial: int | StartSet | dict, *, num
     ``to`` where given). Returns the run's id, the partitions that ran (with
     their workers) and statistics; with ``summarize``, ``stats['outputs']``: ``summarize(piece sets)`` of each
     partition that ran (in partition order), made by its worker as its run ends, the outputs staying there.
+    With ``blocks`` (a walk-shaped output's), a partitioned run over several workers ends by sending its pieces
+    to the workers making their blocks (``stats['gathered']``, see ``_gather``): the partitions returned are
+    then one per worker, where its blocks' pieces are, and :func:`assemble_blocks` takes each block's from its
+    own worker only.
     """
     if graph.replicas is not None:
         return _run_replicated(graph, spec, initial, progress, summarize)
@@ -100,7 +104,7 @@ def run_supersteps(graph, spec: StepSpec, initial: int | StartSet | dict, *, num
             uuid.uuid4().hex[:12], graph.graph_id, tuple(placement), spec, policy=policy,
             in_place_below=in_place_below, output_limit=output_limit_setting(), bounds=np.asarray(graph.bounds),
             exchange=exchange, nccl=nccl,
-            report=progress is not None, summarize=summarize, prelude=getattr(graph, "prelude", None))
+            report=progress is not None, summarize=summarize, blocks=blocks, prelude=getattr(graph, "prelude", None))
         run_id = run.run_id
         before = _transfers(graph) if out_of_memory else None
         t0 = time.perf_counter()
@@ -122,12 +126,16 @@ def run_supersteps(graph, spec: StepSpec, initial: int | StartSet | dict, *, num
     stats = {**_stats(graph, summaries, "partitioned", partitions=graph.num_partitions, workers=len(workers),
                       steps=steps, seconds=seconds, supersteps=superstep, kernel_seconds=kernel_seconds),
              "exchange": exchange, "walker_bytes": sum(s["sent_bytes"] for s in summaries),
+             "gathered": summaries[0]["gathered"] is not None,
              "exchange_seconds": max(s["exchange_seconds"] for s in summaries),  # the busiest worker's
              "host_memory_peak": max(s["host_memory_peak"] for s in summaries),
              "memory_peaks": {w: {"host": s["host_memory_peak"], "device": s["device_memory_peak"]}
                               for w, s in zip(workers, summaries)},  # each worker's (the two above: the most)
              "device_memory_peak": None if graph.device != "gpu" else max(s["device_memory_peak"]
                                                                         for s in summaries)}
+    if stats["gathered"]:  # the busiest worker's seconds, every worker's bytes
+        stats.update(gather_seconds=max(s["gathered"]["seconds"] for s in summaries),
+                     gathered_bytes=sum(s["gathered"]["sent"] for s in summaries))
     if out_of_memory:
         count, nbytes, copy_seconds, in_place = np.subtract(_transfers(graph), before)
         stats.update(device_partitions=graph.device_partitions, schedule=run.policy, partition_transfers=int(count),

@@ -21,10 +21,10 @@ def regions(x, steps, length: int, room: int | None = None):
     or for ``room`` vertices when that is less.
     """
     room = length + 1 - steps if room is None else x.minimum(length + 1 - steps, room)
-    return _starts(x, room)
+    return starts(x, room)
 
 
-def _starts(x, sizes) -> tuple:
+def starts(x, sizes) -> tuple:
     """Where each of consecutive ranges of ``sizes`` starts (int64, an array of its own: a view into the running
     total would be copied again by every step's kept outputs) and their total."""
     ends = x.cumsum(sizes, dtype=x.int64)
@@ -35,7 +35,7 @@ def compact(pieces: dict, always: bool = False) -> dict:
     """The same pieces over a flat buffer with no gaps (when the gaps are most of it, or ``always``)."""
     x = xp(device_of(pieces["flat"]))
     length = pieces["length"]
-    new_offset, total = _starts(x, length)
+    new_offset, total = starts(x, length)
     if not always and 2 * total >= pieces["flat"].shape[0]:
         return pieces
     flat = x.empty(total, dtype=pieces["flat"].dtype)
@@ -57,7 +57,7 @@ def concat(x, piece_sets: list[dict], dtype) -> dict:
     return out
 
 
-GROUPING_BATCHES = 4  # a partition's pieces are grouped by block in this many batches at least,
+GROUPING_BATCHES = 8  # a worker's pieces are grouped by block in this many batches at least,
 GROUPING_ROOM = 16  # each batch at most this share of the device's free memory
 
 
@@ -65,16 +65,17 @@ def group_by_block(x, piece_sets: list[dict], block_rows: int, n_blocks: int, dt
     """Pieces grouped by output block (walk_id // block_rows), each group over its own flat buffer.
 
     In batches of piece sets taken out of ``piece_sets`` (emptied as it goes), each set freed once its batch is
-    split: grouping holds a batch about three times (joined, sorted, split), never all of a partition's pieces
+    split: grouping holds a batch about three times (joined, sorted, split), never all of a worker's pieces
     twice (each block's share of a batch is copied out of it, so the batch goes once it is split: with views into
     it, every batch stayed until the last block was joined, twice the pieces at the end).
     A batch is at most a :data:`GROUPING_BATCHES`-th of them and a :data:`GROUPING_ROOM`-th of the device's free
     memory: R-MAT 24's 10 walks per vertex over 2 H200s leave 35-40 GB of pieces in each of a GPU's two partitions
     (1.2-1.4 G pieces of 1.3 vertices), and sorting a quarter of them at once failed for want of device memory
-    (thrust's ``std::bad_alloc``) with 13-27 GB free; in batches of 2-3 GB the same runs assembled. Each block is
-    joined alone at the end. Sets in host memory whose pieces are in walk order, each at a larger offset than the one
-    before (a replicated run's, spilled), are cut into their blocks' ranges instead, and each block joined from
-    them: one copy of their bytes, not three.
+    (thrust's ``std::bad_alloc``) with 13-27 GB free; in batches of 2-3 GB the same runs assembled. Since a run
+    gathers the pieces of a worker's blocks together (``_gather``), an eighth: a quarter of them all held 1.5
+    times them at once on a CPU worker. Each block is joined alone at the end. Sets in host memory whose pieces
+    are in walk order, each at a larger offset than the one before (a replicated run's, spilled), are cut into
+    their blocks' ranges instead, and each block joined from them: one copy of their bytes, not three.
     """
     if x is np:
         blocks = [p["walk_id"] // block_rows for p in piece_sets]

@@ -178,20 +178,23 @@ class Run:
 
     # -- outputs
 
-    def add_pieces(self, part: int, pieces: dict, limit: int | str | None) -> int:
+    def add_pieces(self, part: int, pieces: dict, limit: int | str | None, whole: bool = False) -> int:
         """Keep what a step output; then, past ``limit`` bytes of outputs on the device, spill the oldest to host.
 
         ``limit`` (``gpipe.memory.output-limit``: bytes, 'auto' or None, never
         spill) counts the outputs of every run on this worker; the oldest
         spill first, whichever run's (see ``Outputs.spill``). Returns the bytes
         spilled. A run that has ended here keeps nothing: its loop stops with
-        an error, after the kernel call it was in.
+        an error, after the kernel call it was in. Arrays that view more
+        memory than their own are copied (see :func:`_owned`), unless the
+        set is ``whole``: its arrays view one buffer, all of which they are
+        (a payload of pieces, unpacked).
         """
-        pieces = _owned(pieces)
+        pieces = pieces if whole else _owned(pieces)
         with self._lock:
             self.raise_if_failed()
             self._pieces[part].append(pieces)
-            self._held += _nbytes(pieces)
+            self._held += nbytes(pieces)
             if limit is None:
                 return 0
             return self.store.outputs.spill(limit)
@@ -205,7 +208,7 @@ class Run:
                 if spilled >= over:
                     break
                 if not isinstance(s, Spilled):
-                    spilled += _nbytes(s)
+                    spilled += nbytes(s)
                     sets[i] = Spilled(on_host(s))
         self._held -= spilled
         return spilled
@@ -217,8 +220,14 @@ class Run:
 
     def _taken(self, sets: list) -> list:
         """``sets``, no longer counted among the outputs on the device (call under the lock)."""
-        self._held -= sum(_nbytes(s) for s in sets if not isinstance(s, Spilled))
+        self._held -= sum(nbytes(s) for s in sets if not isinstance(s, Spilled))
         return sets
+
+    def take_pieces(self) -> list:
+        """Every piece set the run output here, oldest first in each partition, taken (no longer counted among the
+        outputs: see ``_gather``, which keeps them again where they go)."""
+        with self._lock:
+            return self._taken([s for part in sorted(self._pieces) for s in self._pieces.pop(part)])
 
     def take_block(self, part: int, block: int, block_rows: int, n_blocks: int, dtype) -> list[dict]:
         """Partition ``part``'s pieces of output block ``block`` (grouping all its pieces on first call).
@@ -262,8 +271,8 @@ def on_host(pieces: dict) -> dict:
     return {k: on_host(v) if isinstance(v, dict) else to_host(v) for k, v in pieces.items()}
 
 
-def _nbytes(pieces: dict) -> int:
-    return sum(_nbytes(v) if isinstance(v, dict) else v.nbytes for v in pieces.values())
+def nbytes(pieces: dict) -> int:
+    return sum(nbytes(v) if isinstance(v, dict) else v.nbytes for v in pieces.values())
 
 
 def _owned(pieces: dict) -> dict:

@@ -71,6 +71,17 @@ class StartSet:
 
 
 @dataclass(frozen=True)
+class OutputBlocks:
+    """How a walk-shaped run's output is cut into blocks: ``rows`` walks each, ``count`` of them, of vertex ids of
+    ``dtype``. A partitioned run given them sends its pieces to the workers making their blocks as it ends (see
+    ``_gather``)."""
+
+    rows: int
+    count: int
+    dtype: str
+
+
+@dataclass(frozen=True)
 class RunSpec:
     """One run as the driver sends it to every worker: the step, the graph, and how the runtime runs it.
 
@@ -83,7 +94,8 @@ class RunSpec:
     progress as the Dask event ``gpipe-progress-<run_id>``; with ``summarize``,
     each worker's summary carries ``summarize(piece sets)`` of the outputs of
     every partition it ran, made as its run ends (no second round trip to
-    sum them up). ``prelude``, a ``(function, args)``, runs on each worker
+    sum them up); with ``blocks`` (:class:`OutputBlocks`), the pieces go to the workers
+    making their blocks as the run ends. ``prelude``, a ``(function, args)``, runs on each worker
     before its run reads a partition (a dynamic graph's snapshot pinned by the
     run's own message: see ``DynamicGraph.run_snapshot``).
     """
@@ -100,4 +112,5 @@ class RunSpec:
     nccl: tuple[str, bytes | None] | None = None
     report: bool = False
     summarize: Callable[[list], object] | None = None
+    blocks: OutputBlocks | None = None
     prelude: tuple | None = None

@@ -12,11 +12,10 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .. import config
 from .._files import WALK_FILES, atomic_file
 from ..backend import cpu_kernel, prange, to_host
 from ..errors import GpipeValueError
-from ..runtime import HeldResult, anywhere, assemble_blocks, gather_pinned, on_every_worker, worker_xp
+from ..runtime import HeldResult, OutputBlocks, anywhere, assemble_blocks, gather_pinned, on_every_worker, worker_xp
 
 
 WRITE_THREADS, WRITE_BYTES = 8, 1 << 26  # a corpus block's text is written in up to 8 ranges of at least 64 MB
@@ -60,19 +59,19 @@ class WalkResult(HeldResult):
     (4, 12)
     """
 
-    def __init__(self, client, run_id: str, partitions: dict[int, str], *, num_walks: int, width: int, dtype,
-                 id_map, stats: dict):
+    def __init__(self, client, run_id: str, partitions: dict[int, str], *, num_walks: int, width: int,
+                 blocks: OutputBlocks, id_map, stats: dict):
         super().__init__(client, partitions, id_map, stats, (run_id,))
         self._run_id = run_id
         self.num_walks = num_walks
         self.width = width
-        self._dtype = dtype
+        self._layout = blocks
         self._corpus_ids = None
-        self._block_rows = int(config.get("walks.block-size"))
+        self._block_rows = blocks.rows
 
     def _assemble(self) -> list:
-        return assemble_blocks(self._client, self._run_id, self._held, self.num_walks, self._block_rows, self.width,
-                               self._dtype)
+        return assemble_blocks(self._client, self._run_id, self._held, self.num_walks, self._layout, self.width,
+                               self.stats.get("gathered", False))
 
     @property
     def shape(self) -> tuple[int, int]:

@@ -469,7 +469,8 @@ def _device_bytes_in_use() -> int:
     return cupy.get_default_memory_pool().used_bytes()
 
 
-_BROKEN_IN = {"_owned": "_run", "scatter": "_pieces"}  # what a superstep keeps of every step; the assembly
+_BROKEN_IN = {"_owned": "_run", "_split": "_gather", "scatter": "_pieces"}  # what a superstep keeps of every
+# step; the pieces sent to the workers making their blocks as the run ends; the assembly
 
 
 def _break_pieces(name: str, broken: bool) -> None:
@@ -489,7 +490,7 @@ def _break_pieces(name: str, broken: bool) -> None:
         setattr(module, name, getattr(module, f"_mended_{name}"))
 
 
-@pytest.mark.parametrize("where", sorted(_BROKEN_IN))  # in a superstep (every step's outputs); in the assembly
+@pytest.mark.parametrize("where", sorted(_BROKEN_IN))
 @pytest.mark.parametrize("cluster", ["shared_gpu_cluster", "two_gpu_cluster"])  # the comms; NCCL
 def test_a_failed_run_gives_back_its_device_memory_and_the_next_run_works(request, cluster, eventually, where):
     """A failure costs one run, not the cluster: what the run held on each GPU worker (pieces, walkers, exchange

@@ -1,0 +1,150 @@
+"""A walk-shaped run's pieces sent, as its supersteps end, to the workers that make their output blocks.
+
+Block ``b`` of the output (walks ``b * rows`` onwards) is made by the ``b % W``-th
+of the run's ``W`` workers in sorted order, as :func:`assemble_blocks` places it.
+A walk's pieces lie on every worker its walker passed through; before this,
+each block's task fetched the others' pieces through Dask's comms, a message
+per block and partition (R-MAT 24, 10 walks per vertex, 4 partitions on 2 H200s:
+58 s to assemble 54 GB of walks). Gathering sends them on the run's own exchange
+transport (NCCL between GPU workers) in rounds. In each, every rank takes a
+batch of its piece sets (a bounded share of its free memory and of its pieces), orders the pieces
+by the rank making their block, lays their vertices out in that order, and
+sends each rank its share as one payload, keeping its own. A round's header
+(int64 words) says how many pieces and vertices each rank sends each rank, and
+whether it has more to send; the rounds go on until no rank has. A payload
+holds ``walk_id``, ``start``, ``length`` and the vertices, each array starting
+on an ``ALIGN``-byte offset. Afterwards every piece of a block is on its block's
+worker, kept with its first partition.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from ..backend import device_of, free_memory, to_device, to_host, xp
+from ..errors import GpipeError
+from . import _pieces
+from ._exchange import ALIGN
+from ._run import nbytes
+from ._spec import OutputBlocks
+
+ROOM = 16  # a round's batch is at most this share of the free memory (a round holds it about five times)
+FIELDS = (("walk_id", np.dtype(np.int64)), ("start", np.dtype(np.int32)), ("length", np.dtype(np.int32)))
+
+
+def owner(walk_id, blocks: OutputBlocks, ranks: int):
+    """The rank making the block of each walk of ``walk_id``."""
+    return (walk_id // blocks.rows) % ranks
+
+
+def places(pieces: int, vertices: int, dtype) -> tuple[list[tuple[str, np.dtype, int, int]], int]:
+    """Where each array of a payload of ``pieces`` pieces holding ``vertices`` vertices lies: ``[(name, dtype,
+    offset, count)]``, and the payload's bytes."""
+    out, size = [], 0
+    for name, kind, count in (*((n, k, pieces) for n, k in FIELDS), ("flat", np.dtype(dtype), vertices)):
+        out.append((name, kind, size, count))
+        size += -(-count * kind.itemsize // ALIGN) * ALIGN
+    return out, size
+
+
+def gather(run, exchange, blocks: OutputBlocks, part: int, superstep: int, limit) -> dict:
+    """Send every piece set of ``run`` here to the ranks making its blocks and keep those sent here with partition
+    ``part``, in rounds numbered from ``superstep`` on ``exchange``'s transport; ``limit`` as ``Run.add_pieces``
+    takes it. Returns the bytes sent, the bytes spilled and the seconds taken."""
+    t0 = time.perf_counter()
+    x = xp(exchange.device)
+    ranks, me = len(exchange.workers), exchange.rank
+    sets = run.take_pieces()
+    sizes = [nbytes(s) for s in sets]
+    # batches a GROUPING_BATCHES-th of the pieces at most: the sets they make are those the assembly groups by
+    # block one at a time (two, each half the pieces, held 2.1 times them at once on a CPU worker)
+    cap = max(1, min(sum(sizes) // _pieces.GROUPING_BATCHES, free_memory(x) // ROOM))
+    sent = spilled = 0
+    while True:
+        batch, held = [], 0
+        while sets and (not batch or held + sizes[0] <= cap):
+            batch.append({k: to_device(v, exchange.device) for k, v in sets.pop(0).items()})
+            held += sizes.pop(0)
+        shares = _split(x, batch, blocks, ranks) if batch else [None] * ranks
+        del batch
+        words = np.zeros(2 * ranks + 1, np.int64)
+        for r, share in enumerate(shares):
+            if share is not None:
+                words[r], words[ranks + r] = share["walk_id"].shape[0], share["flat"].shape[0]
+        words[-1] = bool(sets)
+        payloads = {r: _pack(x, share) for r, share in enumerate(shares) if r != me and share is not None}
+        local = shares[me]
+        del shares
+
+        def expected(matrix: np.ndarray) -> dict[int, int]:
+            return {r: places(int(row[me]), int(row[ranks + me]), blocks.dtype)[1]
+                    for r, row in enumerate(matrix) if r != me and row[me]}
+
+        exchange.watch.start()
+        matrix, received = exchange.transport.exchange(superstep, words, payloads, exchange.watch, expected)
+        sent += sum(int(p.nbytes) for p in payloads.values())
+        del payloads
+        if local is not None:
+            spilled += run.add_pieces(part, local, limit)
+        del local
+        for r in sorted(received):
+            pieces = _unpack(received.pop(r), int(matrix[r, me]), int(matrix[r, ranks + me]), blocks.dtype,
+                             exchange.workers[r])
+            spilled += run.add_pieces(part, pieces, limit, whole=True)
+        superstep += 1
+        if not matrix[:, -1].any():
+            return {"sent": sent, "spilled": spilled, "seconds": time.perf_counter() - t0}
+
+
+def _split(x, batch: list[dict], blocks: OutputBlocks, ranks: int) -> list[dict | None]:
+    """A batch of piece sets as one piece set per rank (None where it has none for it): its pieces, in the order
+    of the rank making their block, over one flat buffer laid out in that order (views into it)."""
+    pieces = _pieces.concat(x, batch, blocks.dtype)
+    batch.clear()
+    rank = owner(pieces["walk_id"], blocks, ranks)
+    picked = [x.flatnonzero(rank == r) for r in range(ranks)]  # a pass per rank, not a sort of the pieces
+    del rank
+    counts = np.array([p.shape[0] for p in picked], np.int64)
+    order = x.concatenate(picked)
+    del picked
+    ordered = {k: pieces[k][order] for k in ("walk_id", "start", "length", "offset")}
+    del order
+    ordered = _pieces.compact({**ordered, "flat": pieces["flat"].astype(blocks.dtype, copy=False)}, always=True)
+    del pieces
+    ends = np.cumsum(counts)
+    present = np.flatnonzero(counts)
+    firsts, lasts = x.asarray(ends[present] - counts[present]), x.asarray(ends[present] - 1)
+    bounds = to_host(x.stack([ordered["offset"][firsts], ordered["offset"][lasts] + ordered["length"][lasts]]))
+    shares: list[dict | None] = [None] * ranks
+    for r, lo, hi in zip(present, *bounds):
+        c, e, lo, hi = int(ends[r] - counts[r]), int(ends[r]), int(lo), int(hi)
+        shares[r] = ({k: ordered[k][c:e] for k in ("walk_id", "start", "length")}
+                     | {"offset": ordered["offset"][c:e] - lo, "flat": ordered["flat"][lo:hi]})
+    return shares
+
+
+def _pack(x, share: dict):
+    """A rank's share as one payload (see :func:`places`)."""
+    spots, size = places(share["walk_id"].shape[0], share["flat"].shape[0], share["flat"].dtype)
+    payload = x.empty(size, x.uint8)
+    for name, _, offset, _ in spots:
+        array = x.ascontiguousarray(share[name]).view(x.uint8)
+        payload[offset:offset + array.shape[0]] = array
+    return payload
+
+
+def _unpack(payload, pieces: int, vertices: int, dtype, sender: str) -> dict:
+    """The piece set in a payload from ``sender`` said to hold ``pieces`` pieces of ``vertices`` vertices."""
+    spots, size = places(pieces, vertices, dtype)
+    if payload.shape[0] != size:
+        raise GpipeError(f"pieces from worker {sender} arrived as {payload.shape[0]} bytes where their header said "
+                         f"{size} ({pieces} pieces of {vertices} vertices)")
+    out = {name: payload[offset:offset + count * kind.itemsize].view(kind) for name, kind, offset, count in spots}
+    out["offset"], total = _pieces.starts(xp(device_of(payload)), out["length"])
+    if total != vertices:
+        raise GpipeError(f"pieces from worker {sender} arrived damaged: their lengths add up to {total} vertices, "
+                         f"their header said {vertices}")
+    return out
+
