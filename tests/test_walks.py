@@ -109,11 +109,11 @@ def _gather_room(room: int) -> int:
 
 def test_a_partitioned_walk_ends_with_each_blocks_pieces_on_the_worker_making_it(cpu, one_worker_cluster):
     """Gathering (``_gather``) in many rounds (a batch per piece set): every piece of block ``b`` is on the
-    ``b % 2``-th worker before assembly, whose tasks then take them there; the walks equal one worker's."""
+    ``b % 2``-th worker before assembly, which makes its blocks there; the walks equal one worker's."""
     with one_worker_cluster.as_current(), dask.config.set({"gpipe.walks.block-size": 37}):
         g = gpipe.generators.rmat(scale=9, edge_factor=4, seed=2, partitions=3)
         alone = gpipe.walks.deepwalk(g, length=20, walks_per_vertex=2, seed=5)
-        assert not alone.stats["gathered"] and "gathered_bytes" not in alone.stats
+        assert alone.stats["gathered"] and alone.stats["gathered_bytes"] == 0  # on one worker, nothing moves
         alone = alone.compute()
     room = cpu.run(_gather_room, 1 << 62)
     try:
@@ -372,14 +372,14 @@ def _break_assembly(broken: bool):
     from gpipe.runtime import _pieces
 
     if broken:
-        _pieces._mended = _pieces.scatter
+        _pieces._mended = _pieces.owned_blocks
 
-        def scatter(*args):
+        def owned_blocks(*args):
             raise MemoryError("no room for the block")
 
-        _pieces.scatter = scatter
+        _pieces.owned_blocks = owned_blocks
     elif hasattr(_pieces, "_mended"):
-        _pieces.scatter = _pieces._mended
+        _pieces.owned_blocks = _pieces._mended
 
 
 def test_a_failed_assembly_lets_the_run_go_at_once(cpu, eventually):
@@ -483,6 +483,15 @@ def test_pieces_grouped_by_block_in_batches_are_the_blocks_of_all_pieces_at_once
     assert given == []
     for e, g in zip(expected, got):
         np.testing.assert_array_equal(g, e)
+    layout_of = gpipe.runtime.output_blocks(walks, width, block_rows, np.int64)
+    for ranks in (1, 2, 3):  # each rank's blocks made at once from their pieces (a gathered run's)
+        for rank in range(ranks):
+            mine = [{k: v[p["walk_id"] // block_rows % ranks == rank] if k != "flat" else v for k, v in p.items()}
+                    for p in piece_sets]
+            owned = _pieces.owned_blocks(lambda nbytes: np, mine, layout_of, ranks, rank)
+            assert mine == [] and sorted(owned) == list(range(rank, n_blocks, ranks))
+            for b, block in owned.items():
+                np.testing.assert_array_equal(block, expected[b])
     if layout == "shuffled":  # the groups hold no batch: each array is its own, or views at most one word more
         held = {id(a if a.base is None else a.base): (a if a.base is None else a.base).nbytes
                 for group in groups.values() for a in group.values()}

@@ -21,7 +21,7 @@ from ..backend import to_device, to_host, xp
 from ..errors import GpipeError, TaskError
 from . import _exchange, _gather, _pieces
 from ._run import Run
-from ._spec import RunSpec, StartSet, StepSpec
+from ._spec import OutputBlocks, RunSpec, StartSet, StepSpec
 from ._store import store
 
 
@@ -175,11 +175,12 @@ def run_partitions(spec: RunSpec, initial: dict, counts: np.ndarray) -> dict:
                 st.worker.log_event(f"gpipe-progress-{spec.run_id}", {"worker": me, "superstep": superstep,
                                                                     "steps": int(steps), "active": int(counts.sum())})
         gathered = None
-        if spec.blocks is not None and len(workers) > 1:
+        if spec.blocks is not None:  # every piece of the blocks this worker makes, kept with its first partition
             with failing("gather", me, superstep, "worker"):
-                gathered = _gather.gather(run, exchange, spec.blocks, mine[0], superstep, spec.output_limit)
+                gathered = (_gather.gather(run, exchange, spec.blocks, mine[0], superstep, spec.output_limit)
+                            if len(workers) > 1 else run.keep_with(mine[0]))
             spilled += gathered["spilled"]
-            ran = {mine[0]}  # where every piece of the blocks this worker makes is now
+            ran = {mine[0]}
             memory.see()
         sent_bytes = exchange.sent_bytes
     return {"steps": int(steps), "seconds": seconds, "spilled": spilled, "batches": batches, "sent_bytes": sent_bytes,
@@ -411,19 +412,33 @@ def _batches(walkers: dict, step: StepSpec, itemsize: int, limit: int | None):
 
 
 @_phase("assemble", unit="output block")
-def assemble(run_id: str, partitions: dict[int, str], layout: tuple, limit, *, part: int, superstep=None):
+def assemble(run_id: str, partitions: dict[int, str], blocks: OutputBlocks, limit, *, part: int, superstep=None):
     """Block ``part`` of the result, ``(rows, width)``: its pieces taken from every partition that ran; on the
     device, or in host memory once the device holds ``limit`` (``gpipe.memory.output-limit``; see
     ``Outputs.keep_block``)."""
     x = worker_xp()
-    block_rows, n_blocks, num_walks, width, dtype = layout
-    base = part * block_rows
-    rows = min(block_rows, num_walks - base)
+    base = part * blocks.rows
+    rows = min(blocks.rows, blocks.walks - base)
     st = store()
-    piece_sets = st.outputs.gather_block(run_id, part, partitions, block_rows, n_blocks, dtype)
+    piece_sets = st.outputs.gather_block(run_id, part, partitions, blocks.rows, blocks.count, blocks.dtype)
     piece_sets = [{k: to_device(v, st.device) for k, v in ps.items()} for ps in piece_sets]
-    block = _pieces.scatter(x, _pieces.concat(x, piece_sets, dtype), base, rows, width, dtype)
+    block = _pieces.scatter(x, _pieces.concat(x, piece_sets, blocks.dtype), base, rows, blocks.width, blocks.dtype)
     return st.outputs.keep_block(block, limit)
+
+
+@_phase("assemble", unit="output block")
+def assemble_owned(run_id: str, held: int, blocks: OutputBlocks, ranks: int, rank: int, limit, *, part: int,
+                   superstep=None):
+    """Block ``part`` of the result of a run that gathered each block's pieces on the worker making it (``_gather``;
+    ``rank`` of ``ranks``), kept with partition ``held``: the first call makes every block of this worker from
+    them at once (``_pieces.owned_blocks``, where ``Outputs.blocks_module`` says), later calls take theirs."""
+    st = store()
+
+    def made(piece_sets: list) -> dict:
+        return _pieces.owned_blocks(functools.partial(st.outputs.blocks_module, piece_sets, limit), piece_sets,
+                                    blocks, ranks, rank)
+
+    return st.outputs.take_group(run_id, held, part, made)
 
 
 def _summaries(spec: RunSpec, parts) -> dict | None:

@@ -84,10 +84,10 @@ def run_supersteps(graph, spec: StepSpec, initial: int | StartSet | dict, *, num
     ``to`` where given). Returns the run's id, the partitions that ran (with
     their workers) and statistics; with ``summarize``, ``stats['outputs']``: ``summarize(piece sets)`` of each
     partition that ran (in partition order), made by its worker as its run ends, the outputs staying there.
-    With ``blocks`` (a walk-shaped output's), a partitioned run over several workers ends by sending its pieces
-    to the workers making their blocks (``stats['gathered']``, see ``_gather``): the partitions returned are
-    then one per worker, where its blocks' pieces are, and :func:`assemble_blocks` takes each block's from its
-    own worker only.
+    With ``blocks`` (a walk-shaped output's), a partitioned run ends by sending its pieces to the workers making
+    their blocks (``stats['gathered']``, see ``_gather``; on one worker nothing moves): the partitions returned are
+    then one per worker, where its blocks' pieces are, and :func:`assemble_blocks` makes each worker's blocks
+    there at once.
     """
     if graph.replicas is not None:
         return _run_replicated(graph, spec, initial, progress, summarize)

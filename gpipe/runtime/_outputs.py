@@ -9,7 +9,9 @@ import numpy as np
 from distributed.protocol import to_serialize
 from distributed.utils import sync
 
-from ..backend import to_host
+from ..backend import free_memory, to_host
+from ._run import Spilled
+from ._run import nbytes as size
 
 
 class Outputs:
@@ -37,6 +39,22 @@ class Outputs:
         if cupy.get_default_memory_pool().used_bytes() <= limit:
             return block
         return to_host(block)
+
+    def blocks_module(self, piece_sets: list, limit: int | str | None, nbytes: int):
+        """Where ``nbytes`` of blocks made from ``piece_sets`` go (numpy or cupy): on a GPU worker's device if they
+        fit there and, once those pieces are gone, its live arrays stay within ``limit`` (:meth:`limit`); else
+        in host memory, which the blocks of a result too large for the devices then fill."""
+        limit = self.limit(limit)
+        if self._store.device == "cpu":
+            return np
+        import cupy
+
+        if nbytes > free_memory(cupy):
+            return np
+        if limit is None:
+            return cupy
+        pieces = sum(size(s) for s in piece_sets if not isinstance(s, Spilled))
+        return cupy if cupy.get_default_memory_pool().used_bytes() - pieces + nbytes <= limit else np
 
     def spill(self, limit: int | str) -> int:
         """Past ``limit`` bytes of every run's outputs on the device (:meth:`limit`), move the oldest to host

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..backend import cpu_kernel, device_of, free_memory, prange, to_host, xp
+from ..backend import cpu_kernel, device_of, free_memory, prange, to_device, to_host, xp
 from ..kernels import Arg, Kernel
 
 
@@ -133,6 +133,30 @@ def _cut_in_order(piece_sets: list[dict], blocks: list, n_blocks: int, dtype) ->
     piece_sets.clear()
     blocks.clear()
     return {b: compact(concat(np, cut.pop(b), dtype)) for b in range(n_blocks)}
+
+
+def owned_blocks(where, piece_sets: list[dict], blocks, ranks: int, rank: int) -> dict:
+    """The blocks ``b`` with ``b % ranks == rank`` of a walk-shaped output, made at once from ``piece_sets`` (emptied
+    as it goes; every piece of those blocks and no other): ``b -> (rows, width)`` array of dense ids, -1 where
+    nothing was written, each a view into one buffer, on the device of array module ``where(its bytes)``.
+
+    Each set is scattered once, every piece straight to its row: no sort by block and no per-block copies, which
+    took 0.74-0.94 s of 1.15-1.34 s to make a 2-partition R-MAT 23 walk's blocks on one H200.
+    """
+    owned = range(rank, blocks.count, ranks)
+    rows, width = sum(min(blocks.rows, blocks.walks - b * blocks.rows) for b in owned), blocks.width
+    x = where(rows * width * np.dtype(blocks.dtype).itemsize)
+    device = device_of(x.empty(0))
+    out = x.full((rows, width), -1, dtype=blocks.dtype)
+    while piece_sets:
+        pieces = {k: to_device(v, device) for k, v in piece_sets.pop().items()}
+        walk_id = pieces["walk_id"]
+        row = walk_id // blocks.rows // ranks * blocks.rows + walk_id % blocks.rows  # its row in ``out``
+        SCATTER_PIECES.launch(n=walk_id.shape[0], walk_id=row, start=pieces["start"], length=pieces["length"],
+                              offset=pieces["offset"], flat=pieces["flat"].astype(blocks.dtype, copy=False), base=0,
+                              width=width, out=out.reshape(-1))
+        del pieces, walk_id, row
+    return {b: out[j * blocks.rows:(j + 1) * blocks.rows] for j, b in enumerate(owned)}
 
 
 def scatter(x, pieces: dict, base: int, rows: int, width: int, dtype):

@@ -10,27 +10,28 @@ from ._spec import OutputBlocks
 from ._store import output_limit_setting
 
 
-def output_blocks(num_walks: int, block_rows: int, dtype) -> OutputBlocks:
-    """How ``num_walks`` walks of vertex ids of ``dtype`` are cut into blocks of ``block_rows``."""
-    return OutputBlocks(block_rows, max(1, -(-num_walks // block_rows)), np.dtype(dtype).name)
+def output_blocks(num_walks: int, width: int, block_rows: int, dtype) -> OutputBlocks:
+    """``num_walks`` walks of ``width`` vertex ids of ``dtype``, cut into blocks of ``block_rows``."""
+    return OutputBlocks(block_rows, max(1, -(-num_walks // block_rows)), np.dtype(dtype).name, num_walks, width)
 
 
-def assemble_blocks(client, run_id: str, partitions: dict[int, str], num_walks: int, blocks: OutputBlocks,
-                    width: int, gathered: bool) -> list:
+def assemble_blocks(client, run_id: str, partitions: dict[int, str], blocks: OutputBlocks, gathered: bool) -> list:
     """Futures of a walk-shaped run's output blocks, ``(rows, width)`` arrays of dense ids padded with -1: one
     task per block, block ``b`` on the ``b % W``-th of the ``W`` workers holding pieces, each taking its pieces
-    from them (so the run's pieces go as the blocks are made), or, where the run ``gathered`` them there
-    (``run_supersteps``' ``blocks``), from its own worker alone."""
+    from them (so the run's pieces go as the blocks are made); where the run ``gathered`` them there
+    (``run_supersteps``' ``blocks``), the first task on a worker makes all of its blocks at once."""
     workers = sorted(set(partitions.values()))
-    layout = (blocks.rows, blocks.count, num_walks, width, blocks.dtype)
     limit = output_limit_setting()
-    futures = []
-    for b in range(blocks.count):
-        worker = workers[b % len(workers)]
-        held = {p: w for p, w in partitions.items() if w == worker} if gathered else partitions
-        futures.append(client.submit(_advance.assemble, run_id, held, layout, limit, part=b, workers=[worker],
-                                     allow_other_workers=False, pure=False, key=f"gpipe-assemble-{run_id}-{b}"))
-    return futures
+    held = {w: p for p, w in partitions.items()}  # gathered: each worker's one partition, its blocks' pieces
+
+    def call(rank: int) -> tuple:
+        if gathered:
+            return _advance.assemble_owned, run_id, held[workers[rank]], blocks, len(workers), rank, limit
+        return _advance.assemble, run_id, partitions, blocks, limit
+
+    return [client.submit(*call(b % len(workers)), part=b, workers=[workers[b % len(workers)]],
+                          allow_other_workers=False, pure=False, key=f"gpipe-assemble-{run_id}-{b}")
+            for b in range(blocks.count)]
 
 
 def id_dtype(id_map):

@@ -229,6 +229,15 @@ class Run:
         with self._lock:
             return self._taken([s for part in sorted(self._pieces) for s in self._pieces.pop(part)])
 
+    def keep_with(self, part: int) -> dict:
+        """Every piece set here kept with partition ``part`` (a run on one worker gathers its pieces so: nothing
+        moves); what ``_gather.gather`` returns."""
+        with self._lock:
+            sets = [s for p in sorted(self._pieces) for s in self._pieces.pop(p)]
+            if sets:
+                self._pieces[part] = sets
+        return {"sent": 0, "spilled": 0, "seconds": 0.0}
+
     def take_block(self, part: int, block: int, block_rows: int, n_blocks: int, dtype) -> list[dict]:
         """Partition ``part``'s pieces of output block ``block`` (grouping all its pieces on first call).
 

@@ -72,13 +72,15 @@ class StartSet:
 
 @dataclass(frozen=True)
 class OutputBlocks:
-    """How a walk-shaped run's output is cut into blocks: ``rows`` walks each, ``count`` of them, of vertex ids of
-    ``dtype``. A partitioned run given them sends its pieces to the workers making their blocks as it ends (see
-    ``_gather``)."""
+    """A walk-shaped run's output, ``walks`` rows of ``width`` vertex ids of ``dtype``, and how it is cut into
+    blocks: ``rows`` walks each, ``count`` of them. A partitioned run given them sends its pieces to the workers
+    making their blocks as it ends (see ``_gather``)."""
 
     rows: int
     count: int
     dtype: str
+    walks: int
+    width: int
 
 
 @dataclass(frozen=True)

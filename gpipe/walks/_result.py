@@ -59,19 +59,18 @@ class WalkResult(HeldResult):
     (4, 12)
     """
 
-    def __init__(self, client, run_id: str, partitions: dict[int, str], *, num_walks: int, width: int,
-                 blocks: OutputBlocks, id_map, stats: dict):
+    def __init__(self, client, run_id: str, partitions: dict[int, str], *, blocks: OutputBlocks, id_map,
+                 stats: dict):
         super().__init__(client, partitions, id_map, stats, (run_id,))
         self._run_id = run_id
-        self.num_walks = num_walks
-        self.width = width
+        self.num_walks = blocks.walks
+        self.width = blocks.width
         self._layout = blocks
         self._corpus_ids = None
         self._block_rows = blocks.rows
 
     def _assemble(self) -> list:
-        return assemble_blocks(self._client, self._run_id, self._held, self.num_walks, self._layout, self.width,
-                               self.stats.get("gathered", False))
+        return assemble_blocks(self._client, self._run_id, self._held, self._layout, self.stats.get("gathered", False))
 
     @property
     def shape(self) -> tuple[int, int]:

@@ -38,12 +38,11 @@ def run_walks(g, algorithm: str, spec: StepSpec, walks_per_vertex: int, starts: 
         initial = walks_per_vertex  # made where they start (first_walkers)
     else:
         initial = StartSet(starts.astype(dtype), walks_per_vertex, total=len(starts))
-    blocks = output_blocks(num_walks, int(config.get("walks.block-size")), dtype)
+    blocks = output_blocks(num_walks, length + 1, int(config.get("walks.block-size")), dtype)
     run_id, partitions, stats = run_supersteps(g, spec, initial, num_walks=num_walks, progress=progress,
                                                blocks=blocks)
     stats = {"algorithm": algorithm, "walks": num_walks, "length": length, **stats}
-    return result_type(g.client, run_id, partitions, num_walks=num_walks, width=length + 1, blocks=blocks,
-                       id_map=g.id_map, stats=stats, **result_kwargs)
+    return result_type(g.client, run_id, partitions, blocks=blocks, id_map=g.id_map, stats=stats, **result_kwargs)
 
 
 def first_walkers(x, spec: StepSpec, lo: int, hi: int, n: int, initial: int | StartSet) -> dict:

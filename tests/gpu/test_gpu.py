@@ -469,7 +469,7 @@ def _device_bytes_in_use() -> int:
     return cupy.get_default_memory_pool().used_bytes()
 
 
-_BROKEN_IN = {"_owned": "_run", "_split": "_gather", "scatter": "_pieces"}  # what a superstep keeps of every
+_BROKEN_IN = {"_owned": "_run", "_split": "_gather", "owned_blocks": "_pieces"}  # what a superstep keeps of every
 # step; the pieces sent to the workers making their blocks as the run ends; the assembly
 
 
