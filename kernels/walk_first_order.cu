@@ -85,8 +85,10 @@ __device__ __forceinline__ unsigned long long gp_reserve(unsigned long long* cou
 // The same walk over a partition of a graph cut in several, with what the runtime does around it fused in: each
 // walker moves while it stays inside [lo, hi), for at most STAGE vertices written (then it stops where it is, to
 // go on in its own partition's next advance), its vertices kept in its own stage; then
-//  - its vertices go to `flat` at the range it reserves on counts[0]: walker i's piece is piece_len[i] vertices
-//    at piece_offset[i] (its walk_id and first step are the walker's own);
+//  - if this worker makes its walk's block (ranks > 0: block walk_id / block_rows, made by rank block % ranks),
+//    its vertices go straight to the walk's row of `rows` (this worker's blocks, one after another, width wide);
+//  - else they go to `flat` at the range it reserves on counts[0], as a piece at the slot it reserves on
+//    counts[3]: piece_walk_id, piece_start (its first step), piece_len vertices at piece_offset;
 //  - if it moves on (left the partition, or stopped at STAGE), it is written at the slot it reserves on counts[1]:
 //    walk_id, vertex, step, and source when keep_source;
 //  - the steps it took are added to counts[2] (once a thread).
@@ -100,7 +102,9 @@ __global__ void gp_walk_first_order_routed(const long long* __restrict__ indptr,
                                            long long num_vertices, unsigned long long key, int length, double alpha,
                                            int teleport, long long n, const long long* __restrict__ walk_id,
                                            const long long* __restrict__ source, const long long* __restrict__ vertex,
-                                           const int* __restrict__ step, int keep_source,
+                                           const int* __restrict__ step, int keep_source, IdT* __restrict__ rows,
+                                           long long block_rows, int ranks, int rank, int width,
+                                           long long* __restrict__ piece_walk_id, int* __restrict__ piece_start,
                                            int* __restrict__ piece_len, long long* __restrict__ piece_offset,
                                            IdT* __restrict__ flat, long long* __restrict__ mover_walk_id,
                                            long long* __restrict__ mover_source, long long* __restrict__ mover_vertex,
@@ -116,10 +120,20 @@ __global__ void gp_walk_first_order_routed(const long long* __restrict__ indptr,
                                           teleport, (unsigned long long)walk_id[i], source + i, v, s, stage, STAGE,
                                           moves);
         taken += (unsigned long long)(s - step[i]);
-        const unsigned long long at = gp_reserve(&counts[0], (unsigned)k);
-        piece_len[i] = k;
-        piece_offset[i] = (long long)at;
-        for (int j = 0; j < k; ++j) flat[at + j] = stage[j];
+        const long long w = walk_id[i];
+        const long long block = ranks > 0 ? w / block_rows : 0;
+        if (ranks > 0 && block % ranks == rank) {
+            IdT* row = rows + ((block / ranks) * block_rows + w % block_rows) * (long long)width + step[i];
+            for (int j = 0; j < k; ++j) row[j] = stage[j];
+        } else {
+            const unsigned long long at = gp_reserve(&counts[0], (unsigned)k);
+            const unsigned long long p = gp_reserve(&counts[3], 1u);
+            piece_walk_id[p] = w;
+            piece_start[p] = step[i];
+            piece_len[p] = k;
+            piece_offset[p] = (long long)at;
+            for (int j = 0; j < k; ++j) flat[at + j] = stage[j];
+        }
         if (moves) {
             const unsigned long long slot = gp_reserve(&counts[1], 1u);
             mover_walk_id[slot] = walk_id[i];

@@ -96,10 +96,13 @@ def run_and_kill(client, work, timeout: float = 120):
     return outcome, lost
 
 
-def routed_first_order(x, teleport: int, alpha: float, lo: int, hi: int, weighted: bool = False) -> dict:
+def routed_first_order(x, teleport: int, alpha: float, lo: int, hi: int, weighted: bool = False,
+                       ranks: int = 0) -> dict:
     """``gp_walk_first_order_routed`` (``x``: numpy for the CPU twin, cupy for CUDA) on 2,000 walkers of a random
-    graph of 300 vertices inside partition ``lo..hi-1``: its outputs on the host, each walker's piece by walker, the
-    movers sorted by walk id (their order follows the kernel's schedule), and the inputs."""
+    graph of 300 vertices inside partition ``lo..hi-1``, as the first of ``ranks`` workers making blocks of 10^5
+    walks (0: none, every walker writes a piece): its outputs on the host, each walker's vertices by walker (from
+    its row or its piece), whether it wrote to its row, the movers sorted by walk id (their order follows the
+    kernel's schedule), and the inputs."""
     import importlib
 
     from gpipe import _rng
@@ -115,17 +118,34 @@ def routed_first_order(x, teleport: int, alpha: float, lo: int, hi: int, weighte
                   walk_id=rng.permutation(10**6)[:n].astype(np.int64), vertex=rng.integers(lo, hi, n).astype(np.int64),
                   step=rng.integers(0, 40, n).astype(np.int32))
     inputs["source"] = inputs["vertex"][::-1].copy()
-    out = dict(piece_len=np.empty(n, np.int32), piece_offset=np.empty(n, np.int64),
-               flat=np.empty(n * first_order.STAGE, np.int32), mover_walk_id=np.empty(n, np.int64),
+    width, block_rows, stage = 41, 10**5, first_order.STAGE
+    owned = len(range(0, 10, ranks)) * block_rows if ranks else 0
+    out = dict(rows=np.full(max(1, owned * width), -1, np.int32), piece_walk_id=np.empty(n, np.int64),
+               piece_start=np.empty(n, np.int32), piece_len=np.empty(n, np.int32), piece_offset=np.empty(n, np.int64),
+               flat=np.empty(n * stage, np.int32), mover_walk_id=np.empty(n, np.int64),
                mover_source=np.empty(n, np.int64), mover_vertex=np.empty(n, np.int64),
-               mover_step=np.empty(n, np.int32), counts=np.zeros(3, np.uint64))
+               mover_step=np.empty(n, np.int32), counts=np.zeros(4, np.uint64))
     on = {k: x.asarray(v) for k, v in {**inputs, **out}.items()}
     first_order.ROUTED.launch(**on, weighted=int(weighted), lo=lo, hi=hi, num_vertices=n_v,
                               key=np.uint64(_rng.key(7)), length=40, alpha=alpha, teleport=teleport, n=n,
-                              keep_source=1)
+                              keep_source=1, block_rows=block_rows if ranks else 0, ranks=ranks, rank=0, width=width)
     got = {k: np.asarray(v.get() if hasattr(v, "get") else v) for k, v in on.items()}
-    moved = int(got["counts"][1])
+    moved, kept = int(got["counts"][1]), int(got["counts"][3])
     order = np.argsort(got["mover_walk_id"][:moved])
-    return {"inputs": inputs, "counts": got["counts"], "piece_len": got["piece_len"],
-            "pieces": [got["flat"][o:o + k] for o, k in zip(got["piece_offset"], got["piece_len"])],
+    piece = {int(w): (int(s), got["flat"][o:o + k]) for w, s, k, o in
+             zip(*(got[f"piece_{f}"][:kept] for f in ("walk_id", "start", "len", "offset")))}
+    walk_id, step = inputs["walk_id"], inputs["step"]
+    home = (walk_id // block_rows % ranks == 0) if ranks else np.zeros(n, bool)
+    vertices = []
+    for w, s, at_home in zip(walk_id.tolist(), step.tolist(), home):
+        if at_home:  # its row, from its first step to the first vertex not written (rows start at -1)
+            at = (w // block_rows // ranks * block_rows + w % block_rows) * width + s
+            written = got["rows"][at:at + min(stage, width - s)]
+            vertices.append(written[:np.flatnonzero(np.append(written, -1) < 0)[0]])
+        else:
+            assert piece[w][0] == s, "a piece starts at its walker's step"
+            vertices.append(piece[w][1])
+    assert len(piece) == kept == (~home).sum(), "one piece for each walker not at home, and no other"
+    return {"inputs": inputs, "counts": got["counts"], "piece_len": np.array([len(v) for v in vertices]),
+            "pieces": vertices, "home": home,
             "movers": {k: got[f"mover_{k}"][:moved][order] for k in ("walk_id", "source", "vertex", "step")}}

@@ -146,7 +146,8 @@ def _trace(dask_worker=None) -> None:
 
 
 def _traced(dask_worker=None) -> tuple[int, int, int]:
-    """Bytes allocated since ``_trace`` now and at most since the last look, and the runs' outputs here."""
+    """Bytes allocated since ``_trace`` now and at most since the last look, and the runs' outputs here (their pieces
+    and the rows their steps wrote to)."""
     import tracemalloc
 
     from gpipe.runtime._store import PLUGIN_NAME
@@ -155,7 +156,7 @@ def _traced(dask_worker=None) -> tuple[int, int, int]:
     tracemalloc.reset_peak()
     runs = dask_worker.plugins[PLUGIN_NAME].runs.values()
     pieces = sum(a.nbytes for r in runs for sets in r._pieces.values() for s in sets for a in s.values())
-    return now, peak, pieces
+    return now, peak, pieces + sum(r.rows.array.nbytes for r in runs if r.rows is not None)
 
 
 def test_a_partitioned_walks_outputs_are_what_they_count_and_their_assembly_little_more(killable_cluster):

@@ -91,13 +91,16 @@ def test_walks_do_not_depend_on_worker_count(cpu_cluster, one_worker_cluster):
     np.testing.assert_array_equal(out[0][1], out[1][1])
 
 
-def _blocks_held(run_id: str, block_rows: int, dask_worker=None) -> list[int]:
-    """The output blocks of the walks whose pieces a run left on this worker (``client.run``)."""
+def _blocks_held(run_id: str, block_rows: int, dask_worker=None) -> tuple[list[int], list[int]]:
+    """The output blocks of the walks whose pieces a run left on this worker, and those of the rows its steps wrote
+    to (``client.run``)."""
     from gpipe.runtime._store import PLUGIN_NAME
 
     run = dask_worker.plugins[PLUGIN_NAME].find(run_id)
     parts = [] if run is None else sorted(run._pieces)
-    return sorted({int(b) for p in parts for s in run.pieces(p) for b in np.unique(s["walk_id"] // block_rows)})
+    pieces = {int(b) for p in parts for s in run.pieces(p) for b in np.unique(s["walk_id"] // block_rows)}
+    rows = [] if run is None or run.rows is None else sorted(run.rows.by_block())
+    return sorted(pieces), rows
 
 
 def _gather_room(room: int) -> int:
@@ -109,7 +112,8 @@ def _gather_room(room: int) -> int:
 
 def test_a_partitioned_walk_ends_with_each_blocks_pieces_on_the_worker_making_it(cpu, one_worker_cluster):
     """Gathering (``_gather``) in many rounds (a batch per piece set): every piece of block ``b`` is on the
-    ``b % 2``-th worker before assembly, which makes its blocks there; the walks equal one worker's."""
+    ``b % 2``-th worker before assembly, with the rows its steps wrote to there, and it makes its blocks there;
+    the walks equal one worker's."""
     with one_worker_cluster.as_current(), dask.config.set({"gpipe.walks.block-size": 37}):
         g = gpipe.generators.rmat(scale=9, edge_factor=4, seed=2, partitions=3)
         alone = gpipe.walks.deepwalk(g, length=20, walks_per_vertex=2, seed=5)
@@ -124,9 +128,10 @@ def test_a_partitioned_walk_ends_with_each_blocks_pieces_on_the_worker_making_it
         cpu.run(_gather_room, next(iter(room.values())))
     assert w.stats["gathered"] and w.stats["gathered_bytes"] > 0 and w.stats["gather_seconds"] > 0
     held = cpu.run(_blocks_held, w._run_id, 37)
-    assert all(held[worker] and all(b % 2 == r for b in held[worker])
-               for r, worker in enumerate(sorted(set(g.placement))))
-    assert sorted(b for blocks in held.values() for b in blocks) == list(range(-(-len(w) // 37)))
+    blocks = list(range(-(-len(w) // 37)))
+    for r, worker in enumerate(sorted(set(g.placement))):  # the pieces that came, and the rows written to here
+        pieces, rows = held[worker]
+        assert pieces and set(pieces) <= set(rows) and rows == blocks[r::2]
     np.testing.assert_array_equal(w.compute(), alone)
 
 
@@ -488,7 +493,7 @@ def test_pieces_grouped_by_block_in_batches_are_the_blocks_of_all_pieces_at_once
         for rank in range(ranks):
             mine = [{k: v[p["walk_id"] // block_rows % ranks == rank] if k != "flat" else v for k, v in p.items()}
                     for p in piece_sets]
-            owned = _pieces.owned_blocks(lambda nbytes: np, mine, layout_of, ranks, rank)
+            owned = _pieces.owned_blocks(_pieces.OwnedRows.made(lambda nbytes: np, layout_of, ranks, rank), mine)
             assert mine == [] and sorted(owned) == list(range(rank, n_blocks, ranks))
             for b, block in owned.items():
                 np.testing.assert_array_equal(block, expected[b])
@@ -563,14 +568,16 @@ def test_borrowed_lists_are_fetched_once_a_run_and_kept_by_id(monkeypatch):
 @pytest.mark.parametrize("teleport, alpha, weighted", [(0, 0.0, False), (0, 0.0, True), (1, 0.2, False),
                                                        (2, 0.3, False)])
 @pytest.mark.parametrize("lo, hi", [(100, 200), (5, 300)])  # a third of the graph; most of it (walkers stop at STAGE)
-def test_the_routed_first_order_advance_is_the_plain_one_cut_at_the_stage(teleport, alpha, weighted, lo, hi):
-    """The fused advance of a partition of several writes each walker's piece and the walkers that move on: the
-    plain advance's piece cut at STAGE vertices, and the walkers that left or stopped there, where they are."""
+@pytest.mark.parametrize("ranks", [0, 3])  # every walker writes a piece; those of 4 blocks in 10 write to rows
+def test_the_routed_first_order_advance_is_the_plain_one_cut_at_the_stage(teleport, alpha, weighted, lo, hi, ranks):
+    """The fused advance of a partition of several writes each walker's vertices (to its walk's row on the worker
+    making its block, else as a piece) and the walkers that move on: the plain advance's piece cut at STAGE
+    vertices, and the walkers that left or stopped there, where they are."""
     import importlib
 
     first_order = importlib.import_module("gpipe.walks._first_order")
     stage = first_order.STAGE
-    routed = routed_first_order(np, teleport, alpha, lo, hi, weighted)
+    routed = routed_first_order(np, teleport, alpha, lo, hi, weighted, ranks)
     inputs = routed["inputs"]
     n, width = len(inputs["walk_id"]), 41
     plain = dict(flat=np.full(n * width, -1, np.int32), piece_len=np.empty(n, np.int32),
@@ -591,8 +598,9 @@ def test_the_routed_first_order_advance_is_the_plain_one_cut_at_the_stage(telepo
     for name, values in expected.items():
         np.testing.assert_array_equal(routed["movers"][name], values[moving][order], err_msg=name)
     taken = np.where(stopped, stage, plain["out_step"] - inputs["step"])
-    assert routed["counts"].tolist() == [routed["piece_len"].sum(), moving.sum(), taken.sum()]
-    assert moving.any() and (lo > 50 or stopped.any())
+    away = ~routed["home"]
+    assert routed["counts"].tolist() == [routed["piece_len"][away].sum(), moving.sum(), taken.sum(), away.sum()]
+    assert moving.any() and (lo > 50 or stopped.any()) and (ranks == 0 or 0 < away.sum() < n)
 
 
 def _hold_communicator(key: str, dask_worker=None) -> None:

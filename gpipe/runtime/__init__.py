@@ -23,13 +23,12 @@ from ._spec import OutputBlocks, StartSet, StepSpec
 from ._store import call_peer, drop_graph, drop_run, store
 from ._watch import WATCH_SECONDS, call_workers, check_held, gather_pinned, wait_pinned
 
-__all__ = ["WATCH_SECONDS", "HeldResult", "OutputBlocks", "Run", "Session", "StartSet", "StepSpec", "anywhere", "assemble_blocks",
-           "attach", "call_peer", "call_workers", "check_held", "check_memory", "current",
+__all__ = ["WATCH_SECONDS", "HeldResult", "OutputBlocks", "Run", "Session", "StartSet", "StepSpec", "anywhere",
+           "assemble_blocks", "attach", "call_peer", "call_workers", "check_held", "check_memory", "current",
            "drop_graph", "drop_run", "end_graph", "end_graph_later", "end_here", "end_later", "end_run", "failing",
            "fetch_partitions", "gather_pinned", "gathered", "graph_array", "held_partition", "holder_workers",
            "holds_partition", "id_dtype", "in_each_worker", "in_worker", "keep_arrays", "keep_partition",
            "neighbor_lists", "on_each", "on_every_worker", "on_holders", "on_partitions", "on_worker", "output_blocks",
-           "output_totals",
-           "partition", "placed", "replica", "run_going", "run_later", "run_outputs", "run_state", "run_supersteps",
-           "spread", "step_kernel", "store", "wait_pinned", "worker_address", "worker_device", "worker_memory",
-           "worker_xp", "workers_info"]
+           "output_totals", "partition", "placed", "replica", "run_going", "run_later", "run_outputs", "run_state",
+           "run_supersteps", "spread", "step_kernel", "store", "wait_pinned", "worker_address", "worker_device",
+           "worker_memory", "worker_xp", "workers_info"]

@@ -146,6 +146,8 @@ def run_partitions(spec: RunSpec, initial: dict, counts: np.ndarray) -> dict:
     workers = sorted(set(placement))
     memory = _Peaks(st.device)
     with st.run(spec.run_id).loop() as run, _exchange_of(spec, run, workers) as exchange:
+        if spec.step.rows and spec.blocks is not None and len(placement) > 1:
+            _keep_rows(spec, run, len(workers), workers.index(me))
         superstep = steps = spilled = batches = 0
         seconds, ran = [], set()
         exchanging = 0.0
@@ -186,6 +188,19 @@ def run_partitions(spec: RunSpec, initial: dict, counts: np.ndarray) -> dict:
     return {"steps": int(steps), "seconds": seconds, "spilled": spilled, "batches": batches, "sent_bytes": sent_bytes,
             "exchange_seconds": exchanging, "ran": sorted(ran), "outputs": _summaries(spec, ran),
             "gathered": gathered, **memory.peaks()}
+
+
+def _keep_rows(spec: RunSpec, run: Run, ranks: int, rank: int) -> None:
+    """The rows of this worker's blocks for its steps to write to (``StepSpec.rows``), if it makes any and they fit
+    on its device now (see ``Outputs.blocks_module``); else its steps write pieces alone."""
+    st, x = store(), worker_xp()
+
+    def where(nbytes: int):
+        return x if nbytes and st.outputs.blocks_module([], spec.output_limit, nbytes) is x else None
+
+    rows = _pieces.OwnedRows.made(where, spec.blocks, ranks, rank)
+    if rows is not None:
+        run.keep_rows(rows)
 
 
 @contextlib.contextmanager
@@ -430,15 +445,18 @@ def assemble(run_id: str, partitions: dict[int, str], blocks: OutputBlocks, limi
 def assemble_owned(run_id: str, held: int, blocks: OutputBlocks, ranks: int, rank: int, limit, *, part: int,
                    superstep=None):
     """Block ``part`` of the result of a run that gathered each block's pieces on the worker making it (``_gather``;
-    ``rank`` of ``ranks``), kept with partition ``held``: the first call makes every block of this worker from
-    them at once (``_pieces.owned_blocks``, where ``Outputs.blocks_module`` says), later calls take theirs."""
+    ``rank`` of ``ranks``), kept with partition ``held``: the first call makes every block of this worker at once
+    (``_pieces.owned_blocks``), in the rows its steps wrote to or new ones (where ``Outputs.blocks_module``
+    says), later calls take theirs."""
     st = store()
 
-    def made(piece_sets: list) -> dict:
-        return _pieces.owned_blocks(functools.partial(st.outputs.blocks_module, piece_sets, limit), piece_sets,
-                                    blocks, ranks, rank)
+    def made(piece_sets: list, rows: _pieces.OwnedRows | None) -> dict:
+        if rows is None:  # the run's steps wrote pieces alone
+            rows = _pieces.OwnedRows.made(functools.partial(st.outputs.blocks_module, piece_sets, limit), blocks,
+                                          ranks, rank)
+        return _pieces.owned_blocks(rows, piece_sets)
 
-    return st.outputs.take_group(run_id, held, part, made)
+    return st.outputs.take_group(run_id, held, part, made, rows=True)
 
 
 def _summaries(spec: RunSpec, parts) -> dict | None:

@@ -85,11 +85,13 @@ class Outputs:
         run = self._store.find(run_id)
         return [] if run is None else run.pieces(part)
 
-    def take_group(self, run_id: str, part: int, key, group) -> object:
+    def take_group(self, run_id: str, part: int, key, group, rows: bool = False) -> object:
         """Group ``key`` of what a run output on partition ``part`` (see ``Run.take_group``; from no pieces if the
         run left none here)."""
         run = self._store.find(run_id)
-        return group([])[key] if run is None else run.take_group(part, key, group)
+        if run is None:
+            return (group([], None) if rows else group([]))[key]
+        return run.take_group(part, key, group, rows)
 
     def gather_group(self, run_id: str, key, partitions: dict[int, str], group) -> list:
         """Every partition's group ``key`` of a run's outputs, in the order of ``partitions``: taken here, or

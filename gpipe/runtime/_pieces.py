@@ -2,8 +2,9 @@
 
 A piece set is a dict of arrays ``walk_id`` (int64), ``start`` (int32, the step
 of the piece's first vertex), ``length`` (int32), ``offset`` (int64) and a
-``flat`` vertex buffer. Step kernels write pieces; the assemble tasks scatter
-them into blocks of the ``(walks, length + 1)`` result. CUDA: ``kernels/pieces.cu``.
+``flat`` vertex buffer. Step kernels write pieces, or a walk's vertices straight to the rows of the worker
+making its block (:class:`OwnedRows`); the assemble tasks scatter the pieces into blocks of the
+``(walks, length + 1)`` result. CUDA: ``kernels/pieces.cu``.
 """
 
 from __future__ import annotations
@@ -135,28 +136,55 @@ def _cut_in_order(piece_sets: list[dict], blocks: list, n_blocks: int, dtype) ->
     return {b: compact(concat(np, cut.pop(b), dtype)) for b in range(n_blocks)}
 
 
-def owned_blocks(where, piece_sets: list[dict], blocks, ranks: int, rank: int) -> dict:
-    """The blocks ``b`` with ``b % ranks == rank`` of a walk-shaped output, made at once from ``piece_sets`` (emptied
-    as it goes; every piece of those blocks and no other): ``b -> (rows, width)`` array of dense ids, -1 where
-    nothing was written, each a view into one buffer, on the device of array module ``where(its bytes)``.
+class OwnedRows:
+    """The rows of the output blocks one worker makes (blocks ``b`` with ``b % ranks == rank``; see ``_gather``) in
+    one buffer, -1 where nothing was written: its ``j``-th block at rows ``j * blocks.rows`` onwards.
 
-    Each set is scattered once, every piece straight to its row: no sort by block and no per-block copies, which
-    took 0.74-0.94 s of 1.15-1.34 s to make a 2-partition R-MAT 23 walk's blocks on one H200.
+    A partitioned walk run's step kernels may write a walk's vertices straight to its row while its walker is on
+    the worker making its block (``row``), and pieces for the others; what arrives in pieces is scattered in
+    (:meth:`scatter`), each piece straight to its row (no sort by block, no per-block copies: making a
+    2-partition R-MAT 23 walk's blocks so on one H200 took 0.34 s where grouping them took 1.15-1.34 s).
     """
-    owned = range(rank, blocks.count, ranks)
-    rows, width = sum(min(blocks.rows, blocks.walks - b * blocks.rows) for b in owned), blocks.width
-    x = where(rows * width * np.dtype(blocks.dtype).itemsize)
-    device = device_of(x.empty(0))
-    out = x.full((rows, width), -1, dtype=blocks.dtype)
-    while piece_sets:
-        pieces = {k: to_device(v, device) for k, v in piece_sets.pop().items()}
-        walk_id = pieces["walk_id"]
-        row = walk_id // blocks.rows // ranks * blocks.rows + walk_id % blocks.rows  # its row in ``out``
-        SCATTER_PIECES.launch(n=walk_id.shape[0], walk_id=row, start=pieces["start"], length=pieces["length"],
-                              offset=pieces["offset"], flat=pieces["flat"].astype(blocks.dtype, copy=False), base=0,
-                              width=width, out=out.reshape(-1))
-        del pieces, walk_id, row
-    return {b: out[j * blocks.rows:(j + 1) * blocks.rows] for j, b in enumerate(owned)}
+
+    def __init__(self, array, blocks, ranks: int, rank: int):
+        self.array, self.blocks, self.ranks, self.rank = array, blocks, ranks, rank
+
+    @classmethod
+    def made(cls, where, blocks, ranks: int, rank: int) -> OwnedRows | None:
+        """Rows of -1 for the blocks of ``rank`` of ``ranks``, on the device of array module ``where(their
+        bytes)``; None where it says None."""
+        count = sum(min(blocks.rows, blocks.walks - b * blocks.rows) for b in range(rank, blocks.count, ranks))
+        x = where(count * blocks.width * np.dtype(blocks.dtype).itemsize)
+        return None if x is None else cls(x.full((count, blocks.width), -1, dtype=blocks.dtype), blocks, ranks, rank)
+
+    def row(self, walk_id):
+        """The row of each walk of ``walk_id`` (of this worker's blocks)."""
+        rows = self.blocks.rows
+        return walk_id // rows // self.ranks * rows + walk_id % rows
+
+    def scatter(self, piece_sets: list[dict]) -> None:
+        """Every piece of ``piece_sets`` (emptied as it goes; all of this worker's blocks) written to its row."""
+        device = device_of(self.array)
+        while piece_sets:
+            pieces = {k: to_device(v, device) for k, v in piece_sets.pop().items()}
+            SCATTER_PIECES.launch(n=pieces["walk_id"].shape[0], walk_id=self.row(pieces["walk_id"]),
+                                  start=pieces["start"], length=pieces["length"], offset=pieces["offset"],
+                                  flat=pieces["flat"].astype(self.blocks.dtype, copy=False), base=0,
+                                  width=self.blocks.width, out=self.array.reshape(-1))
+            del pieces
+
+    def by_block(self) -> dict:
+        """``b -> (rows, width)`` view of each block of this worker."""
+        rows = self.blocks.rows
+        return {b: self.array[j * rows:(j + 1) * rows]
+                for j, b in enumerate(range(self.rank, self.blocks.count, self.ranks))}
+
+
+def owned_blocks(rows: OwnedRows, piece_sets: list[dict]) -> dict:
+    """The blocks of ``rows`` (``b -> view``) once every piece of ``piece_sets`` is written there (the sets
+    emptied): a gathered run's assembly."""
+    rows.scatter(piece_sets)
+    return rows.by_block()
 
 
 def scatter(x, pieces: dict, base: int, rows: int, width: int, dtype):

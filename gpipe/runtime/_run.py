@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
-from ..backend import to_host, xp
+from ..backend import device_of, to_host, xp
 from ..errors import GpipeError
 from . import _pieces
 
@@ -49,6 +49,7 @@ class Run:
         self._mail: dict[int, dict[int, tuple]] = defaultdict(dict)  # superstep -> rank -> (header, payload)
         self._pieces: dict[int, list] = defaultdict(list)  # part -> what the step output there, oldest first
         self._blocks: dict[int, dict] = {}  # part -> output block (or group) -> its piece sets
+        self.rows = None  # the rows of the output blocks this worker makes, where its steps write (OwnedRows)
         self._held = 0  # bytes of the pieces not spilled (on the device of a GPU worker)
         self._state = None  # the family's own (one object of its state type, e.g. the sampler's visited sets)
         self.looping = False  # whether the run's superstep loop runs here
@@ -92,6 +93,7 @@ class Run:
         self._mail.clear()
         self._blocks.clear()
         self._pieces.clear()
+        self.rows = None
         self._held = 0
         self._state = None
         self._heard.notify_all()
@@ -99,7 +101,7 @@ class Run:
 
     def _leave_if_drained(self) -> None:
         """Leave the registry once the loop has ended here and every output was taken (under the lock)."""
-        if not (self.looping or self._pieces or self._blocks):
+        if not (self.looping or self._pieces or self._blocks or self.rows is not None):
             self.store.unregister(self)
 
     def state(self, kind: type):
@@ -229,6 +231,14 @@ class Run:
         with self._lock:
             return self._taken([s for part in sorted(self._pieces) for s in self._pieces.pop(part)])
 
+    def keep_rows(self, rows) -> None:
+        """Keep ``rows`` (``OwnedRows``) for this worker's blocks: the run's steps may write there, its assembly
+        makes the blocks from them; counted among the outputs on the device if they are there."""
+        with self._lock:
+            self.rows = rows
+            if device_of(rows.array) == "gpu":
+                self._held += rows.array.nbytes
+
     def keep_with(self, part: int) -> dict:
         """Every piece set here kept with partition ``part`` (a run on one worker gathers its pieces so: nothing
         moves); what ``_gather.gather`` returns."""
@@ -253,13 +263,21 @@ class Run:
 
         return self.take_group(part, block, by_block)
 
-    def take_group(self, part: int, key, group: Callable[[list], dict]):
+    def take_group(self, part: int, key, group: Callable[..., dict], rows: bool = False):
         """Group ``key`` of partition ``part``'s outputs: on the first call every piece set there is taken and
-        split by ``group`` (piece sets -> every group by key), later calls take the other groups."""
+        split by ``group`` (piece sets -> every group by key; with ``rows``, ``group(piece sets, the rows kept
+        or None)``, the rows taken too), later calls take the other groups."""
         with self._lock:
             groups = self._blocks.get(part)
             if groups is None:
-                groups = self._blocks[part] = group(self._taken(self._pieces.pop(part, [])))
+                sets = self._taken(self._pieces.pop(part, []))
+                if rows:
+                    kept, self.rows = self.rows, None
+                    if kept is not None and device_of(kept.array) == "gpu":
+                        self._held -= kept.array.nbytes
+                    groups = self._blocks[part] = group(sets, kept)
+                else:
+                    groups = self._blocks[part] = group(sets)
             taken = groups.pop(key)
             if not groups:
                 del self._blocks[part]

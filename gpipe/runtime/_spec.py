@@ -35,6 +35,8 @@ class StepSpec:
     room: int | None = None  # the most steps a walker takes in one advance (None: all it has left)
     order_free: bool = False  # no walker depends on another: one may go on across partitions within a superstep
     start: Callable | None = None  # start(x, spec, lo, hi, n, initial): the first walkers of lo..hi-1 (of n)
+    rows: bool = False  # on a graph of several partitions, the step writes a walk's vertices straight to the rows
+    # of the worker making its block while its walker is there (``Run.rows``), pieces only for the others
 
 
 @dataclass(frozen=True)

@@ -37,14 +37,15 @@ STAGE = 16  # the most vertices a walker writes in one routed advance (kernels/w
 def advance_first_order(part, walkers: dict, spec: StepSpec, run: Run):
     """Move every walker while it stays inside ``part``: teleport with probability ``alpha``, else to a neighbor.
 
-    On a partition of a graph cut in several, the kernel also lays out the pieces and the walkers that move on
-    (:func:`_advance_routed`): at two partitions or more about every other step leaves, and that bookkeeping,
-    not the steps, was most of an advance.
+    On a partition of a graph cut in several, the kernel also writes each walk's vertices to its row on the worker
+    making its block, or lays them out as pieces, and the walkers that move on (:func:`_advance_routed`): at two
+    partitions or more about every other step leaves, and that bookkeeping, not the steps, was most of an
+    advance.
     """
     walk: FirstOrder = spec.params
     if part.lo == 0 and part.hi == walk.num_vertices:
         return _advance_whole(part, walkers, spec, run)
-    return _advance_routed(part, walkers, spec)
+    return _advance_routed(part, walkers, spec, run)
 
 
 def _graph_args(x, part, spec: StepSpec) -> dict:
@@ -65,26 +66,33 @@ def _advance_whole(x, part, walkers: dict, spec: StepSpec, out: dict, run: Run) 
                    piece_len=out["length"], out_vertex=out["vertex"], out_step=out["step"], moved=out["moved"])
 
 
-def _advance_routed(part, walkers: dict, spec: StepSpec):
+def _advance_routed(part, walkers: dict, spec: StepSpec, run: Run):
     """The walk on one partition of several, as a runtime step (pieces, movers, steps): one kernel writes the
-    pieces over a flat buffer with no gaps and the walkers that move on, packed; one copy of two counts comes to
-    the host. (A walker writing :data:`STAGE` vertices stops, and goes on in its partition's next advance.)"""
+    vertices of the walks whose blocks this worker makes straight to their rows (``run.rows``, where the run
+    keeps them), the others' as pieces over a flat buffer with no gaps, and the walkers that move on, packed; one
+    copy of three counts comes to the host. (A walker writing :data:`STAGE` vertices stops, and goes on in its
+    partition's next advance.)"""
     x = worker_xp()
     n = walkers["walk_id"].shape[0]
     keep_source = "source" in walkers
     movers = {k: x.empty_like(v) for k, v in walkers.items()}
-    pieces = {"walk_id": walkers["walk_id"], "start": walkers["step"], "length": x.empty(n, x.int32),
+    pieces = {"walk_id": x.empty(n, x.int64), "start": x.empty(n, x.int32), "length": x.empty(n, x.int32),
               "offset": x.empty(n, x.int64)}
     flat = x.empty(n * STAGE, part.indices.dtype)
-    counts = x.zeros(3, x.uint64)
-    ROUTED.launch(**_graph_args(x, part, spec), n=n, walk_id=walkers["walk_id"],
+    counts = x.zeros(4, x.uint64)
+    rows = run.rows
+    home = (dict(rows=x.empty(1, flat.dtype), block_rows=0, ranks=0, rank=0) if rows is None else
+            dict(rows=rows.array.reshape(-1), block_rows=rows.blocks.rows, ranks=rows.ranks, rank=rows.rank))
+    ROUTED.launch(**_graph_args(x, part, spec), **home, n=n, walk_id=walkers["walk_id"],
                   source=walkers.get("source", walkers["vertex"]), vertex=walkers["vertex"], step=walkers["step"],
-                  keep_source=int(keep_source), piece_len=pieces["length"], piece_offset=pieces["offset"], flat=flat,
+                  keep_source=int(keep_source), width=spec.length + 1, piece_walk_id=pieces["walk_id"],
+                  piece_start=pieces["start"], piece_len=pieces["length"], piece_offset=pieces["offset"], flat=flat,
                   mover_walk_id=movers["walk_id"], mover_source=movers.get("source", movers["walk_id"]),
                   mover_vertex=movers["vertex"], mover_step=movers["step"], counts=counts)
-    used, moved = (int(c) for c in to_host(counts[:2]))
+    used, moved, _, kept = (int(c) for c in to_host(counts))
+    pieces = {k: v[:kept] for k, v in pieces.items()}
     pieces["flat"] = flat[:used].copy()  # the scratch goes; the pieces stay until the run's outputs are assembled
-    steps = counts[2:].astype(x.int64).sum()  # on the device: summed once the run ends
+    steps = counts[2:3].astype(x.int64).sum()  # on the device: summed once the run ends
     return pieces, {k: v[:moved] for k, v in movers.items()}, steps
 
 
@@ -140,24 +148,41 @@ def _advance_cpu(indptr, indices, cdf, weighted, lo, hi, num_vertices, key, leng
 
 @cpu_kernel(parallel=True)
 def _advance_routed_cpu(indptr, indices, cdf, weighted, lo, hi, num_vertices, key, length, alpha, teleport, n,
-                        walk_id, source, vertex, step, keep_source, piece_len, piece_offset, flat, mover_walk_id,
-                        mover_source, mover_vertex, mover_step, counts):
+                        walk_id, source, vertex, step, keep_source, rows, block_rows, ranks, rank, width,
+                        piece_walk_id, piece_start, piece_len, piece_offset, flat, mover_walk_id, mover_source,
+                        mover_vertex, mover_step, counts):
     stage = np.empty(n * STAGE, flat.dtype)
+    written = np.empty(n, np.int32)
     at_vertex = np.empty(n, np.int64)
     at_step = np.empty(n, np.int32)
     moves = np.zeros(n, np.bool_)
+    home = np.zeros(n, np.bool_)
     for i in prange(n):
         k, v, s, left = _walk_one(indptr, indices, cdf, weighted, lo, hi, num_vertices, key, length, alpha,
                                   teleport, walk_id[i], source[i], vertex[i], step[i], stage, i * STAGE, STAGE)
-        piece_len[i] = k
+        written[i] = k
         at_vertex[i] = v
         at_step[i] = s
         moves[i] = left
-    used, moved, steps = np.int64(counts[0]), np.int64(counts[1]), np.int64(counts[2])
+        if ranks > 0:
+            block = walk_id[i] // block_rows
+            if block % ranks == rank:
+                home[i] = True
+                row = ((block // ranks) * block_rows + walk_id[i] % block_rows) * width + step[i]
+                for j in range(k):
+                    rows[row + j] = stage[i * STAGE + j]
+    used, moved, steps, pieces = np.int64(counts[0]), np.int64(counts[1]), np.int64(counts[2]), np.int64(counts[3])
+    at = np.empty(n, np.int64)
     for i in range(n):  # in walker order (the kernel's in the order its reservations land)
-        piece_offset[i] = used
-        used += piece_len[i]
         steps += at_step[i] - step[i]
+        if not home[i]:
+            at[i] = used
+            piece_walk_id[pieces] = walk_id[i]
+            piece_start[pieces] = step[i]
+            piece_len[pieces] = written[i]
+            piece_offset[pieces] = used
+            used += written[i]
+            pieces += 1
         if moves[i]:
             mover_walk_id[moved] = walk_id[i]
             mover_vertex[moved] = at_vertex[i]
@@ -166,9 +191,10 @@ def _advance_routed_cpu(indptr, indices, cdf, weighted, lo, hi, num_vertices, ke
                 mover_source[moved] = source[i]
             moved += 1
     for i in prange(n):
-        for j in range(piece_len[i]):
-            flat[piece_offset[i] + j] = stage[i * STAGE + j]
-    counts[0], counts[1], counts[2] = used, moved, steps
+        if not home[i]:
+            for j in range(written[i]):
+                flat[at[i] + j] = stage[i * STAGE + j]
+    counts[0], counts[1], counts[2], counts[3] = used, moved, steps, pieces
 
 
 _DEFINES = {**{f"TELEPORT_{k.upper()}": v for k, v in TELEPORT.items()}, "STAGE": STAGE}
@@ -182,8 +208,11 @@ ADVANCE = Kernel("walk_first_order.cu", "gp_walk_first_order", twin=_advance_cpu
     Arg("out_vertex", "i64[n]", out=True), Arg("out_step", "i32[n]", out=True), Arg("moved", "i8[n]", out=True)))
 ROUTED = Kernel("walk_first_order.cu", "gp_walk_first_order_routed", twin=_advance_routed_cpu, items="n",
                 queued=True, defines=_DEFINES, args=_GRAPH_ARGS + (
-    Arg("keep_source", "i32"), Arg("piece_len", "i32[n]", out=True), Arg("piece_offset", "i64[n]", out=True),
+    Arg("keep_source", "i32"), Arg("rows", "IdT[]", out=True, note="written when ranks > 0"),
+    Arg("block_rows", "i64"), Arg("ranks", "i32"), Arg("rank", "i32"), Arg("width", "i32"),
+    Arg("piece_walk_id", "i64[n]", out=True), Arg("piece_start", "i32[n]", out=True),
+    Arg("piece_len", "i32[n]", out=True), Arg("piece_offset", "i64[n]", out=True),
     Arg("flat", "IdT[n*STAGE]", out=True), Arg("mover_walk_id", "i64[n]", out=True),
     Arg("mover_source", "i64[n]", out=True, note="written when keep_source"),
     Arg("mover_vertex", "i64[n]", out=True), Arg("mover_step", "i32[n]", out=True),
-    Arg("counts", "u64[3]", out=True, note="added to: vertices in flat, movers, steps")))
+    Arg("counts", "u64[4]", out=True, note="added to: vertices in flat, movers, steps, pieces")))

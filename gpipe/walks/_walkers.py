@@ -17,10 +17,11 @@ from ..runtime import StartSet, StepSpec, check_memory, output_blocks, run_super
 from ._result import WalkResult
 
 
-def walk_spec(step: Callable, seed: int, length: int, walk, fields: tuple = ()) -> StepSpec:
-    """A walk's spec: walks of ``length`` steps, whose paths depend on no other walker's (order-free)."""
+def walk_spec(step: Callable, seed: int, length: int, walk, fields: tuple = (), rows: bool = False) -> StepSpec:
+    """A walk's spec: walks of ``length`` steps, whose paths depend on no other walker's (order-free); ``rows``:
+    its step writes straight to its worker's rows (``StepSpec.rows``)."""
     return StepSpec(step, np.uint64(_rng.key(seed)), walk, fields, length=length, order_free=True,
-                    start=first_walkers)
+                    start=first_walkers, rows=rows)
 
 
 def run_walks(g, algorithm: str, spec: StepSpec, walks_per_vertex: int, starts: np.ndarray | None,
