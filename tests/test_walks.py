@@ -118,7 +118,14 @@ def test_a_partitioned_walk_ends_with_each_blocks_pieces_on_the_worker_making_it
         g = gpipe.generators.rmat(scale=9, edge_factor=4, seed=2, partitions=3)
         alone = gpipe.walks.deepwalk(g, length=20, walks_per_vertex=2, seed=5)
         assert alone.stats["gathered"] and alone.stats["gathered_bytes"] == 0  # on one worker, nothing moves
+        blocks = list(range(-(-len(alone) // 37)))
+        assert list(one_worker_cluster.run(_blocks_held, alone._run_id, 37).values()) == [([], blocks)]  # rows alone
         alone = alone.compute()
+        whole = gpipe.walks.deepwalk(gpipe.generators.rmat(scale=9, edge_factor=4, seed=2, mode="replicated"),
+                                     length=20, walks_per_vertex=2, seed=5)  # one replica: its rows, in place
+        assert whole.stats["mode"] == "replicated" and whole.stats["gathered"]
+        assert list(one_worker_cluster.run(_blocks_held, whole._run_id, 37).values()) == [([], blocks)]
+        np.testing.assert_array_equal(whole.compute(), alone)
     room = cpu.run(_gather_room, 1 << 62)
     try:
         with dask.config.set({"gpipe.walks.block-size": 37}):
@@ -128,7 +135,6 @@ def test_a_partitioned_walk_ends_with_each_blocks_pieces_on_the_worker_making_it
         cpu.run(_gather_room, next(iter(room.values())))
     assert w.stats["gathered"] and w.stats["gathered_bytes"] > 0 and w.stats["gather_seconds"] > 0
     held = cpu.run(_blocks_held, w._run_id, 37)
-    blocks = list(range(-(-len(w) // 37)))
     for r, worker in enumerate(sorted(set(g.placement))):  # the pieces that came, and the rows written to here
         pieces, rows = held[worker]
         assert pieces and set(pieces) <= set(rows) and rows == blocks[r::2]

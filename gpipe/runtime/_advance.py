@@ -79,6 +79,10 @@ def step_kernel(fill=None, *, writes: tuple[str, ...] | None = None):
     ``@step_kernel(writes=fields)``: the kernel writes those fields for every
     walker, so ``out`` has room for them alone (no copy), the others leave as
     they came. The steps taken are counted on the device (no wait for it here).
+    Where the run keeps the rows of every walk's block here (``Run.rows`` of
+    its only worker), ``out['flat']`` is those rows and each walker's room its
+    walk's row from its step on: the kernel writes the output in place, and
+    the step leaves no pieces.
     """
     if fill is None:
         return functools.partial(step_kernel, writes=writes)
@@ -87,16 +91,24 @@ def step_kernel(fill=None, *, writes: tuple[str, ...] | None = None):
     def advance(part, walkers: dict, spec: StepSpec, run: Run):
         x = worker_xp()
         n = walkers["walk_id"].shape[0]
-        offset, total = _pieces.regions(x, walkers["step"], spec.length, spec.room)
+        rows = run.rows  # in place where every walk's row is here, of the ids the kernel writes
+        if rows is not None and (rows.ranks != 1 or rows.array.dtype != part.indices.dtype):
+            rows = None
+        if rows is None:
+            offset, total = _pieces.regions(x, walkers["step"], spec.length, spec.room)
+            flat = x.empty(total, part.indices.dtype)
+        else:  # every walk's row is here: written in place
+            offset = rows.row(walkers["walk_id"]) * rows.blocks.width + walkers["step"]
+            flat = rows.array.reshape(-1)
         if writes is None:
             out = {k: v.copy() for k, v in walkers.items()}
         else:
             out = {k: x.empty_like(walkers[k]) for k in writes}
-        out.update(offset=offset, flat=x.empty(total, part.indices.dtype), length=x.empty(n, x.int32),
-                   moved=x.empty(n, x.int8))
+        out.update(offset=offset, flat=flat, length=x.empty(n, x.int32), moved=x.empty(n, x.int8))
         fill(x, part, walkers, spec, out, run)
-        pieces = _pieces.compact({"walk_id": walkers["walk_id"], "start": walkers["step"], "length": out["length"],
-                                  "offset": offset, "flat": out["flat"]})
+        pieces = None if rows is not None else _pieces.compact(
+            {"walk_id": walkers["walk_id"], "start": walkers["step"], "length": out["length"], "offset": offset,
+             "flat": flat})
         steps = (out["step"] - walkers["step"]).sum(dtype=x.int64)  # on the device: summed once the run ends
         moved = x.flatnonzero(out["moved"])  # one count to the host, not one a field
         changed = {k: out.get(k, walkers[k]) for k in walkers}
@@ -146,7 +158,7 @@ def run_partitions(spec: RunSpec, initial: dict, counts: np.ndarray) -> dict:
     workers = sorted(set(placement))
     memory = _Peaks(st.device)
     with st.run(spec.run_id).loop() as run, _exchange_of(spec, run, workers) as exchange:
-        if spec.step.rows and spec.blocks is not None and len(placement) > 1:
+        if spec.blocks is not None and (spec.step.rows == "home" or spec.step.rows == "alone" and len(workers) == 1):
             _keep_rows(spec, run, len(workers), workers.index(me))
         superstep = steps = spilled = batches = 0
         seconds, ran = [], set()
@@ -396,6 +408,8 @@ def advance_local(spec: RunSpec, walkers: dict | tuple | StartSet, *, part: int,
     steps = supersteps = spilled = batches = 0
     seconds = 0.0
     with st.run(spec.run_id).loop() as run:
+        if spec.blocks is not None and step.rows is not None:  # one replica (see run_supersteps' blocks)
+            _keep_rows(spec, run, 1, 0)
         for batch in _batches(walkers, step, p.indices.dtype.itemsize, st.outputs.limit(spec.output_limit)):
             batches += 1
             taken_supersteps = 0

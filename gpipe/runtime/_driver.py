@@ -90,7 +90,7 @@ def run_supersteps(graph, spec: StepSpec, initial: int | StartSet | dict, *, num
     there at once.
     """
     if graph.replicas is not None:
-        return _run_replicated(graph, spec, initial, progress, summarize)
+        return _run_replicated(graph, spec, initial, progress, summarize, blocks)
     client = graph.client
     placement = graph.placement
     out_of_memory = graph.device_partitions is not None
@@ -164,17 +164,20 @@ def _exchange_path(graph, workers: list[str]) -> str:
 
 
 def _run_replicated(graph, spec: StepSpec, initial: int | StartSet | dict, progress: Callable | None,
-                    summarize: Callable[[list], object] | None):
+                    summarize: Callable[[list], object] | None, blocks: OutputBlocks | None):
     """Replicated mode: each worker runs its share of the walkers (or of the instances) on its own whole copy.
 
     Walkers are shared out by walk id, sampling entries by instance (an
     instance's entries stay together: its selections need all of them); the
     random streams are the same as in partitioned mode, so are the results.
+    On one replica, ``blocks`` are made where the run is, as a partitioned
+    run's on one worker (``stats['gathered']``).
     """
     client, replicas = graph.client, graph.replicas
-    run = RunSpec(uuid.uuid4().hex[:12], graph.graph_id, tuple(replicas), spec, output_limit=output_limit_setting(),
-                  summarize=summarize)
     count = len(replicas)
+    blocks = blocks if count == 1 else None
+    run = RunSpec(uuid.uuid4().hex[:12], graph.graph_id, tuple(replicas), spec, output_limit=output_limit_setting(),
+                  summarize=summarize, blocks=blocks)
     t0 = time.perf_counter()
     if isinstance(initial, int):
         cuts = np.linspace(0, graph.num_vertices, count + 1).astype(np.int64)
@@ -198,6 +201,7 @@ def _run_replicated(graph, spec: StepSpec, initial: int | StartSet | dict, progr
         progress(superstep=supersteps, active=0, steps=steps, total=steps)
     stats = _stats(graph, summaries, "replicated", partitions=1, workers=count, steps=steps, seconds=seconds,
                    supersteps=supersteps, kernel_seconds=max((s["seconds"] for s in summaries), default=0.0))
+    stats["gathered"] = blocks is not None
     return run.run_id, {r: replicas[r] for r in shares}, stats
 
 

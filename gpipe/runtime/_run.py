@@ -192,6 +192,9 @@ class Run:
         set is ``whole``: its arrays view one buffer, all of which they are
         (a payload of pieces, unpacked).
         """
+        if pieces is None:  # a step that wrote its walks' rows in place (``Run.rows``) keeps nothing
+            self.raise_if_failed()
+            return 0
         pieces = pieces if whole else _owned(pieces)
         with self._lock:
             self.raise_if_failed()

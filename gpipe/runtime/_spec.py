@@ -24,7 +24,7 @@ class StepSpec:
     (a dict of arrays on the worker's device; ``run`` is the run's
     :class:`Run` on this worker, whose ``state`` holds the family's own
     per-run state) and returns ``(pieces, movers, steps)``: see
-    ``_advance_partition``.
+    ``_advance_partition`` (pieces None where it wrote its walks' rows in place, ``rows``).
     """
 
     step: Callable
@@ -35,8 +35,9 @@ class StepSpec:
     room: int | None = None  # the most steps a walker takes in one advance (None: all it has left)
     order_free: bool = False  # no walker depends on another: one may go on across partitions within a superstep
     start: Callable | None = None  # start(x, spec, lo, hi, n, initial): the first walkers of lo..hi-1 (of n)
-    rows: bool = False  # on a graph of several partitions, the step writes a walk's vertices straight to the rows
-    # of the worker making its block while its walker is there (``Run.rows``), pieces only for the others
+    rows: str | None = None  # where the step writes a walk's vertices straight to its row (``Run.rows``) rather
+    # than in pieces: 'home', while its walker is on the worker making its block; 'alone', when that is the run's
+    # only worker (every walk is at home: ``step_kernel`` steps); None, never
 
 
 @dataclass(frozen=True)

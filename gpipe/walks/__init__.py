@@ -374,5 +374,5 @@ def _first_order(g, algorithm: str, *, length, walks_per_vertex, start, weighted
                                                              dynamic=True)
     walk = FirstOrder(bool(weighted), alpha, teleport, g.num_vertices)
     step = advance_dynamic if isinstance(g, Snapshot) else advance_first_order
-    spec = walk_spec(step, seed, length, walk, fields, rows=step is advance_first_order)
+    spec = walk_spec(step, seed, length, walk, fields, rows="home" if step is advance_first_order else "alone")
     return run_walks(g, algorithm, spec, walks_per_vertex, starts, progress, **result)

@@ -17,9 +17,9 @@ from ..runtime import StartSet, StepSpec, check_memory, output_blocks, run_super
 from ._result import WalkResult
 
 
-def walk_spec(step: Callable, seed: int, length: int, walk, fields: tuple = (), rows: bool = False) -> StepSpec:
+def walk_spec(step: Callable, seed: int, length: int, walk, fields: tuple = (), rows: str = "alone") -> StepSpec:
     """A walk's spec: walks of ``length`` steps, whose paths depend on no other walker's (order-free); ``rows``:
-    its step writes straight to its worker's rows (``StepSpec.rows``)."""
+    where its step writes straight to the rows of a walk's block (``StepSpec.rows``)."""
     return StepSpec(step, np.uint64(_rng.key(seed)), walk, fields, length=length, order_free=True,
                     start=first_walkers, rows=rows)
 
