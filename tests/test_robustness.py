@@ -109,7 +109,7 @@ def test_the_end_of_a_superstep_sums_the_counts_and_delivers_every_walker_to_its
 
 
 def test_a_payload_and_its_header_round_trip_for_any_fields_and_counts():
-    from gpipe.runtime._exchange import ALIGN, Header, layout, pack, unpack
+    from gpipe.runtime._exchange import ALIGN, WIDE, Header, layout, pack, unpack
 
     rng = np.random.default_rng(0)
     outbound = {p: [{"walk_id": rng.integers(0, 1 << 40, n), "vertex": rng.integers(0, 40, n).astype(np.int32),
@@ -127,10 +127,31 @@ def test_a_payload_and_its_header_round_trip_for_any_fields_and_counts():
     for part in (1, 3):
         for name, dtype in schema:
             expected = np.concatenate([w[name] for w in outbound[part]])
-            assert walkers[part][name].dtype == np.dtype(dtype)
+            assert walkers[part][name].dtype == WIDE.get(name, np.dtype(dtype))  # the runtime's own, widened
             np.testing.assert_array_equal(walkers[part][name], expected)
     with pytest.raises(GpipeError, match="a payload of 16 bytes arrived where its header said"):
         unpack(payload[:16], header, [1, 2, 3])
+
+
+def test_the_runtimes_walker_fields_travel_as_narrow_as_the_run_allows_and_arrive_as_they_left():
+    """A DeepWalk walker crosses in 10 bytes (walk id int32, vertex int32, step int16), not 20, where the run's
+    walks, vertices and length allow; the others as they are; every field arrives with its values and dtype."""
+    from gpipe.runtime._exchange import WIDE, Header, layout, pack, unpack, wire_types
+
+    assert wire_types(10**6, 80, 10**7) == {"walk_id": np.int32, "vertex": np.int32, "step": np.int16}
+    assert wire_types(2**31 + 1, 2**15, 2**31 + 1) == {}  # too many of each: as they are
+    assert wire_types(100, None, None) == {"vertex": np.int32}  # not walks (sampling entries)
+    n = 1000
+    walkers = {"walk_id": np.arange(2**31 - n, 2**31, dtype=np.int64), "vertex": np.arange(n, dtype=np.int64) * 997,
+               "step": np.full(n, 2**15 - 1, np.int32), "source": np.arange(n, dtype=np.int64)}
+    wire = wire_types(n * 997, 2**15 - 1, 2**31)
+    schema = tuple((k, (wire[k] if k in wire else a.dtype).str) for k, a in walkers.items())
+    assert layout(schema, {2: n})[1] == 4000 + 4000 + 2000 + 8000  # 18000 bytes, 28000 as they are
+    payload = pack(np, {2: [walkers]}, {2: n}, schema)
+    arrived = unpack(payload, Header(np.zeros(3, np.int64), np.array([0, 0, n]), False, schema), [2])[2]
+    for name, values in walkers.items():
+        assert arrived[name].dtype == WIDE.get(name, values.dtype)
+        np.testing.assert_array_equal(arrived[name], values)
 
 
 def _runs_of(run: str, action: str):

@@ -230,7 +230,8 @@ def _exchange_of(spec: RunSpec, run: Run, workers: list[str]):
     else:
         transport = _exchange.CommsTransport(run, workers, rank)
     try:
-        yield _exchange.Exchange(run, transport, workers, spec.placement, spec.bounds, spec.step.length, st.device)
+        yield _exchange.Exchange(run, transport, workers, spec.placement, spec.bounds, spec.step.length, st.device,
+                                 walks=None if spec.blocks is None else spec.blocks.walks)
     except BaseException:
         transport.close(failed=True)
         raise

@@ -12,12 +12,16 @@ header of int64 words (:class:`Header`):
   another rank;
 - ``routed``: whether those walkers go by a ``to`` field (sampling entries)
   rather than by the partition owning their ``vertex``;
-- ``schema``: the walkers' fields and dtypes (``name:dtype;...`` in ASCII).
+- ``schema``: the walkers' fields and their dtypes on the wire (``name:dtype;...`` in ASCII).
 
 and then to each other rank one payload: the walkers for that rank's
 partitions, in the :func:`layout` both sides compute from the header alone
 (partitions in ascending order, in each the fields in schema order, every
-array starting on an ``ALIGN``-byte offset). The receiver checks what arrived
+array starting on an ``ALIGN``-byte offset). The runtime's own fields travel
+as narrow as the run allows (:func:`wire_types`): ``walk_id`` as int32 where
+the run has at most 2**31 walks, ``vertex`` as int32 up to 2**31 vertices,
+``step`` as int16 for walks shorter than 2**15 steps: 10 bytes a DeepWalk
+walker, not 20. The receiver widens them back (:data:`WIDE`). The receiver checks what arrived
 (:class:`Arrival`) and puts it in the inboxes of the next superstep, senders in
 rank order. The exchange is the superstep's barrier: once it returns, every
 walker of the next superstep is in its inbox.
@@ -48,6 +52,7 @@ from ..backend import device_of, to_host, xp
 from ..errors import GpipeError
 
 ALIGN = 16  # bytes: every array of a payload starts on such an offset
+WIDE = {"walk_id": np.dtype(np.int64), "vertex": np.dtype(np.int64), "step": np.dtype(np.int32)}  # in a worker
 SCHEMA_WORDS = 32  # int64 words of a header holding the walkers' fields (256 ASCII bytes)
 PING_SECONDS = 5.0  # how long an exchange waits on its peers before checking that they are still there
 UNRESPONSIVE_SECONDS = 60.0  # how long a peer the scheduler still lists may leave those checks unanswered
@@ -76,6 +81,20 @@ class Header:
         return cls(words[:parts], words[parts:2 * parts], bool(words[2 * parts]), schema)
 
 
+def wire_types(num_vertices: int, length: int | None, walks: int | None) -> dict[str, np.dtype]:
+    """The dtypes the runtime's own walker fields (:data:`WIDE`) travel as in a run of ``num_vertices`` vertices,
+    walks of ``length`` steps (None: not walks) and ``walks`` walks (None: unknown): int32 / int16 where every
+    value fits."""
+    wire = {}
+    if walks is not None and walks <= 2**31:  # ids 0..walks-1
+        wire["walk_id"] = np.dtype(np.int32)
+    if num_vertices <= 2**31:
+        wire["vertex"] = np.dtype(np.int32)
+    if length is not None and length < 2**15:
+        wire["step"] = np.dtype(np.int16)
+    return wire
+
+
 def layout(schema: tuple, counts: dict[int, int]) -> tuple[list[tuple], int]:
     """Where each field of each partition's walkers lies in a payload: ``[(part, name, dtype, offset, count)]``
     for the partitions of ``counts`` (walkers, > 0) in ascending order, and the payload's bytes."""
@@ -94,14 +113,15 @@ def pack(x, outbound: dict[int, list[dict]], counts: dict[int, int], schema: tup
     payload = x.empty(size, x.uint8)
     for part, name, dtype, offset, _ in places:
         for walkers in outbound[part]:
-            array = x.ascontiguousarray(walkers[name]).view(x.uint8)
+            array = x.ascontiguousarray(walkers[name].astype(dtype, copy=False)).view(x.uint8)
             payload[offset:offset + array.shape[0]] = array
             offset += array.shape[0]
     return payload
 
 
 def unpack(payload, header: Header, parts: list[int]) -> dict[int, dict]:
-    """The walkers of each of ``parts`` in a payload laid out by the sender's ``header`` (views into it)."""
+    """The walkers of each of ``parts`` in a payload laid out by the sender's ``header`` (views into it, the
+    runtime's own fields widened back to :data:`WIDE`)."""
     counts = {p: int(header.moved[p]) for p in parts if header.moved[p]}
     places, size = layout(header.schema, counts)
     if payload.shape[0] != size:
@@ -109,7 +129,8 @@ def unpack(payload, header: Header, parts: list[int]) -> dict[int, dict]:
     walkers: dict[int, dict] = {}
     for part, name, dtype, offset, count in places:
         itemsize = np.dtype(dtype).itemsize
-        walkers.setdefault(part, {})[name] = payload[offset:offset + count * itemsize].view(dtype)
+        array = payload[offset:offset + count * itemsize].view(dtype)
+        walkers.setdefault(part, {})[name] = array.astype(WIDE[name]) if name in WIDE else array
     return walkers
 
 
@@ -313,10 +334,12 @@ class Exchange:
     """One rank's end of every superstep of a run (see the module's docstring)."""
 
     def __init__(self, run, transport, workers: list[str], placement: tuple[str, ...], bounds: np.ndarray,
-                 length: int | None, device: str):
+                 length: int | None, device: str, *, walks: int | None = None):
         self.run, self.transport, self.workers, self.placement = run, transport, workers, placement
         self.rank = transport.rank
         self.bounds, self.length, self.device = bounds, length, device
+        self.wire = wire_types(int(bounds[-1]), length, walks)  # the runtime's fields as they travel (``walks``:
+        # the run's walks, where it is a walk run)
         self.parts = len(placement)
         self.of_rank = [[p for p, w in enumerate(placement) if w == worker] for worker in workers]
         self.watch = Watch(run, [w for r, w in enumerate(workers) if r != self.rank])
@@ -327,7 +350,8 @@ class Exchange:
         """Swap headers and payloads with every peer; the walkers that came go into the inboxes of ``superstep``
         + 1 and the next superstep's walker count per partition is returned."""
         x = xp(self.device)
-        schema = _schema(outbound)
+        schema = tuple((name, self.wire[name].str if name in self.wire and np.dtype(dtype) == WIDE[name] else dtype)
+                       for name, dtype in _schema(outbound))
         moved = np.zeros(self.parts, np.int64)
         for part, sets in outbound.items():
             moved[part] = sum(_count(w) for w in sets)
