@@ -130,7 +130,7 @@ def unpack(payload, header: Header, parts: list[int]) -> dict[int, dict]:
     for part, name, dtype, offset, count in places:
         itemsize = np.dtype(dtype).itemsize
         array = payload[offset:offset + count * itemsize].view(dtype)
-        walkers.setdefault(part, {})[name] = array.astype(WIDE[name]) if name in WIDE else array
+        walkers.setdefault(part, {})[name] = array.astype(WIDE[name], copy=False) if name in WIDE else array
     return walkers
 
 

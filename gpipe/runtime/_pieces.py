@@ -153,9 +153,14 @@ class OwnedRows:
     def made(cls, where, blocks, ranks: int, rank: int) -> OwnedRows | None:
         """Rows of -1 for the blocks of ``rank`` of ``ranks``, on the device of array module ``where(their
         bytes)``; None where it says None."""
-        count = sum(min(blocks.rows, blocks.walks - b * blocks.rows) for b in range(rank, blocks.count, ranks))
+        count = sum(min(blocks.rows, blocks.walks - b * blocks.rows) for b in cls.owned(blocks, ranks, rank))
         x = where(count * blocks.width * np.dtype(blocks.dtype).itemsize)
         return None if x is None else cls(x.full((count, blocks.width), -1, dtype=blocks.dtype), blocks, ranks, rank)
+
+    @staticmethod
+    def owned(blocks, ranks: int, rank: int) -> range:
+        """The blocks of ``rank`` of ``ranks``, in the order of their rows."""
+        return range(rank, blocks.count, ranks)
 
     def row(self, walk_id):
         """The row of each walk of ``walk_id`` (of this worker's blocks)."""
@@ -177,7 +182,7 @@ class OwnedRows:
         """``b -> (rows, width)`` view of each block of this worker."""
         rows = self.blocks.rows
         return {b: self.array[j * rows:(j + 1) * rows]
-                for j, b in enumerate(range(self.rank, self.blocks.count, self.ranks))}
+                for j, b in enumerate(self.owned(self.blocks, self.ranks, self.rank))}
 
 
 def owned_blocks(rows: OwnedRows, piece_sets: list[dict]) -> dict:

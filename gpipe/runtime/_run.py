@@ -228,25 +228,28 @@ class Run:
         self._held -= sum(nbytes(s) for s in sets if not isinstance(s, Spilled))
         return sets
 
+    def _all_pieces(self) -> list:
+        """Every piece set here, out of its partition's list, oldest first in each (call under the lock)."""
+        return [s for part in sorted(self._pieces) for s in self._pieces.pop(part)]
+
     def take_pieces(self) -> list:
-        """Every piece set the run output here, oldest first in each partition, taken (no longer counted among the
-        outputs: see ``_gather``, which keeps them again where they go)."""
+        """Every piece set the run output here, taken (no longer counted among the outputs: see ``_gather``, which
+        keeps them again where they go)."""
         with self._lock:
-            return self._taken([s for part in sorted(self._pieces) for s in self._pieces.pop(part)])
+            return self._taken(self._all_pieces())
 
     def keep_rows(self, rows) -> None:
         """Keep ``rows`` (``OwnedRows``) for this worker's blocks: the run's steps may write there, its assembly
         makes the blocks from them; counted among the outputs on the device if they are there."""
         with self._lock:
             self.rows = rows
-            if device_of(rows.array) == "gpu":
-                self._held += rows.array.nbytes
+            self._held += _device_bytes(rows)
 
     def keep_with(self, part: int) -> dict:
         """Every piece set here kept with partition ``part`` (a run on one worker gathers its pieces so: nothing
         moves); what ``_gather.gather`` returns."""
         with self._lock:
-            sets = [s for p in sorted(self._pieces) for s in self._pieces.pop(p)]
+            sets = self._all_pieces()
             if sets:
                 self._pieces[part] = sets
         return {"sent": 0, "spilled": 0, "seconds": 0.0}
@@ -276,8 +279,7 @@ class Run:
                 sets = self._taken(self._pieces.pop(part, []))
                 if rows:
                     kept, self.rows = self.rows, None
-                    if kept is not None and device_of(kept.array) == "gpu":
-                        self._held -= kept.array.nbytes
+                    self._held -= _device_bytes(kept)
                     groups = self._blocks[part] = group(sets, kept)
                 else:
                     groups = self._blocks[part] = group(sets)
@@ -299,6 +301,11 @@ class Spilled(dict):
 
 def on_host(pieces: dict) -> dict:
     return {k: on_host(v) if isinstance(v, dict) else to_host(v) for k, v in pieces.items()}
+
+
+def _device_bytes(rows) -> int:
+    """What ``rows`` (``OwnedRows`` or None) take on the device."""
+    return int(rows.array.nbytes) if rows is not None and device_of(rows.array) == "gpu" else 0
 
 
 def nbytes(pieces: dict) -> int:

@@ -67,7 +67,6 @@ class WalkResult(HeldResult):
         self.width = blocks.width
         self._layout = blocks
         self._corpus_ids = None
-        self._block_rows = blocks.rows
 
     def _assemble(self) -> list:
         return assemble_blocks(self._client, self._run_id, self._held, self._layout, self.stats.get("gathered", False))
@@ -109,12 +108,12 @@ class WalkResult(HeldResult):
     def _placed(self, *args):
         """Each block's arguments after it: the id map, the block's first row, then ``args``."""
         ids = self._ids()
-        return lambda b: (ids, b * self._block_rows, *args)
+        return lambda b: (ids, b * self.block_rows, *args)
 
     @property
     def block_rows(self) -> int:
         """Walks per block (``gpipe.walks.block-size``): block ``b`` holds walks ``b * block_rows`` onwards."""
-        return self._block_rows
+        return self._layout.rows
 
     def map_blocks(self, fn, *args, **kwargs) -> list:
         """Futures of ``fn(block, *args, **kwargs)``, each run on the worker that holds ``block``, block by block.
@@ -158,7 +157,7 @@ class WalkResult(HeldResult):
         import dask.array as da
 
         futures = self._map_blocks(_original, self._walk_dtype)
-        rows = [min(self._block_rows, self.num_walks - b * self._block_rows) for b in range(len(futures))]
+        rows = [min(self.block_rows, self.num_walks - b * self.block_rows) for b in range(len(futures))]
         return da.concatenate([da.from_delayed(f, (r, self.width), dtype=self._walk_dtype)
                                for f, r in zip(futures, rows)])
 
