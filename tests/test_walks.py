@@ -179,6 +179,40 @@ def test_walkers_crossing_between_a_workers_partitions_go_on_in_the_same_superst
     assert w.stats["workers"] == 2 and 1 < w.stats["supersteps"] <= 31
 
 
+def _span_rows(graph_id: str, dask_worker=None) -> list:
+    """Each of this worker's partitions of ``graph_id``: whether it is a view of the span joining them, and its rows
+    equal the span's."""
+    from gpipe.runtime._store import PLUGIN_NAME
+
+    held = dask_worker.plugins[PLUGIN_NAME].partitions
+    mine = sorted(p for (g, p) in held._held if g == graph_id)
+    span = held.span(graph_id, mine)
+    out = []
+    for q in mine:
+        part = held.get(graph_id, q)
+        a, b = int(span.indptr[part.lo - span.lo]), int(span.indptr[part.hi - span.lo])
+        out.append((np.shares_memory(part.indices, span.indices), np.shares_memory(part.weights, span.weights),
+                    np.array_equal(part.indices, span.indices[a:b]), np.array_equal(part.weights, span.weights[a:b]),
+                    np.array_equal(part.indptr, span.indptr[part.lo - span.lo:part.hi - span.lo + 1] - a)))
+    return out
+
+
+def test_a_workers_partitions_on_its_device_are_walked_as_one_span(cpu):
+    """Walkers crossing between partitions of one worker do not stop: its partitions are joined once, as views of
+    one span's arrays, and walked in one advance a superstep (not one per partition and crossing)."""
+    graphs = {parts: gpipe.generators.rmat(scale=10, edge_factor=4, seed=2, partitions=parts, weighted=True)
+              for parts in (2, 6)}
+    for walk, kwargs in ((gpipe.walks.deepwalk, {"weighted": True}), (gpipe.walks.node2vec, {"p": 0.5, "q": 2}),
+                         (gpipe.walks.metropolis_hastings, {})):
+        two, six = (walk(graphs[parts], length=30, seed=3, **kwargs) for parts in (2, 6))
+        np.testing.assert_array_equal(two.compute(), six.compute())
+        assert six.stats["supersteps"] <= 2 * two.stats["supersteps"]
+        assert six.stats["batches"] <= 2 * two.stats["batches"]  # one per partition and crossing: 10x
+    held = cpu.run(_span_rows, graphs[6].graph_id)
+    assert sorted(len(rows) for rows in held.values()) == [3, 3]
+    assert all(all(row) for rows in held.values() for row in rows)
+
+
 def test_seed_controls_the_walks(cpu):
     g = gpipe.generators.rmat(scale=8, edge_factor=4, seed=2, partitions=2)
     a = gpipe.walks.deepwalk(g, length=10, seed=1).compute()

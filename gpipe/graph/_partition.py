@@ -34,6 +34,11 @@ class Partition:
         return int(self.indices.shape[0])
 
     @property
+    def parts(self) -> range:
+        """The graph's partitions this one holds: itself, or those joined in it (:meth:`join`)."""
+        return range(self.part, int(np.searchsorted(self.bounds, self.hi)))
+
+    @property
     def nbytes(self) -> int:
         arrays = [self.indptr, self.indices, self.weights, *(a for kept in self._kept.values() for a in kept)]
         return int(sum(a.nbytes for a in arrays if a is not None))
@@ -52,6 +57,24 @@ class Partition:
         if name not in self._kept:
             self._kept[name] = tuple(build(self))
         return self._kept[name]
+
+    @staticmethod
+    def join(parts: list[Partition]) -> tuple[Partition, list[Partition]]:
+        """Consecutive partitions ``parts`` as one over all their vertices, and each of them again as a view of its
+        arrays (their edges are not held twice; only each one's ``indptr`` is its own): a worker's partitions
+        walked as one span (see ``runtime.Partitions.span``)."""
+        x = xp(device_of(parts[0].indptr))
+        ends = np.cumsum([0] + [p.num_edges for p in parts])
+        indptr = x.concatenate([p.indptr[:-1] + int(e) for p, e in zip(parts, ends)] +
+                               [x.full(1, int(ends[-1]), parts[0].indptr.dtype)])
+        indices = x.concatenate([p.indices for p in parts])
+        weights = None if parts[0].weights is None else x.concatenate([p.weights for p in parts])
+        span = Partition(parts[0].part, parts[0].lo, parts[-1].hi, parts[0].bounds, indptr, indices, weights)
+        views = []
+        for p, a, b in zip(parts, ends, ends[1:]):
+            rows = slice(p.lo - span.lo, p.hi - span.lo + 1)
+            views.append(p.with_arrays(indptr[rows] - int(a), indices[a:b], None if weights is None else weights[a:b]))
+        return span, views
 
     def cdf(self):
         """Per-vertex prefix sums of the edge weights (float64), built once and kept (CUDA: ``kernels/cdf.cu``)."""

@@ -157,6 +157,8 @@ def run_partitions(spec: RunSpec, initial: dict, counts: np.ndarray) -> dict:
     mine = [p for p, w in enumerate(placement) if w == me]
     workers = sorted(set(placement))
     memory = _Peaks(st.device)
+    # order-free walkers on several partitions here, all on the device: walked as one, crossing freely between them
+    span = st.partitions.span(spec.graph_id, mine) if spec.step.order_free and len(mine) > 1 else None
     with st.run(spec.run_id).loop() as run, _exchange_of(spec, run, workers) as exchange:
         if spec.blocks is not None and (spec.step.rows == "home" or spec.step.rows == "alone" and len(workers) == 1):
             _keep_rows(spec, run, len(workers), workers.index(me))
@@ -166,12 +168,16 @@ def run_partitions(spec: RunSpec, initial: dict, counts: np.ndarray) -> dict:
         while counts.sum() > 0:
             sent = np.zeros(len(placement), np.int64)
             spent = 0.0
-            order = _order(counts, mine, set(residency.resident_parts(spec.graph_id)), spec.policy)
-            advanced = _pass(spec, run, initial, order, counts, superstep)
+            if span is not None:
+                advanced = _pass_span(spec, run, initial, span, counts[mine].sum(), superstep)
+            else:
+                order = _order(counts, mine, set(residency.resident_parts(spec.graph_id)), spec.policy)
+                advanced = _pass(spec, run, initial, order, counts, superstep)
             if spec.step.order_free and not residency.manages((spec.graph_id, mine[0])):  # all on the device
-                advanced = itertools.chain(advanced, _drain(spec, run, mine, superstep))
+                advanced = itertools.chain(advanced, _drain(spec, run, mine, superstep, span))
             for p, taken, summary in advanced:
-                sent[p] -= taken
+                for q, n in taken.items():
+                    sent[q] -= n
                 sent += summary["to"]
                 spilled += summary["spilled"]
                 batches += summary["batches"]
@@ -259,7 +265,7 @@ class _Peaks:
 
 
 def _pass(spec: RunSpec, run: Run, initial: dict, order: list[int], counts: np.ndarray, superstep: int):
-    """Advance the superstep's walkers of each partition in ``order``: yields it, 0 (none of its walkers was
+    """Advance the superstep's walkers of each partition in ``order``: yields it, ``{}`` (none of its walkers was
     counted as sent by this superstep) and the summary of :func:`_advance_partition`.
 
     An out-of-memory partition off the device that few walkers wait for is
@@ -271,11 +277,24 @@ def _pass(spec: RunSpec, run: Run, initial: dict, order: list[int], counts: np.n
         following = next((q for q in order[i + 1:] if q not in in_place), None)  # to prefetch
         with failing("advance", p, superstep):
             summary = _advance_partition(spec, run, initial.pop(p, None), p, superstep, following, p in in_place)
-        yield p, 0, summary
+        yield p, {}, summary
 
 
-def _drain(spec: RunSpec, run: Run, mine: list[int], superstep: int):
-    """Advance the walkers this worker's partitions sent to one another, until none is left.
+def _pass_span(spec: RunSpec, run: Run, initial: dict, span, waiting: int, superstep: int):
+    """Advance the superstep's walkers of this worker's partitions joined in ``span`` (``waiting`` of them) at once,
+    as one partition (see ``Partitions.span``): yields the first, ``{}`` and the summary of :func:`_advance_partition`.
+    Their first walkers are of one kind (as many from each vertex, or one :class:`StartSet`), made over the span."""
+    if waiting == 0:
+        return
+    first = [initial.pop(q) for q in span.parts if q in initial]
+    with failing("advance", span.part, superstep):
+        summary = _advance_partition(spec, run, first[0] if first else None, span.part, superstep, span=span)
+    yield span.part, {}, summary
+
+
+def _drain(spec: RunSpec, run: Run, mine: list[int], superstep: int, span=None):
+    """Advance the walkers this worker's partitions (or its ``span``) sent to one another, or stopped in them to
+    go on, until none is left.
 
     Only for order-free walkers (walks), which do not depend on one another, on a worker
     whose partitions are all on its device: a walker crossing between them goes
@@ -283,20 +302,25 @@ def _drain(spec: RunSpec, run: Run, mine: list[int], superstep: int):
     then takes one superstep). Walkers from peers wait for the next superstep,
     as the peers' counts say. (Out of memory, draining the resident partitions
     saved transfers but cost more in small kernel calls: R-MAT 24 DeepWalk with
-    2 of 4 partitions resident went from 3.3 to 4.7 s.) Yields each partition
-    advanced, how many walkers it took, and the summary of :func:`_advance_partition`.
+    2 of 4 partitions resident went from 3.3 to 4.7 s; so did partitions on the
+    device, each advanced on its own, until they were joined in a span.) Yields
+    the partition advanced (a span's first), how many walkers it took from each
+    partition's inbox, and the summary of :func:`_advance_partition`.
     """
     x = worker_xp()
+    units = [span.parts] if span is not None else [[q] for q in mine]
     while True:
-        ready = [q for q in mine if run.local_waiting(superstep + 1, q)]
+        ready = [u for u in units if any(run.local_waiting(superstep + 1, q) for q in u)]
         if not ready:
             return
-        for q in ready:
-            arrived = run.take_local(superstep + 1, q)
-            walkers = {k: x.concatenate([w[k] for w in arrived]) for k in arrived[0]}
-            with failing("advance", q, superstep):
-                summary = _advance_partition(spec, run, walkers, q, superstep)
-            yield q, int(walkers["walk_id"].shape[0]), summary
+        for unit in ready:
+            arrived = {q: run.take_local(superstep + 1, q) for q in unit}
+            taken = {q: sum(int(w["walk_id"].shape[0]) for w in sets) for q, sets in arrived.items()}
+            sets = [w for q in unit for w in arrived[q]]
+            walkers = {k: x.concatenate([w[k] for w in sets]) for k in sets[0]}
+            with failing("advance", unit[0], superstep):
+                summary = _advance_partition(spec, run, walkers, unit[0], superstep, span=span)
+            yield unit[0], taken, summary
 
 
 def _order(counts: np.ndarray, mine: list[int], resident: set[int], policy: str) -> list[int]:
@@ -313,7 +337,7 @@ def _order(counts: np.ndarray, mine: list[int], resident: set[int], policy: str)
 
 
 def _advance_partition(spec: RunSpec, run: Run, walkers: dict | int | StartSet | None, part: int, superstep: int,
-                       prefetch: int | None = None, in_place: bool = False) -> dict:
+                       prefetch: int | None = None, in_place: bool = False, *, span=None) -> dict:
     """Run the step on partition ``part``'s walkers; keep the pieces, push the leavers to their new partitions.
 
     The step returns ``(pieces, movers, steps)``; a mover goes to the partition
@@ -322,7 +346,8 @@ def _advance_partition(spec: RunSpec, run: Run, walkers: dict | int | StartSet |
     ``walkers`` is None when they are in this worker's inbox, on the first
     superstep an int (that many walkers from every vertex of the partition)
     or a :class:`StartSet` (its vertices in the partition), made by
-    ``spec.step.start``, or the walkers themselves.
+    ``spec.step.start``, or the walkers themselves. With a ``span`` (this worker's
+    partitions from ``part`` on, joined), the walkers of all of them advance in it.
     Order-free walkers run in batches whose paths take at most a quarter of
     ``gpipe.memory.output-limit`` (see :func:`_batches`): the first superstep
     starts every walker of the partition, and one path buffer for all of them
@@ -337,11 +362,11 @@ def _advance_partition(spec: RunSpec, run: Run, walkers: dict | int | StartSet |
     x = worker_xp()
     partitions, step = store().partitions, spec.step
     pending = run.waiting if spec.policy == "workload" else None  # what an out-of-memory graph evicts by
-    p = partitions.get(spec.graph_id, part, pending, in_place)
+    p = span if span is not None else partitions.get(spec.graph_id, part, pending, in_place)
     if prefetch is not None:  # out of memory: copy the worker's next partition in while this one computes
         partitions.prefetch(spec.graph_id, prefetch, part, pending)
     if walkers is None:
-        arrived = run.take_inbox(superstep, part)
+        arrived = [w for q in (span.parts if span is not None else [part]) for w in run.take_inbox(superstep, q)]
         walkers = arrived[0] if len(arrived) == 1 else {k: x.concatenate([x.asarray(w[k]) for w in arrived])
                                                         for k in arrived[0]}
     elif isinstance(walkers, (int, StartSet)):

@@ -8,6 +8,7 @@ copied in as runs need them (:class:`Residency`).
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 
 from ..backend import xp
@@ -24,6 +25,8 @@ class Partitions:
         self._held: dict[tuple[str, int], object] = {}  # on the device
         self._arrays: dict[tuple[str, str], object] = {}  # (graph, name) -> a per-vertex array its runs read
         self.residency = Residency(device)  # the partitions of out-of-memory graphs
+        self._spans: dict[tuple[str, int, int], object] = {}  # (graph, first, last) -> those partitions as one
+        self._joining = threading.Lock()
 
     def put(self, graph_id: str, part: int, partition, budget: int | None = None) -> None:
         """Keep a partition: on the device, or — with a ``budget`` of device partitions — staged in host memory."""
@@ -52,6 +55,26 @@ class Partitions:
                 f"partition {part} of graph {graph_id} is not on worker {self._address} "
                 "(the worker restarted or the graph was released)"
             ) from None
+
+    def span(self, graph_id: str, parts: list[int]):
+        """Partitions ``parts`` of a graph (consecutive, held on the device) as one over all their vertices, made on
+        first use and kept with the graph, or None where they cannot be joined (out of memory, or of a kind that
+        does not join: a dynamic graph's spaces). Each becomes a view of the span's arrays, so its edges are held
+        once (see ``Partition.join``): a run reading a partition still reads the same rows."""
+        key = (graph_id, parts[0], parts[-1])
+        with self._joining:
+            if key in self._spans:
+                return self._spans[key]
+            keys = [(graph_id, p) for p in parts]
+            if parts != list(range(parts[0], parts[-1] + 1)) or not all(k in self._held for k in keys):
+                return None
+            kind = type(self._held[keys[0]])
+            if not hasattr(kind, "join") or not all(type(self._held[k]) is kind for k in keys):
+                return None
+            span, views = kind.join([self._held[k] for k in keys])
+            self._held.update(zip(keys, views))
+            self._spans[key] = span
+            return span
 
     def holds(self, graph_id: str, part: int) -> bool:
         """Whether this worker keeps partition ``part`` of graph ``graph_id``."""
@@ -99,6 +122,8 @@ class Partitions:
             del self._held[k]
         for k in [k for k in self._arrays if k[0] == graph_id]:
             del self._arrays[k]
+        for k in [k for k in self._spans if k[0] == graph_id]:
+            del self._spans[k]
         staged = sum(1 for k in self.residency.staged if k[0] == graph_id)
         self.residency.drop(graph_id)
         return len(keys) + staged
