@@ -9,6 +9,7 @@ import time
 import traceback
 from collections import defaultdict
 
+import dask
 import numpy as np
 import pandas as pd
 import pytest
@@ -70,10 +71,12 @@ def _in_loops(dask_worker=None) -> int:
 
 
 def test_interrupting_the_client_stops_the_workers_loops(one_worker_cluster, eventually):
-    """An interrupt (KeyboardInterrupt) drops the run; on one worker holding every partition, its loop would go on
-    for some 20 minutes of walkers crossing between them within one superstep, with no barrier to stop it."""
+    """An interrupt (KeyboardInterrupt) drops the run; on one worker holding every partition of an out-of-memory
+    graph (one on the device at a time, so walkers crossing between them wait for the next superstep), its loop
+    would go on for minutes of supersteps, with no peer's barrier to stop it."""
     with one_worker_cluster.as_current():
-        g = gpipe.generators.rmat(scale=8, edge_factor=4, seed=1, partitions=4)
+        with dask.config.set({"gpipe.memory.device-partitions": 1}):
+            g = gpipe.generators.rmat(scale=8, edge_factor=4, seed=1, partitions=4)
         gpipe.walks.deepwalk(g, length=5, seed=1)  # compiled before
         # a real SIGINT to the main thread, as ^C sends (interrupt_main would wait for distributed's 10 s wait)
         threading.Timer(1.0, signal.pthread_kill, (threading.main_thread().ident, signal.SIGINT)).start()

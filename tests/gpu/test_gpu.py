@@ -470,6 +470,20 @@ def _device_bytes_in_use() -> int:
     return cupy.get_default_memory_pool().used_bytes()
 
 
+def _settled(client) -> dict:
+    """Each worker's :func:`_device_bytes_in_use` once two readings half a second apart agree."""
+    import time
+
+    last = client.run(_device_bytes_in_use)
+    for _ in range(20):
+        time.sleep(0.5)
+        now = client.run(_device_bytes_in_use)
+        if now == last:
+            break
+        last = now
+    return last
+
+
 _BROKEN_IN = {"_owned": "_run", "_split": "_gather", "owned_blocks": "_pieces"}  # what a superstep keeps of every
 # step; the pieces sent to the workers making their blocks as the run ends; the assembly
 
@@ -510,7 +524,7 @@ def test_a_failed_run_gives_back_its_device_memory_and_the_next_run_works(reques
         gc.collect()
         assert eventually(lambda: not set().union(*client.run(runs_here).values()))  # the reference run has left,
         assert eventually(lambda: not any(client.has_what().values()))  # and its blocks
-        before = client.run(_device_bytes_in_use)
+        before = _settled(client)  # the reference's block goes a moment after Dask forgets its key
         client.run(_break_pieces, where, True)
         try:
             with pytest.raises(gpipe.GpipeError, match=f"forced failure in {where}"):
