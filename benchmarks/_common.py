@@ -26,7 +26,7 @@ KEPT_STATS = ("steps", "edges", "seconds", "steps_per_second", "edges_per_second
               "partitions", "workers", "mode", "device_partitions", "schedule", "partition_transfers",
               "exchange", "exchange_seconds", "walker_bytes", "host_memory_peak", "device_memory_peak", "memory_peaks",
               "partition_reads_in_place", "bytes_moved", "transfer_seconds", "host_to_device_bytes_per_second",
-              "gathered", "gather_seconds", "gathered_bytes", "assemble_seconds")
+              "gathered", "gather_seconds", "gathered_bytes", "rows", "assemble_seconds")
 
 
 def device_name(client, device: str) -> str:

@@ -110,10 +110,18 @@ def _gather_room(room: int) -> int:
     return before
 
 
+def _every_row_ranks(ranks: int) -> int:
+    from gpipe.runtime import _advance
+
+    before, _advance.EVERY_ROW_RANKS = _advance.EVERY_ROW_RANKS, ranks
+    return before
+
+
 def test_a_partitioned_walk_ends_with_each_blocks_pieces_on_the_worker_making_it(cpu, one_worker_cluster):
-    """Gathering (``_gather``) in many rounds (a batch per piece set): every piece of block ``b`` is on the
-    ``b % 2``-th worker before assembly, with the rows its steps wrote to there, and it makes its blocks there;
-    the walks equal one worker's."""
+    """Gathering (``_gather``) in many rounds (a batch per piece set, a block per merge): block ``b`` is on the
+    ``b % 2``-th worker before assembly, made there from the rows every step wrote (each worker holding every
+    walk's, merged), or from the rows its steps wrote to there and the pieces that came; the walks equal one
+    worker's either way."""
     with one_worker_cluster.as_current(), dask.config.set({"gpipe.walks.block-size": 37}):
         g = gpipe.generators.rmat(scale=9, edge_factor=4, seed=2, partitions=3)
         alone = gpipe.walks.deepwalk(g, length=20, walks_per_vertex=2, seed=5)
@@ -130,15 +138,24 @@ def test_a_partitioned_walk_ends_with_each_blocks_pieces_on_the_worker_making_it
     try:
         with dask.config.set({"gpipe.walks.block-size": 37}):
             g = gpipe.generators.rmat(scale=9, edge_factor=4, seed=2, partitions=3)
-            w = gpipe.walks.deepwalk(g, length=20, walks_per_vertex=2, seed=5)
+            every = gpipe.walks.deepwalk(g, length=20, walks_per_vertex=2, seed=5)
+            ranks = cpu.run(_every_row_ranks, 1)  # each worker its own blocks' rows, and pieces
+            try:
+                w = gpipe.walks.deepwalk(g, length=20, walks_per_vertex=2, seed=5)
+            finally:
+                cpu.run(_every_row_ranks, next(iter(ranks.values())))
     finally:
         cpu.run(_gather_room, next(iter(room.values())))
-    assert w.stats["gathered"] and w.stats["gathered_bytes"] > 0 and w.stats["gather_seconds"] > 0
-    held = cpu.run(_blocks_held, w._run_id, 37)
+    assert every.stats["rows"] == "every walk" and w.stats["rows"] == "its blocks"
+    for run in (every, w):
+        assert run.stats["gathered"] and run.stats["gathered_bytes"] > 0 and run.stats["gather_seconds"] > 0
+    held, held_every = cpu.run(_blocks_held, w._run_id, 37), cpu.run(_blocks_held, every._run_id, 37)
     for r, worker in enumerate(sorted(set(g.placement))):  # the pieces that came, and the rows written to here
         pieces, rows = held[worker]
         assert pieces and set(pieces) <= set(rows) and rows == blocks[r::2]
+        assert held_every[worker] == ([], blocks[r::2])  # no piece at all: every vertex written in place
     np.testing.assert_array_equal(w.compute(), alone)
+    np.testing.assert_array_equal(every.compute(), alone)
 
 
 def test_progress_is_reported_per_superstep_while_the_workers_run_them(cpu):
@@ -386,9 +403,10 @@ def test_bad_parameters_are_rejected_by_name(cpu, kwargs, message):
 
 
 def _pieces_of(run_id, dask_worker=None):
-    """How many partitions' outputs of the run this worker holds; None once the run has left its store."""
+    """How many partitions' outputs of the run this worker holds (their pieces, or the rows its steps wrote, as
+    one); None once the run has left its store."""
     run = dask_worker.plugins["gpipe"].runs.get(run_id)
-    return None if run is None else len(run._pieces)
+    return None if run is None else len(run._pieces) + (run.rows is not None)
 
 
 def test_pieces_stay_on_workers_until_assembled_or_dropped(cpu, eventually):
@@ -399,7 +417,7 @@ def test_pieces_stay_on_workers_until_assembled_or_dropped(cpu, eventually):
 
     g = gpipe.generators.rmat(scale=8, edge_factor=4, seed=1, partitions=3)
     w = gpipe.walks.deepwalk(g, length=5, seed=0)
-    assert held(w._run_id) == [1]  # its one block's pieces, gathered where it is made; the other worker holds none
+    assert held(w._run_id) == [1]  # its one block's outputs, gathered where it is made; the other worker holds none
     t0 = time.perf_counter()
     assembled = w.persist().stats["assemble_seconds"]
     assert 0 < assembled <= time.perf_counter() - t0  # the assembly's own time, within the call's

@@ -160,8 +160,8 @@ def run_partitions(spec: RunSpec, initial: dict, counts: np.ndarray) -> dict:
     # order-free walkers on several partitions here, all on the device: walked as one, crossing freely between them
     span = st.partitions.span(spec.graph_id, mine) if spec.step.order_free and len(mine) > 1 else None
     with st.run(spec.run_id).loop() as run, _exchange_of(spec, run, workers) as exchange:
-        if spec.blocks is not None and (spec.step.rows == "home" or spec.step.rows == "alone" and len(workers) == 1):
-            _keep_rows(spec, run, len(workers), workers.index(me))
+        rows = (_keep_rows(spec, run, len(workers), workers.index(me))
+                if spec.blocks is not None and spec.step.rows is not None else None)
         superstep = steps = spilled = batches = 0
         seconds, ran = [], set()
         exchanging = 0.0
@@ -197,28 +197,66 @@ def run_partitions(spec: RunSpec, initial: dict, counts: np.ndarray) -> dict:
         gathered = None
         if spec.blocks is not None:  # every piece of the blocks this worker makes, kept with its first partition
             with failing("gather", me, superstep, "worker"):
-                gathered = (_gather.gather(run, exchange, spec.blocks, mine[0], superstep, spec.output_limit)
-                            if len(workers) > 1 else run.keep_with(mine[0]))
+                gathered = run.keep_with(mine[0]) if len(workers) == 1 else _ends(spec, run, exchange, mine[0],
+                                                                                 superstep)
             spilled += gathered["spilled"]
             ran = {mine[0]}
             memory.see()
         sent_bytes = exchange.sent_bytes
     return {"steps": int(steps), "seconds": seconds, "spilled": spilled, "batches": batches, "sent_bytes": sent_bytes,
             "exchange_seconds": exchanging, "ran": sorted(ran), "outputs": _summaries(spec, ran),
-            "gathered": gathered, **memory.peaks()}
+            "gathered": gathered, "rows": rows, **memory.peaks()}
 
 
-def _keep_rows(spec: RunSpec, run: Run, ranks: int, rank: int) -> None:
-    """The rows of this worker's blocks for its steps to write to (``StepSpec.rows``), if it makes any and they fit
-    on its device now (see ``Outputs.blocks_module``); else its steps write pieces alone."""
+def _ends(spec: RunSpec, run: Run, exchange, part: int, superstep: int) -> dict:
+    """The end of a walk-shaped run on several workers: the rows of every walk merged into each worker's blocks
+    where its steps wrote them all (``_gather.merge_rows``), then the pieces sent to the workers making their blocks
+    (``_gather.gather``: none where every step wrote in place). Both sides' bytes, spills and seconds."""
+    merged = {"sent": 0, "spilled": 0, "seconds": 0.0, "rounds": 0}
+    if run.rows is not None and run.rows.ranks == 1:
+        merged = _gather.merge_rows(run, exchange, spec.blocks, superstep)
+    gathered = _gather.gather(run, exchange, spec.blocks, part, superstep + merged["rounds"], spec.output_limit)
+    return {k: merged[k] + gathered[k] for k in ("sent", "spilled", "seconds")}
+
+
+# Up to this many workers, each holds the rows of every walk while a run's steps write them (see _keep_rows)
+EVERY_ROW_RANKS = 4
+
+
+def _keep_rows(spec: RunSpec, run: Run, ranks: int, rank: int) -> str | None:
+    """Rows for this worker's steps to write to (``StepSpec.rows``), where they fit now (``Outputs.rows_fit``): on
+    a run's only worker, its blocks'; on 2 to :data:`EVERY_ROW_RANKS` workers, every walk's (its own blocks' too,
+    to merge into: see ``_gather.merge_rows``), where every step writes every vertex in place; else, for
+    first-order walks (``"home"``), its blocks', written while a walker is here; else none: its steps write pieces
+    alone.
+
+    Every walk's rows send each peer a block's cells whole, written here or not: ``ranks - 1`` cells for each
+    vertex written here, 4 bytes each (int32 ids), where pieces of 1.3 vertices (R-MAT 24) sent about 16 bytes a
+    vertex: fewer bytes up to 4 workers. Returns which rows it keeps: ``"every walk"``, ``"its blocks"`` or
+    None."""
     st, x = store(), worker_xp()
 
-    def where(nbytes: int):
-        return x if nbytes and st.outputs.blocks_module([], spec.output_limit, nbytes) is x else None
+    def room(extra: int = 0):
+        def where(nbytes: int):
+            return x if nbytes and st.outputs.rows_fit(nbytes + extra, spec.output_limit) else None
+        return where
 
-    rows = _pieces.OwnedRows.made(where, spec.blocks, ranks, rank)
-    if rows is not None:
-        run.keep_rows(rows)
+    blocks = spec.blocks
+    if ranks == 1:
+        rows = _pieces.OwnedRows.made(room(), blocks, 1, 0)
+        kept = "its blocks"
+    else:
+        own = blocks.rows * blocks.width * np.dtype(blocks.dtype).itemsize * len(_pieces.OwnedRows.owned(blocks, ranks,
+                                                                                                       rank))
+        rows = _pieces.OwnedRows.made(room(own), blocks, 1, 0) if ranks <= EVERY_ROW_RANKS else None
+        kept = "every walk"
+        if rows is None and spec.step.rows == "home":
+            rows = _pieces.OwnedRows.made(room(), blocks, ranks, rank)
+            kept = "its blocks"
+    if rows is None:
+        return None
+    run.keep_rows(rows)
+    return kept
 
 
 @contextlib.contextmanager

@@ -133,9 +133,11 @@ def run_supersteps(graph, spec: StepSpec, initial: int | StartSet | dict, *, num
                               for w, s in zip(workers, summaries)},  # each worker's (the two above: the most)
              "device_memory_peak": None if graph.device != "gpu" else max(s["device_memory_peak"]
                                                                         for s in summaries)}
-    if stats["gathered"]:  # the busiest worker's seconds, every worker's bytes
+    if stats["gathered"]:  # the busiest worker's seconds, every worker's bytes; the rows its steps wrote in place
+        layouts = {w: s["rows"] for w, s in zip(workers, summaries)}
         stats.update(gather_seconds=max(s["gathered"]["seconds"] for s in summaries),
-                     gathered_bytes=sum(s["gathered"]["sent"] for s in summaries))
+                     gathered_bytes=sum(s["gathered"]["sent"] for s in summaries),
+                     rows=layouts[workers[0]] if len(set(layouts.values())) == 1 else layouts)
     if out_of_memory:
         count, nbytes, copy_seconds, in_place = np.subtract(_transfers(graph), before)
         stats.update(device_partitions=graph.device_partitions, schedule=run.policy, partition_transfers=int(count),

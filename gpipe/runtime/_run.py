@@ -239,11 +239,12 @@ class Run:
             return self._taken(self._all_pieces())
 
     def keep_rows(self, rows) -> None:
-        """Keep ``rows`` (``OwnedRows``) for this worker's blocks: the run's steps may write there, its assembly
+        """Keep ``rows`` (``OwnedRows``) for this worker's blocks (or, while the steps run, for every block: see
+        ``_gather.merge_rows``), in place of those kept before: the run's steps may write there, its assembly
         makes the blocks from them; counted among the outputs on the device if they are there."""
         with self._lock:
+            self._held += _device_bytes(rows) - _device_bytes(self.rows)
             self.rows = rows
-            self._held += _device_bytes(rows)
 
     def keep_with(self, part: int) -> dict:
         """Every piece set here kept with partition ``part`` (a run on one worker gathers its pieces so: nothing

@@ -484,8 +484,9 @@ def _settled(client) -> dict:
     return last
 
 
-_BROKEN_IN = {"_owned": "_run", "_split": "_gather", "owned_blocks": "_pieces"}  # what a superstep keeps of every
-# step; the pieces sent to the workers making their blocks as the run ends; the assembly
+_BROKEN_IN = {"_owned": "_run", "merge_rows": "_gather", "_split": "_gather", "owned_blocks": "_pieces"}  # what
+# a superstep keeps of every step; the rows of every walk merged as the run ends; the pieces sent to the workers
+# making their blocks then (with each worker holding its own blocks' rows alone); the assembly
 
 
 def _break_pieces(name: str, broken: bool) -> None:
@@ -494,6 +495,13 @@ def _break_pieces(name: str, broken: bool) -> None:
     import importlib
 
     module = importlib.import_module(f"gpipe.runtime.{_BROKEN_IN[name]}")
+    if name == "_split":  # pieces to send: each worker its own blocks' rows alone
+        from gpipe.runtime import _advance
+
+        if broken:
+            _advance._mended_every_row_ranks, _advance.EVERY_ROW_RANKS = _advance.EVERY_ROW_RANKS, 1
+        elif hasattr(_advance, "_mended_every_row_ranks"):
+            _advance.EVERY_ROW_RANKS = _advance._mended_every_row_ranks
     if broken:
         setattr(module, f"_mended_{name}", getattr(module, name))
 
