@@ -110,10 +110,13 @@ def _gather_room(room: int) -> int:
     return before
 
 
-def _every_row_ranks(ranks: int) -> int:
+def _every_rows(ranks: int, exchanges: tuple) -> tuple:
+    """On a worker: up to how many workers, exchanging through which transports, each holds every walk's rows
+    (``_advance._keep_rows``); what it was."""
     from gpipe.runtime import _advance
 
-    before, _advance.EVERY_ROW_RANKS = _advance.EVERY_ROW_RANKS, ranks
+    before = _advance.EVERY_ROW_RANKS, _advance.EVERY_ROW_EXCHANGES
+    _advance.EVERY_ROW_RANKS, _advance.EVERY_ROW_EXCHANGES = ranks, tuple(exchanges)
     return before
 
 
@@ -138,12 +141,12 @@ def test_a_partitioned_walk_ends_with_each_blocks_pieces_on_the_worker_making_it
     try:
         with dask.config.set({"gpipe.walks.block-size": 37}):
             g = gpipe.generators.rmat(scale=9, edge_factor=4, seed=2, partitions=3)
-            every = gpipe.walks.deepwalk(g, length=20, walks_per_vertex=2, seed=5)
-            ranks = cpu.run(_every_row_ranks, 1)  # each worker its own blocks' rows, and pieces
+            w = gpipe.walks.deepwalk(g, length=20, walks_per_vertex=2, seed=5)  # through the comms: pieces
+            before = cpu.run(_every_rows, 4, ("nccl", "comms"))  # as through NCCL: every walk's rows
             try:
-                w = gpipe.walks.deepwalk(g, length=20, walks_per_vertex=2, seed=5)
+                every = gpipe.walks.deepwalk(g, length=20, walks_per_vertex=2, seed=5)
             finally:
-                cpu.run(_every_row_ranks, next(iter(ranks.values())))
+                cpu.run(_every_rows, *next(iter(before.values())))
     finally:
         cpu.run(_gather_room, next(iter(room.values())))
     assert every.stats["rows"] == "every walk" and w.stats["rows"] == "its blocks"
@@ -156,6 +159,27 @@ def test_a_partitioned_walk_ends_with_each_blocks_pieces_on_the_worker_making_it
         assert held_every[worker] == ([], blocks[r::2])  # no piece at all: every vertex written in place
     np.testing.assert_array_equal(w.compute(), alone)
     np.testing.assert_array_equal(every.compute(), alone)
+
+
+def test_every_walks_rows_on_each_worker_give_each_familys_walks(cpu):
+    """Each worker holding every walk's rows (as through NCCL), every step of every walk family writes in place
+    on any worker and the rows merge into the same walks as pieces gathered, for any block size."""
+    g = gpipe.generators.rmat(scale=9, edge_factor=4, seed=2, partitions=2, weighted=True)
+    walks = {"deepwalk": lambda: gpipe.walks.deepwalk(g, length=15, walks_per_vertex=2, seed=4, weighted=True),
+             "node2vec": lambda: gpipe.walks.node2vec(g, length=15, p=0.5, q=2.0, seed=4),
+             "metropolis_hastings": lambda: gpipe.walks.metropolis_hastings(g, length=15, seed=4),
+             "jump": lambda: gpipe.walks.with_jump(g, length=15, jump=0.2, seed=4)}
+    pieces = {name: walk() for name, walk in walks.items()}
+    before = cpu.run(_every_rows, 4, ("nccl", "comms"))
+    try:
+        for block in (29, 1 << 20):
+            with dask.config.set({"gpipe.walks.block-size": block}):
+                for name, walk in walks.items():
+                    every = walk()
+                    assert every.stats["rows"] == "every walk" and pieces[name].stats["rows"] != "every walk"
+                    np.testing.assert_array_equal(every.compute(), pieces[name].compute())
+    finally:
+        cpu.run(_every_rows, *next(iter(before.values())))
 
 
 def test_progress_is_reported_per_superstep_while_the_workers_run_them(cpu):
@@ -403,10 +427,10 @@ def test_bad_parameters_are_rejected_by_name(cpu, kwargs, message):
 
 
 def _pieces_of(run_id, dask_worker=None):
-    """How many partitions' outputs of the run this worker holds (their pieces, or the rows its steps wrote, as
-    one); None once the run has left its store."""
+    """How many partitions' outputs of the run this worker holds (their pieces; the rows its steps wrote count as
+    one partition's); None once the run has left its store."""
     run = dask_worker.plugins["gpipe"].runs.get(run_id)
-    return None if run is None else len(run._pieces) + (run.rows is not None)
+    return None if run is None else max(len(run._pieces), int(run.rows is not None))
 
 
 def test_pieces_stay_on_workers_until_assembled_or_dropped(cpu, eventually):

@@ -219,14 +219,18 @@ def _ends(spec: RunSpec, run: Run, exchange, part: int, superstep: int) -> dict:
     return {k: merged[k] + gathered[k] for k in ("sent", "spilled", "seconds")}
 
 
-# Up to this many workers, each holds the rows of every walk while a run's steps write them (see _keep_rows)
-EVERY_ROW_RANKS = 4
+# Up to this many workers, exchanging through these transports, each holds the rows of every walk while a run's
+# steps write them (see _keep_rows). Through Dask's comms (about 1 GB/s between two workers of a host) the bytes
+# decide, and pieces send fewer: R-MAT 22 x10 through comms between two workers of one H200 gathered its pieces
+# in 9.4 s and merged the rows in 15.5 s.
+EVERY_ROW_RANKS, EVERY_ROW_EXCHANGES = 4, ("nccl",)
 
 
 def _keep_rows(spec: RunSpec, run: Run, ranks: int, rank: int) -> str | None:
     """Rows for this worker's steps to write to (``StepSpec.rows``), where they fit now (``Outputs.rows_fit``): on
-    a run's only worker, its blocks'; on 2 to :data:`EVERY_ROW_RANKS` workers, every walk's (its own blocks' too,
-    to merge into: see ``_gather.merge_rows``), where every step writes every vertex in place; else, for
+    a run's only worker, its blocks'; on 2 to :data:`EVERY_ROW_RANKS` workers exchanging through NCCL, every
+    walk's (its own blocks' too, to merge into: see ``_gather.merge_rows``), where every step writes every vertex
+    in place; else, for
     first-order walks (``"home"``), its blocks', written while a walker is here; else none: its steps write pieces
     alone.
 
@@ -248,7 +252,8 @@ def _keep_rows(spec: RunSpec, run: Run, ranks: int, rank: int) -> str | None:
     else:
         own = blocks.rows * blocks.width * np.dtype(blocks.dtype).itemsize * len(_pieces.OwnedRows.owned(blocks, ranks,
                                                                                                        rank))
-        rows = _pieces.OwnedRows.made(room(own), blocks, 1, 0) if ranks <= EVERY_ROW_RANKS else None
+        every = ranks <= EVERY_ROW_RANKS and spec.exchange in EVERY_ROW_EXCHANGES
+        rows = _pieces.OwnedRows.made(room(own), blocks, 1, 0) if every else None
         kept = "every walk"
         if rows is None and spec.step.rows == "home":
             rows = _pieces.OwnedRows.made(room(), blocks, ranks, rank)

@@ -1,4 +1,5 @@
-"""A walk-shaped run's pieces sent, as its supersteps end, to the workers that make their output blocks.
+"""A walk-shaped run's outputs sent, as its supersteps end, to the workers that make their output blocks: the
+rows of every walk, where each worker held them (:func:`merge_rows`), and pieces (:func:`gather`).
 
 Block ``b`` of the output (walks ``b * rows`` onwards) is made by the ``b % W``-th
 of the run's ``W`` workers in sorted order, as :func:`assemble_blocks` places it.

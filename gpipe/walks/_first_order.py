@@ -76,11 +76,12 @@ def _advance_routed(part, walkers: dict, spec: StepSpec, run: Run):
     n = walkers["walk_id"].shape[0]
     keep_source = "source" in walkers
     movers = {k: x.empty_like(v) for k, v in walkers.items()}
-    pieces = {"walk_id": x.empty(n, x.int64), "start": x.empty(n, x.int32), "length": x.empty(n, x.int32),
-              "offset": x.empty(n, x.int64)}
-    flat = x.empty(n * STAGE, part.indices.dtype)
-    counts = x.zeros(4, x.uint64)
     rows = run.rows
+    room = 1 if rows is not None and rows.ranks == 1 else n  # every walk's row here: no piece to make
+    pieces = {"walk_id": x.empty(room, x.int64), "start": x.empty(room, x.int32), "length": x.empty(room, x.int32),
+              "offset": x.empty(room, x.int64)}
+    flat = x.empty(room * STAGE, part.indices.dtype)
+    counts = x.zeros(4, x.uint64)
     home = (dict(rows=x.empty(1, flat.dtype), block_rows=0, ranks=0, rank=0) if rows is None else
             dict(rows=rows.array.reshape(-1), block_rows=rows.blocks.rows, ranks=rows.ranks, rank=rows.rank))
     ROUTED.launch(**_graph_args(x, part, spec), **home, n=n, walk_id=walkers["walk_id"],

@@ -495,13 +495,15 @@ def _break_pieces(name: str, broken: bool) -> None:
     import importlib
 
     module = importlib.import_module(f"gpipe.runtime.{_BROKEN_IN[name]}")
-    if name == "_split":  # pieces to send: each worker its own blocks' rows alone
+    if name in ("_split", "merge_rows"):  # pieces to send (its own blocks' rows alone); every walk's rows to merge
         from gpipe.runtime import _advance
 
         if broken:
-            _advance._mended_every_row_ranks, _advance.EVERY_ROW_RANKS = _advance.EVERY_ROW_RANKS, 1
-        elif hasattr(_advance, "_mended_every_row_ranks"):
-            _advance.EVERY_ROW_RANKS = _advance._mended_every_row_ranks
+            _advance._mended_every = _advance.EVERY_ROW_RANKS, _advance.EVERY_ROW_EXCHANGES
+            _advance.EVERY_ROW_RANKS, _advance.EVERY_ROW_EXCHANGES = (1, ()) if name == "_split" else \
+                (4, ("nccl", "comms"))
+        elif hasattr(_advance, "_mended_every"):
+            _advance.EVERY_ROW_RANKS, _advance.EVERY_ROW_EXCHANGES = _advance._mended_every
     if broken:
         setattr(module, f"_mended_{name}", getattr(module, name))
 
