@@ -161,9 +161,33 @@ def test_a_partitioned_walk_ends_with_each_blocks_pieces_on_the_worker_making_it
     np.testing.assert_array_equal(every.compute(), alone)
 
 
+def _rows_held(run_id: str, dask_worker=None) -> int:
+    """The rows a run keeps on this worker for its blocks."""
+    run = dask_worker.plugins["gpipe"].runs.get(run_id)
+    return 0 if run is None or run.rows is None else int(run.rows.array.shape[0])
+
+
+def _no_room_for_own_rows(broken: bool, dask_worker=None) -> None:
+    """On a worker: rows for its own blocks alone cannot be made (out of memory), or can again."""
+    from gpipe.runtime._pieces import OwnedRows
+
+    if broken:
+        made = OwnedRows.__dict__["made"].__func__
+
+        def refused(cls, where, blocks, ranks, rank):
+            if ranks > 1:
+                raise MemoryError("no room")
+            return made(cls, where, blocks, ranks, rank)
+
+        OwnedRows._made, OwnedRows.made = made, classmethod(refused)
+    elif hasattr(OwnedRows, "_made"):
+        OwnedRows.made = classmethod(OwnedRows._made)
+
+
 def test_every_walks_rows_on_each_worker_give_each_familys_walks(cpu):
     """Each worker holding every walk's rows (as through NCCL), every step of every walk family writes in place
-    on any worker and the rows merge into the same walks as pieces gathered, for any block size."""
+    on any worker and the rows merge into the same walks as pieces gathered, for any block size; with no room to
+    copy its blocks out of them, a worker makes its blocks in every walk's rows."""
     g = gpipe.generators.rmat(scale=9, edge_factor=4, seed=2, partitions=2, weighted=True)
     walks = {"deepwalk": lambda: gpipe.walks.deepwalk(g, length=15, walks_per_vertex=2, seed=4, weighted=True),
              "node2vec": lambda: gpipe.walks.node2vec(g, length=15, p=0.5, q=2.0, seed=4),
@@ -178,6 +202,15 @@ def test_every_walks_rows_on_each_worker_give_each_familys_walks(cpu):
                     every = walk()
                     assert every.stats["rows"] == "every walk" and pieces[name].stats["rows"] != "every walk"
                     np.testing.assert_array_equal(every.compute(), pieces[name].compute())
+        cpu.run(_no_room_for_own_rows, True)
+        try:
+            with dask.config.set({"gpipe.walks.block-size": 29}):  # blocks made on both workers
+                every = walks["deepwalk"]()
+            held = cpu.run(_rows_held, every._run_id)
+            assert sorted(held.values()) == [len(every)] * 2  # every walk's rows kept on both workers
+            np.testing.assert_array_equal(every.compute(), pieces["deepwalk"].compute())
+        finally:
+            cpu.run(_no_room_for_own_rows, False)
     finally:
         cpu.run(_every_rows, *next(iter(before.values())))
 

@@ -104,7 +104,8 @@ def merge_rows(run, exchange, blocks: OutputBlocks, superstep: int) -> dict:
     ``_advance._keep_rows``) and the peers': in rounds numbered from ``superstep``, each rank sends each peer the
     rows of the peer's blocks as it wrote them, whole blocks in order, at most a ``ROOM``-th of its free memory a
     round; the receiver keeps the larger of each cell (a cell is written on one rank, -1 on the others). The
-    run's rows become this rank's blocks alone (``OwnedRows``), the others' let go. Returns the bytes sent, the
+    run's rows become this rank's blocks alone (``OwnedRows``; where there is no room to copy them out now, those
+    of every walk's rows), the others' let go. Returns the bytes sent, the
     bytes spilled (none), the seconds taken and the rounds.
 
     A round's header: the blocks sent to each rank, and whether more are to come. Every vertex stays where its step
@@ -114,10 +115,14 @@ def merge_rows(run, exchange, blocks: OutputBlocks, superstep: int) -> dict:
     x = xp(exchange.device)
     ranks, me = len(exchange.workers), exchange.rank
     every = run.rows.by_block()
-    own = _pieces.OwnedRows.made(lambda nbytes: x, blocks, ranks, me)
+    owned = _pieces.OwnedRows.owned(blocks, ranks, me)
+    try:  # this rank's blocks in rows of their own, so that the others' go once sent
+        own = _pieces.OwnedRows.made(lambda nbytes: x, blocks, ranks, me)
+        for b, block in own.by_block().items():
+            block[...] = every[b]
+    except MemoryError:  # (CuPy's out of memory is one) no room now: its blocks stay in every walk's rows
+        own = _pieces.OwnedRows(run.rows.array, blocks, 1, 0, made=owned)
     mine = own.by_block()
-    for b, block in mine.items():
-        block[...] = every[b]
     run.keep_rows(own if mine else None)  # a rank making no block keeps nothing, and its run leaves
     going = {r: [every.pop(b) for b in _pieces.OwnedRows.owned(blocks, ranks, r)] for r in range(ranks) if r != me}
     del every

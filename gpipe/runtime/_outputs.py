@@ -56,14 +56,17 @@ class Outputs:
         pieces = sum(size(s) for s in piece_sets if not isinstance(s, Spilled))
         return cupy if cupy.get_default_memory_pool().used_bytes() - pieces + nbytes <= limit else np
 
-    def rows_fit(self, nbytes: int, limit: int | str | None) -> bool:
-        """Whether ``nbytes`` of rows for a run's steps to write to fit now: on a GPU worker's device (see
-        :meth:`blocks_module`), on a CPU worker within ``limit`` (its outputs' 'device', simulated) or, without
-        one, a quarter of its memory."""
+    def rows_fit(self, nbytes: int, limit: int | str | None, more: int = 0) -> bool:
+        """Whether ``nbytes`` of rows for a run's steps to write to fit now, and ``more`` bytes beside them for a
+        while: on a GPU worker's device (the rows as :meth:`blocks_module` takes blocks, both in its free memory),
+        on a CPU worker within ``limit`` (its outputs' 'device', simulated) or, without one, a quarter of its
+        memory."""
         if self._store.device == "gpu":
-            return self.blocks_module([], limit, nbytes) is not np
+            import cupy
+
+            return self.blocks_module([], limit, nbytes) is not np and nbytes + more <= free_memory(cupy)
         limit = self.limit(limit)
-        return nbytes <= (limit if limit is not None else self._store.memory()[0] // 4)
+        return nbytes + more <= (limit if limit is not None else self._store.memory()[0] // 4)
 
     def spill(self, limit: int | str) -> int:
         """Past ``limit`` bytes of every run's outputs on the device (:meth:`limit`), move the oldest to host
