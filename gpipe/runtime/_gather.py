@@ -121,7 +121,7 @@ def merge_rows(run, exchange, blocks: OutputBlocks, superstep: int) -> dict:
         for b, block in own.by_block().items():
             block[...] = every[b]
     except MemoryError:  # (CuPy's out of memory is one) no room now: its blocks stay in every walk's rows
-        own = _pieces.OwnedRows(run.rows.array, blocks, 1, 0, made=owned)
+        own = _pieces.OwnedRows(run.rows.array, blocks, 1, 0, block_ids=owned)
     mine = own.by_block()
     run.keep_rows(own if mine else None)  # a rank making no block keeps nothing, and its run leaves
     going = {r: [every.pop(b) for b in _pieces.OwnedRows.owned(blocks, ranks, r)] for r in range(ranks) if r != me}

@@ -146,9 +146,9 @@ class OwnedRows:
     2-partition R-MAT 23 walk's blocks so on one H200 took 0.34 s where grouping them took 1.15-1.34 s).
     """
 
-    def __init__(self, array, blocks, ranks: int, rank: int, made: range | None = None):
+    def __init__(self, array, blocks, ranks: int, rank: int, block_ids: range | None = None):
         self.array, self.blocks, self.ranks, self.rank = array, blocks, ranks, rank
-        self.made = self.owned(blocks, ranks, rank) if made is None else made  # the blocks made of these rows
+        self.block_ids = self.owned(blocks, ranks, rank) if block_ids is None else block_ids  # those made of them
 
     @classmethod
     def made(cls, where, blocks, ranks: int, rank: int) -> OwnedRows | None:
@@ -180,10 +180,10 @@ class OwnedRows:
             del pieces
 
     def by_block(self) -> dict:
-        """``b -> (rows, width)`` view of each block made of these rows (:attr:`made`: those of this worker, unless
-        every walk's rows here make only some)."""
+        """``b -> (rows, width)`` view of each block made of these rows (:attr:`block_ids`: those of this worker,
+        unless every walk's rows here make only some)."""
         rows = self.blocks.rows
-        return {b: self.array[b // self.ranks * rows:(b // self.ranks + 1) * rows] for b in self.made}
+        return {b: self.array[b // self.ranks * rows:(b // self.ranks + 1) * rows] for b in self.block_ids}
 
 
 def owned_blocks(rows: OwnedRows, piece_sets: list[dict]) -> dict:
