@@ -113,9 +113,10 @@ def pack(x, outbound: dict[int, list[dict]], counts: dict[int, int], schema: tup
     payload = x.empty(size, x.uint8)
     for part, name, dtype, offset, _ in places:
         for walkers in outbound[part]:
-            array = x.ascontiguousarray(walkers[name].astype(dtype, copy=False)).view(x.uint8)
-            payload[offset:offset + array.shape[0]] = array
-            offset += array.shape[0]
+            field = walkers[name]
+            end = offset + field.shape[0] * np.dtype(dtype).itemsize
+            payload[offset:end].view(dtype)[...] = field  # cast on the way in: one copy
+            offset = end
     return payload
 
 

@@ -69,8 +69,8 @@ def _advance_whole(x, part, walkers: dict, spec: StepSpec, out: dict, run: Run) 
 def _advance_routed(part, walkers: dict, spec: StepSpec, run: Run):
     """The walk on one partition of several, as a runtime step (pieces, movers, steps): one kernel writes the
     vertices of the walks whose blocks this worker makes straight to their rows (``run.rows``, where the run
-    keeps them), the others' as pieces over a flat buffer with no gaps, and the walkers that move on, packed; one
-    copy of three counts comes to the host. (A walker writing :data:`STAGE` vertices stops, and goes on in its
+    keeps them), the others' as pieces over a flat buffer with no gaps (none where every walk's row is here), and
+    the walkers that move on, packed; one copy of four counts comes to the host. (A walker writing :data:`STAGE` vertices stops, and goes on in its
     partition's next advance.)"""
     x = worker_xp()
     n = walkers["walk_id"].shape[0]
@@ -90,10 +90,12 @@ def _advance_routed(part, walkers: dict, spec: StepSpec, run: Run):
                   piece_start=pieces["start"], piece_len=pieces["length"], piece_offset=pieces["offset"], flat=flat,
                   mover_walk_id=movers["walk_id"], mover_source=movers.get("source", movers["walk_id"]),
                   mover_vertex=movers["vertex"], mover_step=movers["step"], counts=counts)
-    used, moved, _, kept = (int(c) for c in to_host(counts))
-    pieces = {k: v[:kept] for k, v in pieces.items()}
-    pieces["flat"] = flat[:used].copy()  # the scratch goes; the pieces stay until the run's outputs are assembled
-    steps = counts[2:3].astype(x.int64).sum()  # on the device: summed once the run ends
+    used, moved, steps, kept = (int(c) for c in to_host(counts))
+    if kept:
+        pieces = {k: v[:kept] for k, v in pieces.items()}
+        pieces["flat"] = flat[:used].copy()  # the scratch goes; the pieces stay until the run's outputs are assembled
+    else:  # every vertex written in place
+        pieces = None
     return pieces, {k: v[:moved] for k, v in movers.items()}, steps
 
 
