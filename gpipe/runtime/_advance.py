@@ -160,8 +160,11 @@ def run_partitions(spec: RunSpec, initial: dict, counts: np.ndarray) -> dict:
     # order-free walkers on several partitions here, all on the device: walked as one, crossing freely between them
     span = st.partitions.span(spec.graph_id, mine) if spec.step.order_free and len(mine) > 1 else None
     with st.run(spec.run_id).loop() as run, _exchange_of(spec, run, workers) as exchange:
-        rows = (_keep_rows(spec, run, len(workers), workers.index(me))
-                if spec.blocks is not None and spec.step.rows is not None else None)
+        rows = None
+        if spec.blocks is not None and spec.step.rows is not None:
+            with failing("advance", mine[0], 0):  # the partition may be gone (a released snapshot's)
+                written = st.partitions.as_held(spec.graph_id, mine[0]).indices.dtype
+            rows = _keep_rows(spec, run, len(workers), workers.index(me), written)
         superstep = steps = spilled = batches = 0
         seconds, ran = [], set()
         exchanging = 0.0
@@ -226,13 +229,14 @@ def _ends(spec: RunSpec, run: Run, exchange, part: int, superstep: int) -> dict:
 EVERY_ROW_RANKS, EVERY_ROW_EXCHANGES = 4, ("nccl",)
 
 
-def _keep_rows(spec: RunSpec, run: Run, ranks: int, rank: int) -> str | None:
+def _keep_rows(spec: RunSpec, run: Run, ranks: int, rank: int, written) -> str | None:
     """Rows for this worker's steps to write to (``StepSpec.rows``), where they fit now (``Outputs.rows_fit``): on
     a run's only worker, its blocks'; on 2 to :data:`EVERY_ROW_RANKS` workers exchanging through NCCL, every
     walk's, where every step writes every vertex in place (with room beside them to copy its own blocks out as
     the run ends, see ``_gather.merge_rows``: R-MAT 24 x10 on 2 H200s, 54 GB of rows within the output limit's
     70, and 27 GB more free); else, for first-order walks (``"home"``), its blocks', written while a walker is
-    here; else none: its steps write pieces alone.
+    here; else none: its steps write pieces alone (and where the ids they write, ``written``, are not the
+    rows' dtype: a dynamic graph's int64 edge pool under int32 walks).
 
     Every walk's rows send each peer a block's cells whole, written here or not: ``ranks - 1`` cells for each
     vertex written here, 4 bytes each (int32 ids), where pieces of 1.3 vertices (R-MAT 24) sent about 16 bytes a
@@ -246,6 +250,8 @@ def _keep_rows(spec: RunSpec, run: Run, ranks: int, rank: int) -> str | None:
         return where
 
     blocks = spec.blocks
+    if np.dtype(written) != np.dtype(blocks.dtype):
+        return None
     if ranks == 1:
         rows = _pieces.OwnedRows.made(room(), blocks, 1, 0)
         kept = "its blocks"
@@ -478,7 +484,7 @@ def advance_local(spec: RunSpec, walkers: dict | tuple | StartSet, *, part: int,
     seconds = 0.0
     with st.run(spec.run_id).loop() as run:
         if spec.blocks is not None and step.rows is not None:  # one replica (see run_supersteps' blocks)
-            _keep_rows(spec, run, 1, 0)
+            _keep_rows(spec, run, 1, 0, p.indices.dtype)
         for batch in _batches(walkers, step, p.indices.dtype.itemsize, st.outputs.limit(spec.output_limit)):
             batches += 1
             taken_supersteps = 0
