@@ -252,21 +252,20 @@ def _keep_rows(spec: RunSpec, run: Run, ranks: int, rank: int, written) -> str |
     blocks = spec.blocks
     if np.dtype(written) != np.dtype(blocks.dtype):
         return None
-    if ranks == 1:
-        rows = _pieces.OwnedRows.made(room(), blocks, 1, 0)
-        kept = "its blocks"
-    else:
-        own = blocks.rows * blocks.width * np.dtype(blocks.dtype).itemsize * len(_pieces.OwnedRows.owned(blocks, ranks,
-                                                                                                       rank))
-        every = ranks <= EVERY_ROW_RANKS and spec.exchange in EVERY_ROW_EXCHANGES
-        rows = _pieces.OwnedRows.made(room(own), blocks, 1, 0) if every else None
-        kept = "every walk"
-        if rows is None and spec.step.rows == "home":
-            rows = _pieces.OwnedRows.made(room(), blocks, ranks, rank)
-            kept = "its blocks"
-    if rows is None:
-        return None
-    run.keep_rows(rows)
+    own = blocks.rows * blocks.width * np.dtype(blocks.dtype).itemsize * len(_pieces.OwnedRows.owned(blocks, ranks,
+                                                                                                   rank))
+    with st.outputs.allotting:  # room seen and taken by one run at a time (two at once both saw it free)
+        if ranks == 1:
+            rows, kept = _pieces.OwnedRows.made(room(), blocks, 1, 0), "its blocks"
+        elif ranks <= EVERY_ROW_RANKS and spec.exchange in EVERY_ROW_EXCHANGES:
+            rows, kept = _pieces.OwnedRows.made(room(own), blocks, 1, 0), "every walk"
+        else:
+            rows = None
+        if rows is None and ranks > 1 and spec.step.rows == "home":
+            rows, kept = _pieces.OwnedRows.made(room(), blocks, ranks, rank), "its blocks"
+        if rows is None:
+            return None
+        run.keep_rows(rows)
     return kept
 
 

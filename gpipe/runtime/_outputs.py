@@ -4,6 +4,7 @@ how they are taken, grouped and gathered into a result's blocks from the workers
 from __future__ import annotations
 
 import asyncio
+import threading
 
 import numpy as np
 from distributed.protocol import to_serialize
@@ -20,6 +21,7 @@ class Outputs:
     def __init__(self, store, auto_limit: int | None):
         self._store = store
         self._auto_limit = auto_limit  # what gpipe.memory.output-limit 'auto' means here
+        self.allotting = threading.Lock()  # held while a run sees whether its rows fit and makes them
 
     def limit(self, limit: int | str | None) -> int | None:
         """``gpipe.memory.output-limit`` here, in bytes: 'auto' is half of a GPU's memory, and no limit (None) on a
