@@ -154,6 +154,32 @@ def test_the_runtimes_walker_fields_travel_as_narrow_as_the_run_allows_and_arriv
         np.testing.assert_array_equal(arrived[name], values)
 
 
+def test_pieces_travel_as_narrow_as_the_run_allows_and_arrive_as_they_left():
+    """A piece crosses (``_gather``) with its walk id as int32 and its start and length as int16 where the run's
+    walks and row width allow, as they are where not; every field arrives with its values, widened, in arrays of
+    its own (the payload goes)."""
+    from gpipe.runtime import _gather
+    from gpipe.runtime._spec import OutputBlocks
+
+    narrow, wide = OutputBlocks(1000, 3, np.dtype(np.int32), 2**31, 81), OutputBlocks(1000, 3, np.dtype(np.int64),
+                                                                                      2**31 + 1, 2**15)
+    assert [k.itemsize for k in _gather.wire(narrow).values()] == [4, 2, 2, 4]
+    assert [k.itemsize for k in _gather.wire(wide).values()] == [8, 4, 4, 8]
+    n = 500
+    for blocks in (narrow, wide):
+        length = np.arange(n, dtype=np.int32) % 7 + 1
+        pieces = {"walk_id": np.arange(blocks.walks - n, blocks.walks, dtype=np.int64),
+                  "start": (blocks.width - 8 - np.arange(n) % 3).astype(np.int32), "length": length,
+                  "flat": np.arange(int(length.sum()), dtype=blocks.dtype) * 3}
+        payload = _gather._pack(np, pieces, blocks)
+        assert payload.shape[0] == _gather.places(n, int(length.sum()), blocks)[1]
+        arrived = _gather._unpack(payload, n, int(length.sum()), blocks, "a peer")
+        for name, values in pieces.items():
+            assert arrived[name].dtype == _gather.WIDE.get(name, values.dtype) and arrived[name].base is None
+            np.testing.assert_array_equal(arrived[name], values)
+        np.testing.assert_array_equal(arrived["offset"], np.cumsum(length) - length)
+
+
 def _runs_of(run: str, action: str):
     """On a worker: make run ``run`` there, end it, or say whether it is there (its store's registry)."""
     def act(dask_worker=None):

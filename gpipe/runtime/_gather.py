@@ -32,7 +32,7 @@ from ._run import nbytes
 from ._spec import OutputBlocks
 
 ROOM = 16  # a round's batch is at most this share of the free memory (a round holds it about five times)
-FIELDS = (("walk_id", np.dtype(np.int64)), ("start", np.dtype(np.int32)), ("length", np.dtype(np.int32)))
+WIDE = {"walk_id": np.dtype(np.int64), "start": np.dtype(np.int32), "length": np.dtype(np.int32)}  # in a worker
 
 
 def owner(walk_id, blocks: OutputBlocks, ranks: int):
@@ -40,11 +40,21 @@ def owner(walk_id, blocks: OutputBlocks, ranks: int):
     return (walk_id // blocks.rows) % ranks
 
 
-def places(pieces: int, vertices: int, dtype) -> tuple[list[tuple[str, np.dtype, int, int]], int]:
+def wire(blocks: OutputBlocks) -> dict[str, np.dtype]:
+    """The dtypes a piece's fields travel as in a run of ``blocks``, as narrow as its walks and their width allow
+    (:data:`WIDE` in a worker): ``walk_id`` int32 up to 2**31 walks, ``start`` and ``length`` int16 for rows
+    narrower than 2**15; a piece of R-MAT 24 (1.3 vertices) in 13 bytes, not 21."""
+    steps = np.dtype(np.int16 if blocks.width < 2**15 else np.int32)
+    return {"walk_id": np.dtype(np.int32 if blocks.walks <= 2**31 else np.int64), "start": steps, "length": steps,
+            "flat": np.dtype(blocks.dtype)}
+
+
+def places(pieces: int, vertices: int, blocks: OutputBlocks) -> tuple[list[tuple[str, np.dtype, int, int]], int]:
     """Where each array of a payload of ``pieces`` pieces holding ``vertices`` vertices lies: ``[(name, dtype,
     offset, count)]``, and the payload's bytes."""
     out, size = [], 0
-    for name, kind, count in (*((n, k, pieces) for n, k in FIELDS), ("flat", np.dtype(dtype), vertices)):
+    for name, kind in wire(blocks).items():
+        count = vertices if name == "flat" else pieces
         out.append((name, kind, size, count))
         size += -(-count * kind.itemsize // ALIGN) * ALIGN
     return out, size
@@ -75,12 +85,12 @@ def gather(run, exchange, blocks: OutputBlocks, part: int, superstep: int, limit
             if share is not None:
                 words[r], words[ranks + r] = share["walk_id"].shape[0], share["flat"].shape[0]
         words[-1] = bool(sets)
-        payloads = {r: _pack(x, share) for r, share in enumerate(shares) if r != me and share is not None}
+        payloads = {r: _pack(x, share, blocks) for r, share in enumerate(shares) if r != me and share is not None}
         local = shares[me]
         del shares
 
         def expected(matrix: np.ndarray) -> dict[int, int]:
-            return {r: places(int(row[me]), int(row[ranks + me]), blocks.dtype)[1]
+            return {r: places(int(row[me]), int(row[ranks + me]), blocks)[1]
                     for r, row in enumerate(matrix) if r != me and row[me]}
 
         exchange.watch.start()
@@ -91,9 +101,9 @@ def gather(run, exchange, blocks: OutputBlocks, part: int, superstep: int, limit
             spilled += run.add_pieces(part, local, limit)
         del local
         for r in sorted(received):
-            pieces = _unpack(received.pop(r), int(matrix[r, me]), int(matrix[r, ranks + me]), blocks.dtype,
+            pieces = _unpack(received.pop(r), int(matrix[r, me]), int(matrix[r, ranks + me]), blocks,
                              exchange.workers[r])
-            spilled += run.add_pieces(part, pieces, limit, whole=True)
+            spilled += run.add_pieces(part, pieces, limit)
         superstep += 1
         if not matrix[:, -1].any():
             return {"sent": sent, "spilled": spilled, "seconds": time.perf_counter() - t0}
@@ -192,23 +202,24 @@ def _split(x, batch: list[dict], blocks: OutputBlocks, ranks: int) -> list[dict 
     return shares
 
 
-def _pack(x, share: dict):
-    """A rank's share as one payload (see :func:`places`)."""
-    spots, size = places(share["walk_id"].shape[0], share["flat"].shape[0], share["flat"].dtype)
+def _pack(x, share: dict, blocks: OutputBlocks):
+    """A rank's share as one payload (see :func:`places`), each field cast to its wire type as it is copied in."""
+    spots, size = places(share["walk_id"].shape[0], share["flat"].shape[0], blocks)
     payload = x.empty(size, x.uint8)
-    for name, _, offset, _ in spots:
-        array = x.ascontiguousarray(share[name]).view(x.uint8)
-        payload[offset:offset + array.shape[0]] = array
+    for name, kind, offset, count in spots:
+        payload[offset:offset + count * kind.itemsize].view(kind)[...] = share[name]
     return payload
 
 
-def _unpack(payload, pieces: int, vertices: int, dtype, sender: str) -> dict:
-    """The piece set in a payload from ``sender`` said to hold ``pieces`` pieces of ``vertices`` vertices."""
-    spots, size = places(pieces, vertices, dtype)
+def _unpack(payload, pieces: int, vertices: int, blocks: OutputBlocks, sender: str) -> dict:
+    """The piece set in a payload from ``sender`` said to hold ``pieces`` pieces of ``vertices`` vertices (its
+    fields widened back to :data:`WIDE`, each an array of its own)."""
+    spots, size = places(pieces, vertices, blocks)
     if payload.shape[0] != size:
         raise GpipeError(f"pieces from worker {sender} arrived as {payload.shape[0]} bytes where their header said "
                          f"{size} ({pieces} pieces of {vertices} vertices)")
-    out = {name: payload[offset:offset + count * kind.itemsize].view(kind) for name, kind, offset, count in spots}
+    out = {name: payload[offset:offset + count * kind.itemsize].view(kind).astype(WIDE.get(name, kind))
+           for name, kind, offset, count in spots}  # copies: the payload goes
     out["offset"], total = _pieces.starts(xp(device_of(payload)), out["length"])
     if total != vertices:
         raise GpipeError(f"pieces from worker {sender} arrived damaged: their lengths add up to {total} vertices, "

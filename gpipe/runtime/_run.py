@@ -180,7 +180,7 @@ class Run:
 
     # -- outputs
 
-    def add_pieces(self, part: int, pieces: dict, limit: int | str | None, whole: bool = False) -> int:
+    def add_pieces(self, part: int, pieces: dict, limit: int | str | None) -> int:
         """Keep what a step output; then, past ``limit`` bytes of outputs on the device, spill the oldest to host.
 
         ``limit`` (``gpipe.memory.output-limit``: bytes, 'auto' or None, never
@@ -188,14 +188,12 @@ class Run:
         spill first, whichever run's (see ``Outputs.spill``). Returns the bytes
         spilled. A run that has ended here keeps nothing: its loop stops with
         an error, after the kernel call it was in. Arrays that view more
-        memory than their own are copied (see :func:`_owned`), unless the
-        set is ``whole``: its arrays view one buffer, all of which they are
-        (a payload of pieces, unpacked).
+        memory than their own are copied (see :func:`_owned`).
         """
         if pieces is None:  # a step that wrote its walks' rows in place (``Run.rows``) keeps nothing
             self.raise_if_failed()
             return 0
-        pieces = pieces if whole else _owned(pieces)
+        pieces = _owned(pieces)
         with self._lock:
             self.raise_if_failed()
             self._pieces[part].append(pieces)
