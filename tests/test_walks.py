@@ -215,6 +215,33 @@ def test_every_walks_rows_on_each_worker_give_each_familys_walks(cpu):
         cpu.run(_every_rows, *next(iter(before.values())))
 
 
+def test_three_workers_walk_the_same_through_every_walks_rows_and_through_pieces(one_worker_cluster):
+    """Past two workers: each peer's blocks merged from every walk's rows, and each piece sent to the worker making
+    its block out of three, give the walks one worker makes, whatever the blocks."""
+    with one_worker_cluster.as_current():
+        g = gpipe.generators.rmat(scale=9, edge_factor=4, seed=2, partitions=1)
+        alone = {name: walk(g).compute() for name, walk in _THREE.items()}
+    with gpipe.connect(n_workers=3, threads_per_worker=1, device="cpu", dashboard_address=":0") as three, \
+            dask.config.set({"gpipe.walks.block-size": 23}):
+        g = gpipe.generators.rmat(scale=9, edge_factor=4, seed=2, partitions=5)
+        for name, walk in _THREE.items():
+            w = walk(g)
+            assert w.stats["workers"] == 3 and w.stats["rows"] != "every walk" and w.stats["gathered_bytes"] > 0
+            np.testing.assert_array_equal(w.compute(), alone[name])
+        before = three.run(_every_rows, 4, ("nccl", "comms"))
+        try:
+            for name, walk in _THREE.items():
+                w = walk(g)
+                assert w.stats["rows"] == "every walk"
+                np.testing.assert_array_equal(w.compute(), alone[name])
+        finally:
+            three.run(_every_rows, *next(iter(before.values())))
+
+
+_THREE = {"deepwalk": lambda g: gpipe.walks.deepwalk(g, length=12, walks_per_vertex=2, seed=6),
+          "node2vec": lambda g: gpipe.walks.node2vec(g, length=12, p=0.5, q=2.0, seed=6)}
+
+
 def test_progress_is_reported_per_superstep_while_the_workers_run_them(cpu):
     g = gpipe.generators.rmat(scale=9, edge_factor=4, seed=2, partitions=4)
     calls = []
