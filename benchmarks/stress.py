@@ -38,7 +38,8 @@ The JSON is rewritten after every run (``"complete": false`` until the
 end), so a run stopped by a time limit leaves the runs it finished. The defaults
 take longer than one call of a lent machine: ``--append`` adds a call's runs (of
 its ``--workloads``, its ``--concurrent`` ones or none) to those ``--out`` holds
-already, of the same graph and sizes, and ``missing`` in the JSON lists the runs
+already, of the same graph and sizes (compared with the references made before,
+made again only where missing), and ``missing`` in the JSON lists the runs
 of the defaults (every workload, mode and exchange, ``--repeat`` rounds, and the
 default concurrent pair) still to make on its GPU counts: none, and
 ``"covers_defaults": true``, once the calls together made them all.
@@ -365,7 +366,9 @@ def main() -> None:
         (name, args.seed + r + i) for i, name in enumerate(args.concurrent) for r in range(args.repeat)}
     reference_gpus = args.reference_gpus or max(args.gpus)
     records, env, peer, earlier_references = _earlier(args)
-    references = {}
+    # an --append call compares with the references made before (digests depend on graph, parameters and seed only)
+    references = {(r["workload"], r["seed"]): r for r in earlier_references if r["digest"] is not None}
+    table = None
 
     def report(complete: bool) -> dict:
         for r in records:
@@ -376,22 +379,26 @@ def main() -> None:
         return {**env, "benchmark": "stress", "graph": rmat_record(args),
                 "parameters": {k: v for k, v in vars(args).items() if k not in ("out", "append")},
                 "peer_copy_bytes_per_second": peer,
-                "references": earlier_references + list(references.values()), "records": records,
+                "references": list(references.values()), "records": records,
                 "runs": len(records), "failed": len(failed), "complete": complete, "missing": missing,
                 "covers_defaults": not missing}
 
     for gpus in [reference_gpus, *sorted(set(args.gpus) - {reference_gpus})]:
+        if gpus not in args.gpus and not needed - set(references):
+            continue
         with gpipe.connect(n_workers=gpus, device=args.device, dashboard_address=":0") as client:
             env = env or environment(client, args.device)
-            if gpus == reference_gpus:
+            if gpus == reference_gpus and needed - set(references):
                 g, built = rmat_graph(args, mode="replicated")
                 print(f"references, {_gpus(gpus, args.device)}, replicated (no walker leaves its worker): {g} "
                       f"(built in {built:.1f} s)", flush=True)
                 table = _workloads(g, args)
-                references = _references(g, table, needed)
+                references.update(_references(g, table, needed - set(references)))
                 g.release()
-                if gpus not in args.gpus:
-                    continue
+            elif gpus == reference_gpus:
+                print(f"references: all {len(needed)} made before, in {args.out}", flush=True)
+            if gpus not in args.gpus:
+                continue
             if args.device == "gpu" and gpus > 1 and peer is None:
                 worker = sorted(client.nthreads())[0]  # it sees every GPU, its own as GPU 0
                 try:
@@ -404,6 +411,7 @@ def main() -> None:
                 budget = args.device_partitions if mode == "oom" else None
                 with dask.config.set({"gpipe.memory.device-partitions": budget}):
                     g, built = rmat_graph(args, mode="partitioned", partitions=partitions)
+                table = table or _workloads(g, args)  # the same on any partitioning of the graph
                 print(f"{_gpus(gpus, args.device)}, {mode}: {g}"
                       f"{f', {budget} partition(s) per GPU at once' if budget else ''} (built in {built:.1f} s)",
                       flush=True)
