@@ -239,9 +239,9 @@ def _keep_rows(spec: RunSpec, run: Run, ranks: int, rank: int, written) -> str |
     rows' dtype: a dynamic graph's int64 edge pool under int32 walks).
 
     Every walk's rows send each peer a block's cells whole, written here or not: ``ranks - 1`` cells for each
-    vertex written here, 4 bytes each (int32 ids), where pieces of 1.3 vertices (R-MAT 24) sent about 16 bytes a
-    vertex: fewer bytes up to 4 workers. Returns which rows it keeps: ``"every walk"``, ``"its blocks"`` or
-    None."""
+    vertex written here, 4 bytes each (int32 ids), where pieces of 1.3 vertices (R-MAT 24) send about 10 bytes a
+    vertex and take four passes to group and scatter: up to 4 workers, about as many bytes and none of the
+    passes. Returns which rows it keeps: ``"every walk"``, ``"its blocks"`` or None."""
     st, x = store(), worker_xp()
 
     def room(more: int = 0):
