@@ -236,8 +236,8 @@ async def _still_there(worker, peer: str, silent: float, what: str) -> None:
 
 
 class CommsTransport:
-    """Header and payload in one Dask message to each peer (``gpipe_exchange``); the peers' arrive in the run's
-    mailbox (``Run.hear``)."""
+    """Header and payload in one Dask message to each peer (``gpipe_exchange``, sent without waiting for an
+    answer: one crossing a superstep, not a round trip); the peers' arrive in the run's mailbox (``Run.hear``)."""
 
     name = "comms"
 
@@ -265,9 +265,11 @@ class CommsTransport:
             peer = self.workers[r]
             payload = payloads.get(r)
             try:
-                await _answered(worker, run, peer, worker.rpc(peer).gpipe_exchange(
+                await _answered(worker, run, peer, worker.rpc(peer).gpipe_exchange(  # no answer awaited: what the
+                    # peer sends back for this superstep is its own end of it, which the mailbox waits for
                     run_id=run.id, superstep=superstep, rank=self.rank, words=to_serialize(words),
-                    payload=None if payload is None else to_serialize(payload)), f"it to take superstep {superstep}")
+                    payload=None if payload is None else to_serialize(payload), reply=False),
+                    f"it to take superstep {superstep}")
             except Exception as exc:
                 cause = str(exc) if isinstance(exc, GpipeError) else repr(exc)
                 raise GpipeError(f"could not reach worker {peer} at the end of superstep {superstep}: {cause}")
