@@ -314,6 +314,32 @@ def test_a_workers_partitions_on_its_device_are_walked_as_one_span(cpu):
     assert all(all(row) for rows in held.values() for row in rows)
 
 
+def _no_room_to_join(broken: bool, dask_worker=None) -> None:
+    """On a worker: partitions cannot be joined (out of memory), or can again."""
+    from gpipe.graph._partition import Partition
+
+    if broken:
+        def refused(parts):
+            raise MemoryError("no room")
+
+        Partition._join, Partition.join = Partition.join, staticmethod(refused)
+    elif hasattr(Partition, "_join"):
+        Partition.join = staticmethod(Partition._join)
+
+
+def test_partitions_with_no_room_to_join_walk_on_their_own(cpu):
+    g = gpipe.generators.rmat(scale=10, edge_factor=4, seed=2, partitions=6)
+    cpu.run(_no_room_to_join, True)
+    try:
+        apart = gpipe.walks.deepwalk(g, length=20, seed=3)
+        paths = apart.compute()
+    finally:
+        cpu.run(_no_room_to_join, False)
+    joined = gpipe.walks.deepwalk(g, length=20, seed=3)
+    np.testing.assert_array_equal(paths, joined.compute())
+    assert apart.stats["batches"] > 2 * joined.stats["batches"]  # each partition and crossing its own launch
+
+
 def test_seed_controls_the_walks(cpu):
     g = gpipe.generators.rmat(scale=8, edge_factor=4, seed=2, partitions=2)
     a = gpipe.walks.deepwalk(g, length=10, seed=1).compute()

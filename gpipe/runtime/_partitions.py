@@ -58,9 +58,10 @@ class Partitions:
 
     def span(self, graph_id: str, parts: list[int]):
         """Partitions ``parts`` of a graph (consecutive, held on the device) as one over all their vertices, made on
-        first use and kept with the graph, or None where they cannot be joined (out of memory, or of a kind that
-        does not join: a dynamic graph's spaces). Each becomes a view of the span's arrays, so its edges are held
-        once (see ``Partition.join``): a run reading a partition still reads the same rows."""
+        first use and kept with the graph, or None where they cannot be joined (an out-of-memory graph's, of a
+        kind that does not join, a dynamic graph's spaces, or no room now for the copy that joins them). Each
+        becomes a view of the span's arrays, so its edges are held once (see ``Partition.join``): a run reading a
+        partition still reads the same rows."""
         key = (graph_id, parts[0], parts[-1])
         with self._joining:
             if key in self._spans:
@@ -71,7 +72,10 @@ class Partitions:
             kind = type(self._held[keys[0]])
             if not hasattr(kind, "join") or not all(type(self._held[k]) is kind for k in keys):
                 return None
-            span, views = kind.join([self._held[k] for k in keys])
+            try:
+                span, views = kind.join([self._held[k] for k in keys])
+            except MemoryError:  # (CuPy's out of memory is one) no room to join them now: each walks on its own
+                return None
             self._held.update(zip(keys, views))
             self._spans[key] = span
             return span
