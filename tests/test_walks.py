@@ -697,9 +697,48 @@ def test_pieces_grouped_by_block_in_small_batches_hold_less_than_twice_the_piece
     assert peak < 1.8 * total, f"grouping held {peak / total:.2f} times the pieces"  # 1.58 (2.01 with views)
 
 
+def _count_borrowing(on: bool, dask_worker=None) -> int:
+    """On a worker: count the lists its steps fetch from peers mid-superstep (``Peers.neighbor_lists``) from now
+    on, or stop and say how many."""
+    from gpipe.runtime._peers import Peers
+
+    if on:
+        fetch = Peers.neighbor_lists
+        dask_worker._borrowed = 0
+
+        def counted(self, *args):
+            dask_worker._borrowed += 1
+            return fetch(self, *args)
+
+        Peers._fetch, Peers.neighbor_lists = fetch, counted
+        return 0
+    Peers.neighbor_lists = Peers._fetch
+    return dask_worker._borrowed
+
+
+@pytest.mark.parametrize("p, q", [(0.5, 2.0), (4.0, 0.25)])
+def test_node2vec_walkers_take_their_previous_vertexs_list_along_and_borrow_none(cpu, p, q):
+    """A walker leaving a worker takes the list of the vertex it came from along (once a run to each peer): the
+    steps on the other side find it there and fetch nothing mid-superstep, and the walks are one partition's."""
+    g = gpipe.generators.rmat(scale=9, edge_factor=4, seed=3, partitions=4, weighted=True)
+    one = gpipe.walks.node2vec(gpipe.generators.rmat(scale=9, edge_factor=4, seed=3, partitions=1, weighted=True),
+                               length=20, p=p, q=q, walks_per_vertex=2, seed=8).compute()
+    cpu.run(_count_borrowing, True)
+    try:
+        w = gpipe.walks.node2vec(g, length=20, p=p, q=q, walks_per_vertex=2, seed=8)
+        paths = w.compute()
+    finally:
+        fetched = cpu.run(_count_borrowing, False)
+    assert w.stats["workers"] == 2 and w.stats["lent_bytes"] > 0 and w.stats["walker_bytes"] > 0
+    assert sum(fetched.values()) == 0
+    np.testing.assert_array_equal(paths, one)
+
+
 def test_borrowed_lists_are_fetched_once_a_run_and_kept_by_id(monkeypatch):
     import importlib
     from types import SimpleNamespace
+
+    from gpipe.runtime import Lent
 
     borrowing = importlib.import_module("gpipe.walks._borrowed")
 
@@ -713,7 +752,7 @@ def test_borrowed_lists_are_fetched_once_a_run_and_kept_by_id(monkeypatch):
 
     monkeypatch.setattr(borrowing, "neighbor_lists", fetch)
     monkeypatch.setattr(borrowing, "worker_xp", lambda: np)
-    borrowed = borrowing.Borrowed()
+    borrowed = Lent()
     run, graph = SimpleNamespace(state=lambda kind: borrowed), ("g", [])
 
     def rows(csr):
@@ -726,11 +765,20 @@ def test_borrowed_lists_are_fetched_once_a_run_and_kept_by_id(monkeypatch):
     assert asked == [[2, 5], [0, 1]] and list(got[0]) == [0, 1, 2, 5]  # 5 was kept: not fetched again
     assert rows(got) == {v: lists[v] for v in (0, 1, 2, 5)}
     assert rows(borrowing.borrowed_lists(run, graph, None)) == rows(got)  # kept for the next launch
-    assert borrowing.borrowed_lists(run, graph, None, np.array([2]), most=100) is borrowed.lists["g"]
+    assert borrowing.borrowed_lists(run, graph, None, np.array([2]), most=100) is borrowed.kept["g"]
     assert len(asked) == 2
     full = borrowing.borrowed_lists(run, graph, None, np.array([3, 5]), most=7)  # 7 edges kept: full
     assert rows(full) == {3: [3], 5: [0, 4]} and asked[-1] == [3, 5]
     assert rows(borrowing.borrowed_lists(run, graph, None)) == rows(got)
+    # lists walkers brought along (here 3's and 5's, 5 kept already) are kept first, and fetched no more
+    borrowed.arrived.append((np.array([3, 5]), np.array([0, 1, 3]), np.array([3, 0, 4])))
+    assert rows(borrowing.borrowed_lists(run, graph, None, np.array([3]), most=100)) == {
+        v: lists[v] for v in (0, 1, 2, 3, 5)}
+    assert len(asked) == 3 and not borrowed.arrived
+    borrowed.arrived.append((np.array([7]), np.array([0, 2]), np.array([1, 2])))
+    assert rows(borrowing.borrowed_lists(run, graph, None, most=9))[7] == [1, 2]  # 8 edges kept: room for them
+    borrowed.arrived.append((np.array([8]), np.array([0, 1]), np.array([0])))
+    assert 8 not in rows(borrowing.borrowed_lists(run, graph, None, most=9))  # 10: full, not kept
 
 
 @pytest.mark.parametrize("teleport, alpha, weighted", [(0, 0.0, False), (0, 0.0, True), (1, 0.2, False),

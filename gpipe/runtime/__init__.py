@@ -11,6 +11,7 @@ e.g. the samplers' ``EdgeSample``).
 from ._advance import failing, neighbor_lists, output_totals, step_kernel, worker_device, worker_xp
 from ._driver import check_memory, run_supersteps
 from ._held import HeldResult
+from ._lent import Lent
 from ._reach import (anywhere, end_graph, end_graph_later, end_here, end_later, end_run, fetch_partitions, gathered,
                      graph_array, held_partition, holder_workers, holds_partition, in_each_worker, in_worker,
                      keep_arrays, keep_partition, on_each, on_every_worker, on_holders, on_partitions, on_worker,
@@ -23,7 +24,7 @@ from ._spec import OutputBlocks, StartSet, StepSpec
 from ._store import call_peer, drop_graph, drop_run, store
 from ._watch import WATCH_SECONDS, call_workers, check_held, gather_pinned, wait_pinned
 
-__all__ = ["WATCH_SECONDS", "HeldResult", "OutputBlocks", "Run", "Session", "StartSet", "StepSpec", "anywhere",
+__all__ = ["WATCH_SECONDS", "HeldResult", "Lent", "OutputBlocks", "Run", "Session", "StartSet", "StepSpec", "anywhere",
            "assemble_blocks", "attach", "call_peer", "call_workers", "check_held", "check_memory", "current",
            "drop_graph", "drop_run", "end_graph", "end_graph_later", "end_here", "end_later", "end_run", "failing",
            "fetch_partitions", "gather_pinned", "gathered", "graph_array", "held_partition", "holder_workers",

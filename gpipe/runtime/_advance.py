@@ -19,7 +19,7 @@ import numpy as np
 
 from ..backend import to_device, to_host, xp
 from ..errors import GpipeError, TaskError
-from . import _exchange, _gather, _pieces
+from . import _exchange, _gather, _lent, _pieces
 from ._run import Run
 from ._spec import OutputBlocks, RunSpec, StartSet, StepSpec
 from ._store import store
@@ -206,7 +206,9 @@ def run_partitions(spec: RunSpec, initial: dict, counts: np.ndarray) -> dict:
             ran = {mine[0]}
             memory.see()
         sent_bytes = exchange.sent_bytes
+        lent_bytes = 0 if exchange.lending is None else exchange.lending.sent_bytes
     return {"steps": int(steps), "seconds": seconds, "spilled": spilled, "batches": batches, "sent_bytes": sent_bytes,
+            "lent_bytes": lent_bytes,
             "exchange_seconds": exchanging, "ran": sorted(ran), "outputs": _summaries(spec, ran),
             "gathered": gathered, "rows": rows, **memory.peaks()}
 
@@ -284,8 +286,12 @@ def _exchange_of(spec: RunSpec, run: Run, workers: list[str]):
     else:
         transport = _exchange.CommsTransport(run, workers, rank)
     try:
-        yield _exchange.Exchange(run, transport, workers, spec.placement, spec.bounds, spec.step.length, st.device,
-                                 walks=None if spec.blocks is None else spec.blocks.walks)
+        exchange = _exchange.Exchange(run, transport, workers, spec.placement, spec.bounds, spec.step.length,
+                                      st.device, walks=None if spec.blocks is None else spec.blocks.walks)
+        if spec.step.lends is not None and len(workers) > 1:
+            with failing("exchange", st.worker_address, 0, "worker"):  # the partition may be gone (a snapshot's)
+                exchange.lending = _lent.Lending(exchange, spec.graph_id, spec.step.lends)
+        yield exchange
     except BaseException:
         transport.close(failed=True)
         raise

@@ -126,6 +126,7 @@ def run_supersteps(graph, spec: StepSpec, initial: int | StartSet | dict, *, num
     stats = {**_stats(graph, summaries, "partitioned", partitions=graph.num_partitions, workers=len(workers),
                       steps=steps, seconds=seconds, supersteps=superstep, kernel_seconds=kernel_seconds),
              "exchange": exchange, "walker_bytes": sum(s["sent_bytes"] for s in summaries),
+             **({"lent_bytes": sum(s["lent_bytes"] for s in summaries)} if spec.lends else {}),  # lists taken along
              "gathered": summaries[0]["gathered"] is not None,
              "exchange_seconds": max(s["exchange_seconds"] for s in summaries),  # the busiest worker's
              "host_memory_peak": max(s["host_memory_peak"] for s in summaries),

@@ -343,6 +343,7 @@ class Exchange:
         self.bounds, self.length, self.device = bounds, length, device
         self.wire = wire_types(int(bounds[-1]), length, walks)  # the runtime's fields as they travel (``walks``:
         # the run's walks, where it is a walk run)
+        self.lending = None  # a ``_lent.Lending`` where the walkers take neighbor lists along
         self.parts = len(placement)
         self.of_rank = [[p for p, w in enumerate(placement) if w == worker] for worker in workers]
         self.watch = Watch(run, [w for r, w in enumerate(workers) if r != self.rank])
@@ -353,6 +354,8 @@ class Exchange:
         """Swap headers and payloads with every peer; the walkers that came go into the inboxes of ``superstep``
         + 1 and the next superstep's walker count per partition is returned."""
         x = xp(self.device)
+        if self.lending is not None:  # the lists the walkers leaving will read, to their peers first
+            self.lending.round(superstep, outbound)
         schema = tuple((name, self.wire[name].str if name in self.wire and np.dtype(dtype) == WIDE[name] else dtype)
                        for name, dtype in _schema(outbound))
         moved = np.zeros(self.parts, np.int64)

@@ -59,7 +59,7 @@ class Peers:
         remote = {p: v for p, v in wanted.items() if placement[p] != self._store.worker_address}
         fetched = dict(zip(remote, sync(self._store.worker.loop, self._fetch_neighbors, graph_id, placement, remote))
                        if remote else ())
-        rows = [fetched[p] if p in remote else _rows(self._store.partitions.as_held(graph_id, p), v)
+        rows = [fetched[p] if p in remote else rows_of(self._store.partitions.as_held(graph_id, p), v)
                 for p, v in wanted.items()]
         x = xp(self._store.device)
         indptr = x.zeros(vertices.shape[0] + 1, x.int64)
@@ -75,12 +75,12 @@ class Peers:
     async def neighbors_handler(self, graph_id: str, part: int, vertices: np.ndarray):
         """``gpipe_neighbors``: a peer asks for the out-neighbor lists of vertices of a partition held here."""
         def read():
-            return tuple(to_host(a) for a in _rows(self._store.partitions.as_held(graph_id, part), vertices))
+            return tuple(to_host(a) for a in rows_of(self._store.partitions.as_held(graph_id, part), vertices))
 
         return to_serialize(await asyncio.get_running_loop().run_in_executor(None, read))
 
 
-def _rows(p, vertices: np.ndarray) -> tuple:
+def rows_of(p, vertices: np.ndarray) -> tuple:
     """The out-degrees and the concatenated out-neighbors of ``vertices`` (of partition ``p``)."""
     if hasattr(p, "rows"):  # a dynamic graph's view lays its rows out in blocks of its own
         return p.rows(vertices)

@@ -38,6 +38,9 @@ class StepSpec:
     rows: str | None = None  # where the step writes a walk's vertices straight to its row (``Run.rows``) rather
     # than in pieces: 'home', while its walker is on the worker making its block; 'alone', when that is the run's
     # only worker (every walk is at home: ``step_kernel`` steps); None, never
+    lends: str | None = None  # a walker field holding a vertex whose out-neighbor list its next steps read
+    # (node2vec's previous vertex): a walker leaving a worker takes that list along, to each peer once a run
+    # (``_exchange.Lent``)
 
 
 @dataclass(frozen=True)

@@ -236,7 +236,8 @@ def node2vec(g, p: float = 1.0, q: float = 1.0, length: int = 80, walks_per_vert
     walk = _node2vec.Node2Vec(bool(weighted), p, q, (g.graph_id, tuple(g.placement)))
     step, fields = ((advance_node2vec_dynamic, N2V_FIELDS) if isinstance(g, Snapshot)
                     else (_node2vec.advance_node2vec, _node2vec.FIELDS))
-    return run_walks(g, "node2vec", walk_spec(step, seed, length, walk, fields), walks_per_vertex, starts, progress)
+    return run_walks(g, "node2vec", walk_spec(step, seed, length, walk, fields, lends="prev"), walks_per_vertex,
+                     starts, progress)  # a walker takes the list of the vertex it came from along
 
 
 def metropolis_hastings(g, length: int = 80, walks_per_vertex: int = 1, start=None, seed: int = 0, *,

@@ -21,7 +21,10 @@ partition (:func:`borrowed_lists`: one message per partition and launch) and
 launches it again; a walker needing a second answer in one step borrows the
 same way rather than travel again, so a step costs at most one round trip. The
 lists borrowed are kept for the run on that worker and passed to every launch:
-a walker whose t's list is there asks no query at all. On
+a walker whose t's list is there asks no query at all. And a walker leaving a
+worker takes the list of the vertex it came from along (``StepSpec.lends``,
+``runtime/_lent.py``, through NCCL between GPU workers): the other side has
+t's list when the walker arrives, and neither queries nor borrows. On
 the GPU the first launch runs a kernel without the exact draw, which stops
 there too, or, for tame p and q, one without the fallback at all (its code in
 the hot loop cost 40 % of the speed); the CPU twin is the kernel with it, on
