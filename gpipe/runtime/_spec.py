@@ -40,7 +40,7 @@ class StepSpec:
     # only worker (every walk is at home: ``step_kernel`` steps); None, never
     lends: str | None = None  # a walker field holding a vertex whose out-neighbor list its next steps read
     # (node2vec's previous vertex): a walker leaving a worker takes that list along, to each peer once a run
-    # (``_exchange.Lent``)
+    # (``_lent.Lending``)
 
 
 @dataclass(frozen=True)
