@@ -95,15 +95,37 @@ def wire_types(num_vertices: int, length: int | None, walks: int | None) -> dict
     return wire
 
 
+def aligned(arrays) -> tuple[list[tuple], int]:
+    """Where each of ``arrays`` (``(key, dtype, count)``) lies in a payload, one after another, each starting on an
+    ``ALIGN``-byte offset: ``[(key, dtype, offset, count)]``, and the payload's bytes (the walkers' payloads here,
+    ``_gather``'s pieces and ``_lent``'s lists)."""
+    places, size = [], 0
+    for key, dtype, count in arrays:
+        dtype = np.dtype(dtype)
+        places.append((key, dtype, size, count))
+        size += -(-count * dtype.itemsize // ALIGN) * ALIGN
+    return places, size
+
+
+def packed(x, places: list[tuple], size: int, arrays: dict):
+    """A payload of ``size`` bytes holding each array of ``arrays`` (by key) where :func:`aligned` ``places`` it,
+    cast to its dtype as it is copied in (one copy)."""
+    payload = x.empty(size, x.uint8)
+    for key, dtype, offset, count in places:
+        payload[offset:offset + count * dtype.itemsize].view(dtype)[...] = arrays[key]
+    return payload
+
+
+def viewed(payload, places: list[tuple]) -> dict:
+    """Each array of a payload laid out as :func:`aligned` ``places`` it, by key (views into the payload)."""
+    return {key: payload[offset:offset + count * dtype.itemsize].view(dtype) for key, dtype, offset, count in places}
+
+
 def layout(schema: tuple, counts: dict[int, int]) -> tuple[list[tuple], int]:
     """Where each field of each partition's walkers lies in a payload: ``[(part, name, dtype, offset, count)]``
     for the partitions of ``counts`` (walkers, > 0) in ascending order, and the payload's bytes."""
-    places, size = [], 0
-    for part in sorted(counts):
-        for name, dtype in schema:
-            places.append((part, name, dtype, size, counts[part]))
-            size += -(-counts[part] * np.dtype(dtype).itemsize // ALIGN) * ALIGN
-    return places, size
+    places, size = aligned(((part, name), dtype, counts[part]) for part in sorted(counts) for name, dtype in schema)
+    return [(*key, dtype, offset, count) for key, dtype, offset, count in places], size
 
 
 def pack(x, outbound: dict[int, list[dict]], counts: dict[int, int], schema: tuple):
@@ -114,7 +136,7 @@ def pack(x, outbound: dict[int, list[dict]], counts: dict[int, int], schema: tup
     for part, name, dtype, offset, _ in places:
         for walkers in outbound[part]:
             field = walkers[name]
-            end = offset + field.shape[0] * np.dtype(dtype).itemsize
+            end = offset + field.shape[0] * dtype.itemsize
             payload[offset:end].view(dtype)[...] = field  # cast on the way in: one copy
             offset = end
     return payload
@@ -129,8 +151,7 @@ def unpack(payload, header: Header, parts: list[int]) -> dict[int, dict]:
         raise GpipeError(f"a payload of {payload.shape[0]} bytes arrived where its header said {size}")
     walkers: dict[int, dict] = {}
     for part, name, dtype, offset, count in places:
-        itemsize = np.dtype(dtype).itemsize
-        array = payload[offset:offset + count * itemsize].view(dtype)
+        array = payload[offset:offset + count * dtype.itemsize].view(dtype)
         walkers.setdefault(part, {})[name] = array.astype(WIDE[name], copy=False) if name in WIDE else array
     return walkers
 

@@ -27,7 +27,7 @@ import numpy as np
 from ..backend import device_of, free_memory, to_device, to_host, xp
 from ..errors import GpipeError
 from . import _pieces
-from ._exchange import ALIGN
+from ._exchange import aligned, packed, viewed
 from ._run import nbytes
 from ._spec import OutputBlocks
 
@@ -50,14 +50,9 @@ def wire(blocks: OutputBlocks) -> dict[str, np.dtype]:
 
 
 def places(pieces: int, vertices: int, blocks: OutputBlocks) -> tuple[list[tuple[str, np.dtype, int, int]], int]:
-    """Where each array of a payload of ``pieces`` pieces holding ``vertices`` vertices lies: ``[(name, dtype,
-    offset, count)]``, and the payload's bytes."""
-    out, size = [], 0
-    for name, kind in wire(blocks).items():
-        count = vertices if name == "flat" else pieces
-        out.append((name, kind, size, count))
-        size += -(-count * kind.itemsize // ALIGN) * ALIGN
-    return out, size
+    """Where each array of a payload of ``pieces`` pieces holding ``vertices`` vertices lies (``_exchange.aligned``):
+    ``[(name, dtype, offset, count)]``, and the payload's bytes."""
+    return aligned((name, kind, vertices if name == "flat" else pieces) for name, kind in wire(blocks).items())
 
 
 def gather(run, exchange, blocks: OutputBlocks, part: int, superstep: int, limit) -> dict:
@@ -205,11 +200,7 @@ def _split(x, batch: list[dict], blocks: OutputBlocks, ranks: int) -> list[dict 
 
 def _pack(x, share: dict, blocks: OutputBlocks):
     """A rank's share as one payload (see :func:`places`), each field cast to its wire type as it is copied in."""
-    spots, size = places(share["walk_id"].shape[0], share["flat"].shape[0], blocks)
-    payload = x.empty(size, x.uint8)
-    for name, kind, offset, count in spots:
-        payload[offset:offset + count * kind.itemsize].view(kind)[...] = share[name]
-    return payload
+    return packed(x, *places(share["walk_id"].shape[0], share["flat"].shape[0], blocks), share)
 
 
 def _unpack(payload, pieces: int, vertices: int, blocks: OutputBlocks, sender: str) -> dict:
@@ -219,8 +210,8 @@ def _unpack(payload, pieces: int, vertices: int, blocks: OutputBlocks, sender: s
     if payload.shape[0] != size:
         raise GpipeError(f"pieces from worker {sender} arrived as {payload.shape[0]} bytes where their header said "
                          f"{size} ({pieces} pieces of {vertices} vertices)")
-    out = {name: payload[offset:offset + count * kind.itemsize].view(kind).astype(WIDE.get(name, kind))
-           for name, kind, offset, count in spots}  # copies: the payload goes
+    out = {name: a.astype(WIDE.get(name, a.dtype)) for name, a in viewed(payload, spots).items()}  # copies: the
+    # payload goes
     out["offset"], total = _pieces.starts(xp(device_of(payload)), out["length"])
     if total != vertices:
         raise GpipeError(f"pieces from worker {sender} arrived damaged: their lengths add up to {total} vertices, "

@@ -22,7 +22,7 @@ import numpy as np
 
 from ..backend import to_host, unique, xp
 from ..errors import GpipeError
-from ._exchange import ALIGN
+from ._exchange import aligned, packed, viewed
 from ._peers import rows_of
 
 
@@ -37,14 +37,9 @@ class Lent:
 
 
 def places(vertices: int, neighbors: int, dtype) -> tuple[list[tuple[str, np.dtype, int, int]], int]:
-    """Where each array of a payload of ``vertices`` lists holding ``neighbors`` neighbors lies: ``[(name, dtype,
-    offset, count)]``, and its bytes."""
-    out, size = [], 0
-    for name, kind, count in (("ids", np.dtype(np.int64), vertices), ("length", np.dtype(np.int64), vertices),
-                              ("indices", np.dtype(dtype), neighbors)):
-        out.append((name, kind, size, count))
-        size += -(-count * kind.itemsize // ALIGN) * ALIGN
-    return out, size
+    """Where each array of a payload of ``vertices`` lists holding ``neighbors`` neighbors lies
+    (``_exchange.aligned``): ``[(name, dtype, offset, count)]``, and its bytes."""
+    return aligned((("ids", np.int64, vertices), ("length", np.int64, vertices), ("indices", dtype, neighbors)))
 
 
 class Lending:
@@ -70,7 +65,7 @@ class Lending:
             lists = self._lists_for(r, [w[self.name] for p in ex.of_rank[r] for w in outbound.get(p, ())])
             if lists is not None:
                 words[r], words[ranks + r] = lists["ids"].shape[0], lists["indices"].shape[0]
-                payloads[r] = self._pack(lists)
+                payloads[r] = packed(xp(ex.device), *places(words[r], words[ranks + r], self.dtype), lists)
 
         def expected(matrix: np.ndarray) -> dict[int, int]:
             return {r: places(int(row[me]), int(row[ranks + me]), self.dtype)[1]
@@ -106,14 +101,6 @@ class Lending:
         return {"ids": ids, "length": x.concatenate([x.asarray(length) for length, _ in rows]).astype(x.int64),
                 "indices": x.concatenate([x.asarray(indices) for _, indices in rows])}
 
-    def _pack(self, lists: dict):
-        x = xp(self.exchange.device)
-        spots, size = places(lists["ids"].shape[0], lists["indices"].shape[0], self.dtype)
-        payload = x.empty(size, x.uint8)
-        for name, kind, offset, count in spots:
-            payload[offset:offset + count * kind.itemsize].view(kind)[...] = lists[name]
-        return payload
-
     def _unpack(self, payload, vertices: int, neighbors: int, sender: str) -> tuple:
         """``(ids, indptr, indices)`` of a payload from ``sender`` said to hold ``vertices`` lists of ``neighbors``
         neighbors, each an array of its own (the payload goes)."""
@@ -122,8 +109,7 @@ class Lending:
             raise GpipeError(f"neighbor lists from worker {sender} arrived as {payload.shape[0]} bytes where their "
                              f"header said {size} ({vertices} lists of {neighbors} neighbors)")
         x = xp(self.exchange.device)
-        arrays = {name: payload[offset:offset + count * kind.itemsize].view(kind).copy()
-                  for name, kind, offset, count in spots}
+        arrays = {name: a.copy() for name, a in viewed(payload, spots).items()}
         indptr = x.zeros(vertices + 1, x.int64)
         x.cumsum(arrays["length"], out=indptr[1:])
         if int(indptr[-1]) != neighbors:
