@@ -70,8 +70,8 @@ def _advance_routed(part, walkers: dict, spec: StepSpec, run: Run):
     """The walk on one partition of several, as a runtime step (pieces, movers, steps): one kernel writes the
     vertices of the walks whose blocks this worker makes straight to their rows (``run.rows``, where the run
     keeps them), the others' as pieces over a flat buffer with no gaps (none where every walk's row is here), and
-    the walkers that move on, packed; one copy of four counts comes to the host. (A walker writing :data:`STAGE` vertices stops, and goes on in its
-    partition's next advance.)"""
+    the walkers that move on, packed; one copy of four counts comes to the host. (A walker writing :data:`STAGE`
+    vertices stops, and goes on in its partition's next advance.)"""
     x = worker_xp()
     n = walkers["walk_id"].shape[0]
     keep_source = "source" in walkers
