@@ -542,8 +542,11 @@ def test_a_failed_run_gives_back_its_device_memory_and_the_next_run_works(reques
         finally:
             client.run(_break_pieces, where, False)
         gc.collect()
-        assert eventually(lambda: client.run(_device_bytes_in_use) == before), (client.run(_device_bytes_in_use),
-                                                                                before)
+
+        def given_back():  # no worker holds more than before (one may hold less: a block of earlier runs went since)
+            return all(held <= before[w] for w, held in client.run(_device_bytes_in_use).items())
+
+        assert eventually(given_back), (client.run(_device_bytes_in_use), before)
         np.testing.assert_array_equal(gpipe.walks.deepwalk(g, length=20, walks_per_vertex=3, seed=5).compute(),
                                       reference)
 
