@@ -11,7 +11,9 @@ signature, and the table of ``kernels/README.md`` is :func:`readme_table`.
 
 Each source file is compiled once per (device, file, defines, template
 instantiation) through ``cupy.RawModule`` and memoized; templates are
-instantiated with ``name_expressions``.
+instantiated with ``name_expressions``: for the ids' type, then the arguments a
+declaration names (``template``), so one ``__global__`` with compile-time
+switches is declared once per instantiation, not written out once per variant.
 """
 
 from __future__ import annotations
@@ -82,7 +84,9 @@ class Kernel:
     kernel's last parameter ``unsigned long long* next``, which the launcher
     adds: it is not declared, and the twin does not take it). ``defines`` are
     the constants the source uses as macros. A kernel with ``IdT[]`` arguments
-    is a template, instantiated for their dtype.
+    is a template, instantiated for their dtype, then for ``template``: the
+    arguments of its other template parameters (``("true", "false")``), one
+    declaration per instantiation, each named by :attr:`signature`.
     """
 
     file: str
@@ -93,18 +97,25 @@ class Kernel:
     queued: bool = False
     lanes: int = 1
     defines: dict = field(default_factory=dict)
+    template: tuple[str, ...] = ()
 
     def __post_init__(self):
         names = [a.name for a in self.args]
         if len(set(names)) != len(names) or self.items not in names:
             raise ValueError(f"kernel {self.name}: arguments {names} must be unique and name items {self.items!r}")
-        if self.name in _DECLARED:
-            raise ValueError(f"kernel {self.name} is declared twice")
-        _DECLARED[self.name] = self
+        if self.signature in _DECLARED:
+            raise ValueError(f"kernel {self.signature} is declared twice")
+        _DECLARED[self.signature] = self
 
     @property
     def templated(self) -> bool:
         return any(a.base == "IdT" for a in self.args)
+
+    @property
+    def signature(self) -> str:
+        """The kernel as the README names it: ``name``, or ``name<IdT, ...>`` with its template's arguments."""
+        arguments = ("IdT",) * self.templated + self.template
+        return f"{self.name}<{', '.join(arguments)}>" if arguments else self.name
 
     def launch(self, **values) -> None:
         """Run the kernel on every declared argument, given by name: the twin on numpy arrays, CUDA on cupy ones."""
@@ -133,7 +144,7 @@ class Kernel:
             self.twin(*ordered)
             return
         kernel = _function(self.file, self.name, defines=self.defines,
-                           template=_ID_TYPES[next(iter(ids))] if ids else None)
+                           template=tuple(_ID_TYPES[d] for d in ids) + self.template)
         n = int(values[self.items])
         if self.queued:
             _launch_queued(kernel, n, tuple(ordered))
@@ -150,8 +161,7 @@ class Kernel:
             shape = f"{'one thread' if self.lanes == 1 else f'{self.lanes} threads'} per item of `{self.items}`"
         defines = ", ".join(f"`{k}={v}`" for k, v in self.defines.items()) or "—"
         twin = self.twin.py_func
-        name = f"{self.name}<IdT>" if self.templated else self.name
-        return (f"| `{self.file}` | `{name}` | {', '.join(args)} | {shape} | {defines} | "
+        return (f"| `{self.file}` | `{self.signature}` | {', '.join(args)} | {shape} | {defines} | "
                 f"`{twin.__module__.replace('.', '/')}.py::{twin.__name__}` |")
 
 
@@ -162,7 +172,7 @@ def _describe(arg: Arg) -> str:
 
 def declared() -> list[Kernel]:
     """Every declared kernel (all of gpipe's: importing ``gpipe`` imports the modules declaring them), by file."""
-    return sorted(_DECLARED.values(), key=lambda k: (k.file, k.name))
+    return sorted(_DECLARED.values(), key=lambda k: (k.file, k.signature))
 
 
 def readme_table() -> str:
@@ -193,10 +203,10 @@ def _module(filename: str, defines: tuple, name_expressions: tuple, device_id: i
     return cupy.RawModule(code=source, options=options, name_expressions=name_expressions or None)
 
 
-def _function(filename: str, name: str, *, defines: dict | None = None, template: str | None = None):
-    """The compiled kernel ``name`` (or ``name<template>``) of ``kernels/filename``."""
+def _function(filename: str, name: str, *, defines: dict | None = None, template: tuple[str, ...] = ()):
+    """The compiled kernel ``name`` (or ``name<template...>``) of ``kernels/filename``."""
     cupy = xp("gpu")
-    expression = f"{name}<{template}>" if template else None
+    expression = f"{name}<{', '.join(template)}>" if template else None
     module = _module(
         filename,
         tuple(sorted((defines or {}).items())),

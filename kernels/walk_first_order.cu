@@ -1,43 +1,69 @@
 // First-order walks: DeepWalk (uniform or edge-weight biased), walks with jump
-// (teleport to a uniform vertex) and with restart (teleport to the walk's source).
+// (teleport to a uniform vertex) and with restart (teleport to the walk's source),
+// on a static partition (GpCsr) or a dynamic graph's snapshot (GpSpace): one body.
 // Each thread takes walkers from a shared counter and moves each for as many
-// steps as it stays inside [lo, hi). Draws per step: 0 = teleport?, 1 = where.
-// CPU twin: gpipe/walks/_first_order.py::_advance_cpu (same random stream).
-// TELEPORT_NONE, TELEPORT_UNIFORM, TELEPORT_SOURCE: defined by the loader, from _first_order.py's TELEPORT.
-#include "walk.cuh"
+// steps as it stays inside [lo, hi). Draws per step: 0 = teleport?, 1.. = where
+// (the graph's pick from draw 1: one draw, or gp_space_pick's by weight).
+// CPU twin: gpipe/walks/_first_order.py::_walk_one (same random stream).
+// TELEPORT_NONE, TELEPORT_UNIFORM, TELEPORT_SOURCE: defined by the loader, from _first_order.py's TELEPORT; the
+// graphs' defines (walk_graphs.cuh) too.
+#include "walk_graphs.cuh"
 
 // Walk one walker from (v, s) while it stays inside [lo, hi), writing its vertices to out[0..most-1]; returns how
 // many it wrote. `left`: it stepped out of [lo, hi) (v is then the vertex it stepped to) or filled `most` (v, s
 // not written yet); else its walk ended (at `length`, or at a vertex it cannot leave).
-template <typename IdT>
-__device__ __forceinline__ int gp_first_order_walk(const long long* __restrict__ indptr,
-                                                   const IdT* __restrict__ indices, const double* __restrict__ cdf,
-                                                   int weighted, long long lo, long long hi, long long num_vertices,
+template <typename Graph>
+__device__ __forceinline__ int gp_first_order_walk(const Graph& g, long long lo, long long hi, long long num_vertices,
                                                    unsigned long long key, int length, double alpha, int teleport,
                                                    unsigned long long id, const long long* __restrict__ source,
-                                                   long long& v, int& s, IdT* out, int most, bool& left) {
+                                                   long long& v, int& s, typename Graph::Id* out, int most,
+                                                   bool& left) {
     int k = 0;
     left = false;
     while (true) {
         if (k == most) { left = true; break; }
-        out[k++] = (IdT)v;
+        out[k++] = (typename Graph::Id)v;
         if (s >= length) break;
         long long u;
         if (teleport != TELEPORT_NONE && gp_unit(gp_bits(key, id, s, 0)) < alpha) {
             u = teleport == TELEPORT_UNIFORM ? gp_uniform_vertex(gp_bits(key, id, s, 1), num_vertices) : *source;
         } else {
-            const long long a = indptr[v - lo];
-            const long long d = indptr[v - lo + 1] - a;
+            const long long a = g.start(v - lo);
+            const long long d = g.degree(v - lo);
             if (d == 0) break;
-            const long long e = gp_pick_edge(cdf, weighted, a, d, gp_bits(key, id, s, 1));
+            const long long e = g.pick(key, id, s, 1, v - lo, a, d);
             if (e < 0) break;
-            u = (long long)indices[e];
+            u = g.edges.head(e);
         }
         ++s;
         v = u;
         if (u < lo || u >= hi) { left = true; break; }
     }
     return k;
+}
+
+// Every walker of a graph's walk on its graph g, to its end or until it leaves [lo, hi): its vertices at
+// flat[offset[i]..], how many, where it is and whether it left.
+template <typename Graph>
+__device__ __forceinline__ void gp_first_order_walkers(
+    const Graph& g, long long lo, long long hi, long long num_vertices, unsigned long long key, int length,
+    double alpha, int teleport, long long n, const long long* __restrict__ walk_id,
+    const long long* __restrict__ source, const long long* __restrict__ vertex, const int* __restrict__ step,
+    const long long* __restrict__ offset, typename Graph::Id* __restrict__ flat, int* __restrict__ piece_len,
+    long long* __restrict__ out_vertex, int* __restrict__ out_step, signed char* __restrict__ moved,
+    unsigned long long* __restrict__ next) {
+    for (long long i = (long long)atomicAdd(next, 1ULL); i < n; i = (long long)atomicAdd(next, 1ULL)) {
+        long long v = vertex[i];
+        int s = step[i];
+        bool left;
+        const int k = gp_first_order_walk(g, lo, hi, num_vertices, key, length, alpha, teleport,
+                                          (unsigned long long)walk_id[i], source + i, v, s, flat + offset[i],
+                                          0x7fffffff, left);
+        piece_len[i] = k;
+        out_vertex[i] = v;
+        out_step[i] = s;
+        moved[i] = (signed char)left;
+    }
 }
 
 template <typename IdT>
@@ -50,18 +76,29 @@ __global__ void gp_walk_first_order(const long long* __restrict__ indptr, const 
                                     IdT* __restrict__ flat, int* __restrict__ piece_len,
                                     long long* __restrict__ out_vertex, int* __restrict__ out_step,
                                     signed char* __restrict__ moved, unsigned long long* __restrict__ next) {
-    for (long long i = (long long)atomicAdd(next, 1ULL); i < n; i = (long long)atomicAdd(next, 1ULL)) {
-        long long v = vertex[i];
-        int s = step[i];
-        bool left;
-        const int k = gp_first_order_walk(indptr, indices, cdf, weighted, lo, hi, num_vertices, key, length, alpha,
-                                          teleport, (unsigned long long)walk_id[i], source + i, v, s,
-                                          flat + offset[i], 0x7fffffff, left);
-        piece_len[i] = k;
-        out_vertex[i] = v;
-        out_step[i] = s;
-        moved[i] = (signed char)left;
-    }
+    const GpCsr<IdT> g{{indices, cdf, weighted}, indptr};
+    gp_first_order_walkers(g, lo, hi, num_vertices, key, length, alpha, teleport, n, walk_id, source, vertex, step,
+                           offset, flat, piece_len, out_vertex, out_step, moved, next);
+}
+
+// The same walk on a dynamic graph's snapshot of a partition (its sampling space, GpSpace).
+extern "C" __global__ void gp_walk_first_order_dynamic(
+    const long long* __restrict__ edge_start, const long long* __restrict__ degree, const long long* __restrict__ dst,
+    const long long* __restrict__ units, const double* __restrict__ frac, const long long* __restrict__ member_start,
+    const long long* __restrict__ members, const long long* __restrict__ group_row,
+    const long long* __restrict__ group_count, const signed char* __restrict__ group_kind,
+    const int* __restrict__ group_bit, const long long* __restrict__ group_start,
+    const long long* __restrict__ group_size, const double* __restrict__ alias_prob,
+    const int* __restrict__ alias_other, int weighted, long long lo, long long hi, long long space_vertices,
+    long long num_vertices, unsigned long long key, int length, double alpha, int teleport, long long n,
+    const long long* __restrict__ walk_id, const long long* __restrict__ source, const long long* __restrict__ vertex,
+    const int* __restrict__ step, const long long* __restrict__ offset, long long* __restrict__ flat,
+    int* __restrict__ piece_len, long long* __restrict__ out_vertex, int* __restrict__ out_step,
+    signed char* __restrict__ moved, unsigned long long* __restrict__ next) {
+    const GpSpace g{{dst, units, frac, weighted}, edge_start, degree, member_start, members, group_row, group_count,
+                    group_kind, group_bit, group_start, group_size, alias_prob, alias_other, nullptr, space_vertices};
+    gp_first_order_walkers(g, lo, hi, num_vertices, key, length, alpha, teleport, n, walk_id, source, vertex, step,
+                           offset, flat, piece_len, out_vertex, out_step, moved, next);
 }
 
 // `amount` more of `counter` for this thread: one atomicAdd for the lanes of its warp here now (whichever they are:
@@ -110,15 +147,15 @@ __global__ void gp_walk_first_order_routed(const long long* __restrict__ indptr,
                                            long long* __restrict__ mover_source, long long* __restrict__ mover_vertex,
                                            int* __restrict__ mover_step, unsigned long long* __restrict__ counts,
                                            unsigned long long* __restrict__ next) {
+    const GpCsr<IdT> g{{indices, cdf, weighted}, indptr};
     unsigned long long taken = 0;
     for (long long i = (long long)atomicAdd(next, 1ULL); i < n; i = (long long)atomicAdd(next, 1ULL)) {
         IdT stage[STAGE];
         long long v = vertex[i];
         int s = step[i];
         bool moves;
-        const int k = gp_first_order_walk(indptr, indices, cdf, weighted, lo, hi, num_vertices, key, length, alpha,
-                                          teleport, (unsigned long long)walk_id[i], source + i, v, s, stage, STAGE,
-                                          moves);
+        const int k = gp_first_order_walk(g, lo, hi, num_vertices, key, length, alpha, teleport,
+                                          (unsigned long long)walk_id[i], source + i, v, s, stage, STAGE, moves);
         taken += (unsigned long long)(s - step[i]);
         const long long w = walk_id[i];
         const long long block = ranks > 0 ? w / block_rows : 0;

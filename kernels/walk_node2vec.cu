@@ -12,49 +12,69 @@
 // as a CSR); a walker that needs them a second time in a step (or for the
 // exact draw) and has neither stops with state 2, and the caller launches it
 // again with t's neighbors borrowed.
-// Three kernels share one body and one argument list: gp_walk_node2vec_exact as
-// above; gp_walk_node2vec, which stops a walker at the exact draw (state 2)
-// instead of making it; gp_walk_node2vec_rejection, with no fallback at all,
-// for p and q whose every acceptance is at least 1/16 (the caller passes
-// trials = -1 there, and the twin then never falls back either). The caller
-// launches the rejection kernel, or gp_walk_node2vec, on every walker and the
-// exact one on those stopped: the fallback in the hot loop, though almost never
-// taken, cost node2vec 40 % of its speed at R-MAT 22 on an H200 (1.13 against
-// 1.93 G steps/s), and its test alone 27 %.
-// Draws per step: 2k and 2k+1 for trial k (the first step, first-order, uses 0);
-// 2 * trials and 2 * trials + 1 for the exact draw.
-// Walker fields: cur, prev, cand, trial, answer, state. CPU twin:
-// gpipe/walks/_node2vec.py::_advance_cpu (gp_walk_node2vec_exact; same random stream). GP_N2V_BORROW
-// (state 2): defined by the loader, from _node2vec.py's BORROW.
-#include "walk.cuh"
+// One body (gp_n2v_walker) over a static partition or a dynamic graph's snapshot (walk_graphs.cuh), and two
+// kernels. gp_walk_node2vec<IdT, Bounded, Exact> walks a static partition:
+// <true, true> as above; <true, false> stops a walker at the exact draw (state
+// 2) instead of making it; <false, false>, with no fallback at all, for p and q
+// whose every acceptance is at least 1/16 (the caller passes trials = -1 there,
+// and the twin then never falls back either). The caller launches <false, false>,
+// or <true, false>, on every walker and <true, true> on those stopped: the
+// fallback in the hot loop, though almost never taken, cost node2vec 40 % of its
+// speed at R-MAT 22 on an H200 (1.13 against 1.93 G steps/s), and its test alone
+// 27 %. gp_walk_node2vec_dynamic walks a snapshot without queries: a walker that
+// needs t's neighbors and has not got them stops there (state 2).
+// Draws per step: trial k's candidate from k * TRIAL_DRAWS + CANDIDATE, its
+// acceptance at k * TRIAL_DRAWS + ACCEPT (the graph's: 2k and 2k+1 on a static
+// partition; the first step, first-order, is trial 0's candidate); the exact
+// draw takes trials * TRIAL_DRAWS and the next.
+// CPU twin: gpipe/walks/_node2vec.py::_walk_one (the <true, true> walker; same random stream). GP_N2V_BORROW
+// (state 2): defined by the loader, from _node2vec.py's BORROW; the graphs' defines (walk_graphs.cuh) too.
+#include "walk_graphs.cuh"
+
+// The lists of previous vertices in other partitions, borrowed: sorted ids, their sorted neighbors as a CSR.
+template <typename Id>
+struct GpBorrowed {
+    const long long* __restrict__ ids;
+    const long long* __restrict__ indptr;
+    const Id* indices;
+    long long count;
+};
+
+// node2vec's parameters, as a step reads them.
+struct GpN2v {
+    long long lo, hi;
+    unsigned long long key;
+    int length;
+    double inv_p, inv_q;
+    int trials;
+    double bound, sure, never;  // max(1/p, 1, 1/q); below `sure` every candidate is accepted, from `never` none but t
+};
+
+// A walker where it stands: at v (the vertex it routes to: v, or t for a query), from t, its candidate x, trial kk,
+// the answer it carries, its state (0, 1 a query, GP_N2V_BORROW) and whether it leaves.
+struct GpN2vWalker {
+    long long v, t, x, route;
+    int s, kk;
+    signed char known, st, left;
+};
 
 // Where t's sorted neighbors are (tn[ta..ta+td-1]): this partition's, or borrowed; false if neither.
-template <typename IdT>
-__device__ __forceinline__ bool gp_n2v_neighbors(long long t, long long lo, long long hi,
-                                                 const long long* __restrict__ indptr, const IdT* indices,
-                                                 long long borrowed_count, const long long* __restrict__ borrowed_ids,
-                                                 const long long* __restrict__ borrowed_indptr,
-                                                 const IdT* borrowed_indices, const IdT** tn, long long* ta,
-                                                 long long* td) {
+template <typename Graph>
+__device__ __forceinline__ bool gp_n2v_neighbors(const Graph& g, const GpBorrowed<typename Graph::Id>& b,
+                                                 long long t, long long lo, long long hi,
+                                                 const typename Graph::Id** tn, long long* ta, long long* td) {
     if (t >= lo && t < hi) {
-        *tn = indices;
-        *ta = indptr[t - lo];
-        *td = indptr[t - lo + 1] - *ta;
+        *tn = g.sorted();
+        *ta = g.start(t - lo);
+        *td = g.degree(t - lo);
         return true;
     }
-    const long long b = gp_lower_bound(borrowed_ids, 0, borrowed_count, t);
-    if (b == borrowed_count || borrowed_ids[b] != t) return false;
-    *tn = borrowed_indices;
-    *ta = borrowed_indptr[b];
-    *td = borrowed_indptr[b + 1] - *ta;
+    const long long j = gp_lower_bound(b.ids, 0, b.count, t);
+    if (j == b.count || b.ids[j] != t) return false;
+    *tn = b.indices;
+    *ta = b.indptr[j];
+    *td = b.indptr[j + 1] - *ta;
     return true;
-}
-
-// The weight of edge e among a vertex's edges a..: from the prefix sums `cdf`, or 1.
-__device__ __forceinline__ double gp_n2v_weight(const double* __restrict__ cdf, int weighted, long long a,
-                                                long long e) {
-    if (!weighted) return 1.0;
-    return e > a ? cdf[e] - cdf[e - 1] : cdf[e];
 }
 
 // Which bias x takes: 0 (x is t), 1 (a neighbor of t: tn[ta..ta+td-1]), 2 (neither).
@@ -69,14 +89,14 @@ __device__ __forceinline__ int gp_n2v_class(long long x, long long t, const IdT*
 // the biases scaled by the largest present so that none overflows), then an edge of that class in
 // proportion to its weight, each by inverse transform. Rounded products stay unfused so that the CPU
 // twin computes the same bits.
-template <typename IdT>
-__device__ __noinline__ long long gp_n2v_exact(const IdT* __restrict__ indices, const double* __restrict__ cdf, int weighted,
-                                  long long a, long long d, long long t, const IdT* __restrict__ tn, long long ta,
-                                  long long td, double inv_p, double inv_q, ulonglong2 r_class, ulonglong2 r_edge) {
+template <typename Edges, typename Id>
+__device__ __noinline__ long long gp_n2v_exact(const Edges edges, long long a, long long d, long long t,
+                                               const Id* __restrict__ tn, long long ta, long long td,
+                                               double inv_p, double inv_q, ulonglong2 r_class, ulonglong2 r_edge) {
     double s0 = 0.0, s1 = 0.0, s2 = 0.0;
     for (long long e = a; e < a + d; ++e) {
-        const double w = gp_n2v_weight(cdf, weighted, a, e);
-        const int c = gp_n2v_class((long long)indices[e], t, tn, ta, td);
+        const double w = edges.weight(a, e);
+        const int c = gp_n2v_class(edges.head(e), t, tn, ta, td);
         if (c == 0) s0 += w; else if (c == 1) s1 += w; else s2 += w;
     }
     double top = 0.0;
@@ -91,8 +111,8 @@ __device__ __noinline__ long long gp_n2v_exact(const IdT* __restrict__ indices, 
     double sum = 0.0;
     long long last = -1;
     for (long long e = a; e < a + d; ++e) {
-        if (gp_n2v_class((long long)indices[e], t, tn, ta, td) != c) continue;
-        const double w = gp_n2v_weight(cdf, weighted, a, e);
+        if (gp_n2v_class(edges.head(e), t, tn, ta, td) != c) continue;
+        const double w = edges.weight(a, e);
         sum += w;
         if (w > 0.0) last = e;
         if (sum > target) return e;
@@ -100,151 +120,107 @@ __device__ __noinline__ long long gp_n2v_exact(const IdT* __restrict__ indices, 
     return last;
 }
 
-template <typename IdT, bool Bounded, bool Exact>
-__device__ __forceinline__ void gp_n2v_walk(const long long* __restrict__ indptr, const IdT* __restrict__ indices,
-                                 const double* __restrict__ cdf, const long long* __restrict__ borrowed_ids,
-                                 const long long* __restrict__ borrowed_indptr,
-                                 const IdT* __restrict__ borrowed_indices, int weighted, long long lo, long long hi,
-                                 unsigned long long key, int length, double inv_p, double inv_q, int trials,
-                                 long long borrowed_count, long long n, const long long* __restrict__ walk_id,
-                                 const int* __restrict__ step, const long long* __restrict__ cur,
-                                 const long long* __restrict__ prev,
-                                 const long long* __restrict__ cand, const int* __restrict__ trial,
-                                 const signed char* __restrict__ answer, const signed char* __restrict__ state,
-                                 const long long* __restrict__ offset, IdT* __restrict__ flat,
-                                 int* __restrict__ piece_len, long long* __restrict__ out_vertex,
-                                 int* __restrict__ out_step, long long* __restrict__ out_cur,
-                                 long long* __restrict__ out_prev, long long* __restrict__ out_cand,
-                                 int* __restrict__ out_trial, signed char* __restrict__ out_answer,
-                                 signed char* __restrict__ out_state, signed char* __restrict__ moved,
-                                 unsigned long long* __restrict__ next) {
-    const double bound = fmax(inv_p, fmax(1.0, inv_q));
-    const double sure = fmin(1.0, inv_q), never = fmax(1.0, inv_q);
-    for (long long i = (long long)atomicAdd(next, 1ULL); i < n; i = (long long)atomicAdd(next, 1ULL)) {
-        const unsigned long long id = (unsigned long long)walk_id[i];
-        long long v = cur[i], t = prev[i], x = cand[i], route = v;
-        int s = step[i], kk = trial[i];
-        signed char known = answer[i], st = 0, left = 0;
-        IdT* out = flat + offset[i];
-        int k = 0;
-        if (state[i] == 1) {  // a query: is x a neighbor of t (here)?
-            out[k++] = (IdT)v;
-            const long long a = indptr[t - lo];
-            known = gp_has_edge(indices, a, indptr[t - lo + 1] - a, x) ? 1 : 0;
-            left = 1;  // back to v's partition with the answer
-        } else {
-            while (true) {
-                out[k++] = (IdT)v;
-                if (s >= length) break;
-                const long long a = indptr[v - lo];
-                const long long d = indptr[v - lo + 1] - a;
-                if (d == 0) break;
-                long long e;
-                if (t < 0) {  // the first step is first-order
-                    e = gp_pick_edge(cdf, weighted, a, d, gp_bits(key, id, s, 0));
-                } else {
-                    // t's neighbors are looked up only when a trial needs them: most steps are decided by
-                    // the bounds alone, without reading t's row
-                    const IdT* tn = indices;
-                    long long ta = 0, td = 0;
-                    int near = -1;  // not looked up yet
-                    while (true) {
-                        if (Bounded && kk == trials) {  // rejection is slow at this step: draw it exactly
-                            if (Exact && near < 0) near = gp_n2v_neighbors(t, lo, hi, indptr, indices, borrowed_count,
-                                                                  borrowed_ids, borrowed_indptr, borrowed_indices,
-                                                                  &tn, &ta, &td);
-                            if (!Exact || !near) {
-                                st = GP_N2V_BORROW;  // to gp_walk_node2vec_exact (with t's neighbors if not here)
-                                break;
-                            }
-                            e = gp_n2v_exact(indices, cdf, weighted, a, d, t, tn, ta, td, inv_p, inv_q,
-                                             gp_bits(key, id, s, 2ULL * trials),
-                                             gp_bits(key, id, s, 2ULL * trials + 1));
+// Move walker w (of walk `id`, in `state`) while it stays inside [lo, hi), writing its vertices to out; returns how
+// many it wrote. Bounded: draw a step exactly after `trials` rejections; Exact: make that draw here (else stop,
+// state GP_N2V_BORROW); Queries: a walker whose t is elsewhere asks t's partition (else stops, to borrow t's list).
+template <typename Graph, bool Bounded, bool Exact, bool Queries>
+__device__ __forceinline__ int gp_n2v_walker(const Graph& g, const GpBorrowed<typename Graph::Id>& b,
+                                             const GpN2v& n2v, unsigned long long id, signed char state,
+                                             GpN2vWalker& w, typename Graph::Id* __restrict__ out) {
+    using Id = typename Graph::Id;
+    const long long lo = n2v.lo, hi = n2v.hi;
+    const unsigned long long key = n2v.key;
+    long long v = w.v, t = w.t, x = w.x;
+    int s = w.s, kk = w.kk;
+    signed char known = w.known, st = 0, left = 0;
+    long long route = v;
+    int k = 0;
+    if (Queries && state == 1) {  // a query: is x a neighbor of t (here)?
+        out[k++] = (Id)v;
+        known = gp_has_edge(g.sorted(), g.start(t - lo), g.degree(t - lo), x) ? 1 : 0;
+        left = 1;  // back to v's partition with the answer
+    } else {
+        while (true) {
+            out[k++] = (Id)v;
+            if (s >= n2v.length) break;
+            const long long a = g.start(v - lo);
+            const long long d = g.degree(v - lo);
+            if (d == 0) break;
+            long long e;
+            if (t < 0) {  // the first step is first-order
+                e = g.pick(key, id, s, Graph::CANDIDATE, v - lo, a, d);
+            } else {
+                // t's neighbors are looked up only when a trial needs them: most steps are decided by
+                // the bounds alone, without reading t's row
+                const Id* tn = g.sorted();
+                long long ta = 0, td = 0;
+                int near = -1;  // not looked up yet
+                while (true) {
+                    const unsigned long long base = (unsigned long long)kk * Graph::TRIAL_DRAWS;
+                    if (Bounded && kk == n2v.trials) {  // rejection is slow at this step: draw it exactly
+                        if (Exact && near < 0) near = gp_n2v_neighbors(g, b, t, lo, hi, &tn, &ta, &td);
+                        if (!Exact || !near) {
+                            st = GP_N2V_BORROW;  // to the exact walker (with t's neighbors if not here)
                             break;
                         }
-                        e = gp_pick_edge(cdf, weighted, a, d, gp_bits(key, id, s, 2ULL * kk));
-                        if (e < 0) break;
-                        x = (long long)indices[e];
-                        const double u = gp_unit(gp_bits(key, id, s, 2ULL * kk + 1)) * bound;
-                        bool ok;
-                        if (x == t) {
-                            ok = u < inv_p;
-                        } else if (u < sure) {
-                            ok = true;
-                        } else if (u >= never) {
-                            ok = false;
-                        } else {
-                            int member;
-                            if (near < 0) near = gp_n2v_neighbors(t, lo, hi, indptr, indices, borrowed_count,
-                                                                  borrowed_ids, borrowed_indptr, borrowed_indices,
-                                                                  &tn, &ta, &td);
-                            if (near) {
-                                member = gp_has_edge(tn, ta, td, x);
-                            } else if (known >= 0) {
-                                member = known;
-                            } else {
-                                // ask t's partition; a second time, borrow t's neighbors
-                                st = known == -1 ? 1 : GP_N2V_BORROW;
-                                break;
-                            }
-                            ok = u < (member ? 1.0 : inv_q);
-                        }
-                        if (known >= 0) known = -2;  // an answer serves one trial
-                        if (ok) break;
-                        ++kk;
+                        e = gp_n2v_exact(g.edges, a, d, t, tn, ta, td, n2v.inv_p, n2v.inv_q, gp_bits(key, id, s, base),
+                                         gp_bits(key, id, s, base + 1));
+                        break;
                     }
-                    if (st == 1) { left = 1; route = t; break; }
-                    if (st == GP_N2V_BORROW) break;
+                    e = g.pick(key, id, s, base + Graph::CANDIDATE, v - lo, a, d);
+                    if (e < 0) break;
+                    x = g.edges.head(e);
+                    const double u = gp_unit(gp_bits(key, id, s, base + Graph::ACCEPT)) * n2v.bound;
+                    bool ok;
+                    if (x == t) {
+                        ok = u < n2v.inv_p;
+                    } else if (u < n2v.sure) {
+                        ok = true;
+                    } else if (u >= n2v.never) {
+                        ok = false;
+                    } else {
+                        int member;
+                        if (near < 0) near = gp_n2v_neighbors(g, b, t, lo, hi, &tn, &ta, &td);
+                        if (near) {
+                            member = gp_has_edge(tn, ta, td, x);
+                        } else if (known >= 0) {
+                            member = known;
+                        } else {
+                            // ask t's partition; a second time, borrow t's neighbors
+                            st = Queries && known == -1 ? 1 : GP_N2V_BORROW;
+                            break;
+                        }
+                        ok = u < (member ? 1.0 : n2v.inv_q);
+                    }
+                    if (known >= 0) known = -2;  // an answer serves one trial
+                    if (ok) break;
+                    ++kk;
                 }
-                if (e < 0) break;
-                const long long nx = (long long)indices[e];
-                t = v;
-                v = nx;
-                ++s;
-                kk = 0;
-                known = -1;
-                if (nx < lo || nx >= hi) { left = 1; route = nx; break; }
+                if (st == 1) { left = 1; route = t; break; }
+                if (st == GP_N2V_BORROW) break;
             }
-            if (!left) route = v;
+            if (e < 0) break;
+            const long long nx = g.edges.head(e);
+            t = v;
+            v = nx;
+            ++s;
+            kk = 0;
+            known = -1;
+            if (nx < lo || nx >= hi) { left = 1; route = nx; break; }
         }
-        piece_len[i] = k;
-        out_vertex[i] = route;
-        out_step[i] = s;
-        out_cur[i] = v;
-        out_prev[i] = t;
-        out_cand[i] = x;
-        out_trial[i] = kk;
-        out_answer[i] = known;
-        out_state[i] = st;
-        moved[i] = left;
+        if (!left) route = v;
     }
+    w = GpN2vWalker{v, t, x, route, s, kk, known, st, left};
+    return k;
 }
 
-template <typename IdT>
-__global__ void gp_walk_node2vec_rejection(const long long* __restrict__ indptr, const IdT* __restrict__ indices,
-                                 const double* __restrict__ cdf, const long long* __restrict__ borrowed_ids,
-                                 const long long* __restrict__ borrowed_indptr,
-                                 const IdT* __restrict__ borrowed_indices, int weighted, long long lo, long long hi,
-                                 unsigned long long key, int length, double inv_p, double inv_q, int trials,
-                                 long long borrowed_count, long long n, const long long* __restrict__ walk_id,
-                                 const int* __restrict__ step, const long long* __restrict__ cur,
-                                 const long long* __restrict__ prev,
-                                 const long long* __restrict__ cand, const int* __restrict__ trial,
-                                 const signed char* __restrict__ answer, const signed char* __restrict__ state,
-                                 const long long* __restrict__ offset, IdT* __restrict__ flat,
-                                 int* __restrict__ piece_len, long long* __restrict__ out_vertex,
-                                 int* __restrict__ out_step, long long* __restrict__ out_cur,
-                                 long long* __restrict__ out_prev, long long* __restrict__ out_cand,
-                                 int* __restrict__ out_trial, signed char* __restrict__ out_answer,
-                                 signed char* __restrict__ out_state, signed char* __restrict__ moved,
-                                 unsigned long long* __restrict__ next) {
-    gp_n2v_walk<IdT, false, false>(indptr, indices, cdf, borrowed_ids, borrowed_indptr, borrowed_indices, weighted,
-                                   lo, hi, key, length, inv_p, inv_q, trials, borrowed_count, n, walk_id, step, cur,
-                                   prev, cand, trial, answer, state, offset, flat, piece_len, out_vertex, out_step,
-                                   out_cur, out_prev, out_cand, out_trial, out_answer, out_state, moved, next);
+__device__ __forceinline__ GpN2v gp_n2v(long long lo, long long hi, unsigned long long key, int length, double inv_p,
+                                        double inv_q, int trials) {
+    return GpN2v{lo, hi, key, length, inv_p, inv_q, trials, fmax(inv_p, fmax(1.0, inv_q)), fmin(1.0, inv_q),
+                 fmax(1.0, inv_q)};
 }
 
-template <typename IdT>
+template <typename IdT, bool Bounded, bool Exact>
 __global__ void gp_walk_node2vec(const long long* __restrict__ indptr, const IdT* __restrict__ indices,
                                  const double* __restrict__ cdf, const long long* __restrict__ borrowed_ids,
                                  const long long* __restrict__ borrowed_indptr,
@@ -262,32 +238,56 @@ __global__ void gp_walk_node2vec(const long long* __restrict__ indptr, const IdT
                                  int* __restrict__ out_trial, signed char* __restrict__ out_answer,
                                  signed char* __restrict__ out_state, signed char* __restrict__ moved,
                                  unsigned long long* __restrict__ next) {
-    gp_n2v_walk<IdT, true, false>(indptr, indices, cdf, borrowed_ids, borrowed_indptr, borrowed_indices, weighted,
-                                  lo, hi, key, length, inv_p, inv_q, trials, borrowed_count, n, walk_id, step, cur,
-                                  prev, cand, trial, answer, state, offset, flat, piece_len, out_vertex, out_step,
-                                  out_cur, out_prev, out_cand, out_trial, out_answer, out_state, moved, next);
+    const GpCsr<IdT> g{{indices, cdf, weighted}, indptr};
+    const GpBorrowed<IdT> b{borrowed_ids, borrowed_indptr, borrowed_indices, borrowed_count};
+    const GpN2v n2v = gp_n2v(lo, hi, key, length, inv_p, inv_q, trials);
+    for (long long i = (long long)atomicAdd(next, 1ULL); i < n; i = (long long)atomicAdd(next, 1ULL)) {
+        GpN2vWalker w{cur[i], prev[i], cand[i], cur[i], step[i], trial[i], answer[i], 0, 0};
+        piece_len[i] = gp_n2v_walker<GpCsr<IdT>, Bounded, Exact, true>(g, b, n2v, (unsigned long long)walk_id[i],
+                                                                      state[i], w, flat + offset[i]);
+        out_vertex[i] = w.route;
+        out_step[i] = w.s;
+        out_cur[i] = w.v;
+        out_prev[i] = w.t;
+        out_cand[i] = w.x;
+        out_trial[i] = w.kk;
+        out_answer[i] = w.known;
+        out_state[i] = w.st;
+        moved[i] = w.left;
+    }
 }
 
-template <typename IdT>
-__global__ void gp_walk_node2vec_exact(const long long* __restrict__ indptr, const IdT* __restrict__ indices,
-                                 const double* __restrict__ cdf, const long long* __restrict__ borrowed_ids,
-                                 const long long* __restrict__ borrowed_indptr,
-                                 const IdT* __restrict__ borrowed_indices, int weighted, long long lo, long long hi,
-                                 unsigned long long key, int length, double inv_p, double inv_q, int trials,
-                                 long long borrowed_count, long long n, const long long* __restrict__ walk_id,
-                                 const int* __restrict__ step, const long long* __restrict__ cur,
-                                 const long long* __restrict__ prev,
-                                 const long long* __restrict__ cand, const int* __restrict__ trial,
-                                 const signed char* __restrict__ answer, const signed char* __restrict__ state,
-                                 const long long* __restrict__ offset, IdT* __restrict__ flat,
-                                 int* __restrict__ piece_len, long long* __restrict__ out_vertex,
-                                 int* __restrict__ out_step, long long* __restrict__ out_cur,
-                                 long long* __restrict__ out_prev, long long* __restrict__ out_cand,
-                                 int* __restrict__ out_trial, signed char* __restrict__ out_answer,
-                                 signed char* __restrict__ out_state, signed char* __restrict__ moved,
-                                 unsigned long long* __restrict__ next) {
-    gp_n2v_walk<IdT, true, true>(indptr, indices, cdf, borrowed_ids, borrowed_indptr, borrowed_indices, weighted,
-                                 lo, hi, key, length, inv_p, inv_q, trials, borrowed_count, n, walk_id, step, cur,
-                                 prev, cand, trial, answer, state, offset, flat, piece_len, out_vertex, out_step,
-                                 out_cur, out_prev, out_cand, out_trial, out_answer, out_state, moved, next);
+// The walk on a dynamic graph's snapshot of a partition (GpSpace), exact and without queries: a walker that needs
+// the neighbors of a t in another partition that were not borrowed stops (stopped = 1) at the start of its step;
+// the caller borrows them and launches it again, and it redoes the step from trial 0 (the same draws).
+extern "C" __global__ void gp_walk_node2vec_dynamic(
+    const long long* __restrict__ edge_start, const long long* __restrict__ degree, const long long* __restrict__ dst,
+    const long long* __restrict__ units, const double* __restrict__ frac, const long long* __restrict__ member_start,
+    const long long* __restrict__ members, const long long* __restrict__ group_row,
+    const long long* __restrict__ group_count, const signed char* __restrict__ group_kind,
+    const int* __restrict__ group_bit, const long long* __restrict__ group_start,
+    const long long* __restrict__ group_size,
+    const double* __restrict__ alias_prob, const int* __restrict__ alias_other,
+    const long long* __restrict__ adjacency, const long long* __restrict__ borrowed_ids,
+    const long long* __restrict__ borrowed_indptr, const long long* __restrict__ borrowed_indices, int weighted,
+    long long lo, long long hi, long long space_vertices, unsigned long long key, int length, double inv_p,
+    double inv_q, int trials, long long borrowed_count, long long n, const long long* __restrict__ walk_id,
+    const long long* __restrict__ vertex, const int* __restrict__ step, const long long* __restrict__ prev,
+    const long long* __restrict__ offset, long long* __restrict__ flat, int* __restrict__ piece_len,
+    long long* __restrict__ out_vertex, int* __restrict__ out_step, long long* __restrict__ out_prev,
+    signed char* __restrict__ stopped, signed char* __restrict__ moved, unsigned long long* __restrict__ next) {
+    const GpSpace g{{dst, units, frac, weighted}, edge_start, degree, member_start, members, group_row, group_count,
+                    group_kind, group_bit, group_start, group_size, alias_prob, alias_other, adjacency, space_vertices};
+    const GpBorrowed<long long> b{borrowed_ids, borrowed_indptr, borrowed_indices, borrowed_count};
+    const GpN2v n2v = gp_n2v(lo, hi, key, length, inv_p, inv_q, trials);
+    for (long long i = (long long)atomicAdd(next, 1ULL); i < n; i = (long long)atomicAdd(next, 1ULL)) {
+        GpN2vWalker w{vertex[i], prev[i], -1, vertex[i], step[i], 0, -1, 0, 0};
+        piece_len[i] = gp_n2v_walker<GpSpace, true, true, false>(g, b, n2v, (unsigned long long)walk_id[i], 0, w,
+                                                                 flat + offset[i]);
+        out_vertex[i] = w.v;
+        out_step[i] = w.s;
+        out_prev[i] = w.t;
+        stopped[i] = w.st == GP_N2V_BORROW;
+        moved[i] = w.left;
+    }
 }

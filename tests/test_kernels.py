@@ -13,14 +13,23 @@ import pytest
 import gpipe  # imports every module that declares a kernel
 from gpipe.kernels import TYPES, declared, kernel_dir, readme_table
 
-KERNELS = {k.name: k for k in declared()}
-_GLOBAL = re.compile(r"(template\s*<\s*typename\s+(\w+)\s*>\s*)?(extern\s+\"C\"\s+)?__global__\s+void\s+"
+KERNELS = {k.signature: k for k in declared()}
+_GLOBAL = re.compile(r"(template\s*<([^>]*)>\s*)?(extern\s+\"C\"\s+)?__global__\s+void\s+"
                      r"(?:__launch_bounds__\s*\([^)]*\)\s*)?(\w+)\s*\(([^)]*)\)")
 
 
+def _template(parameters: str | None) -> str | None:
+    """A template's parameters as the checks name them: its type parameter's name, then how many others it has
+    (``typename IdT, bool Bounded, bool Exact``: ``IdT + 2``)."""
+    if parameters is None:
+        return None
+    words = [p.split() for p in parameters.split(",")]
+    names = [w[-1] for w in words if w[0] == "typename"]
+    return " + ".join(names + [str(len(words) - len(names))] * (len(words) > len(names)))
+
+
 def cuda_signatures(source: str) -> dict:
-    """``{kernel: (template parameter or None, extern "C", [(name, C type, pointer, const), ...])}`` of a
-    ``.cu`` source."""
+    """``{kernel: (template or None, extern "C", [(name, C type, pointer, const), ...])}`` of a ``.cu`` source."""
     source = re.sub(r"//[^\n]*|/\*.*?\*/", "", source, flags=re.S)
     out = {}
     for m in _GLOBAL.finditer(source):
@@ -29,7 +38,7 @@ def cuda_signatures(source: str) -> dict:
             words = param.replace("*", " * ").replace("__restrict__", "").split()
             ctype = " ".join(w for w in words[:-1] if w not in ("const", "*"))
             params.append((words[-1], ctype, "*" in words, "const" in words))
-        out[m.group(4)] = (m.group(2), bool(m.group(3)), params)
+        out[m.group(4)] = (_template(m.group(2)), bool(m.group(3)), params)
     return out
 
 
@@ -39,7 +48,8 @@ def declared_signature(kernel) -> tuple:
               for a in kernel.args]
     if kernel.queued:
         params.append(("next", "unsigned long long", True, False))
-    return ("IdT" if kernel.templated else None), params
+    names = ["IdT"] * kernel.templated + [str(len(kernel.template))] * bool(kernel.template)
+    return " + ".join(names) or None, params
 
 
 def mismatches(kernel, source: str) -> list[str]:
@@ -83,7 +93,7 @@ def test_declared_kernel_twin_takes_the_same_arguments(name):
 ])
 def test_a_kernel_that_drifts_from_its_declaration_is_caught(edit, problem):
     """Swapped scalars of one type compile and run, wrongly, on the GPU only: the signature check sees them."""
-    kernel = KERNELS["gp_walk_first_order"]
+    kernel = KERNELS["gp_walk_first_order<IdT>"]
     source = _source(kernel)
     at = source.rindex("template <typename IdT>", 0, source.index(f"void {kernel.name}("))  # this kernel's text on
     assert edit[0] in source[at:]
@@ -92,11 +102,12 @@ def test_a_kernel_that_drifts_from_its_declaration_is_caught(edit, problem):
 
 
 def test_a_declaration_with_swapped_arguments_is_caught():
-    kernel = KERNELS["gp_walk_first_order"]
+    kernel = KERNELS["gp_walk_first_order<IdT>"]
     args = list(kernel.args)
     lo, hi = [a.name for a in args].index("lo"), [a.name for a in args].index("hi")
     args[lo], args[hi] = args[hi], args[lo]
-    swapped = types.SimpleNamespace(name=kernel.name, file=kernel.file, args=args, queued=True, templated=True)
+    swapped = types.SimpleNamespace(name=kernel.name, file=kernel.file, args=args, queued=True, templated=True,
+                                    template=())
     assert mismatches(swapped, _source(kernel)) == [
         "parameter 4: ('lo', 'long long', False, False) in CUDA, ('hi', 'long long', False, False) declared",
         "parameter 5: ('hi', 'long long', False, False) in CUDA, ('lo', 'long long', False, False) declared"]
@@ -109,7 +120,7 @@ def test_cuda_source_compiles_with_each_kernels_defines(file, defines, tmp_path)
     templated ones for each vertex-id type (a template is only checked once instantiated)."""
     source = tmp_path / "unit.cu"
     source.write_text(f'#include "{kernel_dir() / file}"\n' + "".join(
-        f"void* gp_instance_{i}_{n} = (void*)&{k.name}<{t}>;\n"
+        f"void* gp_instance_{i}_{n} = (void*)&{k.name}<{', '.join((t, *k.template))}>;\n"
         for i, k in enumerate(k for k in KERNELS.values() if k.file == file and k.templated)
         for n, t in enumerate(("int", "long long"))))
     command = ["nvcc", "-arch=sm_90", "-std=c++17", f"-I{kernel_dir()}", *(f"-D{k}={v}" for k, v in defines),
@@ -119,7 +130,7 @@ def test_cuda_source_compiles_with_each_kernels_defines(file, defines, tmp_path)
 
 
 def test_launch_checks_its_arguments_against_the_declaration():
-    kernel = KERNELS["gp_walk_first_order"]
+    kernel = KERNELS["gp_walk_first_order<IdT>"]
     args = {a.name: np.zeros(1, np.dtype(TYPES["i64" if a.base == "IdT" else a.base][0])) if a.is_array else 0
             for a in kernel.args}
     with pytest.raises(TypeError, match=r"missing arguments \['n'\], unexpected \['count'\]"):
@@ -138,6 +149,8 @@ def test_every_cuda_kernel_is_declared():
     """A kernel without a declaration would be launched by hand again, its arguments written out once more."""
     found = {name: path.name for path in kernel_dir().glob("*.cu") for name in cuda_signatures(path.read_text())}
     assert found == {k.name: k.file for k in KERNELS.values()}
+    instantiated = {(k.name, k.template) for k in KERNELS.values()}
+    assert len(instantiated) == len(KERNELS), "two declarations of one instantiation"
 
 
 def test_readme_table_is_rendered_from_the_declarations():
@@ -169,7 +182,7 @@ def test_launch_on_device_arrays_passes_the_declared_arguments_to_cuda(name, mon
     kernel.launch(**values)
     [(shape, compiled, threads, args)] = calls
     assert compiled == ((kernel.file, kernel.name), {"defines": kernel.defines,
-                                                     "template": "int" if kernel.templated else None})
+                                                     "template": ("int",) * kernel.templated + kernel.template})
     assert (shape, threads) == (("queued", 7) if kernel.queued else ("per-item", 7 * kernel.lanes))
     assert len(args) == len(kernel.args)
     for a, value in zip(kernel.args, args):

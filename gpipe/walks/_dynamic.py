@@ -16,25 +16,23 @@ launch pair, as a walker leaves the partition once it crosses into another. Tria
 first-order, step is trial 0's candidate); the exact draw takes ``TRIALS * TRIAL_DRAWS`` and the next. A relaunched
 walker redoes its step from trial 0, the same draws: the walks are the same for any partitioning.
 
-CUDA in ``kernels/walk_dynamic.cu``, CPU twins here; the same random streams.
+Each walk is the static one, written once over a graph (``_graphs``' :data:`~._graphs.Space` here): CUDA in
+``kernels/walk_first_order.cu`` and ``kernels/walk_node2vec.cu``, the twins' bodies in ``_first_order`` and
+``_node2vec``; the same random streams.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from .. import _rng
-from .._search import has_edge, lower_bound
 from ..backend import cpu_kernel, prange, unique
-from ..dynamic import PICK_DEFINES, SPACE_ARGS, pick_in_space
+from ..dynamic import SPACE_ARGS
 from ..kernels import Arg, Kernel
 from ..runtime import Run, StepSpec, step_kernel
 from ._borrowed import borrowed_lists
-from ._common import uniform_vertex
-from ._first_order import TELEPORT, FirstOrder
-from ._node2vec import Node2Vec, trials_before_exact
-
-_NONE, _UNIFORM = TELEPORT["none"], TELEPORT["uniform"]
+from ._first_order import DEFINES_FIRST_ORDER, TELEPORT, FirstOrder, walkers_cpu
+from ._graphs import Space
+from ._node2vec import BORROW, DEFINES_NODE2VEC, Node2Vec, trials_before_exact, walk_one_cpu
 
 
 @step_kernel
@@ -51,61 +49,19 @@ def advance_dynamic(x, part, walkers: dict, spec: StepSpec, out: dict, run: Run)
                            out_vertex=out["vertex"], out_step=out["step"], moved=out["moved"])
 
 
-@cpu_kernel(parallel=True)
+@cpu_kernel()
 def _advance_cpu(edge_start, degree, dst, units, frac, member_start, members, group_row, group_count, group_kind,
                  group_bit, group_start, group_size, alias_prob, alias_other, weighted, lo, hi, space_vertices,
                  num_vertices, key, length, alpha, teleport, n, walk_id, source, vertex, step, offset, flat, piece_len,
                  out_vertex, out_step, moved):
-    for i in prange(n):
-        v = vertex[i]
-        s = step[i]
-        o = offset[i]
-        k = 0
-        left = 0
-        while True:
-            flat[o + k] = v
-            k += 1
-            if s >= length:
-                break
-            if teleport != _NONE and _rng.unit(_rng.bits(key, walk_id[i], s, 0)) < alpha:
-                if teleport == _UNIFORM:
-                    u = uniform_vertex(_rng.bits(key, walk_id[i], s, 1), num_vertices)
-                else:
-                    u = source[i]
-            else:
-                local = v - lo
-                if local >= space_vertices:  # a vertex only named as a destination so far: no edges
-                    break
-                d = degree[local]
-                if d == 0:
-                    break
-                if weighted:
-                    e = pick_in_space(edge_start, degree, units, frac, member_start, members, group_row, group_count,
-                                      group_kind, group_bit, group_start, group_size, alias_prob, alias_other, key,
-                                      walk_id[i], s, 1, local)
-                else:
-                    e = edge_start[local] + _rng.below(_rng.bits(key, walk_id[i], s, 1), d)
-                u = dst[e]
-            s += 1
-            v = u
-            if u < lo or u >= hi:
-                left = 1
-                break
-        piece_len[i] = k
-        out_vertex[i] = v
-        out_step[i] = s
-        moved[i] = left
+    graph = Space(dst, units, frac, weighted, edge_start, degree, member_start, members, group_row, group_count,
+                  group_kind, group_bit, group_start, group_size, alias_prob, alias_other, dst, space_vertices)
+    walkers_cpu(graph, lo, hi, num_vertices, key, length, alpha, teleport, n, walk_id, source, vertex, step, offset,
+                flat, piece_len, out_vertex, out_step, moved)
 
 
-# The draws of one rejection trial: 2**20 leaves pick_in_space 2**19 tries in a group before it reads the next
-# trial's draws, and 2**12 trials before the draw index (32 bits) wraps (with tame p, q each is accepted with
-# probability at least 1/16; otherwise the exact draw comes at TRIALS = 256).
-TRIAL_DRAWS = 2**20
-# walk_dynamic.cu is compiled whole with a kernel's defines: both of its kernels take all of them
-_DEFINES = {**PICK_DEFINES, "GP_TRIAL_DRAWS": f"{TRIAL_DRAWS}ULL",
-            **{f"TELEPORT_{k.upper()}": v for k, v in TELEPORT.items()}}
-ADVANCE_DYNAMIC = Kernel("walk_dynamic.cu", "gp_walk_dynamic", twin=_advance_cpu, items="n", queued=True,
-                         defines=_DEFINES, args=(
+ADVANCE_DYNAMIC = Kernel("walk_first_order.cu", "gp_walk_first_order_dynamic", twin=_advance_cpu, items="n",
+                         queued=True, defines=DEFINES_FIRST_ORDER, args=(
     *SPACE_ARGS, Arg("weighted", "i32"), Arg("lo", "i64"), Arg("hi", "i64"),
     Arg("space_vertices", "i64", note="vertices lo.. with a row in the space; the others have no edges"),
     Arg("num_vertices", "i64"), Arg("key", "u64"), Arg("length", "i32"), Arg("alpha", "f64"), Arg("teleport", "i32"),
@@ -155,167 +111,31 @@ def _launch_node2vec(part, spec: StepSpec, borrowed: tuple, walkers: dict, offse
         out_prev=out["prev"], stopped=stopped, moved=out["moved"])
 
 
-@cpu_kernel()
-def _candidate(edge_start, degree, units, frac, member_start, members, group_row, group_count, group_kind, group_bit,
-               group_start, group_size, alias_prob, alias_other, weighted, key, stream, step, trial, local):
-    """Trial ``trial``'s candidate edge from vertex ``local`` (which has edges): uniform, or from the space."""
-    first = np.int64(trial) * TRIAL_DRAWS + 1
-    if weighted:
-        return pick_in_space(edge_start, degree, units, frac, member_start, members, group_row, group_count,
-                             group_kind, group_bit, group_start, group_size, alias_prob, alias_other, key, stream, step,
-                             first, local)
-    return edge_start[local] + _rng.below(_rng.bits(key, stream, step, first), degree[local])
-
-
-@cpu_kernel()
-def _bias_class(x, t, tn, ta, td):
-    """Which bias ``x`` takes: 0 (x is t), 1 (a neighbor of t: in the sorted ``tn[ta:ta+td]``), 2 (neither)."""
-    if x == t:
-        return 0
-    return 1 if has_edge(tn, ta, td, x) else 2
-
-
-@cpu_kernel()
-def _exact(dst, units, frac, weighted, a, d, t, tn, ta, td, inv_p, inv_q, r_class, r_edge):
-    """The step from v (edges a..a+d-1) drawn exactly, as ``_node2vec._exact`` (a class by its mass, then an edge of
-    it by weight), an edge's weight its scaled bias ``units + frac`` (or 1)."""
-    s0 = 0.0
-    s1 = 0.0
-    s2 = 0.0
-    for e in range(a, a + d):
-        w = np.float64(units[e]) + frac[e] if weighted else 1.0
-        c = _bias_class(dst[e], t, tn, ta, td)
-        if c == 0:
-            s0 += w
-        elif c == 1:
-            s1 += w
-        else:
-            s2 += w
-    top = 0.0
-    if s0 > 0.0:
-        top = inv_p
-    if s1 > 0.0:
-        top = max(top, 1.0)
-    if s2 > 0.0:
-        top = max(top, inv_q)
-    m0 = s0 * (inv_p / top)
-    m1 = s1 * (1.0 / top)
-    m2 = s2 * (inv_q / top)
-    u = _rng.unit(r_class) * ((m0 + m1) + m2)
-    c = 0 if m0 > u else (1 if m0 + m1 > u else 2)
-    if c == 2 and not m2 > 0.0:  # rounding reached the end: the last class with mass
-        c = 1 if m1 > 0.0 else 0
-    target = _rng.unit(r_edge) * (s0 if c == 0 else (s1 if c == 1 else s2))
-    total = 0.0
-    last = np.int64(-1)
-    for e in range(a, a + d):
-        if _bias_class(dst[e], t, tn, ta, td) != c:
-            continue
-        total += np.float64(units[e]) + frac[e] if weighted else 1.0
-        last = np.int64(e)
-        if total > target:
-            return np.int64(e)
-    return last
-
-
 @cpu_kernel(parallel=True)
 def _advance_node2vec_cpu(edge_start, degree, dst, units, frac, member_start, members, group_row, group_count,
                           group_kind, group_bit, group_start, group_size, alias_prob, alias_other, adjacency,
                           borrowed_ids, borrowed_indptr, borrowed_indices, weighted, lo, hi, space_vertices, key,
                           length, inv_p, inv_q, trials, borrowed_count, n, walk_id, vertex, step, prev, offset, flat,
                           piece_len, out_vertex, out_step, out_prev, stopped, moved):
-    bound = max(inv_p, max(1.0, inv_q))
-    sure = min(1.0, inv_q)
-    never = max(1.0, inv_q)
+    graph = Space(dst, units, frac, weighted, edge_start, degree, member_start, members, group_row, group_count,
+                  group_kind, group_bit, group_start, group_size, alias_prob, alias_other, adjacency, space_vertices)
+    borrowed = (borrowed_ids, borrowed_indptr, borrowed_indices, borrowed_count)
+    walk = (lo, hi, key, length, inv_p, inv_q, trials, False)
     for i in prange(n):
-        v = vertex[i]
-        t = prev[i]
-        s = step[i]
-        o = offset[i]
-        k = 0
-        left = 0
-        stop = 0
-        while True:
-            flat[o + k] = v
-            k += 1
-            if s >= length:
-                break
-            local = v - lo
-            if local >= space_vertices:  # a vertex only named as a destination so far: no edges
-                break
-            a = edge_start[local]
-            d = degree[local]
-            if d == 0:
-                break
-            if t < 0:  # the first step is first-order
-                e = _candidate(edge_start, degree, units, frac, member_start, members, group_row, group_count,
-                               group_kind, group_bit, group_start, group_size, alias_prob, alias_other, weighted, key,
-                               walk_id[i], s, 0, local)
-            else:
-                near = True  # t's sorted neighbors: tn[ta:ta+td]
-                tn = adjacency
-                ta = np.int64(0)
-                td = np.int64(0)
-                if t >= lo and t < hi:
-                    if t - lo < space_vertices:
-                        ta = edge_start[t - lo]
-                        td = degree[t - lo]
-                else:
-                    b = lower_bound(borrowed_ids, 0, borrowed_count, t)
-                    near = b < borrowed_count and borrowed_ids[b] == t
-                    if near:
-                        tn = borrowed_indices
-                        ta = borrowed_indptr[b]
-                        td = borrowed_indptr[b + 1] - ta
-                kk = 0
-                while True:
-                    base = np.int64(kk) * TRIAL_DRAWS
-                    if kk == trials:  # rejection is slow at this step: draw it exactly (never if trials < 0)
-                        if not near:
-                            stop = 1
-                            break
-                        e = _exact(dst, units, frac, weighted, a, d, t, tn, ta, td, inv_p, inv_q,
-                                   _rng.bits(key, walk_id[i], s, base), _rng.bits(key, walk_id[i], s, base + 1))
-                        break
-                    e = _candidate(edge_start, degree, units, frac, member_start, members, group_row, group_count,
-                                   group_kind, group_bit, group_start, group_size, alias_prob, alias_other, weighted,
-                                   key, walk_id[i], s, kk, local)
-                    x = dst[e]
-                    u = _rng.unit(_rng.bits(key, walk_id[i], s, base)) * bound
-                    if x == t:
-                        ok = u < inv_p
-                    elif u < sure:
-                        ok = True
-                    elif u >= never:
-                        ok = False
-                    elif not near:
-                        stop = 1  # for t's neighbors, borrowed
-                        break
-                    else:
-                        ok = u < (1.0 if has_edge(tn, ta, td, x) else inv_q)
-                    if ok:
-                        break
-                    kk += 1
-                if stop:
-                    break
-            nx = dst[e]
-            t = v
-            v = nx
-            s += 1
-            if nx < lo or nx >= hi:
-                left = 1
-                break
+        k, _, v, t, _, s, _, _, st, left = walk_one_cpu(graph, borrowed, walk, (walk_id[i], vertex[i], prev[i],
+                                                                                 np.int64(-1), step[i], 0, -1), 0,
+                                                         flat, offset[i])
         piece_len[i] = k
         out_vertex[i] = v
         out_step[i] = s
         out_prev[i] = t
-        stopped[i] = stop
+        stopped[i] = st == BORROW
         moved[i] = left
 
 
 ADVANCE_NODE2VEC_DYNAMIC = Kernel(
-    "walk_dynamic.cu", "gp_walk_node2vec_dynamic", twin=_advance_node2vec_cpu, items="n", queued=True,
-    defines=_DEFINES, args=(
+    "walk_node2vec.cu", "gp_walk_node2vec_dynamic", twin=_advance_node2vec_cpu, items="n", queued=True,
+    defines=DEFINES_NODE2VEC, args=(
         *SPACE_ARGS, Arg("adjacency", "i64[]", note="each vertex's destinations, sorted"),
         Arg("borrowed_ids", "i64[m]"), Arg("borrowed_indptr", "i64[m+1]"),
         Arg("borrowed_indices", "i64[]", note="sorted neighbors of previous vertices in other partitions, borrowed"),

@@ -1,6 +1,8 @@
 """First-order step kernel: DeepWalk (uniform or weighted), walks with jump, walks with restart.
 
-CUDA in ``kernels/walk_first_order.cu``, CPU twin here; the same random stream.
+CUDA in ``kernels/walk_first_order.cu``, CPU twin here; the same random stream. The walk is written once
+(:func:`_walk_one`, CUDA's ``gp_first_order_walk``) over a graph (``_graphs``): a static partition here, a dynamic
+graph's snapshot in ``_dynamic``.
 """
 
 from __future__ import annotations
@@ -10,11 +12,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import _rng
-from .._search import pick_edge
 from ..backend import cpu_kernel, prange, to_host
 from ..kernels import Arg, Kernel
 from ..runtime import Run, StepSpec, step_kernel, worker_xp
 from ._common import uniform_vertex
+from ._graphs import DEFINES, Csr, degree, head, pick, start
 
 TELEPORT = {"none": 0, "uniform": 1, "source": 2}  # the kernel's TELEPORT_NONE, _UNIFORM, _SOURCE (its defines)
 _NONE, _UNIFORM = TELEPORT["none"], TELEPORT["uniform"]
@@ -100,11 +102,10 @@ def _advance_routed(part, walkers: dict, spec: StepSpec, run: Run):
 
 
 @cpu_kernel()
-def _walk_one(indptr, indices, cdf, weighted, lo, hi, num_vertices, key, length, alpha, teleport, walk_id, source,
-              v, s, out, at, most):
-    """One walker from vertex ``v`` at step ``s`` while it stays inside ``lo..hi-1``, its vertices written to
-    ``out[at:at + most]`` (the kernels' ``gp_first_order_walk``): how many it wrote, where it is and whether it
-    left (stepped out, or filled ``most``; else its walk ended)."""
+def _walk_one(graph, lo, hi, num_vertices, key, length, alpha, teleport, walk_id, source, v, s, out, at, most):
+    """One walker from vertex ``v`` at step ``s`` while it stays inside ``lo..hi-1`` of ``graph`` (``_graphs``), its
+    vertices written to ``out[at:at + most]`` (the kernels' ``gp_first_order_walk``): how many it wrote, where it
+    is and whether it left (stepped out, or filled ``most``; else its walk ended)."""
     k = 0
     left = False
     while True:
@@ -121,14 +122,14 @@ def _walk_one(indptr, indices, cdf, weighted, lo, hi, num_vertices, key, length,
             else:
                 u = source
         else:
-            a = indptr[v - lo]
-            d = indptr[v - lo + 1] - a
+            a = start(graph, v - lo)
+            d = degree(graph, v - lo)
             if d == 0:
                 break
-            e = pick_edge(cdf, weighted, a, d, _rng.bits(key, walk_id, s, 1))
+            e = pick(graph, (key, walk_id, s), 1, v - lo, a, d)
             if e < 0:
                 break
-            u = np.int64(indices[e])
+            u = head(graph, e)
         s += 1
         v = u
         if u < lo or u >= hi:
@@ -138,15 +139,23 @@ def _walk_one(indptr, indices, cdf, weighted, lo, hi, num_vertices, key, length,
 
 
 @cpu_kernel(parallel=True)
-def _advance_cpu(indptr, indices, cdf, weighted, lo, hi, num_vertices, key, length, alpha, teleport, n, walk_id,
-                 source, vertex, step, offset, flat, piece_len, out_vertex, out_step, moved):
+def walkers_cpu(graph, lo, hi, num_vertices, key, length, alpha, teleport, n, walk_id, source, vertex, step, offset,
+                flat, piece_len, out_vertex, out_step, moved):
+    """Every walker on ``graph`` to its end or until it leaves ``lo..hi-1`` (the kernels' ``gp_first_order_walkers``)."""
     for i in prange(n):
-        k, v, s, left = _walk_one(indptr, indices, cdf, weighted, lo, hi, num_vertices, key, length, alpha,
-                                  teleport, walk_id[i], source[i], vertex[i], step[i], flat, offset[i], 2**31 - 1)
+        k, v, s, left = _walk_one(graph, lo, hi, num_vertices, key, length, alpha, teleport, walk_id[i], source[i],
+                                  vertex[i], step[i], flat, offset[i], 2**31 - 1)
         piece_len[i] = k
         out_vertex[i] = v
         out_step[i] = s
         moved[i] = left
+
+
+@cpu_kernel()
+def _advance_cpu(indptr, indices, cdf, weighted, lo, hi, num_vertices, key, length, alpha, teleport, n, walk_id,
+                 source, vertex, step, offset, flat, piece_len, out_vertex, out_step, moved):
+    walkers_cpu(Csr(indices, cdf, weighted, indptr), lo, hi, num_vertices, key, length, alpha, teleport, n, walk_id,
+                source, vertex, step, offset, flat, piece_len, out_vertex, out_step, moved)
 
 
 @cpu_kernel(parallel=True)
@@ -154,6 +163,7 @@ def _advance_routed_cpu(indptr, indices, cdf, weighted, lo, hi, num_vertices, ke
                         walk_id, source, vertex, step, keep_source, rows, block_rows, ranks, rank, width,
                         piece_walk_id, piece_start, piece_len, piece_offset, flat, mover_walk_id, mover_source,
                         mover_vertex, mover_step, counts):
+    graph = Csr(indices, cdf, weighted, indptr)
     stage = np.empty(n * STAGE, flat.dtype)
     written = np.empty(n, np.int32)
     at_vertex = np.empty(n, np.int64)
@@ -161,8 +171,8 @@ def _advance_routed_cpu(indptr, indices, cdf, weighted, lo, hi, num_vertices, ke
     moves = np.zeros(n, np.bool_)
     home = np.zeros(n, np.bool_)
     for i in prange(n):
-        k, v, s, left = _walk_one(indptr, indices, cdf, weighted, lo, hi, num_vertices, key, length, alpha,
-                                  teleport, walk_id[i], source[i], vertex[i], step[i], stage, i * STAGE, STAGE)
+        k, v, s, left = _walk_one(graph, lo, hi, num_vertices, key, length, alpha, teleport, walk_id[i], source[i],
+                                  vertex[i], step[i], stage, i * STAGE, STAGE)
         written[i] = k
         at_vertex[i] = v
         at_step[i] = s
@@ -200,17 +210,18 @@ def _advance_routed_cpu(indptr, indices, cdf, weighted, lo, hi, num_vertices, ke
     counts[0], counts[1], counts[2], counts[3] = used, moved, steps, pieces
 
 
-_DEFINES = {**{f"TELEPORT_{k.upper()}": v for k, v in TELEPORT.items()}, "STAGE": STAGE}
+# walk_first_order.cu is compiled whole with a kernel's defines: each of its kernels takes all of them
+DEFINES_FIRST_ORDER = {**DEFINES, **{f"TELEPORT_{k.upper()}": v for k, v in TELEPORT.items()}, "STAGE": STAGE}
 _GRAPH_ARGS = (Arg("indptr", "i64[]"), Arg("indices", "IdT[]"), Arg("cdf", "f64[]"), Arg("weighted", "i32"),
                Arg("lo", "i64"), Arg("hi", "i64"), Arg("num_vertices", "i64"), Arg("key", "u64"), Arg("length", "i32"),
                Arg("alpha", "f64"), Arg("teleport", "i32"), Arg("n", "i64"), Arg("walk_id", "i64[n]"),
                Arg("source", "i64[n]"), Arg("vertex", "i64[n]"), Arg("step", "i32[n]"))
 ADVANCE = Kernel("walk_first_order.cu", "gp_walk_first_order", twin=_advance_cpu, items="n", queued=True,
-                 defines=_DEFINES, args=_GRAPH_ARGS + (
+                 defines=DEFINES_FIRST_ORDER, args=_GRAPH_ARGS + (
     Arg("offset", "i64[n]"), Arg("flat", "IdT[]", out=True), Arg("piece_len", "i32[n]", out=True),
     Arg("out_vertex", "i64[n]", out=True), Arg("out_step", "i32[n]", out=True), Arg("moved", "i8[n]", out=True)))
 ROUTED = Kernel("walk_first_order.cu", "gp_walk_first_order_routed", twin=_advance_routed_cpu, items="n",
-                queued=True, defines=_DEFINES, args=_GRAPH_ARGS + (
+                queued=True, defines=DEFINES_FIRST_ORDER, args=_GRAPH_ARGS + (
     Arg("keep_source", "i32"), Arg("rows", "IdT[]", out=True, note="written when ranks > 0"),
     Arg("block_rows", "i64"), Arg("ranks", "i32"), Arg("rank", "i32"), Arg("width", "i32"),
     Arg("piece_walk_id", "i64[n]", out=True), Arg("piece_start", "i32[n]", out=True),

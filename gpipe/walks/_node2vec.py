@@ -32,6 +32,10 @@ both launches.
 Rejection is exact, so is falling back after a fixed number of rejections, and
 where t's list is read does not change a draw: the walks stay the same for any
 partitioning, on the CPU and on the GPU.
+
+The walk is written once (:func:`_walk_one`, CUDA's ``gp_n2v_walker``) over a
+graph (``_graphs``): a static partition here, a dynamic graph's snapshot in
+``_dynamic``, whose walkers borrow rather than ask (no queries).
 """
 
 from __future__ import annotations
@@ -41,11 +45,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import _rng
-from .._search import has_edge, lower_bound, pick_edge
+from .._search import has_edge, lower_bound
 from ..backend import cpu_kernel, prange, unique
 from ..kernels import Arg, Kernel
 from ..runtime import Run, StepSpec, step_kernel
 from ._borrowed import borrowed_lists
+from ._graphs import DEFINES, Csr, degree, head, pick, sorted_of, start, trial_draws, weight
 
 FIELDS = (("cur", "int64", "vertex"), ("prev", "int64", -1), ("cand", "int64", -1), ("trial", "int32", 0),
           ("answer", "int8", -1), ("state", "int8", 0))
@@ -121,24 +126,16 @@ def _launch(part, cdf, spec: StepSpec, borrowed: tuple, *, walkers: dict, offset
 
 
 @cpu_kernel()
-def _neighbors_of(t, lo, hi, indptr, indices, borrowed_count, borrowed_ids, borrowed_indptr, borrowed_indices):
+def _neighbors_of(graph, borrowed, t, lo, hi):
     """Where t's sorted neighbors are, ``(list, a, d, found)``: this partition's, or borrowed."""
+    borrowed_ids, borrowed_indptr, borrowed_indices, borrowed_count = borrowed
     if t >= lo and t < hi:
-        a = indptr[t - lo]
-        return indices, a, indptr[t - lo + 1] - a, True
+        return sorted_of(graph), start(graph, t - lo), degree(graph, t - lo), True
     b = lower_bound(borrowed_ids, 0, borrowed_count, t)
     if b == borrowed_count or borrowed_ids[b] != t:
-        return indices, np.int64(0), np.int64(0), False
+        return sorted_of(graph), np.int64(0), np.int64(0), False
     a = borrowed_indptr[b]
     return borrowed_indices, a, borrowed_indptr[b + 1] - a, True
-
-
-@cpu_kernel()
-def _weight(cdf, weighted, a, e):
-    """The weight of edge ``e`` among a vertex's edges ``a..``: from the prefix sums, or 1."""
-    if not weighted:
-        return 1.0
-    return cdf[e] - cdf[e - 1] if e > a else cdf[e]
 
 
 @cpu_kernel()
@@ -150,15 +147,15 @@ def _bias_class(x, t, tn, ta, td):
 
 
 @cpu_kernel()
-def _exact(indices, cdf, weighted, a, d, t, tn, ta, td, inv_p, inv_q, r_class, r_edge):
+def _exact(graph, a, d, t, tn, ta, td, inv_p, inv_q, r_class, r_edge):
     """The step from v (edges a..a+d-1) drawn exactly: a class by its mass (its edges' weight times its bias,
     the biases scaled by the largest present so that none overflows), then an edge of it by weight."""
     s0 = 0.0
     s1 = 0.0
     s2 = 0.0
     for e in range(a, a + d):
-        w = _weight(cdf, weighted, a, e)
-        c = _bias_class(np.int64(indices[e]), t, tn, ta, td)
+        w = weight(graph, a, e)
+        c = _bias_class(head(graph, e), t, tn, ta, td)
         if c == 0:
             s0 += w
         elif c == 1:
@@ -183,9 +180,9 @@ def _exact(indices, cdf, weighted, a, d, t, tn, ta, td, inv_p, inv_q, r_class, r
     total = 0.0
     last = np.int64(-1)
     for e in range(a, a + d):
-        if _bias_class(np.int64(indices[e]), t, tn, ta, td) != c:
+        if _bias_class(head(graph, e), t, tn, ta, td) != c:
             continue
-        w = _weight(cdf, weighted, a, e)
+        w = weight(graph, a, e)
         total += w
         if w > 0.0:
             last = np.int64(e)
@@ -194,117 +191,121 @@ def _exact(indices, cdf, weighted, a, d, t, tn, ta, td, inv_p, inv_q, r_class, r
     return last
 
 
+@cpu_kernel()
+def walk_one_cpu(graph, borrowed, walk, walker, state, flat, o):
+    """One walker by node2vec's rule while it stays inside ``lo..hi-1`` of ``graph`` (``_graphs``), its vertices
+    written from ``flat[o]`` (the kernels' ``gp_n2v_walker``, exact): ``borrowed`` the lists of previous vertices
+    elsewhere ``(ids, indptr, indices, count)``, ``walk`` its parameters ``(lo, hi, key, length, 1/p, 1/q, trials,
+    queries)`` (without queries, a walker that needs a list it has not got stops, ``BORROW``), ``walker`` where it
+    stands ``(walk id, v, t, x, step, trial, answer)`` in ``state``. Returns how many vertices it wrote and where
+    it stands after: ``(k, route, v, t, x, step, trial, answer, state, left)``."""
+    lo, hi, key, length, inv_p, inv_q, trials, queries = walk
+    stream, v, t, x, s, kk, known = walker
+    draws, candidate, accept = trial_draws(graph)
+    bound = max(inv_p, max(1.0, inv_q))
+    sure = min(1.0, inv_q)
+    never = max(1.0, inv_q)
+    route = v
+    st = 0
+    left = 0
+    k = 0
+    if queries and state == 1:  # a query: is x a neighbor of t (here)?
+        flat[o + k] = v
+        k += 1
+        known = 1 if has_edge(sorted_of(graph), start(graph, t - lo), degree(graph, t - lo), x) else 0
+        left = 1
+        return k, route, v, t, x, s, kk, known, st, left
+    while True:
+        flat[o + k] = v
+        k += 1
+        if s >= length:
+            break
+        a = start(graph, v - lo)
+        d = degree(graph, v - lo)
+        if d == 0:
+            break
+        if t < 0:  # the first step is first-order
+            e = pick(graph, (key, stream, s), candidate, v - lo, a, d)
+        else:
+            tn, ta, td, near = _neighbors_of(graph, borrowed, t, lo, hi)
+            while True:
+                base = np.int64(kk) * draws
+                if kk == trials:  # rejection is slow at this step: draw it exactly (never if trials < 0)
+                    if not near:
+                        st = BORROW  # with t's neighbors borrowed
+                        break
+                    e = _exact(graph, a, d, t, tn, ta, td, inv_p, inv_q, _rng.bits(key, stream, s, base),
+                               _rng.bits(key, stream, s, base + 1))
+                    break
+                e = pick(graph, (key, stream, s), base + candidate, v - lo, a, d)
+                if e < 0:
+                    break
+                x = head(graph, e)
+                u = _rng.unit(_rng.bits(key, stream, s, base + accept)) * bound
+                if x == t:
+                    ok = u < inv_p
+                elif u < sure:
+                    ok = True
+                elif u >= never:
+                    ok = False
+                else:
+                    if near:
+                        member = 1 if has_edge(tn, ta, td, x) else 0
+                    elif known >= 0:
+                        member = known
+                    else:
+                        # ask t's partition; a second time, borrow t's neighbors
+                        st = 1 if queries and known == -1 else BORROW
+                        break
+                    ok = u < (1.0 if member == 1 else inv_q)
+                if known >= 0:
+                    known = -2  # an answer serves one trial
+                if ok:
+                    break
+                kk += 1
+            if st == 1:
+                left = 1
+                route = t
+                break
+            if st == BORROW:
+                break
+        if e < 0:
+            break
+        nx = head(graph, e)
+        t = v
+        v = nx
+        s += 1
+        kk = 0
+        known = -1
+        if nx < lo or nx >= hi:
+            left = 1
+            route = nx
+            break
+    if left == 0:
+        route = v
+    return k, route, v, t, x, s, kk, known, st, left
+
+
 @cpu_kernel(parallel=True)
 def _advance_cpu(indptr, indices, cdf, borrowed_ids, borrowed_indptr, borrowed_indices, weighted, lo, hi, key, length,
                  inv_p, inv_q, trials, borrowed_count, n, walk_id, step, cur, prev, cand, trial, answer, state, offset,
                  flat, piece_len, out_vertex, out_step, out_cur, out_prev, out_cand, out_trial, out_answer, out_state,
                  moved):
-    bound = max(inv_p, max(1.0, inv_q))
-    sure = min(1.0, inv_q)
-    never = max(1.0, inv_q)
+    graph = Csr(indices, cdf, weighted, indptr)
+    borrowed = (borrowed_ids, borrowed_indptr, borrowed_indices, borrowed_count)
+    walk = (lo, hi, key, length, inv_p, inv_q, trials, True)
     for i in prange(n):
-        v = cur[i]
-        t = prev[i]
-        x = cand[i]
-        route = v
-        s = step[i]
-        kk = trial[i]
-        known = answer[i]
-        st = 0
-        left = 0
-        o = offset[i]
-        k = 0
-        if state[i] == 1:  # a query: is x a neighbor of t (here)?
-            flat[o + k] = v
-            k += 1
-            a = indptr[t - lo]
-            known = 1 if has_edge(indices, a, indptr[t - lo + 1] - a, x) else 0
-            left = 1
-        else:
-            while True:
-                flat[o + k] = v
-                k += 1
-                if s >= length:
-                    break
-                a = indptr[v - lo]
-                d = indptr[v - lo + 1] - a
-                if d == 0:
-                    break
-                if t < 0:  # the first step is first-order
-                    e = pick_edge(cdf, weighted, a, d, _rng.bits(key, walk_id[i], s, 0))
-                else:
-                    tn, ta, td, near = _neighbors_of(t, lo, hi, indptr, indices, borrowed_count, borrowed_ids,
-                                                     borrowed_indptr, borrowed_indices)
-                    while True:
-                        if kk == trials:  # rejection is slow at this step: draw it exactly (never if trials < 0)
-                            if not near:
-                                st = BORROW  # with t's neighbors borrowed
-                                break
-                            e = _exact(indices, cdf, weighted, a, d, t, tn, ta, td, inv_p, inv_q,
-                                       _rng.bits(key, walk_id[i], s, 2 * trials),
-                                       _rng.bits(key, walk_id[i], s, 2 * trials + 1))
-                            break
-                        e = pick_edge(cdf, weighted, a, d, _rng.bits(key, walk_id[i], s, 2 * kk))
-                        if e < 0:
-                            break
-                        x = np.int64(indices[e])
-                        u = _rng.unit(_rng.bits(key, walk_id[i], s, 2 * kk + 1)) * bound
-                        if x == t:
-                            ok = u < inv_p
-                        elif u < sure:
-                            ok = True
-                        elif u >= never:
-                            ok = False
-                        else:
-                            if near:
-                                member = 1 if has_edge(tn, ta, td, x) else 0
-                            elif known >= 0:
-                                member = known
-                            else:
-                                # ask t's partition; a second time, borrow t's neighbors
-                                st = 1 if known == -1 else BORROW
-                                break
-                            ok = u < (1.0 if member == 1 else inv_q)
-                        if known >= 0:
-                            known = -2  # an answer serves one trial
-                        if ok:
-                            break
-                        kk += 1
-                    if st == 1:
-                        left = 1
-                        route = t
-                        break
-                    if st == BORROW:
-                        break
-                if e < 0:
-                    break
-                nx = np.int64(indices[e])
-                t = v
-                v = nx
-                s += 1
-                kk = 0
-                known = -1
-                if nx < lo or nx >= hi:
-                    left = 1
-                    route = nx
-                    break
-            if left == 0:
-                route = v
-        piece_len[i] = k
-        out_vertex[i] = route
-        out_step[i] = s
-        out_cur[i] = v
-        out_prev[i] = t
-        out_cand[i] = x
-        out_trial[i] = kk
-        out_answer[i] = known
-        out_state[i] = st
-        moved[i] = left
+        (piece_len[i], out_vertex[i], out_cur[i], out_prev[i], out_cand[i], out_step[i], out_trial[i], out_answer[i],
+         out_state[i], moved[i]) = walk_one_cpu(graph, borrowed, walk, (walk_id[i], cur[i], prev[i], cand[i], step[i],
+                                                                         trial[i], answer[i]), state[i], flat,
+                                                 offset[i])
 
 
-# One argument list, three kernels of one body: gp_walk_node2vec stops a walker at the exact draw (state BORROW),
-# gp_walk_node2vec_exact makes it, gp_walk_node2vec_rejection has none (trials -1); the twin is the exact one,
-# which gives the same walks in one launch.
+# One kernel, three instantiations: gp_walk_node2vec<IdT, true, false> stops a walker at the exact draw (state
+# BORROW), <IdT, true, true> makes it, <IdT, false, false> has none (trials -1); the twin is the exact one, which
+# gives the same walks in one launch. walk_node2vec.cu is compiled whole with a kernel's defines: each of its
+# kernels takes all of them.
+DEFINES_NODE2VEC = {**DEFINES, "GP_N2V_BORROW": BORROW}
 _ARGS = (
     Arg("indptr", "i64[]"), Arg("indices", "IdT[]"), Arg("cdf", "f64[]"), Arg("borrowed_ids", "i64[m]"),
     Arg("borrowed_indptr", "i64[m+1]"),
@@ -320,5 +321,6 @@ _ARGS = (
     Arg("out_state", "i8[n]", out=True, note="1 a query, BORROW stopped for t's list"),
     Arg("moved", "i8[n]", out=True))
 ADVANCE_REJECTION, ADVANCE, ADVANCE_EXACT = (
-    Kernel("walk_node2vec.cu", name, twin=_advance_cpu, items="n", queued=True, defines={"GP_N2V_BORROW": BORROW},
-           args=_ARGS) for name in ("gp_walk_node2vec_rejection", "gp_walk_node2vec", "gp_walk_node2vec_exact"))
+    Kernel("walk_node2vec.cu", "gp_walk_node2vec", template=template, twin=_advance_cpu, items="n", queued=True,
+           defines=DEFINES_NODE2VEC, args=_ARGS) for template in (("false", "false"), ("true", "false"),
+                                                                   ("true", "true")))
