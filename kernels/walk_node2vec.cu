@@ -21,8 +21,8 @@
 // or <true, false>, on every walker and <true, true> on those stopped: the
 // fallback in the hot loop, though almost never taken, cost node2vec 40 % of its
 // speed at R-MAT 22 on an H200 (1.13 against 1.93 G steps/s), and its test alone
-// 27 %. gp_walk_node2vec_dynamic walks a snapshot without queries: a walker that
-// needs t's neighbors and has not got them stops there (state 2).
+// 27 %. gp_walk_node2vec_dynamic<Bounded> walks a snapshot without queries: a
+// walker that needs t's neighbors and has not got them stops there (state 2).
 // Draws per step: trial k's candidate from k * TRIAL_DRAWS + CANDIDATE, its
 // acceptance at k * TRIAL_DRAWS + ACCEPT (the graph's: 2k and 2k+1 on a static
 // partition; the first step, first-order, is trial 0's candidate); the exact
@@ -147,58 +147,55 @@ __device__ __forceinline__ int gp_n2v_walker(const Graph& g, const GpBorrowed<ty
             const long long d = g.degree(v - lo);
             if (d == 0) break;
             long long e;
-            if (t < 0) {  // the first step is first-order
-                e = g.pick(key, id, s, Graph::CANDIDATE, v - lo, a, d);
-            } else {
-                // t's neighbors are looked up only when a trial needs them: most steps are decided by
-                // the bounds alone, without reading t's row
-                const Id* tn = g.sorted();
-                long long ta = 0, td = 0;
-                int near = -1;  // not looked up yet
-                while (true) {
-                    const unsigned long long base = (unsigned long long)kk * Graph::TRIAL_DRAWS;
-                    if (Bounded && kk == n2v.trials) {  // rejection is slow at this step: draw it exactly
-                        if (Exact && near < 0) near = gp_n2v_neighbors(g, b, t, lo, hi, &tn, &ta, &td);
-                        if (!Exact || !near) {
-                            st = GP_N2V_BORROW;  // to the exact walker (with t's neighbors if not here)
-                            break;
-                        }
-                        e = gp_n2v_exact(g.edges, a, d, t, tn, ta, td, n2v.inv_p, n2v.inv_q, gp_bits(key, id, s, base),
-                                         gp_bits(key, id, s, base + 1));
+            // t's row here is read at once, its loads in flight with the first candidate's; a borrowed one is
+            // searched for only when a trial needs it (most steps are decided by the bounds alone)
+            const Id* tn = g.sorted();
+            long long ta = 0, td = 0;
+            int near = -1;  // not looked up yet
+            if (t >= lo && t < hi) near = gp_n2v_neighbors(g, b, t, lo, hi, &tn, &ta, &td);
+            while (true) {
+                const unsigned long long base = (unsigned long long)kk * Graph::TRIAL_DRAWS;
+                if (Bounded && kk == n2v.trials && t >= 0) {  // rejection is slow at this step: draw it exactly
+                    if (Exact && near < 0) near = gp_n2v_neighbors(g, b, t, lo, hi, &tn, &ta, &td);
+                    if (!Exact || !near) {
+                        st = GP_N2V_BORROW;  // to the exact walker (with t's neighbors if not here)
                         break;
                     }
-                    e = g.pick(key, id, s, base + Graph::CANDIDATE, v - lo, a, d);
-                    if (e < 0) break;
-                    x = g.edges.head(e);
-                    const double u = gp_unit(gp_bits(key, id, s, base + Graph::ACCEPT)) * n2v.bound;
-                    bool ok;
-                    if (x == t) {
-                        ok = u < n2v.inv_p;
-                    } else if (u < n2v.sure) {
-                        ok = true;
-                    } else if (u >= n2v.never) {
-                        ok = false;
-                    } else {
-                        int member;
-                        if (near < 0) near = gp_n2v_neighbors(g, b, t, lo, hi, &tn, &ta, &td);
-                        if (near) {
-                            member = gp_has_edge(tn, ta, td, x);
-                        } else if (known >= 0) {
-                            member = known;
-                        } else {
-                            // ask t's partition; a second time, borrow t's neighbors
-                            st = Queries && known == -1 ? 1 : GP_N2V_BORROW;
-                            break;
-                        }
-                        ok = u < (member ? 1.0 : n2v.inv_q);
-                    }
-                    if (known >= 0) known = -2;  // an answer serves one trial
-                    if (ok) break;
-                    ++kk;
+                    e = gp_n2v_exact(g.edges, a, d, t, tn, ta, td, n2v.inv_p, n2v.inv_q, gp_bits(key, id, s, base),
+                                     gp_bits(key, id, s, base + 1));
+                    break;
                 }
-                if (st == 1) { left = 1; route = t; break; }
-                if (st == GP_N2V_BORROW) break;
+                e = g.pick(key, id, s, base + Graph::CANDIDATE, v - lo, a, d);
+                if (e < 0 || t < 0) break;  // the first step is first-order: trial 0's candidate
+                x = g.edges.head(e);
+                const double u = gp_unit(gp_bits(key, id, s, base + Graph::ACCEPT)) * n2v.bound;
+                bool ok;
+                if (x == t) {
+                    ok = u < n2v.inv_p;
+                } else if (u < n2v.sure) {
+                    ok = true;
+                } else if (u >= n2v.never) {
+                    ok = false;
+                } else {
+                    int member;
+                    if (near < 0) near = gp_n2v_neighbors(g, b, t, lo, hi, &tn, &ta, &td);
+                    if (near) {
+                        member = gp_has_edge(tn, ta, td, x);
+                    } else if (known >= 0) {
+                        member = known;
+                    } else {
+                        // ask t's partition; a second time, borrow t's neighbors
+                        st = Queries && known == -1 ? 1 : GP_N2V_BORROW;
+                        break;
+                    }
+                    ok = u < (member ? 1.0 : n2v.inv_q);
+                }
+                if (known >= 0) known = -2;  // an answer serves one trial
+                if (ok) break;
+                ++kk;
             }
+            if (st == 1) { left = 1; route = t; break; }
+            if (st == GP_N2V_BORROW) break;
             if (e < 0) break;
             const long long nx = g.edges.head(e);
             t = v;
@@ -259,8 +256,10 @@ __global__ void gp_walk_node2vec(const long long* __restrict__ indptr, const IdT
 
 // The walk on a dynamic graph's snapshot of a partition (GpSpace), exact and without queries: a walker that needs
 // the neighbors of a t in another partition that were not borrowed stops (stopped = 1) at the start of its step;
-// the caller borrows them and launches it again, and it redoes the step from trial 0 (the same draws).
-extern "C" __global__ void gp_walk_node2vec_dynamic(
+// the caller borrows them and launches it again, and it redoes the step from trial 0 (the same draws). Bounded as
+// gp_walk_node2vec's: <false> for tame p and q (trials -1), without the fallback's code in the loop.
+template <bool Bounded>
+__global__ void gp_walk_node2vec_dynamic(
     const long long* __restrict__ edge_start, const long long* __restrict__ degree, const long long* __restrict__ dst,
     const long long* __restrict__ units, const double* __restrict__ frac, const long long* __restrict__ member_start,
     const long long* __restrict__ members, const long long* __restrict__ group_row,
@@ -282,7 +281,7 @@ extern "C" __global__ void gp_walk_node2vec_dynamic(
     const GpN2v n2v = gp_n2v(lo, hi, key, length, inv_p, inv_q, trials);
     for (long long i = (long long)atomicAdd(next, 1ULL); i < n; i = (long long)atomicAdd(next, 1ULL)) {
         GpN2vWalker w{vertex[i], prev[i], -1, vertex[i], step[i], 0, -1, 0, 0};
-        piece_len[i] = gp_n2v_walker<GpSpace, true, true, false>(g, b, n2v, (unsigned long long)walk_id[i], 0, w,
+        piece_len[i] = gp_n2v_walker<GpSpace, Bounded, true, false>(g, b, n2v, (unsigned long long)walk_id[i], 0, w,
                                                                  flat + offset[i]);
         out_vertex[i] = w.v;
         out_step[i] = w.s;

@@ -117,12 +117,12 @@ def test_a_declaration_with_swapped_arguments_is_caught():
 @pytest.mark.parametrize("file,defines", sorted({(k.file, tuple(sorted(k.defines.items()))) for k in KERNELS.values()}))
 def test_cuda_source_compiles_with_each_kernels_defines(file, defines, tmp_path):
     """The loader compiles a whole file with one kernel's defines: every kernel of the file must build with them,
-    templated ones for each vertex-id type (a template is only checked once instantiated)."""
+    templated ones for each vertex-id type and as declared (a template is only checked once instantiated)."""
     source = tmp_path / "unit.cu"
     source.write_text(f'#include "{kernel_dir() / file}"\n' + "".join(
-        f"void* gp_instance_{i}_{n} = (void*)&{k.name}<{', '.join((t, *k.template))}>;\n"
-        for i, k in enumerate(k for k in KERNELS.values() if k.file == file and k.templated)
-        for n, t in enumerate(("int", "long long"))))
+        f"void* gp_instance_{i}_{n} = (void*)&{k.name}<{', '.join((*t, *k.template))}>;\n"
+        for i, k in enumerate(k for k in KERNELS.values() if k.file == file and (k.templated or k.template))
+        for n, t in enumerate((("int",), ("long long",)) if k.templated else ((),))))
     command = ["nvcc", "-arch=sm_90", "-std=c++17", f"-I{kernel_dir()}", *(f"-D{k}={v}" for k, v in defines),
                "-c", str(source), "-o", str(tmp_path / "out.o")]
     result = subprocess.run(command, capture_output=True, text=True)

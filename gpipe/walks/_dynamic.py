@@ -101,11 +101,12 @@ def advance_node2vec_dynamic(x, part, walkers: dict, spec: StepSpec, out: dict, 
 def _launch_node2vec(part, spec: StepSpec, borrowed: tuple, walkers: dict, offset, out: dict, stopped) -> None:
     walk: Node2Vec = spec.params
     borrowed_ids, borrowed_indptr, borrowed_indices = borrowed
-    ADVANCE_NODE2VEC_DYNAMIC.launch(
+    trials = trials_before_exact(walk)
+    (ADVANCE_NODE2VEC_DYNAMIC if trials >= 0 else ADVANCE_NODE2VEC_DYNAMIC_REJECTION).launch(
         **part.arrays, adjacency=part.adjacency, borrowed_ids=borrowed_ids, borrowed_indptr=borrowed_indptr,
         borrowed_indices=borrowed_indices, weighted=walk.weighted, lo=part.lo, hi=part.hi,
         space_vertices=part.space_vertices, key=spec.key, length=spec.length, inv_p=1.0 / walk.p, inv_q=1.0 / walk.q,
-        trials=trials_before_exact(walk), borrowed_count=borrowed_ids.shape[0], n=walkers["walk_id"].shape[0],
+        trials=trials, borrowed_count=borrowed_ids.shape[0], n=walkers["walk_id"].shape[0],
         walk_id=walkers["walk_id"], vertex=walkers["vertex"], step=walkers["step"], prev=walkers["prev"],
         offset=offset, flat=out["flat"], piece_len=out["length"], out_vertex=out["vertex"], out_step=out["step"],
         out_prev=out["prev"], stopped=stopped, moved=out["moved"])
@@ -133,9 +134,11 @@ def _advance_node2vec_cpu(edge_start, degree, dst, units, frac, member_start, me
         moved[i] = left
 
 
-ADVANCE_NODE2VEC_DYNAMIC = Kernel(
-    "walk_node2vec.cu", "gp_walk_node2vec_dynamic", twin=_advance_node2vec_cpu, items="n", queued=True,
-    defines=DEFINES_NODE2VEC, args=(
+# One kernel, two instantiations: <true> draws a step exactly after TRIALS rejections, <false> (for tame p and q,
+# trials -1) has no fallback in its loop (as the static walk's gp_walk_node2vec<IdT, false, false>).
+ADVANCE_NODE2VEC_DYNAMIC_REJECTION, ADVANCE_NODE2VEC_DYNAMIC = (Kernel(
+    "walk_node2vec.cu", "gp_walk_node2vec_dynamic", template=template, twin=_advance_node2vec_cpu, items="n",
+    queued=True, defines=DEFINES_NODE2VEC, args=(
         *SPACE_ARGS, Arg("adjacency", "i64[]", note="each vertex's destinations, sorted"),
         Arg("borrowed_ids", "i64[m]"), Arg("borrowed_indptr", "i64[m+1]"),
         Arg("borrowed_indices", "i64[]", note="sorted neighbors of previous vertices in other partitions, borrowed"),
@@ -147,4 +150,4 @@ ADVANCE_NODE2VEC_DYNAMIC = Kernel(
         Arg("piece_len", "i32[n]", out=True), Arg("out_vertex", "i64[n]", out=True),
         Arg("out_step", "i32[n]", out=True), Arg("out_prev", "i64[n]", out=True),
         Arg("stopped", "i8[n]", out=True, note="1: stopped for a previous vertex's neighbors"),
-        Arg("moved", "i8[n]", out=True)))
+        Arg("moved", "i8[n]", out=True))) for template in (("false",), ("true",)))

@@ -224,51 +224,48 @@ def walk_one_cpu(graph, borrowed, walk, walker, state, flat, o):
         d = degree(graph, v - lo)
         if d == 0:
             break
-        if t < 0:  # the first step is first-order
-            e = pick(graph, (key, stream, s), candidate, v - lo, a, d)
-        else:
-            tn, ta, td, near = _neighbors_of(graph, borrowed, t, lo, hi)
-            while True:
-                base = np.int64(kk) * draws
-                if kk == trials:  # rejection is slow at this step: draw it exactly (never if trials < 0)
-                    if not near:
-                        st = BORROW  # with t's neighbors borrowed
-                        break
-                    e = _exact(graph, a, d, t, tn, ta, td, inv_p, inv_q, _rng.bits(key, stream, s, base),
-                               _rng.bits(key, stream, s, base + 1))
+        tn, ta, td, near = _neighbors_of(graph, borrowed, t, lo, hi)  # (the kernel searches borrowed lists lazily)
+        while True:
+            base = np.int64(kk) * draws
+            if kk == trials and t >= 0:  # rejection is slow at this step: draw it exactly (never if trials < 0)
+                if not near:
+                    st = BORROW  # with t's neighbors borrowed
                     break
-                e = pick(graph, (key, stream, s), base + candidate, v - lo, a, d)
-                if e < 0:
-                    break
-                x = head(graph, e)
-                u = _rng.unit(_rng.bits(key, stream, s, base + accept)) * bound
-                if x == t:
-                    ok = u < inv_p
-                elif u < sure:
-                    ok = True
-                elif u >= never:
-                    ok = False
+                e = _exact(graph, a, d, t, tn, ta, td, inv_p, inv_q, _rng.bits(key, stream, s, base),
+                           _rng.bits(key, stream, s, base + 1))
+                break
+            e = pick(graph, (key, stream, s), base + candidate, v - lo, a, d)
+            if e < 0 or t < 0:  # the first step is first-order: trial 0's candidate
+                break
+            x = head(graph, e)
+            u = _rng.unit(_rng.bits(key, stream, s, base + accept)) * bound
+            if x == t:
+                ok = u < inv_p
+            elif u < sure:
+                ok = True
+            elif u >= never:
+                ok = False
+            else:
+                if near:
+                    member = 1 if has_edge(tn, ta, td, x) else 0
+                elif known >= 0:
+                    member = known
                 else:
-                    if near:
-                        member = 1 if has_edge(tn, ta, td, x) else 0
-                    elif known >= 0:
-                        member = known
-                    else:
-                        # ask t's partition; a second time, borrow t's neighbors
-                        st = 1 if queries and known == -1 else BORROW
-                        break
-                    ok = u < (1.0 if member == 1 else inv_q)
-                if known >= 0:
-                    known = -2  # an answer serves one trial
-                if ok:
+                    # ask t's partition; a second time, borrow t's neighbors
+                    st = 1 if queries and known == -1 else BORROW
                     break
-                kk += 1
-            if st == 1:
-                left = 1
-                route = t
+                ok = u < (1.0 if member == 1 else inv_q)
+            if known >= 0:
+                known = -2  # an answer serves one trial
+            if ok:
                 break
-            if st == BORROW:
-                break
+            kk += 1
+        if st == 1:
+            left = 1
+            route = t
+            break
+        if st == BORROW:
+            break
         if e < 0:
             break
         nx = head(graph, e)
