@@ -4,7 +4,7 @@ __version__ = "0.1.0"
 
 from . import config  # noqa: F401  (merges gpipe.yaml into dask.config)
 from . import counting, dynamic, gnn, mining, sampling, sort, walks, workflow
-from .cluster import connect
+from .cluster import connect, warmup
 from .errors import DeviceUnavailableError, GpipeError, GpipeFileError, GpipeValueError, TaskError, WorkerLostError
 from .graph import Graph, from_edges, generators, read_edges
 from .runtime import attach
@@ -32,5 +32,6 @@ __all__ = [
     "sampling",
     "sort",
     "walks",
+    "warmup",
     "workflow",
 ]

@@ -132,7 +132,7 @@ def draws(x, run_key, stream_ids, step: int, draw):
 
 DRAWS = Kernel("rng.cu", "gp_draws", twin=_draws_cpu, items="n", args=(
     Arg("run_key", "u64"), Arg("stream_ids", "i64[n]"), Arg("n", "i64"), Arg("step", "i64"), Arg("draw", "i64[n]"),
-    Arg("out", "u64[n*2]", out=True, note="blocks")))
+    Arg("out", "u64[n,2]", out=True, note="blocks")))
 
 
 def below_array(blocks, n):

@@ -749,3 +749,24 @@ def test_gpipe_mine_match_refuses_a_bad_pattern_before_connecting(capsys, patter
     code = main(["mine", "match", "--graph", "rmat:6", "--pattern", pattern, "--address", "tcp://127.0.0.1:1"])
     err = capsys.readouterr().err
     assert code == 2 and message in err and "Traceback" not in err, err
+
+
+def test_warmup_compiles_here_and_prints_its_summary(capsys, monkeypatch):
+    monkeypatch.delenv("GPIPE_SCHEDULER_FILE", raising=False)
+    monkeypatch.delenv("GPIPE_SCHEDULER_ADDRESS", raising=False)
+    assert main(["warmup", "--device", "cpu"]) == 0
+    out, err = capsys.readouterr()
+    report = json.loads(out)
+    assert report["device"] == "cpu" and report["kernels"] == len(gpipe.kernels.declared()) + sum(
+        k.templated for k in gpipe.kernels.declared())
+    assert f"compiled {report['kernels']}/{report['kernels']} " in err
+
+
+def test_warmup_on_a_cluster_compiles_on_every_worker(capsys, cpu_cluster):
+    code, out, _ = _run(capsys, cpu_cluster, "warmup")
+    assert code == 0
+    workers = json.loads(out)["workers"]
+    assert set(workers) == set(cpu_cluster.scheduler_info()["workers"]) and len(workers) == 2
+    assert all(w["device"] == "cpu" and w["kernels"] > 0 for w in workers.values())
+    with pytest.raises(gpipe.GpipeError, match="pass neither 'device' nor 'progress' with a client"):
+        gpipe.warmup(cpu_cluster, device="gpu")

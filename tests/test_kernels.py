@@ -190,3 +190,45 @@ def test_launch_on_device_arrays_passes_the_declared_arguments_to_cuda(name, mon
             assert value is values[a.name]
         else:
             assert type(value) is np.dtype(TYPES[a.base][0]).type and value == 7
+
+
+def _instantiations() -> set:
+    """Every declared kernel's instantiations: (name, template arguments), for int and long long ids."""
+    return {(k.name, (*ids, *k.template)) for k in KERNELS.values()
+            for ids in ((("int",), ("long long",)) if k.templated else ((),))}
+
+
+def test_warm_compiles_every_twin_for_the_types_a_launch_passes():
+    """``gpipe warmup`` on a CPU: each twin compiled for each id type, with the numba types ``launch`` passes it
+    (so the first launch loads it from numba's cache instead of compiling)."""
+    from gpipe.kernels import _twin_signature, warm
+
+    seen = []
+    summary = warm("cpu", progress=lambda done, total, name: seen.append((done, total, name)))
+    assert summary["device"] == "cpu" and summary["kernels"] == len(_instantiations()) == len(seen)
+    assert [d for d, _, _ in seen] == list(range(1, len(seen) + 1)) and {n for _, _, n in seen} == set(KERNELS)
+    for kernel in KERNELS.values():
+        for ids in (np.dtype(np.int32), np.dtype(np.int64)) if kernel.templated else (None,):
+            assert _twin_signature(kernel, ids) in kernel.twin.signatures, (kernel.signature, ids)
+    launch = KERNELS["gp_draws"]  # a 2-D argument (u64[n,2]) is compiled as one
+    assert _twin_signature(launch, None)[-1].ndim == 2
+
+
+def test_warm_on_a_gpu_compiles_every_instantiation_with_its_defines(monkeypatch):
+    compiled = []
+    monkeypatch.setattr(gpipe.kernels, "_function", lambda file, name, *, defines, template: compiled.append(
+        (name, template, defines == next(k for k in KERNELS.values() if k.name == name).defines)))
+    assert gpipe.kernels.warm("gpu")["kernels"] == len(compiled)
+    assert {(name, template) for name, template, _ in compiled} == _instantiations() and all(d for *_, d in compiled)
+
+
+def test_a_kernel_that_does_not_compile_is_named(monkeypatch):
+    def broken(signature):
+        raise TypeError("no implementation of setitem")
+
+    kernel = types.SimpleNamespace(signature="gp_broken<IdT>", file="broken.cu", templated=True, template=(),
+                                   args=(), twin=types.SimpleNamespace(compile=broken))
+    monkeypatch.setattr(gpipe.kernels, "declared", lambda: [kernel])
+    with pytest.raises(gpipe.GpipeError, match=r"kernel gp_broken<IdT> \(broken.cu\) does not compile for the cpu "
+                                               r"with int32 ids: no implementation of setitem"):
+        gpipe.kernels.warm("cpu")

@@ -20,6 +20,7 @@ from ._options import (_FORMATS, _MINERS, _NODE_SAMPLERS, _SAMPLERS, _WALKS, _ch
 from ._run import _run_workflow
 from ._sample import _sample
 from ._walk import _walk
+from ._warmup import _warmup
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -31,6 +32,12 @@ def build_parser() -> argparse.ArgumentParser:
     info.add_argument("--json", action="store_true", help="print one JSON object")
     _cluster_flags(info, local=False)
     info.set_defaults(run=_info)
+
+    warm = commands.add_parser("warmup", help="compile the kernels ahead of the first call (numba's and CuPy's "
+                                             "caches), here or on a named cluster's workers")
+    _cluster_flags(warm, local=False)
+    warm.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    warm.set_defaults(run=_warmup)
 
     generate = commands.add_parser("generate", help="generate a graph and write it to a folder")
     kinds = generate.add_subparsers(dest="generator", required=True, metavar="GENERATOR")
