@@ -496,3 +496,27 @@ def test_more_distinct_labels_than_a_code_holds_are_refused(cpu_cluster):
     g = _replicated(cpu_cluster, nx.path_graph(1100))
     with pytest.raises(GpipeValueError, match="'labels' must take at most 1024 distinct values, got 1100"):
         gpipe.mining.frequent_patterns(g, 1, 1, labels=np.arange(1100))
+
+
+@pytest.mark.parametrize("listing", [False, True])
+def test_a_counts_last_column_is_counted_not_stored(listing, tmp_path):
+    """A count never holds its last column (the largest, for cliques past the graph's triangles): the table of
+    K_6's 4-cliques holds three columns; a listing, four."""
+    from gpipe._csr import simple_rows
+    from gpipe.mining._cliques import CliquePlan
+    from gpipe.mining._grow import Spec, _grow
+    from gpipe.mining._table import EmbeddingTable, Stats
+
+    complete = nx.complete_graph(6)
+    csr = nx.to_scipy_sparse_array(complete, format="csr")
+    graph = simple_rows(np, csr.indptr.astype(np.int64), csr.indices.astype(np.int32))
+    spec = Spec("g", "run", CliquePlan(4), listing, 1 << 10, None, None, None)
+    stats = Stats()
+    table = EmbeddingTable("cpu", None, None, str(tmp_path), stats)
+    try:
+        count, rows = _grow(np, graph, spec, table, 0, 6, stats)
+        assert count == 15 and stats.embeddings == [6, 15, 20, 15]
+        assert len(table.columns) == (4 if listing else 3)
+        assert (rows.shape == (15, 4)) if listing else rows is None
+    finally:
+        table.close()

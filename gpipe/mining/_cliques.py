@@ -25,9 +25,9 @@ class CliquePlan(ColumnPlan):
         """A partitioned graph's extension: adjacent to every earlier vertex, after the last."""
         return Checks(tuple(range(column)), (), 0, True)
 
-    def extend(self, x, graph, table, chunk, capacity: int, timer):
+    def extend(self, x, graph, table, chunk, capacity: int, timer, counting: bool = False):
         vertex, parent = table.arrays(chunk)
-        yield from extend_cliques(x, graph, vertex, parent, capacity, timer)
+        yield from extend_cliques(x, graph, vertex, parent, capacity, timer, counting)
 
 
 def count_cliques(g, k: int, *, device_budget=None, host_budget=None) -> MiningResult:
@@ -43,7 +43,9 @@ def count_cliques(g, k: int, *, device_budget=None, host_budget=None) -> MiningR
     extended on the worker of the partition owning its least-degree vertex,
     which tests the candidates against the rows of the others, fetched from
     their partitions. Table chunks beyond ``device_budget`` go to host memory,
-    and beyond ``host_budget`` to files on the worker's disk.
+    and beyond ``host_budget`` to files on the worker's disk. On a replicated
+    graph the last column is counted as it is extended, never stored: the
+    table holds k - 1 columns at most.
 
     Parameters
     ----------
@@ -65,7 +67,7 @@ def count_cliques(g, k: int, *, device_budget=None, host_budget=None) -> MiningR
         ``count`` and ``stats``: ``embeddings`` per column, peak ``bytes`` on
         device / host / disk and ``spilled_bytes`` (summed over the workers),
         ``primitive_seconds`` (filtering, extension, compression, placement,
-        listing; on a partitioned graph also exchange and adjacency),
+        counting, listing; on a partitioned graph also exchange and adjacency),
         ``exchanged_bytes`` (embeddings and adjacency rows fetched from other
         workers) and the call's ``seconds``.
 

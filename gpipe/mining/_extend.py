@@ -87,10 +87,10 @@ MATCH_EXTENSION = Kernel("mining.cu", "gp_match_extension", twin=_match_extensio
     Arg("offset", "i64[n]", note="slots"), Arg("out", "IdT[]", out=True), Arg("count", "i64[n]", out=True)))
 
 
-def extend_cliques(x, graph, vertex, parent, capacity: int, timer):
+def extend_cliques(x, graph, vertex, parent, capacity: int, timer, counting: bool = False):
     """The next column of a clique table's chunk (``vertex``, and ``parent`` None at the first column) in batches
     of at most ``capacity`` candidate slots: each yields the new vertices and their parents (indices into
-    ``vertex``)."""
+    ``vertex``); with ``counting``, how many there are (a count's last column, never stored)."""
     degree = degrees(x, graph, vertex)
     if parent is None:
         group_end, bound = None, degree
@@ -103,22 +103,31 @@ def extend_cliques(x, graph, vertex, parent, capacity: int, timer):
                 slots, owner, mark = _upper_neighbors(x, graph, vertex[first:last], bound[first:last])
             else:
                 slots, owner, mark = _vertex_extension(x, graph, vertex, group_end, first, bound[first:last])
-        with timer("compression"):
-            yield compress(x, slots, owner + first, mark)
+        yield from _kept(x, slots, owner + first, mark, timer, counting)
 
 
-def extend_match(x, graph, rows, *, back, apart, min_degree: int, capacity: int, timer):
+def extend_match(x, graph, rows, *, back, apart, min_degree: int, capacity: int, timer, counting: bool = False):
     """The next column of a match table's chunk, given its embeddings as ``rows`` (matched vertices, in the
     matching order) and the next pattern vertex's earlier neighbors ``back`` and non-neighbors ``apart`` (for
-    induced matches), in batches of at most ``capacity`` slots: new vertices and their parents (rows)."""
+    induced matches), in batches of at most ``capacity`` slots: new vertices and their parents (rows); with
+    ``counting``, how many there are."""
     bound = degrees(x, graph, rows[:, list(back)]).min(axis=1)
     back, apart = (x.asarray(np.asarray(a, dtype=np.int32)) for a in (back, apart))
     for first, last in _batches(bound, capacity):
         with timer("extension"):
             slots, owner, mark = _match_extension(x, graph, rows[first:last], back, apart, min_degree,
                                                   bound[first:last])
-        with timer("compression"):
-            yield compress(x, slots, owner + first, mark)
+        yield from _kept(x, slots, owner + first, mark, timer, counting)
+
+
+def _kept(x, slots, owner, mark, timer, counting: bool):
+    """A batch's marked slots, compressed (values, owners), or with ``counting`` how many are marked."""
+    if counting:
+        with timer("counting"):
+            yield int(mark.sum())
+        return
+    with timer("compression"):
+        yield compress(x, slots, owner, mark)
 
 
 def degrees(x, graph, vertex):

@@ -175,6 +175,11 @@ def _grow(x, graph, spec: Spec, table: EmbeddingTable, lo: int, hi: int, stats: 
         stats.count(column, 0)
         if len(table.columns) < column:  # nothing was extended: no embedding starts in this range
             return 0, none if spec.listing else None
+        if column == plan.columns - 1 and not spec.listing:  # a count's last column is counted, never stored
+            count = sum(found for chunk in table.columns[column - 1]
+                        for found in plan.extend(x, graph, table, chunk, spec.capacity, stats.timer, counting=True))
+            stats.count(column, count)
+            return count, None
         for c, chunk in enumerate(table.columns[column - 1]):
             for vertex, parent in plan.extend(x, graph, table, chunk, spec.capacity, stats.timer):
                 if vertex.shape[0]:
@@ -184,8 +189,6 @@ def _grow(x, graph, spec: Spec, table: EmbeddingTable, lo: int, hi: int, stats: 
     if len(table.columns) < plan.columns:
         return 0, none if spec.listing else None
     count = sum(chunk.size for chunk in table.columns[-1])
-    if not spec.listing:
-        return count, None
     with stats.timer("listing"):
         rows = [to_host(table.rows(x, chunk)).astype(np.int64) for chunk in table.columns[-1]]
     return count, np.concatenate([none] + rows)

@@ -42,10 +42,10 @@ class MatchPlan(ColumnPlan):
         """A partitioned graph's extension of ``column``: what the kernel tests, as :meth:`extend` passes it."""
         return Checks(self.back[column], self.apart[column], self.degree[column], False)
 
-    def extend(self, x, graph, table, chunk, capacity: int, timer):
+    def extend(self, x, graph, table, chunk, capacity: int, timer, counting: bool = False):
         column = chunk.column + 1
         yield from extend_match(x, graph, table.rows(x, chunk), back=self.back[column], apart=self.apart[column],
-                                min_degree=self.degree[column], capacity=capacity, timer=timer)
+                                min_degree=self.degree[column], capacity=capacity, timer=timer, counting=counting)
 
 
 def match(g, pattern, induced: bool = False, *, embeddings: bool = False, device_budget=None,
@@ -61,6 +61,8 @@ def match(g, pattern, induced: bool = False, *, embeddings: bool = False, device
     the others' adjacency (and induced) tests, as in :func:`count_cliques`.
     Every map is counted: a subgraph shaped like the pattern is found once
     per automorphism of the pattern (as networkx's ``GraphMatcher`` finds it).
+    Without ``embeddings``, on a replicated graph, the last pattern vertex's
+    matches are counted as they are found, never stored.
 
     Parameters
     ----------
