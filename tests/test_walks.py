@@ -1,5 +1,6 @@
 """DeepWalk on the partitioned runtime: structure, statistics, determinism, outputs, errors."""
 
+import gc
 import threading
 import time
 
@@ -575,6 +576,46 @@ def test_a_failed_assembly_lets_the_run_go_at_once(cpu, eventually):
         w.compute()
     again = gpipe.walks.deepwalk(g, length=5, seed=0).compute()
     assert again.shape == (g.num_vertices, 6)
+
+
+def _blocks_kept(dask_worker=None) -> list:
+    """On a worker: the keys of the result blocks in its data."""
+    return [key for key in dask_worker.data if str(key).startswith("gpipe-assemble-")]
+
+
+def _made_by_tasks(keys: list, dask_scheduler=None) -> list:
+    """On the scheduler: whether each of ``keys`` is a task's result (it has a task to run), not data put there."""
+    return [dask_scheduler.tasks[key].run_spec is not None for key in keys]
+
+
+def test_blocks_are_kept_without_a_task_and_none_is_left_when_one_worker_fails(cpu, eventually):
+    """The blocks are made by direct calls and kept as Dask data (no task's round trips through the scheduler),
+    held by the result's futures; when one worker cannot make its blocks, the blocks the other made go too."""
+    g = gpipe.generators.rmat(scale=8, edge_factor=4, seed=1, partitions=2)
+    with dask.config.set({"gpipe.walks.block-size": 64}):  # blocks on both workers
+        w = gpipe.walks.deepwalk(g, length=5, seed=0).persist()
+    kept = cpu.run(_blocks_kept)
+    assert all(kept.values()) and sum(len(k) for k in kept.values()) == -(-g.num_vertices // 64)
+    blocks = w._blocks()
+    assert {key: set(workers) for key, workers in cpu.who_has(blocks).items()} == {
+        key: {worker} for worker, keys in kept.items() for key in keys}  # the scheduler knows where each is
+    assert all(f.status == "finished" for f in blocks)
+    assert cpu.run_on_scheduler(_made_by_tasks, [f.key for f in blocks]) == [False] * len(blocks)
+    del blocks
+    del w
+    gc.collect()
+    assert eventually(lambda: not any(cpu.run(_blocks_kept).values()))  # released with the result
+
+    with dask.config.set({"gpipe.walks.block-size": 64}):
+        w = gpipe.walks.deepwalk(g, length=5, seed=0)
+    first, second = sorted(cpu.scheduler_info()["workers"])
+    cpu.run(_break_assembly, True, workers=[second])
+    try:
+        with pytest.raises(Exception, match="no room for the block"):
+            w.compute()
+    finally:
+        cpu.run(_break_assembly, False)
+    assert eventually(lambda: not any(cpu.run(_blocks_kept).values()))
 
 
 def test_a_failed_step_lets_go_of_its_arrays_at_once():

@@ -12,7 +12,7 @@ import pandas as pd
 from .._files import EMBEDDING_FILES
 from .._validate import check_bool
 from ..errors import GpipeError, GpipeValueError
-from ..runtime import HeldResult, id_dtype, on_worker, run_state, worker_address, worker_xp
+from ..runtime import HeldResult, id_dtype, kept_blocks, run_state, worker_address, worker_xp
 
 
 
@@ -104,10 +104,15 @@ class MiningResult(HeldResult):
         return self._listed
 
     def _assemble(self) -> list:
-        """Futures of the blocks: each the rows the run keeps on a worker, read there."""
+        """Futures of the blocks: each the rows the run keeps on a worker, read there (by direct calls, kept
+        there: no task's round trips)."""
         listed = self._listing()
-        return [on_worker(self._client, worker, _dense, listed.run_id, key, number)
-                for number, (worker, key, _) in enumerate(listed.blocks)]
+        keys = tuple(key for _, key, _ in listed.blocks)
+        blocks = {f"gpipe-mining-{listed.run_id}-{number}": (worker, number)
+                  for number, (worker, _, _) in enumerate(listed.blocks)}
+        futures = kept_blocks(self._client, blocks, _dense, lambda w: (listed.run_id, keys), self._held,
+                              "mining: embeddings", self._unit)
+        return [futures[key] for key in blocks]
 
     def compute(self) -> np.ndarray:
         """The embeddings as one array of original vertex ids, a row each (a ``GpipeValueError`` when they were
@@ -183,11 +188,12 @@ def keep_rows(run_id: str, key: int, rows: np.ndarray) -> None:
     run_state(run_id, MiningState).listed[key] = rows
 
 
-def _dense(run_id: str, key: int, number: int) -> np.ndarray:
-    """On a worker: block ``key``'s rows, kept here by :func:`keep_rows`."""
-    rows = run_state(run_id, MiningState).listed.get(key)
+def _dense(run_id: str, keys: tuple, *, part: int) -> np.ndarray:
+    """On a worker: block ``part``'s rows, kept here by :func:`keep_rows` under ``keys[part]``."""
+    rows = run_state(run_id, MiningState).listed.get(keys[part])
     if rows is None:
-        raise GpipeError(f"mining run {run_id} holds no block {number} (key {key}) on worker {worker_address()} any more")
+        raise GpipeError(f"mining run {run_id} holds no block {part} (key {keys[part]}) on worker "
+                         f"{worker_address()} any more")
     return rows
 
 

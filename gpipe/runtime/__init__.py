@@ -17,6 +17,7 @@ from ._reach import (anywhere, end_graph, end_graph_later, end_here, end_later, 
                      keep_arrays, keep_partition, on_each, on_every_worker, on_holders, on_partitions, on_worker,
                      partition, placed, replica, run_going, run_outputs, run_state, spread, worker_address,
                      worker_memory)
+from ._kept import kept_blocks
 from ._result import assemble_blocks, id_dtype, output_blocks
 from ._run import Run
 from ._session import Session, attach, current, run_later, workers_info
@@ -29,7 +30,7 @@ __all__ = ["WATCH_SECONDS", "HeldResult", "Lent", "OutputBlocks", "Run", "Sessio
            "drop_graph", "drop_run", "end_graph", "end_graph_later", "end_here", "end_later", "end_run", "failing",
            "fetch_partitions", "gather_pinned", "gathered", "graph_array", "held_partition", "holder_workers",
            "holds_partition", "id_dtype", "in_each_worker", "in_worker", "keep_arrays", "keep_partition",
-           "neighbor_lists", "on_each", "on_every_worker", "on_holders", "on_partitions", "on_worker", "output_blocks",
+           "kept_blocks", "neighbor_lists", "on_each", "on_every_worker", "on_holders", "on_partitions", "on_worker", "output_blocks",
            "output_totals", "partition", "placed", "replica", "run_going", "run_later", "run_outputs", "run_state",
            "run_supersteps", "spread", "step_kernel", "store", "wait_pinned", "worker_address", "worker_device",
            "worker_memory", "worker_xp", "workers_info"]

@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 
 from . import _advance
+from ._kept import kept_blocks
 from ._spec import OutputBlocks
 from ._store import output_limit_setting
 
@@ -16,22 +17,20 @@ def output_blocks(num_walks: int, width: int, block_rows: int, dtype) -> OutputB
 
 
 def assemble_blocks(client, run_id: str, partitions: dict[int, str], blocks: OutputBlocks, gathered: bool) -> list:
-    """Futures of a walk-shaped run's output blocks, ``(rows, width)`` arrays of dense ids padded with -1: one
-    task per block, block ``b`` on the ``b % W``-th of the ``W`` workers holding pieces, each taking its pieces
-    from them (so the run's pieces go as the blocks are made); where the run ``gathered`` them there
-    (``run_supersteps``' ``blocks``), the first task on a worker makes all of its blocks at once."""
+    """Futures of a walk-shaped run's output blocks, ``(rows, width)`` arrays of dense ids padded with -1, made
+    and kept on the workers by direct calls (:func:`~._kept.kept_blocks`, no task's round trips): block ``b`` on
+    the ``b % W``-th of the ``W`` workers holding pieces, each taking its pieces from them (so the run's pieces go
+    as the blocks are made); where the run ``gathered`` them there (``run_supersteps``' ``blocks``), a worker
+    makes all of its blocks at once."""
     workers = sorted(set(partitions.values()))
     limit = output_limit_setting()
     held = {w: p for p, w in partitions.items()}  # gathered: each worker's one partition, its blocks' pieces
-
-    def call(rank: int) -> tuple:
-        if gathered:
-            return _advance.assemble_owned, run_id, held[workers[rank]], blocks, len(workers), rank, limit
-        return _advance.assemble, run_id, partitions, blocks, limit
-
-    return [client.submit(*call(b % len(workers)), part=b, workers=[workers[b % len(workers)]],
-                          allow_other_workers=False, pure=False, key=f"gpipe-assemble-{run_id}-{b}")
-            for b in range(blocks.count)]
+    rank = {w: r for r, w in enumerate(workers)}
+    keys = {f"gpipe-assemble-{run_id}-{b}": (workers[b % len(workers)], b) for b in range(blocks.count)}
+    made = ((_advance.assemble_owned, lambda w: (run_id, held[w], blocks, len(workers), rank[w], limit)) if gathered
+            else (_advance.assemble, lambda w: (run_id, partitions, blocks, limit)))
+    futures = kept_blocks(client, keys, *made, partitions, "assembly")
+    return [futures[key] for key in keys]
 
 
 def id_dtype(id_map):

@@ -15,7 +15,7 @@ from .. import config
 from .._files import SAMPLE_FILES
 from .._validate import check_bool
 from ..backend import to_host
-from ..runtime import HeldResult, failing, id_dtype, on_worker, run_outputs, worker_xp
+from ..runtime import HeldResult, failing, id_dtype, kept_blocks, run_outputs, worker_xp
 
 
 @dataclass(frozen=True)
@@ -119,12 +119,14 @@ class EdgeSample(HeldResult):
         return f"<gpipe.EdgeSample {self.stats.get('algorithm', '')}: {len(self)} edges in {self.stats['seconds']:.3f} s>"
 
     def _assemble(self) -> list:
-        """Futures of the blocks, each made on one worker from every partition's rows of its instances."""
+        """Futures of the blocks, each made on one worker from every partition's rows of its instances (by direct
+        calls, kept there: no task's round trips)."""
         workers = sorted(set(self._held.values()))
-        return [on_worker(self._client, workers[b % len(workers)],
-                          functools.partial(_assemble_sample, self._run_ids, self._held, self._layout, part=b),
-                          key=f"gpipe-sample-{self._run_ids[0]}-{b}")
-                for b in range(self._layout.blocks)]
+        keys = {f"gpipe-sample-{self._run_ids[0]}-{b}": (workers[b % len(workers)], b)
+                for b in range(self._layout.blocks)}
+        futures = kept_blocks(self._client, keys, _assemble_sample, lambda w: (self._run_ids, self._held, self._layout),
+                              self._held, "sample assembly")
+        return [futures[key] for key in keys]
 
     def _original_frame(self, nodes: bool) -> pd.DataFrame:
         """Every block's rows, one frame of original ids. The blocks come as arrays (Dask moves a frame's columns
