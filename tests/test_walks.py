@@ -618,6 +618,57 @@ def test_blocks_are_kept_without_a_task_and_none_is_left_when_one_worker_fails(c
     assert eventually(lambda: not any(cpu.run(_blocks_kept).values()))
 
 
+def _slow_assembly(slow: bool):
+    """On a worker: make every block's assembly take a second longer, or mend it."""
+    from gpipe.runtime import _pieces
+
+    if slow:
+        _pieces._quick = _pieces.owned_blocks
+
+        def owned_blocks(*args):
+            time.sleep(1.0)
+            return _pieces._quick(*args)
+
+        _pieces.owned_blocks = owned_blocks
+    elif hasattr(_pieces, "_quick"):
+        _pieces.owned_blocks = _pieces._quick
+
+
+def test_blocks_a_worker_finishes_after_the_call_failed_elsewhere_are_not_kept(cpu, eventually):
+    """One worker fails at once while the other is still making its blocks: once the slow one ends, neither
+    holds a block (its call finds the run let go, or keeps none of the blocks dropped before they were made)."""
+    g = gpipe.generators.rmat(scale=8, edge_factor=4, seed=1, partitions=2)
+    with dask.config.set({"gpipe.walks.block-size": 64}):
+        w = gpipe.walks.deepwalk(g, length=5, seed=0)
+    first, second = sorted(cpu.scheduler_info()["workers"])
+    cpu.run(_break_assembly, True, workers=[first])
+    cpu.run(_slow_assembly, True, workers=[second])
+    try:
+        started_at = time.monotonic()
+        with pytest.raises(Exception, match="no room for the block"):
+            w.compute()
+        assert time.monotonic() - started_at < 1.0  # the failure came first: the other worker was still busy
+        time.sleep(1.5)  # its blocks are made by now
+    finally:
+        cpu.run(_break_assembly, False)
+        cpu.run(_slow_assembly, False)
+    assert not any(cpu.run(_blocks_kept).values())
+
+
+async def _dropped_then_kept(dask_worker=None) -> tuple:
+    """On a worker's loop: a value dropped before it is kept is not kept; one kept, then dropped, goes."""
+    here = dask_worker.plugins["gpipe"]
+    await here.drop(["gpipe-assemble-test-0"])
+    await here.keep({"gpipe-assemble-test-0": np.ones(3), "gpipe-assemble-test-1": np.ones(3)})
+    kept = sorted(str(key) for key in dask_worker.data if str(key).startswith("gpipe-assemble-test-"))
+    await here.drop(["gpipe-assemble-test-1"])
+    return kept, [str(key) for key in dask_worker.data if str(key).startswith("gpipe-assemble-test-")]
+
+
+def test_a_worker_keeps_no_value_dropped_before_it_was_made(cpu):
+    assert list(cpu.run(_dropped_then_kept).values()) == [(["gpipe-assemble-test-1"], [])] * 2
+
+
 def test_a_failed_step_lets_go_of_its_arrays_at_once():
     """A step that fails keeps nothing alive through its error: the arrays its frames held are freed as the
     failure is raised, not when the garbage collector next breaks the traceback's cycles (on a GPU, the next

@@ -6,22 +6,23 @@ own work. Instead a direct call (:func:`~._watch.call_workers`) makes a worker's
 data, as a task's result would be; the client then tells the scheduler where they are and holds futures of
 them, as ``Client.scatter`` does for data a task scatters from its worker. From there on they are ordinary
 Dask data: released with their futures, lost with their worker, moved or gathered by Dask. Should a call fail,
-or the scheduler not take them, the values made are dropped from every worker: none is left behind.
+the client be interrupted, or the scheduler not take them, the values made are dropped from every worker, and
+a call still making some keeps none of them when it ends: none is left behind.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
-import time
 
 from dask.sizeof import sizeof
 from distributed import Future
 from distributed.utils import sync
-from distributed.worker_state_machine import FreeKeysEvent
 
-from ._session import workers_info
 from ._store import store
 from ._watch import call_workers
+
+DROP_SECONDS = 5  # what a worker's drop of a failed call's values is waited for (its event loop answers at once)
 
 
 def kept_blocks(client, blocks: dict[str, tuple], function, args_of, held: dict[int, str], phase: str,
@@ -71,30 +72,22 @@ async def _registered(client, who_has: dict, kept: dict) -> dict:
 def _keep_here(function, args: tuple, keys: list) -> dict:
     """On a worker: ``function(*args)``'s values kept in its data under ``keys``; each one's bytes and type."""
     values = dict(zip(keys, function(*args), strict=True))
-    worker = store().worker
-    sync(worker.loop, _update_data, worker, values)
+    here = store()
+    sync(here.worker.loop, here.keep, values)
     return {key: (sizeof(value), type(value)) for key, value in values.items()}
 
 
-async def _update_data(worker, values: dict) -> None:
-    worker.update_data(data=values, stimulus_id=f"gpipe-kept-{time.time()}")
-
-
 def _dropped(client, workers: list[str], keys: list) -> None:
-    """Best effort: ``keys`` gone from the data of those of ``workers`` still in the cluster (a failed
-    :func:`kept_calls` leaves nothing there; a worker lost meanwhile is given up within a watched wait)."""
+    """Best effort: ``keys`` gone from the data of those of ``workers`` still in the cluster, and not kept by a
+    call still making them (a failed or interrupted :func:`kept_calls` leaves nothing there). Each worker's
+    event loop answers at once, however busy its runs' threads are."""
+    async def drop(worker: str):
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(client.rpc(worker).gpipe_drop(keys=keys), DROP_SECONDS)
+
+    async def every():
+        alive = set((await client.scheduler.identity(n_workers=-1))["workers"])
+        await asyncio.gather(*(drop(worker) for worker in workers if worker in alive))
+
     with contextlib.suppress(Exception):
-        alive = [worker for worker in workers if worker in workers_info(client)]
-        call_workers(client, [(worker, _drop_here, (keys,), {}) for worker in alive], dict(enumerate(alive)),
-                     "dropping blocks", "worker")
-
-
-def _drop_here(keys: list) -> None:
-    worker = store().worker
-    sync(worker.loop, _free_keys, worker, keys)
-
-
-async def _free_keys(worker, keys: list) -> None:
-    held = [key for key in keys if key in worker.state.tasks]
-    if held:
-        worker.handle_stimulus(FreeKeysEvent(keys=held, stimulus_id=f"gpipe-dropped-{time.time()}"))
+        client.sync(every)

@@ -18,6 +18,7 @@ import logging
 import os
 import signal
 import threading
+import time
 import traceback
 from concurrent.futures import ThreadPoolExecutor
 
@@ -26,6 +27,7 @@ import psutil
 import pyarrow as pa
 from dask.utils import parse_bytes
 from distributed import WorkerPlugin, get_worker
+from distributed.worker_state_machine import FreeKeysEvent
 
 from .. import config, errors
 from .._validate import check_int
@@ -75,6 +77,8 @@ class GpipeStore(WorkerPlugin):
         worker.handlers["gpipe_block"] = self.outputs.block_handler
         worker.handlers["gpipe_partition"] = self.peers.partition_handler
         worker.handlers["gpipe_neighbors"] = self.peers.neighbors_handler
+        worker.handlers["gpipe_drop"] = self.drop
+        self._unwanted: set = set()  # keys of values dropped before they were kept (runtime/_kept.py)
         if self.local:  # here for every worker, those its nanny starts again too
             _leave_the_terminal_to_the_client()
 
@@ -90,6 +94,22 @@ class GpipeStore(WorkerPlugin):
         function, args, kwargs = unpack(call)
         loop = asyncio.get_running_loop()
         return pack(await loop.run_in_executor(self._runner, self._run_here, function, args, kwargs))
+
+    async def keep(self, values: dict) -> None:
+        """On the event loop: ``values`` put in the worker's data, as a task's results would be, but those dropped
+        meanwhile (``runtime/_kept.py``)."""
+        kept = {key: value for key, value in values.items() if key not in self._unwanted}
+        self._unwanted.difference_update(values)
+        if kept:
+            self.worker.update_data(data=kept, stimulus_id=f"gpipe-kept-{time.time()}")
+
+    async def drop(self, keys: list) -> None:
+        """``gpipe_drop``, on the event loop at once (however busy the runs' threads): ``keys`` gone from the
+        worker's data, and not kept should a call still making them finish later."""
+        held = [key for key in keys if key in self.worker.state.tasks]
+        self._unwanted.update(key for key in keys if key not in self.worker.state.tasks)
+        if held:
+            self.worker.handle_stimulus(FreeKeysEvent(keys=held, stimulus_id=f"gpipe-dropped-{time.time()}"))
 
     def _run_here(self, function, args: tuple, kwargs: dict):
         _running.store = self
