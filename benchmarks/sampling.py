@@ -11,7 +11,9 @@ sampling with 2 edges per layer and instance. Per sampler and instance count,
 the best of ``--repeat`` runs: seconds from the first superstep until every
 instance is done (edges on the workers, before they are collected), SEPS,
 the step kernels' seconds (``kernel_seconds``: the busiest partition's per
-superstep, summed) and SELECT's mean iterations per pick, beside the medians of the runs' seconds.
+superstep, summed) and SELECT's mean iterations per pick, beside the medians of the runs' seconds;
+``ready_seconds``, the whole call until the sample is ready on the workers (``persist()``), and with
+``--compute`` the seconds of its ``compute()`` into a pandas frame.
 
 The ablation (C-SAW Fig. 10/11) runs in two ways, with every SELECT method
 (``repeated``, ``updated``, ``bipartite``) with and without the strided
@@ -54,8 +56,15 @@ def _run(g, name: str, seeds: np.ndarray, args, **options) -> dict:
     sampler = Sampler(depth=args.depth, **settings)
     runs = []
     for r in range(args.repeat):
-        stats = sampler.run(g, seeds, seed=args.seed + r).stats
+        called = time.perf_counter()
+        sample = sampler.run(g, seeds, seed=args.seed + r).persist()
+        stats = dict(sample.stats, ready_seconds=time.perf_counter() - called)
+        if args.compute:
+            started = time.perf_counter()
+            stats["computed_edges"] = len(sample.compute())
+            stats["compute_seconds"] = time.perf_counter() - started
         runs.append(stats)
+        del sample
     best = max(runs, key=lambda s: s["edges_per_second"])
     print(f"{name} {options or ''} {len(seeds):,} instances: {best['edges']:,} edges in {best['seconds']:.3f} s = "
           f"{best['edges_per_second'] / 1e6:.2f} M SEPS, {best['iterations_per_pick']:.3f} iterations/pick",
@@ -65,7 +74,12 @@ def _run(g, name: str, seeds: np.ndarray, args, **options) -> dict:
             **{k: best[k] for k in ("edges", "seconds", "edges_per_second", "kernel_seconds", "supersteps",
                                     "iterations_per_pick", "select", "bitmap")},
             "median_seconds": float(np.median([s["seconds"] for s in runs])),
-            "median_kernel_seconds": float(np.median([s["kernel_seconds"] for s in runs]))}
+            "median_kernel_seconds": float(np.median([s["kernel_seconds"] for s in runs])),
+            "ready_seconds": min(s["ready_seconds"] for s in runs),
+            "median_ready_seconds": float(np.median([s["ready_seconds"] for s in runs])),
+            **({"compute_seconds": min(s["compute_seconds"] for s in runs),
+                "compute_edges_per_second": best["computed_edges"] / min(s["compute_seconds"] for s in runs)}
+               if args.compute else {})}
 
 
 def _select_alone(graph_id: str, part: int, degrees, frontier: str, segments: int, picks: int, bias: str,
@@ -128,6 +142,7 @@ def main() -> None:
     ap.add_argument("--segments", type=int, default=None,
                     help="SELECT alone: frontier vertices (default: 200,000 on a GPU, 20,000 on a CPU)")
     ap.add_argument("--no-ablation", action="store_true")
+    ap.add_argument("--compute", action="store_true", help="also time each sample's compute() (a pandas frame)")
     ap.add_argument("--workers", type=int, default=None, help="local workers (default: one per GPU, else one)")
     ap.add_argument("--partitions", type=int, default=None)
     ap.add_argument("--repeat", type=int, default=3)
