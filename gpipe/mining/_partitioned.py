@@ -205,11 +205,12 @@ def _extend(x, spec, exchange: Exchange, held: Held, degree, rows, *, column: in
             if checks.increasing:
                 keep &= vertex > rows[parent, column - 1]
             vertex, parent = compress(x, vertex, parent, keep)
+        if last and not spec.listing:  # counted: the rows are not made
+            held.stats.count(column, int(vertex.shape[0]))
+            held.count += int(vertex.shape[0])
+            continue
         grown = x.concatenate([rows[parent], vertex[:, None]], axis=1)
-        if last and not spec.listing:
-            held.stats.count(column, int(grown.shape[0]))
-            held.count += int(grown.shape[0])
-        elif last and grown.shape[0]:
+        if last and grown.shape[0]:
             held.count += int(grown.shape[0])
             with held.stats.timer("placement"):
                 owner = x.searchsorted(x.asarray(exchange.bounds), grown[:, 0], side="right") - 1
