@@ -11,7 +11,7 @@ from distributed import Client, LocalCluster
 from . import config, kernels
 from ._validate import check_callable, check_choice, check_optional_int
 from .backend import DEVICES, gpu_count, gpu_problem, resolve
-from .errors import DeviceUnavailableError, GpipeError
+from .errors import DeviceUnavailableError, GpipeError, GpipeValueError
 from .runtime import attach, gathered, on_worker, worker_device, workers_info
 
 ENV_SCHEDULER_FILE = "GPIPE_SCHEDULER_FILE"
@@ -201,8 +201,9 @@ def warmup(client: Client | None = None, *, device: str | None = None, progress=
         device = resolve(check_choice("device", config.get("device") if device is None else device, DEVICES))
         return kernels.warm(device, None if progress is None else check_callable("progress", progress))
     if device is not None or progress is not None:
-        raise GpipeError("warmup on a cluster's workers compiles for each worker's own device, with no progress "
-                         f"here: pass neither 'device' nor 'progress' with a client (got {device!r}, {progress!r})")
+        raise GpipeValueError("warmup on a cluster's workers compiles for each worker's own device, with no "
+                              "progress here: pass neither 'device' nor 'progress' with a client (got "
+                              f"{device!r}, {progress!r})")
     workers = sorted(workers_info(client))
     done = gathered(client, [on_worker(client, w, _warm_here) for w in workers], (dict(enumerate(workers)), "worker"),
                     "warmup")

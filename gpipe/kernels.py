@@ -126,6 +126,10 @@ class Kernel:
         arguments = ("IdT",) * self.templated + self.template
         return f"{self.name}<{', '.join(arguments)}>" if arguments else self.name
 
+    def instantiated(self, ids: np.dtype | None) -> tuple[str, ...]:
+        """The template arguments of this kernel for ids of dtype ``ids`` (None: not templated on them)."""
+        return (() if ids is None else (_ID_TYPES[np.dtype(ids)],)) + self.template
+
     def launch(self, **values) -> None:
         """Run the kernel on every declared argument, given by name: the twin on numpy arrays, CUDA on cupy ones."""
         names = [a.name for a in self.args]
@@ -153,7 +157,7 @@ class Kernel:
             self.twin(*ordered)
             return
         kernel = _function(self.file, self.name, defines=self.defines,
-                           template=tuple(_ID_TYPES[d] for d in ids) + self.template)
+                           template=self.instantiated(next(iter(ids)) if ids else None))
         n = int(values[self.items])
         if self.queued:
             _launch_queued(kernel, n, tuple(ordered))
@@ -202,8 +206,7 @@ def warm(device: str, progress: Callable | None = None) -> dict:
     for done, (kernel, ids) in enumerate(todo, 1):
         try:
             if device == "gpu":
-                _function(kernel.file, kernel.name, defines=kernel.defines,
-                          template=(() if ids is None else (_ID_TYPES[ids],)) + kernel.template)
+                _function(kernel.file, kernel.name, defines=kernel.defines, template=kernel.instantiated(ids))
             else:
                 kernel.twin.compile(_twin_signature(kernel, ids))
         except Exception as exc:

@@ -34,27 +34,13 @@ def kept_blocks(client, blocks: dict[str, tuple], function, args_of, held: dict[
     mine: dict[str, list] = {}
     for key, (worker, b) in blocks.items():
         mine.setdefault(worker, []).append((key, b))
-    return kept_calls(client, [(worker, _each_block, (function, args_of(worker), [b for _, b in made]),
-                                [key for key, _ in made]) for worker, made in mine.items()], held, phase, unit)
-
-
-def _each_block(function, args: tuple, parts: list[int]) -> list:
-    """On a worker: ``function(*args, part=b)`` of each block ``b`` of ``parts``."""
-    return [function(*args, part=b) for b in parts]
-
-
-def kept_calls(client, calls: list[tuple], held: dict[int, str], phase: str, unit: str = "partition") -> dict:
-    """Futures, by key, of the values that ``calls``, each ``(worker, function, args, keys)``, make and keep on
-    their workers: ``function(*args)`` returns one value per key of ``keys`` (a list, in that order), kept under
-    that key. Failures are watched as :func:`~._watch.call_workers` watches them."""
-    keys = [key for _, _, _, ks in calls for key in ks]
     try:
-        made = call_workers(client, [(worker, _keep_here, (function, args, list(ks)), {})
-                                     for worker, function, args, ks in calls], held, phase, unit)
-        who_has = {key: [worker] for (worker, *_, ks) in calls for key in ks}
+        made = call_workers(client, [(worker, _keep_here, (function, args_of(worker), parts), {})
+                                     for worker, parts in mine.items()], held, phase, unit)
+        who_has = {key: [worker] for worker, parts in mine.items() for key, _ in parts}
         return client.sync(_registered, client, who_has, {key: kept for sizes in made for key, kept in sizes.items()})
     except BaseException:
-        _dropped(client, sorted({worker for worker, *_ in calls}), keys)
+        _dropped(client, sorted(mine), list(blocks))
         raise
 
 
@@ -69,9 +55,10 @@ async def _registered(client, who_has: dict, kept: dict) -> dict:
     return futures
 
 
-def _keep_here(function, args: tuple, keys: list) -> dict:
-    """On a worker: ``function(*args)``'s values kept in its data under ``keys``; each one's bytes and type."""
-    values = dict(zip(keys, function(*args), strict=True))
+def _keep_here(function, args: tuple, parts: list[tuple]) -> dict:
+    """On a worker: ``function(*args, part=b)`` of each ``(key, b)`` of ``parts``, kept in its data under
+    ``key``; each one's bytes and type."""
+    values = {key: function(*args, part=b) for key, b in parts}
     here = store()
     sync(here.worker.loop, here.keep, values)
     return {key: (sizeof(value), type(value)) for key, value in values.items()}
@@ -79,7 +66,7 @@ def _keep_here(function, args: tuple, keys: list) -> dict:
 
 def _dropped(client, workers: list[str], keys: list) -> None:
     """Best effort: ``keys`` gone from the data of those of ``workers`` still in the cluster, and not kept by a
-    call still making them (a failed or interrupted :func:`kept_calls` leaves nothing there). Each worker's
+    call still making them (a failed or interrupted :func:`kept_blocks` leaves nothing there). Each worker's
     event loop answers at once, however busy its runs' threads are."""
     async def drop(worker: str):
         with contextlib.suppress(Exception):
