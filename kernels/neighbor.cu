@@ -1,20 +1,26 @@
-// Fused neighbor sampling (gpipe.sampling.neighbor on a graph whole on one worker): every depth of every instance
-// in one persistent kernel, its warps taking tasks from a global queue until none is left (PGSampler, section III,
-// on C-SAW's SELECT). A task is (instance, vertex, depth), packed as item = (instance * num_vertices + vertex) *
-// depth_count + depth; the (instance, vertex) pair is its random stream, as in the superstep path.
-// A warp's task picks `fanout` of the vertex's out-edges with gp_select_segment (select.cuh) from stream
-// instance * num_vertices + vertex at step `step` + depth: the very draws gp_select makes for that entry, so the
-// sample is the superstep path's. Without replacement the count is min(fanout, the positive biases), with it fanout
-// if any bias is positive: at most per_vertex. The task taken from queue slot t writes its picked vertices at
-// t * per_vertex and -1 in the rest of that region (gp_nbr_pieces then makes the edges (instance, depth, src, dst)
-// of the slots that are not -1: the picks in queue order). Below the last depth each picked vertex u is enqueued as
-// (instance, u, depth + 1) unless it was before (an open-addressing set `seen` of item + 1, 0 empty: a vertex once
-// per instance and depth), the warp's lanes together: at most one add to PENDING and one to TAIL per 32 picks.
+// Fused neighbor sampling, the one sampler of gpipe.sampling.neighbor (a graph whole on one worker) and gpipe.gnn's
+// mini-batches: every depth of every instance in one persistent kernel, its warps taking tasks from a global queue
+// until none is left (PGSampler, section III, on C-SAW's SELECT). A task is (instance, vertex, depth), packed as
+// item = (instance * num_vertices + vertex) * depth_count + depth; the (instance, vertex) pair is its random stream,
+// as in the superstep path (a GNN batch is one instance: its number is the instance).
+// The one picking rule: a warp's task picks fanouts[depth] of the vertex's out-edges with gp_select_segment
+// (select.cuh) from stream instance * num_vertices + vertex at step `step` + depth: the very draws gp_select makes for
+// that entry, so the sample is the superstep path's. Without replacement the count is min(fanout, the positive
+// biases), with it fanout if any bias is positive; a fanout below 0 takes every out-edge, in order, with no draw.
+// The task taken from queue slot t writes its picks (edge ids) into edge_id from t * per_vertex (per_vertex: at
+// least any task's picks), or with per_vertex 0 (a fanout below 0: a hub's row may be any task's) into its depth's
+// region, from edge_base[depth] + a share of [GP_NBR_EDGES + depth] taken at once; it says where in task_first[t]
+// and task_count[t]. Below the last depth each picked vertex u is enqueued as (instance, u, depth + 1), and with
+// `sources` the task's own vertex too (a GNN block's destinations are the next block's sources), unless it was
+// before (an open-addressing set `seen` of item + 1, 0 empty: a vertex once per instance and depth), the warp's lanes
+// together: at most one add to PENDING and one to TAIL per 32 picks.
 // counters: [GP_NBR_TAIL] tasks enqueued, [GP_NBR_PENDING] tasks enqueued and not finished, or finished and not yet
 // taken off (the queue is drained when it is 0; a warp takes its finished tasks off at its next push or before it
-// waits), [GP_NBR_ITERATIONS] SELECT's draws (a warp's, as it leaves). A warp takes GP_NBR_TICKETS queue slots from
-// `next` at once and runs their tasks in slot order (the lowest slot handed out and not yet run is always filled or
-// about to be, so every task runs). The three counters and `next` are hot: each add is one per many tasks.
+// waits), [GP_NBR_ITERATIONS] SELECT's draws (a warp's, as it leaves), [GP_NBR_EDGES + d] depth d's edge slots
+// taken (per_vertex 0).
+// A warp takes GP_NBR_TICKETS queue slots from `next` at once and runs their tasks in slot order (the lowest slot
+// handed out and not yet run is always filled or about to be, so every task runs). The counters and `next` are hot:
+// each add is one per many tasks.
 // Weighted, `cdf` holds every row's CDF of the weights (gp_row_cdf, the very sums SELECT makes: a task reads its
 // row's instead of summing the row again), or with use_table (the "alias" method) `table` every row's packed alias
 // table (gpipe/_alias.py); uniform picks need neither. Warp w < slots uses
@@ -65,44 +71,59 @@ __device__ __forceinline__ void gp_nbr_push(unsigned fresh, long long item, bool
         atomicExch((unsigned long long*)(tasks + t + __popc(fresh & ((1u << lane) - 1u))), (unsigned long long)item);
 }
 
-// Task `item`, taken from queue slot t: its picks into edge region t * per_vertex (the rest of it -1), its picked
-// vertices enqueued, and the task finished. Returns SELECT's draws.
+// Task `item`, taken from queue slot t: its picks into its depth's edge region, its picked vertices (and with
+// `sources` its own) enqueued, and the task finished. Returns SELECT's draws.
 template <typename Bias, typename IdT>
 __device__ __forceinline__ long long gp_nbr_task(const Bias bias, const long long* __restrict__ indptr,
                                                  const IdT* __restrict__ indices, int replace, int method,
                                                  int use_bitmap, long long num_vertices, unsigned long long key,
-                                                 int depth, long long fanout, long long step, long long per_vertex,
-                                                 long long lo, long long item, unsigned long long t, long long* tasks,
-                                                 unsigned long long* counters, unsigned long long* seen,
-                                                 unsigned long long mask, long long* __restrict__ edge_dst, double* cdf,
+                                                 int depth, const long long* __restrict__ fanouts, long long step,
+                                                 int sources, long long per_vertex, long long lo, long long item,
+                                                 unsigned long long t,
+                                                 long long* tasks, unsigned long long* counters,
+                                                 unsigned long long* seen, unsigned long long mask,
+                                                 const long long* __restrict__ edge_base,
+                                                 long long* __restrict__ edge_id, long long* __restrict__ task_first,
+                                                 long long* __restrict__ task_count, double* cdf,
                                                  const long long* __restrict__ positive, unsigned char* bits,
                                                  const unsigned long long* __restrict__ table,
                                                  unsigned long long& owed, int lane) {
     const long long stream = item / depth, v = stream % num_vertices, instance = stream / num_vertices;
     const int level = (int)(item % depth);
-    const long long a = indptr[v - lo], d = indptr[v - lo + 1] - a;
+    const long long a = indptr[v - lo], d = indptr[v - lo + 1] - a, f = fanouts[level];
     const long long mine = GpIsUnit<Bias>::value ? d : positive[v - lo];  // the positive biases, at most d
-    const long long k = replace ? (mine > 0 ? fanout : 0) : min(mine, fanout);  // <= per_vertex
-    const long long o = (long long)t * per_vertex;
+    const long long k = f < 0 ? d : replace ? (mine > 0 ? f : 0) : min(mine, f);
+    unsigned long long o = t * (unsigned long long)per_vertex;  // a region per slot: no shared counter
+    if (lane == 0) {
+        if (per_vertex == 0 && k > 0)
+            o = edge_base[level] + atomicAdd(counters + GP_NBR_EDGES + level, (unsigned long long)k);
+        task_first[t] = (long long)o;
+        task_count[t] = k;
+    }
+    o = __shfl_sync(GP_FULL_MASK, o, 0);
+    long long* out = edge_id + o;
     long long iters = 0;
-    if (k > 0) {
+    if (f < 0) {  // every out-edge, in order
+        for (long long i = lane; i < k; i += GP_LANES) out[i] = a + i;
+        __syncwarp();
+    } else if (k > 0) {
         constexpr bool unit = GpIsUnit<Bias>::value;  // weights: the rows' CDFs are in cdf already (gp_row_cdf)
         iters = gp_select_segment(bias, a, d, (int)k, key, (unsigned long long)stream, step + level,
                                   replace ? GP_SELECT_WITH_REPLACEMENT : method, use_bitmap, unit ? cdf : cdf + a,
-                                  !unit, bits, (d + 7) / 8, edge_dst + o, table ? table + a : nullptr, lane);
+                                  !unit, bits, (d + 7) / 8, out, table ? table + a : nullptr, lane);
     }
-    for (long long i = k + lane; i < per_vertex; i += GP_LANES) edge_dst[o + i] = -1;
+    const bool below = level + 1 < depth;
+    const long long pushes = k + (below && sources ? 1 : 0);  // the task's own vertex last
     for (long long base = 0;; base += GP_LANES) {  // every lane in each round, for one push per round
         const long long i = base + lane;
         long long pushed = -1;
         bool fresh = false;
-        if (i < k) {
-            const long long u = (long long)indices[edge_dst[o + i]];
-            edge_dst[o + i] = u;
+        if (below && i < pushes) {
+            const long long u = i < k ? (long long)indices[out[i]] : v;
             pushed = (instance * num_vertices + u) * depth + level + 1;
-            fresh = level + 1 < depth && gp_nbr_claim(pushed, seen, mask);
+            fresh = gp_nbr_claim(pushed, seen, mask);
         }
-        const bool last = base + GP_LANES >= k;
+        const bool last = base + GP_LANES >= pushes;
         gp_nbr_push(__ballot_sync(GP_FULL_MASK, fresh), pushed, last, tasks, counters, owed, lane);
         if (last) return iters;
     }
@@ -112,10 +133,13 @@ template <typename IdT>
 __global__ void __launch_bounds__(GP_NBR_BLOCK, GP_NBR_MIN_BLOCKS) gp_sample_neighbors(const long long* __restrict__ indptr, const IdT* __restrict__ indices,
                                     const float* __restrict__ weights, int weighted, int replace, int method,
                                     int use_bitmap, long long num_vertices, unsigned long long key, int depth,
-                                    long long fanout, long long step, long long capacity, long long per_vertex,
-                                    long long* tasks, unsigned long long* counters, unsigned long long* seen,
-                                    long long table_size, long long* __restrict__ edge_dst, long long slots,
-                                    long long max_degree, long long lo,
+                                    const long long* __restrict__ fanouts, long long step, int sources,
+                                    long long per_vertex, long long capacity, long long* tasks,
+                                    unsigned long long* counters,
+                                    unsigned long long* seen, long long table_size,
+                                    const long long* __restrict__ edge_base, long long* __restrict__ edge_id,
+                                    long long* __restrict__ task_first, long long* __restrict__ task_count,
+                                    long long slots, long long max_degree, long long lo,
                                     double* __restrict__ cdf, const long long* __restrict__ positive,
                                     unsigned char* __restrict__ bitmap, int use_table,
                                     const unsigned long long* __restrict__ table,
@@ -151,12 +175,14 @@ __global__ void __launch_bounds__(GP_NBR_BLOCK, GP_NBR_MIN_BLOCKS) gp_sample_nei
         const unsigned long long slot = __shfl_sync(GP_FULL_MASK, t, 0);
         if (weighted)
             draws += gp_nbr_task(GpWeightBias{weights}, indptr, indices, replace, method, use_bitmap, num_vertices,
-                                 key, depth, fanout, step, per_vertex, lo, item, slot, tasks, counters, seen, mask,
-                                 edge_dst, cdf, positive, bits, use_table ? table : nullptr, owed, lane);
+                                 key, depth, fanouts, step, sources, per_vertex, lo, item, slot, tasks, counters, seen,
+                                 mask, edge_base, edge_id, task_first, task_count, cdf, positive, bits,
+                                 use_table ? table : nullptr, owed, lane);
         else
             draws += gp_nbr_task(GpUnitBias{}, indptr, indices, replace, method, use_bitmap, num_vertices, key,
-                                 depth, fanout, step, per_vertex, lo, item, slot, tasks, counters, seen, mask, edge_dst,
-                                 cdf, positive, bits, nullptr, owed, lane);
+                                 depth, fanouts, step, sources, per_vertex, lo, item, slot, tasks, counters, seen,
+                                 mask, edge_base, edge_id, task_first, task_count, cdf, positive, bits, nullptr, owed,
+                                 lane);
         if (lane == 0) ++t;
     }
     if (lane == 0 && draws > 0) atomicAdd(counters + GP_NBR_ITERATIONS, (unsigned long long)draws);
@@ -178,18 +204,23 @@ extern "C" __global__ void gp_row_cdf(const long long* __restrict__ indptr, cons
     if (lane == 0) positive[v] = mine;
 }
 
-// The edges of the picked slots `picked` (each a queue slot * per_vertex + i): (instance, depth, src) from the task
-// in that queue slot, dst the pick. CPU twin: gpipe/sampling/_fused.py::_pieces_cpu.
-extern "C" __global__ void gp_nbr_pieces(const long long* __restrict__ picked, long long n,
-                                         const long long* __restrict__ tasks, const long long* __restrict__ edge_dst,
-                                         long long per_vertex, long long num_vertices, int depth,
-                                         long long* __restrict__ instance, int* __restrict__ level,
-                                         long long* __restrict__ src, long long* __restrict__ dst) {
-    const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
-    const long long slot = picked[i], item = tasks[slot / per_vertex], stream = item / depth;
-    instance[i] = stream / num_vertices;
-    level[i] = (int)(item % depth);
-    src[i] = stream % num_vertices;
-    dst[i] = edge_dst[slot];
+// The edges of task t (a warp each) at `at[t]` on (exclusive prefix sums of task_count, in queue order):
+// (instance, depth, src) from its item, dst each pick's head, in pick order. CPU twin:
+// gpipe/sampling/_fused.py::_pieces_cpu.
+template <typename IdT>
+__global__ void gp_nbr_pieces(const long long* __restrict__ tasks, const long long* __restrict__ task_first,
+                              const long long* __restrict__ task_count, const long long* __restrict__ at,
+                              const long long* __restrict__ edge_id, const IdT* __restrict__ indices, long long n,
+                              long long num_vertices, int depth, long long* __restrict__ instance,
+                              int* __restrict__ level, long long* __restrict__ src, long long* __restrict__ dst) {
+    const long long t = ((long long)blockIdx.x * blockDim.x + threadIdx.x) / GP_LANES;
+    const int lane = threadIdx.x % GP_LANES;
+    if (t >= n) return;
+    const long long item = tasks[t], stream = item / depth, o = at[t], first = task_first[t], k = task_count[t];
+    for (long long i = lane; i < k; i += GP_LANES) {
+        instance[o + i] = stream / num_vertices;
+        level[o + i] = (int)(item % depth);
+        src[o + i] = stream % num_vertices;
+        dst[o + i] = (long long)indices[edge_id[first + i]];
+    }
 }

@@ -197,6 +197,28 @@ def test_one_and_four_partitions_give_the_same_blocks(graphs, config):
                  gpipe.gnn.sample_blocks(graphs["four"], SEEDS, seed=5, **config))
 
 
+@pytest.mark.parametrize("weighted", [False, True])
+def test_a_hops_picks_are_selects_the_samplings_one_rule(graphs, weighted):
+    """Hop 0 of a batch (batch 0) picks each seed's edges as SELECT does its row: stream ``batch * n + vertex`` at
+    step 0, the bipartite method; the same picks, in the same order, as SELECT (``gpipe.sampling._select.select``) gives."""
+    from gpipe import _rng
+    from gpipe.gnn._local import local_graph
+    from gpipe.sampling._select import select
+
+    g = graphs["one"]
+    blocks = gpipe.gnn.sample_blocks(g, SEEDS, [6], seed=4, weighted=weighted)
+    part = local_graph(g).part
+    first, last = part.indptr[SEEDS], part.indptr[SEEDS + 1]
+    rows = np.concatenate([np.arange(a, b) for a, b in zip(first, last)])
+    bias = part.weights[rows].astype(np.float64) if weighted else np.ones(rows.size)
+    offsets = np.concatenate([[0], np.cumsum(last - first)])
+    taken, picks, _ = select(bias, offsets, np.full(SEEDS.size, 6), SEEDS.astype(np.int64),
+                                            _rng.key(4), 0)
+    edges = blocks.blocks[-1]
+    np.testing.assert_array_equal(edges.edge_ids, rows[picks])
+    np.testing.assert_array_equal(edges.dst, np.repeat(np.arange(SEEDS.size), np.diff(taken)))
+
+
 def test_another_seed_gives_other_blocks(graphs):
     a, b = (gpipe.gnn.sample_blocks(graphs["one"], SEEDS, [5, 5], seed=s) for s in (1, 2))
     assert not np.array_equal(a.blocks[-1].edge_ids, b.blocks[-1].edge_ids)

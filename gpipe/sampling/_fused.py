@@ -1,13 +1,19 @@
-"""Fused neighbor sampling: every depth of every instance of a worker's share in one launch.
+"""Fused neighbor sampling, the one sampler of ``gpipe.sampling.neighbor`` and ``gpipe.gnn``: every depth of every
+instance in one launch.
 
 Taken by the Sampler for neighbor-style sampling (edge bias uniform or weight, update 'all', no frontier
-selection, picks per vertex) on a graph whose whole CSR is on each worker (replicated mode, or one partition).
+selection, picks per vertex) on a graph whose whole CSR is on each worker (replicated mode, or one partition),
+and by every GNN mini-batch (:func:`neighbor_queue`: a batch is one instance, its hops the depths, each with its own
+fanout).
 CUDA in ``kernels/neighbor.cu`` (a persistent kernel, a warp per task from a global queue), CPU twin here (the
 same queue, run in order). A task ``(instance, vertex, depth)`` picks with :func:`select_segment`, from the
-stream and at the step the superstep path's ``select`` uses for that entry, so the sample is the same rows.
+stream and at the step the superstep path's ``select`` uses for that entry, so the sample is the same rows; a
+fanout below 0 takes every out-edge, in order.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -17,7 +23,7 @@ from ..backend import cpu_kernel, device_of, prange, unique, xp
 from ..kernels import Arg, Kernel
 from ._select import _WITH_REPLACEMENT, LANES, METHODS, ROUNDS, positive_counts, segment_cdf, select_segment
 
-TAIL, PENDING, ITERATIONS = range(3)  # the counters
+TAIL, PENDING, ITERATIONS, EDGES = range(4)  # the counters (EDGES + depth: that depth's edge slots taken)
 TICKETS = 4  # queue slots a warp takes at once (one add to the shared `next` per 4 tasks)
 # The sampler's threads per block, at most, and blocks kept on a multiprocessor, at least: the registers a thread may
 # use (64 here) are what bounds how many tasks are in flight, and a task mostly waits on memory.
@@ -50,9 +56,9 @@ def _push(item, tasks, counters, seen, mask):
 
 
 @cpu_kernel()
-def _sample_cpu(indptr, indices, weights, weighted, replace, method, use_bitmap, num_vertices, key, depth, fanout,
-                step, capacity, per_vertex, tasks, counters, seen, table_size, edge_dst, slots, max_degree, lo, cdf,
-                positive, bitmap, use_table, table):
+def _sample_cpu(indptr, indices, weights, weighted, replace, method, use_bitmap, num_vertices, key, depth, fanouts,
+                step, sources, per_vertex, capacity, tasks, counters, seen, table_size, edge_base, edge_id, task_first,
+                task_count, slots, max_degree, lo, cdf, positive, bitmap, use_table, table):
     mask = np.uint64(table_size - 1)
     ones = np.ones(max(max_degree, 1))
     t = 0
@@ -64,44 +70,58 @@ def _sample_cpu(indptr, indices, weights, weighted, replace, method, use_bitmap,
         instance = stream // num_vertices
         a = indptr[v - lo]
         d = indptr[v - lo + 1] - a
+        f = fanouts[level]
         mine = positive[v - lo] if weighted else d  # the positive biases
-        k = (fanout if mine > 0 else 0) if replace else min(mine, fanout)
-        o = t * per_vertex
-        for i in range(o + k, o + per_vertex):
-            edge_dst[i] = -1
-        if k > 0:
+        k = d if f < 0 else (f if mine > 0 else 0) if replace else min(mine, f)
+        o = t * per_vertex  # a region per slot, or per depth (per_vertex 0)
+        if per_vertex == 0:
+            o = edge_base[level] + np.int64(counters[EDGES + level])
+            counters[EDGES + level] += np.uint64(k)
+        task_first[t] = o
+        task_count[t] = k
+        if f < 0:  # every out-edge, in order
+            for i in range(k):
+                edge_id[o + i] = a + i
+        elif k > 0:
             how = _WITH_REPLACEMENT if replace else method
             if weighted:
                 iters = select_segment(weights, a, d, k, key, stream, step + level, how, use_bitmap, cdf, a, True,
-                                       bitmap, 0, (d + 7) // 8, edge_dst, o, table, a, use_table)
-                base = 0
+                                       bitmap, 0, (d + 7) // 8, edge_id, o, table, a, use_table)
             else:  # the ones of a row: candidates 0..d-1
                 iters = select_segment(ones, 0, d, k, key, stream, step + level, how, use_bitmap, cdf, 0, False,
-                                       bitmap, 0, (d + 7) // 8, edge_dst, o, table, 0, False)
-                base = a
+                                       bitmap, 0, (d + 7) // 8, edge_id, o, table, 0, False)
+                for i in range(o, o + k):
+                    edge_id[i] += a
             counters[ITERATIONS] += np.uint64(iters)
+        if level + 1 < depth:
             for i in range(o, o + k):
-                u = np.int64(indices[base + edge_dst[i]])
-                edge_dst[i] = u
-                if level + 1 < depth:
-                    _push((instance * num_vertices + u) * depth + level + 1, tasks, counters, seen, mask)
+                _push((instance * num_vertices + np.int64(indices[edge_id[i]])) * depth + level + 1, tasks, counters,
+                      seen, mask)
+            if sources:
+                _push((instance * num_vertices + v) * depth + level + 1, tasks, counters, seen, mask)
         counters[PENDING] -= _ONE
         t += 1
 
 
 SAMPLE = Kernel("neighbor.cu", "gp_sample_neighbors", twin=_sample_cpu, items="capacity", queued=True, defines={
-    "GP_NBR_TAIL": TAIL, "GP_NBR_PENDING": PENDING, "GP_NBR_ITERATIONS": ITERATIONS, "GP_NBR_TICKETS": TICKETS,
-    "GP_NBR_BLOCK": BLOCK, "GP_NBR_MIN_BLOCKS": MIN_BLOCKS, "GP_SELECT_ROUNDS": ROUNDS, "GP_LANES": LANES,
-    "GP_SELECT_BIPARTITE": METHODS["bipartite"], "GP_SELECT_UPDATED": METHODS["updated"],
+    "GP_NBR_TAIL": TAIL, "GP_NBR_PENDING": PENDING, "GP_NBR_ITERATIONS": ITERATIONS, "GP_NBR_EDGES": EDGES,
+    "GP_NBR_TICKETS": TICKETS, "GP_NBR_BLOCK": BLOCK, "GP_NBR_MIN_BLOCKS": MIN_BLOCKS, "GP_SELECT_ROUNDS": ROUNDS,
+    "GP_LANES": LANES, "GP_SELECT_BIPARTITE": METHODS["bipartite"], "GP_SELECT_UPDATED": METHODS["updated"],
     "GP_SELECT_WITH_REPLACEMENT": _WITH_REPLACEMENT}, args=(
     Arg("indptr", "i64[]"), Arg("indices", "IdT[]"), Arg("weights", "f32[]"), Arg("weighted", "i32"),
     Arg("replace", "i32"), Arg("method", "i32"), Arg("use_bitmap", "i32"), Arg("num_vertices", "i64"),
-    Arg("key", "u64"), Arg("depth", "i32"), Arg("fanout", "i64"), Arg("step", "i64", note="of depth 0"),
-    Arg("capacity", "i64"), Arg("per_vertex", "i64", note="edge rows per task"),
+    Arg("key", "u64"), Arg("depth", "i32"), Arg("fanouts", "i64[depth]", note="picks per task of each depth; < 0 all"),
+    Arg("step", "i64", note="of depth 0"), Arg("sources", "i32", note="a task's own vertex goes on to the next depth"),
+    Arg("per_vertex", "i64", note="edge slots per task; 0: per depth, from edge_base"), Arg("capacity", "i64"),
     Arg("tasks", "i64[capacity]", out=True, note="(instance * n + vertex) * depth + d; -1 empty"),
-    Arg("counters", "u64[3]", out=True, note="TAIL, PENDING, ITERATIONS"),
+    Arg("counters", "u64[4+depth]", out=True,
+        note="TAIL, PENDING, ITERATIONS, EDGES + depth: its slots taken (per_vertex 0)"),
     Arg("seen", "u64[table_size]", out=True, note="the tasks enqueued, + 1; 0 empty"), Arg("table_size", "i64"),
-    Arg("edge_dst", "i64[capacity * per_vertex]", out=True, note="slot t's picked vertices at t * per_vertex, then -1"),
+    Arg("edge_base", "i64[depth]", note="each depth's first edge slot"),
+    Arg("edge_id", "i64[]", out=True,
+        note="the picks (edge ids): slot t's from t * per_vertex, or each depth's from its edge_base"),
+    Arg("task_first", "i64[capacity]", out=True, note="slot t's task's first pick"),
+    Arg("task_count", "i64[capacity]", out=True, note="its picks"),
     Arg("slots", "i64", note="warps with scratch"), Arg("max_degree", "i64"),
     Arg("lo", "i64", note="the rows' first vertex (indptr[v - lo])"),
     Arg("cdf", "f64[]", out=True, note="weighted: every row's CDF (ROW_CDF); else the twin's scratch (max_degree)"),
@@ -130,22 +150,25 @@ ROW_CDF = Kernel("neighbor.cu", "gp_row_cdf", twin=_row_cdf_cpu, items="num_rows
 
 
 @cpu_kernel(parallel=True)
-def _pieces_cpu(picked, n, tasks, edge_dst, per_vertex, num_vertices, depth, instance, level, src, dst):
-    for i in prange(n):
-        slot = picked[i]
-        item = tasks[slot // per_vertex]
-        stream = item // depth
-        instance[i] = stream // num_vertices
-        level[i] = item % depth
-        src[i] = stream % num_vertices
-        dst[i] = edge_dst[slot]
+def _pieces_cpu(tasks, task_first, task_count, at, edge_id, indices, n, num_vertices, depth, instance, level, src,
+                dst):
+    for t in prange(n):
+        stream = tasks[t] // depth
+        o = at[t]
+        first = task_first[t]
+        for i in range(task_count[t]):
+            instance[o + i] = stream // num_vertices
+            level[o + i] = tasks[t] % depth
+            src[o + i] = stream % num_vertices
+            dst[o + i] = indices[edge_id[first + i]]
 
 
-PIECES = Kernel("neighbor.cu", "gp_nbr_pieces", twin=_pieces_cpu, items="n", defines=SAMPLE.defines, args=(
-    Arg("picked", "i64[n]", note="slots of edge_dst that hold a pick"), Arg("n", "i64"), Arg("tasks", "i64[]"),
-    Arg("edge_dst", "i64[]"), Arg("per_vertex", "i64"), Arg("num_vertices", "i64"), Arg("depth", "i32"),
-    Arg("instance", "i64[n]", out=True), Arg("level", "i32[n]", out=True), Arg("src", "i64[n]", out=True),
-    Arg("dst", "i64[n]", out=True)))
+PIECES = Kernel("neighbor.cu", "gp_nbr_pieces", twin=_pieces_cpu, items="n", lanes=LANES, defines=SAMPLE.defines,
+                args=(Arg("tasks", "i64[n]"), Arg("task_first", "i64[n]"), Arg("task_count", "i64[n]"),
+                      Arg("at", "i64[n]", note="exclusive prefix sums of task_count: each task's first edge"),
+                      Arg("edge_id", "i64[]"), Arg("indices", "IdT[]"), Arg("n", "i64"), Arg("num_vertices", "i64"),
+                      Arg("depth", "i32"), Arg("instance", "i64[]", out=True), Arg("level", "i32[]", out=True),
+                      Arg("src", "i64[]", out=True), Arg("dst", "i64[]", out=True)))
 
 
 def _row_alias(part) -> tuple:
@@ -163,6 +186,68 @@ def _row_cdf(part) -> tuple:
     return cdf, positive
 
 
+@dataclass(frozen=True)
+class Queue:
+    """What a queue's run leaves: its tasks in queue order, each one's picks (edge ids) at ``edge_id[task_first:
+    task_first + task_count]``, and SELECT's draws."""
+
+    tasks: object
+    task_first: object
+    task_count: object
+    edge_id: object
+    iterations: int
+
+
+def neighbor_queue(x, part, first, *, key, num_vertices: int, fanouts: tuple[int, ...], step: int, sources: bool,
+              weighted: bool, replace: bool, method: str, bitmap: bool, max_degree: int, capacity: int,
+              edge_caps: list[int]) -> Queue:
+    """Run the queue from the depth-0 tasks ``first`` (distinct items ``(instance * num_vertices + vertex) *
+    depth``) over ``part`` (its rows from ``part.lo``), ``capacity`` tasks and ``edge_caps[d]`` picks of depth ``d``
+    at most (bounds the caller knows). Each task's picks go to a region of its own, sized for any task's, unless a
+    fanout is below 0 (a row whole: the largest degree per task); then each depth's tasks share ``edge_caps[d]``
+    slots, taken from one counter."""
+    depth = len(fanouts)
+    starts = first.shape[0]
+    table_size = 1 << max(1, 2 * (capacity - starts)).bit_length()
+    tasks = x.full(capacity, -1, x.int64)
+    tasks[:starts] = first
+    counters = np.zeros(EDGES + depth, np.uint64)
+    counters[TAIL] = counters[PENDING] = starts
+    counters = x.asarray(counters)
+    width = max(max_degree, 1)
+    use_bitmap = bool(bitmap) and not replace and max(fanouts) > LINEAR_PICKS
+    bit_width = (width + 7) // 8 if use_bitmap or x is np else 0
+    # A warp's bitmap is all its scratch (weights: every row's CDF summed once, in O(edges), rather than per task
+    # in O(degree) -- at a hub, for each instance that reaches it), so more warps run when it is not needed.
+    slots = 1 if x is np else max(1, min(MOST_WARPS, capacity, SCRATCH_BYTES // max(1, bit_width)))
+    use_table = weighted and method == "alias"
+    table = x.zeros(1, x.uint64)
+    if use_table:  # built at the first weighted sample of the partition, kept with it; as the CDF below
+        table, positive = part.kept("select_alias", _row_alias)
+        cdf = x.empty(1, x.float64)
+    elif weighted:
+        cdf, positive = part.kept("select_cdf", _row_cdf)
+    else:  # the twin sums its ones in a scratch CDF; the kernel needs none
+        cdf, positive = x.empty(width if x is np else 1, x.float64), x.zeros(1, x.int64)
+    per_vertex = 0 if min(fanouts) < 0 else max(f if replace else min(f, max_degree) for f in fanouts)
+    edge_base = np.zeros(depth, np.int64)
+    edge_base[1:] = np.cumsum(edge_caps)[:-1]
+    task_first, task_count = x.empty(capacity, x.int64), x.empty(capacity, x.int64)
+    edge_id = x.empty(max(1, capacity * per_vertex if per_vertex else int(sum(edge_caps))), x.int64)
+    SAMPLE.launch(indptr=part.indptr, indices=part.indices,
+                  weights=part.weights if weighted else x.zeros(1, x.float32), weighted=weighted, replace=replace,
+                  method=METHODS[method], use_bitmap=use_bitmap, num_vertices=num_vertices, key=key, depth=depth,
+                  fanouts=x.asarray(fanouts, dtype=x.int64), step=step, sources=sources, per_vertex=per_vertex,
+                  capacity=capacity,
+                  tasks=tasks, counters=counters, seen=x.zeros(table_size, x.uint64), table_size=table_size,
+                  edge_base=x.asarray(edge_base), edge_id=edge_id, task_first=task_first, task_count=task_count,
+                  slots=slots, max_degree=width, lo=part.lo, cdf=cdf, positive=positive,
+                  bitmap=x.empty(max(1, slots * bit_width), x.uint8), use_table=use_table, table=table)
+    counters = [int(c) for c in counters.tolist()]
+    tail = counters[TAIL]
+    return Queue(tasks[:tail], task_first[:tail], task_count[:tail], edge_id, counters[ITERATIONS])
+
+
 def sample(x, part, instance, vertex, *, key, num_vertices: int, depth: int, fanout: int, step: int, weighted: bool,
            replace: bool, method: str, bitmap: bool, max_degree: int) -> dict:
     """The sample of the entries ``(instance, vertex)`` at depth 0, in one launch: the pieces the superstep path
@@ -177,50 +262,23 @@ def sample(x, part, instance, vertex, *, key, num_vertices: int, depth: int, fan
     instances = int(first.shape[0])  # at most: the bounds below only need one at least as large
     per_vertex = fanout if replace else min(fanout, max_degree)
     nnz = int(part.indices.shape[0])
-    capacity, frontier = 0, int(first.shape[0])
+    capacity, frontier, edge_caps = 0, int(first.shape[0]), []
     for level in range(depth):
         capacity += frontier
-        picks = frontier * per_vertex if replace else min(frontier * per_vertex, instances * nnz)
-        frontier = min(picks, instances * num_vertices)
-    table_size = 1 << max(1, 2 * (capacity - int(first.shape[0]))).bit_length()
-    tasks = x.full(capacity, -1, x.int64)
-    tasks[:first.shape[0]] = first
-    counters = np.zeros(3, np.uint64)
-    counters[TAIL] = counters[PENDING] = first.shape[0]
-    counters = x.asarray(counters)
-    width = max(max_degree, 1)
-    use_bitmap = bool(bitmap) and not replace and fanout > LINEAR_PICKS
-    bit_width = (width + 7) // 8 if use_bitmap or x is np else 0
-    # A warp's bitmap is all its scratch (weights: every row's CDF summed once, in O(edges), rather than per task
-    # in O(degree) -- at a hub, for each instance that reaches it), so more warps run when it is not needed.
-    slots = 1 if x is np else max(1, min(MOST_WARPS, capacity, SCRATCH_BYTES // max(1, bit_width)))
-    use_table = weighted and method == "alias"
-    table = x.zeros(1, x.uint64)
-    if use_table:  # built at the first weighted sample of the partition, kept with it; as the CDF below
-        table, positive = part.kept("select_alias", _row_alias)
-        cdf = x.empty(1, x.float64)
-    elif weighted:
-        cdf, positive = part.kept("select_cdf", _row_cdf)
-    else:  # the twin sums its ones in a scratch CDF; the kernel needs none
-        cdf, positive = x.empty(width if x is np else 1, x.float64), x.zeros(1, x.int64)
-    # each task its own rows, at its queue slot: no shared counter hands them out
-    edge_dst = x.empty(capacity * per_vertex, x.int64)
-    SAMPLE.launch(indptr=part.indptr, indices=part.indices,
-                  weights=part.weights if weighted else x.zeros(1, x.float32), weighted=weighted, replace=replace,
-                  method=METHODS[method], use_bitmap=use_bitmap, num_vertices=num_vertices, key=key, depth=depth,
-                  fanout=fanout, step=step, capacity=capacity, per_vertex=per_vertex, tasks=tasks, counters=counters,
-                  seen=x.zeros(table_size, x.uint64), table_size=table_size, edge_dst=edge_dst, slots=slots,
-                  max_degree=width, lo=part.lo, cdf=cdf, positive=positive,
-                  bitmap=x.empty(max(1, slots * bit_width), x.uint8), use_table=use_table, table=table)
-    tail, _, iterations = (int(c) for c in counters.tolist())
-    stream = tasks[:tail] // depth
-    picked = x.flatnonzero(edge_dst[:tail * per_vertex] >= 0)  # the tasks' slots less their -1s
-    n = int(picked.shape[0])
+        edge_caps.append(frontier * per_vertex if replace else min(frontier * per_vertex, instances * nnz))
+        frontier = min(edge_caps[-1], instances * num_vertices)
+    queue = neighbor_queue(x, part, first, key=key, num_vertices=num_vertices, fanouts=(fanout,) * depth, step=step,
+                      sources=False, weighted=weighted, replace=replace, method=method, bitmap=bitmap,
+                      max_degree=max_degree, capacity=capacity, edge_caps=edge_caps)
+    tail = int(queue.tasks.shape[0])
+    at = x.cumsum(queue.task_count) - queue.task_count
+    n = int(at[-1] + queue.task_count[-1]) if tail else 0
     pieces = {"instance": x.empty(n, x.int64), "depth": x.empty(n, x.int32), "src": x.empty(n, x.int64),
               "dst": x.empty(n, x.int64)}
-    PIECES.launch(picked=picked, n=n, tasks=tasks, edge_dst=edge_dst, per_vertex=per_vertex, num_vertices=num_vertices,
-                  depth=depth, instance=pieces["instance"], level=pieces["depth"], src=pieces["src"],
-                  dst=pieces["dst"])
+    PIECES.launch(tasks=queue.tasks, task_first=queue.task_first, task_count=queue.task_count, at=at,
+                  edge_id=queue.edge_id, indices=part.indices, n=tail, num_vertices=num_vertices, depth=depth,
+                  instance=pieces["instance"], level=pieces["depth"], src=pieces["src"], dst=pieces["dst"])
+    stream = queue.tasks // depth
     pieces.update(node_instance=stream // num_vertices, node_vertex=stream % num_vertices,
-                  picks=x.full(1, n, x.int64), iterations=x.full(1, iterations, x.int64))
+                  picks=x.full(1, n, x.int64), iterations=x.full(1, queue.iterations, x.int64))
     return pieces
