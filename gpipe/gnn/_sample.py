@@ -70,7 +70,7 @@ def sample_blocks(g, seeds, fanouts, replace: bool = False, weighted: bool = Fal
     ...     g = gpipe.generators.rmat(10, seed=1)
     ...     blocks = gpipe.gnn.sample_blocks(g, seeds=[0, 1, 2], fanouts=[5, 3], seed=7)
     ...     [(b.num_src_nodes, b.num_dst_nodes) for b in blocks.blocks], blocks.num_sampled_nodes
-    ([(33, 10), (10, 3)], (3, 7, 23))
+    ([(34, 10), (10, 3)], (3, 7, 24))
     """
     dense, fanouts, replace, weighted, seed = check_sampling(g, seeds, fanouts, replace, weighted, seed)
     local = local_graph(g)
