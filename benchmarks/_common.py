@@ -12,6 +12,7 @@ import threading
 import time
 
 import numpy as np
+import pandas as pd
 
 import gpipe
 from gpipe._rng import GOLDEN, mix64
@@ -74,6 +75,16 @@ def rmat_record(args) -> dict:
     """The JSON description of :func:`rmat_graph`'s graph."""
     return {"generator": "rmat", "scale": args.scale, "edge_factor": args.edge_factor, "seed": args.seed,
             "weights": "uniform in (0, 1]"}
+
+
+def csr_file(g, folder: str) -> str:
+    """The graph as a CSR .npz (indptr, indices, data) for the baselines."""
+    edges = pd.read_parquet(g.to_parquet(os.path.join(folder, "graph")), columns=["src", "dst"])
+    counts = np.bincount(edges.src.to_numpy(), minlength=g.num_vertices)
+    indptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    path = os.path.join(folder, "graph.npz")
+    np.savez(path, indptr=indptr, indices=edges.dst.to_numpy(np.int64), data=np.ones(len(edges), np.float32))
+    return path
 
 
 def seed_vertices(degrees: np.ndarray, count: int, seed: int) -> np.ndarray:

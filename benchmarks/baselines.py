@@ -1,11 +1,16 @@
-"""Baselines run beside gpipe on the same graph: PecanPy's node2vec and igraph's random_walk.
+"""Baselines run beside gpipe on the same graph: PecanPy's node2vec, igraph's random_walk and a plain triangle count.
 
     python benchmarks/baselines.py pecanpy GRAPH.npz --p 1 --q 1 --length 80 --threads 16
     python benchmarks/baselines.py igraph GRAPH.npz --length 80 --walks 65536
+    python benchmarks/baselines.py triangles GRAPH.npz
 
 GRAPH.npz is a CSR graph (indptr, indices, data), as ``benchmarks/walks.py``
-writes it. Prints one JSON object: steps, seconds, steps/s. Each runs in its
-own process (``walks.py`` starts it), so its threads and imports stay its own.
+writes it. Prints one JSON object: steps, seconds, steps/s (walks), or count and seconds (triangles). Each runs
+in its own process (``walks.py`` and ``mining.py`` start it), so its threads and imports stay its own.
+
+``triangles`` is the textbook count a clique miner is held against (issue 40): each edge oriented from the lower
+to the higher (degree, id), rows sorted, and per oriented edge (v, u) one merge of v's later out-neighbors with
+u's, single-threaded numba. ``orient_seconds`` is the orientation, ``seconds`` the count (each the best of 3).
 
 PecanPy 2.0.9 imports ``nptyping`` for type annotations only (nptyping 2.5
 fails to import under NumPy 2: ``np.bool8`` is gone) and gensim's Word2Vec for
@@ -94,6 +99,60 @@ def igraph_walks(path: str, length: int, walks: int | None) -> dict:
             "walks": len(starts), "steps": steps, "seconds": seconds, "steps_per_second": steps / seconds}
 
 
+def triangles(path: str) -> dict:
+    import numba
+
+    @numba.njit(cache=False)
+    def oriented(indptr, indices):
+        n = indptr.size - 1
+        degree = indptr[1:] - indptr[:-1]
+        rank = np.empty(n, np.int64)
+        rank[np.argsort(degree * n + np.arange(n), kind="mergesort")] = np.arange(n)
+        out = np.zeros(n + 1, np.int64)
+        for v in range(n):
+            for e in range(indptr[v], indptr[v + 1]):
+                out[rank[v] + 1] += rank[indices[e]] > rank[v]
+        out = np.cumsum(out)
+        heads, fill = np.empty(out[-1], np.int64), out[:-1].copy()
+        for v in range(n):
+            for e in range(indptr[v], indptr[v + 1]):
+                if rank[indices[e]] > rank[v]:
+                    heads[fill[rank[v]]] = rank[indices[e]]
+                    fill[rank[v]] += 1
+        for r in range(n):
+            heads[out[r]:out[r + 1]] = np.sort(heads[out[r]:out[r + 1]])
+        return out, heads
+
+    @numba.njit(cache=False)
+    def count(indptr, indices):
+        found = 0
+        for v in range(indptr.size - 1):
+            for e in range(indptr[v], indptr[v + 1]):
+                a, b, u = e + 1, indptr[indices[e]], indices[e]
+                while a < indptr[v + 1] and b < indptr[u + 1]:
+                    if indices[a] < indices[b]:
+                        a += 1
+                    elif indices[b] < indices[a]:
+                        b += 1
+                    else:
+                        found, a, b = found + 1, a + 1, b + 1
+        return found
+
+    graph = np.load(path)
+    indptr, indices = graph["indptr"].astype(np.int64), graph["indices"].astype(np.int64)
+    count(*oriented(np.array([0, 1, 2]), np.array([1, 0])))  # compile, on an edge
+    orient_s, count_s, found = [], [], 0
+    for _ in range(3):
+        t0 = time.perf_counter()
+        rows = oriented(indptr, indices)
+        t1 = time.perf_counter()
+        found = count(*rows)
+        orient_s.append(t1 - t0)
+        count_s.append(time.perf_counter() - t1)
+    return {"baseline": "triangles", "count": int(found), "seconds": min(count_s), "orient_seconds": min(orient_s),
+            "threads": 1, "versions": {"numba": numba.__version__}}
+
+
 def _version(name: str) -> str | None:
     from importlib.metadata import PackageNotFoundError, version
 
@@ -105,7 +164,7 @@ def _version(name: str) -> str | None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("which", choices=["pecanpy", "igraph"])
+    ap.add_argument("which", choices=["pecanpy", "igraph", "triangles"])
     ap.add_argument("graph")
     ap.add_argument("--p", type=float, default=1.0)
     ap.add_argument("--q", type=float, default=1.0)
@@ -115,6 +174,8 @@ def main() -> None:
     args = ap.parse_args()
     if args.which == "pecanpy":
         record = pecanpy(args.graph, args.p, args.q, args.length, args.threads, args.walks)
+    elif args.which == "triangles":
+        record = triangles(args.graph)
     else:
         record = igraph_walks(args.graph, args.length, args.walks)
     print(json.dumps(record))

@@ -69,6 +69,11 @@ def draw(report: dict, path: str) -> str | None:
             labels.append(f"{b['baseline']} {b.get('version', '')} ({b.get('threads', '?')} threads)")
             values.append(b["steps_per_second"])
             colors.append("tab:gray")
+    if "baseline" in report:  # mining.py --baseline: the plain triangle count of the same graph
+        base = report["baseline"]
+        labels += ["plain triangle count (1 thread)", "plain triangle count + orienting"]
+        values += [base["seconds"], base["seconds"] + base["orient_seconds"]]
+        colors += ["tab:gray"] * 2
     fig, ax = plt.subplots(figsize=(10, 0.45 * len(values) + 1.8), constrained_layout=True)
     bars = ax.barh(range(len(values)), values, color=colors)
     ax.bar_label(bars, [_si(v) for v in values], padding=3, fontsize=7)
@@ -385,6 +390,11 @@ def _mining(plt, report: dict):
             labels.append(f"GAMMA {workload} (H200, its R-MAT 18)")
             values.append(seconds)
             colors.append("tab:gray")
+    if "baseline" in report:  # mining.py --baseline: the plain triangle count of the same graph
+        base = report["baseline"]
+        labels += ["plain triangle count (1 thread)", "plain triangle count + orienting"]
+        values += [base["seconds"], base["seconds"] + base["orient_seconds"]]
+        colors += ["tab:gray"] * 2
     fig, ax = plt.subplots(figsize=(10, 0.45 * len(values) + 1.8), constrained_layout=True)
     bars = ax.barh(range(len(values)), values, color=colors)
     ax.bar_label(bars, [f"{v:.3g} s" for v in values], padding=3, fontsize=7)

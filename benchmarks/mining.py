@@ -17,14 +17,20 @@ tier, the bytes spilled off the device and the seconds per primitive. GAMMA
 on one H200, R-MAT 18: 3-cliques 0.27 s, 4-cliques 15.6 s with a 34.5 GB
 table. Then ``external_sort`` of random 64-bit keys at 1/2x and 4x
 ``--sort-budget`` against one in-memory sort of the same keys where they fit
-(``numpy.sort`` on the CPU, ``cupy.sort`` on the GPU).
+(``numpy.sort`` on the CPU, ``cupy.sort`` on the GPU). ``--baseline`` runs a plain single-threaded
+degree-ordered triangle count of the same graph (``baselines.py triangles``) and records each 3-clique run's
+ratio to it (issue 40's CPU figure: ``--device cpu --workers 1 --scale 16 --k 3 --patterns --baseline``).
 """
 
 from __future__ import annotations
 
 import argparse
 import itertools
+import json
 import os
+import subprocess
+import sys
+import tempfile
 import time
 
 import numpy as np
@@ -32,7 +38,7 @@ import pandas as pd
 from dask.utils import parse_bytes
 
 import gpipe
-from _common import environment, write_json
+from _common import csr_file, environment, write_json
 from figures import draw
 
 PATTERNS = {"4-cycle": [(0, 1), (1, 2), (2, 3), (3, 0)], "diamond": [(0, 1), (1, 2), (2, 3), (3, 0), (0, 2)],
@@ -72,6 +78,18 @@ def _record(workload: str, budget: str, seconds: float, result) -> dict:
     return record
 
 
+def _triangles(g, graph_file: str | None) -> dict:
+    """The plain triangle count of ``g`` (``baselines.py triangles``), in its own process."""
+    with tempfile.TemporaryDirectory() as folder:
+        path = graph_file or csr_file(g, folder)
+        done = subprocess.run([sys.executable, os.path.join(os.path.dirname(__file__), "baselines.py"), "triangles",
+                               path], capture_output=True, text=True, check=True)
+    record = json.loads(done.stdout.strip().splitlines()[-1])
+    print(f"baseline triangles: {record['count']:,} in {record['seconds']:.3f} s (+{record['orient_seconds']:.3f} s "
+          f"orienting)", flush=True)
+    return record
+
+
 def _sorts(device: str, budget: int, seed: int) -> list[dict]:
     x = gpipe.backend.xp(device)
     gpipe.sort.external_sort(np.arange(4096)[::-1].copy(), budget=4096 * 10, device=device)  # compile: 4 runs merged
@@ -108,6 +126,7 @@ def main() -> None:
     ap.add_argument("--sort-budget", default="1 GB")
     ap.add_argument("--workers", type=int, default=None, help="local workers (default: one per GPU, else one)")
     ap.add_argument("--repeat", type=int, default=1)
+    ap.add_argument("--baseline", action="store_true", help="a plain degree-ordered triangle count beside 3-cliques")
     ap.add_argument("--out", default="mining.json")
     args = ap.parse_args()
 
@@ -133,10 +152,18 @@ def main() -> None:
             records.append(record)
             write_json(args.out, report)
 
+        if args.baseline:
+            report["baseline"] = _triangles(g, args.graph)
         for budget in args.budgets:
             for k in args.k:
                 seconds, result = _best(lambda: gpipe.mining.count_cliques(g, k, device_budget=budget), args.repeat)
-                add(_record(f"{k}-cliques", budget, seconds, result))
+                record = _record(f"{k}-cliques", budget, seconds, result)
+                if k == 3 and args.baseline:
+                    base = report["baseline"]
+                    assert result.count == base["count"], (result.count, base["count"])
+                    record.update(over_baseline=seconds / base["seconds"],
+                                  over_baseline_with_orienting=seconds / (base["seconds"] + base["orient_seconds"]))
+                add(record)
             for name in args.patterns:
                 seconds, result = _best(lambda: gpipe.mining.match(g, PATTERNS[name], device_budget=budget),
                                         args.repeat)

@@ -41,7 +41,7 @@ import numpy as np
 import pandas as pd
 
 import gpipe
-from _common import H200_CEILING_STEPS_PER_S, environment, rmat_graph, rmat_record, warm_starts
+from _common import H200_CEILING_STEPS_PER_S, csr_file, environment, rmat_graph, rmat_record, warm_starts
 from figures import draw
 
 WALKS = {
@@ -108,16 +108,6 @@ def _run_frontier(g, args) -> dict:
             **{k: best[k] for k in ("edges", "steps", "seconds", "edges_per_second", "steps_per_second",
                                     "kernel_seconds", "supersteps", "rounds")},
             "runs": [{k: s[k] for k in ("edges", "steps", "seconds", "edges_per_second", "rounds")} for s in runs]}
-
-
-def _csr_file(g, folder: str) -> str:
-    """The graph as a CSR .npz (indptr, indices, data) for the baselines."""
-    edges = pd.read_parquet(g.to_parquet(os.path.join(folder, "graph")), columns=["src", "dst"])
-    counts = np.bincount(edges.src.to_numpy(), minlength=g.num_vertices)
-    indptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-    path = os.path.join(folder, "graph.npz")
-    np.savez(path, indptr=indptr, indices=edges.dst.to_numpy(np.int64), data=np.ones(len(edges), np.float32))
-    return path
 
 
 def _baseline(which: str, csr: str, args) -> dict:
@@ -189,7 +179,7 @@ def main() -> None:
         }
         if args.compare or args.ceiling:
             with tempfile.TemporaryDirectory() as folder:
-                csr = _csr_file(g, folder)
+                csr = csr_file(g, folder)
                 report["baselines"] = [_baseline(which, csr, args) for which in args.compare]
                 if args.ceiling:
                     report["ceiling"] = _ceiling(args.ceiling, csr, args.baseline_timeout)

@@ -5,20 +5,18 @@
 // So embedding e (vertex u) extends by the siblings after it (larger ids: the
 // symmetry breaking of cliques) that are also neighbors of u: one merge of two
 // sorted lists, starting in u's list at the first sibling by binary search.
-// Results go to e's slot of out (offset[i], room for the bound the caller
-// computed); count[i] says how many were written, for the compression.
-// CPU twin: gpipe/mining/_extend.py::_vertex_extension_cpu.
+// gp_vertex_extension writes them to e's slot of out (offset[i], room for the
+// bound the caller computed) and says in count[i] how many, for the
+// compression; gp_vertex_count only counts them (a count's last column).
+// CPU twins: gpipe/mining/_extend.py::_vertex_extension_cpu, _vertex_count_cpu.
 
-template <typename IdT>
-__global__ void gp_vertex_extension(long long n, long long first, const long long* indptr, const IdT* indices,
-                                    const IdT* vertex, const long long* group_end, const long long* offset,
-                                    IdT* out, long long* count) {
-    long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
-    if (i >= n) return;
-    long long e = first + i;
+// Embedding e's extensions (into out with Write); how many.
+template <typename IdT, bool Write>
+__device__ __forceinline__ long long gp_sibling_merge(long long e, const long long* indptr, const IdT* indices,
+                                                      const IdT* vertex, const long long* group_end, IdT* out) {
     long long a = e + 1, a_end = group_end[e];
     long long b = indptr[vertex[e]], b_end = indptr[vertex[e] + 1];
-    long long o = offset[i], c = 0;
+    long long c = 0;
     if (a < a_end) {  // start at u's first neighbor not below the first sibling
         long long lo = b, hi = b_end;
         while (lo < hi) {
@@ -34,13 +32,30 @@ __global__ void gp_vertex_extension(long long n, long long first, const long lon
         } else if (t < s) {
             ++b;
         } else {
-            out[o + c] = s;
+            if (Write) out[c] = s;
             ++c;
             ++a;
             ++b;
         }
     }
-    count[i] = c;
+    return c;
+}
+
+template <typename IdT>
+__global__ void gp_vertex_extension(long long n, long long first, const long long* indptr, const IdT* indices,
+                                    const IdT* vertex, const long long* group_end, const long long* offset,
+                                    IdT* out, long long* count) {
+    long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    count[i] = gp_sibling_merge<IdT, true>(first + i, indptr, indices, vertex, group_end, out + offset[i]);
+}
+
+template <typename IdT>
+__global__ void gp_vertex_count(long long n, const long long* indptr, const IdT* indices, const IdT* vertex,
+                                const long long* group_end, long long* count) {
+    long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    count[i] = gp_sibling_merge<IdT, false>(i, indptr, indices, vertex, group_end, nullptr);
 }
 
 // A neighbor test by binary search in v's sorted adjacency list.

@@ -12,34 +12,47 @@ from ..kernels import Arg, Kernel
 from ..runtime import replica, worker_device, worker_xp
 
 
+@cpu_kernel()
+def _sibling_merge(e, indptr, indices, vertex, group_end, out, o, write):
+    """Embedding ``e``'s extensions, the siblings after it that are neighbors of its vertex (into ``out[o:]`` with
+    ``write``); how many."""
+    a, a_end = e + 1, group_end[e]
+    b, b_end = indptr[vertex[e]], indptr[vertex[e] + 1]
+    if a < a_end:
+        lo, hi = b, b_end
+        while lo < hi:
+            mid = lo + (hi - lo) // 2
+            if indices[mid] < vertex[a]:
+                lo = mid + 1
+            else:
+                hi = mid
+        b = lo
+    c = 0
+    while a < a_end and b < b_end:
+        s, t = vertex[a], indices[b]
+        if s < t:
+            a += 1
+        elif t < s:
+            b += 1
+        else:
+            if write:
+                out[o + c] = s
+            c += 1
+            a += 1
+            b += 1
+    return c
+
+
 @cpu_kernel(parallel=True)
 def _vertex_extension_cpu(n, first, indptr, indices, vertex, group_end, offset, out, count):
     for i in prange(n):
-        e = first + i
-        a, a_end = e + 1, group_end[e]
-        b, b_end = indptr[vertex[e]], indptr[vertex[e] + 1]
-        if a < a_end:
-            lo, hi = b, b_end
-            while lo < hi:
-                mid = lo + (hi - lo) // 2
-                if indices[mid] < vertex[a]:
-                    lo = mid + 1
-                else:
-                    hi = mid
-            b = lo
-        o, c = offset[i], 0
-        while a < a_end and b < b_end:
-            s, t = vertex[a], indices[b]
-            if s < t:
-                a += 1
-            elif t < s:
-                b += 1
-            else:
-                out[o + c] = s
-                c += 1
-                a += 1
-                b += 1
-        count[i] = c
+        count[i] = _sibling_merge(first + i, indptr, indices, vertex, group_end, out, offset[i], True)
+
+
+@cpu_kernel(parallel=True)
+def _vertex_count_cpu(n, indptr, indices, vertex, group_end, count):
+    for i in prange(n):
+        count[i] = _sibling_merge(i, indptr, indices, vertex, group_end, vertex, 0, False)
 
 
 VERTEX_EXTENSION = Kernel("mining.cu", "gp_vertex_extension", twin=_vertex_extension_cpu, items="n", args=(
@@ -48,6 +61,12 @@ VERTEX_EXTENSION = Kernel("mining.cu", "gp_vertex_extension", twin=_vertex_exten
     Arg("vertex", "IdT[]", note="the chunk's last column; siblings ascending"),
     Arg("group_end", "i64[]", note="end of each embedding's siblings"), Arg("offset", "i64[n]", note="slots"),
     Arg("out", "IdT[]", out=True), Arg("count", "i64[n]", out=True)))
+VERTEX_COUNT = Kernel("mining.cu", "gp_vertex_count", twin=_vertex_count_cpu, items="n", args=(
+    Arg("n", "i64", note="embeddings of the chunk"), Arg("indptr", "i64[]"),
+    Arg("indices", "IdT[]", note="sorted per vertex"),
+    Arg("vertex", "IdT[n]", note="the chunk's last column; siblings ascending"),
+    Arg("group_end", "i64[n]", note="end of each embedding's siblings"),
+    Arg("count", "i64[n]", out=True, note="each embedding's extensions")))
 
 
 @cpu_kernel(parallel=True)
@@ -96,6 +115,13 @@ def extend_cliques(x, graph, vertex, parent, capacity: int, timer, counting: boo
         group_end, bound = None, degree
     else:
         group_end = x.searchsorted(parent, parent, side="right")  # siblings share a parent, stored together
+        if counting:  # no slots: one pass counts every embedding's extensions
+            with timer("counting"):
+                count = x.empty(vertex.shape[0], x.int64)
+                VERTEX_COUNT.launch(n=vertex.shape[0], indptr=graph.indptr, indices=graph.indices, vertex=vertex,
+                                    group_end=group_end, count=count)
+                yield int(count.sum())
+            return
         bound = x.minimum(group_end - x.arange(vertex.shape[0]) - 1, degree)
     for first, last in _batches(bound, capacity):
         with timer("extension"):
