@@ -76,22 +76,22 @@ __device__ bool gp_adjacent(const long long* indptr, const IdT* indices, IdT v, 
 // they neighbor the others too (the intersection of their sorted lists, by
 // binary search), are not matched already, have at least `min_degree`
 // neighbors (filtering) and, for induced matches, neighbor none of the
-// matched vertices the pattern keeps apart (`apart`). Written to the
-// embedding's slot of out, ascending; count[i] says how many.
-// CPU twin: gpipe/mining/_extend.py::_match_extension_cpu.
-template <typename IdT>
-__global__ void gp_match_extension(long long n, int width, const long long* indptr, const IdT* indices,
-                                   const IdT* prefix, int nback, const int* back, int napart, const int* apart,
-                                   long long min_degree, const long long* offset, IdT* out, long long* count) {
-    long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
-    if (i >= n) return;
-    const IdT* row = prefix + i * width;
+// matched vertices the pattern keeps apart (`apart`). gp_match_extension
+// writes them to the embedding's slot of out, ascending, and says in count[i]
+// how many; gp_match_count only counts them (a count's last column).
+// CPU twins: gpipe/mining/_extend.py::_match_extension_cpu, _match_count_cpu.
+
+// The extensions of the embedding `row` (into out with Write); how many.
+template <typename IdT, bool Write>
+__device__ __forceinline__ long long gp_match_candidates(const IdT* row, int width, const long long* indptr,
+                                                         const IdT* indices, int nback, const int* back, int napart,
+                                                         const int* apart, long long min_degree, IdT* out) {
     int least = back[0];
     for (int b = 1; b < nback; ++b) {
         IdT v = row[back[b]], u = row[least];
         if (indptr[v + 1] - indptr[v] < indptr[u + 1] - indptr[u]) least = back[b];
     }
-    long long o = offset[i], c = 0;
+    long long c = 0;
     for (long long e = indptr[row[least]]; e < indptr[row[least] + 1]; ++e) {
         IdT w = indices[e];
         bool keep = indptr[w + 1] - indptr[w] >= min_degree;
@@ -99,9 +99,29 @@ __global__ void gp_match_extension(long long n, int width, const long long* indp
         for (int b = 0; keep && b < nback; ++b) keep = back[b] == least || gp_adjacent(indptr, indices, row[back[b]], w);
         for (int a = 0; keep && a < napart; ++a) keep = !gp_adjacent(indptr, indices, row[apart[a]], w);
         if (keep) {
-            out[o + c] = w;
+            if (Write) out[c] = w;
             ++c;
         }
     }
-    count[i] = c;
+    return c;
+}
+
+template <typename IdT>
+__global__ void gp_match_extension(long long n, int width, const long long* indptr, const IdT* indices,
+                                   const IdT* prefix, int nback, const int* back, int napart, const int* apart,
+                                   long long min_degree, const long long* offset, IdT* out, long long* count) {
+    long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    count[i] = gp_match_candidates<IdT, true>(prefix + i * width, width, indptr, indices, nback, back, napart, apart,
+                                              min_degree, out + offset[i]);
+}
+
+template <typename IdT>
+__global__ void gp_match_count(long long n, int width, const long long* indptr, const IdT* indices,
+                               const IdT* prefix, int nback, const int* back, int napart, const int* apart,
+                               long long min_degree, long long* count) {
+    long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    count[i] = gp_match_candidates<IdT, false>(prefix + i * width, width, indptr, indices, nback, back, napart, apart,
+                                               min_degree, nullptr);
 }

@@ -50,6 +50,21 @@ def test_one_and_two_workers_find_the_same_cliques(cpu_cluster, one_worker_clust
     assert lists[0].count == lists[1].count == len(_cliques(graph, 4))
 
 
+def test_a_count_grows_each_clique_from_its_least_degree_vertex(cpu_cluster):
+    """A count runs on the graph renumbered by (degree, id), each edge kept from its lower end: its first column
+    holds the vertices with k - 1 neighbors above them in that order, its second each of their edges up, once (a
+    hub's whole neighborhood never); the count is the listing's."""
+    graph, k = nx.barabasi_albert_graph(80, 4, seed=3), 4
+    g = _replicated(cpu_cluster, graph)
+    counted, listed = gpipe.mining.count_cliques(g, k), gpipe.mining.list_cliques(g, k)
+    assert counted.count == listed.count == len(_cliques(graph, k)) > 0
+    order = {v: (graph.degree(v), v) for v in graph}
+    up = {v: sum(order[u] > order[v] for u in graph[v]) for v in graph}
+    first = [v for v in graph if up[v] >= k - 1]
+    assert counted.stats["embeddings"][:2] == [len(first), sum(up[v] for v in first)]
+    assert listed.stats["embeddings"][1] > counted.stats["embeddings"][1]  # by id, hubs (early ids) extend widely
+
+
 def test_a_table_beyond_the_budgets_spills_to_disk_and_finds_the_same_cliques(cpu_cluster):
     graph = nx.gnp_random_graph(50, 0.35, seed=5)
     g = _replicated(cpu_cluster, graph)

@@ -15,6 +15,7 @@ from ._partitioned import Checks
 @dataclass(frozen=True)
 class CliquePlan(ColumnPlan):
     columns: int  # k
+    degree_ordered: bool = False  # a count: grown on the degree-ordered orientation (each clique once all the same)
     reads_ancestors = False  # a chunk extends by its own column: the one before can go once it is extended
 
     @property
@@ -45,7 +46,10 @@ def count_cliques(g, k: int, *, device_budget=None, host_budget=None) -> MiningR
     their partitions. Table chunks beyond ``device_budget`` go to host memory,
     and beyond ``host_budget`` to files on the worker's disk. On a replicated
     graph the last column is counted as it is extended, never stored: the
-    table holds k - 1 columns at most.
+    table holds k - 1 columns at most; and a count runs on the graph
+    renumbered by (degree, id), each edge kept from its lower end only, so
+    that a clique is grown from its least-degree vertex and a hub's row
+    holds only the neighbors of higher degree (the count is the same).
 
     Parameters
     ----------
@@ -128,6 +132,6 @@ def _cliques(g, k, listing: bool, device_budget, host_budget) -> MiningResult:
     k = check_int("k", k, minimum=3)
     if k > max(3, g.num_vertices):  # a table of k columns, a level each on a partitioned graph: none can fill
         raise GpipeValueError(f"'k' must be at most the number of vertices of 'g' ({g.num_vertices}), got {k}")
-    result = mine(g, CliquePlan(k), listing, device_budget, host_budget)
+    result = mine(g, CliquePlan(k, degree_ordered=not listing), listing, device_budget, host_budget)
     result.stats["k"] = k
     return result

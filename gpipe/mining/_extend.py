@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._csr import simple_rows
+from .._csr import Rows, simple_rows
 from .._search import has_edge
-from ..backend import cpu_kernel, prange, segments, to_host
+from ..backend import cpu_kernel, device_of, prange, segments, to_host, xp
 from ..kernels import Arg, Kernel
 from ..runtime import replica, worker_device, worker_xp
 
@@ -69,32 +69,46 @@ VERTEX_COUNT = Kernel("mining.cu", "gp_vertex_count", twin=_vertex_count_cpu, it
     Arg("count", "i64[n]", out=True, note="each embedding's extensions")))
 
 
+@cpu_kernel()
+def _match_candidates(row, width, indptr, indices, nback, back, napart, apart, min_degree, out, o, write):
+    """The extensions of the embedding ``row`` (into ``out[o:]`` with ``write``); how many."""
+    least = back[0]
+    for b in range(1, nback):
+        v, u = row[back[b]], row[least]
+        if indptr[v + 1] - indptr[v] < indptr[u + 1] - indptr[u]:
+            least = back[b]
+    c = 0
+    for e in range(indptr[row[least]], indptr[row[least] + 1]):
+        w = indices[e]
+        keep = indptr[w + 1] - indptr[w] >= min_degree
+        for j in range(width):
+            keep = keep and row[j] != w
+        for b in range(nback):
+            t = row[back[b]]
+            keep = keep and (back[b] == least or has_edge(indices, indptr[t], indptr[t + 1] - indptr[t], w))
+        for a in range(napart):
+            t = row[apart[a]]
+            keep = keep and not has_edge(indices, indptr[t], indptr[t + 1] - indptr[t], w)
+        if keep:
+            if write:
+                out[o + c] = w
+            c += 1
+    return c
+
+
 @cpu_kernel(parallel=True)
 def _match_extension_cpu(n, width, indptr, indices, prefix, nback, back, napart, apart, min_degree, offset, out,
                          count):
     for i in prange(n):
-        row = prefix[i * width:(i + 1) * width]
-        least = back[0]
-        for b in range(1, nback):
-            v, u = row[back[b]], row[least]
-            if indptr[v + 1] - indptr[v] < indptr[u + 1] - indptr[u]:
-                least = back[b]
-        o, c = offset[i], 0
-        for e in range(indptr[row[least]], indptr[row[least] + 1]):
-            w = indices[e]
-            keep = indptr[w + 1] - indptr[w] >= min_degree
-            for j in range(width):
-                keep = keep and row[j] != w
-            for b in range(nback):
-                t = row[back[b]]
-                keep = keep and (back[b] == least or has_edge(indices, indptr[t], indptr[t + 1] - indptr[t], w))
-            for a in range(napart):
-                t = row[apart[a]]
-                keep = keep and not has_edge(indices, indptr[t], indptr[t + 1] - indptr[t], w)
-            if keep:
-                out[o + c] = w
-                c += 1
-        count[i] = c
+        count[i] = _match_candidates(prefix[i * width:(i + 1) * width], width, indptr, indices, nback, back, napart,
+                                     apart, min_degree, out, offset[i], True)
+
+
+@cpu_kernel(parallel=True)
+def _match_count_cpu(n, width, indptr, indices, prefix, nback, back, napart, apart, min_degree, count):
+    for i in prange(n):
+        count[i] = _match_candidates(prefix[i * width:(i + 1) * width], width, indptr, indices, nback, back, napart,
+                                     apart, min_degree, prefix, 0, False)
 
 
 MATCH_EXTENSION = Kernel("mining.cu", "gp_match_extension", twin=_match_extension_cpu, items="n", args=(
@@ -104,12 +118,15 @@ MATCH_EXTENSION = Kernel("mining.cu", "gp_match_extension", twin=_match_extensio
     Arg("back", "i32[nback]", note="the next vertex's pattern neighbors"), Arg("napart", "i32"),
     Arg("apart", "i32[napart]", note="induced: its non-neighbors"), Arg("min_degree", "i64"),
     Arg("offset", "i64[n]", note="slots"), Arg("out", "IdT[]", out=True), Arg("count", "i64[n]", out=True)))
+MATCH_COUNT = Kernel("mining.cu", "gp_match_count", twin=_match_count_cpu, items="n", args=(
+    *MATCH_EXTENSION.args[:10], Arg("count", "i64[n]", out=True, note="each embedding's extensions")))
 
 
 def extend_cliques(x, graph, vertex, parent, capacity: int, timer, counting: bool = False):
     """The next column of a clique table's chunk (``vertex``, and ``parent`` None at the first column) in batches
     of at most ``capacity`` candidate slots: each yields the new vertices and their parents (indices into
-    ``vertex``); with ``counting``, how many there are (a count's last column, never stored)."""
+    ``vertex``); with ``counting`` (a count's last column, never stored: not the first), how many there are."""
+    assert parent is not None or not counting
     degree = degrees(x, graph, vertex)
     if parent is None:
         group_end, bound = None, degree
@@ -129,7 +146,7 @@ def extend_cliques(x, graph, vertex, parent, capacity: int, timer, counting: boo
                 slots, owner, mark = _upper_neighbors(x, graph, vertex[first:last], bound[first:last])
             else:
                 slots, owner, mark = _vertex_extension(x, graph, vertex, group_end, first, bound[first:last])
-        yield from _kept(x, slots, owner + first, mark, timer, counting)
+        yield _kept(x, slots, owner + first, mark, timer)
 
 
 def extend_match(x, graph, rows, *, back, apart, min_degree: int, capacity: int, timer, counting: bool = False):
@@ -137,23 +154,28 @@ def extend_match(x, graph, rows, *, back, apart, min_degree: int, capacity: int,
     matching order) and the next pattern vertex's earlier neighbors ``back`` and non-neighbors ``apart`` (for
     induced matches), in batches of at most ``capacity`` slots: new vertices and their parents (rows); with
     ``counting``, how many there are."""
-    bound = degrees(x, graph, rows[:, list(back)]).min(axis=1)
+    columns = list(back)
     back, apart = (x.asarray(np.asarray(a, dtype=np.int32)) for a in (back, apart))
+    if counting:  # no slots: one pass counts every embedding's extensions
+        with timer("counting"):
+            count = x.empty(rows.shape[0], x.int64)
+            MATCH_COUNT.launch(n=rows.shape[0], width=rows.shape[1], indptr=graph.indptr, indices=graph.indices,
+                               prefix=x.ascontiguousarray(rows).reshape(-1), nback=back.shape[0], back=back,
+                               napart=apart.shape[0], apart=apart, min_degree=min_degree, count=count)
+            yield int(count.sum())
+        return
+    bound = degrees(x, graph, rows[:, columns]).min(axis=1)
     for first, last in _batches(bound, capacity):
         with timer("extension"):
             slots, owner, mark = _match_extension(x, graph, rows[first:last], back, apart, min_degree,
                                                   bound[first:last])
-        yield from _kept(x, slots, owner + first, mark, timer, counting)
+        yield _kept(x, slots, owner + first, mark, timer)
 
 
-def _kept(x, slots, owner, mark, timer, counting: bool):
-    """A batch's marked slots, compressed (values, owners), or with ``counting`` how many are marked."""
-    if counting:
-        with timer("counting"):
-            yield int(mark.sum())
-        return
+def _kept(x, slots, owner, mark, timer):
+    """A batch's marked slots, compressed (values, owners)."""
     with timer("compression"):
-        yield compress(x, slots, owner, mark)
+        return compress(x, slots, owner, mark)
 
 
 def degrees(x, graph, vertex):
@@ -212,9 +234,31 @@ def compress(x, values, owner, mark):
     return values[kept], owner[kept]
 
 
-def whole_graph(graph_id: str):
+def whole_graph(graph_id: str, degree_ordered: bool = False):
     """On a worker: the replicated graph as mining reads it (:class:`Rows`: each neighbor once), its device and
-    array module."""
+    array module; with ``degree_ordered``, its degree-ordered orientation (:func:`_degree_ordered`)."""
     x = worker_xp()
     whole = replica(graph_id)
+    if degree_ordered:
+        return Rows(*whole.kept("mining_degree_ordered", _degree_ordered)), worker_device(), x
     return simple_rows(x, whole.indptr, whole.indices), worker_device(), x
+
+
+def _degree_ordered(part) -> tuple:
+    """The simple graph of ``part`` renumbered by (degree, id), vertex ``r`` the ``r``-th lowest, each edge kept
+    once, from its lower end: rows of later neighbors only, sorted. A clique's vertices in increasing id there are
+    in increasing degree, so a row holds at most about sqrt(2m) neighbors however large the vertex's degree: a hub
+    is reached last, not extended by its whole neighborhood (Chiba and Nishizeki's order). Built once per replica
+    and kept with it."""
+    x = xp(device_of(part.indptr))
+    rows = simple_rows(x, part.indptr, part.indices)
+    n = rows.indptr.shape[0] - 1
+    degree = rows.indptr[1:] - rows.indptr[:-1]
+    rank = x.empty(n, x.int64)
+    rank[x.argsort(degree * n + x.arange(n, dtype=x.int64))] = x.arange(n, dtype=x.int64)
+    tail, head = rank[segments(x, degree)[0]], rank[rows.indices]
+    up = head > tail
+    key = x.sort(tail[up] * n + head[up])
+    indptr = x.zeros(n + 1, x.int64)
+    x.cumsum(x.bincount(key // n, minlength=n), out=indptr[1:])
+    return indptr, (key % n).astype(rows.indices.dtype)

@@ -72,6 +72,7 @@ class FpmPlan:
     labels: np.ndarray  # each vertex's label rank (int32)
     run_id: str = ""  # the call's run: each worker keeps its ranges' tables in its state between levels
     keep: bool = False  # whether this level's embeddings are kept for the next one
+    degree_ordered = False  # patterns are mined on the graph's own ids
 
     def grow(self, x, graph, spec, table, lo: int, hi: int, stats, *, kept: bool = False) -> tuple:
         """A range's level: its patterns' codes, its distinct aggregation keys and how often each came.

@@ -34,7 +34,8 @@ from ._table import EmbeddingTable, Stats, merged, worker_budgets
 class Spec:
     graph_id: str
     run_id: str  # a listing run keeps its rows in this run's state on the workers
-    plan: object  # grow(x, graph, spec, table, lo, hi, stats): a range's result (ColumnPlan: cliques, matches)
+    plan: object  # grow(x, graph, spec, table, lo, hi, stats): a range's result (ColumnPlan: cliques, matches);
+    # degree_ordered: whether the graph it grows on is the degree-ordered orientation
     listing: bool
     capacity: int  # candidate slots per extension batch, so per chunk
     device_budget: int | None  # bytes of table chunks a worker keeps on its device; None: auto, decided there
@@ -102,7 +103,10 @@ def _spec(g, plan, listing: bool, device_budget, host_budget) -> Spec:
 
 
 def _grow_on_replicas(g, spec: Spec, here=None) -> tuple[list, dict]:
-    ranges = _ranges(g.degrees().to_numpy(), check_int("gpipe.mining.ranges", config.get("mining.ranges"), minimum=1))
+    degree = g.degrees().to_numpy()
+    if spec.plan.degree_ordered:  # vertex r of the renumbered graph: at most its degree and n - 1 - r later ones
+        degree = np.minimum(np.sort(degree), np.arange(degree.size)[::-1])
+    ranges = _ranges(degree, check_int("gpipe.mining.ranges", config.get("mining.ranges"), minimum=1))
     results, summaries = _on_replicas(g, here or _grow_here, spec, ranges)
     stats = merged(summaries)
     stats["primitive_seconds"] = stats.pop("seconds")
@@ -135,7 +139,7 @@ def _grow_here(spec: Spec, ranges: list) -> tuple[list, dict]:
     range's first vertex), and what this worker's tables did."""
     if spec.listing:  # made before any work: a run let go meanwhile (the client interrupted) is not made again
         run_state(spec.run_id, MiningState, made=True)
-    graph, device, x = whole_graph(spec.graph_id)
+    graph, device, x = whole_graph(spec.graph_id, spec.plan.degree_ordered)
     stats = Stats(synchronize=None if device == "cpu" else x.cuda.get_current_stream().synchronize)
     device_budget, host_budget = worker_budgets(spec.device_budget, spec.host_budget, device, x)
     results = []
@@ -153,7 +157,11 @@ def _grow_here(spec: Spec, ranges: list) -> tuple[list, dict]:
 
 
 class ColumnPlan:
-    """A plan whose tables grow one vertex column at a time, each chunk by ``extend`` (cliques, matches)."""
+    """A plan whose tables grow one vertex column at a time, each chunk by ``extend`` (cliques, matches), on the
+    graph as it is or, with ``degree_ordered``, on its degree-ordered orientation (``_extend._degree_ordered``: a
+    count, whose embeddings need not be listed in the graph's ids)."""
+
+    degree_ordered = False
 
     def listed(self, rows: np.ndarray) -> np.ndarray:
         """Rows of the table's columns as the embeddings are listed (cliques: as they are)."""
