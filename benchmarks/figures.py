@@ -11,7 +11,8 @@ the minimal walk kernel's steps/s measured on the same graph in the same run
 said so. ``stress.py`` draws its own figure. GNN sampling (``gnn.py``) shows
 per-batch latency fused and per hop over PGSampler's grid; counting
 (``counting.py``) the q-error against the samples drawn, per method; mining
-(``mining.py``) seconds per workload beside GAMMA's figures; dynamic graphs
+(``mining.py``) seconds per workload beside GAMMA's figures; frequent pattern mining (``fpm.py``) seconds and
+patterns per run; dynamic graphs
 (``dynamic.py``) seconds per round, dynamic against static rebuilt, beside Bingo's; data in and out
 (``io.py``) seconds per stage and input format, gpipe beside the single-process baselines; counting's intervals
 (``interval_coverage.py``) their coverage of the exact count per method and sample count, and per cell against
@@ -45,7 +46,7 @@ def draw(report: dict, path: str) -> str | None:
         import matplotlib.pyplot as plt
     except ImportError:
         return None
-    family = {"gnn": _gnn, "counting": _counting, "mining": _mining, "dynamic": _dynamic,
+    family = {"gnn": _gnn, "counting": _counting, "mining": _mining, "fpm": _fpm, "dynamic": _dynamic,
               "dynamic_updates": _dynamic_updates, "io": _io,
               "interval_coverage": _interval_coverage, "superstep": _superstep,
               "memory": _memory}.get(report.get("benchmark"))
@@ -404,6 +405,23 @@ def _mining(plt, report: dict):
         ax.set_xscale("log")
     ax.set_xlabel("seconds (the whole call)")
     ax.set_title(_title(report), fontsize=9)
+    return fig
+
+
+def _fpm(plt, report: dict):
+    """Seconds per FPM run (graph, max edges, MNI support), each bar labeled with the frequent patterns found."""
+    records = report["records"]
+    labels = [f"{r['graph']}, {r['max_edges']} edges, support {r['min_support']}" for r in records]
+    values = [r["seconds"] for r in records]
+    fig, ax = plt.subplots(figsize=(10, 0.45 * len(values) + 1.8), constrained_layout=True)
+    bars = ax.barh(range(len(values)), values, color="tab:blue")
+    ax.bar_label(bars, [f"{v:.3g} s, {r['patterns']:,} patterns" for v, r in zip(values, records)], padding=3,
+                 fontsize=7)
+    ax.set_yticks(range(len(values)), labels, fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlabel("seconds (the whole call)")
+    ax.set_title(f"frequent pattern mining on {report.get('device_name', report.get('device'))} "
+                 f"({report.get('date', '')[:10]})", fontsize=9)
     return fig
 
 
