@@ -143,10 +143,9 @@ def _fused(local, x, seeds, fanouts: list[int], *, replace: bool, weighted: bool
     csr = local.part
     n, hops, size = csr.hi, len(fanouts), int(seeds.shape[0])
     words = (n + 63) // 64
-    capacity, edge_caps = _capacity(size, fanouts, n, csr.num_edges, local.max_degree, replace)
-    queue = neighbor_queue(x, csr, (batch * n + seeds) * hops, key=key, num_vertices=n, fanouts=tuple(fanouts), step=0,
-                      sources=True, weighted=weighted, replace=replace, method=METHOD, bitmap=True,
-                      max_degree=local.max_degree, capacity=capacity, edge_caps=edge_caps)
+    queue = neighbor_queue(x, csr, (batch * n + seeds) * hops, instances=1, key=key, num_vertices=n,
+                           fanouts=tuple(fanouts), step=0, sources=True, weighted=weighted, replace=replace,
+                           method=METHOD, bitmap=True, max_degree=local.max_degree)
     queued = int(queue.tasks.shape[0])
     tasks = queue.tasks // hops % n * hops + queue.tasks % hops  # vertex * hops + hop
     seen = x.zeros((hops + 1) * words, x.uint64)
@@ -186,10 +185,9 @@ def _per_hop(local, x, seeds, fanouts: list[int], *, replace: bool, weighted: bo
     nodes, counted, edges = seeds, [size], []
     for h, fanout in enumerate(fanouts):
         m = counted[-1]
-        tasks, caps = _capacity(m, [fanout], n, csr.num_edges, local.max_degree, replace)
-        queue = neighbor_queue(x, csr, batch * n + nodes, key=key, num_vertices=n, fanouts=(fanout,), step=h,
-                               sources=False, weighted=weighted, replace=replace, method=METHOD, bitmap=True,
-                               max_degree=local.max_degree, capacity=tasks, edge_caps=caps)
+        queue = neighbor_queue(x, csr, batch * n + nodes, instances=1, key=key, num_vertices=n, fanouts=(fanout,),
+                               step=h, sources=False, weighted=weighted, replace=replace, method=METHOD,
+                               bitmap=True, max_degree=local.max_degree)
         dst, at = segments(x, queue.task_count)  # the frontier's tasks run in its order: a task's slot is its id
         edge_id = queue.edge_id[queue.task_first[dst] + at]
         neighbors = csr.indices[edge_id].astype(x.int64)
@@ -200,15 +198,3 @@ def _per_hop(local, x, seeds, fanouts: list[int], *, replace: bool, weighted: bo
         counted.append(m + int(new.shape[0]))
         edges.append((ids[neighbors], dst, edge_id))
     return nodes, counted, edges
-
-
-def _capacity(size: int, fanouts: list[int], n: int, nnz: int, max_degree: int, replace: bool):
-    """Bounds on the tasks of a batch of ``size`` seeds (every hop's frontier) and on each hop's edges."""
-    frontier, tasks, edges = size, 0, []
-    for f in fanouts:
-        per_vertex = max_degree if f < 0 else f if replace else min(f, max_degree)
-        most = frontier * per_vertex
-        edges.append(most if replace and f >= 0 else min(most, nnz))  # without: a vertex's edges once per hop
-        tasks += frontier
-        frontier = min(n, frontier + edges[-1])
-    return tasks, edges

@@ -198,16 +198,17 @@ class Queue:
     iterations: int
 
 
-def neighbor_queue(x, part, first, *, key, num_vertices: int, fanouts: tuple[int, ...], step: int, sources: bool,
-              weighted: bool, replace: bool, method: str, bitmap: bool, max_degree: int, capacity: int,
-              edge_caps: list[int]) -> Queue:
+def neighbor_queue(x, part, first, *, instances: int, key, num_vertices: int, fanouts: tuple[int, ...], step: int,
+                   sources: bool, weighted: bool, replace: bool, method: str, bitmap: bool,
+                   max_degree: int) -> Queue:
     """Run the queue from the depth-0 tasks ``first`` (distinct items ``(instance * num_vertices + vertex) *
-    depth``) over ``part`` (its rows from ``part.lo``), ``capacity`` tasks and ``edge_caps[d]`` picks of depth ``d``
-    at most (bounds the caller knows). Each task's picks go to a region of its own, sized for any task's, unless a
-    fanout is below 0 (a row whole: the largest degree per task); then each depth's tasks share ``edge_caps[d]``
-    slots, taken from one counter."""
+    depth`` of ``instances`` instances at most) over ``part`` (its rows from ``part.lo``). Each task's picks go to
+    a region of its own, sized for any task's, unless a fanout is below 0 (a row whole: the largest degree per
+    task); then each depth's tasks share the slots :func:`_bounds` allows it, taken from one counter."""
     depth = len(fanouts)
     starts = first.shape[0]
+    capacity, edge_caps = _bounds(starts, instances, fanouts, sources=sources, n=num_vertices,
+                                  nnz=int(part.indices.shape[0]), max_degree=max_degree, replace=replace)
     table_size = 1 << max(1, 2 * (capacity - starts)).bit_length()
     tasks = x.full(capacity, -1, x.int64)
     tasks[:starts] = first
@@ -248,6 +249,19 @@ def neighbor_queue(x, part, first, *, key, num_vertices: int, fanouts: tuple[int
     return Queue(tasks[:tail], task_first[:tail], task_count[:tail], edge_id, counters[ITERATIONS])
 
 
+def _bounds(starts: int, instances: int, fanouts, *, sources: bool, n: int, nnz: int, max_degree: int,
+            replace: bool) -> tuple[int, list[int]]:
+    """Bounds on a queue's tasks (every depth's frontier, from ``starts`` tasks) and on each depth's picks: an
+    instance's frontier holds a vertex once, and without replacement picks each of its edges once per depth."""
+    frontier, tasks, picks = starts, 0, []
+    for f in fanouts:
+        most = frontier * (max_degree if f < 0 else f if replace else min(f, max_degree))
+        picks.append(most if replace and f >= 0 else min(most, instances * nnz))
+        tasks += frontier
+        frontier = min(instances * n, picks[-1] + (frontier if sources else 0))
+    return tasks, picks
+
+
 def sample(x, part, instance, vertex, *, key, num_vertices: int, depth: int, fanout: int, step: int, weighted: bool,
            replace: bool, method: str, bitmap: bool, max_degree: int) -> dict:
     """The sample of the entries ``(instance, vertex)`` at depth 0, in one launch: the pieces the superstep path
@@ -259,17 +273,9 @@ def sample(x, part, instance, vertex, *, key, num_vertices: int, depth: int, fan
     if depth > 1 and not rising:  # a task's picks enqueue each (instance, vertex) of the next depth once
         first = unique(x, first)
     first *= depth  # the depth-0 tasks, each pair once
-    instances = int(first.shape[0])  # at most: the bounds below only need one at least as large
-    per_vertex = fanout if replace else min(fanout, max_degree)
-    nnz = int(part.indices.shape[0])
-    capacity, frontier, edge_caps = 0, int(first.shape[0]), []
-    for level in range(depth):
-        capacity += frontier
-        edge_caps.append(frontier * per_vertex if replace else min(frontier * per_vertex, instances * nnz))
-        frontier = min(edge_caps[-1], instances * num_vertices)
-    queue = neighbor_queue(x, part, first, key=key, num_vertices=num_vertices, fanouts=(fanout,) * depth, step=step,
-                      sources=False, weighted=weighted, replace=replace, method=method, bitmap=bitmap,
-                      max_degree=max_degree, capacity=capacity, edge_caps=edge_caps)
+    queue = neighbor_queue(x, part, first, instances=int(first.shape[0]), key=key, num_vertices=num_vertices,
+                           fanouts=(fanout,) * depth, step=step, sources=False, weighted=weighted, replace=replace,
+                           method=method, bitmap=bitmap, max_degree=max_degree)
     tail = int(queue.tasks.shape[0])
     at = x.cumsum(queue.task_count) - queue.task_count
     n = int(at[-1] + queue.task_count[-1]) if tail else 0
