@@ -121,7 +121,8 @@ def main() -> None:
     ap.add_argument("--edge-factor", type=int, default=16)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--k", type=int, nargs="+", default=[3, 4, 5])
-    ap.add_argument("--patterns", nargs="*", default=list(PATTERNS), choices=list(PATTERNS))
+    ap.add_argument("--patterns", nargs="*", default=list(PATTERNS), choices=list(PATTERNS),
+                    help="the patterns to match (default: all; --patterns alone: none)")
     ap.add_argument("--budgets", nargs="+", default=["auto"], help="device budgets of the table ('auto', '2 GB')")
     ap.add_argument("--sort-budget", default="1 GB")
     ap.add_argument("--workers", type=int, default=None, help="local workers (default: one per GPU, else one)")
