@@ -247,6 +247,24 @@ def test_a_sample_folder_reads_back_as_the_sample(graph, tmp_path):
     pd.testing.assert_frame_equal(pd.read_parquet(sample.to_parquet(tmp_path / "nodes", nodes=True)), sample.nodes())
 
 
+@pytest.mark.parametrize("names", ["strings", "wide ints"])
+def test_a_samples_blocks_come_narrow_and_are_the_frames_the_workers_make(cpu, names):
+    import dask
+
+    rng = np.random.default_rng(3)
+    src, dst = rng.integers(0, 300, 2000), rng.integers(0, 300, 2000)
+    name = (lambda v: np.char.add("v", v.astype(str))) if names == "strings" else (lambda v: v * (1 << 40) - 7)
+    g = gpipe.from_edges(pd.DataFrame({"src": name(src), "dst": name(dst)}), partitions=2)
+    with dask.config.set({"gpipe.sampling.block-size": 300}):
+        s = gpipe.sampling.neighbor(g, seeds=name(np.arange(0, 300, 3)), fanout=3, depth=2, seed=1)
+    edges, nodes = s.compute(), s.nodes()
+    assert s.to_dask().npartitions > 3 and set(edges.src) <= set(name(src))
+    pd.testing.assert_frame_equal(edges, s.to_dask().compute())  # widened on the client as the workers make them
+    pd.testing.assert_frame_equal(nodes, s.to_dask(nodes=True).compute())
+    assert [str(t) for t in edges.dtypes] == ["int64", "int32", str(edges.src.dtype), str(edges.src.dtype)]
+    g.release()
+
+
 @pytest.mark.parametrize("seed", range(5))
 def test_the_packed_stable_order_is_lexsorts(seed):
     from gpipe.sampling._result import _stable_order

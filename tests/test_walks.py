@@ -359,6 +359,23 @@ def test_explicit_starts_with_string_ids(cpu):
     assert all(x in names for x in walks.ravel())
 
 
+@pytest.mark.parametrize("layout", [{"partitions": 3}, {"mode": "replicated"}])
+def test_consecutive_starts_go_as_a_range_and_walk_as_listed_ones(cpu, layout):
+    from gpipe.runtime import StartSet
+
+    g = gpipe.generators.rmat(scale=8, edge_factor=4, seed=2, **layout)
+    starts = np.arange(10, 200)
+    assert StartSet.of(starts, 2, np.int32).vertices == range(10, 200)
+    assert isinstance(StartSet.of(np.r_[starts, 5], 2, np.int32).vertices, np.ndarray)
+    for bounds in ([0, 5, 10, 150, 199, 200, 256], [0, 256], [0, 11, 256]):  # each partition's walkers
+        np.testing.assert_array_equal(StartSet.of(starts, 2, np.int32).per_partition(np.asarray(bounds)),
+                                      StartSet(starts.astype(np.int32), 2).per_partition(np.asarray(bounds)))
+    ranged = gpipe.walks.deepwalk(g, length=6, start=starts, seed=2).compute()
+    listed = gpipe.walks.deepwalk(g, length=6, start=np.r_[starts, 5], seed=2).compute()  # walk i from start i
+    np.testing.assert_array_equal(ranged, listed[:-1])
+    assert (ranged[:, 0] == starts).all() and (ranged[:, 1:] >= 0).any()
+
+
 def test_directed_dead_ends_pad_with_minus_one(cpu):
     g = gpipe.from_edges(pd.DataFrame({"src": [0, 1, 2], "dst": [1, 2, 3]}), directed=True, partitions=2)
     walks = gpipe.walks.deepwalk(g, length=5, seed=0).compute()

@@ -14,7 +14,7 @@ import pandas as pd
 from .. import config
 from .._files import SAMPLE_FILES
 from .._validate import check_bool
-from ..backend import to_host
+from ..backend import device_of, to_host, xp
 from ..runtime import HeldResult, failing, id_dtype, kept_blocks, run_outputs, worker_xp
 
 
@@ -130,12 +130,22 @@ class EdgeSample(HeldResult):
 
     def _original_frame(self, nodes: bool) -> pd.DataFrame:
         """Every block's rows, one frame of original ids. The blocks come as arrays (Dask moves a frame's columns
-        ~3x slower) and are mapped here, at once."""
-        blocks = self._gather("sample", _columns, lambda b: (nodes,))
-        columns = {k: np.concatenate([b[k] for b in blocks]) for k in blocks[0]}
-        if self._id_map is not None:
-            for column in ("vertex",) if nodes else ("src", "dst"):
-                columns[column] = self._id_map[columns[column]]
+        ~3x slower), each column in the narrowest integer type that holds its values (a sample's 28 bytes an edge
+        as ~11), and are widened back as they are put together, and mapped here, at once."""
+        blocks = self._gather("sample", _narrow_columns, lambda b: (nodes,))
+        dtypes = {k: v.dtype for k, v in _columns(_empty_block(self._layout), nodes).items()}
+        ends = np.cumsum([0] + [len(next(iter(b.values()))) for b in blocks]).tolist()
+        columns = {}
+        for k, dtype in dtypes.items():
+            ids = self._id_map is not None and k in ("src", "dst", "vertex")
+            if ids and len(blocks) == 1:  # indexed as they came
+                columns[k] = self._id_map[blocks[0][k]]
+                continue
+            columns[k] = np.empty(ends[-1], np.result_type(*(b[k] for b in blocks)) if ids else dtype)
+            for b, lo, hi in zip(blocks, ends[:-1], ends[1:]):
+                columns[k][lo:hi] = b[k]
+            if ids:
+                columns[k] = self._id_map[columns[k]]
         return pd.DataFrame(columns, copy=False)  # the arrays are the frame's own: no copy into one 2-D block
 
     def compute(self) -> pd.DataFrame:
@@ -222,6 +232,12 @@ def _empty_block(layout: SampleLayout) -> dict:
 
 def _in_order(edges: dict, layout: SampleLayout) -> dict:
     """A block's edges sorted by ``layout.order``, then made the sample's by ``layout.finish``."""
+    edges = _sorted(edges, layout)
+    return edges if layout.finish is None else layout.finish(edges)
+
+
+def _sorted(edges: dict, layout: SampleLayout) -> dict:
+    """Edges sorted by ``layout.order`` (stably) on their device."""
     if layout.order:
         keys = [edges[c] for c in layout.order]
         if set(layout.order) == set(edges):  # every column is in the key
@@ -230,25 +246,26 @@ def _in_order(edges: dict, layout: SampleLayout) -> dict:
         else:
             order = _stable_order(keys)
             edges = {k: v[order] for k, v in edges.items()}
-    return edges if layout.finish is None else layout.finish(edges)
+    return edges
 
 
-def _packed(keys: list[np.ndarray]) -> tuple[np.ndarray, list[int]] | None:
-    """Integer ``keys`` (the first most significant) packed into an int64 each, in the same order, and each key's
-    bits; None where they do not fit (a negative value, or more than 63 bits in all)."""
+def _packed(keys: list) -> tuple | None:
+    """Integer ``keys`` (the first most significant; numpy or cupy) packed into an int64 each, in the same order,
+    and each key's bits; None where they do not fit (a negative value, or more than 63 bits in all)."""
     if not keys[0].size or not all(k.dtype.kind in "iu" for k in keys):
         return None
+    x = xp(device_of(keys[0]))
     widths = [int(k.max()).bit_length() for k in keys]
     if min(int(k.min()) for k in keys) < 0 or sum(widths) > 63:
         return None
-    packed = np.zeros(keys[0].size, np.int64)
+    packed = x.zeros(keys[0].size, x.int64)
     for k, width in zip(keys, widths):
         packed <<= width
-        packed |= k.astype(np.int64, copy=False)
+        packed |= k.astype(x.int64, copy=False)
     return packed, widths
 
 
-def _unpacked(packed: np.ndarray, widths: list[int], dtypes: list) -> list[np.ndarray]:
+def _unpacked(packed, widths: list[int], dtypes: list) -> list:
     """The keys :func:`_packed` packed, as ``dtypes``."""
     keys, shift = [], sum(widths)
     for width, dtype in zip(widths, dtypes):
@@ -257,49 +274,70 @@ def _unpacked(packed: np.ndarray, widths: list[int], dtypes: list) -> list[np.nd
     return keys
 
 
-def _sorted_rows(keys: list[np.ndarray]) -> list[np.ndarray]:
+def _sorted_rows(keys: list) -> list:
     """The rows of ``keys`` (columns, the first most significant) and nothing else, sorted: equal keys are equal
     rows, so the packed keys themselves are sorted where they fit (a sort, not an argsort and a gather per column),
-    else lexsort."""
+    else as :func:`_stable_order` orders them."""
     packed = _packed(keys)
     if packed is None:
-        order = np.lexsort(keys[::-1])
+        order = _stable_order(keys)
         return [k[order] for k in keys]
-    return _unpacked(np.sort(packed[0]), packed[1], [k.dtype for k in keys])
+    x = xp(device_of(keys[0]))
+    return _unpacked(x.sort(packed[0]), packed[1], [k.dtype for k in keys])
 
 
-def _stable_order(keys: list[np.ndarray]) -> np.ndarray:
+def _stable_order(keys: list):
     """``np.lexsort`` of integer ``keys``, the first most significant: one stable sort of the keys packed into an
-    int64 where they fit (5.6 M rows of a sample's four columns: 0.5 s against lexsort's 4.6 s), else lexsort."""
+    int64 where they fit (5.6 M rows of a sample's four columns: 0.5 s against lexsort's 4.6 s), else lexsort (on
+    a GPU, a stable sort per key from the last)."""
     packed = _packed(keys)
-    return np.lexsort(keys[::-1]) if packed is None else np.argsort(packed[0], kind="stable")
+    x = xp(device_of(keys[0]))
+    if packed is not None:
+        return x.argsort(packed[0], kind="stable")
+    if x is np:
+        return np.lexsort(keys[::-1])
+    order = x.arange(keys[0].size)
+    for k in keys[::-1]:
+        order = order[x.argsort(k[order], kind="stable")]
+    return order
 
 
 def _split_by_instance(sets: list[dict], layout: SampleLayout) -> dict[int, dict]:
-    """A partition's output piece sets as one block's share per instance range (host arrays)."""
-    def column(name: str, dtype) -> np.ndarray:
-        parts = [to_host(s[name]) for s in sets if name in s]
-        return np.concatenate(parts).astype(dtype, copy=False) if parts else np.zeros(0, dtype)
+    """A partition's output piece sets as one block's share per instance range, each share's edges sorted by
+    ``layout.order`` (on the device that holds the sets: a GPU sorts millions of rows in milliseconds), then
+    moved to host memory."""
+    x = xp(device_of(next((v for s in sets for v in s.values()), np.zeros(0))))
 
-    edges = {c: column(c, dtype) for c, dtype in layout.columns}
-    vertices = (_no_vertices() if layout.vertices is None else
-                {k: column(name, np.int64) for k, name in zip(("instance", "vertex"), layout.vertices)})
-    cuts = np.asarray(layout.cuts, np.int64)
+    def column(name: str, dtype):
+        parts = [s[name] for s in sets if name in s]
+        return x.concatenate(parts).astype(dtype, copy=False) if parts else x.zeros(0, dtype)
 
-    def split(rows: dict) -> list[dict]:
-        block = np.searchsorted(cuts, rows["instance"], side="right") - 1
-        if layout.blocks < 1 << 15:  # numpy sorts 16-bit keys stably by radix: ~5x a 64-bit key's speed
-            block = block.astype(np.int16)
-        order = np.argsort(block, kind="stable")
-        ends = np.searchsorted(block[order], np.arange(layout.blocks + 1), side="left")
-        return [{k: v[order[lo:hi]] for k, v in rows.items()} for lo, hi in zip(ends[:-1], ends[1:])]
+    edges = _sorted({c: column(c, dtype) for c, dtype in layout.columns}, layout)
+    vertices = {k: column(name, np.int64) if layout.vertices else x.zeros(0, np.int64)
+                for k, name in zip(("instance", "vertex"), layout.vertices or ("", ""))}
+    cuts = x.asarray(layout.cuts, x.int64)
 
-    return {b: {"edges": e, "vertices": v} for b, (e, v) in enumerate(zip(split(edges), split(vertices)))}
+    def split(rows: dict, by_instance: bool) -> list[dict]:
+        if by_instance:  # sorted by instance: each block's rows are a range of them
+            ends = x.searchsorted(rows["instance"], cuts, side="left").tolist()
+        else:
+            block = x.searchsorted(cuts, rows["instance"], side="right") - 1
+            if layout.blocks < 1 << 15:  # numpy sorts 16-bit keys stably by radix: ~5x a 64-bit key's speed
+                block = block.astype(x.int16)
+            order = x.argsort(block, kind="stable")
+            rows = {k: v[order] for k, v in rows.items()}
+            ends = x.searchsorted(block[order], x.arange(layout.blocks + 1), side="left").tolist()
+        return [{k: to_host(v[lo:hi]) for k, v in rows.items()} for lo, hi in zip(ends[:-1], ends[1:])]
+
+    by_instance = bool(layout.order) and layout.order[0] == "instance"
+    return {b: {"edges": e, "vertices": v}
+            for b, (e, v) in enumerate(zip(split(edges, by_instance), split(vertices, False)))}
 
 
 def _assemble_sample(run_ids: tuple[str, ...], partitions: dict[int, str], layout: SampleLayout, *,
                      part: int) -> dict:
-    """Block ``part`` of a sample: every run's and partition's rows of its instance range, in canonical order."""
+    """Block ``part`` of a sample: every run's and partition's rows of its instance range, in canonical order (a
+    share alone is in it already)."""
     with failing("sample assembly", part):
         group = functools.partial(_split_by_instance, layout=layout)
         shares = [s for run_id in run_ids for s in run_outputs(run_id, part, partitions, group)]
@@ -307,7 +345,10 @@ def _assemble_sample(run_ids: tuple[str, ...], partitions: dict[int, str], layou
             return _empty_block(layout)
         block = {kind: {k: np.concatenate([s[kind][k] for s in shares]) for k in shares[0][kind]}
                  for kind in ("edges", "vertices")}
-        block["edges"] = _in_order(block["edges"], layout)
+        if len(shares) > 1:
+            block["edges"] = _sorted(block["edges"], layout)
+        if layout.finish is not None:
+            block["edges"] = layout.finish(block["edges"])
         return block
 
 
@@ -320,6 +361,19 @@ def _node_rows(block: dict) -> tuple[np.ndarray, np.ndarray]:
     first = np.ones(instance.size, bool)
     first[1:] = (instance[1:] != instance[:-1]) | (vertex[1:] != vertex[:-1])
     return instance[first], vertex[first]
+
+
+def _narrow(values: np.ndarray) -> np.ndarray:
+    """An integer column in the narrowest integer type that holds its values (itself where none is narrower)."""
+    if values.dtype.kind not in "iu" or not values.size:
+        return values
+    dtype = np.result_type(np.min_scalar_type(int(values.min())), np.min_scalar_type(int(values.max())))
+    return values.astype(dtype) if dtype.itemsize < values.dtype.itemsize else values
+
+
+def _narrow_columns(block: dict, nodes: bool) -> dict[str, np.ndarray]:
+    """:func:`_columns`, each narrowed for the way to the client."""
+    return {k: _narrow(v) for k, v in _columns(block, nodes).items()}
 
 
 def _block_size(block: dict, nodes: bool) -> int:

@@ -16,6 +16,7 @@ from the partition's sampling space on the worker.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
@@ -175,13 +176,15 @@ def ppr(g, sources, restart: float = 0.15, walks_per_source: int = 100, length: 
     starts = g.to_internal(sources, "sources")
     if starts.size == 0:
         raise GpipeValueError("'sources' must hold at least one vertex, got an empty array")
-    vertices, counts = np.unique(starts, return_counts=True)
-    if (counts > 1).any():
-        repeated = np.argmax(counts > 1)
-        raise GpipeValueError(f"'sources' must hold each vertex once (for more walks, raise walks_per_source); "
-                              f"{g.to_original(vertices[[repeated]]).tolist()[0]!r} is there {counts[repeated]} times")
+    if not (starts[1:] > starts[:-1]).all():  # not ascending (as every vertex in order is): counted
+        vertices, counts = np.unique(starts, return_counts=True)
+        if (counts > 1).any():
+            repeated = np.argmax(counts > 1)
+            raise GpipeValueError(f"'sources' must hold each vertex once (for more walks, raise walks_per_source); "
+                                  f"{g.to_original(vertices[[repeated]]).tolist()[0]!r} is there {counts[repeated]} "
+                                  f"times")
     walks_per_source = check_int("walks_per_source", walks_per_source, minimum=1)
-    return _first_order(g, "ppr", length=length, walks_per_vertex=walks_per_source, start=sources,
+    return _first_order(g, "ppr", length=length, walks_per_vertex=walks_per_source, start=_Dense(starts),
                         weighted=weighted, seed=seed, progress=progress, alpha=restart, teleport="source",
                         fields=(("source", "int64", "vertex"),), result_type=PPRResult,
                         sources=np.asarray(sources).ravel(), restart=restart, walk_seed=seed)
@@ -348,6 +351,13 @@ def _walked(g):
     return g if isinstance(g, Snapshot) else check_graph("g", g)
 
 
+@dataclass(frozen=True)
+class _Dense:
+    """Start vertices already in dense ids (checked by the caller): not mapped again."""
+
+    ids: np.ndarray
+
+
 def _checked_starts(g, length: int, walks_per_vertex: int, start, weighted: bool, seed: int,
                     dynamic: bool = False):
     """The checks every walk makes; returns (length, walks_per_vertex, dense starts or None, seed). ``dynamic``:
@@ -362,7 +372,7 @@ def _checked_starts(g, length: int, walks_per_vertex: int, start, weighted: bool
     seed = check_seed("seed", seed)
     if check_bool("weighted", weighted) and not g.weighted:
         raise GpipeValueError("'weighted' needs a graph with edge weights; this graph has none, got weighted=True")
-    starts = None if start is None else g.to_internal(start, "start")
+    starts = start.ids if isinstance(start, _Dense) else None if start is None else g.to_internal(start, "start")
     if starts is not None and starts.size == 0:
         raise GpipeValueError("'start' must hold at least one vertex, got an empty array")
     return length, walks_per_vertex, starts, seed

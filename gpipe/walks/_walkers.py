@@ -40,7 +40,7 @@ def run_walks(g, algorithm: str, spec: StepSpec, walks_per_vertex: int, starts: 
     if starts is None:
         initial = walks_per_vertex  # made where they start (first_walkers)
     else:
-        initial = StartSet(starts.astype(dtype), walks_per_vertex, total=len(starts))
+        initial = StartSet.of(starts, walks_per_vertex, dtype)
     blocks = output_blocks(num_walks, length + 1, int(config.get("walks.block-size")), dtype)
     run_id, partitions, stats = run_supersteps(g, spec, initial, num_walks=num_walks, progress=progress,
                                                blocks=blocks)

@@ -301,7 +301,8 @@ def test_neighbor_sampling_in_one_launch_on_the_gpu_is_the_cpu_superstep_sample(
 
     def run(fused: bool):
         def sample():
-            with dask.config.set({"gpipe.sampling.fused": fused}):
+            # blocks of ~2,000 edges: the GPU splits and sorts them on the device, the CPU on the host
+            with dask.config.set({"gpipe.sampling.fused": fused, "gpipe.sampling.block-size": 2000}):
                 g = gpipe.generators.rmat(scale=11, edge_factor=4, seed=5, weighted=True, mode="replicated")
                 result = gpipe.sampling.neighbor(g, np.arange(0, 2048, 5), fanout=fanout, depth=depth,
                                                  weighted=weighted, replace=replace, seed=2)
