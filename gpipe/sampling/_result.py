@@ -130,9 +130,9 @@ class EdgeSample(HeldResult):
 
     def _original_frame(self, nodes: bool) -> pd.DataFrame:
         """Every block's rows, one frame of original ids. The blocks come as arrays (Dask moves a frame's columns
-        ~3x slower), each column in the narrowest integer type that holds its values (a sample's 28 bytes an edge
-        as ~11), and are widened back as they are put together, and mapped here, at once."""
-        blocks = self._gather("sample", _narrow_columns, lambda b: (nodes,))
+        ~3x slower), the edges' narrow as kept (:func:`_narrow`), and are widened back as they are put together,
+        and mapped here, at once."""
+        blocks = self._gather("sample", _shipped, lambda b: (nodes,))
         dtypes = {k: v.dtype for k, v in _columns(_empty_block(self._layout), nodes).items()}
         ends = np.cumsum([0] + [len(next(iter(b.values()))) for b in blocks]).tolist()
         columns = {}
@@ -217,8 +217,7 @@ class EdgeSample(HeldResult):
 
 def _on_device(block: dict, nodes: bool) -> dict:
     """A block's columns (or its nodes'), on this worker's device."""
-    x = worker_xp()
-    return {k: x.asarray(v) for k, v in _columns(block, nodes).items()}
+    return _columns(block, nodes, worker_xp())
 
 
 def _no_vertices() -> dict:
@@ -304,8 +303,8 @@ def _stable_order(keys: list):
 
 def _split_by_instance(sets: list[dict], layout: SampleLayout) -> dict[int, dict]:
     """A partition's output piece sets as one block's share per instance range, each share's edges sorted by
-    ``layout.order`` (on the device that holds the sets: a GPU sorts millions of rows in milliseconds), then
-    moved to host memory."""
+    ``layout.order`` (on the device that holds the sets: a GPU sorts millions of rows in milliseconds), each
+    column narrowed (:func:`_narrow`), then moved to host memory."""
     x = xp(device_of(next((v for s in sets for v in s.values()), np.zeros(0))))
 
     def column(name: str, dtype):
@@ -327,6 +326,7 @@ def _split_by_instance(sets: list[dict], layout: SampleLayout) -> dict[int, dict
             order = x.argsort(block, kind="stable")
             rows = {k: v[order] for k, v in rows.items()}
             ends = x.searchsorted(block[order], x.arange(layout.blocks + 1), side="left").tolist()
+        rows = {k: _narrow(v) for k, v in rows.items()}  # on the device: fewer bytes to move and keep
         return [{k: to_host(v[lo:hi]) for k, v in rows.items()} for lo, hi in zip(ends[:-1], ends[1:])]
 
     by_instance = bool(layout.order) and layout.order[0] == "instance"
@@ -337,18 +337,24 @@ def _split_by_instance(sets: list[dict], layout: SampleLayout) -> dict[int, dict
 def _assemble_sample(run_ids: tuple[str, ...], partitions: dict[int, str], layout: SampleLayout, *,
                      part: int) -> dict:
     """Block ``part`` of a sample: every run's and partition's rows of its instance range, in canonical order (a
-    share alone is in it already)."""
+    share alone is in it already), its edge columns narrow unless the layout's ``finish`` made them (``"wide"``:
+    each one's type in the sample)."""
     with failing("sample assembly", part):
         group = functools.partial(_split_by_instance, layout=layout)
         shares = [s for run_id in run_ids for s in run_outputs(run_id, part, partitions, group)]
         if not shares:
             return _empty_block(layout)
-        block = {kind: {k: np.concatenate([s[kind][k] for s in shares]) for k in shares[0][kind]}
-                 for kind in ("edges", "vertices")}
+        block = {kind: {k: shares[0][kind][k] if len(shares) == 1 else np.concatenate([s[kind][k] for s in shares])
+                        for k in shares[0][kind]} for kind in ("edges", "vertices")}
+        wide = dict(layout.columns)
+        if layout.finish is not None:  # on the columns' own types
+            block["edges"] = {k: v.astype(wide[k], copy=False) for k, v in block["edges"].items()}
         if len(shares) > 1:
             block["edges"] = _sorted(block["edges"], layout)
         if layout.finish is not None:
             block["edges"] = layout.finish(block["edges"])
+        else:
+            block["wide"] = wide  # what _columns makes of the narrow columns
         return block
 
 
@@ -363,17 +369,19 @@ def _node_rows(block: dict) -> tuple[np.ndarray, np.ndarray]:
     return instance[first], vertex[first]
 
 
-def _narrow(values: np.ndarray) -> np.ndarray:
-    """An integer column in the narrowest integer type that holds its values (itself where none is narrower)."""
+def _narrow(values):
+    """An integer column (numpy or cupy) in the narrowest integer type that holds its values (itself where none is
+    narrower): a sample's edge, 28 bytes wide, takes about 11."""
     if values.dtype.kind not in "iu" or not values.size:
         return values
     dtype = np.result_type(np.min_scalar_type(int(values.min())), np.min_scalar_type(int(values.max())))
     return values.astype(dtype) if dtype.itemsize < values.dtype.itemsize else values
 
 
-def _narrow_columns(block: dict, nodes: bool) -> dict[str, np.ndarray]:
-    """:func:`_columns`, each narrowed for the way to the client."""
-    return {k: _narrow(v) for k, v in _columns(block, nodes).items()}
+def _shipped(block: dict, nodes: bool) -> dict[str, np.ndarray]:
+    """A block's columns as they go to the client: its narrow edge columns as kept (widened there), or its
+    nodes'."""
+    return dict(zip(("instance", "vertex"), _node_rows(block))) if nodes else block["edges"]
 
 
 def _block_size(block: dict, nodes: bool) -> int:
@@ -384,9 +392,12 @@ def _original(dense: np.ndarray, id_map, dtype):
     return dense if id_map is None else pd.array(id_map[dense], dtype=dtype)
 
 
-def _columns(block: dict, nodes: bool) -> dict[str, np.ndarray]:
-    """A block's edge columns (or its nodes', ``instance, vertex``), dense ids."""
-    return dict(zip(("instance", "vertex"), _node_rows(block))) if nodes else block["edges"]
+def _columns(block: dict, nodes: bool, x=np) -> dict:
+    """A block's edge columns (or its nodes', ``instance, vertex``), dense ids, each of its type in the sample, as
+    arrays of ``x`` (numpy or cupy: moved narrow, then widened)."""
+    wide = {} if nodes else block.get("wide", {})
+    columns = dict(zip(("instance", "vertex"), _node_rows(block))) if nodes else block["edges"]
+    return {k: x.asarray(v).astype(wide.get(k, v.dtype), copy=False) for k, v in columns.items()}
 
 
 def _frame(block: dict, id_map, base: int, nodes: bool, dtype=None) -> pd.DataFrame:
