@@ -42,8 +42,27 @@ __device__ __forceinline__ int gp_first_order_walk(const Graph& g, long long lo,
     return k;
 }
 
+// `amount` more of `counter` for this thread: one atomicAdd for the lanes of its warp here now (whichever they are:
+// the lanes of a queued kernel reach this point at their own pace), each given its range in lane order.
+__device__ __forceinline__ unsigned long long gp_reserve(unsigned long long* counter, unsigned amount) {
+    const unsigned active = __activemask();
+    const unsigned lane = threadIdx.x & 31;
+    unsigned before = 0, total = 0;
+    for (unsigned rest = active; rest; rest &= rest - 1) {
+        const unsigned j = __ffs(rest) - 1;
+        const unsigned a = __shfl_sync(active, amount, j);
+        if (j < lane) before += a;
+        total += a;
+    }
+    const unsigned leader = __ffs(active) - 1;
+    unsigned long long base = 0;
+    if (lane == leader) base = atomicAdd(counter, (unsigned long long)total);
+    return __shfl_sync(active, base, leader) + before;
+}
+
 // Every walker of a graph's walk on its graph g, to its end or until it leaves [lo, hi): its vertices at
-// flat[offset[i]..], how many, where it is and whether it left.
+// flat[offset[i]..], how many, where it is and whether it left. The lanes of a warp take their next walkers
+// together (gp_reserve: one atomicAdd, not one a walker, on the one counter every thread takes from).
 template <typename Graph>
 __device__ __forceinline__ void gp_first_order_walkers(
     const Graph& g, long long lo, long long hi, long long num_vertices, unsigned long long key, int length,
@@ -52,7 +71,7 @@ __device__ __forceinline__ void gp_first_order_walkers(
     const long long* __restrict__ offset, typename Graph::Id* __restrict__ flat, int* __restrict__ piece_len,
     long long* __restrict__ out_vertex, int* __restrict__ out_step, signed char* __restrict__ moved,
     unsigned long long* __restrict__ next) {
-    for (long long i = (long long)atomicAdd(next, 1ULL); i < n; i = (long long)atomicAdd(next, 1ULL)) {
+    for (long long i = (long long)gp_reserve(next, 1u); i < n; i = (long long)gp_reserve(next, 1u)) {
         long long v = vertex[i];
         int s = step[i];
         bool left;
@@ -66,8 +85,10 @@ __device__ __forceinline__ void gp_first_order_walkers(
     }
 }
 
+// At most 32 registers a thread (8 blocks of 256 resident on an SM: every thread slot): the walk waits on its
+// loads, and more walkers in flight hide more of them (40 registers left a quarter of the slots empty).
 template <typename IdT>
-__global__ void gp_walk_first_order(const long long* __restrict__ indptr, const IdT* __restrict__ indices,
+__global__ void __launch_bounds__(256, 8) gp_walk_first_order(const long long* __restrict__ indptr, const IdT* __restrict__ indices,
                                     const double* __restrict__ cdf, int weighted, long long lo, long long hi,
                                     long long num_vertices, unsigned long long key, int length, double alpha,
                                     int teleport, long long n, const long long* __restrict__ walk_id,
@@ -99,24 +120,6 @@ extern "C" __global__ void gp_walk_first_order_dynamic(
                     group_kind, group_bit, group_start, group_size, alias_prob, alias_other, nullptr, space_vertices};
     gp_first_order_walkers(g, lo, hi, num_vertices, key, length, alpha, teleport, n, walk_id, source, vertex, step,
                            offset, flat, piece_len, out_vertex, out_step, moved, next);
-}
-
-// `amount` more of `counter` for this thread: one atomicAdd for the lanes of its warp here now (whichever they are:
-// the lanes of a queued kernel reach this point at their own pace), each given its range in lane order.
-__device__ __forceinline__ unsigned long long gp_reserve(unsigned long long* counter, unsigned amount) {
-    const unsigned active = __activemask();
-    const unsigned lane = threadIdx.x & 31;
-    unsigned before = 0, total = 0;
-    for (unsigned rest = active; rest; rest &= rest - 1) {
-        const unsigned j = __ffs(rest) - 1;
-        const unsigned a = __shfl_sync(active, amount, j);
-        if (j < lane) before += a;
-        total += a;
-    }
-    const unsigned leader = __ffs(active) - 1;
-    unsigned long long base = 0;
-    if (lane == leader) base = atomicAdd(counter, (unsigned long long)total);
-    return __shfl_sync(active, base, leader) + before;
 }
 
 // The same walk over a partition of a graph cut in several, with what the runtime does around it fused in: each
