@@ -33,14 +33,17 @@ class Outputs:
         outputs, the graphs, the blocks made so far) stay within ``limit`` (:meth:`limit`), else in host
         memory, which the blocks of a result too large for the devices then fill (R-MAT 24 with 10 walks per
         vertex: 54 GB of walks besides the graph on two 80 GB GPUs)."""
+        return block if self.keeps_on_device(limit) else to_host(block)
+
+    def keeps_on_device(self, limit: int | str | None) -> bool:
+        """Whether a block assembled now stays where it was made: on a CPU worker, or on a GPU whose live arrays
+        are within ``limit`` (:meth:`limit`)."""
         limit = self.limit(limit)
         if self._store.device == "cpu" or limit is None:
-            return block
+            return True
         import cupy
 
-        if cupy.get_default_memory_pool().used_bytes() <= limit:
-            return block
-        return to_host(block)
+        return cupy.get_default_memory_pool().used_bytes() <= limit
 
     def blocks_module(self, piece_sets: list, limit: int | str | None, nbytes: int):
         """Where ``nbytes`` of blocks made from ``piece_sets`` go (numpy or cupy): on a GPU worker's device if they

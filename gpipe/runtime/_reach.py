@@ -147,6 +147,12 @@ def run_outputs(run_id: str, key, partitions: dict[int, str], group) -> list:
     return store().outputs.gather_group(run_id, key, partitions, group)
 
 
+def output_on_device(limit: int | str | None) -> bool:
+    """On a worker: whether an output block made now stays on its device (its live arrays within ``limit``,
+    ``gpipe.memory.output-limit`` as the client read it), else goes to host memory."""
+    return store().outputs.keeps_on_device(limit)
+
+
 def run_going(run_id: str) -> bool:
     """On a worker: whether run ``run_id`` goes on here (made here on first use; false once it has ended: another
     rank failed, or the client let it go)."""

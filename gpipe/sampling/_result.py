@@ -14,8 +14,9 @@ import pandas as pd
 from .. import config
 from .._files import SAMPLE_FILES
 from .._validate import check_bool
-from ..backend import device_of, to_host, xp
-from ..runtime import HeldResult, failing, id_dtype, kept_blocks, run_outputs, worker_xp
+from ..backend import device_of, to_device, to_host, xp
+from ..runtime import (HeldResult, failing, id_dtype, kept_blocks, output_limit_setting, output_on_device, run_outputs,
+                       worker_device)
 
 
 @dataclass(frozen=True)
@@ -124,8 +125,9 @@ class EdgeSample(HeldResult):
         workers = sorted(set(self._held.values()))
         keys = {f"gpipe-sample-{self._run_ids[0]}-{b}": (workers[b % len(workers)], b)
                 for b in range(self._layout.blocks)}
-        futures = kept_blocks(self._client, keys, _assemble_sample, lambda w: (self._run_ids, self._held, self._layout),
-                              self._held, "sample assembly")
+        limit = output_limit_setting()
+        futures = kept_blocks(self._client, keys, _assemble_sample,
+                              lambda w: (self._run_ids, self._held, self._layout, limit), self._held, "sample assembly")
         return [futures[key] for key in keys]
 
     def _original_frame(self, nodes: bool) -> pd.DataFrame:
@@ -181,8 +183,9 @@ class EdgeSample(HeldResult):
         ``columns`` is a dict of the block's edge columns (``instance``, ...,
         ``src``, ``dst``; with ``nodes``, ``instance, vertex``), dense vertex
         ids (:meth:`Graph.to_original` maps them back), in the canonical order,
-        as arrays of that worker's device: on a GPU worker the block, kept in
-        its host memory, is copied to its GPU there (no client in between;
+        as arrays of that worker's device: on a GPU worker the block as kept on
+        its GPU (or, past ``gpipe.memory.output-limit``, copied there from its
+        host memory; no client in between;
         ``torch.from_dlpack(columns["src"])`` takes a column without a further
         copy), on a CPU worker NumPy arrays. ``fn``'s results stay on those
         workers until gathered.
@@ -217,7 +220,7 @@ class EdgeSample(HeldResult):
 
 def _on_device(block: dict, nodes: bool) -> dict:
     """A block's columns (or its nodes'), on this worker's device."""
-    return _columns(block, nodes, worker_xp())
+    return _columns(block, nodes, worker_device())
 
 
 def _no_vertices() -> dict:
@@ -304,7 +307,7 @@ def _stable_order(keys: list):
 def _split_by_instance(sets: list[dict], layout: SampleLayout) -> dict[int, dict]:
     """A partition's output piece sets as one block's share per instance range, each share's edges sorted by
     ``layout.order`` (on the device that holds the sets: a GPU sorts millions of rows in milliseconds), each
-    column narrowed (:func:`_narrow`), then moved to host memory."""
+    column narrowed (:func:`_narrow`), where they are."""
     x = xp(device_of(next((v for s in sets for v in s.values()), np.zeros(0))))
 
     def column(name: str, dtype):
@@ -327,44 +330,58 @@ def _split_by_instance(sets: list[dict], layout: SampleLayout) -> dict[int, dict
             rows = {k: v[order] for k, v in rows.items()}
             ends = x.searchsorted(block[order], x.arange(layout.blocks + 1), side="left").tolist()
         rows = {k: _narrow(v) for k, v in rows.items()}  # on the device: fewer bytes to move and keep
-        return [{k: to_host(v[lo:hi]) for k, v in rows.items()} for lo, hi in zip(ends[:-1], ends[1:])]
+        return [{k: v[lo:hi] for k, v in rows.items()} for lo, hi in zip(ends[:-1], ends[1:])]
 
     by_instance = bool(layout.order) and layout.order[0] == "instance"
     return {b: {"edges": e, "vertices": v}
             for b, (e, v) in enumerate(zip(split(edges, by_instance), split(vertices, False)))}
 
 
-def _assemble_sample(run_ids: tuple[str, ...], partitions: dict[int, str], layout: SampleLayout, *,
+def _assemble_sample(run_ids: tuple[str, ...], partitions: dict[int, str], layout: SampleLayout, limit, *,
                      part: int) -> dict:
     """Block ``part`` of a sample: every run's and partition's rows of its instance range, in canonical order (a
     share alone is in it already), its edge columns narrow unless the layout's ``finish`` made them (``"wide"``:
-    each one's type in the sample)."""
+    each one's type in the sample). It stays on the device that made it while this GPU's live arrays are within
+    ``limit`` (``gpipe.memory.output-limit``; a ``finish``, host code, takes it to host memory), else goes to host
+    memory."""
     with failing("sample assembly", part):
         group = functools.partial(_split_by_instance, layout=layout)
         shares = [s for run_id in run_ids for s in run_outputs(run_id, part, partitions, group)]
         if not shares:
             return _empty_block(layout)
-        block = {kind: {k: shares[0][kind][k] if len(shares) == 1 else np.concatenate([s[kind][k] for s in shares])
-                        for k in shares[0][kind]} for kind in ("edges", "vertices")}
         wide = dict(layout.columns)
-        if layout.finish is not None:  # on the columns' own types
-            block["edges"] = {k: v.astype(wide[k], copy=False) for k, v in block["edges"].items()}
+        if layout.finish is not None:  # host code, on the columns' own types
+            shares = [{"edges": {k: to_host(v).astype(wide[k], copy=False) for k, v in s["edges"].items()},
+                       "vertices": {k: to_host(v) for k, v in s["vertices"].items()}} for s in shares]
+        x = xp(device_of(shares[0]["edges"][layout.columns[0][0]]))
+        block = {kind: {k: shares[0][kind][k] if len(shares) == 1 else _joined(x, [s[kind][k] for s in shares])
+                        for k in shares[0][kind]} for kind in ("edges", "vertices")}
         if len(shares) > 1:
             block["edges"] = _sorted(block["edges"], layout)
         if layout.finish is not None:
             block["edges"] = layout.finish(block["edges"])
         else:
             block["wide"] = wide  # what _columns makes of the narrow columns
+        if not output_on_device(limit):
+            block.update({kind: {k: to_host(v) for k, v in block[kind].items()} for kind in ("edges", "vertices")})
         return block
 
 
-def _node_rows(block: dict) -> tuple[np.ndarray, np.ndarray]:
-    """A block's instances' vertices, each once, by instance then vertex (dense ids)."""
+def _joined(x, columns: list):
+    """Shares' columns (narrowed each as its values allowed) as one, of the type that holds them all."""
+    dtype = np.result_type(*(c.dtype for c in columns))
+    return x.concatenate([c.astype(dtype, copy=False) for c in columns])
+
+
+def _node_rows(block: dict) -> tuple:
+    """A block's instances' vertices, each once, by instance then vertex (dense ids, where the block is)."""
     edges, vertices = block["edges"], block["vertices"]
-    instance = np.concatenate([edges["instance"], edges["instance"], vertices["instance"]]).astype(np.int64)
-    vertex = np.concatenate([edges["src"], edges["dst"], vertices["vertex"]]).astype(np.int64)
+    x = xp(device_of(edges["src"]))
+    instance = x.concatenate([x.asarray(a).astype(x.int64) for a in (edges["instance"], edges["instance"],
+                                                                     vertices["instance"])])
+    vertex = x.concatenate([x.asarray(a).astype(x.int64) for a in (edges["src"], edges["dst"], vertices["vertex"])])
     instance, vertex = _sorted_rows([instance, vertex])
-    first = np.ones(instance.size, bool)
+    first = x.ones(instance.size, bool)
     first[1:] = (instance[1:] != instance[:-1]) | (vertex[1:] != vertex[:-1])
     return instance[first], vertex[first]
 
@@ -379,9 +396,10 @@ def _narrow(values):
 
 
 def _shipped(block: dict, nodes: bool) -> dict[str, np.ndarray]:
-    """A block's columns as they go to the client: its narrow edge columns as kept (widened there), or its
-    nodes'."""
-    return dict(zip(("instance", "vertex"), _node_rows(block))) if nodes else block["edges"]
+    """A block's columns as they go to the client, in host memory: its narrow edge columns as kept (widened
+    there), or its nodes'."""
+    columns = dict(zip(("instance", "vertex"), _node_rows(block))) if nodes else block["edges"]
+    return {k: to_host(v) for k, v in columns.items()}
 
 
 def _block_size(block: dict, nodes: bool) -> int:
@@ -392,12 +410,12 @@ def _original(dense: np.ndarray, id_map, dtype):
     return dense if id_map is None else pd.array(id_map[dense], dtype=dtype)
 
 
-def _columns(block: dict, nodes: bool, x=np) -> dict:
+def _columns(block: dict, nodes: bool, device: str = "cpu") -> dict:
     """A block's edge columns (or its nodes', ``instance, vertex``), dense ids, each of its type in the sample, as
-    arrays of ``x`` (numpy or cupy: moved narrow, then widened)."""
+    arrays of ``device`` (moved narrow, then widened)."""
     wide = {} if nodes else block.get("wide", {})
     columns = dict(zip(("instance", "vertex"), _node_rows(block))) if nodes else block["edges"]
-    return {k: x.asarray(v).astype(wide.get(k, v.dtype), copy=False) for k, v in columns.items()}
+    return {k: to_device(v, device).astype(wide.get(k, v.dtype), copy=False) for k, v in columns.items()}
 
 
 def _frame(block: dict, id_map, base: int, nodes: bool, dtype=None) -> pd.DataFrame:

@@ -317,6 +317,28 @@ def test_neighbor_sampling_in_one_launch_on_the_gpu_is_the_cpu_superstep_sample(
     assert gpu[2:] == cpu[2:]  # every pick kept, every draw counted
 
 
+@pytest.mark.parametrize("limit,where", [("auto", "cupy"), (1, "numpy")])
+def test_a_samples_blocks_stay_on_the_gpu_within_the_output_limit(gpu_cluster, cpu_cluster, limit, where):
+    import dask
+    import pandas as pd
+
+    def run():
+        with dask.config.set({"gpipe.memory.output-limit": limit, "gpipe.sampling.block-size": 500}):
+            g = gpipe.generators.rmat(scale=10, edge_factor=4, seed=5, partitions=2)
+            s = gpipe.sampling.neighbor(g, np.arange(0, 1024, 7), fanout=3, depth=2, seed=2)
+            kept = None
+            if g.device == "gpu":  # each block's type where it is kept
+                client = s._client
+                kept = set(client.gather([client.submit(lambda b: type(b["edges"]["src"]).__module__.split(".")[0],
+                                                        block, pure=False) for block in s._blocks()]))
+            return s.compute(), s.nodes(), s.to_dask().compute(), kept
+
+    gpu, cpu = _on(gpu_cluster, run), _on(cpu_cluster, run)
+    assert gpu[3] == {where}
+    for a, b in zip(gpu[:3], cpu[:3]):
+        pd.testing.assert_frame_equal(a, b)
+
+
 @pytest.mark.parametrize("sample", [
     lambda g: gpipe.sampling.random_node(g, 300, instances=20, seed=3),
     lambda g: gpipe.sampling.random_node(g, 100, instances=20, by_degree=True, seed=3),
