@@ -95,7 +95,8 @@ def test_a_kernel_that_drifts_from_its_declaration_is_caught(edit, problem):
     """Swapped scalars of one type compile and run, wrongly, on the GPU only: the signature check sees them."""
     kernel = KERNELS["gp_walk_first_order<IdT>"]
     source = _source(kernel)
-    at = source.rindex("template <typename IdT>", 0, source.index(f"void {kernel.name}("))  # this kernel's text on
+    named = re.search(rf"void (__launch_bounds__\([^)]*\) )?{kernel.name}\(", source).start()
+    at = source.rindex("template <typename IdT>", 0, named)  # this kernel's text on
     assert edit[0] in source[at:]
     edited = source[:at] + source[at:].replace(edit[0], edit[1], 1)
     assert any(m.startswith(problem) for m in mismatches(kernel, edited))
