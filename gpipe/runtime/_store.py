@@ -103,6 +103,11 @@ class GpipeStore(WorkerPlugin):
         if kept:
             self.worker.update_data(data=kept, stimulus_id=f"gpipe-kept-{time.time()}")
 
+    async def values(self, keys: list) -> dict:
+        """On the event loop: the values this worker holds as Dask data under ``keys`` (brought back from its
+        disk where Dask spilled them there)."""
+        return {key: self.worker.data[key] for key in keys}
+
     async def drop(self, keys: list) -> None:
         """``gpipe_drop``, on the event loop at once (however busy the runs' threads): ``keys`` gone from the
         worker's data, and not kept should a call still making them finish later."""
