@@ -224,13 +224,14 @@ def test_an_interrupted_to_parquet_leaves_no_folder(cpu_cluster, tmp_path, monke
     found = gpipe.mining.list_cliques(_replicated(cpu_cluster, nx.gnp_random_graph(40, 0.3, seed=4)), 3)
     from gpipe.runtime import _held
 
-    written = _held.gather_pinned
+    def interrupted(gather):
+        def then_interrupted(*args, **kwargs):
+            gather(*args, **kwargs)  # every block's file is written, in the temporary folder
+            raise KeyboardInterrupt
+        return then_interrupted
 
-    def interrupted(*args, **kwargs):
-        written(*args, **kwargs)  # every block's file is written, in the temporary folder
-        raise KeyboardInterrupt
-
-    monkeypatch.setattr(_held, "gather_pinned", interrupted)
+    for name in ("gather_pinned", "call_workers"):  # by tasks, or by direct calls
+        monkeypatch.setattr(_held, name, interrupted(getattr(_held, name)))
     with pytest.raises(KeyboardInterrupt):
         found.to_parquet(tmp_path / "cliques")
     assert list(tmp_path.iterdir()) == []  # neither the folder nor the temporary one

@@ -6,7 +6,6 @@ import os
 import time
 import weakref
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from distributed import Future
 from distributed.utils import sync
@@ -89,10 +88,15 @@ class HeldResult:
         return [anywhere(self._client, func, block, *args_of(b), **kwargs) for b, block in enumerate(self._blocks())]
 
     def _gather(self, phase: str, func, args_of: Callable[[int], tuple] = lambda b: ()) -> list:
-        """``func(block, *args_of(b))`` of each block ``b``, in block order: one direct call to each worker
-        holding blocks (:func:`~._watch.call_workers`), its results in the reply. A task per block took ~5 ms of
-        scheduling each (a neighbor sample's six blocks on a GPU worker ran one after another), and its result
-        another round trip to gather."""
+        """``func(block, *args_of(b))`` of each block ``b``, in block order, watched: one direct call to each
+        worker holding blocks (:func:`~._watch.call_workers`), the results in its reply. A task per block took
+        ~5 ms of scheduling each (a neighbor sample's six blocks on a GPU worker ran one after another), and its
+        result another round trip to gather. Arguments that are futures (an id map sent once to every worker,
+        which Dask may not have copied to each yet) make it a task per block, which Dask gives them."""
+        args = [args_of(b) for b in range(len(self._blocks()))]
+        if any(isinstance(a, Future) for per_block in args for a in per_block):
+            return gather_pinned(self._client, self._on_blocks(func, lambda b: args[b]), self._held, phase,
+                                 self._unit)
         self.persist()
         futures = self._blocks()
         if self._holders is None:
@@ -101,7 +105,7 @@ class HeldResult:
         mine: dict[str, list[int]] = {}
         for b, worker in enumerate(self._holders):
             mine.setdefault(worker, []).append(b)
-        calls = [(worker, _applied_here, ([(futures[b].key, _marked(args_of(b))) for b in blocks], func), {})
+        calls = [(worker, _applied_here, ([(futures[b].key, args[b]) for b in blocks], func), {})
                  for worker, blocks in mine.items()]
         results = [None] * len(futures)
         for blocks, done in zip(mine.values(), call_workers(self._client, calls, self._held, phase, self._unit)):
@@ -132,22 +136,9 @@ def _applied(block, view, fn, args: tuple, kwargs: dict):
     return fn(view(block), *args, **kwargs)
 
 
-@dataclass(frozen=True)
-class _HeldKey:
-    """An argument of a direct call that is a value the worker holds as Dask data (a future's, on the client)."""
-
-    key: str
-
-
-def _marked(args: tuple) -> tuple:
-    """``args`` with each future replaced by the key of its value, which the worker takes from its data."""
-    return tuple(_HeldKey(a.key) if isinstance(a, Future) else a for a in args)
-
-
 def _applied_here(items: list[tuple], func) -> list:
-    """On a worker: ``func(block, *args)`` of each ``(key, args)`` of ``items``, ``block`` (and each argument
-    marked :class:`_HeldKey`) taken from the values it holds under those keys."""
+    """On a worker: ``func(block, *args)`` of each ``(key, args)`` of ``items``, ``block`` the value it holds as
+    Dask data under ``key``."""
     here = store()
-    keys = {key for key, _ in items} | {a.key for _, args in items for a in args if isinstance(a, _HeldKey)}
-    held = sync(here.worker.loop, here.values, sorted(keys))
-    return [func(held[key], *(held[a.key] if isinstance(a, _HeldKey) else a for a in args)) for key, args in items]
+    held = sync(here.worker.loop, here.values, [key for key, _ in items])
+    return [func(held[key], *args) for key, args in items]
