@@ -81,11 +81,13 @@ __device__ bool gp_adjacent(const long long* indptr, const IdT* indices, IdT v, 
 // how many; gp_match_count only counts them (a count's last column).
 // CPU twins: gpipe/mining/_extend.py::_match_extension_cpu, _match_count_cpu.
 
-// The extensions of the embedding `row` (into out with Write); how many.
+// The extensions of the embedding `row` (into out with Write); how many. A count whose pattern has symmetries
+// keeps one map of each copy: the new vertex above the vertices at `above`.
 template <typename IdT, bool Write>
 __device__ __forceinline__ long long gp_match_candidates(const IdT* row, int width, const long long* indptr,
                                                          const IdT* indices, int nback, const int* back, int napart,
-                                                         const int* apart, long long min_degree, IdT* out) {
+                                                         const int* apart, int nabove, const int* above,
+                                                         long long min_degree, IdT* out) {
     int least = back[0];
     for (int b = 1; b < nback; ++b) {
         IdT v = row[back[b]], u = row[least];
@@ -95,6 +97,7 @@ __device__ __forceinline__ long long gp_match_candidates(const IdT* row, int wid
     for (long long e = indptr[row[least]]; e < indptr[row[least] + 1]; ++e) {
         IdT w = indices[e];
         bool keep = indptr[w + 1] - indptr[w] >= min_degree;
+        for (int a = 0; keep && a < nabove; ++a) keep = w > row[above[a]];
         for (int j = 0; keep && j < width; ++j) keep = row[j] != w;
         for (int b = 0; keep && b < nback; ++b) keep = back[b] == least || gp_adjacent(indptr, indices, row[back[b]], w);
         for (int a = 0; keep && a < napart; ++a) keep = !gp_adjacent(indptr, indices, row[apart[a]], w);
@@ -109,19 +112,20 @@ __device__ __forceinline__ long long gp_match_candidates(const IdT* row, int wid
 template <typename IdT>
 __global__ void gp_match_extension(long long n, int width, const long long* indptr, const IdT* indices,
                                    const IdT* prefix, int nback, const int* back, int napart, const int* apart,
-                                   long long min_degree, const long long* offset, IdT* out, long long* count) {
+                                   int nabove, const int* above, long long min_degree, const long long* offset,
+                                   IdT* out, long long* count) {
     long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
     if (i >= n) return;
     count[i] = gp_match_candidates<IdT, true>(prefix + i * width, width, indptr, indices, nback, back, napart, apart,
-                                              min_degree, out + offset[i]);
+                                              nabove, above, min_degree, out + offset[i]);
 }
 
 template <typename IdT>
 __global__ void gp_match_count(long long n, int width, const long long* indptr, const IdT* indices,
                                const IdT* prefix, int nback, const int* back, int napart, const int* apart,
-                               long long min_degree, long long* count) {
+                               int nabove, const int* above, long long min_degree, long long* count) {
     long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
     if (i >= n) return;
     count[i] = gp_match_candidates<IdT, false>(prefix + i * width, width, indptr, indices, nback, back, napart, apart,
-                                               min_degree, nullptr);
+                                               nabove, above, min_degree, nullptr);
 }

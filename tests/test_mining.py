@@ -359,6 +359,45 @@ def test_match_counts_equal_networkx_monomorphisms_and_induced_isomorphisms(cpu_
         1 for _ in matcher.subgraph_isomorphisms_iter())
 
 
+SYMMETRIC = {**PATTERNS, "star": [(0, 1), (0, 2), (0, 3), (0, 4)], "5-cycle": [(i, (i + 1) % 5) for i in range(5)],
+             "K4": [(i, j) for i in range(4) for j in range(i + 1, 4)], "edge": [(0, 1)],
+             "house": [(0, 1), (1, 2), (2, 3), (3, 0), (2, 4), (3, 4)]}
+
+
+@pytest.mark.parametrize("name", sorted(SYMMETRIC))
+def test_a_counts_symmetry_conditions_keep_one_map_of_each_copy(name):
+    """Onto the m vertices 0..m-1 of a complete graph every permutation is a map of an m-vertex pattern, each copy
+    found once per automorphism: the conditions, checked where the plan checks them, keep m! / |Aut| of them."""
+    import itertools
+    import math
+
+    from gpipe.mining._match import _pattern, matching_plan
+
+    nodes, edges = _pattern(SYMMETRIC[name])
+    m, pairs = len(nodes), {frozenset(e) for e in edges}
+    automorphisms = sum(all(frozenset((p[u], p[v])) in pairs for u, v in edges)
+                        for p in itertools.permutations(range(m)))
+    plan = matching_plan(m, edges, False, broken=True)
+    assert plan.automorphisms == automorphisms and (plan.above != ()) == (automorphisms > 1)
+    assert all(j < i for i, earlier in enumerate(plan.above) for j in earlier)  # checked as position i is matched
+    kept = 0
+    for image in itertools.permutations(range(m)):  # pattern vertex u -> image[u]
+        row = [image[u] for u in plan.order]
+        kept += all(row[i] > row[j] for i in range(m) for j in (plan.above[i] if plan.above else ()))
+    assert kept == math.factorial(m) // automorphisms
+
+
+@pytest.mark.parametrize("induced", [False, True])
+def test_a_count_grows_one_map_of_each_copy_and_counts_them_all(cpu_cluster, induced):
+    graph = nx.gnp_random_graph(26, 0.3, seed=13)
+    g = _replicated(cpu_cluster, graph)
+    for name in ("4-cycle", "diamond", "house", "star"):
+        count, listed = (gpipe.mining.match(g, SYMMETRIC[name], induced, embeddings=e) for e in (False, True))
+        assert count.count == listed.count == len(listed.embeddings) > 0, name
+        assert count.stats["automorphisms"] > 1 and listed.stats["automorphisms"] == 1, name
+        assert sum(count.stats["embeddings"]) < sum(listed.stats["embeddings"]), name  # fewer grown
+
+
 def test_matches_are_listed_in_the_patterns_vertex_order_for_any_worker_count(cpu_cluster, one_worker_cluster):
     graph, pattern = nx.gnp_random_graph(30, 0.3, seed=12), nx.Graph(PATTERNS["tailed triangle"])
     found = [gpipe.mining.match(_replicated(c, graph), pattern, embeddings=True)

@@ -70,8 +70,10 @@ VERTEX_COUNT = Kernel("mining.cu", "gp_vertex_count", twin=_vertex_count_cpu, it
 
 
 @cpu_kernel()
-def _match_candidates(row, width, indptr, indices, nback, back, napart, apart, min_degree, out, o, write):
-    """The extensions of the embedding ``row`` (into ``out[o:]`` with ``write``); how many."""
+def _match_candidates(row, width, indptr, indices, nback, back, napart, apart, nabove, above, min_degree, out, o,
+                      write):
+    """The extensions of the embedding ``row`` (into ``out[o:]`` with ``write``); how many. A count whose pattern
+    has symmetries keeps one map of each copy: the new vertex above the vertices at ``above``."""
     least = back[0]
     for b in range(1, nback):
         v, u = row[back[b]], row[least]
@@ -81,6 +83,8 @@ def _match_candidates(row, width, indptr, indices, nback, back, napart, apart, m
     for e in range(indptr[row[least]], indptr[row[least] + 1]):
         w = indices[e]
         keep = indptr[w + 1] - indptr[w] >= min_degree
+        for a in range(nabove):
+            keep = keep and w > row[above[a]]
         for j in range(width):
             keep = keep and row[j] != w
         for b in range(nback):
@@ -97,18 +101,19 @@ def _match_candidates(row, width, indptr, indices, nback, back, napart, apart, m
 
 
 @cpu_kernel(parallel=True)
-def _match_extension_cpu(n, width, indptr, indices, prefix, nback, back, napart, apart, min_degree, offset, out,
-                         count):
+def _match_extension_cpu(n, width, indptr, indices, prefix, nback, back, napart, apart, nabove, above, min_degree,
+                         offset, out, count):
     for i in prange(n):
         count[i] = _match_candidates(prefix[i * width:(i + 1) * width], width, indptr, indices, nback, back, napart,
-                                     apart, min_degree, out, offset[i], True)
+                                     apart, nabove, above, min_degree, out, offset[i], True)
 
 
 @cpu_kernel(parallel=True)
-def _match_count_cpu(n, width, indptr, indices, prefix, nback, back, napart, apart, min_degree, count):
+def _match_count_cpu(n, width, indptr, indices, prefix, nback, back, napart, apart, nabove, above, min_degree,
+                     count):
     for i in prange(n):
         count[i] = _match_candidates(prefix[i * width:(i + 1) * width], width, indptr, indices, nback, back, napart,
-                                     apart, min_degree, prefix, 0, False)
+                                     apart, nabove, above, min_degree, prefix, 0, False)
 
 
 MATCH_EXTENSION = Kernel("mining.cu", "gp_match_extension", twin=_match_extension_cpu, items="n", args=(
@@ -116,10 +121,12 @@ MATCH_EXTENSION = Kernel("mining.cu", "gp_match_extension", twin=_match_extensio
     Arg("indptr", "i64[]"), Arg("indices", "IdT[]", note="sorted per vertex"),
     Arg("prefix", "IdT[n*width]", note="the matched vertices, a row per embedding"), Arg("nback", "i32"),
     Arg("back", "i32[nback]", note="the next vertex's pattern neighbors"), Arg("napart", "i32"),
-    Arg("apart", "i32[napart]", note="induced: its non-neighbors"), Arg("min_degree", "i64"),
+    Arg("apart", "i32[napart]", note="induced: its non-neighbors"), Arg("nabove", "i32"),
+    Arg("above", "i32[nabove]", note="a count's symmetry breaking: the positions it must exceed"),
+    Arg("min_degree", "i64"),
     Arg("offset", "i64[n]", note="slots"), Arg("out", "IdT[]", out=True), Arg("count", "i64[n]", out=True)))
 MATCH_COUNT = Kernel("mining.cu", "gp_match_count", twin=_match_count_cpu, items="n", args=(
-    *MATCH_EXTENSION.args[:10], Arg("count", "i64[n]", out=True, note="each embedding's extensions")))
+    *MATCH_EXTENSION.args[:12], Arg("count", "i64[n]", out=True, note="each embedding's extensions")))
 
 
 def extend_cliques(x, graph, vertex, parent, capacity: int, timer, counting: bool = False):
@@ -149,26 +156,29 @@ def extend_cliques(x, graph, vertex, parent, capacity: int, timer, counting: boo
         yield _kept(x, slots, owner + first, mark, timer)
 
 
-def extend_match(x, graph, rows, *, back, apart, min_degree: int, capacity: int, timer, counting: bool = False):
+def extend_match(x, graph, rows, *, back, apart, min_degree: int, capacity: int, timer, counting: bool = False,
+                 above: tuple = ()):
     """The next column of a match table's chunk, given its embeddings as ``rows`` (matched vertices, in the
     matching order) and the next pattern vertex's earlier neighbors ``back`` and non-neighbors ``apart`` (for
     induced matches), in batches of at most ``capacity`` slots: new vertices and their parents (rows); with
-    ``counting``, how many there are."""
+    ``counting``, how many there are. ``above``: the earlier positions whose vertices the new one must exceed (a
+    count's symmetry breaking)."""
     columns = list(back)
-    back, apart = (x.asarray(np.asarray(a, dtype=np.int32)) for a in (back, apart))
+    checks = {name: x.asarray(np.asarray(a, dtype=np.int32))
+              for name, a in (("back", back), ("apart", apart), ("above", above))}
+    checks.update({f"n{name}": int(a.shape[0]) for name, a in list(checks.items())})
     if counting:  # no slots: one pass counts every embedding's extensions
         with timer("counting"):
             count = x.empty(rows.shape[0], x.int64)
             MATCH_COUNT.launch(n=rows.shape[0], width=rows.shape[1], indptr=graph.indptr, indices=graph.indices,
-                               prefix=x.ascontiguousarray(rows).reshape(-1), nback=back.shape[0], back=back,
-                               napart=apart.shape[0], apart=apart, min_degree=min_degree, count=count)
+                               prefix=x.ascontiguousarray(rows).reshape(-1), **checks, min_degree=min_degree,
+                               count=count)
             yield int(count.sum())
         return
     bound = degrees(x, graph, rows[:, columns]).min(axis=1)
     for first, last in _batches(bound, capacity):
         with timer("extension"):
-            slots, owner, mark = _match_extension(x, graph, rows[first:last], back, apart, min_degree,
-                                                  bound[first:last])
+            slots, owner, mark = _match_extension(x, graph, rows[first:last], checks, min_degree, bound[first:last])
         yield _kept(x, slots, owner + first, mark, timer)
 
 
@@ -209,13 +219,13 @@ def _vertex_extension(x, graph, vertex, group_end, first: int, bound):
     return out, owner, position < count[owner]
 
 
-def _match_extension(x, graph, rows, back, apart, min_degree: int, bound):
-    """Each embedding's candidates (the kernel), marked valid up to the count it found."""
+def _match_extension(x, graph, rows, checks: dict, min_degree: int, bound):
+    """Each embedding's candidates (the kernel; ``checks``: its back, apart and above positions and their counts),
+    marked valid up to the count it found."""
     owner, position, offset, out, count = _room(x, bound, rows.dtype)
     MATCH_EXTENSION.launch(n=rows.shape[0], width=rows.shape[1], indptr=graph.indptr, indices=graph.indices,
-                           prefix=x.ascontiguousarray(rows).reshape(-1), nback=back.shape[0], back=back,
-                           napart=apart.shape[0], apart=apart, min_degree=min_degree, offset=offset, out=out,
-                           count=count)
+                           prefix=x.ascontiguousarray(rows).reshape(-1), **checks, min_degree=min_degree,
+                           offset=offset, out=out, count=count)
     return out, owner, position < count[owner]
 
 

@@ -16,6 +16,7 @@ from ._result import MiningResult
 from ._partitioned import Checks
 
 MAX_PATTERN_VERTICES = 16
+MAX_AUTOMORPHISMS = 10_000  # a pattern with more (a star of 8 leaves has 40,320) is counted with no symmetry broken
 
 
 @dataclass(frozen=True)
@@ -24,6 +25,8 @@ class MatchPlan(ColumnPlan):
     back: tuple  # per position: the earlier positions adjacent in the pattern
     apart: tuple  # per position: the earlier positions not adjacent (checked for induced matches)
     degree: tuple  # per position: its pattern degree, which a matched vertex must reach
+    above: tuple = ()  # per position: the earlier positions whose vertices it must exceed (symmetry broken)
+    automorphisms: int = 1  # the maps each copy found under those conditions stands for
     reads_ancestors = True  # a chunk extends by its embeddings' rows: every column is kept
 
     @property
@@ -44,8 +47,10 @@ class MatchPlan(ColumnPlan):
 
     def extend(self, x, graph, table, chunk, capacity: int, timer, counting: bool = False):
         column = chunk.column + 1
+        broken = {"above": self.above[column]} if self.above else {}
         yield from extend_match(x, graph, table.rows(x, chunk), back=self.back[column], apart=self.apart[column],
-                                min_degree=self.degree[column], capacity=capacity, timer=timer, counting=counting)
+                                min_degree=self.degree[column], capacity=capacity, timer=timer, counting=counting,
+                                **broken)
 
 
 def match(g, pattern, induced: bool = False, *, embeddings: bool = False, device_budget=None,
@@ -62,7 +67,10 @@ def match(g, pattern, induced: bool = False, *, embeddings: bool = False, device
     Every map is counted: a subgraph shaped like the pattern is found once
     per automorphism of the pattern (as networkx's ``GraphMatcher`` finds it).
     Without ``embeddings``, on a replicated graph, the last pattern vertex's
-    matches are counted as they are found, never stored.
+    matches are counted as they are found, never stored, and one map of each
+    copy is grown (symmetry breaking: conditions ``v_a < v_b`` on the
+    pattern's vertices, one map of each coset of its automorphism group; up
+    to 10,000 automorphisms), counted as ``stats['automorphisms']`` maps.
 
     Parameters
     ----------
@@ -115,9 +123,11 @@ def match(g, pattern, induced: bool = False, *, embeddings: bool = False, device
     induced = check_bool("induced", induced)
     embeddings = check_bool("embeddings", embeddings)
     nodes, edges = _pattern(pattern)
-    plan = matching_plan(len(nodes), edges, induced)
+    plan = matching_plan(len(nodes), edges, induced, broken=not embeddings and g.mode != "partitioned")
     result = mine(g, plan, embeddings, device_budget, host_budget)
-    result.stats.update(pattern_vertices=nodes, matching_order=[nodes[u] for u in plan.order], induced=induced)
+    result.count *= plan.automorphisms
+    result.stats.update(pattern_vertices=nodes, matching_order=[nodes[u] for u in plan.order], induced=induced,
+                        automorphisms=plan.automorphisms)
     return result
 
 
@@ -202,9 +212,10 @@ def _sorted_vertices(nodes) -> list:
                               f"got {shown[0]!r} and {shown[1]!r}") from None
 
 
-def matching_plan(m: int, edges: list[tuple[int, int]], induced: bool) -> MatchPlan:
+def matching_plan(m: int, edges: list[tuple[int, int]], induced: bool, broken: bool = False) -> MatchPlan:
     """The matching order (the highest degree first, then the most neighbors already matched, then the higher
-    degree, then the lower position) and, per position, what a candidate is checked against."""
+    degree, then the lower position) and, per position, what a candidate is checked against; ``broken``: with
+    the pattern's symmetries broken (:func:`symmetry_conditions`), each checked at the later of its positions."""
     adjacent = [set() for _ in range(m)]
     for u, v in edges:
         adjacent[u].add(v)
@@ -221,4 +232,50 @@ def matching_plan(m: int, edges: list[tuple[int, int]], induced: bool) -> MatchP
     back = tuple(tuple(j for j in range(i) if order[j] in adjacent[order[i]]) for i in range(m))
     apart = tuple(tuple(j for j in range(i) if order[j] not in adjacent[order[i]]) if induced else ()
                   for i in range(m))
-    return MatchPlan(tuple(order), back, apart, tuple(len(adjacent[u]) for u in order))
+    degree = tuple(len(adjacent[u]) for u in order)
+    conditions, automorphisms = symmetry_conditions(adjacent, order) if broken else ([], 1)
+    if not conditions:
+        return MatchPlan(tuple(order), back, apart, degree)
+    at = {u: i for i, u in enumerate(order)}
+    above = tuple(tuple(at[a] for a, b in conditions if at[b] == i) for i in range(m))  # v_b > v_a, a earlier
+    return MatchPlan(tuple(order), back, apart, degree, above, automorphisms)
+
+
+def symmetry_conditions(adjacent: list[set], order: list[int]) -> tuple[list[tuple[int, int]], int]:
+    """Conditions ``v_a < v_b`` (pairs ``(a, b)`` of pattern vertices, ``a`` before ``b`` in ``order``) that hold
+    for exactly one map of each copy of the pattern, and its automorphisms' number (Grochow and Kellis): the
+    earliest vertex of ``order`` that some automorphism of those left moves is put below the rest of its orbit
+    (which comes later: its vertices are moved too), and only the automorphisms fixing it are left, until none
+    moves a vertex. No conditions (and 1) past :data:`MAX_AUTOMORPHISMS` of them."""
+    group = _automorphisms(adjacent)
+    if group is None:
+        return [], 1
+    count, conditions = len(group), []
+    for v in order:
+        orbit = sorted({g[v] for g in group} - {v})
+        conditions += [(v, u) for u in orbit]
+        group = [g for g in group if g[v] == v]
+    return conditions, count
+
+
+def _automorphisms(adjacent: list[set]) -> list[tuple[int, ...]] | None:
+    """Every automorphism of the pattern (a tuple: vertex -> image), by backtracking over images of equal degree
+    that keep adjacency with the vertices mapped so far; None past :data:`MAX_AUTOMORPHISMS`."""
+    m = len(adjacent)
+    found, image = [], [-1] * m
+
+    def place(v: int) -> bool:
+        if v == m:
+            found.append(tuple(image))
+            return len(found) <= MAX_AUTOMORPHISMS
+        for w in range(m):
+            if w in image[:v] or len(adjacent[w]) != len(adjacent[v]):
+                continue
+            if all((image[u] in adjacent[w]) == (u in adjacent[v]) for u in range(v)):
+                image[v] = w
+                if not place(v + 1):
+                    return False
+        image[v] = -1
+        return True
+
+    return found if place(0) else None
