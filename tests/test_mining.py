@@ -121,6 +121,8 @@ def test_partitioned_graphs_find_the_cliques_and_matches_of_the_replicated_one(c
             found, expected = (gpipe.mining.match(h, PATTERNS[name], induced, embeddings=True) for h in (g, whole))
             assert found.count == expected.count > 0 and _rows(found) == _rows(expected), (name, induced)
             assert found.stats["embeddings"] == expected.stats["embeddings"]
+            counted = gpipe.mining.match(g, PATTERNS[name], induced)  # one map of each copy, then times |Aut|
+            assert counted.count == expected.count and counted.stats["automorphisms"] > 1, (name, induced)
     assert found.stats["partitions"] == partitions and found.stats["workers"] == min(workers, partitions)
     crossed = found.stats["exchanged_bytes"]
     assert (crossed["embeddings"] > 0 and crossed["adjacency"] > 0) == (min(workers, partitions) > 1)

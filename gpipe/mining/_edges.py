@@ -147,7 +147,8 @@ def extend_edges(x, graph, rows, capacity: int, timer):
                                   indices=graph.indices, prefix=prefix[first * width:last * width], offset=offset,
                                   out=out, count=count)
         with timer("compression"):
-            yield compress(x, out, owner + first, position < count[owner])
+            kept = compress(x, out, owner + first, position < count[owner])
+        yield kept  # outside the timer: the caller's aggregation is timed as its own
 
 
 def pattern_codes(x, graph, label, rows) -> tuple:

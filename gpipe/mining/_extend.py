@@ -144,7 +144,8 @@ def extend_cliques(x, graph, vertex, parent, capacity: int, timer, counting: boo
                 count = x.empty(vertex.shape[0], x.int64)
                 VERTEX_COUNT.launch(n=vertex.shape[0], indptr=graph.indptr, indices=graph.indices, vertex=vertex,
                                     group_end=group_end, count=count)
-                yield int(count.sum())
+                found = int(count.sum())
+            yield found  # outside the timer: what the caller does with it is not counting
             return
         bound = x.minimum(group_end - x.arange(vertex.shape[0]) - 1, degree)
     for first, last in _batches(bound, capacity):
@@ -173,7 +174,8 @@ def extend_match(x, graph, rows, *, back, apart, min_degree: int, capacity: int,
             MATCH_COUNT.launch(n=rows.shape[0], width=rows.shape[1], indptr=graph.indptr, indices=graph.indices,
                                prefix=x.ascontiguousarray(rows).reshape(-1), **checks, min_degree=min_degree,
                                count=count)
-            yield int(count.sum())
+            found = int(count.sum())
+        yield found
         return
     bound = degrees(x, graph, rows[:, columns]).min(axis=1)
     for first, last in _batches(bound, capacity):

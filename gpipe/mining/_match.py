@@ -43,7 +43,8 @@ class MatchPlan(ColumnPlan):
 
     def checks(self, column: int) -> Checks:
         """A partitioned graph's extension of ``column``: what the kernel tests, as :meth:`extend` passes it."""
-        return Checks(self.back[column], self.apart[column], self.degree[column], False)
+        return Checks(self.back[column], self.apart[column], self.degree[column], False,
+                      self.above[column] if self.above else ())
 
     def extend(self, x, graph, table, chunk, capacity: int, timer, counting: bool = False):
         column = chunk.column + 1
@@ -66,8 +67,8 @@ def match(g, pattern, induced: bool = False, *, embeddings: bool = False, device
     the others' adjacency (and induced) tests, as in :func:`count_cliques`.
     Every map is counted: a subgraph shaped like the pattern is found once
     per automorphism of the pattern (as networkx's ``GraphMatcher`` finds it).
-    Without ``embeddings``, on a replicated graph, the last pattern vertex's
-    matches are counted as they are found, never stored, and one map of each
+    Without ``embeddings`` the last pattern vertex's matches are counted as
+    they are found (on a replicated graph, never stored), and one map of each
     copy is grown (symmetry breaking: conditions ``v_a < v_b`` on the
     pattern's vertices, one map of each coset of its automorphism group; up
     to 10,000 automorphisms), counted as ``stats['automorphisms']`` maps.
@@ -123,7 +124,7 @@ def match(g, pattern, induced: bool = False, *, embeddings: bool = False, device
     induced = check_bool("induced", induced)
     embeddings = check_bool("embeddings", embeddings)
     nodes, edges = _pattern(pattern)
-    plan = matching_plan(len(nodes), edges, induced, broken=not embeddings and g.mode != "partitioned")
+    plan = matching_plan(len(nodes), edges, induced, broken=not embeddings)
     result = mine(g, plan, embeddings, device_budget, host_budget)
     result.count *= plan.automorphisms
     result.stats.update(pattern_vertices=nodes, matching_order=[nodes[u] for u in plan.order], induced=induced,

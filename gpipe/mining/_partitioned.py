@@ -51,13 +51,15 @@ class Exchange:
 @dataclass(frozen=True)
 class Checks:
     """What extends column ``c`` of a plan: the earlier positions a new vertex must be adjacent to (one of them,
-    the least of degree, is extended), those it must not be, the least degree it needs, and whether it must
-    follow the previous column's vertex (cliques: each found once, in increasing order)."""
+    the least of degree, is extended), those it must not be, the least degree it needs, whether it must follow
+    the previous column's vertex (cliques: each found once, in increasing order), and the earlier positions
+    whose vertices it must exceed (a match count's symmetry conditions)."""
 
     back: tuple
     apart: tuple
     min_degree: int
     increasing: bool
+    above: tuple = ()
 
 
 class Held:
@@ -199,7 +201,7 @@ def _extend(x, spec, exchange: Exchange, held: Held, degree, rows, *, column: in
     last = column == spec.plan.columns - 1
     graph = _rows_of(x, spec, exchange, held, rows[:, list(checks.back + checks.apart)], address)
     for vertex, parent in extend_match(x, graph, rows, back=checks.back, apart=checks.apart, min_degree=0,
-                                       capacity=spec.capacity, timer=held.stats.timer):
+                                       capacity=spec.capacity, timer=held.stats.timer, above=checks.above):
         with held.stats.timer("filtering"):  # what the kernel cannot test on rows of the tested vertices only
             keep = degree[vertex] >= checks.min_degree
             if checks.increasing:
