@@ -93,12 +93,12 @@ class HeldResult:
         ~5 ms of scheduling each (a neighbor sample's six blocks on a GPU worker ran one after another), and its
         result another round trip to gather. Arguments that are futures (an id map sent once to every worker,
         which Dask may not have copied to each yet) make it a task per block, which Dask gives them."""
-        args = [args_of(b) for b in range(len(self._blocks()))]
+        self.persist()  # first: should the blocks fail to be made, the runs go
+        futures = self._blocks()
+        args = [args_of(b) for b in range(len(futures))]
         if any(isinstance(a, Future) for per_block in args for a in per_block):
             return gather_pinned(self._client, self._on_blocks(func, lambda b: args[b]), self._held, phase,
                                  self._unit)
-        self.persist()
-        futures = self._blocks()
         if self._holders is None:
             who_has = self._client.who_has(futures)
             self._holders = [who_has[f.key][0] for f in futures]
