@@ -96,12 +96,14 @@ class HeldResult:
         self.persist()  # first: should the blocks fail to be made, the runs go
         futures = self._blocks()
         args = [args_of(b) for b in range(len(futures))]
-        if any(isinstance(a, Future) for per_block in args for a in per_block):
+        by_tasks = any(isinstance(a, Future) for per_block in args for a in per_block)
+        if self._holders is None and not by_tasks:
+            who_has = self._client.who_has(futures)
+            if all(who_has.get(f.key) for f in futures):  # else a block is lost: the tasks' wait names how
+                self._holders = [who_has[f.key][0] for f in futures]
+        if by_tasks or self._holders is None:
             return gather_pinned(self._client, self._on_blocks(func, lambda b: args[b]), self._held, phase,
                                  self._unit)
-        if self._holders is None:
-            who_has = self._client.who_has(futures)
-            self._holders = [who_has[f.key][0] for f in futures]
         mine: dict[str, list[int]] = {}
         for b, worker in enumerate(self._holders):
             mine.setdefault(worker, []).append(b)
