@@ -22,7 +22,8 @@ returns:
   file, ``pyarrow.parquet.read_table`` of the folder, ``np.load`` of the npz
   (its arrays read), each in this process alone.
 * ``walk``: ``gpipe.walks.deepwalk``, 1 walk per vertex, length 80 (steps/s);
-  then ``compute`` (the walk matrix in this process), ``to_corpus`` (ids/s:
+  then ``compute`` (the walk matrix in this process; on a GPU also ``compute
+  device``, on this process's GPU), ``to_corpus`` (ids/s:
   ids written, padding excluded) and ``to_parquet``, each on the same walk
   (the first of them assembles its blocks). Baselines: the same matrix written
   as a corpus by a few lines of numpy (digits by vectorized division, written
@@ -30,7 +31,8 @@ returns:
 * ``neighbor ready`` / ``neighbor compute``: ``gpipe.sampling.neighbor`` of
   ``--seeds`` random vertices with out-edges (fanout 8, depth 3) from the call
   to its lazy result (the best of 3 calls after one that compiles its
-  kernels), then its ``compute()``; ``supersteps_seconds`` is that call's own
+  kernels), then its ``compute()`` (and on a GPU ``compute(device=True)``,
+  ``neighbor compute device``); ``supersteps_seconds`` is that call's own
   ``stats['seconds']`` (the acceptance: ready <= 2x it).
 
 The JSON (``"benchmark": "io"``) holds a record per format with its stages,
@@ -197,6 +199,9 @@ def run_format(fmt: str, path: str, rows: int, args, folder: str, quiet: bool = 
     ids = int((walks >= 0).sum()) if walks.dtype != object else int((walks != None).sum())  # noqa: E711
     stages.append(_stage("compute", seconds, ids, "ids/s", assemble_seconds=w.stats.get("assemble_seconds"),
                          dtype=str(walks.dtype)))
+    if g.device == "gpu":  # the walks on this process's GPU, written there by the workers
+        seconds, _ = _timed(lambda: w.compute(device=True))
+        stages.append(_stage("compute device", seconds, ids, "ids/s"))
     corpus = os.path.join(folder, f"corpus-{fmt}.txt")
     seconds, _ = _timed(lambda: w.to_corpus(corpus))
     corpus_bytes = os.path.getsize(corpus)
@@ -240,6 +245,9 @@ def run_format(fmt: str, path: str, rows: int, args, folder: str, quiet: bool = 
                          supersteps=sample.stats.get("supersteps")))
     t, edges = _timed(sample.compute)
     stages.append(_stage("neighbor compute", t, len(edges), "edges/s"))
+    if g.device == "gpu":
+        stages.append(_stage("neighbor compute device", _timed(lambda: sample.compute(device=True))[0], len(edges),
+                             "edges/s"))
     say(f"{fmt}: neighbor({args.seeds:,} seeds, fanout {args.fanout}, depth {args.depth}) ready {seconds:.3f} s "
         f"(supersteps {supersteps:.3f} s, {seconds / supersteps if supersteps else float('nan'):.2f}x), "
         f"compute {t:.3f} s, {len(edges):,} edges")

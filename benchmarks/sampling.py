@@ -13,7 +13,8 @@ instance is done (edges on the workers, before they are collected), SEPS,
 the step kernels' seconds (``kernel_seconds``: the busiest partition's per
 superstep, summed) and SELECT's mean iterations per pick, beside the medians of the runs' seconds;
 ``ready_seconds``, the whole call until the sample is ready on the workers (``persist()``), and with
-``--compute`` the seconds of its ``compute()`` into a pandas frame.
+``--compute`` the seconds of its ``compute()`` into a pandas frame (on a GPU, also of ``compute(device=True)``,
+its columns on this process's GPU).
 
 The ablation (C-SAW Fig. 10/11) runs in two ways, with every SELECT method
 (``repeated``, ``updated``, ``bipartite``) with and without the strided
@@ -63,6 +64,10 @@ def _run(g, name: str, seeds: np.ndarray, args, **options) -> dict:
             started = time.perf_counter()
             stats["computed_edges"] = len(sample.compute())
             stats["compute_seconds"] = time.perf_counter() - started
+            if args.device == "gpu":  # the same columns on this process's GPU, written there by the workers
+                started = time.perf_counter()
+                len(sample.compute(device=True)["src"])
+                stats["compute_device_seconds"] = time.perf_counter() - started
         runs.append(stats)
         del sample
     best = max(runs, key=lambda s: s["edges_per_second"])
@@ -79,7 +84,9 @@ def _run(g, name: str, seeds: np.ndarray, args, **options) -> dict:
             "median_ready_seconds": float(np.median([s["ready_seconds"] for s in runs])),
             **({"compute_seconds": min(s["compute_seconds"] for s in runs),
                 "compute_edges_per_second": best["computed_edges"] / min(s["compute_seconds"] for s in runs)}
-               if args.compute else {})}
+               if args.compute else {}),
+            **({"compute_device_seconds": min(s["compute_device_seconds"] for s in runs)}
+               if args.compute and args.device == "gpu" else {})}
 
 
 def _select_alone(graph_id: str, part: int, degrees, frontier: str, segments: int, picks: int, bias: str,

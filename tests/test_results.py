@@ -47,3 +47,14 @@ def test_every_worker_held_result_keeps_the_base_contract(cpu, tmp_path, family,
     assert written.shape[0] == frame.shape[0]
     assert sum(cpu.gather(result.map_blocks(_rows))) == frame.shape[0]
     assert result.stats["assemble_seconds"] >= 0  # the blocks were made once, on first use
+
+
+@pytest.mark.parametrize("family", ["walks", "sampler"])
+def test_a_device_result_of_a_cpu_cluster_is_refused_naming_the_rule(cpu, family):
+    """``compute(device=True)`` writes from the workers' GPUs into the client's (tested on a GPU in
+    tests/gpu/test_results_gpu.py); a CPU cluster has none, and the refusal says so."""
+    result = FAMILIES[family][0](_graph(1))
+    with pytest.raises(gpipe.GpipeValueError, match="device=True: .* this cluster computes on the CPU"):
+        result.compute(device=True)
+    with pytest.raises(gpipe.GpipeValueError, match="'device' must be true or false, got 'gpu'"):
+        result.compute(device="gpu")

@@ -13,6 +13,7 @@ from distributed.utils import sync
 from .._files import atomic_dir
 from .._validate import check_callable, check_picklable
 from ..errors import GpipeError
+from ._ipc import DeviceResult, written
 from ._reach import anywhere, end_later, on_every_worker
 from ._store import store
 from ._watch import call_workers, gather_pinned, wait_pinned
@@ -114,6 +115,14 @@ class HeldResult:
             for b, result in zip(blocks, done):
                 results[b] = result
         return results
+
+    def _on_client_gpu(self, phase: str, columns: dict, firsts: list[int], part, args_of=lambda b: ()) -> dict:
+        """``device=True``: the arrays ``columns`` (name -> (shape, dtype)) on this process's GPU, each block ``b``
+        writing ``part(block, *args_of(b))`` (a name -> its rows) there from row ``firsts[b]``, straight from its
+        worker's GPU (:mod:`._ipc`: no host memory, no Dask comms)."""
+        result = DeviceResult(self._client, columns)
+        self._gather(phase, written, lambda b: (result.rows(firsts[b]), part, *args_of(b)))
+        return result.arrays
 
     def _fetch(self, phase: str) -> list:
         """The blocks themselves, in order (host arrays: a family whose blocks may be on a GPU maps them first)."""

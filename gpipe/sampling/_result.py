@@ -15,8 +15,8 @@ from .. import config
 from .._files import SAMPLE_FILES
 from .._validate import check_bool
 from ..backend import device_of, to_device, to_host, xp
-from ..runtime import (HeldResult, failing, id_dtype, kept_blocks, output_limit_setting, output_on_device, run_outputs,
-                       worker_device)
+from ..runtime import (HeldResult, device_ids, failing, id_dtype, kept_blocks, output_limit_setting, output_on_device,
+                       run_outputs, worker_device)
 
 
 @dataclass(frozen=True)
@@ -150,13 +150,24 @@ class EdgeSample(HeldResult):
                 columns[k] = self._id_map[columns[k]]
         return pd.DataFrame(columns, copy=False)  # the arrays are the frame's own: no copy into one 2-D block
 
-    def compute(self) -> pd.DataFrame:
-        """The edges as a frame of original vertex ids."""
-        return self._original_frame(nodes=False)
+    def compute(self, device: bool = False):
+        """The edges as a frame of original vertex ids; with ``device=True``, its columns as a dict of CuPy arrays
+        on this process's GPU (``cudf.DataFrame(columns)`` makes it a frame), written there straight from the
+        workers' GPUs (GPU workers on this host, integer ids; CUDA IPC: no host copy, no Dask comms)."""
+        return self._on_gpu(nodes=False) if check_bool("device", device) else self._original_frame(nodes=False)
 
-    def nodes(self) -> pd.DataFrame:
-        """Each instance's vertices, once each: a frame ``instance, vertex`` (original ids) in order of instance."""
-        return self._original_frame(nodes=True)
+    def nodes(self, device: bool = False):
+        """Each instance's vertices, once each: a frame ``instance, vertex`` (original ids) in order of instance;
+        ``device=True`` as in :meth:`compute`."""
+        return self._on_gpu(nodes=True) if check_bool("device", device) else self._original_frame(nodes=True)
+
+    def _on_gpu(self, nodes: bool) -> dict:
+        ids = device_ids(self._id_map)
+        dtypes = {k: v.dtype for k, v in _columns(_empty_block(self._layout), nodes).items()}
+        bases = self._bases(nodes)
+        columns = self._on_client_gpu("sample", {k: ((bases[-1],), dtype) for k, dtype in dtypes.items()},
+                                      bases[:-1], _on_device, lambda b: (nodes,))
+        return {k: ids[v] if ids is not None and k in ("src", "dst", "vertex") else v for k, v in columns.items()}
 
     def _bases(self, nodes: bool) -> list[int]:
         """The first row of each block (of the edges, or of the nodes)."""

@@ -15,7 +15,9 @@ import pyarrow.parquet as pq
 from .._files import WALK_FILES, atomic_file
 from ..backend import cpu_kernel, prange, to_host
 from ..errors import GpipeValueError
-from ..runtime import HeldResult, OutputBlocks, anywhere, assemble_blocks, gather_pinned, on_every_worker, worker_xp
+from .._validate import check_bool
+from ..runtime import (HeldResult, OutputBlocks, anywhere, assemble_blocks, device_ids, gather_pinned,
+                       on_every_worker, worker_xp)
 
 
 WRITE_THREADS, WRITE_BYTES = 8, 1 << 26  # a corpus block's text is written in up to 8 ranges of at least 64 MB
@@ -136,11 +138,17 @@ class WalkResult(HeldResult):
         """
         return self._map(_on_device, fn, args, kwargs)
 
-    def compute(self) -> np.ndarray:
-        """All walks as one host array of original vertex ids.
+    def compute(self, device: bool = False):
+        """All walks as one host array of original vertex ids; with ``device=True``, as a CuPy array on this
+        process's GPU.
 
         Integer ids travel as the blocks' dense ids (their smallest integer type, not the int64 of the result) and
-        are mapped here, each block straight into its rows of the result, in one parallel pass."""
+        are mapped here, each block straight into its rows of the result, in one parallel pass. ``device=True``
+        (GPU workers on this host, ids that are non-negative integers) has each worker write its blocks straight
+        from its GPU into the result's memory on this process's GPU (CUDA IPC: no host copy, no Dask comms), where
+        they are mapped to original ids; ``torch.from_dlpack`` takes the array without a copy."""
+        if check_bool("device", device):
+            return self._on_gpu()
         if self._walk_dtype == object:
             parts = self._gather_blocks("walks", _original, self._walk_dtype)
             return np.concatenate(parts) if parts else np.zeros((0, self.width), self._walk_dtype)
@@ -151,6 +159,15 @@ class WalkResult(HeldResult):
             _integer_originals(block, self._id_map, out[row:row + block.shape[0]])
             row += block.shape[0]
         return out
+
+    def _on_gpu(self):
+        if self._walk_dtype == object:
+            raise GpipeValueError("device=True needs vertex ids that are non-negative integers (-1 pads a walk after "
+                                  "its end, and a GPU array holds no strings or objects); use compute()")
+        ids = device_ids(self._id_map)
+        firsts = [b * self.block_rows for b in range(self._layout.count)]
+        dense = self._on_client_gpu("walks", {"walks": (self.shape, np.int64)}, firsts, _as_rows)["walks"]
+        return dense if ids is None else ids[dense]
 
     def to_dask(self):
         """The walks as a dask array, one chunk per block, original vertex ids."""
@@ -216,6 +233,10 @@ class WalkResult(HeldResult):
 def _on_device(block):
     """A block on this worker's device (one kept in host memory goes there first)."""
     return worker_xp().asarray(block)
+
+
+def _as_rows(block) -> dict:
+    return {"walks": block}
 
 
 def _original(block, id_map, base: int, dtype: np.dtype) -> np.ndarray:
