@@ -6,7 +6,9 @@ the same bits) and ``kernels/alias.cu``.
 A segment's table is packed for its draws, one 8-byte word per candidate ``j``: the high 32 bits the threshold
 ``floor(prob_j * 2**32)`` (at most ``2**32 - 1``), the low 32 bits the alias (a local index; ``j`` itself for a full
 column). A draw of ``r`` in [0, 1) takes ``x = r * d``, column ``j = floor(x)`` and keeps it when ``(x - j) * 2**32``
-is below the threshold, else its alias: one read, whatever the degree.
+is below the threshold, else its alias: one read, whatever the degree. A segment of no positive weight may instead
+be made of :data:`NO_CANDIDATE` words (threshold 0, alias ``2**32 - 1``), from which a draw names no candidate (a
+walk's end: ``tables(..., dead=True)``).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from .kernels import Arg, Kernel
 _ONE = 4294967296.0  # 2**32: a column's threshold in units of 2**-32
 CHUNK_CANDIDATES = 1 << 26  # candidates whose tables are built at once (tables())
 _LOW = np.uint64(0xFFFFFFFF)
+NO_CANDIDATE = np.uint64(0xFFFFFFFF)  # a word of a segment with no positive weight: a draw takes alias 2**32 - 1
 
 
 @cpu_kernel()
@@ -75,11 +78,18 @@ def draw(table, t, d, r):
 
 
 @cpu_kernel(parallel=True)
-def _tables_cpu(offsets, bias, nseg, prob, other, small, large, table):
+def _tables_cpu(offsets, bias, nseg, prob, other, small, large, dead, table):
     for i in prange(nseg):
         a = offsets[i]
         d = offsets[i + 1] - a
         vose(bias, a, d, prob, other, a, small, large, a)
+        positive = False
+        for e in range(a, a + d):
+            positive = positive or bias[e] > 0.0
+        if dead and not positive:
+            for e in range(a, a + d):
+                table[e] = NO_CANDIDATE
+            continue
         for e in range(a, a + d):
             threshold = min(np.floor(prob[e] * _ONE), _ONE - 1.0)
             table[e] = (np.uint64(threshold) << np.uint64(32)) | np.uint64(other[e])
@@ -89,12 +99,14 @@ TABLES = Kernel("alias.cu", "gp_alias_tables", twin=_tables_cpu, items="nseg", a
     Arg("offsets", "i64[nseg+1]"), Arg("bias", "f64[]"), Arg("nseg", "i64"),
     Arg("prob", "f64[]", out=True, note="scratch, as bias"), Arg("other", "i32[]", out=True, note="scratch, as bias"),
     Arg("small", "i32[]", out=True, note="scratch, as bias"), Arg("large", "i32[]", out=True, note="scratch, as bias"),
+    Arg("dead", "i32", note="a segment of no positive bias: NO_CANDIDATE words"),
     Arg("table", "u64[]", out=True, note="each segment's packed table, as bias")))
 
 
-def tables(offsets, bias, chunk_candidates: int = CHUNK_CANDIDATES):
+def tables(offsets, bias, chunk_candidates: int = CHUNK_CANDIDATES, *, dead: bool = False):
     """Each segment's packed alias table of ``bias`` (float64; segment ``i`` at ``offsets[i]:offsets[i+1]``), as
-    ``bias``: a thread per segment builds it in O(its length), runs of segments of about ``chunk_candidates`` at a
+    ``bias`` (with ``dead``, a segment of no positive bias all :data:`NO_CANDIDATE`): a thread per segment builds it
+    in O(its length), runs of segments of about ``chunk_candidates`` at a
     time (the construction's scratch, 20 bytes a candidate, is a run's: at R-MAT 26, 2**31 edges, 43 GB at once)."""
     x = xp(device_of(bias))
     n = int(bias.shape[0])
@@ -109,6 +121,6 @@ def tables(offsets, bias, chunk_candidates: int = CHUNK_CANDIDATES):
         if a == b:  # only empty segments left
             continue
         lo, hi = int(host[a]), int(host[b])
-        TABLES.launch(offsets=offsets[a:b + 1] - lo, bias=bias[lo:hi], nseg=b - a, table=table[lo:hi],
-                      **{name: array[:hi - lo] for name, array in scratch.items()})
+        TABLES.launch(offsets=offsets[a:b + 1] - lo, bias=bias[lo:hi], nseg=b - a, dead=dead,
+                      table=table[lo:hi], **{name: array[:hi - lo] for name, array in scratch.items()})
     return table

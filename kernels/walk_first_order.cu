@@ -89,15 +89,16 @@ __device__ __forceinline__ void gp_first_order_walkers(
 // loads, and more walkers in flight hide more of them (40 registers left a quarter of the slots empty).
 template <typename IdT>
 __global__ void __launch_bounds__(256, 8) gp_walk_first_order(const long long* __restrict__ indptr, const IdT* __restrict__ indices,
-                                    const double* __restrict__ cdf, int weighted, long long lo, long long hi,
-                                    long long num_vertices, unsigned long long key, int length, double alpha,
-                                    int teleport, long long n, const long long* __restrict__ walk_id,
+                                    const unsigned long long* __restrict__ table, int weighted,
+                                    long long lo, long long hi, long long num_vertices, unsigned long long key,
+                                    int length, double alpha, int teleport, long long n,
+                                    const long long* __restrict__ walk_id,
                                     const long long* __restrict__ source, const long long* __restrict__ vertex,
                                     const int* __restrict__ step, const long long* __restrict__ offset,
                                     IdT* __restrict__ flat, int* __restrict__ piece_len,
                                     long long* __restrict__ out_vertex, int* __restrict__ out_step,
                                     signed char* __restrict__ moved, unsigned long long* __restrict__ next) {
-    const GpCsr<IdT> g{{indices, cdf, weighted}, indptr};
+    const GpCsr<IdT> g{{indices, nullptr, weighted, table}, indptr};
     gp_first_order_walkers(g, lo, hi, num_vertices, key, length, alpha, teleport, n, walk_id, source, vertex, step,
                            offset, flat, piece_len, out_vertex, out_step, moved, next);
 }
@@ -138,9 +139,10 @@ extern "C" __global__ void gp_walk_first_order_dynamic(
 // CPU twin: gpipe/walks/_first_order.py::_advance_routed_cpu (the same pieces and movers, in walker order).
 template <typename IdT>
 __global__ void gp_walk_first_order_routed(const long long* __restrict__ indptr, const IdT* __restrict__ indices,
-                                           const double* __restrict__ cdf, int weighted, long long lo, long long hi,
-                                           long long num_vertices, unsigned long long key, int length, double alpha,
-                                           int teleport, long long n, const long long* __restrict__ walk_id,
+                                           const unsigned long long* __restrict__ table, int weighted,
+                                           long long lo, long long hi, long long num_vertices, unsigned long long key,
+                                           int length, double alpha, int teleport, long long n,
+                                           const long long* __restrict__ walk_id,
                                            const long long* __restrict__ source, const long long* __restrict__ vertex,
                                            const int* __restrict__ step, int keep_source, IdT* __restrict__ rows,
                                            long long block_rows, int ranks, int rank, int width,
@@ -150,7 +152,7 @@ __global__ void gp_walk_first_order_routed(const long long* __restrict__ indptr,
                                            long long* __restrict__ mover_source, long long* __restrict__ mover_vertex,
                                            int* __restrict__ mover_step, unsigned long long* __restrict__ counts,
                                            unsigned long long* __restrict__ next) {
-    const GpCsr<IdT> g{{indices, cdf, weighted}, indptr};
+    const GpCsr<IdT> g{{indices, nullptr, weighted, table}, indptr};
     unsigned long long taken = 0;
     for (long long i = (long long)atomicAdd(next, 1ULL); i < n; i = (long long)atomicAdd(next, 1ULL)) {
         IdT stage[STAGE];

@@ -1,18 +1,21 @@
 // The graphs a walk is written over, once for both: a walk's body is a template on its graph, which says where a
 // vertex's edges are and picks one. GpCsr is a static partition, GpSpace a dynamic graph's snapshot of one. The
 // twins take the same graphs: gpipe/walks/_graphs.py's Csr and Space.
-// GP_TRIAL_DRAWS, DECIMAL_GROUP, GROUP_*: defined by the loader (gpipe/walks/_graphs.py's DEFINES).
+// GP_TRIAL_DRAWS, GP_PICK_ALIAS, DECIMAL_GROUP, GROUP_*: defined by the loader (gpipe/walks/_graphs.py's DEFINES).
 #pragma once
+#include "alias.cuh"
 #include "dynamic.cuh"
 #include "walk.cuh"
 
 // A static partition's edges: their heads (`indices`, each vertex's row sorted) and weights, as per-vertex prefix
-// sums `cdf` when weighted.
+// sums `cdf` when weighted is GP_PICK_CDF, as per-vertex packed alias tables `table` (gpipe/_alias.py) when it is
+// GP_PICK_ALIAS (a walk that only picks: weight() is not asked of it).
 template <typename IdT>
 struct GpCsrEdges {
     const IdT* __restrict__ indices;
     const double* __restrict__ cdf;
     int weighted;
+    const unsigned long long* __restrict__ table;
 
     __device__ __forceinline__ long long head(long long e) const { return (long long)indices[e]; }
     // The weight of edge e among its vertex's edges a..: from the prefix sums, or 1.
@@ -23,7 +26,8 @@ struct GpCsrEdges {
 };
 
 // A static partition as the walks read it: the CSR rows of vertices lo.. (local ids: v - lo). An edge is picked
-// with one draw: uniform, or by inverse transform (-1 when every weight is zero). A node2vec trial takes
+// with one draw: uniform, by inverse transform, or through the vertex's alias table, one word whatever its degree
+// (-1 when every weight is zero). A node2vec trial takes
 // TRIAL_DRAWS draws: its candidate at CANDIDATE, its acceptance at ACCEPT. CPU twin: gpipe/walks/_graphs.py's Csr.
 template <typename IdT>
 struct GpCsr {
@@ -38,7 +42,12 @@ struct GpCsr {
     // The edge of v (edges a..a+d-1, d > 0) drawn from draw `first` of (key, id, s).
     __device__ __forceinline__ long long pick(unsigned long long key, unsigned long long id, int s,
                                               unsigned long long first, long long v, long long a, long long d) const {
-        return gp_pick_edge(edges.cdf, edges.weighted, a, d, gp_bits(key, id, s, first));
+        const ulonglong2 r = gp_bits(key, id, s, first);
+        if (edges.weighted == GP_PICK_ALIAS) {
+            const long long j = gp_alias_draw(edges.table + a, d, gp_unit(r));
+            return j < d ? a + j : -1;
+        }
+        return gp_pick_edge(edges.cdf, edges.weighted, a, d, r);
     }
     // The array holding each vertex's neighbors sorted at start(v)..start(v)+degree(v)-1.
     __device__ __forceinline__ const IdT* sorted() const { return edges.indices; }

@@ -105,7 +105,8 @@ def routed_first_order(x, teleport: int, alpha: float, lo: int, hi: int, weighte
     kernel's schedule), and the inputs."""
     import importlib
 
-    from gpipe import _rng
+    from gpipe import _alias, _rng
+    from gpipe.walks._graphs import PICK_ALIAS, PICK_UNIFORM
 
     first_order = importlib.import_module("gpipe.walks._first_order")
     rng = np.random.default_rng(1)
@@ -113,8 +114,12 @@ def routed_first_order(x, teleport: int, alpha: float, lo: int, hi: int, weighte
     degree = rng.integers(0, 6, n_v)
     indptr = np.concatenate([[0], np.cumsum(degree)]).astype(np.int64)
     indices = np.concatenate([np.sort(rng.choice(n_v, d, replace=False)) for d in degree]).astype(np.int32)
-    cdf = np.concatenate([np.cumsum(rng.random(d)) for d in degree[lo:hi]]) if weighted else np.zeros(1)
-    inputs = dict(indptr=indptr[lo:hi + 1] - indptr[lo], indices=indices[indptr[lo]:indptr[hi]], cdf=cdf,
+    offsets = indptr[lo:hi + 1] - indptr[lo]
+    table = np.zeros(1, np.uint64)
+    if weighted:  # every 7th vertex's weights all zero: its walkers end there
+        weights = rng.random(int(offsets[-1])) * np.repeat(np.arange(lo, hi) % 7 != 0, degree[lo:hi])
+        table = _alias.tables(offsets, weights, dead=True)
+    inputs = dict(indptr=offsets, indices=indices[indptr[lo]:indptr[hi]], table=table,
                   walk_id=rng.permutation(10**6)[:n].astype(np.int64), vertex=rng.integers(lo, hi, n).astype(np.int64),
                   step=rng.integers(0, 40, n).astype(np.int32))
     inputs["source"] = inputs["vertex"][::-1].copy()
@@ -126,7 +131,7 @@ def routed_first_order(x, teleport: int, alpha: float, lo: int, hi: int, weighte
                mover_source=np.empty(n, np.int64), mover_vertex=np.empty(n, np.int64),
                mover_step=np.empty(n, np.int32), counts=np.zeros(4, np.uint64))
     on = {k: x.asarray(v) for k, v in {**inputs, **out}.items()}
-    first_order.ROUTED.launch(**on, weighted=int(weighted), lo=lo, hi=hi, num_vertices=n_v,
+    first_order.ROUTED.launch(**on, weighted=PICK_ALIAS if weighted else PICK_UNIFORM, lo=lo, hi=hi, num_vertices=n_v,
                               key=np.uint64(_rng.key(7)), length=40, alpha=alpha, teleport=teleport, n=n,
                               keep_source=1, block_rows=block_rows if ranks else 0, ranks=ranks, rank=0, width=width)
     got = {k: np.asarray(v.get() if hasattr(v, "get") else v) for k, v in on.items()}

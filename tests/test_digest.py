@@ -18,7 +18,7 @@ import gpipe
 
 DIGESTS = {
     "deepwalk": "88ccf72e020beaff",
-    "deepwalk-weighted": "0366b2b6ba1204ad",
+    "deepwalk-weighted": "52e61d57d3ae00be",  # first-order walks pick through alias tables (was inverse transform)
     "forest-fire": "65298d5af166b80b",
     "jump": "e3cc05cc95e0bfaf",
     "layer": "ac66593aca6b5158",
@@ -28,7 +28,7 @@ DIGESTS = {
     "neighbor-weighted-replace": "0a44f2848ef58e32",  # weighted neighbor draws through alias tables (issue 17)
     "node2vec": "9e0b375347921191",
     "node2vec-weighted": "8ae3efe22dfa4dc5",
-    "ppr-scores": "d8289c0da68083df",
+    "ppr-scores": "57f0a89444b91ac8",  # weighted: through alias tables, as DeepWalk
     "ppr-walks": "8520a545938e9aec",
     "random-edge": "3ee8639c78f1a23a",
     "random-node": "7e77e8b22978b31f",

@@ -75,6 +75,17 @@ def test_biased_deepwalk_moves_in_proportion_to_weight(cpu, weighted_edges):
     assert _chi2_pvalue(_transitions(walks), exact) > ALPHA
 
 
+@pytest.mark.parametrize("partitions", [1, 2])
+def test_a_weighted_walk_never_takes_a_zero_weight_and_ends_where_every_weight_is_zero(cpu, partitions):
+    """Vertex 0's edge of weight 0 is never taken; vertex 1's edges all weigh 0, so a walk reaching it ends there
+    (an alias table of no positive weight draws no edge, as the inverse transform did)."""
+    edges = pd.DataFrame({"src": [0, 0, 1, 1, 2, 3], "dst": [1, 2, 2, 3, 0, 0], "w": [1.0, 0.0, 0.0, 0.0, 1.0, 2.0]})
+    g = gpipe.from_edges(edges, weight="w", directed=True, partitions=partitions)
+    walks = gpipe.walks.deepwalk(g, length=4, walks_per_vertex=50, weighted=True, seed=3).compute()
+    expected = {0: [0, 1, -1, -1, -1], 1: [1, -1, -1, -1, -1], 2: [2, 0, 1, -1, -1], 3: [3, 0, 1, -1, -1]}
+    assert {tuple(row) for row in walks.tolist()} == {tuple(row) for row in expected.values()}
+
+
 def _node2vec_exact(adj: dict, p: float, q: float, weighted: bool) -> dict:
     exact = {}
     for v, nb in adj.items():

@@ -900,6 +900,8 @@ def test_the_routed_first_order_advance_is_the_plain_one_cut_at_the_stage(telepo
     vertices, and the walkers that left or stopped there, where they are."""
     import importlib
 
+    from gpipe.walks._graphs import PICK_ALIAS, PICK_UNIFORM
+
     first_order = importlib.import_module("gpipe.walks._first_order")
     stage = first_order.STAGE
     routed = routed_first_order(np, teleport, alpha, lo, hi, weighted, ranks)
@@ -907,7 +909,8 @@ def test_the_routed_first_order_advance_is_the_plain_one_cut_at_the_stage(telepo
     n, width = len(inputs["walk_id"]), 41
     plain = dict(flat=np.full(n * width, -1, np.int32), piece_len=np.empty(n, np.int32),
                  out_vertex=np.empty(n, np.int64), out_step=np.empty(n, np.int32), moved=np.empty(n, np.int8))
-    first_order.ADVANCE.launch(**inputs, **plain, offset=np.arange(n, dtype=np.int64) * width, weighted=int(weighted),
+    first_order.ADVANCE.launch(**inputs, **plain, offset=np.arange(n, dtype=np.int64) * width,
+                               weighted=PICK_ALIAS if weighted else PICK_UNIFORM,
                                lo=lo, hi=hi, num_vertices=300, key=np.uint64(gpipe._rng.key(7)), length=40,
                                alpha=alpha, teleport=teleport, n=n)
     stopped = plain["piece_len"] > stage

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from .._alias import tables
 from ..backend import cpu_kernel, device_of, prange, xp
 from ..kernels import Arg, Kernel
 
@@ -79,6 +80,19 @@ class Partition:
     def cdf(self):
         """Per-vertex prefix sums of the edge weights (float64), built once and kept (CUDA: ``kernels/cdf.cu``)."""
         return self.kept("cdf", _build_cdf)[0]
+
+
+    def alias(self):
+        """Per-vertex packed alias tables of the edge weights (:mod:`gpipe._alias`: a draw reads one word, whatever
+        the degree), a vertex whose every weight is zero all ``NO_CANDIDATE`` (a draw names no edge), built once
+        and kept."""
+        return self.kept("alias", _build_alias)[0]
+
+
+def _build_alias(part: Partition) -> tuple:
+    x = xp(device_of(part.indptr))
+    weights = part.weights if part.weights is not None else x.ones(part.num_edges, x.float32)
+    return (tables(part.indptr, weights.astype(x.float64), dead=True),)
 
 
 def _build_cdf(part: Partition) -> tuple:

@@ -16,7 +16,7 @@ from ..backend import cpu_kernel, prange, to_host
 from ..kernels import Arg, Kernel
 from ..runtime import Run, StepSpec, step_kernel, worker_xp
 from ._common import uniform_vertex
-from ._graphs import DEFINES, Csr, degree, head, pick, start
+from ._graphs import DEFINES, NO_CDF, PICK_ALIAS, PICK_UNIFORM, Csr, degree, head, pick, start
 
 TELEPORT = {"none": 0, "uniform": 1, "source": 2}  # the kernel's TELEPORT_NONE, _UNIFORM, _SOURCE (its defines)
 _NONE, _UNIFORM = TELEPORT["none"], TELEPORT["uniform"]
@@ -53,10 +53,11 @@ def advance_first_order(part, walkers: dict, spec: StepSpec, run: Run):
 def _graph_args(x, part, spec: StepSpec) -> dict:
     """The arguments both kernels take from the partition and the walk."""
     walk: FirstOrder = spec.params
-    weighted = walk.weighted
-    return dict(indptr=part.indptr, indices=part.indices, cdf=part.cdf() if weighted else x.zeros(1, x.float64),
-                weighted=weighted, lo=part.lo, hi=part.hi, num_vertices=walk.num_vertices, key=spec.key,
-                length=spec.length, alpha=walk.alpha, teleport=TELEPORT[walk.teleport])
+    weighted = walk.weighted  # through the vertices' alias tables: one word a step (the CDF's search took ~log d)
+    return dict(indptr=part.indptr, indices=part.indices, table=part.alias() if weighted else x.zeros(1, x.uint64),
+                weighted=PICK_ALIAS if weighted else PICK_UNIFORM, lo=part.lo, hi=part.hi,
+                num_vertices=walk.num_vertices, key=spec.key, length=spec.length, alpha=walk.alpha,
+                teleport=TELEPORT[walk.teleport])
 
 
 @step_kernel(writes=("vertex", "step"))
@@ -152,18 +153,18 @@ def walkers_cpu(graph, lo, hi, num_vertices, key, length, alpha, teleport, n, wa
 
 
 @cpu_kernel()
-def _advance_cpu(indptr, indices, cdf, weighted, lo, hi, num_vertices, key, length, alpha, teleport, n, walk_id,
+def _advance_cpu(indptr, indices, table, weighted, lo, hi, num_vertices, key, length, alpha, teleport, n, walk_id,
                  source, vertex, step, offset, flat, piece_len, out_vertex, out_step, moved):
-    walkers_cpu(Csr(indices, cdf, weighted, indptr), lo, hi, num_vertices, key, length, alpha, teleport, n, walk_id,
-                source, vertex, step, offset, flat, piece_len, out_vertex, out_step, moved)
+    walkers_cpu(Csr(indices, NO_CDF, weighted, indptr, table), lo, hi, num_vertices, key, length, alpha, teleport, n,
+                walk_id, source, vertex, step, offset, flat, piece_len, out_vertex, out_step, moved)
 
 
 @cpu_kernel(parallel=True)
-def _advance_routed_cpu(indptr, indices, cdf, weighted, lo, hi, num_vertices, key, length, alpha, teleport, n,
+def _advance_routed_cpu(indptr, indices, table, weighted, lo, hi, num_vertices, key, length, alpha, teleport, n,
                         walk_id, source, vertex, step, keep_source, rows, block_rows, ranks, rank, width,
                         piece_walk_id, piece_start, piece_len, piece_offset, flat, mover_walk_id, mover_source,
                         mover_vertex, mover_step, counts):
-    graph = Csr(indices, cdf, weighted, indptr)
+    graph = Csr(indices, NO_CDF, weighted, indptr, table)
     stage = np.empty(n * STAGE, flat.dtype)
     written = np.empty(n, np.int32)
     at_vertex = np.empty(n, np.int64)
@@ -212,7 +213,9 @@ def _advance_routed_cpu(indptr, indices, cdf, weighted, lo, hi, num_vertices, ke
 
 # walk_first_order.cu is compiled whole with a kernel's defines: each of its kernels takes all of them
 DEFINES_FIRST_ORDER = {**DEFINES, **{f"TELEPORT_{k.upper()}": v for k, v in TELEPORT.items()}, "STAGE": STAGE}
-_GRAPH_ARGS = (Arg("indptr", "i64[]"), Arg("indices", "IdT[]"), Arg("cdf", "f64[]"), Arg("weighted", "i32"),
+_GRAPH_ARGS = (Arg("indptr", "i64[]"), Arg("indices", "IdT[]"),
+               Arg("table", "u64[]", note="weighted: the vertices' alias tables (Partition.alias)"),
+               Arg("weighted", "i32", note="_graphs.PICK_UNIFORM or PICK_ALIAS"),
                Arg("lo", "i64"), Arg("hi", "i64"), Arg("num_vertices", "i64"), Arg("key", "u64"), Arg("length", "i32"),
                Arg("alpha", "f64"), Arg("teleport", "i32"), Arg("n", "i64"), Arg("walk_id", "i64[n]"),
                Arg("source", "i64[n]"), Arg("vertex", "i64[n]"), Arg("step", "i32[n]"))

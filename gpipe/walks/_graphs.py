@@ -25,10 +25,15 @@ import numpy as np
 from numba.extending import overload
 
 from .. import _rng
+from .._alias import draw
 from .._search import pick_edge
 from ..dynamic import PICK_DEFINES, pick_in_space
 
-Csr = namedtuple("Csr", "indices cdf weighted indptr")
+Csr = namedtuple("Csr", "indices cdf weighted indptr table")
+# How a static partition's edge is picked (Csr.weighted; GpCsrEdges' `weighted`): uniformly, by inverse transform
+# over ``cdf``, or through ``table``, the vertices' packed alias tables (gpipe/_alias.py: one word a draw).
+PICK_UNIFORM, PICK_CDF, PICK_ALIAS = 0, 1, 2
+NO_CDF, NO_TABLE = np.zeros(1, np.float64), np.zeros(1, np.uint64)  # a Csr's where it picks otherwise
 Space = namedtuple("Space", "dst units frac weighted edge_start degree member_start members group_row group_count "
                             "group_kind group_bit group_start group_size alias_prob alias_other adjacency "
                             "space_vertices")
@@ -39,7 +44,8 @@ Space = namedtuple("Space", "dst units frac weighted edge_start degree member_st
 TRIAL_DRAWS = 2**20
 # A trial's draws, its candidate's first and its acceptance's (GpCsr's and GpSpace's TRIAL_DRAWS, CANDIDATE, ACCEPT).
 _TRIALS = {Csr: (2, 0, 1), Space: (TRIAL_DRAWS, 1, 0)}
-DEFINES = {**PICK_DEFINES, "GP_TRIAL_DRAWS": f"{TRIAL_DRAWS}ULL"}  # what walk_graphs.cuh takes from the loader
+# what walk_graphs.cuh takes from the loader
+DEFINES = {**PICK_DEFINES, "GP_TRIAL_DRAWS": f"{TRIAL_DRAWS}ULL", "GP_PICK_ALIAS": PICK_ALIAS}
 
 
 def start(graph, v):
@@ -52,7 +58,8 @@ def degree(graph, v):
 
 def pick(graph, at, first, v, a, d):
     """The edge drawn from vertex ``v`` (edges ``a..a+d-1``, ``d > 0``) with the draws ``first..`` of a walker's
-    step ``at = (key, stream, step)``: one (uniform, or by inverse transform over ``cdf``; -1 if every weight is 0),
+    step ``at = (key, stream, step)``: one (uniform, by inverse transform over ``cdf`` or through ``table``; -1 if
+    every weight is 0),
     or by weight from the sampling space."""
 
 
@@ -96,8 +103,13 @@ def _degree(graph, v):
 @overload(pick)
 def _pick(graph, at, first, v, a, d):
     if _kind(graph) is Csr:
-        return lambda graph, at, first, v, a, d: pick_edge(graph.cdf, graph.weighted, a, d,
-                                                           _rng.bits(at[0], at[1], at[2], first))
+        def csr(graph, at, first, v, a, d):
+            r = _rng.bits(at[0], at[1], at[2], first)
+            if graph.weighted == PICK_ALIAS:
+                j = draw(graph.table, a, d, _rng.unit(r))
+                return a + j if j < d else np.int64(-1)
+            return pick_edge(graph.cdf, graph.weighted, a, d, r)
+        return csr
 
     def space(graph, at, first, v, a, d):
         key, stream, step = at

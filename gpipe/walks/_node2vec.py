@@ -50,7 +50,7 @@ from ..backend import cpu_kernel, prange, unique
 from ..kernels import Arg, Kernel
 from ..runtime import Run, StepSpec, step_kernel
 from ._borrowed import borrowed_lists
-from ._graphs import DEFINES, Csr, degree, head, pick, sorted_of, start, trial_draws, weight
+from ._graphs import DEFINES, NO_TABLE, Csr, degree, head, pick, sorted_of, start, trial_draws, weight
 
 FIELDS = (("cur", "int64", "vertex"), ("prev", "int64", -1), ("cand", "int64", -1), ("trial", "int32", 0),
           ("answer", "int8", -1), ("state", "int8", 0))
@@ -288,7 +288,7 @@ def _advance_cpu(indptr, indices, cdf, borrowed_ids, borrowed_indptr, borrowed_i
                  inv_p, inv_q, trials, borrowed_count, n, walk_id, step, cur, prev, cand, trial, answer, state, offset,
                  flat, piece_len, out_vertex, out_step, out_cur, out_prev, out_cand, out_trial, out_answer, out_state,
                  moved):
-    graph = Csr(indices, cdf, weighted, indptr)
+    graph = Csr(indices, cdf, weighted, indptr, NO_TABLE)
     borrowed = (borrowed_ids, borrowed_indptr, borrowed_indices, borrowed_count)
     walk = (lo, hi, key, length, inv_p, inv_q, trials, True)
     for i in prange(n):
