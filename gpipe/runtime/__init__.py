@@ -11,7 +11,6 @@ e.g. the samplers' ``EdgeSample``).
 from ._advance import failing, neighbor_lists, output_totals, step_kernel, worker_device, worker_xp
 from ._driver import check_memory, run_supersteps
 from ._held import HeldResult
-from ._ipc import device_ids
 from ._lent import Lent
 from ._reach import (anywhere, end_graph, end_graph_later, end_here, end_later, end_run, fetch_partitions, gathered,
                      graph_array, held_partition, holder_workers, holds_partition, in_each_worker, in_worker,
@@ -29,7 +28,6 @@ from ._watch import WATCH_SECONDS, call_workers, check_held, gather_pinned, wait
 
 __all__ = ["WATCH_SECONDS", "HeldResult", "Lent", "OutputBlocks", "Run", "Session", "StartSet", "StepSpec", "anywhere",
            "assemble_blocks", "attach", "call_peer", "call_workers", "check_held", "check_memory", "current",
-           "device_ids",
            "drop_graph", "drop_run", "end_graph", "end_graph_later", "end_here", "end_later", "end_run", "failing",
            "fetch_partitions", "gather_pinned", "gathered", "graph_array", "held_partition", "holder_workers",
            "holds_partition", "id_dtype", "in_each_worker", "in_worker", "keep_arrays", "keep_partition",

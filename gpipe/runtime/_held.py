@@ -116,13 +116,15 @@ class HeldResult:
                 results[b] = result
         return results
 
-    def _on_client_gpu(self, phase: str, columns: dict, firsts: list[int], part, args_of=lambda b: ()) -> dict:
+    def _on_client_gpu(self, phase: str, columns: dict, firsts: list[int], part, args_of=lambda b: (), *,
+                       ids: tuple[str, ...] = ()) -> dict:
         """``device=True``: the arrays ``columns`` (name -> (shape, dtype)) on this process's GPU, each block ``b``
         writing ``part(block, *args_of(b))`` (a name -> its rows) there from row ``firsts[b]``, straight from its
-        worker's GPU (:mod:`._ipc`: no host memory, no Dask comms)."""
-        result = DeviceResult(self._client, columns)
+        worker's GPU (:mod:`._ipc`: no host memory, no Dask comms); the columns named in ``ids`` (dense ids) are
+        mapped to original ids there."""
+        result = DeviceResult(self._client, columns, self._id_map if ids else None)
         self._gather(phase, written, lambda b: (result.rows(firsts[b]), part, *args_of(b)))
-        return result.arrays
+        return result.arrays(ids)
 
     def _fetch(self, phase: str) -> list:
         """The blocks themselves, in order (host arrays: a family whose blocks may be on a GPU maps them first)."""

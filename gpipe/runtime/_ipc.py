@@ -77,16 +77,24 @@ class DeviceRows:
 
 class DeviceResult:
     """The client's allocation of a result's columns on its current GPU (``columns``: name -> (shape, dtype)),
-    their arrays (``arrays``) and, for each block, where its rows go (:meth:`rows`)."""
+    for each block where its rows go (:meth:`rows`), and the arrays once written (:meth:`arrays`), those of dense
+    ids mapped by ``id_map`` (None: dense). Refused, naming the rule, before anything is allocated: a CPU
+    cluster, no GPU here, ids a GPU array cannot hold."""
 
-    def __init__(self, client, columns: dict[str, tuple[tuple, np.dtype]]):
+    def __init__(self, client, columns: dict[str, tuple[tuple, np.dtype]], id_map):
         if current(client).device != "gpu":
             raise GpipeValueError("device=True: the result goes from the workers' GPUs to this process's, and this "
                                   "cluster computes on the CPU; use compute() without device=True")
         problem = gpu_problem()
         if problem is not None:
             raise DeviceUnavailableError(f"device=True puts the result on this process's GPU, but {problem}")
+        if id_map is not None and id_map.dtype.kind not in "iu":
+            raise GpipeValueError(f"device=True needs integer vertex ids (a GPU array holds no strings or objects); "
+                                  f"this graph's ids are {id_map.dtype}: use compute()")
         cupy = xp("gpu")
+        # with a -1 after them: a dense id of -1 (a walk's padding) maps to -1
+        self._ids = None if id_map is None else cupy.asarray(np.append(id_map.astype(np.int64, copy=False),
+                                                                       np.int64(-1)))
         laid, offset = [], 0
         for name, (shape, dtype) in columns.items():
             laid.append(Column(name, offset, tuple(shape), np.dtype(dtype)))
@@ -95,24 +103,19 @@ class DeviceResult:
         self._columns = tuple(laid)
         self._handle = cupy.cuda.runtime.ipcGetMemHandle(self._memory.ptr)
         self._host = socket.gethostname()
-        self.arrays = {c.name: cupy.ndarray(c.shape, c.dtype, cupy.cuda.MemoryPointer(self._memory, c.offset))
-                       for c in laid}
 
     def rows(self, first: int) -> DeviceRows:
         return DeviceRows(self._handle, self._host, self._columns, first)
+
+    def arrays(self, ids: tuple[str, ...]) -> dict:
+        """The columns as written, those named in ``ids`` mapped to original ids."""
+        cupy = xp("gpu")
+        out = {c.name: cupy.ndarray(c.shape, c.dtype, cupy.cuda.MemoryPointer(self._memory, c.offset))
+               for c in self._columns}
+        return {k: self._ids[v] if self._ids is not None and k in ids else v for k, v in out.items()}
 
 
 def written(block, rows: DeviceRows, part, *args) -> None:
     """On a worker: ``part(block, *args)`` (a column name -> the block's rows) written into the client's GPU."""
     rows.write(part(block, *args))
 
-
-def device_ids(id_map):
-    """The id map on this process's GPU with a -1 after it, so that a dense id of -1 (padding) maps to -1; None for
-    dense ids. Only integer ids live on a GPU: others are refused, naming the rule."""
-    if id_map is None:
-        return None
-    if id_map.dtype.kind not in "iu":
-        raise GpipeValueError(f"device=True needs integer vertex ids (a GPU array holds no strings or objects); this "
-                              f"graph's ids are {id_map.dtype}: use compute()")
-    return xp("gpu").asarray(np.append(id_map.astype(np.int64, copy=False), np.int64(-1)))

@@ -15,8 +15,8 @@ from .. import config
 from .._files import SAMPLE_FILES
 from .._validate import check_bool
 from ..backend import device_of, to_device, to_host, xp
-from ..runtime import (HeldResult, device_ids, failing, id_dtype, kept_blocks, output_limit_setting, output_on_device,
-                       run_outputs, worker_device)
+from ..runtime import (HeldResult, failing, id_dtype, kept_blocks, output_limit_setting, output_on_device, run_outputs,
+                       worker_device)
 
 
 @dataclass(frozen=True)
@@ -162,12 +162,10 @@ class EdgeSample(HeldResult):
         return self._on_gpu(nodes=True) if check_bool("device", device) else self._original_frame(nodes=True)
 
     def _on_gpu(self, nodes: bool) -> dict:
-        ids = device_ids(self._id_map)
         dtypes = {k: v.dtype for k, v in _columns(_empty_block(self._layout), nodes).items()}
         bases = self._bases(nodes)
-        columns = self._on_client_gpu("sample", {k: ((bases[-1],), dtype) for k, dtype in dtypes.items()},
-                                      bases[:-1], _on_device, lambda b: (nodes,))
-        return {k: ids[v] if ids is not None and k in ("src", "dst", "vertex") else v for k, v in columns.items()}
+        return self._on_client_gpu("sample", {k: ((bases[-1],), dtype) for k, dtype in dtypes.items()}, bases[:-1],
+                                   _on_device, lambda b: (nodes,), ids=("src", "dst", "vertex"))
 
     def _bases(self, nodes: bool) -> list[int]:
         """The first row of each block (of the edges, or of the nodes)."""

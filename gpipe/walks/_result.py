@@ -16,8 +16,7 @@ from .._files import WALK_FILES, atomic_file
 from ..backend import cpu_kernel, prange, to_host
 from ..errors import GpipeValueError
 from .._validate import check_bool
-from ..runtime import (HeldResult, OutputBlocks, anywhere, assemble_blocks, device_ids, gather_pinned,
-                       on_every_worker, worker_xp)
+from ..runtime import HeldResult, OutputBlocks, anywhere, assemble_blocks, gather_pinned, on_every_worker, worker_xp
 
 
 WRITE_THREADS, WRITE_BYTES = 8, 1 << 26  # a corpus block's text is written in up to 8 ranges of at least 64 MB
@@ -164,10 +163,9 @@ class WalkResult(HeldResult):
         if self._walk_dtype == object:
             raise GpipeValueError("device=True needs vertex ids that are non-negative integers (-1 pads a walk after "
                                   "its end, and a GPU array holds no strings or objects); use compute()")
-        ids = device_ids(self._id_map)
         firsts = [b * self.block_rows for b in range(self._layout.count)]
-        dense = self._on_client_gpu("walks", {"walks": (self.shape, np.int64)}, firsts, _as_rows)["walks"]
-        return dense if ids is None else ids[dense]
+        walks = self._on_client_gpu("walks", {"walks": (self.shape, np.int64)}, firsts, _as_rows, ids=("walks",))
+        return walks["walks"]
 
     def to_dask(self):
         """The walks as a dask array, one chunk per block, original vertex ids."""
