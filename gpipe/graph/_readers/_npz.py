@@ -9,7 +9,9 @@ from typing import NoReturn
 import numpy as np
 import pandas as pd
 
+from ...backend import segments, to_host, xp
 from ...errors import GpipeFileError
+from ...runtime import worker_device
 from ._common import FLOAT32_RANGE, float32_misfits, _frame
 
 
@@ -148,32 +150,35 @@ def _npz_read(path: str, array: NpzArray, lo: int = 0, hi: int | None = None) ->
 
 def read_npz_piece(plan: NpzPlan, piece: int) -> tuple[dict, dict]:
     """The edges of rows ``plan.pieces[piece]`` of a CSR ``.npz`` as dense-id arrays (``src``, ``dst`` int64,
-    ``weight`` float32 when read), and what is wrong with them.
+    ``weight`` float32 when read) of the worker's device, and what is wrong with them.
 
-    The problems are counts and first offenders (by index in the whole file), which
+    The file's bytes are read into host memory as they are stored; a GPU worker takes them to its device
+    as they are (``indices`` often int32: half the bytes of the int64 made of them) and lays out, checks and
+    widens them there. The problems are counts and first offenders (by index in the whole file), which
     :func:`npz_problem` merges over the pieces into the message one whole read gives.
     """
+    x = xp(worker_device())  # numpy in a process that is not a worker (read_npz)
     lo, hi = plan.pieces[piece]
     first, last = plan.edges[piece], plan.edges[piece + 1]
-    indices = _npz_read(plan.path, plan.indices, first, last).astype(np.int64)
-    degrees = np.diff(_npz_read(plan.path, plan.indptr, lo, hi + 1).astype(np.int64))
+    indices = x.asarray(_npz_read(plan.path, plan.indices, first, last)).astype(x.int64)
+    degrees = x.diff(x.asarray(_npz_read(plan.path, plan.indptr, lo, hi + 1).astype(np.int64)))
     bad = indices[(indices < 0) | (indices >= plan.num_vertices)]
-    problems = {"bad_index": bad[0].item() if len(bad) else None}
-    arrays = {"src": np.repeat(np.arange(lo, hi, dtype=np.int64), degrees), "dst": indices}
+    problems = {"bad_index": int(bad[0]) if bad.shape[0] else None}
+    arrays = {"src": segments(x, degrees)[0] + lo, "dst": indices}
     if plan.weights is not None:
-        values = _npz_read(plan.path, plan.weights, first, last)
-        problems["non_finite"] = int((~np.isfinite(values)).sum())
+        values = x.asarray(_npz_read(plan.path, plan.weights, first, last))
+        problems["non_finite"] = int((~x.isfinite(values)).sum())
         weight = values if values.dtype == np.float32 else values.astype(np.float64)  # float32: checked as it is
         for name, mask in (("misfit", float32_misfits(weight)), ("negative", weight < 0)):
-            where = np.flatnonzero(mask)
+            where = x.flatnonzero(mask)
             problems[name] = (len(where), first + int(where[0]), weight[where[0]].item()) if len(where) else (0,)
         arrays["weight"] = weight.astype(np.float32, copy=False)
     return arrays, problems
 
 
 def npz_frame(arrays: dict) -> pd.DataFrame:
-    """:func:`read_npz_piece`'s arrays as an edge frame."""
-    return _frame(arrays["src"], arrays["dst"], arrays.get("weight"))
+    """:func:`read_npz_piece`'s arrays as an edge frame (in host memory)."""
+    return _frame(*(None if a is None else to_host(a) for a in (arrays["src"], arrays["dst"], arrays.get("weight"))))
 
 
 def npz_problem(plan: NpzPlan, problems: list[dict]) -> GpipeFileError | None:
