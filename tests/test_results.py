@@ -58,3 +58,25 @@ def test_a_device_result_of_a_cpu_cluster_is_refused_naming_the_rule(cpu, family
         result.compute(device=True)
     with pytest.raises(gpipe.GpipeValueError, match="'device' must be true or false, got 'gpu'"):
         result.compute(device="gpu")
+
+
+@pytest.mark.parametrize("ids", ["dense", "renumbered", "strings"])
+def test_a_samples_frame_is_filled_in_ranges_on_every_core_as_its_blocks_say(cpu, monkeypatch, ids):
+    """compute() widens (and maps) each block's narrow columns straight into the frame's, in ranges of rows on
+    threads: the frame equals the blocks' own frames (to_dask, made on the workers) for every kind of id."""
+    import dask
+
+    from gpipe.sampling import _result
+
+    rng = np.random.default_rng(5)
+    src, dst = rng.integers(0, 300, 4000), rng.integers(0, 300, 4000)
+    name = {"dense": lambda v: v, "renumbered": lambda v: v * 7 + 1000, "strings": lambda v: f"v{v}"}[ids]
+    frame = pd.DataFrame({"src": [name(v) for v in src], "dst": [name(v) for v in dst]})
+    g = gpipe.from_edges(frame, renumber=ids != "dense")
+    monkeypatch.setattr(_result, "FILL_ROWS", 97)  # ranges that cut the blocks anywhere
+    with dask.config.set({"gpipe.sampling.block-size": 500}):
+        sample = gpipe.sampling.neighbor(g, seeds=g.degrees().index[:200], fanout=3, depth=2, seed=4)
+        rows = sample.compute()
+    assert len(rows) > 2000 and sample._layout.blocks > 1
+    pd.testing.assert_frame_equal(rows, sample.to_dask().compute().reset_index(drop=True), check_dtype=False)
+    assert rows["src"].map(type).eq(str).all() == (ids == "strings")

@@ -6,6 +6,7 @@ import dataclasses
 import functools
 import os
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -132,22 +133,16 @@ class EdgeSample(HeldResult):
 
     def _original_frame(self, nodes: bool) -> pd.DataFrame:
         """Every block's rows, one frame of original ids. The blocks come as arrays (Dask moves a frame's columns
-        ~3x slower), the edges' narrow as kept (:func:`_narrow`), and are widened back as they are put together,
-        and mapped here, at once."""
+        ~3x slower), the edges' narrow as kept (:func:`_narrow`); each column is widened (and its ids mapped)
+        straight into its place in the frame's, in ranges on every core (one pass: :func:`_filled`)."""
         blocks = self._gather("sample", _shipped, lambda b: (nodes,))
         dtypes = {k: v.dtype for k, v in _columns(_empty_block(self._layout), nodes).items()}
         ends = np.cumsum([0] + [len(next(iter(b.values()))) for b in blocks]).tolist()
-        columns = {}
-        for k, dtype in dtypes.items():
-            ids = self._id_map is not None and k in ("src", "dst", "vertex")
-            if ids and len(blocks) == 1:  # indexed as they came
-                columns[k] = self._id_map[blocks[0][k]]
-                continue
-            columns[k] = np.empty(ends[-1], np.result_type(*(b[k] for b in blocks)) if ids else dtype)
-            for b, lo, hi in zip(blocks, ends[:-1], ends[1:]):
-                columns[k][lo:hi] = b[k]
-            if ids:
-                columns[k] = self._id_map[columns[k]]
+        ids = self._id_map
+        mapped = {k for k in dtypes if ids is not None and k in ("src", "dst", "vertex")}
+        columns = {k: np.empty(ends[-1], ids.dtype if k in mapped else dtype) for k, dtype in dtypes.items()}
+        _filled([(columns[k], lo, b[k], ids if k in mapped else None) for k in columns
+                 for b, lo in zip(blocks, ends[:-1])])
         return pd.DataFrame(columns, copy=False)  # the arrays are the frame's own: no copy into one 2-D block
 
     def compute(self, device: bool = False):
@@ -409,6 +404,29 @@ def _shipped(block: dict, nodes: bool) -> dict[str, np.ndarray]:
     there), or its nodes'."""
     columns = dict(zip(("instance", "vertex"), _node_rows(block))) if nodes else block["edges"]
     return {k: to_host(v) for k, v in columns.items()}
+
+
+FILL_ROWS = 1 << 20  # rows a thread widens (and maps) at a time
+
+
+def _filled(parts: list[tuple]) -> None:
+    """Each ``(out, first, values, ids)``: ``out[first:first + len(values)]`` = ``ids[values]`` (``values`` where
+    ``ids`` is None), widened as it is put there, in ranges of ``FILL_ROWS`` on every core (numpy lets go of the
+    GIL while it casts and takes: the frame's fresh pages are faulted in on every core too)."""
+    def fill(out, at, values, ids):
+        if ids is None:
+            out[at:at + len(values)] = values
+        else:
+            np.take(ids, values, out=out[at:at + len(values)])
+
+    ranges = [(out, first + lo, values[lo:lo + FILL_ROWS], ids)
+              for out, first, values, ids in parts for lo in range(0, len(values), FILL_ROWS)]
+    if len(ranges) <= 1:
+        for r in ranges:
+            fill(*r)
+        return
+    with ThreadPoolExecutor(min(len(ranges), os.cpu_count() or 1)) as pool:
+        list(pool.map(lambda r: fill(*r), ranges))
 
 
 def _block_size(block: dict, nodes: bool) -> int:
