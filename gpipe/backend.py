@@ -109,6 +109,17 @@ def to_device(array, device: str):
     return cupy.asarray(array)
 
 
+def minus_ones(x, shape, dtype):
+    """An array of -1 of a signed integer ``dtype``: on a GPU one memset of 0xFF bytes (-1 in two's complement),
+    no elementwise kernel (CuPy compiles one for each indexing width: a first fill past 2**31 elements on a host
+    compiled its own)."""
+    if x is np:
+        return np.full(shape, -1, dtype)
+    out = x.empty(shape, dtype)
+    x.cuda.runtime.memsetAsync(out.data.ptr, 0xFF, out.nbytes, x.cuda.get_current_stream().ptr)
+    return out
+
+
 def group_max(x, values, group):
     """Per-group maximum of non-negative ``values``; ``group`` is sorted, dense from 0."""
     out = x.zeros(int(group[-1]) + 1, dtype=values.dtype)

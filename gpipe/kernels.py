@@ -214,7 +214,17 @@ def warm(device: str, progress: Callable | None = None) -> dict:
                              f"{'' if ids is None else f' with {ids} ids'}: {exc}") from exc
         if progress is not None:
             progress(done, len(todo), kernel.signature)
+    if device == "gpu":
+        _warm_reductions()
     return {"device": device, "kernels": len(todo), "seconds": time.perf_counter() - started}
+
+
+def _warm_reductions() -> None:
+    """CuPy's reductions, compiled at first use and cached per host, in the form it takes for arrays of more than a
+    few thousand elements (two passes): a walk sums its steps so (int32 differences summed as int64), and a first
+    full-size DeepWalk on a fresh H200 host compiled it."""
+    cupy = xp("gpu")
+    int(cupy.ones(1 << 22, cupy.int32).sum(dtype=cupy.int64))
 
 
 def _twin_signature(kernel: Kernel, ids: np.dtype | None) -> tuple:

@@ -767,6 +767,6 @@ def test_warmup_on_a_cluster_compiles_on_every_worker(capsys, cpu_cluster):
     assert code == 0
     workers = json.loads(out)["workers"]
     assert set(workers) == set(cpu_cluster.scheduler_info()["workers"]) and len(workers) == 2
-    assert all(w["device"] == "cpu" and w["kernels"] > 0 for w in workers.values())
+    assert all(w["device"] == "cpu" and w["kernels"] > 0 and w["calls_seconds"] > 0 for w in workers.values())
     with pytest.raises(gpipe.GpipeError, match="pass neither 'device' nor 'progress' with a client"):
         gpipe.warmup(cpu_cluster, device="gpu")

@@ -219,8 +219,11 @@ def test_warm_on_a_gpu_compiles_every_instantiation_with_its_defines(monkeypatch
     compiled = []
     monkeypatch.setattr(gpipe.kernels, "_function", lambda file, name, *, defines, template: compiled.append(
         (name, template, defines == next(k for k in KERNELS.values() if k.name == name).defines)))
+    reductions = []  # CuPy's own, compiled by using them
+    monkeypatch.setattr(gpipe.kernels, "_warm_reductions", lambda: reductions.append(True))
     assert gpipe.kernels.warm("gpu")["kernels"] == len(compiled)
     assert {(name, template) for name, template, _ in compiled} == _instantiations() and all(d for *_, d in compiled)
+    assert reductions == [True]
 
 
 def test_a_kernel_that_does_not_compile_is_named(monkeypatch):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..backend import cpu_kernel, device_of, free_memory, prange, to_device, to_host, xp
+from ..backend import cpu_kernel, device_of, free_memory, minus_ones, prange, to_device, to_host, xp
 from ..kernels import Arg, Kernel
 
 
@@ -156,7 +156,7 @@ class OwnedRows:
         bytes)``; None where it says None."""
         count = sum(min(blocks.rows, blocks.walks - b * blocks.rows) for b in cls.owned(blocks, ranks, rank))
         x = where(count * blocks.width * np.dtype(blocks.dtype).itemsize)
-        return None if x is None else cls(x.full((count, blocks.width), -1, dtype=blocks.dtype), blocks, ranks, rank)
+        return None if x is None else cls(minus_ones(x, (count, blocks.width), blocks.dtype), blocks, ranks, rank)
 
     @staticmethod
     def owned(blocks, ranks: int, rank: int) -> range:
@@ -195,7 +195,7 @@ def owned_blocks(rows: OwnedRows, piece_sets: list[dict]) -> dict:
 
 def scatter(x, pieces: dict, base: int, rows: int, width: int, dtype):
     """A ``(rows, width)`` block of walks ``base..base+rows-1``, -1 where nothing was written."""
-    out = x.full((rows, width), -1, dtype=dtype)
+    out = minus_ones(x, (rows, width), dtype)
     n = pieces["walk_id"].shape[0]
     SCATTER_PIECES.launch(n=n, walk_id=pieces["walk_id"], start=pieces["start"], length=pieces["length"],
                           offset=pieces["offset"], flat=pieces["flat"].astype(dtype, copy=False), base=base,

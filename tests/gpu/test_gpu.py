@@ -647,3 +647,13 @@ def test_large_copies_between_the_gpu_and_host_memory_are_exact(monkeypatch, sta
     assert isinstance(back, np.ndarray) and back.shape == host.shape
     np.testing.assert_array_equal(back, host)
     np.testing.assert_array_equal(backend.to_host(device[:, ::2]), host[:, ::2])
+
+
+def test_minus_ones_on_the_gpu_is_a_full_fill_of_minus_one():
+    """A walk's rows start as -1: on the GPU one memset, of every signed integer width (no kernel to compile)."""
+    from gpipe.backend import minus_ones
+
+    for dtype in (np.int8, np.int32, np.int64):
+        got = minus_ones(cupy, (1001, 7), dtype)
+        assert got.dtype == dtype and got.shape == (1001, 7)
+        np.testing.assert_array_equal(got.get(), np.full((1001, 7), -1, dtype))
