@@ -56,6 +56,7 @@ def test_a_device_result_of_a_cpu_cluster_is_refused_naming_the_rule(cpu, family
     result = FAMILIES[family][0](_graph(1))
     with pytest.raises(gpipe.GpipeValueError, match="device=True: .* this cluster computes on the CPU"):
         result.compute(device=True)
+    assert getattr(result, "_sizes", {}) == {}  # refused before any work: a sample's blocks were not even sized
     with pytest.raises(gpipe.GpipeValueError, match="'device' must be true or false, got 'gpu'"):
         result.compute(device="gpu")
 

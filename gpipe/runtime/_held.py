@@ -116,13 +116,16 @@ class HeldResult:
                 results[b] = result
         return results
 
-    def _on_client_gpu(self, phase: str, columns: dict, firsts: list[int], part, args_of=lambda b: (), *,
-                       ids: tuple[str, ...] = ()) -> dict:
-        """``device=True``: the arrays ``columns`` (name -> (shape, dtype)) on this process's GPU, each block ``b``
+    def _on_client_gpu(self, phase: str, laid_out: Callable[[], tuple[dict, list[int]]], part,
+                       args_of=lambda b: (), *, ids: tuple[str, ...] = ()) -> dict:
+        """``device=True``: arrays ``columns`` (name -> (shape, dtype)) on this process's GPU, each block ``b``
         writing ``part(block, *args_of(b))`` (a name -> its rows) there from row ``firsts[b]``, straight from its
         worker's GPU (:mod:`._ipc`: no host memory, no Dask comms); the columns named in ``ids`` (dense ids) are
-        mapped to original ids there."""
-        result = DeviceResult(self._client, columns, self._id_map if ids else None)
+        mapped to original ids there. ``laid_out()`` gives ``(columns, firsts)``, asked once the path is checked
+        (a result that sizes its blocks first does no work for a refusal)."""
+        result = DeviceResult(self._client, self._id_map if ids else None)
+        columns, firsts = laid_out()
+        result.allocate(columns)
         self._gather(phase, written, lambda b: (result.rows(firsts[b]), part, *args_of(b)))
         return result.arrays(ids)
 

@@ -76,12 +76,12 @@ class DeviceRows:
 
 
 class DeviceResult:
-    """The client's allocation of a result's columns on its current GPU (``columns``: name -> (shape, dtype)),
-    for each block where its rows go (:meth:`rows`), and the arrays once written (:meth:`arrays`), those of dense
-    ids mapped by ``id_map`` (None: dense). Refused, naming the rule, before anything is allocated: a CPU
-    cluster, no GPU here, ids a GPU array cannot hold."""
+    """The client's allocation of a result's columns on its current GPU (:meth:`allocate`), for each block where
+    its rows go (:meth:`rows`), and the arrays once written (:meth:`arrays`), those of dense ids mapped by
+    ``id_map`` (None: dense). Refused when made, naming the rule, before any work (the result's sizing too) and
+    before anything is allocated: a CPU cluster, no GPU here, ids a GPU array cannot hold."""
 
-    def __init__(self, client, columns: dict[str, tuple[tuple, np.dtype]], id_map):
+    def __init__(self, client, id_map):
         if current(client).device != "gpu":
             raise GpipeValueError("device=True: the result goes from the workers' GPUs to this process's, and this "
                                   "cluster computes on the CPU; use compute() without device=True")
@@ -95,6 +95,11 @@ class DeviceResult:
         # with a -1 after them: a dense id of -1 (a walk's padding) maps to -1
         self._ids = None if id_map is None else cupy.asarray(np.append(id_map.astype(np.int64, copy=False),
                                                                        np.int64(-1)))
+        self._host = socket.gethostname()
+
+    def allocate(self, columns: dict[str, tuple[tuple, np.dtype]]) -> None:
+        """The allocation of ``columns`` (name -> (shape, dtype)), exported for the workers."""
+        cupy = xp("gpu")
         laid, offset = [], 0
         for name, (shape, dtype) in columns.items():
             laid.append(Column(name, offset, tuple(shape), np.dtype(dtype)))
@@ -102,7 +107,6 @@ class DeviceResult:
         self._memory = cupy.cuda.Memory(max(offset, ALIGN))  # its own allocation (not the pool's): it is exported
         self._columns = tuple(laid)
         self._handle = cupy.cuda.runtime.ipcGetMemHandle(self._memory.ptr)
-        self._host = socket.gethostname()
 
     def rows(self, first: int) -> DeviceRows:
         return DeviceRows(self._handle, self._host, self._columns, first)

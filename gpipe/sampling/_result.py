@@ -158,9 +158,12 @@ class EdgeSample(HeldResult):
 
     def _on_gpu(self, nodes: bool) -> dict:
         dtypes = {k: v.dtype for k, v in _columns(_empty_block(self._layout), nodes).items()}
-        bases = self._bases(nodes)
-        return self._on_client_gpu("sample", {k: ((bases[-1],), dtype) for k, dtype in dtypes.items()}, bases[:-1],
-                                   _on_device, lambda b: (nodes,), ids=("src", "dst", "vertex"))
+
+        def laid_out():
+            bases = self._bases(nodes)
+            return {k: ((bases[-1],), dtype) for k, dtype in dtypes.items()}, bases[:-1]
+
+        return self._on_client_gpu("sample", laid_out, _on_device, lambda b: (nodes,), ids=("src", "dst", "vertex"))
 
     def _bases(self, nodes: bool) -> list[int]:
         """The first row of each block (of the edges, or of the nodes)."""

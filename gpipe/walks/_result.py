@@ -164,7 +164,8 @@ class WalkResult(HeldResult):
             raise GpipeValueError("device=True needs vertex ids that are non-negative integers (-1 pads a walk after "
                                   "its end, and a GPU array holds no strings or objects); use compute()")
         firsts = [b * self.block_rows for b in range(self._layout.count)]
-        walks = self._on_client_gpu("walks", {"walks": (self.shape, np.int64)}, firsts, _as_rows, ids=("walks",))
+        walks = self._on_client_gpu("walks", lambda: ({"walks": (self.shape, np.int64)}, firsts), _as_rows,
+                                    ids=("walks",))
         return walks["walks"]
 
     def to_dask(self):
