@@ -49,7 +49,7 @@ def draw(report: dict, path: str) -> str | None:
     family = {"gnn": _gnn, "counting": _counting, "mining": _mining, "fpm": _fpm, "dynamic": _dynamic,
               "dynamic_updates": _dynamic_updates, "io": _io,
               "interval_coverage": _interval_coverage, "superstep": _superstep,
-              "memory": _memory}.get(report.get("benchmark"))
+              "memory": _memory, "first_call": _first_call}.get(report.get("benchmark"))
     if family is not None:
         fig = family(plt, report)
         fig.savefig(path, dpi=110)
@@ -258,6 +258,28 @@ def _superstep(plt, report: dict):
     ax.set_yticks(y, [f"{r['gpus']} {workers}, {r['exchange']}" for r in records])
     ax.set_xlabel("ms per empty superstep")
     ax.set_title(f"an empty superstep on {report['device_name']} ({report['date'][:10]})")
+    ax.legend(loc="lower right", fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def _first_call(plt, report: dict):
+    """``first_call.py``: each call's seconds to ready, per warm-up, each in a fresh process and kernel cache."""
+    records = report["records"]
+    fig, ax = plt.subplots(figsize=(7, 0.9 * len(records) + 1.5))
+    calls = len(records[0]["calls"])
+    height = 0.8 / calls
+    for c in range(calls):
+        y = np.arange(len(records)) + c * height
+        rects = ax.barh(y, [r["calls"][c]["seconds"] for r in records], height, label=f"call {c + 1}")
+        ax.bar_label(rects, [f"{r['calls'][c]['seconds']:.2f} s ({r['calls'][c]['compiled']} compiled)"
+                             for r in records], fontsize=7, padding=2)
+    ax.set_yticks(np.arange(len(records)) + 0.4 - height / 2,
+                  [f"warm-up: {r['warmup']} ({r['warmup_seconds']:.0f} s)" for r in records])
+    ax.invert_yaxis()
+    ax.set_xlabel("seconds from the call to the walks ready (persist)")
+    ax.set_xlim(right=max(c["seconds"] for r in records for c in r["calls"]) * 1.5)
+    ax.set_title(_title(report), fontsize=9)
     ax.legend(loc="lower right", fontsize=8)
     fig.tight_layout()
     return fig
