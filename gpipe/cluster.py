@@ -214,11 +214,11 @@ def warmup(client: Client | None = None, *, device: str | None = None, progress=
     workers = sorted(workers_info(client))
     done = gathered(client, [on_worker(client, w, _warm_here) for w in workers], (dict(enumerate(workers)), "worker"),
                     "warmup")
-    calls = _warm_calls(client)
+    calls = _warm_calls(client, len(workers))
     return {w: {**d, "calls_seconds": calls} for w, d in zip(workers, done)}
 
 
-def _warm_calls(client: Client) -> float:
+def _warm_calls(client: Client, workers: int) -> float:
     """Each walk and the neighbor sampler once on a tiny graph held on every worker, their results brought here:
     the array code around the kernels (CuPy's elementwise kernels, compiled at first use and cached per host: 14
     of them took 6.3 s in the first DeepWalk on a fresh H200 host; the client's own compiled passes) runs once.
@@ -229,7 +229,7 @@ def _warm_calls(client: Client) -> float:
 
     t0 = time.perf_counter()
     with client.as_current():  # a graph held whole on each worker; on several, one cut among them too
-        for mode in ("replicated",) + (("partitioned",) if len(workers_info(client)) > 1 else ()):
+        for mode in ("replicated",) + (("partitioned",) if workers > 1 else ()):
             g = rmat(scale=8, edge_factor=8, seed=1, weighted=True, mode=mode)
             try:
                 for weighted in (False, True):

@@ -403,7 +403,8 @@ def _gpu_memory() -> int:
 
 
 def _replicate(g: Graph, workers: list[str]) -> Graph:
-    """The graph held whole on every worker (as partition 0 of a new graph id); the partitioned copy is freed."""
+    """The graph held whole on every worker (as partition 0 of a new graph id); the partitioned copy is freed. A
+    graph of one partition on the cluster's one worker is whole there already: held as a replica as it is."""
     client = g.client
     if g.placement == workers == workers[:1] and g.device_partitions is None:  # one partition, one worker
         g._finalizer.detach()

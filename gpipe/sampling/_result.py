@@ -424,11 +424,7 @@ def _filled(parts: list[tuple]) -> None:
 
     ranges = [(out, first + lo, values[lo:lo + FILL_ROWS], ids)
               for out, first, values, ids in parts for lo in range(0, len(values), FILL_ROWS)]
-    if len(ranges) <= 1:
-        for r in ranges:
-            fill(*r)
-        return
-    with ThreadPoolExecutor(min(len(ranges), os.cpu_count() or 1)) as pool:
+    with ThreadPoolExecutor(max(1, min(len(ranges), os.cpu_count() or 1))) as pool:
         list(pool.map(lambda r: fill(*r), ranges))
 
 
