@@ -34,8 +34,8 @@ from .errors import GpipeError
 # An argument's type name: its numpy dtype and its C type. ``IdT`` is the vertex-id type a templated kernel is
 # instantiated for, that of a graph's CSR ``indices``: int32 below 2**31 vertices, else int64.
 TYPES = {"i8": ("int8", "signed char"), "u8": ("uint8", "unsigned char"), "i32": ("int32", "int"),
-         "i64": ("int64", "long long"), "u64": ("uint64", "unsigned long long"), "f32": ("float32", "float"),
-         "f64": ("float64", "double")}
+         "u32": ("uint32", "unsigned int"), "i64": ("int64", "long long"), "u64": ("uint64", "unsigned long long"),
+         "f32": ("float32", "float"), "f64": ("float64", "double")}
 _ID_TYPES = {np.dtype(np.int32): "int", np.dtype(np.int64): "long long"}
 
 

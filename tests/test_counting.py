@@ -262,6 +262,17 @@ def test_a_dropped_candidate_takes_its_neighbors_along_across_partitions(cpu, la
     assert cg.cand_vertices.tolist() == [30, 31, 32]
 
 
+def test_a_query_label_is_checked_against_the_graphs_labels_as_they_are_now(cpu):
+    """The graph's distinct labels are found once, and again after set_labels: a label given since is accepted."""
+    graph = labeled_graph(0, n=6, p=0.9)
+    g = on_cluster(graph)
+    query = Query.from_edges([(0, 1)], [0, 5])
+    with pytest.raises(gpipe.GpipeValueError, match=r"got labels \[5\] that no data vertex has"):
+        gpipe.counting.candidates(g, query)
+    g.set_labels([5, 0, 0, 0, 0, 0])
+    assert gpipe.counting.candidates(g, query).counts.tolist() == [5, 1]
+
+
 def test_a_query_that_cannot_fit_is_refused(cpu):
     g = on_cluster(labeled_graph(0, n=5, p=0.9))
     with pytest.raises(gpipe.GpipeValueError, match=r"'query' labels must occur in the data graph, got labels \[7\]"):

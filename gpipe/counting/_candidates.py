@@ -9,10 +9,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..backend import cpu_kernel
+from ..backend import device_of, to_host, xp
 from ..errors import GpipeError
 from ..graph import Graph
-from ..runtime import call_peer, holder_workers, on_each, run_state
+from ..runtime import call_peer, holder_workers, on_each, run_state, worker_xp
+from ._candidate_kernels import DEGREE, EDGES, FILTER, REFINE
 from ._common import on_partition_rows
 from ._inputs import Query
 
@@ -57,13 +58,13 @@ class CandidateGraph:
     def counts(self) -> np.ndarray:
         """The number of candidates of each query vertex (by query vertex id, not by position)."""
         out = np.empty(len(self.order), np.int64)
-        out[self.order] = np.diff(self.cand_offsets)
+        out[self.order] = np.diff(to_host(self.cand_offsets))
         return out
 
     @property
     def empty(self) -> bool:
         """Whether a query vertex has no candidate: then the query has no embedding."""
-        return bool((np.diff(self.cand_offsets) == 0).any())
+        return bool((np.diff(to_host(self.cand_offsets)) == 0).any())
 
     @property
     def num_edges(self) -> int:
@@ -74,6 +75,11 @@ class CandidateGraph:
         """The arrays the counting kernels read, by their argument names."""
         return {name: getattr(self, name) for name in ("cand_offsets", "cand_vertices", "back_offsets", "back_pos",
                                                        "back_rows", "edge_indptr", "edge_indices")}
+
+    def moved(self, convert) -> CandidateGraph:
+        """This candidate graph with ``convert`` applied to its kernels' arrays (``to_host``, a module's
+        ``asarray``)."""
+        return dataclasses.replace(self, **{name: convert(a) for name, a in self.arrays().items()})
 
 
 def candidates(g: Graph, query: Query) -> CandidateGraph:
@@ -125,7 +131,7 @@ def candidates(g: Graph, query: Query) -> CandidateGraph:
     query.check_against(g)
     if g.num_partitions == 1:
         return on_partition_rows(g, "counting: candidate graph", _whole, query)[0]
-    sets = _partitioned_sets(g, query)
+    sets = _partitioned_sets(g, query)  # on the host, as are the partitions' candidate edges joined here
     order = _matching_order(sets, query)
     return _assemble(sets, order, on_partition_rows(g, "counting: candidate edges", _edges_part, query, sets,
                                                     order))
@@ -155,7 +161,7 @@ def hold(g: Graph, query: Query, run_id: str) -> Held:
         return dataclasses.replace(held, source=g.holders[0][0])
     sets = _partitioned_sets(g, query)
     order = _matching_order(sets, query)
-    counts = np.array([np.count_nonzero(_members(sets, u)) for u in range(query.num_vertices)], np.int64)
+    counts = _candidate_counts(sets, query.num_vertices)
     held = Held(counts, np.asarray(order, np.int64), bool((counts == 0).any()))
     if held.empty:
         return held
@@ -182,7 +188,7 @@ def kept(run_id: str, source: str | None = None) -> CandidateGraph:
     if state.candidates is None:
         if source is None:
             raise GpipeError(f"counting run {run_id} keeps no candidate graph here")
-        state.candidates = call_peer(source, _kept_here, run_id)
+        state.candidates = call_peer(source, _kept_here, run_id).moved(worker_xp().asarray)
     return state.candidates
 
 
@@ -197,13 +203,13 @@ def _whole_kept(indptr, indices, lo: int, labels: np.ndarray, query: Query, run_
 
 
 def _kept_here(run_id: str) -> CandidateGraph:
-    return kept(run_id)
+    return kept(run_id).moved(to_host)
 
 
 def _edges_kept(indptr, indices, lo: int, labels: np.ndarray, *, query: Query, sets: np.ndarray, order: list[int],
                 run_id: str) -> None:
-    edges = _candidate_edges(indptr, indices, lo, sets, order, query)
-    run_state(run_id, CountingState).edges[lo, len(indptr) - 1] = edges  # row order
+    edges = _candidate_edges(indptr, indices, lo, _module(indptr).asarray(sets), order, query)
+    run_state(run_id, CountingState).edges[lo, indptr.shape[0] - 1] = _pieces_as(to_host, edges)  # row order
 
 
 def _edges_here(run_id: str) -> dict:
@@ -216,8 +222,9 @@ def _assemble_kept(run_id: str, sources: list[str], sets: np.ndarray, order: lis
     edges = {}
     for worker in sources:
         edges.update(call_peer(worker, _edges_here, run_id))
-    pieces = [edges[rows] for rows in sorted(edges)]
-    run_state(run_id, CountingState).candidates = _assemble(sets, order, pieces)
+    x = worker_xp()
+    pieces = [_pieces_as(x.asarray, edges[rows]) for rows in sorted(edges)]
+    run_state(run_id, CountingState).candidates = _assemble(x.asarray(sets), order, pieces)
 
 
 def _partitioned_sets(g: Graph, query: Query) -> np.ndarray:
@@ -235,114 +242,150 @@ def _partitioned_sets(g: Graph, query: Query) -> np.ndarray:
     return sets
 
 
-def build(indptr: np.ndarray, indices: np.ndarray, labels: np.ndarray, query: Query) -> CandidateGraph:
-    """:func:`candidates` on a whole data graph's CSR (both directions of each edge) and labels, where they are."""
+def build(indptr, indices, labels, query: Query) -> CandidateGraph:
+    """:func:`candidates` on a whole data graph's CSR (both directions of each edge) and labels, on its device
+    (numpy or cupy arrays; the labels may be on the host)."""
     sets = _filtered(indptr, indices, 0, labels, query)
     _refine(indptr, indices, 0, sets, query)
     order = _matching_order(sets, query)
     return _assemble(sets, order, [_candidate_edges(indptr, indices, 0, sets, order, query)])
 
 
-def _whole(indptr, indices, lo: int, labels: np.ndarray, query: Query) -> CandidateGraph:
-    return build(indptr, indices, labels, query)
+def _whole(indptr, indices, lo: int, labels, query: Query) -> CandidateGraph:
+    return build(indptr, indices, labels, query).moved(to_host)
 
 
-def _filter_part(indptr, indices, lo: int, labels: np.ndarray, query: Query) -> np.ndarray:
-    return _filtered(indptr, indices, lo, labels, query)[lo:lo + len(indptr) - 1]
+def _filter_part(indptr, indices, lo: int, labels, query: Query) -> np.ndarray:
+    return to_host(_filtered(indptr, indices, lo, labels, query)[lo:lo + indptr.shape[0] - 1])
 
 
-def _refine_part(indptr, indices, lo: int, labels: np.ndarray, query: Query, sets: np.ndarray, stale: int) -> tuple:
-    sets = sets.copy()  # as it arrived, it may be read-only
-    return _refine(indptr, indices, lo, sets, query, stale), sets[lo:lo + len(indptr) - 1]
+def _refine_part(indptr, indices, lo: int, labels, query: Query, sets: np.ndarray, stale: int) -> tuple:
+    sets = _module(indptr).array(sets)  # on the rows' device; as it arrived, it may be read-only
+    return _refine(indptr, indices, lo, sets, query, stale), to_host(sets[lo:lo + indptr.shape[0] - 1])
 
 
-def _edges_part(indptr, indices, lo: int, labels: np.ndarray, query: Query, sets: np.ndarray, order: list[int]):
-    return _candidate_edges(indptr, indices, lo, sets, order, query)
+def _edges_part(indptr, indices, lo: int, labels, query: Query, sets: np.ndarray, order: list[int]):
+    return _pieces_as(to_host, _candidate_edges(indptr, indices, lo, _module(indptr).asarray(sets), order, query))
 
 
 # The steps below take the rows lo.. of a CSR (a partition's: local indptr, global indices; the whole graph's from
-# 0) and, for all n data vertices, the set of query vertices each is a candidate of: bit u of sets[v] (k <= 32).
+# 0) and, for all n data vertices, the set of query vertices each is a candidate of: bit u of sets[v] (k <= 32),
+# numpy or cupy arrays: they run where the rows are.
 
-def _filtered(indptr, indices, lo: int, labels: np.ndarray, query: Query) -> np.ndarray:
-    """The rows' candidate sets (the other vertices' empty): the query vertices whose label a data vertex has, with
-    at most its degree and, for each label, at most as many neighbors with that label (only the query's labels are
-    counted)."""
-    kinds = np.unique(query.labels)
-    kind = np.searchsorted(kinds, labels).clip(max=len(kinds) - 1)
-    kind = np.where(kinds[kind] == labels, kind, -1).astype(np.int8 if len(kinds) < 128 else np.int64)  # cache-sized
-    query_kind = np.searchsorted(kinds, query.labels)
+def _filtered(indptr, indices, lo: int, labels, query: Query):
+    """The rows' candidate sets (the other vertices' empty), on the rows' device: the query vertices whose label a
+    data vertex has, with at most its degree and, for each label, at most as many neighbors with that label (only
+    the query's labels are counted)."""
+    x = _module(indptr)
+    labels = x.asarray(labels)
+    kinds = np.unique(query.labels)  # at most 32: a data vertex's kind is its label's rank among them, as an int8
+    kind = x.searchsorted(x.asarray(kinds), labels).clip(max=len(kinds) - 1)
+    kind = x.where(x.asarray(kinds)[kind] == labels, kind, -1).astype(x.int8)
     query_indptr, query_indices = _query_csr(query)
+    query_kind = np.searchsorted(kinds, query.labels)
     need = np.zeros((query.num_vertices, len(kinds)), np.int64)
     np.add.at(need, (np.repeat(np.arange(query.num_vertices), np.diff(query_indptr)), query_kind[query_indices]), 1)
-    sets = np.zeros(len(labels), np.uint32)
-    _filter_rows(indptr, indices, lo, kind, query_kind, np.diff(query_indptr), need, sets)
+    sets = x.zeros(labels.shape[0], x.uint32)
+    FILTER.launch(n=indptr.shape[0] - 1, indptr=indptr, indices=indices, lo=lo, kind=kind, k=query.num_vertices,
+                  kinds=len(kinds), query_kind=x.asarray(query_kind, x.int64),
+                  query_degree=x.asarray(np.diff(query_indptr)), need=x.asarray(need), sets=sets)
     return sets
 
 
-def _refine(indptr, indices, lo: int, sets: np.ndarray, query: Query, stale: int | None = None) -> bool:
-    """Drop, in place, each of the rows' candidates with no candidate neighbor for some query neighbor, to a fixed
-    point (the other vertices' sets held as they are); whether any was dropped. ``stale`` (bits, default all): the
-    query vertices whose candidates may have changed since the rows were last refined."""
-    neighbor_bits = np.array([sum(1 << w for w in n) for n in query.neighbors()], np.int64)
-    return bool(_refine_rows(indptr, indices, lo, neighbor_bits, sets,
-                             (1 << query.num_vertices) - 1 if stale is None else stale))
+def _refine(indptr, indices, lo: int, sets, query: Query, stale: int | None = None) -> bool:
+    """Drop, in place, each of the rows' candidates with no candidate neighbor for some query neighbor, pass after
+    pass to a fixed point (the other vertices' sets held as they are); whether any was dropped. ``stale`` (bits,
+    default all): the query vertices whose candidates may have changed since the rows were last refined."""
+    x = _module(sets)
+    neighbor_bits = x.asarray([sum(1 << w for w in n) for n in query.neighbors()], x.int64)
+    stale = (1 << query.num_vertices) - 1 if stale is None else stale
+    changed = x.zeros(1, x.uint64)
+    dropped = False
+    while stale:  # a pass checks the rows' candidates against the query vertices that lost candidates in the last
+        changed.fill(0)
+        REFINE.launch(n=indptr.shape[0] - 1, indptr=indptr, indices=indices, lo=lo, k=query.num_vertices,
+                      neighbor_bits=neighbor_bits, stale=stale, sets=sets, changed=changed)
+        stale = int(changed[0])
+        dropped |= stale != 0
+    return dropped
 
 
-def _members(sets: np.ndarray, u: int) -> np.ndarray:
+def _members(sets, u: int):
     """Whether each data vertex is a candidate of query vertex ``u``."""
     return (sets >> np.uint32(u) & np.uint32(1)).astype(np.bool_)
 
 
-def _matching_order(sets: np.ndarray, query: Query) -> list[int]:
-    return _order(np.array([np.count_nonzero(_members(sets, u)) for u in range(query.num_vertices)]),
-                  query.neighbors())
+def _candidate_counts(sets, k: int) -> np.ndarray:
+    """The number of candidates of each of the ``k`` query vertices (a host array)."""
+    x = _module(sets)
+    return to_host(x.stack([x.count_nonzero(_members(sets, u)) for u in range(k)]).astype(x.int64))
 
 
-def _candidate_edges(indptr, indices, lo: int, sets: np.ndarray, order: list[int], query: Query) -> list[list]:
-    """The rows' share of the candidate edges: per position ``d``, per backward position ``b`` (ascending),
-    ``(b, counts, entries)``: how many of ``d``'s candidates each of ``b``'s candidates among the rows is adjacent
-    to, and their indices among ``d``'s candidates, row after row."""
+def _matching_order(sets, query: Query) -> list[int]:
+    return _order(_candidate_counts(sets, query.num_vertices), query.neighbors())
+
+
+def _candidate_edges(indptr, indices, lo: int, sets, order: list[int], query: Query) -> list[list]:
+    """The rows' share of the candidate edges, on the rows' device: per position ``d``, per backward position ``b``
+    (ascending), ``(b, counts, entries)``: how many of ``d``'s candidates each of ``b``'s candidates among the rows
+    is adjacent to, and their indices among ``d``'s candidates, row after row."""
+    x = _module(sets)
     position = np.empty(len(order), np.int64)
     position[order] = np.arange(len(order))
     neighbors = query.neighbors()
-    rows = sets[lo:lo + len(indptr) - 1]
+    own = sets[lo:lo + indptr.shape[0] - 1]
     out = []
     for d, u in enumerate(order):
         backward = sorted(int(position[w]) for w in neighbors[u] if position[w] < d)
-        mask = _members(sets, u)
-        rank = np.cumsum(mask, dtype=np.int32) - 1 if backward else None  # data vertex -> index among d's
-        out.append([(b, *_adjacent(indptr, indices, lo, np.flatnonzero(_members(rows, order[b])) + lo, mask, rank))
-                    for b in backward])
+        rank = x.cumsum(_members(sets, u), dtype=x.int32) - np.int32(1) if backward else None  # index among d's
+        pieces = []
+        for b in backward:
+            rows = x.flatnonzero(_members(own, order[b])) + lo
+            counts = x.empty(rows.shape[0], x.int64)
+            DEGREE.launch(n=rows.shape[0], rows=rows, indptr=indptr, indices=indices, lo=lo, sets=sets, u=u,
+                          count=counts)
+            ends = x.cumsum(counts)
+            entries = x.empty(int(ends[-1]) if rows.shape[0] else 0, x.int32)
+            EDGES.launch(n=rows.shape[0], rows=rows, indptr=indptr, indices=indices, lo=lo, sets=sets, u=u,
+                         rank=rank, offset=ends - counts, entries=entries)
+            pieces.append((b, counts, entries))
+        out.append(pieces)
     return out
 
 
-def _assemble(sets: np.ndarray, order: list[int], pieces: list[list]) -> CandidateGraph:
+def _pieces_as(convert, pieces: list[list]) -> list[list]:
+    """:func:`_candidate_edges` with ``convert`` applied to its arrays (to the host, or to a worker's device)."""
+    return [[(b, convert(counts), convert(entries)) for b, counts, entries in position] for position in pieces]
+
+
+def _assemble(sets, order: list[int], pieces: list[list]) -> CandidateGraph:
     """The candidate graph from the final candidate sets and the :func:`_candidate_edges` of row ranges covering
-    the graph, in row order."""
-    cand = [np.flatnonzero(_members(sets, u)) for u in order]
-    back_pos, back_rows, edge_rows, edge_indices = [], [], [np.zeros(1, np.int64)], []
+    the graph, in row order, on their device."""
+    x = _module(sets)
+    cand = [x.flatnonzero(_members(sets, u)) for u in order]
+    back_pos, back_rows, edge_rows, edge_indices = [], [], [x.zeros(1, x.int64)], []
     back_offsets, rows_so_far, entries_so_far = [0], 0, 0
     for d in range(len(order)):
-        edges = [(b, np.concatenate([p[d][t][1] for p in pieces]), np.concatenate([p[d][t][2] for p in pieces]))
+        edges = [(b, x.concatenate([p[d][t][1] for p in pieces]), x.concatenate([p[d][t][2] for p in pieces]))
                  for t, (b, _, _) in enumerate(pieces[0][d])]
-        edges.sort(key=lambda e: len(e[2]) / max(len(e[1]), 1))  # the parent: fewest local candidates on average
+        edges.sort(key=lambda e: e[2].shape[0] / max(e[1].shape[0], 1))  # the parent: fewest local candidates
         for b, row_counts, entries in edges:
             back_pos.append(b)
             back_rows.append(rows_so_far)
-            edge_rows.append(entries_so_far + np.cumsum(row_counts))
+            edge_rows.append(entries_so_far + x.cumsum(row_counts))
             edge_indices.append(entries)
-            rows_so_far += len(row_counts)
-            entries_so_far += len(entries)
+            rows_so_far += row_counts.shape[0]
+            entries_so_far += entries.shape[0]
         back_offsets.append(len(back_pos))
     return CandidateGraph(
         order=np.asarray(order, np.int64),
-        cand_offsets=np.concatenate([[0], np.cumsum([len(c) for c in cand])]).astype(np.int64),
-        cand_vertices=np.concatenate(cand).astype(np.int64),
-        back_offsets=np.asarray(back_offsets, np.int64),
-        back_pos=np.asarray(back_pos, np.int32),
-        back_rows=np.asarray(back_rows, np.int64),
-        edge_indptr=np.concatenate(edge_rows).astype(np.int64),
-        edge_indices=np.concatenate(edge_indices or [np.zeros(0)]).astype(np.int32),
+        cand_offsets=x.asarray(np.concatenate([[0], np.cumsum([c.shape[0] for c in cand])]), x.int64),
+        cand_vertices=x.concatenate(cand).astype(x.int64),
+        back_offsets=x.asarray(back_offsets, x.int64),
+        back_pos=x.asarray(back_pos, x.int32),
+        back_rows=x.asarray(back_rows, x.int64),
+        edge_indptr=x.concatenate(edge_rows).astype(x.int64),
+        edge_indices=x.concatenate(edge_indices or [x.zeros(0, x.int32)]).astype(x.int32),
     )
 
 
@@ -352,94 +395,9 @@ def _query_csr(query: Query) -> tuple[np.ndarray, np.ndarray]:
     return indptr, np.asarray([w for n in neighbors for w in n], np.int64)
 
 
-@cpu_kernel()
-def _filter_rows(indptr, indices, lo, kind, query_kind, query_degrees, need, sets):
-    k = query_kind.shape[0]
-    counts = np.zeros(need.shape[1], np.int64)
-    most = np.zeros(need.shape[1], np.int64)
-    for r in range(indptr.shape[0] - 1):
-        v = lo + r
-        degree = indptr[r + 1] - indptr[r]
-        wanted = 0  # the query vertices whose label and degree v passes
-        for u in range(k):
-            if query_kind[u] == kind[v] and degree >= query_degrees[u]:
-                wanted |= 1 << u
-        if wanted == 0:
-            continue
-        missing = 0
-        for j in range(most.shape[0]):  # neighbors of label j worth counting: as many as one of them needs
-            most[j] = 0
-            for u in range(k):
-                if wanted >> u & 1:
-                    most[j] = max(most[j], need[u, j])
-            missing += most[j]
-            counts[j] = 0
-        for e in range(indptr[r], indptr[r + 1]):
-            if missing == 0:
-                break
-            j = kind[indices[e]]
-            if j >= 0 and counts[j] < most[j]:
-                counts[j] += 1
-                missing -= 1
-        for u in range(k):
-            if wanted >> u & 1:
-                passes = True
-                for j in range(most.shape[0]):
-                    passes &= counts[j] >= need[u, j]
-                if passes:
-                    sets[v] |= np.uint32(1 << u)
-
-
-@cpu_kernel()
-def _refine_rows(indptr, indices, lo, neighbor_bits, sets, stale):
-    k = neighbor_bits.shape[0]
-    dropped = False
-    while stale:  # query vertices whose candidates changed since the rows were checked against them
-        changed = 0
-        for r in range(indptr.shape[0] - 1):
-            v = lo + r
-            mine = np.int64(sets[v])
-            if mine == 0:
-                continue
-            need = 0  # the query vertices v must have a candidate neighbor of, for some query vertex it is one of
-            for u in range(k):
-                if mine >> u & 1:
-                    need |= neighbor_bits[u] & stale
-            if need == 0:
-                continue
-            seen = 0
-            for e in range(indptr[r], indptr[r + 1]):  # one scan for all of v's query vertices, to the first hits
-                seen |= np.int64(sets[indices[e]]) & need
-                if seen == need:
-                    break
-            if seen == need:
-                continue
-            for u in range(k):
-                if mine >> u & 1 and neighbor_bits[u] & stale & ~seen:
-                    mine &= ~(1 << u)
-                    changed |= 1 << u
-            sets[v] = np.uint32(mine)
-        dropped |= changed != 0
-        stale = changed
-    return dropped
-
-
-@cpu_kernel()
-def _adjacent(indptr, indices, lo, rows, mask, rank):
-    counts = np.zeros(rows.shape[0], np.int64)
-    most = 0
-    for i in range(rows.shape[0]):
-        most += indptr[rows[i] - lo + 1] - indptr[rows[i] - lo]
-    entries = np.empty(most, np.int32)
-    j = 0
-    for i in range(rows.shape[0]):
-        for e in range(indptr[rows[i] - lo], indptr[rows[i] - lo + 1]):
-            if mask[indices[e]]:
-                entries[j] = rank[indices[e]]
-                j += 1
-        counts[i] = j
-    counts[1:] -= counts[:-1].copy()
-    return counts, entries[:j].copy()
+def _module(array):
+    """numpy or cupy: the array module of ``array``."""
+    return xp(device_of(array))
 
 
 def _order(counts: np.ndarray, neighbors) -> list[int]:

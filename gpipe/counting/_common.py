@@ -4,11 +4,9 @@ their work reads the data graph's partitions where they are held."""
 
 from __future__ import annotations
 
-import numpy as np
-
 from .._csr import simple_rows
-from ..backend import cpu_kernel, to_host
-from ..runtime import graph_array, held_partition, on_partitions
+from ..backend import cpu_kernel
+from ..runtime import graph_array, held_partition, on_partitions, worker_xp
 
 LANES = 32  # samples per group: a warp, whose lanes inherit from each other
 
@@ -51,13 +49,14 @@ def on_partition_rows(g, phase: str, function, *args) -> list:
 
     ``indptr`` (local) and ``indices`` (global vertex ids) are the partition's CSR of rows ``lo..`` in the simple
     graph underneath (each neighbor once, no self-loops: counting reads a multigraph as its simple graph) and
-    ``labels`` the whole graph's vertex labels, all host numpy arrays."""
+    ``labels`` the whole graph's vertex labels, all on the worker's device (numpy or cupy arrays)."""
     g.put_on_workers(["labels"])
     return on_partitions(g, phase, _with_rows, function, *args)
 
 
 def _with_rows(graph_id: str, part: int, function, *args):
     p = held_partition(graph_id, part)
-    labels = to_host(graph_array(graph_id, "labels"))
-    rows = simple_rows(np, to_host(p.indptr), to_host(p.indices), first=int(p.lo))
+    x = worker_xp()
+    labels = x.asarray(graph_array(graph_id, "labels"))
+    rows = simple_rows(x, x.asarray(p.indptr), x.asarray(p.indices), first=int(p.lo))
     return function(rows.indptr, rows.indices, int(p.lo), labels, *args)

@@ -256,7 +256,7 @@ class Query:
         if self.num_vertices > g.num_vertices:
             raise GpipeValueError(f"'{name}' must have at most as many vertices as the data graph "
                                   f"({g.num_vertices}), got {self.num_vertices}")
-        unknown = np.setdiff1d(self.labels, labels)
+        unknown = np.setdiff1d(self.labels, g.label_values)
         if unknown.size:
             raise GpipeValueError(f"'{name}' labels must occur in the data graph, got labels {unknown.tolist()[:8]} "
                                   f"that no data vertex has")

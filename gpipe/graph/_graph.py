@@ -62,6 +62,7 @@ class Graph:
         self.device_partitions = device_partitions  # out-of-memory: partitions on each worker's device at once
         self._vertex_arrays: dict[str, np.ndarray] = {}  # per-vertex arrays gathered from the partitions
         self._on_workers: set[str] = set()  # those of them put into the stores of the graph's workers
+        self._label_values: np.ndarray | None = None  # the distinct labels, sorted, once asked for
         self._finalizer = weakref.finalize(self, end_graph_later, session.client, graph_id)
 
     def release(self) -> None:
@@ -212,6 +213,13 @@ class Graph:
         """Each vertex's integer label, by dense id (pattern mining and counting), or None: see :meth:`set_labels`."""
         return self._vertex_arrays.get("labels")
 
+    @property
+    def label_values(self) -> np.ndarray | None:
+        """The distinct vertex labels, sorted (found once per :meth:`set_labels`), or None without labels."""
+        if self._label_values is None and self.labels is not None:
+            self._label_values = np.unique(self.labels)
+        return self._label_values
+
     def set_labels(self, labels) -> None:
         """Give every vertex a non-negative integer label.
 
@@ -220,6 +228,7 @@ class Graph:
         the workers read them as the per-vertex array ``"labels"``.
         """
         self._vertex_arrays["labels"] = self.label_array(labels)
+        self._label_values = None
         self._on_workers.discard("labels")
 
     def label_array(self, labels) -> np.ndarray:

@@ -36,21 +36,37 @@ def csr(labels, pairs):
     return indptr, dst[order].astype(np.int64), labels
 
 
-def hprd_case(name):
+def hprd_inputs(name):
     from gpipe.counting._inputs import _parse
 
-    return build(*csr(*_parse(HPRD / "HPRD.graph")), Query.from_file(HPRD / "queries" / f"{name}.graph"))
+    return (*csr(*_parse(HPRD / "HPRD.graph")), Query.from_file(HPRD / "queries" / f"{name}.graph"))
 
 
-def dense_case():
+def dense_inputs():
     """Local candidate lists of about 100: streamed over the warp, unlike HPRD's short ones."""
     rng = np.random.default_rng(4)
     pairs = np.array([(u, v) for u in range(400) for v in range(u + 1, 400) if rng.random() < 0.25], np.int64)
-    return build(*csr(rng.integers(2, size=400), pairs),
-                 Query.from_edges([(0, 1), (1, 2), (2, 3), (3, 0), (0, 2)], [0, 0, 1, 1]))
+    return (*csr(rng.integers(2, size=400), pairs), Query.from_edges([(0, 1), (1, 2), (2, 3), (3, 0), (0, 2)],
+                                                                     [0, 0, 1, 1]))
 
 
-CASES = {**{name: lambda name=name: hprd_case(name) for name in QUERIES}, "dense": dense_case}
+INPUTS = {**{name: lambda name=name: hprd_inputs(name) for name in QUERIES}, "dense": dense_inputs}
+CASES = {name: lambda inputs=inputs: build(*inputs()) for name, inputs in INPUTS.items()}
+
+
+@pytest.mark.parametrize("case", sorted(INPUTS))
+@pytest.mark.parametrize("ids", [np.int32, np.int64])
+def test_a_candidate_graph_built_on_the_gpu_is_the_cpu_twins(case, ids):
+    """The filters, the refinement's passes (in place, threads reading each other's drops) and the candidate edges
+    on the device give the CPU twins' candidate graph, array for array, left on the device."""
+    indptr, indices, labels, query = INPUTS[case]()
+    want = build(indptr, indices.astype(ids), labels, query)
+    got = build(cupy.asarray(indptr), cupy.asarray(indices, ids), cupy.asarray(labels), query)
+    assert not want.empty and want.num_edges > 0
+    assert np.array_equal(got.order, want.order)
+    for name, a in want.arrays().items():
+        b = getattr(got, name)
+        assert isinstance(b, cupy.ndarray) and b.dtype == a.dtype and np.array_equal(b.get(), a), name
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
@@ -81,6 +97,25 @@ def _estimates_on_gpu_and_cpu(gpu_cluster, cpu_cluster, methods, samples: int, s
             results.append([gpipe.counting.estimate(g, query, method=m, samples=samples, seed=seed)
                             for m in methods])
     return results
+
+
+LAYOUTS = [{}, {"mode": "partitioned", "partitions": 3}]
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_candidate_graphs_on_gpu_workers_are_the_cpu_clusters_on_every_layout(gpu_cluster, cpu_cluster, layout):
+    """HPRD's dense 16-vertex query, replicated and in partitions (rows lo.. of each, refined against the others'
+    candidates in rounds): the GPU worker's candidate graph is the CPU cluster's."""
+    query = Query.from_file(HPRD / "queries" / "query_dense_16_2.graph")
+    got = []
+    for client in (gpu_cluster, cpu_cluster):
+        with client.as_current():
+            g = gpipe.counting.read_graph(HPRD / "HPRD.graph", **layout)
+            got.append(gpipe.counting.candidates(g, query))
+    assert got[1].num_edges > 0
+    for name in ["order", *got[1].arrays()]:
+        a, b = getattr(got[0], name), getattr(got[1], name)
+        assert isinstance(a, np.ndarray) and a.dtype == b.dtype and np.array_equal(a, b), name
 
 
 def test_estimate_on_gpu_workers_equals_cpu(gpu_cluster, cpu_cluster):
