@@ -37,6 +37,45 @@ __device__ __forceinline__ bool gp_extends(const long long* cand_offsets, const 
     return true;
 }
 
+// The candidate edges a candidate of position d must be among, but the parent's: one slice of edge_indices per
+// other backward neighbor, for one partial match. A pass over the parent's local candidates in ascending order (one
+// lane's, or a streaming lane's every 32nd) narrows each slice to start at the last candidate's lower bound.
+struct GpBack {
+    long long lo[GP_COUNT_MAX_QUERY - 2], hi[GP_COUNT_MAX_QUERY - 2];
+    int n;
+};
+
+__device__ __forceinline__ void gp_back(GpBack& b, const long long* back_offsets, const int* back_pos,
+                                        const long long* back_rows, const long long* edge_indptr, int d,
+                                        const long long* match) {
+    b.n = (int)(back_offsets[d + 1] - back_offsets[d] - 1);
+    for (int i = 0; i < b.n; ++i) {
+        const long long t = back_offsets[d] + 1 + i;
+        const long long row = back_rows[t] + match[back_pos[t]];
+        b.lo[i] = edge_indptr[row];
+        b.hi[i] = edge_indptr[row + 1];
+    }
+}
+
+// gp_extends for a candidate c no smaller than those checked before against the same slices `b`.
+__device__ __forceinline__ bool gp_extends_ascending(const long long* cand_offsets, const long long* cand_vertices,
+                                                     const int* edge_indices, int d, int c, const long long* matched,
+                                                     GpBack& b) {
+    const long long v = cand_vertices[cand_offsets[d] + c];
+    for (int j = 0; j < d; ++j)
+        if (matched[j] == v) return false;
+    for (int i = 0; i < b.n; ++i) {
+        long long lo = b.lo[i], hi = b.hi[i];
+        while (lo < hi) {
+            const long long mid = (lo + hi) >> 1;
+            if (edge_indices[mid] < c) lo = mid + 1; else hi = mid;
+        }
+        b.lo[i] = lo;
+        if (lo == b.hi[i] || edge_indices[lo] != c) return false;
+    }
+    return true;
+}
+
 // A pick in progress: the local candidates kept so far, and the one of them with the largest reservoir key.
 struct GpPick {
     long long kept;
@@ -44,16 +83,18 @@ struct GpPick {
     long long best;  // its index into edge_indices, -1 while none is kept
 };
 
+// Local candidate j (of the list from lo) considered for the pick, in ascending order against the slices `b`: with
+// alpha >= 1 every candidate is refined, so the check comes first and only a kept one draws its block.
 __device__ __forceinline__ void gp_consider(GpPick& p, const long long* cand_offsets, const long long* cand_vertices,
-                                            const long long* back_offsets, const int* back_pos,
-                                            const long long* back_rows, const long long* edge_indptr,
                                             const int* edge_indices, unsigned long long key, unsigned long long id,
-                                            int d, long long lo, long long j, double alpha, const long long* match,
-                                            const long long* matched) {
+                                            int d, long long lo, long long j, double alpha, const long long* matched,
+                                            GpBack& b) {
+    if (alpha >= 1.0 && !gp_extends_ascending(cand_offsets, cand_vertices, edge_indices, d, edge_indices[j],
+                                              matched, b))
+        return;
     const ulonglong2 block = gp_bits(key, id, d, 1 + (j - lo));
-    const bool refined = alpha >= 1.0 || gp_unit(block) < alpha;
-    if (refined && !gp_extends(cand_offsets, cand_vertices, back_offsets, back_pos, back_rows, edge_indptr,
-                               edge_indices, d, edge_indices[j], match, matched))
+    if (alpha < 1.0 && gp_unit(block) < alpha &&
+        !gp_extends_ascending(cand_offsets, cand_vertices, edge_indices, d, edge_indices[j], matched, b))
         return;
     ++p.kept;
     if (p.best < 0 || block.y > p.best_key || (block.y == p.best_key && j < p.best)) {
@@ -77,7 +118,8 @@ extern "C" __global__ void gp_count_estimate(const long long* __restrict__ cand_
     if (group >= groups) return;  // whole warps: the launch has groups x GP_COUNT_LANES threads
     const unsigned long long id = (unsigned long long)(first_group + group) * GP_COUNT_LANES + lane;
     long long match[GP_COUNT_MAX_QUERY], matched[GP_COUNT_MAX_QUERY];
-    long long theirs[GP_COUNT_MAX_QUERY], their_vertices[GP_COUNT_MAX_QUERY];  // a streamed lane's partial sample
+    long long their_vertices[GP_COUNT_MAX_QUERY];  // a streamed lane's partial sample
+    GpBack back, theirs;  // the slices of this lane's partial sample; a streamed lane's
     const long long roots = cand_offsets[1];
     match[0] = gp_below(gp_bits(key, id, 0, 0), (unsigned long long)roots);
     matched[0] = cand_vertices[match[0]];
@@ -93,6 +135,7 @@ extern "C" __global__ void gp_count_estimate(const long long* __restrict__ cand_
         }
         GpPick pick = {0, 0ULL, -1};
         if (alpha > 0.0) {
+            if (alive) gp_back(back, back_offsets, back_pos, back_rows, edge_indptr, d, match);
             unsigned int streamed = __ballot_sync(0xffffffffu, alive && hi - lo >= GP_COUNT_STREAM);
             while (streamed) {  // the warp takes each long list in turn
                 const int owner = __ffs(streamed) - 1;
@@ -100,14 +143,16 @@ extern "C" __global__ void gp_count_estimate(const long long* __restrict__ cand_
                 const long long owner_lo = __shfl_sync(0xffffffffu, lo, owner);
                 const long long owner_hi = __shfl_sync(0xffffffffu, hi, owner);
                 const unsigned long long owner_id = __shfl_sync(0xffffffffu, id, owner);
-                for (int j = 0; j < d; ++j) {
-                    theirs[j] = __shfl_sync(0xffffffffu, match[j], owner);
-                    their_vertices[j] = __shfl_sync(0xffffffffu, matched[j], owner);
+                for (int j = 0; j < d; ++j) their_vertices[j] = __shfl_sync(0xffffffffu, matched[j], owner);
+                theirs.n = (int)(back_offsets[d + 1] - back_offsets[d] - 1);  // the same for every lane
+                for (int i = 0; i < theirs.n; ++i) {
+                    theirs.lo[i] = __shfl_sync(0xffffffffu, back.lo[i], owner);
+                    theirs.hi[i] = __shfl_sync(0xffffffffu, back.hi[i], owner);
                 }
                 GpPick part = {0, 0ULL, -1};
                 for (long long j = owner_lo + lane; j < owner_hi; j += GP_COUNT_LANES)
-                    gp_consider(part, cand_offsets, cand_vertices, back_offsets, back_pos, back_rows, edge_indptr,
-                                edge_indices, key, owner_id, d, owner_lo, j, alpha, theirs, their_vertices);
+                    gp_consider(part, cand_offsets, cand_vertices, edge_indices, key, owner_id, d, owner_lo, j, alpha,
+                                their_vertices, theirs);
                 for (int offset = GP_COUNT_LANES / 2; offset > 0; offset /= 2) {
                     const long long kept = __shfl_xor_sync(0xffffffffu, part.kept, offset);
                     const unsigned long long best_key = __shfl_xor_sync(0xffffffffu, part.best_key, offset);
@@ -123,8 +168,8 @@ extern "C" __global__ void gp_count_estimate(const long long* __restrict__ cand_
             }
             if (alive && hi - lo < GP_COUNT_STREAM)
                 for (long long j = lo; j < hi; ++j)
-                    gp_consider(pick, cand_offsets, cand_vertices, back_offsets, back_pos, back_rows, edge_indptr,
-                                edge_indices, key, id, d, lo, j, alpha, match, matched);
+                    gp_consider(pick, cand_offsets, cand_vertices, edge_indices, key, id, d, lo, j, alpha, matched,
+                                back);
         } else if (alive && hi > lo) {  // WanderJoin: no refinement, every local candidate kept
             pick.kept = hi - lo;
             pick.best = lo + gp_below(gp_bits(key, id, d, 0), (unsigned long long)pick.kept);
