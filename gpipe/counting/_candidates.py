@@ -208,7 +208,7 @@ def _kept_here(run_id: str) -> CandidateGraph:
 
 def _edges_kept(indptr, indices, lo: int, labels: np.ndarray, *, query: Query, sets: np.ndarray, order: list[int],
                 run_id: str) -> None:
-    edges = _candidate_edges(indptr, indices, lo, _module(indptr).asarray(sets), order, query)
+    edges = _candidate_edges(indptr, indices, lo, xp(device_of(indptr)).asarray(sets), order, query)
     run_state(run_id, CountingState).edges[lo, indptr.shape[0] - 1] = _pieces_as(to_host, edges)  # row order
 
 
@@ -260,12 +260,13 @@ def _filter_part(indptr, indices, lo: int, labels, query: Query) -> np.ndarray:
 
 
 def _refine_part(indptr, indices, lo: int, labels, query: Query, sets: np.ndarray, stale: int) -> tuple:
-    sets = _module(indptr).array(sets)  # on the rows' device; as it arrived, it may be read-only
+    sets = xp(device_of(indptr)).array(sets)  # on the rows' device; as it arrived, it may be read-only
     return _refine(indptr, indices, lo, sets, query, stale), to_host(sets[lo:lo + indptr.shape[0] - 1])
 
 
 def _edges_part(indptr, indices, lo: int, labels, query: Query, sets: np.ndarray, order: list[int]):
-    return _pieces_as(to_host, _candidate_edges(indptr, indices, lo, _module(indptr).asarray(sets), order, query))
+    edges = _candidate_edges(indptr, indices, lo, xp(device_of(indptr)).asarray(sets), order, query)
+    return _pieces_as(to_host, edges)
 
 
 # The steps below take the rows lo.. of a CSR (a partition's: local indptr, global indices; the whole graph's from
@@ -276,11 +277,12 @@ def _filtered(indptr, indices, lo: int, labels, query: Query):
     """The rows' candidate sets (the other vertices' empty), on the rows' device: the query vertices whose label a
     data vertex has, with at most its degree and, for each label, at most as many neighbors with that label (only
     the query's labels are counted)."""
-    x = _module(indptr)
+    x = xp(device_of(indptr))
     labels = x.asarray(labels)
     kinds = np.unique(query.labels)  # at most 32: a data vertex's kind is its label's rank among them, as an int8
-    kind = x.searchsorted(x.asarray(kinds), labels).clip(max=len(kinds) - 1)
-    kind = x.where(x.asarray(kinds)[kind] == labels, kind, -1).astype(x.int8)
+    known = x.asarray(kinds)
+    kind = x.searchsorted(known, labels).clip(max=len(kinds) - 1)
+    kind = x.where(known[kind] == labels, kind, -1).astype(x.int8)
     query_indptr, query_indices = _query_csr(query)
     query_kind = np.searchsorted(kinds, query.labels)
     need = np.zeros((query.num_vertices, len(kinds)), np.int64)
@@ -296,7 +298,7 @@ def _refine(indptr, indices, lo: int, sets, query: Query, stale: int | None = No
     """Drop, in place, each of the rows' candidates with no candidate neighbor for some query neighbor, pass after
     pass to a fixed point (the other vertices' sets held as they are); whether any was dropped. ``stale`` (bits,
     default all): the query vertices whose candidates may have changed since the rows were last refined."""
-    x = _module(sets)
+    x = xp(device_of(sets))
     neighbor_bits = x.asarray([sum(1 << w for w in n) for n in query.neighbors()], x.int64)
     stale = (1 << query.num_vertices) - 1 if stale is None else stale
     changed = x.zeros(1, x.uint64)
@@ -317,7 +319,7 @@ def _members(sets, u: int):
 
 def _candidate_counts(sets, k: int) -> np.ndarray:
     """The number of candidates of each of the ``k`` query vertices (a host array)."""
-    x = _module(sets)
+    x = xp(device_of(sets))
     return to_host(x.stack([x.count_nonzero(_members(sets, u)) for u in range(k)]).astype(x.int64))
 
 
@@ -329,7 +331,7 @@ def _candidate_edges(indptr, indices, lo: int, sets, order: list[int], query: Qu
     """The rows' share of the candidate edges, on the rows' device: per position ``d``, per backward position ``b``
     (ascending), ``(b, counts, entries)``: how many of ``d``'s candidates each of ``b``'s candidates among the rows
     is adjacent to, and their indices among ``d``'s candidates, row after row."""
-    x = _module(sets)
+    x = xp(device_of(sets))
     position = np.empty(len(order), np.int64)
     position[order] = np.arange(len(order))
     neighbors = query.neighbors()
@@ -361,7 +363,7 @@ def _pieces_as(convert, pieces: list[list]) -> list[list]:
 def _assemble(sets, order: list[int], pieces: list[list]) -> CandidateGraph:
     """The candidate graph from the final candidate sets and the :func:`_candidate_edges` of row ranges covering
     the graph, in row order, on their device."""
-    x = _module(sets)
+    x = xp(device_of(sets))
     cand = [x.flatnonzero(_members(sets, u)) for u in order]
     back_pos, back_rows, edge_rows, edge_indices = [], [], [x.zeros(1, x.int64)], []
     back_offsets, rows_so_far, entries_so_far = [0], 0, 0
@@ -393,11 +395,6 @@ def _query_csr(query: Query) -> tuple[np.ndarray, np.ndarray]:
     neighbors = query.neighbors()
     indptr = np.concatenate([[0], np.cumsum([len(n) for n in neighbors])]).astype(np.int64)
     return indptr, np.asarray([w for n in neighbors for w in n], np.int64)
-
-
-def _module(array):
-    """numpy or cupy: the array module of ``array``."""
-    return xp(device_of(array))
 
 
 def _order(counts: np.ndarray, neighbors) -> list[int]:
