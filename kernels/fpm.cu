@@ -107,3 +107,57 @@ __global__ void gp_pattern_code(long long n, int width, long long num_vertices, 
     for (int a = nv; a <= width; ++a) verts[a] = -1;
     code[i] = packed;
 }
+
+// The canonical form of each raw pattern code (gpipe/mining/_patterns.py): the least packing of the pattern over
+// every order of its vertices (order k of nv! decoded from the factorial number system), and, for each raw
+// position, its orbit: the least canonical position it takes in an order reaching that least packing (those
+// orders are one optimal order composed with each automorphism). orbit has GP_FPM_MAX_VERTICES columns, -1 past
+// the pattern's vertices. CPU twin: gpipe/mining/_patterns.py::_canonical_cpu.
+extern "C" __global__ void gp_canonical(long long n, const long long* raw, long long* code, long long* orbit) {
+    long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const long long r = raw[i];
+    const int nv = (int)(r >> GP_FPM_COUNT_SHIFT);
+    int label[GP_FPM_MAX_VERTICES], ea[GP_FPM_MAX_VERTICES * (GP_FPM_MAX_VERTICES - 1) / 2],
+        eb[GP_FPM_MAX_VERTICES * (GP_FPM_MAX_VERTICES - 1) / 2], least[GP_FPM_MAX_VERTICES];
+    int ne = 0, total = 1;
+    for (int a = 0; a < nv; ++a) {
+        label[a] = (int)((r >> (GP_FPM_LABEL_BITS * (GP_FPM_MAX_VERTICES - 1 - a))) & ((1 << GP_FPM_LABEL_BITS) - 1));
+        total *= a + 1;
+        for (int b = a + 1; b < nv; ++b) {
+            if ((r >> (GP_FPM_ADJACENCY_SHIFT + a * (2 * GP_FPM_MAX_VERTICES - a - 1) / 2 + b - a - 1)) & 1) {
+                ea[ne] = a;
+                eb[ne++] = b;
+            }
+        }
+    }
+    long long best = 0x7fffffffffffffffLL;
+    for (int k = 0; k < total; ++k) {
+        int order[GP_FPM_MAX_VERTICES], left[GP_FPM_MAX_VERTICES];  // order[a]: the new position of position a
+        for (int a = 0; a < nv; ++a) left[a] = a;
+        int f = k, radix = total;
+        for (int a = 0; a < nv; ++a) {
+            radix /= nv - a;
+            int d = f / radix;
+            f %= radix;
+            order[a] = left[d];
+            for (int t = d; t < nv - a - 1; ++t) left[t] = left[t + 1];
+        }
+        long long c = (long long)nv << GP_FPM_COUNT_SHIFT;
+        for (int e = 0; e < ne; ++e) {
+            int lo = min(order[ea[e]], order[eb[e]]), hi = max(order[ea[e]], order[eb[e]]);
+            c |= 1LL << (GP_FPM_ADJACENCY_SHIFT + lo * (2 * GP_FPM_MAX_VERTICES - lo - 1) / 2 + hi - lo - 1);
+        }
+        for (int a = 0; a < nv; ++a) {
+            c |= (long long)label[a] << (GP_FPM_LABEL_BITS * (GP_FPM_MAX_VERTICES - 1 - order[a]));
+        }
+        if (c < best) {
+            best = c;
+            for (int a = 0; a < nv; ++a) least[a] = order[a];
+        } else if (c == best) {
+            for (int a = 0; a < nv; ++a) least[a] = min(least[a], order[a]);
+        }
+    }
+    code[i] = best;
+    for (int a = 0; a < GP_FPM_MAX_VERTICES; ++a) orbit[i * GP_FPM_MAX_VERTICES + a] = a < nv ? least[a] : -1;
+}

@@ -35,7 +35,7 @@ from ..runtime import end_run, run_state
 from ._extend import compress, whole_graph
 from ._grow import check_mined_graph, grow_on_workers, write_parquet
 from ._result import MiningState
-from ._patterns import _COUNT_SHIFT, MAX_EDGES, MAX_LABELS, canonical_tables, unpack
+from ._patterns import _COUNT_SHIFT, MAX_EDGES, MAX_LABELS, canonical_forms, unpack
 from ._table import TIERS, EmbeddingTable, Stats, worker_budgets
 
 # A key of the aggregation: (pattern, orbit, vertex) in bits 40-62, 37-39 and 0-36.
@@ -111,9 +111,9 @@ class FpmPlan:
         with stats.timer("aggregation"):
             raw, _ = pattern_codes(x, graph, labels, rows)
             distinct, inverse = x.unique(raw, return_inverse=True)
-            codes, _ = canonical_tables(to_host(distinct))
+            codes, _ = canonical_forms(x, distinct)
         with stats.timer("filtering"):
-            return to_device(np.isin(codes, frequent), device)[inverse.reshape(-1)]
+            return x.isin(codes, to_device(frequent, device))[inverse.reshape(-1)]
 
     def _place(self, x, graph, labels, table, stats, *, column: int, parent_chunk: int, edge, parent, rows, patterns,
                keys) -> None:
@@ -125,10 +125,10 @@ class FpmPlan:
         with stats.timer("aggregation"):
             raw, vertices = pattern_codes(x, graph, labels, rows)
             distinct, inverse = x.unique(raw, return_inverse=True)
-            codes, orbits = canonical_tables(to_host(distinct))
+            codes, orbits = canonical_forms(x, distinct)
         if column + 1 < self.edges:
             with stats.timer("filtering"):
-                keep = to_device(np.isin(codes, self.frequent[column]), table.device)[inverse.reshape(-1)]
+                keep = x.isin(codes, to_device(self.frequent[column], table.device))[inverse.reshape(-1)]
                 edge, parent = compress(x, edge, x.arange(edge.shape[0]) if parent is None else parent, keep)
             if edge.shape[0]:
                 table.add(column, parent_chunk, edge, None if column == 0 else parent)
@@ -137,10 +137,11 @@ class FpmPlan:
         if self.keep:  # the next level filters them by this level's frequent patterns, then extends them
             table.add(column, parent_chunk, edge, None if column == 0 else parent, count=False)
         with stats.timer("aggregation"):
-            index = np.array([patterns.setdefault(code, len(patterns)) for code in codes.tolist()], np.int64)
+            seen, which = np.unique(to_host(codes), return_inverse=True)
+            index = np.array([patterns.setdefault(code, len(patterns)) for code in seen.tolist()], np.int64)[which]
             inverse = inverse.reshape(-1)
             pattern = to_device(index, table.device)[inverse][:, None]
-            orbit = to_device(orbits[:, :vertices.shape[1]], table.device)[inverse]
+            orbit = orbits[:, :vertices.shape[1]][inverse]
             key = (pattern << _PATTERN_SHIFT) | (orbit << _ORBIT_SHIFT) | vertices.astype(x.int64)
             found, count = x.unique(key[orbit >= 0], return_counts=True)
             keys.append((to_host(found), to_host(count).astype(np.int64)))

@@ -12,18 +12,20 @@ patterns share it exactly when they are isomorphic, labels included.
 
 from __future__ import annotations
 
-import functools
 import itertools
-from dataclasses import dataclass
 
 import numpy as np
+
+from ..backend import cpu_kernel, prange
+from ..kernels import Arg, Kernel
 
 MAX_EDGES = 4
 MAX_VERTICES = MAX_EDGES + 1
 LABEL_BITS = 10  # label ranks below 2**10: 5 positions, 10 adjacency bits and the vertex count fit in 63 bits
 MAX_LABELS = 1 << LABEL_BITS
 _ADJACENCY_SHIFT = LABEL_BITS * MAX_VERTICES
-_COUNT_SHIFT = _ADJACENCY_SHIFT + MAX_VERTICES * (MAX_VERTICES - 1) // 2
+_PAIRS = MAX_VERTICES * (MAX_VERTICES - 1) // 2
+_COUNT_SHIFT = _ADJACENCY_SHIFT + _PAIRS
 
 
 def _label_shift(a: int) -> int:
@@ -54,44 +56,65 @@ def unpack(code: int) -> tuple[tuple, frozenset]:
     return labels, edges
 
 
-@dataclass(frozen=True)
-class Canonical:
-    """A raw code's canonical code, the canonical position of each of its positions, and the orbit (under the
-    pattern's automorphisms: the least position it maps to) of each canonical position."""
+@cpu_kernel(parallel=True)
+def _canonical_cpu(n, raw, code, orbit):
+    for i in prange(n):
+        r = raw[i]
+        nv = r >> _COUNT_SHIFT
+        label = np.empty(MAX_VERTICES, np.int64)
+        ea, eb = np.empty(_PAIRS, np.int64), np.empty(_PAIRS, np.int64)
+        least, order, left = np.empty(MAX_VERTICES, np.int64), np.empty(MAX_VERTICES, np.int64), np.empty(MAX_VERTICES, np.int64)
+        ne, total = 0, 1
+        for a in range(nv):
+            label[a] = (r >> (LABEL_BITS * (MAX_VERTICES - 1 - a))) & (MAX_LABELS - 1)
+            total *= a + 1
+            for b in range(a + 1, nv):
+                if (r >> (_ADJACENCY_SHIFT + a * (2 * MAX_VERTICES - a - 1) // 2 + b - a - 1)) & 1:
+                    ea[ne], eb[ne] = a, b
+                    ne += 1
+        best = np.int64(0x7FFFFFFFFFFFFFFF)
+        for k in range(total):
+            for a in range(nv):
+                left[a] = a
+            f, radix = k, total
+            for a in range(nv):
+                radix //= nv - a
+                d = f // radix
+                f %= radix
+                order[a] = left[d]
+                for t in range(d, nv - a - 1):
+                    left[t] = left[t + 1]
+            c = np.int64(nv) << _COUNT_SHIFT
+            for e in range(ne):
+                lo, hi = min(order[ea[e]], order[eb[e]]), max(order[ea[e]], order[eb[e]])
+                c |= np.int64(1) << (_ADJACENCY_SHIFT + lo * (2 * MAX_VERTICES - lo - 1) // 2 + hi - lo - 1)
+            for a in range(nv):
+                c |= label[a] << (LABEL_BITS * (MAX_VERTICES - 1 - order[a]))
+            if c < best:
+                best = c
+                for a in range(nv):
+                    least[a] = order[a]
+            elif c == best:
+                for a in range(nv):
+                    least[a] = min(least[a], order[a])
+        code[i] = best
+        for a in range(MAX_VERTICES):
+            orbit[i * MAX_VERTICES + a] = least[a] if a < nv else -1
 
-    code: int
-    position: tuple
-    orbit: tuple
+
+CANONICAL = Kernel(
+    "fpm.cu", "gp_canonical", twin=_canonical_cpu, items="n",
+    defines={"GP_FPM_MAX_EDGES": MAX_EDGES, "GP_FPM_LABEL_BITS": LABEL_BITS}, args=(
+        Arg("n", "i64", note="codes"), Arg("raw", "i64[n]", note="raw pattern codes"),
+        Arg("code", "i64[n]", out=True, note="canonical codes"),
+        Arg("orbit", f"i64[n*{MAX_VERTICES}]", out=True, note="each raw position's orbit, -1 past the pattern's")))
 
 
-@functools.lru_cache(maxsize=1 << 16)
-def canonical(raw: int) -> Canonical:
-    """The canonical form of a raw code, by trying every order of its (at most 5) vertices."""
-    labels, edges = unpack(raw)
-    n = len(labels)
-    best, best_order = None, None
-    for order in itertools.permutations(range(n)):  # order[a]: the new position of position a
-        code = pack(tuple(labels[order.index(b)] for b in range(n)),
-                    frozenset((order[a], order[b]) for a, b in edges))
-        if best is None or code < best:
-            best, best_order = code, order
-    canon_labels, canon_edges = unpack(best)
-    orbit = list(range(n))
-    for order in itertools.permutations(range(n)):
-        if pack(tuple(canon_labels[order.index(b)] for b in range(n)),
-                frozenset((order[a], order[b]) for a, b in canon_edges)) == best:
-            for a in range(n):
-                orbit[a] = min(orbit[a], order[a])
-    return Canonical(best, tuple(best_order), tuple(orbit))
-
-
-def canonical_tables(raw_codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """For distinct raw codes: their canonical codes, and the orbit (canonical) of each raw position, -1 past the
-    pattern's vertices (a row of ``MAX_VERTICES`` per raw code)."""
-    codes = np.empty(raw_codes.shape[0], np.int64)
-    orbits = np.full((raw_codes.shape[0], MAX_VERTICES), -1, np.int64)
-    for i, raw in enumerate(raw_codes.tolist()):
-        form = canonical(raw)
-        codes[i] = form.code
-        orbits[i, :len(form.position)] = [form.orbit[p] for p in form.position]
-    return codes, orbits
+def canonical_forms(x, raw):
+    """For raw codes (numpy or cupy, on their device): their canonical codes, and the orbit (the least canonical
+    position it can take) of each raw position, -1 past the pattern's vertices (a row of ``MAX_VERTICES`` per
+    code). Isomorphic patterns, labels included, share a canonical code, and only they do."""
+    code = x.empty(raw.shape[0], dtype=x.int64)
+    orbit = x.empty((raw.shape[0], MAX_VERTICES), dtype=x.int64)
+    CANONICAL.launch(n=raw.shape[0], raw=x.ascontiguousarray(raw, dtype=x.int64), code=code, orbit=orbit.reshape(-1))
+    return code, orbit

@@ -92,3 +92,24 @@ def test_a_multigraph_on_gpu_is_mined_as_the_simple_graph_on_cpu(gpu_cluster, cp
         assert on_gpu.stats["embeddings"] == on_cpu.stats["embeddings"]
     if partitions is None:
         pd.testing.assert_frame_equal(gpu_fpm.patterns, cpu_fpm.patterns)
+
+
+def test_canonical_forms_on_the_gpu_are_the_cpu_twins():
+    import itertools
+
+    import cupy as cp
+
+    from gpipe.mining._patterns import MAX_VERTICES, canonical_forms, pack
+
+    rng = np.random.default_rng(3)
+    pairs = list(itertools.combinations(range(MAX_VERTICES), 2))
+    raw = []
+    for _ in range(20_000):
+        n = int(rng.integers(2, MAX_VERTICES + 1))
+        edges = frozenset(p for p in pairs if max(p) < n and rng.random() < 0.5) or frozenset({(0, 1)})
+        raw.append(pack(tuple(int(v) for v in rng.integers(0, 1024, n) % int(rng.choice([2, 1024]))), edges))
+    raw = np.array(raw, np.int64)
+    on_cpu, on_gpu = canonical_forms(np, raw), canonical_forms(cp, cp.asarray(raw))
+    for cpu, gpu in zip(on_cpu, on_gpu):
+        assert isinstance(gpu, cp.ndarray)
+        np.testing.assert_array_equal(cp.asnumpy(gpu), cpu)
