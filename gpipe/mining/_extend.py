@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._csr import Rows, simple_rows
-from .._search import has_edge
+from .._search import has_edge, lower_bound
 from ..backend import cpu_kernel, device_of, prange, segments, to_host, xp
 from ..kernels import Arg, Kernel
 from ..runtime import replica, worker_device, worker_xp
@@ -70,10 +70,29 @@ VERTEX_COUNT = Kernel("mining.cu", "gp_vertex_count", twin=_vertex_count_cpu, it
 
 
 @cpu_kernel()
-def _match_candidates(row, width, indptr, indices, nback, back, napart, apart, nabove, above, min_degree, out, o,
-                      write):
-    """The extensions of the embedding ``row`` (into ``out[o:]`` with ``write``); how many. A count whose pattern
-    has symmetries keeps one map of each copy: the new vertex above the vertices at ``above``."""
+def _leaf_matches(row, width, w, indptr, indices, leaf, nleaf_above, leaf_above):
+    """The matches of a count's last pattern vertex when it is a leaf: the neighbors of the vertex at position
+    ``leaf`` of ``row`` extended by ``w`` (``width``: ``w``) above the vertices at ``leaf_above`` and not matched
+    already, by binary searches, no list walked."""
+    t = w if leaf == width else row[leaf]
+    low = -1
+    for a in range(nleaf_above):
+        low = max(low, np.int64(w if leaf_above[a] == width else row[leaf_above[a]]))
+    a0, d = indptr[t], indptr[t + 1] - indptr[t]
+    c = a0 + d - lower_bound(indices, a0, d, low + 1)
+    for j in range(width + 1):
+        m = row[j] if j < width else w
+        if m > low and has_edge(indices, a0, d, m):
+            c -= 1
+    return c
+
+
+@cpu_kernel()
+def _match_candidates(row, width, indptr, indices, nback, back, napart, apart, nabove, above, min_degree, leaf,
+                      nleaf_above, leaf_above, out, o, write):
+    """The extensions of the embedding ``row`` (into ``out[o:]`` with ``write``); how many, or with ``leaf`` >= 0
+    the sum of their leaf matches. A count whose pattern has symmetries keeps one map of each copy: the new vertex
+    above the vertices at ``above``."""
     least = back[0]
     for b in range(1, nback):
         v, u = row[back[b]], row[least]
@@ -96,7 +115,7 @@ def _match_candidates(row, width, indptr, indices, nback, back, napart, apart, n
         if keep:
             if write:
                 out[o + c] = w
-            c += 1
+            c += 1 if leaf < 0 else _leaf_matches(row, width, w, indptr, indices, leaf, nleaf_above, leaf_above)
     return c
 
 
@@ -105,18 +124,19 @@ def _match_extension_cpu(n, width, indptr, indices, prefix, nback, back, napart,
                          offset, out, count):
     for i in prange(n):
         count[i] = _match_candidates(prefix[i * width:(i + 1) * width], width, indptr, indices, nback, back, napart,
-                                     apart, nabove, above, min_degree, out, offset[i], True)
+                                     apart, nabove, above, min_degree, -1, 0, above, out, offset[i], True)
 
 
 @cpu_kernel(parallel=True)
-def _match_count_cpu(n, width, indptr, indices, prefix, nback, back, napart, apart, nabove, above, min_degree,
-                     count):
+def _match_count_cpu(n, width, indptr, indices, prefix, nback, back, napart, apart, nabove, above, min_degree, leaf,
+                     nleaf_above, leaf_above, count):
     for i in prange(n):
         count[i] = _match_candidates(prefix[i * width:(i + 1) * width], width, indptr, indices, nback, back, napart,
-                                     apart, nabove, above, min_degree, prefix, 0, False)
+                                     apart, nabove, above, min_degree, leaf, nleaf_above, leaf_above, prefix, 0,
+                                     False)
 
 
-MATCH_EXTENSION = Kernel("mining.cu", "gp_match_extension", twin=_match_extension_cpu, items="n", args=(
+MATCH_EXTENSION = Kernel("mining.cu", "gp_match_extension", twin=_match_extension_cpu, items="n", lanes=32, args=(
     Arg("n", "i64", note="embeddings of the batch"), Arg("width", "i32", note="pattern vertices matched"),
     Arg("indptr", "i64[]"), Arg("indices", "IdT[]", note="sorted per vertex"),
     Arg("prefix", "IdT[n*width]", note="the matched vertices, a row per embedding"), Arg("nback", "i32"),
@@ -125,8 +145,11 @@ MATCH_EXTENSION = Kernel("mining.cu", "gp_match_extension", twin=_match_extensio
     Arg("above", "i32[nabove]", note="a count's symmetry breaking: the positions it must exceed"),
     Arg("min_degree", "i64"),
     Arg("offset", "i64[n]", note="slots"), Arg("out", "IdT[]", out=True), Arg("count", "i64[n]", out=True)))
-MATCH_COUNT = Kernel("mining.cu", "gp_match_count", twin=_match_count_cpu, items="n", args=(
-    *MATCH_EXTENSION.args[:12], Arg("count", "i64[n]", out=True, note="each embedding's extensions")))
+MATCH_COUNT = Kernel("mining.cu", "gp_match_count", twin=_match_count_cpu, items="n", lanes=32, args=(
+    *MATCH_EXTENSION.args[:12],
+    Arg("leaf", "i32", note="-1, or the last pattern vertex is a leaf: its neighbor's position (width: the new one)"),
+    Arg("nleaf_above", "i32"), Arg("leaf_above", "i32[nleaf_above]", note="the positions the leaf must exceed"),
+    Arg("count", "i64[n]", out=True, note="each embedding's extensions, or their leaf matches")))
 
 
 def extend_cliques(x, graph, vertex, parent, capacity: int, timer, counting: bool = False):
@@ -158,22 +181,26 @@ def extend_cliques(x, graph, vertex, parent, capacity: int, timer, counting: boo
 
 
 def extend_match(x, graph, rows, *, back, apart, min_degree: int, capacity: int, timer, counting: bool = False,
-                 above: tuple = ()):
+                 above: tuple = (), leaf: tuple | None = None):
     """The next column of a match table's chunk, given its embeddings as ``rows`` (matched vertices, in the
     matching order) and the next pattern vertex's earlier neighbors ``back`` and non-neighbors ``apart`` (for
     induced matches), in batches of at most ``capacity`` slots: new vertices and their parents (rows); with
-    ``counting``, how many there are. ``above``: the earlier positions whose vertices the new one must exceed (a
-    count's symmetry breaking)."""
+    ``counting``, how many there are, or with ``leaf`` (the position of the neighbor of a last pattern vertex of
+    degree one, ``rows``' width for the new vertex, and the positions that leaf must exceed) how many matches the
+    leaf has over all of them. ``above``: the earlier positions whose vertices the new one must exceed (a count's
+    symmetry breaking)."""
     columns = list(back)
     checks = {name: x.asarray(np.asarray(a, dtype=np.int32))
               for name, a in (("back", back), ("apart", apart), ("above", above))}
     checks.update({f"n{name}": int(a.shape[0]) for name, a in list(checks.items())})
     if counting:  # no slots: one pass counts every embedding's extensions
+        position, leaf_above = (-1, ()) if leaf is None else leaf
         with timer("counting"):
             count = x.empty(rows.shape[0], x.int64)
             MATCH_COUNT.launch(n=rows.shape[0], width=rows.shape[1], indptr=graph.indptr, indices=graph.indices,
                                prefix=x.ascontiguousarray(rows).reshape(-1), **checks, min_degree=min_degree,
-                               count=count)
+                               leaf=position, nleaf_above=len(leaf_above),
+                               leaf_above=x.asarray(np.asarray(leaf_above, dtype=np.int32)), count=count)
             found = int(count.sum())
         yield found
         return

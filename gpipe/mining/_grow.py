@@ -162,6 +162,7 @@ class ColumnPlan:
     count, whose embeddings need not be listed in the graph's ids)."""
 
     degree_ordered = False
+    counted_columns = 1  # a count's last columns counted by ``extend(counting=True)``, never stored
 
     def listed(self, rows: np.ndarray) -> np.ndarray:
         """Rows of the table's columns as the embeddings are listed (cliques: as they are)."""
@@ -183,10 +184,10 @@ def _grow(x, graph, spec: Spec, table: EmbeddingTable, lo: int, hi: int, stats: 
         stats.count(column, 0)
         if len(table.columns) < column:  # nothing was extended: no embedding starts in this range
             return 0, none if spec.listing else None
-        if column == plan.columns - 1 and not spec.listing:  # a count's last column is counted, never stored
+        if column == plan.columns - plan.counted_columns and not spec.listing:  # a count's last columns are counted
             count = sum(found for chunk in table.columns[column - 1]
                         for found in plan.extend(x, graph, table, chunk, spec.capacity, stats.timer, counting=True))
-            stats.count(column, count)
+            stats.count(plan.columns - 1, count)
             return count, None
         for c, chunk in enumerate(table.columns[column - 1]):
             for vertex, parent in plan.extend(x, graph, table, chunk, spec.capacity, stats.timer):

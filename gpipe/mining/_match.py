@@ -46,9 +46,17 @@ class MatchPlan(ColumnPlan):
         return Checks(self.back[column], self.apart[column], self.degree[column], False,
                       self.above[column] if self.above else ())
 
+    @property
+    def counted_columns(self) -> int:
+        """A count's columns counted, not stored: the last, and the one before when the last pattern vertex is a
+        leaf (one neighbor, not induced), whose matches are counted from its neighbor's list (2 from 3 columns)."""
+        return 2 if self.columns >= 3 and len(self.back[-1]) == 1 and not self.apart[-1] else 1
+
     def extend(self, x, graph, table, chunk, capacity: int, timer, counting: bool = False):
         column = chunk.column + 1
         broken = {"above": self.above[column]} if self.above else {}
+        if counting and column < self.columns - 1:  # the leaf's matches are counted with this column
+            broken["leaf"] = (self.back[-1][0], self.above[-1] if self.above else ())
         yield from extend_match(x, graph, table.rows(x, chunk), back=self.back[column], apart=self.apart[column],
                                 min_degree=self.degree[column], capacity=capacity, timer=timer, counting=counting,
                                 **broken)
@@ -68,7 +76,9 @@ def match(g, pattern, induced: bool = False, *, embeddings: bool = False, device
     Every map is counted: a subgraph shaped like the pattern is found once
     per automorphism of the pattern (as networkx's ``GraphMatcher`` finds it).
     Without ``embeddings`` the last pattern vertex's matches are counted as
-    they are found (on a replicated graph, never stored), and one map of each
+    they are found (on a replicated graph, never stored; when it is a leaf of
+    a non-induced pattern, from its neighbor's sorted list by binary search,
+    so the vertex before it is counted, not stored, too), and one map of each
     copy is grown (symmetry breaking: conditions ``v_a < v_b`` on the
     pattern's vertices, one map of each coset of its automorphism group; up
     to 10,000 automorphisms), counted as ``stats['automorphisms']`` maps.

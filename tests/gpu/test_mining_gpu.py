@@ -113,3 +113,16 @@ def test_canonical_forms_on_the_gpu_are_the_cpu_twins():
     for cpu, gpu in zip(on_cpu, on_gpu):
         assert isinstance(gpu, cp.ndarray)
         np.testing.assert_array_equal(cp.asnumpy(gpu), cpu)
+
+
+@pytest.mark.parametrize("pattern", [[(0, 1), (1, 2), (2, 0), (2, 3), (3, 4)], [(0, 1), (0, 2), (0, 3), (0, 4)],
+                                     [(0, 1), (1, 2), (2, 3), (3, 0)], [(0, 1), (1, 2), (2, 3)]])
+def test_match_counts_on_gpu_equal_cpu_with_and_without_a_leaf_counted(gpu_cluster, cpu_cluster, pattern):
+    def count(client):
+        with client.as_current():
+            g = gpipe.generators.rmat(scale=10, edge_factor=8, seed=6, mode="replicated")
+            return gpipe.mining.match(g, pattern)
+
+    gpu, cpu = count(gpu_cluster), count(cpu_cluster)
+    assert (gpu.stats["device"], cpu.stats["device"]) == ("gpu", "cpu")
+    assert gpu.count == cpu.count > 0 and gpu.stats["embeddings"] == cpu.stats["embeddings"]
