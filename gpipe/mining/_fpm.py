@@ -81,8 +81,8 @@ class FpmPlan:
         before found them (not filtered yet); else it is empty and they are grown again from the first edges.
         """
         labels = to_device(self.labels, table.device)
-        patterns: dict[int, int] = {}  # canonical code -> this range's pattern index
-        keys: list = []
+        seen: list = []  # per chunk of this level: its patterns' canonical codes, sorted
+        keys: list = []  # per chunk: its distinct aggregation keys (the pattern a rank in its codes), their counts
         last = self.edges - 1
         if kept:
             if last > 0 and len(table.columns) == last:  # only the embeddings of frequent patterns grow
@@ -93,7 +93,7 @@ class FpmPlan:
             with stats.timer("extension"):
                 edges = first_edges(x, graph, lo, hi)
             self._place(x, graph, labels, table, stats, column=0, parent_chunk=-1, edge=edges, parent=None,
-                        rows=edges[:, None], patterns=patterns, keys=keys)
+                        rows=edges[:, None], seen=seen, keys=keys)
         for column in range(1 if not kept else last, self.edges):
             if len(table.columns) < column:  # no embedding of this range is frequent
                 break
@@ -102,9 +102,12 @@ class FpmPlan:
                 for edge, parent in extend_edges(x, graph, rows, spec.capacity, stats.timer):
                     grown = x.concatenate([rows[parent], edge[:, None]], axis=1)
                     self._place(x, graph, labels, table, stats, column=column, parent_chunk=c, edge=edge, parent=parent,
-                                rows=grown, patterns=patterns, keys=keys)
+                                rows=grown, seen=seen, keys=keys)
         with stats.timer("aggregation"):
-            return (np.array(list(patterns), np.int64), *_sorted_keys(keys, table.device))
+            codes = unique(np, np.concatenate([np.empty(0, np.int64)] + seen))
+            keys = [((np.searchsorted(codes, chunk_codes)[found >> _PATTERN_SHIFT] << _PATTERN_SHIFT)
+                     | (found & _BELOW_PATTERN), count) for chunk_codes, (found, count) in zip(seen, keys)]
+            return (codes, *_sorted_keys(keys, table.device))
 
     def _frequent(self, x, graph, labels, rows, frequent, device: str, stats):
         """Whether each row's pattern is one of the sorted codes ``frequent``."""
@@ -115,7 +118,7 @@ class FpmPlan:
         with stats.timer("filtering"):
             return x.isin(codes, to_device(frequent, device))[inverse.reshape(-1)]
 
-    def _place(self, x, graph, labels, table, stats, *, column: int, parent_chunk: int, edge, parent, rows, patterns,
+    def _place(self, x, graph, labels, table, stats, *, column: int, parent_chunk: int, edge, parent, rows, seen,
                keys) -> None:
         """New embeddings (``rows``): filtered by the frequent patterns and put in the table, or, at the level's
         last column, turned into aggregation keys (and kept in the table for the next level)."""
@@ -137,10 +140,10 @@ class FpmPlan:
         if self.keep:  # the next level filters them by this level's frequent patterns, then extends them
             table.add(column, parent_chunk, edge, None if column == 0 else parent, count=False)
         with stats.timer("aggregation"):
-            seen, which = np.unique(to_host(codes), return_inverse=True)
-            index = np.array([patterns.setdefault(code, len(patterns)) for code in seen.tolist()], np.int64)[which]
+            chunk_codes, which = np.unique(to_host(codes), return_inverse=True)
+            seen.append(chunk_codes)
             inverse = inverse.reshape(-1)
-            pattern = to_device(index, table.device)[inverse][:, None]
+            pattern = to_device(which.astype(np.int64), table.device)[inverse][:, None]
             orbit = orbits[:, :vertices.shape[1]][inverse]
             key = (pattern << _PATTERN_SHIFT) | (orbit << _ORBIT_SHIFT) | vertices.astype(x.int64)
             found, count = x.unique(key[orbit >= 0], return_counts=True)
