@@ -552,6 +552,14 @@ def test_bad_fpm_input_is_refused_by_name(cpu_cluster, arguments, message):
         gpipe.mining.frequent_patterns(g, *arguments)
 
 
+@pytest.mark.parametrize("chunk, message", [("big", "must be 'auto' or a positive integer, got 'big'"),
+                                            (0, "must be a positive integer, got 0")])
+def test_a_bad_chunk_size_is_refused_by_name(cpu_cluster, chunk, message):
+    g = _replicated(cpu_cluster, nx.complete_graph(5))
+    with dask.config.set({"gpipe.mining.chunk-embeddings": chunk}), pytest.raises(GpipeValueError, match=message):
+        gpipe.mining.count_cliques(g, 3)
+
+
 def test_more_distinct_labels_than_a_code_holds_are_refused(cpu_cluster):
     g = _replicated(cpu_cluster, nx.path_graph(1100))
     with pytest.raises(GpipeValueError, match="'labels' must take at most 1024 distinct values, got 1100"):
