@@ -9,6 +9,12 @@
 #define GP_FPM_ADJACENCY_SHIFT (GP_FPM_LABEL_BITS * GP_FPM_MAX_VERTICES)
 #define GP_FPM_COUNT_SHIFT (GP_FPM_ADJACENCY_SHIFT + GP_FPM_MAX_VERTICES * (GP_FPM_MAX_VERTICES - 1) / 2)
 
+// The adjacency bit of positions a < b, and the shift of position a's label (gpipe/mining/_patterns.py).
+__device__ __forceinline__ int gp_fpm_pair(int a, int b) {
+    return a * (2 * GP_FPM_MAX_VERTICES - a - 1) / 2 + b - a - 1;
+}
+__device__ __forceinline__ int gp_fpm_label_shift(int a) { return GP_FPM_LABEL_BITS * (GP_FPM_MAX_VERTICES - 1 - a); }
+
 // The vertex whose CSR list holds slot e.
 __device__ long long gp_fpm_source(const long long* indptr, long long num_vertices, long long e) {
     long long lo = 0, hi = num_vertices - 1;
@@ -98,11 +104,11 @@ __global__ void gp_pattern_code(long long n, int width, long long num_vertices, 
             if (ab[t] == nv) verts[nv++] = (IdT)ends[t];
         }
         int lo = min(ab[0], ab[1]), hi = max(ab[0], ab[1]);
-        adjacency |= 1LL << (lo * (2 * GP_FPM_MAX_VERTICES - lo - 1) / 2 + hi - lo - 1);
+        adjacency |= 1LL << gp_fpm_pair(lo, hi);
     }
     long long packed = ((long long)nv << GP_FPM_COUNT_SHIFT) | (adjacency << GP_FPM_ADJACENCY_SHIFT);
     for (int a = 0; a < nv; ++a) {
-        packed |= (long long)label[verts[a]] << (GP_FPM_LABEL_BITS * (GP_FPM_MAX_VERTICES - 1 - a));
+        packed |= (long long)label[verts[a]] << gp_fpm_label_shift(a);
     }
     for (int a = nv; a <= width; ++a) verts[a] = -1;
     code[i] = packed;
@@ -122,10 +128,10 @@ extern "C" __global__ void gp_canonical(long long n, const long long* raw, long 
         eb[GP_FPM_MAX_VERTICES * (GP_FPM_MAX_VERTICES - 1) / 2], least[GP_FPM_MAX_VERTICES];
     int ne = 0, total = 1;
     for (int a = 0; a < nv; ++a) {
-        label[a] = (int)((r >> (GP_FPM_LABEL_BITS * (GP_FPM_MAX_VERTICES - 1 - a))) & ((1 << GP_FPM_LABEL_BITS) - 1));
+        label[a] = (int)((r >> gp_fpm_label_shift(a)) & ((1 << GP_FPM_LABEL_BITS) - 1));
         total *= a + 1;
         for (int b = a + 1; b < nv; ++b) {
-            if ((r >> (GP_FPM_ADJACENCY_SHIFT + a * (2 * GP_FPM_MAX_VERTICES - a - 1) / 2 + b - a - 1)) & 1) {
+            if ((r >> (GP_FPM_ADJACENCY_SHIFT + gp_fpm_pair(a, b))) & 1) {
                 ea[ne] = a;
                 eb[ne++] = b;
             }
@@ -146,10 +152,10 @@ extern "C" __global__ void gp_canonical(long long n, const long long* raw, long 
         long long c = (long long)nv << GP_FPM_COUNT_SHIFT;
         for (int e = 0; e < ne; ++e) {
             int lo = min(order[ea[e]], order[eb[e]]), hi = max(order[ea[e]], order[eb[e]]);
-            c |= 1LL << (GP_FPM_ADJACENCY_SHIFT + lo * (2 * GP_FPM_MAX_VERTICES - lo - 1) / 2 + hi - lo - 1);
+            c |= 1LL << (GP_FPM_ADJACENCY_SHIFT + gp_fpm_pair(lo, hi));
         }
         for (int a = 0; a < nv; ++a) {
-            c |= (long long)label[a] << (GP_FPM_LABEL_BITS * (GP_FPM_MAX_VERTICES - 1 - order[a]));
+            c |= (long long)label[a] << gp_fpm_label_shift(order[a]);
         }
         if (c < best) {
             best = c;

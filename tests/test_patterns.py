@@ -44,7 +44,8 @@ def test_canonical_codes_are_shared_exactly_by_isomorphic_patterns_and_orbits_ar
     for i, (raw, code) in enumerate(zip(raws, codes[:300].tolist())):
         canon = _graph(*unpack(code))
         assert code <= raw and nx.is_isomorphic(graphs[i], canon, node_match=_SAME_LABEL)
-        maps = list(nx.algorithms.isomorphism.GraphMatcher(graphs[i], canon, node_match=_SAME_LABEL).isomorphisms_iter())
+        maps = list(nx.algorithms.isomorphism.GraphMatcher(graphs[i], canon,
+                                                           node_match=_SAME_LABEL).isomorphisms_iter())
         least = [min(m[a] for m in maps) for a in range(len(patterns[i][0]))]
         assert orbits[i].tolist() == least + [-1] * (MAX_VERTICES - len(least))
     for i, j in itertools.combinations(range(60), 2):  # distinct codes exactly for non-isomorphic patterns

@@ -16,7 +16,7 @@ from .._search import lower_bound
 from ..backend import cpu_kernel, prange
 from ..kernels import Arg, Kernel
 from ._extend import _batches, _room, compress
-from ._patterns import _ADJACENCY_SHIFT, _COUNT_SHIFT, LABEL_BITS, MAX_EDGES, MAX_VERTICES
+from ._patterns import _ADJACENCY_SHIFT, _COUNT_SHIFT, LABEL_BITS, MAX_EDGES, MAX_VERTICES, _label_shift, pair
 
 
 @cpu_kernel()
@@ -105,10 +105,10 @@ def _pattern_code_cpu(n, width, num_vertices, indptr, indices, label, edges, cod
                     vertices[base + nv] = ends[t]
                     nv += 1
             lo, hi = min(ab[0], ab[1]), max(ab[0], ab[1])
-            adjacency |= np.int64(1) << (lo * (2 * MAX_VERTICES - lo - 1) // 2 + hi - lo - 1)
+            adjacency |= np.int64(1) << pair(lo, hi)
         packed = (np.int64(nv) << _COUNT_SHIFT) | (adjacency << _ADJACENCY_SHIFT)
         for a in range(nv):
-            packed |= np.int64(label[vertices[base + a]]) << (LABEL_BITS * (MAX_VERTICES - 1 - a))
+            packed |= np.int64(label[vertices[base + a]]) << _label_shift(a)
         for a in range(nv, width + 1):
             vertices[base + a] = -1
         code[i] = packed

@@ -28,10 +28,12 @@ _PAIRS = MAX_VERTICES * (MAX_VERTICES - 1) // 2
 _COUNT_SHIFT = _ADJACENCY_SHIFT + _PAIRS
 
 
+@cpu_kernel()
 def _label_shift(a: int) -> int:
     return LABEL_BITS * (MAX_VERTICES - 1 - a)
 
 
+@cpu_kernel()
 def pair(a: int, b: int) -> int:
     """The adjacency bit of positions ``a < b`` (as ``kernels/fpm.cu`` numbers them)."""
     return a * (2 * MAX_VERTICES - a - 1) // 2 + b - a - 1
@@ -63,13 +65,14 @@ def _canonical_cpu(n, raw, code, orbit):
         nv = r >> _COUNT_SHIFT
         label = np.empty(MAX_VERTICES, np.int64)
         ea, eb = np.empty(_PAIRS, np.int64), np.empty(_PAIRS, np.int64)
-        least, order, left = np.empty(MAX_VERTICES, np.int64), np.empty(MAX_VERTICES, np.int64), np.empty(MAX_VERTICES, np.int64)
+        least, order = np.empty(MAX_VERTICES, np.int64), np.empty(MAX_VERTICES, np.int64)
+        left = np.empty(MAX_VERTICES, np.int64)
         ne, total = 0, 1
         for a in range(nv):
-            label[a] = (r >> (LABEL_BITS * (MAX_VERTICES - 1 - a))) & (MAX_LABELS - 1)
+            label[a] = (r >> _label_shift(a)) & (MAX_LABELS - 1)
             total *= a + 1
             for b in range(a + 1, nv):
-                if (r >> (_ADJACENCY_SHIFT + a * (2 * MAX_VERTICES - a - 1) // 2 + b - a - 1)) & 1:
+                if (r >> (_ADJACENCY_SHIFT + pair(a, b))) & 1:
                     ea[ne], eb[ne] = a, b
                     ne += 1
         best = np.int64(0x7FFFFFFFFFFFFFFF)
@@ -87,9 +90,9 @@ def _canonical_cpu(n, raw, code, orbit):
             c = np.int64(nv) << _COUNT_SHIFT
             for e in range(ne):
                 lo, hi = min(order[ea[e]], order[eb[e]]), max(order[ea[e]], order[eb[e]])
-                c |= np.int64(1) << (_ADJACENCY_SHIFT + lo * (2 * MAX_VERTICES - lo - 1) // 2 + hi - lo - 1)
+                c |= np.int64(1) << (_ADJACENCY_SHIFT + pair(lo, hi))
             for a in range(nv):
-                c |= label[a] << (LABEL_BITS * (MAX_VERTICES - 1 - order[a]))
+                c |= label[a] << _label_shift(order[a])
             if c < best:
                 best = c
                 for a in range(nv):
