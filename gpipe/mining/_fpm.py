@@ -112,9 +112,7 @@ class FpmPlan:
     def _frequent(self, x, graph, labels, rows, frequent, device: str, stats):
         """Whether each row's pattern is one of the sorted codes ``frequent``."""
         with stats.timer("aggregation"):
-            raw, _ = pattern_codes(x, graph, labels, rows)
-            distinct, inverse = x.unique(raw, return_inverse=True)
-            codes, _ = canonical_forms(x, distinct)
+            codes, _, inverse, _ = _canonical_codes(x, graph, labels, rows)
         with stats.timer("filtering"):
             return x.isin(codes, to_device(frequent, device))[inverse.reshape(-1)]
 
@@ -126,9 +124,7 @@ class FpmPlan:
         if not rows.shape[0]:
             return
         with stats.timer("aggregation"):
-            raw, vertices = pattern_codes(x, graph, labels, rows)
-            distinct, inverse = x.unique(raw, return_inverse=True)
-            codes, orbits = canonical_forms(x, distinct)
+            codes, orbits, inverse, vertices = _canonical_codes(x, graph, labels, rows)
         if column + 1 < self.edges:
             with stats.timer("filtering"):
                 keep = x.isin(codes, to_device(self.frequent[column], table.device))[inverse.reshape(-1)]
@@ -148,6 +144,14 @@ class FpmPlan:
             key = (pattern << _PATTERN_SHIFT) | (orbit << _ORBIT_SHIFT) | vertices.astype(x.int64)
             found, count = x.unique(key[orbit >= 0], return_counts=True)
             keys.append((to_host(found), to_host(count).astype(np.int64)))
+
+
+def _canonical_codes(x, graph, labels, rows) -> tuple:
+    """The embeddings' patterns: the canonical code and the orbit of each raw position of each distinct raw code,
+    each row's index among those, and each row's vertices in order of appearance."""
+    raw, vertices = pattern_codes(x, graph, labels, rows)
+    distinct, inverse = x.unique(raw, return_inverse=True)
+    return (*canonical_forms(x, distinct), inverse, vertices)
 
 
 class _Kept:
