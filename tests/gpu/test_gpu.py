@@ -558,13 +558,14 @@ def _break_pieces(name: str, broken: bool) -> None:
     import importlib
 
     module = importlib.import_module(f"gpipe.runtime.{_BROKEN_IN[name]}")
-    if name in ("_split", "merge_rows"):  # pieces to send (its own blocks' rows alone); every walk's rows to merge
+    if name in ("_owned", "_split", "merge_rows"):  # pieces kept and sent (through NCCL a run writes every walk's
+        # rows in place and keeps no pieces; its own blocks' rows alone); every walk's rows to merge
         from gpipe.runtime import _advance
 
         if broken:
             _advance._mended_every = _advance.EVERY_ROW_RANKS, _advance.EVERY_ROW_EXCHANGES
-            _advance.EVERY_ROW_RANKS, _advance.EVERY_ROW_EXCHANGES = (1, ()) if name == "_split" else \
-                (4, ("nccl", "comms"))
+            _advance.EVERY_ROW_RANKS, _advance.EVERY_ROW_EXCHANGES = (4, ("nccl", "comms")) if name == "merge_rows" \
+                else (1, ())
         elif hasattr(_advance, "_mended_every"):
             _advance.EVERY_ROW_RANKS, _advance.EVERY_ROW_EXCHANGES = _advance._mended_every
     if broken:
