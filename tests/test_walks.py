@@ -963,6 +963,38 @@ def test_a_failed_runs_communicator_is_forgotten_on_every_worker(cpu):
     assert list(cpu.run(_held_communicators).values()) == [[], []]
 
 
+def test_nccl_runs_sharing_a_worker_take_turns_and_others_run_at_once(cpu, monkeypatch):
+    """Two communicators at work on one GPU at once hung (or mixed walkers) at R-MAT 24: a run's lease waits until
+    no other run uses NCCL on any of its workers, whichever client started it; runs on other workers go at once."""
+    from gpipe.runtime import _nccl
+
+    first, second = sorted(cpu.scheduler_info()["workers"])
+    for workers in ((first, second), (first,)):  # communicators already made: no NCCL is needed to lease them
+        monkeypatch.setitem(_nccl._FREE, (cpu.id, workers), ["made"])
+    order, holding = [], threading.Event()
+
+    def hold(workers):
+        with _nccl.lease(cpu, list(workers)):
+            order.append("a in")
+            holding.set()
+            time.sleep(1.0)
+            order.append("a out")
+
+    def after(workers):
+        holding.wait()
+        with _nccl.turn(cpu, list(workers)):
+            order.append("b in")
+
+    for held, wanted, expected in (((first, second), (second,), ["a in", "a out", "b in"]),
+                                   ((first,), (second,), ["a in", "b in", "a out"])):
+        order.clear()
+        holding.clear()
+        threads = [started(lambda: hold(held))[0], started(lambda: after(wanted))[0]]
+        for thread in threads:
+            thread.join(30)
+        assert order == expected
+
+
 async def _check_on(peer: str, ping: float, unresponsive: float, rounds: int, dask_worker=None) -> str:
     """What an exchange waiting on ``peer`` concludes from checking on it ``rounds`` times, with these limits."""
     from gpipe.runtime import _exchange

@@ -3,8 +3,8 @@
 The client keeps, per cluster and set of workers, the communicators no run
 uses now (:func:`lease`): a run takes one, or makes one (its unique id made on
 the first worker and sent to every worker with the run), and gives it back
-when it ends well. Two runs at once use two communicators, so their
-collectives never interleave. A run that fails gives its communicator up: the
+when it ends well. One run at a time uses NCCL on a worker (:func:`turn`):
+another waits for its turn. A run that fails gives its communicator up: the
 workers abort it (a peer may be stuck in a collective on it) and forget it.
 
 On a worker the store keeps them by key (:class:`Communicator`). Creating one
@@ -78,26 +78,50 @@ def unusable(client, workers: list[str]) -> dict[str, str]:
 @contextlib.contextmanager
 def lease(client, workers: list[str]):
     """A communicator over ``workers`` (in rank order) for one run: ``(key, unique id or None if the workers
-    have it already)``; given back when the run ends well, given up (aborted and forgotten) if it fails."""
-    pool = (client.id, tuple(workers))
-    with _LOCK:
-        free = _FREE.setdefault(pool, [])
-        key = free.pop() if free else None
-    uid = None
-    if key is None:
-        key = uuid.uuid4().hex[:12]
-        uid = client.run(unique_id, workers=[workers[0]])[workers[0]]
+    have it already)``, once the run has its turn on them (:func:`turn`); given back when the run ends well,
+    given up (aborted and forgotten) if it fails."""
+    with turn(client, workers):
+        pool = (client.id, tuple(workers))
+        with _LOCK:
+            free = _FREE.setdefault(pool, [])
+            key = free.pop() if free else None
+        uid = None
+        if key is None:
+            key = uuid.uuid4().hex[:12]
+            uid = client.run(unique_id, workers=[workers[0]])[workers[0]]
+        try:
+            yield key, uid
+        except BaseException:
+            with contextlib.suppress(Exception):
+                client.run(forget, key, workers=workers)
+            with _LOCK:  # asked again before the next run: a worker's NCCL may have become unusable
+                for w in workers:
+                    _USABLE.pop((client.id, w), None)
+            raise
+        with _LOCK:
+            _FREE[pool].append(key)
+
+
+@contextlib.contextmanager
+def turn(client, workers: list[str]):
+    """Until the run ends, no other run uses NCCL on any of ``workers``, whichever client started it: a Dask lock
+    per worker (``gpipe-nccl-<address>``), taken in address order so that two runs sharing workers never hold
+    one each. Two communicators at work on one GPU at once do not go: a rank making one, or handing memory back,
+    waits for its whole device while the other's collective there waits for a peer held up the same way (two
+    partitioned DeepWalks at R-MAT 24 on two H200s hung so), and another such pair ended with walkers of the
+    wrong partition. A second run on the same workers waits for the first to end, and gives the same walks."""
+    from distributed import Lock
+
+    taken = []
     try:
-        yield key, uid
-    except BaseException:
-        with contextlib.suppress(Exception):
-            client.run(forget, key, workers=workers)
-        with _LOCK:  # asked again before the next run: a worker's NCCL may have become unusable
-            for w in workers:
-                _USABLE.pop((client.id, w), None)
-        raise
-    with _LOCK:
-        _FREE[pool].append(key)
+        for worker in sorted(workers):
+            lock = Lock(f"gpipe-nccl-{worker}", scheduler_rpc=client.scheduler, loop=client.loop)
+            lock.acquire()
+            taken.append(lock)
+        yield
+    finally:
+        for lock in reversed(taken):
+            lock.release()
 
 
 def forget(key: str, dask_worker=None) -> None:

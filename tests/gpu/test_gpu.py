@@ -501,7 +501,8 @@ def test_out_of_memory_on_two_gpus_equals_cpu(two_gpu_cluster, cpu_cluster):
 
 
 def test_two_runs_at_once_through_nccl_each_equal_alone(two_gpu_cluster):
-    """Each run has its own communicator: two at once never mix their collectives."""
+    """Two runs at once on the same GPU workers take turns (one communicator at work on a GPU at a time: two at
+    once hung at R-MAT 24), and each gives its walks alone."""
     from concurrent.futures import ThreadPoolExecutor
 
     with two_gpu_cluster.as_current():
