@@ -162,6 +162,35 @@ def test_a_partitioned_walk_ends_with_each_blocks_pieces_on_the_worker_making_it
     np.testing.assert_array_equal(every.compute(), alone)
 
 
+def _no_room_for_every_walk(broken: bool, dask_worker=None) -> None:
+    """On a worker: rows of every walk cannot be made (no room beside them), its own blocks' still can; or mend."""
+    outputs = dask_worker.plugins["gpipe"].outputs
+    if broken:
+        fit = outputs.rows_fit
+        outputs.rows_fit = lambda nbytes, limit, more=0: more == 0 and fit(nbytes, limit)
+    else:
+        del outputs.rows_fit  # the class's again
+
+
+def test_every_walks_rows_only_where_every_worker_has_room_for_them(cpu):
+    """A worker keeps every walk's rows only where every other one does: each decided alone by its free memory,
+    one ended merging rows and the other sending pieces (two H200s at R-MAT 24: their collectives mismatched).
+    With one worker short of room, both keep their own blocks' rows, and the walks are the same."""
+    g = gpipe.generators.rmat(scale=9, edge_factor=4, seed=2, partitions=2)
+    reference = gpipe.walks.deepwalk(g, length=15, walks_per_vertex=2, seed=4)
+    before = cpu.run(_every_rows, 4, ("nccl", "comms"))
+    short = sorted(cpu.scheduler_info()["workers"])[1]
+    cpu.run(_no_room_for_every_walk, True, workers=[short])
+    try:
+        with dask.config.set({"gpipe.walks.block-size": 37}):  # blocks on both workers
+            walks = gpipe.walks.deepwalk(g, length=15, walks_per_vertex=2, seed=4)
+    finally:
+        cpu.run(_no_room_for_every_walk, False, workers=[short])
+        cpu.run(_every_rows, *next(iter(before.values())))
+    assert walks.stats["rows"] == "its blocks" and walks.stats["gathered_bytes"] > 0
+    np.testing.assert_array_equal(walks.compute(), reference.compute())
+
+
 def _rows_held(run_id: str, dask_worker=None) -> int:
     """The rows a run keeps on this worker for its blocks."""
     run = dask_worker.plugins["gpipe"].runs.get(run_id)

@@ -164,7 +164,7 @@ def run_partitions(spec: RunSpec, initial: dict, counts: np.ndarray) -> dict:
         if spec.blocks is not None and spec.step.rows is not None:
             with failing("advance", mine[0], 0):  # the partition may be gone (a released snapshot's)
                 written = st.partitions.as_held(spec.graph_id, mine[0]).indices.dtype
-            rows = _keep_rows(spec, run, len(workers), workers.index(me), written)
+            rows = _keep_rows(spec, run, len(workers), workers.index(me), written, exchange)
         superstep = steps = spilled = batches = 0
         seconds, ran = [], set()
         exchanging = 0.0
@@ -231,14 +231,17 @@ def _ends(spec: RunSpec, run: Run, exchange, part: int, superstep: int) -> dict:
 EVERY_ROW_RANKS, EVERY_ROW_EXCHANGES = 4, ("nccl",)
 
 
-def _keep_rows(spec: RunSpec, run: Run, ranks: int, rank: int, written) -> str | None:
+def _keep_rows(spec: RunSpec, run: Run, ranks: int, rank: int, written, exchange=None) -> str | None:
     """Rows for this worker's steps to write to (``StepSpec.rows``), where they fit now (``Outputs.rows_fit``): on
     a run's only worker, its blocks'; on 2 to :data:`EVERY_ROW_RANKS` workers exchanging through NCCL, every
     walk's, where every step writes every vertex in place (with room beside them to copy its own blocks out as
     the run ends, see ``_gather.merge_rows``: R-MAT 24 x10 on 2 H200s, 54 GB of rows within the output limit's
     70, and 27 GB more free); else, for first-order walks (``"home"``), its blocks', written while a walker is
     here; else none: its steps write pieces alone (and where the ids they write, ``written``, are not the
-    rows' dtype: a dynamic graph's int64 edge pool under int32 walks).
+    rows' dtype: a dynamic graph's int64 edge pool under int32 walks). Every walk's rows are kept only where every
+    rank has room for them (``exchange.everyone``): a run's end differs with them (``_ends`` merges rows), and
+    ranks that decided alone ended one merging rows and the other sending pieces, their collectives mismatched
+    (R-MAT 24 x10 on two H200s: damaged walkers in the next run on the same communicator).
 
     Every walk's rows send each peer a block's cells whole, written here or not: ``ranks - 1`` cells for each
     vertex written here, 4 bytes each (int32 ids), where pieces of 1.3 vertices (R-MAT 24) send about 10 bytes a
@@ -252,22 +255,23 @@ def _keep_rows(spec: RunSpec, run: Run, ranks: int, rank: int, written) -> str |
         return where
 
     blocks = spec.blocks
-    if np.dtype(written) != np.dtype(blocks.dtype):
-        return None
+    fits = np.dtype(written) == np.dtype(blocks.dtype)
     own = blocks.rows * blocks.width * np.dtype(blocks.dtype).itemsize * len(_pieces.OwnedRows.owned(blocks, ranks,
                                                                                                    rank))
-    with st.outputs.allotting:  # room seen and taken by one run at a time (two at once both saw it free)
-        if ranks == 1:
-            rows, kept = _pieces.OwnedRows.made(room(), blocks, 1, 0), "its blocks"
-        elif ranks <= EVERY_ROW_RANKS and spec.exchange in EVERY_ROW_EXCHANGES:
-            rows, kept = _pieces.OwnedRows.made(room(own), blocks, 1, 0), "every walk"
-        else:
-            rows = None
-        if rows is None and ranks > 1 and spec.step.rows == "home":
+    rows, kept = None, None
+    every = 1 < ranks <= EVERY_ROW_RANKS and spec.exchange in EVERY_ROW_EXCHANGES  # the same on every rank
+    if fits and (ranks == 1 or every):
+        with st.outputs.allotting:  # room seen and taken by one run at a time (two at once both saw it free)
+            rows = _pieces.OwnedRows.made(room(own if every else 0), blocks, 1, 0)
+        kept = "every walk" if every else "its blocks"
+    if every and not exchange.everyone(rows is not None):
+        rows = None  # let go: another rank has no room for them
+    if fits and rows is None and ranks > 1 and spec.step.rows == "home":
+        with st.outputs.allotting:
             rows, kept = _pieces.OwnedRows.made(room(), blocks, ranks, rank), "its blocks"
-        if rows is None:
-            return None
-        run.keep_rows(rows)
+    if rows is None:
+        return None
+    run.keep_rows(rows)
     return kept
 
 

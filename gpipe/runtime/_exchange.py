@@ -56,6 +56,8 @@ WIDE = {"walk_id": np.dtype(np.int64), "vertex": np.dtype(np.int64), "step": np.
 SCHEMA_WORDS = 32  # int64 words of a header holding the walkers' fields (256 ASCII bytes)
 PING_SECONDS = 5.0  # how long an exchange waits on its peers before checking that they are still there
 UNRESPONSIVE_SECONDS = 60.0  # how long a peer the scheduler still lists may leave those checks unanswered
+OPENING = -(1 << 62)  # the mailbox number of what ranks agree on before a run's first superstep (supersteps count
+# up from 0, the lent lists' rounds down from -1)
 
 
 @dataclass(frozen=True)
@@ -369,6 +371,13 @@ class Exchange:
         self.of_rank = [[p for p, w in enumerate(placement) if w == worker] for worker in workers]
         self.watch = Watch(run, [w for r, w in enumerate(workers) if r != self.rank])
         self.sent_bytes = 0
+
+    def everyone(self, yes: bool) -> bool:
+        """Whether every rank says yes: a word from each, before the run's first superstep (numbered
+        :data:`OPENING` in the comms' mailbox)."""
+        self.watch.start()
+        matrix, _ = self.transport.exchange(OPENING, np.array([int(yes)], np.int64), {}, self.watch, lambda m: {})
+        return bool(matrix.all())
 
     def end_superstep(self, superstep: int, sent: np.ndarray, outbound: dict[int, list[dict]],
                       routed: bool) -> np.ndarray:
