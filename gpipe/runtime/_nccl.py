@@ -106,10 +106,11 @@ def lease(client, workers: list[str]):
 def turn(client, workers: list[str]):
     """Until the run ends, no other run uses NCCL on any of ``workers``, whichever client started it: a Dask lock
     per worker (``gpipe-nccl-<address>``), taken in address order so that two runs sharing workers never hold
-    one each. Two communicators at work on one GPU at once do not go: a rank making one, or handing memory back,
-    waits for its whole device while the other's collective there waits for a peer held up the same way (two
-    partitioned DeepWalks at R-MAT 24 on two H200s hung so), and another such pair ended with walkers of the
-    wrong partition. A second run on the same workers waits for the first to end, and gives the same walks."""
+    one each. NCCL's user guide ("Using multiple NCCL communicators concurrently") asks for this: operations on
+    different communicators of a device in different epochs, under a lock, in the same order on every rank (its
+    kernels wait on their peers, and a rank making a communicator or handing memory back waits for its whole
+    device). Two partitioned DeepWalks at once at R-MAT 24 on two H200s hung before it. A second run on the same
+    workers waits for the first to end, and gives the same walks."""
     from distributed import Lock
 
     taken = []
