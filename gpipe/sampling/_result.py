@@ -357,14 +357,16 @@ def _assemble_sample(run_ids: tuple[str, ...], partitions: dict[int, str], layou
         if not shares:
             return _empty_block(layout)
         wide = dict(layout.columns)
-        if layout.finish is not None or any(device_of(s["edges"][layout.columns[0][0]]) == "cpu" for s in shares):
-            # host code; or a share spilled to host memory (the output limit), so the block is made there
+        # host code; or a share on a CPU worker or spilled to host memory (the output limit): the block is made there
+        on_host = layout.finish is not None or any(device_of(s["edges"][layout.columns[0][0]]) == "cpu"
+                                                   for s in shares)
+        if on_host:
             shares = [{kind: {k: to_host(v) for k, v in s[kind].items()} for kind in ("edges", "vertices")}
                       for s in shares]
         if layout.finish is not None:  # on the columns' own types
             shares = [{**s, "edges": {k: v.astype(wide[k], copy=False) for k, v in s["edges"].items()}}
                       for s in shares]
-        x = xp(device_of(shares[0]["edges"][layout.columns[0][0]]))
+        x = xp("cpu" if on_host else "gpu")
         block = {kind: {k: shares[0][kind][k] if len(shares) == 1 else _joined(x, [s[kind][k] for s in shares])
                         for k in shares[0][kind]} for kind in ("edges", "vertices")}
         if len(shares) > 1:
