@@ -13,8 +13,9 @@ instance is done (edges on the workers, before they are collected), SEPS,
 the step kernels' seconds (``kernel_seconds``: the busiest partition's per
 superstep, summed) and SELECT's mean iterations per pick, beside the medians of the runs' seconds;
 ``ready_seconds``, the whole call until the sample is ready on the workers (``persist()``), and with
-``--compute`` the seconds of its ``compute()`` into a pandas frame (on a GPU, also of ``compute(device=True)``,
-its columns on this process's GPU).
+``--compute`` the seconds of its ``compute()`` into a pandas frame and the way its blocks came (``transfer``:
+read from the workers' memory, or the comms; on a GPU, also of ``compute(device=True)``, its columns on this
+process's GPU).
 
 The ablation (C-SAW Fig. 10/11) runs in two ways, with every SELECT method
 (``repeated``, ``updated``, ``bipartite``) with and without the strided
@@ -64,6 +65,7 @@ def _run(g, name: str, seeds: np.ndarray, args, **options) -> dict:
             started = time.perf_counter()
             stats["computed_edges"] = len(sample.compute())
             stats["compute_seconds"] = time.perf_counter() - started
+            stats["transfer"] = sample.stats["transfer"]
             if args.device == "gpu":  # the same columns on this process's GPU, written there by the workers
                 started = time.perf_counter()
                 len(sample.compute(device=True)["src"])
@@ -83,7 +85,9 @@ def _run(g, name: str, seeds: np.ndarray, args, **options) -> dict:
             "ready_seconds": min(s["ready_seconds"] for s in runs),
             "median_ready_seconds": float(np.median([s["ready_seconds"] for s in runs])),
             **({"compute_seconds": min(s["compute_seconds"] for s in runs),
-                "compute_edges_per_second": best["computed_edges"] / min(s["compute_seconds"] for s in runs)}
+                "compute_edges_per_second": best["computed_edges"] / min(s["compute_seconds"] for s in runs),
+                "median_compute_seconds": float(np.median([s["compute_seconds"] for s in runs])),
+                "transfer": best["transfer"]}
                if args.compute else {}),
             **({"compute_device_seconds": min(s["compute_device_seconds"] for s in runs)}
                if args.compute and args.device == "gpu" else {})}

@@ -10,7 +10,12 @@ ceiling that a minimal uniform walk kernel reached on one H200
 walk has ended, as path pieces on the workers); ``assemble_seconds`` the
 assembly of the walk matrix from them; ``kernel_seconds`` the step kernels;
 ``ready_seconds`` the whole call a user makes until the result is ready on the
-workers (``persist()``), the best run's. ``--graph`` walks a CSR ``.npz``
+workers (``persist()``), the best run's; with ``--compute``, ``compute_seconds``
+and ``compute_ids_per_second``, the walk matrix brought into this process
+(ids: its cells, padding too), and ``transfer``, the way its blocks came
+(``stats['transfer']``: read from the workers' memory, or the comms), beside
+``allocate_seconds``, the floor: a new array of the matrix's shape and type
+written once in this process (its pages faulted in) just after. ``--graph`` walks a CSR ``.npz``
 holding both directions (the peers' graph of ``../shared/gpu/gen_rmat.py``)
 instead of generating an R-MAT.
 
@@ -70,6 +75,13 @@ def _run_walk(name: str, g, args) -> dict:
         called = time.perf_counter()
         w = function(g, length=args.length, seed=args.seed + r, **kwargs).persist()
         runs.append(dict(w.stats, ready_seconds=time.perf_counter() - called))
+        if args.compute:  # the walk matrix of original ids in this process, then the floor of making one here
+            started = time.perf_counter()
+            runs[-1].update(computed_ids=w.compute().size, compute_seconds=time.perf_counter() - started,
+                            transfer=w.stats["transfer"])
+            started = time.perf_counter()
+            np.ones(w.shape, np.int64)
+            runs[-1]["allocate_seconds"] = time.perf_counter() - started
         print(f"{name} run {r}: {w.stats['steps']:,} steps in {w.stats['seconds']:.3f} s = "
               f"{w.stats['steps_per_second'] / 1e9:.3f} G steps/s (+{w.stats['assemble_seconds']:.3f} s assembly; "
               f"the call until ready {runs[-1]['ready_seconds']:.4f} s)", flush=True)
@@ -89,7 +101,12 @@ def _run_walk(name: str, g, args) -> dict:
         "ready_steps_per_second": best["steps"] / min(s["ready_seconds"] for s in runs),
         "kernel_seconds": best["kernel_seconds"], "supersteps": best["supersteps"],
         "runs": [{k: s[k] for k in ("steps", "seconds", "steps_per_second", "kernel_seconds", "assemble_seconds",
-                                    "ready_seconds", "supersteps")} for s in runs],
+                                    "ready_seconds", "supersteps", "compute_seconds", "allocate_seconds") if k in s}
+                 for s in runs],
+        **({"compute_seconds": min(s["compute_seconds"] for s in runs),
+            "median_compute_seconds": float(np.median([s["compute_seconds"] for s in runs])),
+            "compute_ids_per_second": best["computed_ids"] / min(s["compute_seconds"] for s in runs),
+            "transfer": best["transfer"]} if args.compute else {}),
     }
 
 
@@ -155,6 +172,8 @@ def main() -> None:
                     help="baselines walk from a random subset of this many vertices (steps/s is what is compared)")
     ap.add_argument("--workers", type=int, default=None, help="local workers (default: one per GPU, else one)")
     ap.add_argument("--partitions", type=int, default=None)
+    ap.add_argument("--compute", action="store_true",
+                    help="also time each walk's compute() (the matrix of original ids in this process)")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default="walks.json")

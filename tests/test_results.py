@@ -81,3 +81,63 @@ def test_a_samples_frame_is_filled_in_ranges_on_every_core_as_its_blocks_say(cpu
     assert len(rows) > 2000 and sample._layout.blocks > 1
     pd.testing.assert_frame_equal(rows, sample.to_dask().compute().reset_index(drop=True), check_dtype=False)
     assert rows["src"].map(type).eq(str).all() == (ids == "strings")
+
+
+def _loans(client) -> list[int]:
+    return sorted(client.run(lambda dask_worker: len(dask_worker.plugins["gpipe"].loans)).values())
+
+
+@pytest.mark.parametrize("family", ["walks", "sampler"])
+def test_compute_reads_the_blocks_from_the_workers_memory_or_through_the_comms_alike(cpu, family):
+    """A local cluster's workers lend their blocks and the client reads them from their memory
+    (``gpipe.results.transfer`` auto); through the comms the rows are the same; every loan is given back."""
+    import dask
+
+    make, as_frame = FAMILIES[family]
+    result = make(_graph(3))
+    got = {}
+    for transfer in ("comms", "auto", "memory"):
+        with dask.config.set({"gpipe.results.transfer": transfer}):
+            got[transfer] = as_frame(result.compute()).reset_index(drop=True)
+        assert result.stats["transfer"] == ("comms" if transfer == "comms" else "memory")
+        assert _loans(cpu) == [0, 0]
+    pd.testing.assert_frame_equal(got["auto"], got["comms"])
+    pd.testing.assert_frame_equal(got["memory"], got["comms"])
+
+
+def test_a_worker_whose_memory_cannot_be_read_sends_its_blocks_or_is_refused_naming_why(cpu, monkeypatch):
+    """A worker on another host (here: this process told it is elsewhere) cannot be read: ``auto`` brings its
+    blocks through the comms, ``memory`` refuses before any work, naming the worker and the reason."""
+    import dask
+
+    from gpipe.runtime import _cma
+
+    result = FAMILIES["walks"][0](_graph(3))
+    expected = result.compute()
+    monkeypatch.setattr(_cma, "HOST", "elsewhere")
+    monkeypatch.setattr(_cma, "_WHY", {})
+    with dask.config.set({"gpipe.results.transfer": "memory"}):
+        with pytest.raises(gpipe.GpipeValueError, match=r"'memory' needs every worker's memory readable .* "
+                                                         r"worker tcp://.*: it is on another host"):
+            result.compute()
+    np.testing.assert_array_equal(result.compute(), expected)
+    assert result.stats["transfer"] == "comms"
+    with dask.config.set({"gpipe.results.transfer": "pigeon"}):
+        with pytest.raises(gpipe.GpipeValueError, match="gpipe.results.transfer.*'pigeon'"):
+            result.compute()
+
+
+def test_a_read_that_fails_names_the_worker_and_every_loan_is_given_back(cpu, monkeypatch):
+    from gpipe.runtime import _cma
+
+    result = FAMILIES["sampler"][0](_graph(3))
+    result.compute()  # probed: the workers can be read
+
+    def refused(pid, address, out):
+        raise OSError(1, "Operation not permitted")
+
+    monkeypatch.setattr(_cma, "_read", refused)
+    with pytest.raises(gpipe.GpipeError, match=r"compute: reading worker tcp://\S+'s memory \(process \d+\) "
+                                               r"failed: .*Operation not permitted"):
+        result.compute()
+    assert _loans(cpu) == [0, 0]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import time
+import uuid
 import weakref
 from collections.abc import Callable
 
@@ -13,6 +14,7 @@ from distributed.utils import sync
 from .._files import atomic_dir
 from .._validate import check_callable, check_picklable
 from ..errors import GpipeError
+from . import _cma
 from ._ipc import DeviceResult, written
 from ._reach import anywhere, end_later, on_every_worker
 from ._store import store
@@ -88,12 +90,16 @@ class HeldResult:
         self.persist()
         return [anywhere(self._client, func, block, *args_of(b), **kwargs) for b, block in enumerate(self._blocks())]
 
-    def _gather(self, phase: str, func, args_of: Callable[[int], tuple] = lambda b: ()) -> list:
+    def _gather(self, phase: str, func, args_of: Callable[[int], tuple] = lambda b: (), *, lent: bool = False) -> list:
         """``func(block, *args_of(b))`` of each block ``b``, in block order, watched: one direct call to each
         worker holding blocks (:func:`~._watch.call_workers`), the results in its reply. A task per block took
         ~5 ms of scheduling each (a neighbor sample's six blocks on a GPU worker ran one after another), and its
         result another round trip to gather. Arguments that are futures (an id map sent once to every worker,
-        which Dask may not have copied to each yet) make it a task per block, which Dask gives them."""
+        which Dask may not have copied to each yet) make it a task per block, which Dask gives them.
+
+        With ``lent`` (results of host arrays, or dicts of them: ``compute``), a worker whose memory this process
+        can read lends them instead, and they are read from there (:mod:`._cma`); ``stats['transfer']`` says
+        which way the blocks came."""
         self.persist()  # first: should the blocks fail to be made, the runs go
         futures = self._blocks()
         args = [args_of(b) for b in range(len(futures))]
@@ -103,18 +109,32 @@ class HeldResult:
             if all(who_has.get(f.key) for f in futures):  # else a block is lost: the tasks' wait names how
                 self._holders = [who_has[f.key][0] for f in futures]
         if by_tasks or self._holders is None:
+            self._transferred(lent, {"comms"})
             return gather_pinned(self._client, self._on_blocks(func, lambda b: args[b]), self._held, phase,
                                  self._unit)
         mine: dict[str, list[int]] = {}
         for b, worker in enumerate(self._holders):
             mine.setdefault(worker, []).append(b)
-        calls = [(worker, _applied_here, ([(futures[b].key, args[b]) for b in blocks], func), {})
-                 for worker, blocks in mine.items()]
+        read = _cma.readable(self._client, list(mine)) if lent else dict.fromkeys(mine, False)
+        token = uuid.uuid4().hex
+        calls = [(worker, _lent_here if read[worker] else _applied_here,
+                  ([(futures[b].key, args[b]) for b in blocks], func, token), {}) for worker, blocks in mine.items()]
         results = [None] * len(futures)
-        for blocks, done in zip(mine.values(), call_workers(self._client, calls, self._held, phase, self._unit)):
-            for b, result in zip(blocks, done):
-                results[b] = result
+        try:
+            done = call_workers(self._client, calls, self._held, phase, self._unit)
+            for (worker, blocks), replies in zip(mine.items(), done):
+                if read[worker]:
+                    replies = _cma.borrowed(replies, [worker] * len(replies))
+                for b, result in zip(blocks, replies):
+                    results[b] = result
+        finally:
+            _cma.give_back(self._client, [w for w in mine if read[w]], token)
+        self._transferred(lent, {"memory" if read[w] else "comms" for w in mine})
         return results
+
+    def _transferred(self, lent: bool, ways: set[str]) -> None:
+        if lent:
+            self.stats["transfer"] = " and ".join(sorted(ways))
 
     def _on_client_gpu(self, phase: str, laid_out: Callable[[], tuple[dict, list[int]]], part,
                        args_of=lambda b: (), *, ids: tuple[str, ...] = ()) -> dict:
@@ -152,9 +172,15 @@ def _applied(block, view, fn, args: tuple, kwargs: dict):
     return fn(view(block), *args, **kwargs)
 
 
-def _applied_here(items: list[tuple], func) -> list:
+def _applied_here(items: list[tuple], func, token: str = "") -> list:
     """On a worker: ``func(block, *args)`` of each ``(key, args)`` of ``items``, ``block`` the value it holds as
-    Dask data under ``key``."""
+    Dask data under ``key`` (``token``: :func:`_lent_here`'s)."""
     here = store()
     held = sync(here.worker.loop, here.values, [key for key, _ in items])
     return [func(held[key], *args) for key, args in items]
+
+
+def _lent_here(items: list[tuple], func, token: str) -> list:
+    """On a worker: :func:`_applied_here`'s results lent under ``token`` (:func:`._cma.lend`)."""
+    here = store()
+    return [_cma.lend(result, token, here.lend) for result in _applied_here(items, func)]

@@ -78,6 +78,8 @@ class GpipeStore(WorkerPlugin):
         worker.handlers["gpipe_partition"] = self.peers.partition_handler
         worker.handlers["gpipe_neighbors"] = self.peers.neighbors_handler
         worker.handlers["gpipe_drop"] = self.drop
+        worker.handlers["gpipe_return"] = self.give_back
+        self.loans: dict[str, list] = {}  # arrays lent to a client by token until it gives them back (_cma.py)
         self._unwanted: set = set()  # keys of values dropped before they were kept (runtime/_kept.py)
         if self.local:  # here for every worker, those its nanny starts again too
             _leave_the_terminal_to_the_client()
@@ -115,6 +117,14 @@ class GpipeStore(WorkerPlugin):
         self._unwanted.update(key for key in keys if key not in self.worker.state.tasks)
         if held:
             self.worker.handle_stimulus(FreeKeysEvent(keys=held, stimulus_id=f"gpipe-dropped-{time.time()}"))
+
+    def lend(self, token: str, arrays: list) -> None:
+        """``arrays`` kept under ``token`` while a client reads them from this process's memory (``_cma.py``)."""
+        self.loans.setdefault(token, []).extend(arrays)  # one call's token: no other thread writes it
+
+    async def give_back(self, token: str) -> None:
+        """``gpipe_return``, on the event loop: the arrays lent under ``token`` let go."""
+        self.loans.pop(token, None)
 
     def _run_here(self, function, args: tuple, kwargs: dict):
         _running.store = self

@@ -135,7 +135,7 @@ class EdgeSample(HeldResult):
         """Every block's rows, one frame of original ids. The blocks come as arrays (Dask moves a frame's columns
         ~3x slower), the edges' narrow as kept (:func:`_narrow`); each column is widened (and its ids mapped)
         straight into its place in the frame's, in ranges on every core (one pass: :func:`_filled`)."""
-        blocks = self._gather("sample", _shipped, lambda b: (nodes,))
+        blocks = self._gather("sample", _shipped, lambda b: (nodes,), lent=True)
         dtypes = {k: v.dtype for k, v in _columns(_empty_block(self._layout), nodes).items()}
         ends = np.cumsum([0] + [len(next(iter(b.values()))) for b in blocks]).tolist()
         ids = self._id_map

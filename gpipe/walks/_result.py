@@ -151,7 +151,7 @@ class WalkResult(HeldResult):
         if self._walk_dtype == object:
             parts = self._gather_blocks("walks", _original, self._walk_dtype)
             return np.concatenate(parts) if parts else np.zeros((0, self.width), self._walk_dtype)
-        blocks = self._gather("walks", to_host)
+        blocks = self._gather("walks", to_host, lent=True)
         out = np.empty((self.num_walks, self.width), np.int64)
         row = 0
         for block in blocks:
