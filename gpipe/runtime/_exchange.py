@@ -310,19 +310,25 @@ class NcclTransport:
 
     def __init__(self, communicator, workers: list[str], rank: int):
         self.communicator, self.workers, self.rank = communicator, workers, rank
-        self._headers = None  # this rank's header and all of them, in pinned host memory and on the device
+        self._headers: dict[int, tuple] = {}  # by words: this rank's header and all of them, pinned and on the device
 
     def _header_buffers(self, words: int) -> tuple:
-        """Buffers for the headers, made once a run: copies to and from pinned memory are queued on the
-        communicator's stream with the all-gather, and the host waits once for the three."""
+        """Buffers for the headers of ``words`` words, made once a run (a superstep's headers, a lending round's):
+        copies to and from pinned memory are queued on the communicator's stream with the all-gather, and the host
+        waits once for the three. The device buffers come from the pool's memory of the communicator's stream,
+        which waits for nothing of the current stream: from the current stream's, they could be memory that its
+        kernels still queued use (freed by the host as they were launched), and the all-gather would write under
+        them (walkers and lent lists arrived damaged, node2vec at R-MAT 24 x10 on two H200s)."""
         import cupy
         import cupyx
 
-        if self._headers is None or self._headers[0].shape[0] != words:
+        if words not in self._headers:
             size = len(self.workers)
-            self._headers = (cupyx.empty_pinned(words, np.int64), cupy.empty(words, cupy.int64),
-                             cupy.empty(size * words, cupy.int64), cupyx.empty_pinned(size * words, np.int64))
-        return self._headers
+            with self.communicator.stream:
+                self._headers[words] = (cupyx.empty_pinned(words, np.int64), cupy.empty(words, cupy.int64),
+                                        cupy.empty(size * words, cupy.int64),
+                                        cupyx.empty_pinned(size * words, np.int64))
+        return self._headers[words]
 
     def exchange(self, superstep: int, words: np.ndarray, payloads: dict, watch: Watch, sizes):
         import cupy
