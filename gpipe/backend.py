@@ -140,6 +140,19 @@ def free_memory(x) -> int:
     return x.cuda.Device().mem_info[0] + x.get_default_memory_pool().free_bytes()
 
 
+def can_allocate(x, nbytes: int) -> bool:
+    """Whether one allocation of ``nbytes`` fits now on the device of array module ``x``: within the driver's free
+    memory, once CuPy's pool has given back the blocks it holds unused if that is short. What :func:`free_memory`
+    counts of the pool is the free pieces of its allocations, which one large allocation cannot use: a 27 GB block
+    was refused with 128 GB allocated of an H200's 141 (metropolis-hastings, R-MAT 24 x10 on two H200s)."""
+    if x is np:
+        return nbytes <= free_memory(np)
+    if nbytes <= x.cuda.Device().mem_info[0]:
+        return True
+    x.get_default_memory_pool().free_all_blocks()
+    return nbytes <= x.cuda.Device().mem_info[0]
+
+
 def ranges_within(ends: np.ndarray, most: int) -> list[slice]:
     """Consecutive ranges of items whose sizes (``ends``: their running total, on the host) add up to at most
     ``most`` each; an item larger than ``most`` is a range of its own."""

@@ -302,3 +302,30 @@ def test_a_block_sorted_by_every_column_as_keys_is_its_lexsorted_rows(seed):
                                                        np.concatenate([edges["src"], edges["dst"],
                                                                        vertices["vertex"]]))})
     assert list(zip(instance.tolist(), vertex.tolist())) == pairs
+
+
+def test_one_large_allocation_is_counted_in_the_drivers_free_memory_after_the_pool_gives_back_what_it_can():
+    """A GPU's free memory for one block: the pool's unused bytes are pieces of its allocations, of which only
+    the wholly unused go back to the driver; a block is placed on the device only if the driver then has room
+    (free_memory's count, driver + pool, refused a 27 GB block on an H200 with 14 GB 'free')."""
+    from types import SimpleNamespace
+
+    from gpipe.backend import can_allocate, free_memory
+
+    state = {"driver": 10, "pooled": 20, "whole": 5, "released": 0}
+
+    def release():
+        state["released"] += 1
+        state["driver"] += state["whole"]
+        state["pooled"] -= state["whole"]
+        state["whole"] = 0
+
+    pool = SimpleNamespace(free_all_blocks=release, free_bytes=lambda: state["pooled"])
+    gpu = SimpleNamespace(cuda=SimpleNamespace(Device=lambda: SimpleNamespace(mem_info=(state["driver"], 100))),
+                          get_default_memory_pool=lambda: pool)
+    assert free_memory(gpu) == 30
+    assert can_allocate(gpu, 8) and state["released"] == 0  # within the driver's count: the pool keeps its blocks
+    assert not can_allocate(gpu, 20)  # 30 'free', but one block of 20 has 15 at most
+    assert state["released"] == 1 and state["driver"] == 15
+    assert can_allocate(gpu, 15)
+    assert can_allocate(np, 1) and not can_allocate(np, 1 << 62)

@@ -10,7 +10,7 @@ import numpy as np
 from distributed.protocol import to_serialize
 from distributed.utils import sync
 
-from ..backend import free_memory, to_host
+from ..backend import can_allocate, to_host
 from ._run import Spilled
 from ._run import nbytes as size
 
@@ -54,7 +54,7 @@ class Outputs:
             return np
         import cupy
 
-        if nbytes > free_memory(cupy):
+        if not can_allocate(cupy, nbytes):
             return np
         if limit is None:
             return cupy
@@ -69,7 +69,7 @@ class Outputs:
         if self._store.device == "gpu":
             import cupy
 
-            return self.blocks_module([], limit, nbytes) is not np and nbytes + more <= free_memory(cupy)
+            return self.blocks_module([], limit, nbytes) is not np and can_allocate(cupy, nbytes + more)
         limit = self.limit(limit)
         return nbytes + more <= (limit if limit is not None else self._store.memory()[0] // 4)
 
