@@ -117,16 +117,21 @@ class HeldResult:
             mine.setdefault(worker, []).append(b)
         read = _cma.readable(self._client, list(mine)) if lent else dict.fromkeys(mine, False)
         token = uuid.uuid4().hex
-        calls = [(worker, _lent_here if read[worker] else _applied_here,
-                  ([(futures[b].key, args[b]) for b in blocks], func, token), {}) for worker, blocks in mine.items()]
+        calls = []
+        for worker, blocks in mine.items():
+            items = [(futures[b].key, args[b]) for b in blocks]
+            calls.append((worker, _lent_here, (items, func, token), {}) if read[worker]
+                         else (worker, _applied_here, (items, func), {}))
         results = [None] * len(futures)
         try:
             done = call_workers(self._client, calls, self._held, phase, self._unit)
-            for (worker, blocks), replies in zip(mine.items(), done):
-                if read[worker]:
-                    replies = _cma.borrowed(replies, [worker] * len(replies))
+            for blocks, replies in zip(mine.values(), done):
                 for b, result in zip(blocks, replies):
                     results[b] = result
+            loaned = [b for b, worker in enumerate(self._holders) if read[worker]]  # read at once, every worker's
+            for b, result in zip(loaned, _cma.borrowed([results[b] for b in loaned],
+                                                       [self._holders[b] for b in loaned])):
+                results[b] = result
         finally:
             _cma.give_back(self._client, [w for w in mine if read[w]], token)
         self._transferred(lent, {"memory" if read[w] else "comms" for w in mine})
@@ -172,9 +177,9 @@ def _applied(block, view, fn, args: tuple, kwargs: dict):
     return fn(view(block), *args, **kwargs)
 
 
-def _applied_here(items: list[tuple], func, token: str = "") -> list:
+def _applied_here(items: list[tuple], func) -> list:
     """On a worker: ``func(block, *args)`` of each ``(key, args)`` of ``items``, ``block`` the value it holds as
-    Dask data under ``key`` (``token``: :func:`_lent_here`'s)."""
+    Dask data under ``key``."""
     here = store()
     held = sync(here.worker.loop, here.values, [key for key, _ in items])
     return [func(held[key], *args) for key, args in items]
