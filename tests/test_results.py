@@ -141,3 +141,18 @@ def test_a_read_that_fails_names_the_worker_and_every_loan_is_given_back(cpu, mo
                                                r"failed: .*Operation not permitted"):
         result.compute()
     assert _loans(cpu) == [0, 0]
+
+
+def test_a_loan_lends_numeric_arrays_and_sends_objects_as_values():
+    """What a worker lends is read back byte for byte (here from this very process); arrays of objects hold
+    pointers, which mean nothing in another process: they travel as values."""
+    from gpipe.runtime import _cma
+
+    kept = {}
+    value = {"ids": np.arange(10, dtype=np.int32)[::2], "names": np.array(["a", "b"], object), "count": 3}
+    loan = _cma.lend(value, "t", kept.setdefault)
+    assert isinstance(loan.value["ids"], _cma.Lent) and loan.value["names"] is value["names"]
+    assert len(kept["t"]) == 1 and kept["t"][0].flags.c_contiguous  # a strided array is lent as a copy, kept
+    back = _cma.borrowed([loan], ["here"])[0]
+    np.testing.assert_array_equal(back["ids"], [0, 2, 4, 6, 8])
+    assert back["names"].tolist() == ["a", "b"] and back["count"] == 3

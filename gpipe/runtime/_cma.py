@@ -86,11 +86,9 @@ class Lent:
 @dataclass(frozen=True)
 class Loan:
     """A worker's reply for one block: ``value`` with each of its arrays (itself, or a dict's values) a
-    :class:`Lent`, kept by process ``pid`` on ``host`` under ``token`` until the client gives it back."""
+    :class:`Lent`, kept by process ``pid`` until the client gives them back."""
 
-    host: str
     pid: int
-    token: str
     value: object
 
 
@@ -100,7 +98,7 @@ def lend(value, token: str, keep) -> Loan:
     kept = []
 
     def lent(a):
-        if not isinstance(a, np.ndarray):
+        if not isinstance(a, np.ndarray) or a.dtype.hasobject:  # objects are pointers: they travel as values
             return a
         a = np.ascontiguousarray(a)
         kept.append(a)
@@ -108,7 +106,7 @@ def lend(value, token: str, keep) -> Loan:
 
     value = {k: lent(v) for k, v in value.items()} if isinstance(value, dict) else lent(value)
     keep(token, kept)
-    return Loan(HOST, os.getpid(), token, value)
+    return Loan(os.getpid(), value)
 
 
 def identity() -> tuple[str, int, int, bytes]:
