@@ -107,7 +107,7 @@ def test_compute_reads_the_blocks_from_the_workers_memory_or_through_the_comms_a
 
 def test_a_worker_whose_memory_cannot_be_read_sends_its_blocks_or_is_refused_naming_why(cpu, monkeypatch):
     """A worker on another host (here: this process told it is elsewhere) cannot be read: ``auto`` brings its
-    blocks through the comms, ``memory`` refuses before any work, naming the worker and the reason."""
+    blocks through the comms, ``memory`` refuses, naming the worker and the reason."""
     import dask
 
     from gpipe.runtime import _cma

@@ -23,7 +23,6 @@ it ends.
 
 from __future__ import annotations
 
-import asyncio
 import ctypes
 import os
 import socket
@@ -154,15 +153,6 @@ def _probe(host: str, pid: int, address: int, expected: bytes) -> str | None:
     except OSError as exc:
         return f"the kernel refused the read ({exc}; e.g. Yama's ptrace_scope, a container's seccomp)"
     return None if got.tobytes() == expected else "the probe read other bytes than the worker's"
-
-
-def give_back(client, workers: list[str], token: str) -> None:
-    """The arrays lent under ``token`` let go on ``workers`` (one that left the cluster let them go with it)."""
-    async def every():
-        await asyncio.gather(*(client.rpc(w).gpipe_return(token=token) for w in workers), return_exceptions=True)
-
-    if workers:
-        asyncio.run_coroutine_threadsafe(every(), client.loop.asyncio_loop).result()
 
 
 _POOL: ThreadPoolExecutor | None = None

@@ -18,7 +18,7 @@ from . import _cma
 from ._ipc import DeviceResult, written
 from ._reach import anywhere, end_later, on_every_worker
 from ._store import store
-from ._watch import call_workers, gather_pinned, wait_pinned
+from ._watch import call_workers, gather_pinned, tell_workers, wait_pinned
 
 
 class HeldResult:
@@ -133,7 +133,7 @@ class HeldResult:
                                                        [self._holders[b] for b in loaned])):
                 results[b] = result
         finally:
-            _cma.give_back(self._client, [w for w in mine if read[w]], token)
+            tell_workers(self._client, [w for w in mine if read[w]], "gpipe_return", token=token)  # loans
         self._transferred(lent, {"memory" if read[w] else "comms" for w in mine})
         return results
 

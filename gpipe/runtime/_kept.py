@@ -12,17 +12,14 @@ a call still making some keeps none of them when it ends: none is left behind.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 
 from dask.sizeof import sizeof
 from distributed import Future
 from distributed.utils import sync
 
 from ._store import store
-from ._watch import call_workers
+from ._watch import call_workers, tell_workers
 
-DROP_SECONDS = 5  # what a worker's drop of a failed call's values is waited for (its event loop answers at once)
 
 
 def kept_blocks(client, blocks: dict[str, tuple], function, args_of, held: dict[int, str], phase: str,
@@ -68,13 +65,4 @@ def _dropped(client, workers: list[str], keys: list) -> None:
     """Best effort: ``keys`` gone from the data of those of ``workers`` still in the cluster, and not kept by a
     call still making them (a failed or interrupted :func:`kept_blocks` leaves nothing there). Each worker's
     event loop answers at once, however busy its runs' threads are."""
-    async def drop(worker: str):
-        with contextlib.suppress(Exception):
-            await asyncio.wait_for(client.rpc(worker).gpipe_drop(keys=keys), DROP_SECONDS)
-
-    async def every():
-        alive = set((await client.scheduler.identity(n_workers=-1))["workers"])
-        await asyncio.gather(*(drop(worker) for worker in workers if worker in alive))
-
-    with contextlib.suppress(Exception):
-        client.sync(every)
+    tell_workers(client, workers, "gpipe_drop", keys=keys)

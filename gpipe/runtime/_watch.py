@@ -35,6 +35,7 @@ from ._wire import pack, unpack
 PENDING = object()  # what a wait's block returns while its work is not done
 WATCH_SECONDS = 1.0  # how often a wait checks that the workers are still there
 GONE_SECONDS = 3.0  # how long the scheduler may take to notice that a worker that broke its connection is gone
+TELL_SECONDS = 5  # what a message handled on a worker's event loop is waited for (that loop answers at once)
 
 
 def gather_pinned(client, futures: list, held: dict[int, str], phase: str, unit: str = "partition") -> list:
@@ -91,6 +92,21 @@ def call_workers(client, calls: list[tuple], held: dict[int, str], phase: str, u
             "where it reaches them (e.g. inside the batch job)") from None
     finally:
         calls_done.cancel()  # an interrupted wait stops the calls (done, they are not touched)
+
+
+def tell_workers(client, workers: list[str], op: str, **message) -> None:
+    """Best effort: handler ``op`` (one answered on the event loop) of those of ``workers`` still in the cluster
+    called with ``message``, each waited for at most :data:`TELL_SECONDS`; a worker gone or silent is skipped."""
+    async def one(worker: str):
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(getattr(client.rpc(worker), op)(**message), TELL_SECONDS)
+
+    async def every():
+        alive = set((await client.scheduler.identity(n_workers=-1))["workers"])
+        await asyncio.gather(*(one(worker) for worker in workers if worker in alive))
+
+    with contextlib.suppress(Exception):
+        client.sync(every)
 
 
 def check_held(client, held: dict[int, str], phase: str, unit: str = "partition") -> None:
