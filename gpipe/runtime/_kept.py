@@ -12,14 +12,12 @@ a call still making some keeps none of them when it ends: none is left behind.
 
 from __future__ import annotations
 
-
 from dask.sizeof import sizeof
 from distributed import Future
 from distributed.utils import sync
 
 from ._store import store
 from ._watch import call_workers, tell_workers
-
 
 
 def kept_blocks(client, blocks: dict[str, tuple], function, args_of, held: dict[int, str], phase: str,

@@ -96,7 +96,11 @@ def call_workers(client, calls: list[tuple], held: dict[int, str], phase: str, u
 
 def tell_workers(client, workers: list[str], op: str, **message) -> None:
     """Best effort: handler ``op`` (one answered on the event loop) of those of ``workers`` still in the cluster
-    called with ``message``, each waited for at most :data:`TELL_SECONDS`; a worker gone or silent is skipped."""
+    called with ``message``, each waited for at most :data:`TELL_SECONDS`; a worker gone or silent is skipped.
+    No worker, no message: not even the scheduler's round trip (a compute() through the comms lends nothing)."""
+    if not workers:
+        return
+
     async def one(worker: str):
         with contextlib.suppress(Exception):
             await asyncio.wait_for(getattr(client.rpc(worker), op)(**message), TELL_SECONDS)
