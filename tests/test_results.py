@@ -83,6 +83,46 @@ def test_a_samples_frame_is_filled_in_ranges_on_every_core_as_its_blocks_say(cpu
     assert rows["src"].map(type).eq(str).all() == (ids == "strings")
 
 
+@pytest.mark.parametrize("ids", ["dense", "renumbered"])
+def test_walks_read_into_their_rows_are_widened_there_as_through_the_comms(cpu, ids):
+    """compute() reads a lent block's narrow dense ids into the first bytes of its rows of the int64 result and
+    widens (and maps) them there: several blocks, each as the comms' copy gives it, every id an original one."""
+    import dask
+
+    rng = np.random.default_rng(8)
+    src, dst = rng.integers(0, 300, 3000), rng.integers(0, 300, 3000)
+    offset = 0 if ids == "dense" else 10**12
+    g = gpipe.from_edges(pd.DataFrame({"src": src + offset, "dst": dst + offset}), renumber=ids != "dense",
+                         partitions=2)
+    with dask.config.set({"gpipe.walks.block-size": 37}):
+        walks = gpipe.walks.deepwalk(g, length=5, walks_per_vertex=3, seed=2)
+        read = walks.compute()
+        assert walks.stats["transfer"] == "memory" and walks._layout.count > 1
+        with dask.config.set({"gpipe.results.transfer": "comms"}):
+            sent = walks.compute()
+    np.testing.assert_array_equal(read, sent)
+    np.testing.assert_array_equal(read, np.asarray(walks.to_dask().compute()))
+    assert set(np.unique(read)) <= set(np.unique(np.r_[src, dst] + offset)) | {-1}
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int16, np.int32, np.int64])
+@pytest.mark.parametrize("mapped", [False, True])
+def test_ids_widened_in_place_equal_a_fresh_arrays(dtype, mapped):
+    """The in-place widening of a block's ids read into the first bytes of its int64 rows, at lengths whose
+    halving rounds are odd, against a new array made from a copy."""
+    from gpipe.walks._result import _originals_in_place
+
+    rng = np.random.default_rng(3)
+    ids = rng.integers(0, 1 << 40, 100) if mapped else None
+    for n in (0, 1, 2, 3, 5, 7, 63, 1001, 70001):
+        dense = rng.integers(-1, 100, n).astype(dtype)
+        expected = np.where(dense < 0, -1, ids[np.maximum(dense, 0)] if mapped else dense.astype(np.int64))
+        out = np.empty(n, np.int64)
+        narrow = out.view(np.uint8)[:n * np.dtype(dtype).itemsize].view(dtype)
+        narrow[:] = dense
+        np.testing.assert_array_equal(_originals_in_place(narrow, out, ids), expected)
+
+
 def _loans(client) -> list[int]:
     return sorted(client.run(lambda dask_worker: len(dask_worker.plugins["gpipe"].loans)).values())
 

@@ -27,6 +27,7 @@ import ctypes
 import os
 import socket
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -158,16 +159,22 @@ def _probe(host: str, pid: int, address: int, expected: bytes) -> str | None:
 _POOL: ThreadPoolExecutor | None = None
 
 
-def borrowed(loans: list[Loan], worker_of: list[str]) -> list:
+def borrowed(loans: list[Loan], worker_of: list[str], into: Callable[[int, Lent], np.ndarray] | None = None
+             ) -> list:
     """The values of ``loans`` with each :class:`Lent` read into a new array here, the reads spread over
-    threads; a read that fails is a :class:`GpipeError` naming the worker (``worker_of[i]`` lent ``loans[i]``)."""
+    threads; a read that fails is a :class:`GpipeError` naming the worker (``worker_of[i]`` lent ``loans[i]``).
+
+    ``into(i, lent)`` (for loans of one array each): the contiguous bytes, ``lent``'s size, that loan ``i``'s array is
+    read into instead (e.g. the first bytes of its rows of a wider result, widened there: no array in between);
+    the value is then those bytes viewed as ``lent``'s array."""
     global _POOL
     values, reads = [], []
-    for loan, worker in zip(loans, worker_of):
-        def made(lent, loan=loan, worker=worker):
+    for i, (loan, worker) in enumerate(zip(loans, worker_of)):
+        def made(lent, loan=loan, worker=worker, i=i):
             if not isinstance(lent, Lent):
                 return lent
-            out = np.empty(lent.shape, lent.dtype)
+            out = np.empty(lent.shape, lent.dtype) if into is None else into(i, lent).view(lent.dtype).reshape(
+                lent.shape)
             flat = out.reshape(-1).view(np.uint8)
             reads.extend((loan.pid, lent.address + lo, flat[lo:lo + _PIECE], worker)
                          for lo in range(0, flat.size, _PIECE))

@@ -90,7 +90,8 @@ class HeldResult:
         self.persist()
         return [anywhere(self._client, func, block, *args_of(b), **kwargs) for b, block in enumerate(self._blocks())]
 
-    def _gather(self, phase: str, func, args_of: Callable[[int], tuple] = lambda b: (), *, lent: bool = False) -> list:
+    def _gather(self, phase: str, func, args_of: Callable[[int], tuple] = lambda b: (), *, lent: bool = False,
+                into: Callable | None = None) -> list:
         """``func(block, *args_of(b))`` of each block ``b``, in block order, watched: one direct call to each
         worker holding blocks (:func:`~._watch.call_workers`), the results in its reply. A task per block took
         ~5 ms of scheduling each (a neighbor sample's six blocks on a GPU worker ran one after another), and its
@@ -99,7 +100,8 @@ class HeldResult:
 
         With ``lent`` (results of host arrays, or dicts of them: ``compute``), a worker whose memory this process
         can read lends them instead, and they are read from there (:mod:`._cma`); ``stats['transfer']`` says
-        which way the blocks came."""
+        which way the blocks came; ``into(b, lent)``, for results of one array: the bytes block ``b``'s is read
+        into (``_cma.borrowed``)."""
         self.persist()  # first: should the blocks fail to be made, the runs go
         futures = self._blocks()
         args = [args_of(b) for b in range(len(futures))]
@@ -129,8 +131,9 @@ class HeldResult:
                 for b, result in zip(blocks, replies):
                     results[b] = result
             loaned = [b for b, worker in enumerate(self._holders) if read[worker]]  # read at once, every worker's
+            placed = None if into is None else lambda i, lent: into(loaned[i], lent)
             for b, result in zip(loaned, _cma.borrowed([results[b] for b in loaned],
-                                                       [self._holders[b] for b in loaned])):
+                                                       [self._holders[b] for b in loaned], placed)):
                 results[b] = result
         finally:
             tell_workers(self._client, [w for w in mine if read[w]], "gpipe_return", token=token)  # loans
