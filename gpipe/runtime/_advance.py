@@ -63,7 +63,7 @@ def worker_device() -> str:
         return "cpu"
 
 
-def step_kernel(fill=None, *, writes: tuple[str, ...] | None = None):
+def step_kernel(fill=None, *, writes: tuple[str, ...] | None = None, ends: bool = False):
     """Make a runtime step function from a kernel that fills per-walker outputs.
 
     ``fill(x, partition, walkers, spec, out)`` gets room for the steps each
@@ -78,14 +78,16 @@ def step_kernel(fill=None, *, writes: tuple[str, ...] | None = None):
     run's state on this worker (e.g. a walk's borrowed lists, ``walks/_borrowed.py``).
     ``@step_kernel(writes=fields)``: the kernel writes those fields for every
     walker, so ``out`` has room for them alone (no copy), the others leave as
-    they came. The steps taken are counted on the device (no wait for it here).
+    they came. ``ends=True``: every walker's walk ends in the call (a graph whole here, which none leaves), so
+    none moves on and ``out['moved']`` is not read: the step waits for the kernel, and brings no count to the
+    host. The steps taken are counted on the device (no wait for them here).
     Where the run keeps the rows of every walk's block here (``Run.rows`` of
     its only worker), ``out['flat']`` is those rows and each walker's room its
     walk's row from its step on: the kernel writes the output in place, and
     the step leaves no pieces.
     """
     if fill is None:
-        return functools.partial(step_kernel, writes=writes)
+        return functools.partial(step_kernel, writes=writes, ends=ends)
 
     @functools.wraps(fill)
     def advance(part, walkers: dict, spec: StepSpec, run: Run):
@@ -110,6 +112,10 @@ def step_kernel(fill=None, *, writes: tuple[str, ...] | None = None):
             {"walk_id": walkers["walk_id"], "start": walkers["step"], "length": out["length"], "offset": offset,
              "flat": flat})
         steps = (out["step"] - walkers["step"]).sum(dtype=x.int64)  # on the device: summed once the run ends
+        if ends:  # waited for (what the step's seconds time), with no count to bring
+            if x is not np:
+                x.cuda.get_current_stream().synchronize()
+            return pieces, {k: v[:0] for k, v in walkers.items()}, steps
         moved = x.flatnonzero(out["moved"])  # one count to the host, not one a field
         changed = {k: out.get(k, walkers[k]) for k in walkers}
         movers = {k: v if moved.shape[0] == n else v[moved] for k, v in changed.items()}

@@ -164,7 +164,10 @@ class OwnedRows:
         return range(rank, blocks.count, ranks)
 
     def row(self, walk_id):
-        """The row of each walk of ``walk_id`` (of this worker's blocks)."""
+        """The row of each walk of ``walk_id`` (of this worker's blocks): the walk's id itself where one worker makes
+        every block."""
+        if self.ranks == 1:
+            return walk_id
         rows = self.blocks.rows
         return walk_id // rows // self.ranks * rows + walk_id % rows
 

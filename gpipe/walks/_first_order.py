@@ -54,13 +54,13 @@ def _graph_args(x, part, spec: StepSpec) -> dict:
     """The arguments both kernels take from the partition and the walk."""
     walk: FirstOrder = spec.params
     weighted = walk.weighted  # through the vertices' alias tables: one word a step (the CDF's search took ~log d)
-    return dict(indptr=part.indptr, indices=part.indices, table=part.alias() if weighted else x.zeros(1, x.uint64),
+    return dict(indptr=part.indptr, indices=part.indices, table=part.alias() if weighted else x.empty(0, x.uint64),
                 weighted=PICK_ALIAS if weighted else PICK_UNIFORM, lo=part.lo, hi=part.hi,
                 num_vertices=walk.num_vertices, key=spec.key, length=spec.length, alpha=walk.alpha,
                 teleport=TELEPORT[walk.teleport])
 
 
-@step_kernel(writes=("vertex", "step"))
+@step_kernel(writes=("vertex", "step"), ends=True)
 def _advance_whole(x, part, walkers: dict, spec: StepSpec, out: dict, run: Run) -> None:
     """The walk on a graph whole in ``part`` (replicated, or one partition): every walker to its end."""
     ADVANCE.launch(**_graph_args(x, part, spec), n=walkers["walk_id"].shape[0],

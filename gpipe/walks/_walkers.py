@@ -56,7 +56,7 @@ def first_walkers(x, spec: StepSpec, lo: int, hi: int, n: int, initial: int | St
         walk_id = x.concatenate([item + r * initial.total for r in range(initial.count)])
         return _new_walkers(x, walk_id, x.tile(vertices, initial.count), spec.fields)
     vertices = x.arange(lo, hi, dtype=x.int64)
-    walk_id = x.concatenate([vertices + r * n for r in range(initial)])
+    walk_id = vertices if initial == 1 else x.concatenate([vertices + r * n for r in range(initial)])
     return _new_walkers(x, walk_id, x.tile(vertices, initial), spec.fields)
 
 
