@@ -110,7 +110,7 @@ def test_walks_read_into_their_rows_are_widened_there_as_through_the_comms(cpu, 
 def test_ids_widened_in_place_equal_a_fresh_arrays(dtype, mapped):
     """The in-place widening of a block's ids read into the first bytes of its int64 rows, at lengths whose
     halving rounds are odd, against a new array made from a copy."""
-    from gpipe.walks._result import _originals_in_place
+    from gpipe.walks._result import _integer_originals
 
     rng = np.random.default_rng(3)
     ids = rng.integers(0, 1 << 40, 100) if mapped else None
@@ -120,7 +120,8 @@ def test_ids_widened_in_place_equal_a_fresh_arrays(dtype, mapped):
         out = np.empty(n, np.int64)
         narrow = out.view(np.uint8)[:n * np.dtype(dtype).itemsize].view(dtype)
         narrow[:] = dense
-        np.testing.assert_array_equal(_originals_in_place(narrow, out, ids), expected)
+        np.testing.assert_array_equal(_integer_originals(narrow.reshape(-1, 1), ids, out.reshape(-1, 1)).ravel(),
+                                      expected)
 
 
 def _loans(client) -> list[int]:

@@ -160,11 +160,7 @@ class WalkResult(HeldResult):
         blocks = self._gather("walks", to_host, lent=True, into=into)
         row = 0
         for block in blocks:
-            rows = out[row:row + block.shape[0]]
-            if np.may_share_memory(block, rows):  # read into its rows: widened there
-                _originals_in_place(block.reshape(-1), rows.reshape(-1), self._id_map)
-            else:
-                _integer_originals(block, self._id_map, rows)
+            _integer_originals(block, self._id_map, out[row:row + block.shape[0]])
             row += block.shape[0]
         return out
 
@@ -260,17 +256,14 @@ def _original(block, id_map, base: int, dtype: np.dtype) -> np.ndarray:
 
 def _integer_originals(dense: np.ndarray, id_map, out: np.ndarray) -> np.ndarray:
     """``out`` (int64, the block's shape) filled with the original ids of the host block ``dense``, -1 where it is
-    padded, in one parallel pass."""
+    padded, in one parallel pass; ``dense`` may be a narrower or equal view of ``out``'s first bytes (``compute()``
+    reads a lent block there), widened in place then: no array in between."""
     mapped = id_map is not None
-    _originals_into(dense, id_map.astype(np.int64, copy=False) if mapped else np.zeros(0, np.int64), mapped, out)
-    return out
-
-
-def _originals_in_place(dense: np.ndarray, out: np.ndarray, id_map) -> np.ndarray:
-    """``out`` (int64) holding the original ids of ``dense``, a narrower or equal view of its first bytes: no
-    array in between (``compute()`` reads a lent block there)."""
-    mapped = id_map is not None
-    _widen_in_place(dense, out, id_map.astype(np.int64, copy=False) if mapped else np.zeros(0, np.int64), mapped)
+    ids = id_map.astype(np.int64, copy=False) if mapped else np.zeros(0, np.int64)
+    if np.may_share_memory(dense, out):
+        _widen_in_place(dense.reshape(-1), out.reshape(-1), ids, mapped)
+    else:
+        _originals_into(dense, ids, mapped, out)
     return out
 
 
