@@ -1,13 +1,14 @@
-// Frequent pattern mining on edge-oriented embedding tables: edge extension and the raw pattern code of each
-// embedding, one thread per embedding. An edge is named by its CSR slot in its lower endpoint's list; an
-// embedding is a row of edge ids in canonical order (the least edge first, then each time the least edge
-// adjacent to those before it), so every connected edge set is found once.
-// GP_FPM_MAX_EDGES (edges per embedding) and GP_FPM_LABEL_BITS (bits per label rank in a code): defined by the
-// loader, from gpipe/mining/_patterns.py, which also says how a code is packed.
+// Frequent pattern mining by existence checks (GraMi's MNI): whether some embedding of a small labeled pattern maps
+// a given pattern vertex to a given data vertex, one search per (task, data vertex), and the canonical form of a
+// pattern. GP_FPM_MAX_EDGES (edges per pattern) and GP_FPM_LABEL_BITS (bits per label rank in a code): defined by
+// the loader, from gpipe/mining/_patterns.py, which also says how a code is packed.
 
 #define GP_FPM_MAX_VERTICES (GP_FPM_MAX_EDGES + 1)
 #define GP_FPM_ADJACENCY_SHIFT (GP_FPM_LABEL_BITS * GP_FPM_MAX_VERTICES)
 #define GP_FPM_COUNT_SHIFT (GP_FPM_ADJACENCY_SHIFT + GP_FPM_MAX_VERTICES * (GP_FPM_MAX_VERTICES - 1) / 2)
+// A task's int32 fields: its vertex count, then per place of its matching order the label rank, the pattern degree
+// and the mask of earlier places adjacent to it (gpipe/mining/_mni.py::FIELDS).
+#define GP_MNI_FIELDS (1 + 3 * GP_FPM_MAX_VERTICES)
 
 // The adjacency bit of positions a < b, and the shift of position a's label (gpipe/mining/_patterns.py).
 __device__ __forceinline__ int gp_fpm_pair(int a, int b) {
@@ -15,103 +16,90 @@ __device__ __forceinline__ int gp_fpm_pair(int a, int b) {
 }
 __device__ __forceinline__ int gp_fpm_label_shift(int a) { return GP_FPM_LABEL_BITS * (GP_FPM_MAX_VERTICES - 1 - a); }
 
-// The vertex whose CSR list holds slot e.
-__device__ long long gp_fpm_source(const long long* indptr, long long num_vertices, long long e) {
-    long long lo = 0, hi = num_vertices - 1;
-    while (lo < hi) {
-        long long mid = lo + (hi - lo) / 2;
-        if (indptr[mid + 1] <= e) lo = mid + 1; else hi = mid;
+// Place k entered: its candidates are the row of its earlier adjacent vertex of least degree.
+__device__ __forceinline__ void gp_mni_enter(int k, const int* back, const long long* m, const long long* indptr,
+                                             int* scan, long long* pos, long long* end) {
+    int s = -1;
+    for (int j = 0; j < k; ++j) {
+        if ((back[k] >> j & 1) &&
+            (s < 0 || indptr[m[j] + 1] - indptr[m[j]] < indptr[m[s] + 1] - indptr[m[s]])) s = j;
     }
-    return lo;
+    scan[k] = s;
+    pos[k] = indptr[m[s]];
+    end[k] = indptr[m[s] + 1];
 }
 
-// The slot of w in v's sorted list (it is there).
+// Whether the pattern of task fields f (its vertex count, then per place k of the matching order its label rank,
+// pattern degree and a mask of the earlier places it is adjacent to) has an embedding mapping place 0 to data vertex
+// v: a depth-first search over the simple graph's sorted rows, place k taking the neighbors of its earlier adjacent
+// vertex of least degree that carry its label, have its degree, are not matched already and neighbor every other
+// earlier adjacent vertex (a binary search in the shorter row). It stops at the first embedding.
+// CPU twin: gpipe/mining/_mni.py::_embeds.
 template <typename IdT>
-__device__ long long gp_fpm_slot(const long long* indptr, const IdT* indices, long long v, long long w) {
-    long long lo = indptr[v], hi = indptr[v + 1];
-    while (lo < hi) {
-        long long mid = lo + (hi - lo) / 2;
-        if (indices[mid] < w) lo = mid + 1; else hi = mid;
-    }
-    return lo;
-}
-
-// Edge extension (GAMMA's Ext_e): each edge adjacent to the embedding's vertices that is not in it and keeps the
-// row canonical: above the row's first edge, and above every edge of the row after the first one it touches (from
-// then on it was a candidate that the canonical order passed over). An edge between two of the embedding's
-// vertices is met from the one that appeared first. Results go to the embedding's slot of out (offset[i]);
-// count[i] says how many. CPU twin: gpipe/mining/_edges.py::_edge_extension_cpu.
-template <typename IdT>
-__global__ void gp_edge_extension(long long n, int width, long long num_vertices, const long long* indptr,
-                                  const IdT* indices, const long long* prefix, const long long* offset,
-                                  long long* out, long long* count) {
-    long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
-    if (i >= n) return;
-    const long long* row = prefix + i * width;
-    long long ends[2 * GP_FPM_MAX_EDGES], verts[GP_FPM_MAX_VERTICES];
-    int nv = 0;
-    for (int j = 0; j < width; ++j) {
-        ends[2 * j] = gp_fpm_source(indptr, num_vertices, row[j]);
-        ends[2 * j + 1] = indices[row[j]];
-        for (int t = 0; t < 2; ++t) {
-            bool seen = false;
-            for (int a = 0; a < nv; ++a) seen = seen || verts[a] == ends[2 * j + t];
-            if (!seen) verts[nv++] = ends[2 * j + t];
-        }
-    }
-    long long o = offset[i], c = 0;
-    for (int p = 0; p < nv; ++p) {
-        long long v = verts[p];
-        for (long long s = indptr[v]; s < indptr[v + 1]; ++s) {
-            long long w = indices[s];
-            int q = nv;
-            for (int a = 0; a < nv; ++a) if (verts[a] == w) q = a;
-            if (w == v || q < p) continue;
-            long long e = v < w ? s : gp_fpm_slot(indptr, indices, w, v);
-            bool keep = e > row[0];
-            int available = width;
-            for (int j = 0; j < width; ++j) {
-                keep = keep && row[j] != e;
-                bool touches = ends[2 * j] == v || ends[2 * j + 1] == v || ends[2 * j] == w || ends[2 * j + 1] == w;
-                if (available == width && touches) available = j;
+__device__ bool gp_mni_embeds(const int* f, long long v, const long long* indptr, const IdT* indices,
+                              const int* label) {
+    const int nv = f[0];
+    const int* lab = f + 1;
+    const int* deg = f + 1 + GP_FPM_MAX_VERTICES;
+    const int* back = f + 1 + 2 * GP_FPM_MAX_VERTICES;
+    if (label[v] != lab[0] || indptr[v + 1] - indptr[v] < deg[0]) return false;
+    if (nv == 1) return true;
+    long long m[GP_FPM_MAX_VERTICES], pos[GP_FPM_MAX_VERTICES], end[GP_FPM_MAX_VERTICES];
+    int scan[GP_FPM_MAX_VERTICES];
+    m[0] = v;
+    gp_mni_enter(1, back, m, indptr, scan, pos, end);
+    int k = 1;
+    while (k > 0) {
+        bool found = false;
+        while (!found && pos[k] < end[k]) {
+            const long long c = (long long)indices[pos[k]++];
+            if (label[c] != lab[k] || indptr[c + 1] - indptr[c] < deg[k]) continue;
+            found = true;
+            for (int j = 0; j < k && found; ++j) {
+                found = m[j] != c;
+                if (found && j != scan[k] && (back[k] >> j & 1)) {
+                    long long a = m[j], b = c;  // search the shorter row
+                    if (indptr[a + 1] - indptr[a] > indptr[b + 1] - indptr[b]) { a = c; b = m[j]; }
+                    long long lo = indptr[a], hi = indptr[a + 1];
+                    while (lo < hi) {
+                        const long long mid = lo + (hi - lo) / 2;
+                        if ((long long)indices[mid] < b) lo = mid + 1; else hi = mid;
+                    }
+                    found = lo < indptr[a + 1] && (long long)indices[lo] == b;
+                }
             }
-            for (int j = available + 1; j < width; ++j) keep = keep && row[j] < e;
-            if (keep) out[o + c++] = e;
+            if (found) m[k] = c;
+        }
+        if (!found) {
+            --k;
+        } else if (++k == nv) {
+            return true;
+        } else {
+            gp_mni_enter(k, back, m, indptr, scan, pos, end);
         }
     }
-    count[i] = c;
+    return false;
 }
 
-// The raw pattern code of each embedding (its row of `edges`): its vertices numbered in order of appearance, the
-// adjacency bit of each edge between them and each one's label rank, packed as gpipe/mining/_patterns.py says;
-// `vertices` gets them in that order, -1 past the last. CPU twin: gpipe/mining/_edges.py::_pattern_code_cpu.
+// For items first .. first + n - 1 of a round: the item's task (the last t with start[t] <= item, of `tasks`) and
+// data vertex (domain[offset[t] + item - start[t]]), and whether the task's pattern embeds with its place 0 there.
+// Resident threads take the items from `next`: a hub's search can take far longer than its neighbors'.
+// CPU twin: gpipe/mining/_mni.py::_exists_cpu.
 template <typename IdT>
-__global__ void gp_pattern_code(long long n, int width, long long num_vertices, const long long* indptr,
-                                const IdT* indices, const int* label, const long long* edges, long long* code,
-                                IdT* vertices) {
-    long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
-    if (i >= n) return;
-    IdT* verts = vertices + i * (width + 1);
-    int nv = 0;
-    long long adjacency = 0;
-    for (int j = 0; j < width; ++j) {
-        long long e = edges[i * width + j];
-        long long ends[2] = {gp_fpm_source(indptr, num_vertices, e), (long long)indices[e]};
-        int ab[2];
-        for (int t = 0; t < 2; ++t) {
-            ab[t] = nv;
-            for (int a = 0; a < nv; ++a) if (verts[a] == ends[t]) ab[t] = a;
-            if (ab[t] == nv) verts[nv++] = (IdT)ends[t];
+__global__ void gp_mni_exists(long long n, long long first, int tasks, const long long* start, const int* task,
+                              const long long* offset, const IdT* domain, const long long* indptr,
+                              const IdT* indices, const int* label, unsigned char* valid,
+                              unsigned long long* next) {
+    for (long long i = (long long)atomicAdd(next, 1ull); i < n; i = (long long)atomicAdd(next, 1ull)) {
+        const long long item = first + i;
+        int lo = 0, hi = tasks - 1;
+        while (lo < hi) {
+            const int mid = lo + (hi - lo + 1) / 2;
+            if (start[mid] <= item) lo = mid; else hi = mid - 1;
         }
-        int lo = min(ab[0], ab[1]), hi = max(ab[0], ab[1]);
-        adjacency |= 1LL << gp_fpm_pair(lo, hi);
+        const long long v = (long long)domain[offset[lo] + item - start[lo]];
+        valid[i] = gp_mni_embeds(task + (long long)lo * GP_MNI_FIELDS, v, indptr, indices, label) ? 1 : 0;
     }
-    long long packed = ((long long)nv << GP_FPM_COUNT_SHIFT) | (adjacency << GP_FPM_ADJACENCY_SHIFT);
-    for (int a = 0; a < nv; ++a) {
-        packed |= (long long)label[verts[a]] << gp_fpm_label_shift(a);
-    }
-    for (int a = nv; a <= width; ++a) verts[a] = -1;
-    code[i] = packed;
 }
 
 // The canonical form of each raw pattern code (gpipe/mining/_patterns.py): the least packing of the pattern over

@@ -339,7 +339,7 @@ def test_a_multigraph_is_mined_as_the_simple_graph_underneath(cpu_cluster, parti
         labels = np.random.default_rng(13).integers(0, 2, len(graph))
         found, expected = (gpipe.mining.frequent_patterns(h, 3, 2, labels=labels) for h in (multi, simple))
         pd.testing.assert_frame_equal(found.patterns, expected.patterns)
-        assert found.patterns.code.is_unique and found.stats["embeddings"] == expected.stats["embeddings"]
+        assert found.patterns.code.is_unique and found.stats["checks"] == expected.stats["checks"]
 
 
 PATTERNS = {
@@ -451,7 +451,7 @@ def _labeled(pattern_edges, labels) -> nx.Graph:
 
 def _brute_force_fpm(graph: nx.Graph, labels, max_edges: int) -> list:
     """Every connected edge set of up to ``max_edges`` edges, grouped by labeled isomorphism: per class a
-    representative, its MNI support (over every isomorphism of each instance onto it) and its instance count."""
+    representative and its MNI support (over every isomorphism of each instance onto it)."""
     same_label = nx.algorithms.isomorphism.categorical_node_match("label", None)
     level = {frozenset([tuple(sorted(e))]) for e in graph.edges()}
     classes = {}  # (edges, WL hash) -> [[representative, images per vertex, instances], ...]
@@ -462,16 +462,15 @@ def _brute_force_fpm(graph: nx.Graph, labels, max_edges: int) -> list:
             bucket = classes.setdefault((size, nx.weisfeiler_lehman_graph_hash(instance, node_attr="label")), [])
             found = next((c for c in bucket if nx.is_isomorphic(c[0], instance, node_match=same_label)), None)
             if found is None:
-                found = [instance, {v: set() for v in instance}, 0]
+                found = [instance, {v: set() for v in instance}]
                 bucket.append(found)
-            found[2] += 1
             for mapping in nx.algorithms.isomorphism.GraphMatcher(instance, found[0],
                                                                    node_match=same_label).isomorphisms_iter():
                 for v, u in mapping.items():
                     found[1][u].add(v)
         level = {edge_set | {tuple(sorted((v, w)))} for edge_set in level for v in {v for e in edge_set for v in e}
                  for w in graph[v] if tuple(sorted((v, w))) not in edge_set}
-    return [(r, min(len(s) for s in images.values()), n) for bucket in classes.values() for r, images, n in bucket]
+    return [(r, min(len(s) for s in images.values())) for bucket in classes.values() for r, images in bucket]
 
 
 def _labeled_graph(seed: int, n: int, p: float, kinds: int):
@@ -490,9 +489,8 @@ def test_frequent_patterns_equal_a_brute_force_mni_counter(cpu_cluster, seed, n,
     assert found.patterns.code.is_unique
     for row in found.patterns.itertuples():
         pattern = _labeled(row.edges, row.labels)
-        [(support, instances)] = [(s, i) for r, s, i in expected
-                                  if nx.is_isomorphic(r, pattern, node_match=same_label)]
-        assert (row.support, row.instances, row.size) == (support, instances, len(row.edges)), row
+        [support] = [s for r, s in expected if nx.is_isomorphic(r, pattern, node_match=same_label)]
+        assert (row.support, row.size) == (support, len(row.edges)), row
     assert found.stats["frequent"][-1] == (found.patterns["size"] == max_edges).sum()
 
 
@@ -502,7 +500,7 @@ def test_one_and_two_workers_find_the_same_frequent_patterns(cpu_cluster, one_wo
              for c in (one_worker_cluster, cpu_cluster)]
     assert [f.stats["workers"] for f in found] == [1, 2]
     pd.testing.assert_frame_equal(found[0].patterns, found[1].patterns)
-    assert found[0].stats["embeddings"] == found[1].stats["embeddings"]
+    assert found[0].stats["checks"] == found[1].stats["checks"]
 
 
 def test_labels_of_the_graph_or_by_original_id_give_the_same_patterns(cpu_cluster):
@@ -513,16 +511,18 @@ def test_labels_of_the_graph_or_by_original_id_give_the_same_patterns(cpu_cluste
     pd.testing.assert_frame_equal(gpipe.mining.frequent_patterns(g, 2, 2).patterns, given.patterns)
 
 
-def test_frequent_patterns_beyond_the_budgets_spill_to_disk_and_stay_the_same(cpu_cluster):
-    graph, labels = _labeled_graph(7, 40, 0.2, 2)
-    g = _replicated(cpu_cluster, graph)
-    in_memory = gpipe.mining.frequent_patterns(g, 3, 3, labels=labels)
-    with dask.config.set({"gpipe.mining.chunk-embeddings": 16, "gpipe.mining.ranges": 4}):
-        spilled = gpipe.mining.frequent_patterns(g, 3, 3, labels=labels, device_budget=256, host_budget="1 kB")
-    pd.testing.assert_frame_equal(spilled.patterns, in_memory.patterns)
-    assert in_memory.stats["spilled_bytes"] == 0 and in_memory.stats["bytes"]["disk"] == 0
-    assert spilled.stats["bytes"]["disk"] > 0 and spilled.stats["bytes"]["host"] > 0
-    assert spilled.stats["embeddings"] == in_memory.stats["embeddings"]
+def test_frequent_patterns_around_a_hub_check_vertices_not_embeddings(cpu_cluster):
+    """A star of 3,000 leaves holds C(3000, 4) = 3.4e12 four-edge stars: MNI is decided by a check per (orbit,
+    vertex) of each candidate, never by listing them; the hub is the only image of a star's center."""
+    leaves = 3000
+    g = _replicated(cpu_cluster, nx.star_graph(leaves))
+    found = gpipe.mining.frequent_patterns(g, 4, 1, labels=np.zeros(leaves + 1, np.int64))
+    assert found.patterns[["size", "support"]].values.tolist() == [[1, leaves + 1], [2, 1], [3, 1], [4, 1]]
+    assert found.patterns.edges.tolist() == [tuple((0, b) for b in range(1, k + 1)) for k in range(1, 5)]
+    # level 3: the star, the path and the triangle; level 4 only the star: every other extension of the 3-star holds
+    # a path or a triangle, which are not frequent
+    assert found.stats["candidates"] == [1, 1, 3, 1]
+    assert sum(found.stats["checks"]) <= 2 * (leaves + 1) * sum(found.stats["candidates"])
 
 
 @pytest.mark.parametrize("arguments, message", [

@@ -32,7 +32,6 @@ def _mine(args) -> int:
     if getattr(args, "embeddings", None):
         check_folder_target(os.path.abspath(args.embeddings), "embeddings", re.compile(EMBEDDING_FILES),
                             args.overwrite)
-    budgets = {"device_budget": args.device_budget, "host_budget": args.host_budget}
     watch = _Stopwatch()
     with _cluster(args) as client:
         watch.lap("connect")
@@ -47,7 +46,7 @@ def _mine(args) -> int:
                 g = read_edges(args.graph, fmt=args.fmt, mode="replicated")
             _graph_done(phase, g)
         watch.lap("graph")
-        result, written = _mined(args, g, budgets)
+        result, written = _mined(args, g)
         watch.lap("mine")
         summary = {"status": "ok", "command": "mine", "algorithm": args.algorithm, "command_line": args.command_line,
                    "parameters": {k: v for k, v in vars(args).items() if k not in _NOT_PARAMETERS},
@@ -62,17 +61,18 @@ def _mine(args) -> int:
     return 0
 
 
-def _mined(args, g: Graph, budgets: dict) -> tuple[dict, dict]:
+def _mined(args, g: Graph) -> tuple[dict, dict]:
     """The mining call of ``args.algorithm``: its summary sections and the files it wrote."""
     written = {}
     if args.algorithm == "fpm":
         if args.random_labels is not None:
             g.set_labels(np.random.default_rng(args.seed).integers(0, args.random_labels, g.num_vertices))
-        found = mining.frequent_patterns(g, args.max_edges, args.min_support, **budgets)
+        found = mining.frequent_patterns(g, args.max_edges, args.min_support)
         if args.patterns:
             written["patterns"] = os.path.abspath(found.to_parquet(args.patterns))
         return {"patterns": found.patterns.to_dict("records"), "stats": found.stats}, written
     listing = args.embeddings is not None
+    budgets = {"device_budget": args.device_budget, "host_budget": args.host_budget}
     if args.algorithm == "cliques":
         result = (mining.list_cliques if listing else mining.count_cliques)(g, args.k, **budgets)
     else:

@@ -144,13 +144,14 @@ def build_parser() -> argparse.ArgumentParser:
                              help="label the vertices uniformly in 0..L-1 (default: the t/v/e graph's labels)")
             one.add_argument("--seed", type=_checked(partial(check_seed, "seed")), default=0,
                              help="seed of --random-labels (default: %(default)s)")
-        for flag in ("--device-budget", "--host-budget"):
-            where = "on its device" if "device" in flag else "in host memory"
-            one.add_argument(flag, type=_checked(partial(check_bytes, _dest(flag)), str), metavar="BYTES",
-                             help=f"table bytes a worker keeps {where} (e.g. '2 GB'; default: gpipe.mining.{flag[2:]})")
         if name == "fpm":
             one.add_argument("--patterns", metavar="FILE.parquet", help="also write the patterns table there")
         else:
+            for flag in ("--device-budget", "--host-budget"):
+                where = "on its device" if "device" in flag else "in host memory"
+                one.add_argument(flag, type=_checked(partial(check_bytes, _dest(flag)), str), metavar="BYTES",
+                                 help=f"table bytes a worker keeps {where} (e.g. '2 GB'; default: "
+                                      f"gpipe.mining.{flag[2:]})")
             one.add_argument("--embeddings", metavar="DIR",
                              help="also list every embedding, a row each, into this new or empty folder: a "
                                   "Parquet file per block, written by the workers")

@@ -88,13 +88,6 @@ def mine(g, plan, listing: bool, device_budget, host_budget) -> MiningResult:
     return MiningResult(count, stats, Listed(g.client, spec.run_id, tuple(found), plan.columns, g.id_map, g.holders))
 
 
-def grow_on_workers(g, plan, listing: bool, device_budget, host_budget, here=None) -> tuple[list, dict]:
-    """``plan.grow`` on every range of first vertices, on the workers of the replicated graph ``g`` (by
-    ``here(spec, ranges)`` on each, default a fresh table per range): the results in range order and the stats
-    (``primitive_seconds`` summed over the workers)."""
-    return _grow_on_replicas(g, _spec(g, plan, listing, device_budget, host_budget), here or _grow_here)
-
-
 def _spec(g, plan, listing: bool, device_budget, host_budget) -> Spec:
     return Spec(g.graph_id, uuid.uuid4().hex, plan, listing, _capacity(g.device),
                 check_budget("device_budget", device_budget, "mining.device-budget"),
@@ -103,8 +96,8 @@ def _spec(g, plan, listing: bool, device_budget, host_budget) -> Spec:
 
 def _capacity(device: str) -> int:
     """``gpipe.mining.chunk-embeddings``; 'auto': 2**24 on GPU workers, whose batches pay their launches and host
-    round trips once per chunk (FPM on a labeled R-MAT 12: 105 s at 2**20, 27 s at 2**24 on an H200), 2**20 on CPU
-    ones."""
+    round trips once per chunk (the embedding-table FPM on a labeled R-MAT 12: 105 s at 2**20, 27 s at 2**24 on an
+    H200), 2**20 on CPU ones."""
     value = config.get("mining.chunk-embeddings")
     if value == "auto":
         return 1 << 24 if device == "gpu" else 1 << 20
@@ -113,12 +106,12 @@ def _capacity(device: str) -> int:
     return check_int("gpipe.mining.chunk-embeddings", value, minimum=1)
 
 
-def _grow_on_replicas(g, spec: Spec, here=None) -> tuple[list, dict]:
+def _grow_on_replicas(g, spec: Spec) -> tuple[list, dict]:
     degree = g.degrees().to_numpy()
     if spec.plan.degree_ordered:  # vertex r of the renumbered graph: at most its degree and n - 1 - r later ones
         degree = np.minimum(np.sort(degree), np.arange(degree.size)[::-1])
     ranges = _ranges(degree, check_int("gpipe.mining.ranges", config.get("mining.ranges"), minimum=1))
-    results, summaries = _on_replicas(g, here or _grow_here, spec, ranges)
+    results, summaries = _on_replicas(g, _grow_here, spec, ranges)
     stats = merged(summaries)
     stats["primitive_seconds"] = stats.pop("seconds")
     stats.update(ranges=len(ranges), workers=len(summaries), device=g.device)

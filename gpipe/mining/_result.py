@@ -19,8 +19,7 @@ from ..runtime import HeldResult, id_dtype, kept_blocks, run_state, worker_addre
 @dataclass
 class MiningState:
     """A mining run's state on a worker, held until the run is let go: a listing run's rows by block key (dense
-    ids, host int64), and the tables a call keeps between its steps (a partitioned run's, or frequent patterns'
-    between levels)."""
+    ids, host int64), and the tables a partitioned run keeps between its steps."""
 
     listed: dict = field(default_factory=dict)
     kept: object = None

@@ -99,7 +99,7 @@ class EmbeddingTable:
         self.columns: list[list[Chunk]] = []
         self._files = 0  # chunks written to disk so far, which name them
 
-    def add(self, column: int, parent_chunk: int, vertex, parent, count: bool = True) -> None:
+    def add(self, column: int, parent_chunk: int, vertex, parent) -> None:
         nbytes = int(vertex.nbytes + (0 if parent is None else parent.nbytes))
         tier = next(t for t in TIERS if self.budgets[t] is None or self.stats.held_bytes[t] + nbytes <= self.budgets[t])
         while len(self.columns) <= column:
@@ -120,7 +120,7 @@ class EmbeddingTable:
         self.columns[column].append(chunk)
         self.stats.hold(tier, nbytes)
         self.stats.spilled_bytes += nbytes * (tier != "device")
-        self.stats.count(column, chunk.size if count else 0)
+        self.stats.count(column, chunk.size)
 
     def arrays(self, chunk: Chunk) -> tuple:
         """A chunk's (vertex, parent) on the device, read back from host memory or disk when it was spilled."""
@@ -141,25 +141,6 @@ class EmbeddingTable:
             columns.append(vertex[index])
             index = None if parent is None else parent[index]
         return x.stack(columns[::-1], axis=1)
-
-    def filter(self, x, column: int, select) -> int:
-        """Keep the embeddings of the last column ``column`` whose rows ``select(rows)`` marks, chunk by chunk
-        (mark, prefix-scan, gather), each chunk placed again by the budgets; how many are kept. Chunks left
-        empty go, so the column must have no children yet."""
-        from ._extend import compress
-
-        old, self.columns[column] = self.columns[column], []
-        kept = 0
-        for chunk in old:
-            vertex, parent = self.arrays(chunk)
-            keep = select(self.rows(x, chunk, (vertex, parent)))
-            with self.stats.timer("filtering"):
-                vertex, parent = compress(x, vertex, vertex if parent is None else parent, keep)
-            self._free(chunk)
-            if vertex.shape[0]:
-                self.add(column, chunk.parent_chunk, vertex, None if column == 0 else parent, count=False)
-                kept += int(vertex.shape[0])
-        return kept
 
     def take(self, column: int) -> tuple | None:
         """The first chunk left in ``column``, (vertex, parent) on the device, let go here; None when none is left.
