@@ -118,8 +118,7 @@ def _write(config: dict, folder: str, out: str) -> dict:
         outputs, found = {}, {}
         if mining["algorithm"] == "fpm":
             labels = np.random.default_rng(mining["seed"]).integers(0, mining["random_labels"], g.num_vertices)
-            result = gpipe.mining.frequent_patterns(g, mining["max_edges"], mining["min_support"], labels=labels,
-                                                    **budgets)
+            result = gpipe.mining.frequent_patterns(g, mining["max_edges"], mining["min_support"], labels=labels)
             marks["mine"] = time.perf_counter()
             result.to_parquet(os.path.join(folder, "patterns.parquet"))
             outputs["patterns"] = os.path.join(out, "patterns.parquet")
