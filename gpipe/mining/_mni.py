@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._search import has_edge
 from ..backend import cpu_kernel, prange, to_device, to_host
 from ..kernels import Arg, Kernel
 from ..runtime import spread
@@ -57,14 +58,7 @@ def _embeds(f, v, indptr, indices, label, m, pos, end, scan) -> bool:
                     a, b = m[j], c  # search the shorter row
                     if indptr[a + 1] - indptr[a] > indptr[b + 1] - indptr[b]:
                         a, b = c, m[j]
-                    lo, hi = indptr[a], indptr[a + 1]
-                    while lo < hi:
-                        mid = lo + (hi - lo) // 2
-                        if np.int64(indices[mid]) < b:
-                            lo = mid + 1
-                        else:
-                            hi = mid
-                    found = lo < indptr[a + 1] and np.int64(indices[lo]) == b
+                    found = has_edge(indices, indptr[a], indptr[a + 1] - indptr[a], b)
             if found:
                 m[k] = c
         if not found:
