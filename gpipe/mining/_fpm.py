@@ -26,6 +26,7 @@ import pandas as pd
 
 from .._validate import check_int
 from ..errors import GpipeValueError
+from ..runtime import holder_workers
 from ._grow import check_mined_graph, write_parquet
 from ..backend import cpu_kernel
 from ._mni import Round, check, task_fields
@@ -147,7 +148,7 @@ def frequent_patterns(g, max_edges: int, min_support: int, labels=None) -> Frequ
 class _Candidates:
     """A level's candidate patterns (distinct canonical codes, ascending) and, per candidate, the positions
     standing for its orbits (``root``, -1 past the last) with the domain each is checked over (``domain``: an
-    index of :meth:`_Mining.domain`) and its size, the smallest domain first."""
+    index into ``_Mining.lists``) and its size, the smallest domain first."""
 
     codes: np.ndarray  # int64 (C,)
     root: np.ndarray  # int64 (C, MAX_VERTICES)
@@ -211,7 +212,7 @@ class _Mining:
         alive = np.where(c.root >= 0, c.size >= self.min_support, True).all(axis=1)
         support = np.full(c.codes.size, _NONE, np.int64)
         valid = np.full((c.codes.size, MAX_VERTICES), -1, np.int64)
-        lists, checks, rounds, seconds, workers = [], 0, 0, 0.0, 0
+        lists, checks, rounds, seconds = [], 0, 0, 0.0
         for r in range(MAX_VERTICES):
             tasks = np.flatnonzero(alive & (c.root[:, r] >= 0))
             if not tasks.size:
@@ -222,9 +223,8 @@ class _Mining:
             start = np.concatenate([[0], np.cumsum(c.size[tasks, r])])
             round_ = Round(self.g.graph_id, task_fields(c.codes[tasks], c.root[tasks, r]), start, at[which],
                            domains, self.ranks)
-            found, stats = check(self.g, round_)
-            checks, rounds, seconds, workers = (checks + found.size, rounds + 1, seconds + stats["seconds"],
-                                                stats["workers"])
+            found, took = check(self.g, round_)
+            checks, rounds, seconds = checks + found.size, rounds + 1, seconds + took
             images = np.add.reduceat(found, start[:-1], dtype=np.int64)
             alive[tasks[images < self.min_support]] = False
             support[tasks] = np.minimum(support[tasks], images)
@@ -237,7 +237,7 @@ class _Mining:
         level = pd.DataFrame({"code": self.code, "support": support[alive]})
         return level, {"candidates": int(c.codes.size), "checks": checks, "rounds": rounds,
                        "frequent": int(alive.sum()), "check_seconds": seconds,
-                       "seconds": time.perf_counter() - started, "workers": workers}
+                       "seconds": time.perf_counter() - started}
 
 
 _NONE = np.iinfo(np.int64).max  # no domain: past a pattern's orbits
@@ -291,4 +291,4 @@ def _fpm_stats(levels: list[dict], max_edges: int, min_support: int, g, seconds:
     return {"max_edges": max_edges, "min_support": min_support,
             **{key: [s[key] for s in levels] for key in ("candidates", "checks", "rounds", "frequent",
                                                          "check_seconds")},
-            "workers": max(s["workers"] for s in levels), "device": g.device, "seconds": seconds}
+            "workers": len(holder_workers(g)), "device": g.device, "seconds": seconds}

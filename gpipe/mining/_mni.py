@@ -159,13 +159,13 @@ class Round:
     labels: np.ndarray  # int32: each vertex's label rank
 
 
-def check(g, round_: Round) -> tuple[np.ndarray, dict]:
+def check(g, round_: Round) -> tuple[np.ndarray, float]:
     """Every item of ``round_`` checked on ``g``'s workers: whether its task's pattern embeds with its root at its
-    data vertex (bool, an item each), and ``seconds`` (the workers' most) and ``workers``."""
+    data vertex (bool, an item each), and the seconds of the slowest worker."""
     total = int(round_.start[-1])
     replies = spread(g, "mining", _check_here, total, round_)
     valid = np.concatenate([np.empty(0, bool)] + [np.unpackbits(bits, count=n).view(bool) for bits, n, _ in replies])
-    return valid, {"seconds": max((s for _, _, s in replies), default=0.0), "workers": len(replies)}
+    return valid, max((s for _, _, s in replies), default=0.0)
 
 
 def _check_here(first: int, count: int, round_: Round) -> tuple[np.ndarray, int, float]:
