@@ -100,6 +100,23 @@ def test_count_estimate_cuda_equals_cpu_twin(case, alpha, inherit):
     assert out["numpy"][1].sum() > 0
 
 
+def test_a_setting_above_the_kernels_launch_bounds_launches_blocks_of_the_bound():
+    """gp_count_estimate allows 256 threads a block (__launch_bounds__): a setting of 1024 must not fail its launch."""
+    import dask
+
+    cg = CASES["hubs"]()
+    out = {}
+    for x in (np, cupy):
+        sums, valid = x.zeros(512, x.float64), x.zeros(512, x.int32)
+        with dask.config.set({"gpipe.kernels.threads-per-block": 1024}):
+            ESTIMATE.launch(**{k: x.asarray(a) for k, a in cg.arrays().items()}, k=cg.num_positions,
+                            key=_rng.key(3), alpha=1.0, inherit=1, first_group=0, groups=512, group_sum=sums,
+                            group_valid=valid)
+        out[x.__name__] = (cupy.asnumpy(sums), cupy.asnumpy(valid))
+    np.testing.assert_array_equal(out["cupy"][0], out["numpy"][0])
+    np.testing.assert_array_equal(out["cupy"][1], out["numpy"][1])
+
+
 def _estimates_on_gpu_and_cpu(gpu_cluster, cpu_cluster, methods, samples: int, seed: int) -> list[list]:
     """HPRD's dense 16-vertex query estimated by each of ``methods`` on the GPU cluster, then on the CPU one."""
     query = Query.from_file(HPRD / "queries" / "query_dense_16_1.graph")
