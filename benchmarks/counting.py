@@ -34,7 +34,7 @@ count): per query Alley with inheritance on and off, K seeds at
 estimates' mean, standard deviation (ddof 1) and normalized standard deviation,
 under ``variance``. The JSON is saved after every query (``complete`` false
 until the end), the figure at the end. Each estimate call builds its
-candidate graph again, on the GPU where the graph is (15-25 ms on R-MAT 20
+candidate graph again, on the GPU where the graph is (11-17 ms on R-MAT 20
 with 8 labels on an H200).
 """
 

@@ -249,6 +249,28 @@ def test_candidate_graphs_follow_their_definition_on_every_layout(cpu, seed):
             assert a.dtype == b.dtype and np.array_equal(a, b), name
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_a_candidate_graph_built_a_query_vertex_a_pass_is_the_same(monkeypatch, seed):
+    """The candidates of every query vertex are found in one pass of LIST_PASS bits at most: with room for one
+    query vertex's bits a pass (k passes), the candidate graph built is the reference's, array for array the same."""
+    from gpipe.counting import _candidates
+
+    rng = np.random.default_rng(seed)
+    graph = labeled_graph(seed, n=int(rng.integers(30, 60)), p=0.12, kinds=3)
+    nx_query = walked_query(graph, int(rng.integers(3, 8)), rng)
+    query = Query.from_networkx(nx_query)
+    arcs = np.array(sorted((u, v) for a, b in graph.edges for u, v in ((a, b), (b, a))), np.int64).reshape(-1, 2)
+    indptr = np.concatenate([[0], np.cumsum(np.bincount(arcs[:, 0], minlength=len(graph)))]).astype(np.int64)
+    labels = np.array([graph.nodes[v]["label"] for v in range(len(graph))])
+    at_once = _candidates.build(indptr, arcs[:, 1].copy(), labels, query)
+    monkeypatch.setattr(_candidates, "LIST_PASS", 1)
+    one_by_one = _candidates.build(indptr, arcs[:, 1].copy(), labels, query)
+    assert as_lists(one_by_one) == reference_candidate_graph(graph, nx_query)
+    for name in ["order", *at_once.arrays()]:
+        a, b = getattr(at_once, name), getattr(one_by_one, name)
+        assert a.dtype == b.dtype and np.array_equal(a, b), name
+
+
 @pytest.mark.parametrize("layout", LAYOUTS)
 def test_a_dropped_candidate_takes_its_neighbors_along_across_partitions(cpu, layout):
     """A path labeled 0, 1, 2, 0, 1, ... and a triangle labeled 0, 1, 2: the path's inner vertices pass the filters

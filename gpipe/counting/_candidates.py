@@ -17,6 +17,8 @@ from ._candidate_kernels import DEGREE, EDGES, FILTER, REFINE
 from ._common import on_partition_rows
 from ._inputs import Query
 
+LIST_PASS = 1 << 28  # the bits _candidate_lists tests in one pass (4 bytes each: 1 GB)
+
 
 @dataclass(frozen=True, eq=False)
 class CandidateGraph:
@@ -132,9 +134,10 @@ def candidates(g: Graph, query: Query) -> CandidateGraph:
     if g.num_partitions == 1:
         return on_partition_rows(g, "counting: candidate graph", _whole, query)[0]
     sets = _partitioned_sets(g, query)  # on the host, as are the partitions' candidate edges joined here
-    order = _matching_order(sets, query)
-    return _assemble(sets, order, on_partition_rows(g, "counting: candidate edges", _edges_part, query, sets,
-                                                    order))
+    lists = _candidate_lists(sets, query.num_vertices)
+    order = _order(np.diff(lists[1]), query.neighbors())
+    return _assemble(lists, order, on_partition_rows(g, "counting: candidate edges", _edges_part, query, sets,
+                                                     order))
 
 
 @dataclass(frozen=True)
@@ -160,8 +163,8 @@ def hold(g: Graph, query: Query, run_id: str) -> Held:
         held = on_partition_rows(g, "counting: candidate graph", _whole_kept, query, run_id)[0]
         return dataclasses.replace(held, source=g.holders[0][0])
     sets = _partitioned_sets(g, query)
-    order = _matching_order(sets, query)
-    counts = _candidate_counts(sets, query.num_vertices)
+    counts = np.diff(_candidate_lists(sets, query.num_vertices)[1])
+    order = _order(counts, query.neighbors())
     held = Held(counts, np.asarray(order, np.int64), bool((counts == 0).any()))
     if held.empty:
         return held
@@ -224,7 +227,8 @@ def _assemble_kept(run_id: str, sources: list[str], sets: np.ndarray, order: lis
         edges.update(call_peer(worker, _edges_here, run_id))
     x = worker_xp()
     pieces = [_pieces_as(x.asarray, edges[rows]) for rows in sorted(edges)]
-    run_state(run_id, CountingState).candidates = _assemble(x.asarray(sets), order, pieces)
+    run_state(run_id, CountingState).candidates = _assemble(_candidate_lists(x.asarray(sets), len(order)), order,
+                                                            pieces)
 
 
 def _partitioned_sets(g: Graph, query: Query) -> np.ndarray:
@@ -247,8 +251,9 @@ def build(indptr, indices, labels, query: Query) -> CandidateGraph:
     (numpy or cupy arrays; the labels may be on the host)."""
     sets = _filtered(indptr, indices, 0, labels, query)
     _refine(indptr, indices, 0, sets, query)
-    order = _matching_order(sets, query)
-    return _assemble(sets, order, [_candidate_edges(indptr, indices, 0, sets, order, query)])
+    lists = _candidate_lists(sets, query.num_vertices)
+    order = _order(np.diff(lists[1]), query.neighbors())
+    return _assemble(lists, order, [_candidate_edges(indptr, indices, 0, sets, order, query, lists)])
 
 
 def _whole(indptr, indices, lo: int, labels, query: Query) -> CandidateGraph:
@@ -312,37 +317,54 @@ def _refine(indptr, indices, lo: int, sets, query: Query, stale: int | None = No
     return dropped
 
 
-def _members(sets, u: int):
-    """Whether each data vertex is a candidate of query vertex ``u``."""
-    return (sets >> np.uint32(u) & np.uint32(1)).astype(np.bool_)
-
-
-def _candidate_counts(sets, k: int) -> np.ndarray:
-    """The number of candidates of each of the ``k`` query vertices (a host array)."""
+def _candidate_lists(sets, k: int) -> tuple:
+    """Each of the ``k`` query vertices' candidates, ascending, one list after the other: ``(vertices, offsets)``,
+    ``offsets`` a host array of k + 1. Found for every query vertex at once (a few launches, not a few per query
+    vertex: on a small graph the launches are the cost), LIST_PASS bits at most at a time."""
     x = xp(device_of(sets))
-    return to_host(x.stack([x.count_nonzero(_members(sets, u)) for u in range(k)]).astype(x.int64))
+    some = x.flatnonzero(sets)  # the candidates of any query vertex
+    values = sets[some]
+    per = max(1, LIST_PASS // max(some.shape[0], 1))  # query vertices a pass
+    vertices, counts = [], []
+    for first in range(0, k, per):
+        shifts = x.arange(first, min(first + per, k), dtype=x.uint32)
+        u, at = x.nonzero((values[None, :] >> shifts[:, None]) & np.uint32(1))  # by query vertex, then vertex
+        vertices.append(some[at])
+        counts.append(np.diff(to_host(x.searchsorted(u, x.arange(shifts.shape[0] + 1)))))
+    offsets = np.concatenate([[0], np.cumsum(np.concatenate(counts))]).astype(np.int64)
+    return (vertices[0] if len(vertices) == 1 else x.concatenate(vertices)), offsets
 
 
-def _matching_order(sets, query: Query) -> list[int]:
-    return _order(_candidate_counts(sets, query.num_vertices), query.neighbors())
-
-
-def _candidate_edges(indptr, indices, lo: int, sets, order: list[int], query: Query) -> list[list]:
+def _candidate_edges(indptr, indices, lo: int, sets, order: list[int], query: Query, lists=None) -> list[list]:
     """The rows' share of the candidate edges, on the rows' device: per position ``d``, per backward position ``b``
     (ascending), ``(b, counts, entries)``: how many of ``d``'s candidates each of ``b``'s candidates among the rows
-    is adjacent to, and their indices among ``d``'s candidates, row after row."""
+    is adjacent to, and their indices among ``d``'s candidates, row after row. ``lists``: the
+    :func:`_candidate_lists` of ``sets``, if made already."""
     x = xp(device_of(sets))
+    vertices, offsets = lists if lists is not None else _candidate_lists(sets, query.num_vertices)
+    rows_end = lo + indptr.shape[0] - 1
+    whole = lo == 0 and rows_end == sets.shape[0]
+
+    @functools.cache
+    def rows_of(u: int):  # u's candidates among the rows
+        mine = vertices[offsets[u]:offsets[u + 1]]
+        if whole:
+            return mine
+        first, last = to_host(x.searchsorted(mine, x.asarray([lo, rows_end])))
+        return mine[first:last]
+
     position = np.empty(len(order), np.int64)
     position[order] = np.arange(len(order))
     neighbors = query.neighbors()
-    own = sets[lo:lo + indptr.shape[0] - 1]
     out = []
     for d, u in enumerate(order):
         backward = sorted(int(position[w]) for w in neighbors[u] if position[w] < d)
-        rank = x.cumsum(_members(sets, u), dtype=x.int32) - np.int32(1) if backward else None  # index among d's
+        if backward:  # each of u's candidates' index among them (read at u's candidates only)
+            rank = x.empty(sets.shape[0], x.int32)
+            rank[vertices[offsets[u]:offsets[u + 1]]] = x.arange(offsets[u + 1] - offsets[u], dtype=x.int32)
         pieces = []
         for b in backward:
-            rows = x.flatnonzero(_members(own, order[b])) + lo
+            rows = rows_of(order[b])
             counts = x.empty(rows.shape[0], x.int64)
             DEGREE.launch(n=rows.shape[0], rows=rows, indptr=indptr, indices=indices, lo=lo, sets=sets, u=u,
                           count=counts)
@@ -360,15 +382,16 @@ def _pieces_as(convert, pieces: list[list]) -> list[list]:
     return [[(b, convert(counts), convert(entries)) for b, counts, entries in position] for position in pieces]
 
 
-def _assemble(sets, order: list[int], pieces: list[list]) -> CandidateGraph:
-    """The candidate graph from the final candidate sets and the :func:`_candidate_edges` of row ranges covering
-    the graph, in row order, on their device."""
-    x = xp(device_of(sets))
-    cand = [x.flatnonzero(_members(sets, u)) for u in order]
+def _assemble(lists: tuple, order: list[int], pieces: list[list]) -> CandidateGraph:
+    """The candidate graph from the final candidates (:func:`_candidate_lists`) and the :func:`_candidate_edges` of
+    row ranges covering the graph, in row order, on their device."""
+    vertices, offsets = lists
+    x = xp(device_of(vertices))
+    join = (lambda arrays: arrays[0]) if len(pieces) == 1 else x.concatenate
     back_pos, back_rows, edge_rows, edge_indices = [], [], [x.zeros(1, x.int64)], []
     back_offsets, rows_so_far, entries_so_far = [0], 0, 0
     for d in range(len(order)):
-        edges = [(b, x.concatenate([p[d][t][1] for p in pieces]), x.concatenate([p[d][t][2] for p in pieces]))
+        edges = [(b, join([p[d][t][1] for p in pieces]), join([p[d][t][2] for p in pieces]))
                  for t, (b, _, _) in enumerate(pieces[0][d])]
         edges.sort(key=lambda e: e[2].shape[0] / max(e[1].shape[0], 1))  # the parent: fewest local candidates
         for b, row_counts, entries in edges:
@@ -381,13 +404,14 @@ def _assemble(sets, order: list[int], pieces: list[list]) -> CandidateGraph:
         back_offsets.append(len(back_pos))
     return CandidateGraph(
         order=np.asarray(order, np.int64),
-        cand_offsets=x.asarray(np.concatenate([[0], np.cumsum([c.shape[0] for c in cand])]), x.int64),
-        cand_vertices=x.concatenate(cand).astype(x.int64),
+        cand_offsets=x.asarray(np.concatenate([[0], np.cumsum(np.diff(offsets)[order])]), x.int64),
+        cand_vertices=x.concatenate([vertices[offsets[u]:offsets[u + 1]] for u in order]).astype(x.int64,
+                                                                                                 copy=False),
         back_offsets=x.asarray(back_offsets, x.int64),
         back_pos=x.asarray(back_pos, x.int32),
         back_rows=x.asarray(back_rows, x.int64),
-        edge_indptr=x.concatenate(edge_rows).astype(x.int64),
-        edge_indices=x.concatenate(edge_indices or [x.zeros(0, x.int32)]).astype(x.int32),
+        edge_indptr=x.concatenate(edge_rows).astype(x.int64, copy=False),
+        edge_indices=x.concatenate(edge_indices or [x.zeros(0, x.int32)]).astype(x.int32, copy=False),
     )
 
 
