@@ -1,6 +1,7 @@
 // Device helpers shared by the walk kernels; CPU twins in gpipe/walks/_common.py (gp_pick_edge: gpipe/_search.py).
 #pragma once
 #include "rng.cuh"
+#include "rows.cuh"
 
 // The edge taken from a vertex whose out-edges are a..a+d-1: uniform, or by
 // inverse transform sampling over the per-vertex weight prefix sums `cdf`

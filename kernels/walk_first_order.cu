@@ -9,20 +9,19 @@
 // graphs' defines (walk_graphs.cuh) too.
 #include "walk_graphs.cuh"
 
-// Walk one walker from (v, s) while it stays inside [lo, hi), writing its vertices to out[0..most-1]; returns how
-// many it wrote. `left`: it stepped out of [lo, hi) (v is then the vertex it stepped to) or filled `most` (v, s
+// Walk one walker from (v, s) while it stays inside [lo, hi), writing its vertices to its row `out` (rows.cuh), at
+// most `most`; returns how many it wrote. `left`: it stepped out of [lo, hi) (v is then the vertex it stepped to) or filled `most` (v, s
 // not written yet); else its walk ended (at `length`, or at a vertex it cannot leave).
-template <typename Graph>
+template <typename Graph, typename Row>
 __device__ __forceinline__ int gp_first_order_walk(const Graph& g, long long lo, long long hi, long long num_vertices,
                                                    unsigned long long key, int length, double alpha, int teleport,
                                                    unsigned long long id, const long long* __restrict__ source,
-                                                   long long& v, int& s, typename Graph::Id* out, int most,
-                                                   bool& left) {
+                                                   long long& v, int& s, Row& out, int most, bool& left) {
     int k = 0;
     left = false;
     while (true) {
         if (k == most) { left = true; break; }
-        out[k++] = (typename Graph::Id)v;
+        out.put(k++, (typename Graph::Id)v);
         if (s >= length) break;
         long long u;
         if (teleport != TELEPORT_NONE && gp_unit(gp_bits(key, id, s, 0)) < alpha) {
@@ -39,6 +38,7 @@ __device__ __forceinline__ int gp_first_order_walk(const Graph& g, long long lo,
         v = u;
         if (u < lo || u >= hi) { left = true; break; }
     }
+    out.done(k);
     return k;
 }
 
@@ -62,7 +62,8 @@ __device__ __forceinline__ unsigned long long gp_reserve(unsigned long long* cou
 
 // Every walker of a graph's walk on its graph g, to its end or until it leaves [lo, hi): its vertices at
 // flat[offset[i]..], how many, where it is and whether it left. The lanes of a warp take their next walkers
-// together (gp_reserve: one atomicAdd, not one a walker, on the one counter every thread takes from).
+// together (gp_reserve: one atomicAdd, not one a walker, on the one counter every thread takes from). Rows are
+// written a sector at a time (GpSectorRow): the kernels calling this declare GP_SECTOR_STAGE.
 template <typename Graph>
 __device__ __forceinline__ void gp_first_order_walkers(
     const Graph& g, long long lo, long long hi, long long num_vertices, unsigned long long key, int length,
@@ -70,14 +71,14 @@ __device__ __forceinline__ void gp_first_order_walkers(
     const long long* __restrict__ source, const long long* __restrict__ vertex, const int* __restrict__ step,
     const long long* __restrict__ offset, typename Graph::Id* __restrict__ flat, int* __restrict__ piece_len,
     long long* __restrict__ out_vertex, int* __restrict__ out_step, signed char* __restrict__ moved,
-    unsigned long long* __restrict__ next) {
+    unsigned long long* __restrict__ next, unsigned char* stages) {
     for (long long i = (long long)gp_reserve(next, 1u); i < n; i = (long long)gp_reserve(next, 1u)) {
         long long v = vertex[i];
         int s = step[i];
         bool left;
+        GpSectorRow<typename Graph::Id> row(flat + offset[i], stages);
         const int k = gp_first_order_walk(g, lo, hi, num_vertices, key, length, alpha, teleport,
-                                          (unsigned long long)walk_id[i], source + i, v, s, flat + offset[i],
-                                          0x7fffffff, left);
+                                          (unsigned long long)walk_id[i], source + i, v, s, row, 0x7fffffff, left);
         piece_len[i] = k;
         out_vertex[i] = v;
         out_step[i] = s;
@@ -88,7 +89,7 @@ __device__ __forceinline__ void gp_first_order_walkers(
 // At most 32 registers a thread (8 blocks of 256 resident on an SM: every thread slot): the walk waits on its
 // loads, and more walkers in flight hide more of them (40 registers left a quarter of the slots empty).
 template <typename IdT>
-__global__ void __launch_bounds__(256, 8) gp_walk_first_order(const long long* __restrict__ indptr, const IdT* __restrict__ indices,
+__global__ void __launch_bounds__(GP_SECTOR_THREADS, 8) gp_walk_first_order(const long long* __restrict__ indptr, const IdT* __restrict__ indices,
                                     const unsigned long long* __restrict__ table, int weighted,
                                     long long lo, long long hi, long long num_vertices, unsigned long long key,
                                     int length, double alpha, int teleport, long long n,
@@ -98,13 +99,14 @@ __global__ void __launch_bounds__(256, 8) gp_walk_first_order(const long long* _
                                     IdT* __restrict__ flat, int* __restrict__ piece_len,
                                     long long* __restrict__ out_vertex, int* __restrict__ out_step,
                                     signed char* __restrict__ moved, unsigned long long* __restrict__ next) {
+    GP_SECTOR_STAGE;
     const GpCsr<IdT> g{{indices, nullptr, weighted, table}, indptr};
     gp_first_order_walkers(g, lo, hi, num_vertices, key, length, alpha, teleport, n, walk_id, source, vertex, step,
-                           offset, flat, piece_len, out_vertex, out_step, moved, next);
+                           offset, flat, piece_len, out_vertex, out_step, moved, next, gp_sector_stage);
 }
 
 // The same walk on a dynamic graph's snapshot of a partition (its sampling space, GpSpace).
-extern "C" __global__ void gp_walk_first_order_dynamic(
+extern "C" __global__ void __launch_bounds__(GP_SECTOR_THREADS) gp_walk_first_order_dynamic(
     const long long* __restrict__ edge_start, const long long* __restrict__ degree, const long long* __restrict__ dst,
     const long long* __restrict__ units, const double* __restrict__ frac, const long long* __restrict__ member_start,
     const long long* __restrict__ members, const long long* __restrict__ group_row,
@@ -117,10 +119,11 @@ extern "C" __global__ void gp_walk_first_order_dynamic(
     const int* __restrict__ step, const long long* __restrict__ offset, long long* __restrict__ flat,
     int* __restrict__ piece_len, long long* __restrict__ out_vertex, int* __restrict__ out_step,
     signed char* __restrict__ moved, unsigned long long* __restrict__ next) {
+    GP_SECTOR_STAGE;
     const GpSpace g{{dst, units, frac, weighted}, edge_start, degree, member_start, members, group_row, group_count,
                     group_kind, group_bit, group_start, group_size, alias_prob, alias_other, nullptr, space_vertices};
     gp_first_order_walkers(g, lo, hi, num_vertices, key, length, alpha, teleport, n, walk_id, source, vertex, step,
-                           offset, flat, piece_len, out_vertex, out_step, moved, next);
+                           offset, flat, piece_len, out_vertex, out_step, moved, next, gp_sector_stage);
 }
 
 // The same walk over a partition of a graph cut in several, with what the runtime does around it fused in: each
@@ -156,11 +159,12 @@ __global__ void gp_walk_first_order_routed(const long long* __restrict__ indptr,
     unsigned long long taken = 0;
     for (long long i = (long long)atomicAdd(next, 1ULL); i < n; i = (long long)atomicAdd(next, 1ULL)) {
         IdT stage[STAGE];
+        GpPlainRow<IdT> staged{stage};
         long long v = vertex[i];
         int s = step[i];
         bool moves;
         const int k = gp_first_order_walk(g, lo, hi, num_vertices, key, length, alpha, teleport,
-                                          (unsigned long long)walk_id[i], source + i, v, s, stage, STAGE, moves);
+                                          (unsigned long long)walk_id[i], source + i, v, s, staged, STAGE, moves);
         taken += (unsigned long long)(s - step[i]);
         const long long w = walk_id[i];
         const long long block = ranks > 0 ? w / block_rows : 0;

@@ -7,7 +7,7 @@
 #include "walk.cuh"
 
 template <typename IdT>
-__global__ void gp_walk_mh(const long long* __restrict__ indptr, const IdT* __restrict__ indices, long long lo,
+__global__ void __launch_bounds__(GP_SECTOR_THREADS) gp_walk_mh(const long long* __restrict__ indptr, const IdT* __restrict__ indices, long long lo,
                            long long hi, unsigned long long key, int length, long long n,
                            const long long* __restrict__ walk_id, const long long* __restrict__ vertex,
                            const int* __restrict__ step, const long long* __restrict__ cur,
@@ -17,11 +17,12 @@ __global__ void gp_walk_mh(const long long* __restrict__ indptr, const IdT* __re
                            long long* __restrict__ out_cur, long long* __restrict__ out_degv,
                            signed char* __restrict__ out_state, signed char* __restrict__ moved,
                            unsigned long long* __restrict__ next) {
+    GP_SECTOR_STAGE;
     for (long long i = (long long)atomicAdd(next, 1ULL); i < n; i = (long long)atomicAdd(next, 1ULL)) {
         const unsigned long long id = (unsigned long long)walk_id[i];
         long long v = cur[i];
         int s = step[i];
-        IdT* out = flat + offset[i];
+        GpSectorRow<IdT> out(flat + offset[i], gp_sector_stage);  // (rows.cuh)
         int k = 0;
         signed char left = 0, st = 0;
         long long route = -1, dv = 0;
@@ -29,19 +30,19 @@ __global__ void gp_walk_mh(const long long* __restrict__ indptr, const IdT* __re
         if (state[i] == 1) {  // a proposal from v (elsewhere) to u (here)
             const long long u = vertex[i];
             const long long du = indptr[u - lo + 1] - indptr[u - lo];
-            out[k++] = (IdT)v;
+            out.put(k++, (IdT)v);
             const bool accept = gp_unit(gp_bits(key, id, s, 1)) * (double)du < (double)degv[i];
             ++s;
             if (accept) {
                 v = u;  // the loop below writes it
             } else {
-                out[k++] = (IdT)v;  // stayed; back to v's partition unless the walk is over
+                out.put(k++, (IdT)v);  // stayed; back to v's partition unless the walk is over
                 walking = false;
                 left = s < length;
             }
         }
         while (walking) {
-            out[k++] = (IdT)v;
+            out.put(k++, (IdT)v);
             if (s >= length) break;
             const long long a = indptr[v - lo];
             const long long d = indptr[v - lo + 1] - a;
@@ -53,6 +54,7 @@ __global__ void gp_walk_mh(const long long* __restrict__ indptr, const IdT* __re
             ++s;
         }
         if (st == 0) route = v;
+        out.done(k);
         piece_len[i] = k;
         out_vertex[i] = route;
         out_step[i] = s;

@@ -120,13 +120,13 @@ __device__ __noinline__ long long gp_n2v_exact(const Edges edges, long long a, l
     return last;
 }
 
-// Move walker w (of walk `id`, in `state`) while it stays inside [lo, hi), writing its vertices to out; returns how
-// many it wrote. Bounded: draw a step exactly after `trials` rejections; Exact: make that draw here (else stop,
+// Move walker w (of walk `id`, in `state`) while it stays inside [lo, hi), writing its vertices to its row `out`
+// (GpSectorRow, rows.cuh); returns how many it wrote. Bounded: draw a step exactly after `trials` rejections; Exact: make that draw here (else stop,
 // state GP_N2V_BORROW); Queries: a walker whose t is elsewhere asks t's partition (else stops, to borrow t's list).
 template <typename Graph, bool Bounded, bool Exact, bool Queries>
 __device__ __forceinline__ int gp_n2v_walker(const Graph& g, const GpBorrowed<typename Graph::Id>& b,
                                              const GpN2v& n2v, unsigned long long id, signed char state,
-                                             GpN2vWalker& w, typename Graph::Id* __restrict__ out) {
+                                             GpN2vWalker& w, GpSectorRow<typename Graph::Id>& out) {
     using Id = typename Graph::Id;
     const long long lo = n2v.lo, hi = n2v.hi;
     const unsigned long long key = n2v.key;
@@ -136,12 +136,12 @@ __device__ __forceinline__ int gp_n2v_walker(const Graph& g, const GpBorrowed<ty
     long long route = v;
     int k = 0;
     if (Queries && state == 1) {  // a query: is x a neighbor of t (here)?
-        out[k++] = (Id)v;
+        out.put(k++, (Id)v);
         known = gp_has_edge(g.sorted(), g.start(t - lo), g.degree(t - lo), x) ? 1 : 0;
         left = 1;  // back to v's partition with the answer
     } else {
         while (true) {
-            out[k++] = (Id)v;
+            out.put(k++, (Id)v);
             if (s >= n2v.length) break;
             const long long a = g.start(v - lo);
             const long long d = g.degree(v - lo);
@@ -207,6 +207,7 @@ __device__ __forceinline__ int gp_n2v_walker(const Graph& g, const GpBorrowed<ty
         }
         if (!left) route = v;
     }
+    out.done(k);
     w = GpN2vWalker{v, t, x, route, s, kk, known, st, left};
     return k;
 }
@@ -218,7 +219,7 @@ __device__ __forceinline__ GpN2v gp_n2v(long long lo, long long hi, unsigned lon
 }
 
 template <typename IdT, bool Bounded, bool Exact>
-__global__ void gp_walk_node2vec(const long long* __restrict__ indptr, const IdT* __restrict__ indices,
+__global__ void __launch_bounds__(GP_SECTOR_THREADS) gp_walk_node2vec(const long long* __restrict__ indptr, const IdT* __restrict__ indices,
                                  const double* __restrict__ cdf, const long long* __restrict__ borrowed_ids,
                                  const long long* __restrict__ borrowed_indptr,
                                  const IdT* __restrict__ borrowed_indices, int weighted, long long lo, long long hi,
@@ -235,13 +236,15 @@ __global__ void gp_walk_node2vec(const long long* __restrict__ indptr, const IdT
                                  int* __restrict__ out_trial, signed char* __restrict__ out_answer,
                                  signed char* __restrict__ out_state, signed char* __restrict__ moved,
                                  unsigned long long* __restrict__ next) {
+    GP_SECTOR_STAGE;
     const GpCsr<IdT> g{{indices, cdf, weighted}, indptr};
     const GpBorrowed<IdT> b{borrowed_ids, borrowed_indptr, borrowed_indices, borrowed_count};
     const GpN2v n2v = gp_n2v(lo, hi, key, length, inv_p, inv_q, trials);
     for (long long i = (long long)atomicAdd(next, 1ULL); i < n; i = (long long)atomicAdd(next, 1ULL)) {
         GpN2vWalker w{cur[i], prev[i], cand[i], cur[i], step[i], trial[i], answer[i], 0, 0};
+        GpSectorRow<IdT> row(flat + offset[i], gp_sector_stage);
         piece_len[i] = gp_n2v_walker<GpCsr<IdT>, Bounded, Exact, true>(g, b, n2v, (unsigned long long)walk_id[i],
-                                                                      state[i], w, flat + offset[i]);
+                                                                      state[i], w, row);
         out_vertex[i] = w.route;
         out_step[i] = w.s;
         out_cur[i] = w.v;
@@ -259,7 +262,7 @@ __global__ void gp_walk_node2vec(const long long* __restrict__ indptr, const IdT
 // the caller borrows them and launches it again, and it redoes the step from trial 0 (the same draws). Bounded as
 // gp_walk_node2vec's: <false> for tame p and q (trials -1), without the fallback's code in the loop.
 template <bool Bounded>
-__global__ void gp_walk_node2vec_dynamic(
+__global__ void __launch_bounds__(GP_SECTOR_THREADS) gp_walk_node2vec_dynamic(
     const long long* __restrict__ edge_start, const long long* __restrict__ degree, const long long* __restrict__ dst,
     const long long* __restrict__ units, const double* __restrict__ frac, const long long* __restrict__ member_start,
     const long long* __restrict__ members, const long long* __restrict__ group_row,
@@ -278,11 +281,13 @@ __global__ void gp_walk_node2vec_dynamic(
     const GpSpace g{{dst, units, frac, weighted}, edge_start, degree, member_start, members, group_row, group_count,
                     group_kind, group_bit, group_start, group_size, alias_prob, alias_other, adjacency, space_vertices};
     const GpBorrowed<long long> b{borrowed_ids, borrowed_indptr, borrowed_indices, borrowed_count};
+    GP_SECTOR_STAGE;
     const GpN2v n2v = gp_n2v(lo, hi, key, length, inv_p, inv_q, trials);
     for (long long i = (long long)atomicAdd(next, 1ULL); i < n; i = (long long)atomicAdd(next, 1ULL)) {
         GpN2vWalker w{vertex[i], prev[i], -1, vertex[i], step[i], 0, -1, 0, 0};
+        GpSectorRow<long long> row(flat + offset[i], gp_sector_stage);
         piece_len[i] = gp_n2v_walker<GpSpace, Bounded, true, false>(g, b, n2v, (unsigned long long)walk_id[i], 0, w,
-                                                                 flat + offset[i]);
+                                                                 row);
         out_vertex[i] = w.v;
         out_step[i] = w.s;
         out_prev[i] = w.t;
