@@ -324,9 +324,9 @@ def test_frontier_samples_stay_on_the_workers_and_go_with_their_result(cpu, even
     heard = []
 
     def run_and_hear(*args, **kwargs):
-        run_id, partitions, stats = run_supersteps(*args, **kwargs)
-        heard.extend(stats["outputs"])  # what came back with the run: each partition's summary
-        return run_id, partitions, stats
+        ran = run_supersteps(*args, **kwargs)
+        heard.extend(ran.stats["outputs"])  # what came back with the run: each partition's summary
+        return ran
 
     run_supersteps = _frontier.run_supersteps
     monkeypatch.setattr(_frontier, "run_supersteps", run_and_hear)

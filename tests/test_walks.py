@@ -136,7 +136,11 @@ def test_a_partitioned_walk_ends_with_each_blocks_pieces_on_the_worker_making_it
         whole = gpipe.walks.deepwalk(gpipe.generators.rmat(scale=9, edge_factor=4, seed=2, mode="replicated"),
                                      length=20, walks_per_vertex=2, seed=5)  # one replica: its rows, in place
         assert whole.stats["mode"] == "replicated" and whole.stats["gathered"]
-        assert list(one_worker_cluster.run(_blocks_held, whole._run_id, 37).values()) == [([], blocks)]
+        # its blocks made from them as the run ended, kept as Dask data (nothing of the run left to assemble)
+        assert list(one_worker_cluster.run(_blocks_held, whole._run_id, 37).values()) == [([], [])]
+        made = whole._block_futures
+        assert [f.key for f in made] == [f"gpipe-assemble-{whole._run_id}-{b}" for b in blocks]
+        assert all(f.status == "finished" for f in made) and whole.stats["assemble_seconds"] > 0
         np.testing.assert_array_equal(whole.compute(), alone)
     room = cpu.run(_gather_room, 1 << 62)
     try:

@@ -20,6 +20,7 @@ import numpy as np
 from ..backend import to_device, to_host, xp
 from ..errors import GpipeError, TaskError
 from . import _exchange, _gather, _lent, _pieces
+from ._kept import block_key, keep_here
 from ._run import Run
 from ._spec import OutputBlocks, RunSpec, StartSet, StepSpec
 from ._store import store
@@ -483,6 +484,8 @@ def advance_local(spec: RunSpec, walkers: dict | tuple | StartSet, *, part: int,
     by ``spec.step.start``. Walkers that need no other (``order_free``) run
     in batches whose output fits a quarter of ``gpipe.memory.output-limit``
     (see :func:`_batches`), so a share's paths need not fit the device at once.
+    With ``spec.blocks`` (the one replica's run), its blocks are made as the run ends and kept in the worker's
+    data (``kept``: their keys' bytes and types, for the client to register): no second call to make them.
     """
     x = worker_xp()
     st = store()
@@ -512,8 +515,12 @@ def advance_local(spec: RunSpec, walkers: dict | tuple | StartSet, *, part: int,
                 steps += taken
                 taken_supersteps += 1
             supersteps = max(supersteps, taken_supersteps)
-    return {"steps": int(steps), "seconds": seconds, "supersteps": supersteps, "spilled": spilled,
-            "batches": batches, "outputs": _summaries(spec, [part])}
+    summary = {"steps": int(steps), "seconds": seconds, "supersteps": supersteps, "spilled": spilled,
+               "batches": batches, "outputs": _summaries(spec, [part]), "kept": None}
+    if spec.blocks is not None:
+        summary["kept"] = keep_here(assemble_owned, (spec.run_id, part, spec.blocks, 1, 0, spec.output_limit),
+                                    [(block_key(spec.run_id, b), b) for b in range(spec.blocks.count)])
+    return summary
 
 
 def _batches(walkers: dict, step: StepSpec, itemsize: int, limit: int | None):

@@ -17,7 +17,7 @@ import contextlib
 import time
 import uuid
 from collections import defaultdict
-from typing import Callable
+from typing import Callable, NamedTuple
 
 import numpy as np
 from dask.utils import format_bytes
@@ -27,6 +27,7 @@ from .._validate import check_choice, check_probability
 from ..backend import unique
 from ..errors import GpipeValueError
 from . import _advance, _nccl
+from ._kept import block_key, registered
 from ._residency import POLICIES
 from ._spec import OutputBlocks, RunSpec, StartSet, StepSpec
 from ._store import drop_run, output_limit_setting, store, transfers
@@ -73,9 +74,20 @@ def _memory() -> tuple:
     return store().memory()
 
 
+class Ran(NamedTuple):
+    """What :func:`run_supersteps` returns: the run's id, the partitions that ran (with their workers), its
+    statistics, and futures of its output blocks where its one worker made them as it ended (else None: made
+    from what it left, :func:`assemble_blocks`)."""
+
+    run_id: str
+    partitions: dict[int, str]
+    stats: dict
+    made: list | None
+
+
 def run_supersteps(graph, spec: StepSpec, initial: int | StartSet | dict, *, num_walks: int,
                    progress: Callable | None = None, summarize: Callable[[list], object] | None = None,
-                   blocks: OutputBlocks | None = None) -> tuple[str, dict[int, str], dict]:
+                   blocks: OutputBlocks | None = None) -> Ran:
     """Advance walkers with ``spec`` until none is left; what the step outputs stays in the workers' stores.
 
     ``initial`` is the number of walkers to start from every vertex or a
@@ -87,7 +99,8 @@ def run_supersteps(graph, spec: StepSpec, initial: int | StartSet | dict, *, num
     With ``blocks`` (a walk-shaped output's), a partitioned run ends by sending its pieces to the workers making
     their blocks (``stats['gathered']``, see ``_gather``; on one worker nothing moves): the partitions returned are
     then one per worker, where its blocks' pieces are, and :func:`assemble_blocks` makes each worker's blocks
-    there at once.
+    there at once; a replicated graph's run on one replica makes its blocks as it ends (``Ran.made``:
+    ``stats['seconds']`` includes making them, ``stats['assemble_seconds']`` is telling the scheduler of them).
     """
     if graph.replicas is not None:
         return _run_replicated(graph, spec, initial, progress, summarize, blocks)
@@ -145,7 +158,7 @@ def run_supersteps(graph, spec: StepSpec, initial: int | StartSet | dict, *, num
                      partition_reads_in_place=int(in_place), bytes_moved=int(nbytes),
                      transfer_seconds=float(copy_seconds),
                      host_to_device_bytes_per_second=float(nbytes / copy_seconds) if copy_seconds > 0 else 0.0)
-    return run_id, {p: placement[p] for p in sorted(ran)}, stats
+    return Ran(run_id, {p: placement[p] for p in sorted(ran)}, stats, None)
 
 
 def _exchange_path(graph, workers: list[str]) -> str:
@@ -205,7 +218,13 @@ def _run_replicated(graph, spec: StepSpec, initial: int | StartSet | dict, progr
     stats = _stats(graph, summaries, "replicated", partitions=1, workers=count, steps=steps, seconds=seconds,
                    supersteps=supersteps, kernel_seconds=max((s["seconds"] for s in summaries), default=0.0))
     stats["gathered"] = blocks is not None
-    return run.run_id, {r: replicas[r] for r in shares}, stats
+    made = None
+    if any(s["kept"] for s in summaries):  # its one replica made its blocks as it ended
+        t0 = time.perf_counter()
+        futures = registered(client, {replicas[0]: summaries[0]["kept"]})
+        made = [futures[block_key(run.run_id, b)] for b in range(blocks.count)]
+        stats["assemble_seconds"] = time.perf_counter() - t0
+    return Ran(run.run_id, {r: replicas[r] for r in shares}, stats, made)
 
 
 def _call_run(client, run_id: str, calls: list[tuple], held: dict[int, str], phase: str, unit: str = "partition"):

@@ -26,7 +26,7 @@ class HeldResult:
 
     The runs that made it leave their outputs in the workers' stores; the
     first use makes the blocks there (``persist``: each family's
-    :meth:`_assemble`) and lets the runs go, the blocks holding everything
+    :meth:`_assemble`; a walk on one replica made them as it ended) and lets the runs go, the blocks holding everything
     from then on; should making them fail, the runs are let go at once, so the
     next run has the memory back. The runs are let go too when the result is
     garbage-collected first. ``map_blocks`` runs a function on each block where

@@ -20,6 +20,11 @@ from ._store import store
 from ._watch import call_workers, tell_workers
 
 
+def block_key(run_id: str, b: int) -> str:
+    """The Dask key of block ``b`` of run ``run_id``'s result."""
+    return f"gpipe-assemble-{run_id}-{b}"
+
+
 def kept_blocks(client, blocks: dict[str, tuple], function, args_of, held: dict[int, str], phase: str,
                 unit: str = "partition") -> dict:
     """Futures, by key, of the blocks ``blocks`` (key -> ``(worker, b)``), made and kept on their workers: each
@@ -30,12 +35,22 @@ def kept_blocks(client, blocks: dict[str, tuple], function, args_of, held: dict[
     for key, (worker, b) in blocks.items():
         mine.setdefault(worker, []).append((key, b))
     try:
-        made = call_workers(client, [(worker, _keep_here, (function, args_of(worker), parts), {})
+        made = call_workers(client, [(worker, keep_here, (function, args_of(worker), parts), {})
                                      for worker, parts in mine.items()], held, phase, unit)
-        who_has = {key: [worker] for worker, parts in mine.items() for key, _ in parts}
-        return client.sync(_registered, client, who_has, {key: kept for sizes in made for key, kept in sizes.items()})
     except BaseException:
         _dropped(client, sorted(mine), list(blocks))
+        raise
+    return registered(client, dict(zip(mine, made)))
+
+
+def registered(client, kept: dict[str, dict]) -> dict:
+    """Futures, by key, of the values :func:`keep_here` kept on workers (worker -> its ``{key: (bytes, type)}``);
+    should the scheduler not take them, they are dropped from those workers."""
+    try:
+        return client.sync(_registered, client, {key: [worker] for worker, sizes in kept.items() for key in sizes},
+                           {key: size for sizes in kept.values() for key, size in sizes.items()})
+    except BaseException:
+        _dropped(client, sorted(kept), [key for sizes in kept.values() for key in sizes])
         raise
 
 
@@ -50,7 +65,7 @@ async def _registered(client, who_has: dict, kept: dict) -> dict:
     return futures
 
 
-def _keep_here(function, args: tuple, parts: list[tuple]) -> dict:
+def keep_here(function, args: tuple, parts: list[tuple]) -> dict:
     """On a worker: ``function(*args, part=b)`` of each ``(key, b)`` of ``parts``, kept in its data under
     ``key``; each one's bytes and type."""
     values = {key: function(*args, part=b) for key, b in parts}

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 
 from . import _advance
-from ._kept import kept_blocks
+from ._kept import block_key, kept_blocks
 from ._spec import OutputBlocks
 from ._store import output_limit_setting
 
@@ -26,7 +26,7 @@ def assemble_blocks(client, run_id: str, partitions: dict[int, str], blocks: Out
     limit = output_limit_setting()
     held = {w: p for p, w in partitions.items()}  # gathered: each worker's one partition, its blocks' pieces
     rank = {w: r for r, w in enumerate(workers)}
-    keys = {f"gpipe-assemble-{run_id}-{b}": (workers[b % len(workers)], b) for b in range(blocks.count)}
+    keys = {block_key(run_id, b): (workers[b % len(workers)], b) for b in range(blocks.count)}
     made = ((_advance.assemble_owned, lambda w: (run_id, held[w], blocks, len(workers), rank[w], limit)) if gathered
             else (_advance.assemble, lambda w: (run_id, partitions, blocks, limit)))
     futures = kept_blocks(client, keys, *made, partitions, "assembly")

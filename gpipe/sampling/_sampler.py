@@ -299,7 +299,7 @@ class Sampler:
             arrays.add(edge_pool)
         g.put_on_workers(arrays)
         spec = StepSpec(_step, np.uint64(_rng.key(seed)), settings, start=_seed_entries)
-        run_id, partitions, stats = run_supersteps(g, spec, entries, num_walks=count, summarize=_TOTALS)
+        run_id, partitions, stats, _ = run_supersteps(g, spec, entries, num_walks=count, summarize=_TOTALS)
         totals = stats.pop("outputs")
         edges, picks, iterations = (sum(t[name] for t in totals) for name in ("rows", "picks", "iterations"))
         stats.update(algorithm="sampler", instances=count, edges=edges,

@@ -175,8 +175,8 @@ def sample(g, frontier_size: int, budget: int, instances: int, seed: int, pool: 
     summarize = functools.partial(_round_summary, instances=instances)
     while True:
         spec = StepSpec(advance_frontier, key, Frontier(budget, horizon, frontier_size), room=room)
-        run_id, partitions, run = run_supersteps(g, spec, walkers, num_walks=len(walkers["walk_id"]), progress=progress,
-                                                 summarize=summarize)
+        run_id, partitions, run, _ = run_supersteps(g, spec, walkers, num_walks=len(walkers["walk_id"]),
+                                                    progress=progress, summarize=summarize)
         run_ids.append(run_id)
         held.update(partitions)
         for k in summed:

@@ -28,7 +28,8 @@ class WalkResult(HeldResult):
     When the walk ends, each walk is a set of path pieces in the stores of the
     workers it passed through. The first use (``persist``, ``compute``,
     ``to_corpus``, ``to_parquet``, ``to_dask``) assembles them on the workers
-    into blocks of rows. ``compute()`` gives an ``(n_walks, length + 1)`` array
+    into blocks of rows; a walk on a graph whole on one worker (one replica)
+    makes its blocks there as it ends. ``compute()`` gives an ``(n_walks, length + 1)`` array
     of original vertex ids, padded after a walk's end with a value that cannot
     be an id: -1 in an int64 array when the ids are non-negative integers;
     otherwise (strings, or integers of which some are negative) None in an
@@ -61,8 +62,9 @@ class WalkResult(HeldResult):
     """
 
     def __init__(self, client, run_id: str, partitions: dict[int, str], *, blocks: OutputBlocks, id_map,
-                 stats: dict):
+                 stats: dict, made: list | None = None):
         super().__init__(client, partitions, id_map, stats, (run_id,))
+        self._block_futures = made  # made by the run as it ended (its one worker's), else on first use
         self._run_id = run_id
         self.num_walks = blocks.walks
         self.width = blocks.width

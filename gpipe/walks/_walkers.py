@@ -42,10 +42,10 @@ def run_walks(g, algorithm: str, spec: StepSpec, walks_per_vertex: int, starts: 
     else:
         initial = StartSet.of(starts, walks_per_vertex, dtype)
     blocks = output_blocks(num_walks, length + 1, int(config.get("walks.block-size")), dtype)
-    run_id, partitions, stats = run_supersteps(g, spec, initial, num_walks=num_walks, progress=progress,
-                                               blocks=blocks)
-    stats = {"algorithm": algorithm, "walks": num_walks, "length": length, **stats}
-    return result_type(g.client, run_id, partitions, blocks=blocks, id_map=g.id_map, stats=stats, **result_kwargs)
+    ran = run_supersteps(g, spec, initial, num_walks=num_walks, progress=progress, blocks=blocks)
+    stats = {"algorithm": algorithm, "walks": num_walks, "length": length, **ran.stats}
+    return result_type(g.client, ran.run_id, ran.partitions, blocks=blocks, id_map=g.id_map, stats=stats,
+                       made=ran.made, **result_kwargs)
 
 
 def first_walkers(x, spec: StepSpec, lo: int, hi: int, n: int, initial: int | StartSet) -> dict:
