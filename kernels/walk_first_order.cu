@@ -10,8 +10,8 @@
 #include "walk_graphs.cuh"
 
 // Walk one walker from (v, s) while it stays inside [lo, hi), writing its vertices to its row `out` (rows.cuh), at
-// most `most`; returns how many it wrote. `left`: it stepped out of [lo, hi) (v is then the vertex it stepped to) or filled `most` (v, s
-// not written yet); else its walk ended (at `length`, or at a vertex it cannot leave).
+// most `most`; returns how many it wrote. `left`: it stepped out of [lo, hi) (v is then the vertex it stepped to)
+// or filled `most` (v, s not written yet); else its walk ended (at `length`, or at a vertex it cannot leave).
 template <typename Graph, typename Row>
 __device__ __forceinline__ int gp_first_order_walk(const Graph& g, long long lo, long long hi, long long num_vertices,
                                                    unsigned long long key, int length, double alpha, int teleport,
@@ -89,7 +89,8 @@ __device__ __forceinline__ void gp_first_order_walkers(
 // At most 32 registers a thread (8 blocks of 256 resident on an SM: every thread slot): the walk waits on its
 // loads, and more walkers in flight hide more of them (40 registers left a quarter of the slots empty).
 template <typename IdT>
-__global__ void __launch_bounds__(GP_SECTOR_THREADS, 8) gp_walk_first_order(const long long* __restrict__ indptr, const IdT* __restrict__ indices,
+__global__ void __launch_bounds__(GP_SECTOR_THREADS, 8) gp_walk_first_order(const long long* __restrict__ indptr,
+                                    const IdT* __restrict__ indices,
                                     const unsigned long long* __restrict__ table, int weighted,
                                     long long lo, long long hi, long long num_vertices, unsigned long long key,
                                     int length, double alpha, int teleport, long long n,
@@ -106,7 +107,8 @@ __global__ void __launch_bounds__(GP_SECTOR_THREADS, 8) gp_walk_first_order(cons
 }
 
 // The same walk on a dynamic graph's snapshot of a partition (its sampling space, GpSpace).
-extern "C" __global__ void __launch_bounds__(GP_SECTOR_THREADS) gp_walk_first_order_dynamic(
+extern "C" __global__ void __launch_bounds__(GP_SECTOR_THREADS)
+gp_walk_first_order_dynamic(
     const long long* __restrict__ edge_start, const long long* __restrict__ degree, const long long* __restrict__ dst,
     const long long* __restrict__ units, const double* __restrict__ frac, const long long* __restrict__ member_start,
     const long long* __restrict__ members, const long long* __restrict__ group_row,
@@ -128,7 +130,8 @@ extern "C" __global__ void __launch_bounds__(GP_SECTOR_THREADS) gp_walk_first_or
 
 // The same walk over a partition of a graph cut in several, with what the runtime does around it fused in: each
 // walker moves while it stays inside [lo, hi), for at most STAGE vertices written (then it stops where it is, to
-// go on in its own partition's next advance), its vertices kept in its own stage; then
+// go on in its own partition's next advance), its vertices kept in its own stage; then, stored a sector at a time
+// (GpSectorRow),
 //  - if this worker makes its walk's block (ranks > 0: block walk_id / block_rows, made by rank block % ranks),
 //    its vertices go straight to the walk's row of `rows` (this worker's blocks, one after another, width wide);
 //  - else they go to `flat` at the range it reserves on counts[0], as a piece at the slot it reserves on
@@ -141,7 +144,8 @@ extern "C" __global__ void __launch_bounds__(GP_SECTOR_THREADS) gp_walk_first_or
 // walk_id and step alone).
 // CPU twin: gpipe/walks/_first_order.py::_advance_routed_cpu (the same pieces and movers, in walker order).
 template <typename IdT>
-__global__ void gp_walk_first_order_routed(const long long* __restrict__ indptr, const IdT* __restrict__ indices,
+__global__ void __launch_bounds__(GP_SECTOR_THREADS)
+gp_walk_first_order_routed(const long long* __restrict__ indptr, const IdT* __restrict__ indices,
                                            const unsigned long long* __restrict__ table, int weighted,
                                            long long lo, long long hi, long long num_vertices, unsigned long long key,
                                            int length, double alpha, int teleport, long long n,
@@ -155,6 +159,7 @@ __global__ void gp_walk_first_order_routed(const long long* __restrict__ indptr,
                                            long long* __restrict__ mover_source, long long* __restrict__ mover_vertex,
                                            int* __restrict__ mover_step, unsigned long long* __restrict__ counts,
                                            unsigned long long* __restrict__ next) {
+    GP_SECTOR_STAGE;
     const GpCsr<IdT> g{{indices, nullptr, weighted, table}, indptr};
     unsigned long long taken = 0;
     for (long long i = (long long)atomicAdd(next, 1ULL); i < n; i = (long long)atomicAdd(next, 1ULL)) {
@@ -168,9 +173,9 @@ __global__ void gp_walk_first_order_routed(const long long* __restrict__ indptr,
         taken += (unsigned long long)(s - step[i]);
         const long long w = walk_id[i];
         const long long block = ranks > 0 ? w / block_rows : 0;
+        IdT* to;
         if (ranks > 0 && block % ranks == rank) {
-            IdT* row = rows + ((block / ranks) * block_rows + w % block_rows) * (long long)width + step[i];
-            for (int j = 0; j < k; ++j) row[j] = stage[j];
+            to = rows + ((block / ranks) * block_rows + w % block_rows) * (long long)width + step[i];
         } else {
             const unsigned long long at = gp_reserve(&counts[0], (unsigned)k);
             const unsigned long long p = gp_reserve(&counts[3], 1u);
@@ -178,8 +183,11 @@ __global__ void gp_walk_first_order_routed(const long long* __restrict__ indptr,
             piece_start[p] = step[i];
             piece_len[p] = k;
             piece_offset[p] = (long long)at;
-            for (int j = 0; j < k; ++j) flat[at + j] = stage[j];
+            to = flat + at;
         }
+        GpSectorRow<IdT> out(to, gp_sector_stage);  // (its pieces lie side by side: their shared sectors id by id)
+        for (int j = 0; j < k; ++j) out.put(j, stage[j]);
+        out.done(k);
         if (moves) {
             const unsigned long long slot = gp_reserve(&counts[1], 1u);
             mover_walk_id[slot] = walk_id[i];

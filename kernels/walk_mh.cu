@@ -7,7 +7,8 @@
 #include "walk.cuh"
 
 template <typename IdT>
-__global__ void __launch_bounds__(GP_SECTOR_THREADS) gp_walk_mh(const long long* __restrict__ indptr, const IdT* __restrict__ indices, long long lo,
+__global__ void __launch_bounds__(GP_SECTOR_THREADS)
+gp_walk_mh(const long long* __restrict__ indptr, const IdT* __restrict__ indices, long long lo,
                            long long hi, unsigned long long key, int length, long long n,
                            const long long* __restrict__ walk_id, const long long* __restrict__ vertex,
                            const int* __restrict__ step, const long long* __restrict__ cur,

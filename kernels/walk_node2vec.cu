@@ -121,8 +121,9 @@ __device__ __noinline__ long long gp_n2v_exact(const Edges edges, long long a, l
 }
 
 // Move walker w (of walk `id`, in `state`) while it stays inside [lo, hi), writing its vertices to its row `out`
-// (GpSectorRow, rows.cuh); returns how many it wrote. Bounded: draw a step exactly after `trials` rejections; Exact: make that draw here (else stop,
-// state GP_N2V_BORROW); Queries: a walker whose t is elsewhere asks t's partition (else stops, to borrow t's list).
+// (GpSectorRow, rows.cuh); returns how many it wrote. Bounded: draw a step exactly after `trials` rejections;
+// Exact: make that draw here (else stop, state GP_N2V_BORROW); Queries: a walker whose t is elsewhere asks t's
+// partition (else stops, to borrow t's list).
 template <typename Graph, bool Bounded, bool Exact, bool Queries>
 __device__ __forceinline__ int gp_n2v_walker(const Graph& g, const GpBorrowed<typename Graph::Id>& b,
                                              const GpN2v& n2v, unsigned long long id, signed char state,
@@ -219,7 +220,8 @@ __device__ __forceinline__ GpN2v gp_n2v(long long lo, long long hi, unsigned lon
 }
 
 template <typename IdT, bool Bounded, bool Exact>
-__global__ void __launch_bounds__(GP_SECTOR_THREADS) gp_walk_node2vec(const long long* __restrict__ indptr, const IdT* __restrict__ indices,
+__global__ void __launch_bounds__(GP_SECTOR_THREADS)
+gp_walk_node2vec(const long long* __restrict__ indptr, const IdT* __restrict__ indices,
                                  const double* __restrict__ cdf, const long long* __restrict__ borrowed_ids,
                                  const long long* __restrict__ borrowed_indptr,
                                  const IdT* __restrict__ borrowed_indices, int weighted, long long lo, long long hi,
@@ -262,7 +264,8 @@ __global__ void __launch_bounds__(GP_SECTOR_THREADS) gp_walk_node2vec(const long
 // the caller borrows them and launches it again, and it redoes the step from trial 0 (the same draws). Bounded as
 // gp_walk_node2vec's: <false> for tame p and q (trials -1), without the fallback's code in the loop.
 template <bool Bounded>
-__global__ void __launch_bounds__(GP_SECTOR_THREADS) gp_walk_node2vec_dynamic(
+__global__ void __launch_bounds__(GP_SECTOR_THREADS)
+gp_walk_node2vec_dynamic(
     const long long* __restrict__ edge_start, const long long* __restrict__ degree, const long long* __restrict__ dst,
     const long long* __restrict__ units, const double* __restrict__ frac, const long long* __restrict__ member_start,
     const long long* __restrict__ members, const long long* __restrict__ group_row,
