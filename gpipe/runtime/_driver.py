@@ -27,7 +27,7 @@ from .._validate import check_choice, check_probability
 from ..backend import unique
 from ..errors import GpipeValueError
 from . import _advance, _nccl
-from ._kept import block_key, registered
+from ._kept import block_key, drop_kept, registered
 from ._residency import POLICIES
 from ._spec import OutputBlocks, RunSpec, StartSet, StepSpec
 from ._store import drop_run, output_limit_setting, store, transfers
@@ -209,7 +209,12 @@ def _run_replicated(graph, spec: StepSpec, initial: int | StartSet | dict, progr
             group = (initial["instance"] if "instance" in initial else initial["walk_id"]) % count
             shares = {int(r): {k: v[group == r] for k, v in initial.items()} for r in unique(np, group)}
     runs = [(replicas[r], _advance.advance_local, (run, share), {"part": r}) for r, share in shares.items()]
-    summaries = _call_run(client, run.run_id, runs, {r: replicas[r] for r in shares}, "replicated run", "replica")
+    try:
+        summaries = _call_run(client, run.run_id, runs, {r: replicas[r] for r in shares}, "replicated run", "replica")
+    except BaseException:  # blocks its one worker made as the run ended, or is still making: none kept
+        if blocks is not None:
+            drop_kept(client, [replicas[0]], [block_key(run.run_id, b) for b in range(blocks.count)])
+        raise
     seconds = time.perf_counter() - t0
     steps = sum(s["steps"] for s in summaries)
     supersteps = max((s["supersteps"] for s in summaries), default=0)

@@ -38,7 +38,7 @@ def kept_blocks(client, blocks: dict[str, tuple], function, args_of, held: dict[
         made = call_workers(client, [(worker, keep_here, (function, args_of(worker), parts), {})
                                      for worker, parts in mine.items()], held, phase, unit)
     except BaseException:
-        _dropped(client, sorted(mine), list(blocks))
+        drop_kept(client, sorted(mine), list(blocks))
         raise
     return registered(client, dict(zip(mine, made)))
 
@@ -50,7 +50,7 @@ def registered(client, kept: dict[str, dict]) -> dict:
         return client.sync(_registered, client, {key: [worker] for worker, sizes in kept.items() for key in sizes},
                            {key: size for sizes in kept.values() for key, size in sizes.items()})
     except BaseException:
-        _dropped(client, sorted(kept), [key for sizes in kept.values() for key in sizes])
+        drop_kept(client, sorted(kept), [key for sizes in kept.values() for key in sizes])
         raise
 
 
@@ -74,7 +74,7 @@ def keep_here(function, args: tuple, parts: list[tuple]) -> dict:
     return {key: (sizeof(value), type(value)) for key, value in values.items()}
 
 
-def _dropped(client, workers: list[str], keys: list) -> None:
+def drop_kept(client, workers: list[str], keys: list) -> None:
     """Best effort: ``keys`` gone from the data of those of ``workers`` still in the cluster, and not kept by a
     call still making them (a failed or interrupted :func:`kept_blocks` leaves nothing there). Each worker's
     event loop answers at once, however busy its runs' threads are."""
