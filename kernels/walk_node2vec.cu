@@ -13,15 +13,17 @@
 // exact draw) and has neither stops with state 2, and the caller launches it
 // again with t's neighbors borrowed.
 // One body (gp_n2v_walker) over a static partition or a dynamic graph's snapshot (walk_graphs.cuh), and two
-// kernels. gp_walk_node2vec<IdT, Bounded, Exact> walks a static partition:
-// <true, true> as above; <true, false> stops a walker at the exact draw (state
-// 2) instead of making it; <false, false>, with no fallback at all, for p and q
+// kernels. gp_walk_node2vec<IdT, Bounded, Exact, Whole> walks a static partition:
+// <true, true, false> as above; <true, false, false> stops a walker at the exact draw (state
+// 2) instead of making it; <false, false, false>, with no fallback at all, for p and q
 // whose every acceptance is at least 1/16 (the caller passes trials = -1 there,
-// and the twin then never falls back either). The caller launches <false, false>,
-// or <true, false>, on every walker and <true, true> on those stopped: the
+// and the twin then never falls back either). The caller launches <false, false, false>,
+// or <true, false, false>, on every walker and <true, true, false> on those stopped: the
 // fallback in the hot loop, though almost never taken, cost node2vec 40 % of its
 // speed at R-MAT 22 on an H200 (1.13 against 1.93 G steps/s), and its test alone
-// 27 %. gp_walk_node2vec_dynamic<Bounded> walks a snapshot without queries: a
+// 27 %. <false, false, true> is the first for a graph whole in the partition, p and q tame: no walker asks,
+// stops or leaves, and t's row is kept from the step before.
+// gp_walk_node2vec_dynamic<Bounded> walks a snapshot without queries: a
 // walker that needs t's neighbors and has not got them stops there (state 2).
 // Draws per step: trial k's candidate from k * TRIAL_DRAWS + CANDIDATE, its
 // acceptance at k * TRIAL_DRAWS + ACCEPT (the graph's: 2k and 2k+1 on a static
@@ -123,8 +125,9 @@ __device__ __noinline__ long long gp_n2v_exact(const Edges edges, long long a, l
 // Move walker w (of walk `id`, in `state`) while it stays inside [lo, hi), writing its vertices to its row `out`
 // (GpSectorRow, rows.cuh); returns how many it wrote. Bounded: draw a step exactly after `trials` rejections;
 // Exact: make that draw here (else stop, state GP_N2V_BORROW); Queries: a walker whose t is elsewhere asks t's
-// partition (else stops, to borrow t's list).
-template <typename Graph, bool Bounded, bool Exact, bool Queries>
+// partition (else stops, to borrow t's list); Whole: the graph is whole in [lo, hi), so no walker leaves and t's
+// row is the one of the vertex it just left, kept from that step rather than read again.
+template <typename Graph, bool Bounded, bool Exact, bool Queries, bool Whole = false>
 __device__ __forceinline__ int gp_n2v_walker(const Graph& g, const GpBorrowed<typename Graph::Id>& b,
                                              const GpN2v& n2v, unsigned long long id, signed char state,
                                              GpN2vWalker& w, GpSectorRow<typename Graph::Id>& out) {
@@ -136,6 +139,7 @@ __device__ __forceinline__ int gp_n2v_walker(const Graph& g, const GpBorrowed<ty
     signed char known = w.known, st = 0, left = 0;
     long long route = v;
     int k = 0;
+    long long ra = -1, rd = 0;  // Whole: the row of the vertex just left (t), once the walker has stepped here
     if (Queries && state == 1) {  // a query: is x a neighbor of t (here)?
         out.put(k++, (Id)v);
         known = gp_has_edge(g.sorted(), g.start(t - lo), g.degree(t - lo), x) ? 1 : 0;
@@ -153,7 +157,13 @@ __device__ __forceinline__ int gp_n2v_walker(const Graph& g, const GpBorrowed<ty
             const Id* tn = g.sorted();
             long long ta = 0, td = 0;
             int near = -1;  // not looked up yet
-            if (t >= lo && t < hi) near = gp_n2v_neighbors(g, b, t, lo, hi, &tn, &ta, &td);
+            if (Whole && ra >= 0) {
+                ta = ra;
+                td = rd;
+                near = 1;
+            } else if (t >= lo && t < hi) {
+                near = gp_n2v_neighbors(g, b, t, lo, hi, &tn, &ta, &td);
+            }
             while (true) {
                 const unsigned long long base = (unsigned long long)kk * Graph::TRIAL_DRAWS;
                 if (Bounded && kk == n2v.trials && t >= 0) {  // rejection is slow at this step: draw it exactly
@@ -204,7 +214,14 @@ __device__ __forceinline__ int gp_n2v_walker(const Graph& g, const GpBorrowed<ty
             ++s;
             kk = 0;
             known = -1;
-            if (nx < lo || nx >= hi) { left = 1; route = nx; break; }
+            if (Whole) {
+                ra = a;
+                rd = d;
+            } else if (nx < lo || nx >= hi) {
+                left = 1;
+                route = nx;
+                break;
+            }
         }
         if (!left) route = v;
     }
@@ -219,8 +236,11 @@ __device__ __forceinline__ GpN2v gp_n2v(long long lo, long long hi, unsigned lon
                  fmax(1.0, inv_q)};
 }
 
-template <typename IdT, bool Bounded, bool Exact>
-__global__ void __launch_bounds__(GP_SECTOR_THREADS)
+// Bounded to 4 blocks a multiprocessor (64 registers): at the 70-72 registers it took unbounded only 3 fit, and the
+// walk bound by its searches' loads took 12 % longer (peers' R-MAT 20, H200); below 64 it spills in the hot loop.
+// The exact walker, launched on the few stopped, is not bounded (it would spill).
+template <typename IdT, bool Bounded, bool Exact, bool Whole>
+__global__ void __launch_bounds__(GP_SECTOR_THREADS, Exact ? 1 : 4)
 gp_walk_node2vec(const long long* __restrict__ indptr, const IdT* __restrict__ indices,
                                  const double* __restrict__ cdf, const long long* __restrict__ borrowed_ids,
                                  const long long* __restrict__ borrowed_indptr,
@@ -245,8 +265,8 @@ gp_walk_node2vec(const long long* __restrict__ indptr, const IdT* __restrict__ i
     for (long long i = (long long)atomicAdd(next, 1ULL); i < n; i = (long long)atomicAdd(next, 1ULL)) {
         GpN2vWalker w{cur[i], prev[i], cand[i], cur[i], step[i], trial[i], answer[i], 0, 0};
         GpSectorRow<IdT> row(flat + offset[i], gp_sector_stage);
-        piece_len[i] = gp_n2v_walker<GpCsr<IdT>, Bounded, Exact, true>(g, b, n2v, (unsigned long long)walk_id[i],
-                                                                      state[i], w, row);
+        piece_len[i] = gp_n2v_walker<GpCsr<IdT>, Bounded, Exact, !Whole, Whole>(
+            g, b, n2v, (unsigned long long)walk_id[i], state[i], w, row);
         out_vertex[i] = w.route;
         out_step[i] = w.s;
         out_cur[i] = w.v;
