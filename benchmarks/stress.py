@@ -33,7 +33,8 @@ it ran, seconds, throughput, digests, the stats ``exchange`` /
 walker bytes over the busiest worker's ``exchange_seconds``, which includes
 waiting at the barrier) beside a plain peer-to-peer copy's from GPU 0 to GPU 1
 of the same host; a PNG figure beside it when matplotlib is installed.
-(A workload's first run on a cluster includes compiling its kernels.)
+Each cluster is warmed up first (``gpipe.warmup``: its seconds in ``warmup_seconds``), so no run
+times a compile (a workload's first run may still pay other first-use costs).
 The JSON is rewritten after every run (``"complete": false`` until the
 end), so a run stopped by a time limit leaves the runs it finished. The defaults
 take longer than one call of a lent machine: ``--append`` adds a call's runs (of
@@ -369,6 +370,7 @@ def main() -> None:
     # an --append call compares with the references made before (digests depend on graph, parameters and seed only)
     references = {(r["workload"], r["seed"]): r for r in earlier_references if r["digest"] is not None}
     table = None
+    warmups = {}  # GPU count -> seconds of gpipe.warmup on that cluster
 
     def report(complete: bool) -> dict:
         for r in records:
@@ -378,7 +380,7 @@ def main() -> None:
         missing = _missing(records, args)
         return {**env, "benchmark": "stress", "graph": rmat_record(args),
                 "parameters": {k: v for k, v in vars(args).items() if k not in ("out", "append")},
-                "peer_copy_bytes_per_second": peer,
+                "peer_copy_bytes_per_second": peer, "warmup_seconds": warmups,
                 "references": list(references.values()), "records": records,
                 "runs": len(records), "failed": len(failed), "complete": complete, "missing": missing,
                 "covers_defaults": not missing}
@@ -388,6 +390,13 @@ def main() -> None:
             continue
         with gpipe.connect(n_workers=gpus, device=args.device, dashboard_address=":0") as client:
             env = env or environment(client, args.device)
+            # every kernel, and the array code around them, compiled before a run is timed (46 s on a fresh 2-H200
+            # host). The first partitioned DeepWalk of R-MAT 24 there still took 14.7 s after it, 1.3-3.0 s after:
+            # a first-use cost that is not a compile the warm-up reaches (not yet found)
+            t0 = time.perf_counter()
+            gpipe.warmup(client)
+            warmups[gpus] = time.perf_counter() - t0
+            print(f"warm-up, {_gpus(gpus, args.device)}: {warmups[gpus]:.1f} s (gpipe.warmup)", flush=True)
             if gpus == reference_gpus and needed - set(references):
                 g, built = rmat_graph(args, mode="replicated")
                 print(f"references, {_gpus(gpus, args.device)}, replicated (no walker leaves its worker): {g} "
