@@ -35,6 +35,12 @@ class Partition:
         return int(self.indices.shape[0])
 
     @property
+    def whole(self) -> bool:
+        """Whether this partition holds every vertex of the graph (one partition, a replica, or a span of all): a
+        walk on it never leaves it."""
+        return self.lo == 0 and self.hi == int(self.bounds[-1])
+
+    @property
     def parts(self) -> range:
         """The graph's partitions this one holds: itself, or those joined in it (:meth:`join`)."""
         return range(self.part, int(np.searchsorted(self.bounds, self.hi)))

@@ -44,8 +44,7 @@ def advance_first_order(part, walkers: dict, spec: StepSpec, run: Run):
     partitions or more about every other step leaves, and that bookkeeping, not the steps, was most of an
     advance.
     """
-    walk: FirstOrder = spec.params
-    if part.lo == 0 and part.hi == walk.num_vertices:
+    if part.whole:
         return _advance_whole(part, walkers, spec, run)
     return _advance_routed(part, walkers, spec, run)
 

@@ -82,7 +82,7 @@ class Node2Vec:
 
 def advance_node2vec(part, walkers: dict, spec: StepSpec, run: Run):
     """Move every walker while it stays inside ``part`` (a runtime step: pieces, movers, steps)."""
-    if part.lo == 0 and part.hi == int(part.bounds[-1]) and trials_before_exact(spec.params) < 0:
+    if part.whole and trials_before_exact(spec.params) < 0:
         return _advance_whole(part, walkers, spec, run)
     return _advance_part(part, walkers, spec, run)
 
