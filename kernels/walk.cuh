@@ -39,6 +39,26 @@ __device__ __forceinline__ bool gp_has_edge(const IdT* __restrict__ indices, lon
     return e < a + d && (long long)indices[e] == x;
 }
 
+// A partition's arc filter (gpipe/graph/_partition.py's arc_filter, built by kernels/arcs.cu): an array of `size`
+// bits in which every arc (t, x) of the partition set the bit gp_arc_bit names. A clear bit says in one load that x is
+// not t's neighbor, where a search of t's sorted list takes log d dependent ones; a set bit says nothing (another arc
+// may have set it). The bit: a 64-bit hash of (t, x), scaled to [0, size) by its product's high word. CPU twin:
+// gpipe/graph/_partition.py::arc_bit.
+__device__ __forceinline__ unsigned long long gp_arc_bit(long long t, long long x, unsigned long long size) {
+    unsigned long long z = (unsigned long long)t * 0x9E3779B97F4A7C15ULL ^ (unsigned long long)x;
+    z ^= z >> 29;
+    z *= 0xBF58476D1CE4E5B9ULL;
+    z ^= z >> 32;
+    return __umul64hi(z, size);
+}
+
+// Whether (t, x) may be an arc of the partition whose filter is `arcs` (`size` bits): false only if it is not.
+__device__ __forceinline__ bool gp_arc_maybe(const unsigned int* __restrict__ arcs, unsigned long long size,
+                                             long long t, long long x) {
+    const unsigned long long b = gp_arc_bit(t, x, size);
+    return (__ldg(arcs + (b >> 5)) >> (b & 31)) & 1u;
+}
+
 // A vertex uniform in [0, n) (for jumps): floor(unit * n), in double on both devices.
 __device__ __forceinline__ long long gp_uniform_vertex(ulonglong2 r, long long n) {
     const long long v = (long long)(gp_unit(r) * (double)n);

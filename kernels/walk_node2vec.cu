@@ -12,17 +12,18 @@
 // as a CSR); a walker that needs them a second time in a step (or for the
 // exact draw) and has neither stops with state 2, and the caller launches it
 // again with t's neighbors borrowed.
-// One body (gp_n2v_walker) over a static partition or a dynamic graph's snapshot (walk_graphs.cuh), and two
-// kernels. gp_walk_node2vec<IdT, Bounded, Exact, Whole> walks a static partition:
-// <true, true, false> as above; <true, false, false> stops a walker at the exact draw (state
-// 2) instead of making it; <false, false, false>, with no fallback at all, for p and q
+// One body (gp_n2v_walker) over a static partition or a dynamic graph's snapshot (walk_graphs.cuh), and three
+// kernels. gp_walk_node2vec<IdT, Bounded, Exact> walks a static partition:
+// <true, true> as above; <true, false> stops a walker at the exact draw (state
+// 2) instead of making it; <false, false>, with no fallback at all, for p and q
 // whose every acceptance is at least 1/16 (the caller passes trials = -1 there,
-// and the twin then never falls back either). The caller launches <false, false, false>,
-// or <true, false, false>, on every walker and <true, true, false> on those stopped: the
+// and the twin then never falls back either). The caller launches <false, false>,
+// or <true, false>, on every walker and <true, true> on those stopped: the
 // fallback in the hot loop, though almost never taken, cost node2vec 40 % of its
 // speed at R-MAT 22 on an H200 (1.13 against 1.93 G steps/s), and its test alone
-// 27 %. <false, false, true> is the first for a graph whole in the partition, p and q tame: no walker asks,
-// stops or leaves, and t's row is kept from the step before.
+// 27 %. gp_walk_node2vec_whole<IdT> walks a graph whole in the partition, p and q tame: no walker asks, stops or
+// leaves, t's row is kept from the step before, and the partition's arc filter answers most "is x a neighbor of t?"
+// in one load.
 // gp_walk_node2vec_dynamic<Bounded> walks a snapshot without queries: a
 // walker that needs t's neighbors and has not got them stops there (state 2).
 // Draws per step: trial k's candidate from k * TRIAL_DRAWS + CANDIDATE, its
@@ -50,6 +51,8 @@ struct GpN2v {
     double inv_p, inv_q;
     int trials;
     double bound, sure, never;  // max(1/p, 1, 1/q); below `sure` every candidate is accepted, from `never` none but t
+    const unsigned int* __restrict__ arcs;  // Whole: the partition's arc filter (walk.cuh's gp_arc_maybe)
+    unsigned long long arc_size;  // its bits
 };
 
 // A walker where it stands: at v (the vertex it routes to: v, or t for a query), from t, its candidate x, trial kk,
@@ -126,7 +129,8 @@ __device__ __noinline__ long long gp_n2v_exact(const Edges edges, long long a, l
 // (GpSectorRow, rows.cuh); returns how many it wrote. Bounded: draw a step exactly after `trials` rejections;
 // Exact: make that draw here (else stop, state GP_N2V_BORROW); Queries: a walker whose t is elsewhere asks t's
 // partition (else stops, to borrow t's list); Whole: the graph is whole in [lo, hi), so no walker leaves and t's
-// row is the one of the vertex it just left, kept from that step rather than read again.
+// row is the one of the vertex it just left, kept from that step rather than read again, and a candidate is asked
+// of the arc filter (n2v.arcs) before t's row is searched for it.
 template <typename Graph, bool Bounded, bool Exact, bool Queries, bool Whole = false>
 __device__ __forceinline__ int gp_n2v_walker(const Graph& g, const GpBorrowed<typename Graph::Id>& b,
                                              const GpN2v& n2v, unsigned long long id, signed char state,
@@ -190,8 +194,9 @@ __device__ __forceinline__ int gp_n2v_walker(const Graph& g, const GpBorrowed<ty
                 } else {
                     int member;
                     if (near < 0) near = gp_n2v_neighbors(g, b, t, lo, hi, &tn, &ta, &td);
-                    if (near) {
-                        member = gp_has_edge(tn, ta, td, x);
+                    if (near) {  // Whole: most candidates asked of are not t's neighbors, and the filter says so
+                        member = (!Whole || gp_arc_maybe(n2v.arcs, n2v.arc_size, t, x)) &&
+                                 gp_has_edge(tn, ta, td, x);
                     } else if (known >= 0) {
                         member = known;
                     } else {
@@ -231,15 +236,14 @@ __device__ __forceinline__ int gp_n2v_walker(const Graph& g, const GpBorrowed<ty
 }
 
 __device__ __forceinline__ GpN2v gp_n2v(long long lo, long long hi, unsigned long long key, int length, double inv_p,
-                                        double inv_q, int trials) {
+                                        double inv_q, int trials, const unsigned int* arcs = nullptr,
+                                        unsigned long long arc_size = 0) {
     return GpN2v{lo, hi, key, length, inv_p, inv_q, trials, fmax(inv_p, fmax(1.0, inv_q)), fmin(1.0, inv_q),
-                 fmax(1.0, inv_q)};
+                 fmax(1.0, inv_q), arcs, arc_size};
 }
 
-// Bounded to 4 blocks a multiprocessor (64 registers): at the 70-72 registers it took unbounded only 3 fit, and the
-// walk bound by its searches' loads took 12 % longer (peers' R-MAT 20, H200); below 64 it spills in the hot loop.
-// The exact walker, launched on the few stopped, is not bounded (it would spill).
-template <typename IdT, bool Bounded, bool Exact, bool Whole>
+// The exact walker, launched on the few stopped, is not bounded (it would spill); the others are, as the whole kernel.
+template <typename IdT, bool Bounded, bool Exact>
 __global__ void __launch_bounds__(GP_SECTOR_THREADS, Exact ? 1 : 4)
 gp_walk_node2vec(const long long* __restrict__ indptr, const IdT* __restrict__ indices,
                                  const double* __restrict__ cdf, const long long* __restrict__ borrowed_ids,
@@ -265,8 +269,8 @@ gp_walk_node2vec(const long long* __restrict__ indptr, const IdT* __restrict__ i
     for (long long i = (long long)atomicAdd(next, 1ULL); i < n; i = (long long)atomicAdd(next, 1ULL)) {
         GpN2vWalker w{cur[i], prev[i], cand[i], cur[i], step[i], trial[i], answer[i], 0, 0};
         GpSectorRow<IdT> row(flat + offset[i], gp_sector_stage);
-        piece_len[i] = gp_n2v_walker<GpCsr<IdT>, Bounded, Exact, !Whole, Whole>(
-            g, b, n2v, (unsigned long long)walk_id[i], state[i], w, row);
+        piece_len[i] = gp_n2v_walker<GpCsr<IdT>, Bounded, Exact, true>(g, b, n2v, (unsigned long long)walk_id[i],
+                                                                     state[i], w, row);
         out_vertex[i] = w.route;
         out_step[i] = w.s;
         out_cur[i] = w.v;
@@ -276,6 +280,35 @@ gp_walk_node2vec(const long long* __restrict__ indptr, const IdT* __restrict__ i
         out_answer[i] = w.known;
         out_state[i] = w.st;
         moved[i] = w.left;
+    }
+}
+
+// A graph whole in the partition (vertices 0..vertices-1), p and q tame: each walker from vertex cur at step `step`,
+// coming from `prev` (-1 at its first step), to its walk's end; none asks, stops or leaves, so all it writes is its
+// row, how many vertices that is (piece_len) and the step it ended at (out_step). t's row is kept from the step
+// before, and "is x a neighbor of t?" asked of the partition's arc filter (`arcs`, of `arc_size` bits) before
+// t's list is searched. Bounded to 4 blocks a multiprocessor (64 registers): at the 70-72 registers it took unbounded
+// only 3 fit, and the walk bound by its searches' loads took 12 % longer (peers' R-MAT 20, H200); below 64 it spills
+// in the hot loop.
+template <typename IdT>
+__global__ void __launch_bounds__(GP_SECTOR_THREADS, 4)
+gp_walk_node2vec_whole(const long long* __restrict__ indptr, const IdT* __restrict__ indices,
+                       const double* __restrict__ cdf, int weighted, const unsigned int* __restrict__ arcs,
+                       long long arc_size, long long vertices, unsigned long long key, int length, double inv_p,
+                       double inv_q, long long n, const long long* __restrict__ walk_id, const int* __restrict__ step,
+                       const long long* __restrict__ cur, const long long* __restrict__ prev,
+                       const long long* __restrict__ offset, IdT* __restrict__ flat, int* __restrict__ piece_len,
+                       int* __restrict__ out_step, unsigned long long* __restrict__ next) {
+    GP_SECTOR_STAGE;
+    const GpCsr<IdT> g{{indices, cdf, weighted}, indptr};
+    const GpBorrowed<IdT> none{nullptr, nullptr, nullptr, 0};
+    const GpN2v n2v = gp_n2v(0, vertices, key, length, inv_p, inv_q, -1, arcs, (unsigned long long)arc_size);
+    for (long long i = (long long)atomicAdd(next, 1ULL); i < n; i = (long long)atomicAdd(next, 1ULL)) {
+        GpN2vWalker w{cur[i], prev[i], -1, cur[i], step[i], 0, -1, 0, 0};
+        GpSectorRow<IdT> row(flat + offset[i], gp_sector_stage);
+        piece_len[i] = gp_n2v_walker<GpCsr<IdT>, false, false, false, true>(g, none, n2v,
+                                                                          (unsigned long long)walk_id[i], 0, w, row);
+        out_step[i] = w.s;
     }
 }
 

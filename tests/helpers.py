@@ -154,3 +154,16 @@ def routed_first_order(x, teleport: int, alpha: float, lo: int, hi: int, weighte
     return {"inputs": inputs, "counts": got["counts"], "piece_len": np.array([len(v) for v in vertices]),
             "pieces": vertices, "home": home,
             "movers": {k: got[f"mover_{k}"][:moved][order] for k in ("walk_id", "source", "vertex", "step")}}
+
+
+def hub_partition(ids, lo: int, seed: int, to=np.asarray):
+    """A partition of vertices lo.. of 3,000 rows of up to 30 random neighbors (ids of dtype ``ids``) and a hub of
+    20,000, its arrays made by ``to`` (``cupy.asarray``: on the GPU)."""
+    from gpipe.graph._partition import Partition
+
+    rng = np.random.default_rng(seed)
+    degrees = np.concatenate([rng.integers(0, 30, 3000), [20_000]])
+    indptr = np.concatenate([[0], np.cumsum(degrees)]).astype(np.int64)
+    indices = rng.integers(0, 1 << 20, indptr[-1]).astype(ids)
+    hi = lo + degrees.size
+    return Partition(0, lo, hi, np.array([0, lo, hi]), to(indptr), to(indices), None)

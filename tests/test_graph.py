@@ -10,6 +10,7 @@ import pytest
 import gpipe
 from gpipe.runtime._session import workers_info
 from gpipe.errors import GpipeError, GpipeFileError, GpipeValueError
+from helpers import hub_partition
 
 
 def _stored_edges(g, tmp_path) -> pd.DataFrame:
@@ -345,3 +346,19 @@ def test_integer_ids_are_numbered_by_their_sorted_distinct_values(spread):
         dense = _to_dense(c, "s", "d", None, _lookup(ids))
         np.testing.assert_array_equal(ids[dense["src"]], c["s"])
         np.testing.assert_array_equal(ids[dense["dst"]], c["d"])
+
+
+@pytest.mark.parametrize("ids, lo", [(np.int32, 0), (np.int64, 5000)])
+def test_a_partitions_arc_filter_clears_no_bit_of_an_arc_and_few_others(ids, lo):
+    from gpipe.graph._partition import ARC_FILTER_BITS, arc_bit
+
+    part = hub_partition(ids, lo, seed=3)
+    bits = part.arc_filter()
+    size = bits.shape[0] * 32
+    assert bits.dtype == np.uint32 and size - 32 < ARC_FILTER_BITS * part.num_edges <= size
+    v = np.repeat(np.arange(part.lo, part.hi), np.diff(part.indptr))
+    b = np.array([arc_bit(t, x, size) for t, x in zip(v, part.indices)])
+    assert ((bits[b >> 5] >> (b & 31)) & 1).all()  # no arc is ever said absent
+    others = np.array([arc_bit(t, x, size) for t, x in zip(v[:5000], np.arange(1 << 20, (1 << 20) + 5000))])
+    assert ((bits[others >> 5] >> (others & 31)) & 1).mean() < 0.1  # no arcs: 1 - exp(-1/16) of the bits are set
+    assert part.arc_filter() is bits and part.nbytes == part.indptr.nbytes + part.indices.nbytes + bits.nbytes

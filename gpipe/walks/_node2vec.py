@@ -87,14 +87,22 @@ def advance_node2vec(part, walkers: dict, spec: StepSpec, run: Run):
     return _advance_part(part, walkers, spec, run)
 
 
-@step_kernel(writes=_WRITES, ends=True)
+@step_kernel(writes=("step",), ends=True)
 def _advance_whole(x, part, walkers: dict, spec: StepSpec, out: dict, run: Run) -> None:
     """The walk on a graph whole in ``part`` with tame p and q (no exact draw): every t's list is here and no walker
     leaves, so none stops and every one walks to its end in one launch, which the step waits for with no count to
-    bring to the host. (On the peers' R-MAT 20 on an H200 the step went 8.1-8.3 -> 7.5-7.7 ms: the copies of every
-    field, the search for stopped walkers and the gather of movers, and t's row read again at every step.)"""
-    _launch(ADVANCE_WHOLE, part, _cdf(x, part, spec), spec, _nothing(x, part), walkers=walkers,
-            offset=out["offset"], out=out)
+    bring to the host, and whose walkers write nothing but their rows and last steps. (On the peers' R-MAT 20 on an
+    H200 the step went 8.1-8.3 -> 7.5-7.7 ms: the copies of every field, the search for stopped walkers and the
+    gather of movers, and t's row read again at every step.) The partition's arc filter spares most searches of
+    t's list."""
+    walk: Node2Vec = spec.params
+    arcs = part.arc_filter()
+    ADVANCE_WHOLE.launch(
+        indptr=part.indptr, indices=part.indices, cdf=_cdf(x, part, spec), weighted=walk.weighted, arcs=arcs,
+        arc_size=arcs.shape[0] * 32, vertices=part.hi, key=spec.key, length=spec.length, inv_p=1.0 / walk.p,
+        inv_q=1.0 / walk.q, n=walkers["walk_id"].shape[0], walk_id=walkers["walk_id"], step=walkers["step"],
+        cur=walkers["cur"], prev=walkers["prev"], offset=out["offset"], flat=out["flat"], piece_len=out["length"],
+        out_step=out["step"])
 
 
 @step_kernel
@@ -330,11 +338,25 @@ def _advance_cpu(indptr, indices, cdf, borrowed_ids, borrowed_indptr, borrowed_i
                                                  offset[i])
 
 
-# One kernel, four instantiations: gp_walk_node2vec<IdT, true, false, false> stops a walker at the exact draw (state
-# BORROW), <IdT, true, true, false> makes it, <IdT, false, false, false> has none (trials -1), and <IdT, false, false,
-# true> neither, on a graph whole in the partition; the twin is the exact one, which gives the same walks in one
-# launch. walk_node2vec.cu is compiled whole with a kernel's defines: each of its
-# kernels takes all of them.
+@cpu_kernel(parallel=True)
+def _advance_whole_cpu(indptr, indices, cdf, weighted, arcs, arc_size, vertices, key, length, inv_p, inv_q, n,
+                       walk_id, step, cur, prev, offset, flat, piece_len, out_step):
+    """Every walker to its end on a graph whole here (the exact walker, which never falls back with tame p and q; it
+    searches t's list where the kernel asks the arc filter first, with the same answers)."""
+    graph = Csr(indices, cdf, weighted, indptr, NO_TABLE)
+    borrowed = (np.zeros(0, np.int64), np.zeros(1, np.int64), indices[:0], 0)
+    walk = (0, vertices, key, length, inv_p, inv_q, -1, False)
+    for i in prange(n):
+        ran = walk_one_cpu(graph, borrowed, walk, (walk_id[i], cur[i], prev[i], -1, step[i], 0, -1), 0, flat,
+                           offset[i])
+        piece_len[i] = ran[0]
+        out_step[i] = ran[5]
+
+
+# One kernel, three instantiations: gp_walk_node2vec<IdT, true, false> stops a walker at the exact draw (state
+# BORROW), <IdT, true, true> makes it, and <IdT, false, false> has none (trials -1); the twin is the exact one,
+# which gives the same walks in one launch. And one for a graph whole in the partition, with tame p and q.
+# walk_node2vec.cu is compiled whole with a kernel's defines: each of its kernels takes all of them.
 DEFINES_NODE2VEC = {**DEFINES, "GP_N2V_BORROW": BORROW}
 _ARGS = (
     Arg("indptr", "i64[]"), Arg("indices", "IdT[]"), Arg("cdf", "f64[]"), Arg("borrowed_ids", "i64[m]"),
@@ -351,8 +373,16 @@ _ARGS = (
     Arg("out_trial", "i32[n]", out=True), Arg("out_answer", "i8[n]", out=True),
     Arg("out_state", "i8[n]", out=True, note="1 a query, BORROW stopped for t's list"),
     Arg("moved", "i8[n]", out=True))
-ADVANCE_REJECTION, ADVANCE, ADVANCE_EXACT, ADVANCE_WHOLE = (
+ADVANCE_REJECTION, ADVANCE, ADVANCE_EXACT = (
     Kernel("walk_node2vec.cu", "gp_walk_node2vec", template=template, twin=_advance_cpu, items="n", queued=True,
            defines=DEFINES_NODE2VEC, args=_ARGS)
-    for template in (("false", "false", "false"), ("true", "false", "false"), ("true", "true", "false"),
-                     ("false", "false", "true")))
+    for template in (("false", "false"), ("true", "false"), ("true", "true")))
+ADVANCE_WHOLE = Kernel(
+    "walk_node2vec.cu", "gp_walk_node2vec_whole", twin=_advance_whole_cpu, items="n", queued=True,
+    defines=DEFINES_NODE2VEC, args=(
+        Arg("indptr", "i64[]"), Arg("indices", "IdT[]"), Arg("cdf", "f64[]"), Arg("weighted", "i32"),
+        Arg("arcs", "u32[]", note="the partition's arc filter"), Arg("arc_size", "i64"), Arg("vertices", "i64"),
+        Arg("key", "u64"), Arg("length", "i32"), Arg("inv_p", "f64"), Arg("inv_q", "f64"), Arg("n", "i64"),
+        Arg("walk_id", "i64[n]"), Arg("step", "i32[n]"), Arg("cur", "i64[n]"), Arg("prev", "i64[n]"),
+        Arg("offset", "i64[n]"), Arg("flat", "IdT[]", out=True), Arg("piece_len", "i32[n]", out=True),
+        Arg("out_step", "i32[n]", out=True)))

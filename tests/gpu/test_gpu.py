@@ -8,7 +8,7 @@ import pytest
 import gpipe
 from gpipe import _rng
 from gpipe.backend import gpu_count, gpu_problem
-from helpers import routed_first_order
+from helpers import hub_partition, routed_first_order
 
 pytestmark = pytest.mark.gpu
 
@@ -300,6 +300,14 @@ def test_alias_tables_cuda_equal_the_cpu_twin():
     cpu = tables(offsets, bias)
     for chunk in (1 << 26, 5000):  # all at once, and a run of segments at a time
         np.testing.assert_array_equal(tables(cupy.asarray(offsets), cupy.asarray(bias), chunk).get(), cpu)
+
+
+@pytest.mark.parametrize("ids, lo", [(np.int32, 0), (np.int64, 5000)])
+def test_an_arc_filter_built_by_cuda_equals_the_cpu_twins(ids, lo):
+    cpu = hub_partition(ids, lo, seed=4).arc_filter()
+    gpu = hub_partition(ids, lo, seed=4, to=cupy.asarray).arc_filter()
+    assert cpu.any()
+    np.testing.assert_array_equal(gpu.get(), cpu)
 
 
 def _prefer_heavy(table):
