@@ -668,6 +668,43 @@ def test_blocks_are_kept_without_a_task_and_none_is_left_when_one_worker_fails(c
     assert eventually(lambda: not any(cpu.run(_blocks_kept).values()))
 
 
+def _assembled_at_scheduler(dask_scheduler=None) -> dict:
+    """On the scheduler: the result blocks it knows of, and their bytes."""
+    return {key: ts.nbytes for key, ts in dask_scheduler.tasks.items() if str(key).startswith("gpipe-assemble-")}
+
+
+def test_a_replicated_walk_tells_the_scheduler_of_its_blocks_as_it_runs_and_none_outlives_a_failure(
+        one_worker_cluster, eventually):
+    """On one replica the blocks are made as the run ends and the scheduler is told of them while it runs: they are
+    its exact bytes, finished, held by the result, and released with it; a run that fails keeps none, and the
+    scheduler none of them."""
+    client = one_worker_cluster
+    with client.as_current():
+        g = gpipe.generators.rmat(scale=8, edge_factor=4, seed=1, mode="replicated")
+        with dask.config.set({"gpipe.walks.block-size": 64}):
+            w = gpipe.walks.deepwalk(g, length=5, seed=0).persist()
+        blocks = w._blocks()
+        assert len(blocks) == -(-g.num_vertices // 64) and all(f.status == "finished" for f in blocks)
+        values = client.gather(blocks)
+        assert client.run_on_scheduler(_assembled_at_scheduler) == {f.key: v.nbytes for f, v in zip(blocks, values)}
+        assert [set(kept) for kept in client.run(_blocks_kept).values()] == [{f.key for f in blocks}]
+        np.testing.assert_array_equal(np.concatenate(values), w.compute())
+        del blocks, values, w
+        gc.collect()
+        assert eventually(lambda: not client.run_on_scheduler(_assembled_at_scheduler))
+        assert eventually(lambda: not any(client.run(_blocks_kept).values()))
+
+        client.run(_break_assembly, True)
+        try:
+            with pytest.raises(Exception, match="no room for the block"):
+                gpipe.walks.deepwalk(g, length=5, seed=0)
+        finally:
+            client.run(_break_assembly, False)
+        assert eventually(lambda: not client.run_on_scheduler(_assembled_at_scheduler))
+        assert not any(client.run(_blocks_kept).values())
+        assert gpipe.walks.deepwalk(g, length=5, seed=0).compute().shape == (g.num_vertices, 6)
+
+
 def _slow_assembly(slow: bool):
     """On a worker: make every block's assembly take a second longer, or mend it."""
     from gpipe.runtime import _pieces
@@ -1068,7 +1105,7 @@ def test_a_message_to_a_busy_peer_waits_for_it_while_the_scheduler_lists_it(kill
     ``UNRESPONSIVE_SECONDS``: a peer stopped with its connections open would otherwise hold the sender for good."""
     client = killable_cluster
     sender, busy = sorted(client.scheduler_info()["workers"])
-    holding, _ = started(lambda: client.run(time.sleep, 2.0, workers=[busy]))  # on its event loop
+    holding, _ = started(lambda: client.run(time.sleep, 4.0, workers=[busy]))  # on its event loop
     time.sleep(0.3)
     said = client.run(_message, busy, 0.2, unresponsive, workers=[sender])[sender]
     holding.join(10)
@@ -1083,7 +1120,7 @@ def test_a_peer_busy_past_the_ping_is_waited_for_while_the_scheduler_lists_it(ki
     not list fails at once."""
     client = killable_cluster
     waiting, busy = sorted(client.scheduler_info()["workers"])
-    holding, _ = started(lambda: client.run(time.sleep, 2.0, workers=[busy]))  # on its event loop
+    holding, _ = started(lambda: client.run(time.sleep, 4.0, workers=[busy]))  # on its event loop
     time.sleep(0.3)
     said = client.run(_check_on, busy, 0.2, unresponsive, 4, workers=[waiting])[waiting]
     assert holding.is_alive() and said.startswith(expected) if expected == "waits" else expected in said, said

@@ -27,7 +27,7 @@ from .._validate import check_choice, check_probability
 from ..backend import unique
 from ..errors import GpipeValueError
 from . import _advance, _nccl
-from ._kept import block_key, drop_kept, registered
+from ._kept import announce, block_key, finished, forget
 from ._residency import POLICIES
 from ._spec import OutputBlocks, RunSpec, StartSet, StepSpec
 from ._store import drop_run, output_limit_setting, store, transfers
@@ -209,11 +209,14 @@ def _run_replicated(graph, spec: StepSpec, initial: int | StartSet | dict, progr
             group = (initial["instance"] if "instance" in initial else initial["walk_id"]) % count
             shares = {int(r): {k: v[group == r] for k, v in initial.items()} for r in unique(np, group)}
     runs = [(replicas[r], _advance.advance_local, (run, share), {"part": r}) for r, share in shares.items()]
+    # its one worker makes the blocks as the run ends: the scheduler is told of them while it runs
+    blocks_told = None if blocks is None or not runs else announce(
+        client, replicas[0], {block_key(run.run_id, b): blocks.nbytes(b) for b in range(blocks.count)})
     try:
         summaries = _call_run(client, run.run_id, runs, {r: replicas[r] for r in shares}, "replicated run", "replica")
     except BaseException:  # blocks its one worker made as the run ended, or is still making: none kept
-        if blocks is not None:
-            drop_kept(client, [replicas[0]], [block_key(run.run_id, b) for b in range(blocks.count)])
+        if blocks_told is not None:
+            forget(client, blocks_told)
         raise
     seconds = time.perf_counter() - t0
     steps = sum(s["steps"] for s in summaries)
@@ -224,9 +227,9 @@ def _run_replicated(graph, spec: StepSpec, initial: int | StartSet | dict, progr
                    supersteps=supersteps, kernel_seconds=max((s["seconds"] for s in summaries), default=0.0))
     stats["gathered"] = blocks is not None
     made = None
-    if any(s["kept"] for s in summaries):  # its one replica made its blocks as it ended
+    if blocks_told is not None:  # its one replica made its blocks as it ended
         t0 = time.perf_counter()
-        futures = registered(client, {replicas[0]: summaries[0]["kept"]})
+        futures = finished(client, blocks_told, summaries[0]["kept"])
         made = [futures[block_key(run.run_id, b)] for b in range(blocks.count)]
         stats["assemble_seconds"] = time.perf_counter() - t0
     return Ran(run.run_id, {r: replicas[r] for r in shares}, stats, made)

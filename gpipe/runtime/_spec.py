@@ -106,6 +106,10 @@ class OutputBlocks:
     walks: int
     width: int
 
+    def nbytes(self, b: int) -> int:
+        """The bytes of block ``b``: its rows of ``width`` ids."""
+        return min(self.rows, self.walks - b * self.rows) * self.width * np.dtype(self.dtype).itemsize
+
 
 @dataclass(frozen=True)
 class RunSpec:
