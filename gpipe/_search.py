@@ -83,3 +83,32 @@ def has_edge(indices, a, d, x):
     """Whether ``x`` is among the sorted neighbors ``indices[a:a+d]``."""
     e = lower_bound(indices, a, d, x)
     return e < a + d and np.int64(indices[e]) == x
+
+
+@cpu_kernel()
+def arc_bit(t, x, size):
+    """The bit of an arc filter of ``size`` bits that arc ``(t, x)`` sets (``walk.cuh``'s ``gp_arc_bit``; the filter:
+    ``gpipe/graph/_partition.py``'s ``arc_filter``): a hash of the pair, times ``size``, over 2**64."""
+    z = (np.uint64(t) * np.uint64(0x9E3779B97F4A7C15)) ^ np.uint64(x)
+    z ^= z >> np.uint64(29)
+    z *= np.uint64(0xBF58476D1CE4E5B9)
+    z ^= z >> np.uint64(32)
+    return _high_word(z, np.uint64(size))
+
+
+@cpu_kernel()
+def _high_word(a, b):
+    """The high 64 bits of the 128-bit product of uint64 ``a`` and ``b`` (CUDA's ``__umul64hi``)."""
+    low = np.uint64(0xFFFFFFFF)
+    half = np.uint64(32)
+    a0, a1, b0, b1 = a & low, a >> half, b & low, b >> half
+    cross = ((a0 * b0) >> half) + ((a1 * b0) & low) + a0 * b1
+    return ((a1 * b0) >> half) + (cross >> half) + a1 * b1
+
+
+@cpu_kernel()
+def arc_maybe(arcs, t, x):
+    """Whether ``(t, x)`` may be an arc of the partition whose arc filter is ``arcs`` (a uint32 bit array): false
+    only if it is not (``walk.cuh``'s ``gp_arc_maybe``)."""
+    b = arc_bit(t, x, arcs.shape[0] * 32)
+    return (arcs[b >> np.uint64(5)] >> np.uint32(b & np.uint64(31))) & np.uint32(1) != 0

@@ -43,7 +43,7 @@ __device__ __forceinline__ bool gp_has_edge(const IdT* __restrict__ indices, lon
 // bits in which every arc (t, x) of the partition set the bit gp_arc_bit names. A clear bit says in one load that x is
 // not t's neighbor, where a search of t's sorted list takes log d dependent ones; a set bit says nothing (another arc
 // may have set it). The bit: a 64-bit hash of (t, x), scaled to [0, size) by its product's high word. CPU twin:
-// gpipe/graph/_partition.py::arc_bit.
+// gpipe/_search.py::arc_bit (and arc_maybe).
 __device__ __forceinline__ unsigned long long gp_arc_bit(long long t, long long x, unsigned long long size) {
     unsigned long long z = (unsigned long long)t * 0x9E3779B97F4A7C15ULL ^ (unsigned long long)x;
     z ^= z >> 29;

@@ -350,7 +350,8 @@ def test_integer_ids_are_numbered_by_their_sorted_distinct_values(spread):
 
 @pytest.mark.parametrize("ids, lo", [(np.int32, 0), (np.int64, 5000)])
 def test_a_partitions_arc_filter_clears_no_bit_of_an_arc_and_few_others(ids, lo):
-    from gpipe.graph._partition import ARC_FILTER_BITS, arc_bit
+    from gpipe._search import arc_bit
+    from gpipe.graph._partition import ARC_FILTER_BITS
 
     part = hub_partition(ids, lo, seed=3)
     bits = part.arc_filter()

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from .._alias import tables
+from .._search import arc_bit
 from ..backend import cpu_kernel, device_of, prange, xp
 from ..kernels import Arg, Kernel
 
@@ -95,9 +96,9 @@ class Partition:
 
     def arc_filter(self):
         """This partition's arc filter, built once and kept: a uint32 array of ``ARC_FILTER_BITS`` bits an arc (32 at
-        least) in which every arc ``(t, x)`` set bit :func:`arc_bit` ``(t, x, size)`` of its ``size`` bits. A clear
-        bit says in one load that ``x`` is not a neighbor of ``t``, which a search of t's sorted list says in log d
-        (CUDA: ``kernels/arcs.cu``; ``walk.cuh``'s ``gp_arc_maybe``)."""
+        least) in which every arc ``(t, x)`` set bit ``arc_bit(t, x, size)`` of its ``size`` bits (``gpipe._search``).
+        A clear bit says in one load that ``x`` is not a neighbor of ``t``, which a search of t's sorted list says in
+        log d (CUDA: ``kernels/arcs.cu``; ``walk.cuh``'s ``gp_arc_maybe``)."""
         return self.kept("arc_filter", _build_arc_filter)[0]
 
     def alias(self):
@@ -113,27 +114,6 @@ def _build_arc_filter(part: Partition) -> tuple:
     ARC_FILTER.launch(n=part.hi - part.lo, indptr=part.indptr, indices=part.indices, lo=part.lo,
                       size=bits.shape[0] * 32, bits=bits)
     return (bits,)
-
-
-@cpu_kernel()
-def arc_bit(t, x, size):
-    """The bit of an arc filter of ``size`` bits that arc ``(t, x)`` sets (``walk.cuh``'s ``gp_arc_bit``): a hash of
-    the pair, times ``size``, over 2**64."""
-    z = (np.uint64(t) * np.uint64(0x9E3779B97F4A7C15)) ^ np.uint64(x)
-    z ^= z >> np.uint64(29)
-    z *= np.uint64(0xBF58476D1CE4E5B9)
-    z ^= z >> np.uint64(32)
-    return _high_word(z, np.uint64(size))
-
-
-@cpu_kernel()
-def _high_word(a, b):
-    """The high 64 bits of the 128-bit product of uint64 ``a`` and ``b`` (CUDA's ``__umul64hi``)."""
-    low = np.uint64(0xFFFFFFFF)
-    half = np.uint64(32)
-    a0, a1, b0, b1 = a & low, a >> half, b & low, b >> half
-    cross = ((a0 * b0) >> half) + ((a1 * b0) & low) + a0 * b1
-    return ((a1 * b0) >> half) + (cross >> half) + a1 * b1
 
 
 @cpu_kernel()

@@ -32,7 +32,7 @@ from ..runtime import Run, StepSpec, step_kernel
 from ._borrowed import borrowed_lists
 from ._first_order import DEFINES_FIRST_ORDER, TELEPORT, FirstOrder, walkers_cpu
 from ._graphs import Space
-from ._node2vec import BORROW, DEFINES_NODE2VEC, Node2Vec, trials_before_exact, walk_one_cpu
+from ._node2vec import BORROW, DEFINES_NODE2VEC, NO_ARCS, Node2Vec, trials_before_exact, walk_one_cpu
 
 
 @step_kernel
@@ -121,7 +121,7 @@ def _advance_node2vec_cpu(edge_start, degree, dst, units, frac, member_start, me
     graph = Space(dst, units, frac, weighted, edge_start, degree, member_start, members, group_row, group_count,
                   group_kind, group_bit, group_start, group_size, alias_prob, alias_other, adjacency, space_vertices)
     borrowed = (borrowed_ids, borrowed_indptr, borrowed_indices, borrowed_count)
-    walk = (lo, hi, key, length, inv_p, inv_q, trials, False)
+    walk = (lo, hi, key, length, inv_p, inv_q, trials, False, NO_ARCS)
     for i in prange(n):
         k, _, v, t, _, s, _, _, st, left = walk_one_cpu(graph, borrowed, walk, (walk_id[i], vertex[i], prev[i],
                                                                                  np.int64(-1), step[i], 0, -1), 0,

@@ -48,7 +48,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import _rng
-from .._search import has_edge, lower_bound
+from .._search import arc_maybe, has_edge, lower_bound
 from ..backend import cpu_kernel, prange, unique
 from ..kernels import Arg, Kernel
 from ..runtime import Run, StepSpec, step_kernel
@@ -66,6 +66,7 @@ TRIALS = 256
 # proposals a step on average): they walk by rejection alone (trials -1), in a kernel without the fallback's
 # code, whose mere test cost 27 % of the speed. Either way the walks are exact and the same on both devices.
 TAME = 1 / 16
+NO_ARCS = np.zeros(0, np.uint32)  # no arc filter (walk_one_cpu's walk): t's list searched at once
 BORROW = 2  # walker state: stopped before the exact draw (for t's neighbors, or on the GPU for the draw)
 _WRITES = ("vertex", "step", "cur", "prev", "cand", "trial", "answer", "state")  # what the kernel writes per walker
 
@@ -236,10 +237,11 @@ def walk_one_cpu(graph, borrowed, walk, walker, state, flat, o):
     """One walker by node2vec's rule while it stays inside ``lo..hi-1`` of ``graph`` (``_graphs``), its vertices
     written from ``flat[o]`` (the kernels' ``gp_n2v_walker``, exact): ``borrowed`` the lists of previous vertices
     elsewhere ``(ids, indptr, indices, count)``, ``walk`` its parameters ``(lo, hi, key, length, 1/p, 1/q, trials,
-    queries)`` (without queries, a walker that needs a list it has not got stops, ``BORROW``), ``walker`` where it
-    stands ``(walk id, v, t, x, step, trial, answer)`` in ``state``. Returns how many vertices it wrote and where
-    it stands after: ``(k, route, v, t, x, step, trial, answer, state, left)``."""
-    lo, hi, key, length, inv_p, inv_q, trials, queries = walk
+    queries, arcs)`` (without queries, a walker that needs a list it has not got stops, ``BORROW``; ``arcs`` the
+    partition's arc filter where the graph is whole in it, asked before t's list is searched, else ``NO_ARCS``),
+    ``walker`` where it stands ``(walk id, v, t, x, step, trial, answer)`` in ``state``. Returns how many vertices
+    it wrote and where it stands after: ``(k, route, v, t, x, step, trial, answer, state, left)``."""
+    lo, hi, key, length, inv_p, inv_q, trials, queries, arcs = walk
     stream, v, t, x, s, kk, known = walker
     draws, candidate, accept = trial_draws(graph)
     bound = max(inv_p, max(1.0, inv_q))
@@ -287,7 +289,7 @@ def walk_one_cpu(graph, borrowed, walk, walker, state, flat, o):
                 ok = False
             else:
                 if near:
-                    member = 1 if has_edge(tn, ta, td, x) else 0
+                    member = 1 if (arcs.shape[0] == 0 or arc_maybe(arcs, t, x)) and has_edge(tn, ta, td, x) else 0
                 elif known >= 0:
                     member = known
                 else:
@@ -330,7 +332,7 @@ def _advance_cpu(indptr, indices, cdf, borrowed_ids, borrowed_indptr, borrowed_i
                  moved):
     graph = Csr(indices, cdf, weighted, indptr, NO_TABLE)
     borrowed = (borrowed_ids, borrowed_indptr, borrowed_indices, borrowed_count)
-    walk = (lo, hi, key, length, inv_p, inv_q, trials, True)
+    walk = (lo, hi, key, length, inv_p, inv_q, trials, True, NO_ARCS)
     for i in prange(n):
         (piece_len[i], out_vertex[i], out_cur[i], out_prev[i], out_cand[i], out_step[i], out_trial[i], out_answer[i],
          out_state[i], moved[i]) = walk_one_cpu(graph, borrowed, walk, (walk_id[i], cur[i], prev[i], cand[i], step[i],
@@ -341,11 +343,11 @@ def _advance_cpu(indptr, indices, cdf, borrowed_ids, borrowed_indptr, borrowed_i
 @cpu_kernel(parallel=True)
 def _advance_whole_cpu(indptr, indices, cdf, weighted, arcs, arc_size, vertices, key, length, inv_p, inv_q, n,
                        walk_id, step, cur, prev, offset, flat, piece_len, out_step):
-    """Every walker to its end on a graph whole here (the exact walker, which never falls back with tame p and q; it
-    searches t's list where the kernel asks the arc filter first, with the same answers)."""
+    """Every walker to its end on a graph whole here (the exact walker, which never falls back with tame p and q),
+    asking the arc filter before it searches t's list, as the kernel does."""
     graph = Csr(indices, cdf, weighted, indptr, NO_TABLE)
     borrowed = (np.zeros(0, np.int64), np.zeros(1, np.int64), indices[:0], 0)
-    walk = (0, vertices, key, length, inv_p, inv_q, -1, False)
+    walk = (0, vertices, key, length, inv_p, inv_q, -1, False, arcs)
     for i in prange(n):
         ran = walk_one_cpu(graph, borrowed, walk, (walk_id[i], cur[i], prev[i], -1, step[i], 0, -1), 0, flat,
                            offset[i])
