@@ -31,7 +31,9 @@ the hot loop cost 40 % of the speed); the CPU twin is the kernel with it, on
 both launches. On a graph whole on its worker, with tame p and q, no walker
 asks, stops or leaves: one launch of a kernel that keeps t's row from the step
 before walks every walker to its end, and the step waits for it with nothing
-to bring to the host.
+to bring to the host; there "is x a neighbor of t?" is asked of the
+partition's arc filter first (``Partition.arc_filter``: one load says "no" for
+most candidates, where the search of t's list takes log d), on both devices.
 Rejection is exact, so is falling back after a fixed number of rejections, and
 where t's list is read does not change a draw: the walks stay the same for any
 partitioning, on the CPU and on the GPU.
