@@ -46,10 +46,26 @@ def device_name(client, device: str) -> str:
 
 
 def environment(client, device: str) -> dict:
-    """The device, its name, the package versions and the date, for a benchmark's JSON."""
-    return {"device": device, "device_name": device_name(client, device),
+    """The device, its name, the host, the package versions and the date, for a benchmark's JSON."""
+    return {"device": device, "device_name": device_name(client, device), "host": host(),
             "versions": {k: v for k, v in versions().items() if v is not None},
             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
+
+
+def host() -> dict:
+    """This host's CPU, its cores, and how long a small numpy call takes here (``numpy_call_us``, the median of
+    2,000 ``np.arange(1000).sum()``): on one GPU the call around the kernel is Python on the host, and the same code
+    was a millisecond or two slower through the call on one H200 host than on another whose kernels ran as fast."""
+    model = platform.processor() or platform.machine()
+    with contextlib.suppress(OSError):
+        with open("/proc/cpuinfo") as f:
+            model = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), model)
+    times = []
+    for _ in range(2000):
+        t0 = time.perf_counter()
+        np.arange(1000).sum()
+        times.append(time.perf_counter() - t0)
+    return {"cpu": model, "cores": os.cpu_count(), "numpy_call_us": float(np.median(times)) * 1e6}
 
 
 def warm_starts(g) -> np.ndarray:
