@@ -48,7 +48,6 @@ draws seconds per stage, gpipe beside the baselines.
 from __future__ import annotations
 
 import argparse
-import concurrent.futures
 import gzip
 import os
 import shutil
@@ -63,7 +62,7 @@ import pyarrow.parquet as pq
 
 import gpipe
 from _common import environment, write_json
-from gpipe.graph._readers._snap import _READ_THREADS
+from gpipe.graph._readers._snap import _READ_THREADS, read_into
 from figures import draw
 
 FORMATS = ("el", "el.gz", "parquet", "npz")
@@ -129,31 +128,17 @@ def _evict(path: str) -> str:
 
 def _cold_bytes(path: str, rows: int) -> dict:
     """The disk's floor for a cold read: the bytes of ``path`` (a folder's files) alone, their pages dropped, read
-    by as many threads as gpipe's reader takes (``os.preadv``) into memory touched before (its fresh pages' cost
-    is the host's, not the disk's)."""
+    as gpipe's reader reads them (``read_into``: its threads, ``os.preadv``) into memory touched before (its fresh
+    pages' cost is the host's, not the disk's)."""
     names = [os.path.join(path, f) for f in sorted(os.listdir(path))] if os.path.isdir(path) else [path]
-    threads = _READ_THREADS
     seconds = 0.0
     for name in names:
-        size = os.path.getsize(name)
-        into = np.ones(size, np.uint8)
+        into = np.ones(os.path.getsize(name), np.uint8)
         _evict(name)
-        step = max(1 << 20, -(-size // threads))
-
-        def read(offset: int) -> None:
-            view = memoryview(into)[offset:min(offset + step, size)]
-            while len(view):
-                got = os.preadv(fd, [view], offset)
-                if not got:
-                    raise OSError(f"{name} ended at byte {offset} while it was read")
-                view, offset = view[got:], offset + got
-
         t0 = time.perf_counter()
-        with open(name, "rb") as f, concurrent.futures.ThreadPoolExecutor(threads) as pool:
-            fd = f.fileno()
-            list(pool.map(read, range(0, size, step)))
+        read_into(into, name, 0)
         seconds += time.perf_counter() - t0
-    return {"baseline": f"the file's bytes alone, cold ({threads} threads, os.preadv)", "seconds": seconds,
+    return {"baseline": f"the file's bytes alone, cold ({_READ_THREADS} threads, os.preadv)", "seconds": seconds,
             "rate": rows / seconds, "unit": "edges/s", "bytes_per_second": _size(path) / seconds}
 
 

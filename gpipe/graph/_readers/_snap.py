@@ -130,6 +130,16 @@ def _read_to_device(x, path: str, start: int, end: int):
     from pageable memory, took 13 ms of a 68 MB piece's 23.)"""
     size = end - start
     host = np.frombuffer(x.cuda.alloc_pinned_memory(size), np.uint8, size)
+    read_into(host, path, start)
+    text = x.empty(size, x.uint8)
+    text.data.copy_from_host(host.ctypes.data, size)  # (asarray would stage it through pinned memory of its own)
+    return text
+
+
+def read_into(host: np.ndarray, path: str, start: int) -> None:
+    """Bytes ``start..start + host.size`` of the file at ``path`` into ``host`` (uint8), read by ``_READ_THREADS``
+    threads at once."""
+    size = host.shape[0]
     step = max(1 << 20, -(-size // _READ_THREADS))
 
     def read(offset: int) -> None:
@@ -143,9 +153,6 @@ def _read_to_device(x, path: str, start: int, end: int):
     with open(path, "rb") as f, concurrent.futures.ThreadPoolExecutor(_READ_THREADS) as pool:
         fd = f.fileno()
         list(pool.map(read, range(0, size, step)))
-    text = x.empty(size, x.uint8)
-    text.data.copy_from_host(host.ctypes.data, size)  # (asarray would stage it through pinned memory of its own)
-    return text
 
 
 def _snap_options(start: bytes, names: list[str], block_size: int) -> dict:
