@@ -210,8 +210,9 @@ def _run_replicated(graph, spec: StepSpec, initial: int | StartSet | dict, progr
             shares = {int(r): {k: v[group == r] for k, v in initial.items()} for r in unique(np, group)}
     runs = [(replicas[r], _advance.advance_local, (run, share), {"part": r}) for r, share in shares.items()]
     # its one worker makes the blocks as the run ends: the scheduler is told of them while it runs
-    blocks_told = None if blocks is None or not runs else announce(
-        client, replicas[0], {block_key(run.run_id, b): blocks.nbytes(b) for b in range(blocks.count)})
+    keys = [] if blocks is None or not runs else [block_key(run.run_id, b) for b in range(blocks.count)]
+    blocks_told = None if not keys else announce(client, dict.fromkeys(keys, replicas[0]),
+                                                 {key: blocks.nbytes(b) for b, key in enumerate(keys)})
     try:
         summaries = _call_run(client, run.run_id, runs, {r: replicas[r] for r in shares}, "replicated run", "replica")
     except BaseException:  # blocks its one worker made as the run ended, or is still making: none kept
@@ -230,7 +231,7 @@ def _run_replicated(graph, spec: StepSpec, initial: int | StartSet | dict, progr
     if blocks_told is not None:  # its one replica made its blocks as it ended
         t0 = time.perf_counter()
         futures = finished(client, blocks_told, summaries[0]["kept"])
-        made = [futures[block_key(run.run_id, b)] for b in range(blocks.count)]
+        made = [futures[key] for key in keys]
         stats["assemble_seconds"] = time.perf_counter() - t0
     return Ran(run.run_id, {r: replicas[r] for r in shares}, stats, made)
 

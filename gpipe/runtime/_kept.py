@@ -3,9 +3,9 @@
 A result's blocks were made by Dask tasks: each a round trip through the scheduler, 8-12 ms on a local cluster
 (a trivial task took 12 ms here, a direct call 1.7), which a walk of a few milliseconds noticed more than its
 own work. Instead a direct call (:func:`~._watch.call_workers`) makes a worker's values and puts them in its
-data, as a task's result would be; the client then tells the scheduler where they are and holds futures of
-them, as ``Client.scatter`` does for data a task scatters from its worker (or, where their sizes are known
-before, tells it while the call runs: :func:`announce`). From there on they are ordinary
+data, as a task's result would be; the client tells the scheduler where they are (:func:`announce`: as the
+calls return, or while they run where their sizes are known before) and holds futures of them, as
+``Client.scatter`` does for data a task scatters from its worker. From there on they are ordinary
 Dask data: released with their futures, lost with their worker, moved or gathered by Dask. Should a call fail,
 the client be interrupted, or the scheduler not take them, the values made are dropped from every worker, and
 a call still making some keeps none of them when it ends: none is left behind.
@@ -34,8 +34,9 @@ def kept_blocks(client, blocks: dict[str, tuple], function, args_of, held: dict[
                 unit: str = "partition") -> dict:
     """Futures, by key, of the blocks ``blocks`` (key -> ``(worker, b)``), made and kept on their workers: each
     worker makes its own in one call, ``function(*args_of(worker), part=b)`` for each of its blocks ``b`` in
-    the order given. Failures are watched as :func:`~._watch.call_workers` watches them (``held``: what each
-    worker holds, to name on its loss)."""
+    the order given, and the scheduler is told of them as the calls return (their sizes are known then).
+    Failures are watched as :func:`~._watch.call_workers` watches them (``held``: what each worker holds, to
+    name on its loss)."""
     mine: dict[str, list] = {}
     for key, (worker, b) in blocks.items():
         mine.setdefault(worker, []).append((key, b))
@@ -45,63 +46,45 @@ def kept_blocks(client, blocks: dict[str, tuple], function, args_of, held: dict[
     except BaseException:
         drop_kept(client, sorted(mine), list(blocks))
         raise
-    return registered(client, dict(zip(mine, made)))
-
-
-def registered(client, kept: dict[str, dict]) -> dict:
-    """Futures, by key, of the values :func:`keep_here` kept on workers (worker -> its ``{key: (bytes, type)}``);
-    should the scheduler not take them, they are dropped from those workers."""
-    try:
-        return client.sync(_registered, client, {key: [worker] for worker, sizes in kept.items() for key in sizes},
-                           {key: size for sizes in kept.values() for key, size in sizes.items()})
-    except BaseException:
-        drop_kept(client, sorted(kept), [key for sizes in kept.values() for key in sizes])
-        raise
-
-
-async def _registered(client, who_has: dict, kept: dict) -> dict:
-    """In the client's loop, as ``Client.scatter`` does it: the scheduler told where the values are (and that
-    this client wants them), then futures of them, finished."""
-    await client.scheduler.update_data(who_has=who_has, nbytes={key: size for key, (size, _) in kept.items()},
-                                       client=client.id)
-    futures = {key: Future(key, client) for key in who_has}
-    for key, (_, kind) in kept.items():
-        client.futures[key].finish(type=kind)
-    return futures
+    kept = {key: value for sizes in made for key, value in sizes.items()}
+    told = announce(client, {key: worker for key, (worker, _) in blocks.items()},
+                    {key: size for key, (size, _) in kept.items()})
+    return finished(client, told, kept)
 
 
 @dataclass(frozen=True)
 class Announced:
-    """Values a call is making on ``worker`` (key -> bytes: ``sizes``) that the scheduler is being told of
-    (``telling``, whose result is their futures, pending): see :func:`announce`."""
+    """Values calls are making (key -> the worker making it: ``where``; key -> bytes: ``sizes``) that the scheduler
+    is being told of (``telling``, whose result is their futures, pending): see :func:`announce`."""
 
-    worker: str
+    where: dict[str, str]
     sizes: dict[str, int]
     telling: concurrent.futures.Future
 
 
-def announce(client, worker: str, sizes: dict[str, int]) -> Announced:
-    """Started in the client's loop, not waited for: the scheduler told that ``worker`` holds the values of
-    ``sizes`` (key -> bytes) for this client, before the call that makes them has made them, so that the round trip
-    goes while the call runs (a replicated walk was ready that round trip after its run ended: 0.8-1.9 ms on an H200
-    host). Nothing asks for them meanwhile: only the futures that :func:`finished` hands over once the call has
-    kept them name them."""
+def announce(client, where: dict[str, str], sizes: dict[str, int]) -> Announced:
+    """Started in the client's loop, not waited for: the scheduler told that the worker ``where[key]`` holds the
+    value of each key of ``sizes`` (its bytes) for this client, as ``Client.scatter`` tells it, possibly before
+    the call that makes them has made them, so that the round trip goes while the call runs (a replicated walk
+    was ready that round trip after its run ended: 0.8-1.9 ms on an H200 host). Nothing asks for them
+    meanwhile: only the futures that :func:`finished` hands over once the calls have kept them name them."""
     async def tell() -> dict:
-        await client.scheduler.update_data(who_has={key: [worker] for key in sizes}, nbytes=sizes, client=client.id)
+        await client.scheduler.update_data(who_has={key: [where[key]] for key in sizes}, nbytes=sizes,
+                                           client=client.id)
         return {key: Future(key, client) for key in sizes}
 
-    return Announced(worker, sizes, asyncio.run_coroutine_threadsafe(tell(), client.loop.asyncio_loop))
+    return Announced(where, sizes, asyncio.run_coroutine_threadsafe(tell(), client.loop.asyncio_loop))
 
 
 def finished(client, announced: Announced, kept: dict) -> dict:
-    """The futures of ``announced``, finished now that its call has kept the values (``kept``: key -> ``(bytes,
+    """The futures of ``announced``, finished now that its calls have kept the values (``kept``: key -> ``(bytes,
     type)``; sizes other than those announced told again); should the scheduler not take them, they are
-    dropped from the worker and the scheduler told that this client no longer wants them."""
+    dropped from the workers and the scheduler told that this client no longer wants them."""
     try:
         futures = announced.telling.result()
         other = {key: size for key, (size, _) in kept.items() if size != announced.sizes[key]}
         if other:
-            client.sync(client.scheduler.update_data, who_has={key: [announced.worker] for key in other},
+            client.sync(client.scheduler.update_data, who_has={key: [announced.where[key]] for key in other},
                         nbytes=other)
     except BaseException:
         forget(client, announced)
@@ -112,10 +95,10 @@ def finished(client, announced: Announced, kept: dict) -> dict:
 
 
 def forget(client, announced: Announced) -> None:
-    """Best effort, once the call making ``announced`` has failed, or its values were not taken: those values
-    dropped from the worker (and not kept should the call still be making them), and the scheduler told that this
-    client no longer wants them."""
-    drop_kept(client, [announced.worker], list(announced.sizes))
+    """Best effort, once a call making values of ``announced`` has failed, or they were not taken: those values
+    dropped from their workers (and not kept should a call still be making them), and the scheduler told that
+    this client no longer wants them."""
+    drop_kept(client, sorted(set(announced.where.values())), list(announced.sizes))
     try:
         futures = announced.telling.result()
     except BaseException:
