@@ -7,6 +7,7 @@ import os
 import tracemalloc
 
 import dask
+import distributed
 import numpy as np
 import pandas as pd
 import pyarrow as pa
@@ -128,6 +129,19 @@ def test_a_glob_is_for_parquet_and_a_file_named_like_one_is_that_file(tmp_path):
     assert read_table(tmp_path / "g[1].txt")[0].to_numpy().tolist() == [[5, 6]]
     with pytest.raises(FileNotFoundError):
         read_table(tmp_path / "g*.txt")
+
+
+def test_read_bytes_takes_a_byte_count_and_refuses_what_is_not_one(cpu, tmp_path):
+    path = _snap(tmp_path / "g.txt", _random_edges())
+    with dask.config.set({"gpipe.graph.read-bytes": "300 B"}), distributed.get_task_stream(client=cpu) as tasks:
+        pieces = gpipe.read_edges(path)
+    parsed = [t for t in tasks.data if distributed.utils.key_split(t["key"]) == "read_piece"]
+    assert len(parsed) == len(plan_table(path, piece_bytes=300).pieces) > 5
+    _same_graph(pieces, gpipe.read_edges(path), tmp_path)
+    for bad in ("lots", 0):
+        with dask.config.set({"gpipe.graph.read-bytes": bad}), pytest.raises(GpipeValueError,
+                                                                             match="'gpipe.graph.read-bytes' must"):
+            gpipe.read_edges(path)
 
 
 def test_compressed_file_is_one_piece(cluster, small_pieces, tmp_path):

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from .. import config
-from .._validate import check_bool
+from .._validate import check_bool, check_bytes
 from ..backend import cpu_kernel, device_of, prange, to_host, unique, xp
 from ..errors import GpipeFileError, GpipeValueError
 from ..runtime import anywhere, current, on_worker, placed, worker_device
@@ -105,7 +105,7 @@ def read_edges(path, src: str = "src", dst: str = "dst", weight: str | bool | No
     path = os.fspath(path)
     if is_graph_folder(path):  # whole or damaged: never read as a plain parquet folder
         return _read_graph_folder(path, partitions, mode)
-    plan = plan_table(path, src=src, dst=dst, weight=weight, fmt=fmt, piece_bytes=int(config.get("graph.read-bytes")))
+    plan = plan_table(path, src=src, dst=dst, weight=weight, fmt=fmt, piece_bytes=_read_bytes())
     directed, keep_self_loops, keep_duplicates = _check_flags(directed, keep_self_loops, keep_duplicates)
     renumber = None if renumber is None else check_bool("renumber", renumber)
     session = current()
@@ -130,6 +130,12 @@ def read_edges(path, src: str = "src", dst: str = "dst", weight: str | bool | No
                               weight="weight" if weighted else None, directed=directed, partitions=partitions,
                               mode=mode, renumber=renumber, keep_self_loops=keep_self_loops,
                               keep_duplicates=keep_duplicates, num_vertices=None)
+
+
+def _read_bytes() -> int:
+    """The bytes of text (of parquet data) a task parses, ``gpipe.graph.read-bytes``: an integer or a string such as
+    '256 MB'."""
+    return check_bytes("gpipe.graph.read-bytes", config.get("graph.read-bytes"), minimum=1)
 
 
 def _read_on_workers(client, plan: TablePlan) -> list:

@@ -250,6 +250,17 @@ def test_an_edge_list_read_by_a_gpu_worker_is_the_cpu_workers_graph(gpu_cluster,
     pd.testing.assert_frame_equal(gpu[4], cpu[4])
 
 
+@pytest.mark.parametrize("start, end", [(0, 9 << 20), (5, (9 << 20) - 3), (100, 4_196), (7, 8)])
+def test_a_piece_reaches_the_device_as_it_is_in_the_file(tmp_path, start, end):
+    """Each thread's range is copied to the device as it is read: ranges of 1 MB or more, the last one short."""
+    from gpipe.graph._readers import _snap
+
+    data = np.random.default_rng(0).integers(0, 256, 9 << 20, dtype=np.uint8)
+    path = tmp_path / "bytes"
+    path.write_bytes(data.tobytes())
+    np.testing.assert_array_equal(_snap._read_to_device(cupy, str(path), start, end).get(), data[start:end])
+
+
 @pytest.mark.parametrize("problem", [None, "index", "weight"])
 def test_a_csr_npz_read_by_a_gpu_worker_is_the_cpu_workers_graph(gpu_cluster, cpu_cluster, tmp_path, problem):
     """A GPU worker takes each piece's stored arrays (int32 indices) to its GPU and lays out, checks and widens
