@@ -58,10 +58,10 @@ def _random_edges(n_edges=600, ids=None, weighted=False, seed=3) -> pd.DataFrame
     return frame
 
 
-def _snap(path, frame, comments=True) -> str:
+def _snap(path, frame, comments=True, comment_lines=1) -> str:
     lines = ["# a SNAP edge list\n"] + [" ".join(map(str, row)) + "\n" for row in frame.itertuples(index=False)]
     if comments:
-        lines[len(lines) // 3:len(lines) // 3] = ["% a comment among the data\n", "\n"]
+        lines[len(lines) // 3:len(lines) // 3] = ["% a comment among the data\n"] * comment_lines + ["\n"]
     path.write_text("".join(lines))
     return str(path)
 
@@ -71,6 +71,10 @@ _INPUTS = {
     "snap, ids with gaps, weighted": lambda tmp: _snap(tmp / "g.txt", _random_edges(ids=np.arange(80) * 7 + 5,
                                                                                     weighted=True)),
     "snap, string ids": lambda tmp: _snap(tmp / "g.edges", _random_edges(ids=np.array([f"v{i}" for i in range(80)]))),
+    # ranges of comments only: no edges, no ids
+    "snap, comment ranges": lambda tmp: _snap(tmp / "g.el", _random_edges(), comment_lines=80),
+    "snap, string ids, comment ranges": lambda tmp: _snap(
+        tmp / "g.edges", _random_edges(ids=np.array([f"v{i}" for i in range(80)])), comment_lines=80),
     "snap, crlf": lambda tmp: str(tmp / "g.tsv") if (tmp / "g.tsv").write_bytes(
         _random_edges().to_csv(sep="\t", header=False, index=False, lineterminator="\r\n").encode()) else "",
     "csv, weighted": lambda tmp: _random_edges(weighted=True).to_csv(tmp / "g.csv", index=False) or str(tmp / "g.csv"),
@@ -92,6 +96,20 @@ def test_text_read_in_ranges_is_the_graph_of_one_whole_file_read(cluster, small_
     pairs = {tuple(sorted(map(str, p))) for p in frame[["src", "dst"]].itertuples(index=False) if p[0] != p[1]}
     degrees = pd.Series([v for p in pairs for v in p]).value_counts()
     assert {str(k): v for k, v in g.degrees().items() if v} == degrees.to_dict()
+
+
+def test_a_pieces_ids_are_found_before_the_next_piece_is_read(one_worker_cluster, small_pieces, tmp_path):
+    path = _snap(tmp_path / "g.txt", _random_edges())
+    with one_worker_cluster.as_current(), distributed.get_task_stream(client=one_worker_cluster) as tasks:
+        gpipe.read_edges(path)
+    began = {}
+    for task in tasks.data:
+        start = min(s["start"] for s in task["startstops"] if s["action"] == "compute")
+        began.setdefault(distributed.utils.key_split(task["key"]), []).append(start)
+    assert len(began["read_piece"]) > 5
+    # the worker's one thread took pieces' ids between reads (a piece behind: the next read may be on it already)
+    reads, ids = sorted(began["read_piece"]), sorted(began["unique_ids"])
+    assert ids[0] < reads[2] and sum(t < reads[-1] for t in ids) >= len(ids) // 2
 
 
 def test_a_range_of_string_ids_makes_the_integer_ids_of_other_ranges_strings(cluster, small_pieces, tmp_path):
