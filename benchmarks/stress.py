@@ -28,7 +28,9 @@ all its columns. A run fails when its digest differs from its reference or
 when its exchange was not the one asked (under ``auto``, anything but NCCL
 between GPU workers). The JSON holds per run the workload, parameters, where
 it ran, seconds, throughput, digests, the stats ``exchange`` /
-``walker_bytes`` / ``exchange_seconds`` / ``host_memory_peak`` /
+``walker_bytes`` / ``exchange_seconds`` / ``opening_seconds`` (the slowest
+worker's time before its first superstep) / ``worker_seconds`` (its time in
+all: ``seconds`` less it is the client's and the calls') / ``host_memory_peak`` /
 ``device_memory_peak``, and the walker bytes per second of the exchange (all
 walker bytes over the busiest worker's ``exchange_seconds``, which includes
 waiting at the barrier) beside a plain peer-to-peer copy's from GPU 0 to GPU 1

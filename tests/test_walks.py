@@ -85,6 +85,7 @@ def test_walks_do_not_depend_on_worker_count(cpu_cluster, one_worker_cluster):
             # CPU workers: Dask's comms; one worker: nothing crosses
             assert w.stats["exchange"] == ("comms" if w.stats["workers"] == 2 else "none")
             assert (w.stats["walker_bytes"] > 0) == (w.stats["workers"] == 2)
+            assert 0 < w.stats["opening_seconds"] < w.stats["worker_seconds"] < w.stats["seconds"]
             peaks = w.stats["memory_peaks"]  # each worker's, the most of them in host_memory_peak
             assert sorted(peaks) == sorted(set(g.placement)) and all(p["device"] is None for p in peaks.values())
             assert max(p["host"] for p in peaks.values()) == w.stats["host_memory_peak"] > 0

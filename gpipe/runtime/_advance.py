@@ -153,8 +153,10 @@ def run_partitions(spec: RunSpec, initial: dict, counts: np.ndarray) -> dict:
     :func:`_order`). Returns the steps taken, each superstep's kernel seconds,
     the bytes of outputs spilled to host memory, the batches the walkers ran
     in, the bytes of walkers sent to peers, the seconds of the exchanges, the
-    peak memory seen at the superstep ends, and the partitions that ran.
+    peak memory seen at the superstep ends, the partitions that ran, and the seconds before the first superstep
+    (the prelude, the exchange's communicator, the rows' room) and in all.
     """
+    started = time.perf_counter()
     st = store()
     if spec.prelude is not None:
         function, args = spec.prelude
@@ -175,6 +177,7 @@ def run_partitions(spec: RunSpec, initial: dict, counts: np.ndarray) -> dict:
         superstep = steps = spilled = batches = 0
         seconds, ran = [], set()
         exchanging = 0.0
+        opening = time.perf_counter() - started
         while counts.sum() > 0:
             sent = np.zeros(len(placement), np.int64)
             spent = 0.0
@@ -217,7 +220,8 @@ def run_partitions(spec: RunSpec, initial: dict, counts: np.ndarray) -> dict:
     return {"steps": int(steps), "seconds": seconds, "spilled": spilled, "batches": batches, "sent_bytes": sent_bytes,
             "lent_bytes": lent_bytes,
             "exchange_seconds": exchanging, "ran": sorted(ran), "outputs": _summaries(spec, ran),
-            "gathered": gathered, "rows": rows, **memory.peaks()}
+            "gathered": gathered, "rows": rows, **memory.peaks(), "opening_seconds": opening,
+            "worker_seconds": time.perf_counter() - started}
 
 
 def _ends(spec: RunSpec, run: Run, exchange, part: int, superstep: int) -> dict:

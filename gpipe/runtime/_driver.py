@@ -142,6 +142,9 @@ def run_supersteps(graph, spec: StepSpec, initial: int | StartSet | dict, *, num
              **({"lent_bytes": sum(s["lent_bytes"] for s in summaries)} if spec.lends else {}),  # lists taken along
              "gathered": summaries[0]["gathered"] is not None,
              "exchange_seconds": max(s["exchange_seconds"] for s in summaries),  # the busiest worker's
+             # the slowest worker's time before its first superstep, and in all (``seconds`` less this: the calls)
+             "opening_seconds": max(s["opening_seconds"] for s in summaries),
+             "worker_seconds": max(s["worker_seconds"] for s in summaries),
              "host_memory_peak": max(s["host_memory_peak"] for s in summaries),
              "memory_peaks": {w: {"host": s["host_memory_peak"], "device": s["device_memory_peak"]}
                               for w, s in zip(workers, summaries)},  # each worker's (the two above: the most)

@@ -171,7 +171,8 @@ def sample(g, frontier_size: int, budget: int, instances: int, seed: int, pool: 
     run_ids, held = [], {}
     have = np.zeros(instances, np.int64)
     stats = {"steps": 0, "seconds": 0.0, "kernel_seconds": 0.0, "supersteps": 0, "rounds": 0}
-    summed = ("steps", "seconds", "kernel_seconds", "supersteps", "walker_bytes", "exchange_seconds")
+    summed = ("steps", "seconds", "kernel_seconds", "supersteps", "walker_bytes", "exchange_seconds", "opening_seconds",
+              "worker_seconds")
     summarize = functools.partial(_round_summary, instances=instances)
     while True:
         spec = StepSpec(advance_frontier, key, Frontier(budget, horizon, frontier_size), room=room)
