@@ -138,8 +138,10 @@ def _read_to_device(x, path: str, start: int, end: int):
     def copy(offset: int, count: int) -> None:  # (asarray would stage it through pinned memory of its own)
         text[offset:offset + count].data.copy_from_host_async(host.ctypes.data + offset, count, stream)
 
-    read_into(host, path, start, copy)
-    stream.synchronize()
+    try:
+        read_into(host, path, start, copy)
+    finally:  # a read that fails leaves no copy running into memory the pool may hand out again
+        stream.synchronize()
     return text
 
 
