@@ -16,6 +16,7 @@ import pytest
 
 import gpipe
 from gpipe.errors import GpipeFileError, GpipeValueError
+from gpipe.graph._io import _read_bytes
 from gpipe.graph._readers import plan_npz, plan_table, read_table
 
 
@@ -156,6 +157,7 @@ def test_read_bytes_takes_a_byte_count_and_refuses_what_is_not_one(cpu, tmp_path
     parsed = [t for t in tasks.data if distributed.utils.key_split(t["key"]) == "read_piece"]
     assert len(parsed) == len(plan_table(path, piece_bytes=300).pieces) > 5
     _same_graph(pieces, gpipe.read_edges(path), tmp_path)
+    assert (_read_bytes("cpu"), _read_bytes("gpu")) == (64 << 20, 512 << 20)  # auto
     for bad in ("lots", 0):
         with dask.config.set({"gpipe.graph.read-bytes": bad}), pytest.raises(GpipeValueError,
                                                                              match="'gpipe.graph.read-bytes' must"):

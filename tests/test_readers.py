@@ -644,3 +644,76 @@ def test_a_renumbered_graph_folder_without_its_ids_says_they_are_missing(cpu, tm
     with pytest.raises(GpipeFileError, match="missing: _gpipe.json says the graph was renumbered") as info:
         gpipe.read_edges(folder)
     assert info.value.path == os.path.join(folder, "ids.parquet")
+
+
+class _LateStream:
+    """A stand-in for a CuPy stream whose copies run late, in order, on a thread of their own, as a GPU's do after
+    the host has moved on: a host buffer refilled before its copy ran would reach the device damaged."""
+
+    def __init__(self, non_blocking=False):
+        import queue
+        import threading
+
+        self._queue = queue.Queue()
+        threading.Thread(target=self._run, daemon=True).start()
+
+    def _run(self):
+        while True:
+            self._queue.get()()
+
+    def enqueue(self, work):
+        self._queue.put(work)
+
+    def record(self):
+        import threading
+        import types
+
+        done = threading.Event()
+        self._queue.put(done.set)
+        return types.SimpleNamespace(synchronize=done.wait)
+
+    def synchronize(self):
+        self.record().synchronize()
+
+
+class _LateDevice:
+    """A device array of :class:`_LateStream`'s late copies (numpy underneath)."""
+
+    def __init__(self, array):
+        self.array = array
+
+    def __getitem__(self, where):
+        return _LateDevice(self.array[where])
+
+    @property
+    def data(self):
+        import ctypes
+        import time
+        import types
+
+        def copy_from_host_async(source, count, stream):
+            def copy():
+                time.sleep(0.001)
+                ctypes.memmove(self.array.ctypes.data, source, count)
+            stream.enqueue(copy)
+
+        return types.SimpleNamespace(copy_from_host_async=copy_from_host_async)
+
+
+@pytest.mark.parametrize("start, end", [(0, 9 << 20), (5, (9 << 20) - 3), (100, 4_196), (7, 8)])
+def test_a_gpu_workers_piece_reaches_its_device_whole_though_the_copies_run_late(tmp_path, monkeypatch, start, end):
+    """The GPU reader's stages and buffers (threads' ranges, each read in stages into two pinned buffers taken in
+    turn) against copies that run after the host has moved on: each buffer is refilled only once its copy ran."""
+    import contextlib
+    import types
+
+    from gpipe.graph._readers import _snap
+
+    monkeypatch.setattr(_snap, "_STAGE_BYTES", 100_000)
+    cuda = types.SimpleNamespace(Device=contextlib.nullcontext, Stream=_LateStream, alloc_pinned_memory=bytearray)
+    x = types.SimpleNamespace(empty=lambda size, dtype: _LateDevice(np.zeros(size, dtype)), uint8=np.uint8,
+                              cuda=cuda)
+    data = np.random.default_rng(0).integers(0, 256, 9 << 20, dtype=np.uint8)
+    path = tmp_path / "bytes"
+    path.write_bytes(data.tobytes())
+    np.testing.assert_array_equal(_snap._read_to_device(x, str(path), start, end).array, data[start:end])

@@ -251,10 +251,12 @@ def test_an_edge_list_read_by_a_gpu_worker_is_the_cpu_workers_graph(gpu_cluster,
 
 
 @pytest.mark.parametrize("start, end", [(0, 9 << 20), (5, (9 << 20) - 3), (100, 4_196), (7, 8)])
-def test_a_piece_reaches_the_device_as_it_is_in_the_file(tmp_path, start, end):
-    """Each thread's range is copied to the device as it is read: ranges of 1 MB or more, the last one short."""
+def test_a_piece_reaches_the_device_as_it_is_in_the_file(tmp_path, monkeypatch, start, end):
+    """Each thread reads its range (1 MB or more, the last one short) in stages, each copied to the device while
+    the next is read into the thread's other buffer."""
     from gpipe.graph._readers import _snap
 
+    monkeypatch.setattr(_snap, "_STAGE_BYTES", 100_000)  # several stages a range, its last one short
     data = np.random.default_rng(0).integers(0, 256, 9 << 20, dtype=np.uint8)
     path = tmp_path / "bytes"
     path.write_bytes(data.tobytes())
