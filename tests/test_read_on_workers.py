@@ -1,6 +1,7 @@
 """read_edges parses text files in byte ranges and parquet in row groups on the workers: the same graphs as one
 whole-file read in the client, the same errors, and the edges never in the client."""
 
+import concurrent.futures
 import glob
 import gzip
 import os
@@ -18,6 +19,7 @@ import gpipe
 from gpipe.errors import GpipeFileError, GpipeValueError
 from gpipe.graph._io import _read_bytes
 from gpipe.graph._readers import plan_npz, plan_table, read_table
+from gpipe.runtime import anywhere, fetching
 
 
 @pytest.fixture(params=["cpu_cluster", "one_worker_cluster"], ids=["2 workers", "1 worker"])
@@ -210,6 +212,41 @@ def test_the_client_never_holds_the_edge_list(cpu, tmp_path):
     ref = gpipe.from_edges(pd.DataFrame({"src": src, "dst": dst}), partitions=2)
     assert g.id_map is None
     _same_graph(g, ref, tmp_path)
+
+
+def test_a_value_is_fetched_to_the_client_as_soon_as_it_is_ready_unasked(cpu):
+    """A renumbered graph's id map comes while the graph is assembled (the client waits for nothing to start it)."""
+    ids = anywhere(cpu, np.arange, 5)
+    fetched = fetching(cpu, ids)
+    done, _ = concurrent.futures.wait([fetched], timeout=30)
+    assert done and fetched.result().tolist() == [0, 1, 2, 3, 4]
+    failed = fetching(cpu, anywhere(cpu, np.arange, "five"))
+    with pytest.raises(TypeError):
+        failed.result(timeout=30)
+
+
+@pytest.mark.parametrize("frame, kwargs, message", [
+    (pd.DataFrame({"src": ["a", "b"], "dst": ["b", "c"]}), {"renumber": False},
+     r"'renumber' must be True \(or None\) when ids are not non-negative integers"),
+    (pd.DataFrame({"src": [-1, 0], "dst": [0, 1]}), {"renumber": False},
+     r"'renumber' must be True \(or None\) when ids are not non-negative integers"),
+    (pd.DataFrame({"src": [0, 1], "dst": [1, 99]}), {"num_vertices": 50},
+     r"'num_vertices' must exceed the largest id \(99\), got 50"),
+    (pd.DataFrame({"src": [0, 1], "dst": [1, 2]}), {"partitions": 5},
+     r"'partitions' must be at most the number of vertices \(3\), got 5"),
+])
+def test_what_the_ids_rule_out_is_refused_by_name_though_the_workers_find_them(cluster, tmp_path, frame, kwargs,
+                                                                                message):
+    """The ids are numbered where they are (the client waits for no count): what they rule out is still the
+    parameter's error, and the next graph builds."""
+    with pytest.raises(GpipeValueError, match=message):
+        gpipe.from_edges(frame, **kwargs)
+    if "num_vertices" not in kwargs:  # (read_edges takes none)
+        path = tmp_path / "g.el"
+        frame.to_csv(path, sep=" ", header=False, index=False)
+        with pytest.raises(GpipeValueError, match=message):
+            gpipe.read_edges(path, **kwargs)
+    assert gpipe.from_edges(pd.DataFrame({"src": [0, 1], "dst": [1, 2]})).num_vertices == 3
 
 
 def _csr(n=90, n_edges=700, seed=4):

@@ -80,6 +80,11 @@ def prepare(chunk: dict, n: int, directed: bool, keep_self_loops: bool) -> dict:
     return out
 
 
+def whole(n: int) -> np.ndarray:
+    """The bounds of one partition holding all ``n`` vertices."""
+    return np.array([0, n], np.int64)
+
+
 def histogram(chunk: dict, n: int):
     """Out-edges per vertex bucket, for choosing partition bounds: left on the worker's device (a megabyte
     or more for each chunk; :func:`total` brings their sum to the host)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import concurrent.futures
 import functools
 import json
 import os
@@ -348,24 +349,27 @@ def check_mode(mode: str | None) -> str:
     return check_choice("mode", config.get("graph.mode") if mode is None else mode, MODES)
 
 
-def build(session: Session, chunks: list, n: int, *, directed: bool, weighted: bool, id_map,
+def build(session: Session, chunks: list, n: int | Future, *, directed: bool, weighted: bool, id_map,
           partitions: int | None, mode: str = "partitioned", keep_self_loops: bool = False,
           keep_duplicates: bool = False, symmetrize: bool = True) -> Graph:
     """Partition and store a graph from futures of dense-id edge chunks; replicate it if ``mode`` says so. The
-    ``id_map`` may be a future, fetched while the partitions are built."""
+    vertex count ``n`` may be a future (the client asks for it only where partitions' bounds need it), and the
+    ``id_map`` on its way to the client (:func:`fetching`) while the partitions are built."""
     client = session.client
     workers = session.workers()
     parts = default_partitions(session) if partitions is None else check_int("partitions", partitions, minimum=1)
-    if parts > max(n, 1):
-        raise GpipeValueError(f"'partitions' must be at most the number of vertices ({n}), got {parts}")
+    if not isinstance(n, Future):
+        _check_partitions(parts, n)
     prepared = [
         anywhere(client, _build.prepare, c, n, directed or not symmetrize, keep_self_loops) for c in chunks
     ]
     if parts == 1:  # the one partition holds every vertex: no bounds to find, no chunk to split (~50 tasks less)
-        bounds, splits = np.array([0, n], np.int64), None
+        bounds = anywhere(client, _build.whole, n) if isinstance(n, Future) else _build.whole(n)
+        splits = None
     else:
         hists = [anywhere(client, _build.histogram, c, n) for c in prepared]
-        hist = anywhere(client, _build.total, hists).result() if hists else np.zeros(1, np.int64)
+        hist, n = client.gather([anywhere(client, _build.total, hists) if hists else np.zeros(1, np.int64), n])
+        _check_partitions(parts, n)
         bounds = _build.balanced_bounds(hist, n, parts)
         splits = [anywhere(client, _build.split, c, bounds) for c in prepared]
     placement = [workers[p * len(workers) // parts] for p in range(parts)]
@@ -377,12 +381,15 @@ def build(session: Session, chunks: list, n: int, *, directed: bool, weighted: b
                   *(prepared if splits is None else [anywhere(client, _build.pick, s, p) for s in splits]))
         for p in range(parts)
     ]
-    info = gather_pinned(client, built, dict(enumerate(placement)), "graph construction")
+    info = gather_pinned(client, built + ([bounds] if isinstance(bounds, Future) else []), dict(enumerate(placement)),
+                         "graph construction")
+    if isinstance(bounds, Future):
+        bounds = info.pop()
     del prepared, splits
     stored = sum(i["edges"] for i in info)
     loops = sum(i["self_loops"] for i in info)
     num_edges = stored if directed else (stored + loops) // 2
-    if isinstance(id_map, Future):
+    if isinstance(id_map, concurrent.futures.Future):
         id_map = id_map.result()
     g = Graph(session, graph_id, bounds, placement, num_edges=num_edges, directed=directed, weighted=weighted,
               id_map=id_map, partition_info=info, device_partitions=budget)
@@ -391,6 +398,11 @@ def build(session: Session, chunks: list, n: int, *, directed: bool, weighted: b
                                 and _fits_every_worker(session, nbytes)):
         g = _replicate(g, workers)
     return g
+
+
+def _check_partitions(parts: int, n: int) -> None:
+    if parts > max(n, 1):
+        raise GpipeValueError(f"'partitions' must be at most the number of vertices ({n}), got {parts}")
 
 
 def _fits_every_worker(session: Session, nbytes: int) -> bool:

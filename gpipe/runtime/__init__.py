@@ -12,8 +12,8 @@ from ._advance import failing, neighbor_lists, output_totals, step_kernel, worke
 from ._driver import check_memory, run_supersteps
 from ._held import HeldResult
 from ._lent import Lent
-from ._reach import (anywhere, end_graph, end_graph_later, end_here, end_later, end_run, fetch_partitions, gathered,
-                     graph_array, held_partition, holder_workers, holds_partition, in_each_worker, in_worker,
+from ._reach import (anywhere, end_graph, end_graph_later, end_here, end_later, end_run, fetch_partitions, fetching,
+                     gathered, graph_array, held_partition, holder_workers, holds_partition, in_each_worker, in_worker,
                      keep_arrays, keep_partition, on_each, on_every_worker, on_holders, on_partitions, on_worker,
                      output_on_device,
                      partition, placed, replica, run_going, run_outputs, run_state, spread, worker_address,
@@ -29,9 +29,10 @@ from ._watch import WATCH_SECONDS, call_workers, check_held, gather_pinned, wait
 __all__ = ["WATCH_SECONDS", "HeldResult", "Lent", "OutputBlocks", "Run", "Session", "StartSet", "StepSpec", "anywhere",
            "assemble_blocks", "attach", "call_peer", "call_workers", "check_held", "check_memory", "current",
            "drop_graph", "drop_run", "end_graph", "end_graph_later", "end_here", "end_later", "end_run", "failing",
-           "fetch_partitions", "gather_pinned", "gathered", "graph_array", "held_partition", "holder_workers",
-           "holds_partition", "id_dtype", "in_each_worker", "in_worker", "keep_arrays", "keep_partition",
-           "kept_blocks", "neighbor_lists", "on_each", "on_every_worker", "on_holders", "on_partitions", "on_worker", "output_blocks",
-           "output_limit_setting", "output_on_device", "output_totals", "partition", "placed", "replica", "run_going", "run_later", "run_outputs", "run_state",
-           "run_supersteps", "spread", "step_kernel", "store", "wait_pinned", "worker_address", "worker_device",
-           "worker_memory", "worker_xp", "workers_info"]
+           "fetch_partitions", "fetching", "gather_pinned", "gathered", "graph_array", "held_partition",
+           "holder_workers", "holds_partition", "id_dtype", "in_each_worker", "in_worker", "keep_arrays",
+           "keep_partition", "kept_blocks", "neighbor_lists", "on_each", "on_every_worker", "on_holders",
+           "on_partitions", "on_worker", "output_blocks", "output_limit_setting", "output_on_device", "output_totals",
+           "partition", "placed", "replica", "run_going", "run_later", "run_outputs", "run_state", "run_supersteps",
+           "spread", "step_kernel", "store", "wait_pinned", "worker_address", "worker_device", "worker_memory",
+           "worker_xp", "workers_info"]

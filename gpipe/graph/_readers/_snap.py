@@ -24,7 +24,6 @@ from ._common import (Piece, TablePlan, _BLOCK, _both_int, _byte_range, _COMMENT
 
 _READ_THREADS = min(8, os.cpu_count() or 1)  # threads reading a piece into a GPU worker's pinned memory
 _STAGE_BYTES = 8 << 20  # what each of them reads at a time, into one of its two pinned buffers
-_STAGE_BYTES = 8 << 20  # what each of them reads at a time, into one of its two pinned buffers
 
 
 def _snap_lines(piece: Piece, line: int) -> Iterator[tuple[int, list[str]]]:
