@@ -65,7 +65,7 @@ import pyarrow.parquet as pq
 
 import gpipe
 from _common import environment, write_json
-from gpipe.graph._readers._snap import _READ_THREADS, read_into
+from gpipe.graph._readers._bytes import _READ_THREADS, read_into
 from figures import draw
 
 FORMATS = ("el", "el.gz", "parquet", "npz")

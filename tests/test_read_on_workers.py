@@ -268,14 +268,15 @@ def test_npz_read_by_row_ranges_on_the_workers_is_the_graph_of_its_edges(cluster
     indptr, indices, weights = _csr()
     path = tmp_path / "g.npz"
     (np.savez_compressed if compressed else np.savez)(path, indptr=indptr, indices=indices, weights=weights)
-    plan = plan_npz(str(path), weighted, piece_edges=100)
+    piece_bytes = 100 * (8 if weighted else 4)  # 100 edges of int32 indices (and float32 weights)
+    plan = plan_npz(str(path), weighted, piece_bytes=piece_bytes)
     assert len(plan.pieces) == (1 if compressed else 7)
     edges = pd.DataFrame({"src": np.repeat(np.arange(90), np.diff(indptr)), "dst": indices.astype(np.int64)})
     if weighted:
         edges["weight"] = weights
     ref = gpipe.from_edges(edges, weight="weight" if weighted else None, directed=directed, partitions=2, mode=mode,
                            num_vertices=90)
-    with dask.config.set({"gpipe.graph.chunk-edges": 100}):
+    with dask.config.set({"gpipe.graph.read-bytes": piece_bytes}):
         g = gpipe.read_edges(path, weight=weighted, directed=directed, partitions=2, mode=mode)
     assert (g.mode, g.num_vertices, g.directed) == (mode, 90, directed)
     _same_graph(g, ref, tmp_path)
@@ -288,7 +289,7 @@ def test_npz_renumbered_numbers_the_ids_that_occur_and_renumber_is_checked(clust
     edges = pd.DataFrame({"src": np.repeat(np.arange(90), np.diff(indptr)), "dst": indices.astype(np.int64),
                           "weight": weights})
     ref = gpipe.from_edges(edges, weight="weight", renumber=True, partitions=2)
-    with dask.config.set({"gpipe.graph.chunk-edges": 100}):
+    with dask.config.set({"gpipe.graph.read-bytes": 800}):
         _same_graph(gpipe.read_edges(path, weight=True, renumber=True, partitions=2), ref, tmp_path)
     with pytest.raises(GpipeValueError, match="'renumber' must be"):
         gpipe.read_edges(path, weight=True, renumber="yes")
@@ -304,12 +305,12 @@ def test_npz_error_found_by_a_later_piece_is_the_one_whole_read_gives(cluster, t
     with pytest.raises(GpipeFileError) as whole:
         read_table(path, weight=True)
     assert "found 90" in str(whole.value)
-    with dask.config.set({"gpipe.graph.chunk-edges": 100}), pytest.raises(GpipeFileError) as pieces:
+    with dask.config.set({"gpipe.graph.read-bytes": 1200}), pytest.raises(GpipeFileError) as pieces:
         gpipe.read_edges(path, weight=True)
     assert str(pieces.value) == str(whole.value)
     indices[[650, 690]] = 0
     np.savez(path, indptr=indptr, indices=indices, weights=weights)
-    with dask.config.set({"gpipe.graph.chunk-edges": 100}), pytest.raises(GpipeFileError) as pieces:
+    with dask.config.set({"gpipe.graph.read-bytes": 1200}), pytest.raises(GpipeFileError) as pieces:
         gpipe.read_edges(path, weight=True)
     assert str(pieces.value) == str(pytest.raises(GpipeFileError, read_table, path, weight=True).value)
     assert "has 1 values that do not fit float32" in str(pieces.value) and "index 10 is 1e-60" in str(pieces.value)
@@ -323,7 +324,7 @@ def test_the_client_reads_only_the_indptr_of_an_npz(cpu, tmp_path):
     path = tmp_path / "g.npz"
     np.savez(path, indptr=indptr, indices=indices, weights=weights)
     size = os.path.getsize(path)
-    with dask.config.set({"gpipe.graph.chunk-edges": 1 << 17}):
+    with dask.config.set({"gpipe.graph.read-bytes": 1 << 20}):
         tracemalloc.start()
         try:
             g = gpipe.read_edges(path, weight=True, directed=True, partitions=2, keep_duplicates=True,

@@ -700,6 +700,19 @@ class _LateDevice:
         return types.SimpleNamespace(copy_from_host_async=copy_from_host_async)
 
 
+def test_a_file_that_ends_before_its_range_is_read_is_named_with_the_byte(tmp_path):
+    """A file cut short while it is read (its plan made before): the error names the file and where it ended."""
+    from gpipe.graph._readers._bytes import read_into
+
+    path = tmp_path / "bytes"
+    path.write_bytes(bytes(range(200)) * 50)
+    into = np.zeros(3 << 20, np.uint8)
+    with pytest.raises(GpipeFileError, match=r"bytes: the file ended at byte 10000 while it was read"):
+        read_into(into, str(path), 0)
+    read_into(into[:9_000], str(path), 1_000)
+    assert into[:9_000].tobytes() == (bytes(range(200)) * 50)[1_000:]
+
+
 @pytest.mark.parametrize("start, end", [(0, 9 << 20), (5, (9 << 20) - 3), (100, 4_196), (7, 8)])
 def test_a_gpu_workers_piece_reaches_its_device_whole_though_the_copies_run_late(tmp_path, monkeypatch, start, end):
     """The GPU reader's stages and buffers (threads' ranges, each read in stages into two pinned buffers taken in
@@ -707,13 +720,13 @@ def test_a_gpu_workers_piece_reaches_its_device_whole_though_the_copies_run_late
     import contextlib
     import types
 
-    from gpipe.graph._readers import _snap
+    from gpipe.graph._readers import _bytes
 
-    monkeypatch.setattr(_snap, "_STAGE_BYTES", 100_000)
+    monkeypatch.setattr(_bytes, "_STAGE_BYTES", 100_000)
     cuda = types.SimpleNamespace(Device=contextlib.nullcontext, Stream=_LateStream, alloc_pinned_memory=bytearray)
     x = types.SimpleNamespace(empty=lambda size, dtype: _LateDevice(np.zeros(size, dtype)), uint8=np.uint8,
                               cuda=cuda)
     data = np.random.default_rng(0).integers(0, 256, 9 << 20, dtype=np.uint8)
     path = tmp_path / "bytes"
     path.write_bytes(data.tobytes())
-    np.testing.assert_array_equal(_snap._read_to_device(x, str(path), start, end).array, data[start:end])
+    np.testing.assert_array_equal(_bytes.read_to_device(x, str(path), start, end).array, data[start:end])

@@ -30,8 +30,8 @@ def read_edges(path, src: str = "src", dst: str = "dst", weight: str | bool | No
     The workers read the input: an uncompressed text file in byte ranges of
     ``gpipe.graph.read-bytes`` (by default 512 MB on GPU workers, 64 MB on CPU ones), a compressed one whole (one
     worker per file), parquet by runs of row groups of about as many bytes of data, a CSR
-    ``.npz`` by ranges of rows of about ``gpipe.graph.chunk-edges`` edges (a task reads its slices of ``indices``
-    and the weights; when they are stored compressed, as ``np.savez_compressed``
+    ``.npz`` by ranges of rows of about as many bytes of ``indices`` and weights (a task reads its slices of them,
+    a GPU worker straight to its device; when they are stored compressed, as ``np.savez_compressed``
     and scipy's ``save_npz`` write them, one task reads each member once). The
     edges never pass through the client, which reads an ``.npz``'s ``indptr``
     (one integer per vertex) to cut it, and holds the ids (one per vertex) only
@@ -110,7 +110,7 @@ def read_edges(path, src: str = "src", dst: str = "dst", weight: str | bool | No
     renumber = None if renumber is None else check_bool("renumber", renumber)
     session = current()
     if plan.fmt == "npz":
-        npz = plan_npz(path, bool(weight), int(config.get("graph.chunk-edges")))
+        npz = plan_npz(path, bool(weight), _read_bytes(session.device))
         if npz.edges[-1] == 0:
             raise GpipeFileError(path, None, "no edges")
         arrays = _read_npz_on_workers(session.client, npz)

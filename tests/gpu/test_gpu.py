@@ -254,13 +254,13 @@ def test_an_edge_list_read_by_a_gpu_worker_is_the_cpu_workers_graph(gpu_cluster,
 def test_a_piece_reaches_the_device_as_it_is_in_the_file(tmp_path, monkeypatch, start, end):
     """Each thread reads its range (1 MB or more, the last one short) in stages, each copied to the device while
     the next is read into the thread's other buffer."""
-    from gpipe.graph._readers import _snap
+    from gpipe.graph._readers import _bytes
 
-    monkeypatch.setattr(_snap, "_STAGE_BYTES", 100_000)  # several stages a range, its last one short
+    monkeypatch.setattr(_bytes, "_STAGE_BYTES", 100_000)  # several stages a range, its last one short
     data = np.random.default_rng(0).integers(0, 256, 9 << 20, dtype=np.uint8)
     path = tmp_path / "bytes"
     path.write_bytes(data.tobytes())
-    np.testing.assert_array_equal(_snap._read_to_device(cupy, str(path), start, end).get(), data[start:end])
+    np.testing.assert_array_equal(_bytes.read_to_device(cupy, str(path), start, end).get(), data[start:end])
 
 
 @pytest.mark.parametrize("problem", [None, "index", "weight"])
@@ -286,7 +286,7 @@ def test_a_csr_npz_read_by_a_gpu_worker_is_the_cpu_workers_graph(gpu_cluster, cp
     np.savez(path, indptr=indptr, indices=indices, weights=weights)
 
     def read():
-        with dask.config.set({"gpipe.graph.chunk-edges": 4096}):  # many pieces
+        with dask.config.set({"gpipe.graph.read-bytes": 4096 * 8}):  # many pieces
             try:
                 g = gpipe.read_edges(str(path), weight=True, directed=True)
             except GpipeFileError as exc:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 import zipfile
 from typing import NoReturn
 
@@ -12,6 +13,7 @@ import pandas as pd
 from ...backend import segments, to_host, xp
 from ...errors import GpipeFileError
 from ...runtime import worker_device
+from ._bytes import read_to_device
 from ._common import FLOAT32_RANGE, float32_misfits, _frame
 
 
@@ -47,8 +49,9 @@ class NpzPlan:
     edges: tuple[int, ...]               # the indptr value at each piece's first row, and at the end
 
 
-def plan_npz(path: str, weight: bool, piece_edges: int | None = None) -> NpzPlan:
-    """Check a CSR ``.npz`` and cut its rows into pieces of about ``piece_edges`` edges (default: one piece).
+def plan_npz(path: str, weight: bool, piece_bytes: int | None = None) -> NpzPlan:
+    """Check a CSR ``.npz`` and cut its rows into pieces of about ``piece_bytes`` of ``indices`` and weights
+    (default: one piece).
 
     This process reads the archive's directory, the arrays' ``.npy`` headers, the small ``format`` and
     ``shape`` arrays and ``indptr`` (one int64 per row); ``indices`` and the weights are read by
@@ -101,8 +104,10 @@ def plan_npz(path: str, weight: bool, piece_edges: int | None = None) -> NpzPlan
         raise
     except (ValueError, OSError, zipfile.BadZipFile) as exc:
         raise GpipeFileError(path, None, f"not a readable .npz archive: {exc}") from exc
-    split = piece_edges is not None and indices.offset is not None and (values is None or values.offset is not None)
+    split = piece_bytes is not None and indices.offset is not None and (values is None or values.offset is not None)
     cuts = [0, n]
+    edge_bytes = np.dtype(indices.dtype).itemsize + (0 if values is None else np.dtype(values.dtype).itemsize)
+    piece_edges = None if piece_bytes is None else max(1, piece_bytes // edge_bytes)
     if split and indices.length > piece_edges:
         targets = np.arange(piece_edges, indices.length, piece_edges)
         cuts = np.unique(np.concatenate([[0], np.searchsorted(indptr, targets, side="left"), [n]])).tolist()
@@ -148,6 +153,20 @@ def _npz_read(path: str, array: NpzArray, lo: int = 0, hi: int | None = None) ->
     return values
 
 
+def _npz_slice(x, path: str, array: NpzArray, lo: int, hi: int):
+    """Elements ``lo..hi`` of ``array`` as an array of ``x``: a GPU worker reads the bytes of a member stored
+    uncompressed straight to its device (:func:`read_to_device`: through pinned stages, the disk and the copies at
+    once; an R-MAT 22 ``.npz`` read into pageable memory and then copied was read and built in 1.0 s, against
+    ``np.load``'s 0.68 s for its arrays alone)."""
+    dtype = np.dtype(array.dtype)
+    if x is np or array.offset is None or not dtype.isnative:
+        return x.asarray(_npz_read(path, array, lo, hi))
+    start, end = array.offset + lo * dtype.itemsize, array.offset + hi * dtype.itemsize
+    if os.path.getsize(path) < end:
+        raise GpipeFileError(path, None, f"not a readable .npz archive: {array.member} is cut short")
+    return read_to_device(x, path, start, end).view(dtype)
+
+
 def read_npz_piece(plan: NpzPlan, piece: int) -> tuple[dict, dict]:
     """The edges of rows ``plan.pieces[piece]`` of a CSR ``.npz`` as dense-id arrays (``src``, ``dst`` int64,
     ``weight`` float32 when read) of the worker's device, and what is wrong with them.
@@ -160,13 +179,13 @@ def read_npz_piece(plan: NpzPlan, piece: int) -> tuple[dict, dict]:
     x = xp(worker_device())  # numpy in a process that is not a worker (read_npz)
     lo, hi = plan.pieces[piece]
     first, last = plan.edges[piece], plan.edges[piece + 1]
-    indices = x.asarray(_npz_read(plan.path, plan.indices, first, last)).astype(x.int64)
+    indices = _npz_slice(x, plan.path, plan.indices, first, last).astype(x.int64)
     degrees = x.diff(x.asarray(_npz_read(plan.path, plan.indptr, lo, hi + 1).astype(np.int64)))
     bad = indices[(indices < 0) | (indices >= plan.num_vertices)]
     problems = {"bad_index": int(bad[0]) if bad.shape[0] else None}
     arrays = {"src": segments(x, degrees)[0] + lo, "dst": indices}
     if plan.weights is not None:
-        values = x.asarray(_npz_read(plan.path, plan.weights, first, last))
+        values = _npz_slice(x, plan.path, plan.weights, first, last)
         problems["non_finite"] = int((~x.isfinite(values)).sum())
         weight = values if values.dtype == np.float32 else values.astype(np.float64)  # float32: checked as it is
         for name, mask in (("misfit", float32_misfits(weight)), ("negative", weight < 0)):
