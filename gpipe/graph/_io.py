@@ -134,8 +134,9 @@ def read_edges(path, src: str = "src", dst: str = "dst", weight: str | bool | No
 
 
 def _read_bytes(device: str) -> int:
-    """The bytes of text (of parquet data) a task parses, ``gpipe.graph.read-bytes``: an integer or a string such as
-    '256 MB'; auto: 512 MB where the workers are GPUs, 64 MB where they are CPUs. (On one H200 an R-MAT 22 edge list,
+    """The bytes of text (of parquet data, of a CSR ``.npz``'s indices and weights) a task reads,
+    ``gpipe.graph.read-bytes``: an integer or a string such as '256 MB'; auto: 512 MB where the workers are GPUs,
+    64 MB where they are CPUs. (On one H200 an R-MAT 22 edge list,
     1.7 GB, was read and built from the page cache in 0.65-0.73 s in pieces of 64 MB, 0.38 s of 256 MB, 0.33 s of
     512 MB, and cold in 1.6-1.7, 1.3-1.4 and 1.05-1.14 s: a GPU parses a piece in milliseconds, and smaller pieces
     spent their time in tasks.)"""
