@@ -105,12 +105,13 @@ def read_edges(path, src: str = "src", dst: str = "dst", weight: str | bool | No
     path = os.fspath(path)
     if is_graph_folder(path):  # whole or damaged: never read as a plain parquet folder
         return _read_graph_folder(path, partitions, mode)
-    plan = plan_table(path, src=src, dst=dst, weight=weight, fmt=fmt, piece_bytes=_read_bytes(current().device))
+    session = current()
+    piece_bytes = _read_bytes(session.device)
+    plan = plan_table(path, src=src, dst=dst, weight=weight, fmt=fmt, piece_bytes=piece_bytes)
     directed, keep_self_loops, keep_duplicates = _check_flags(directed, keep_self_loops, keep_duplicates)
     renumber = None if renumber is None else check_bool("renumber", renumber)
-    session = current()
     if plan.fmt == "npz":
-        npz = plan_npz(path, bool(weight), _read_bytes(session.device))
+        npz = plan_npz(path, bool(weight), piece_bytes)
         if npz.edges[-1] == 0:
             raise GpipeFileError(path, None, "no edges")
         arrays = _read_npz_on_workers(session.client, npz)
@@ -136,10 +137,9 @@ def read_edges(path, src: str = "src", dst: str = "dst", weight: str | bool | No
 def _read_bytes(device: str) -> int:
     """The bytes of text (of parquet data, of a CSR ``.npz``'s indices and weights) a task reads,
     ``gpipe.graph.read-bytes``: an integer or a string such as '256 MB'; auto: 512 MB where the workers are GPUs,
-    64 MB where they are CPUs. (On one H200 an R-MAT 22 edge list,
-    1.7 GB, was read and built from the page cache in 0.65-0.73 s in pieces of 64 MB, 0.38 s of 256 MB, 0.33 s of
-    512 MB, and cold in 1.6-1.7, 1.3-1.4 and 1.05-1.14 s: a GPU parses a piece in milliseconds, and smaller pieces
-    spent their time in tasks.)"""
+    64 MB where they are CPUs. (On one H200 an R-MAT 22 edge list, 1.7 GB, was read and built from the page cache
+    in 0.65-0.73 s in pieces of 64 MB, 0.38 s of 256 MB, 0.33 s of 512 MB, and cold in 1.6-1.7, 1.3-1.4 and
+    1.05-1.14 s: a GPU parses a piece in milliseconds, and smaller pieces spent their time in tasks.)"""
     value = config.get("graph.read-bytes")
     if value == "auto":
         return (512 if device == "gpu" else 64) << 20
