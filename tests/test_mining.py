@@ -241,6 +241,30 @@ def test_an_interrupted_to_parquet_leaves_no_folder(cpu_cluster, tmp_path, monke
     pd.testing.assert_frame_equal(pd.read_parquet(found.to_parquet(tmp_path / "cliques")), found.to_frame())
 
 
+def test_an_interrupted_listing_leaves_no_run_or_rows_on_the_workers(cpu_cluster, monkeypatch):
+    """Ctrl-C after the ranges were sent: mine() ends the listing run, and the ranges that grow on a worker after
+    that make no run there to keep their rows in."""
+    from gpipe.errors import GpipeError
+    from gpipe.mining import _grow
+
+    g = _replicated(cpu_cluster, nx.gnp_random_graph(40, 0.3, seed=5))
+    before = cpu_cluster.run(runs_here)
+    grow, sent = _grow.on_each, []
+
+    def interrupted(g, phase, calls):
+        sent.append(lambda: grow(g, phase, calls))
+        raise KeyboardInterrupt
+
+    for _ in range(3):
+        monkeypatch.setattr(_grow, "on_each", interrupted)
+        with pytest.raises(KeyboardInterrupt):
+            gpipe.mining.list_cliques(g, 3)
+        monkeypatch.undo()
+        with pytest.raises(GpipeError, match="has ended on worker"):
+            sent.pop()()  # the ranges grow now, on workers where the run has ended
+    assert cpu_cluster.run(runs_here) == before
+
+
 def test_counted_embeddings_cannot_be_read_and_say_how_to_list_them(cpu_cluster):
     found = gpipe.mining.count_cliques(_replicated(cpu_cluster, nx.complete_graph(4)), 3)
     assert found.embeddings is None

@@ -9,7 +9,7 @@ import pytest
 
 import gpipe
 from gpipe.errors import GpipeError, WorkerLostError
-from helpers import assert_lost, run_and_kill
+from helpers import assert_lost, looping, run_and_kill, started
 
 
 def _deepwalk(g, warm):
@@ -50,6 +50,35 @@ def test_a_worker_this_client_cannot_reach_is_named_not_reported_lost(cpu, monke
     assert not isinstance(err.value, WorkerLostError)
     monkeypatch.undo()
     assert gpipe.walks.deepwalk(g, length=5, seed=1).compute().shape == (g.num_vertices, 6)  # the other worker let go
+
+
+def _boom(*args):
+    raise ValueError("boom")
+
+
+def test_failing_user_callbacks_leave_no_run_loop_waiting_on_any_worker(cpu, eventually):
+    """A run that fails on one worker ends on every other one: a rank whose loop was still queued behind busy run
+    threads when the client ended the run does not begin it again, to wait for good at its first barrier for the
+    rank that failed (with as many such loops as run threads, every run on the cluster hung)."""
+    from gpipe.runtime._store import RUN_THREADS
+    from gpipe.runtime._watch import call_workers
+
+    g = gpipe.generators.rmat(scale=10, edge_factor=8, seed=3, mode="partitioned")
+    failing = gpipe.sampling.Sampler(edge_bias=_boom, neighbor_size=2, depth=2)
+    seeds = np.arange(100)  # all on the first worker's partition: the other waits at the barrier
+    late = g.placement[-1]
+    with pytest.raises(GpipeError, match="boom"):
+        failing.run(g, seeds=seeds).compute()
+    busy, _ = started(lambda: call_workers(cpu, [(late, time.sleep, (2.0,), {})] * RUN_THREADS, {0: late}, "busy"))
+    time.sleep(0.3)  # the late worker's run threads all sleep: the loops sent to it wait their turn
+    for _ in range(2 * RUN_THREADS):
+        with pytest.raises(GpipeError, match="boom"):
+            failing.run(g, seeds=seeds).compute()
+    busy.join()
+    assert eventually(lambda: not any(cpu.run(looping).values()))
+    walk, outcome = started(lambda: gpipe.walks.deepwalk(g, length=3, seed=1).compute())
+    walk.join(10)
+    assert outcome.get("result") is not None and outcome["result"].shape == (g.num_vertices, 4), outcome
 
 
 BOUNDS = np.array([0, 10, 20, 30, 40])  # four partitions of ten vertices: 0 and 2 on the first worker, 1 and 3 on the other
@@ -213,6 +242,32 @@ def test_walkers_arriving_after_their_run_ended_are_dropped_not_kept(cpu):
     assert cpu.run(_runs_of(run, "held"), workers=[receiver]) == {receiver: False}
 
 
+def _alone(run_id: str, workers: list[str]):
+    """On a worker: :func:`_end_superstep` of run ``run_id`` with no walkers, checking on its silent peer every 0.2 s."""
+    from gpipe.runtime import _exchange
+
+    _exchange.PING_SECONDS = 0.2
+    try:
+        return _end_superstep(run_id, workers, {}, [0, 0, 0, 0], 8)
+    finally:
+        _exchange.PING_SECONDS = 5.0
+
+
+def test_a_rank_stops_waiting_on_a_peer_where_its_run_has_ended(cpu):
+    """A rank whose peer's loop failed, or whose client ended the run there but could not here (interrupted again,
+    or gone), finds the run ended there when it checks on the silent peer, instead of waiting for it for good."""
+    from gpipe.runtime import drop_run
+
+    workers = sorted(cpu.nthreads())
+    run = f"ended-on-a-peer-{uuid.uuid4().hex}"
+    cpu.run(drop_run, run, workers=workers[:1])
+    waiting = cpu.submit(_alone, run, workers, workers=workers[1:], pure=False)
+    with pytest.raises(GpipeError, match=f"the run has ended on worker {workers[0]} .* while waiting for the other "
+                                         "workers' superstep 3"):
+        waiting.result(timeout=30)
+    assert cpu.run(_runs_of(run, "held")) == dict.fromkeys(workers, False)
+
+
 @pytest.mark.parametrize("walkers, length, damage", [
     (_walkers([12, 25], [1, 1]), 8, r"vertex spans \[12, 25\], outside \[10, 19\]"),
     (_walkers([12, 13], [1, 9]), 8, r"step spans \[1, 9\], outside \[0, 8\]"),
@@ -265,7 +320,7 @@ def test_a_failed_task_is_raised_while_the_others_still_run(cpu):
 
 def _begun_late(run_id: str, dask_worker=None) -> bool:
     """On a worker: whether a late message for ``run_id`` (a peer's, a GNN rank starting) would begin the run."""
-    return dask_worker.plugins["gpipe"].run(run_id, late=True) is not None
+    return dask_worker.plugins["gpipe"].run(run_id) is not None
 
 
 def test_a_run_dropped_before_it_began_on_a_worker_is_not_begun_there_by_what_comes_late(cpu):
@@ -277,6 +332,23 @@ def test_a_run_dropped_before_it_began_on_a_worker_is_not_begun_there_by_what_co
     assert not any(cpu.run(_begun_late, "dropped-before-it-began").values())
     assert all(cpu.run(_begun_late, "never-dropped").values())
     cpu.run(drop_run, "never-dropped")  # and ended, as its client would
+
+
+def test_a_run_whose_loop_fails_ends_there_letting_go_of_what_it_holds():
+    """Without the client, which may be gone: a peer's rank asking finds the run ended (``Watch``)."""
+    import threading
+    from types import SimpleNamespace
+
+    from gpipe.runtime import Run
+
+    left = []
+    run = Run("failing", SimpleNamespace(lock=threading.RLock(), unregister=left.append))
+    with pytest.raises(ValueError, match="a step"), run.loop():
+        run.deliver(1, 0, _walkers([3], [0]))
+        raise ValueError("a step")
+    assert left[-1] is run and not run.take_inbox(1, 0)
+    with pytest.raises(GpipeError, match="the run was stopped .its loop failed."):
+        run.raise_if_failed()
 
 
 def test_a_run_holds_one_state_of_its_familys_type_until_its_loop_ends():

@@ -1074,7 +1074,7 @@ async def _check_on(peer: str, ping: float, unresponsive: float, rounds: int, da
     unanswered: dict = {}
     try:
         for _ in range(rounds):
-            await _exchange._ping(dask_worker, [peer], "a test", unanswered)
+            await _exchange._ping(dask_worker, "a-test-run", [peer], "a test", unanswered)
     except Exception as exc:
         return str(exc)
     finally:

@@ -141,8 +141,8 @@ def _ranges(degree: np.ndarray, count: int) -> list[tuple[int, int]]:
 def _grow_here(spec: Spec, ranges: list) -> tuple[list, dict]:
     """On a worker: each range's count and where a listing run keeps its rows (this worker, the key ``lo``: the
     range's first vertex), and what this worker's tables did."""
-    if spec.listing:  # made before any work: a run let go meanwhile (the client interrupted) is not made again
-        run_state(spec.run_id, MiningState, made=True)
+    if spec.listing:  # made before any work: a run that ended meanwhile (the client interrupted) stops here
+        run_state(spec.run_id, MiningState)
     graph, device, x = whole_graph(spec.graph_id, spec.plan.degree_ordered)
     stats = Stats(synchronize=None if device == "cpu" else x.cuda.get_current_stream().synchronize)
     device_budget, host_budget = worker_budgets(spec.device_budget, spec.host_budget, device, x)

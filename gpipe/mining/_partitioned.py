@@ -136,7 +136,7 @@ def _start(spec, exchange: Exchange) -> bool:
     """On a worker: its partitions' first vertices (of the least degree the plan needs), each partition's in its
     own table (the first vertex is the one extended to column 1); whether any of its partitions repeats an edge."""
     address, device, x = worker_address(), worker_device(), worker_xp()
-    held = run_state(exchange.run_id, MiningState, made=True).kept = Held(spec, device, x)
+    held = run_state(exchange.run_id, MiningState).kept = Held(spec, device, x)
     held.stats.count(0, 0)
     repeats = False
     for p in _mine(exchange, address):

@@ -168,7 +168,7 @@ def run_partitions(spec: RunSpec, initial: dict, counts: np.ndarray) -> dict:
     memory = _Peaks(st.device)
     # order-free walkers on several partitions here, all on the device: walked as one, crossing freely between them
     span = st.partitions.span(spec.graph_id, mine) if spec.step.order_free and len(mine) > 1 else None
-    with st.run(spec.run_id).loop() as run, _exchange_of(spec, run, workers) as exchange:
+    with st.going(spec.run_id).loop() as run, _exchange_of(spec, run, workers) as exchange:
         rows = None
         if spec.blocks is not None and spec.step.rows is not None:
             with failing("advance", mine[0], 0):  # the partition may be gone (a released snapshot's)
@@ -504,7 +504,7 @@ def advance_local(spec: RunSpec, walkers: dict | tuple | StartSet, *, part: int,
     walkers = {k: x.asarray(v) for k, v in walkers.items()}
     steps = supersteps = spilled = batches = 0
     seconds = 0.0
-    with st.run(spec.run_id).loop() as run:
+    with st.going(spec.run_id).loop() as run:
         if spec.blocks is not None and step.rows is not None:  # one replica (see run_supersteps' blocks)
             _keep_rows(spec, run, 1, 0, p.indices.dtype)
         for batch in _batches(walkers, step, p.indices.dtype.itemsize, st.outputs.limit(spec.output_limit)):

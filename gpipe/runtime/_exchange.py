@@ -188,9 +188,11 @@ class Arrival:
 
 class Watch:
     """How a rank waits on its peers: it stops when its run ends here, and asks a peer it has waited
-    ``PING_SECONDS`` for whether it is still there (through Dask, the control plane).
+    ``PING_SECONDS`` for whether the run has ended there (through Dask, the control plane).
 
-    A peer whose connection fails is gone: the wait stops at once. A peer that does not answer in time is busy
+    A peer where the run has ended (its loop failed, or the client ended the
+    run there but could not here) will not come: the wait stops. A peer whose connection fails is gone: the wait
+    stops at once. A peer that does not answer in time is busy
     (its event loop held by a long copy or serialization: at R-MAT 24, two runs at once failed so, the peer
     alive) or gone without closing its connections: the wait goes on while the scheduler still lists it, for at
     most ``UNRESPONSIVE_SECONDS``.
@@ -208,15 +210,15 @@ class Watch:
         self.run.raise_if_failed(f" while waiting for {what}")
         if time.perf_counter() - self._since >= PING_SECONDS:
             store = self.run.store
-            sync(store.worker.loop, _ping, store.worker, self.peers if silent is None else silent, what,
+            sync(store.worker.loop, _ping, store.worker, self.run.id, self.peers if silent is None else silent, what,
                  self._unanswered)
             self._since = time.perf_counter()
 
 
-async def _ping(worker, peers: list[str], what: str, unanswered: dict[str, float]) -> None:
+async def _ping(worker, run_id: str, peers: list[str], what: str, unanswered: dict[str, float]) -> None:
     async def one(peer: str):
         try:
-            await asyncio.wait_for(worker.rpc(peer).identity(), PING_SECONDS)
+            ended = await asyncio.wait_for(worker.rpc(peer).gpipe_ended(run_id=run_id), PING_SECONDS)
         except TimeoutError:
             first = unanswered.setdefault(peer, time.perf_counter() - PING_SECONDS)
             await _still_there(worker, peer, time.perf_counter() - first, what)
@@ -224,6 +226,9 @@ async def _ping(worker, peers: list[str], what: str, unanswered: dict[str, float
         except Exception as exc:
             raise GpipeError(f"worker {peer} cannot be reached while waiting for {what}: {exc!r}")
         unanswered.pop(peer, None)
+        if ended:
+            raise GpipeError(f"the run has ended on worker {peer} (it failed there, or its client let it go) while "
+                             f"waiting for {what}")
 
     await asyncio.gather(*(one(peer) for peer in peers))
 

@@ -16,7 +16,6 @@ import asyncio
 import concurrent.futures
 import contextlib
 
-from ..errors import GpipeError
 from ._session import run_later
 from ._store import drop_graph, drop_run, store
 from ._watch import call_workers, gather_pinned
@@ -137,15 +136,11 @@ def end_here(run_id: str) -> None:
 # -- on a worker
 
 
-def run_state(run_id: str, kind: type, made: bool = False):
+def run_state(run_id: str, kind: type):
     """On a worker: the state a run keeps here, an object of the family's state type ``kind`` (made by ``kind()``
-    on first use), held by its :class:`Run` until the run ends (``made``: the run starts here, else it must be
-    running here; a run that has ended is not made again)."""
-    here = store()
-    run = here.run(run_id, late=not made)
-    if run is None:
-        raise GpipeError(f"{kind.__name__} run {run_id} has ended on worker {here.worker_address}")
-    return run.state(kind)
+    on first use), held by its :class:`Run` until the run ends; an error once the run has ended here (it is not
+    made again)."""
+    return store().going(run_id).state(kind)
 
 
 def run_outputs(run_id: str, key, partitions: dict[int, str], group) -> list:
@@ -164,7 +159,7 @@ def output_on_device(limit: int | str | None) -> bool:
 def run_going(run_id: str) -> bool:
     """On a worker: whether run ``run_id`` goes on here (made here on first use; false once it has ended: another
     rank failed, or the client let it go)."""
-    return store().run(run_id, late=True) is not None
+    return store().run(run_id) is not None
 
 
 def worker_address() -> str:

@@ -59,11 +59,16 @@ class Run:
 
     @contextlib.contextmanager
     def loop(self):
-        """While the run's superstep loop runs here; its walkers and the family's state go when it ends."""
+        """While the run's superstep loop runs here; its walkers and the family's state go when it ends. A loop
+        that fails ends the run here: everything it holds goes, and a peer's rank waiting on this one finds it
+        ended (``_exchange.Watch``) without the client, which may be gone."""
         with self._lock:
             self.looping = True
         try:
             yield self
+        except BaseException:
+            self.fail("its loop failed")
+            raise
         finally:
             with self._lock:
                 self.looping = False

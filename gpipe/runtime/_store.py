@@ -78,6 +78,7 @@ class GpipeStore(WorkerPlugin):
         worker.handlers["gpipe_partition"] = self.peers.partition_handler
         worker.handlers["gpipe_neighbors"] = self.peers.neighbors_handler
         worker.handlers["gpipe_drop"] = self.drop
+        worker.handlers["gpipe_ended"] = self.has_ended
         worker.handlers["gpipe_return"] = self.give_back
         self.loans: dict[str, list] = {}  # arrays lent to a client by token until it gives them back (_cma.py)
         self._unwanted: set = set()  # keys of values dropped before they were kept (runtime/_kept.py)
@@ -139,20 +140,29 @@ class GpipeStore(WorkerPlugin):
 
     # -- the runs
 
-    def run(self, run_id: str, late: bool = False) -> Run | None:
-        """The run ``run_id`` here, made on first use (its loop starting, or a peer's walkers or counts arriving).
+    def run(self, run_id: str) -> Run | None:
+        """The run ``run_id`` here, made on first use (its loop starting, a family's state, or a peer's walkers or
+        counts arriving); None once it has ended here.
 
-        With ``late`` (a peer's message), None once the run has ended here: a
-        message arriving after a failure would otherwise make an empty run
-        that nothing ends, holding its walkers.
+        A run that has ended here is never made again, whatever comes for it
+        late (its loop, queued behind busy run threads, starting after a
+        peer failed; a peer's message; a listing's ranges after an
+        interrupt): it would be a run that nothing ends, holding what it
+        made and, a loop, a run thread waiting for peers that have stopped.
         """
         with self.lock:
             run = self.runs.get(run_id)
-            if run is None:
-                if late and run_id in self.ended:
-                    return None
+            if run is None and run_id not in self.ended:
                 run = self.runs[run_id] = Run(run_id, self)
             return run
+
+    def going(self, run_id: str) -> Run:
+        """The run ``run_id`` here, as :meth:`run` makes it; an error once it has ended here."""
+        run = self.run(run_id)
+        if run is None:
+            raise GpipeError(f"run {run_id} has ended on worker {self.worker_address} (it failed elsewhere, or its "
+                             "client let it go)")
+        return run
 
     def unregister(self, run: Run) -> None:
         """``run`` has ended here (call under the lock)."""
@@ -176,6 +186,11 @@ class GpipeStore(WorkerPlugin):
                 return
         run.fail("it failed elsewhere, or its client was interrupted")
 
+    async def has_ended(self, run_id: str) -> bool:
+        """``gpipe_ended``, on the event loop: whether run ``run_id`` has ended here (asked by a peer's rank that
+        waits on this one: see ``_exchange.Watch``)."""
+        return run_id in self.ended
+
     def find(self, run_id: str) -> Run | None:
         """The run here, not made if it is not (to take what it left)."""
         with self.lock:
@@ -183,7 +198,7 @@ class GpipeStore(WorkerPlugin):
 
     async def _exchange(self, run_id: str, superstep: int, rank: int, words: np.ndarray, payload) -> str:
         """A peer's end of ``superstep`` of a run, through the comms (see ``_exchange.CommsTransport``)."""
-        run = self.run(run_id, late=True)
+        run = self.run(run_id)
         if run is None:
             return ENDED
         run.hear(superstep, rank, words, payload)
