@@ -138,6 +138,39 @@ def test_the_workers_of_a_cluster_gpipe_did_not_start_keep_their_ctrl_c_and_thei
         assert "Compute Failed" in capfd.readouterr().err
 
 
+def _logged(start: bool, dask_worker=None) -> list[str] | None:
+    """On a worker: keep the records its 'distributed.core' logger passes on (``start``), or stop and return them."""
+    import logging
+
+    logger = logging.getLogger("distributed.core")
+    if start:
+        dask_worker.gpipe_test_records = []
+        dask_worker.gpipe_test_handler = logging.Handler()
+        dask_worker.gpipe_test_handler.emit = lambda record: dask_worker.gpipe_test_records.append(record.getMessage())
+        logger.addHandler(dask_worker.gpipe_test_handler)
+        return None
+    logger.removeHandler(dask_worker.gpipe_test_handler)
+    return dask_worker.gpipe_test_records
+
+
+def _a_bug() -> None:
+    raise ZeroDivisionError("not a gpipe error")
+
+
+def test_a_gpipe_error_of_a_direct_call_is_left_to_the_client_and_a_bug_keeps_its_worker_traceback(cpu):
+    """A failed call to a worker of a local cluster (the workers share the user's terminal) printed Dask's 30 to 60
+    lines of 'Exception while handling op gpipe_call' above the one-line error the client raises."""
+    from gpipe.runtime import call_workers
+
+    worker = min(cpu.nthreads())
+    cpu.run(_logged, True, workers=[worker])
+    with pytest.raises(GpipeValueError, match="'k' must be an integer >= 3"):
+        call_workers(cpu, [(worker, gpipe._validate.check_int, ("k", 2), {"minimum": 3})], {0: worker}, "a test")
+    with pytest.raises(ZeroDivisionError):
+        call_workers(cpu, [(worker, _a_bug, (), {})], {0: worker}, "a test")
+    assert cpu.run(_logged, False, workers=[worker])[worker] == ["Exception while handling op gpipe_call"]
+
+
 @pytest.mark.skipif(gpu_problem() is None, reason="this machine has a usable GPU")
 def test_asking_for_a_missing_gpu_says_what_is_missing():
     with pytest.raises(DeviceUnavailableError, match="device='gpu' was asked for, but .*cupy"):

@@ -216,13 +216,18 @@ _GPIPE_ERRORS = tuple(f"{name}(" for name in errors.__all__)  # how a task's exc
 
 
 class _GpipeErrorsToTheClient(logging.Filter):
-    """Drops a worker's 'Compute Failed' record of a task that raised a gpipe error: the client raises the error
-    (with the task's traceback)."""
+    """Drops a worker's record of a gpipe error that the client raises (with the worker's traceback): Dask's 'Compute
+    Failed' of a task, and its 'Exception while handling op gpipe_call' with the traceback of a direct call
+    (:func:`call_workers`; 30 to 60 lines each). Other errors of a call (a bug, not a failure gpipe names) keep
+    theirs."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         args = record.args if isinstance(record.args, tuple) else ()
-        return not (str(record.msg).startswith("Compute Failed") and len(args) > 3
-                    and str(args[3]).startswith(_GPIPE_ERRORS))
+        failed_task = (str(record.msg).startswith("Compute Failed") and len(args) > 3
+                       and str(args[3]).startswith(_GPIPE_ERRORS))
+        failed_call = (str(record.msg).startswith("Exception while handling op") and args == ("gpipe_call",)
+                       and record.exc_info is not None and isinstance(record.exc_info[1], GpipeError))
+        return not (failed_task or failed_call)
 
 
 _TO_THE_CLIENT = _GpipeErrorsToTheClient()  # one filter, added once however often the store is set up
@@ -231,11 +236,12 @@ _TO_THE_CLIENT = _GpipeErrorsToTheClient()  # one filter, added once however oft
 def _leave_the_terminal_to_the_client() -> None:
     """On a worker of a local cluster, which writes to the terminal of the command or script that started it: a
     Ctrl-C there (which reaches the whole process group) and the gpipe errors of its tasks are the client's, which
-    stops the workers and raises the errors; each worker printed a KeyboardInterrupt traceback, or Dask's 6-line
-    record of the failed task above gpipe's one-line error."""
+    stops the workers and raises the errors; each worker printed a KeyboardInterrupt traceback, or Dask's record of
+    the failed task or call above gpipe's one-line error."""
     if threading.current_thread() is threading.main_thread():  # a worker process's event loop runs there
         signal.signal(signal.SIGINT, signal.SIG_IGN)
-    logging.getLogger("distributed.worker").addFilter(_TO_THE_CLIENT)
+    for name in ("distributed.worker", "distributed.core"):
+        logging.getLogger(name).addFilter(_TO_THE_CLIENT)
 
 
 def _let_go(exc: BaseException) -> None:
