@@ -171,6 +171,25 @@ def test_a_gpipe_error_of_a_direct_call_is_left_to_the_client_and_a_bug_keeps_it
     assert cpu.run(_logged, False, workers=[worker])[worker] == ["Exception while handling op gpipe_call"]
 
 
+def test_ctrl_c_in_a_gather_is_a_clean_keyboard_interrupt(cpu, caplog):
+    """Dask's gather, interrupted, left its waits behind, which raised when the futures went: a 6-line 'Task
+    exception was never retrieved' traceback under the user's KeyboardInterrupt."""
+    import gc
+    import threading
+
+    slow = cpu.submit(time.sleep, 3, pure=False)
+    ctrl_c = threading.Timer(0.5, signal.pthread_kill, (threading.main_thread().ident, signal.SIGINT))
+    ctrl_c.start()
+    with pytest.raises(KeyboardInterrupt):
+        cpu.gather(slow)
+    ctrl_c.join()
+    cpu.cancel(slow)
+    del slow
+    time.sleep(0.5)  # the waits end as the future goes
+    gc.collect()
+    assert "never retrieved" not in caplog.text, caplog.text
+
+
 @pytest.mark.skipif(gpu_problem() is None, reason="this machine has a usable GPU")
 def test_asking_for_a_missing_gpu_says_what_is_missing():
     with pytest.raises(DeviceUnavailableError, match="device='gpu' was asked for, but .*cupy"):

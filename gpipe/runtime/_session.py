@@ -6,6 +6,7 @@ import contextlib
 from dataclasses import dataclass
 
 from distributed import Client, default_client
+from distributed.client import AllExit
 
 from .. import config
 from ..backend import DEVICES, gpu_problem
@@ -65,8 +66,19 @@ def attach(client: Client, device: str = "auto", timeout: float = 60, *, local: 
     resolved = "cpu" if device == "cpu" or missing else "gpu"
     if set(client.run(_store_device).values()) != {resolved}:
         client.register_plugin(GpipeStore(resolved, local), name=PLUGIN_NAME)
+    if client.loop.asyncio_loop.get_exception_handler() is None:
+        client.loop.asyncio_loop.set_exception_handler(_but_interrupted_waits)
     session = _sessions[client.id] = Session(client, resolved)
     return session
+
+
+def _but_interrupted_waits(loop, context: dict) -> None:
+    """The client's event loop's handler of errors nothing retrieved: what asyncio does, but for Dask's ``AllExit``
+    (how its gather stops waiting on the others once a future failed). A Ctrl-C in ``client.gather`` cancels the
+    gather but not its waits, which raise ``AllExit`` when the client lets the futures go: a 6-line 'Task
+    exception was never retrieved' under the user's KeyboardInterrupt."""
+    if not isinstance(context.get("exception"), AllExit):
+        loop.default_exception_handler(context)
 
 
 def run_later(client: Client, function, *args) -> None:
