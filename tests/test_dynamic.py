@@ -178,11 +178,18 @@ def test_sample_is_a_function_of_seed_and_stream():
 @pytest.mark.parametrize("op, src, dst, weight, message", [
     (["insert", "delete", "delete"], [0, 1, 1], [2, 0, 0], [1, None, None], "update 2: cannot delete edge (1, 0)"),
     (["insert", "update"], [0, 0], [2, 3], [1, 2], "update 1: cannot update edge (0, 3)"),
-    (["insert", "insert"], [0, 0], [2, 3], [1, -2], "update 1: the weight of an insert must be positive"),
+    (["insert", "insert"], [0, 0], [2, 3], [1, -2], "update 1: the weight of an insert must be a positive finite "
+                                                    "number, got -2"),
+    (["insert", "insert"], [0, 0], [2, 3], [1, True], "update 1: the weight of an insert must be a positive finite "
+                                                      "number, got True"),
+    (["insert", "insert"], [0, 0], [2, 3], np.array([True, True]), "update 0: the weight of an insert must be a "
+                                                                   "positive finite number, got True"),
+    (["delete", "insert"], [0, 0], [1, 3], [None, np.True_], "update 1: the weight of an insert must be a positive "
+                                                             "finite number, got True"),
     (["insert", "update"], [0, 0], [2, 1], [1, float("nan")], "update 1: the weight of an update"),
     (["insert", "delete", "update"], [0, 1, 1], [2, 0, 2], [1, None, "heavy"], "update 2: the weight of an update"),
-    (["insert", "update"], [0, 1], [2, 2], [1, None], "update 1: the weight of an update must be positive and "
-                                                        "finite, got None"),
+    (["insert", "update"], [0, 1], [2, 2], [1, None], "update 1: the weight of an update must be a positive finite "
+                                                        "number, got None"),
     (["insert", "remove"], [0, 0], [2, 1], [1, 1],
      "update 1: 'op' must be one of ['delete', 'insert', 'update'], got 'remove'"),
     (["insert"], [-1], [2], [1], "update 0: 'src' must hold non-negative integer vertex ids, got -1"),
@@ -654,8 +661,8 @@ def test_a_dynamic_graph_refuses_ids_from_2_63_on_naming_them_and_changes_nothin
                                                    "got 'x'"),
     ("insert,0,1,1\ninsert,1,99999999999999999999,1\n", "update 1: 'dst' must hold integer vertex ids below 2**63, got "
                                                         "99999999999999999999"),
-    ("insert,0,1,2.5\ndelete,0,1,\ninsert,1,2,heavy\n", "update 2: the weight of an insert must be positive and "
-                                                        "finite, got 'heavy'"),
+    ("insert,0,1,2.5\ndelete,0,1,\ninsert,1,2,heavy\n", "update 2: the weight of an insert must be a positive "
+                                                        "finite number, got 'heavy'"),
 ])
 def test_an_update_log_file_with_a_bad_cell_is_refused_naming_its_update_and_value(tmp_path, rows, message):
     path = tmp_path / "log.csv"
