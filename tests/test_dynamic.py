@@ -104,23 +104,61 @@ def test_a_vertex_of_many_chunks_implies_the_probabilities_of_its_multiset(float
     assert_space_holds(space, edges)
 
 
+def assert_sampled_by(space, v: int, law: np.ndarray, draws: int = 20_000) -> None:
+    """``space.sample`` draws vertex ``v``'s edges (in log order) with the probabilities ``law``, duplicated edges
+    one neighbor with their shares summed: a chi-square test at ``ALPHA``."""
+    dst, _ = space.edges(v)
+    picked = space.sample(np.full(draws, v), seed=11, streams=np.arange(draws) + v * draws)
+    neighbors, index = np.unique(dst, return_inverse=True)
+    expected = np.bincount(index, weights=law) * draws
+    observed = np.array([(picked == u).sum() for u in neighbors])
+    assert observed.sum() == draws
+    assert stats.chisquare(observed, expected).pvalue > ALPHA, (v, observed, expected)
+
+
 @pytest.mark.parametrize("float_biases", [False, True])
 def test_sample_frequencies_pass_a_chi_square_test(float_biases):
     rng = np.random.default_rng(3)
     log, _ = random_log(rng, 6, 2000, float_biases)
     space = SamplingSpace(6, scale=10.0 if float_biases else 1.0)
     apply_in_batches(space, log, batch=500)
-    draws = 20_000
     for v in range(space.num_vertices):
-        dst, _ = space.edges(v)
-        if len(dst) < 2:
-            continue
-        picked = space.sample(np.full(draws, v), seed=11, streams=np.arange(draws) + v * draws)
-        neighbors, index = np.unique(dst, return_inverse=True)  # duplicates are one neighbor, their shares summed
-        expected = np.bincount(index, weights=space.probabilities(v)) * draws
-        observed = np.array([(picked == u).sum() for u in neighbors])
-        assert observed.sum() == draws
-        assert stats.chisquare(observed, expected).pvalue > ALPHA, (v, observed, expected)
+        if len(space.edges(v)[0]) >= 2:
+            assert_sampled_by(space, v, space.probabilities(v))
+
+
+def assert_exact_law(space, v: int) -> None:
+    """Vertex ``v``'s space implies the probabilities of its biases, and ``sample`` draws by them."""
+    weight = space.edges(v)[1]
+    law = weight / weight.max() / (weight / weight.max()).sum()  # (no sum past float64's range)
+    np.testing.assert_allclose(space.probabilities(v), law, rtol=1e-12, atol=0)
+    assert_sampled_by(space, v, law)
+
+
+@pytest.mark.parametrize("weights, scale", [
+    ([1e30, 1e20], 1.0),  # both past int64 once scaled: P = 0.5 each, not 1 - 1e-10 and 1e-10
+    ([4e18, 1e19], 1.0),  # the second past int64: 0.17, not 2/7
+    ([2.0**63, 2.0**64 - 2**11, 1.5, 7.25e18], 1.0),
+    ([1e300, 3e300, 1e299], 1e10),  # scaled past float64's range
+    ([np.finfo(np.float64).max, np.finfo(np.float64).max / 3, 1e300], 1.0),
+    ([3.0, 1.0, 2.5], 2.0**62),
+])
+def test_huge_biases_are_sampled_by_their_exact_law(weights, scale, stage):
+    space = SamplingSpace(1, scale=scale)
+    space.apply(["insert"] * len(weights), [0] * len(weights), np.arange(1, len(weights) + 1), weights)
+    assert_exact_law(space, 0)
+
+
+@pytest.mark.parametrize("weights, scale", [
+    ([1e-300, 2e-300, 3e-300], 1.0),  # each a decimal part of 1e-300 kept in 1e300 tries: a draw never ended
+    ([1e-10, 1e-10, 4e-10], 1.0),
+    ([5e-324, 1e-323, 1.5e-323], 1.0),  # subnormal
+    ([0.25, 0.5, 0.125], 1e-300),
+])
+def test_tiny_biases_are_sampled_by_their_exact_law(weights, scale, stage):
+    space = SamplingSpace(1, scale=scale)
+    space.apply(["insert"] * len(weights), [0] * len(weights), np.arange(1, len(weights) + 1), weights)
+    assert_exact_law(space, 0)
 
 
 def test_a_deleted_edge_is_never_sampled_and_an_inserted_one_is():
@@ -357,6 +395,23 @@ def test_dynamic_node2vec_follows_the_exact_second_order_probabilities_of_the_re
     assert (owner[:, :-2] != owner[:, 1:-1])[walks[:, 2:] >= 0].mean() > 0.3  # t mostly in another partition
     assert transition_p_value(walks, node2vec_exact(edges, p, q, weighted)) > ALPHA
     assert transition_p_value(walks, first_order_exact(edges, weighted)) < ALPHA  # the test tells them apart
+
+
+def test_weighted_walks_step_by_the_exact_law_of_tiny_and_huge_biases(cpu):
+    """Vertex 0's out-edges weigh 1e-300, 2e-300 and 3e-300 (a weighted step from it never ended), vertex 1's 1e30
+    and 1e20 (a step went to 2 one time in two, not one in 1e10)."""
+    g = gpipe.from_edges(pd.DataFrame({"src": [0, 0, 0, 1, 1, 2, 3], "dst": [1, 2, 3, 0, 2, 0, 0]}), directed=True,
+                         partitions=2, mode="partitioned")
+    dg = DynamicGraph.from_graph(g)
+    dg.update_weights([0, 0, 0, 1, 1], [1, 2, 3, 0, 2], [1e-300, 2e-300, 3e-300, 1e30, 1e20])
+    for walk, kwargs in [(gpipe.walks.deepwalk, {}), (gpipe.walks.node2vec, {"p": 0.5, "q": 2.0})]:
+        walks = walk(dg, length=20, walks_per_vertex=300, weighted=True, seed=5, **kwargs).compute()
+        assert (walks >= 0).all()
+        src, dst = walk_steps(walks)
+        assert (dst[src == 1] == 0).all()
+        if walk is gpipe.walks.deepwalk:  # (node2vec's steps from 0 depend on where the walker came from)
+            observed = np.bincount(dst[src == 0], minlength=4)[1:]
+            assert stats.chisquare(observed, observed.sum() * np.array([1, 2, 3]) / 6).pvalue > ALPHA
 
 
 def test_a_deleted_edge_is_never_walked_and_an_inserted_one_is(cpu):
