@@ -161,6 +161,20 @@ def test_tiny_biases_are_sampled_by_their_exact_law(weights, scale, stage):
     assert_exact_law(space, 0)
 
 
+def test_a_group_whose_tries_are_mostly_rejected_is_drawn_exactly_after_256(stage):
+    """Two groups, each drawn one time in two, that keep a try 1 time in 1000: 77% of their draws reject 256 tries
+    and are drawn exactly over the group. The dense one of bit 0 (the edges to 1 and 2, 2 of 2002 edges, dense from
+    a fraction of 1e-4 on) keeps an edge of the vertex if its bit 0 is set; the decimal one (2000 edges of decimal
+    parts 0.0005, 0.001, 0.0015 to 3, 4 and 5) keeps a member with probability its decimal part."""
+    space = SamplingSpace(1, dense_fraction=1e-4)
+    small = np.resize([0.0005, 0.001, 0.0015], 2000)
+    space.apply(["insert"] * 2002, np.zeros(2002, np.int64), np.concatenate([[1, 2], np.resize([3, 4, 5], 2000)]),
+                np.concatenate([[1.0, 1.0], small]))
+    groups = space.groups(0)
+    assert groups["group_kind"].tolist() == [KINDS["dense"]] * 2 and sorted(groups["group_bit"]) == [DECIMAL, 0]
+    assert_exact_law(space, 0)
+
+
 def test_a_deleted_edge_is_never_sampled_and_an_inserted_one_is():
     space = SamplingSpace(1)
     space.apply(["insert"] * 4, [0] * 4, [1, 2, 3, 2], [7, 1, 2**40, 5])
