@@ -104,10 +104,10 @@ class SpaceView:
 
 def _scaled(x, weight, degrees, scale: float):
     """The biases ``weight`` of vertices of ``degrees`` edges each (arrays of ``x``), each times ``scale`` and times
-    the power of two that brings the largest of its vertex's into [1, 2**63): exactly, but for products below
-    float64's normal range; no vertex's probabilities change. An integer part then fits int64 and its 63 radix
-    bits however large the biases, and a vertex has one at least however small (its decimal parts are not all it
-    has: a draw among them alone keeps a try with the probability of a decimal part, 1e-300 for a bias of 1e-300)."""
+    the power of two that brings the largest of its vertex's into [1, 2**63): exactly (but for products below
+    float64's normal range), so no vertex's probabilities change. However large the biases, an integer part then
+    fits int64 (63 radix bits); however small, a vertex has one integer part at least, not decimal parts alone (a
+    draw among those keeps a try with the probability of a decimal part: 1e-300 for a bias of 1e-300)."""
     if not weight.shape[0]:
         return weight * scale
     vertex, _ = segments(x, degrees)
@@ -116,7 +116,7 @@ def _scaled(x, weight, degrees, scale: float):
     mantissa, shift = 2 * mantissa, int(shift) - 1  # scale = mantissa * 2**shift, the mantissa in [1, 2)
     top = exponent + shift + x.frexp(largest * mantissa)[1]  # the largest times scale is in [2**(top-1), 2**top)
     power = (x.clip(top, 1, 63) - top + shift).astype(np.int32)
-    return x.ldexp(weight, power[vertex]) * mantissa  # (the bias times 2**shift: no overflow, as the product has none)
+    return x.ldexp(weight, power[vertex]) * mantissa  # (ldexp first: at most the result, below 2**63, so finite)
 
 
 class _Undo:
