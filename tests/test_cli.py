@@ -430,7 +430,7 @@ def test_a_bad_update_log_names_its_row_and_leaves_no_output(capsys, cpu_cluster
 
 @pytest.mark.parametrize("rows, flags, message", [
     ([("insert", 0, 1, 1.0), ("insert", 0, 2, -1.0)], [], "log.csv: update 1: the weight of an insert must be "
-                                                         "positive and finite, got -1.0"),
+                                                         "a positive finite number, got -1.0"),
     ([("insert", 0, 1, 1.0), ("remove", 0, 1, None)], [], "log.csv: update 1: 'op' must be one of"),
     ([("insert", 0, 1, 1.0), ("insert", None, 1, 1.0)], [], "log.csv: update 1: 'src' must hold non-negative "
                                                            "integer vertex ids, got nan"),

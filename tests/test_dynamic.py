@@ -104,23 +104,75 @@ def test_a_vertex_of_many_chunks_implies_the_probabilities_of_its_multiset(float
     assert_space_holds(space, edges)
 
 
+def assert_sampled_by(space, v: int, law: np.ndarray, draws: int = 20_000) -> None:
+    """``space.sample`` draws vertex ``v``'s edges (in log order) with the probabilities ``law``, duplicated edges
+    one neighbor with their shares summed: a chi-square test at ``ALPHA``."""
+    dst, _ = space.edges(v)
+    picked = space.sample(np.full(draws, v), seed=11, streams=np.arange(draws) + v * draws)
+    neighbors, index = np.unique(dst, return_inverse=True)
+    expected = np.bincount(index, weights=law) * draws
+    observed = np.array([(picked == u).sum() for u in neighbors])
+    assert observed.sum() == draws
+    assert stats.chisquare(observed, expected).pvalue > ALPHA, (v, observed, expected)
+
+
 @pytest.mark.parametrize("float_biases", [False, True])
 def test_sample_frequencies_pass_a_chi_square_test(float_biases):
     rng = np.random.default_rng(3)
     log, _ = random_log(rng, 6, 2000, float_biases)
     space = SamplingSpace(6, scale=10.0 if float_biases else 1.0)
     apply_in_batches(space, log, batch=500)
-    draws = 20_000
     for v in range(space.num_vertices):
-        dst, _ = space.edges(v)
-        if len(dst) < 2:
-            continue
-        picked = space.sample(np.full(draws, v), seed=11, streams=np.arange(draws) + v * draws)
-        neighbors, index = np.unique(dst, return_inverse=True)  # duplicates are one neighbor, their shares summed
-        expected = np.bincount(index, weights=space.probabilities(v)) * draws
-        observed = np.array([(picked == u).sum() for u in neighbors])
-        assert observed.sum() == draws
-        assert stats.chisquare(observed, expected).pvalue > ALPHA, (v, observed, expected)
+        if len(space.edges(v)[0]) >= 2:
+            assert_sampled_by(space, v, space.probabilities(v))
+
+
+def assert_exact_law(space, v: int) -> None:
+    """Vertex ``v``'s space implies the probabilities of its biases, and ``sample`` draws by them."""
+    weight = space.edges(v)[1]
+    law = weight / weight.max() / (weight / weight.max()).sum()  # (no sum past float64's range)
+    np.testing.assert_allclose(space.probabilities(v), law, rtol=1e-12, atol=0)
+    assert_sampled_by(space, v, law)
+
+
+@pytest.mark.parametrize("weights, scale", [
+    ([1e30, 1e20], 1.0),  # both past int64 once scaled: P = 0.5 each, not 1 - 1e-10 and 1e-10
+    ([4e18, 1e19], 1.0),  # the second past int64: 0.17, not 2/7
+    ([2.0**63, 2.0**64 - 2**11, 1.5, 7.25e18], 1.0),
+    ([1e300, 3e300, 1e299], 1e10),  # scaled past float64's range
+    ([np.finfo(np.float64).max, np.finfo(np.float64).max / 3, 1e300], 1.0),
+    ([3.0, 1.0, 2.5], 2.0**62),
+])
+def test_huge_biases_are_sampled_by_their_exact_law(weights, scale, stage):
+    space = SamplingSpace(1, scale=scale)
+    space.apply(["insert"] * len(weights), [0] * len(weights), np.arange(1, len(weights) + 1), weights)
+    assert_exact_law(space, 0)
+
+
+@pytest.mark.parametrize("weights, scale", [
+    ([1e-300, 2e-300, 3e-300], 1.0),  # each a decimal part of 1e-300 kept in 1e300 tries: a draw never ended
+    ([1e-10, 1e-10, 4e-10], 1.0),
+    ([5e-324, 1e-323, 1.5e-323], 1.0),  # subnormal
+    ([0.25, 0.5, 0.125], 1e-300),
+])
+def test_tiny_biases_are_sampled_by_their_exact_law(weights, scale, stage):
+    space = SamplingSpace(1, scale=scale)
+    space.apply(["insert"] * len(weights), [0] * len(weights), np.arange(1, len(weights) + 1), weights)
+    assert_exact_law(space, 0)
+
+
+def test_a_group_whose_tries_are_mostly_rejected_is_drawn_exactly_after_256(stage):
+    """Two groups, each drawn one time in two, that keep a try 1 time in 1000: 77% of their draws reject 256 tries
+    and are drawn exactly over the group. The dense one of bit 0 (the edges to 1 and 2, 2 of 2002 edges, dense from
+    a fraction of 1e-4 on) keeps an edge of the vertex if its bit 0 is set; the decimal one (2000 edges of decimal
+    parts 0.0005, 0.001, 0.0015 to 3, 4 and 5) keeps a member with probability its decimal part."""
+    space = SamplingSpace(1, dense_fraction=1e-4)
+    small = np.resize([0.0005, 0.001, 0.0015], 2000)
+    space.apply(["insert"] * 2002, np.zeros(2002, np.int64), np.concatenate([[1, 2], np.resize([3, 4, 5], 2000)]),
+                np.concatenate([[1.0, 1.0], small]))
+    groups = space.groups(0)
+    assert groups["group_kind"].tolist() == [KINDS["dense"]] * 2 and sorted(groups["group_bit"]) == [DECIMAL, 0]
+    assert_exact_law(space, 0)
 
 
 def test_a_deleted_edge_is_never_sampled_and_an_inserted_one_is():
@@ -178,11 +230,18 @@ def test_sample_is_a_function_of_seed_and_stream():
 @pytest.mark.parametrize("op, src, dst, weight, message", [
     (["insert", "delete", "delete"], [0, 1, 1], [2, 0, 0], [1, None, None], "update 2: cannot delete edge (1, 0)"),
     (["insert", "update"], [0, 0], [2, 3], [1, 2], "update 1: cannot update edge (0, 3)"),
-    (["insert", "insert"], [0, 0], [2, 3], [1, -2], "update 1: the weight of an insert must be positive"),
+    (["insert", "insert"], [0, 0], [2, 3], [1, -2], "update 1: the weight of an insert must be a positive finite "
+                                                    "number, got -2"),
+    (["insert", "insert"], [0, 0], [2, 3], [1, True], "update 1: the weight of an insert must be a positive finite "
+                                                      "number, got True"),
+    (["insert", "insert"], [0, 0], [2, 3], np.array([True, True]), "update 0: the weight of an insert must be a "
+                                                                   "positive finite number, got True"),
+    (["delete", "insert"], [0, 0], [1, 3], [None, np.True_], "update 1: the weight of an insert must be a positive "
+                                                             "finite number, got True"),
     (["insert", "update"], [0, 0], [2, 1], [1, float("nan")], "update 1: the weight of an update"),
     (["insert", "delete", "update"], [0, 1, 1], [2, 0, 2], [1, None, "heavy"], "update 2: the weight of an update"),
-    (["insert", "update"], [0, 1], [2, 2], [1, None], "update 1: the weight of an update must be positive and "
-                                                        "finite, got None"),
+    (["insert", "update"], [0, 1], [2, 2], [1, None], "update 1: the weight of an update must be a positive finite "
+                                                        "number, got None"),
     (["insert", "remove"], [0, 0], [2, 1], [1, 1],
      "update 1: 'op' must be one of ['delete', 'insert', 'update'], got 'remove'"),
     (["insert"], [-1], [2], [1], "update 0: 'src' must hold non-negative integer vertex ids, got -1"),
@@ -350,6 +409,23 @@ def test_dynamic_node2vec_follows_the_exact_second_order_probabilities_of_the_re
     assert (owner[:, :-2] != owner[:, 1:-1])[walks[:, 2:] >= 0].mean() > 0.3  # t mostly in another partition
     assert transition_p_value(walks, node2vec_exact(edges, p, q, weighted)) > ALPHA
     assert transition_p_value(walks, first_order_exact(edges, weighted)) < ALPHA  # the test tells them apart
+
+
+def test_weighted_walks_step_by_the_exact_law_of_tiny_and_huge_biases(cpu):
+    """Vertex 0's out-edges weigh 1e-300, 2e-300 and 3e-300 (a weighted step from it never ended), vertex 1's 1e30
+    and 1e20 (a step went to 2 one time in two, not one in 1e10)."""
+    g = gpipe.from_edges(pd.DataFrame({"src": [0, 0, 0, 1, 1, 2, 3], "dst": [1, 2, 3, 0, 2, 0, 0]}), directed=True,
+                         partitions=2, mode="partitioned")
+    dg = DynamicGraph.from_graph(g)
+    dg.update_weights([0, 0, 0, 1, 1], [1, 2, 3, 0, 2], [1e-300, 2e-300, 3e-300, 1e30, 1e20])
+    for walk, kwargs in [(gpipe.walks.deepwalk, {}), (gpipe.walks.node2vec, {"p": 0.5, "q": 2.0})]:
+        walks = walk(dg, length=20, walks_per_vertex=300, weighted=True, seed=5, **kwargs).compute()
+        assert (walks >= 0).all()
+        src, dst = walk_steps(walks)
+        assert (dst[src == 1] == 0).all()
+        if walk is gpipe.walks.deepwalk:  # (node2vec's steps from 0 depend on where the walker came from)
+            observed = np.bincount(dst[src == 0], minlength=4)[1:]
+            assert stats.chisquare(observed, observed.sum() * np.array([1, 2, 3]) / 6).pvalue > ALPHA
 
 
 def test_a_deleted_edge_is_never_walked_and_an_inserted_one_is(cpu):
@@ -654,8 +730,8 @@ def test_a_dynamic_graph_refuses_ids_from_2_63_on_naming_them_and_changes_nothin
                                                    "got 'x'"),
     ("insert,0,1,1\ninsert,1,99999999999999999999,1\n", "update 1: 'dst' must hold integer vertex ids below 2**63, got "
                                                         "99999999999999999999"),
-    ("insert,0,1,2.5\ndelete,0,1,\ninsert,1,2,heavy\n", "update 2: the weight of an insert must be positive and "
-                                                        "finite, got 'heavy'"),
+    ("insert,0,1,2.5\ndelete,0,1,\ninsert,1,2,heavy\n", "update 2: the weight of an insert must be a positive "
+                                                        "finite number, got 'heavy'"),
 ])
 def test_an_update_log_file_with_a_bad_cell_is_refused_naming_its_update_and_value(tmp_path, rows, message):
     path = tmp_path / "log.csv"

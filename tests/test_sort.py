@@ -86,6 +86,48 @@ def test_small_types_nans_and_signed_zeros_sort_as_numpy_does():
     np.testing.assert_array_equal(external_sort(small, budget=64 * 40, device="cpu"), np.sort(small))
 
 
+def _bits(a):
+    return a.view({2: np.uint16, 4: np.uint32, 8: np.uint64}[a.dtype.itemsize])
+
+
+def _float_specials(dtype, copies: int):
+    """Signed zeros, NaNs of either sign with payloads (quiet and signalling), infinities and subnormals, shuffled."""
+    uint = {4: np.uint32, 8: np.uint64}[np.dtype(dtype).itemsize]
+    exponent_bits = {4: 8, 8: 11}[np.dtype(dtype).itemsize]
+    mantissa = np.dtype(dtype).itemsize * 8 - 1 - exponent_bits
+    nan = uint(((1 << exponent_bits) - 1) << mantissa)
+    sign = uint(1 << (np.dtype(dtype).itemsize * 8 - 1))
+    nans = np.array([nan | uint(1 << (mantissa - 1)), nan | uint(1 << (mantissa - 1)) | uint(0xabc), nan | uint(1),
+                     sign | nan | uint(1 << (mantissa - 1)), sign | nan | uint(7)], uint).view(dtype)
+    tiny = np.finfo(dtype).smallest_subnormal
+    base = np.concatenate([nans, np.array([-0.0, 0.0, -0.0, 3.0, -1.0, np.inf, -np.inf, tiny, -tiny], dtype)])
+    return np.random.default_rng(11).permutation(np.tile(base, copies))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", ["array", "chunks", "dask"])
+def test_float_keys_come_back_bit_for_bit_in_numpys_stable_order(dtype, shape):
+    """-0.0 stays -0.0 and every NaN keeps its sign and payload, each where numpy's stable sort puts it: zeros of
+    either sign and NaNs of any payload are equal keys, kept in their input order, across runs and key ranges."""
+    keys = _float_specials(dtype, 100)
+    budget = 64 * 56  # 64 keys with their int64 values a run: 22 runs
+    values = np.arange(keys.size)
+    if shape == "array":
+        out, order = external_sort(keys, values, budget=budget, device="cpu")
+    elif shape == "chunks":
+        out, order = (np.concatenate(c) for c in external_sort(np.array_split(keys, 5), np.array_split(values, 5),
+                                                                 budget=budget, device="cpu"))
+    else:
+        lazy, lazy_values = external_sort(da.from_array(keys, chunks=300), da.from_array(values, chunks=300),
+                                          budget=budget, device="cpu")
+        with dask.config.set(scheduler="sync"):
+            out, order = lazy.compute(), lazy_values.compute()
+    expected = np.argsort(keys, kind="stable")
+    np.testing.assert_array_equal(order, expected)
+    np.testing.assert_array_equal(_bits(out), _bits(keys[expected]))
+    assert external_sort(np.array([3.0, -0.0, 1.0]), device="cpu").view(np.uint64)[0] == np.uint64(1 << 63)
+
+
 def test_the_merge_places_every_element_of_the_pieces():
     pieces = [np.array([1, 4, 4, 9], np.uint64), np.array([], np.uint64), np.array([0, 4, 10], np.uint64),
               np.array([4], np.uint64)]

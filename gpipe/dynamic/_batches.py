@@ -72,15 +72,15 @@ def check_batch(op, src, dst, weight, first: int = 0) -> Batch:
         raise GpipeValueError(f"update {first + bad}: 'op' must be one of {sorted(OPS)}, got {str(op[bad])!r}")
     src, dst = _vertex_ids("src", src, given_src, first), _vertex_ids("dst", dst, given_dst, first)
     weighed = np.where(codes != _DELETE, given, 1.0)
-    try:
+    if numeric:
         values = weighed.astype(np.float64)
-    except (TypeError, ValueError):  # not numbers: find which
-        values = np.array([w if isinstance(w, (int, float, np.integer, np.floating)) else np.nan for w in weighed],
-                          np.float64)
+    else:  # objects: real numbers only (numpy would take True for 1.0, and the string "3" for 3.0)
+        values = np.array([np.nan if isinstance(w, (bool, np.bool_)) or not isinstance(w, numbers.Real) else w
+                           for w in weighed.tolist()], np.float64)
     if not (np.isfinite(values) & (values > 0)).all():
         i = int(np.argmax(~(np.isfinite(values) & (values > 0))))
         shown = given[i].item() if isinstance(given[i], np.generic) else given[i]
-        raise GpipeValueError(f"update {first + i}: the weight of an {op[i]} must be positive and finite, got "
+        raise GpipeValueError(f"update {first + i}: the weight of an {op[i]} must be a positive finite number, got "
                               f"{shown!r}")
     return Batch(op, codes, src, dst, values, given)
 

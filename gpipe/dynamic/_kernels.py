@@ -18,6 +18,12 @@ MAX_GROUPS = 64  # 63 radix bits of an int64 integer part, and the decimal group
 DECIMAL = -1  # the decimal group's bit
 
 
+# Tries in a group before its draw is exact: a try keeps an edge with probability at least dense-fraction in a dense
+# radix group, the mean of its members' decimal parts in the decimal group (a group of tiny parts beside an integer
+# part elsewhere: 0.999 ** 256 ~ 0.77 for parts of 0.001). As node2vec's TRIALS.
+TRIES = 256
+
+
 KINDS = {"one": 0, "dense": 1, "listed": 2}  # group_kind (the kernel's GROUP_ONE, GROUP_DENSE, GROUP_LISTED)
 
 
@@ -236,13 +242,48 @@ def _place_cpu(indptr, units, frac, n, chunk_vertex, chunk_index, chunk_offset, 
 
 
 @cpu_kernel()
+def _weight_in_group(units, frac, e, bit):
+    """Edge ``e``'s weight within a group of bit ``bit``: 1 if its bit is set, its decimal part in the decimal group."""
+    if bit == DECIMAL:
+        return frac[e]
+    return 1.0 if (units[e] >> bit) & 1 else 0.0
+
+
+@cpu_kernel()
+def _drawn_exactly(edge_start, degree, units, frac, member_start, members, v, kind, bit, start, size, u):
+    """The edge of vertex ``v``'s group (``kind``, ``bit``, ``start``, ``size``) drawn exactly by ``u`` uniform in
+    [0, 1): the inverse transform of the weights (:func:`_weight_in_group`) of the edges a try takes from (a listed
+    group's members, a dense group's vertex's edges), in their order."""
+    a = edge_start[v]
+    n = size if kind == _LISTED else degree[v]
+    total = 0.0
+    for j in range(n):
+        total += _weight_in_group(units, frac, a + (members[member_start[v] + start + j] if kind == _LISTED else j),
+                                  bit)
+    target = u * total
+    below = 0.0
+    last = np.int64(-1)
+    for j in range(n):
+        e = a + (members[member_start[v] + start + j] if kind == _LISTED else j)
+        w = _weight_in_group(units, frac, e, bit)
+        if w > 0.0:
+            below += w
+            last = e
+            if target < below:
+                return e
+    return last  # (target below total: never reached)
+
+
+@cpu_kernel()
 def pick_in_space(edge_start, degree, units, frac, member_start, members, group_row, group_count, group_kind,
                   group_bit, group_start, group_size, alias_prob, alias_other, key, stream, step, first, v):
     """The edge (its slot in the edge pool) drawn from vertex ``v`` of a space's arrays (-1 if it has none), with the
     draws ``first ..`` of ``(key, stream, step)``: draws ``first`` and ``first + 1`` pick the group through the alias
     table; draws ``first + 2t + 2`` and ``first + 2t + 3`` are the t-th try within it (the edge: a member, or in a
     dense group any edge, kept if in the group; then, in the decimal group, its acceptance with probability
-    ``frac``). CUDA: ``gp_space_pick`` in ``kernels/dynamic.cuh``, defined with ``PICK_DEFINES``."""
+    ``frac``); after ``TRIES`` tries rejected, draw ``first + 2 TRIES + 2`` draws the edge exactly
+    (:func:`_drawn_exactly`), by the same law. CUDA: ``gp_space_pick`` in ``kernels/dynamic.cuh``, defined with
+    ``PICK_DEFINES``."""
     row = group_row[v]
     count = group_count[v]
     if count == 0:
@@ -254,9 +295,7 @@ def pick_in_space(edge_start, degree, units, frac, member_start, members, group_
     bit = group_bit[row + g]
     if kind == _ONE:
         return edge_start[v] + group_start[row + g]
-    t = np.int64(-1)
-    while True:
-        t += 1
+    for t in range(TRIES):
         r = _rng.bits(key, stream, step, first + 2 * t + 2)
         if kind == _LISTED:
             e = edge_start[v] + members[member_start[v] + group_start[row + g] + _rng.below(r, group_size[row + g])]
@@ -266,6 +305,8 @@ def pick_in_space(edge_start, degree, units, frac, member_start, members, group_
                 continue
         if bit != DECIMAL or _rng.unit(_rng.bits(key, stream, step, first + 2 * t + 3)) < frac[e]:
             return e
+    return _drawn_exactly(edge_start, degree, units, frac, member_start, members, v, kind, bit, group_start[row + g],
+                          group_size[row + g], _rng.unit(_rng.bits(key, stream, step, first + 2 * TRIES + 2)))
 
 
 @cpu_kernel(parallel=True)
@@ -278,7 +319,8 @@ def _sample_cpu(edge_start, degree, dst, units, frac, member_start, members, gro
         out[i] = -1 if e < 0 else dst[e]
 
 
-PICK_DEFINES = {"DECIMAL_GROUP": DECIMAL, **{f"GROUP_{k.upper()}": v for k, v in KINDS.items()}}  # of gp_space_pick
+PICK_DEFINES = {"DECIMAL_GROUP": DECIMAL, "SPACE_TRIES": TRIES,
+                **{f"GROUP_{k.upper()}": v for k, v in KINDS.items()}}  # of gp_space_pick
 
 
 SPACE_ARGS = (  # what a SpaceView's arrays hold, in the order every kernel that reads a space takes them

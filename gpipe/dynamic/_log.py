@@ -111,7 +111,7 @@ def read_updates(path) -> pd.DataFrame:
     >>> gpipe.dynamic.read_updates(path)
     Traceback (most recent call last):
     ...
-    gpipe.errors.GpipeValueError: .../log.csv: update 1: the weight of an insert must be positive and finite, got -1.0
+    gpipe.errors.GpipeValueError: .../log.csv: update 1: the weight of an insert must be a positive finite number, got -1.0
     """
     text = os.fspath(path)
     if not text.endswith((".parquet", ".csv")):

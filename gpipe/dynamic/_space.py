@@ -1,6 +1,7 @@
 """Bingo's per-vertex sampling space (Wang et al., EuroSys'23) for the vertices of one partition, in flat arrays.
 
-Each edge's bias, times the amortization factor ``scale``, splits into an integer part and a decimal part
+Each edge's bias, times the amortization factor ``scale`` and times the power of two that brings the largest of its
+vertex's into [1, 2**63) (:func:`_scaled`: no probability changes), splits into an integer part and a decimal part
 (``frac`` in [0, 1)). The integer part is factorized by radix: the edge joins group ``k`` of its source for each
 bit ``k`` set, where every member weighs ``2**k``, so a member is drawn uniformly. The decimal parts form one more
 group (bit ``DECIMAL``), drawn by rejection: a uniform member, kept with probability ``frac``. An alias table over a
@@ -46,7 +47,7 @@ import numpy as np
 
 from .. import _rng, config
 from .._validate import check_array, check_int, check_probability
-from ..backend import cpu_threads, device_of, resolve, segments, to_host, xp
+from ..backend import cpu_threads, device_of, group_max, resolve, segments, to_host, xp
 from ..errors import GpipeError, GpipeValueError
 from ._batches import Batch, absent, check_batch
 from ._kernels import (BUILD, CHUNK, CHUNKS, COUNT, DECIMAL, ELEMENTS, MAX_GROUPS, PLACE, PLAY, SAMPLE, SPACE_ARGS,
@@ -101,6 +102,23 @@ class SpaceView:
         return length, self.adjacency[start[row] + edge - (ends[row] - length[row])]
 
 
+def _scaled(x, weight, degrees, scale: float):
+    """The biases ``weight`` of vertices of ``degrees`` edges each (arrays of ``x``), each times ``scale`` and times
+    the power of two that brings the largest of its vertex's into [1, 2**63): exactly (but for products below
+    float64's normal range), so no vertex's probabilities change. However large the biases, an integer part then
+    fits int64 (63 radix bits); however small, a vertex has one integer part at least, not decimal parts alone (a
+    draw among those keeps a try with the probability of a decimal part: 1e-300 for a bias of 1e-300)."""
+    if not weight.shape[0]:
+        return weight * scale
+    vertex, _ = segments(x, degrees)
+    largest, exponent = x.frexp(group_max(x, weight, vertex))  # in [0.5, 1) times 2**exponent
+    mantissa, shift = np.frexp(scale)
+    mantissa, shift = 2 * mantissa, int(shift) - 1  # scale = mantissa * 2**shift, the mantissa in [1, 2)
+    top = exponent + shift + x.frexp(largest * mantissa)[1]  # the largest times scale is in [2**(top-1), 2**top)
+    power = (x.clip(top, 1, 63) - top + shift).astype(np.int32)
+    return x.ldexp(weight, power[vertex]) * mantissa  # (ldexp first: at most the result, below 2**63, so finite)
+
+
 class _Undo:
     """A space as it was before a commit: its counts, its tables and pools (references: a commit writes past every
     slot in use or into new arrays), and the rows of its tables that the commit writes in place (:meth:`write`)."""
@@ -141,7 +159,10 @@ class SamplingSpace:
     scale : float, default 1.0
         The amortization factor: a bias ``w`` is sampled as ``w * scale``, whose integer part is factorized by
         radix and whose decimal part joins the decimal group. Integer biases need no more than 1; for floating-point
-        biases, a scale that makes the decimal parts small beside the integer parts keeps sampling in O(1).
+        biases, a scale that makes the decimal parts small beside the integer parts keeps sampling in O(1). A
+        vertex whose largest ``w * scale`` is below 1 or from 2**63 on has its biases scaled by a power of two
+        more, which brings that one into [1, 2**63): every positive finite bias is drawn with its exact
+        probability.
     dense_fraction : float, optional
         A group holding at least this fraction of its vertex's edges is sampled by rejection over them and stores
         nothing; default ``gpipe.dynamic.dense-fraction`` of the config.
@@ -365,7 +386,7 @@ class SamplingSpace:
         touched = int(vertices.shape[0])
         self._grow(int(vertices[-1]) + 1 if touched else 0)
         indptr = xc.concatenate([xc.zeros(1, np.int64), xc.cumsum(degrees)])
-        scaled = weight * self.scale
+        scaled = _scaled(xc, weight, degrees, self.scale)
         units = xc.floor(scaled).astype(np.int64)
         frac = scaled - units
         edges = {"indptr": indptr, "units": units, "frac": frac}

@@ -1,7 +1,9 @@
 """GAMMA's out-of-core sort: runs sorted within a device budget, then merged by independent multi-merge subtasks.
 
 Keys of every numeric dtype are sorted as order-preserving uint64 codes (so
-one kernel serves them all) and decoded on the way out. Sorted runs wait in
+one kernel serves them all) and decoded on the way out; the float keys that
+share a code (zeros of either sign, NaNs) are put back bit for bit, in the
+order they came in, since the sort is stable. Sorted runs wait in
 host memory; a subtask gathers, from each run of a merge group, the piece
 between two consecutive checkpoints, so every subtask fits the budget and the
 subtasks come out in order.
@@ -69,8 +71,9 @@ def external_sort(keys, values=None, *, budget=None, device: str | None = None):
         of sizes unknown until computed; a range holds every key equal to one
         of its keys, however many) for a dask array.
         The sort is stable: equal keys keep their input order. As in
-        :func:`numpy.sort`, NaNs come last; every NaN comes out as
-        ``numpy.nan`` and ``-0.0`` as ``0.0``.
+        :func:`numpy.sort`, ``-0.0`` equals ``0.0`` and NaNs come last; every
+        key comes back bit for bit (a ``-0.0`` as ``-0.0``, a NaN with its
+        sign and payload).
 
     Raises
     ------
@@ -96,7 +99,7 @@ def external_sort(keys, values=None, *, budget=None, device: str | None = None):
     value_chunks = None if values is None else _chunks(values)
     device = resolve("gpu" if kind == "cupy" else config.get("device") if device is None else
                      check_choice("device", device, DEVICES))
-    runs, pending, dtype, items = [], [], None, 0
+    runs, pending, dtype, items, tied = [], [], None, 0, ([], [])
     for i, k in enumerate(key_chunks):
         v = None if value_chunks is None else next(value_chunks, None)
         k, v = _checked(k, v, i, value_chunks is not None, kind == "list")
@@ -106,6 +109,9 @@ def external_sort(keys, values=None, *, budget=None, device: str | None = None):
         elif k.dtype != dtype:
             raise GpipeValueError(f"'keys' must be chunks of one dtype, got {dtype} and then {k.dtype} (chunk {i})")
         pending.append((k, v))
+        if k.dtype.kind == "f":
+            tied[0].append(to_host(k[k == 0]))
+            tied[1].append(to_host(k[xp(device_of(k)).isnan(k)]))
         while sum(len(p[0]) for p in pending) >= items:
             pending, run = _take(pending, items)
             runs.append(_sorted_run(device, run))
@@ -115,7 +121,7 @@ def external_sort(keys, values=None, *, budget=None, device: str | None = None):
         raise GpipeValueError("'keys' must hold at least one chunk, got an empty list")
     if pending and (not runs or sum(len(k) for k, _ in pending)):
         runs.append(_sorted_run(device, _take(pending, None)[1]))
-    out = [(_decode(xp(device), k, dtype), v) for k, v in _merged(device, runs, items)]
+    out = list(_decoded(xp(device), _merged(device, runs, items), dtype, *tied))
     return _as_kind(kind, out, values is not None)
 
 
@@ -207,8 +213,8 @@ def _encode(x, keys):
         return keys.astype(x.uint64)
     if keys.dtype.kind == "i":
         return keys.astype(x.int64).view(x.uint64) ^ _SIGN
-    f = keys.astype(x.float64)
-    f = x.where(x.isnan(f), x.nan, x.where(f == 0, 0.0, f))  # one NaN, last; -0.0 with 0.0, as numpy.sort has them
+    # one NaN, last; -0.0 with 0.0, as numpy.sort has them (and no signalling NaN cast)
+    f = x.where(x.isnan(keys), x.nan, x.where(keys == 0, 0.0, keys)).astype(x.float64)
     bits = f.view(x.uint64)
     return x.where(bits >= _SIGN, ~bits, bits | _SIGN)
 
@@ -219,6 +225,21 @@ def _decode(x, codes, dtype):
     if dtype.kind == "i":
         return (codes ^ _SIGN).view(x.int64).astype(dtype)
     return x.where(codes >= _SIGN, codes ^ _SIGN, ~codes).view(x.float64).astype(dtype)
+
+
+def _decoded(x, chunks, dtype, zeros: list, nans: list):
+    """The sorted (codes, values) chunks with their keys decoded, each zero and NaN given back its own bits: the
+    ``zeros`` and ``nans`` of the input, in input order, are the order in which the stable sort lets them out."""
+    tied = list(zip(_encode(np, np.array([0.0, np.nan])), map(np.concatenate, (zeros, nans)))) \
+        if dtype.kind == "f" else []
+    taken = [0] * len(tied)
+    for codes, values in chunks:
+        keys = _decode(x, codes, dtype)
+        for i, (code, originals) in enumerate(tied):
+            where = x.flatnonzero(codes == code)
+            keys[where] = x.asarray(originals[taken[i]:taken[i] + where.shape[0]])
+            taken[i] += where.shape[0]
+        yield keys, values
 
 
 def _merged(device: str, runs: list, items: int):

@@ -38,9 +38,9 @@ Space = namedtuple("Space", "dst units frac weighted edge_start degree member_st
                             "group_kind group_bit group_start group_size alias_prob alias_other adjacency "
                             "space_vertices")
 
-# The draws of one node2vec trial on a snapshot: 2**20 leaves pick_in_space 2**19 tries in a group before it reads
-# the next trial's draws, and 2**12 trials before the draw index (32 bits) wraps (with tame p, q each is accepted
-# with probability at least 1/16; otherwise the exact draw comes at _node2vec.TRIALS = 256).
+# The draws of one node2vec trial on a snapshot: 2**20, room for pick_in_space's (at most 2 TRIES + 3: its exact draw
+# after TRIES tries in a group), and 2**12 trials before the draw index (32 bits) wraps (with tame p, q each is
+# accepted with probability at least 1/16; otherwise the exact draw comes at _node2vec.TRIALS = 256).
 TRIAL_DRAWS = 2**20
 # A trial's draws, its candidate's first and its acceptance's (GpCsr's and GpSpace's TRIAL_DRAWS, CANDIDATE, ACCEPT).
 _TRIALS = {Csr: (2, 0, 1), Space: (TRIAL_DRAWS, 1, 0)}

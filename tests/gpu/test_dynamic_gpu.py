@@ -35,6 +35,34 @@ def test_dynamic_sample_cuda_equals_cpu_twin(scale):
     np.testing.assert_array_equal(gpu.get(), cpu)
 
 
+@pytest.mark.parametrize("dense_fraction", [0.4, 1e-4])
+def test_dynamic_sample_cuda_equals_cpu_twin_where_tries_are_rejected_and_biases_extreme(dense_fraction):
+    """Spaces built on the device and on the host (the power of two scaling each vertex's biases) and sampled: groups
+    whose tries keep an edge 1 time in 1000 (drawn exactly after 256 tries, a dense decimal group and, from a dense
+    fraction of 1e-4, a dense group of bit 0; a listed decimal group now and then), and biases from 5e-324 to
+    1.8e308."""
+    rng = np.random.default_rng(12)
+    rows = []
+    for v in range(5):  # 2 edges of bias 1, 2000 of decimal parts around 0.001
+        rows += [(v, u, 1.0) for u in (1, 2)] + [(v, 3 + j % 7, 0.0005 * (1 + j % 3)) for j in range(2000)]
+    for v in range(5, 8):  # 3000 of bias 2, 1900 of 0.001: a listed decimal group
+        rows += [(v, j % 11, 2.0) for j in range(3000)] + [(v, 20 + j % 5, 0.001) for j in range(1900)]
+    for v in range(8, 40):  # 50 biases log-uniform over float64's whole range
+        rows += [(v, int(u), 2.0 ** e) for u, e in zip(rng.integers(0, 40, 50), rng.uniform(-1074, 1023.99, 50))]
+    src, dst, weight = (np.array(column) for column in zip(*rows))
+    spaces = [SamplingSpace(40, device=device, dense_fraction=dense_fraction) for device in ("gpu", "cpu")]
+    for space in spaces:
+        space.apply(["insert"] * len(src), src, dst, weight)
+    gpu, cpu = spaces
+    for v in range(40):
+        for name, column in cpu.groups(v).items():
+            np.testing.assert_array_equal(gpu.groups(v)[name], column)
+        np.testing.assert_array_equal(gpu.probabilities(v), cpu.probabilities(v))
+    vertices = rng.integers(0, 40, 200_000)
+    drawn = [space.sample(vertices, seed=4, streams=np.arange(200_000)) for space in spaces]
+    np.testing.assert_array_equal(drawn[0].get(), drawn[1])
+
+
 def _mixed_batch(rng, src, dst, count):
     """``count`` valid deletes, updates and inserts in random order, after the edges ``src -> dst``: each delete
     names a distinct copy, each update an edge no delete names."""

@@ -34,3 +34,12 @@ def test_external_sort_on_gpu_equals_cpu(dtype):
     gpu_keys, gpu_values = external_sort(cupy.asarray(keys), cupy.asarray(np.arange(keys.size)), budget=budget)
     np.testing.assert_array_equal(gpu_keys.get(), cpu_keys)
     np.testing.assert_array_equal(gpu_values.get(), cpu_values)
+
+
+def test_float_keys_come_back_from_the_gpu_bit_for_bit():
+    nans = np.array([0x7FF8000000000001, 0xFFF8000000000ABC, 0x7FF0000000000001], np.uint64).view(np.float64)
+    keys = np.random.default_rng(11).permutation(np.tile(np.concatenate([nans, [-0.0, 0.0, 3.0, -np.inf]]), 500))
+    out, order = external_sort(cupy.asarray(keys), cupy.asarray(np.arange(keys.size)), budget=64 * 56)
+    expected = np.argsort(keys, kind="stable")
+    np.testing.assert_array_equal(order.get(), expected)
+    np.testing.assert_array_equal(out.get().view(np.uint64), keys[expected].view(np.uint64))
