@@ -16,7 +16,7 @@ from distributed import Future
 
 from .. import config
 from .._files import GRAPH_FILES, atomic_dir
-from .._validate import check_choice, check_int, check_integers, check_probability
+from .._validate import check_choice, check_int, check_integers
 from ..backend import device_of, to_host, unique, xp
 from ..errors import GpipeError, GpipeValueError
 from ..runtime import (Session, anywhere, call_workers, check_held, end_graph, end_graph_later, gather_pinned,
@@ -337,16 +337,13 @@ def _write_partition(graph_id: str, part: int, folder: str) -> int:
     return len(frame["dst"])
 
 
-MODES = ("auto", "partitioned", "replicated")
-
-
 def default_partitions(session: Session) -> int:
-    return len(session.workers()) * int(config.get("partitions-per-worker"))
+    return len(session.workers()) * config.get("partitions-per-worker")
 
 
 def check_mode(mode: str | None) -> str:
     """The graph mode asked for, or the configured default."""
-    return check_choice("mode", config.get("graph.mode") if mode is None else mode, MODES)
+    return config.get("graph.mode") if mode is None else check_choice("mode", mode, config.MODES)
 
 
 def build(session: Session, chunks: list, n: int | Future, *, directed: bool, weighted: bool, id_map,
@@ -374,7 +371,6 @@ def build(session: Session, chunks: list, n: int | Future, *, directed: bool, we
         splits = [anywhere(client, _build.split, c, bounds) for c in prepared]
     placement = [workers[p * len(workers) // parts] for p in range(parts)]
     budget = config.get("memory.device-partitions")
-    budget = None if budget is None else check_int("gpipe.memory.device-partitions", budget, minimum=1)
     graph_id = uuid.uuid4().hex
     built = [
         on_worker(client, placement[p], _build.assemble, graph_id, p, bounds, keep_duplicates, budget,
@@ -412,9 +408,7 @@ def _fits_every_worker(session: Session, nbytes: int) -> bool:
     else:
         workers = workers_info(session.client).values()
         memory = [w.get("memory_limit") or psutil.virtual_memory().total for w in workers]
-    fraction = check_probability("gpipe.graph.replicate-fraction", config.get("graph.replicate-fraction"),
-                                 open_low=True)
-    return nbytes <= fraction * min(memory)
+    return nbytes <= config.get("graph.replicate-fraction") * min(memory)
 
 
 def _gpu_memory() -> int:

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from .. import config
-from .._validate import check_bool, check_bytes
+from .._validate import check_bool
 from ..backend import cpu_kernel, device_of, prange, to_host, unique, xp
 from ..errors import GpipeFileError, GpipeValueError
 from ..runtime import anywhere, current, fetching, on_worker, placed, worker_device
@@ -143,7 +143,7 @@ def _read_bytes(device: str) -> int:
     value = config.get("graph.read-bytes")
     if value == "auto":
         return (512 if device == "gpu" else 64) << 20
-    return check_bytes("gpipe.graph.read-bytes", value, minimum=1)
+    return value
 
 
 def _read_on_workers(client, plan: TablePlan) -> tuple[list, list]:
@@ -276,7 +276,7 @@ def _chunks(client, frame, columns: list[str]) -> list:
         raise GpipeValueError("'frame' must hold at least one edge, got an empty frame")
     if len(columns) == 3:
         _check_weights(frame[columns[2]], columns[2])
-    step = int(config.get("graph.chunk-edges"))
+    step = config.get("graph.chunk-edges")
     pieces = [frame[columns].iloc[i:i + step] for i in range(0, len(frame), step)]
     return placed(client, pieces)  # equal data scattered twice must not share a key
 

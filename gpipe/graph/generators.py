@@ -83,7 +83,7 @@ def rmat(scale: int, edge_factor: int = 16, a: float = 0.57, b: float = 0.19, c:
     mode = check_mode(mode)
     session = current()
     n, m = 1 << scale, edge_factor << scale
-    step = int(config.get("graph.chunk-edges"))
+    step = config.get("graph.chunk-edges")
     thresholds = (a, a + b, a + b + c)
     chunks = [
         anywhere(session.client, _rmat_chunk, scale, thresholds, seed, start, min(step, m - start), scramble, weighted)
