@@ -281,6 +281,7 @@ def _edit_meta(change):
     (lambda folder, name: (folder / name).write_text('{"format": "gpipe-graph",\n'), "_gpipe.json", "not valid JSON"),
     (_edit_meta(lambda m: m.pop("num_edges")), "_gpipe.json", "no key 'num_edges'"),
     (_edit_meta(lambda m: m.update(partitions="3")), "_gpipe.json", "'partitions' must be an integer"),
+    (_edit_meta(lambda m: m.update(version=True)), "_gpipe.json", "format version True is not 1 or 2"),
     (_edit_meta(lambda m: m.update(num_edges=m["num_edges"] + 1)), "_gpipe.json",
      r"'num_edges' is \d+ but the part files hold \d+ edges"),
 ])

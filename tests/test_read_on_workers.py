@@ -148,7 +148,7 @@ def test_a_glob_is_for_parquet_and_a_file_named_like_one_is_that_file(tmp_path):
     (tmp_path / "g1.txt").write_text("0 1\n")
     (tmp_path / "g[1].txt").write_text("5 6\n")
     assert read_table(tmp_path / "g[1].txt")[0].to_numpy().tolist() == [[5, 6]]
-    with pytest.raises(FileNotFoundError):
+    with pytest.raises(GpipeFileError, match="missing: no such file or folder"):
         read_table(tmp_path / "g*.txt")
 
 

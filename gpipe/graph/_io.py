@@ -78,7 +78,10 @@ def read_edges(path, src: str = "src", dst: str = "dst", weight: str | bool | No
     Raises
     ------
     GpipeFileError
-        The file is malformed: the message names the file and the first bad
+        ``path`` is missing, a symbolic link that leads to no file or in a
+        loop, not a regular file or folder (a FIFO, a device), or a folder
+        whose name is a text format's (``x.el``). The file is malformed: the
+        message names the file and the first bad
         line, whichever worker parsed it; a compressed file that cannot be
         decompressed (cut short, not of its suffix's format), naming the line
         its readable text ends in. For a graph folder (one holding
@@ -86,7 +89,8 @@ def read_edges(path, src: str = "src", dst: str = "dst", weight: str | bool | No
         its ``_gpipe.json`` is missing, not a regular file, larger than gpipe
         writes for the part files there, or malformed; a part file is missing,
         extra, unreadable, or does not hold the edges ``_gpipe.json`` records;
-        or a renumbered graph's ``ids.parquet`` is missing or unreadable.
+        or a renumbered graph's ``ids.parquet`` is missing, unreadable, or not
+        a map: ids neither integers nor strings, or an id held twice.
     GpipeValueError
         A parameter is wrong.
 
