@@ -106,7 +106,7 @@ def read_edges(path, src: str = "src", dst: str = "dst", weight: str | bool | No
     (4, 4, [2, 2, 3, 1])
     """
     mode = check_mode(mode)
-    path = os.fspath(path)
+    path = os.path.abspath(os.fspath(path))  # the workers open it: their working directory may not be this one's
     if is_graph_folder(path):  # whole or damaged: never read as a plain parquet folder
         return _read_graph_folder(path, partitions, mode)
     session = current()
