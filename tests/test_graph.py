@@ -110,6 +110,25 @@ def test_sparse_integer_ids_are_renumbered(cpu, largest):
             g.to_internal(absent)
 
 
+@pytest.mark.parametrize("frame", [pd.DataFrame, dd.from_pandas], ids=["pandas", "dask"])
+def test_uint64_ids_past_int64_are_refused_naming_the_column_never_wrapped(cpu, frame):
+    edges = pd.DataFrame({"src": np.array([2**64 - 1, 1], np.uint64), "dst": np.array([1, 2], np.uint64)})
+    edges = edges if frame is pd.DataFrame else frame(edges, npartitions=1)
+    for renumber in (None, True, False):  # int64 wrapped 2**64 - 1 to the vertex -1
+        with pytest.raises(GpipeValueError, match=r"'src' column 'src' must hold integer ids below 2\*\*63, got "
+                                                  r"18446744073709551615"):
+            gpipe.from_edges(edges, renumber=renumber)
+    edges = pd.DataFrame({"src": np.array([2**63 - 1, 1], np.uint64), "dst": np.array([1, 2], np.uint64)})
+    assert gpipe.from_edges(edges).degrees().to_dict() == {1: 2, 2: 1, 2**63 - 1: 1}
+
+
+def test_a_one_vertex_graph_takes_one_partition_on_two_workers_unless_more_are_asked_for(cpu):
+    edges = pd.DataFrame({"src": ["a"], "dst": ["a"]})
+    assert gpipe.from_edges(edges, keep_self_loops=True, mode="partitioned").num_partitions == 1
+    with pytest.raises(GpipeValueError, match=r"'partitions' must be at most the number of vertices \(1\), got 2"):
+        gpipe.from_edges(edges, keep_self_loops=True, partitions=2)
+
+
 def test_integer_ids_with_gaps_give_no_vertex_that_is_not_in_the_input(cpu):
     edges = pd.DataFrame({"src": [0, 1, 2, 4, 4], "dst": [1, 2, 4, 0, 2]})  # no 3: dense enough to be kept before
     g = gpipe.from_edges(edges, partitions=2)

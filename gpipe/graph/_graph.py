@@ -356,7 +356,7 @@ def build(session: Session, chunks: list, n: int | Future, *, directed: bool, we
     workers = session.workers()
     parts = default_partitions(session) if partitions is None else check_int("partitions", partitions, minimum=1)
     if not isinstance(n, Future):
-        _check_partitions(parts, n)
+        parts = _partition_count(parts, n, partitions)
     prepared = [
         anywhere(client, _build.prepare, c, n, directed or not symmetrize, keep_self_loops) for c in chunks
     ]
@@ -366,7 +366,7 @@ def build(session: Session, chunks: list, n: int | Future, *, directed: bool, we
     else:
         hists = [anywhere(client, _build.histogram, c, n) for c in prepared]
         hist, n = client.gather([anywhere(client, _build.total, hists) if hists else np.zeros(1, np.int64), n])
-        _check_partitions(parts, n)
+        parts = _partition_count(parts, n, partitions)
         bounds = _build.balanced_bounds(hist, n, parts)
         splits = [anywhere(client, _build.split, c, bounds) for c in prepared]
     placement = [workers[p * len(workers) // parts] for p in range(parts)]
@@ -396,9 +396,14 @@ def build(session: Session, chunks: list, n: int | Future, *, directed: bool, we
     return g
 
 
-def _check_partitions(parts: int, n: int) -> None:
-    if parts > max(n, 1):
-        raise GpipeValueError(f"'partitions' must be at most the number of vertices ({n}), got {parts}")
+def _partition_count(parts: int, n: int, asked: int | None) -> int:
+    """``parts`` partitions of ``n`` vertices, at most one per vertex: fewer where the user ``asked`` for none (the
+    default, workers x ``gpipe.partitions-per-worker``, may exceed a small graph's vertices), else an error."""
+    if parts <= max(n, 1):
+        return parts
+    if asked is None:
+        return max(n, 1)
+    raise GpipeValueError(f"'partitions' must be at most the number of vertices ({n}), got {parts}")
 
 
 def _fits_every_worker(session: Session, nbytes: int) -> bool:

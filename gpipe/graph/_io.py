@@ -314,6 +314,10 @@ def _unique_ids(chunk: pd.DataFrame | dict, src: str, dst: str) -> np.ndarray:
         x = xp(device_of(ends[0]))
         return unique(x, x.concatenate(ends)) if marked is None else marked
     ends = chunk[src].to_numpy(), chunk[dst].to_numpy()
+    for end, column, values in zip(("src", "dst"), (src, dst), ends):
+        if values.dtype.kind == "u" and values.size and values.max() > np.iinfo(np.int64).max:  # int64 would wrap it
+            raise GpipeValueError(f"'{end}' column {column!r} must hold integer ids below 2**63, got "
+                                  f"{int(values.max())}: store larger ones as strings")
     if all(e.dtype.kind in "iu" for e in ends):
         marked = _marked(*(e.astype(np.int64, copy=False) for e in ends))
         if marked is not None:
