@@ -201,6 +201,10 @@ def test_read_edges_formats_agree(cpu, small_edges, tmp_path):
         (lambda: gpipe.generators.rmat(scale=4, a=0.6, b=0.3, c=0.3), "'a \\+ b \\+ c' must be at most 1"),
         (lambda: gpipe.generators.rmat(scale=4, partitions=0), "'partitions' must be a positive integer, got 0"),
         (lambda: gpipe.generators.rmat(scale=2, partitions=9), "'partitions' must be at most the number of vertices"),
+        (lambda: gpipe.generators.rmat(scale=40), r"'scale' and 'edge_factor' \(1099511627776 vertices, "
+         r"17592186044416 edges\): the graph would take at least 264\.00 TiB, more than the workers' .* of memory"),
+        (lambda: gpipe.generators.rmat(scale=4, edge_factor=2**50, weighted=True),
+         r"'scale' and 'edge_factor' .*: the graph would take at least 320\.00 PiB"),
         (lambda: gpipe.from_edges(pd.DataFrame({"a": [1], "dst": [2]})), "'src' must name a column of the frame, got 'src'"),
         (lambda: gpipe.from_edges(pd.DataFrame({"src": [1], "dst": [2], "w": [-1.0]}), weight="w"),
          "'weight' column 'w' must hold finite, non-negative numbers"),

@@ -12,6 +12,7 @@ import weakref
 import numpy as np
 import pandas as pd
 import psutil
+from dask.utils import format_bytes
 from distributed import Future
 
 from .. import config
@@ -408,12 +409,24 @@ def _partition_count(parts: int, n: int, asked: int | None) -> int:
 
 def _fits_every_worker(session: Session, nbytes: int) -> bool:
     """Whether ``nbytes`` is at most ``gpipe.graph.replicate-fraction`` of every worker's (GPU) memory."""
-    if session.device == "gpu":
-        memory = in_each_worker(session.client, _gpu_memory).values()
-    else:
-        workers = workers_info(session.client).values()
-        memory = [w.get("memory_limit") or psutil.virtual_memory().total for w in workers]
+    memory = in_each_worker(session.client, _gpu_memory).values() if session.device == "gpu" else _host_memory(session)
     return nbytes <= config.get("graph.replicate-fraction") * min(memory)
+
+
+def check_graph_memory(session: Session, nbytes: int, names: str) -> None:
+    """Refuse a graph of at least ``nbytes`` that the workers could not hold together (in their memory limits, and
+    their GPUs' memory), before any task is submitted; ``names`` are the parameters that make it that large."""
+    room = sum(_host_memory(session))
+    if session.device == "gpu":
+        room += sum(in_each_worker(session.client, _gpu_memory).values())
+    if nbytes > room:
+        raise GpipeValueError(f"{names}: the graph would take at least {format_bytes(nbytes)}, more than the "
+                              f"workers' {format_bytes(room)} of memory")
+
+
+def _host_memory(session: Session) -> list[int]:
+    """Each worker's memory limit (its host's memory where it has none)."""
+    return [w.get("memory_limit") or psutil.virtual_memory().total for w in workers_info(session.client).values()]
 
 
 def _gpu_memory() -> int:
