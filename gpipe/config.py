@@ -109,3 +109,13 @@ def get(key: str):
     """``dask.config.get('gpipe.' + key)``, checked against its rule in :data:`RULES`: a bad value is a
     :class:`~gpipe.GpipeValueError` naming the setting and the value."""
     return RULES[key](f"gpipe.{key}", dask.config.get(f"gpipe.{key}"))
+
+
+def budget(key: str, value=None, name: str | None = None) -> int | None:
+    """A budget in bytes: ``value`` (the parameter ``name``: bytes or 'auto'), or the setting ``gpipe.<key>`` where
+    ``value`` is None; None for 'auto', which each worker decides by its memory."""
+    if value is None:
+        value = get(key)
+    elif value != "auto":
+        value = check_bytes(name, value)
+    return None if value == "auto" else value

@@ -19,7 +19,6 @@ import pandas as pd
 
 from .. import config
 from .._files import atomic_file
-from .._validate import check_budget
 from ..backend import to_host
 from ..errors import GpipeValueError
 from ..graph import check_graph
@@ -90,8 +89,8 @@ def mine(g, plan, listing: bool, device_budget, host_budget) -> MiningResult:
 
 def _spec(g, plan, listing: bool, device_budget, host_budget) -> Spec:
     return Spec(g.graph_id, uuid.uuid4().hex, plan, listing, _capacity(g.device),
-                check_budget("device_budget", device_budget, "mining.device-budget"),
-                check_budget("host_budget", host_budget, "mining.host-budget"), config.get("mining.spill-directory"))
+                config.budget("mining.device-budget", device_budget, "device_budget"),
+                config.budget("mining.host-budget", host_budget, "host_budget"), config.get("mining.spill-directory"))
 
 
 def _capacity(device: str) -> int:
