@@ -131,16 +131,6 @@ def check_fanouts(name: str, value) -> list[int]:
     return [int(f) for f in values]
 
 
-def check_budget(name: str, value, key: str) -> int | None:
-    """A budget in bytes: ``value`` (the parameter ``name``), or the config's ``gpipe.<key>`` where ``value`` is
-    None; None for 'auto', which each worker decides by its memory."""
-    if value is None:
-        from . import config
-
-        name, value = f"gpipe.{key}", config.get(key)
-    return None if value == "auto" else check_bytes(name, value)
-
-
 def check_bytes(name: str, value, *, minimum: int = 0) -> int:
     """A byte count given as an integer or a string such as ``'4 GB'``."""
     if isinstance(value, str):

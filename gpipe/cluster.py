@@ -87,8 +87,7 @@ def connect(scheduler_file: str | None = None, address: str | None = None, *, n_
     threads_per_worker = check_optional_int("threads_per_worker", threads_per_worker, minimum=1)
     scheduler_file = scheduler_file or os.environ.get(ENV_SCHEDULER_FILE) or config.get("cluster.scheduler-file")
     address = address or os.environ.get(ENV_ADDRESS) or config.get("cluster.address")
-    wait_for_workers = check_optional_int("gpipe.cluster.wait-for-workers", config.get("cluster.wait-for-workers"),
-                                          minimum=1)
+    wait_for_workers = config.get("cluster.wait-for-workers")
     timeout = config.get("cluster.wait-timeout")
     if scheduler_file or address:
         where = f"scheduler file {os.fspath(scheduler_file)!r}" if scheduler_file else f"address {address!r}"

@@ -110,6 +110,25 @@ def test_sparse_integer_ids_are_renumbered(cpu, largest):
             g.to_internal(absent)
 
 
+@pytest.mark.parametrize("frame", [pd.DataFrame, dd.from_pandas], ids=["pandas", "dask"])
+def test_uint64_ids_past_int64_are_refused_naming_the_column_never_wrapped(cpu, frame):
+    edges = pd.DataFrame({"src": np.array([2**64 - 1, 1], np.uint64), "dst": np.array([1, 2], np.uint64)})
+    edges = edges if frame is pd.DataFrame else frame(edges, npartitions=1)
+    for renumber in (None, True, False):  # int64 wrapped 2**64 - 1 to the vertex -1
+        with pytest.raises(GpipeValueError, match=r"'src' column 'src' must hold integer ids below 2\*\*63, got "
+                                                  r"18446744073709551615"):
+            gpipe.from_edges(edges, renumber=renumber)
+    edges = pd.DataFrame({"src": np.array([2**63 - 1, 1], np.uint64), "dst": np.array([1, 2], np.uint64)})
+    assert gpipe.from_edges(edges).degrees().to_dict() == {1: 2, 2: 1, 2**63 - 1: 1}
+
+
+def test_a_one_vertex_graph_takes_one_partition_on_two_workers_unless_more_are_asked_for(cpu):
+    edges = pd.DataFrame({"src": ["a"], "dst": ["a"]})
+    assert gpipe.from_edges(edges, keep_self_loops=True, mode="partitioned").num_partitions == 1
+    with pytest.raises(GpipeValueError, match=r"'partitions' must be at most the number of vertices \(1\), got 2"):
+        gpipe.from_edges(edges, keep_self_loops=True, partitions=2)
+
+
 def test_integer_ids_with_gaps_give_no_vertex_that_is_not_in_the_input(cpu):
     edges = pd.DataFrame({"src": [0, 1, 2, 4, 4], "dst": [1, 2, 4, 0, 2]})  # no 3: dense enough to be kept before
     g = gpipe.from_edges(edges, partitions=2)
@@ -182,6 +201,10 @@ def test_read_edges_formats_agree(cpu, small_edges, tmp_path):
         (lambda: gpipe.generators.rmat(scale=4, a=0.6, b=0.3, c=0.3), "'a \\+ b \\+ c' must be at most 1"),
         (lambda: gpipe.generators.rmat(scale=4, partitions=0), "'partitions' must be a positive integer, got 0"),
         (lambda: gpipe.generators.rmat(scale=2, partitions=9), "'partitions' must be at most the number of vertices"),
+        (lambda: gpipe.generators.rmat(scale=40), r"'scale' and 'edge_factor' \(1099511627776 vertices, "
+         r"17592186044416 edges\): the graph would take at least 264\.00 TiB, more than the workers' .* of memory"),
+        (lambda: gpipe.generators.rmat(scale=4, edge_factor=2**50, weighted=True),
+         r"'scale' and 'edge_factor' .*: the graph would take at least 320\.00 PiB"),
         (lambda: gpipe.from_edges(pd.DataFrame({"a": [1], "dst": [2]})), "'src' must name a column of the frame, got 'src'"),
         (lambda: gpipe.from_edges(pd.DataFrame({"src": [1], "dst": [2], "w": [-1.0]}), weight="w"),
          "'weight' column 'w' must hold finite, non-negative numbers"),
@@ -281,6 +304,7 @@ def _edit_meta(change):
     (lambda folder, name: (folder / name).write_text('{"format": "gpipe-graph",\n'), "_gpipe.json", "not valid JSON"),
     (_edit_meta(lambda m: m.pop("num_edges")), "_gpipe.json", "no key 'num_edges'"),
     (_edit_meta(lambda m: m.update(partitions="3")), "_gpipe.json", "'partitions' must be an integer"),
+    (_edit_meta(lambda m: m.update(version=True)), "_gpipe.json", "format version True is not 1 or 2"),
     (_edit_meta(lambda m: m.update(num_edges=m["num_edges"] + 1)), "_gpipe.json",
      r"'num_edges' is \d+ but the part files hold \d+ edges"),
 ])

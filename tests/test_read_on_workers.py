@@ -148,7 +148,7 @@ def test_a_glob_is_for_parquet_and_a_file_named_like_one_is_that_file(tmp_path):
     (tmp_path / "g1.txt").write_text("0 1\n")
     (tmp_path / "g[1].txt").write_text("5 6\n")
     assert read_table(tmp_path / "g[1].txt")[0].to_numpy().tolist() == [[5, 6]]
-    with pytest.raises(FileNotFoundError):
+    with pytest.raises(GpipeFileError, match="missing: no such file or folder"):
         read_table(tmp_path / "g*.txt")
 
 
@@ -370,3 +370,17 @@ def test_a_piece_left_on_a_device_numbers_and_maps_as_its_frame_does(ids):
         for name in expected:
             np.testing.assert_array_equal(got[name], expected[name])
             assert got[name].dtype == expected[name].dtype
+
+
+@pytest.mark.parametrize("name", ["g.el", "g.npz", "graph", "parts/*.parquet"])
+def test_a_relative_path_is_the_clients_file_whatever_the_workers_working_directory(cpu, tmp_path, monkeypatch,
+                                                                                    name):
+    frame = _random_edges()
+    _snap(tmp_path / "g.el", frame)
+    np.savez(tmp_path / "g.npz", **dict(zip(("indptr", "indices"), _csr())))
+    gpipe.from_edges(frame, partitions=2).to_parquet(tmp_path / "graph")
+    os.mkdir(tmp_path / "parts")
+    frame.to_parquet(tmp_path / "parts" / "0.parquet")
+    monkeypatch.chdir(tmp_path)  # the client's; the workers keep the one they started in
+    assert os.getcwd() not in cpu.run(os.getcwd).values()
+    _same_graph(gpipe.read_edges(name, partitions=2), gpipe.read_edges(tmp_path / name, partitions=2), tmp_path)

@@ -450,10 +450,20 @@ def test_bad_fmt(tmp_path):
         read_table(path, fmt="xml")
 
 
-def test_missing_file(tmp_path):
-    path = tmp_path / "nope.txt"
-    with pytest.raises(FileNotFoundError, match="nope.txt"):
+@pytest.mark.parametrize("make, message", [
+    (lambda path: None, "missing: no such file or folder"),
+    (lambda path: path.symlink_to("gone.txt"), r"a symbolic link that leads to no file \(gone.txt\)"),
+    (lambda path: path.symlink_to(path), "a symbolic link in a loop"),
+    (os.mkfifo, "not a regular file"),  # read, a FIFO with no writer blocked the client for ever
+    (lambda path: path.symlink_to("/dev/zero"), "not a regular file"),
+    (lambda path: (path.mkdir(), _write(path / "notes.txt", "0 1\n")), "a folder, not a snap edge file"),
+], ids=["missing", "dangling-link", "looping-link", "fifo", "link-to-dev-zero", "folder"])
+def test_an_input_that_is_not_a_file_to_read_is_an_error_naming_it_and_what_is_wrong(tmp_path, make, message):
+    path = tmp_path / "g.el"
+    make(path)
+    with pytest.raises(GpipeFileError, match=message) as info:
         read_table(path)
+    assert info.value.path == str(path)
 
 
 @pytest.mark.parametrize("text", [
@@ -642,6 +652,20 @@ def test_a_renumbered_graph_folder_without_its_ids_says_they_are_missing(cpu, tm
     folder = gpipe.from_edges(pd.DataFrame({"src": ["a", "b"], "dst": ["b", "c"]})).to_parquet(tmp_path / "graph")
     os.unlink(os.path.join(folder, "ids.parquet"))
     with pytest.raises(GpipeFileError, match="missing: _gpipe.json says the graph was renumbered") as info:
+        gpipe.read_edges(folder)
+    assert info.value.path == os.path.join(folder, "ids.parquet")
+
+
+@pytest.mark.parametrize("ids, message", [
+    (["a"] * 4, "holds id 'a' 4 times; an id map names each vertex once"),
+    ([7, 8, 7, 9], "holds id 7 2 times"),
+    ([0.5, 1.5, 2.5, 3.5], "column 'id' has type double; ids must be integers or strings"),
+])
+def test_a_graph_folder_whose_id_map_is_not_a_map_is_an_error_naming_it(cpu, tmp_path, ids, message):
+    folder = gpipe.from_edges(pd.DataFrame({"src": ["a", "b", "c"], "dst": ["b", "c", "d"]})).to_parquet(
+        tmp_path / "graph")
+    pd.DataFrame({"id": ids}).to_parquet(os.path.join(folder, "ids.parquet"))
+    with pytest.raises(GpipeFileError, match=message) as info:
         gpipe.read_edges(folder)
     assert info.value.path == os.path.join(folder, "ids.parquet")
 

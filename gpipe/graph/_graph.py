@@ -12,11 +12,12 @@ import weakref
 import numpy as np
 import pandas as pd
 import psutil
+from dask.utils import format_bytes
 from distributed import Future
 
 from .. import config
 from .._files import GRAPH_FILES, atomic_dir
-from .._validate import check_choice, check_int, check_integers, check_probability
+from .._validate import check_choice, check_int, check_integers
 from ..backend import device_of, to_host, unique, xp
 from ..errors import GpipeError, GpipeValueError
 from ..runtime import (Session, anywhere, call_workers, check_held, end_graph, end_graph_later, gather_pinned,
@@ -337,16 +338,13 @@ def _write_partition(graph_id: str, part: int, folder: str) -> int:
     return len(frame["dst"])
 
 
-MODES = ("auto", "partitioned", "replicated")
-
-
 def default_partitions(session: Session) -> int:
-    return len(session.workers()) * int(config.get("partitions-per-worker"))
+    return len(session.workers()) * config.get("partitions-per-worker")
 
 
 def check_mode(mode: str | None) -> str:
     """The graph mode asked for, or the configured default."""
-    return check_choice("mode", config.get("graph.mode") if mode is None else mode, MODES)
+    return config.get("graph.mode") if mode is None else check_choice("mode", mode, config.MODES)
 
 
 def build(session: Session, chunks: list, n: int | Future, *, directed: bool, weighted: bool, id_map,
@@ -359,7 +357,7 @@ def build(session: Session, chunks: list, n: int | Future, *, directed: bool, we
     workers = session.workers()
     parts = default_partitions(session) if partitions is None else check_int("partitions", partitions, minimum=1)
     if not isinstance(n, Future):
-        _check_partitions(parts, n)
+        parts = _partition_count(parts, n, partitions)
     prepared = [
         anywhere(client, _build.prepare, c, n, directed or not symmetrize, keep_self_loops) for c in chunks
     ]
@@ -369,12 +367,11 @@ def build(session: Session, chunks: list, n: int | Future, *, directed: bool, we
     else:
         hists = [anywhere(client, _build.histogram, c, n) for c in prepared]
         hist, n = client.gather([anywhere(client, _build.total, hists) if hists else np.zeros(1, np.int64), n])
-        _check_partitions(parts, n)
+        parts = _partition_count(parts, n, partitions)
         bounds = _build.balanced_bounds(hist, n, parts)
         splits = [anywhere(client, _build.split, c, bounds) for c in prepared]
     placement = [workers[p * len(workers) // parts] for p in range(parts)]
     budget = config.get("memory.device-partitions")
-    budget = None if budget is None else check_int("gpipe.memory.device-partitions", budget, minimum=1)
     graph_id = uuid.uuid4().hex
     built = [
         on_worker(client, placement[p], _build.assemble, graph_id, p, bounds, keep_duplicates, budget,
@@ -400,21 +397,36 @@ def build(session: Session, chunks: list, n: int | Future, *, directed: bool, we
     return g
 
 
-def _check_partitions(parts: int, n: int) -> None:
-    if parts > max(n, 1):
-        raise GpipeValueError(f"'partitions' must be at most the number of vertices ({n}), got {parts}")
+def _partition_count(parts: int, n: int, asked: int | None) -> int:
+    """``parts`` partitions of ``n`` vertices, at most one per vertex: fewer where the user ``asked`` for none (the
+    default, workers x ``gpipe.partitions-per-worker``, may exceed a small graph's vertices), else an error."""
+    if parts <= max(n, 1):
+        return parts
+    if asked is None:
+        return max(n, 1)
+    raise GpipeValueError(f"'partitions' must be at most the number of vertices ({n}), got {parts}")
 
 
 def _fits_every_worker(session: Session, nbytes: int) -> bool:
     """Whether ``nbytes`` is at most ``gpipe.graph.replicate-fraction`` of every worker's (GPU) memory."""
+    memory = in_each_worker(session.client, _gpu_memory).values() if session.device == "gpu" else _host_memory(session)
+    return nbytes <= config.get("graph.replicate-fraction") * min(memory)
+
+
+def check_graph_memory(session: Session, nbytes: int, names: str) -> None:
+    """Refuse a graph of at least ``nbytes`` that the workers could not hold together (in their memory limits, and
+    their GPUs' memory), before any task is submitted; ``names`` are the parameters that make it that large."""
+    room = sum(_host_memory(session))
     if session.device == "gpu":
-        memory = in_each_worker(session.client, _gpu_memory).values()
-    else:
-        workers = workers_info(session.client).values()
-        memory = [w.get("memory_limit") or psutil.virtual_memory().total for w in workers]
-    fraction = check_probability("gpipe.graph.replicate-fraction", config.get("graph.replicate-fraction"),
-                                 open_low=True)
-    return nbytes <= fraction * min(memory)
+        room += sum(in_each_worker(session.client, _gpu_memory).values())
+    if nbytes > room:
+        raise GpipeValueError(f"{names}: the graph would take at least {format_bytes(nbytes)}, more than the "
+                              f"workers' {format_bytes(room)} of memory")
+
+
+def _host_memory(session: Session) -> list[int]:
+    """Each worker's memory limit (its host's memory where it has none)."""
+    return [w.get("memory_limit") or psutil.virtual_memory().total for w in workers_info(session.client).values()]
 
 
 def _gpu_memory() -> int:

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from .. import config
-from .._validate import check_bool, check_bytes
+from .._validate import check_bool
 from ..backend import cpu_kernel, device_of, prange, to_host, unique, xp
 from ..errors import GpipeFileError, GpipeValueError
 from ..runtime import anywhere, current, fetching, on_worker, placed, worker_device
@@ -78,7 +78,10 @@ def read_edges(path, src: str = "src", dst: str = "dst", weight: str | bool | No
     Raises
     ------
     GpipeFileError
-        The file is malformed: the message names the file and the first bad
+        ``path`` is missing, a symbolic link that leads to no file or in a
+        loop, not a regular file or folder (a FIFO, a device), or a folder
+        whose name is a text format's (``x.el``). The file is malformed: the
+        message names the file and the first bad
         line, whichever worker parsed it; a compressed file that cannot be
         decompressed (cut short, not of its suffix's format), naming the line
         its readable text ends in. For a graph folder (one holding
@@ -86,7 +89,8 @@ def read_edges(path, src: str = "src", dst: str = "dst", weight: str | bool | No
         its ``_gpipe.json`` is missing, not a regular file, larger than gpipe
         writes for the part files there, or malformed; a part file is missing,
         extra, unreadable, or does not hold the edges ``_gpipe.json`` records;
-        or a renumbered graph's ``ids.parquet`` is missing or unreadable.
+        or a renumbered graph's ``ids.parquet`` is missing, unreadable, or not
+        a map: ids neither integers nor strings, or an id held twice.
     GpipeValueError
         A parameter is wrong.
 
@@ -102,7 +106,7 @@ def read_edges(path, src: str = "src", dst: str = "dst", weight: str | bool | No
     (4, 4, [2, 2, 3, 1])
     """
     mode = check_mode(mode)
-    path = os.fspath(path)
+    path = os.path.abspath(os.fspath(path))  # the workers open it: their working directory may not be this one's
     if is_graph_folder(path):  # whole or damaged: never read as a plain parquet folder
         return _read_graph_folder(path, partitions, mode)
     session = current()
@@ -143,7 +147,7 @@ def _read_bytes(device: str) -> int:
     value = config.get("graph.read-bytes")
     if value == "auto":
         return (512 if device == "gpu" else 64) << 20
-    return check_bytes("gpipe.graph.read-bytes", value, minimum=1)
+    return value
 
 
 def _read_on_workers(client, plan: TablePlan) -> tuple[list, list]:
@@ -276,7 +280,7 @@ def _chunks(client, frame, columns: list[str]) -> list:
         raise GpipeValueError("'frame' must hold at least one edge, got an empty frame")
     if len(columns) == 3:
         _check_weights(frame[columns[2]], columns[2])
-    step = int(config.get("graph.chunk-edges"))
+    step = config.get("graph.chunk-edges")
     pieces = [frame[columns].iloc[i:i + step] for i in range(0, len(frame), step)]
     return placed(client, pieces)  # equal data scattered twice must not share a key
 
@@ -310,6 +314,10 @@ def _unique_ids(chunk: pd.DataFrame | dict, src: str, dst: str) -> np.ndarray:
         x = xp(device_of(ends[0]))
         return unique(x, x.concatenate(ends)) if marked is None else marked
     ends = chunk[src].to_numpy(), chunk[dst].to_numpy()
+    for end, column, values in zip(("src", "dst"), (src, dst), ends):
+        if values.dtype.kind == "u" and values.size and values.max() > np.iinfo(np.int64).max:  # int64 would wrap it
+            raise GpipeValueError(f"'{end}' column {column!r} must hold integer ids below 2**63, got "
+                                  f"{int(values.max())}: store larger ones as strings")
     if all(e.dtype.kind in "iu" for e in ends):
         marked = _marked(*(e.astype(np.int64, copy=False) for e in ends))
         if marked is not None:

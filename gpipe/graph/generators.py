@@ -10,7 +10,7 @@ from ..backend import cpu_kernel, prange
 from ..errors import GpipeValueError
 from ..kernels import Arg, Kernel
 from ..runtime import anywhere, current, worker_xp
-from ._graph import Graph, build, check_mode
+from ._graph import Graph, build, check_graph_memory, check_mode
 
 __all__ = ["rmat"]
 
@@ -61,7 +61,8 @@ def rmat(scale: int, edge_factor: int = 16, a: float = 0.57, b: float = 0.19, c:
     Raises
     ------
     GpipeValueError
-        A parameter is out of range.
+        A parameter is out of range, or the graph could not fit in the workers' memory (its drawn edges
+        alone: 16 bytes each, 20 weighted).
 
     Examples
     --------
@@ -83,7 +84,10 @@ def rmat(scale: int, edge_factor: int = 16, a: float = 0.57, b: float = 0.19, c:
     mode = check_mode(mode)
     session = current()
     n, m = 1 << scale, edge_factor << scale
-    step = int(config.get("graph.chunk-edges"))
+    # the drawn edges (int64 ends, float32 weights), held until the partitions are built, and the rows' offsets
+    check_graph_memory(session, m * (16 + 4 * weighted) + 8 * n,
+                       f"'scale' and 'edge_factor' ({n} vertices, {m} edges)")
+    step = config.get("graph.chunk-edges")
     thresholds = (a, a + b, a + b + c)
     chunks = [
         anywhere(session.client, _rmat_chunk, scale, thresholds, seed, start, min(step, m - start), scramble, weighted)

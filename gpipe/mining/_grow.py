@@ -19,7 +19,6 @@ import pandas as pd
 
 from .. import config
 from .._files import atomic_file
-from .._validate import check_budget, check_int
 from ..backend import to_host
 from ..errors import GpipeValueError
 from ..graph import check_graph
@@ -90,8 +89,8 @@ def mine(g, plan, listing: bool, device_budget, host_budget) -> MiningResult:
 
 def _spec(g, plan, listing: bool, device_budget, host_budget) -> Spec:
     return Spec(g.graph_id, uuid.uuid4().hex, plan, listing, _capacity(g.device),
-                check_budget("device_budget", device_budget, "mining.device-budget"),
-                check_budget("host_budget", host_budget, "mining.host-budget"), config.get("mining.spill-directory"))
+                config.budget("mining.device-budget", device_budget, "device_budget"),
+                config.budget("mining.host-budget", host_budget, "host_budget"), config.get("mining.spill-directory"))
 
 
 def _capacity(device: str) -> int:
@@ -101,16 +100,14 @@ def _capacity(device: str) -> int:
     value = config.get("mining.chunk-embeddings")
     if value == "auto":
         return 1 << 24 if device == "gpu" else 1 << 20
-    if isinstance(value, str):
-        raise GpipeValueError(f"'gpipe.mining.chunk-embeddings' must be 'auto' or a positive integer, got {value!r}")
-    return check_int("gpipe.mining.chunk-embeddings", value, minimum=1)
+    return value
 
 
 def _grow_on_replicas(g, spec: Spec) -> tuple[list, dict]:
     degree = g.degrees().to_numpy()
     if spec.plan.degree_ordered:  # vertex r of the renumbered graph: at most its degree and n - 1 - r later ones
         degree = np.minimum(np.sort(degree), np.arange(degree.size)[::-1])
-    ranges = _ranges(degree, check_int("gpipe.mining.ranges", config.get("mining.ranges"), minimum=1))
+    ranges = _ranges(degree, config.get("mining.ranges"))
     results, summaries = _on_replicas(g, _grow_here, spec, ranges)
     stats = merged(summaries)
     stats["primitive_seconds"] = stats.pop("seconds")

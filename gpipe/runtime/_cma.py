@@ -34,10 +34,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import config
-from .._validate import check_choice
 from ..errors import GpipeError, GpipeValueError
 
-TRANSFERS = ("auto", "memory", "comms")  # gpipe.results.transfer
 _READ_THREADS = min(8, os.cpu_count() or 1)
 _PIECE = 64 << 20  # bytes one thread reads per call
 
@@ -119,7 +117,7 @@ _LOCK = threading.Lock()
 
 
 def setting() -> str:
-    return check_choice("gpipe.results.transfer", config.get("results.transfer"), TRANSFERS)
+    return config.get("results.transfer")
 
 
 def readable(client, workers: list[str]) -> dict[str, bool]:

@@ -23,18 +23,15 @@ import numpy as np
 from dask.utils import format_bytes
 
 from .. import config
-from .._validate import check_choice, check_probability
 from ..backend import unique
 from ..errors import GpipeValueError
 from . import _advance, _nccl
 from ._kept import announce, block_key, finished, forget
-from ._residency import POLICIES
 from ._spec import OutputBlocks, RunSpec, StartSet, StepSpec
 from ._store import drop_run, output_limit_setting, store, transfers
 from ._watch import call_workers
 
 
-EXCHANGES = ("auto", "nccl", "comms")  # gpipe.exchange: the ends of supersteps between workers
 _MEMORY: dict[tuple[str, str], tuple] = {}  # (client, worker) -> GpipeStore.memory(), asked once per cluster
 
 
@@ -107,8 +104,8 @@ def run_supersteps(graph, spec: StepSpec, initial: int | StartSet | dict, *, num
     client = graph.client
     placement = graph.placement
     out_of_memory = graph.device_partitions is not None
-    policy = check_choice("gpipe.memory.schedule", config.get("memory.schedule"), POLICIES)
-    in_place_below = check_probability("gpipe.memory.read-in-place-below", config.get("memory.read-in-place-below"))
+    policy = config.get("memory.schedule")
+    in_place_below = config.get("memory.read-in-place-below")
     workers = sorted(set(placement))
     exchange = _exchange_path(graph, workers)
     with contextlib.ExitStack() as stack:
@@ -168,7 +165,7 @@ def _exchange_path(graph, workers: list[str]) -> str:
     """How the run's supersteps end between its workers (``gpipe.exchange``), decided before it starts: ``auto``
     is NCCL between GPU workers that have it, else Dask's comms; ``nccl`` where it cannot be used is an error;
     ``none`` on one worker, where nothing crosses."""
-    asked = check_choice("gpipe.exchange", config.get("exchange"), EXCHANGES)
+    asked = config.get("exchange")
     if asked == "nccl" and graph.device != "gpu":
         raise GpipeValueError(f"gpipe.exchange: 'nccl' needs GPU workers; the graph is on {graph.device} workers")
     if len(workers) == 1:

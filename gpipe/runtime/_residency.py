@@ -27,9 +27,6 @@ import numpy as np
 
 from ..backend import xp
 
-POLICIES = ("workload", "round-robin")
-
-
 class Residency:
     """The staged partitions of one worker and which of them are on its device."""
 

@@ -25,12 +25,10 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import psutil
 import pyarrow as pa
-from dask.utils import parse_bytes
 from distributed import WorkerPlugin, get_worker
 from distributed.worker_state_machine import FreeKeysEvent
 
 from .. import config, errors
-from .._validate import check_int
 from ..backend import gpu_count, set_cpu_threads, xp
 from ._nccl import Communicators
 from ._outputs import Outputs
@@ -38,7 +36,7 @@ from ._partitions import Partitions
 from ._peers import Peers
 from ._run import ENDED, Run
 from ._wire import pack, unpack
-from ..errors import GpipeError, GpipeValueError
+from ..errors import GpipeError
 
 PLUGIN_NAME = "gpipe"
 RUN_THREADS = 8  # runs at once on one worker (each may wait on its peers at a superstep's barrier)
@@ -258,17 +256,8 @@ def _let_go(exc: BaseException) -> None:
 
 
 def output_limit_setting() -> int | str | None:
-    """``gpipe.memory.output-limit``: 'auto', None, or bytes (an int or a string such as '4 GB')."""
-    limit = config.get("memory.output-limit")
-    if limit is None or limit == "auto":
-        return limit
-    if isinstance(limit, str):
-        try:
-            limit = parse_bytes(limit)
-        except ValueError:
-            raise GpipeValueError("'gpipe.memory.output-limit' must be 'auto', null or a byte count such as "
-                                  f"'4 GB', got {limit!r}") from None
-    return check_int("gpipe.memory.output-limit", limit, minimum=0)
+    """``gpipe.memory.output-limit``: 'auto', None, or bytes."""
+    return config.get("memory.output-limit")
 
 
 def _host_threads(device: str, nthreads: int) -> int:

@@ -37,7 +37,7 @@ from typing import Callable
 import numpy as np
 
 from .. import _rng, config
-from .._validate import (check_array, check_bool, check_budget, check_choice, check_int, check_optional_int,
+from .._validate import (check_array, check_bool, check_choice, check_int, check_optional_int,
                          check_picklable, check_probability, check_seed)
 from ..errors import GpipeValueError
 from ..graph import check_graph
@@ -291,7 +291,7 @@ class Sampler:
             "vertex_bias", "edge_bias", "update", "frontier_size", "neighbor_size", "neighbor_pool", "depth", "replace",
             "select", "bitmap")}, num_vertices=g.num_vertices, implicit=seeds is None, graph_id=g.graph_id,
             edge_pool=edge_pool, fused=self._fuses(g, seeds is not None, count), max_degree=int(g.max_degree),
-            candidate_budget=check_budget("gpipe.sampling.candidate-budget", None, "sampling.candidate-budget"))
+            candidate_budget=config.budget("sampling.candidate-budget"))
         arrays = {"degrees"} if self.edge_bias == "degree" or callable(self.edge_bias) else set()
         if seeds is None and self.frontier_size is not None and self.vertex_bias == "degree":
             arrays.add("degrees")

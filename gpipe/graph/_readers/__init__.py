@@ -22,15 +22,16 @@ that parser's rule.
 
 from __future__ import annotations
 
-import errno
 import glob
 import os
+import stat
 
 import pandas as pd
 
 from ..._validate import check_choice
 from ...errors import GpipeFileError, GpipeValueError
-from ._common import FLOAT32_RANGE, Piece, TablePlan, _DECOMPRESSORS, _text_pieces, float32_misfits, weights_fit
+from ._common import (FLOAT32_RANGE, Piece, TablePlan, _DECOMPRESSORS, _text_pieces, float32_misfits, input_status,
+                      weights_fit)
 from ._csv import _csv_header, _read_csv
 from ._folder import (GRAPH_META, check_graph_parts, graph_folder_ids, is_graph_folder, plan_graph_folder,
                       read_graph_part)
@@ -93,10 +94,13 @@ def plan_table(path, *, src: str = "src", dst: str = "dst", weight=None, fmt: st
     if fmt is not None:
         check_choice("fmt", fmt, FORMATS)
     files = None
-    if not os.path.exists(path) and glob.has_magic(path) and (fmt or edge_format(path)) == "parquet":
+    if not os.path.lexists(path) and glob.has_magic(path) and (fmt or edge_format(path)) == "parquet":
         files = _parquet_files(path)
-    if not files and not os.path.exists(path):
-        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), path)
+    if not files and stat.S_ISDIR(input_status(path).st_mode):
+        named = fmt or _EXTENSIONS.get(os.path.splitext(path.lower())[1], "parquet")
+        if named != "parquet":  # read as parquet files, its name's format would say "no column 'src'"
+            raise GpipeFileError(path, None, f"a folder, not a {named} edge file: a folder is read as the parquet "
+                                             "files in it")
     fmt = fmt or edge_format(path)
     if fmt == "npz":
         return TablePlan(fmt, path, ())

@@ -7,6 +7,7 @@ import bz2
 import codecs
 import contextlib
 import dataclasses
+import errno
 import gzip
 import io
 import lzma
@@ -14,6 +15,7 @@ import math
 import mmap
 import os
 import re
+import stat
 import warnings
 from collections.abc import Iterator
 
@@ -35,6 +37,28 @@ _FLOAT32 = np.finfo(np.float32)
 _TINY32, _MAX32 = np.float32(_FLOAT32.tiny), np.float32(_FLOAT32.max)
 # gpipe keeps weights as float32: a larger one would become inf (never taken), a smaller one 0 (walks stop there).
 FLOAT32_RANGE = f"0, or {_FLOAT32.tiny:.4g} to {_FLOAT32.max:.4g} in magnitude"
+
+
+def input_status(path: str) -> os.stat_result:
+    """The status of the input ``path``, a regular file or a folder; anything else is a :class:`GpipeFileError`
+    naming it and what is wrong: missing, a symbolic link that leads to no file or in a loop, or not a regular file
+    (a FIFO with no writer would block the reader for ever, a device such as /dev/zero never end)."""
+    try:
+        found = os.stat(path)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            reason = "a symbolic link in a loop (Too many levels of symbolic links)"
+        elif exc.errno == errno.ENOENT and os.path.islink(path):
+            reason = f"a symbolic link that leads to no file ({os.readlink(path)})"
+        elif exc.errno == errno.ENOENT:
+            reason = "missing: no such file or folder"
+        else:
+            reason = f"unreadable: {exc.strerror}"
+        raise GpipeFileError(path, None, reason) from None
+    if not (stat.S_ISREG(found.st_mode) or stat.S_ISDIR(found.st_mode)):
+        raise GpipeFileError(path, None, "not a regular file (a FIFO, a device or a socket): edges are read from "
+                                         "files and folders")
+    return found
 
 
 def _open_zstd(path: str, mode: str):

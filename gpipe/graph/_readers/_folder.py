@@ -8,6 +8,7 @@ import re
 import stat
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 
 from ..._files import GRAPH_PART
@@ -100,9 +101,18 @@ def graph_folder_ids(path: str, meta: dict) -> np.ndarray | None:
     if not meta["renumbered"]:
         return None
     ids_path = os.path.join(path, "ids.parquet")
-    ids = _parquet_table(ids_path, ["id"]).column("id").to_numpy()
+    column = _parquet_table(ids_path, ["id"]).column("id")
+    if not (pa.types.is_integer(column.type) or pa.types.is_string(column.type)
+            or pa.types.is_large_string(column.type)):
+        raise GpipeFileError(ids_path, None, f"column 'id' has type {column.type}; ids must be integers or strings")
+    ids = column.to_numpy()
     if len(ids) != meta["num_vertices"]:
         raise GpipeFileError(ids_path, None, f"holds {len(ids)} ids; {GRAPH_META} says {meta['num_vertices']} vertices")
+    repeated = pd.Index(ids).duplicated()
+    if repeated.any():  # each vertex's original id: a repeated one would read as a wrong graph
+        first = ids[repeated].tolist()[0]
+        raise GpipeFileError(ids_path, None, f"holds id {first!r} {int((ids == first).sum())} times; an id map "
+                                             "names each vertex once")
     return ids
 
 
@@ -136,7 +146,7 @@ def _graph_meta(meta_path: str, parts: list[str]) -> dict:
     if not isinstance(meta, dict) or meta.get("format") != "gpipe-graph":
         found = meta.get("format") if isinstance(meta, dict) else meta
         raise GpipeFileError(meta_path, None, f"not a gpipe graph folder (format {found!r})")
-    if meta.get("version") not in (1, 2):
+    if isinstance(meta.get("version"), bool) or meta.get("version") not in (1, 2):  # true == 1 in Python
         raise GpipeFileError(meta_path, None, f"format version {meta.get('version')!r} is not 1 or 2, the versions "
                                               "this gpipe reads")
     for key in _GRAPH_KEYS + (("part_edges",) if meta["version"] >= 2 else ()):
