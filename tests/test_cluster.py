@@ -215,6 +215,18 @@ def test_ctrl_c_in_a_gather_is_a_clean_keyboard_interrupt(cpu, caplog):
     assert "never retrieved" not in caplog.text, caplog.text
 
 
+def test_the_client_of_a_local_cluster_has_no_garbage_collector_callback_to_lose_a_ctrl_c_in(cpu):
+    """Python ignores a KeyboardInterrupt raised in a garbage collector's callback: the one of the local cluster's
+    scheduler (in the client's process, called at every collection) lost one Ctrl-C in ten in a loop of walks."""
+    import gc
+
+    from distributed.gc import enable_gc_diagnosis
+
+    enable_gc_diagnosis()  # as a local cluster's scheduler does as it starts
+    gpipe.runtime.attach(cpu, "cpu", local=True)
+    assert not [callback for callback in gc.callbacks if "distributed" in getattr(callback, "__module__", "")]
+
+
 @pytest.mark.skipif(gpu_problem() is None, reason="this machine has a usable GPU")
 def test_asking_for_a_missing_gpu_says_what_is_missing():
     with pytest.raises(DeviceUnavailableError, match="device='gpu' was asked for, but .*cupy"):
