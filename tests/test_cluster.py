@@ -138,11 +138,11 @@ def test_the_workers_of_a_cluster_gpipe_did_not_start_keep_their_ctrl_c_and_thei
         assert "Compute Failed" in capfd.readouterr().err
 
 
-def _logged(start: bool, dask_worker=None) -> list[str] | None:
-    """On a worker: keep the records its 'distributed.core' logger passes on (``start``), or stop and return them."""
+def _logged(name: str, start: bool, dask_worker=None) -> list[str] | None:
+    """On a worker: keep the records its logger ``name`` passes on (``start``), or stop and return them."""
     import logging
 
-    logger = logging.getLogger("distributed.core")
+    logger = logging.getLogger(name)
     if start:
         dask_worker.gpipe_test_records = []
         dask_worker.gpipe_test_handler = logging.Handler()
@@ -163,12 +163,37 @@ def test_a_gpipe_error_of_a_direct_call_is_left_to_the_client_and_a_bug_keeps_it
     from gpipe.runtime import call_workers
 
     worker = min(cpu.nthreads())
-    cpu.run(_logged, True, workers=[worker])
+    cpu.run(_logged, "distributed.core", True, workers=[worker])
     with pytest.raises(GpipeValueError, match="'k' must be an integer >= 3"):
         call_workers(cpu, [(worker, gpipe._validate.check_int, ("k", 2), {"minimum": 3})], {0: worker}, "a test")
     with pytest.raises(ZeroDivisionError):
         call_workers(cpu, [(worker, _a_bug, (), {})], {0: worker}, "a test")
-    assert cpu.run(_logged, False, workers=[worker])[worker] == ["Exception while handling op gpipe_call"]
+    assert cpu.run(_logged, "distributed.core", False, workers=[worker])[worker] == [
+        "Exception while handling op gpipe_call"]
+
+
+def _fails_later() -> None:
+    time.sleep(1.0)
+    raise GpipeValueError("a failure nobody waits for")
+
+
+def test_a_direct_call_whose_caller_has_gone_fails_quietly(cpu):
+    """Ctrl-C in a run: the client drops the run and closes its calls' connections, and the workers' loops fail;
+    asyncio printed each rank's error (40 lines) as a task exception never retrieved."""
+    import asyncio
+    import gc
+
+    from gpipe.runtime._wire import pack
+
+    worker = min(cpu.nthreads())
+    cpu.run(_logged, "asyncio", True, workers=[worker])
+    call = asyncio.run_coroutine_threadsafe(cpu.rpc(worker).gpipe_call(call=pack((_fails_later, (), {}))),
+                                            cpu.loop.asyncio_loop)
+    time.sleep(0.3)
+    call.cancel()  # as an interrupted call_workers does
+    time.sleep(1.5)
+    cpu.run(gc.collect, workers=[worker])
+    assert cpu.run(_logged, "asyncio", False, workers=[worker])[worker] == []
 
 
 def test_ctrl_c_in_a_gather_is_a_clean_keyboard_interrupt(cpu, caplog):
@@ -188,6 +213,18 @@ def test_ctrl_c_in_a_gather_is_a_clean_keyboard_interrupt(cpu, caplog):
     time.sleep(0.5)  # the waits end as the future goes
     gc.collect()
     assert "never retrieved" not in caplog.text, caplog.text
+
+
+def test_the_client_of_a_local_cluster_has_no_garbage_collector_callback_to_lose_a_ctrl_c_in(cpu):
+    """Python ignores a KeyboardInterrupt raised in a garbage collector's callback: the one of the local cluster's
+    scheduler (in the client's process, called at every collection) lost one Ctrl-C in ten in a loop of walks."""
+    import gc
+
+    from distributed.gc import enable_gc_diagnosis
+
+    enable_gc_diagnosis()  # as a local cluster's scheduler does as it starts
+    gpipe.runtime.attach(cpu, "cpu", local=True)
+    assert not [callback for callback in gc.callbacks if "distributed" in getattr(callback, "__module__", "")]
 
 
 @pytest.mark.skipif(gpu_problem() is None, reason="this machine has a usable GPU")

@@ -6,8 +6,8 @@ message arriving before it. Walkers that leave a partition for one of this
 worker's wait in its local inbox; those for a peer's are held until the end of
 the superstep, when the exchange (``_exchange``) sends them with the walker
 counts and puts what the peers sent into the inboxes. A run leaves the store
-when it is closed or failed, or once its loop has ended here and its outputs
-have all been taken.
+when it is closed or failed (its loop failing too), or once its loop has ended
+here and its outputs have all been taken; the store never makes it again.
 """
 
 from __future__ import annotations

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from distributed import Client, default_client
 from distributed.client import AllExit
+from distributed.gc import disable_gc_diagnosis
 
 from .. import config
 from ..backend import DEVICES, gpu_problem
@@ -53,7 +54,11 @@ def attach(client: Client, device: str = "auto", timeout: float = 60, *, local: 
     :class:`DeviceUnavailableError` naming a worker without a usable GPU.
     ``local``: the workers are a local cluster's, started by ``connect()``, that
     write to this process's terminal; the store leaves Ctrl-C and the gpipe errors
-    of their tasks to the client on every worker, one its nanny restarts too.
+    of their tasks to the client on every worker, one its nanny restarts too. The
+    cluster's scheduler, in this process, stops timing its garbage collections:
+    Python ignores a KeyboardInterrupt raised in a garbage collector's callback
+    (printing "Exception ignored in ... GCDiagnosis._gc_callback"), and one Ctrl-C
+    in ten, in a loop of walks, was lost so.
     """
     check_choice("device", device, DEVICES)
     check_bool("local", local)
@@ -68,6 +73,8 @@ def attach(client: Client, device: str = "auto", timeout: float = 60, *, local: 
         client.register_plugin(GpipeStore(resolved, local), name=PLUGIN_NAME)
     if client.loop.asyncio_loop.get_exception_handler() is None:
         client.loop.asyncio_loop.set_exception_handler(_but_interrupted_waits)
+    if local:  # its scheduler runs in this process, and watches every garbage collection here
+        disable_gc_diagnosis(force=True)
     session = _sessions[client.id] = Session(client, resolved)
     return session
 

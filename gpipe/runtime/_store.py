@@ -25,7 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import psutil
 import pyarrow as pa
-from distributed import WorkerPlugin, get_worker
+from distributed import Status, WorkerPlugin, get_worker
 from distributed.worker_state_machine import FreeKeysEvent
 
 from .. import config, errors
@@ -42,6 +42,7 @@ PLUGIN_NAME = "gpipe"
 RUN_THREADS = 8  # runs at once on one worker (each may wait on its peers at a superstep's barrier)
 ENDED_KEPT = 4096  # ended runs remembered, so that a message arriving after its run ended here is dropped
 
+_logger = logging.getLogger(__name__)
 _running = threading.local()  # the store, in a thread running a call sent by call_workers
 
 
@@ -90,11 +91,22 @@ class GpipeStore(WorkerPlugin):
         self.communicators.close()
         self.partitions = Partitions(self.device, worker.address)
 
-    async def _call(self, call: tuple) -> object:
-        """Run ``function(*args, **kwargs)`` in a thread of this store (a run's work, sent by :func:`call_workers`)."""
+    async def _call(self, comm, call: tuple) -> object:
+        """Run ``function(*args, **kwargs)`` in a thread of this store (a run's work, sent by :func:`call_workers`).
+
+        A call whose caller has gone (interrupted: it closed the connection) fails quietly, logged at debug
+        level: nobody is left to tell, and Dask would raise the error out of its handler's task, which asyncio
+        printed as a task exception never retrieved (40 lines a rank of an interrupted run).
+        """
         function, args, kwargs = unpack(call)
         loop = asyncio.get_running_loop()
-        return pack(await loop.run_in_executor(self._runner, self._run_here, function, args, kwargs))
+        try:
+            return pack(await loop.run_in_executor(self._runner, self._run_here, function, args, kwargs))
+        except Exception:
+            if not comm.closed():
+                raise
+            _logger.debug("a call whose caller has gone failed", exc_info=True)
+            return Status.dont_reply
 
     async def keep(self, values: dict) -> None:
         """On the event loop: ``values`` put in the worker's data, as a task's results would be, but those dropped
