@@ -4,6 +4,12 @@ it; ``map_blocks`` run on each block where it is held, the blocks together holdi
 
 from __future__ import annotations
 
+import signal
+import subprocess
+import sys
+import threading
+import time
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -125,7 +131,15 @@ def test_ids_widened_in_place_equal_a_fresh_arrays(dtype, mapped):
 
 
 def _loans(client) -> list[int]:
-    return sorted(client.run(lambda dask_worker: len(dask_worker.plugins["gpipe"].loans)).values())
+    """How many loans each worker keeps, fewest first."""
+    return sorted(state["loans"] for state in _kept_for_clients(client))
+
+
+def _kept_for_clients(client) -> list[dict]:
+    """Each worker's loans and marks (``gpipe.runtime.kept_for_clients``), in address order."""
+    from gpipe.runtime import kept_for_clients
+
+    return [state for _, state in sorted(client.run(kept_for_clients).items())]
 
 
 @pytest.mark.parametrize("family", ["walks", "sampler"])
@@ -189,11 +203,123 @@ def test_a_loan_lends_numeric_arrays_and_sends_objects_as_values():
     pointers, which mean nothing in another process: they travel as values."""
     from gpipe.runtime import _cma
 
-    kept = {}
     value = {"ids": np.arange(10, dtype=np.int32)[::2], "names": np.array(["a", "b"], object), "count": 3}
-    loan = _cma.lend(value, "t", kept.setdefault)
+    loan, kept = _cma.lend(value)
     assert isinstance(loan.value["ids"], _cma.Lent) and loan.value["names"] is value["names"]
-    assert len(kept["t"]) == 1 and kept["t"][0].flags.c_contiguous  # a strided array is lent as a copy, kept
+    assert len(kept) == 1 and kept[0].flags.c_contiguous  # a strided array is lent as a copy, kept
     back = _cma.borrowed([loan], ["here"])[0]
     np.testing.assert_array_equal(back["ids"], [0, 2, 4, 6, 8])
     assert back["names"].tolist() == ["a", "b"] and back["count"] == 3
+
+
+def _lending_late(seconds: float, dask_worker=None) -> None:
+    """On a worker: its results for a compute() made ``seconds`` late (0: on time again)."""
+    from gpipe.runtime import _held
+
+    applied = getattr(_held._applied_here, "on_time", _held._applied_here)
+
+    def late(items, func):
+        time.sleep(seconds)
+        return applied(items, func)
+
+    late.on_time = applied
+    _held._applied_here = late if seconds else applied
+
+
+def test_a_compute_interrupted_while_the_workers_still_lend_leaves_no_loan_on_any_worker(cpu):
+    """Ctrl-C while the workers make what they lend: the client gives the loans back at once, before the workers
+    lend; what they lend later goes too, though the result lives on."""
+    result = FAMILIES["walks"][0](_graph(3))
+    expected = result.compute()
+    assert result.stats["transfer"] == "memory"
+    cpu.run(_lending_late, 1.5)
+    try:
+        # a real SIGINT to the main thread, as ^C sends, while it waits for the workers' loans
+        threading.Timer(0.5, signal.pthread_kill, (threading.main_thread().ident, signal.SIGINT)).start()
+        with pytest.raises(KeyboardInterrupt):
+            result.compute()
+        time.sleep(1.5)  # the workers lent by now
+    finally:
+        cpu.run(_lending_late, 0)
+    assert _loans(cpu) == [0, 0]
+    np.testing.assert_array_equal(result.compute(), expected)
+    assert all(state["loans"] == state["returned"] == 0 for state in _kept_for_clients(cpu))
+
+
+def test_a_compute_interrupted_as_it_reads_the_loans_gives_them_all_back(cpu, monkeypatch):
+    from gpipe.runtime import _cma
+
+    result = FAMILIES["sampler"][0](_graph(3))
+    result.compute()
+
+    def interrupted(pid, address, out):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(_cma, "_read", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        result.compute()
+    assert _loans(cpu) == [0, 0]
+
+
+_HOLDING_A_LOAN = """
+import sys, time
+import distributed, gpipe
+from gpipe.runtime import _cma
+
+def hold(*args, **kwargs):  # the loans made: this client holds them, and reads them never
+    print("lent", flush=True)
+    time.sleep(600)
+
+_cma.readable = lambda client, workers: dict.fromkeys(workers, True)
+_cma.borrowed = hold
+client = distributed.Client(sys.argv[1])
+gpipe.attach(client, "cpu")
+g = gpipe.generators.rmat(scale=7, edge_factor=4, seed=3, partitions=2)
+gpipe.walks.deepwalk(g, length=6, seed=1).compute()
+"""
+
+
+def test_the_loans_of_a_client_killed_mid_compute_go_within_seconds(cpu, tmp_path, eventually):
+    script = tmp_path / "holder.py"
+    script.write_text(_HOLDING_A_LOAN)
+    holder = subprocess.Popen([sys.executable, str(script), cpu.scheduler.address], stdout=subprocess.PIPE,
+                              text=True)
+    try:
+        assert holder.stdout.readline() == "lent\n"
+        assert sum(_loans(cpu)) > 0
+    finally:
+        holder.kill()  # SIGKILL: the client ends without a word to the workers
+        holder.wait()
+    assert eventually(lambda: _loans(cpu) == [0, 0])
+
+
+def test_a_workers_loans_live_as_long_as_their_call_and_their_blocks():
+    """The bookkeeping of one worker's loans, event by event: a token given back before its call ended keeps
+    nothing lent; a loan goes with its token, or with a block it was made from; a block gone before the loan is
+    kept fails the call rather than lend what nothing keeps."""
+    import asyncio
+    from types import SimpleNamespace
+
+    from gpipe.runtime import _cma
+
+    held = SimpleNamespace(state="memory")
+    worker = SimpleNamespace(address="tcp://here:1", state=SimpleNamespace(tasks={"a": held, "b": held}))
+    loans = _cma.Loans(worker)
+    arrays = [np.zeros(4)]
+
+    asyncio.run(loans.give_back("early", ["a", "elsewhere"]))  # interrupted: back before the worker lent
+    asyncio.run(loans.keep("early", ["a"], arrays))
+    assert loans.summary() == {"loans": 0, "lent_bytes": 0, "returned": 0}
+    asyncio.run(loans.keep("read", ["a"], arrays))
+    asyncio.run(loans.keep("abandoned", ["a", "b"], arrays))
+    asyncio.run(loans.give_back("never-came", ["b"]))  # a call that never reached the worker
+    assert loans.summary() == {"loans": 2, "lent_bytes": 64, "returned": 1}
+    asyncio.run(loans.give_back("read", ["a"]))
+    assert loans.summary() == {"loans": 1, "lent_bytes": 32, "returned": 1}
+    loans.let_go("b")  # its client let the result go, or left
+    assert loans.summary() == {"loans": 0, "lent_bytes": 0, "returned": 0}
+    del worker.state.tasks["b"]
+    with pytest.raises(gpipe.GpipeError, match=r"^compute: block 'b' left worker tcp://here:1 as the worker lent it"):
+        asyncio.run(loans.keep("late", ["a", "b"], arrays))
+    asyncio.run(loans.keep("failed", ["a", "b"], []))  # the call failed: nothing lent, nothing kept
+    assert loans.summary() == {"loans": 0, "lent_bytes": 0, "returned": 0}

@@ -135,8 +135,9 @@ class HeldResult:
             for b, result in zip(loaned, _cma.borrowed([results[b] for b in loaned],
                                                        [self._holders[b] for b in loaned], placed)):
                 results[b] = result
-        finally:
-            tell_workers(self._client, [w for w in mine if read[w]], "gpipe_return", token=token)  # loans
+        finally:  # the loans, read or not (a worker still lending when the call fails keeps none)
+            tell_workers(self._client, [w for w in mine if read[w]], "gpipe_return", token=token,
+                         keys=[f.key for f in futures])
         self._transferred(lent, {"memory" if read[w] else "comms" for w in mine})
         return results
 
@@ -189,6 +190,12 @@ def _applied_here(items: list[tuple], func) -> list:
 
 
 def _lent_here(items: list[tuple], func, token: str) -> list:
-    """On a worker: :func:`_applied_here`'s results lent under ``token`` (:func:`._cma.lend`)."""
+    """On a worker: :func:`_applied_here`'s results lent under ``token`` (:func:`._cma.lend`); as the call ends,
+    the arrays kept until the token is given back, unless it was already (:class:`._cma.Loans`)."""
     here = store()
-    return [_cma.lend(result, token, here.lend) for result in _applied_here(items, func)]
+    made = []
+    try:
+        made = [_cma.lend(result) for result in _applied_here(items, func)]
+    finally:  # none kept where the call failed
+        sync(here.worker.loop, here.loans.keep, token, [key for key, _ in items], [a for _, lent in made for a in lent])
+    return [loan for loan, _ in made]

@@ -32,6 +32,7 @@ from distributed.worker_state_machine import FreeKeysEvent
 from .. import config, errors
 from .._validate import check_int
 from ..backend import gpu_count, set_cpu_threads, xp
+from ._cma import Loans
 from ._nccl import Communicators
 from ._outputs import Outputs
 from ._partitions import Partitions
@@ -78,8 +79,8 @@ class GpipeStore(WorkerPlugin):
         worker.handlers["gpipe_partition"] = self.peers.partition_handler
         worker.handlers["gpipe_neighbors"] = self.peers.neighbors_handler
         worker.handlers["gpipe_drop"] = self.drop
-        worker.handlers["gpipe_return"] = self.give_back
-        self.loans: dict[str, list] = {}  # arrays lent to a client by token until it gives them back (_cma.py)
+        self.loans = Loans(worker)  # arrays lent to clients until they give them back (_cma.py)
+        worker.handlers["gpipe_return"] = self.loans.give_back
         self._unwanted: set = set()  # keys of values dropped before they were kept (runtime/_kept.py)
         if self.local:  # here for every worker, those its nanny starts again too
             _leave_the_terminal_to_the_client()
@@ -96,6 +97,11 @@ class GpipeStore(WorkerPlugin):
         function, args, kwargs = unpack(call)
         loop = asyncio.get_running_loop()
         return pack(await loop.run_in_executor(self._runner, self._run_here, function, args, kwargs))
+
+    def transition(self, key, start: str, finish: str, **kwargs) -> None:
+        """Dask's hook, on the event loop: a value that leaves this worker's data takes its loans along."""
+        if start == "memory" and (self.loans.lent or self.loans.returned):
+            self.loans.let_go(key)
 
     async def keep(self, values: dict) -> None:
         """On the event loop: ``values`` put in the worker's data, as a task's results would be, but those dropped
@@ -117,14 +123,6 @@ class GpipeStore(WorkerPlugin):
         self._unwanted.update(key for key in keys if key not in self.worker.state.tasks)
         if held:
             self.worker.handle_stimulus(FreeKeysEvent(keys=held, stimulus_id=f"gpipe-dropped-{time.time()}"))
-
-    def lend(self, token: str, arrays: list) -> None:
-        """``arrays`` kept under ``token`` while a client reads them from this process's memory (``_cma.py``)."""
-        self.loans.setdefault(token, []).extend(arrays)  # one call's token: no other thread writes it
-
-    async def give_back(self, token: str) -> None:
-        """``gpipe_return``, on the event loop: the arrays lent under ``token`` let go."""
-        self.loans.pop(token, None)
 
     def _run_here(self, function, args: tuple, kwargs: dict):
         _running.store = self
@@ -281,6 +279,13 @@ def drop_graph(graph_id: str, dask_worker=None) -> int | None:
     """Let a graph's partitions and arrays go on this worker; how many partitions went."""
     plugin = dask_worker.plugins.get(PLUGIN_NAME)
     return plugin.partitions.drop(graph_id) if plugin is not None else None
+
+
+def kept_for_clients(dask_worker=None) -> dict | None:
+    """What this worker keeps for its clients beyond their Dask data: loans (``loans``, ``lent_bytes``), tokens
+    given back before their calls lent (``returned``) and keys dropped before they were kept (``marked``)."""
+    plugin = dask_worker.plugins.get(PLUGIN_NAME)
+    return None if plugin is None else {**plugin.loans.summary(), "marked": len(plugin._unwanted)}
 
 
 def transfers(graph_id: str, dask_worker=None) -> list | None:
