@@ -293,6 +293,31 @@ def test_the_loans_of_a_client_killed_mid_compute_go_within_seconds(cpu, tmp_pat
     assert eventually(lambda: _loans(cpu) == [0, 0])
 
 
+def test_interrupted_assemblies_leave_no_marks_on_any_worker(cpu, monkeypatch, eventually):
+    """A Ctrl-C as the workers keep a result's blocks drops them everywhere, and each worker is told only of its
+    own: a worker marks no key it will never be asked to keep (the marks grew with every interrupted walk)."""
+    import dask
+
+    from gpipe.runtime import _kept
+
+    g = _graph(3)
+    calls = _kept.call_workers
+
+    def interrupted(*args, **kwargs):
+        calls(*args, **kwargs)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(_kept, "call_workers", interrupted)
+    with dask.config.set({"gpipe.walks.block-size": 40}):
+        for _ in range(4):
+            with pytest.raises(KeyboardInterrupt):
+                gpipe.walks.deepwalk(g, length=4, seed=1).compute()
+        monkeypatch.undo()
+        assert eventually(lambda: [state["marked"] for state in _kept_for_clients(cpu)] == [0, 0])
+        assert gpipe.walks.deepwalk(g, length=4, seed=1).compute().shape == (g.num_vertices, 5)
+    assert all(state == {"loans": 0, "lent_bytes": 0, "returned": 0, "marked": 0} for state in _kept_for_clients(cpu))
+
+
 def test_a_workers_loans_live_as_long_as_their_call_and_their_blocks():
     """The bookkeeping of one worker's loans, event by event: a token given back before its call ended keeps
     nothing lent; a loan goes with its token, or with a block it was made from; a block gone before the loan is
