@@ -318,6 +318,37 @@ def test_interrupted_assemblies_leave_no_marks_on_any_worker(cpu, monkeypatch, e
     assert all(state == {"loans": 0, "lent_bytes": 0, "returned": 0, "marked": 0} for state in _kept_for_clients(cpu))
 
 
+class _SlowToSend:
+    """A value that takes ``seconds`` to pickle: a scatter of it is under way that long."""
+
+    def __init__(self, seconds: float):
+        self.seconds = seconds
+
+    def __reduce__(self):
+        time.sleep(self.seconds)
+        return _SlowToSend, (0.0,)
+
+
+@pytest.mark.parametrize("broadcast", [False, True])
+def test_an_interrupted_scatter_leaves_nothing_this_client_wants(cpu, broadcast):
+    """A table sent to the workers (a PPR's sources and ranks, an id map) and interrupted on its way: the scatter
+    ends in the client's loop and what it placed is let go; it stayed wanted until the client closed."""
+    from gpipe.runtime import _reach
+
+    def wanted(dask_scheduler=None, client=cpu.id) -> set:
+        return {task.key for task in dask_scheduler.clients[client].wants_what}
+
+    before = cpu.run_on_scheduler(wanted)
+    threading.Timer(0.3, signal.pthread_kill, (threading.main_thread().ident, signal.SIGINT)).start()
+    with pytest.raises(KeyboardInterrupt):
+        if broadcast:
+            _reach.on_every_worker(cpu, _SlowToSend(1.0))
+        else:
+            _reach.placed(cpu, [_SlowToSend(1.0)])
+    time.sleep(1.5)  # the scatter ended by now
+    assert cpu.run_on_scheduler(wanted) <= before
+
+
 def test_a_workers_loans_live_as_long_as_their_call_and_their_blocks():
     """The bookkeeping of one worker's loans, event by event: a token given back before its call ended keeps
     nothing lent; a loan goes with its token, or with a block it was made from; a block gone before the loan is
