@@ -4,6 +4,7 @@ it; ``map_blocks`` run on each block where it is held, the blocks together holdi
 
 from __future__ import annotations
 
+import re
 import signal
 import subprocess
 import sys
@@ -347,6 +348,38 @@ def test_an_interrupted_scatter_leaves_nothing_this_client_wants(cpu, broadcast)
             _reach.placed(cpu, [_SlowToSend(1.0)])
     time.sleep(1.5)  # the scatter ended by now
     assert cpu.run_on_scheduler(wanted) <= before
+
+
+def test_compute_after_the_clients_close_says_so_in_one_line(cpu_cluster):
+    import distributed
+
+    client = distributed.Client(cpu_cluster.scheduler.address)
+    gpipe.attach(client, "cpu")
+    with client.as_current():
+        result = gpipe.walks.deepwalk(_graph(2), length=4, seed=1)
+        result.compute()
+    client.close()
+    with pytest.raises(gpipe.GpipeError, match=r"^this result's Dask client is closed \(its status: 'closed'\), and "
+                                               r"its blocks went with it; run it again with a connected client$"):
+        result.compute()
+
+
+@pytest.mark.parametrize("kind", ["str", "PathLike"])
+def test_to_corpus_takes_a_path_as_a_str_or_a_path_like(cpu, tmp_path, kind):
+    walks = FAMILIES["walks"][0](_graph(2))
+    path = tmp_path / "corpus.txt"
+    assert walks.to_corpus(str(path) if kind == "str" else path) == str(path)
+    assert len(path.read_text().splitlines()) == walks.num_walks
+
+
+@pytest.mark.parametrize("path", [b"corpus.txt", 3, None])
+def test_a_result_written_to_a_path_of_another_type_is_refused_naming_the_parameter(cpu, tmp_path, path):
+    walks = FAMILIES["walks"][0](_graph(2))
+    rule = r"'path' must be a str or an os.PathLike path, got "
+    with pytest.raises(gpipe.GpipeValueError, match=rule + re.escape(repr(path))):
+        walks.to_corpus(path)
+    with pytest.raises(gpipe.GpipeValueError, match=rule + re.escape(repr(path))):
+        walks.to_parquet(path)
 
 
 def test_a_workers_loans_live_as_long_as_their_call_and_their_blocks():

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import time
 import uuid
 import weakref
@@ -12,7 +11,7 @@ from distributed import Future
 from distributed.utils import sync
 
 from .._files import atomic_dir
-from .._validate import check_callable, check_picklable
+from .._validate import check_callable, check_path, check_picklable
 from ..errors import GpipeError
 from . import _cma
 from ._ipc import DeviceResult, written
@@ -58,6 +57,9 @@ class HeldResult:
 
     def _blocks(self) -> list:
         """Futures of the blocks (made on first use)."""
+        if self._client.status != "running":  # its blocks went with it (a raw FuturesCancelledError said so)
+            raise GpipeError(f"this result's Dask client is closed (its status: {self._client.status!r}), and its "
+                             "blocks went with it; run it again with a connected client")
         if self._block_futures is None:
             if not all(f.alive for f in self._finalizers):
                 raise GpipeError("this result's assembly failed and its runs were let go; run it again")
@@ -171,7 +173,7 @@ class HeldResult:
     def _write(self, path, overwrite: bool, owned: str, write, args_of: Callable[[int], tuple]) -> str:
         """``to_parquet``: ``write(block, *args_of(b), folder)`` of each block into a folder that replaces ``path``
         whole once every block is written (``owned``: the names of the files gpipe writes there)."""
-        path = os.fspath(path)
+        path = check_path("path", path)
         with atomic_dir(path, owned=owned, overwrite=overwrite) as tmp:
             self._gather("writing", write, lambda b: (*args_of(b), tmp))
         return path
