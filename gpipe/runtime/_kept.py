@@ -114,10 +114,10 @@ def keep_here(function, args: tuple, parts: list[tuple]) -> dict:
     """On a worker: ``function(*args, part=b)`` of each ``(key, b)`` of ``parts``, kept in its data under
     ``key`` (none should one fail); each one's bytes and type."""
     here = store()
-    values = {}
+    values = None  # the call failed
     try:
         values = {key: function(*args, part=b) for key, b in parts}
-    finally:  # the call ends: what was dropped meanwhile is not kept, and forgotten (see GpipeStore.keep)
+    finally:  # the call ends: what was dropped meanwhile is not kept (see GpipeStore.keep)
         sync(here.worker.loop, here.keep, values, [key for key, _ in parts])
     return {key: (sizeof(value), type(value)) for key, value in values.items()}
 

@@ -44,7 +44,7 @@ from ..errors import GpipeError, GpipeValueError
 PLUGIN_NAME = "gpipe"
 RUN_THREADS = 8  # runs at once on one worker (each may wait on its peers at a superstep's barrier)
 ENDED_KEPT = 4096  # ended runs remembered, so that a message arriving after its run ended here is dropped
-UNWANTED_KEPT = 4096  # keys dropped before they were kept remembered, should a call still make them (_kept.py)
+UNWANTED_KEPT = 4096  # marks of keys dropped before their calls ended, or whose calls failed, kept (_kept.py)
 
 _running = threading.local()  # the store, in a thread running a call sent by call_workers
 
@@ -82,7 +82,7 @@ class GpipeStore(WorkerPlugin):
         worker.handlers["gpipe_drop"] = self.drop
         self.loans = Loans(worker)  # arrays lent to clients until they give them back (_cma.py)
         worker.handlers["gpipe_return"] = self.loans.give_back
-        self._unwanted: dict = {}  # keys of values dropped before they were kept, oldest first (runtime/_kept.py)
+        self._unwanted: dict = {}  # key -> 'dropped' before its call ended, or 'failed' call; oldest first (_kept.py)
         if self.local:  # here for every worker, those its nanny starts again too
             _leave_the_terminal_to_the_client()
 
@@ -104,13 +104,16 @@ class GpipeStore(WorkerPlugin):
         if start == "memory" and (self.loans.lent or self.loans.returned):
             self.loans.let_go(key)
 
-    async def keep(self, values: dict, keys: list) -> None:
-        """On the event loop, as a call making the values of ``keys`` ends: those it made (``values``) put in the
-        worker's data, as a task's results would be, but those dropped meanwhile (``runtime/_kept.py``); the
-        marks of ``keys`` go with the call, made or not."""
-        kept = {key: value for key, value in values.items() if key not in self._unwanted}
-        for key in keys:
-            self._unwanted.pop(key, None)
+    async def keep(self, values: dict | None, keys: list) -> None:
+        """On the event loop, as a call making the values of ``keys`` ends: those it made (``values``; None where it
+        failed) put in the worker's data, as a task's results would be, but those dropped meanwhile
+        (``runtime/_kept.py``). Their marks go with the call; the keys of a call that failed are marked so, for
+        the drop that follows its failure to mark nothing."""
+        dropped = {key for key in keys if self._unwanted.pop(key, None) is not None}
+        if values is None:
+            self._mark([key for key in keys if key not in dropped], "failed")
+            return
+        kept = {key: value for key, value in values.items() if key not in dropped}
         if kept:
             self.worker.update_data(data=kept, stimulus_id=f"gpipe-kept-{time.time()}")
 
@@ -122,16 +125,20 @@ class GpipeStore(WorkerPlugin):
     async def drop(self, keys: dict[str, list]) -> None:
         """``gpipe_drop``, on the event loop at once (however busy the runs' threads): ``keys`` (by the worker
         making them) gone from the worker's data, and those this worker makes not kept should a call still making
-        them end later (the last ``UNWANTED_KEPT`` remembered: a call that never came leaves its marks)."""
+        them end later; a failed call's keys need no mark."""
         tasks = self.worker.state.tasks
         held = [key for made in keys.values() for key in made if key in tasks]
-        for key in keys.get(self.worker_address, ()):
-            if key not in tasks:
-                self._unwanted[key] = None
-        while len(self._unwanted) > UNWANTED_KEPT:
-            del self._unwanted[next(iter(self._unwanted))]
+        mine = [key for key in keys.get(self.worker_address, ()) if key not in tasks]
+        self._mark([key for key in mine if self._unwanted.pop(key, None) != "failed"], "dropped")
         if held:
             self.worker.handle_stimulus(FreeKeysEvent(keys=held, stimulus_id=f"gpipe-dropped-{time.time()}"))
+
+    def _mark(self, keys: list, why: str) -> None:
+        """``keys`` marked (on the event loop); the last ``UNWANTED_KEPT`` marks are kept: a call that never came
+        leaves its marks, and a failed call whose drop never came."""
+        self._unwanted.update(dict.fromkeys(keys, why))
+        while len(self._unwanted) > UNWANTED_KEPT:
+            del self._unwanted[next(iter(self._unwanted))]
 
     def _run_here(self, function, args: tuple, kwargs: dict):
         _running.store = self
