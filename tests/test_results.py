@@ -412,3 +412,16 @@ def test_a_workers_loans_live_as_long_as_their_call_and_their_blocks():
         asyncio.run(loans.keep("late", ["a", "b"], arrays))
     asyncio.run(loans.keep("failed", ["a", "b"], []))  # the call failed: nothing lent, nothing kept
     assert loans.summary() == {"loans": 0, "lent_bytes": 0, "returned": 0}
+
+
+def test_interrupted_walks_on_one_replica_leave_no_marks(one_worker_cluster, eventually):
+    """A walk on one replica makes its blocks as its run ends; Ctrl-C before that drops them, and the run's end
+    (it fails) takes the marks of the blocks it will never make."""
+    with one_worker_cluster.as_current():
+        g = gpipe.generators.rmat(scale=8, edge_factor=4, seed=1, mode="replicated")
+        gpipe.walks.deepwalk(g, length=5, seed=1).compute()  # compiled before
+        for _ in range(2):
+            threading.Timer(0.5, signal.pthread_kill, (threading.main_thread().ident, signal.SIGINT)).start()
+            with pytest.raises(KeyboardInterrupt):
+                gpipe.walks.deepwalk(g, length=10**6, start=np.arange(16), seed=1).compute()
+        assert eventually(lambda: [state["marked"] for state in _kept_for_clients(one_worker_cluster)] == [0])

@@ -122,6 +122,18 @@ def keep_here(function, args: tuple, parts: list[tuple]) -> dict:
     return {key: (sizeof(value), type(value)) for key, value in values.items()}
 
 
+def making(keys: list, function, *args, **kwargs):
+    """On a worker: ``function(*args, **kwargs)``, a call that makes the values of ``keys`` with :func:`keep_here`
+    as it ends (a run on one replica); should it fail before, it ends as a failed :func:`keep_here` does, and the
+    drop that follows its failure marks nothing."""
+    try:
+        return function(*args, **kwargs)
+    except BaseException:
+        here = store()
+        sync(here.worker.loop, here.keep, None, keys)
+        raise
+
+
 def drop_kept(client, made: dict[str, list]) -> None:
     """Best effort: the keys of ``made`` (worker -> the keys it makes) gone from the data of the workers still in
     the cluster, and not kept by a call still making them (a failed or interrupted :func:`kept_blocks` leaves

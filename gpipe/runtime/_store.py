@@ -109,11 +109,12 @@ class GpipeStore(WorkerPlugin):
         failed) put in the worker's data, as a task's results would be, but those dropped meanwhile
         (``runtime/_kept.py``). Their marks go with the call; the keys of a call that failed are marked so, for
         the drop that follows its failure to mark nothing."""
-        dropped = {key for key in keys if self._unwanted.pop(key, None) is not None}
+        marks = {key: self._unwanted.pop(key, None) for key in keys}
         if values is None:
-            self._mark([key for key in keys if key not in dropped], "failed")
+            tasks = self.worker.state.tasks
+            self._mark([key for key, why in marks.items() if why != "dropped" and key not in tasks], "failed")
             return
-        kept = {key: value for key, value in values.items() if key not in dropped}
+        kept = {key: value for key, value in values.items() if marks[key] is None}
         if kept:
             self.worker.update_data(data=kept, stimulus_id=f"gpipe-kept-{time.time()}")
 
