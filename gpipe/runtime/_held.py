@@ -57,7 +57,7 @@ class HeldResult:
 
     def _blocks(self) -> list:
         """Futures of the blocks (made on first use)."""
-        if self._client.status != "running":  # its blocks went with it (a raw FuturesCancelledError said so)
+        if self._client.status in ("closing", "closed"):  # its blocks went with it (FuturesCancelledError said so)
             raise GpipeError(f"this result's Dask client is closed (its status: {self._client.status!r}), and its "
                              "blocks went with it; run it again with a connected client")
         if self._block_futures is None:
