@@ -285,10 +285,13 @@ def test_the_loans_of_a_client_killed_mid_compute_go_within_seconds(cpu, tmp_pat
     script.write_text(_HOLDING_A_LOAN)
     holder = subprocess.Popen([sys.executable, str(script), cpu.scheduler.address], stdout=subprocess.PIPE,
                               text=True)
+    killer = threading.Timer(60, holder.kill)  # should it never lend, the test fails rather than wait
+    killer.start()
     try:
         assert holder.stdout.readline() == "lent\n"
         assert sum(_loans(cpu)) > 0
     finally:
+        killer.cancel()
         holder.kill()  # SIGKILL: the client ends without a word to the workers
         holder.wait()
     assert eventually(lambda: _loans(cpu) == [0, 0])
@@ -373,7 +376,7 @@ def test_to_corpus_takes_a_path_as_a_str_or_a_path_like(cpu, tmp_path, kind):
 
 
 @pytest.mark.parametrize("path", [b"corpus.txt", 3, None])
-def test_a_result_written_to_a_path_of_another_type_is_refused_naming_the_parameter(cpu, tmp_path, path):
+def test_a_result_written_to_a_path_of_another_type_is_refused_naming_the_parameter(cpu, path):
     walks = FAMILIES["walks"][0](_graph(2))
     rule = r"'path' must be a str or an os.PathLike path, got "
     with pytest.raises(gpipe.GpipeValueError, match=rule + re.escape(repr(path))):
