@@ -22,9 +22,10 @@ A loan lives no longer than the call that asked for it, whatever ends the
 call (:class:`Loans`): the client gives the token back once it has read the
 arrays, or at once when the call fails or is interrupted, and what a worker
 lends after that (it was still making it) is not kept. Nor does a loan live
-longer than the blocks it was made from: should the client die before it
-gives the token back, the scheduler lets its blocks go, and their loans go
-with them.
+longer than the blocks it was made from: should the token never come back
+(the client died, or was interrupted again as it gave it back), the loan
+goes when the result lets its blocks go, or the scheduler does, as it does
+a departed client's.
 """
 
 from __future__ import annotations
