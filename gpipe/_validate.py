@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numbers
+import os
 import textwrap
 from collections.abc import Iterable
 
@@ -54,6 +55,14 @@ def check_bool(name: str, value) -> bool:
     if not isinstance(value, bool):
         raise GpipeValueError(f"'{name}' must be true or false, got {value!r}")
     return value
+
+
+def check_path(name: str, value) -> str:
+    """A path to write: a str, or an ``os.PathLike`` (``pathlib.Path``) that gives one."""
+    path = os.fspath(value) if isinstance(value, (str, os.PathLike)) else None
+    if not isinstance(path, str):
+        raise GpipeValueError(f"'{name}' must be a str or an os.PathLike path, got {value!r}")
+    return path
 
 
 def check_array(name: str, value) -> np.ndarray:

@@ -4,6 +4,13 @@ it; ``map_blocks`` run on each block where it is held, the blocks together holdi
 
 from __future__ import annotations
 
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -125,7 +132,15 @@ def test_ids_widened_in_place_equal_a_fresh_arrays(dtype, mapped):
 
 
 def _loans(client) -> list[int]:
-    return sorted(client.run(lambda dask_worker: len(dask_worker.plugins["gpipe"].loans)).values())
+    """How many loans each worker keeps, fewest first."""
+    return sorted(state["loans"] for state in _kept_for_clients(client))
+
+
+def _kept_for_clients(client) -> list[dict]:
+    """Each worker's loans and marks (``gpipe.runtime.kept_for_clients``), in address order."""
+    from gpipe.runtime import kept_for_clients
+
+    return [state for _, state in sorted(client.run(kept_for_clients).items())]
 
 
 @pytest.mark.parametrize("family", ["walks", "sampler"])
@@ -189,11 +204,227 @@ def test_a_loan_lends_numeric_arrays_and_sends_objects_as_values():
     pointers, which mean nothing in another process: they travel as values."""
     from gpipe.runtime import _cma
 
-    kept = {}
     value = {"ids": np.arange(10, dtype=np.int32)[::2], "names": np.array(["a", "b"], object), "count": 3}
-    loan = _cma.lend(value, "t", kept.setdefault)
+    loan, kept = _cma.lend(value)
     assert isinstance(loan.value["ids"], _cma.Lent) and loan.value["names"] is value["names"]
-    assert len(kept["t"]) == 1 and kept["t"][0].flags.c_contiguous  # a strided array is lent as a copy, kept
+    assert len(kept) == 1 and kept[0].flags.c_contiguous  # a strided array is lent as a copy, kept
     back = _cma.borrowed([loan], ["here"])[0]
     np.testing.assert_array_equal(back["ids"], [0, 2, 4, 6, 8])
     assert back["names"].tolist() == ["a", "b"] and back["count"] == 3
+
+
+def _lending_late(seconds: float, dask_worker=None) -> None:
+    """On a worker: its results for a compute() made ``seconds`` late (0: on time again)."""
+    from gpipe.runtime import _held
+
+    applied = getattr(_held._applied_here, "on_time", _held._applied_here)
+
+    def late(items, func):
+        time.sleep(seconds)
+        return applied(items, func)
+
+    late.on_time = applied
+    _held._applied_here = late if seconds else applied
+
+
+def test_a_compute_interrupted_while_the_workers_still_lend_leaves_no_loan_on_any_worker(cpu):
+    """Ctrl-C while the workers make what they lend: the client gives the loans back at once, before the workers
+    lend; what they lend later goes too, though the result lives on."""
+    result = FAMILIES["walks"][0](_graph(3))
+    expected = result.compute()
+    assert result.stats["transfer"] == "memory"
+    cpu.run(_lending_late, 1.5)
+    try:
+        # a real SIGINT to the main thread, as ^C sends, while it waits for the workers' loans
+        threading.Timer(0.5, signal.pthread_kill, (threading.main_thread().ident, signal.SIGINT)).start()
+        with pytest.raises(KeyboardInterrupt):
+            result.compute()
+        time.sleep(1.5)  # the workers lent by now
+    finally:
+        cpu.run(_lending_late, 0)
+    assert _loans(cpu) == [0, 0]
+    np.testing.assert_array_equal(result.compute(), expected)
+    assert all(state["loans"] == state["returned"] == 0 for state in _kept_for_clients(cpu))
+
+
+def test_a_compute_interrupted_as_it_reads_the_loans_gives_them_all_back(cpu, monkeypatch):
+    from gpipe.runtime import _cma
+
+    result = FAMILIES["sampler"][0](_graph(3))
+    result.compute()
+
+    def interrupted(pid, address, out):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(_cma, "_read", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        result.compute()
+    assert _loans(cpu) == [0, 0]
+
+
+_HOLDING_A_LOAN = """
+import sys, time
+import distributed, gpipe
+from gpipe.runtime import _cma
+
+def hold(*args, **kwargs):  # the loans made: this client holds them, and reads them never
+    print("lent", flush=True)
+    time.sleep(600)
+
+_cma.readable = lambda client, workers: dict.fromkeys(workers, True)
+_cma.borrowed = hold
+client = distributed.Client(sys.argv[1])
+gpipe.attach(client, "cpu")
+g = gpipe.generators.rmat(scale=7, edge_factor=4, seed=3, partitions=2)
+gpipe.walks.deepwalk(g, length=6, seed=1).compute()
+"""
+
+
+def test_the_loans_of_a_client_killed_mid_compute_go_within_seconds(cpu, tmp_path, eventually):
+    script = tmp_path / "holder.py"
+    script.write_text(_HOLDING_A_LOAN)
+    holder = subprocess.Popen([sys.executable, str(script), cpu.scheduler.address], stdout=subprocess.PIPE,
+                              text=True)
+    killer = threading.Timer(60, holder.kill)  # should it never lend, the test fails rather than wait
+    killer.start()
+    try:
+        assert holder.stdout.readline() == "lent\n"
+        assert sum(_loans(cpu)) > 0
+    finally:
+        killer.cancel()
+        holder.kill()  # SIGKILL: the client ends without a word to the workers
+        holder.wait()
+    assert eventually(lambda: _loans(cpu) == [0, 0])
+
+
+def test_interrupted_assemblies_leave_no_marks_on_any_worker(cpu, monkeypatch, eventually):
+    """A Ctrl-C as the workers keep a result's blocks drops them everywhere, and each worker is told only of its
+    own: a worker marks no key it will never be asked to keep (the marks grew with every interrupted walk)."""
+    import dask
+
+    from gpipe.runtime import _kept
+
+    g = _graph(3)
+    calls = _kept.call_workers
+
+    def interrupted(*args, **kwargs):
+        calls(*args, **kwargs)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(_kept, "call_workers", interrupted)
+    with dask.config.set({"gpipe.walks.block-size": 40}):
+        for _ in range(4):
+            with pytest.raises(KeyboardInterrupt):
+                gpipe.walks.deepwalk(g, length=4, seed=1).compute()
+        monkeypatch.undo()
+        assert eventually(lambda: [state["marked"] for state in _kept_for_clients(cpu)] == [0, 0])
+        assert gpipe.walks.deepwalk(g, length=4, seed=1).compute().shape == (g.num_vertices, 5)
+    assert all(state == {"loans": 0, "lent_bytes": 0, "returned": 0, "marked": 0} for state in _kept_for_clients(cpu))
+
+
+class _SlowToSend:
+    """A value that takes ``seconds`` to pickle: a scatter of it is under way that long."""
+
+    def __init__(self, seconds: float):
+        self.seconds = seconds
+
+    def __reduce__(self):
+        time.sleep(self.seconds)
+        return _SlowToSend, (0.0,)
+
+
+@pytest.mark.parametrize("broadcast", [False, True])
+def test_an_interrupted_scatter_leaves_nothing_this_client_wants(cpu, broadcast):
+    """A table sent to the workers (a PPR's sources and ranks, an id map) and interrupted on its way: the scatter
+    ends in the client's loop and what it placed is let go; it stayed wanted until the client closed."""
+    from gpipe.runtime import _reach
+
+    def wanted(dask_scheduler=None, client=cpu.id) -> set:
+        return {task.key for task in dask_scheduler.clients[client].wants_what}
+
+    before = cpu.run_on_scheduler(wanted)
+    threading.Timer(0.3, signal.pthread_kill, (threading.main_thread().ident, signal.SIGINT)).start()
+    with pytest.raises(KeyboardInterrupt):
+        if broadcast:
+            _reach.on_every_worker(cpu, _SlowToSend(1.0))
+        else:
+            _reach.placed(cpu, [_SlowToSend(1.0)])
+    time.sleep(1.5)  # the scatter ended by now
+    assert cpu.run_on_scheduler(wanted) <= before
+
+
+def test_compute_after_the_clients_close_says_so_in_one_line(cpu_cluster):
+    import distributed
+
+    client = distributed.Client(cpu_cluster.scheduler.address)
+    gpipe.attach(client, "cpu")
+    with client.as_current():
+        result = gpipe.walks.deepwalk(_graph(2), length=4, seed=1)
+        result.compute()
+    client.close()
+    with pytest.raises(gpipe.GpipeError, match=r"^this result's Dask client is closed \(its status: 'closed'\), and "
+                                               r"its blocks went with it; run it again with a connected client$"):
+        result.compute()
+
+
+@pytest.mark.parametrize("kind", ["str", "PathLike"])
+def test_to_corpus_takes_a_path_as_a_str_or_a_path_like(cpu, tmp_path, kind):
+    walks = FAMILIES["walks"][0](_graph(2))
+    path = tmp_path / "corpus.txt"
+    assert walks.to_corpus(str(path) if kind == "str" else path) == str(path)
+    assert len(path.read_text().splitlines()) == walks.num_walks
+
+
+@pytest.mark.parametrize("path", [b"corpus.txt", 3, None])
+def test_a_result_written_to_a_path_of_another_type_is_refused_naming_the_parameter(cpu, path):
+    walks = FAMILIES["walks"][0](_graph(2))
+    rule = r"'path' must be a str or an os.PathLike path, got "
+    with pytest.raises(gpipe.GpipeValueError, match=rule + re.escape(repr(path))):
+        walks.to_corpus(path)
+    with pytest.raises(gpipe.GpipeValueError, match=rule + re.escape(repr(path))):
+        walks.to_parquet(path)
+
+
+def test_a_workers_loans_live_as_long_as_their_call_and_their_blocks():
+    """The bookkeeping of one worker's loans, event by event: a token given back before its call ended keeps
+    nothing lent; a loan goes with its token, or with a block it was made from; a block gone before the loan is
+    kept fails the call rather than lend what nothing keeps."""
+    import asyncio
+    from types import SimpleNamespace
+
+    from gpipe.runtime import _cma
+
+    held = SimpleNamespace(state="memory")
+    worker = SimpleNamespace(address="tcp://here:1", state=SimpleNamespace(tasks={"a": held, "b": held}))
+    loans = _cma.Loans(worker)
+    arrays = [np.zeros(4)]
+
+    asyncio.run(loans.give_back("early", ["a", "elsewhere"]))  # interrupted: back before the worker lent
+    asyncio.run(loans.keep("early", ["a"], arrays))
+    assert loans.summary() == {"loans": 0, "lent_bytes": 0, "returned": 0}
+    asyncio.run(loans.keep("read", ["a"], arrays))
+    asyncio.run(loans.keep("abandoned", ["a", "b"], arrays))
+    asyncio.run(loans.give_back("never-came", ["b"]))  # a call that never reached the worker
+    assert loans.summary() == {"loans": 2, "lent_bytes": 64, "returned": 1}
+    asyncio.run(loans.give_back("read", ["a"]))
+    assert loans.summary() == {"loans": 1, "lent_bytes": 32, "returned": 1}
+    loans.let_go("b")  # its client let the result go, or left
+    assert loans.summary() == {"loans": 0, "lent_bytes": 0, "returned": 0}
+    del worker.state.tasks["b"]
+    with pytest.raises(gpipe.GpipeError, match=r"^compute: block 'b' left worker tcp://here:1 as the worker lent it"):
+        asyncio.run(loans.keep("late", ["a", "b"], arrays))
+    asyncio.run(loans.keep("failed", ["a", "b"], []))  # the call failed: nothing lent, nothing kept
+    assert loans.summary() == {"loans": 0, "lent_bytes": 0, "returned": 0}
+
+
+def test_interrupted_walks_on_one_replica_leave_no_marks(one_worker_cluster, eventually):
+    """A walk on one replica makes its blocks as its run ends; Ctrl-C before that drops them, and the run's end
+    (it fails) takes the marks of the blocks it will never make."""
+    with one_worker_cluster.as_current():
+        g = gpipe.generators.rmat(scale=8, edge_factor=4, seed=1, mode="replicated")
+        gpipe.walks.deepwalk(g, length=5, seed=1).compute()  # compiled before
+        for _ in range(2):
+            threading.Timer(0.5, signal.pthread_kill, (threading.main_thread().ident, signal.SIGINT)).start()
+            with pytest.raises(KeyboardInterrupt):
+                gpipe.walks.deepwalk(g, length=10**6, start=np.arange(16), seed=1).compute()
+        assert eventually(lambda: [state["marked"] for state in _kept_for_clients(one_worker_cluster)] == [0])

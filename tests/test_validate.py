@@ -7,7 +7,7 @@ import pytest
 import numpy as np
 import pandas as pd
 
-from gpipe._validate import check_bytes, check_integers, check_seed, is_ascii_digits
+from gpipe._validate import check_bytes, check_integers, check_path, check_seed, is_ascii_digits
 from gpipe.errors import GpipeValueError
 
 
@@ -55,3 +55,16 @@ def test_check_integers_gives_int64_of_any_integer_input():
 ])
 def test_only_ascii_digits_are_digits_in_a_file_or_a_flag(text, digits):
     assert is_ascii_digits(text) is digits
+
+
+class _BytesPath:
+    def __fspath__(self):
+        return b"walks.txt"
+
+
+def test_check_path_takes_a_str_or_a_path_like_giving_one_and_refuses_the_rest_by_name(tmp_path):
+    assert check_path("path", str(tmp_path)) == check_path("path", tmp_path) == str(tmp_path)
+    for value in (b"walks.txt", _BytesPath(), 3, None):
+        with pytest.raises(GpipeValueError, match=rf"^'path' must be a str or an os.PathLike path, got "
+                                                  rf"{re.escape(repr(value))}$"):
+            check_path("path", value)

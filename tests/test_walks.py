@@ -12,6 +12,7 @@ from scipy import stats
 
 import gpipe
 from gpipe.errors import GpipeError, GpipeValueError
+from gpipe.runtime import kept_for_clients
 from helpers import routed_first_order, started, walk_steps
 
 
@@ -667,6 +668,8 @@ def test_blocks_are_kept_without_a_task_and_none_is_left_when_one_worker_fails(c
     finally:
         cpu.run(_break_assembly, False)
     assert eventually(lambda: not any(cpu.run(_blocks_kept).values()))
+    # nor a mark: the failed worker's drop follows its failure, the other's call ends after its drop
+    assert eventually(lambda: [state["marked"] for state in cpu.run(kept_for_clients).values()] == [0, 0])
 
 
 def _assembled_at_scheduler(dask_scheduler=None) -> dict:
@@ -744,17 +747,31 @@ def test_blocks_a_worker_finishes_after_the_call_failed_elsewhere_are_not_kept(c
 
 
 async def _dropped_then_kept(dask_worker=None) -> tuple:
-    """On a worker's loop: a value dropped before it is kept is not kept; one kept, then dropped, goes."""
+    """On a worker's loop: a value dropped before it is kept is not kept, and its mark goes with the call making
+    it; one kept, then dropped, goes; a key another worker makes is not marked here; the keys of a call that
+    failed are marked until the drop that follows the failure."""
     here = dask_worker.plugins["gpipe"]
-    await here.drop(["gpipe-assemble-test-0"])
-    await here.keep({"gpipe-assemble-test-0": np.ones(3), "gpipe-assemble-test-1": np.ones(3)})
+    keys = ["gpipe-assemble-test-0", "gpipe-assemble-test-1"]
+
+    def marks() -> dict:
+        return {key: why for key, why in here._unwanted.items() if str(key).startswith("gpipe-assemble-test-")}
+
+    await here.drop({dask_worker.address: keys[:1], "tcp://elsewhere:1": ["gpipe-assemble-test-2"]})
+    marked = marks()
+    await here.keep({key: np.ones(3) for key in keys}, keys)
     kept = sorted(str(key) for key in dask_worker.data if str(key).startswith("gpipe-assemble-test-"))
-    await here.drop(["gpipe-assemble-test-1"])
-    return kept, [str(key) for key in dask_worker.data if str(key).startswith("gpipe-assemble-test-")]
+    await here.drop({dask_worker.address: keys[1:]})
+    left = [str(key) for key in dask_worker.data if str(key).startswith("gpipe-assemble-test-")]
+    await here.keep(None, ["gpipe-assemble-test-3"])
+    failed = marks()
+    await here.drop({dask_worker.address: ["gpipe-assemble-test-3"]})
+    return marked, kept, left, failed, marks()
 
 
 def test_a_worker_keeps_no_value_dropped_before_it_was_made(cpu):
-    assert list(cpu.run(_dropped_then_kept).values()) == [(["gpipe-assemble-test-1"], [])] * 2
+    assert list(cpu.run(_dropped_then_kept).values()) == [
+        ({"gpipe-assemble-test-0": "dropped"}, ["gpipe-assemble-test-1"], [], {"gpipe-assemble-test-3": "failed"},
+         {})] * 2
 
 
 def test_a_failed_step_lets_go_of_its_arrays_at_once():

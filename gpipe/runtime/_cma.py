@@ -16,9 +16,16 @@ workers are this process's children), and uses the comms for the others;
 ``memory`` is an error where a worker cannot be read; ``comms`` always
 sends. The probe is asked once per worker; the result's ``stats`` say which
 way its blocks came (``transfer``). A read that fails after the probe is an
-error naming the worker, never a silent switch to the comms. Should the
-client die between a loan and its return, the worker keeps the arrays until
-it ends.
+error naming the worker, never a silent switch to the comms.
+
+A loan lives no longer than the call that asked for it, whatever ends the
+call (:class:`Loans`): the client gives the token back once it has read the
+arrays, or at once when the call fails or is interrupted, and what a worker
+lends after that (it was still making it) is not kept. Nor does a loan live
+longer than the blocks it was made from: should the token never come back
+(the client died, or was interrupted again as it gave it back), the loan
+goes when the result lets its blocks go, or the scheduler does, as it does
+a departed client's.
 """
 
 from __future__ import annotations
@@ -90,9 +97,9 @@ class Loan:
     value: object
 
 
-def lend(value, token: str, keep) -> Loan:
-    """On a worker: ``value`` (an array, or a dict of arrays and other values) lent: its arrays kept by
-    ``keep(token, arrays)`` until the token is given back, the loan saying where they are."""
+def lend(value) -> tuple[Loan, list[np.ndarray]]:
+    """On a worker: ``value`` (an array, or a dict of arrays and other values) lent: the loan saying where its
+    arrays are, and the arrays, which the worker keeps (:class:`Loans`) until the token is given back."""
     kept = []
 
     def lent(a):
@@ -103,8 +110,59 @@ def lend(value, token: str, keep) -> Loan:
         return Lent(a.ctypes.data, a.shape, a.dtype)
 
     value = {k: lent(v) for k, v in value.items()} if isinstance(value, dict) else lent(value)
-    keep(token, kept)
-    return Loan(os.getpid(), value)
+    return Loan(os.getpid(), value), kept
+
+
+class Loans:
+    """A worker's arrays lent to clients, by the token of the ``compute()`` call that asked for them, each loan
+    with the keys of the blocks it was made from; every method runs on the worker's event loop.
+
+    A loan goes when its token is given back (:meth:`give_back`). A token given back before its call lent (an
+    interrupted or failed ``compute()`` gives it back at once, while the worker may still be making what it
+    lends) is remembered until the call ends (:meth:`keep`), which then keeps nothing. A loan, or such a
+    token, goes too when a block it was made from leaves the worker (:meth:`let_go`): the client let its result
+    go, or left the cluster, dead or not (the scheduler lets a departed client's blocks go).
+    """
+
+    def __init__(self, worker):
+        self._worker = worker
+        self.lent: dict[str, tuple[frozenset, list[np.ndarray]]] = {}  # token -> (block keys, arrays)
+        self.returned: dict[str, frozenset] = {}  # token given back before its call ended -> its blocks held here
+
+    async def keep(self, token: str, keys: list, arrays: list[np.ndarray]) -> None:
+        """The call lending under ``token`` has ended, having made ``arrays`` (none where it failed) of the blocks
+        ``keys``: they are kept until the token is given back, unless it was already. Should a block have left
+        meanwhile (nothing would let them go), the call fails rather than lend what is not kept."""
+        if self.returned.pop(token, None) is not None:
+            return
+        tasks = self._worker.state.tasks
+        gone = [key for key in keys if key not in tasks or tasks[key].state != "memory"]
+        if gone and arrays:
+            raise GpipeError(f"compute: block {gone[0]!r} left worker {self._worker.address} as the worker lent it "
+                             "(Dask released or moved it); compute again")
+        if not gone:
+            self.lent[token] = (frozenset(keys), arrays)
+
+    async def give_back(self, token: str, keys: list) -> None:
+        """``gpipe_return``: the arrays lent under ``token`` let go; should its call (on blocks among ``keys``, the
+        whole ``compute()``'s) still be making them, they are not kept when it ends."""
+        tasks = self._worker.state.tasks
+        held = frozenset(key for key in keys if key in tasks)
+        if self.lent.pop(token, None) is None and held:  # (none held: no call will lend them)
+            self.returned[token] = held
+
+    def let_go(self, key) -> None:
+        """Block ``key`` has left this worker: the loans made from it, and the tokens given back early of calls on
+        it, go."""
+        for token in [token for token, (keys, _) in self.lent.items() if key in keys]:
+            del self.lent[token]
+        for token in [token for token, keys in self.returned.items() if key in keys]:
+            del self.returned[token]
+
+    def summary(self) -> dict:
+        """What is kept for clients: loans, their bytes, and tokens given back before their calls ended."""
+        lent_bytes = sum(a.nbytes for _, arrays in self.lent.values() for a in arrays)
+        return {"loans": len(self.lent), "lent_bytes": lent_bytes, "returned": len(self.returned)}
 
 
 def identity() -> tuple[str, int, int, bytes]:

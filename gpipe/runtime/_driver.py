@@ -26,7 +26,7 @@ from .. import config
 from ..backend import unique
 from ..errors import GpipeValueError
 from . import _advance, _nccl
-from ._kept import announce, block_key, finished, forget
+from ._kept import announce, block_key, finished, forget, making
 from ._spec import OutputBlocks, RunSpec, StartSet, StepSpec
 from ._store import drop_run, output_limit_setting, store, transfers
 from ._watch import call_workers
@@ -208,9 +208,10 @@ def _run_replicated(graph, spec: StepSpec, initial: int | StartSet | dict, progr
         else:
             group = (initial["instance"] if "instance" in initial else initial["walk_id"]) % count
             shares = {int(r): {k: v[group == r] for k, v in initial.items()} for r in unique(np, group)}
-    runs = [(replicas[r], _advance.advance_local, (run, share), {"part": r}) for r, share in shares.items()]
     # its one worker makes the blocks as the run ends: the scheduler is told of them while it runs
-    keys = [] if blocks is None or not runs else [block_key(run.run_id, b) for b in range(blocks.count)]
+    keys = [] if blocks is None or not shares else [block_key(run.run_id, b) for b in range(blocks.count)]
+    runs = [(replicas[r], making, (keys, _advance.advance_local, run, share), {"part": r})
+            for r, share in shares.items()]
     blocks_told = None if not keys else announce(client, dict.fromkeys(keys, replicas[0]),
                                                  {key: blocks.nbytes(b) for b, key in enumerate(keys)})
     try:

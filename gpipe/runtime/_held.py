@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import time
 import uuid
 import weakref
@@ -12,7 +11,7 @@ from distributed import Future
 from distributed.utils import sync
 
 from .._files import atomic_dir
-from .._validate import check_callable, check_picklable
+from .._validate import check_callable, check_path, check_picklable
 from ..errors import GpipeError
 from . import _cma
 from ._ipc import DeviceResult, written
@@ -58,6 +57,9 @@ class HeldResult:
 
     def _blocks(self) -> list:
         """Futures of the blocks (made on first use)."""
+        if self._client.status in ("closing", "closed"):  # its blocks went with it (FuturesCancelledError said so)
+            raise GpipeError(f"this result's Dask client is closed (its status: {self._client.status!r}), and its "
+                             "blocks went with it; run it again with a connected client")
         if self._block_futures is None:
             if not all(f.alive for f in self._finalizers):
                 raise GpipeError("this result's assembly failed and its runs were let go; run it again")
@@ -135,8 +137,9 @@ class HeldResult:
             for b, result in zip(loaned, _cma.borrowed([results[b] for b in loaned],
                                                        [self._holders[b] for b in loaned], placed)):
                 results[b] = result
-        finally:
-            tell_workers(self._client, [w for w in mine if read[w]], "gpipe_return", token=token)  # loans
+        finally:  # the loans, read or not (a worker still lending when the call fails keeps none)
+            tell_workers(self._client, [w for w in mine if read[w]], "gpipe_return", token=token,
+                         keys=[f.key for f in futures])
         self._transferred(lent, {"memory" if read[w] else "comms" for w in mine})
         return results
 
@@ -170,7 +173,7 @@ class HeldResult:
     def _write(self, path, overwrite: bool, owned: str, write, args_of: Callable[[int], tuple]) -> str:
         """``to_parquet``: ``write(block, *args_of(b), folder)`` of each block into a folder that replaces ``path``
         whole once every block is written (``owned``: the names of the files gpipe writes there)."""
-        path = os.fspath(path)
+        path = check_path("path", path)
         with atomic_dir(path, owned=owned, overwrite=overwrite) as tmp:
             self._gather("writing", write, lambda b: (*args_of(b), tmp))
         return path
@@ -189,6 +192,12 @@ def _applied_here(items: list[tuple], func) -> list:
 
 
 def _lent_here(items: list[tuple], func, token: str) -> list:
-    """On a worker: :func:`_applied_here`'s results lent under ``token`` (:func:`._cma.lend`)."""
+    """On a worker: :func:`_applied_here`'s results lent under ``token`` (:func:`._cma.lend`); as the call ends,
+    the arrays kept until the token is given back, unless it was already (:class:`._cma.Loans`)."""
     here = store()
-    return [_cma.lend(result, token, here.lend) for result in _applied_here(items, func)]
+    made = []
+    try:
+        made = [_cma.lend(result) for result in _applied_here(items, func)]
+    finally:  # none kept where the call failed
+        sync(here.worker.loop, here.loans.keep, token, [key for key, _ in items], [a for _, lent in made for a in lent])
+    return [loan for loan, _ in made]

@@ -44,7 +44,7 @@ def kept_blocks(client, blocks: dict[str, tuple], function, args_of, held: dict[
         made = call_workers(client, [(worker, keep_here, (function, args_of(worker), parts), {})
                                      for worker, parts in mine.items()], held, phase, unit)
     except BaseException:
-        drop_kept(client, sorted(mine), list(blocks))
+        drop_kept(client, {worker: [key for key, _ in parts] for worker, parts in mine.items()})
         raise
     kept = {key: value for sizes in made for key, value in sizes.items()}
     told = announce(client, {key: worker for key, (worker, _) in blocks.items()},
@@ -98,7 +98,10 @@ def forget(client, announced: Announced) -> None:
     """Best effort, once a call making values of ``announced`` has failed, or they were not taken: those values
     dropped from their workers (and not kept should a call still be making them), and the scheduler told that
     this client no longer wants them."""
-    drop_kept(client, sorted(set(announced.where.values())), list(announced.sizes))
+    made: dict[str, list] = {}
+    for key in announced.sizes:
+        made.setdefault(announced.where[key], []).append(key)
+    drop_kept(client, made)
     try:
         futures = announced.telling.result()
     except BaseException:
@@ -109,15 +112,31 @@ def forget(client, announced: Announced) -> None:
 
 def keep_here(function, args: tuple, parts: list[tuple]) -> dict:
     """On a worker: ``function(*args, part=b)`` of each ``(key, b)`` of ``parts``, kept in its data under
-    ``key``; each one's bytes and type."""
-    values = {key: function(*args, part=b) for key, b in parts}
+    ``key`` (none should one fail); each one's bytes and type."""
     here = store()
-    sync(here.worker.loop, here.keep, values)
+    values = None  # the call failed
+    try:
+        values = {key: function(*args, part=b) for key, b in parts}
+    finally:  # the call ends: what was dropped meanwhile is not kept (see GpipeStore.keep)
+        sync(here.worker.loop, here.keep, values, [key for key, _ in parts])
     return {key: (sizeof(value), type(value)) for key, value in values.items()}
 
 
-def drop_kept(client, workers: list[str], keys: list) -> None:
-    """Best effort: ``keys`` gone from the data of those of ``workers`` still in the cluster, and not kept by a
-    call still making them (a failed or interrupted :func:`kept_blocks` leaves nothing there). Each worker's
+def making(keys: list, function, *args, **kwargs):
+    """On a worker: ``function(*args, **kwargs)``, a call that makes the values of ``keys`` with :func:`keep_here`
+    as it ends (a run on one replica); should it fail before, it ends as a failed :func:`keep_here` does, and the
+    drop that follows its failure marks nothing."""
+    try:
+        return function(*args, **kwargs)
+    except BaseException:
+        here = store()
+        sync(here.worker.loop, here.keep, None, keys)
+        raise
+
+
+def drop_kept(client, made: dict[str, list]) -> None:
+    """Best effort: the keys of ``made`` (worker -> the keys it makes) gone from the data of the workers still in
+    the cluster, and not kept by a call still making them (a failed or interrupted :func:`kept_blocks` leaves
+    nothing there); a worker remembers only its own keys (no call would make the others there). Each worker's
     event loop answers at once, however busy its runs' threads are."""
-    tell_workers(client, workers, "gpipe_drop", keys=keys)
+    tell_workers(client, sorted(made), "gpipe_drop", keys=made)

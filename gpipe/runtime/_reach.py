@@ -76,7 +76,7 @@ def fetching(client, future) -> concurrent.futures.Future:
 
 def placed(client, values: list) -> list:
     """Futures of ``values``, each copied to a worker the scheduler picks (equal values get keys of their own)."""
-    return client.scatter(values, hash=False)
+    return _scattered(client, values, broadcast=False)
 
 
 def in_each_worker(client, function, *args) -> dict:
@@ -93,8 +93,28 @@ def in_worker(client, worker: str, function, *args):
 
 def on_every_worker(client, value):
     """A future of ``value``, copied to every worker once (a table each block's task reads: the id map)."""
-    [future] = client.scatter([value], broadcast=True, hash=False)
+    [future] = _scattered(client, [value], broadcast=True)
     return future
+
+
+def _scattered(client, values: list, broadcast: bool) -> list:
+    """``client.scatter(values, broadcast=broadcast, hash=False)``, run to its end in the client's loop should the
+    wait for it be interrupted, and what it placed then let go: the scheduler takes the values as this client's
+    before the client makes their futures, and only those futures let them go (an interrupted PPR kept its
+    sources and ranks on every worker until its client closed)."""
+    scattering = asyncio.run_coroutine_threadsafe(
+        client.scatter(values, broadcast=broadcast, hash=False, asynchronous=True), client.loop.asyncio_loop)
+    try:
+        return scattering.result()
+    except BaseException:
+        scattering.add_done_callback(_let_go)
+        raise
+
+
+def _let_go(scattered: concurrent.futures.Future) -> None:
+    if not scattered.cancelled() and scattered.exception() is None:
+        for future in scattered.result():
+            future.release()
 
 
 def gathered(client, futures: list, holders: tuple, phase: str) -> list:

@@ -30,6 +30,7 @@ from distributed.worker_state_machine import FreeKeysEvent
 
 from .. import config, errors
 from ..backend import gpu_count, set_cpu_threads, xp
+from ._cma import Loans
 from ._nccl import Communicators
 from ._outputs import Outputs
 from ._partitions import Partitions
@@ -41,6 +42,7 @@ from ..errors import GpipeError
 PLUGIN_NAME = "gpipe"
 RUN_THREADS = 8  # runs at once on one worker (each may wait on its peers at a superstep's barrier)
 ENDED_KEPT = 4096  # ended runs remembered, so that a message arriving after its run ended here is dropped
+UNWANTED_KEPT = 4096  # marks of keys dropped before their calls ended, or whose calls failed, kept (_kept.py)
 
 _logger = logging.getLogger(__name__)
 _running = threading.local()  # the store, in a thread running a call sent by call_workers
@@ -78,9 +80,9 @@ class GpipeStore(WorkerPlugin):
         worker.handlers["gpipe_neighbors"] = self.peers.neighbors_handler
         worker.handlers["gpipe_drop"] = self.drop
         worker.handlers["gpipe_ended"] = self.has_ended
-        worker.handlers["gpipe_return"] = self.give_back
-        self.loans: dict[str, list] = {}  # arrays lent to a client by token until it gives them back (_cma.py)
-        self._unwanted: set = set()  # keys of values dropped before they were kept (runtime/_kept.py)
+        self.loans = Loans(worker)  # arrays lent to clients until they give them back (_cma.py)
+        worker.handlers["gpipe_return"] = self.loans.give_back
+        self._unwanted: dict = {}  # key -> 'dropped' before its call ended, or 'failed' call; oldest first (_kept.py)
         if self.local:  # here for every worker, those its nanny starts again too
             _leave_the_terminal_to_the_client()
 
@@ -108,11 +110,22 @@ class GpipeStore(WorkerPlugin):
             _logger.debug("a call whose caller has gone failed", exc_info=True)
             return Status.dont_reply
 
-    async def keep(self, values: dict) -> None:
-        """On the event loop: ``values`` put in the worker's data, as a task's results would be, but those dropped
-        meanwhile (``runtime/_kept.py``)."""
-        kept = {key: value for key, value in values.items() if key not in self._unwanted}
-        self._unwanted.difference_update(values)
+    def transition(self, key, start: str, finish: str, **kwargs) -> None:
+        """Dask's hook, on the event loop: a value that leaves this worker's data takes its loans along."""
+        if start == "memory" and (self.loans.lent or self.loans.returned):
+            self.loans.let_go(key)
+
+    async def keep(self, values: dict | None, keys: list) -> None:
+        """On the event loop, as a call making the values of ``keys`` ends: those it made (``values``; None where it
+        failed) put in the worker's data, as a task's results would be, but those dropped meanwhile
+        (``runtime/_kept.py``). Their marks go with the call; the keys of a call that failed are marked so, for
+        the drop that follows its failure to mark nothing."""
+        marks = {key: self._unwanted.pop(key, None) for key in keys}
+        if values is None:
+            tasks = self.worker.state.tasks
+            self._mark([key for key, why in marks.items() if why != "dropped" and key not in tasks], "failed")
+            return
+        kept = {key: value for key, value in values.items() if marks[key] is None}
         if kept:
             self.worker.update_data(data=kept, stimulus_id=f"gpipe-kept-{time.time()}")
 
@@ -121,21 +134,23 @@ class GpipeStore(WorkerPlugin):
         disk where Dask spilled them there)."""
         return {key: self.worker.data[key] for key in keys}
 
-    async def drop(self, keys: list) -> None:
-        """``gpipe_drop``, on the event loop at once (however busy the runs' threads): ``keys`` gone from the
-        worker's data, and not kept should a call still making them finish later."""
-        held = [key for key in keys if key in self.worker.state.tasks]
-        self._unwanted.update(key for key in keys if key not in self.worker.state.tasks)
+    async def drop(self, keys: dict[str, list]) -> None:
+        """``gpipe_drop``, on the event loop at once (however busy the runs' threads): ``keys`` (by the worker
+        making them) gone from the worker's data, and those this worker makes not kept should a call still making
+        them end later; a failed call's keys need no mark."""
+        tasks = self.worker.state.tasks
+        held = [key for made in keys.values() for key in made if key in tasks]
+        mine = [key for key in keys.get(self.worker_address, ()) if key not in tasks]
+        self._mark([key for key in mine if self._unwanted.pop(key, None) != "failed"], "dropped")
         if held:
             self.worker.handle_stimulus(FreeKeysEvent(keys=held, stimulus_id=f"gpipe-dropped-{time.time()}"))
 
-    def lend(self, token: str, arrays: list) -> None:
-        """``arrays`` kept under ``token`` while a client reads them from this process's memory (``_cma.py``)."""
-        self.loans.setdefault(token, []).extend(arrays)  # one call's token: no other thread writes it
-
-    async def give_back(self, token: str) -> None:
-        """``gpipe_return``, on the event loop: the arrays lent under ``token`` let go."""
-        self.loans.pop(token, None)
+    def _mark(self, keys: list, why: str) -> None:
+        """``keys`` marked (on the event loop); the last ``UNWANTED_KEPT`` marks are kept: a call that never came
+        leaves its marks, and a failed call whose drop never came."""
+        self._unwanted.update(dict.fromkeys(keys, why))
+        while len(self._unwanted) > UNWANTED_KEPT:
+            del self._unwanted[next(iter(self._unwanted))]
 
     def _run_here(self, function, args: tuple, kwargs: dict):
         _running.store = self
@@ -303,6 +318,13 @@ def drop_graph(graph_id: str, dask_worker=None) -> int | None:
     """Let a graph's partitions and arrays go on this worker; how many partitions went."""
     plugin = dask_worker.plugins.get(PLUGIN_NAME)
     return plugin.partitions.drop(graph_id) if plugin is not None else None
+
+
+def kept_for_clients(dask_worker=None) -> dict | None:
+    """What this worker keeps for its clients beyond their Dask data: loans (``loans``, ``lent_bytes``), tokens
+    given back before their calls lent (``returned``) and keys dropped before they were kept (``marked``)."""
+    plugin = dask_worker.plugins.get(PLUGIN_NAME)
+    return None if plugin is None else {**plugin.loans.summary(), "marked": len(plugin._unwanted)}
 
 
 def transfers(graph_id: str, dask_worker=None) -> list | None:

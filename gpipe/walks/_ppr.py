@@ -11,7 +11,7 @@ import pandas as pd
 
 from .. import _rng
 from .._files import SCORE_FILES, atomic_dir
-from .._validate import check_bool
+from .._validate import check_bool, check_path
 from ..backend import cpu_kernel, prange, to_host
 from ..runtime import anywhere, gather_pinned, on_every_worker, on_worker, wait_pinned
 from ._result import WalkResult
@@ -86,7 +86,7 @@ class PPRResult(WalkResult):
         (``scores-000000.parquet``, ...) written by the worker that reduced it; ``pandas.read_parquet(path)``
         reads back ``scores()``. The folder appears complete or not at all; ``overwrite`` as for
         :meth:`WalkResult.to_parquet`."""
-        path, overwrite = os.fspath(path), check_bool("overwrite", overwrite)
+        path, overwrite = check_path("path", path), check_bool("overwrite", overwrite)
         with atomic_dir(path, owned=SCORE_FILES, overwrite=overwrite) as tmp:
             written = [anywhere(self._client, _write_scores, r, i, tmp)
                        for i, r in enumerate(self._score_ranges())]

@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 from .._files import WALK_FILES, atomic_file
 from ..backend import cpu_kernel, prange, to_host
 from ..errors import GpipeValueError
-from .._validate import check_bool
+from .._validate import check_bool, check_path
 from ..runtime import HeldResult, OutputBlocks, anywhere, assemble_blocks, gather_pinned, on_every_worker, worker_xp
 
 
@@ -215,7 +215,7 @@ class WalkResult(HeldResult):
         ``GpipeValueError`` naming it, before anything is written. Every id of
         the graph is checked, walked or not.
         """
-        path = os.fspath(path)
+        path = check_path("path", path)
         _check_corpus_ids(self._id_map)
         with atomic_file(path, "wb") as out:  # a path it may not write is refused before the work
             if self._corpus_ids is None:  # dense ids need no table: sent with each task, not broadcast beforehand
