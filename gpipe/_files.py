@@ -3,9 +3,11 @@
 A writer removes nothing but its own output. A file writer replaces the regular file it is
 given (as pandas does: through a symbolic link, the file the link leads to) and refuses
 anything else there (a folder, a FIFO, a device). A folder writer writes into a new or empty
-folder (through a symbolic link, the folder it leads to); with ``overwrite`` it also replaces
-a folder that holds nothing but files gpipe writes there (no other file, no link, no empty
-folder), and refuses any other.
+folder (through a symbolic link, the folder it leads to), and lists the files it wrote there,
+with their sizes and times, in ``.gpipe-files.json``; with ``overwrite`` it also replaces a
+folder that holds nothing but files gpipe writes there and that list names as they were
+written (no other file, no file changed or put in their place, no link, no empty folder), and
+refuses any other. A mount point cannot be renamed over, so it is refused before the work.
 """
 
 from __future__ import annotations
@@ -28,6 +30,10 @@ WALK_FILES = r"walks-\d{12}\.parquet"
 SAMPLE_FILES = r"(?:edges|nodes)-\d{6}\.parquet"
 EMBEDDING_FILES = r"embeddings-\d{6}\.parquet"
 SCORE_FILES = r"scores-\d{6}\.parquet"
+
+# The list of what a folder writer wrote in its folder: the files' paths (relative, '/'-separated), each with its
+# size and modification time, so that a file put in place of one of them is not taken for gpipe's.
+MANIFEST = ".gpipe-files.json"
 
 _KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISREG, "a file"), (stat.S_ISLNK, "a symbolic link"),
           (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
@@ -80,24 +86,62 @@ def _not_creatable(name: str, what: str, given: str, target: str, tmp: str, exc:
     return GpipeValueError(f"'{name}' must be {what} gpipe can create, got {given!r}: {reason}")
 
 
-def _foreign_entry(folder: str, owned: re.Pattern, prefix: str = "") -> str | None:
-    """The first entry under ``folder`` (by path) that is not gpipe's output, said in words: anything but a file
-    ``owned`` matches (its path relative to the top folder, '/'-separated) or a folder holding only such entries
-    (gpipe writes no link and no empty folder); None when there is none."""
+def _written(folder: str) -> dict[str, list[int]]:
+    """What :data:`MANIFEST` in ``folder`` says gpipe wrote there (path -> [size, mtime_ns]); nothing when it is
+    absent or not such a list."""
+    try:
+        with open(os.path.join(folder, MANIFEST)) as f:
+            files = json.load(f)["files"]
+    except (OSError, ValueError, TypeError, KeyError):
+        return {}
+    return files if isinstance(files, dict) else {}
+
+
+def _identity(entry: os.DirEntry) -> list[int]:
+    st = entry.stat(follow_symlinks=False)
+    return [st.st_size, st.st_mtime_ns]
+
+
+def _files_under(folder: str, prefix: str = ""):
+    """``(relative path, DirEntry)`` of each entry under ``folder``, by path, depth first."""
     with os.scandir(folder) as listing:
         entries = sorted(listing, key=lambda entry: entry.name)
-    if not entries and prefix:
-        return f"{prefix[:-1]!r} is an empty folder, not a file gpipe writes there"
     for entry in entries:
-        relative = prefix + entry.name
+        yield prefix + entry.name, entry
         if entry.is_dir(follow_symlinks=False):
-            foreign = _foreign_entry(entry.path, owned, relative + "/")
-            if foreign is not None:
-                return foreign
+            yield from _files_under(entry.path, prefix + entry.name + "/")
+
+
+def _write_manifest(folder: str) -> None:
+    """List every file under ``folder`` in its :data:`MANIFEST`, as written now."""
+    files = {relative: _identity(entry) for relative, entry in _files_under(folder)
+             if relative != MANIFEST and entry.is_file(follow_symlinks=False)}
+    with open(os.path.join(folder, MANIFEST), "w") as f:
+        json.dump({"format": "gpipe-files", "version": 1, "files": files}, f)
+
+
+def _foreign_entry(folder: str, owned: re.Pattern) -> str | None:
+    """The first entry under ``folder`` (by path) that is not gpipe's output, said in words: anything but a file
+    ``owned`` matches (its path relative to the top folder, '/'-separated), or a folder holding only such entries
+    (gpipe writes no link and no empty folder); then the first such file that the folder's :data:`MANIFEST` does
+    not list as written (the same size and time). None when there is none."""
+    entries = list(_files_under(folder))
+    for relative, entry in entries:
+        if entry.is_dir(follow_symlinks=False):
+            if not os.listdir(entry.path):
+                return f"{relative!r} is an empty folder, not a file gpipe writes there"
         elif not entry.is_file(follow_symlinks=False):
             return f"{relative!r} is {_kind(entry.path)}, not a file gpipe writes there"
-        elif not owned.fullmatch(relative):
+        elif not (owned.fullmatch(relative) or os.path.basename(relative) == MANIFEST):
             return f"{relative!r} is not a file gpipe writes there"
+    written = _written(folder)
+    for relative, entry in entries:
+        if relative == MANIFEST or entry.is_dir(follow_symlinks=False):
+            continue
+        if relative not in written:
+            return f"{relative!r} is not a file gpipe wrote there (its {MANIFEST} does not list it)"
+        if written[relative] != _identity(entry):
+            return f"{relative!r} is not the file gpipe wrote there (changed since: its {MANIFEST} lists another)"
     return None
 
 
@@ -113,6 +157,9 @@ def check_folder_target(path: str, name: str, owned: re.Pattern, overwrite: bool
         return path
     if not os.path.isdir(path):
         raise _refused_kind(name, rule, given, path)
+    if os.path.ismount(path):
+        raise GpipeValueError(f"'{name}' must be a folder gpipe can rename its finished output to, got {given!r}: it "
+                              "is a mount point, which cannot be renamed over; write into a new folder inside it")
     entries = sorted(os.listdir(path))
     if not entries:
         return path
@@ -145,18 +192,21 @@ def atomic_dir(path: str, *, owned: str, overwrite: bool = False, name: str = "p
 
     ``path`` is checked before the block, so that a refusal comes before the work, and again
     before the swap, which replaces exactly what was checked. A block that raises (an
-    interrupt too) leaves ``path`` as it was and removes the temporary folder.
+    interrupt too), or a swap that fails, leaves ``path`` as it was and removes the temporary
+    folder. The files written are listed, with their sizes and times, in the folder's
+    ``.gpipe-files.json``: what ``overwrite`` may replace later.
 
     Parameters
     ----------
     path : str
-        The folder to write: new, empty, or (``overwrite``) holding only files that ``owned`` matches; or a
-        symbolic link to such a folder, which is replaced, the link kept.
+        The folder to write: new, empty, or (``overwrite``) holding only files that ``owned`` matches and
+        that its ``.gpipe-files.json`` lists as written; or a symbolic link to such a folder, which is
+        replaced, the link kept. Not a mount point (which cannot be renamed over).
     owned : str
         A regular expression that matches the path, relative to the folder and '/'-separated, of every
         file written there (``summary\\.json|edges\\.parquet``).
     overwrite : bool
-        Replace a folder of earlier output (only files that ``owned`` matches).
+        Replace a folder of earlier output (only files that ``owned`` matches, as gpipe wrote them).
     name : str
         The parameter or config key that gave ``path``, named in the errors.
 
@@ -168,9 +218,10 @@ def atomic_dir(path: str, *, owned: str, overwrite: bool = False, name: str = "p
     Raises
     ------
     GpipeValueError
-        ``path`` may not be replaced (a file, a folder that is not empty without ``overwrite``, or one
-        holding anything but files ``owned`` matches: another file, a link, an empty folder), or no folder
-        can be created there.
+        ``path`` may not be replaced (a file, a mount point, a folder that is not empty without
+        ``overwrite``, or one holding anything but files ``owned`` matches as gpipe wrote them: another
+        file, a file of that name gpipe did not write, a link, an empty folder), no folder can be created
+        there, or the finished output cannot be renamed to ``path`` (nothing is written then).
 
     Examples
     --------
@@ -181,8 +232,8 @@ def atomic_dir(path: str, *, owned: str, overwrite: bool = False, name: str = "p
     ...     _ = open(os.path.join(folder, "notes.txt"), "w").write("complete or absent\\n")
     ...     os.path.exists(out)
     False
-    >>> os.listdir(out)
-    ['notes.txt']
+    >>> sorted(os.listdir(out))
+    ['.gpipe-files.json', 'notes.txt']
     """
     given = os.path.abspath(path)
     owned_files = re.compile(owned)
@@ -196,21 +247,30 @@ def atomic_dir(path: str, *, owned: str, overwrite: bool = False, name: str = "p
         raise _not_creatable(name, "a folder", given, path, tmp, exc) from None
     try:
         yield tmp
+        _write_manifest(tmp)
         check_folder_target(given, name, owned_files, overwrite)
+        _replace(tmp, path, name, given)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    old = None
-    if os.path.lexists(path):
-        old = _temporary(path)
-        os.rename(path, old)
+
+
+def _replace(tmp: str, path: str, name: str, given: str) -> None:
+    """Rename ``tmp`` to ``path``, the folder there put aside first and removed once replaced; where a rename fails,
+    that folder is back at ``path`` and the error names ``name`` and the system's reason."""
+    old = _temporary(path) if os.path.lexists(path) else None
     try:
-        os.rename(tmp, path)
-    except BaseException:  # the earlier output goes back where it was, under its own name
         if old is not None:
-            os.rename(old, path)
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+            os.rename(path, old)
+        try:
+            os.rename(tmp, path)
+        except BaseException:  # the earlier output goes back where it was, under its own name
+            if old is not None:
+                os.rename(old, path)
+            raise
+    except OSError as exc:
+        raise GpipeValueError(f"'{name}' must be a folder gpipe can rename its finished output to, got {given!r}: "
+                              f"{exc.strerror} (renaming {exc.filename!r}); the output was not written") from None
     if old is not None:
         shutil.rmtree(old, ignore_errors=True)
 
