@@ -9,7 +9,7 @@ import time
 from distributed import Client, LocalCluster
 
 from . import config, kernels
-from ._validate import check_callable, check_choice, check_optional_int
+from ._validate import check_callable, check_choice, check_client, check_optional_int
 from .backend import DEVICES, gpu_count, gpu_problem, resolve
 from .errors import DeviceUnavailableError, GpipeError, GpipeValueError
 from .runtime import attach, gathered, on_worker, worker_device, workers_info
@@ -72,8 +72,11 @@ def connect(scheduler_file: str | None = None, address: str | None = None, *, n_
     ------
     DeviceUnavailableError
         ``device='gpu'`` and no worker can use a GPU (the message says what is missing).
+    GpipeValueError
+        The address is not a scheduler address, or the scheduler file is not one Dask wrote.
     GpipeError
-        The scheduler file did not appear, or the workers did not join, within the wait timeout.
+        The scheduler cannot be reached, or its file did not appear, or the workers did not join, within the
+        wait timeout.
 
     Examples
     --------
@@ -85,8 +88,7 @@ def connect(scheduler_file: str | None = None, address: str | None = None, *, n_
     device = check_choice("device", device or config.get("device"), DEVICES)
     n_workers = check_optional_int("n_workers", n_workers if n_workers is not None else config.get("cluster.n-workers"), minimum=1)
     threads_per_worker = check_optional_int("threads_per_worker", threads_per_worker, minimum=1)
-    scheduler_file = scheduler_file or os.environ.get(ENV_SCHEDULER_FILE) or config.get("cluster.scheduler-file")
-    address = address or os.environ.get(ENV_ADDRESS) or config.get("cluster.address")
+    (scheduler_file, address), name = named_cluster(scheduler_file, address)
     wait_for_workers = check_optional_int("gpipe.cluster.wait-for-workers", config.get("cluster.wait-for-workers"),
                                           minimum=1)
     timeout = config.get("cluster.wait-timeout")
@@ -100,6 +102,9 @@ def connect(scheduler_file: str | None = None, address: str | None = None, *, n_
                 client = Client(address)
         except OSError as exc:  # TimeoutError included
             raise GpipeError(f"cannot reach the scheduler of {where}: {exc}") from None
+        except ValueError as exc:  # Dask's reading of the address or of the file
+            rule = "a scheduler file Dask wrote" if scheduler_file else "a scheduler address such as tcp://HOST:PORT"
+            raise GpipeValueError(f"'{name}' must be {rule}, got {scheduler_file or address!r}: {exc}") from None
     else:
         client = _LocalClient(_local_cluster(device, n_workers, threads_per_worker, cluster_kwargs))
     try:
@@ -110,6 +115,21 @@ def connect(scheduler_file: str | None = None, address: str | None = None, *, n_
         client.close()
         raise
     return client
+
+
+def named_cluster(scheduler_file: str | None = None, address: str | None = None) -> tuple[tuple, str | None]:
+    """``(scheduler_file, address)`` of the cluster :func:`connect` joins (both None: it starts one), in its order:
+    the arguments, the environment, the config; and the name of the one it uses, as the user gave it (the
+    parameter, the variable or the config key)."""
+    for names, values in ((("scheduler_file", "address"), (scheduler_file, address)),
+                          ((ENV_SCHEDULER_FILE, ENV_ADDRESS), (os.environ.get(ENV_SCHEDULER_FILE),
+                                                               os.environ.get(ENV_ADDRESS))),
+                          (("gpipe.cluster.scheduler-file", "gpipe.cluster.address"),
+                           (config.get("cluster.scheduler-file"), config.get("cluster.address")))):
+        for kind, (name, value) in enumerate(zip(names, values)):
+            if value:
+                return ((value, None) if kind == 0 else (None, value)), name
+    return (None, None), None
 
 
 _GUARD = ("worker processes re-import the main module: put the code that starts the cluster under "
@@ -207,6 +227,7 @@ def warmup(client: Client | None = None, *, device: str | None = None, progress=
     if client is None:
         device = resolve(check_choice("device", config.get("device") if device is None else device, DEVICES))
         return kernels.warm(device, None if progress is None else check_callable("progress", progress))
+    check_client("client", client)
     if device is not None or progress is not None:
         raise GpipeValueError("warmup on a cluster's workers compiles for each worker's own device, with no "
                               "progress here: pass neither 'device' nor 'progress' with a client (got "

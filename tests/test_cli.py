@@ -776,6 +776,19 @@ def test_warmup_compiles_here_and_prints_its_summary(capsys, monkeypatch):
     assert f"compiled {report['kernels']}/{report['kernels']} " in err
 
 
+@pytest.mark.parametrize("flags, message", [
+    (["--address", "x"], "gpipe: error: 'address' must be a scheduler address such as tcp://HOST:PORT, got 'x': "),
+    (["--scheduler-file", "/typo"], "gpipe: error: 'scheduler_file' must be the scheduler file of a running cluster, "
+                                    "got '/typo': no such file"),
+])
+def test_warmup_on_a_cluster_that_is_not_there_says_so_at_once_in_one_line(capsys, flags, message):
+    started = time.monotonic()
+    assert main(["warmup", *flags]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(message) and err.count("\n") == 1, err
+    assert time.monotonic() - started < 5
+
+
 def test_warmup_on_a_cluster_compiles_on_every_worker(capsys, cpu_cluster):
     code, out, _ = _run(capsys, cpu_cluster, "warmup")
     assert code == 0

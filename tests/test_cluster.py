@@ -1,6 +1,7 @@
 """Connecting the way users do: local clusters, scheduler files (HPC jobs), addresses; device errors."""
 
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -203,3 +204,30 @@ def test_unique_on_the_host_is_numpys_by_a_sort(shape, high):
 def test_attach_refuses_a_local_flag_that_is_not_a_bool_naming_it(cpu):
     with pytest.raises(gpipe.GpipeValueError, match="^'local' must be true or false, got 'yes'$"):
         gpipe.attach(cpu, "cpu", local="yes")
+
+
+@pytest.mark.parametrize("address, message", [
+    ("bogus", "'address' must be a scheduler address such as tcp://HOST:PORT, got 'bogus': missing port number"),
+    ("foo://127.0.0.1:1", "'address' must be a scheduler address such as tcp://HOST:PORT, got 'foo://127.0.0.1:1': "
+                          "unknown address scheme 'foo'"),
+])
+def test_connect_to_a_malformed_address_says_what_an_address_is(address, message):
+    with pytest.raises(GpipeValueError, match=f"^{re.escape(message)}"):
+        gpipe.connect(address=address)
+
+
+def test_a_malformed_address_in_the_environment_is_named_by_its_variable(monkeypatch):
+    monkeypatch.setenv("GPIPE_SCHEDULER_ADDRESS", "bogus")
+    with pytest.raises(GpipeValueError, match="^'GPIPE_SCHEDULER_ADDRESS' must be a scheduler address"):
+        gpipe.connect()
+
+
+def test_warmup_of_something_other_than_a_connected_client_says_what_it_takes():
+    with pytest.raises(GpipeValueError, match=r"^'client' must be a distributed.Client \(gpipe.connect\(\) returns "
+                                              r"one\), got 'x'$"):
+        gpipe.warmup("x")
+    with gpipe.connect(n_workers=1, device="cpu", dashboard_address=":0") as client:
+        pass
+    with pytest.raises(GpipeValueError, match="^'client' must be a connected client, got one that is closed: "
+                                              r"connect again with gpipe.connect\(\)$"):
+        gpipe.warmup(client)
