@@ -7,6 +7,7 @@ import sys
 import time
 
 from distributed import Client, LocalCluster
+from distributed.security import Security
 
 from . import config, kernels
 from ._validate import check_callable, check_choice, check_client, check_optional_int
@@ -17,6 +18,9 @@ from .runtime import attach, gathered, on_worker, worker_device, workers_info
 ENV_SCHEDULER_FILE = "GPIPE_SCHEDULER_FILE"
 ENV_ADDRESS = "GPIPE_SCHEDULER_ADDRESS"
 _LOOPBACK = "127.0.0.1"  # where a local cluster listens unless told otherwise
+# The credentials of the local clusters this process started (scheduler address -> their Security): only the
+# processes holding them connect, so connect(address=...) here finds them, and no other user's process does.
+_LOCAL_SECURITY: dict[str, Security] = {}
 
 
 class _LocalClient(Client):
@@ -25,8 +29,22 @@ class _LocalClient(Client):
     def close(self, *args, **kwargs):
         result = super().close(*args, **kwargs)
         if self.cluster is not None and self.cluster.status.name not in ("closed", "closing"):
+            _LOCAL_SECURITY.pop(self.cluster.scheduler_address, None)
             self.cluster.close()
         return result
+
+
+def _security(scheduler_file: str | None, address: str | None) -> Security | None:
+    """The credentials to reach a cluster: those the scripts of ``cluster/`` make beside its scheduler file
+    (``scheduler.json`` -> ``scheduler.tls/cert.pem``, ``key.pem``; the certificate its own authority), or those of
+    a local cluster this process started; None: Dask's config (``distributed.comm.tls``)."""
+    if scheduler_file is None:
+        return _LOCAL_SECURITY.get(address)
+    folder = (scheduler_file[:-len(".json")] if scheduler_file.endswith(".json") else scheduler_file) + ".tls"
+    if not os.path.isdir(folder):
+        return None
+    cert, key = os.path.join(folder, "cert.pem"), os.path.join(folder, "key.pem")
+    return Security(require_encryption=True, tls_ca_file=cert, tls_client_cert=cert, tls_client_key=key)
 
 
 def connect(scheduler_file: str | None = None, address: str | None = None, *, n_workers: int | None = None,
@@ -36,11 +54,17 @@ def connect(scheduler_file: str | None = None, address: str | None = None, *, n_
     The cluster is, in order: ``scheduler_file`` or ``address`` when given; the
     ``GPIPE_SCHEDULER_FILE`` or ``GPIPE_SCHEDULER_ADDRESS`` environment variable
     (what the scripts in ``cluster/`` export); a ``LocalCUDACluster`` with one
-    worker per visible GPU; else a ``LocalCluster`` of worker processes. A local
-    cluster listens on this machine's loopback interface only (scheduler,
-    workers and dashboard, at ``127.0.0.1:8787`` or the next free port): Dask
-    runs whatever a client that reaches the scheduler sends, so pass ``host``
-    and ``dashboard_address`` to open it up, on a private network only. Its
+    worker per visible GPU; else a ``LocalCluster`` of worker processes. Dask
+    runs whatever a client that connects sends, and on a shared machine the
+    loopback interface is open to every user: so a local cluster speaks TLS
+    with a certificate made for it (Dask's ``Security.temporary()``), which
+    only this process and its workers hold (``connect(address=...)`` here finds
+    it), and listens on this machine's loopback interface only (scheduler,
+    workers and dashboard, at ``127.0.0.1:8787`` or the next free port); pass
+    ``host``, ``dashboard_address`` and ``security`` to open it up. A
+    cluster's scheduler file brings the certificate that the scripts of
+    ``cluster/`` make, in the folder beside it (``scheduler.json`` ->
+    ``scheduler.tls``); else Dask's ``distributed.comm.tls`` settings are used. Its
     worker processes, and those their nannies start again (after running out
     of memory), ignore Ctrl-C once they join (a terminal sends it to all of
     them; the client stops them) and leave the gpipe errors of their tasks to
@@ -61,7 +85,8 @@ def connect(scheduler_file: str | None = None, address: str | None = None, *, n_
         worker has one). 'gpu' without a usable GPU raises.
     **cluster_kwargs
         Passed to ``LocalCluster`` / ``LocalCUDACluster`` (default
-        ``host='127.0.0.1'``, ``dashboard_address='127.0.0.1:8787'``).
+        ``host='127.0.0.1'``, ``dashboard_address='127.0.0.1:8787'``,
+        ``security=Security.temporary()``).
 
     Returns
     -------
@@ -75,8 +100,8 @@ def connect(scheduler_file: str | None = None, address: str | None = None, *, n_
     GpipeValueError
         The address is not a scheduler address, or the scheduler file is not one Dask wrote.
     GpipeError
-        The scheduler cannot be reached, or its file did not appear, or the workers did not join, within the
-        wait timeout.
+        The scheduler cannot be reached (or speaks TLS, and no certificate for it is here), or its file did
+        not appear, or the workers did not join, within the wait timeout.
 
     Examples
     --------
@@ -97,11 +122,18 @@ def connect(scheduler_file: str | None = None, address: str | None = None, *, n_
         try:
             if scheduler_file:
                 _wait_for_file(os.fspath(scheduler_file), timeout)
-                client = Client(scheduler_file=os.fspath(scheduler_file))
+            security = _security(scheduler_file and os.fspath(scheduler_file), address)
+            if scheduler_file:
+                client = Client(scheduler_file=os.fspath(scheduler_file), security=security)
             else:
-                client = Client(address)
+                client = Client(address, security=security)
         except OSError as exc:  # TimeoutError included
             raise GpipeError(f"cannot reach the scheduler of {where}: {exc}") from None
+        except TypeError as exc:  # Dask's "TLS expects a `ssl_context` argument": no credentials for a tls:// address
+            raise GpipeError(f"the scheduler of {where} speaks TLS, and this process holds no certificate for it "
+                             f"({exc}): connect in the process that started the cluster, through the scheduler file "
+                             f"of a cluster of cluster/*.sh (its credentials are beside it), or set Dask's "
+                             f"distributed.comm.tls settings") from None
         except ValueError as exc:  # Dask's reading of the address or of the file
             rule = "a scheduler file Dask wrote" if scheduler_file else "a scheduler address such as tcp://HOST:PORT"
             raise GpipeValueError(f"'{name}' must be {rule}, got {scheduler_file or address!r}: {exc}") from None
@@ -140,12 +172,16 @@ def _local_cluster(device: str, n_workers: int | None, threads_per_worker: int |
     if _importing_main_in_a_worker():
         raise GpipeError(f"gpipe.connect() was called while a worker process imported the script: {_GUARD}")
     kwargs = {"host": _LOOPBACK, "dashboard_address": f"{_LOOPBACK}:8787", **kwargs}
+    if "security" not in kwargs:
+        kwargs["security"] = Security.temporary()
     try:
-        return _start_local_cluster(device, n_workers, threads_per_worker, kwargs)
+        cluster = _start_local_cluster(device, n_workers, threads_per_worker, kwargs)
     except RuntimeError as exc:
         if "failed to start" not in str(exc) or not _main_is_a_script():
             raise
         raise GpipeError(f"the local cluster's workers failed to start ({exc}); in a script, {_GUARD}") from None
+    _LOCAL_SECURITY[cluster.scheduler_address] = cluster.security
+    return cluster
 
 
 def _importing_main_in_a_worker() -> bool:
