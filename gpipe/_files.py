@@ -255,6 +255,12 @@ def atomic_dir(path: str, *, owned: str, overwrite: bool = False, name: str = "p
         raise
 
 
+def _not_renamed(name: str, what: str, given: str, exc: OSError) -> GpipeValueError:
+    """``exc``, raised renaming a finished output to ``given``'s place, as the error naming ``name``."""
+    return GpipeValueError(f"'{name}' must be {what} gpipe can rename its finished output to, got {given!r}: "
+                           f"{exc.strerror} (renaming {exc.filename!r}); the output was not written")
+
+
 def _replace(tmp: str, path: str, name: str, given: str) -> None:
     """Rename ``tmp`` to ``path``, the folder there put aside first and removed once replaced; where a rename fails,
     that folder is back at ``path`` and the error names ``name`` and the system's reason."""
@@ -269,8 +275,7 @@ def _replace(tmp: str, path: str, name: str, given: str) -> None:
                 os.rename(old, path)
             raise
     except OSError as exc:
-        raise GpipeValueError(f"'{name}' must be a folder gpipe can rename its finished output to, got {given!r}: "
-                              f"{exc.strerror} (renaming {exc.filename!r}); the output was not written") from None
+        raise _not_renamed(name, "a folder", given, exc) from None
     if old is not None:
         shutil.rmtree(old, ignore_errors=True)
 
@@ -298,7 +303,8 @@ def atomic_file(path: str, mode: str = "w", *, name: str = "path"):
     ------
     GpipeValueError
         ``path`` is (or leads to) anything but a file, such as a folder, a FIFO or a device, or is a link that
-        leads nowhere; or the file cannot be created there (a file in the way of its folder, no permission).
+        leads nowhere; or the file cannot be created there (a file in the way of its folder, no permission), or
+        the finished file cannot be renamed to ``path`` (nothing is written then).
 
     Examples
     --------
@@ -322,7 +328,10 @@ def atomic_file(path: str, mode: str = "w", *, name: str = "path"):
         with f:
             yield f
         check_file_target(given, name)
-        os.replace(tmp, path)
+        try:
+            os.replace(tmp, path)
+        except OSError as exc:
+            raise _not_renamed(name, "a file", given, exc) from None
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.remove(tmp)

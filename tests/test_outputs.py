@@ -403,3 +403,21 @@ def test_overwrite_keeps_a_users_file_of_a_name_gpipe_writes_and_names_it(tmp_pa
     with atomic_dir(out, owned=r"summary\.json|walks\.txt", overwrite=True, name="out") as folder:
         (tmp_path / folder / "walks.txt").write_text("1 0\n")
     assert tree(out).keys() == {".gpipe-files.json", "walks.txt"}  # gpipe's own summary.json was replaced
+
+
+def test_a_finished_file_that_cannot_be_renamed_into_place_is_an_error_naming_it_and_leaves_nothing(
+        tmp_path, monkeypatch):
+    path = tmp_path / "summary.json"
+    path.write_text("run 1\n")
+    replace = os.replace
+
+    def busy(src, dst, *args, **kwargs):  # as a file bind-mounted at path
+        if os.fspath(dst) == str(path):
+            raise OSError(errno.EBUSY, os.strerror(errno.EBUSY), os.fspath(src), None, os.fspath(dst))
+        return replace(src, dst, *args, **kwargs)
+
+    monkeypatch.setattr(os, "replace", busy)
+    with pytest.raises(GpipeValueError, match=f"^'path' must be a file gpipe can rename its finished output to, got "
+                                              f"'{path}': Device or resource busy .*; the output was not written$"):
+        write_json(path, {"run": 2})
+    assert path.read_text() == "run 1\n" and sorted(p.name for p in tmp_path.iterdir()) == ["summary.json"]
