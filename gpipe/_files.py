@@ -7,7 +7,9 @@ folder (through a symbolic link, the folder it leads to), and lists the files it
 with their sizes and times, in ``.gpipe-files.json``; with ``overwrite`` it also replaces a
 folder that holds nothing but files gpipe writes there and that list names as they were
 written (no other file, no file changed or put in their place, no link, no empty folder), and
-refuses any other. A mount point cannot be renamed over, so it is refused before the work.
+refuses any other. A mount point (a container's volume, say) cannot be renamed over: its output
+is made in a hidden folder inside it, then moved up entry by entry, the earlier output's list
+moved aside first and the new list last, so that the folder is whole once its list is there.
 """
 
 from __future__ import annotations
@@ -120,12 +122,13 @@ def _write_manifest(folder: str) -> None:
         json.dump({"format": "gpipe-files", "version": 1, "files": files}, f)
 
 
-def _foreign_entry(folder: str, owned: re.Pattern) -> str | None:
+def _foreign_entry(folder: str, owned: re.Pattern, ignored: str | None = None) -> str | None:
     """The first entry under ``folder`` (by path) that is not gpipe's output, said in words: anything but a file
     ``owned`` matches (its path relative to the top folder, '/'-separated), or a folder holding only such entries
     (gpipe writes no link and no empty folder); then the first such file that the folder's :data:`MANIFEST` does
-    not list as written (the same size and time). None when there is none."""
-    entries = list(_files_under(folder))
+    not list as written (the same size and time). None when there is none; the entry ``ignored`` is not looked
+    at."""
+    entries = [(relative, entry) for relative, entry in _files_under(folder) if relative.split("/")[0] != ignored]
     for relative, entry in entries:
         if entry.is_dir(follow_symlinks=False):
             if not os.listdir(entry.path):
@@ -145,11 +148,12 @@ def _foreign_entry(folder: str, owned: re.Pattern) -> str | None:
     return None
 
 
-def check_folder_target(path: str, name: str, owned: re.Pattern, overwrite: bool) -> str:
+def check_folder_target(path: str, name: str, owned: re.Pattern, overwrite: bool, *, ignored: str | None = None) -> str:
     """The folder that writing ``path`` replaces: ``path``, or the folder a symbolic link there leads to.
 
     Refuse to replace it unless it is absent, an empty folder, or (``overwrite``) gpipe's output only (a
-    ``GpipeValueError`` naming ``name``): what :func:`atomic_dir` checks, for a caller to check before its work."""
+    ``GpipeValueError`` naming ``name``): what :func:`atomic_dir` checks, for a caller to check before its work.
+    The entry named ``ignored`` (atomic_dir's temporary folder inside a mount point) is not looked at."""
     given = os.path.abspath(path)
     rule = "a folder to write into"
     path = _resolved(given, name, rule, "folder")
@@ -157,17 +161,14 @@ def check_folder_target(path: str, name: str, owned: re.Pattern, overwrite: bool
         return path
     if not os.path.isdir(path):
         raise _refused_kind(name, rule, given, path)
-    if os.path.ismount(path):
-        raise GpipeValueError(f"'{name}' must be a folder gpipe can rename its finished output to, got {given!r}: it "
-                              "is a mount point, which cannot be renamed over; write into a new folder inside it")
-    entries = sorted(os.listdir(path))
+    entries = sorted(entry for entry in os.listdir(path) if entry != ignored)
     if not entries:
         return path
     if not overwrite:
         listed = ", ".join(map(repr, entries[:3])) + (", ..." if len(entries) > 3 else "")
         raise GpipeValueError(f"'{name}' must be a new or empty folder unless overwrite is set, got {given!r}: "
                               f"it holds {len(entries)} entries ({listed})")
-    foreign = _foreign_entry(path, owned)
+    foreign = _foreign_entry(path, owned, ignored)
     if foreign is not None:
         raise GpipeValueError(f"'{name}' must hold only gpipe's output to be overwritten, got {given!r}: {foreign}")
     return path
@@ -201,7 +202,8 @@ def atomic_dir(path: str, *, owned: str, overwrite: bool = False, name: str = "p
     path : str
         The folder to write: new, empty, or (``overwrite``) holding only files that ``owned`` matches and
         that its ``.gpipe-files.json`` lists as written; or a symbolic link to such a folder, which is
-        replaced, the link kept. Not a mount point (which cannot be renamed over).
+        replaced, the link kept. In a mount point, which cannot be renamed over, the output is made in a
+        hidden folder inside it and moved up, entry by entry, its ``.gpipe-files.json`` last.
     owned : str
         A regular expression that matches the path, relative to the folder and '/'-separated, of every
         file written there (``summary\\.json|edges\\.parquet``).
@@ -218,7 +220,7 @@ def atomic_dir(path: str, *, owned: str, overwrite: bool = False, name: str = "p
     Raises
     ------
     GpipeValueError
-        ``path`` may not be replaced (a file, a mount point, a folder that is not empty without
+        ``path`` may not be replaced (a file, a folder that is not empty without
         ``overwrite``, or one holding anything but files ``owned`` matches as gpipe wrote them: another
         file, a file of that name gpipe did not write, a link, an empty folder), no folder can be created
         there, or the finished output cannot be renamed to ``path`` (nothing is written then).
@@ -239,7 +241,8 @@ def atomic_dir(path: str, *, owned: str, overwrite: bool = False, name: str = "p
     owned_files = re.compile(owned)
     check_bool("overwrite", overwrite)
     path = check_folder_target(given, name, owned_files, overwrite)
-    tmp = _temporary(path)
+    inside = os.path.ismount(path)  # a mount point cannot be renamed over: the output is made inside it
+    tmp = os.path.join(path, f".gpipe.tmp-{uuid.uuid4().hex[:8]}") if inside else _temporary(path)
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         os.makedirs(tmp)
@@ -248,8 +251,8 @@ def atomic_dir(path: str, *, owned: str, overwrite: bool = False, name: str = "p
     try:
         yield tmp
         _write_manifest(tmp)
-        check_folder_target(given, name, owned_files, overwrite)
-        _replace(tmp, path, name, given)
+        check_folder_target(given, name, owned_files, overwrite, ignored=os.path.basename(tmp) if inside else None)
+        (_fill if inside else _replace)(tmp, path, name, given)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
@@ -278,6 +281,36 @@ def _replace(tmp: str, path: str, name: str, given: str) -> None:
         raise _not_renamed(name, "a folder", given, exc) from None
     if old is not None:
         shutil.rmtree(old, ignore_errors=True)
+
+
+def _fill(tmp: str, path: str, name: str, given: str) -> None:
+    """Move the entries of ``tmp``, a folder inside the mount point ``path``, up into ``path``: the earlier output's
+    entries aside first (its list first), then the new ones (the list last), then the earlier ones removed; where a
+    rename fails, every entry moved goes back and the error names ``name`` and the system's reason."""
+    old = os.path.join(path, f".gpipe.old-{uuid.uuid4().hex[:8]}")
+    earlier = sorted(set(os.listdir(path)) - {os.path.basename(tmp)}, key=lambda entry: entry != MANIFEST)
+    new = sorted(os.listdir(tmp), key=lambda entry: entry == MANIFEST)
+    moved = []
+    try:
+        try:
+            os.mkdir(old)
+            for entry in earlier:
+                moved.append((os.path.join(path, entry), os.path.join(old, entry)))
+                os.rename(*moved[-1])
+            for entry in new:
+                moved.append((os.path.join(tmp, entry), os.path.join(path, entry)))
+                os.rename(*moved[-1])
+        except BaseException:  # the earlier output goes back where it was, the new one back into tmp
+            for src, dst in reversed(moved):
+                with contextlib.suppress(OSError):
+                    os.rename(dst, src)
+            with contextlib.suppress(OSError):
+                os.rmdir(old)
+            raise
+    except OSError as exc:
+        raise _not_renamed(name, "a folder", given, exc) from None
+    shutil.rmtree(old, ignore_errors=True)
+    os.rmdir(tmp)
 
 
 @contextlib.contextmanager

@@ -367,18 +367,65 @@ def test_a_finished_output_that_cannot_be_renamed_into_place_is_an_error_naming_
     assert sorted(p.name for p in tmp_path.iterdir()) == ([] if before == "absent" else ["out"])
 
 
-def test_a_mount_point_is_refused_before_the_work(tmp_path, monkeypatch):
-    """A mount point cannot be renamed over (EBUSY): the run's work would be lost at the end."""
-    out = tmp_path / "mnt"
-    out.mkdir()
+def _a_mount_point(tmp_path, monkeypatch):
+    """An empty folder that behaves as a mount point (a container's volume): renaming it, or over it, fails."""
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
     ismount = os.path.ismount
-    monkeypatch.setattr(os.path, "ismount", lambda p: os.fspath(p) == str(out) or ismount(p))
+    monkeypatch.setattr(os.path, "ismount", lambda p: os.fspath(p) == str(mnt) or ismount(p))
+    _busy_at(mnt, monkeypatch)
+    return mnt
+
+
+def _notes(out, text: str, overwrite: bool = False):
+    before = tree(out)
+    with atomic_dir(out, owned=r"notes\.txt|walks\.parquet/part-\d\.parquet", overwrite=overwrite, name="out") as folder:
+        assert tree(out) == before  # nothing appears before the end
+        os.mkdir(os.path.join(folder, "walks.parquet"))
+        for part in range(2):
+            with open(os.path.join(folder, "walks.parquet", f"part-{part}.parquet"), "w") as f:
+                f.write(text)
+        with open(os.path.join(folder, "notes.txt"), "w") as f:
+            f.write(text)
+
+
+def test_a_mount_point_is_written_in_place_and_overwritten_with_its_own_output_only(tmp_path, monkeypatch):
+    """The run's work is kept: the output is made inside the mount point, then moved up, its list last."""
+    mnt = _a_mount_point(tmp_path, monkeypatch)
+    _notes(mnt, "run 1\n")
+    assert tree(mnt).keys() == {".gpipe-files.json", "notes.txt", "walks.parquet/part-0.parquet",
+                                "walks.parquet/part-1.parquet"}
+    with pytest.raises(GpipeValueError, match="must be a new or empty folder unless overwrite is set"):
+        _notes(mnt, "run 2\n")
+    _notes(mnt, "run 2\n", overwrite=True)
+    assert tree(mnt)["notes.txt"] == tree(mnt)["walks.parquet/part-1.parquet"] == b"run 2\n"
+    (mnt / "notes.txt").write_text("mine now\n")
+    with pytest.raises(GpipeValueError, match="'notes.txt' is not the file gpipe wrote there"):
+        _notes(mnt, "run 3\n", overwrite=True)
+    assert (mnt / "notes.txt").read_text() == "mine now\n" and sorted(p.name for p in tmp_path.iterdir()) == ["mnt"]
+    assert sorted(p.name for p in mnt.iterdir()) == [".gpipe-files.json", "notes.txt", "walks.parquet"]
+
+
+def test_a_mount_point_whose_output_cannot_be_moved_up_keeps_the_earlier_output(tmp_path, monkeypatch):
+    mnt = _a_mount_point(tmp_path, monkeypatch)
+    _notes(mnt, "run 1\n")
+    before = tree(mnt)
+    rename = os.rename
+
+    def fails_on_the_notes(src, dst, *args, **kwargs):  # the new notes, after the new walks.parquet has moved up
+        if os.fspath(dst) == str(mnt / "notes.txt") and ".gpipe.tmp-" in os.fspath(src):
+            raise OSError(errno.EIO, os.strerror(errno.EIO), os.fspath(src), None, os.fspath(dst))
+        return rename(src, dst, *args, **kwargs)
+
+    monkeypatch.setattr(os, "rename", fails_on_the_notes)
     with pytest.raises(GpipeValueError, match=f"^'out' must be a folder gpipe can rename its finished output to, got "
-                                              f"'{out}': it is a mount point, which cannot be renamed over; write into "
-                                              "a new folder inside it$"):
-        with atomic_dir(out, owned=r"notes\.txt", name="out"):
-            raise AssertionError("the work began")
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["mnt"] and not os.listdir(out)
+                                              f"'{mnt}': Input/output error .*; the output was not written$"):
+        _notes(mnt, "run 2\n", overwrite=True)
+    assert tree(mnt) == before and sorted(p.name for p in tmp_path.iterdir()) == ["mnt"]
+    with pytest.raises(KeyboardInterrupt):  # an interrupted run leaves the mount point as it was too
+        with atomic_dir(mnt, owned=r"notes\.txt|walks\.parquet/part-\d\.parquet", overwrite=True):
+            raise KeyboardInterrupt
+    assert tree(mnt) == before
 
 
 def test_overwrite_keeps_a_users_file_of_a_name_gpipe_writes_and_names_it(tmp_path):
