@@ -3,9 +3,13 @@
 A writer removes nothing but its own output. A file writer replaces the regular file it is
 given (as pandas does: through a symbolic link, the file the link leads to) and refuses
 anything else there (a folder, a FIFO, a device). A folder writer writes into a new or empty
-folder (through a symbolic link, the folder it leads to); with ``overwrite`` it also replaces
-a folder that holds nothing but files gpipe writes there (no other file, no link, no empty
-folder), and refuses any other.
+folder (through a symbolic link, the folder it leads to), and lists the files it wrote there,
+with their sizes and times, in ``.gpipe-files.json``; with ``overwrite`` it also replaces a
+folder that holds nothing but files gpipe writes there and that list names as they were
+written (no other file, no file changed or put in their place, no link, no empty folder), and
+refuses any other. A mount point (a container's volume, say) cannot be renamed over: its output
+is made in a hidden folder inside it, then moved up entry by entry, the earlier output's list
+moved aside first and the new list last, so that the folder is whole once its list is there.
 """
 
 from __future__ import annotations
@@ -28,6 +32,10 @@ WALK_FILES = r"walks-\d{12}\.parquet"
 SAMPLE_FILES = r"(?:edges|nodes)-\d{6}\.parquet"
 EMBEDDING_FILES = r"embeddings-\d{6}\.parquet"
 SCORE_FILES = r"scores-\d{6}\.parquet"
+
+# The list of what a folder writer wrote in its folder: the files' paths (relative, '/'-separated), each with its
+# size and modification time, so that a file put in place of one of them is not taken for gpipe's.
+MANIFEST = ".gpipe-files.json"
 
 _KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISREG, "a file"), (stat.S_ISLNK, "a symbolic link"),
           (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
@@ -80,32 +88,72 @@ def _not_creatable(name: str, what: str, given: str, target: str, tmp: str, exc:
     return GpipeValueError(f"'{name}' must be {what} gpipe can create, got {given!r}: {reason}")
 
 
-def _foreign_entry(folder: str, owned: re.Pattern, prefix: str = "") -> str | None:
-    """The first entry under ``folder`` (by path) that is not gpipe's output, said in words: anything but a file
-    ``owned`` matches (its path relative to the top folder, '/'-separated) or a folder holding only such entries
-    (gpipe writes no link and no empty folder); None when there is none."""
+def _written(folder: str) -> dict[str, list[int]]:
+    """What :data:`MANIFEST` in ``folder`` says gpipe wrote there (path -> [size, mtime_ns]); nothing when it is
+    absent or not such a list."""
+    try:
+        with open(os.path.join(folder, MANIFEST)) as f:
+            files = json.load(f)["files"]
+    except (OSError, ValueError, TypeError, KeyError):
+        return {}
+    return files if isinstance(files, dict) else {}
+
+
+def _identity(entry: os.DirEntry) -> list[int]:
+    st = entry.stat(follow_symlinks=False)
+    return [st.st_size, st.st_mtime_ns]
+
+
+def _files_under(folder: str, prefix: str = ""):
+    """``(relative path, DirEntry)`` of each entry under ``folder``, by path, depth first."""
     with os.scandir(folder) as listing:
         entries = sorted(listing, key=lambda entry: entry.name)
-    if not entries and prefix:
-        return f"{prefix[:-1]!r} is an empty folder, not a file gpipe writes there"
     for entry in entries:
-        relative = prefix + entry.name
+        yield prefix + entry.name, entry
         if entry.is_dir(follow_symlinks=False):
-            foreign = _foreign_entry(entry.path, owned, relative + "/")
-            if foreign is not None:
-                return foreign
+            yield from _files_under(entry.path, prefix + entry.name + "/")
+
+
+def _write_manifest(folder: str) -> None:
+    """List every file under ``folder`` in its :data:`MANIFEST`, as written now."""
+    files = {relative: _identity(entry) for relative, entry in _files_under(folder)
+             if relative != MANIFEST and entry.is_file(follow_symlinks=False)}
+    with open(os.path.join(folder, MANIFEST), "w") as f:
+        json.dump({"format": "gpipe-files", "version": 1, "files": files}, f)
+
+
+def _foreign_entry(folder: str, owned: re.Pattern, ignored: str | None = None) -> str | None:
+    """The first entry under ``folder`` (by path) that is not gpipe's output, said in words: anything but a file
+    ``owned`` matches (its path relative to the top folder, '/'-separated), or a folder holding only such entries
+    (gpipe writes no link and no empty folder); then the first such file that the folder's :data:`MANIFEST` does
+    not list as written (the same size and time). None when there is none; the entry ``ignored`` is not looked
+    at."""
+    entries = [(relative, entry) for relative, entry in _files_under(folder) if relative.split("/")[0] != ignored]
+    for relative, entry in entries:
+        if entry.is_dir(follow_symlinks=False):
+            if not os.listdir(entry.path):
+                return f"{relative!r} is an empty folder, not a file gpipe writes there"
         elif not entry.is_file(follow_symlinks=False):
             return f"{relative!r} is {_kind(entry.path)}, not a file gpipe writes there"
-        elif not owned.fullmatch(relative):
+        elif not (owned.fullmatch(relative) or os.path.basename(relative) == MANIFEST):
             return f"{relative!r} is not a file gpipe writes there"
+    written = _written(folder)
+    for relative, entry in entries:
+        if relative == MANIFEST or entry.is_dir(follow_symlinks=False):
+            continue
+        if relative not in written:
+            return f"{relative!r} is not a file gpipe wrote there (its {MANIFEST} does not list it)"
+        if written[relative] != _identity(entry):
+            return f"{relative!r} is not the file gpipe wrote there (changed since: its {MANIFEST} lists another)"
     return None
 
 
-def check_folder_target(path: str, name: str, owned: re.Pattern, overwrite: bool) -> str:
+def check_folder_target(path: str, name: str, owned: re.Pattern, overwrite: bool, *, ignored: str | None = None) -> str:
     """The folder that writing ``path`` replaces: ``path``, or the folder a symbolic link there leads to.
 
     Refuse to replace it unless it is absent, an empty folder, or (``overwrite``) gpipe's output only (a
-    ``GpipeValueError`` naming ``name``): what :func:`atomic_dir` checks, for a caller to check before its work."""
+    ``GpipeValueError`` naming ``name``): what :func:`atomic_dir` checks, for a caller to check before its work.
+    The entry named ``ignored`` (atomic_dir's temporary folder inside a mount point) is not looked at."""
     given = os.path.abspath(path)
     rule = "a folder to write into"
     path = _resolved(given, name, rule, "folder")
@@ -113,14 +161,14 @@ def check_folder_target(path: str, name: str, owned: re.Pattern, overwrite: bool
         return path
     if not os.path.isdir(path):
         raise _refused_kind(name, rule, given, path)
-    entries = sorted(os.listdir(path))
+    entries = sorted(entry for entry in os.listdir(path) if entry != ignored)
     if not entries:
         return path
     if not overwrite:
         listed = ", ".join(map(repr, entries[:3])) + (", ..." if len(entries) > 3 else "")
         raise GpipeValueError(f"'{name}' must be a new or empty folder unless overwrite is set, got {given!r}: "
                               f"it holds {len(entries)} entries ({listed})")
-    foreign = _foreign_entry(path, owned)
+    foreign = _foreign_entry(path, owned, ignored)
     if foreign is not None:
         raise GpipeValueError(f"'{name}' must hold only gpipe's output to be overwritten, got {given!r}: {foreign}")
     return path
@@ -145,18 +193,22 @@ def atomic_dir(path: str, *, owned: str, overwrite: bool = False, name: str = "p
 
     ``path`` is checked before the block, so that a refusal comes before the work, and again
     before the swap, which replaces exactly what was checked. A block that raises (an
-    interrupt too) leaves ``path`` as it was and removes the temporary folder.
+    interrupt too), or a swap that fails, leaves ``path`` as it was and removes the temporary
+    folder. The files written are listed, with their sizes and times, in the folder's
+    ``.gpipe-files.json``: what ``overwrite`` may replace later.
 
     Parameters
     ----------
     path : str
-        The folder to write: new, empty, or (``overwrite``) holding only files that ``owned`` matches; or a
-        symbolic link to such a folder, which is replaced, the link kept.
+        The folder to write: new, empty, or (``overwrite``) holding only files that ``owned`` matches and
+        that its ``.gpipe-files.json`` lists as written; or a symbolic link to such a folder, which is
+        replaced, the link kept. In a mount point, which cannot be renamed over, the output is made in a
+        hidden folder inside it and moved up, entry by entry, its ``.gpipe-files.json`` last.
     owned : str
         A regular expression that matches the path, relative to the folder and '/'-separated, of every
         file written there (``summary\\.json|edges\\.parquet``).
     overwrite : bool
-        Replace a folder of earlier output (only files that ``owned`` matches).
+        Replace a folder of earlier output (only files that ``owned`` matches, as gpipe wrote them).
     name : str
         The parameter or config key that gave ``path``, named in the errors.
 
@@ -168,9 +220,10 @@ def atomic_dir(path: str, *, owned: str, overwrite: bool = False, name: str = "p
     Raises
     ------
     GpipeValueError
-        ``path`` may not be replaced (a file, a folder that is not empty without ``overwrite``, or one
-        holding anything but files ``owned`` matches: another file, a link, an empty folder), or no folder
-        can be created there.
+        ``path`` may not be replaced (a file, a folder that is not empty without
+        ``overwrite``, or one holding anything but files ``owned`` matches as gpipe wrote them: another
+        file, a file of that name gpipe did not write, a link, an empty folder), no folder can be created
+        there, or the finished output cannot be renamed to ``path`` (nothing is written then).
 
     Examples
     --------
@@ -181,14 +234,15 @@ def atomic_dir(path: str, *, owned: str, overwrite: bool = False, name: str = "p
     ...     _ = open(os.path.join(folder, "notes.txt"), "w").write("complete or absent\\n")
     ...     os.path.exists(out)
     False
-    >>> os.listdir(out)
-    ['notes.txt']
+    >>> sorted(os.listdir(out))
+    ['.gpipe-files.json', 'notes.txt']
     """
     given = os.path.abspath(path)
     owned_files = re.compile(owned)
     check_bool("overwrite", overwrite)
     path = check_folder_target(given, name, owned_files, overwrite)
-    tmp = _temporary(path)
+    inside = os.path.ismount(path)  # a mount point cannot be renamed over: the output is made inside it
+    tmp = os.path.join(path, f".gpipe.tmp-{uuid.uuid4().hex[:8]}") if inside else _temporary(path)
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         os.makedirs(tmp)
@@ -196,23 +250,67 @@ def atomic_dir(path: str, *, owned: str, overwrite: bool = False, name: str = "p
         raise _not_creatable(name, "a folder", given, path, tmp, exc) from None
     try:
         yield tmp
-        check_folder_target(given, name, owned_files, overwrite)
+        _write_manifest(tmp)
+        check_folder_target(given, name, owned_files, overwrite, ignored=os.path.basename(tmp) if inside else None)
+        (_fill if inside else _replace)(tmp, path, name, given)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    old = None
-    if os.path.lexists(path):
-        old = _temporary(path)
-        os.rename(path, old)
+
+
+def _not_renamed(name: str, what: str, given: str, exc: OSError) -> GpipeValueError:
+    """``exc``, raised renaming a finished output to ``given``'s place, as the error naming ``name``."""
+    return GpipeValueError(f"'{name}' must be {what} gpipe can rename its finished output to, got {given!r}: "
+                           f"{exc.strerror} (renaming {exc.filename!r}); the output was not written")
+
+
+def _replace(tmp: str, path: str, name: str, given: str) -> None:
+    """Rename ``tmp`` to ``path``, the folder there put aside first and removed once replaced; where a rename fails,
+    that folder is back at ``path`` and the error names ``name`` and the system's reason."""
+    old = _temporary(path) if os.path.lexists(path) else None
     try:
-        os.rename(tmp, path)
-    except BaseException:  # the earlier output goes back where it was, under its own name
         if old is not None:
-            os.rename(old, path)
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+            os.rename(path, old)
+        try:
+            os.rename(tmp, path)
+        except BaseException:  # the earlier output goes back where it was, under its own name
+            if old is not None:
+                os.rename(old, path)
+            raise
+    except OSError as exc:
+        raise _not_renamed(name, "a folder", given, exc) from None
     if old is not None:
         shutil.rmtree(old, ignore_errors=True)
+
+
+def _fill(tmp: str, path: str, name: str, given: str) -> None:
+    """Move the entries of ``tmp``, a folder inside the mount point ``path``, up into ``path``: the earlier output's
+    entries aside first (its list first), then the new ones (the list last), then the earlier ones removed; where a
+    rename fails, every entry moved goes back and the error names ``name`` and the system's reason."""
+    old = os.path.join(path, f".gpipe.old-{uuid.uuid4().hex[:8]}")
+    earlier = sorted(set(os.listdir(path)) - {os.path.basename(tmp)}, key=lambda entry: entry != MANIFEST)
+    new = sorted(os.listdir(tmp), key=lambda entry: entry == MANIFEST)
+    moved = []
+    try:
+        try:
+            os.mkdir(old)
+            for entry in earlier:
+                moved.append((os.path.join(path, entry), os.path.join(old, entry)))
+                os.rename(*moved[-1])
+            for entry in new:
+                moved.append((os.path.join(tmp, entry), os.path.join(path, entry)))
+                os.rename(*moved[-1])
+        except BaseException:  # the earlier output goes back where it was, the new one back into tmp
+            for src, dst in reversed(moved):
+                with contextlib.suppress(OSError):
+                    os.rename(dst, src)
+            with contextlib.suppress(OSError):
+                os.rmdir(old)
+            raise
+    except OSError as exc:
+        raise _not_renamed(name, "a folder", given, exc) from None
+    shutil.rmtree(old, ignore_errors=True)
+    os.rmdir(tmp)
 
 
 @contextlib.contextmanager
@@ -238,7 +336,8 @@ def atomic_file(path: str, mode: str = "w", *, name: str = "path"):
     ------
     GpipeValueError
         ``path`` is (or leads to) anything but a file, such as a folder, a FIFO or a device, or is a link that
-        leads nowhere; or the file cannot be created there (a file in the way of its folder, no permission).
+        leads nowhere; or the file cannot be created there (a file in the way of its folder, no permission), or
+        the finished file cannot be renamed to ``path`` (nothing is written then).
 
     Examples
     --------
@@ -262,7 +361,10 @@ def atomic_file(path: str, mode: str = "w", *, name: str = "path"):
         with f:
             yield f
         check_file_target(given, name)
-        os.replace(tmp, path)
+        try:
+            os.replace(tmp, path)
+        except OSError as exc:
+            raise _not_renamed(name, "a file", given, exc) from None
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.remove(tmp)

@@ -9,6 +9,7 @@ from collections.abc import Iterable
 
 import cloudpickle
 import numpy as np
+from distributed import Client
 
 from .errors import GpipeValueError
 
@@ -88,6 +89,16 @@ def _length(row) -> int:
         return 1 if isinstance(row, str) else len(row)
     except TypeError:  # a scalar among the rows
         return 1
+
+
+def check_client(name: str, value) -> Client:
+    """A Dask client still connected to its cluster."""
+    if not isinstance(value, Client):
+        raise GpipeValueError(f"'{name}' must be a distributed.Client (gpipe.connect() returns one), got {value!r}")
+    if value.status != "running":
+        raise GpipeValueError(f"'{name}' must be a connected client, got one that is {value.status}: connect again "
+                              "with gpipe.connect()")
+    return value
 
 
 def check_picklable(name: str, value):

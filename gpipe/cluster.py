@@ -7,9 +7,10 @@ import sys
 import time
 
 from distributed import Client, LocalCluster
+from distributed.security import Security
 
 from . import config, kernels
-from ._validate import check_callable, check_choice, check_optional_int
+from ._validate import check_callable, check_choice, check_client, check_optional_int
 from .backend import DEVICES, gpu_count, gpu_problem, resolve
 from .errors import DeviceUnavailableError, GpipeError, GpipeValueError
 from .runtime import attach, gathered, on_worker, worker_device, workers_info
@@ -17,6 +18,9 @@ from .runtime import attach, gathered, on_worker, worker_device, workers_info
 ENV_SCHEDULER_FILE = "GPIPE_SCHEDULER_FILE"
 ENV_ADDRESS = "GPIPE_SCHEDULER_ADDRESS"
 _LOOPBACK = "127.0.0.1"  # where a local cluster listens unless told otherwise
+# The credentials of the local clusters this process started (scheduler address -> their Security): only the
+# processes holding them connect, so connect(address=...) here finds them, and no other user's process does.
+_LOCAL_SECURITY: dict[str, Security] = {}
 
 
 class _LocalClient(Client):
@@ -25,8 +29,22 @@ class _LocalClient(Client):
     def close(self, *args, **kwargs):
         result = super().close(*args, **kwargs)
         if self.cluster is not None and self.cluster.status.name not in ("closed", "closing"):
+            _LOCAL_SECURITY.pop(self.cluster.scheduler_address, None)
             self.cluster.close()
         return result
+
+
+def _security(scheduler_file: str | None, address: str | None) -> Security | None:
+    """The credentials to reach a cluster: those the scripts of ``cluster/`` make beside its scheduler file
+    (``scheduler.json`` -> ``scheduler.tls/cert.pem``, ``key.pem``; the certificate its own authority), or those of
+    a local cluster this process started; None: Dask's config (``distributed.comm.tls``)."""
+    if scheduler_file is None:
+        return _LOCAL_SECURITY.get(address)
+    folder = (scheduler_file[:-len(".json")] if scheduler_file.endswith(".json") else scheduler_file) + ".tls"
+    if not os.path.isdir(folder):
+        return None
+    cert, key = os.path.join(folder, "cert.pem"), os.path.join(folder, "key.pem")
+    return Security(require_encryption=True, tls_ca_file=cert, tls_client_cert=cert, tls_client_key=key)
 
 
 def connect(scheduler_file: str | None = None, address: str | None = None, *, n_workers: int | None = None,
@@ -36,11 +54,17 @@ def connect(scheduler_file: str | None = None, address: str | None = None, *, n_
     The cluster is, in order: ``scheduler_file`` or ``address`` when given; the
     ``GPIPE_SCHEDULER_FILE`` or ``GPIPE_SCHEDULER_ADDRESS`` environment variable
     (what the scripts in ``cluster/`` export); a ``LocalCUDACluster`` with one
-    worker per visible GPU; else a ``LocalCluster`` of worker processes. A local
-    cluster listens on this machine's loopback interface only (scheduler,
-    workers and dashboard, at ``127.0.0.1:8787`` or the next free port): Dask
-    runs whatever a client that reaches the scheduler sends, so pass ``host``
-    and ``dashboard_address`` to open it up, on a private network only. Its
+    worker per visible GPU; else a ``LocalCluster`` of worker processes. Dask
+    runs whatever a client that connects sends, and on a shared machine the
+    loopback interface is open to every user: so a local cluster speaks TLS
+    with a certificate made for it (Dask's ``Security.temporary()``), which
+    only this process and its workers hold (``connect(address=...)`` here finds
+    it), and listens on this machine's loopback interface only (scheduler,
+    workers and dashboard, at ``127.0.0.1:8787`` or the next free port); pass
+    ``host``, ``dashboard_address`` and ``security`` to open it up. A
+    cluster's scheduler file brings the certificate that the scripts of
+    ``cluster/`` make, in the folder beside it (``scheduler.json`` ->
+    ``scheduler.tls``); else Dask's ``distributed.comm.tls`` settings are used. Its
     worker processes, and those their nannies start again (after running out
     of memory), ignore Ctrl-C once they join (a terminal sends it to all of
     them; the client stops them) and leave the gpipe errors of their tasks to
@@ -61,7 +85,8 @@ def connect(scheduler_file: str | None = None, address: str | None = None, *, n_
         worker has one). 'gpu' without a usable GPU raises.
     **cluster_kwargs
         Passed to ``LocalCluster`` / ``LocalCUDACluster`` (default
-        ``host='127.0.0.1'``, ``dashboard_address='127.0.0.1:8787'``).
+        ``host='127.0.0.1'``, ``dashboard_address='127.0.0.1:8787'``,
+        ``security=Security.temporary()``).
 
     Returns
     -------
@@ -72,8 +97,11 @@ def connect(scheduler_file: str | None = None, address: str | None = None, *, n_
     ------
     DeviceUnavailableError
         ``device='gpu'`` and no worker can use a GPU (the message says what is missing).
+    GpipeValueError
+        The address is not a scheduler address, or the scheduler file is not one Dask wrote.
     GpipeError
-        The scheduler file did not appear, or the workers did not join, within the wait timeout.
+        The scheduler cannot be reached (or speaks TLS, and no certificate for it is here), or its file did
+        not appear, or the workers did not join, within the wait timeout.
 
     Examples
     --------
@@ -85,8 +113,7 @@ def connect(scheduler_file: str | None = None, address: str | None = None, *, n_
     device = check_choice("device", device or config.get("device"), DEVICES)
     n_workers = check_optional_int("n_workers", n_workers if n_workers is not None else config.get("cluster.n-workers"), minimum=1)
     threads_per_worker = check_optional_int("threads_per_worker", threads_per_worker, minimum=1)
-    scheduler_file = scheduler_file or os.environ.get(ENV_SCHEDULER_FILE) or config.get("cluster.scheduler-file")
-    address = address or os.environ.get(ENV_ADDRESS) or config.get("cluster.address")
+    (scheduler_file, address), name = named_cluster(scheduler_file, address)
     wait_for_workers = config.get("cluster.wait-for-workers")
     timeout = config.get("cluster.wait-timeout")
     if scheduler_file or address:
@@ -94,11 +121,21 @@ def connect(scheduler_file: str | None = None, address: str | None = None, *, n_
         try:
             if scheduler_file:
                 _wait_for_file(os.fspath(scheduler_file), timeout)
-                client = Client(scheduler_file=os.fspath(scheduler_file))
+            security = _security(scheduler_file and os.fspath(scheduler_file), address)
+            if scheduler_file:
+                client = Client(scheduler_file=os.fspath(scheduler_file), security=security)
             else:
-                client = Client(address)
+                client = Client(address, security=security)
         except OSError as exc:  # TimeoutError included
             raise GpipeError(f"cannot reach the scheduler of {where}: {exc}") from None
+        except TypeError as exc:  # Dask's "TLS expects a `ssl_context` argument": no credentials for a tls:// address
+            raise GpipeError(f"the scheduler of {where} speaks TLS, and this process holds no certificate for it "
+                             f"({exc}): connect in the process that started the cluster, through the scheduler file "
+                             f"of a cluster of cluster/*.sh (its credentials are beside it), or set Dask's "
+                             f"distributed.comm.tls settings") from None
+        except ValueError as exc:  # Dask's reading of the address or of the file
+            rule = "a scheduler file Dask wrote" if scheduler_file else "a scheduler address such as tcp://HOST:PORT"
+            raise GpipeValueError(f"'{name}' must be {rule}, got {scheduler_file or address!r}: {exc}") from None
     else:
         client = _LocalClient(_local_cluster(device, n_workers, threads_per_worker, cluster_kwargs))
     try:
@@ -111,6 +148,21 @@ def connect(scheduler_file: str | None = None, address: str | None = None, *, n_
     return client
 
 
+def named_cluster(scheduler_file: str | None = None, address: str | None = None) -> tuple[tuple, str | None]:
+    """``(scheduler_file, address)`` of the cluster :func:`connect` joins (both None: it starts one), in its order:
+    the arguments, the environment, the config; and the name of the one it uses, as the user gave it (the
+    parameter, the variable or the config key)."""
+    for names, values in ((("scheduler_file", "address"), (scheduler_file, address)),
+                          ((ENV_SCHEDULER_FILE, ENV_ADDRESS), (os.environ.get(ENV_SCHEDULER_FILE),
+                                                               os.environ.get(ENV_ADDRESS))),
+                          (("gpipe.cluster.scheduler-file", "gpipe.cluster.address"),
+                           (config.get("cluster.scheduler-file"), config.get("cluster.address")))):
+        for kind, (name, value) in enumerate(zip(names, values)):
+            if value:
+                return ((value, None) if kind == 0 else (None, value)), name
+    return (None, None), None
+
+
 _GUARD = ("worker processes re-import the main module: put the code that starts the cluster under "
           "`if __name__ == \"__main__\":`")
 
@@ -119,12 +171,16 @@ def _local_cluster(device: str, n_workers: int | None, threads_per_worker: int |
     if _importing_main_in_a_worker():
         raise GpipeError(f"gpipe.connect() was called while a worker process imported the script: {_GUARD}")
     kwargs = {"host": _LOOPBACK, "dashboard_address": f"{_LOOPBACK}:8787", **kwargs}
+    if "security" not in kwargs:
+        kwargs["security"] = Security.temporary()
     try:
-        return _start_local_cluster(device, n_workers, threads_per_worker, kwargs)
+        cluster = _start_local_cluster(device, n_workers, threads_per_worker, kwargs)
     except RuntimeError as exc:
         if "failed to start" not in str(exc) or not _main_is_a_script():
             raise
         raise GpipeError(f"the local cluster's workers failed to start ({exc}); in a script, {_GUARD}") from None
+    _LOCAL_SECURITY[cluster.scheduler_address] = cluster.security
+    return cluster
 
 
 def _importing_main_in_a_worker() -> bool:
@@ -206,6 +262,7 @@ def warmup(client: Client | None = None, *, device: str | None = None, progress=
     if client is None:
         device = resolve(check_choice("device", config.get("device") if device is None else device, DEVICES))
         return kernels.warm(device, None if progress is None else check_callable("progress", progress))
+    check_client("client", client)
     if device is not None or progress is not None:
         raise GpipeValueError("warmup on a cluster's workers compiles for each worker's own device, with no "
                               "progress here: pass neither 'device' nor 'progress' with a client (got "

@@ -501,7 +501,7 @@ def run(workflow: str, overrides: Iterable[str] = (), *, scheduler_file: str | N
       summary  .../sample/summary.json
     0
     >>> sorted(os.listdir(out))
-    ['edges.parquet', 'summary.json']
+    ['.gpipe-files.json', 'edges.parquet', 'summary.json']
     """
     script, config = _find(check_text("workflow", workflow))
     overrides = check_texts("overrides", overrides)

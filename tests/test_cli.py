@@ -152,7 +152,7 @@ def test_walk_deepwalk_on_a_generated_graph_in_both_formats(capsys, cpu_cluster,
     corpus = _walks(tmp_path / "walks.txt")
     assert len(corpus) == 2 * 128
     table = pd.concat(pd.read_parquet(tmp_path / "walks.parquet" / f)
-                      for f in sorted(os.listdir(tmp_path / "walks.parquet")))
+                      for f in sorted(os.listdir(tmp_path / "walks.parquet")) if f != ".gpipe-files.json")
     steps = table[[f"step_{j}" for j in range(5)]].to_numpy()
     assert [list(row[row >= 0]) for row in steps] == corpus
     summary = read_summary(tmp_path)
@@ -180,7 +180,8 @@ def test_walk_ppr_writes_scores_that_sum_to_one_per_source(capsys, cpu_cluster, 
     assert len(walks) == 20 and [w[0] for w in walks] == [0, 5] * 10
     scores = pd.read_parquet(tmp_path / "scores.parquet")  # a folder, a file per range of sources
     assert list(scores.columns) == ["source", "vertex", "score"]
-    assert all(p.name.startswith("scores-") for p in (tmp_path / "scores.parquet").iterdir())
+    assert all(p.name.startswith("scores-") or p.name == ".gpipe-files.json"  # and the list of what was written
+               for p in (tmp_path / "scores.parquet").iterdir())
     assert set(scores["source"]) == {0, 5} and (scores["score"] > 0).all()
     assert scores.groupby("source")["score"].sum().to_numpy() == pytest.approx([1.0, 1.0])
     summary = read_summary(tmp_path)
@@ -535,7 +536,7 @@ def test_overwrite_replaces_the_whole_earlier_run(capsys, cpu_cluster, tmp_path)
     assert _walk_into(capsys, cpu_cluster, out, 1, "--format", "both")[0] == 0
     code, _, err = _walk_into(capsys, cpu_cluster, out, 2, "--overwrite")
     assert code == 0, err
-    assert sorted(p.name for p in out.iterdir()) == ["summary.json", "walks.txt"]  # no walks.parquet of run 1
+    assert sorted(p.name for p in out.iterdir()) == [".gpipe-files.json", "summary.json", "walks.txt"]  # no walks.parquet
     summary = read_summary(out)
     assert summary["parameters"]["seed"] == 2 and summary["outputs"]["corpus"] == str(out / "walks.txt")
     assert not list(tmp_path.glob(".*tmp*"))
@@ -643,6 +644,20 @@ def test_overwrite_keeps_a_folder_that_holds_other_files(capsys, cpu_cluster, tm
     assert "'walks.parquet/notes.md' is not a file gpipe writes there" in err and tree(out) == before
 
 
+def test_overwrite_keeps_a_users_own_summary_and_walks_and_names_them(capsys, tmp_path):
+    """Files of the names gpipe writes, but not written by gpipe (no run listed them): the user's, kept."""
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "summary.json").write_text('{"mine": true}\n')
+    (out / "walks.txt").write_text("my walks\n")
+    before = tree(out)
+    code = main(["walk", "deepwalk", "--graph", "rmat:7", "--out", str(out), "--overwrite",
+                 "--address", "tcp://127.0.0.1:1"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "'out' must hold only gpipe's output to be overwritten" in err
+    assert "'summary.json' is not a file gpipe wrote there" in err and tree(out) == before
+
+
 # -- gpipe mine ----------------------------------------------------------------------------------------------------
 def test_gpipe_mine_cliques_and_match_print_their_counts_and_write_the_embeddings(capsys, cpu_cluster, tmp_path):
     code, out, _ = _run(capsys, cpu_cluster, "mine", "cliques", "--graph", "rmat:8", "--k", "4", "--quiet")
@@ -658,8 +673,8 @@ def test_gpipe_mine_cliques_and_match_print_their_counts_and_write_the_embedding
     assert code == 0 and json.loads((tmp_path / "c.json").read_text())["outputs"]["embeddings"].endswith(
         "cliques.parquet")
     np.testing.assert_array_equal(pd.read_parquet(tmp_path / "cliques.parquet").to_numpy(), cliques.embeddings)
-    assert {p.name for p in (tmp_path / "cliques.parquet").iterdir()} == {  # a folder, a file per block
-        f"embeddings-{b:06d}.parquet" for b in range(len(cliques._listed.blocks))}
+    assert {p.name for p in (tmp_path / "cliques.parquet").iterdir()} == {  # a folder, a file per block, their list
+        ".gpipe-files.json", *(f"embeddings-{b:06d}.parquet" for b in range(len(cliques._listed.blocks)))}
     code, out, _ = _run(capsys, cpu_cluster, "mine", "match", "--graph", "rmat:8", "--pattern", "a-b,b-c",
                         "--induced", "--quiet", "--embeddings", str(tmp_path / "paths.parquet"))
     assert code == 0 and json.loads(out)["count"] == paths.count > 0
@@ -759,6 +774,19 @@ def test_warmup_compiles_here_and_prints_its_summary(capsys, monkeypatch):
     assert report["device"] == "cpu" and report["kernels"] == len(gpipe.kernels.declared()) + sum(
         k.templated for k in gpipe.kernels.declared())
     assert f"compiled {report['kernels']}/{report['kernels']} " in err
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--address", "x"], "gpipe: error: 'address' must be a scheduler address such as tcp://HOST:PORT, got 'x': "),
+    (["--scheduler-file", "/typo"], "gpipe: error: 'scheduler_file' must be the scheduler file of a running cluster, "
+                                    "got '/typo': no such file"),
+])
+def test_warmup_on_a_cluster_that_is_not_there_says_so_at_once_in_one_line(capsys, flags, message):
+    started = time.monotonic()
+    assert main(["warmup", *flags]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(message) and err.count("\n") == 1, err
+    assert time.monotonic() - started < 5
 
 
 def test_warmup_on_a_cluster_compiles_on_every_worker(capsys, cpu_cluster):

@@ -1,6 +1,8 @@
 """Connecting the way users do: local clusters, scheduler files (HPC jobs), addresses; device errors."""
 
+import asyncio
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -86,6 +88,47 @@ def test_a_local_cluster_listens_on_loopback_only(default_local):
     assert default_local.dashboard_link.startswith("http://127.0.0.1:")
     ports, pid = zip(*default_local.run(lambda dask_worker: (dask_worker.port, os.getpid())).values())
     assert _listening(psutil.Process(pid[0]), set(ports)) == {"127.0.0.1"}
+
+
+def _refused(address: str, **connection_args) -> bool:
+    """Whether a connection to ``address`` fails (a TLS handshake refused, or a plain one cut)."""
+    from distributed.comm import connect as dask_connect
+
+    async def attempt():
+        comm = await dask_connect(address, timeout=3, **connection_args)
+        try:
+            await comm.write({"op": "identity"})
+            await comm.read()
+        finally:
+            await comm.close()
+
+    try:
+        asyncio.run(attempt())
+    except (OSError, TypeError):  # TimeoutError and CommClosedError are OSErrors
+        return True
+    return False
+
+
+def test_a_local_cluster_lets_in_only_the_processes_holding_its_certificate(default_local):
+    """Loopback is not access control on a shared host: a local cluster speaks TLS with a certificate of its own."""
+    from distributed.security import Security
+
+    scheduler = default_local.scheduler.address
+    worker = next(iter(workers_info(default_local)))
+    assert scheduler.startswith("tls://127.0.0.1:") and worker.startswith("tls://127.0.0.1:")
+    strangers = Security.temporary().get_connection_args("client")  # a certificate of another cluster
+    for address in (scheduler, worker):
+        assert _refused(address, **strangers)
+        assert _refused(address.replace("tls://", "tcp://"))  # no TLS at all
+    assert not _refused(scheduler, **default_local.security.get_connection_args("client"))
+    with pytest.raises(gpipe.GpipeError, match="speaks TLS, and this process holds no certificate for it"):
+        held = gpipe.cluster._LOCAL_SECURITY.pop(scheduler)  # as another process sees it
+        try:
+            gpipe.connect(address=scheduler)
+        finally:
+            gpipe.cluster._LOCAL_SECURITY[scheduler] = held
+    with gpipe.connect(address=scheduler) as client:  # this process holds it
+        assert set(workers_info(client)) == set(workers_info(default_local))
 
 
 def test_the_workers_of_a_local_cluster_leave_ctrl_c_to_their_client(default_local):
@@ -292,3 +335,30 @@ def test_unique_on_the_host_is_numpys_by_a_sort(shape, high):
 def test_attach_refuses_a_local_flag_that_is_not_a_bool_naming_it(cpu):
     with pytest.raises(gpipe.GpipeValueError, match="^'local' must be true or false, got 'yes'$"):
         gpipe.attach(cpu, "cpu", local="yes")
+
+
+@pytest.mark.parametrize("address, message", [
+    ("bogus", "'address' must be a scheduler address such as tcp://HOST:PORT, got 'bogus': missing port number"),
+    ("foo://127.0.0.1:1", "'address' must be a scheduler address such as tcp://HOST:PORT, got 'foo://127.0.0.1:1': "
+                          "unknown address scheme 'foo'"),
+])
+def test_connect_to_a_malformed_address_says_what_an_address_is(address, message):
+    with pytest.raises(GpipeValueError, match=f"^{re.escape(message)}"):
+        gpipe.connect(address=address)
+
+
+def test_a_malformed_address_in_the_environment_is_named_by_its_variable(monkeypatch):
+    monkeypatch.setenv("GPIPE_SCHEDULER_ADDRESS", "bogus")
+    with pytest.raises(GpipeValueError, match="^'GPIPE_SCHEDULER_ADDRESS' must be a scheduler address"):
+        gpipe.connect()
+
+
+def test_warmup_of_something_other_than_a_connected_client_says_what_it_takes():
+    with pytest.raises(GpipeValueError, match=r"^'client' must be a distributed.Client \(gpipe.connect\(\) returns "
+                                              r"one\), got 'x'$"):
+        gpipe.warmup("x")
+    with gpipe.connect(n_workers=1, device="cpu", dashboard_address=":0") as client:
+        pass
+    with pytest.raises(GpipeValueError, match="^'client' must be a connected client, got one that is closed: "
+                                              r"connect again with gpipe.connect\(\)$"):
+        gpipe.warmup(client)

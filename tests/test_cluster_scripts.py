@@ -12,6 +12,7 @@ import json
 import os
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -20,6 +21,7 @@ import pandas as pd
 import psutil
 import pytest
 
+import gpipe
 from gpipe.cli import main
 from helpers import read_summary
 
@@ -123,7 +125,7 @@ def _listening(pid: int) -> set:
 
 
 @pytest.mark.slow  # a real cluster started by the script: run by CI all the same
-def test_local_sh_cluster_listens_on_loopback_only_and_runs_a_workflow_with_gpipe_run(tmp_path):
+def test_local_sh_cluster_listens_on_loopback_only_speaks_tls_and_runs_a_workflow_with_gpipe_run(tmp_path):
     run_dir, out = tmp_path / "cluster", tmp_path / "out"
     config = _write(tmp_path / "walks.yaml", "workflow: embeddings\ngraph: {path: 'rmat:7:4'}\n"
                     "walks: {algorithm: deepwalk, length: 5, walks_per_vertex: 1, params: {}}\n"
@@ -136,7 +138,12 @@ def test_local_sh_cluster_listens_on_loopback_only_and_runs_a_workflow_with_gpip
         assert len(pids) == 3 and all(_alive(p) for p in pids)  # the scheduler and two workers, left running
         with open(run_dir / "scheduler.json") as f:
             scheduler = json.load(f)["address"]
-        assert scheduler.startswith("tcp://127.0.0.1:")
+        assert scheduler.startswith("tls://127.0.0.1:")
+        # its certificate, readable by this user only, beside the scheduler file; without it, no way in
+        assert stat.S_IMODE(os.stat(run_dir / "scheduler.tls").st_mode) == 0o700
+        assert {stat.S_IMODE(p.stat().st_mode) for p in (run_dir / "scheduler.tls").iterdir()} == {0o600}
+        with pytest.raises(gpipe.GpipeError, match="speaks TLS, and this process holds no certificate for it"):
+            gpipe.connect(address=scheduler)
 
         run = subprocess.run([sys.executable, "-m", "gpipe", "run", config, "--scheduler-file",
                               str(run_dir / "scheduler.json"), "--wait-for-workers", "2", "--wait-timeout", "60"],
@@ -188,6 +195,7 @@ def test_batch_script_starts_a_worker_per_node_runs_the_workflow_and_stops_them(
     assert "graph_sampling: neighbor on 128 vertices" in log
     summary = read_summary(out)
     assert summary["status"] == "ok" and len(summary["seeds"]) == 4
+    assert summary["cluster"]["scheduler"].startswith("tls://")  # the job's certificate, found by gpipe run
     assert summary["config"]["cluster"]["scheduler_file"] == str(run_dir / "scheduler.json")
     assert summary["sample"]["workers"] == 2  # one worker per node
     edges = pd.read_parquet(out / "edges.parquet")

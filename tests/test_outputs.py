@@ -17,8 +17,9 @@ import pandas as pd
 import pytest
 
 import gpipe
+from gpipe._files import _write_manifest
 from gpipe.errors import GpipeError, GpipeValueError
-from gpipe.workflow import write_json
+from gpipe.workflow import atomic_dir, write_json
 from helpers import tree
 
 
@@ -92,7 +93,8 @@ def test_an_overwritten_graph_folder_holds_the_new_graph_only(graph, cpu, tmp_pa
     graph.to_parquet(folder, overwrite=True)
     back = gpipe.read_edges(folder)
     assert (back.num_vertices, back.num_edges) == (4, 4)
-    assert sorted(p.name for p in folder.iterdir()) == ["_gpipe.json", "part-00000.parquet", "part-00001.parquet"]
+    assert sorted(p.name for p in folder.iterdir()) == [".gpipe-files.json", "_gpipe.json", "part-00000.parquet",
+                                                        "part-00001.parquet"]
 
 
 def test_overwrite_takes_the_part_files_of_a_graph_of_100000_partitions_or_more_for_gpipes(graph, tmp_path):
@@ -100,10 +102,13 @@ def test_overwrite_takes_the_part_files_of_a_graph_of_100000_partitions_or_more_
     reads it as a part."""
     folder = tmp_path / "g"
     graph.to_parquet(folder)
-    (folder / "part-100000.parquet").write_bytes(b"")  # as a graph of more partitions leaves it
+    (folder / "part-100000.parquet").write_bytes(b"")  # as a graph of more partitions leaves it, listed as written
+    _write_manifest(folder)
     graph.to_parquet(folder, overwrite=True)
-    assert sorted(p.name for p in folder.iterdir()) == ["_gpipe.json", "part-00000.parquet", "part-00001.parquet"]
+    assert sorted(p.name for p in folder.iterdir()) == [".gpipe-files.json", "_gpipe.json", "part-00000.parquet",
+                                                        "part-00001.parquet"]
     (folder / "part-012345.parquet").write_bytes(b"")  # not a name gpipe writes
+    _write_manifest(folder)
     with pytest.raises(GpipeValueError, match="part-012345.parquet"):
         graph.to_parquet(folder, overwrite=True)
 
@@ -329,3 +334,137 @@ def test_one_large_allocation_is_counted_in_the_drivers_free_memory_after_the_po
     assert state["released"] == 1 and state["driver"] == 15
     assert can_allocate(gpu, 15)
     assert can_allocate(np, 1) and not can_allocate(np, 1 << 62)
+
+
+def _busy_at(path, monkeypatch):
+    """``os.rename`` fails as a mount point at ``path`` makes it fail (EBUSY), renaming to or from it."""
+    rename = os.rename
+
+    def busy(src, dst, *args, **kwargs):
+        if str(path) in (os.fspath(src), os.fspath(dst)):
+            raise OSError(errno.EBUSY, os.strerror(errno.EBUSY), os.fspath(src), None, os.fspath(dst))
+        return rename(src, dst, *args, **kwargs)
+
+    monkeypatch.setattr(os, "rename", busy)
+
+
+@pytest.mark.parametrize("before", ["absent", "empty", "earlier output"])
+def test_a_finished_output_that_cannot_be_renamed_into_place_is_an_error_naming_it_and_leaves_nothing(
+        tmp_path, monkeypatch, before):
+    out = tmp_path / "out"
+    if before == "empty":
+        out.mkdir()
+    elif before == "earlier output":
+        with atomic_dir(out, owned=r"notes\.txt") as folder:
+            (tmp_path / folder / "notes.txt").write_text("run 1\n")
+    kept = tree(out) if out.exists() else None
+    _busy_at(out, monkeypatch)
+    with pytest.raises(GpipeValueError, match=f"^'out' must be a folder gpipe can rename its finished output to, got "
+                                              f"'{out}': Device or resource busy .*; the output was not written$"):
+        with atomic_dir(out, owned=r"notes\.txt", overwrite=True, name="out") as folder:
+            (tmp_path / folder / "notes.txt").write_text("run 2\n")
+    assert (tree(out) if out.exists() else None) == kept
+    assert sorted(p.name for p in tmp_path.iterdir()) == ([] if before == "absent" else ["out"])
+
+
+def _a_mount_point(tmp_path, monkeypatch):
+    """An empty folder that behaves as a mount point (a container's volume): renaming it, or over it, fails."""
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    ismount = os.path.ismount
+    monkeypatch.setattr(os.path, "ismount", lambda p: os.fspath(p) == str(mnt) or ismount(p))
+    _busy_at(mnt, monkeypatch)
+    return mnt
+
+
+def _notes(out, text: str, overwrite: bool = False):
+    before = tree(out)
+    with atomic_dir(out, owned=r"notes\.txt|walks\.parquet/part-\d\.parquet", overwrite=overwrite, name="out") as folder:
+        assert tree(out) == before  # nothing appears before the end
+        os.mkdir(os.path.join(folder, "walks.parquet"))
+        for part in range(2):
+            with open(os.path.join(folder, "walks.parquet", f"part-{part}.parquet"), "w") as f:
+                f.write(text)
+        with open(os.path.join(folder, "notes.txt"), "w") as f:
+            f.write(text)
+
+
+def test_a_mount_point_is_written_in_place_and_overwritten_with_its_own_output_only(tmp_path, monkeypatch):
+    """The run's work is kept: the output is made inside the mount point, then moved up, its list last."""
+    mnt = _a_mount_point(tmp_path, monkeypatch)
+    _notes(mnt, "run 1\n")
+    assert tree(mnt).keys() == {".gpipe-files.json", "notes.txt", "walks.parquet/part-0.parquet",
+                                "walks.parquet/part-1.parquet"}
+    with pytest.raises(GpipeValueError, match="must be a new or empty folder unless overwrite is set"):
+        _notes(mnt, "run 2\n")
+    _notes(mnt, "run 2\n", overwrite=True)
+    assert tree(mnt)["notes.txt"] == tree(mnt)["walks.parquet/part-1.parquet"] == b"run 2\n"
+    (mnt / "notes.txt").write_text("mine now\n")
+    with pytest.raises(GpipeValueError, match="'notes.txt' is not the file gpipe wrote there"):
+        _notes(mnt, "run 3\n", overwrite=True)
+    assert (mnt / "notes.txt").read_text() == "mine now\n" and sorted(p.name for p in tmp_path.iterdir()) == ["mnt"]
+    assert sorted(p.name for p in mnt.iterdir()) == [".gpipe-files.json", "notes.txt", "walks.parquet"]
+
+
+def test_a_mount_point_whose_output_cannot_be_moved_up_keeps_the_earlier_output(tmp_path, monkeypatch):
+    mnt = _a_mount_point(tmp_path, monkeypatch)
+    _notes(mnt, "run 1\n")
+    before = tree(mnt)
+    rename = os.rename
+
+    def fails_on_the_notes(src, dst, *args, **kwargs):  # the new notes, after the new walks.parquet has moved up
+        if os.fspath(dst) == str(mnt / "notes.txt") and ".gpipe.tmp-" in os.fspath(src):
+            raise OSError(errno.EIO, os.strerror(errno.EIO), os.fspath(src), None, os.fspath(dst))
+        return rename(src, dst, *args, **kwargs)
+
+    monkeypatch.setattr(os, "rename", fails_on_the_notes)
+    with pytest.raises(GpipeValueError, match=f"^'out' must be a folder gpipe can rename its finished output to, got "
+                                              f"'{mnt}': Input/output error .*; the output was not written$"):
+        _notes(mnt, "run 2\n", overwrite=True)
+    assert tree(mnt) == before and sorted(p.name for p in tmp_path.iterdir()) == ["mnt"]
+    with pytest.raises(KeyboardInterrupt):  # an interrupted run leaves the mount point as it was too
+        with atomic_dir(mnt, owned=r"notes\.txt|walks\.parquet/part-\d\.parquet", overwrite=True):
+            raise KeyboardInterrupt
+    assert tree(mnt) == before
+
+
+def test_overwrite_keeps_a_users_file_of_a_name_gpipe_writes_and_names_it(tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "summary.json").write_text("my own summary\n")  # a folder gpipe never wrote
+    with pytest.raises(GpipeValueError, match=f"^'out' must hold only gpipe's output to be overwritten, got '{out}': "
+                                              "'summary.json' is not a file gpipe wrote there"):
+        with atomic_dir(out, owned=r"summary\.json|walks\.txt", overwrite=True, name="out"):
+            raise AssertionError("the work began")
+    (out / "summary.json").unlink()
+    with atomic_dir(out, owned=r"summary\.json|walks\.txt", name="out") as folder:
+        (tmp_path / folder / "summary.json").write_text("{}\n")
+        (tmp_path / folder / "walks.txt").write_text("0 1\n")
+    (out / "walks.txt").unlink()
+    (out / "walks.txt").write_text("my own walks\n")  # in place of gpipe's, under its name
+    with pytest.raises(GpipeValueError, match="'walks.txt' is not the file gpipe wrote there"):
+        with atomic_dir(out, owned=r"summary\.json|walks\.txt", overwrite=True, name="out"):
+            raise AssertionError("the work began")
+    assert (out / "walks.txt").read_text() == "my own walks\n"
+    (out / "walks.txt").unlink()
+    with atomic_dir(out, owned=r"summary\.json|walks\.txt", overwrite=True, name="out") as folder:
+        (tmp_path / folder / "walks.txt").write_text("1 0\n")
+    assert tree(out).keys() == {".gpipe-files.json", "walks.txt"}  # gpipe's own summary.json was replaced
+
+
+def test_a_finished_file_that_cannot_be_renamed_into_place_is_an_error_naming_it_and_leaves_nothing(
+        tmp_path, monkeypatch):
+    path = tmp_path / "summary.json"
+    path.write_text("run 1\n")
+    replace = os.replace
+
+    def busy(src, dst, *args, **kwargs):  # as a file bind-mounted at path
+        if os.fspath(dst) == str(path):
+            raise OSError(errno.EBUSY, os.strerror(errno.EBUSY), os.fspath(src), None, os.fspath(dst))
+        return replace(src, dst, *args, **kwargs)
+
+    monkeypatch.setattr(os, "replace", busy)
+    with pytest.raises(GpipeValueError, match=f"^'path' must be a file gpipe can rename its finished output to, got "
+                                              f"'{path}': Device or resource busy .*; the output was not written$"):
+        write_json(path, {"run": 2})
+    assert path.read_text() == "run 1\n" and sorted(p.name for p in tmp_path.iterdir()) == ["summary.json"]

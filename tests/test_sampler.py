@@ -491,7 +491,7 @@ def _sample_outputs(client, parts: int, folder) -> dict:
             outputs[kind] = pd.concat([pd.DataFrame(b) for b in blocks], ignore_index=True) // 2 - 1
         s.to_parquet(folder / "edges")
         s.to_parquet(folder / "nodes", nodes=True)
-        outputs.update({f"{kind} files": {p.name: pd.read_parquet(p) for p in sorted((folder / kind).iterdir())}
+        outputs.update({f"{kind} files": {p.name: pd.read_parquet(p) for p in sorted((folder / kind).glob("*.parquet"))}
                         for kind in ("edges", "nodes")})
         g.release()
     return outputs

@@ -274,7 +274,8 @@ def test_mining_workflow_lists_cliques_and_matches_as_the_api_does(mining, cpu_c
     assert mining.main(_run_on(cpu_cluster, tmp_path / "cliques", "mining.k=3", "mining.embeddings=true",
                                "overwrite=true")) == 0  # its own folder of embeddings, replaced
     summary = json.load(open(tmp_path / "match" / "summary.json"))
-    assert summary["count"] == paths.count > 0 and sorted(os.listdir(tmp_path / "match")) == ["summary.json"]
+    assert summary["count"] == paths.count > 0 and sorted(os.listdir(tmp_path / "match")) == [
+        ".gpipe-files.json", "summary.json"]
 
 
 def test_mining_workflow_writes_the_frequent_patterns_of_randomly_labeled_vertices(mining, cpu_cluster, tmp_path):
@@ -327,7 +328,7 @@ def test_dynamic_walks_applies_a_bingo_log_in_rounds_and_walks_the_graph_it_leav
     assert dynamic_walks.main(_run_on(cpu_cluster, out, "updates.count=60", "updates.rounds=3",
                                            "walks.length=5")) == 0
     assert "dynamic_walks: deepwalk on 128 vertices" in capsys.readouterr().out
-    assert sorted(os.listdir(out)) == ["corpus.txt", "summary.json", "updates.parquet"]
+    assert sorted(os.listdir(out)) == [".gpipe-files.json", "corpus.txt", "summary.json", "updates.parquet"]
     summary = json.load(open(out / "summary.json"))
     log = pd.read_parquet(out / "updates.parquet")
     assert len(log) == 60 and log.op.value_counts().to_dict() == {"insert": 30, "delete": 30}
@@ -361,7 +362,7 @@ def test_dynamic_walks_reads_a_log_file_and_names_a_bad_row(dynamic_walks, cpu_c
                                            "walks.length=4")) == 0
     summary = json.load(open(tmp_path / "out" / "summary.json"))
     assert [r["num_vertices"] for r in summary["rounds"]] == [201, 201] and summary["updates"]["log"] == str(log)
-    assert sorted(os.listdir(tmp_path / "out")) == ["corpus.txt", "summary.json"]
+    assert sorted(os.listdir(tmp_path / "out")) == [".gpipe-files.json", "corpus.txt", "summary.json"]
 
 
 @pytest.mark.parametrize("override, expected", [

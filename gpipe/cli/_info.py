@@ -3,20 +3,16 @@
 from __future__ import annotations
 
 import json
-import os
 
-from .. import config
 from ..backend import gpu_problem, versions
 from ..cluster import ENV_ADDRESS, ENV_SCHEDULER_FILE, connect
-from ._shared import _cluster_info
+from ._shared import _cluster_info, _running_cluster
 
 
 def _info(args) -> int:
     stack = versions()
     report = {"versions": stack, "gpu": {"count": stack["gpus"], "problem": gpu_problem()}, "cluster": None}
-    named = (args.scheduler_file, args.address, os.environ.get(ENV_SCHEDULER_FILE), os.environ.get(ENV_ADDRESS),
-             config.get("cluster.scheduler-file"), config.get("cluster.address"))
-    if any(named):
+    if _running_cluster(args):
         with connect(args.scheduler_file, args.address, device=args.device) as client:
             report["cluster"] = _cluster_info(client)
     if args.json:

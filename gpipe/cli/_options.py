@@ -26,7 +26,8 @@ from ..graph import FORMATS, Graph
 _FORMATS = ("corpus", "parquet", "both")
 
 
-# Every file a command writes in its --out folder; --overwrite replaces a folder only when it holds no other.
+# Every file a command writes in its --out folder; --overwrite replaces a folder only when it holds no other, and
+# each as the folder's list of what gpipe wrote names it.
 _RUN_FILES = (rf"summary\.json|walks\.txt|scores\.parquet/(?:{SCORE_FILES})|(?:edges|nodes)\.parquet/(?:{SAMPLE_FILES})"
               rf"|walks\.parquet/(?:{WALK_FILES})|graph/(?:{GRAPH_FILES})")
 
@@ -254,7 +255,8 @@ def _cluster_flags(parser: argparse.ArgumentParser, *, local: bool) -> None:
 def _out_flags(parser: argparse.ArgumentParser, text: str, **keywords) -> None:
     parser.add_argument("--out", metavar="DIR", help=text + "; DIR must be new or empty", **keywords)
     parser.add_argument("--overwrite", action="store_true",
-                        help="replace DIR when it holds an earlier gpipe run (only files gpipe writes there); "
+                        help="replace DIR when it holds an earlier gpipe run (only files gpipe wrote there, as its "
+                             ".gpipe-files.json lists them); "
                              "DIR changes only once this run has succeeded")
 
 

@@ -8,7 +8,7 @@ import sys
 
 from .. import __version__, generators
 from .._files import atomic_dir, write_json
-from ..cluster import connect
+from ..cluster import connect, named_cluster
 from ..errors import GpipeValueError
 from ..graph import Graph, edge_format, read_edges
 from ..runtime import current, workers_info
@@ -19,6 +19,16 @@ from ._progress import _Phase, _Stopwatch, _graph_done, _read_phase
 def _out_folder(args):
     """A temporary folder that becomes ``--out`` as a whole when the command succeeds (checked before any work)."""
     return atomic_dir(args.out, owned=_RUN_FILES, overwrite=args.overwrite, name="out")
+
+
+def _running_cluster(args) -> bool:
+    """Whether the flags, the environment or the config name a cluster, for a command that works on a running one:
+    its scheduler file must be there already (connect() would wait for a starting scheduler to write it)."""
+    (scheduler_file, address), name = named_cluster(args.scheduler_file, args.address)
+    if scheduler_file and not os.path.exists(scheduler_file):
+        raise GpipeValueError(f"'{name}' must be the scheduler file of a running cluster, got {scheduler_file!r}: "
+                              "no such file")
+    return name is not None
 
 
 @contextlib.contextmanager

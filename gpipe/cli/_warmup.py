@@ -3,17 +3,14 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
 
-from .. import config
-from ..cluster import ENV_ADDRESS, ENV_SCHEDULER_FILE, connect, warmup
+from ..cluster import connect, warmup
+from ._shared import _running_cluster
 
 
 def _warmup(args) -> int:
-    named = (args.scheduler_file, args.address, os.environ.get(ENV_SCHEDULER_FILE), os.environ.get(ENV_ADDRESS),
-             config.get("cluster.scheduler-file"), config.get("cluster.address"))
-    if any(named):
+    if _running_cluster(args):
         with connect(args.scheduler_file, args.address, device=args.device) as client:
             report = {"workers": warmup(client)}
     else:
