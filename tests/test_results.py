@@ -4,6 +4,7 @@ it; ``map_blocks`` run on each block where it is held, the blocks together holdi
 
 from __future__ import annotations
 
+import os
 import re
 import signal
 import subprocess
@@ -174,7 +175,7 @@ def test_a_worker_whose_memory_cannot_be_read_sends_its_blocks_or_is_refused_nam
     monkeypatch.setattr(_cma, "_WHY", {})
     with dask.config.set({"gpipe.results.transfer": "memory"}):
         with pytest.raises(gpipe.GpipeValueError, match=r"'memory' needs every worker's memory readable .* "
-                                                         r"worker tcp://.*: it is on another host"):
+                                                         r"worker tls://.*: it is on another host"):
             result.compute()
     np.testing.assert_array_equal(result.compute(), expected)
     assert result.stats["transfer"] == "comms"
@@ -193,7 +194,7 @@ def test_a_read_that_fails_names_the_worker_and_every_loan_is_given_back(cpu, mo
         raise OSError(1, "Operation not permitted")
 
     monkeypatch.setattr(_cma, "_read", refused)
-    with pytest.raises(gpipe.GpipeError, match=r"compute: reading worker tcp://\S+'s memory \(process \d+\) "
+    with pytest.raises(gpipe.GpipeError, match=r"compute: reading worker tls://\S+'s memory \(process \d+\) "
                                                r"failed: .*Operation not permitted"):
         result.compute()
     assert _loans(cpu) == [0, 0]
@@ -283,8 +284,15 @@ gpipe.walks.deepwalk(g, length=6, seed=1).compute()
 def test_the_loans_of_a_client_killed_mid_compute_go_within_seconds(cpu, tmp_path, eventually):
     script = tmp_path / "holder.py"
     script.write_text(_HOLDING_A_LOAN)
+    security = cpu.security  # the local cluster speaks TLS: the other client holds its certificate too
+    (tmp_path / "cert.pem").write_text(security.tls_client_cert)
+    (tmp_path / "key.pem").write_text(security.tls_client_key)
+    tls = {"DASK_DISTRIBUTED__COMM__REQUIRE_ENCRYPTION": "True",
+           "DASK_DISTRIBUTED__COMM__TLS__CA_FILE": str(tmp_path / "cert.pem"),
+           "DASK_DISTRIBUTED__COMM__TLS__CLIENT__CERT": str(tmp_path / "cert.pem"),
+           "DASK_DISTRIBUTED__COMM__TLS__CLIENT__KEY": str(tmp_path / "key.pem")}
     holder = subprocess.Popen([sys.executable, str(script), cpu.scheduler.address], stdout=subprocess.PIPE,
-                              text=True)
+                              text=True, env={**os.environ, **tls})
     killer = threading.Timer(60, holder.kill)  # should it never lend, the test fails rather than wait
     killer.start()
     try:
@@ -356,7 +364,7 @@ def test_an_interrupted_scatter_leaves_nothing_this_client_wants(cpu, broadcast)
 def test_compute_after_the_clients_close_says_so_in_one_line(cpu_cluster):
     import distributed
 
-    client = distributed.Client(cpu_cluster.scheduler.address)
+    client = distributed.Client(cpu_cluster.scheduler.address, security=cpu_cluster.security)
     gpipe.attach(client, "cpu")
     with client.as_current():
         result = gpipe.walks.deepwalk(_graph(2), length=4, seed=1)
