@@ -99,7 +99,7 @@ def residue(dask_worker=None) -> dict:
     pool's bytes in use and the CUDA IPC handles open (where :func:`count_handles` counts them)."""
     st = dask_worker.plugins["gpipe"]
     out = {"runs": {run_id: _described(run) for run_id, run in st.runs.items()},
-           "loans": {token: sum(getattr(a, "nbytes", 0) for a in arrays) for token, arrays in st.loans.items()},
+           "loans": _loans(st.loans),
            "kept": sorted(str(k) for k in dask_worker.data if str(k).startswith("gpipe-")),
            "unwanted": len(st._unwanted),
            "busy run threads": _busy(st._runner)}
@@ -116,9 +116,19 @@ async def scrub(dask_worker=None) -> None:
     st = dask_worker.plugins["gpipe"]
     for run_id in list(st.runs):
         st.drop_run(run_id)
-    st.loans.clear()
+    for registry in (st.loans,) if isinstance(st.loans, dict) else (st.loans.lent, st.loans.returned):
+        registry.clear()
     st._unwanted.clear()
     await st.drop([k for k in dask_worker.data if str(k).startswith("gpipe-")])
+
+
+def _loans(loans) -> dict:
+    """Token -> bytes lent, from the store's registry of loans: a dict of arrays by token, or (the loans' fix of
+    issue 69) a ``Loans`` whose ``lent`` holds (keys, arrays) by token and ``returned`` the tokens given back early."""
+    if isinstance(loans, dict):
+        return {token: sum(a.nbytes for a in arrays) for token, arrays in loans.items()}
+    lent = {token: sum(a.nbytes for a in arrays) for token, (_, arrays) in loans.lent.items()}
+    return {**lent, **{f"{token} (given back before it was lent)": 0 for token in loans.returned}}
 
 
 def _described(run) -> str:

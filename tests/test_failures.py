@@ -26,7 +26,8 @@ import gpipe
 import faults
 from faults import MARK, Hung, within
 
-CALL_SECONDS = 30  # any one call here takes well under a second: past this it hangs
+CALL_SECONDS = 60  # any one call here takes about a second at most on two busy cores: past this it hangs
+FIRST_CALL_SECONDS = 600  # a family's first call may compile its kernels (numba's cache cold: a fresh checkout)
 
 ADVANCE = "gpipe.runtime._advance"
 WALK_PHASES = {  # a partitioned walk's (and its result's compute)
@@ -274,7 +275,7 @@ def ctx(cpu, context, monkeypatch):
 def expected_result(ctx, case: Case) -> str:
     """The call's result before any failure of it, on this cluster."""
     if case.name not in ctx.expected:
-        with within(CALL_SECONDS, f"{case.name} before any failure"):
+        with within(FIRST_CALL_SECONDS, f"{case.name} before any failure"):
             ctx.expected[case.name] = faults.digest(case.call(ctx))
     return ctx.expected[case.name]
 
