@@ -111,15 +111,19 @@ def residue(dask_worker=None) -> dict:
     return out
 
 
-async def scrub(dask_worker=None) -> None:
+def scrub(dask_worker=None) -> None:
     """On a worker: what a failed call left let go (between tests, so that one defect fails one test)."""
+    from distributed.worker_state_machine import FreeKeysEvent
+
     st = dask_worker.plugins["gpipe"]
     for run_id in list(st.runs):
         st.drop_run(run_id)
     for registry in (st.loans,) if isinstance(st.loans, dict) else (st.loans.lent, st.loans.returned):
         registry.clear()
     st._unwanted.clear()
-    await st.drop([k for k in dask_worker.data if str(k).startswith("gpipe-")])
+    kept = [k for k in dask_worker.data if str(k).startswith("gpipe-")]
+    if kept:
+        dask_worker.handle_stimulus(FreeKeysEvent(keys=kept, stimulus_id=f"gpipe-test-scrub-{time.time()}"))
 
 
 def _loans(loans) -> dict:
