@@ -468,18 +468,6 @@ def test_replicated_and_out_of_memory_gpu_runs_equal_cpu(gpu_cluster, cpu_cluste
 
 
 @pytest.fixture(scope="module")
-def shared_gpu_cluster():
-    """Two GPU worker processes on one host, both on its first GPU (NCCL cannot join them: the comms carry the
-    exchange)."""
-    from distributed import Client, LocalCluster
-
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster, \
-            Client(cluster) as client:
-        gpipe.attach(client, device="gpu")
-        yield client
-
-
-@pytest.fixture(scope="module")
 def two_gpu_cluster():
     """Two GPU workers, each on a GPU of its own (a host with two GPUs or more): the exchange goes through NCCL."""
     if gpu_count() < 2:

@@ -1,0 +1,83 @@
+"""The failure-injection suite (``tests/test_failures.py``) on GPU workers: one worker on a GPU, and two workers
+sharing one GPU. Besides runs, loans and kept blocks, a failed call must leave no CUDA IPC handle open and no byte
+of the workers' memory pools held (run with -m gpu on a GPU host)."""
+
+import gc
+
+import pytest
+
+from gpipe.backend import gpu_problem
+
+pytestmark = pytest.mark.gpu
+
+if gpu_problem() is not None:
+    pytest.skip(f"no usable GPU: {gpu_problem()}", allow_module_level=True)
+
+import faults  # noqa: E402
+from faults import MARK, within  # noqa: E402
+from test_failures import (AFTER, BY_NAME, CALL_SECONDS, Case, Context, _deepwalk,  # noqa: E402
+                           assert_cost_only_its_call, expected_result, leave_clean)
+
+ON_DEVICE = Case("compute_on_device", lambda ctx: _deepwalk(ctx).compute(device=True).get(),
+                 {"loan": "gpipe.runtime._ipc:DeviceRows.write"})  # the workers write into this process's GPU
+CASES = {case.name: case for case in (*(BY_NAME[n] for n in ("deepwalk", "neighbor", "sampler", "list_cliques",
+                                                              "estimate", "dynamic_walk", "to_parquet")), ON_DEVICE)}
+AT_PHASES = [pytest.param(case.name, phase, id=f"{case.name}-{phase}") for case in CASES.values()
+             for phase in case.phases]
+_CONTEXTS: dict = {}  # cluster fixture -> its Context (graphs and results before any failure)
+
+
+@pytest.fixture(params=["gpu_cluster", "shared_gpu_cluster"])
+def ctx(request, tmp_path_factory, monkeypatch):
+    from gpipe.runtime import _watch
+
+    monkeypatch.setattr(_watch, "GONE_SECONDS", 0.2)  # as in test_failures: no worker leaves here
+    client = request.getfixturevalue(request.param)
+    if request.param not in _CONTEXTS:
+        _CONTEXTS[request.param] = Context(client, tmp_path_factory.mktemp(request.param))
+    leave_clean(_CONTEXTS[request.param])
+    client.run(faults.count_handles)  # on workers a restart made too
+    with client.as_current():
+        yield _CONTEXTS[request.param]
+    gc.collect()
+
+
+def _pools(client) -> dict:
+    return {worker: left["pool bytes"] for worker, left in client.run(faults.residue).items()}
+
+
+def assert_on_the_gpus_too(ctx, case, expected: str, pools: dict) -> None:
+    """:func:`assert_cost_only_its_call`, and every worker's pool holds what it held before the failed call."""
+    assert_cost_only_its_call(ctx, case, expected)
+    gc.collect()
+    assert faults.settled(ctx.client) == {}
+    assert _pools(ctx.client) == pools, f"the failed {case.name} left bytes in the workers' memory pools"
+
+
+@pytest.mark.parametrize("name, phase", AT_PHASES)
+def test_a_fault_inside_a_gpu_worker_at_each_phase_leaves_no_handle_and_no_pool_byte(ctx, name, phase):
+    case = CASES[name]
+    expected = expected_result(ctx, case)
+    gc.collect()
+    faults.settled(ctx.client)
+    pools = _pools(ctx.client)
+    with faults.injected(ctx.client, case.phases[phase], "after" if phase in AFTER else "raise") as hits:
+        with within(CALL_SECONDS, f"{name} failing at {phase}"), pytest.raises(Exception, match=MARK):
+            case.call(ctx)
+    assert sum(hits.values()), f"{name} never reached {case.phases[phase]}"
+    assert_on_the_gpus_too(ctx, case, expected, pools)
+
+
+@pytest.mark.parametrize("name, phase", AT_PHASES)
+def test_ctrl_c_while_a_gpu_worker_is_at_each_phase_leaves_no_handle_and_no_pool_byte(ctx, name, phase):
+    case = CASES[name]
+    expected = expected_result(ctx, case)
+    gc.collect()
+    faults.settled(ctx.client)
+    pools = _pools(ctx.client)
+    with within(CALL_SECONDS, f"{name} interrupted at {phase}"):
+        with faults.interrupting(ctx.client, case.phases[phase]) as interrupt:
+            with pytest.raises(KeyboardInterrupt):
+                interrupt.call(lambda: case.call(ctx))
+    assert interrupt.sent, f"{name} never reached {case.phases[phase]}"
+    assert_on_the_gpus_too(ctx, case, expected, pools)
