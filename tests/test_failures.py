@@ -35,7 +35,7 @@ WALK_PHASES = {  # a partitioned walk's (and its result's compute)
     "superstep": f"{ADVANCE}:_advance_partition",
     "exchange": "gpipe.runtime._exchange:Exchange.end_superstep",
     "gather": "gpipe.runtime._gather:gather",
-    "assembly": "gpipe.runtime._kept:keep_here",
+    "assembly": (f"{ADVANCE}:assemble", f"{ADVANCE}:assemble_owned"),  # what keep_here makes a block with
     "loan": "gpipe.runtime._cma:lend",
 }
 SAMPLE_PHASES = {
@@ -43,7 +43,7 @@ SAMPLE_PHASES = {
     "superstep": f"{ADVANCE}:_advance_partition",
     "exchange": "gpipe.runtime._exchange:Exchange.end_superstep",
     "gather": "gpipe.runtime._outputs:_take_group",  # a block's pieces, taken from the peers holding them
-    "assembly": "gpipe.runtime._kept:keep_here",
+    "assembly": "gpipe.sampling._result:_assemble_sample",
     "loan": "gpipe.runtime._cma:lend",
 }
 MINING_PHASES = {
@@ -211,7 +211,7 @@ CASES = [
          lambda ctx: _run_on_workers(ctx, _train_failing)),
     Case("count_cliques", lambda ctx: gpipe.mining.count_cliques(ctx.graph("rmat"), 3).count, MINING_PHASES),
     Case("list_cliques", lambda ctx: gpipe.mining.list_cliques(ctx.graph("rmat"), 3).compute(),
-         {"superstep": MINING_PHASES["superstep"], "assembly": "gpipe.runtime._kept:keep_here"}),
+         {"superstep": MINING_PHASES["superstep"], "assembly": "gpipe.mining._result:_dense"}),
     Case("estimate", lambda ctx: gpipe.counting.estimate(ctx.graph("labeled"), QUERY, samples=2000,
                                                          seed=1).estimate,
          {"start": "gpipe.counting._candidates:_filter_part", "assembly": "gpipe.counting._candidates:_assemble_kept",

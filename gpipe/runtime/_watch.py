@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import copy
 import re
 import time
 from collections.abc import Callable
@@ -41,7 +42,10 @@ TELL_SECONDS = 5  # what a message handled on a worker's event loop is waited fo
 def gather_pinned(client, futures: list, held: dict[int, str], phase: str, unit: str = "partition") -> list:
     """``client.gather(futures)``, watched (``held``: partition, or replica, -> worker)."""
     def block(timeout: float) -> list | object:
-        return client.gather(futures) if _finished(futures, timeout) else PENDING
+        if not _finished(futures, timeout):
+            return PENDING
+        _raise_first_failure(futures)
+        return client.gather(futures)
 
     return _watched(client, held, phase, unit, block, lambda: client.cancel(futures))
 
@@ -52,9 +56,7 @@ def wait_pinned(client, futures: list, held: dict[int, str], phase: str, unit: s
     def block(timeout: float) -> None | object:
         if not _finished(futures, timeout):
             return PENDING
-        failed = next((f for f in futures if f.status == "error"), None)
-        if failed is not None:
-            raise failed.exception()
+        _raise_first_failure(futures)
 
     _watched(client, held, phase, unit, block, lambda: client.cancel(futures))
 
@@ -156,6 +158,19 @@ def _lost(client, held: dict[int, str]) -> dict[int, str]:
         alive = set(workers_info(client))
         return {p: w for p, w in held.items() if w not in alive}
     return {}
+
+
+def _raise_first_failure(futures: list) -> None:
+    """The error of the first of ``futures`` that failed, if one did, raised as a copy of the one its state keeps.
+
+    Raised as it is kept (``client.gather`` raises that object), the error gathers the frames it passes through
+    on its way up, and theirs hold the futures of the call (``to_corpus``'s blocks and writes): the futures' state
+    in ``client.futures`` then keeps the error, which keeps the futures, and their values stayed on the workers
+    for good once the call had failed."""
+    failed = next((f for f in futures if f.status == "error"), None)
+    if failed is not None:
+        kept = failed.exception()
+        raise copy.copy(kept).with_traceback(failed.traceback()) from kept.__cause__
 
 
 def _finished(futures: list, timeout: float) -> bool:
