@@ -125,6 +125,10 @@ def group_max(x, values, group):
     out = x.zeros(int(group[-1]) + 1, dtype=values.dtype)
     if x is np:
         np.maximum.at(out, group, values)
+    elif values.dtype.kind == "f":  # as integers of their bits, which order non-negative floats as their values:
+        # cupyx.scatter_max of float64 gave inf for groups of biases up to 1.8e308 (CuPy 14.2 on an H100)
+        signed = np.dtype(f"int{values.dtype.itemsize * 8}")
+        importlib.import_module("cupyx").scatter_max(out.view(signed), group, values.view(signed))
     else:
         importlib.import_module("cupyx").scatter_max(out, group, values)
     return out
