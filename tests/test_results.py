@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+import faults
 import gpipe
 from gpipe.runtime import HeldResult
 
@@ -431,8 +432,9 @@ def test_interrupted_walks_on_one_replica_leave_no_marks(one_worker_cluster, eve
     with one_worker_cluster.as_current():
         g = gpipe.generators.rmat(scale=8, edge_factor=4, seed=1, mode="replicated")
         gpipe.walks.deepwalk(g, length=5, seed=1).compute()  # compiled before
-        for _ in range(2):
-            threading.Timer(0.5, signal.pthread_kill, (threading.main_thread().ident, signal.SIGINT)).start()
-            with pytest.raises(KeyboardInterrupt):
-                gpipe.walks.deepwalk(g, length=10**6, start=np.arange(16), seed=1).compute()
+        for _ in range(2):  # Ctrl-C as the worker walks (held there: a timer's could land after the call)
+            with faults.interrupting(one_worker_cluster, "gpipe.runtime._advance:advance_local") as interrupt:
+                with pytest.raises(KeyboardInterrupt):
+                    interrupt.call(lambda: gpipe.walks.deepwalk(g, length=5, seed=1).compute())
+            assert interrupt.sent
         assert eventually(lambda: [state["marked"] for state in _kept_for_clients(one_worker_cluster)] == [0])

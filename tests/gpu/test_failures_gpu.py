@@ -3,6 +3,7 @@ sharing one GPU. Besides runs, loans and kept blocks, a failed call must leave n
 of the workers' memory pools held (run with -m gpu on a GPU host)."""
 
 import gc
+import time
 
 import pytest
 
@@ -22,12 +23,15 @@ ON_DEVICE = Case("compute_on_device", lambda ctx: _deepwalk(ctx).compute(device=
                  {"loan": "gpipe.runtime._ipc:DeviceRows.write"})  # the workers write into this process's GPU
 CASES = {case.name: case for case in (*(BY_NAME[n] for n in ("deepwalk", "neighbor", "sampler", "list_cliques",
                                                               "estimate", "dynamic_walk", "to_parquet")), ON_DEVICE)}
-AT_PHASES = [pytest.param(case.name, phase, id=f"{case.name}-{phase}") for case in CASES.values()
-             for phase in case.phases]
+# (cluster fixture, its workers): one GPU worker gathers nothing (a run's rows are all where its blocks are made)
+CLUSTERS = {"gpu_cluster": 1, "shared_gpu_cluster": 2}
+AT_PHASES = [pytest.param(cluster, case.name, phase, id=f"{cluster}-{case.name}-{phase}")
+             for cluster, workers in CLUSTERS.items() for case in CASES.values() for phase in case.phases
+             if workers > 1 or phase != "gather"]
 _CONTEXTS: dict = {}  # cluster fixture -> its Context (graphs and results before any failure)
 
 
-@pytest.fixture(params=["gpu_cluster", "shared_gpu_cluster"])
+@pytest.fixture
 def ctx(request, tmp_path_factory, monkeypatch):
     from gpipe.runtime import _watch
 
@@ -47,14 +51,20 @@ def _pools(client) -> dict:
 
 
 def assert_on_the_gpus_too(ctx, case, expected: str, pools: dict) -> None:
-    """:func:`assert_cost_only_its_call`, and every worker's pool holds what it held before the failed call."""
+    """:func:`assert_cost_only_its_call`, and no worker's pool holds more than it held before the failed call."""
     assert_cost_only_its_call(ctx, case, expected)
     gc.collect()
     assert faults.settled(ctx.client) == {}
-    assert _pools(ctx.client) == pools, f"the failed {case.name} left bytes in the workers' memory pools"
+    # no more than before: what an ended run's loop held goes as its thread lets go, and what a call before this
+    # one left to go in the background may go meanwhile
+    deadline = time.monotonic() + 5
+    while any((held := _pools(ctx.client))[w] > pools[w] for w in pools) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert all(held[w] <= pools[w] for w in pools), \
+        f"the failed {case.name} left bytes in the workers' memory pools: {held}, before it {pools}"
 
 
-@pytest.mark.parametrize("name, phase", AT_PHASES)
+@pytest.mark.parametrize("ctx, name, phase", AT_PHASES, indirect=["ctx"])
 def test_a_fault_inside_a_gpu_worker_at_each_phase_leaves_no_handle_and_no_pool_byte(ctx, name, phase):
     case = CASES[name]
     expected = expected_result(ctx, case)
@@ -68,7 +78,7 @@ def test_a_fault_inside_a_gpu_worker_at_each_phase_leaves_no_handle_and_no_pool_
     assert_on_the_gpus_too(ctx, case, expected, pools)
 
 
-@pytest.mark.parametrize("name, phase", AT_PHASES)
+@pytest.mark.parametrize("ctx, name, phase", AT_PHASES, indirect=["ctx"])
 def test_ctrl_c_while_a_gpu_worker_is_at_each_phase_leaves_no_handle_and_no_pool_byte(ctx, name, phase):
     case = CASES[name]
     expected = expected_result(ctx, case)
