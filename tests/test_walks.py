@@ -485,7 +485,7 @@ def test_corpus_and_parquet_written_by_1_or_2_workers_are_the_same_files(cpu_clu
             folder = tmp_path / f"{len(client.nthreads())}"
             corpus = open(w.to_corpus(folder / "c.txt"), "rb").read()
             w.to_parquet(folder / "walks")
-            parts = {p.name: pd.read_parquet(p) for p in sorted((folder / "walks").iterdir())}
+            parts = {p.name: pd.read_parquet(p) for p in sorted((folder / "walks").glob("*.parquet"))}
             lines = [" ".join(str(v) for v in row if v is not None and v != -1) for row in w.compute()]
             assert corpus == ("\n".join(lines) + "\n").encode()
             written.append((corpus, parts))
@@ -1143,7 +1143,8 @@ def test_a_peer_busy_past_the_ping_is_waited_for_while_the_scheduler_lists_it(ki
     said = client.run(_check_on, busy, 0.2, unresponsive, 4, workers=[waiting])[waiting]
     assert holding.is_alive() and said.startswith(expected) if expected == "waits" else expected in said, said
     holding.join(10)
-    gone = client.run(_check_on, "tcp://127.0.0.1:9", 0.2, 60.0, 1, workers=[waiting])[waiting]
+    nowhere = waiting.split("://")[0] + "://127.0.0.1:9"  # the cluster's own protocol (TLS: tcp is refused)
+    gone = client.run(_check_on, nowhere, 0.2, 60.0, 1, workers=[waiting])[waiting]
     assert gone.endswith("while waiting for a test; the scheduler no longer lists it"), gone
 
 
