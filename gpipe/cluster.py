@@ -7,6 +7,8 @@ import sys
 import time
 
 from distributed import Client, LocalCluster
+from distributed.comm.addressing import parse_address
+from distributed.comm.registry import get_backend
 from distributed.security import Security
 
 from . import config, kernels
@@ -121,6 +123,9 @@ def connect(scheduler_file: str | None = None, address: str | None = None, *, n_
         try:
             if scheduler_file:
                 _wait_for_file(os.fspath(scheduler_file), timeout)
+            if address:  # read as Dask reads it, before a client starts its event loop only to fail on it
+                scheme, location = parse_address(address)
+                get_backend(scheme).get_address_host_port(location)
             security = _security(scheduler_file and os.fspath(scheduler_file), address)
             if scheduler_file:
                 client = Client(scheduler_file=os.fspath(scheduler_file), security=security)
