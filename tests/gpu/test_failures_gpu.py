@@ -64,13 +64,18 @@ def assert_on_the_gpus_too(ctx, case, expected: str, pools: dict) -> None:
         f"the failed {case.name} left bytes in the workers' memory pools: {held}, before it {pools}"
 
 
-@pytest.mark.parametrize("ctx, name, phase", AT_PHASES, indirect=["ctx"])
-def test_a_fault_inside_a_gpu_worker_at_each_phase_leaves_no_handle_and_no_pool_byte(ctx, name, phase):
-    case = CASES[name]
+def _before(ctx, case: Case) -> tuple[str, dict]:
+    """The call's result before any failure (its digest), and what the workers' pools hold once settled."""
     expected = expected_result(ctx, case)
     gc.collect()
     faults.settled(ctx.client)
-    pools = _pools(ctx.client)
+    return expected, _pools(ctx.client)
+
+
+@pytest.mark.parametrize("ctx, name, phase", AT_PHASES, indirect=["ctx"])
+def test_a_fault_inside_a_gpu_worker_at_each_phase_leaves_no_handle_and_no_pool_byte(ctx, name, phase):
+    case = CASES[name]
+    expected, pools = _before(ctx, case)
     with faults.injected(ctx.client, case.phases[phase], "after" if phase in AFTER else "raise") as hits:
         with within(CALL_SECONDS, f"{name} failing at {phase}"), pytest.raises(Exception, match=MARK):
             case.call(ctx)
@@ -81,10 +86,7 @@ def test_a_fault_inside_a_gpu_worker_at_each_phase_leaves_no_handle_and_no_pool_
 @pytest.mark.parametrize("ctx, name, phase", AT_PHASES, indirect=["ctx"])
 def test_ctrl_c_while_a_gpu_worker_is_at_each_phase_leaves_no_handle_and_no_pool_byte(ctx, name, phase):
     case = CASES[name]
-    expected = expected_result(ctx, case)
-    gc.collect()
-    faults.settled(ctx.client)
-    pools = _pools(ctx.client)
+    expected, pools = _before(ctx, case)
     with within(CALL_SECONDS, f"{name} interrupted at {phase}"):
         with faults.interrupting(ctx.client, case.phases[phase]) as interrupt:
             with pytest.raises(KeyboardInterrupt):
