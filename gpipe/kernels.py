@@ -277,7 +277,7 @@ def _launch(kernel, threads: int, args: tuple) -> None:
     """Run ``kernel`` with ``threads`` threads (nothing when that is 0)."""
     if threads <= 0:
         return
-    per_block = min(int(config.get("kernels.threads-per-block")), kernel.max_threads_per_block)  # __launch_bounds__
+    per_block = min(config.get("kernels.threads-per-block"), kernel.max_threads_per_block)  # __launch_bounds__
     kernel(((threads + per_block - 1) // per_block,), (per_block,), args)
 
 
@@ -290,7 +290,7 @@ def _launch_queued(kernel, n: int, args: tuple) -> None:
     if n <= 0:
         return
     cupy = xp("gpu")
-    threads = min(int(config.get("kernels.threads-per-block")), kernel.max_threads_per_block)  # __launch_bounds__
+    threads = min(config.get("kernels.threads-per-block"), kernel.max_threads_per_block)  # __launch_bounds__
     counter = cupy.zeros(1, dtype=cupy.uint64)
     kernel((min(_resident_blocks(kernel, threads), (n + threads - 1) // threads),), (threads,), args + (counter,))
 

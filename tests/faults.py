@@ -51,7 +51,7 @@ def _faulty(target: str, original, mode: str):
         if mode == "raise":
             raise RuntimeError(f"{MARK} at {target}")
         if mode == "after":  # the phase's work done, then the failure
-            result = original(*args, **kwargs)
+            original(*args, **kwargs)
             raise RuntimeError(f"{MARK} after {target}")
         if mode == "hold":
             _reached.set()
@@ -127,10 +127,8 @@ def scrub(dask_worker=None) -> None:
 
 
 def _loans(loans) -> dict:
-    """Token -> bytes lent, from the store's registry of loans: a dict of arrays by token, or (the loans' fix of
-    issue 69) a ``Loans`` whose ``lent`` holds (keys, arrays) by token and ``returned`` the tokens given back early."""
-    if isinstance(loans, dict):
-        return {token: sum(a.nbytes for a in arrays) for token, arrays in loans.items()}
+    """Token -> bytes lent, from the store's ``Loans``: its ``lent`` holds (keys, arrays) by token, its ``returned``
+    the tokens given back before their calls lent."""
     lent = {token: sum(a.nbytes for a in arrays) for token, (_, arrays) in loans.lent.items()}
     return {**lent, **{f"{token} (given back before it was lent)": 0 for token in loans.returned}}
 

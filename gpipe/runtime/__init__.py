@@ -23,7 +23,7 @@ from ._result import assemble_blocks, id_dtype, output_blocks
 from ._run import Run
 from ._session import Session, attach, current, run_later, workers_info
 from ._spec import OutputBlocks, StartSet, StepSpec
-from ._store import call_peer, drop_graph, drop_run, kept_for_clients, output_limit_setting, store
+from ._store import call_peer, drop_graph, drop_run, kept_for_clients, store
 from ._watch import WATCH_SECONDS, call_workers, check_held, gather_pinned, wait_pinned
 
 __all__ = ["WATCH_SECONDS", "HeldResult", "Lent", "OutputBlocks", "Run", "Session", "StartSet", "StepSpec", "anywhere",
@@ -32,7 +32,7 @@ __all__ = ["WATCH_SECONDS", "HeldResult", "Lent", "OutputBlocks", "Run", "Sessio
            "fetch_partitions", "fetching", "gather_pinned", "gathered", "graph_array", "held_partition",
            "holder_workers", "holds_partition", "id_dtype", "in_each_worker", "in_worker", "keep_arrays",
            "keep_partition", "kept_blocks", "kept_for_clients", "neighbor_lists", "on_each", "on_every_worker",
-           "on_holders", "on_partitions", "on_worker", "output_blocks", "output_limit_setting", "output_on_device",
+           "on_holders", "on_partitions", "on_worker", "output_blocks", "output_on_device",
            "output_totals", "partition", "placed", "replica", "run_going", "run_later", "run_outputs", "run_state",
            "run_supersteps", "spread", "step_kernel", "store", "wait_pinned", "worker_address", "worker_device",
            "worker_memory", "worker_xp", "workers_info"]

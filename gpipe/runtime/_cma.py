@@ -174,14 +174,10 @@ _WHY: dict[tuple, str | None] = {}  # (client id, worker) -> why the probe could
 _LOCK = threading.Lock()
 
 
-def setting() -> str:
-    return config.get("results.transfer")
-
-
 def readable(client, workers: list[str]) -> dict[str, bool]:
     """For each of ``workers``: are its blocks read from its memory (``gpipe.results.transfer``, the probe asked
     once per worker)? ``memory`` where a worker cannot be read is a :class:`GpipeValueError` naming why."""
-    asked = setting()
+    asked = config.get("results.transfer")
     if asked == "comms":
         return dict.fromkeys(workers, False)
     with _LOCK:

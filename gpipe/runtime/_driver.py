@@ -28,7 +28,7 @@ from ..errors import GpipeValueError
 from . import _advance, _nccl
 from ._kept import announce, block_key, finished, forget, making
 from ._spec import OutputBlocks, RunSpec, StartSet, StepSpec
-from ._store import drop_run, output_limit_setting, store, transfers
+from ._store import drop_run, store, transfers
 from ._watch import call_workers
 
 
@@ -54,7 +54,7 @@ def check_memory(graph, nbytes: int, names: str, what: str) -> None:
         held, unit = graph.holders
         asked = call_workers(graph.client, [(w, _memory, (), {}) for w in missing], held, "memory check", unit)
         _MEMORY.update(((cluster, w), memory) for w, memory in zip(missing, asked))
-    limit = output_limit_setting()
+    limit = config.get("memory.output-limit")
     room = 0
     for host, device, auto in (_MEMORY[(cluster, w)] for w in workers):
         if device is None:
@@ -112,7 +112,7 @@ def run_supersteps(graph, spec: StepSpec, initial: int | StartSet | dict, *, num
         nccl = stack.enter_context(_nccl.lease(client, workers)) if exchange == "nccl" else None
         run = RunSpec(
             uuid.uuid4().hex[:12], graph.graph_id, tuple(placement), spec, policy=policy,
-            in_place_below=in_place_below, output_limit=output_limit_setting(), bounds=np.asarray(graph.bounds),
+            in_place_below=in_place_below, output_limit=config.get("memory.output-limit"), bounds=np.asarray(graph.bounds),
             exchange=exchange, nccl=nccl,
             report=progress is not None, summarize=summarize, blocks=blocks, prelude=getattr(graph, "prelude", None))
         run_id = run.run_id
@@ -192,7 +192,7 @@ def _run_replicated(graph, spec: StepSpec, initial: int | StartSet | dict, progr
     client, replicas = graph.client, graph.replicas
     count = len(replicas)
     blocks = blocks if count == 1 else None
-    run = RunSpec(uuid.uuid4().hex[:12], graph.graph_id, tuple(replicas), spec, output_limit=output_limit_setting(),
+    run = RunSpec(uuid.uuid4().hex[:12], graph.graph_id, tuple(replicas), spec, output_limit=config.get("memory.output-limit"),
                   summarize=summarize, blocks=blocks)
     t0 = time.perf_counter()
     if isinstance(initial, int):

@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from .. import config
 from . import _advance
 from ._kept import block_key, kept_blocks
 from ._spec import OutputBlocks
-from ._store import output_limit_setting
 
 
 def output_blocks(num_walks: int, width: int, block_rows: int, dtype) -> OutputBlocks:
@@ -23,7 +23,7 @@ def assemble_blocks(client, run_id: str, partitions: dict[int, str], blocks: Out
     as the blocks are made); where the run ``gathered`` them there (``run_supersteps``' ``blocks``), a worker
     makes all of its blocks at once."""
     workers = sorted(set(partitions.values()))
-    limit = output_limit_setting()
+    limit = config.get("memory.output-limit")
     held = {w: p for p, w in partitions.items()}  # gathered: each worker's one partition, its blocks' pieces
     rank = {w: r for r, w in enumerate(workers)}
     keys = {block_key(run_id, b): (workers[b % len(workers)], b) for b in range(blocks.count)}

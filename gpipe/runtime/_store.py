@@ -282,11 +282,6 @@ def _let_go(exc: BaseException) -> None:
     gc.collect()
 
 
-def output_limit_setting() -> int | str | None:
-    """``gpipe.memory.output-limit``: 'auto', None, or bytes."""
-    return config.get("memory.output-limit")
-
-
 def _host_threads(device: str, nthreads: int) -> int:
     """Host threads one task of this worker may use (numba's CPU twins, Arrow's readers): its task threads on a CPU
     worker, which run tasks side by side; on a GPU worker, which runs one task at a time, its share of the cores it

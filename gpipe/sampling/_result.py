@@ -16,7 +16,7 @@ from .. import config
 from .._files import SAMPLE_FILES
 from .._validate import check_bool
 from ..backend import device_of, to_device, to_host, xp
-from ..runtime import (HeldResult, failing, id_dtype, kept_blocks, output_limit_setting, output_on_device, run_outputs,
+from ..runtime import (HeldResult, failing, id_dtype, kept_blocks, output_on_device, run_outputs,
                        worker_device)
 
 
@@ -44,7 +44,7 @@ class SampleLayout:
     def cut(self, instances: int, rows: int) -> SampleLayout:
         """This layout cut into ranges of about ``gpipe.sampling.block-size`` rows of ``rows`` in all, at equal
         instance counts: the same blocks for any number of workers or partitions."""
-        blocks = max(1, min(instances, -(-rows // int(config.get("sampling.block-size")))))
+        blocks = max(1, min(instances, -(-rows // config.get("sampling.block-size"))))
         cuts = np.linspace(0, instances, blocks + 1).round().astype(np.int64)
         return dataclasses.replace(self, cuts=tuple(int(c) for c in cuts))
 
@@ -126,7 +126,7 @@ class EdgeSample(HeldResult):
         workers = sorted(set(self._held.values()))
         keys = {f"gpipe-sample-{self._run_ids[0]}-{b}": (workers[b % len(workers)], b)
                 for b in range(self._layout.blocks)}
-        limit = output_limit_setting()
+        limit = config.get("memory.output-limit")
         futures = kept_blocks(self._client, keys, _assemble_sample,
                               lambda w: (self._run_ids, self._held, self._layout, limit), self._held, "sample assembly")
         return [futures[key] for key in keys]

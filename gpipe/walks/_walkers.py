@@ -41,7 +41,7 @@ def run_walks(g, algorithm: str, spec: StepSpec, walks_per_vertex: int, starts: 
         initial = walks_per_vertex  # made where they start (first_walkers)
     else:
         initial = StartSet.of(starts, walks_per_vertex, dtype)
-    blocks = output_blocks(num_walks, length + 1, int(config.get("walks.block-size")), dtype)
+    blocks = output_blocks(num_walks, length + 1, config.get("walks.block-size"), dtype)
     ran = run_supersteps(g, spec, initial, num_walks=num_walks, progress=progress, blocks=blocks)
     stats = {"algorithm": algorithm, "walks": num_walks, "length": length, **ran.stats}
     return result_type(g.client, ran.run_id, ran.partitions, blocks=blocks, id_map=g.id_map, stats=stats,
