@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import gc
 import hashlib
 import importlib
 import pickle
@@ -310,4 +311,5 @@ def settled(client, seconds: float = 3.0) -> dict:
         left = leftovers(client)
         if not left or time.monotonic() > deadline:
             return left
+        gc.collect()  # a result a failure's traceback held goes, and its finalizer tells the workers
         time.sleep(0.1)
