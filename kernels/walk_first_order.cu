@@ -128,69 +128,88 @@ gp_walk_first_order_dynamic(
                            offset, flat, piece_len, out_vertex, out_step, moved, next, gp_sector_stage);
 }
 
+// A walker of the routed kernel whose block another worker makes: at most STAGE of its vertices, staged in its own
+// stage, then stored as a piece (see gp_walk_first_order_routed). Not inlined: the stage and the reservations stay
+// out of the registers of the kernel's path where every walk's row is here.
+template <typename Graph>
+__device__ __noinline__ void gp_first_order_piece(const Graph& g, long long lo, long long hi, long long num_vertices,
+                                                  unsigned long long key, int length, double alpha, int teleport,
+                                                  long long w, const long long* __restrict__ source, long long& v,
+                                                  int& s, int first, long long* __restrict__ piece_walk_id,
+                                                  int* __restrict__ piece_start, int* __restrict__ piece_len,
+                                                  long long* __restrict__ piece_offset,
+                                                  typename Graph::Id* __restrict__ flat,
+                                                  unsigned long long* __restrict__ counts, unsigned char* stages,
+                                                  bool& moves) {
+    typename Graph::Id stage[STAGE];
+    GpPlainRow<typename Graph::Id> staged{stage};
+    const int k = gp_first_order_walk(g, lo, hi, num_vertices, key, length, alpha, teleport, (unsigned long long)w,
+                                      source, v, s, staged, STAGE, moves);
+    const unsigned long long at = gp_reserve(&counts[0], (unsigned)k);
+    const unsigned long long p = gp_reserve(&counts[3], 1u);
+    piece_walk_id[p] = w;
+    piece_start[p] = first;
+    piece_len[p] = k;
+    piece_offset[p] = (long long)at;
+    GpSectorRow<typename Graph::Id> out(flat + at, stages);  // (pieces side by side share sectors: id by id)
+    for (int j = 0; j < k; ++j) out.put(j, stage[j]);
+    out.done(k);
+}
+
 // The same walk over a partition of a graph cut in several, with what the runtime does around it fused in: each
-// walker moves while it stays inside [lo, hi), for at most STAGE vertices written (then it stops where it is, to
-// go on in its own partition's next advance), its vertices kept in its own stage; then, stored a sector at a time
-// (GpSectorRow),
+// walker moves while it stays inside [lo, hi), and
 //  - if this worker makes its walk's block (ranks > 0: block walk_id / block_rows, made by rank block % ranks),
-//    its vertices go straight to the walk's row of `rows` (this worker's blocks, one after another, width wide);
-//  - else they go to `flat` at the range it reserves on counts[0], as a piece at the slot it reserves on
-//    counts[3]: piece_walk_id, piece_start (its first step), piece_len vertices at piece_offset;
+//    its vertices go straight to the walk's row of `rows` (this worker's blocks, one after another, width wide), a
+//    sector at a time (GpSectorRow), for as long as it stays;
+//  - else it writes at most STAGE vertices (then it stops where it is, to go on in its own partition's next advance),
+//    kept in a stage of its own and then stored at the range of `flat` it reserves on counts[0], as a piece at the
+//    slot it reserves on counts[3]: piece_walk_id, piece_start (its first step), piece_len vertices at piece_offset;
 //  - if it moves on (left the partition, or stopped at STAGE), it is written at the slot it reserves on counts[1]:
 //    walk_id, vertex, step, and source when keep_source;
 //  - the steps it took are added to counts[2] (once a thread).
-// The lanes of a warp that reserve together take one atomicAdd (gp_reserve). Pieces and movers go where the
-// reservations land: their order depends on the schedule, never their contents (a walker's draws depend on its
-// walk_id and step alone).
+// The lanes of a warp that reserve together take one atomicAdd (gp_reserve), for walkers too. Pieces and movers go
+// where the reservations land: their order depends on the schedule, never their contents (a walker's draws depend
+// on its walk_id and step alone). At most 32 registers a thread, as the whole-graph kernel: an advance is a few
+// steps a walker, each waiting on its loads, and with the stage in every thread's path (64 registers) half the
+// thread slots were empty and a partition's superstep ran at about half the whole-graph kernel's steps/s.
 // CPU twin: gpipe/walks/_first_order.py::_advance_routed_cpu (the same pieces and movers, in walker order).
 template <typename IdT>
-__global__ void __launch_bounds__(GP_SECTOR_THREADS)
+__global__ void __launch_bounds__(GP_SECTOR_THREADS, 8)
 gp_walk_first_order_routed(const long long* __restrict__ indptr, const IdT* __restrict__ indices,
-                                           const unsigned long long* __restrict__ table, int weighted,
-                                           long long lo, long long hi, long long num_vertices, unsigned long long key,
-                                           int length, double alpha, int teleport, long long n,
-                                           const long long* __restrict__ walk_id,
-                                           const long long* __restrict__ source, const long long* __restrict__ vertex,
-                                           const int* __restrict__ step, int keep_source, IdT* __restrict__ rows,
-                                           long long block_rows, int ranks, int rank, int width,
-                                           long long* __restrict__ piece_walk_id, int* __restrict__ piece_start,
-                                           int* __restrict__ piece_len, long long* __restrict__ piece_offset,
-                                           IdT* __restrict__ flat, long long* __restrict__ mover_walk_id,
-                                           long long* __restrict__ mover_source, long long* __restrict__ mover_vertex,
-                                           int* __restrict__ mover_step, unsigned long long* __restrict__ counts,
-                                           unsigned long long* __restrict__ next) {
+                           const unsigned long long* __restrict__ table, int weighted, long long lo, long long hi,
+                           long long num_vertices, unsigned long long key, int length, double alpha, int teleport,
+                           long long n, const long long* __restrict__ walk_id, const long long* __restrict__ source,
+                           const long long* __restrict__ vertex, const int* __restrict__ step, int keep_source,
+                           IdT* __restrict__ rows, long long block_rows, int ranks, int rank, int width,
+                           long long* __restrict__ piece_walk_id, int* __restrict__ piece_start,
+                           int* __restrict__ piece_len, long long* __restrict__ piece_offset, IdT* __restrict__ flat,
+                           long long* __restrict__ mover_walk_id, long long* __restrict__ mover_source,
+                           long long* __restrict__ mover_vertex, int* __restrict__ mover_step,
+                           unsigned long long* __restrict__ counts, unsigned long long* __restrict__ next) {
     GP_SECTOR_STAGE;
     const GpCsr<IdT> g{{indices, nullptr, weighted, table}, indptr};
     unsigned long long taken = 0;
-    for (long long i = (long long)atomicAdd(next, 1ULL); i < n; i = (long long)atomicAdd(next, 1ULL)) {
-        IdT stage[STAGE];
-        GpPlainRow<IdT> staged{stage};
-        long long v = vertex[i];
-        int s = step[i];
-        bool moves;
-        const int k = gp_first_order_walk(g, lo, hi, num_vertices, key, length, alpha, teleport,
-                                          (unsigned long long)walk_id[i], source + i, v, s, staged, STAGE, moves);
-        taken += (unsigned long long)(s - step[i]);
+    for (long long i = (long long)gp_reserve(next, 1u); i < n; i = (long long)gp_reserve(next, 1u)) {
         const long long w = walk_id[i];
+        const int first = step[i];
+        long long v = vertex[i];
+        int s = first;
+        bool moves;
         const long long block = ranks > 0 ? w / block_rows : 0;
-        IdT* to;
         if (ranks > 0 && block % ranks == rank) {
-            to = rows + ((block / ranks) * block_rows + w % block_rows) * (long long)width + step[i];
+            GpSectorRow<IdT> out(rows + ((block / ranks) * block_rows + w % block_rows) * (long long)width + first,
+                                 gp_sector_stage);
+            gp_first_order_walk(g, lo, hi, num_vertices, key, length, alpha, teleport, (unsigned long long)w,
+                                source + i, v, s, out, 0x7fffffff, moves);
         } else {
-            const unsigned long long at = gp_reserve(&counts[0], (unsigned)k);
-            const unsigned long long p = gp_reserve(&counts[3], 1u);
-            piece_walk_id[p] = w;
-            piece_start[p] = step[i];
-            piece_len[p] = k;
-            piece_offset[p] = (long long)at;
-            to = flat + at;
+            gp_first_order_piece(g, lo, hi, num_vertices, key, length, alpha, teleport, w, source + i, v, s, first,
+                                 piece_walk_id, piece_start, piece_len, piece_offset, flat, counts, gp_sector_stage,
+                                 moves);
         }
-        GpSectorRow<IdT> out(to, gp_sector_stage);  // (its pieces lie side by side: their shared sectors id by id)
-        for (int j = 0; j < k; ++j) out.put(j, stage[j]);
-        out.done(k);
+        taken += (unsigned long long)(s - first);
         if (moves) {
             const unsigned long long slot = gp_reserve(&counts[1], 1u);
-            mover_walk_id[slot] = walk_id[i];
+            mover_walk_id[slot] = w;
             mover_vertex[slot] = v;
             mover_step[slot] = s;
             if (keep_source) mover_source[slot] = source[i];

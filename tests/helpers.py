@@ -145,7 +145,7 @@ def routed_first_order(x, teleport: int, alpha: float, lo: int, hi: int, weighte
     for w, s, at_home in zip(walk_id.tolist(), step.tolist(), home):
         if at_home:  # its row, from its first step to the first vertex not written (rows start at -1)
             at = (w // block_rows // ranks * block_rows + w % block_rows) * width + s
-            written = got["rows"][at:at + min(stage, width - s)]
+            written = got["rows"][at:at + width - s]
             vertices.append(written[:np.flatnonzero(np.append(written, -1) < 0)[0]])
         else:
             assert piece[w][0] == s, "a piece starts at its walker's step"

@@ -94,6 +94,23 @@ def test_walks_do_not_depend_on_worker_count(cpu_cluster, one_worker_cluster):
     np.testing.assert_array_equal(out[0][1], out[1][1])
 
 
+def test_a_partitioned_walks_stats_count_its_crossings_and_each_supersteps_kernel_steps(cpu):
+    """``crossings``: every step from a vertex of one partition to another's (here between the two workers), read
+    back from the walks themselves; ``superstep_kernels``: each superstep's steps, adding up to the run's."""
+    g = gpipe.generators.rmat(scale=10, edge_factor=4, seed=2, partitions=2)
+    w = gpipe.walks.deepwalk(g, length=25, walks_per_vertex=2, seed=9)
+    walks = w.compute()
+    owner = np.searchsorted(np.asarray(g.bounds)[1:-1], walks, side="right")
+    stepped = (walks[:, 1:] >= 0) & (walks[:, :-1] >= 0)
+    crossed = int((stepped & (owner[:, 1:] != owner[:, :-1])).sum())
+    assert w.stats["workers"] == 2 and w.stats["crossings"] == crossed > 0
+    assert w.stats["crossings_per_step"] == pytest.approx(crossed / stepped.sum())
+    kernels = w.stats["superstep_kernels"]
+    assert len(kernels["steps"]) == len(kernels["seconds"]) == w.stats["supersteps"]
+    assert sum(kernels["steps"]) == w.stats["steps"] == stepped.sum()
+    assert w.stats["kernel_steps_per_second"] == pytest.approx(w.stats["steps"] / sum(kernels["seconds"]))
+
+
 def _blocks_held(run_id: str, block_rows: int, dask_worker=None) -> tuple[list[int], list[int]]:
     """The output blocks of the walks whose pieces a run left on this worker, and those of the rows its steps wrote
     to (``client.run``)."""
@@ -980,12 +997,14 @@ def test_borrowed_lists_are_fetched_once_a_run_and_kept_by_id(monkeypatch):
 
 @pytest.mark.parametrize("teleport, alpha, weighted", [(0, 0.0, False), (0, 0.0, True), (1, 0.2, False),
                                                        (2, 0.3, False)])
-@pytest.mark.parametrize("lo, hi", [(100, 200), (5, 300)])  # a third of the graph; most of it (walkers stop at STAGE)
+@pytest.mark.parametrize("lo, hi", [(100, 200), (5, 300)])  # a third of the graph; most of it (pieces stop at STAGE)
 @pytest.mark.parametrize("ranks", [0, 3])  # every walker writes a piece; those of 4 blocks in 10 write to rows
-def test_the_routed_first_order_advance_is_the_plain_one_cut_at_the_stage(teleport, alpha, weighted, lo, hi, ranks):
+def test_the_routed_first_order_advance_is_the_plain_one_cut_where_it_leaves(teleport, alpha, weighted, lo, hi,
+                                                                              ranks):
     """The fused advance of a partition of several writes each walker's vertices (to its walk's row on the worker
-    making its block, else as a piece) and the walkers that move on: the plain advance's piece cut at STAGE
-    vertices, and the walkers that left or stopped there, where they are."""
+    making its block, for as long as it stays; else as a piece of at most STAGE vertices) and the walkers that move
+    on: the plain advance's vertices, cut where the walker left, or at STAGE for a piece, and the walkers that left
+    or stopped there, where they are."""
     import importlib
 
     from gpipe.walks._graphs import PICK_ALIAS, PICK_UNIFORM
@@ -1001,8 +1020,10 @@ def test_the_routed_first_order_advance_is_the_plain_one_cut_at_the_stage(telepo
                                weighted=PICK_ALIAS if weighted else PICK_UNIFORM,
                                lo=lo, hi=hi, num_vertices=300, key=np.uint64(gpipe._rng.key(7)), length=40,
                                alpha=alpha, teleport=teleport, n=n)
-    stopped = plain["piece_len"] > stage
-    np.testing.assert_array_equal(routed["piece_len"], np.minimum(plain["piece_len"], stage))
+    away = ~routed["home"]
+    stopped = (plain["piece_len"] > stage) & away
+    np.testing.assert_array_equal(routed["piece_len"], np.where(away, np.minimum(plain["piece_len"], stage),
+                                                                plain["piece_len"]))
     for i, piece in enumerate(routed["pieces"]):
         np.testing.assert_array_equal(piece, plain["flat"][i * width:i * width + len(piece)])
     moving = (plain["moved"] == 1) | stopped
@@ -1014,9 +1035,12 @@ def test_the_routed_first_order_advance_is_the_plain_one_cut_at_the_stage(telepo
     for name, values in expected.items():
         np.testing.assert_array_equal(routed["movers"][name], values[moving][order], err_msg=name)
     taken = np.where(stopped, stage, plain["out_step"] - inputs["step"])
-    away = ~routed["home"]
     assert routed["counts"].tolist() == [routed["piece_len"][away].sum(), moving.sum(), taken.sum(), away.sum()]
     assert moving.any() and (lo > 50 or stopped.any()) and (ranks == 0 or 0 < away.sum() < n)
+    if ranks and lo < 50:  # walkers writing their rows go on past STAGE where they stay
+        assert (plain["piece_len"][routed["home"]] > stage).any()
+    left = plain["out_vertex"][moving & ~stopped]
+    assert ((left < lo) | (left >= hi)).all()  # every mover but a stopped piece's has left the partition
 
 
 def _hold_communicator(key: str, dask_worker=None) -> None:

@@ -150,7 +150,8 @@ def run_partitions(spec: RunSpec, initial: dict, counts: np.ndarray) -> dict:
     ``initial`` holds this worker's partitions' first walkers (see
     :func:`_advance_partition`); ``spec`` says how to run them (see
     :class:`RunSpec`; ``spec.policy`` orders the partitions, see
-    :func:`_order`). Returns the steps taken, each superstep's kernel seconds,
+    :func:`_order`). Returns the steps taken (and in each superstep), each superstep's kernel seconds, the walkers
+    that crossed to another partition,
     the bytes of outputs spilled to host memory, the batches the walkers ran
     in, the bytes of walkers sent to peers, the seconds of the exchanges, the
     peak memory seen at the superstep ends, the partitions that ran, and the seconds before the first superstep
@@ -174,13 +175,13 @@ def run_partitions(spec: RunSpec, initial: dict, counts: np.ndarray) -> dict:
             with failing("advance", mine[0], 0):  # the partition may be gone (a released snapshot's)
                 written = st.partitions.as_held(spec.graph_id, mine[0]).indices.dtype
             rows = _keep_rows(spec, run, len(workers), workers.index(me), written, exchange)
-        superstep = steps = spilled = batches = 0
-        seconds, ran = [], set()
+        superstep = steps = spilled = batches = crossings = 0
+        seconds, stepped, ran = [], [], set()
         exchanging = 0.0
         opening = time.perf_counter() - started
         while counts.sum() > 0:
             sent = np.zeros(len(placement), np.int64)
-            spent = 0.0
+            spent, taken_here = 0.0, 0
             if span is not None:
                 advanced = _pass_span(spec, run, initial, span, counts[mine].sum(), superstep)
             else:
@@ -194,10 +195,13 @@ def run_partitions(spec: RunSpec, initial: dict, counts: np.ndarray) -> dict:
                 sent += summary["to"]
                 spilled += summary["spilled"]
                 batches += summary["batches"]
-                steps += summary["steps"]
+                taken_here += summary["steps"]
+                crossings += summary["crossed"]
                 spent += summary["seconds"]
                 ran.add(p)
+            steps += taken_here
             seconds.append(spent)
+            stepped.append(taken_here)  # on the device where a whole-graph step counted there: read as the run ends
             memory.see()
             t0 = time.perf_counter()
             with failing("exchange", me, superstep, "worker"):
@@ -217,7 +221,8 @@ def run_partitions(spec: RunSpec, initial: dict, counts: np.ndarray) -> dict:
             memory.see()
         sent_bytes = exchange.sent_bytes
         lent_bytes = 0 if exchange.lending is None else exchange.lending.sent_bytes
-    return {"steps": int(steps), "seconds": seconds, "spilled": spilled, "batches": batches, "sent_bytes": sent_bytes,
+    return {"steps": int(steps), "seconds": seconds, "superstep_steps": [int(n) for n in stepped],
+            "crossings": crossings, "spilled": spilled, "batches": batches, "sent_bytes": sent_bytes,
             "lent_bytes": lent_bytes,
             "exchange_seconds": exchanging, "ran": sorted(ran), "outputs": _summaries(spec, ran),
             "gathered": gathered, "rows": rows, **memory.peaks(), "opening_seconds": opening,
@@ -425,7 +430,7 @@ def _advance_partition(spec: RunSpec, run: Run, walkers: dict | int | StartSet |
     Leavers for this worker's partitions go into their inboxes, those for a
     peer's are held for the superstep's exchange. Returns how many walkers
     went to each partition, the steps taken, the kernel's seconds, the bytes of
-    outputs spilled and the batches. ``prefetch`` and ``in_place`` steer out-of-memory
+    outputs spilled, the batches and the walkers that crossed to another partition. ``prefetch`` and ``in_place`` steer out-of-memory
     graphs (see ``Residency``).
     """
     x = worker_xp()
@@ -454,13 +459,15 @@ def _advance_partition(spec: RunSpec, run: Run, walkers: dict | int | StartSet |
     routed = "to" in movers  # to partition ``to``, not to the owner of ``vertex``
     dest = movers.pop("to") if routed else x.searchsorted(x.asarray(p.bounds[1:-1]), movers["vertex"], side="right")
     counts = to_host(x.bincount(dest, minlength=parts)).astype(np.int64)
+    inside = (p.bounds[:-1] >= p.lo) & (p.bounds[1:] <= p.hi)  # the partitions of p (a span's, or its own)
     here = store().worker_address
     for q, walkers in _by_destination(x, movers, dest, counts):
         if spec.placement[q] == here:
             run.deliver(superstep + 1, q, walkers, local=True)
         else:
             run.hold(q, walkers, routed)
-    return {"to": counts, "steps": steps, "seconds": seconds, "spilled": spilled, "batches": len(moved)}
+    return {"to": counts, "steps": steps, "seconds": seconds, "spilled": spilled, "batches": len(moved),
+            "crossed": int(counts[~inside].sum())}
 
 
 def _by_destination(x, movers: dict, dest, counts: np.ndarray):

@@ -130,12 +130,21 @@ def run_supersteps(graph, spec: StepSpec, initial: int | StartSet | dict, *, num
     for s in summaries:  # a superstep lasts as long as its slowest worker
         per_superstep[:len(s["seconds"])] = np.maximum(per_superstep[:len(s["seconds"])], s["seconds"])
     kernel_seconds = float(per_superstep.sum())
+    # each superstep's steps and kernel seconds over all workers: a GPU's steps per second of its kernels
+    stepped, spent = np.zeros(superstep, np.int64), np.zeros(superstep)
+    for s in summaries:
+        stepped[:len(s["superstep_steps"])] += s["superstep_steps"]
+        spent[:len(s["seconds"])] += s["seconds"]
     ran = {p for s in summaries for p in s["ran"]}
     if progress is not None:
         progress(superstep=superstep, active=0, steps=steps, total=num_walks)
     stats = {**_stats(graph, summaries, "partitioned", partitions=graph.num_partitions, workers=len(workers),
                       steps=steps, seconds=seconds, supersteps=superstep, kernel_seconds=kernel_seconds),
              "exchange": exchange, "walker_bytes": sum(s["sent_bytes"] for s in summaries),
+             "kernel_steps_per_second": float(steps / spent.sum()) if spent.sum() > 0 else 0.0,
+             "superstep_kernels": {"steps": stepped.tolist(), "seconds": spent.tolist()},
+             "crossings": sum(s["crossings"] for s in summaries),
+             "crossings_per_step": sum(s["crossings"] for s in summaries) / steps if steps else 0.0,
              **({"lent_bytes": sum(s["lent_bytes"] for s in summaries)} if spec.lends else {}),  # lists taken along
              "gathered": summaries[0]["gathered"] is not None,
              "exchange_seconds": max(s["exchange_seconds"] for s in summaries),  # the busiest worker's

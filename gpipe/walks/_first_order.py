@@ -33,7 +33,7 @@ class FirstOrder:
     num_vertices: int
 
 
-STAGE = 16  # the most vertices a walker writes in one routed advance (kernels/walk_first_order.cu's STAGE)
+STAGE = 16  # the most vertices a walker writes as a piece in one routed advance (kernels/walk_first_order.cu's STAGE)
 
 
 def advance_first_order(part, walkers: dict, spec: StepSpec, run: Run):
@@ -72,8 +72,9 @@ def _advance_routed(part, walkers: dict, spec: StepSpec, run: Run):
     """The walk on one partition of several, as a runtime step (pieces, movers, steps): one kernel writes the
     vertices of the walks whose blocks this worker makes straight to their rows (``run.rows``, where the run
     keeps them), the others' as pieces over a flat buffer with no gaps (none where every walk's row is here), and
-    the walkers that move on, packed; one copy of four counts comes to the host. (A walker writing :data:`STAGE`
-    vertices stops, and goes on in its partition's next advance.)"""
+    the walkers that move on, packed; one copy of four counts comes to the host. (A walker writing a piece stops
+    at :data:`STAGE` vertices, and goes on in its partition's next advance; one writing its row goes on while it
+    stays, so every walker moving on leaves the partition.)"""
     x = worker_xp()
     n = walkers["walk_id"].shape[0]
     keep_source = "source" in walkers
@@ -171,19 +172,19 @@ def _advance_routed_cpu(indptr, indices, table, weighted, lo, hi, num_vertices, 
     moves = np.zeros(n, np.bool_)
     home = np.zeros(n, np.bool_)
     for i in prange(n):
-        k, v, s, left = _walk_one(graph, lo, hi, num_vertices, key, length, alpha, teleport, walk_id[i], source[i],
-                                  vertex[i], step[i], stage, i * STAGE, STAGE)
+        if ranks > 0 and (walk_id[i] // block_rows) % ranks == rank:  # its row is here: written for as long as it stays
+            block = walk_id[i] // block_rows
+            home[i] = True
+            row = ((block // ranks) * block_rows + walk_id[i] % block_rows) * width + step[i]
+            k, v, s, left = _walk_one(graph, lo, hi, num_vertices, key, length, alpha, teleport, walk_id[i], source[i],
+                                      vertex[i], step[i], rows, row, 2**31 - 1)
+        else:
+            k, v, s, left = _walk_one(graph, lo, hi, num_vertices, key, length, alpha, teleport, walk_id[i], source[i],
+                                      vertex[i], step[i], stage, i * STAGE, STAGE)
         written[i] = k
         at_vertex[i] = v
         at_step[i] = s
         moves[i] = left
-        if ranks > 0:
-            block = walk_id[i] // block_rows
-            if block % ranks == rank:
-                home[i] = True
-                row = ((block // ranks) * block_rows + walk_id[i] % block_rows) * width + step[i]
-                for j in range(k):
-                    rows[row + j] = stage[i * STAGE + j]
     used, moved, steps, pieces = np.int64(counts[0]), np.int64(counts[1]), np.int64(counts[2]), np.int64(counts[3])
     at = np.empty(n, np.int64)
     for i in range(n):  # in walker order (the kernel's in the order its reservations land)
