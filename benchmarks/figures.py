@@ -48,7 +48,7 @@ def draw(report: dict, path: str) -> str | None:
         return None
     family = {"gnn": _gnn, "counting": _counting, "mining": _mining, "fpm": _fpm, "dynamic": _dynamic,
               "dynamic_updates": _dynamic_updates, "io": _io,
-              "interval_coverage": _interval_coverage, "superstep": _superstep,
+              "interval_coverage": _interval_coverage, "superstep": _superstep, "superstep_kernel": _superstep_kernel,
               "memory": _memory, "first_call": _first_call}.get(report.get("benchmark"))
     if family is not None:
         fig = family(plt, report)
@@ -258,6 +258,26 @@ def _superstep(plt, report: dict):
     ax.set_yticks(y, [f"{r['gpus']} {workers}, {r['exchange']}" for r in records])
     ax.set_xlabel("ms per empty superstep")
     ax.set_title(f"an empty superstep on {report['device_name']} ({report['date'][:10]})")
+    ax.legend(loc="lower right", fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def _superstep_kernel(plt, report: dict):
+    """A GPU's kernel in a partitioned superstep (``superstep.py kernel``): the best run's steps per second of the
+    kernels per cut, beside the whole graph's and issue 66's bar of 0.8 of it."""
+    best: dict[int, float] = {}
+    for r in report["records"]:
+        best[r["partitions"]] = max(best.get(r["partitions"], 0.0), r["kernel_steps_per_second"])
+    parts = sorted(best)
+    fig, ax = plt.subplots(figsize=(6, 0.5 * len(parts) + 1.8))
+    y = np.arange(len(parts))
+    ax.barh(y, [best[p] / 1e9 for p in parts])
+    ax.axvline(0.8 * best[1] / 1e9, color="gray", linestyle=":", label="0.8 of the whole graph's (issue 66)")
+    ax.set_yticks(y, ["whole graph" if p == 1 else f"a partition of {p}" for p in parts])
+    ax.set_xlabel("G steps/s of the kernels")
+    graph = report["graph"]
+    ax.set_title(f"DeepWalk on R-MAT {graph['scale']}, {report['device_name']} ({report['date'][:10]})", fontsize=9)
     ax.legend(loc="lower right", fontsize=8)
     fig.tight_layout()
     return fig

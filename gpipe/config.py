@@ -76,6 +76,7 @@ RULES = {
     "device": _choice(DEVICES),
     "partitions-per-worker": _count(),
     "exchange": _choice(EXCHANGES),
+    "exchange-chunks": _count(1, 1024, auto=True),  # (at most _exchange.MAX_CHUNKS: its rounds' mail numbers)
     "graph.chunk-edges": _count(),
     "graph.read-bytes": _bytes(1),
     "graph.mode": _choice(MODES),

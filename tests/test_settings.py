@@ -20,6 +20,7 @@ BAD = {
     "device": "tpu",
     "partitions-per-worker": 0,
     "exchange": "pigeon",
+    "exchange-chunks": 0,
     "graph.chunk-edges": -5,
     "graph.read-bytes": 0,
     "graph.mode": "copy",

@@ -94,6 +94,28 @@ def test_walks_do_not_depend_on_worker_count(cpu_cluster, one_worker_cluster):
     np.testing.assert_array_equal(out[0][1], out[1][1])
 
 
+@pytest.mark.parametrize("walk", ["deepwalk", "jump", "mh"])
+def test_walks_do_not_depend_on_the_chunks_a_superstep_is_taken_in(cpu, walk):
+    """Each worker holding one partition takes a superstep in chunks, each chunk's leavers sent while the next
+    chunk's kernel runs: the walks are those of one exchange a superstep, with 3 chunks and with 40 (most of them
+    empty in the last supersteps, where every rank still takes every round)."""
+    g = gpipe.generators.rmat(scale=9, edge_factor=4, seed=2, partitions=2)
+    run = {"deepwalk": lambda: gpipe.walks.deepwalk(g, length=15, walks_per_vertex=2, seed=9),
+           "jump": lambda: gpipe.walks.with_jump(g, jump=0.2, length=15, seed=9),
+           "mh": lambda: gpipe.walks.metropolis_hastings(g, length=15, seed=9)}[walk]
+    out = []
+    for chunks in (1, 3, 40):
+        with dask.config.set({"gpipe.exchange-chunks": chunks}):
+            w = run()
+        assert w.stats["workers"] == 2 and w.stats["exchange"] == "comms"
+        assert 0 <= w.stats["exchange_hidden_seconds"] <= w.stats["seconds"]
+        assert chunks > 1 or w.stats["exchange_hidden_seconds"] == 0
+        out.append((w.compute(), w.stats["steps"], w.stats["crossings"]))
+    for walks, steps, crossings in out[1:]:
+        np.testing.assert_array_equal(walks, out[0][0])
+        assert (steps, crossings) == out[0][1:]
+
+
 def test_a_partitioned_walks_stats_count_its_crossings_and_each_supersteps_kernel_steps(cpu):
     """``crossings``: every step from a vertex of one partition to another's (here between the two workers), read
     back from the walks themselves; ``superstep_kernels``: each superstep's steps, adding up to the run's."""

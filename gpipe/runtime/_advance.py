@@ -14,6 +14,7 @@ import functools
 import itertools
 import time
 import traceback
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -145,16 +146,17 @@ def run_partitions(spec: RunSpec, initial: dict, counts: np.ndarray) -> dict:
     counts is the next superstep's ``counts``, the same on every worker. The run
     ends when it is zero everywhere. Order-free walkers (``spec.step.order_free``)
     on a worker whose partitions are all on its device do not wait for the next
-    superstep to cross between them (see :func:`_drain`).
+    superstep to cross between them (see :func:`_drain`). Where every worker holds one partition, order-free
+    walkers' supersteps are taken in chunks (``spec.chunks``), each chunk's leavers sent while the next chunk's
+    kernel runs (see :func:`_in_chunks`).
 
     ``initial`` holds this worker's partitions' first walkers (see
     :func:`_advance_partition`); ``spec`` says how to run them (see
     :class:`RunSpec`; ``spec.policy`` orders the partitions, see
     :func:`_order`). Returns the steps taken (and in each superstep), each superstep's kernel seconds, the walkers
-    that crossed to another partition,
-    the bytes of outputs spilled to host memory, the batches the walkers ran
-    in, the bytes of walkers sent to peers, the seconds of the exchanges, the
-    peak memory seen at the superstep ends, the partitions that ran, and the seconds before the first superstep
+    that crossed to another partition, the bytes of outputs spilled to host memory, the batches the walkers ran
+    in, the bytes of walkers sent to peers, the seconds this worker waited on its exchanges and those of their time
+    on the wire that passed while its kernels ran, the peak memory seen at the superstep ends, the partitions that ran, and the seconds before the first superstep
     (the prelude, the exchange's communicator, the rows' room) and in all.
     """
     started = time.perf_counter()
@@ -162,7 +164,7 @@ def run_partitions(spec: RunSpec, initial: dict, counts: np.ndarray) -> dict:
     if spec.prelude is not None:
         function, args = spec.prelude
         function(*args)
-    me, residency = st.worker_address, st.partitions.residency
+    me = st.worker_address
     placement = spec.placement
     mine = [p for p, w in enumerate(placement) if w == me]
     workers = sorted(set(placement))
@@ -177,36 +179,26 @@ def run_partitions(spec: RunSpec, initial: dict, counts: np.ndarray) -> dict:
             rows = _keep_rows(spec, run, len(workers), workers.index(me), written, exchange)
         superstep = steps = spilled = batches = crossings = 0
         seconds, stepped, ran = [], [], set()
-        exchanging = 0.0
+        exchanging = hidden = 0.0
         opening = time.perf_counter() - started
+        chunking = _chunkable(spec, workers)  # the same on every rank
         while counts.sum() > 0:
-            sent = np.zeros(len(placement), np.int64)
-            spent, taken_here = 0.0, 0
-            if span is not None:
-                advanced = _pass_span(spec, run, initial, span, counts[mine].sum(), superstep)
+            chunks = _chunks(spec, counts, len(workers)) if chunking else 1
+            if chunks > 1:
+                done = _in_chunks(spec, run, exchange, initial, mine[0], int(counts[mine[0]]), chunks, superstep)
             else:
-                order = _order(counts, mine, set(residency.resident_parts(spec.graph_id)), spec.policy)
-                advanced = _pass(spec, run, initial, order, counts, superstep)
-            if spec.step.order_free and not residency.manages((spec.graph_id, mine[0])):  # all on the device
-                advanced = itertools.chain(advanced, _drain(spec, run, mine, superstep, span))
-            for p, taken, summary in advanced:
-                for q, n in taken.items():
-                    sent[q] -= n
-                sent += summary["to"]
-                spilled += summary["spilled"]
-                batches += summary["batches"]
-                taken_here += summary["steps"]
-                crossings += summary["crossed"]
-                spent += summary["seconds"]
-                ran.add(p)
-            steps += taken_here
-            seconds.append(spent)
-            stepped.append(taken_here)  # on the device where a whole-graph step counted there: read as the run ends
+                done = _superstep(spec, run, exchange, initial, mine, span, counts, superstep)
+            counts = done.counts
+            spilled += done.spilled
+            batches += done.batches
+            crossings += done.crossed
+            steps += done.steps
+            seconds.append(done.seconds)
+            stepped.append(done.steps)  # on the device where a whole-graph step counted there: read as the run ends
+            ran |= done.ran
+            exchanging += done.exchange_seconds
+            hidden += done.hidden_seconds
             memory.see()
-            t0 = time.perf_counter()
-            with failing("exchange", me, superstep, "worker"):
-                counts = exchange.end_superstep(superstep, sent, run.take_outbound(), run.routed)
-            exchanging += time.perf_counter() - t0
             superstep += 1
             if spec.report:
                 st.worker.log_event(f"gpipe-progress-{spec.run_id}", {"worker": me, "superstep": superstep,
@@ -224,7 +216,8 @@ def run_partitions(spec: RunSpec, initial: dict, counts: np.ndarray) -> dict:
     return {"steps": int(steps), "seconds": seconds, "superstep_steps": [int(n) for n in stepped],
             "crossings": crossings, "spilled": spilled, "batches": batches, "sent_bytes": sent_bytes,
             "lent_bytes": lent_bytes,
-            "exchange_seconds": exchanging, "ran": sorted(ran), "outputs": _summaries(spec, ran),
+            "exchange_seconds": exchanging, "exchange_hidden_seconds": hidden, "ran": sorted(ran),
+            "outputs": _summaries(spec, ran),
             "gathered": gathered, "rows": rows, **memory.peaks(), "opening_seconds": opening,
             "worker_seconds": time.perf_counter() - started}
 
@@ -238,6 +231,125 @@ def _ends(spec: RunSpec, run: Run, exchange, part: int, superstep: int) -> dict:
         merged = _gather.merge_rows(run, exchange, spec.blocks, superstep)
     gathered = _gather.gather(run, exchange, spec.blocks, part, superstep + merged["rounds"], spec.output_limit)
     return {k: merged[k] + gathered[k] for k in ("sent", "spilled", "seconds")}
+
+
+@dataclass
+class _Superstep:
+    """What one superstep did on a worker: the next superstep's walker count per partition, the steps taken, its
+    kernels' seconds, the outputs' bytes spilled, the batches, the walkers that crossed to another partition, the
+    partitions that ran, and the seconds this worker waited on its exchange, and those of its exchange's time on
+    the wire that passed while a kernel ran (:class:`~._exchange.Round`)."""
+
+    counts: np.ndarray
+    steps: object = 0  # an int, or a count on the device (a whole-graph step's)
+    seconds: float = 0.0
+    spilled: int = 0
+    batches: int = 0
+    crossed: int = 0
+    ran: set = field(default_factory=set)
+    exchange_seconds: float = 0.0
+    hidden_seconds: float = 0.0
+
+    def add(self, part: int, summary: dict) -> None:
+        """Count in what :func:`_advance_partition` did on ``part``."""
+        self.spilled += summary["spilled"]
+        self.batches += summary["batches"]
+        self.steps += summary["steps"]
+        self.crossed += summary["crossed"]
+        self.seconds += summary["seconds"]
+        self.ran.add(part)
+
+
+def _superstep(spec: RunSpec, run: Run, exchange, initial: dict, mine: list[int], span, counts: np.ndarray,
+               superstep: int) -> _Superstep:
+    """Advance this worker's partitions' walkers (joined in ``span``, or each, draining what crosses between them
+    where the walkers are order-free), then end the superstep with one exchange."""
+    residency = store().partitions.residency
+    sent = np.zeros(len(spec.placement), np.int64)
+    done = _Superstep(sent)
+    if span is not None:
+        advanced = _pass_span(spec, run, initial, span, counts[mine].sum(), superstep)
+    else:
+        order = _order(counts, mine, set(residency.resident_parts(spec.graph_id)), spec.policy)
+        advanced = _pass(spec, run, initial, order, counts, superstep)
+    if spec.step.order_free and not residency.manages((spec.graph_id, mine[0])):  # all on the device
+        advanced = itertools.chain(advanced, _drain(spec, run, mine, superstep, span))
+    for p, taken, summary in advanced:
+        for q, n in taken.items():
+            sent[q] -= n
+        sent += summary["to"]
+        done.add(p, summary)
+    t0 = time.perf_counter()
+    with failing("exchange", store().worker_address, superstep, "worker"):
+        done.counts = exchange.end_superstep(superstep, sent, run.take_outbound(), run.routed)
+    done.exchange_seconds = time.perf_counter() - t0
+    return done
+
+
+# A superstep of a run whose workers each hold one partition is taken in up to this many chunks of at least this
+# many walkers a worker (``gpipe.exchange-chunks: auto``): each chunk's leavers are on their way while the next
+# chunk's kernel runs.
+AUTO_CHUNKS, CHUNK_WALKERS = 4, 1 << 20
+
+
+def _chunkable(spec: RunSpec, workers: list[str]) -> bool:
+    """Whether the run's supersteps may be taken in chunks (the same on every rank): order-free walkers (a chunk's
+    do not depend on another's) taking no lists along, on several workers holding one partition each."""
+    return (spec.chunks != 1 and spec.step.order_free and spec.step.lends is None and len(workers) > 1
+            and len(spec.placement) == len(workers))
+
+
+def _chunks(spec: RunSpec, counts: np.ndarray, ranks: int) -> int:
+    """How many chunks this superstep is taken in, from the walker counts every rank has."""
+    if spec.chunks == "auto":
+        return int(max(1, min(AUTO_CHUNKS, counts.sum() // (CHUNK_WALKERS * ranks))))
+    return spec.chunks
+
+
+def _in_chunks(spec: RunSpec, run: Run, exchange, initial: dict, part: int, waiting: int, chunks: int,
+               superstep: int) -> _Superstep:
+    """Advance partition ``part``'s ``waiting`` walkers in ``chunks`` consecutive slices, each ending in an exchange
+    round of its leavers (``Exchange.start``); a round is finished while the next chunk's kernel runs (the step calls
+    ``Run.while_kernel`` between its kernel's launch and its wait: on a GPU, the round's send/recv on the
+    communicator's stream overlaps the kernel), or after the chunk's step where it does not. Every rank takes as
+    many rounds, empty or not. The walkers' order in the inboxes differs from one superstep's exchange; order-free
+    walkers do not depend on it."""
+    done = _Superstep(np.zeros(len(spec.placement), np.int64))
+    walkers, size = {}, 0
+    if waiting:
+        with failing("advance", part, superstep):
+            walkers = _arrivals(spec, run, store().partitions.get(spec.graph_id, part), initial.pop(part, None),
+                                part, superstep)
+        size = -(-next(iter(walkers.values())).shape[0] // chunks)
+    me = store().worker_address
+    pending = None
+    for i in range(chunks):
+        chunk = {k: v[i * size:(i + 1) * size] for k, v in walkers.items()}
+        to = np.zeros(len(spec.placement), np.int64)
+        if chunk and next(iter(chunk.values())).shape[0]:
+            if pending is not None:
+                run.overlap(pending.wait)
+            with failing("advance", part, superstep):
+                summary = _advance_partition(spec, run, chunk, part, superstep)
+            if pending is not None and run.overlap(None):  # its wait, in the step's seconds, was the exchange's
+                summary["seconds"] -= pending.waiting
+            done.add(part, summary)
+            to = summary["to"]
+        with failing("exchange", me, superstep, "worker"):
+            if pending is not None:
+                done.counts += _finished(pending, done)
+            pending = exchange.start(superstep, to, run.take_outbound(), run.routed, chunk=i)
+    with failing("exchange", me, superstep, "worker"):
+        done.counts += _finished(pending, done)
+    return done
+
+
+def _finished(pending, done: _Superstep) -> np.ndarray:
+    """A chunk's exchange round finished (at once where the step did it), its seconds counted in ``done``."""
+    counts = pending.finish()
+    done.exchange_seconds += pending.waited
+    done.hidden_seconds += pending.hidden
+    return counts
 
 
 # Up to this many workers, exchanging through these transports, each holds the rows of every walk while a run's
@@ -430,8 +542,8 @@ def _advance_partition(spec: RunSpec, run: Run, walkers: dict | int | StartSet |
     Leavers for this worker's partitions go into their inboxes, those for a
     peer's are held for the superstep's exchange. Returns how many walkers
     went to each partition, the steps taken, the kernel's seconds, the bytes of
-    outputs spilled, the batches and the walkers that crossed to another partition. ``prefetch`` and ``in_place`` steer out-of-memory
-    graphs (see ``Residency``).
+    outputs spilled, the batches and the walkers that crossed to another partition. ``prefetch`` and
+    ``in_place`` steer out-of-memory graphs (see ``Residency``).
     """
     x = worker_xp()
     partitions, step = store().partitions, spec.step
@@ -439,13 +551,7 @@ def _advance_partition(spec: RunSpec, run: Run, walkers: dict | int | StartSet |
     p = span if span is not None else partitions.get(spec.graph_id, part, pending, in_place)
     if prefetch is not None:  # out of memory: copy the worker's next partition in while this one computes
         partitions.prefetch(spec.graph_id, prefetch, part, pending)
-    if walkers is None:
-        arrived = [w for q in (span.parts if span is not None else [part]) for w in run.take_inbox(superstep, q)]
-        walkers = arrived[0] if len(arrived) == 1 else {k: x.concatenate([x.asarray(w[k]) for w in arrived])
-                                                        for k in arrived[0]}
-    elif isinstance(walkers, (int, StartSet)):
-        walkers = step.start(x, step, p.lo, p.hi, int(p.bounds[-1]), walkers)
-    walkers = {k: x.asarray(v) for k, v in walkers.items()}
+    walkers = _arrivals(spec, run, p, walkers, part, superstep, span)
     seconds, steps, spilled, moved = 0.0, 0, 0, []
     for batch in _batches(walkers, step, p.indices.dtype.itemsize, store().outputs.limit(spec.output_limit)):
         t0 = time.perf_counter()
@@ -468,6 +574,21 @@ def _advance_partition(spec: RunSpec, run: Run, walkers: dict | int | StartSet |
             run.hold(q, walkers, routed)
     return {"to": counts, "steps": steps, "seconds": seconds, "spilled": spilled, "batches": len(moved),
             "crossed": int(counts[~inside].sum())}
+
+
+def _arrivals(spec: RunSpec, run: Run, p, walkers: dict | int | StartSet | None, part: int, superstep: int,
+              span=None) -> dict:
+    """The walkers partition ``p`` (number ``part``, or the ``span`` it starts) advances in ``superstep``, on this
+    worker's device: those in its inbox where ``walkers`` is None, those ``spec.step.start`` makes from an int or
+    a :class:`StartSet`, or ``walkers`` themselves (see :func:`_advance_partition`)."""
+    x = worker_xp()
+    if walkers is None:
+        arrived = [w for q in (span.parts if span is not None else [part]) for w in run.take_inbox(superstep, q)]
+        walkers = arrived[0] if len(arrived) == 1 else {k: x.concatenate([x.asarray(w[k]) for w in arrived])
+                                                        for k in arrived[0]}
+    elif isinstance(walkers, (int, StartSet)):
+        walkers = spec.step.start(x, spec.step, p.lo, p.hi, int(p.bounds[-1]), walkers)
+    return {k: x.asarray(v) for k, v in walkers.items()}
 
 
 def _by_destination(x, movers: dict, dest, counts: np.ndarray):

@@ -114,7 +114,8 @@ def run_supersteps(graph, spec: StepSpec, initial: int | StartSet | dict, *, num
             uuid.uuid4().hex[:12], graph.graph_id, tuple(placement), spec, policy=policy,
             in_place_below=in_place_below, output_limit=config.get("memory.output-limit"), bounds=np.asarray(graph.bounds),
             exchange=exchange, nccl=nccl,
-            report=progress is not None, summarize=summarize, blocks=blocks, prelude=getattr(graph, "prelude", None))
+            report=progress is not None, summarize=summarize, blocks=blocks, prelude=getattr(graph, "prelude", None),
+            chunks=config.get("exchange-chunks"))
         run_id = run.run_id
         before = _transfers(graph) if out_of_memory else None
         t0 = time.perf_counter()
@@ -148,6 +149,8 @@ def run_supersteps(graph, spec: StepSpec, initial: int | StartSet | dict, *, num
              **({"lent_bytes": sum(s["lent_bytes"] for s in summaries)} if spec.lends else {}),  # lists taken along
              "gathered": summaries[0]["gathered"] is not None,
              "exchange_seconds": max(s["exchange_seconds"] for s in summaries),  # the busiest worker's
+             # of the exchange's time on the wire, what passed while a kernel ran (chunked supersteps), the most
+             "exchange_hidden_seconds": max(s["exchange_hidden_seconds"] for s in summaries),
              # the slowest worker's time before its first superstep, and in all (``seconds`` less this: the calls)
              "opening_seconds": max(s["opening_seconds"] for s in summaries),
              "worker_seconds": max(s["worker_seconds"] for s in summaries),

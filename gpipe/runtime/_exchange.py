@@ -24,7 +24,11 @@ the run has at most 2**31 walks, ``vertex`` as int32 up to 2**31 vertices,
 walker, not 20. The receiver widens them back (:data:`WIDE`). The receiver checks what arrived
 (:class:`Arrival`) and puts it in the inboxes of the next superstep, senders in
 rank order. The exchange is the superstep's barrier: once it returns, every
-walker of the next superstep is in its inbox.
+walker of the next superstep is in its inbox. A superstep taken in chunks
+(``_advance._in_chunks``) ends in a round of this exchange per chunk
+(:meth:`Exchange.start`, a :class:`Round` each), every rank taking as many: a
+round's walkers are on their way while the next chunk's kernel runs, and the
+next superstep's counts are the sum of its rounds'.
 
 Two transports carry it, chosen when the run starts and never changed:
 
@@ -58,6 +62,8 @@ PING_SECONDS = 5.0  # how long an exchange waits on its peers before checking th
 UNRESPONSIVE_SECONDS = 60.0  # how long a peer the scheduler still lists may leave those checks unanswered
 OPENING = -(1 << 62)  # the mailbox number of what ranks agree on before a run's first superstep (supersteps count
 # up from 0, the lent lists' rounds down from -1)
+CHUNKED, MAX_CHUNKS = 1 << 60, 1 << 10  # the mailbox numbers of a chunked superstep's rounds: CHUNKED +
+# superstep x MAX_CHUNKS + chunk (above the rounds that end a run, which count on from its last superstep)
 
 
 @dataclass(frozen=True)
@@ -273,18 +279,31 @@ class CommsTransport:
         self.run, self.workers, self.rank = run, workers, rank
 
     def exchange(self, superstep: int, words: np.ndarray, payloads: dict, watch: Watch, sizes=None):
+        matrix, received, _ = self.start(superstep, words, payloads, watch, sizes)()
+        return matrix, received
+
+    def start(self, superstep: int, words: np.ndarray, payloads: dict, watch: Watch, sizes=None):
+        """Send this rank's header and payloads of round ``superstep``. Returns the call that waits for the peers':
+        it gives every rank's header (a row each), the payloads received by rank, and the seconds from this
+        rank's sending to the last peer's message arriving."""
         peers = [r for r in range(len(self.workers)) if r != self.rank]
         if peers:
             sync(self.run.store.worker.loop, self._tell, superstep, words, payloads, peers)
-        heard = self.run.wait_heard(superstep, {self.workers[r]: r for r in peers}, watch)
-        matrix = np.empty((len(self.workers), words.shape[0]), np.int64)
-        matrix[self.rank] = words
-        received = {}
-        for r, (row, payload) in heard.items():
-            matrix[r] = row
-            if payload is not None:
-                received[r] = payload
-        return matrix, received
+        started = time.perf_counter()
+
+        def finish():
+            heard = self.run.wait_heard(superstep, {self.workers[r]: r for r in peers}, watch)
+            matrix = np.empty((len(self.workers), words.shape[0]), np.int64)
+            matrix[self.rank] = words
+            received = {}
+            for r, (row, payload, _) in heard.items():
+                matrix[r] = row
+                if payload is not None:
+                    received[r] = payload
+            last = max((when for _, _, when in heard.values()), default=started)
+            return matrix, received, max(0.0, last - started)
+
+        return finish
 
     async def _tell(self, superstep: int, words: np.ndarray, payloads: dict, peers: list[int]) -> None:
         worker, run = self.run.store.worker, self.run
@@ -336,6 +355,14 @@ class NcclTransport:
         return self._headers[words]
 
     def exchange(self, superstep: int, words: np.ndarray, payloads: dict, watch: Watch, sizes):
+        matrix, received, _ = self.start(superstep, words, payloads, watch, sizes)()
+        return matrix, received
+
+    def start(self, superstep: int, words: np.ndarray, payloads: dict, watch: Watch, sizes):
+        """All-gather the headers (waited for here: they size what comes), then queue the payloads' send/recv on
+        the communicator's stream, after the work queued so far on the current stream (the payloads' packing), not
+        after what it is given next (a kernel they then overlap). Returns the call that waits for them (see
+        :meth:`CommsTransport.start`; the seconds: the send/recv's on the stream)."""
         import cupy
         from cupy.cuda import nccl
 
@@ -351,16 +378,24 @@ class NcclTransport:
         expected = sizes(matrix)
         received = {r: cupy.empty(n, cupy.uint8) for r, n in expected.items() if n}
         sending = {r: p for r, p in payloads.items() if p.shape[0]}
-        if sending or received:
-            stream = self.communicator.after_current()  # the receive buffers are allocated
-            nccl.groupStart()
-            for r, payload in sending.items():
-                comm.send(payload.data.ptr, payload.shape[0], nccl.NCCL_UINT8, r, stream.ptr)
-            for r, payload in received.items():
-                comm.recv(payload.data.ptr, payload.shape[0], nccl.NCCL_UINT8, r, stream.ptr)
-            nccl.groupEnd()
+        if not (sending or received):
+            return lambda: (matrix, received, 0.0)
+        stream = self.communicator.after_current()  # the payloads are packed, the receive buffers allocated
+        began = stream.record()
+        nccl.groupStart()
+        for r, payload in sending.items():
+            comm.send(payload.data.ptr, payload.shape[0], nccl.NCCL_UINT8, r, stream.ptr)
+        for r, payload in received.items():
+            comm.recv(payload.data.ptr, payload.shape[0], nccl.NCCL_UINT8, r, stream.ptr)
+        nccl.groupEnd()
+        ended = stream.record()
+
+        def finish():
             self.communicator.wait(stream, watch, f"the walkers of superstep {superstep}")
-        return matrix, received
+            sending.clear()  # held until sent: freed while the stream read them, a kernel could be given them
+            return matrix, received, cupy.cuda.get_elapsed_time(began, ended) / 1e3
+
+        return finish
 
     def close(self, failed: bool) -> None:
         if failed:  # a peer may be stuck in a collective with us: nothing may use this communicator again
@@ -394,6 +429,13 @@ class Exchange:
                       routed: bool) -> np.ndarray:
         """Swap headers and payloads with every peer; the walkers that came go into the inboxes of ``superstep``
         + 1 and the next superstep's walker count per partition is returned."""
+        return self.start(superstep, sent, outbound, routed).finish()
+
+    def start(self, superstep: int, sent: np.ndarray, outbound: dict[int, list[dict]], routed: bool,
+              chunk: int | None = None) -> Round:
+        """Send this rank's header and the walkers of ``outbound`` (emptied), as :meth:`end_superstep` does, and
+        return the :class:`Round` whose ``finish`` takes the peers'. ``chunk``: the round of one of the
+        superstep's chunks (:data:`CHUNKED` numbers its mail), whose ``sent`` counts only that chunk's walkers."""
         x = xp(self.device)
         if self.lending is not None:  # the lists the walkers leaving will read, to their peers first
             self.lending.round(superstep, outbound)
@@ -415,7 +457,14 @@ class Exchange:
                     for r, row in enumerate(matrix) if r != self.rank}
 
         self.watch.start()
-        matrix, received = self.transport.exchange(superstep, words, payloads, self.watch, sizes)
+        t0 = time.perf_counter()
+        number = superstep if chunk is None else CHUNKED + superstep * MAX_CHUNKS + chunk
+        finish = self.transport.start(number, words, payloads, self.watch, sizes)
+        return Round(self, superstep, finish, time.perf_counter() - t0)
+
+    def _arrived(self, superstep: int, matrix: np.ndarray, received: dict) -> np.ndarray:
+        """Put the walkers of a round in the inboxes of ``superstep`` + 1, checked; its walker counts."""
+        mine = self.of_rank[self.rank]
         for r in sorted(received):
             header = Header.read(matrix[r], self.parts)
             sender = self.workers[r]
@@ -425,6 +474,45 @@ class Exchange:
                         self.length).check(walkers, sender, superstep + 1, part)
                 self.run.deliver(superstep + 1, part, walkers)
         return matrix[:, :self.parts].sum(axis=0)
+
+
+class Round:
+    """One exchange of a superstep on its way: its walkers sent, the peers' not yet taken.
+
+    A superstep taken in chunks (``_advance``) waits for a chunk's round while
+    the next chunk's kernel runs (:meth:`wait`), then takes its walkers
+    (:meth:`finish`): ``hidden`` is how much of the round's time on the wire (its send/recv on the communicator's
+    stream; through the comms, until the last peer's message came) passed before this rank waited for it, and
+    ``waited`` how long this rank spent on it (sending, waiting, and taking the walkers in).
+    """
+
+    def __init__(self, exchange: Exchange, superstep: int, wait, sending: float):
+        self._exchange, self._superstep, self._wait = exchange, superstep, wait
+        self._sent_at = time.perf_counter()
+        self._heard: tuple | None = None
+        self.waited, self.waiting, self.hidden = sending, 0.0, 0.0  # waiting: of waited, in :meth:`wait`
+        self.counts: np.ndarray | None = None
+
+    def wait(self) -> None:
+        """Until the peers' headers and payloads of the round are here (once)."""
+        if self._heard is None:
+            t0 = time.perf_counter()
+            matrix, received, on_wire = self._wait()
+            self._heard = (matrix, received)
+            self.waiting = time.perf_counter() - t0
+            self.waited += self.waiting
+            self.hidden = max(0.0, min(on_wire, t0 - self._sent_at))
+
+    def finish(self) -> np.ndarray:
+        """The peers' walkers, in the inboxes of the next superstep (once; later calls return at once): the walker
+        counts the round adds to each partition's."""
+        if self.counts is None:
+            self.wait()
+            t0 = time.perf_counter()
+            self.counts = self._exchange._arrived(self._superstep, *self._heard)
+            self._heard = ((), {})  # the payloads, as the inboxes hold them
+            self.waited += time.perf_counter() - t0
+        return self.counts
 
 
 def _schema(outbound: dict[int, list[dict]]) -> tuple:

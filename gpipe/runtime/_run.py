@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import time
 from collections import defaultdict
 from typing import TYPE_CHECKING, Callable
 
@@ -46,12 +47,13 @@ class Run:
         self._local_inbox: dict[tuple[int, int], list] = defaultdict(list)  # from this worker's partitions
         self._outbound: dict[int, list] = defaultdict(list)  # part -> walkers for a peer's partition, this superstep
         self.routed = False  # whether those go by their ``to`` field rather than their vertex
-        self._mail: dict[int, dict[int, tuple]] = defaultdict(dict)  # superstep -> rank -> (header, payload)
+        self._mail: dict[int, dict[int, tuple]] = defaultdict(dict)  # superstep -> rank -> (header, payload, when)
         self._pieces: dict[int, list] = defaultdict(list)  # part -> what the step output there, oldest first
         self._blocks: dict[int, dict] = {}  # part -> output block (or group) -> its piece sets
         self.rows = None  # the rows of the output blocks this worker makes, where its steps write (OwnedRows)
         self._held = 0  # bytes of the pieces not spilled (on the device of a GPU worker)
         self._state = None  # the family's own (one object of its state type, e.g. the sampler's visited sets)
+        self._meanwhile: Callable[[], object] | None = None  # work for the next step to do while its kernel runs
         self.looping = False  # whether the run's superstep loop runs here
         self._failure: str | None = None  # why the run ended here, if it did
 
@@ -120,6 +122,22 @@ class Run:
                 raise GpipeError(f"run {self.id} holds {type(self._state).__name__}, not {kind.__name__}")
             return self._state
 
+    # -- work overlapped with a step's kernel
+
+    def overlap(self, work: Callable[[], object] | None) -> bool:
+        """Give the next step ``work`` to do while its kernel runs (see :meth:`while_kernel`), or None: nothing.
+        Whether the work given before was done."""
+        done, self._meanwhile = self._meanwhile is None, work
+        return done
+
+    def while_kernel(self) -> None:
+        """Do the work the runtime gave this step to overlap with its kernel (a chunked superstep's exchange round
+        of the chunk before: ``_advance._in_chunks``): a step that launches a kernel and then waits for it calls
+        this between the two. A step that does not leaves it to the runtime, after the step."""
+        work, self._meanwhile = self._meanwhile, None
+        if work is not None:
+            work()
+
     # -- walkers
 
     def deliver(self, superstep: int, part: int, walkers: dict, local: bool = False) -> None:
@@ -162,14 +180,15 @@ class Run:
     # -- the exchange's mailbox (the comms transport)
 
     def hear(self, superstep: int, rank: int, words: np.ndarray, payload) -> None:
-        """A peer's header and payload of ``superstep`` (the ``gpipe_exchange`` handler)."""
+        """A peer's header and payload of ``superstep`` (the ``gpipe_exchange`` handler), and when it came."""
         with self._heard:
             if self._failure is None:
-                self._mail[superstep][rank] = (words, payload)
+                self._mail[superstep][rank] = (words, payload, time.perf_counter())
             self._heard.notify_all()
 
     def wait_heard(self, superstep: int, peers: dict[str, int], watch) -> dict[int, tuple]:
-        """Every peer's header and payload of ``superstep`` (peers: worker -> rank), once all have come; the
+        """Every peer's header, payload and time of arrival (``time.perf_counter``) of ``superstep`` (peers:
+        worker -> rank), once all have come; the
         wait stops with an error when the run ends here or a silent peer cannot be reached."""
         with self._heard:
             while len(self._mail.get(superstep, ())) < len(peers):

@@ -127,7 +127,9 @@ class RunSpec:
     sum them up); with ``blocks`` (:class:`OutputBlocks`), the pieces go to the workers
     making their blocks as the run ends. ``prelude``, a ``(function, args)``, runs on each worker
     before its run reads a partition (a dynamic graph's snapshot pinned by the
-    run's own message: see ``DynamicGraph.run_snapshot``).
+    run's own message: see ``DynamicGraph.run_snapshot``). ``chunks``: how many chunks a superstep is taken in
+    where each worker holds one partition, each chunk's leavers sent while the next chunk's kernel runs (an int,
+    or ``"auto"``: see ``_advance._chunks``).
     """
 
     run_id: str
@@ -144,3 +146,4 @@ class RunSpec:
     summarize: Callable[[list], object] | None = None
     blocks: OutputBlocks | None = None
     prelude: tuple | None = None
+    chunks: int | str = 1  # partitioned mode: its supersteps' chunks (``gpipe.exchange-chunks``, see ``_advance``)

@@ -93,6 +93,7 @@ def _advance_routed(part, walkers: dict, spec: StepSpec, run: Run):
                   piece_start=pieces["start"], piece_len=pieces["length"], piece_offset=pieces["offset"], flat=flat,
                   mover_walk_id=movers["walk_id"], mover_source=movers.get("source", movers["walk_id"]),
                   mover_vertex=movers["vertex"], mover_step=movers["step"], counts=counts)
+    run.while_kernel()  # the runtime's work meanwhile: a chunked superstep's exchange of the chunk before
     used, moved, steps, kept = (int(c) for c in to_host(counts))
     if kept:
         pieces = {k: v[:kept] for k, v in pieces.items()}
