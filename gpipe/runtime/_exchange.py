@@ -65,6 +65,7 @@ from ._spec import VERTEX
 
 ALIGN = 16  # bytes: every array of a payload starts on such an offset
 WORD_BITS = 32  # a walker travels as whole uint32 words
+CHUNK = 1 << 16  # walkers packed or unpacked at a time on the CPU: the passes over their values stay in its caches
 SCHEMA_WORDS = 32  # int64 words of a header holding the walkers' fields (256 ASCII bytes)
 PING_SECONDS = 5.0  # how long an exchange waits on its peers before checking that they are still there
 UNRESPONSIVE_SECONDS = 60.0  # how long a peer the scheduler still lists may leave those checks unanswered
@@ -127,6 +128,16 @@ class Packing:
         return tuple(cuts)
 
     @functools.cached_property
+    def by_word(self) -> tuple[tuple[tuple[int, int], ...], ...]:
+        """For each word, its :attr:`cuts` as ``(slot, shift)``."""
+        return tuple(tuple((k, shift) for k, i, shift in self.cuts if i == j) for j in range(self.words))
+
+    @functools.cached_property
+    def by_slot(self) -> tuple[tuple[tuple[int, int], ...], ...]:
+        """For each slot, its :attr:`cuts` as ``(word, shift)``."""
+        return tuple(tuple((j, shift) for i, j, shift in self.cuts if i == k) for k in range(len(self.slots)))
+
+    @functools.cached_property
     def words(self) -> int:
         return -(-sum(slot.bits for slot in self.slots) // WORD_BITS)
 
@@ -156,35 +167,48 @@ class Packing:
 
 
 def _pack_numpy(packing: Packing, fields: list, words: np.ndarray, base: int, stride: int, bad: np.ndarray) -> None:
-    """:meth:`Packing.pack` on the CPU: the kernel of :func:`_kernels` in numpy, the same bits."""
-    values = []
-    for k, (field, slot) in enumerate(zip(fields, packing.slots)):
-        if slot.raw:
-            values.append(field.astype(np.uint64))
-        else:
-            values.append((field.astype(np.int64) - np.int64(slot.lo)).view(np.uint64))
-            bad[k] |= bool((values[k] >> np.uint64(slot.bits)).any())
+    """:meth:`Packing.pack` on the CPU: the kernel of :func:`_kernels` in numpy, the same bits, :data:`CHUNK`
+    walkers at a time."""
     count = fields[0].shape[0]
-    for j in range(packing.words):
-        word = np.zeros(count, np.uint64)
-        for k, _, shift in (cut for cut in packing.cuts if cut[1] == j):
-            word |= values[k] >> np.uint64(shift) if shift >= 0 else values[k] << np.uint64(-shift)
-        words[base + j * stride:base + j * stride + count] = word.astype(np.uint32)
+    for start in range(0, count, CHUNK):
+        end = min(count, start + CHUNK)
+        values = []
+        for k, (field, slot) in enumerate(zip(fields, packing.slots)):
+            value = field[start:end].astype(np.uint64)  # a signed one sign-extended: its two's complement
+            if not slot.raw:
+                value -= np.uint64(slot.lo % (1 << 64))
+                if int(value.max()) >> slot.bits:
+                    bad[k] = 1
+            values.append(value)
+        for j, cuts in enumerate(packing.by_word):
+            words[base + j * stride + start:base + j * stride + end] = functools.reduce(
+                np.bitwise_or, (_shifted(values[k], shift) for k, shift in cuts))  # cast: its low 32 bits
 
 
 def _unpack_numpy(packing: Packing, words: np.ndarray, base: int, stride: int, count: int) -> list:
-    """:meth:`Packing.unpack` on the CPU: the kernel of :func:`_kernels` in numpy, the same values."""
-    values = [np.zeros(count, np.uint64) for _ in packing.slots]
-    for k, j, shift in packing.cuts:
-        word = words[base + j * stride:base + j * stride + count].astype(np.uint64)
-        values[k] |= word << np.uint64(shift) if shift >= 0 else word >> np.uint64(-shift)
-    fields = []
-    for value, slot in zip(values, packing.slots):
-        if slot.bits < 64:
-            value &= np.uint64((1 << slot.bits) - 1)
-        fields.append(value.astype(slot.carrier) if slot.raw else
-                      (value.view(np.int64) + np.int64(slot.lo)).astype(slot.carrier))
+    """:meth:`Packing.unpack` on the CPU: the kernel of :func:`_kernels` in numpy, the same values, :data:`CHUNK`
+    walkers at a time."""
+    fields = [np.empty(count, slot.carrier) for slot in packing.slots]
+    for start in range(0, count, CHUNK):
+        end = min(count, start + CHUNK)
+        read = [words[base + j * stride + start:base + j * stride + end].astype(np.uint64)
+                for j in range(packing.words)]
+        for field, slot, cuts in zip(fields, packing.slots, packing.by_slot):
+            pieces = [_shifted(read[j], -shift) for j, shift in cuts] or [np.zeros(end - start, np.uint64)]
+            value = functools.reduce(np.bitwise_or, pieces)
+            if slot.bits < 64:  # a new array: ``value`` may be one of ``read``
+                value = value & np.uint64((1 << slot.bits) - 1)
+            if not slot.raw:
+                value += np.uint64(slot.lo % (1 << 64))
+            field[start:end] = value  # cast: its low bits
     return fields
+
+
+def _shifted(value: np.ndarray, shift: int) -> np.ndarray:
+    """``value`` shifted right by ``shift`` bits (left where negative)."""
+    if shift > 0:
+        return value >> np.uint64(shift)
+    return value << np.uint64(-shift) if shift < 0 else value
 
 
 @functools.cache
@@ -202,12 +226,12 @@ def _kernels(x, packing: Packing) -> tuple:
             pack.append(f"if (u{k} >> {slot.bits}) bad[{k}] = 1;")
     for j in range(packing.words):
         terms = [f"(unsigned int)(u{k} >> {shift})" if shift >= 0 else f"(unsigned int)(u{k} << {-shift})"
-                 for k, i, shift in packing.cuts if i == j]
+                 for k, shift in packing.by_word[j]]
         pack.append(f"out[base + {j} * stride + i] = {' | '.join(terms)};")
     unpack = [f"const unsigned long long w{j} = words[base + {j} * stride + i];" for j in range(packing.words)]
     for k, slot in enumerate(slots):
         terms = [f"(w{j} << {shift})" if shift >= 0 else f"(w{j} >> {-shift})"
-                 for i, j, shift in packing.cuts if i == k] or ["0ULL"]
+                 for j, shift in packing.by_slot[k]] or ["0ULL"]
         value = " | ".join(terms)
         if slot.bits < 64:
             value = f"(({value}) & {(1 << slot.bits) - 1}ULL)"
