@@ -218,7 +218,7 @@ def run_partitions(spec: RunSpec, initial: dict, counts: np.ndarray) -> dict:
         sent_bytes = exchange.sent_bytes
         lent_bytes = 0 if exchange.lending is None else exchange.lending.sent_bytes
     return {"steps": int(steps), "seconds": seconds, "spilled": spilled, "batches": batches, "sent_bytes": sent_bytes,
-            "lent_bytes": lent_bytes, "wire": exchange.wire.sent(),
+            "lent_bytes": lent_bytes, "wire": list(exchange.wire.sent),
             "exchange_seconds": exchanging, "ran": sorted(ran), "outputs": _summaries(spec, ran),
             "gathered": gathered, "rows": rows, **memory.peaks(), "opening_seconds": opening,
             "worker_seconds": time.perf_counter() - started}

@@ -257,17 +257,15 @@ class Wire:
             self.spans["step"] = (0, length)
         for span in spans:
             self.spans[span.name] = (span.lo, num_vertices - 1 if span.hi == VERTEX else span.hi)
-        self.used: dict[tuple, Packing] = {}
+        self._packings: dict[tuple, Packing] = {}  # by schema
+        self.sent: set[Packing] = set()  # those of the walkers this rank sent
 
     def packing(self, schema: tuple) -> Packing:
         """The packing of walkers with the fields of ``schema`` (``(name, dtype.str)`` each)."""
-        if schema not in self.used:
-            self.used[schema] = Packing(tuple(Slot.of(name, dtype, self.spans.get(name)) for name, dtype in schema))
-        return self.used[schema]
-
-    def sent(self) -> list[Packing]:
-        """The packings of the walkers this rank sent."""
-        return [packing for packing in self.used.values() if packing.slots]
+        if schema not in self._packings:
+            self._packings[schema] = Packing(tuple(Slot.of(name, dtype, self.spans.get(name))
+                                                   for name, dtype in schema))
+        return self._packings[schema]
 
 
 def stated(packings: list[Packing]) -> dict | None:
@@ -606,6 +604,8 @@ class Exchange:
         payloads = {r: pack(x, outbound, {p: int(moved[p]) for p in self.of_rank[r] if moved[p]}, packing, bad)
                     for r in range(len(self.workers)) if r != self.rank and any(moved[p] for p in self.of_rank[r])}
         outbound.clear()
+        if payloads:
+            self.wire.sent.add(packing)
         if payloads and not all(slot.raw for slot in packing.slots):
             wrong = [f"{slot.name} outside [{slot.lo}, {slot.lo + (1 << slot.bits) - 1}] (its {slot.bits} bits)"
                      for slot, flag in zip(packing.slots, to_host(bad)) if flag]
