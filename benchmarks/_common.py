@@ -25,7 +25,7 @@ H200_CEILING_STEPS_PER_S = 9.74e9
 # The run statistics a benchmark keeps, where the run reports them.
 KEPT_STATS = ("steps", "edges", "seconds", "steps_per_second", "edges_per_second", "kernel_seconds", "supersteps",
               "partitions", "workers", "mode", "device_partitions", "schedule", "partition_transfers",
-              "exchange", "exchange_seconds", "opening_seconds", "worker_seconds", "walker_bytes", "lent_bytes",
+              "exchange", "exchange_seconds", "opening_seconds", "worker_seconds", "walker_bytes", "wire", "lent_bytes",
               "host_memory_peak", "device_memory_peak",
               "memory_peaks", "partition_reads_in_place", "bytes_moved", "transfer_seconds",
               "host_to_device_bytes_per_second", "gathered", "gather_seconds", "gathered_bytes", "rows",

@@ -28,7 +28,8 @@ all its columns. A run fails when its digest differs from its reference or
 when its exchange was not the one asked (under ``auto``, anything but NCCL
 between GPU workers). The JSON holds per run the workload, parameters, where
 it ran, seconds, throughput, digests, the stats ``exchange`` /
-``walker_bytes`` / ``exchange_seconds`` / ``opening_seconds`` (the slowest
+``walker_bytes`` / ``wire`` (a walker's bytes and its fields' bits on the wire) /
+``exchange_seconds`` / ``opening_seconds`` (the slowest
 worker's time before its first superstep) / ``worker_seconds`` (its time in
 all: ``seconds`` less it is the client's and the calls') / ``host_memory_peak`` /
 ``device_memory_peak``, and the walker bytes per second of the exchange (all
@@ -166,8 +167,8 @@ def _record(name: str, kwargs: dict, seed: int, run: tuple, reference: str | Non
               "equal": digest is not None and digest == reference, "error": error,
               "path_as_asked": error is not None or path == (asked if where["gpus"] > 1 else "none"),
               "walker_bytes_per_second": moved / stats["exchange_seconds"] if stats.get("exchange_seconds") else None}
-    sent = (f", walkers {moved / 1e9:.3f} GB through {path} in {stats['exchange_seconds']:.3f} s of exchanges"
-            if moved else "")
+    sent = (f", walkers {moved / 1e9:.3f} GB ({stats['wire']['bytes_per_walker']} B each) through {path} in "
+            f"{stats['exchange_seconds']:.3f} s of exchanges" if moved else "")
     verdict = "equal" if record["equal"] else f"DIFFERENT: digest {digest} != reference {reference}"
     if not record["path_as_asked"]:
         verdict += f"; THE EXCHANGE WAS {path!r}, not the {where['exchange']!r} asked"

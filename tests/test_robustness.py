@@ -1,6 +1,8 @@
 """A worker that dies mid-run: the run fails with an error naming the lost partitions, never hangs or half-finishes."""
 
 import operator
+import shutil
+import subprocess
 import time
 import uuid
 
@@ -138,49 +140,177 @@ def test_the_end_of_a_superstep_sums_the_counts_and_delivers_every_walker_to_its
 
 
 def test_a_payload_and_its_header_round_trip_for_any_fields_and_counts():
-    from gpipe.runtime._exchange import ALIGN, WIDE, Header, layout, pack, unpack
+    from gpipe.runtime import Span
+    from gpipe.runtime._exchange import ALIGN, Header, Wire, pack, unpack
 
     rng = np.random.default_rng(0)
     outbound = {p: [{"walk_id": rng.integers(0, 1 << 40, n), "vertex": rng.integers(0, 40, n).astype(np.int32),
-                     "flag": rng.integers(0, 2, n).astype(np.uint8), "w": rng.random(n).astype(np.float16)}
+                     "flag": rng.integers(0, 2, n).astype(bool), "w": rng.random(n).astype(np.float16),
+                     "small": rng.integers(-3, 5, n).astype(np.int16)}
                     for n in counts] for p, counts in {1: [3, 0, 5], 3: [1], 2: [0]}.items()}
     schema = tuple((name, a.dtype.str) for name, a in outbound[1][0].items())
+    packing = Wire(40, None, None, (Span("small", -3, 4),)).packing(schema)
+    assert [(s.name, s.bits) for s in packing.slots] == [("walk_id", 64), ("vertex", 6), ("flag", 1), ("w", 16),
+                                                         ("small", 3)]
     moved = np.array([0, 8, 0, 1])
-    header = Header.read(Header(np.array([4, -1, 0, 2]), moved, True, schema).words(), 4)
-    assert header.schema == schema and header.routed and list(header.sent) == [4, -1, 0, 2]
-    payload = pack(np, outbound, {1: 8, 3: 1}, schema)
-    places, size = layout(schema, {1: 8, 3: 1})
-    assert payload.shape[0] == size and all(offset % ALIGN == 0 for *_, offset, _ in places)
+    header = Header.read(Header(np.array([4, -1, 0, 2]), moved, True, packing.slots).words(), 4)
+    assert header.schema == packing.slots and header.routed and list(header.sent) == [4, -1, 0, 2]
+    bad = np.zeros(len(packing.slots), np.int32)
+    payload = pack(np, outbound, {1: 8, 3: 1}, packing, bad)
+    places, size = packing.places({1: 8, 3: 1})
+    assert payload.shape[0] == size == 96 + ALIGN and not bad.any()  # 90 bits: 3 words, 12 bytes a walker
+    assert all(4 * base % ALIGN == 0 for _, base, _ in places)
     walkers = unpack(payload, header, [1, 2, 3])
     assert sorted(walkers) == [1, 3]
     for part in (1, 3):
         for name, dtype in schema:
             expected = np.concatenate([w[name] for w in outbound[part]])
-            assert walkers[part][name].dtype == WIDE.get(name, np.dtype(dtype))  # the runtime's own, widened
+            assert walkers[part][name].dtype == expected.dtype
             np.testing.assert_array_equal(walkers[part][name], expected)
     with pytest.raises(GpipeError, match="a payload of 16 bytes arrived where its header said"):
         unpack(payload[:16], header, [1, 2, 3])
 
 
-def test_the_runtimes_walker_fields_travel_as_narrow_as_the_run_allows_and_arrive_as_they_left():
-    """A DeepWalk walker crosses in 10 bytes (walk id int32, vertex int32, step int16), not 20, where the run's
-    walks, vertices and length allow; the others as they are; every field arrives with its values and dtype."""
-    from gpipe.runtime._exchange import WIDE, Header, layout, pack, unpack, wire_types
+def _family_fields():
+    """Every family's walkers as they leave a partition: their fields' dtypes and the spans the family declares."""
+    from gpipe.runtime import VERTEX, Span
+    from gpipe.sampling._step import entry_spans
+    from gpipe.walks import _dynamic, _mh, _node2vec
 
-    assert wire_types(10**6, 80, 10**7) == {"walk_id": np.int32, "vertex": np.int32, "step": np.int16}
-    assert wire_types(2**31 + 1, 2**15, 2**31 + 1) == {}  # too many of each: as they are
-    assert wire_types(100, None, None) == {"vertex": np.int32}  # not walks (sampling entries)
-    n = 1000
-    walkers = {"walk_id": np.arange(2**31 - n, 2**31, dtype=np.int64), "vertex": np.arange(n, dtype=np.int64) * 997,
-               "step": np.full(n, 2**15 - 1, np.int32), "source": np.arange(n, dtype=np.int64)}
-    wire = wire_types(n * 997, 2**15 - 1, 2**31)
-    schema = tuple((k, (wire[k] if k in wire else a.dtype).str) for k, a in walkers.items())
-    assert layout(schema, {2: n})[1] == 4000 + 4000 + 2000 + 8000  # 18000 bytes, 28000 as they are
-    payload = pack(np, {2: [walkers]}, {2: n}, schema)
-    arrived = unpack(payload, Header(np.zeros(3, np.int64), np.array([0, 0, n]), False, schema), [2])[2]
-    for name, values in walkers.items():
-        assert arrived[name].dtype == WIDE.get(name, values.dtype)
-        np.testing.assert_array_equal(arrived[name], values)
+    i8, i4, i1, f8, f4 = "<i8", "<i4", "|i1", "<f8", "<f4"
+    walk = {"walk_id": i8, "vertex": i8, "step": i4}
+    node2vec = {**walk, "cur": i8, "prev": i8, "cand": i8, "trial": i4, "answer": i1, "state": i1}
+    bounded, tame = (_node2vec.Node2Vec(False, p, 2.0, ("g", ())) for p in (0.01, 1.0))
+    entries = entry_spans(1000, 4, 3)
+    sampler = {"instance": i8, "depth": i4, "stage": i1, "to": i8}
+    return {"deepwalk": (walk, ()), "ppr": ({**walk, "source": i8}, (Span("source", 0, VERTEX),)),
+            "node2vec": (node2vec, _node2vec.spans(bounded)), "node2vec, tame": (node2vec, _node2vec.spans(tame)),
+            "node2vec, dynamic": ({**walk, "prev": i8}, _dynamic.N2V_SPANS),
+            "metropolis_hastings": ({**walk, "cur": i8, "degv": i8, "state": i1}, _mh.SPANS),
+            "multidimensional": ({**walk, "time": f8}, (Span("walk_id", 0, 9999), Span("step", 0, 300))),
+            "sampler, pool": ({**sampler, "vertex": i8, "bias": f8}, entries),
+            "sampler, candidates": ({**sampler, "frontier": i8, "candidate": i8, "weight": f4}, entries),
+            "sampler, races": ({**sampler, "frontier": i8, "candidate": i8, "race": f8}, entries),
+            "sampler, drawn edges": ({**sampler, "edge": i8, "reverse": "|b1"}, entries)}
+
+
+def _extremes(rng, slot, n: int) -> np.ndarray:
+    """``n`` values of ``slot``'s field: its lowest and highest that fit its bits, -1 where it may hold it, and
+    random ones between (random bit patterns for a field travelling whole)."""
+    carrier = slot.carrier
+    if slot.raw:
+        info = np.iinfo(carrier)
+        values = np.concatenate([np.array([info.min, info.max, 0], carrier),
+                                 rng.integers(info.min, info.max, n, dtype=carrier, endpoint=True)])
+        return values[:n].view(slot.dtype)
+    hi = slot.lo + (1 << slot.bits) - 1
+    values = np.concatenate([[slot.lo, hi, max(slot.lo, min(hi, -1))], rng.integers(slot.lo, hi, n, endpoint=True)])
+    return values[:n].astype(slot.dtype)
+
+
+@pytest.mark.parametrize("family", sorted(_family_fields()))
+@pytest.mark.parametrize("vertices, length, walks", [(2**20 - 1, 2**7 - 1, 2**28), (2**20, 2**7, 2**28 + 1),
+                                                     (2**31 + 1, 2**15, 2**40), (1, 1, 1)])
+def test_every_familys_walkers_round_trip_packed_at_the_edges_of_their_fields_widths(family, vertices, length,
+                                                                                     walks):
+    """Each field in the bits its span takes at the run's sizes (a vertex in those of ``vertices`` - 1, -1 beside
+    it where a family says so; a field with no span at its dtype's full width, a 64-bit one as two words): its
+    lowest and highest values, and random ones, arrive as they left, of its dtype; one past them does not fit."""
+    from gpipe.runtime._exchange import Header, Wire, pack, unpack
+
+    dtypes, spans = _family_fields()[family]
+    wire = Wire(vertices, length, walks, spans)
+    packing = wire.packing(tuple(dtypes.items()))
+    rng = np.random.default_rng(len(family))
+    for slot in packing.slots:
+        lo, hi = wire.spans.get(slot.name, (None, None))
+        if slot.dtype.kind == "b":
+            assert slot.bits == 1
+        elif lo is None or slot.dtype.kind == "f":
+            assert slot.raw  # unknown values: whole, never cut
+        else:
+            assert slot.raw or (slot.lo, slot.bits) == (lo, (hi - lo).bit_length())
+            assert slot.raw == ((hi - lo).bit_length() >= slot.dtype.itemsize * 8)
+    counts = {0: 37, 2: 5}
+    outbound = {p: [{slot.name: _extremes(rng, slot, n) for slot in packing.slots} for n in (n - 4, 4)]
+                for p, n in counts.items()}
+    bad = np.zeros(len(packing.slots), np.int32)
+    payload = pack(np, outbound, counts, packing, bad)
+    assert not bad.any()
+    header = Header.read(Header(np.zeros(3, np.int64), np.array([37, 0, 5]), False, packing.slots).words(), 3)
+    arrived = unpack(payload, header, [0, 1, 2])
+    assert sorted(arrived) == [0, 2]
+    for part, sets in outbound.items():
+        for slot in packing.slots:
+            sent = np.concatenate([w[slot.name] for w in sets])
+            assert arrived[part][slot.name].dtype == slot.dtype
+            np.testing.assert_array_equal(arrived[part][slot.name].view(slot.carrier), sent.view(slot.carrier))
+    for k, slot in enumerate(packing.slots):
+        if slot.dtype.kind != "b" and not slot.raw and slot.lo + (1 << slot.bits) <= np.iinfo(slot.carrier).max:
+            beyond = {0: [{s.name: w[s.name].copy() for s in packing.slots} for w in outbound[0]]}
+            beyond[0][1][slot.name][2] = slot.lo + (1 << slot.bits)
+            bad[...] = 0
+            pack(np, beyond, {0: 37}, packing, bad)
+            assert list(np.flatnonzero(bad)) == [k], slot
+
+
+class _Kernels:
+    """Stands for CuPy where the packing kernels are written: each ElementwiseKernel's arguments."""
+
+    @staticmethod
+    def ElementwiseKernel(*args):  # noqa: N802 (CuPy's name)
+        return args
+
+
+def _as_cupy_writes(in_params: str, out_params: str, body: str, name: str) -> str:
+    """An ElementwiseKernel as CuPy writes it: a loop over ``i``, each array that is not raw read (or written) at
+    ``i`` by its name, raw ones indexed by the body, scalars by value."""
+    from gpipe.runtime._exchange import _C_TYPES
+
+    args, reads = [], []
+    for out, params in ((False, in_params), (True, out_params)):
+        for param in params.split(","):
+            *raw, dtype, pname = param.split()
+            ctype = _C_TYPES[dtype]
+            if raw:
+                args.append(f"{'' if out else 'const '}{ctype}* {pname}")
+            elif pname in ("base", "stride"):
+                args.append(f"{ctype} {pname}")
+            else:
+                args.append(f"{'' if out else 'const '}{ctype}* _raw_{pname}")
+                reads.append(f"{ctype}& {pname} = _raw_{pname}[i];" if out else
+                             f"const {ctype} {pname} = _raw_{pname}[i];")
+    return (f'extern "C" __global__ void {name}({", ".join(args)}, long long size) {{\n'
+            f"for (long long i = blockIdx.x * blockDim.x + threadIdx.x; i < size; i += blockDim.x * gridDim.x) {{\n"
+            + "\n".join(reads) + "\n" + body + "\n}\n}\n")
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
+def test_the_cuda_packing_kernels_written_for_every_familys_walkers_compile(tmp_path):
+    from gpipe.runtime._exchange import Wire, _kernels
+
+    units = []
+    for n, (family, (dtypes, spans)) in enumerate(sorted(_family_fields().items())):
+        for m, sizes in enumerate([(2**20, 2**7, 2**28), (2**31 + 1, 2**15, 2**40), (1, 1, 1)]):
+            packing = Wire(*sizes, spans).packing(tuple(dtypes.items()))
+            for kernel in _kernels.__wrapped__(_Kernels, packing):
+                units.append(_as_cupy_writes(*kernel[:3], f"{kernel[3]}_{n}_{m}"))
+    source = tmp_path / "wire.cu"
+    source.write_text("\n".join(units))
+    result = subprocess.run(["nvcc", "-arch=sm_90", "-c", str(source), "-o", str(tmp_path / "wire.o")],
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+
+
+def test_a_deepwalk_walker_crosses_in_8_bytes_at_rmat_24_and_at_most_12_below_2_to_the_31_vertices():
+    """28 + 24 + 7 bits at R-MAT 24 x10, length 80 (issue 66's 8 bytes); 32 + 31 + 15 within 12 bytes."""
+    from gpipe.runtime._exchange import Wire, stated
+
+    walk = (("walk_id", "<i8"), ("vertex", "<i8"), ("step", "<i4"))
+    packing = Wire(2**24, 80, 10 * 2**24).packing(walk)
+    assert stated([packing]) == {"bytes_per_walker": 8, "bits": {"walk_id": 28, "vertex": 24, "step": 7}}
+    assert stated([Wire(2**31 - 1, 2**15 - 1, 2**32 - 1).packing(walk)])["bytes_per_walker"] == 12
+    assert stated([]) is None
 
 
 def test_pieces_travel_as_narrow_as_the_run_allows_and_arrive_as_they_left():
@@ -223,11 +353,12 @@ def _tell(run_id: str, peer: str) -> str:
     from distributed.protocol import to_serialize
     from distributed.utils import sync
 
-    from gpipe.runtime._exchange import Header
+    from gpipe.runtime._exchange import Header, Slot
     from gpipe.runtime._store import store
 
     st = store()
-    words = Header(np.zeros(4, np.int64), np.array([0, 1, 0, 0]), False, (("walk_id", "<i8"),)).words()
+    words = Header(np.zeros(4, np.int64), np.array([0, 1, 0, 0]), False,
+                   (Slot("walk_id", np.dtype(np.int64), 0, 64),)).words()
     return sync(st.worker.loop, st.worker.rpc(peer).gpipe_exchange, run_id=run_id, superstep=3, rank=0,
                 words=to_serialize(words), payload=to_serialize(np.zeros(16, np.uint8)))
 
@@ -242,13 +373,14 @@ def test_walkers_arriving_after_their_run_ended_are_dropped_not_kept(cpu):
     assert cpu.run(_runs_of(run, "held"), workers=[receiver]) == {receiver: False}
 
 
-def _alone(run_id: str, workers: list[str]):
-    """On a worker: :func:`_end_superstep` of run ``run_id`` with no walkers, checking on its silent peer every 0.2 s."""
+def _alone(run_id: str, workers: list[str], outbound: dict | None = None):
+    """On a worker: :func:`_end_superstep` of run ``run_id`` with ``outbound`` (none: no walkers) and no counts,
+    checking on its silent peer every 0.2 s."""
     from gpipe.runtime import _exchange
 
     _exchange.PING_SECONDS = 0.2
     try:
-        return _end_superstep(run_id, workers, {}, [0, 0, 0, 0], 8)
+        return _end_superstep(run_id, workers, outbound or {}, [0, 0, 0, 0], 8)
     finally:
         _exchange.PING_SECONDS = 5.0
 
@@ -284,6 +416,20 @@ def test_walkers_damaged_on_the_way_stop_the_run_naming_sender_superstep_and_par
     sending, receiving = _both(cpu, fine, {0: ({1: [_walkers([10, 19], [0, 8])]}, [0, 2, 0, 0], 8),
                                            1: ({}, [0, 0, 0, 0], 8)})
     assert [int(w["vertex"].sum()) for w in receiving.result()[1][1]] == [29]
+
+
+def test_walkers_holding_values_beyond_their_bits_stop_the_run_where_they_leave(cpu):
+    """A step of 16 in walks of 8 steps (4 bits, 0 to 15) is not cut to 0 on the way: its sender stops, naming the
+    field and the values its bits hold, and its peer finds the run ended there."""
+    sender, receiver = sorted(cpu.nthreads())
+    run = f"beyond-{uuid.uuid4().hex}"
+    sending, receiving = (cpu.submit(_alone, run, [sender, receiver], outbound, workers=[w], pure=False)
+                          for w, outbound in ((sender, {1: [_walkers([12, 13], [3, 16])]}), (receiver, None)))
+    with pytest.raises(GpipeError, match=r"walkers leaving at the end of superstep 3 hold values that their family's "
+                                         r"spans and the run's sizes leave out: step outside \[0, 15\] \(its 4 bits\)"):
+        sending.result(timeout=30)
+    with pytest.raises(GpipeError, match=f"the run has ended on worker {sender}"):
+        receiving.result(timeout=30)
 
 
 @pytest.mark.parametrize("size", [10, 1 << 19])  # inside the one pickle; over INLINE_BYTES, a frame of its own

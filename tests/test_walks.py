@@ -133,6 +133,21 @@ def test_a_partitioned_walks_stats_count_its_crossings_and_each_supersteps_kerne
     assert w.stats["kernel_steps_per_second"] == pytest.approx(w.stats["steps"] / sum(kernels["seconds"]))
 
 
+def test_a_deepwalk_walker_crosses_in_the_8_bytes_its_runs_sizes_allow(cpu):
+    """4,096 vertices, 16,384 walks of 80 steps: 12 + 14 + 7 bits, 8 bytes a walker (``stats['wire']``); the bytes
+    sent are 8 for each step into the other worker's partition, the paths say, and up to 8 of padding for each
+    partition's walkers a superstep (their words start on 16 bytes)."""
+    g = gpipe.generators.rmat(scale=12, edge_factor=4, seed=2, partitions=2)
+    w = gpipe.walks.deepwalk(g, length=80, walks_per_vertex=4, seed=9)
+    walks = w.compute()
+    assert w.stats["workers"] == 2 and w.stats["exchange"] == "comms"
+    assert w.stats["wire"] == {"bytes_per_walker": 8, "bits": {"walk_id": 14, "vertex": 12, "step": 7}}
+    owner = np.searchsorted(np.asarray(g.bounds), walks, side="right") - 1
+    crossings = int(((owner[:, 1:] != owner[:, :-1]) & (walks[:, 1:] >= 0)).sum())
+    padding = w.stats["walker_bytes"] - 8 * crossings
+    assert crossings > 0 and padding % 8 == 0 and 0 <= padding <= 8 * w.stats["supersteps"] * 2
+
+
 def _blocks_held(run_id: str, block_rows: int, dask_worker=None) -> tuple[list[int], list[int]]:
     """The output blocks of the walks whose pieces a run left on this worker, and those of the rows its steps wrote
     to (``client.run``)."""

@@ -215,7 +215,7 @@ def run_partitions(spec: RunSpec, initial: dict, counts: np.ndarray) -> dict:
         lent_bytes = 0 if exchange.lending is None else exchange.lending.sent_bytes
     return {"steps": int(steps), "seconds": seconds, "superstep_steps": [int(n) for n in stepped],
             "crossings": crossings, "spilled": spilled, "batches": batches, "sent_bytes": sent_bytes,
-            "lent_bytes": lent_bytes,
+            "lent_bytes": lent_bytes, "wire": list(exchange.wire.sent),
             "exchange_seconds": exchanging, "exchange_hidden_seconds": hidden, "ran": sorted(ran),
             "outputs": _summaries(spec, ran),
             "gathered": gathered, "rows": rows, **memory.peaks(), "opening_seconds": opening,
@@ -419,7 +419,8 @@ def _exchange_of(spec: RunSpec, run: Run, workers: list[str]):
         transport = _exchange.CommsTransport(run, workers, rank)
     try:
         exchange = _exchange.Exchange(run, transport, workers, spec.placement, spec.bounds, spec.step.length,
-                                      st.device, walks=None if spec.blocks is None else spec.blocks.walks)
+                                      st.device, walks=None if spec.blocks is None else spec.blocks.walks,
+                                      spans=spec.step.spans)
         if spec.step.lends is not None and len(workers) > 1:
             with failing("exchange", st.worker_address, 0, "worker"):  # the partition may be gone (a snapshot's)
                 exchange.lending = _lent.Lending(exchange, spec.graph_id, spec.step.lends)

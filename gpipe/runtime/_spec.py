@@ -14,6 +14,17 @@ from typing import Any, Callable
 import numpy as np
 
 Field = tuple[str, str, Any]  # a walker field of a family's own: (name, dtype, init: a number or 'vertex')
+VERTEX = "vertex"  # a span's ``hi``: the graph's last vertex
+
+
+@dataclass(frozen=True)
+class Span:
+    """The values a walker field holds, ``lo`` to ``hi`` (both included; ``hi`` :data:`VERTEX`: the graph's last
+    vertex): it travels in as few bits as they take (``_exchange.Wire``)."""
+
+    name: str
+    lo: int
+    hi: int | str
 
 
 @dataclass(frozen=True)
@@ -41,6 +52,9 @@ class StepSpec:
     lends: str | None = None  # a walker field holding a vertex whose out-neighbor list its next steps read
     # (node2vec's previous vertex): a walker leaving a worker takes that list along, to each peer once a run
     # (``_lent.Lending``)
+    spans: tuple[Span, ...] = ()  # the values of the fields its walkers leave with, beyond those the run's sizes
+    # bound (walk_id, vertex, step: a span of one of these replaces the run's); a field with none travels at its
+    # dtype's full width
 
 
 @dataclass(frozen=True)

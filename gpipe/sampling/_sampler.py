@@ -44,7 +44,7 @@ from ..graph import check_graph
 from ..runtime import StartSet, StepSpec, check_memory, output_totals, run_supersteps
 from ._result import EdgeSample, SampleLayout
 from ._select import METHODS
-from ._step import EDGE_COLUMNS, POOL, FRONTIER, NEIGHBORS, _seed_entries, _step
+from ._step import EDGE_COLUMNS, POOL, FRONTIER, NEIGHBORS, _seed_entries, _step, entry_spans
 
 VERTEX_BIASES = ("uniform", "degree")
 
@@ -298,7 +298,8 @@ class Sampler:
         if edge_pool is not None:
             arrays.add(edge_pool)
         g.put_on_workers(arrays)
-        spec = StepSpec(_step, np.uint64(_rng.key(seed)), settings, start=_seed_entries)
+        spec = StepSpec(_step, np.uint64(_rng.key(seed)), settings, start=_seed_entries,
+                        spans=entry_spans(count, parts, self.depth))
         run_id, partitions, stats, _ = run_supersteps(g, spec, entries, num_walks=count, summarize=_TOTALS)
         totals = stats.pop("outputs")
         edges, picks, iterations = (sum(t[name] for t in totals) for name in ("rows", "picks", "iterations"))

@@ -12,7 +12,7 @@ import psutil
 from .. import _rng
 from ..backend import ranges_within, to_host, unique
 from ..errors import GpipeValueError
-from ..runtime import Run, StartSet, StepSpec, graph_array, worker_xp
+from ..runtime import VERTEX, Run, Span, StartSet, StepSpec, graph_array, worker_xp
 from . import _fused
 from ._race import race
 from ._select import select
@@ -28,6 +28,15 @@ EDGE_COLUMNS = ("instance", "depth", "src", "dst")
 
 
 CANDIDATE_BYTES = 64  # a candidate row of a step, about: its columns, its bias and SELECT's scratch
+
+
+def entry_spans(instances: int, parts: int, depth: int) -> tuple[Span, ...]:
+    """The values of the entries' fields, in a run of ``instances`` instances over ``parts`` partitions to
+    ``depth``: a first entry of an implicit pool has no vertex (-1), a frontier row no candidate (-1); a drawn
+    edge's id, a bias, a weight and a race's time have no span (they travel whole)."""
+    return (Span("instance", 0, instances - 1), Span("vertex", -1, VERTEX), Span("depth", 0, depth),
+            Span("stage", 0, RESOLVE), Span("to", 0, parts - 1), Span("frontier", 0, VERTEX),
+            Span("candidate", -1, VERTEX))
 
 
 def _step(part, entries: dict, spec: StepSpec, run: Run):

@@ -25,9 +25,10 @@ from .._validate import check_bool, check_int, check_probability, check_seed
 from ..dynamic import DynamicGraph, Snapshot
 from ..errors import GpipeValueError
 from ..graph import check_graph
+from ..runtime import VERTEX, Span
 from ..sampling import EdgeSample
 from . import _frontier, _mh, _node2vec
-from ._dynamic import N2V_FIELDS, advance_dynamic, advance_node2vec_dynamic
+from ._dynamic import N2V_FIELDS, N2V_SPANS, advance_dynamic, advance_node2vec_dynamic
 from ._first_order import FirstOrder, advance_first_order
 from ._ppr import PPRResult
 from ._result import WalkResult
@@ -186,7 +187,8 @@ def ppr(g, sources, restart: float = 0.15, walks_per_source: int = 100, length: 
     walks_per_source = check_int("walks_per_source", walks_per_source, minimum=1)
     return _first_order(g, "ppr", length=length, walks_per_vertex=walks_per_source, start=_Dense(starts),
                         weighted=weighted, seed=seed, progress=progress, alpha=restart, teleport="source",
-                        fields=(("source", "int64", "vertex"),), result_type=PPRResult,
+                        fields=(("source", "int64", "vertex"),), spans=(Span("source", 0, VERTEX),),
+                        result_type=PPRResult,
                         sources=np.asarray(sources).ravel(), restart=restart, walk_seed=seed)
 
 
@@ -237,10 +239,10 @@ def node2vec(g, p: float = 1.0, q: float = 1.0, length: int = 80, walks_per_vert
     length, walks_per_vertex, starts, seed = _checked_starts(g, length, walks_per_vertex, start, weighted, seed,
                                                              dynamic=True)
     walk = _node2vec.Node2Vec(bool(weighted), p, q, (g.graph_id, tuple(g.placement)))
-    step, fields = ((advance_node2vec_dynamic, N2V_FIELDS) if isinstance(g, Snapshot)
-                    else (_node2vec.advance_node2vec, _node2vec.FIELDS))
-    return run_walks(g, "node2vec", walk_spec(step, seed, length, walk, fields, lends="prev"), walks_per_vertex,
-                     starts, progress)  # a walker takes the list of the vertex it came from along
+    step, fields, spans = ((advance_node2vec_dynamic, N2V_FIELDS, N2V_SPANS) if isinstance(g, Snapshot)
+                           else (_node2vec.advance_node2vec, _node2vec.FIELDS, _node2vec.spans(walk)))
+    return run_walks(g, "node2vec", walk_spec(step, seed, length, walk, fields, lends="prev", spans=spans),
+                     walks_per_vertex, starts, progress)  # a walker takes the list of the vertex it came from along
 
 
 def metropolis_hastings(g, length: int = 80, walks_per_vertex: int = 1, start=None, seed: int = 0, *,
@@ -263,8 +265,8 @@ def metropolis_hastings(g, length: int = 80, walks_per_vertex: int = 1, start=No
     ((256, 21), [0, 0, 33, 33, 24, 110])
     """
     length, walks_per_vertex, starts, seed = _checked_starts(g, length, walks_per_vertex, start, False, seed)
-    return run_walks(g, "metropolis_hastings", walk_spec(_mh.advance_mh, seed, length, None, _mh.FIELDS),
-                     walks_per_vertex, starts, progress)
+    spec = walk_spec(_mh.advance_mh, seed, length, None, _mh.FIELDS, spans=_mh.SPANS)
+    return run_walks(g, "metropolis_hastings", spec, walks_per_vertex, starts, progress)
 
 
 def multidimensional(g, frontier_size: int = 2000, budget: int | None = None, instances: int = 1, seed: int = 0,
@@ -379,11 +381,12 @@ def _checked_starts(g, length: int, walks_per_vertex: int, start, weighted: bool
 
 
 def _first_order(g, algorithm: str, *, length, walks_per_vertex, start, weighted, seed, progress, alpha: float,
-                 teleport: str, fields: tuple = (), **result):
+                 teleport: str, fields: tuple = (), spans: tuple = (), **result):
     g = _walked(g)
     length, walks_per_vertex, starts, seed = _checked_starts(g, length, walks_per_vertex, start, weighted, seed,
                                                              dynamic=True)
     walk = FirstOrder(bool(weighted), alpha, teleport, g.num_vertices)
     step = advance_dynamic if isinstance(g, Snapshot) else advance_first_order
-    spec = walk_spec(step, seed, length, walk, fields, rows="home" if step is advance_first_order else "alone")
+    spec = walk_spec(step, seed, length, walk, fields, rows="home" if step is advance_first_order else "alone",
+                     spans=spans)
     return run_walks(g, algorithm, spec, walks_per_vertex, starts, progress, **result)

@@ -28,7 +28,7 @@ import numpy as np
 from ..backend import cpu_kernel, prange, unique
 from ..dynamic import SPACE_ARGS
 from ..kernels import Arg, Kernel
-from ..runtime import Run, StepSpec, step_kernel
+from ..runtime import VERTEX, Run, Span, StepSpec, step_kernel
 from ._borrowed import borrowed_lists
 from ._first_order import DEFINES_FIRST_ORDER, TELEPORT, FirstOrder, walkers_cpu
 from ._graphs import Space
@@ -72,6 +72,7 @@ ADVANCE_DYNAMIC = Kernel("walk_first_order.cu", "gp_walk_first_order_dynamic", t
 
 
 N2V_FIELDS = (("prev", "int64", -1),)  # the vertex a walker came from (-1: none yet, the first step is first-order)
+N2V_SPANS = (Span("prev", -1, VERTEX),)
 
 
 @step_kernel

@@ -32,7 +32,7 @@ import numpy as np
 from .. import _rng
 from ..backend import cpu_kernel, prange, to_host
 from ..kernels import Arg, Kernel
-from ..runtime import Run, StepSpec, check_memory, run_supersteps, worker_xp
+from ..runtime import Run, Span, StepSpec, check_memory, run_supersteps, worker_xp
 from ..sampling import EdgeSample, SampleLayout
 
 INIT_STEP = 2**32 - 1  # the draw counter of a member's start vertex; moves use 0..budget-1
@@ -175,7 +175,8 @@ def sample(g, frontier_size: int, budget: int, instances: int, seed: int, pool: 
               "worker_seconds")
     summarize = functools.partial(_round_summary, instances=instances)
     while True:
-        spec = StepSpec(advance_frontier, key, Frontier(budget, horizon, frontier_size), room=room)
+        spec = StepSpec(advance_frontier, key, Frontier(budget, horizon, frontier_size), room=room,
+                        spans=(Span("walk_id", 0, walk_id.size - 1), Span("step", 0, budget)))
         run_id, partitions, run, _ = run_supersteps(g, spec, walkers, num_walks=len(walkers["walk_id"]),
                                                     progress=progress, summarize=summarize)
         run_ids.append(run_id)
@@ -183,6 +184,8 @@ def sample(g, frontier_size: int, budget: int, instances: int, seed: int, pool: 
         for k in summed:
             if k in run:  # the exchange's: partitioned graphs
                 stats[k] = stats.get(k, 0) + run[k]
+        if run.get("wire") is not None:  # every round's walkers travel alike (the same fields, spans and sizes)
+            stats["wire"] = run["wire"]
         for k in ("host_memory_peak", "device_memory_peak"):
             if run.get(k) is not None:
                 stats[k] = max(stats.get(k, 0), run[k])

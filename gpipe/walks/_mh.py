@@ -13,9 +13,12 @@ import numpy as np
 from .. import _rng
 from ..backend import cpu_kernel, prange
 from ..kernels import Arg, Kernel
-from ..runtime import Run, StepSpec, step_kernel
+from ..runtime import VERTEX, Run, Span, StepSpec, step_kernel
 
 FIELDS = (("cur", "int64", "vertex"), ("degv", "int64", 0), ("state", "int8", 0))
+# their values (state 1: a proposal); a degree's, up to the graph's largest, is not among a run's sizes: it travels
+# whole
+SPANS = (Span("cur", 0, VERTEX), Span("state", 0, 1))
 
 
 @step_kernel

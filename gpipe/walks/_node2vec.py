@@ -53,7 +53,7 @@ from .. import _rng
 from .._search import arc_maybe, has_edge, lower_bound
 from ..backend import cpu_kernel, prange, unique
 from ..kernels import Arg, Kernel
-from ..runtime import Run, StepSpec, step_kernel
+from ..runtime import VERTEX, Run, Span, StepSpec, step_kernel
 from ._borrowed import borrowed_lists
 from ._graphs import DEFINES, NO_TABLE, Csr, degree, head, pick, sorted_of, start, trial_draws, weight
 
@@ -71,6 +71,9 @@ TAME = 1 / 16
 NO_ARCS = np.zeros(0, np.uint32)  # no arc filter (walk_one_cpu's walk): t's list searched at once
 BORROW = 2  # walker state: stopped before the exact draw (for t's neighbors, or on the GPU for the draw)
 _WRITES = ("vertex", "step", "cur", "prev", "cand", "trial", "answer", "state")  # what the kernel writes per walker
+# The values of FIELDS (a trial's number: see spans): the answer to a query is -1 (none asked), 0 or 1, -2 once used
+SPANS = (Span("cur", 0, VERTEX), Span("prev", -1, VERTEX), Span("cand", -1, VERTEX), Span("answer", -2, 1),
+         Span("state", 0, BORROW))
 
 
 @dataclass(frozen=True)
@@ -143,6 +146,13 @@ def _cdf(x, part, spec: StepSpec):
 def _nothing(x, part) -> tuple:
     """No borrowed lists: ``(ids, indptr, indices)``, empty."""
     return x.zeros(0, x.int64), x.zeros(1, x.int64), x.zeros(0, part.indices.dtype)
+
+
+def spans(walk: Node2Vec) -> tuple[Span, ...]:
+    """The values of the walkers' own fields: :data:`SPANS`, and a trial's number, up to :func:`trials_before_exact`
+    where a step is drawn exactly after so many rejections (where never, tame p and q, it has no bound)."""
+    trials = trials_before_exact(walk)
+    return SPANS + ((Span("trial", 0, trials),) if trials >= 0 else ())
 
 
 def trials_before_exact(walk: Node2Vec) -> int:
