@@ -484,6 +484,18 @@ def test_walkers_between_gpu_workers_sharing_a_gpu_equal_cpu(shared_gpu_cluster,
     assert stats["exchange"] == "comms" and stats["walker_bytes"] > 0  # auto: NCCL cannot join two ranks on one GPU
 
 
+def _deepwalk(g):
+    return gpipe.walks.deepwalk(g, length=20, walks_per_vertex=2, seed=1)
+
+
+def test_supersteps_in_chunks_on_gpu_workers_sharing_a_gpu_equal_cpu(shared_gpu_cluster, cpu_cluster):
+    """A partition a worker, each superstep in 3 chunks: a chunk's leavers go while the next chunk's kernel runs
+    (through the comms here: the GPU path of the rounds, the routed kernel's wait in between)."""
+    stats = _walk_and_sample_equal_cpu(shared_gpu_cluster, cpu_cluster, {"partitions": 2},
+                                       {"gpipe.exchange-chunks": 3}, walk=_deepwalk)
+    assert stats["workers"] == 2 and stats["exchange"] == "comms" and stats["walker_bytes"] > 0
+
+
 def test_nccl_asked_for_workers_sharing_a_gpu_is_refused_naming_them(shared_gpu_cluster):
     import dask
 
@@ -501,6 +513,14 @@ def test_walkers_between_gpus_equal_cpu_through_every_exchange(two_gpu_cluster, 
     assert stats["workers"] == 2 and stats["walker_bytes"] > 0
     assert stats["exchange"] == ("comms" if exchange == "comms" else "nccl")
     assert stats["host_memory_peak"] > 0 and stats["device_memory_peak"] > 0
+
+
+@pytest.mark.parametrize("chunks", [3, 40])  # 40: most of the last supersteps' rounds empty
+def test_supersteps_in_chunks_between_gpus_through_nccl_equal_cpu(two_gpu_cluster, cpu_cluster, chunks):
+    stats = _walk_and_sample_equal_cpu(two_gpu_cluster, cpu_cluster, {"partitions": 2},
+                                       {"gpipe.exchange-chunks": chunks}, walk=_deepwalk)
+    assert stats["workers"] == 2 and stats["exchange"] == "nccl" and stats["walker_bytes"] > 0
+    assert stats["exchange_hidden_seconds"] >= 0
 
 
 def test_out_of_memory_on_two_gpus_equals_cpu(two_gpu_cluster, cpu_cluster):
