@@ -72,10 +72,11 @@ def test_reverse_cuthill_mckee_narrows_the_band_as_scipys_does():
     assert np.abs(rank[coo.row] - rank[coo.col]).max() <= 31 < np.abs(coo.row - coo.col).max()
 
 
+@pytest.mark.parametrize("directed", [False, True])
 @pytest.mark.parametrize("order", ORDERS)
-def test_the_order_is_a_permutation_that_keeps_the_users_ids_and_edges(cpu, order, tmp_path):
-    plain = gpipe.generators.rmat(scale=9, edge_factor=4, seed=1, partitions=2)
-    g = gpipe.generators.rmat(scale=9, edge_factor=4, seed=1, partitions=2, vertex_order=order)
+def test_the_order_is_a_permutation_that_keeps_the_users_ids_and_edges(cpu, order, directed, tmp_path):
+    plain = gpipe.generators.rmat(scale=9, edge_factor=4, seed=1, partitions=2, directed=directed)
+    g = gpipe.generators.rmat(scale=9, edge_factor=4, seed=1, partitions=2, directed=directed, vertex_order=order)
     assert plain.id_map is None and g.num_edges == plain.num_edges
     np.testing.assert_array_equal(np.sort(g.id_map), np.arange(512))
     assert not np.array_equal(g.id_map, np.arange(512))
@@ -91,6 +92,12 @@ def test_an_order_composes_with_renumbered_ids_and_reads_back_from_a_graph_folde
     assert g.degrees().to_dict() == {"a": 2, "b": 2, "c": 3, "d": 1, "e": 1, "f": 1}
     again = gpipe.read_edges(g.to_parquet(tmp_path / "graph"))
     assert again.degrees().equals(g.degrees())
+
+
+def test_self_loops_kept_do_not_change_the_order(cpu, small_edges):
+    loops = pd.DataFrame({"src": [3, 7], "dst": [3, 7]})
+    with_loops = gpipe.from_edges(pd.concat([small_edges, loops]), keep_self_loops=True, vertex_order="rcmk")
+    np.testing.assert_array_equal(with_loops.id_map, gpipe.from_edges(small_edges, vertex_order="rcmk").id_map)
 
 
 def test_a_walk_keeps_its_law_with_the_order_on(cpu, small_edges):

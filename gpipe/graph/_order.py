@@ -26,10 +26,12 @@ def order_of(kind: str, n: int, directed: bool, *chunks: dict) -> np.ndarray:
     pieces = []
     for chunk in chunks:
         src, dst = x.asarray(chunk["src"]), x.asarray(chunk["dst"])
-        keep = src != dst
-        pieces.append({"src": src[keep], "dst": dst[keep]})
+        loops = src == dst
+        if bool(loops.any()):  # kept by keep_self_loops: copied without them (else the chunk is not copied)
+            src, dst = src[~loops], dst[~loops]
+        pieces.append({"src": src, "dst": dst})
         if directed:
-            pieces.append({"src": dst[keep], "dst": src[keep]})
+            pieces.append({"src": dst, "dst": src})
     indptr, indices, _, _ = csr(x, pieces, lo=0, hi=n, n=n, keep_duplicates=False, index_dtype=x.int64)
     del pieces
     if kind == "metis":
