@@ -44,9 +44,10 @@ def small_range(lo: int, hi: int, count: int) -> bool:
 
 
 def id_table(x, ids, dtype) -> tuple | None:
-    """``(first id, a table of the dense id of each id over the range, -1 where none)`` of the sorted integer
-    ``ids`` (numpy or a device's), the table an array of ``x`` of ``dtype``; None when the range is not small."""
-    lo, hi = to_host(ids[[0, -1]]).tolist()
+    """``(least id, a table of the dense id of each id over the range, -1 where none)`` of the distinct integer
+    ``ids`` (numpy or a device's; the dense id of ``ids[i]`` is ``i``), the table an array of ``x`` of ``dtype``;
+    None when the range is not small."""
+    lo, hi = int(ids.min()), int(ids.max())
     if not small_range(lo, hi, ids.size):
         return None
     table = x.full(hi - lo + 1, -1, dtype)

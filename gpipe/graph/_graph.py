@@ -157,11 +157,12 @@ class Graph:
 
     @functools.cached_property
     def _id_table(self) -> tuple[int, np.ndarray] | None:
-        """``(first id, the dense id of each id over the range, -1 where none)`` of a sorted integer id map whose
-        range is small (:func:`._build.small_range`): made at the first lookup, of int32 dense ids (about twice
-        the id map's bytes at most). A binary search of 16,000 seeds in R-MAT 22's 4 M ids took 3-10 ms, as long
-        as a neighbor sample's supersteps."""
-        if not self._sorted_ids or self.id_map.size >= 2**31:
+        """``(least id, the dense id of each id over the range, -1 where none)`` of an int64 id map whose range is
+        small (:func:`._build.small_range`), sorted as renumbering leaves it or in a vertex order: made at the first
+        lookup, of int32 dense ids (about twice the id map's bytes at most). A binary search of 16,000 seeds in
+        R-MAT 22's 4 M ids took 3-10 ms, as long as a neighbor sample's supersteps."""
+        ids = self.id_map
+        if ids.dtype != np.int64 or ids.size == 0 or ids.size >= 2**31:
             return None
         return _build.id_table(np, self.id_map, np.int32)
 
