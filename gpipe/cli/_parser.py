@@ -190,6 +190,6 @@ def build_parser() -> argparse.ArgumentParser:
     _out_flags(demo, "writes DIR/walks.txt and DIR/summary.json (default: %(default)s)", default="out")
     _cluster_flags(demo, local=True)
     demo.set_defaults(run=_demo, algorithm="deepwalk", walks_per_vertex=1, seed=_default(walks.deepwalk, "seed"),
-                      start=None, weighted=False, directed=False, partitions=None, format="corpus", fmt=None,
-                      weight_column=None, updates=None, rounds=1)
+                      start=None, weighted=False, directed=False, partitions=None, vertex_order=None, format="corpus",
+                      fmt=None, weight_column=None, updates=None, rounds=1)
     return parser
