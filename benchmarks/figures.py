@@ -49,7 +49,7 @@ def draw(report: dict, path: str) -> str | None:
     family = {"gnn": _gnn, "counting": _counting, "mining": _mining, "fpm": _fpm, "dynamic": _dynamic,
               "dynamic_updates": _dynamic_updates, "io": _io,
               "interval_coverage": _interval_coverage, "superstep": _superstep, "superstep_kernel": _superstep_kernel,
-              "memory": _memory, "first_call": _first_call}.get(report.get("benchmark"))
+              "memory": _memory, "first_call": _first_call, "locality": _locality}.get(report.get("benchmark"))
     if family is not None:
         fig = family(plt, report)
         fig.savefig(path, dpi=110)
@@ -279,6 +279,26 @@ def _superstep_kernel(plt, report: dict):
     graph = report["graph"]
     ax.set_title(f"DeepWalk on R-MAT {graph['scale']}, {report['device_name']} ({report['date'][:10]})", fontsize=9)
     ax.legend(loc="lower right", fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def _locality(plt, report: dict):
+    """The fraction of arcs that cross between P partitions (``locality.py``), a panel per P, a bar per graph and
+    vertex order, beside (P - 1) / P, what ids in no relation to the structure give."""
+    records = report["records"]
+    parts = [f["partitions"] for f in records[0]["fractions"]]
+    fig, axes = plt.subplots(1, len(parts), figsize=(4 * len(parts), 0.3 * len(records) + 1.5), sharey=True)
+    axes, y = np.atleast_1d(axes), np.arange(len(records))
+    for i, ax in enumerate(axes):
+        ax.barh(y, [r["fractions"][i]["arcs"] for r in records])
+        ax.axvline((parts[i] - 1) / parts[i], color="gray", linestyle=":", label="(P - 1) / P")
+        ax.set_xlim(0, 1)
+        ax.set_xlabel(f"arcs crossing, P = {parts[i]}")
+    axes[0].set_yticks(y, [f"{r['graph']}, {r['order']}" for r in records], fontsize=7)
+    axes[0].invert_yaxis()
+    axes[0].legend(loc="lower right", fontsize=8)
+    fig.suptitle(f"crossings by vertex order on {report['device_name']} ({report['date'][:10]})", fontsize=9)
     fig.tight_layout()
     return fig
 

@@ -48,6 +48,25 @@ def check_choice(name: str, value, choices) -> str:
     return value
 
 
+VERTEX_ORDERS = ("rcmk", "metis")  # DGL's names (dgl.reorder_graph's node_permute_algo) for the same orders
+
+
+def check_vertex_order(name: str, value) -> str | None:
+    """A graph builder's vertex order: None, or one of :data:`VERTEX_ORDERS`; 'metis' only where pymetis is
+    installed."""
+    if value is None:
+        return None
+    if not isinstance(value, str) or value not in VERTEX_ORDERS:
+        raise GpipeValueError(f"'{name}' must be None or one of {', '.join(map(repr, VERTEX_ORDERS))}; got {value!r}")
+    if value == "metis":
+        try:
+            import pymetis  # noqa: F401
+        except ImportError as exc:
+            raise GpipeValueError(f"'{name}' 'metis' needs pymetis, which is not installed here ({exc}): install it "
+                                  "with `pip install pymetis`, or choose 'rcmk'") from None
+    return value
+
+
 def check_seed(name: str, value) -> int:
     return check_int(name, value, minimum=0, maximum=2**63 - 1)
 

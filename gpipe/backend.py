@@ -134,6 +134,14 @@ def group_max(x, values, group):
     return out
 
 
+def scatter_min(x, out, index, values) -> None:
+    """``out[index] = min(out[index], values)`` with repeated indices, in place (integers)."""
+    if x is np:
+        np.minimum.at(out, index, values)
+    else:
+        importlib.import_module("cupyx").scatter_min(out, index, values)
+
+
 def free_memory(x) -> int:
     """Bytes this process can allocate now on the device of array module ``x`` (cupy: its current GPU's free
     memory and what CuPy's pool holds unused, which the driver counts as taken: after a large run, nearly all of

@@ -1,5 +1,5 @@
 """What several test modules share: a folder's files and summary, a workflow's script, a call run in a thread, a
-worker lost under a graph or killed mid-run, the steps of walks."""
+worker lost under a graph or killed mid-run, the steps of walks and their law."""
 
 import importlib.util
 import json
@@ -9,6 +9,7 @@ import threading
 import time
 
 import numpy as np
+import pandas as pd
 
 import gpipe
 from gpipe.errors import WorkerLostError
@@ -72,6 +73,21 @@ def walk_steps(walks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     a, b = walks[:, :-1], walks[:, 1:]
     keep = b >= 0
     return a[keep], b[keep]
+
+
+def transition_chi2(walks: np.ndarray, degrees: pd.Series) -> tuple[float, int]:
+    """The chi-square statistic of every vertex's transition counts in ``walks`` against 1/degree (``degrees`` by
+    the walks' vertex ids), and its degrees of freedom: a uniform step's law."""
+    u, v = walk_steps(walks)
+    counts = pd.DataFrame({"u": u, "v": v}).value_counts()
+    chi2, dof = 0.0, 0
+    for vertex, group in counts.groupby(level="u"):
+        observed = np.zeros(degrees[vertex])
+        observed[: len(group)] = group.to_numpy()  # neighbors never visited count 0
+        expected = observed.sum() / degrees[vertex]
+        chi2 += ((observed - expected) ** 2 / expected).sum()
+        dof += degrees[vertex] - 1
+    return chi2, dof
 
 
 def looping(dask_worker) -> bool:

@@ -172,6 +172,16 @@ def test_walk_node2vec_steps_along_edges(capsys, cpu_cluster, rmat_7_4, tmp_path
     assert summary["parameters"]["p"] == 0.5 and summary["parameters"]["q"] == 2.0
 
 
+def test_walk_with_a_vertex_order_steps_along_the_graphs_edges_in_its_ids(capsys, cpu_cluster, rmat_7_4, tmp_path):
+    code, _, err = _run(capsys, cpu_cluster, "walk", "deepwalk", "--graph", "rmat:7:4", "--vertex-order", "rcmk",
+                        "--partitions", "2", "--length", "6", "--quiet", "--out", str(tmp_path))
+    assert code == 0, err
+    walks = _walks(tmp_path / "walks.txt")
+    assert sorted(w[0] for w in walks) == list(range(128))
+    assert all((u, v) in rmat_7_4[False] for w in walks for u, v in zip(w, w[1:]))
+    assert read_summary(tmp_path)["parameters"]["vertex_order"] == "rcmk"
+
+
 def test_walk_ppr_writes_scores_that_sum_to_one_per_source(capsys, cpu_cluster, rmat_7_4, tmp_path):
     code, out, err = _run(capsys, cpu_cluster, "walk", "ppr", "--graph", "rmat:7:4", "--sources", "0,5",
                           "--walks-per-source", "10", "--length", "8", "--quiet", "--out", str(tmp_path))
@@ -330,6 +340,7 @@ def test_walk_reports_a_malformed_edge_file(capsys, cpu_cluster, tmp_path):
     (["--fmt", "xml"], "--fmt"),
     (["--fmt", "csv"], "'fmt' must be given with an edge file only"),
     (["--weight-column", "w"], "'weight_column' must be given with an edge file only"),
+    (["--vertex-order", "rcm"], "--vertex-order"),
 ])
 def test_walk_rejects_bad_flags_before_connecting(capsys, args, name):
     code = main(["walk", "deepwalk", "--graph", "rmat:8", "--out", "never", "--address", "tcp://127.0.0.1:1", *args])

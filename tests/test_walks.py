@@ -13,7 +13,7 @@ from scipy import stats
 import gpipe
 from gpipe.errors import GpipeError, GpipeValueError
 from gpipe.runtime import kept_for_clients
-from helpers import routed_first_order, started, walk_steps
+from helpers import routed_first_order, started, transition_chi2, walk_steps
 
 
 def _adjacency(g, tmp_path) -> set:
@@ -42,16 +42,7 @@ def test_transitions_are_uniform_over_neighbors(cpu, small_edges):
     """Chi-square of every vertex's transition counts vs 1/deg (false-alarm rate 1e-3, fixed seed)."""
     g = gpipe.from_edges(small_edges, partitions=3)
     walks = gpipe.walks.deepwalk(g, length=30, walks_per_vertex=60, seed=11).compute()
-    u, v = walk_steps(walks)
-    counts = pd.DataFrame({"u": u, "v": v}).value_counts()
-    deg = g.degrees()
-    chi2, dof = 0.0, 0
-    for vertex, group in counts.groupby(level="u"):
-        observed = np.zeros(deg[vertex])
-        observed[: len(group)] = group.to_numpy()  # neighbors never visited count 0
-        expected = observed.sum() / deg[vertex]
-        chi2 += ((observed - expected) ** 2 / expected).sum()
-        dof += deg[vertex] - 1
+    chi2, dof = transition_chi2(walks, g.degrees())
     assert dof > 50
     assert stats.chi2.sf(chi2, dof) > 1e-3
 

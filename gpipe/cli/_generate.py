@@ -14,7 +14,7 @@ def _generate(args) -> int:
     with _out_folder(args) as folder, _cluster(args) as client:
         watch.lap("connect")
         g = generators.rmat(args.scale, args.edge_factor, args.a, args.b, args.c, args.seed, directed=args.directed,
-                            weighted=args.weighted, partitions=args.partitions)
+                            weighted=args.weighted, partitions=args.partitions, vertex_order=args.vertex_order)
         watch.lap("generate")
         outputs = {"graph": g.to_parquet(os.path.join(folder, "graph"))}
         watch.lap("write")

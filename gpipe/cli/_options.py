@@ -16,7 +16,7 @@ import numpy as np
 
 from .. import generators, mining, sampling, walks, workflow
 from .._files import GRAPH_FILES, SAMPLE_FILES, SCORE_FILES, WALK_FILES
-from .._validate import check_int, check_probability, check_seed, is_ascii_digits
+from .._validate import VERTEX_ORDERS, check_int, check_probability, check_seed, is_ascii_digits
 from ..backend import DEVICES
 from ..cluster import ENV_ADDRESS, ENV_SCHEDULER_FILE
 from ..errors import GpipeValueError
@@ -275,6 +275,13 @@ def _graph_flags(parser: argparse.ArgumentParser) -> None:
 def _partitions_flag(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--partitions", type=_positive("partitions"), metavar="P",
                         help="default: workers x gpipe.partitions-per-worker")
+
+
+def _vertex_order_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--vertex-order", choices=VERTEX_ORDERS,
+                        help="renumber the vertices by the graph's structure before the partitions are cut, so that "
+                             "fewer walker steps cross between workers: rcmk (reverse Cuthill-McKee) or metis (needs "
+                             "pymetis); outputs keep the graph's ids (default: the input's order)")
 
 
 def _walk_flags(parser: argparse.ArgumentParser, function: Callable) -> None:

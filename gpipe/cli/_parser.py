@@ -16,7 +16,7 @@ from ._info import _info
 from ._mine import _mine
 from ._options import (_FORMATS, _MINERS, _NODE_SAMPLERS, _SAMPLERS, _WALKS, _checked, _cluster_flags, _default, _dest,
                        _graph_flags, _graph_source, _out_flags, _partitions_flag, _pattern_edges, _positive,
-                       _positive_finite, _update_flags, _vertices, _walk_flags)
+                       _positive_finite, _update_flags, _vertex_order_flag, _vertices, _walk_flags)
 from ._run import _run_workflow
 from ._sample import _sample
 from ._walk import _walk
@@ -53,6 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
     rmat.add_argument("--directed", action="store_true", help="keep edges directed")
     rmat.add_argument("--weighted", action="store_true", help="weights uniform in (0, 1]")
     _partitions_flag(rmat)
+    _vertex_order_flag(rmat)
     _out_flags(rmat, "writes DIR/graph/ and DIR/summary.json", required=True)
     _cluster_flags(rmat, local=True)
     rmat.set_defaults(run=_generate)
@@ -64,6 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
         one = algorithms.add_parser(name, help=summary_line, description=summary_line)
         _graph_flags(one)
         _partitions_flag(one)
+        _vertex_order_flag(one)
         _walk_flags(one, function)
         for flag, keywords in extra:
             one.add_argument(flag, **keywords)
@@ -84,6 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
             one.add_argument("--seeds", type=_vertices("seeds"), required=True, metavar="IDS",
                              help="seed vertices, one instance each: ID,ID,... or @FILE with one id per line")
         _partitions_flag(one)
+        _vertex_order_flag(one)
         one.add_argument("--seed", type=_checked(partial(check_seed, "seed")), default=_default(function, "seed"),
                          help="seed of the sample (default: %(default)s)")
         for flag, keywords in extra:
@@ -187,6 +190,6 @@ def build_parser() -> argparse.ArgumentParser:
     _out_flags(demo, "writes DIR/walks.txt and DIR/summary.json (default: %(default)s)", default="out")
     _cluster_flags(demo, local=True)
     demo.set_defaults(run=_demo, algorithm="deepwalk", walks_per_vertex=1, seed=_default(walks.deepwalk, "seed"),
-                      start=None, weighted=False, directed=False, partitions=None, format="corpus", fmt=None,
-                      weight_column=None, updates=None, rounds=1)
+                      start=None, weighted=False, directed=False, partitions=None, vertex_order=None, format="corpus",
+                      fmt=None, weight_column=None, updates=None, rounds=1)
     return parser

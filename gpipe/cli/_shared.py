@@ -58,12 +58,12 @@ def _load_graph(args, weighted: bool, mode: str | None = None) -> Graph:
     if isinstance(args.graph, _Rmat):
         with _Phase(args, f"generating R-MAT scale {args.graph.scale}") as phase:
             g = generators.rmat(args.graph.scale, args.graph.edge_factor, directed=args.directed, weighted=weighted,
-                                partitions=args.partitions, mode=mode)
+                                partitions=args.partitions, mode=mode, vertex_order=args.vertex_order)
             _graph_done(phase, g)
         return g
     with _read_phase(args, args.graph) as phase:
         g = read_edges(args.graph, weight=args.weight_column, directed=args.directed, partitions=args.partitions,
-                       fmt=args.fmt, mode=mode)
+                       fmt=args.fmt, mode=mode, vertex_order=args.vertex_order)
         _graph_done(phase, g)
     return g
 

@@ -44,9 +44,10 @@ def small_range(lo: int, hi: int, count: int) -> bool:
 
 
 def id_table(x, ids, dtype) -> tuple | None:
-    """``(first id, a table of the dense id of each id over the range, -1 where none)`` of the sorted integer
-    ``ids`` (numpy or a device's), the table an array of ``x`` of ``dtype``; None when the range is not small."""
-    lo, hi = to_host(ids[[0, -1]]).tolist()
+    """``(least id, a table of the dense id of each id over the range, -1 where none)`` of the distinct integer
+    ``ids`` (numpy or a device's; the dense id of ``ids[i]`` is ``i``), the table an array of ``x`` of ``dtype``;
+    None when the range is not small."""
+    lo, hi = int(ids.min()), int(ids.max())
     if not small_range(lo, hi, ids.size):
         return None
     table = x.full(hi - lo + 1, -1, dtype)
@@ -139,23 +140,30 @@ def assemble(graph_id: str, part: int, bounds: np.ndarray, keep_duplicates: bool
     try:
         x = worker_xp()
         lo, hi, n = int(bounds[part]), int(bounds[part + 1]), int(bounds[-1])
-        weighted = bool(pieces) and "weight" in pieces[0]
         index_dtype = x.int32 if n < 2**31 else x.int64
-        if x is np:  # rows by counting, then each row sorted on its own, on every core
-            src = np.concatenate([p["src"] for p in pieces]) if pieces else np.zeros(0, np.int64)
-            dst = np.concatenate([p["dst"] for p in pieces]) if pieces else np.zeros(0, np.int64)
-            weight = np.concatenate([p["weight"] for p in pieces]) if weighted else None
-            indptr, dst, weight, loops = _csr_cpu(src - lo, dst, weight, hi - lo, lo, keep_duplicates)
-        else:
-            most = free_memory(x) // 4 // SORT_EDGE_BYTES  # edges sorted at once: a quarter of the free memory
-            indptr, dst, weight, loops = _csr_device(x, pieces, weighted, lo=lo, hi=hi, n=n,
-                                                     keep_duplicates=keep_duplicates, index_dtype=index_dtype,
-                                                     most=max(1, most))
-        partition = Partition(part, lo, hi, np.asarray(bounds), indptr, dst.astype(index_dtype, copy=False), weight)
+        indptr, dst, weight, loops = csr(x, pieces, lo=lo, hi=hi, n=n, keep_duplicates=keep_duplicates,
+                                         index_dtype=index_dtype)
+        partition = Partition(part, lo, hi, np.asarray(bounds), indptr, dst, weight)
         keep_partition(graph_id, part, partition, budget)
         return {"edges": partition.num_edges, "self_loops": loops, "nbytes": partition.nbytes}
     except Exception as exc:
         raise TaskError("assemble", part, None, repr(exc)) from exc
+
+
+def csr(x, pieces: list[dict], *, lo: int, hi: int, n: int, keep_duplicates: bool, index_dtype) -> tuple:
+    """The CSR ``(indptr, indices, weights, self-loops)`` of rows ``lo .. hi - 1`` from the edge ``pieces`` (arrays of
+    ``x``, every source in the rows), sorted by (src, dst), duplicates merged to their largest weight unless kept;
+    ``indices`` of ``index_dtype``."""
+    weighted = bool(pieces) and "weight" in pieces[0]
+    if x is np:  # rows by counting, then each row sorted on its own, on every core
+        src = np.concatenate([p["src"] for p in pieces]) if pieces else np.zeros(0, np.int64)
+        dst = np.concatenate([p["dst"] for p in pieces]) if pieces else np.zeros(0, np.int64)
+        weight = np.concatenate([p["weight"] for p in pieces]) if weighted else None
+        indptr, dst, weight, loops = _csr_cpu(src - lo, dst, weight, hi - lo, lo, keep_duplicates)
+        return indptr, dst.astype(index_dtype, copy=False), weight, loops
+    most = free_memory(x) // 4 // SORT_EDGE_BYTES  # edges sorted at once: a quarter of the free memory
+    return _csr_device(x, pieces, weighted, lo=lo, hi=hi, n=n, keep_duplicates=keep_duplicates,
+                       index_dtype=index_dtype, most=max(1, most))
 
 
 def replica(graph_id: str, replica_id: str, placement: list[str], bounds: np.ndarray) -> int:

@@ -20,9 +20,9 @@ from .._files import GRAPH_FILES, atomic_dir
 from .._validate import check_choice, check_int, check_integers
 from ..backend import device_of, to_host, unique, xp
 from ..errors import GpipeError, GpipeValueError
-from ..runtime import (Session, anywhere, call_workers, check_held, end_graph, end_graph_later, gather_pinned,
-                       in_each_worker, keep_arrays, on_worker, partition, workers_info)
-from . import _build
+from ..runtime import (Session, anywhere, call_workers, check_held, end_graph, end_graph_later, fetching,
+                       gather_pinned, in_each_worker, keep_arrays, on_worker, partition, workers_info)
+from . import _build, _order
 
 
 class Graph:
@@ -157,11 +157,12 @@ class Graph:
 
     @functools.cached_property
     def _id_table(self) -> tuple[int, np.ndarray] | None:
-        """``(first id, the dense id of each id over the range, -1 where none)`` of a sorted integer id map whose
-        range is small (:func:`._build.small_range`): made at the first lookup, of int32 dense ids (about twice
-        the id map's bytes at most). A binary search of 16,000 seeds in R-MAT 22's 4 M ids took 3-10 ms, as long
-        as a neighbor sample's supersteps."""
-        if not self._sorted_ids or self.id_map.size >= 2**31:
+        """``(least id, the dense id of each id over the range, -1 where none)`` of an int64 id map whose range is
+        small (:func:`._build.small_range`), sorted as renumbering leaves it or in a vertex order: made at the first
+        lookup, of int32 dense ids (about twice the id map's bytes at most). A binary search of 16,000 seeds in
+        R-MAT 22's 4 M ids took 3-10 ms, as long as a neighbor sample's supersteps."""
+        ids = self.id_map
+        if ids.dtype != np.int64 or ids.size == 0 or ids.size >= 2**31:
             return None
         return _build.id_table(np, self.id_map, np.int32)
 
@@ -349,10 +350,12 @@ def check_mode(mode: str | None) -> str:
 
 def build(session: Session, chunks: list, n: int | Future, *, directed: bool, weighted: bool, id_map,
           partitions: int | None, mode: str = "partitioned", keep_self_loops: bool = False,
-          keep_duplicates: bool = False, symmetrize: bool = True) -> Graph:
+          keep_duplicates: bool = False, symmetrize: bool = True, vertex_order: str | None = None) -> Graph:
     """Partition and store a graph from futures of dense-id edge chunks; replicate it if ``mode`` says so. The
     vertex count ``n`` may be a future (the client asks for it only where partitions' bounds need it), and the
-    ``id_map`` on its way to the client (:func:`fetching`) while the partitions are built."""
+    ``id_map`` on its way to the client (:func:`fetching`) while the partitions are built. A ``vertex_order``
+    (checked by the caller: :func:`gpipe._validate.check_vertex_order`) renumbers the dense ids by the graph's
+    structure before the ranges are cut (:mod:`._order`); the id map then names the ids it had before."""
     client = session.client
     workers = session.workers()
     parts = default_partitions(session) if partitions is None else check_int("partitions", partitions, minimum=1)
@@ -361,6 +364,12 @@ def build(session: Session, chunks: list, n: int | Future, *, directed: bool, we
     prepared = [
         anywhere(client, _build.prepare, c, n, directed or not symmetrize, keep_self_loops) for c in chunks
     ]
+    order = None
+    if vertex_order is not None:
+        order = anywhere(client, _order.order_of, vertex_order, n, directed, *prepared)
+        rank = anywhere(client, _order.ranks, order)
+        prepared = [anywhere(client, _order.relabel, c, rank) for c in prepared]
+        order = fetching(client, order)  # while the partitions are built
     if parts == 1:  # the one partition holds every vertex: no bounds to find, no chunk to split (~50 tasks less)
         bounds = anywhere(client, _build.whole, n) if isinstance(n, Future) else _build.whole(n)
         splits = None
@@ -388,6 +397,9 @@ def build(session: Session, chunks: list, n: int | Future, *, directed: bool, we
     num_edges = stored if directed else (stored + loops) // 2
     if isinstance(id_map, concurrent.futures.Future):
         id_map = id_map.result()
+    if order is not None:  # the user's id of each new dense id
+        order = order.result()
+        id_map = order if id_map is None else id_map[order]
     g = Graph(session, graph_id, bounds, placement, num_edges=num_edges, directed=directed, weighted=weighted,
               id_map=id_map, partition_info=info, device_partitions=budget)
     nbytes = sum(i["nbytes"] for i in info)

@@ -688,3 +688,32 @@ def test_minus_ones_on_the_gpu_is_a_full_fill_of_minus_one():
         got = minus_ones(cupy, (1001, 7), dtype)
         assert got.dtype == dtype and got.shape == (1001, 7)
         np.testing.assert_array_equal(got.get(), np.full((1001, 7), -1, dtype))
+
+
+def test_reverse_cuthill_mckee_on_the_device_is_the_cpu_twins_order():
+    """A level at a time on the GPU, one vertex at a time by numba: the same order, isolated vertices and small
+    components included."""
+    from gpipe.graph._build import csr
+    from gpipe.graph._order import reverse_cuthill_mckee
+
+    rng = np.random.default_rng(3)
+    for n, m in [(1, 0), (60, 40), (300, 600), (20_000, 100_000)]:
+        src, dst = rng.integers(0, n, m), rng.integers(0, n, m)
+        keep = src != dst
+        pieces = [{"src": np.concatenate([src[keep], dst[keep]]), "dst": np.concatenate([dst[keep], src[keep]])}]
+        indptr, indices, _, _ = csr(np, pieces, lo=0, hi=n, n=n, keep_duplicates=False, index_dtype=np.int64)
+        on_device = reverse_cuthill_mckee(cupy, cupy.asarray(indptr), cupy.asarray(indices))
+        np.testing.assert_array_equal(on_device.get(), reverse_cuthill_mckee(np, indptr, indices))
+
+
+@pytest.mark.parametrize("order", ["rcmk", pytest.param("metis", marks=pytest.mark.skipif(
+    importlib.util.find_spec("pymetis") is None, reason="pymetis is not installed"))])
+def test_walks_with_a_vertex_order_on_a_gpu_worker_equal_the_cpu_workers(gpu_cluster, cpu_cluster, order):
+    def walk():
+        g = gpipe.generators.rmat(scale=11, edge_factor=4, seed=9, partitions=2, vertex_order=order)
+        return g.id_map, gpipe.walks.deepwalk(g, length=20, seed=11).compute()
+
+    gids, gwalks = _on(gpu_cluster, walk)
+    cids, cwalks = _on(cpu_cluster, walk)
+    np.testing.assert_array_equal(gids, cids)
+    np.testing.assert_array_equal(gwalks, cwalks)
