@@ -103,9 +103,17 @@ def _advance_routed(part, walkers: dict, spec: StepSpec, run: Run):
         pieces["flat"] = flat[:used].copy()  # the scratch goes; the pieces stay until the run's outputs are assembled
     else:  # every vertex written in place
         pieces = None
-    going = {int(q): {k: v[q * n:q * n + int(counted[4 + q])] for k, v in movers.items()}
-             for q in np.flatnonzero(counted[4:])}
-    return pieces, Grouped(going), steps
+    ends = np.cumsum(counted[4:].astype(np.int64))
+    starts = ends - counted[4:].astype(np.int64)
+    going = np.flatnonzero(counted[4:])
+    if len(going) > 1 and parts * n > 2 * int(ends[-1]):  # regions mostly empty (three partitions or more): the
+        # groups side by side in one array of their size, in one copy, not kept in regions a partition's count each
+        movers = {k: x.concatenate([v[q * n:q * n + int(counted[4 + q])] for q in going]) for k, v in movers.items()}
+        base = starts
+    else:
+        base = np.arange(parts, dtype=np.int64) * n
+    return pieces, Grouped({int(q): {k: v[base[q]:base[q] + int(counted[4 + q])] for k, v in movers.items()}
+                            for q in going}), steps
 
 
 @cpu_kernel()
