@@ -128,6 +128,28 @@ gp_walk_first_order_dynamic(
                            offset, flat, piece_len, out_vertex, out_step, moved, next, gp_sector_stage);
 }
 
+// One slot for this thread among `counters[q]`'s: one atomicAdd for the lanes of its warp here now that reserve on
+// the same q (gp_reserve's, for lanes that go to different counters), each given its slot in lane order.
+__device__ __forceinline__ unsigned long long gp_reserve_in(unsigned long long* counters, int q) {
+    const unsigned same = __match_any_sync(__activemask(), q);
+    const unsigned lane = threadIdx.x & 31;
+    const unsigned leader = __ffs(same) - 1;
+    unsigned long long base = 0;
+    if (lane == leader) base = atomicAdd(&counters[q], (unsigned long long)__popc(same));
+    return __shfl_sync(same, base, leader) + __popc(same & ((1u << lane) - 1));
+}
+
+// The partition of `parts` (cut at `bounds`, parts + 1 of them) owning vertex v: the last q with bounds[q] <= v, as
+// numpy's searchsorted(bounds[1:-1], v, side="right") finds it (an empty partition owns nothing).
+__device__ __forceinline__ int gp_owner(const long long* __restrict__ bounds, int parts, long long v) {
+    int lo = 0, hi = parts - 1;
+    while (lo < hi) {
+        const int mid = (lo + hi + 1) / 2;
+        if (__ldg(bounds + mid) <= v) lo = mid; else hi = mid - 1;
+    }
+    return lo;
+}
+
 // A walker of the routed kernel whose block another worker makes: at most STAGE of its vertices, staged in its own
 // stage, then stored as a piece (see gp_walk_first_order_routed). Not inlined: the stage and the reservations stay
 // out of the registers of the kernel's path where every walk's row is here.
@@ -164,8 +186,10 @@ __device__ __noinline__ void gp_first_order_piece(const Graph& g, long long lo, 
 //  - else it writes at most STAGE vertices (then it stops where it is, to go on in its own partition's next advance),
 //    kept in a stage of its own and then stored at the range of `flat` it reserves on counts[0], as a piece at the
 //    slot it reserves on counts[3]: piece_walk_id, piece_start (its first step), piece_len vertices at piece_offset;
-//  - if it moves on (left the partition, or stopped at STAGE), it is written at the slot it reserves on counts[1]:
-//    walk_id, vertex, step, and source when keep_source;
+//  - if it moves on (left the partition, or stopped at STAGE), it goes to the partition q owning its vertex (of
+//    `parts`, cut at `bounds`): it is written at the slot it reserves on counts[4 + q], of q's movers at q * n..:
+//    walk_id, vertex, step, and source when keep_source; and counted in counts[1] (so the runtime finds the leavers
+//    grouped by where they go, with no search or sort);
 //  - the steps it took are added to counts[2] (once a thread).
 // The lanes of a warp that reserve together take one atomicAdd (gp_reserve), for walkers too. Pieces and movers go
 // where the reservations land: their order depends on the schedule, never their contents (a walker's draws depend
@@ -183,12 +207,13 @@ gp_walk_first_order_routed(const long long* __restrict__ indptr, const IdT* __re
                            IdT* __restrict__ rows, long long block_rows, int ranks, int rank, int width,
                            long long* __restrict__ piece_walk_id, int* __restrict__ piece_start,
                            int* __restrict__ piece_len, long long* __restrict__ piece_offset, IdT* __restrict__ flat,
-                           long long* __restrict__ mover_walk_id, long long* __restrict__ mover_source,
-                           long long* __restrict__ mover_vertex, int* __restrict__ mover_step,
-                           unsigned long long* __restrict__ counts, unsigned long long* __restrict__ next) {
+                           const long long* __restrict__ bounds, int parts, long long* __restrict__ mover_walk_id,
+                           long long* __restrict__ mover_source, long long* __restrict__ mover_vertex,
+                           int* __restrict__ mover_step, unsigned long long* __restrict__ counts,
+                           unsigned long long* __restrict__ next) {
     GP_SECTOR_STAGE;
     const GpCsr<IdT> g{{indices, nullptr, weighted, table}, indptr};
-    unsigned long long taken = 0;
+    unsigned long long taken = 0, moved = 0;
     for (long long i = (long long)gp_reserve(next, 1u); i < n; i = (long long)gp_reserve(next, 1u)) {
         const long long w = walk_id[i];
         const int first = step[i];
@@ -208,12 +233,15 @@ gp_walk_first_order_routed(const long long* __restrict__ indptr, const IdT* __re
         }
         taken += (unsigned long long)(s - first);
         if (moves) {
-            const unsigned long long slot = gp_reserve(&counts[1], 1u);
+            const int q = gp_owner(bounds, parts, v);
+            const long long slot = q * n + (long long)gp_reserve_in(counts + 4, q);
             mover_walk_id[slot] = w;
             mover_vertex[slot] = v;
             mover_step[slot] = s;
             if (keep_source) mover_source[slot] = source[i];
+            ++moved;
         }
     }
     if (taken) atomicAdd(&counts[2], taken);
+    if (moved) atomicAdd(&counts[1], moved);
 }

@@ -141,18 +141,27 @@ def routed_first_order(x, teleport: int, alpha: float, lo: int, hi: int, weighte
     inputs["source"] = inputs["vertex"][::-1].copy()
     width, block_rows, stage = 41, 10**5, first_order.STAGE
     owned = len(range(0, 10, ranks)) * block_rows if ranks else 0
+    bounds = np.array([0, lo, hi, n_v], np.int64)  # the partition is the second of three (the third maybe empty)
+    parts = len(bounds) - 1
     out = dict(rows=np.full(max(1, owned * width), -1, np.int32), piece_walk_id=np.empty(n, np.int64),
                piece_start=np.empty(n, np.int32), piece_len=np.empty(n, np.int32), piece_offset=np.empty(n, np.int64),
-               flat=np.empty(n * stage, np.int32), mover_walk_id=np.empty(n, np.int64),
-               mover_source=np.empty(n, np.int64), mover_vertex=np.empty(n, np.int64),
-               mover_step=np.empty(n, np.int32), counts=np.zeros(4, np.uint64))
+               flat=np.empty(n * stage, np.int32), bounds=bounds, mover_walk_id=np.empty(parts * n, np.int64),
+               mover_source=np.empty(parts * n, np.int64), mover_vertex=np.empty(parts * n, np.int64),
+               mover_step=np.empty(parts * n, np.int32), counts=np.zeros(4 + parts, np.uint64))
     on = {k: x.asarray(v) for k, v in {**inputs, **out}.items()}
     first_order.ROUTED.launch(**on, weighted=PICK_ALIAS if weighted else PICK_UNIFORM, lo=lo, hi=hi, num_vertices=n_v,
                               key=np.uint64(_rng.key(7)), length=40, alpha=alpha, teleport=teleport, n=n,
-                              keep_source=1, block_rows=block_rows if ranks else 0, ranks=ranks, rank=0, width=width)
+                              keep_source=1, block_rows=block_rows if ranks else 0, ranks=ranks, rank=0, width=width,
+                              parts=parts)
     got = {k: np.asarray(v.get() if hasattr(v, "get") else v) for k, v in on.items()}
     moved, kept = int(got["counts"][1]), int(got["counts"][3])
-    order = np.argsort(got["mover_walk_id"][:moved])
+    going = got["counts"][4:].astype(np.int64)  # each partition's movers, at q * n..
+    assert going.sum() == moved
+    movers = {k: np.concatenate([got[f"mover_{k}"][q * n:q * n + going[q]] for q in range(parts)])
+              for k in ("walk_id", "source", "vertex", "step")}
+    owner = np.repeat(np.arange(parts), going)
+    assert (np.searchsorted(bounds[1:-1], movers["vertex"], side="right") == owner).all(), "each where it goes"
+    order = np.argsort(movers["walk_id"])
     piece = {int(w): (int(s), got["flat"][o:o + k]) for w, s, k, o in
              zip(*(got[f"piece_{f}"][:kept] for f in ("walk_id", "start", "len", "offset")))}
     walk_id, step = inputs["walk_id"], inputs["step"]
@@ -169,7 +178,7 @@ def routed_first_order(x, teleport: int, alpha: float, lo: int, hi: int, weighte
     assert len(piece) == kept == (~home).sum(), "one piece for each walker not at home, and no other"
     return {"inputs": inputs, "counts": got["counts"], "piece_len": np.array([len(v) for v in vertices]),
             "pieces": vertices, "home": home,
-            "movers": {k: got[f"mover_{k}"][:moved][order] for k in ("walk_id", "source", "vertex", "step")}}
+            "movers": {k: v[order] for k, v in movers.items()}}
 
 
 def hub_partition(ids, lo: int, seed: int, to=np.asarray):

@@ -1063,7 +1063,7 @@ def test_the_routed_first_order_advance_is_the_plain_one_cut_where_it_leaves(tel
     for name, values in expected.items():
         np.testing.assert_array_equal(routed["movers"][name], values[moving][order], err_msg=name)
     taken = np.where(stopped, stage, plain["out_step"] - inputs["step"])
-    assert routed["counts"].tolist() == [routed["piece_len"][away].sum(), moving.sum(), taken.sum(), away.sum()]
+    assert routed["counts"][:4].tolist() == [routed["piece_len"][away].sum(), moving.sum(), taken.sum(), away.sum()]
     assert moving.any() and (lo > 50 or stopped.any()) and (ranks == 0 or 0 < away.sum() < n)
     if ranks and lo < 50:  # walkers writing their rows go on past STAGE where they stay
         assert (plain["piece_len"][routed["home"]] > stage).any()

@@ -22,11 +22,11 @@ from ._kept import kept_blocks
 from ._result import assemble_blocks, id_dtype, output_blocks
 from ._run import Run
 from ._session import Session, attach, current, run_later, workers_info
-from ._spec import VERTEX, OutputBlocks, Span, StartSet, StepSpec
+from ._spec import VERTEX, Grouped, OutputBlocks, Span, StartSet, StepSpec
 from ._store import call_peer, drop_graph, drop_run, kept_for_clients, store
 from ._watch import WATCH_SECONDS, call_workers, check_held, gather_pinned, wait_pinned
 
-__all__ = ["VERTEX", "WATCH_SECONDS", "HeldResult", "Lent", "OutputBlocks", "Run", "Session", "Span", "StartSet",
+__all__ = ["VERTEX", "WATCH_SECONDS", "Grouped", "HeldResult", "Lent", "OutputBlocks", "Run", "Session", "Span", "StartSet",
            "StepSpec", "anywhere",
            "assemble_blocks", "attach", "call_peer", "call_workers", "check_held", "check_memory", "current",
            "drop_graph", "drop_run", "end_graph", "end_graph_later", "end_here", "end_later", "end_run", "failing",

@@ -23,7 +23,7 @@ from ..errors import GpipeError, TaskError
 from . import _exchange, _gather, _lent, _pieces
 from ._kept import block_key, keep_here
 from ._run import Run
-from ._spec import OutputBlocks, RunSpec, StartSet, StepSpec
+from ._spec import Grouped, OutputBlocks, RunSpec, StartSet, StepSpec
 from ._store import store
 
 
@@ -561,20 +561,36 @@ def _advance_partition(spec: RunSpec, run: Run, walkers: dict | int | StartSet |
         spilled += run.add_pieces(part, pieces, spec.output_limit)
         steps += taken
         moved.append(movers)
-    movers = moved[0] if len(moved) == 1 else {k: x.concatenate([m[k] for m in moved]) for k in moved[0]}
-    parts = len(p.bounds) - 1
-    routed = "to" in movers  # to partition ``to``, not to the owner of ``vertex``
-    dest = movers.pop("to") if routed else x.searchsorted(x.asarray(p.bounds[1:-1]), movers["vertex"], side="right")
-    counts = to_host(x.bincount(dest, minlength=parts)).astype(np.int64)
+    counts = np.zeros(len(p.bounds) - 1, np.int64)
     inside = (p.bounds[:-1] >= p.lo) & (p.bounds[1:] <= p.hi)  # the partitions of p (a span's, or its own)
     here = store().worker_address
-    for q, walkers in _by_destination(x, movers, dest, counts):
+    for q, walkers, routed in _routes(x, moved, p.bounds):
+        counts[q] += next(iter(walkers.values())).shape[0]
         if spec.placement[q] == here:
             run.deliver(superstep + 1, q, walkers, local=True)
         else:
             run.hold(q, walkers, routed)
     return {"to": counts, "steps": steps, "seconds": seconds, "spilled": spilled, "batches": len(moved),
             "crossed": int(counts[~inside].sum())}
+
+
+def _routes(x, moved: list, bounds: np.ndarray):
+    """Each destination partition of the movers of a step's batches, its movers and whether they go by their ``to``
+    field (sampling entries) rather than by the partition owning their ``vertex``: as a :class:`Grouped` step
+    grouped them, else grouped here (the batches' movers joined first)."""
+    grouped = [m for m in moved if isinstance(m, Grouped)]
+    for movers in grouped:
+        for q, walkers in movers.by_part.items():
+            yield q, walkers, False
+    plain = [m for m in moved if not isinstance(m, Grouped)]
+    if not plain:
+        return
+    movers = plain[0] if len(plain) == 1 else {k: x.concatenate([m[k] for m in plain]) for k in plain[0]}
+    routed = "to" in movers  # to partition ``to``, not to the owner of ``vertex``
+    dest = movers.pop("to") if routed else x.searchsorted(x.asarray(bounds[1:-1]), movers["vertex"], side="right")
+    counts = to_host(x.bincount(dest, minlength=len(bounds) - 1)).astype(np.int64)
+    for q, walkers in _by_destination(x, movers, dest, counts):
+        yield q, walkers, routed
 
 
 def _arrivals(spec: RunSpec, run: Run, p, walkers: dict | int | StartSet | None, part: int, superstep: int,

@@ -35,7 +35,8 @@ class StepSpec:
     (a dict of arrays on the worker's device; ``run`` is the run's
     :class:`Run` on this worker, whose ``state`` holds the family's own
     per-run state) and returns ``(pieces, movers, steps)``: see
-    ``_advance_partition`` (pieces None where it wrote its walks' rows in place, ``rows``).
+    ``_advance_partition`` (pieces None where it wrote its walks' rows in place, ``rows``; movers a dict of
+    arrays, or :class:`Grouped` by where they go).
     """
 
     step: Callable
@@ -55,6 +56,15 @@ class StepSpec:
     spans: tuple[Span, ...] = ()  # the values of the fields its walkers leave with, beyond those the run's sizes
     # bound (walk_id, vertex, step: a span of one of these replaces the run's); a field with none travels at its
     # dtype's full width
+
+
+@dataclass(frozen=True)
+class Grouped:
+    """A step's movers already grouped by the partition each goes to (``by_part``: partition -> its walkers, none
+    empty), as a kernel that knows the partitions' bounds writes them: the runtime sends each group where it goes,
+    with no search or sort of its own (see ``_advance._routes``)."""
+
+    by_part: dict[int, dict]
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ import numpy as np
 from .. import _rng
 from ..backend import cpu_kernel, prange, to_host
 from ..kernels import Arg, Kernel
-from ..runtime import Run, StepSpec, step_kernel, worker_xp
+from ..runtime import Grouped, Run, StepSpec, step_kernel, worker_xp
 from ._common import uniform_vertex
 from ._graphs import DEFINES, NO_CDF, PICK_ALIAS, PICK_UNIFORM, Csr, degree, head, pick, start
 
@@ -78,29 +78,42 @@ def _advance_routed(part, walkers: dict, spec: StepSpec, run: Run):
     x = worker_xp()
     n = walkers["walk_id"].shape[0]
     keep_source = "source" in walkers
-    movers = {k: x.empty_like(v) for k, v in walkers.items()}
+    parts = len(part.bounds) - 1
+    movers = {k: x.empty(parts * n, v.dtype) for k, v in walkers.items()}  # a region of n for each partition
     rows = run.rows
     room = 1 if rows is not None and rows.ranks == 1 else n  # every walk's row here: no piece to make
     pieces = {"walk_id": x.empty(room, x.int64), "start": x.empty(room, x.int32), "length": x.empty(room, x.int32),
               "offset": x.empty(room, x.int64)}
     flat = x.empty(room * STAGE, part.indices.dtype)
-    counts = x.zeros(4, x.uint64)
+    counts = x.zeros(4 + parts, x.uint64)
     home = (dict(rows=x.empty(1, flat.dtype), block_rows=0, ranks=0, rank=0) if rows is None else
             dict(rows=rows.array.reshape(-1), block_rows=rows.blocks.rows, ranks=rows.ranks, rank=rows.rank))
     ROUTED.launch(**_graph_args(x, part, spec), **home, n=n, walk_id=walkers["walk_id"],
                   source=walkers.get("source", walkers["vertex"]), vertex=walkers["vertex"], step=walkers["step"],
                   keep_source=int(keep_source), width=spec.length + 1, piece_walk_id=pieces["walk_id"],
                   piece_start=pieces["start"], piece_len=pieces["length"], piece_offset=pieces["offset"], flat=flat,
-                  mover_walk_id=movers["walk_id"], mover_source=movers.get("source", movers["walk_id"]),
-                  mover_vertex=movers["vertex"], mover_step=movers["step"], counts=counts)
+                  bounds=x.asarray(part.bounds), parts=parts, mover_walk_id=movers["walk_id"],
+                  mover_source=movers.get("source", movers["walk_id"]), mover_vertex=movers["vertex"],
+                  mover_step=movers["step"], counts=counts)
     run.while_kernel()  # the runtime's work meanwhile: a chunked superstep's exchange of the chunk before
-    used, moved, steps, kept = (int(c) for c in to_host(counts))
+    counted = to_host(counts)
+    used, _, steps, kept = (int(c) for c in counted[:4])
     if kept:
         pieces = {k: v[:kept] for k, v in pieces.items()}
         pieces["flat"] = flat[:used].copy()  # the scratch goes; the pieces stay until the run's outputs are assembled
     else:  # every vertex written in place
         pieces = None
-    return pieces, {k: v[:moved] for k, v in movers.items()}, steps
+    ends = np.cumsum(counted[4:].astype(np.int64))
+    starts = ends - counted[4:].astype(np.int64)
+    going = np.flatnonzero(counted[4:])
+    if len(going) > 1 and parts * n > 2 * int(ends[-1]):  # regions mostly empty (three partitions or more): the
+        # groups side by side in one array of their size, in one copy, not kept in regions a partition's count each
+        movers = {k: x.concatenate([v[q * n:q * n + int(counted[4 + q])] for q in going]) for k, v in movers.items()}
+        base = starts
+    else:
+        base = np.arange(parts, dtype=np.int64) * n
+    return pieces, Grouped({int(q): {k: v[base[q]:base[q] + int(counted[4 + q])] for k, v in movers.items()}
+                            for q in going}), steps
 
 
 @cpu_kernel()
@@ -163,8 +176,8 @@ def _advance_cpu(indptr, indices, table, weighted, lo, hi, num_vertices, key, le
 @cpu_kernel(parallel=True)
 def _advance_routed_cpu(indptr, indices, table, weighted, lo, hi, num_vertices, key, length, alpha, teleport, n,
                         walk_id, source, vertex, step, keep_source, rows, block_rows, ranks, rank, width,
-                        piece_walk_id, piece_start, piece_len, piece_offset, flat, mover_walk_id, mover_source,
-                        mover_vertex, mover_step, counts):
+                        piece_walk_id, piece_start, piece_len, piece_offset, flat, bounds, parts, mover_walk_id,
+                        mover_source, mover_vertex, mover_step, counts):
     graph = Csr(indices, NO_CDF, weighted, indptr, table)
     stage = np.empty(n * STAGE, flat.dtype)
     written = np.empty(n, np.int32)
@@ -198,12 +211,15 @@ def _advance_routed_cpu(indptr, indices, table, weighted, lo, hi, num_vertices, 
             piece_offset[pieces] = used
             used += written[i]
             pieces += 1
-        if moves[i]:
-            mover_walk_id[moved] = walk_id[i]
-            mover_vertex[moved] = at_vertex[i]
-            mover_step[moved] = at_step[i]
+        if moves[i]:  # to the region of the partition owning its vertex
+            q = np.searchsorted(bounds[1:parts], at_vertex[i], side="right")
+            slot = q * n + np.int64(counts[4 + q])
+            counts[4 + q] += 1
+            mover_walk_id[slot] = walk_id[i]
+            mover_vertex[slot] = at_vertex[i]
+            mover_step[slot] = at_step[i]
             if keep_source:
-                mover_source[moved] = source[i]
+                mover_source[slot] = source[i]
             moved += 1
     for i in prange(n):
         if not home[i]:
@@ -230,7 +246,9 @@ ROUTED = Kernel("walk_first_order.cu", "gp_walk_first_order_routed", twin=_advan
     Arg("block_rows", "i64"), Arg("ranks", "i32"), Arg("rank", "i32"), Arg("width", "i32"),
     Arg("piece_walk_id", "i64[n]", out=True), Arg("piece_start", "i32[n]", out=True),
     Arg("piece_len", "i32[n]", out=True), Arg("piece_offset", "i64[n]", out=True),
-    Arg("flat", "IdT[n*STAGE]", out=True), Arg("mover_walk_id", "i64[n]", out=True),
-    Arg("mover_source", "i64[n]", out=True, note="written when keep_source"),
-    Arg("mover_vertex", "i64[n]", out=True), Arg("mover_step", "i32[n]", out=True),
-    Arg("counts", "u64[4]", out=True, note="added to: vertices in flat, movers, steps, pieces")))
+    Arg("flat", "IdT[n*STAGE]", out=True), Arg("bounds", "i64[parts+1]"), Arg("parts", "i32"),
+    Arg("mover_walk_id", "i64[parts*n]", out=True, note="partition q's movers at q*n.."),
+    Arg("mover_source", "i64[parts*n]", out=True, note="written when keep_source"),
+    Arg("mover_vertex", "i64[parts*n]", out=True), Arg("mover_step", "i32[parts*n]", out=True),
+    Arg("counts", "u64[4+parts]", out=True,
+        note="added to: vertices in flat, movers, steps, pieces, then each partition's movers")))
