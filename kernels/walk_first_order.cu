@@ -193,9 +193,11 @@ __device__ __noinline__ void gp_first_order_piece(const Graph& g, long long lo, 
 //  - the steps it took are added to counts[2] (once a thread).
 // The lanes of a warp that reserve together take one atomicAdd (gp_reserve), for walkers too. Pieces and movers go
 // where the reservations land: their order depends on the schedule, never their contents (a walker's draws depend
-// on its walk_id and step alone). At most 32 registers a thread, as the whole-graph kernel: an advance is a few
-// steps a walker, each waiting on its loads, and with the stage in every thread's path (64 registers) half the
-// thread slots were empty and a partition's superstep ran at about half the whole-graph kernel's steps/s.
+// on its walk_id and step alone). At most 32 registers a thread, as the whole-graph kernel. What bounds it is the
+// rows: a walker writes the few vertices of its visit to a row of its own, scattered, each visit a partial sector.
+// On an H100 (R-MAT 23, a partition of two; out/prof.py's A/B of this kernel's body) its walkers stepped at 8.2 G
+// steps/s writing their rows, 17.5 writing none (the whole-graph kernel: 17.8), 9.3 reading each partial sector,
+// merging and storing it whole, 9.7 at 64 registers (both: 10.1).
 // CPU twin: gpipe/walks/_first_order.py::_advance_routed_cpu (the same pieces and movers, in walker order).
 template <typename IdT>
 __global__ void __launch_bounds__(GP_SECTOR_THREADS, 8)

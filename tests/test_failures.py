@@ -32,7 +32,7 @@ FIRST_CALL_SECONDS = 600  # a family's first call may compile its kernels (numba
 ADVANCE = "gpipe.runtime._advance"
 WALK_PHASES = {  # a partitioned walk's (and its result's compute)
     "start": f"{ADVANCE}:run_partitions",
-    "superstep": f"{ADVANCE}:_advance_partition",
+    "superstep": "gpipe.runtime._superstep:_advance_partition",
     "exchange": "gpipe.runtime._exchange:Exchange.end_superstep",
     "gather": "gpipe.runtime._gather:gather",
     "assembly": (f"{ADVANCE}:assemble", f"{ADVANCE}:assemble_owned"),  # what keep_here makes a block with
@@ -40,7 +40,7 @@ WALK_PHASES = {  # a partitioned walk's (and its result's compute)
 }
 SAMPLE_PHASES = {
     "start": f"{ADVANCE}:run_partitions",
-    "superstep": f"{ADVANCE}:_advance_partition",
+    "superstep": "gpipe.runtime._superstep:_advance_partition",
     "exchange": "gpipe.runtime._exchange:Exchange.end_superstep",
     "gather": "gpipe.runtime._outputs:_take_group",  # a block's pieces, taken from the peers holding them
     "assembly": "gpipe.sampling._result:_assemble_sample",

@@ -141,7 +141,7 @@ def test_the_end_of_a_superstep_sums_the_counts_and_delivers_every_walker_to_its
 
 def test_a_payload_and_its_header_round_trip_for_any_fields_and_counts():
     from gpipe.runtime import Span
-    from gpipe.runtime._exchange import ALIGN, Header, Wire, pack, unpack
+    from gpipe.runtime._packing import ALIGN, Header, Wire, pack, unpack
 
     rng = np.random.default_rng(0)
     outbound = {p: [{"walk_id": rng.integers(0, 1 << 40, n), "vertex": rng.integers(0, 40, n).astype(np.int32),
@@ -216,7 +216,7 @@ def test_every_familys_walkers_round_trip_packed_at_the_edges_of_their_fields_wi
     """Each field in the bits its span takes at the run's sizes (a vertex in those of ``vertices`` - 1, -1 beside
     it where a family says so; a field with no span at its dtype's full width, a 64-bit one as two words): its
     lowest and highest values, and random ones, arrive as they left, of its dtype; one past them does not fit."""
-    from gpipe.runtime._exchange import Header, Wire, pack, unpack
+    from gpipe.runtime._packing import Header, Wire, pack, unpack
 
     dtypes, spans = _family_fields()[family]
     wire = Wire(vertices, length, walks, spans)
@@ -265,7 +265,7 @@ class _Kernels:
 def _as_cupy_writes(in_params: str, out_params: str, body: str, name: str) -> str:
     """An ElementwiseKernel as CuPy writes it: a loop over ``i``, each array that is not raw read (or written) at
     ``i`` by its name, raw ones indexed by the body, scalars by value."""
-    from gpipe.runtime._exchange import _C_TYPES
+    from gpipe.runtime._packing import _C_TYPES
 
     args, reads = [], []
     for out, params in ((False, in_params), (True, out_params)):
@@ -287,7 +287,7 @@ def _as_cupy_writes(in_params: str, out_params: str, body: str, name: str) -> st
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
 def test_the_cuda_packing_kernels_written_for_every_familys_walkers_compile(tmp_path):
-    from gpipe.runtime._exchange import Wire, _kernels
+    from gpipe.runtime._packing import Wire, _kernels
 
     units = []
     for n, (family, (dtypes, spans)) in enumerate(sorted(_family_fields().items())):
@@ -304,7 +304,7 @@ def test_the_cuda_packing_kernels_written_for_every_familys_walkers_compile(tmp_
 
 def test_a_deepwalk_walker_crosses_in_8_bytes_at_rmat_24_and_at_most_12_below_2_to_the_31_vertices():
     """28 + 24 + 7 bits at R-MAT 24 x10, length 80 (issue 66's 8 bytes); 32 + 31 + 15 within 12 bytes."""
-    from gpipe.runtime._exchange import Wire, stated
+    from gpipe.runtime._packing import Wire, stated
 
     walk = (("walk_id", "<i8"), ("vertex", "<i8"), ("step", "<i4"))
     packing = Wire(2**24, 80, 10 * 2**24).packing(walk)
@@ -353,7 +353,7 @@ def _tell(run_id: str, peer: str) -> str:
     from distributed.protocol import to_serialize
     from distributed.utils import sync
 
-    from gpipe.runtime._exchange import Header, Slot
+    from gpipe.runtime._packing import Header, Slot
     from gpipe.runtime._store import store
 
     st = store()

@@ -827,7 +827,7 @@ def test_a_failed_step_lets_go_of_its_arrays_at_once():
     import weakref
 
     from gpipe.errors import TaskError
-    from gpipe.runtime._advance import failing
+    from gpipe.runtime import failing
 
     held = []
 

@@ -8,7 +8,8 @@ what the step output stays on the workers until the family sums it up
 e.g. the samplers' ``EdgeSample``).
 """
 
-from ._advance import failing, neighbor_lists, output_totals, step_kernel, worker_device, worker_xp
+from ._advance import neighbor_lists, output_totals, step_kernel
+from ._superstep import failing, worker_device, worker_xp
 from ._driver import check_memory, run_supersteps
 from ._held import HeldResult
 from ._lent import Lent
@@ -26,8 +27,8 @@ from ._spec import VERTEX, Grouped, OutputBlocks, Span, StartSet, StepSpec
 from ._store import call_peer, drop_graph, drop_run, kept_for_clients, store
 from ._watch import WATCH_SECONDS, call_workers, check_held, gather_pinned, wait_pinned
 
-__all__ = ["VERTEX", "WATCH_SECONDS", "Grouped", "HeldResult", "Lent", "OutputBlocks", "Run", "Session", "Span", "StartSet",
-           "StepSpec", "anywhere",
+__all__ = ["VERTEX", "WATCH_SECONDS", "Grouped", "HeldResult", "Lent", "OutputBlocks", "Run", "Session", "Span",
+           "StartSet", "StepSpec", "anywhere",
            "assemble_blocks", "attach", "call_peer", "call_workers", "check_held", "check_memory", "current",
            "drop_graph", "drop_run", "end_graph", "end_graph_later", "end_here", "end_later", "end_run", "failing",
            "fetch_partitions", "fetching", "gather_pinned", "gathered", "graph_array", "held_partition",

@@ -25,7 +25,7 @@ from dask.utils import format_bytes
 from .. import config
 from ..backend import unique
 from ..errors import GpipeValueError
-from . import _advance, _exchange, _nccl
+from . import _advance, _nccl, _packing
 from ._kept import announce, block_key, finished, forget, making
 from ._spec import OutputBlocks, RunSpec, StartSet, StepSpec
 from ._store import drop_run, store, transfers
@@ -146,7 +146,7 @@ def run_supersteps(graph, spec: StepSpec, initial: int | StartSet | dict, *, num
              "superstep_kernels": {"steps": stepped.tolist(), "seconds": spent.tolist()},
              "crossings": sum(s["crossings"] for s in summaries),
              "crossings_per_step": sum(s["crossings"] for s in summaries) / steps if steps else 0.0,
-             "wire": _exchange.stated([packing for s in summaries for packing in s["wire"]]),  # a walker's bits
+             "wire": _packing.stated([packing for s in summaries for packing in s["wire"]]),  # a walker's bits
              **({"lent_bytes": sum(s["lent_bytes"] for s in summaries)} if spec.lends else {}),  # lists taken along
              "gathered": summaries[0]["gathered"] is not None,
              "exchange_seconds": max(s["exchange_seconds"] for s in summaries),  # the busiest worker's

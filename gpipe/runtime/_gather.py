@@ -27,7 +27,7 @@ import numpy as np
 from ..backend import device_of, free_memory, to_device, to_host, xp
 from ..errors import GpipeError
 from . import _pieces
-from ._exchange import aligned, packed, viewed
+from ._packing import aligned, packed, viewed
 from ._run import nbytes
 from ._spec import OutputBlocks
 
@@ -50,7 +50,7 @@ def wire(blocks: OutputBlocks) -> dict[str, np.dtype]:
 
 
 def places(pieces: int, vertices: int, blocks: OutputBlocks) -> tuple[list[tuple[str, np.dtype, int, int]], int]:
-    """Where each array of a payload of ``pieces`` pieces holding ``vertices`` vertices lies (``_exchange.aligned``):
+    """Where each array of a payload of ``pieces`` pieces holding ``vertices`` vertices lies (``_packing.aligned``):
     ``[(name, dtype, offset, count)]``, and the payload's bytes."""
     return aligned((name, kind, vertices if name == "flat" else pieces) for name, kind in wire(blocks).items())
 

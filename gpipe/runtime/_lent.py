@@ -22,7 +22,7 @@ import numpy as np
 
 from ..backend import to_host, unique, xp
 from ..errors import GpipeError
-from ._exchange import aligned, packed, viewed
+from ._packing import aligned, packed, viewed
 from ._peers import rows_of
 
 
@@ -38,7 +38,7 @@ class Lent:
 
 def places(vertices: int, neighbors: int, dtype) -> tuple[list[tuple[str, np.dtype, int, int]], int]:
     """Where each array of a payload of ``vertices`` lists holding ``neighbors`` neighbors lies
-    (``_exchange.aligned``): ``[(name, dtype, offset, count)]``, and its bytes."""
+    (``_packing.aligned``): ``[(name, dtype, offset, count)]``, and its bytes."""
     return aligned((("ids", np.int64, vertices), ("length", np.int64, vertices), ("indices", dtype, neighbors)))
 
 

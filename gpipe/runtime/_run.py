@@ -132,7 +132,7 @@ class Run:
 
     def while_kernel(self) -> None:
         """Do the work the runtime gave this step to overlap with its kernel (a chunked superstep's exchange round
-        of the chunk before: ``_advance._in_chunks``): a step that launches a kernel and then waits for it calls
+        of the chunk before: ``_superstep.in_chunks``): a step that launches a kernel and then waits for it calls
         this between the two. A step that does not leaves it to the runtime, after the step."""
         work, self._meanwhile = self._meanwhile, None
         if work is not None:

@@ -20,7 +20,7 @@ VERTEX = "vertex"  # a span's ``hi``: the graph's last vertex
 @dataclass(frozen=True)
 class Span:
     """The values a walker field holds, ``lo`` to ``hi`` (both included; ``hi`` :data:`VERTEX`: the graph's last
-    vertex): it travels in as few bits as they take (``_exchange.Wire``)."""
+    vertex): it travels in as few bits as they take (``_packing.Wire``)."""
 
     name: str
     lo: int
@@ -35,7 +35,7 @@ class StepSpec:
     (a dict of arrays on the worker's device; ``run`` is the run's
     :class:`Run` on this worker, whose ``state`` holds the family's own
     per-run state) and returns ``(pieces, movers, steps)``: see
-    ``_advance_partition`` (pieces None where it wrote its walks' rows in place, ``rows``; movers a dict of
+    ``_superstep._advance_partition`` (pieces None where it wrote its walks' rows in place, ``rows``; movers a dict of
     arrays, or :class:`Grouped` by where they go).
     """
 
@@ -62,7 +62,7 @@ class StepSpec:
 class Grouped:
     """A step's movers already grouped by the partition each goes to (``by_part``: partition -> its walkers, none
     empty), as a kernel that knows the partitions' bounds writes them: the runtime sends each group where it goes,
-    with no search or sort of its own (see ``_advance._routes``)."""
+    with no search or sort of its own (see ``_superstep._routes``)."""
 
     by_part: dict[int, dict]
 
@@ -153,7 +153,7 @@ class RunSpec:
     before its run reads a partition (a dynamic graph's snapshot pinned by the
     run's own message: see ``DynamicGraph.run_snapshot``). ``chunks``: how many chunks a superstep is taken in
     where each worker holds one partition, each chunk's leavers sent while the next chunk's kernel runs (an int,
-    or ``"auto"``: see ``_advance._chunks``).
+    or ``"auto"``: see ``_superstep.chunk_count``).
     """
 
     run_id: str
