@@ -195,9 +195,9 @@ __device__ __noinline__ void gp_first_order_piece(const Graph& g, long long lo, 
 // where the reservations land: their order depends on the schedule, never their contents (a walker's draws depend
 // on its walk_id and step alone). At most 32 registers a thread, as the whole-graph kernel. What bounds it is the
 // rows: a walker writes the few vertices of its visit to a row of its own, scattered, each visit a partial sector.
-// On an H100 (R-MAT 23, a partition of two; out/prof.py's A/B of this kernel's body) its walkers stepped at 8.2 G
-// steps/s writing their rows, 17.5 writing none (the whole-graph kernel: 17.8), 9.3 reading each partial sector,
-// merging and storing it whole, 9.7 at 64 registers (both: 10.1).
+// On an H100 (R-MAT 23, a partition of two) a superstep's kernels stepped at 6.1 G steps/s against the whole-graph
+// kernel's 16.5 (benchmarks/results/superstep_kernel_rmat23_h100.json); the same body writing no rows, at the
+// whole-graph kernel's speed.
 // CPU twin: gpipe/walks/_first_order.py::_advance_routed_cpu (the same pieces and movers, in walker order).
 template <typename IdT>
 __global__ void __launch_bounds__(GP_SECTOR_THREADS, 8)
