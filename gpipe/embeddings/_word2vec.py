@@ -1,0 +1,314 @@
+"""word2vec's skip-gram trained on a WalkResult's blocks where the workers hold them.
+
+The client places and waits; the walks and the tables stay on the workers.
+Each worker holding blocks trains its own replica of the tables on its walks
+(:func:`_trained`), a round at a time: with one worker, a round is an epoch;
+with ``W`` of them, an epoch is ``sync`` rounds, each over a ``1/sync``-th
+slice of every block, after which the replicas are merged (:func:`_merged`):
+the table that started the round plus every replica's change to it, so a
+round trains on all ``W`` slices as one worker running them at once would
+(Hogwild over the workers). The tables travel between rounds as Dask data
+(worker to worker), never to the client.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable
+
+import numpy as np
+
+from .. import _rng
+from .._validate import check_callable, check_choice, check_int, check_probability, check_seed
+from ..backend import to_host
+from ..errors import GpipeValueError
+from ..runtime import anywhere, gather_pinned, on_worker, wait_pinned, worker_xp
+from ..walks import WalkResult
+from ._kernels import INIT_STEP, INITIAL, TRAIN, keep_table, negative_table
+from ._result import Embeddings
+
+MODES = ("fast", "serialized")
+MAX_DIM = 1024  # a lane of the kernel's warp holds dim / 32 floats of a context's row and its gradient
+
+
+@dataclasses.dataclass(frozen=True)
+class Word2VecSpec:
+    """The parameters of a training, as every worker takes them."""
+
+    num_vertices: int
+    width: int
+    block_rows: int
+    dim: int
+    window: int
+    negative: int
+    epochs: int
+    alpha: float
+    min_alpha: float
+    min_count: int
+    sample: float
+    seed: int
+    mode: str
+    rounds: int  # per epoch: 1 on one worker, ``sync`` on more
+
+    @property
+    def key(self) -> int:
+        return int(_rng.key(self.seed))
+
+
+@dataclasses.dataclass
+class Vocabulary:
+    """What the walks' counts give every worker: the keep thresholds and the negatives' table (:mod:`._kernels`),
+    the visits of each vertex and the tokens of each worker."""
+
+    counts: np.ndarray
+    keep: np.ndarray
+    cum: np.ndarray
+    tokens: list[int]
+
+
+@dataclasses.dataclass
+class Table:
+    """The two tables of a model (word2vec's ``syn0`` and ``syn1neg``), on a worker's device."""
+
+    syn0: object
+    syn1: object
+
+
+@dataclasses.dataclass
+class Trained:
+    """A worker's replica after a round, and the round's loss (the sum of the ``-log sigmoid`` terms), terms
+    and tokens."""
+
+    table: Table
+    loss: float
+    terms: int
+    tokens: int
+
+
+def word2vec(walks, dim: int = 128, window: int = 10, negative: int = 5, epochs: int = 1, *, alpha: float = 0.025,
+             min_alpha: float = 0.0001, min_count: int = 0, sample: float = 0.0, seed: int = 0, mode: str = "fast",
+             sync: int = 4, progress: Callable | None = None) -> Embeddings:
+    """Vertex embeddings by word2vec's skip-gram with negative sampling, trained on walks where the workers hold them.
+
+    The walks are the corpus: each walk a sentence of its vertices, as
+    word2vec.c and gensim (``sg=1, hs=0``) train on them, with their dynamic
+    window, unigram^0.75 negatives over the vertices' visit counts, linear
+    ``alpha`` decay over every epoch's tokens, ``sample``'s subsampling and
+    initial vectors uniform in ``[-0.5 / dim, 0.5 / dim]``. Every random draw
+    comes from ``seed`` and the walk, position and draw it is for (see
+    ``gpipe/embeddings/_kernels.py``), never from the device or the workers.
+    No corpus is written and no walk comes to the client.
+
+    ``mode="fast"`` updates the tables from many walks at once without locks
+    (Hogwild, as word2vec's threads do: the result depends on timing), on
+    every worker holding walks, each with its replica of the tables; with
+    more than one, each epoch is ``sync`` rounds, each over a ``1/sync``-th
+    of every worker's walks, after which the replicas are merged: the tables
+    that started the round plus every worker's change to them.
+    ``mode="serialized"`` applies the updates in word2vec's sequential order,
+    a walk after another in walk order, on one worker (the walks held
+    elsewhere are sent there): the CUDA kernel and the CPU twin give the same
+    vectors up to float rounding, with any number of workers.
+
+    Parameters
+    ----------
+    walks : WalkResult
+        The corpus (DeepWalk's, node2vec's, any walks).
+    dim : int
+        Dimensions of the vectors.
+    window : int
+        The largest distance between a center and a context (each center draws its own, up to it).
+    negative : int
+        Negative samples per (center, context) pair.
+    epochs : int
+        Passes over the walks.
+    alpha, min_alpha : float
+        The learning rate at the start and at the end of training, in (0, 1], ``min_alpha <= alpha``.
+    min_count : int
+        Vertices visited fewer times are left out of training (their vectors stay as they started).
+    sample : float
+        word2vec's subsampling threshold of frequent vertices (0: none).
+    seed : int
+        Seed of the random stream.
+    mode : {"fast", "serialized"}
+    sync : int
+        Rounds per epoch between which several workers' replicas are merged.
+    progress : callable, optional
+        Called after every round with ``epoch, tokens, total, loss`` (the mean loss of the tokens so far).
+
+    Returns
+    -------
+    Embeddings
+        One float32 vector per vertex of the walks' graph; ``stats`` holds ``tokens``, ``seconds``,
+        ``tokens_per_second``, ``loss`` (per epoch: the mean ``-log sigmoid`` term), ``workers`` and ``mode``.
+
+    Raises
+    ------
+    GpipeValueError
+        A parameter is out of range, or no walk holds a vertex visited ``min_count`` times.
+
+    Examples
+    --------
+    >>> import gpipe
+    >>> with gpipe.connect(n_workers=1, device="cpu"):
+    ...     g = gpipe.generators.rmat(7, seed=0)
+    ...     walks = gpipe.walks.deepwalk(g, length=20, walks_per_vertex=4, seed=1)
+    ...     emb = gpipe.embeddings.word2vec(walks, dim=16, window=5, seed=2)
+    ...     vectors = emb.compute()
+    >>> vectors.shape, vectors.dtype, emb.stats["tokens"]
+    ((128, 16), dtype('float32'), 9872)
+    """
+    if not isinstance(walks, WalkResult):
+        raise GpipeValueError(f"'walks' must be a gpipe.WalkResult (walks the workers hold), got "
+                              f"{type(walks).__name__}")
+    dim = check_int("dim", dim, minimum=1, maximum=MAX_DIM)
+    window = check_int("window", window, minimum=1)
+    negative = check_int("negative", negative, minimum=1)
+    epochs = check_int("epochs", epochs, minimum=1)
+    if epochs * walks.width >= INIT_STEP:
+        raise GpipeValueError(f"'epochs' times the walks' width must be below 2**32 - 1, got {epochs} x {walks.width}")
+    alpha = check_probability("alpha", alpha, open_low=True)
+    min_alpha = check_probability("min_alpha", min_alpha)
+    if min_alpha > alpha:
+        raise GpipeValueError(f"'min_alpha' must be at most 'alpha' ({alpha}), got {min_alpha}")
+    min_count = check_int("min_count", min_count, minimum=0)
+    sample = check_probability("sample", sample)
+    seed = check_seed("seed", seed)
+    mode = check_choice("mode", mode, MODES)
+    sync = check_int("sync", sync, minimum=1)
+    if progress is not None:
+        progress = check_callable("progress", progress)
+
+    started = time.perf_counter()
+    blocks = walks.map_blocks(_itself)  # each block where it is held
+    client = blocks[0].client
+    holders = _holders(client, blocks, {})
+    workers = sorted(set(holders)) if mode == "fast" else [holders[0]]
+    mine = {w: [b for b, h in enumerate(holders) if h == w or mode == "serialized"] for w in workers}
+    num_vertices = int(walks.stats.get("num_vertices", 0) or len(walks.vertex_ids))
+    spec = Word2VecSpec(num_vertices, walks.width, walks.block_rows, dim, window, negative, epochs, alpha, min_alpha,
+                        min_count, sample, seed, mode, 1 if len(workers) == 1 else sync)
+    held = dict(enumerate(workers))
+    counted = [on_worker(client, w, _visits, spec, *[blocks[b] for b in mine[w]]) for w in workers]
+    vocabulary = anywhere(client, _vocabulary, spec, *counted)
+    tokens = gather_pinned(client, [anywhere(client, _tokens, vocabulary)], held, "vocabulary", "worker")[0]
+    del counted
+    table = on_worker(client, workers[0], _initial, spec)
+    losses, done, total = [], 0, sum(tokens) * epochs
+    epoch_loss = epoch_terms = 0.0
+    for epoch in range(epochs):
+        for round_ in range(spec.rounds):
+            trained = [on_worker(client, w, _trained, spec, epoch, round_, vocabulary, table,
+                                 [b * spec.block_rows for b in mine[w]], *[blocks[b] for b in mine[w]])
+                       for w in workers]
+            table = anywhere(client, _merged, table, *trained)
+            sums = gather_pinned(client, [anywhere(client, _sums, *trained)], held, "training", "worker")[0]
+            del trained
+            epoch_loss += sums[0]
+            epoch_terms += sums[1]
+            done += sums[2]
+            if progress is not None:
+                progress(epoch=epoch, tokens=done, total=total, loss=epoch_loss / max(epoch_terms, 1))
+        losses.append(epoch_loss / max(epoch_terms, 1))
+        epoch_loss = epoch_terms = 0.0
+    seconds = time.perf_counter() - started
+    stats = {"tokens": total, "seconds": seconds, "tokens_per_second": total / seconds if seconds else 0.0,
+             "loss": losses, "workers": len(workers), "mode": mode, "rounds_per_epoch": spec.rounds, "dim": dim,
+             "num_vertices": num_vertices, "device": walks.stats.get("device", "cpu")}
+    holder = _holders(client, [table], held)[0]
+    return Embeddings(client, table, holder, walks.vertex_ids, num_vertices, dim, stats)
+
+
+def _holders(client, futures: list, held: dict[int, str]) -> list[str]:
+    """The worker holding each of ``futures`` once they are made (a wait naming a worker of ``held`` that
+    leaves)."""
+    wait_pinned(client, futures, held, "training", "worker")
+    who = client.who_has(futures)
+    return [who[f.key][0] for f in futures]
+
+
+def _itself(block):
+    return block
+
+
+# -- on a worker
+
+
+def _visits(spec: Word2VecSpec, *blocks) -> np.ndarray:
+    """How many times the walks of ``blocks`` visit each vertex (int64, on the host)."""
+    counts = np.zeros(spec.num_vertices, np.int64)
+    for block in blocks:
+        ids = block[block >= 0].ravel()
+        counts += np.bincount(to_host(ids), minlength=spec.num_vertices)
+    return counts
+
+
+def _vocabulary(spec: Word2VecSpec, *counted: np.ndarray) -> Vocabulary:
+    counts = np.sum(counted, axis=0)
+    retained = (counts >= max(spec.min_count, 1))
+    if not retained.any():
+        raise GpipeValueError(f"'min_count' leaves no vertex to train: none of the walks' vertices is visited "
+                              f"{spec.min_count} times, got {spec.min_count}")
+    return Vocabulary(counts, keep_table(counts, retained, spec.sample), negative_table(counts, retained),
+                      [int(c.sum()) for c in counted])
+
+
+def _tokens(vocabulary: Vocabulary) -> list[int]:
+    return vocabulary.tokens
+
+
+def _initial(spec: Word2VecSpec) -> Table:
+    x = worker_xp()
+    syn0 = x.empty(spec.num_vertices * spec.dim, x.float32)
+    INITIAL.launch(syn0=syn0, n=syn0.shape[0], dim=spec.dim, key=spec.key)
+    return Table(syn0.reshape(spec.num_vertices, spec.dim), x.zeros((spec.num_vertices, spec.dim), x.float32))
+
+
+def _trained(spec: Word2VecSpec, epoch: int, round_: int, vocabulary: Vocabulary, table: Table, firsts: list[int],
+             *blocks) -> Trained:
+    """This worker's replica of ``table`` trained on round ``round_`` of ``epoch`` of its ``blocks`` (whose first
+    walks are ``firsts``): of each block, the rows of the round's slice, blocks in order. ``table`` is left as it
+    is (other tasks here may read it)."""
+    x = worker_xp()
+    syn0, syn1 = x.array(table.syn0), x.array(table.syn1)
+    keep, cum = x.asarray(vocabulary.keep), x.asarray(vocabulary.cum)
+    lengths = [(x.asarray(block) >= 0).sum(axis=1).astype(x.int64) for block in blocks]
+    mine = sum(int(n.sum()) for n in lengths)
+    slices = [[n.shape[0] * r // spec.rounds for r in range(spec.rounds + 1)] for n in lengths]
+    done = epoch * mine + sum(int(n[:s[round_]].sum()) for n, s in zip(lengths, slices))
+    loss = terms = tokens = 0
+    for block, n, s, first in zip(blocks, lengths, slices, firsts):
+        lo, hi = s[round_], s[round_ + 1]
+        if hi == lo:
+            continue
+        rows = x.ascontiguousarray(x.asarray(block)[lo:hi])
+        offset = x.cumsum(n[lo:hi]) - n[lo:hi]
+        out_loss, out_terms = x.zeros(hi - lo, x.float64), x.zeros(hi - lo, x.int64)
+        TRAIN.launch(walks=rows, rows=hi - lo, width=spec.width, warps=1 if spec.mode == "serialized" else hi - lo,
+                     first_walk=first + lo, offset=offset, done=done, total=max(mine * spec.epochs, 1),
+                     epoch=epoch, syn0=syn0, syn1=syn1, dim=spec.dim, keep=keep, cum=cum, vocab=spec.num_vertices,
+                     window=spec.window, negative=spec.negative, key=spec.key, alpha=spec.alpha,
+                     min_alpha=spec.min_alpha, effective=x.empty(rows.shape, x.int32), loss=out_loss,
+                     terms=out_terms)
+        loss += float(out_loss.sum())
+        terms += int(out_terms.sum())
+        chunk = int(n[lo:hi].sum())
+        tokens += chunk
+        done += chunk
+    return Trained(Table(syn0, syn1), loss, terms, tokens)
+
+
+def _merged(start: Table, *trained: Trained) -> Table:
+    """The tables that started a round plus each replica's change to them (one replica: itself)."""
+    if len(trained) == 1:
+        return trained[0].table
+    syn0, syn1 = start.syn0.copy(), start.syn1.copy()
+    for t in trained:
+        syn0 += t.table.syn0 - start.syn0
+        syn1 += t.table.syn1 - start.syn1
+    return Table(syn0, syn1)
+
+
+def _sums(*trained: Trained) -> tuple[float, int, int]:
+    return sum(t.loss for t in trained), sum(t.terms for t in trained), sum(t.tokens for t in trained)
