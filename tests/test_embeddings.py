@@ -12,6 +12,7 @@ import gpipe
 from gpipe import _rng
 from gpipe.embeddings._kernels import DOMAIN, INIT_STEP, MAX_EXP, keep_table, negative_table
 from gpipe.errors import GpipeValueError
+from helpers import centroid_accuracy, planted_partition
 
 
 def reference(walks: np.ndarray, num_vertices: int, *, dim, window, negative, epochs, alpha, min_alpha, min_count,
@@ -220,26 +221,6 @@ def test_progress_reports_every_round_and_stats_say_how_training_went(cpu):
     assert heard[-1]["tokens"] == heard[-1]["total"] == emb.stats["tokens"] == 3 * int((walks.compute() >= 0).sum())
     assert len(emb.stats["loss"]) == 3 and emb.stats["loss"][-1] < emb.stats["loss"][0]
     assert emb.stats["workers"] == 1 and emb.stats["mode"] == "fast" and emb.stats["tokens_per_second"] > 0
-
-
-def planted_partition(blocks: int = 4, size: int = 60, inside: float = 0.25, across: float = 0.01, seed: int = 0):
-    """A graph of ``blocks`` communities of ``size`` vertices (an edge within one with probability ``inside``,
-    between two with ``across``) and each vertex's community."""
-    rng = np.random.default_rng(seed)
-    labels = np.repeat(np.arange(blocks), size)
-    u, v = np.triu_indices(blocks * size, 1)
-    p = np.where(labels[u] == labels[v], inside, across)
-    chosen = rng.random(u.size) < p
-    return pd.DataFrame({"src": u[chosen], "dst": v[chosen]}), labels
-
-
-def centroid_accuracy(vectors: np.ndarray, labels: np.ndarray, seed: int = 0) -> float:
-    """Nearest-centroid (cosine) accuracy on half the vertices, trained on the other half."""
-    unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
-    train = np.random.default_rng(seed).random(len(labels)) < 0.5
-    centroids = np.stack([unit[train & (labels == c)].mean(axis=0) for c in np.unique(labels)])
-    predicted = np.argmax(unit[~train] @ centroids.T, axis=1)
-    return float((predicted == labels[~train]).mean())
 
 
 @pytest.fixture(scope="module")
