@@ -83,7 +83,7 @@ def _word(block, k):
     return (w >> _S32) if k % 2 else (w & _LOW32)
 
 
-@cpu_kernel()
+@cpu_kernel(fastmath=True)
 def _train_row(walks, r, width, walk_id, progress, total, epoch, syn0, syn1, dim, keep, cum, vocab, window, negative,
                key, alpha, min_alpha, effective, loss, terms):
     """One walk (row ``r``), its updates in word2vec's order; its loss and terms into ``loss[r]``, ``terms[r]``."""
