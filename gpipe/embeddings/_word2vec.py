@@ -23,7 +23,7 @@ from .. import _rng
 from .._validate import check_callable, check_choice, check_int, check_probability, check_seed
 from ..backend import to_host
 from ..errors import GpipeValueError
-from ..runtime import anywhere, gather_pinned, on_worker, wait_pinned, worker_xp
+from ..runtime import Summing, anywhere, gather_pinned, on_worker, summing, wait_pinned, worker_xp
 from ..walks import WalkResult
 from ._kernels import INIT_STEP, INITIAL, TRAIN, keep_table, negative_table
 from ._result import Embeddings
@@ -76,11 +76,10 @@ class Table:
 
 
 @dataclasses.dataclass
-class Trained:
+class Trained(Table):
     """A worker's replica after a round, and the round's loss (the sum of the ``-log sigmoid`` terms), terms
     and tokens."""
 
-    table: Table
     loss: float
     terms: int
     tokens: int
@@ -194,30 +193,44 @@ def word2vec(walks, dim: int = 128, window: int = 10, negative: int = 5, epochs:
     vocabulary = anywhere(client, _vocabulary, spec, *counted)
     tokens = gather_pinned(client, [anywhere(client, _tokens, vocabulary)], held, "vocabulary", "worker")[0]
     del counted
-    table = on_worker(client, workers[0], _initial, spec)
-    losses, done, total = [], 0, sum(tokens) * epochs
-    epoch_loss = epoch_terms = 0.0
-    for epoch in range(epochs):
-        for round_ in range(spec.rounds):
-            trained = [on_worker(client, w, _trained, spec, epoch, round_, vocabulary, table,
-                                 [b * spec.block_rows for b in mine[w]], *[blocks[b] for b in mine[w]])
-                       for w in workers]
-            table = anywhere(client, _merged, table, *trained)
-            sums = gather_pinned(client, [anywhere(client, _sums, *trained)], held, "training", "worker")[0]
-            del trained
-            epoch_loss += sums[0]
-            epoch_terms += sums[1]
-            done += sums[2]
-            if progress is not None:
-                progress(epoch=epoch, tokens=done, total=total, loss=epoch_loss / max(epoch_terms, 1))
-        losses.append(epoch_loss / max(epoch_terms, 1))
-        epoch_loss = epoch_terms = 0.0
+    placed = {w: ([blocks[b] for b in mine[w]], [b * spec.block_rows for b in mine[w]]) for w in workers}
+    total = sum(tokens) * epochs
+    table, losses = _rounds(client, spec, placed, vocabulary, on_worker(client, workers[0], _initial, spec),
+                            progress, total)
     seconds = time.perf_counter() - started
     stats = {"tokens": total, "seconds": seconds, "tokens_per_second": total / seconds if seconds else 0.0,
              "loss": losses, "workers": len(workers), "mode": mode, "rounds_per_epoch": spec.rounds, "dim": dim,
              "num_vertices": num_vertices, "device": walks.stats.get("device", "cpu")}
     holder = _holders(client, [table], held)[0]
     return Embeddings(client, table, holder, walks.vertex_ids, num_vertices, dim, stats)
+
+
+def _rounds(client, spec: Word2VecSpec, placed: dict[str, tuple[list, list[int]]], vocabulary, table,
+            progress: Callable | None, total: int) -> tuple:
+    """Every round of every epoch, on the workers of ``placed`` (a worker -> the futures of its blocks and their
+    first walks), from ``table``: a future of the trained tables, and the mean loss of each epoch. Between GPU workers
+    with NCCL the replicas are summed on its data plane as each round ends, each worker keeping its own; otherwise
+    a task merges them (:func:`_merged`), the tables travelling as Dask data."""
+    workers = list(placed)
+    held = dict(enumerate(workers))
+    tables = dict.fromkeys(workers, table)
+    losses, done = [], 0
+    with summing(client, workers) as nccl:
+        for epoch in range(spec.epochs):
+            loss = terms = 0.0
+            for round_ in range(spec.rounds):
+                trained = [on_worker(client, w, _trained, spec, epoch, round_, vocabulary, tables[w], nccl, firsts,
+                                     *blocks) for w, (blocks, firsts) in placed.items()]
+                tables = (dict(zip(workers, trained)) if nccl is not None
+                          else dict.fromkeys(workers, anywhere(client, _merged, tables[workers[0]], *trained)))
+                sums = gather_pinned(client, [anywhere(client, _sums, *trained)], held, "training", "worker")[0]
+                del trained
+                loss, terms, done = loss + sums[0], terms + sums[1], done + sums[2]
+                if progress is not None:
+                    progress(epoch=epoch, tokens=done, total=total, loss=loss / max(terms, 1))
+            losses.append(loss / max(terms, 1))
+        wait_pinned(client, [tables[workers[0]]], held, "training", "worker")  # before the communicator goes back
+    return tables[workers[0]], losses
 
 
 def _holders(client, futures: list, held: dict[int, str]) -> list[str]:
@@ -265,11 +278,11 @@ def _initial(spec: Word2VecSpec) -> Table:
     return Table(syn0.reshape(spec.num_vertices, spec.dim), x.zeros((spec.num_vertices, spec.dim), x.float32))
 
 
-def _trained(spec: Word2VecSpec, epoch: int, round_: int, vocabulary: Vocabulary, table: Table, firsts: list[int],
-             *blocks) -> Trained:
+def _trained(spec: Word2VecSpec, epoch: int, round_: int, vocabulary: Vocabulary, table: Table,
+             nccl: Summing | None, firsts: list[int], *blocks) -> Trained:
     """This worker's replica of ``table`` trained on round ``round_`` of ``epoch`` of its ``blocks`` (whose first
-    walks are ``firsts``): of each block, the rows of the round's slice, blocks in order. ``table`` is left as it
-    is (other tasks here may read it)."""
+    walks are ``firsts``): of each block, the rows of the round's slice, blocks in order; with ``nccl``, every
+    worker's change to ``table`` summed into it. ``table`` is left as it is (other tasks here may read it)."""
     x = worker_xp()
     syn0, syn1 = x.array(table.syn0), x.array(table.syn1)
     keep, cum = x.asarray(vocabulary.keep), x.asarray(vocabulary.cum)
@@ -296,17 +309,23 @@ def _trained(spec: Word2VecSpec, epoch: int, round_: int, vocabulary: Vocabulary
         chunk = int(n[lo:hi].sum())
         tokens += chunk
         done += chunk
-    return Trained(Table(syn0, syn1), loss, terms, tokens)
+    if nccl is not None:
+        syn0 -= table.syn0
+        syn1 -= table.syn1
+        nccl.all_reduce([syn0, syn1])
+        syn0 += table.syn0
+        syn1 += table.syn1
+    return Trained(syn0, syn1, loss, terms, tokens)
 
 
 def _merged(start: Table, *trained: Trained) -> Table:
     """The tables that started a round plus each replica's change to them (one replica: itself)."""
     if len(trained) == 1:
-        return trained[0].table
+        return trained[0]
     syn0, syn1 = start.syn0.copy(), start.syn1.copy()
     for t in trained:
-        syn0 += t.table.syn0 - start.syn0
-        syn1 += t.table.syn1 - start.syn1
+        syn0 += t.syn0 - start.syn0
+        syn1 += t.syn1 - start.syn1
     return Table(syn0, syn1)
 
 

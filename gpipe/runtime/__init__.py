@@ -9,6 +9,7 @@ e.g. the samplers' ``EdgeSample``).
 """
 
 from ._advance import failing, neighbor_lists, output_totals, step_kernel, worker_device, worker_xp
+from ._collective import Summing, summing
 from ._driver import check_memory, run_supersteps
 from ._held import HeldResult
 from ._lent import Lent
@@ -34,5 +35,6 @@ __all__ = ["WATCH_SECONDS", "HeldResult", "Lent", "OutputBlocks", "Run", "Sessio
            "keep_partition", "kept_blocks", "kept_for_clients", "neighbor_lists", "on_each", "on_every_worker",
            "on_holders", "on_partitions", "on_worker", "output_blocks", "output_on_device",
            "output_totals", "partition", "placed", "replica", "run_going", "run_later", "run_outputs", "run_state",
-           "run_supersteps", "spread", "step_kernel", "store", "wait_pinned", "worker_address", "worker_device",
+           "run_supersteps", "spread", "step_kernel", "store", "summing", "Summing", "wait_pinned", "worker_address",
+           "worker_device",
            "worker_memory", "worker_xp", "workers_info"]
