@@ -9,7 +9,6 @@
 #include "rng.cuh"
 
 #define W2V_LANES 32
-#define W2V_PER_LANE 32  // dims a lane holds: dim <= 1024 (word2vec's MAX_DIM in _word2vec.py)
 
 __device__ __forceinline__ unsigned int w2v_word(ulonglong2 block, long long k) {
     const unsigned long long w = k < 2 ? block.x : block.y;
@@ -32,7 +31,8 @@ __device__ __forceinline__ float w2v_warp_sum(float v) {
     return v;
 }
 
-template <typename IdT>
+// PER_LANE: the dims a lane holds in registers, dim <= 32 * PER_LANE (_kernels.py's train_kernel picks it)
+template <typename IdT, int PER_LANE>
 __global__ void gp_word2vec(const IdT* __restrict__ walks, long long rows, long long width, long long warps,
                             long long first_walk, const long long* __restrict__ offset, long long done,
                             long long total, long long epoch, float* __restrict__ syn0, float* __restrict__ syn1,
@@ -77,9 +77,9 @@ __global__ void gp_word2vec(const IdT* __restrict__ walks, long long rows, long 
                 if (j == i) continue;
                 const long long pq = kept[j];
                 float* context = syn0 + (long long)walk[pq] * dim;
-                float l1[W2V_PER_LANE], work[W2V_PER_LANE];
+                float l1[PER_LANE], work[PER_LANE];
 #pragma unroll
-                for (int t = 0; t < W2V_PER_LANE; ++t) {
+                for (int t = 0; t < PER_LANE; ++t) {
                     const long long d = lane + (long long)t * W2V_LANES;
                     l1[t] = d < dim ? context[d] : 0.0f;
                     work[t] = 0.0f;
@@ -96,7 +96,7 @@ __global__ void gp_word2vec(const IdT* __restrict__ walks, long long rows, long 
                     float* row = syn1 + target * dim;
                     float part = 0.0f;
 #pragma unroll
-                    for (int t = 0; t < W2V_PER_LANE; ++t) {
+                    for (int t = 0; t < PER_LANE; ++t) {
                         const long long d = lane + (long long)t * W2V_LANES;
                         if (d < dim) part += l1[t] * row[d];
                     }
@@ -109,7 +109,7 @@ __global__ void gp_word2vec(const IdT* __restrict__ walks, long long rows, long 
                     else if (f < -W2V_MAX_EXP) g = label * a;
                     else g = (label - 1.0f / (1.0f + (float)exp(-(double)f))) * a;
 #pragma unroll
-                    for (int t = 0; t < W2V_PER_LANE; ++t) {
+                    for (int t = 0; t < PER_LANE; ++t) {
                         const long long d = lane + (long long)t * W2V_LANES;
                         if (d < dim) {
                             work[t] += g * row[d];
@@ -118,7 +118,7 @@ __global__ void gp_word2vec(const IdT* __restrict__ walks, long long rows, long 
                     }
                 }
 #pragma unroll
-                for (int t = 0; t < W2V_PER_LANE; ++t) {
+                for (int t = 0; t < PER_LANE; ++t) {
                     const long long d = lane + (long long)t * W2V_LANES;
                     if (d < dim) context[d] += work[t];
                 }

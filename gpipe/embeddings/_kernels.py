@@ -175,19 +175,28 @@ def _initial_cpu(syn0, n, dim, key):
         syn0[i] = np.float32((u - 0.5) / dim)
 
 
-TRAIN = Kernel("word2vec.cu", "gp_word2vec", twin=_train_cpu, items="warps", lanes=32,
-               defines={"W2V_MAX_EXP": MAX_EXP, "W2V_INIT_STEP": f"{INIT_STEP}ULL", "W2V_DOMAIN": f"{DOMAIN}LL"},
-               args=(Arg("walks", "IdT[rows,width]", note="dense ids, -1 after a walk's end"), Arg("rows", "i64"),
-                     Arg("width", "i64"), Arg("warps", "i64", note="1: the rows in order"),
-                     Arg("first_walk", "i64", note="walk id of row 0"),
-                     Arg("offset", "i64[rows]", note="tokens before each row"), Arg("done", "i64"),
-                     Arg("total", "i64"), Arg("epoch", "i64"), Arg("syn0", "f32[vocab,dim]", out=True),
-                     Arg("syn1", "f32[vocab,dim]", out=True), Arg("dim", "i64"), Arg("keep", "i64[vocab]"),
-                     Arg("cum", "i64[vocab]"), Arg("vocab", "i64"), Arg("window", "i64"), Arg("negative", "i64"),
-                     Arg("key", "u64"), Arg("alpha", "f32"), Arg("min_alpha", "f32"),
-                     Arg("effective", "i32[rows,width]", out=True, note="scratch"),
-                     Arg("loss", "f64[rows]", out=True), Arg("terms", "i64[rows]", out=True)))
+DEFINES = {"W2V_MAX_EXP": MAX_EXP, "W2V_INIT_STEP": f"{INIT_STEP}ULL", "W2V_DOMAIN": f"{DOMAIN}LL"}
+_TRAIN_ARGS = (Arg("walks", "IdT[rows,width]", note="dense ids, -1 after a walk's end"), Arg("rows", "i64"),
+               Arg("width", "i64"), Arg("warps", "i64", note="1: the rows in order"),
+               Arg("first_walk", "i64", note="walk id of row 0"),
+               Arg("offset", "i64[rows]", note="tokens before each row"), Arg("done", "i64"), Arg("total", "i64"),
+               Arg("epoch", "i64"), Arg("syn0", "f32[vocab,dim]", out=True), Arg("syn1", "f32[vocab,dim]", out=True),
+               Arg("dim", "i64"), Arg("keep", "i64[vocab]"), Arg("cum", "i64[vocab]"), Arg("vocab", "i64"),
+               Arg("window", "i64"), Arg("negative", "i64"), Arg("key", "u64"), Arg("alpha", "f32"),
+               Arg("min_alpha", "f32"), Arg("effective", "i32[rows,width]", out=True, note="scratch"),
+               Arg("loss", "f64[rows]", out=True), Arg("terms", "i64[rows]", out=True))
+# one instantiation per dims a lane holds in registers (dim up to 32 times it): a lane's context row and gradient
+# take 2 of them each, so d 128 runs at 4, not at the 32 that d 1024 needs (64 registers a thread, fewer warps)
+PER_LANE = (4, 8, 16, 32)
+TRAIN = {lanes: Kernel("word2vec.cu", "gp_word2vec", template=(str(lanes),), twin=_train_cpu, items="warps",
+                       lanes=32, defines=DEFINES, args=_TRAIN_ARGS) for lanes in PER_LANE}
+
+
+def train_kernel(dim: int) -> Kernel:
+    """The instantiation of ``gp_word2vec`` for vectors of ``dim`` (at most ``32 * PER_LANE[-1]``)."""
+    return TRAIN[next(lanes for lanes in PER_LANE if 32 * lanes >= dim)]
+
 
 INITIAL = Kernel("word2vec.cu", "gp_word2vec_init", twin=_initial_cpu, items="n",
-                 defines=TRAIN.defines, args=(Arg("syn0", "f32[n]", out=True), Arg("n", "i64"), Arg("dim", "i64"),
+                 defines=DEFINES, args=(Arg("syn0", "f32[n]", out=True), Arg("n", "i64"), Arg("dim", "i64"),
                                               Arg("key", "u64")))

@@ -25,11 +25,11 @@ from ..backend import to_host
 from ..errors import GpipeValueError
 from ..runtime import Summing, anywhere, gather_pinned, on_worker, summing, wait_pinned, worker_xp
 from ..walks import WalkResult
-from ._kernels import INIT_STEP, INITIAL, TRAIN, keep_table, negative_table
+from ._kernels import INIT_STEP, INITIAL, PER_LANE, keep_table, negative_table, train_kernel
 from ._result import Embeddings
 
 MODES = ("fast", "serialized")
-MAX_DIM = 1024  # a lane of the kernel's warp holds dim / 32 floats of a context's row and its gradient
+MAX_DIM = 32 * PER_LANE[-1]  # a lane of the kernel's warp holds dim / 32 floats of a context's row and its gradient
 
 
 @dataclasses.dataclass(frozen=True)
@@ -298,7 +298,7 @@ def _trained(spec: Word2VecSpec, epoch: int, round_: int, vocabulary: Vocabulary
         rows = x.ascontiguousarray(x.asarray(block)[lo:hi])
         offset = x.cumsum(n[lo:hi]) - n[lo:hi]
         out_loss, out_terms = x.zeros(hi - lo, x.float64), x.zeros(hi - lo, x.int64)
-        TRAIN.launch(walks=rows, rows=hi - lo, width=spec.width, warps=1 if spec.mode == "serialized" else hi - lo,
+        train_kernel(spec.dim).launch(walks=rows, rows=hi - lo, width=spec.width, warps=1 if spec.mode == "serialized" else hi - lo,
                      first_walk=first + lo, offset=offset, done=done, total=max(mine * spec.epochs, 1),
                      epoch=epoch, syn0=syn0, syn1=syn1, dim=spec.dim, keep=keep, cum=cum, vocab=spec.num_vertices,
                      window=spec.window, negative=spec.negative, key=spec.key, alpha=spec.alpha,
