@@ -101,13 +101,14 @@ __global__ void gp_word2vec(const IdT* __restrict__ walks, long long rows, long 
                         if (d < dim) part += l1[t] * row[d];
                     }
                     const float f = w2v_warp_sum(part);
-                    const double x = k == 0 ? (double)f : -(double)f;  // -log sigmoid(x) is this term's loss
-                    row_loss += fmax(-x, 0.0) + log1p(exp(-fabs(x)));
+                    // -log sigmoid(x) is this term's loss; in floats (the twin's doubles: the same up to rounding)
+                    const float x = k == 0 ? f : -f;
+                    row_loss += (double)(fmaxf(-x, 0.0f) + log1pf(expf(-fabsf(x))));
                     ++row_terms;
                     float g;
                     if (f > W2V_MAX_EXP) g = (label - 1.0f) * a;
                     else if (f < -W2V_MAX_EXP) g = label * a;
-                    else g = (label - 1.0f / (1.0f + (float)exp(-(double)f))) * a;
+                    else g = (label - 1.0f / (1.0f + expf(-f))) * a;
 #pragma unroll
                     for (int t = 0; t < PER_LANE; ++t) {
                         const long long d = lane + (long long)t * W2V_LANES;
