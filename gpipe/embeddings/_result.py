@@ -140,9 +140,9 @@ def _write_parquet(table, id_map, folder: str) -> str:
 
 def _write_text(table, id_map, name: str) -> int:
     vectors = to_host(table.syn0)
-    ids = np.arange(vectors.shape[0]) if id_map is None else id_map
+    frame = pd.DataFrame(vectors)
+    frame.insert(0, "id", np.arange(vectors.shape[0]) if id_map is None else id_map)
     with open(name, "w") as out:
         out.write(f"{vectors.shape[0]} {vectors.shape[1]}\n")
-        for i, v in zip(ids, vectors):
-            out.write(f"{i} {' '.join(f'{x:.9g}' for x in v.tolist())}\n")
+        frame.to_csv(out, sep=" ", header=False, index=False, float_format="%.9g")  # 9 digits: a float32 reads back
     return vectors.shape[0]

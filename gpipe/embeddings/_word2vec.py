@@ -185,7 +185,7 @@ def word2vec(walks, dim: int = 128, window: int = 10, negative: int = 5, epochs:
     holders = _holders(client, blocks, {})
     workers = sorted(set(holders)) if mode == "fast" else [holders[0]]
     mine = {w: [b for b, h in enumerate(holders) if h == w or mode == "serialized"] for w in workers}
-    num_vertices = int(walks.stats.get("num_vertices", 0) or len(walks.vertex_ids))
+    num_vertices = int(walks.stats["num_vertices"])
     spec = Word2VecSpec(num_vertices, walks.width, walks.block_rows, dim, window, negative, epochs, alpha, min_alpha,
                         min_count, sample, seed, mode, 1 if len(workers) == 1 else sync)
     held = dict(enumerate(workers))
@@ -249,12 +249,14 @@ def _itself(block):
 
 
 def _visits(spec: Word2VecSpec, *blocks) -> np.ndarray:
-    """How many times the walks of ``blocks`` visit each vertex (int64, on the host)."""
-    counts = np.zeros(spec.num_vertices, np.int64)
+    """How many times the walks of ``blocks`` visit each vertex (counted on the worker's device; int64 on the
+    host)."""
+    x = worker_xp()
+    counts = x.zeros(spec.num_vertices, x.int64)
     for block in blocks:
-        ids = block[block >= 0].ravel()
-        counts += np.bincount(to_host(ids), minlength=spec.num_vertices)
-    return counts
+        ids = x.asarray(block)
+        counts += x.bincount(ids[ids >= 0], minlength=spec.num_vertices)
+    return to_host(counts)
 
 
 def _vocabulary(spec: Word2VecSpec, *counted: np.ndarray) -> Vocabulary:
@@ -298,12 +300,12 @@ def _trained(spec: Word2VecSpec, epoch: int, round_: int, vocabulary: Vocabulary
         rows = x.ascontiguousarray(x.asarray(block)[lo:hi])
         offset = x.cumsum(n[lo:hi]) - n[lo:hi]
         out_loss, out_terms = x.zeros(hi - lo, x.float64), x.zeros(hi - lo, x.int64)
-        train_kernel(spec.dim).launch(walks=rows, rows=hi - lo, width=spec.width, warps=1 if spec.mode == "serialized" else hi - lo,
-                     first_walk=first + lo, offset=offset, done=done, total=max(mine * spec.epochs, 1),
-                     epoch=epoch, syn0=syn0, syn1=syn1, dim=spec.dim, keep=keep, cum=cum, vocab=spec.num_vertices,
-                     window=spec.window, negative=spec.negative, key=spec.key, alpha=spec.alpha,
-                     min_alpha=spec.min_alpha, effective=x.empty(rows.shape, x.int32), loss=out_loss,
-                     terms=out_terms)
+        train_kernel(spec.dim).launch(
+            walks=rows, rows=hi - lo, width=spec.width, warps=1 if spec.mode == "serialized" else hi - lo,
+            first_walk=first + lo, offset=offset, done=done, total=max(mine * spec.epochs, 1), epoch=epoch, syn0=syn0,
+            syn1=syn1, dim=spec.dim, keep=keep, cum=cum, vocab=spec.num_vertices, window=spec.window,
+            negative=spec.negative, key=spec.key, alpha=spec.alpha, min_alpha=spec.min_alpha,
+            effective=x.empty(rows.shape, x.int32), loss=out_loss, terms=out_terms)
         loss += float(out_loss.sum())
         terms += int(out_terms.sum())
         chunk = int(n[lo:hi].sum())
