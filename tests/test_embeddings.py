@@ -216,9 +216,11 @@ def test_most_similar_ranks_by_cosine_leaving_the_vertex_out(cpu, named):
 def test_progress_reports_every_round_and_stats_say_how_training_went(cpu):
     walks = _walks(gpipe.generators.rmat(6, seed=1), length=10, seed=1)
     heard = []
-    emb = gpipe.embeddings.word2vec(walks, dim=8, epochs=3, seed=1, progress=lambda **r: heard.append(r))
-    assert [r["epoch"] for r in heard] == [0, 1, 2]
-    assert heard[-1]["tokens"] == heard[-1]["total"] == emb.stats["tokens"] == 3 * int((walks.compute() >= 0).sum())
+    emb = gpipe.embeddings.word2vec(walks, dim=8, epochs=3, sync=2, seed=1, progress=lambda **r: heard.append(r))
+    tokens = int((walks.compute() >= 0).sum())
+    assert [r["epoch"] for r in heard] == [0, 0, 1, 1, 2, 2]
+    assert [r["tokens"] for r in heard[1::2]] == [tokens, 2 * tokens, 3 * tokens]
+    assert heard[-1]["total"] == emb.stats["tokens"] == 3 * tokens
     assert len(emb.stats["loss"]) == 3 and emb.stats["loss"][-1] < emb.stats["loss"][0]
     assert emb.stats["workers"] == 1 and emb.stats["mode"] == "fast" and emb.stats["tokens_per_second"] > 0
 

@@ -2,9 +2,9 @@
 
 The client places and waits; the walks and the tables stay on the workers.
 Each worker holding blocks trains its own replica of the tables on its walks
-(:func:`_trained`), a round at a time: with one worker, a round is an epoch;
-with ``W`` of them, an epoch is ``sync`` rounds, each over a ``1/sync``-th
-slice of every block, after which the replicas are merged (:func:`_merged`):
+(:func:`_trained`), a round at a time: an epoch is ``sync`` rounds (one in the
+serialized mode), each over a ``1/sync``-th slice of every block, after which
+the replicas of ``W`` workers are merged (:func:`_merged`):
 the table that started the round plus every replica's change to it, so a
 round trains on all ``W`` slices as one worker running them at once would
 (Hogwild over the workers). The tables travel between rounds as Dask data
@@ -49,7 +49,7 @@ class Word2VecSpec:
     sample: float
     seed: int
     mode: str
-    rounds: int  # per epoch: 1 on one worker, ``sync`` on more
+    rounds: int  # per epoch: ``sync``, or 1 in the serialized mode (walk after walk)
 
     @property
     def key(self) -> int:
@@ -101,10 +101,11 @@ def word2vec(walks, dim: int = 128, window: int = 10, negative: int = 5, epochs:
 
     ``mode="fast"`` updates the tables from many walks at once without locks
     (Hogwild, as word2vec's threads do: the result depends on timing), on
-    every worker holding walks, each with its replica of the tables; with
-    more than one, each epoch is ``sync`` rounds, each over a ``1/sync``-th
-    of every worker's walks, after which the replicas are merged: the tables
-    that started the round plus every worker's change to them.
+    every worker holding walks, each with its replica of the tables. Each
+    epoch is ``sync`` rounds, each over a ``1/sync``-th of every worker's
+    walks, after which the replicas are merged: the tables that started the
+    round plus every worker's change to them (through NCCL between GPU
+    workers, as Dask data between CPU workers).
     ``mode="serialized"`` applies the updates in word2vec's sequential order,
     a walk after another in walk order, on one worker (the walks held
     elsewhere are sent there): the CUDA kernel and the CPU twin give the same
@@ -132,9 +133,10 @@ def word2vec(walks, dim: int = 128, window: int = 10, negative: int = 5, epochs:
         Seed of the random stream.
     mode : {"fast", "serialized"}
     sync : int
-        Rounds per epoch between which several workers' replicas are merged.
+        Rounds per epoch (fast mode): the workers' replicas are merged after each, and ``progress`` told.
     progress : callable, optional
-        Called after every round with ``epoch, tokens, total, loss`` (the mean loss of the tokens so far).
+        Called after every round with ``epoch, tokens, total, loss`` (the mean loss of the epoch's tokens so
+        far).
 
     Returns
     -------
@@ -187,7 +189,7 @@ def word2vec(walks, dim: int = 128, window: int = 10, negative: int = 5, epochs:
     mine = {w: [b for b, h in enumerate(holders) if h == w or mode == "serialized"] for w in workers}
     num_vertices = int(walks.stats["num_vertices"])
     spec = Word2VecSpec(num_vertices, walks.width, walks.block_rows, dim, window, negative, epochs, alpha, min_alpha,
-                        min_count, sample, seed, mode, 1 if len(workers) == 1 else sync)
+                        min_count, sample, seed, mode, 1 if mode == "serialized" else sync)
     held = dict(enumerate(workers))
     counted = [on_worker(client, w, _visits, spec, *[blocks[b] for b in mine[w]]) for w in workers]
     vocabulary = anywhere(client, _vocabulary, spec, *counted)
