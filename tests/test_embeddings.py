@@ -181,6 +181,13 @@ def test_rows_are_the_graphs_vertices_in_its_order_with_their_ids(cpu, named):
     assert emb.ids.tolist() == g.to_original(np.arange(g.num_vertices)).tolist()
 
 
+def test_a_function_runs_where_the_vectors_are_and_a_cpu_cluster_refuses_device_vectors(cpu, named):
+    _, emb = named
+    assert cpu.gather(emb.map_blocks(lambda vectors, k: vectors[:k].shape, 3)) == [(3, 6)]
+    with pytest.raises(GpipeValueError, match="device=True: .* this cluster computes on the CPU"):
+        emb.compute(device=True)
+
+
 def test_to_parquet_reads_back_as_the_ids_and_the_vectors(cpu, named, tmp_path):
     _, emb = named
     frame = pd.read_parquet(emb.to_parquet(tmp_path / "vectors"))

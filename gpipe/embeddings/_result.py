@@ -67,8 +67,9 @@ class Embeddings(HeldResult):
         return self._gather("embeddings", _vectors)[0]
 
     def map_blocks(self, fn, *args, **kwargs) -> list:
-        """A future of ``fn(vectors, *args, **kwargs)`` run on the worker holding the table (on its device)."""
-        return self._map(_itself, fn, args, kwargs)
+        """Futures (one: the table is one block) of ``fn(vectors, *args, **kwargs)``, run on the worker holding the
+        vectors, the ``(num_vertices, dim)`` array on its device (``fn`` must not modify it)."""
+        return self._map(_syn0, fn, args, kwargs)
 
     def most_similar(self, vertex, k: int = 10) -> list[tuple]:
         """The ``k`` vertices whose vectors have the largest cosine with ``vertex``'s (an original id), most
@@ -106,8 +107,8 @@ class Embeddings(HeldResult):
         return path
 
 
-def _itself(vectors):
-    return vectors
+def _syn0(table):
+    return table.syn0
 
 
 def _vectors(table) -> np.ndarray:
