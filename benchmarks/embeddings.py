@@ -24,8 +24,10 @@ from __future__ import annotations
 import argparse
 import os
 import time
+import warnings
 from pathlib import Path
 
+import dask
 import numpy as np
 from _common import environment, write_json
 from figures import draw
@@ -38,7 +40,8 @@ PAPER_NODE2VEC_MACRO_F1 = {"blogcatalog": 0.2581, "ppi_Homo_sapiens": 0.1791, "w
 
 
 def labeled_graph(name: str, folder: Path):
-    """The edges (each once, ``src < dst``), the label matrix (dense 0/1, vertex by label) and the vertex count."""
+    """The edges (each once, ``src < dst``; a ``weight`` column where the graph's are not all 1: Wikipedia's
+    co-occurrence counts), the label matrix (dense 0/1, vertex by label) and the vertex count."""
     import pandas as pd
     import scipy.io
     import scipy.sparse
@@ -47,6 +50,8 @@ def labeled_graph(name: str, folder: Path):
     network = scipy.sparse.coo_matrix(mat["network"])
     keep = network.row < network.col
     edges = pd.DataFrame({"src": network.row[keep].astype(np.int64), "dst": network.col[keep].astype(np.int64)})
+    if (network.data != 1).any():
+        edges["weight"] = network.data[keep].astype(np.float64)
     labels = scipy.sparse.csr_matrix(mat["group"]).toarray().astype(bool)
     return edges, labels, network.shape[0]
 
@@ -58,6 +63,7 @@ def scores(vectors: np.ndarray, labels: np.ndarray, splits: int, seed: int) -> d
     from sklearn.multiclass import OneVsRestClassifier
 
     macro, micro = [], []
+    warnings.filterwarnings("ignore", message="Label not .* is present in all training examples")  # a rare label
     rng = np.random.default_rng(seed)
     has = labels.any(axis=1)
     for _ in range(splits):
@@ -75,18 +81,19 @@ def scores(vectors: np.ndarray, labels: np.ndarray, splits: int, seed: int) -> d
             "micro_f1": float(np.mean(micro)), "micro_f1_std": float(np.std(micro)), "splits": splits}
 
 
-def walked(g, args):
+def walked(g, args, weighted: bool = False):
+    """The walks of ``args.walk``, biased by the edge weights where the graph has them (as the node2vec paper's)."""
     if args.walk == "node2vec":
         return gpipe.walks.node2vec(g, p=args.p, q=args.q, length=args.length, walks_per_vertex=args.walks,
-                                    seed=args.seed)
-    return gpipe.walks.deepwalk(g, length=args.length, walks_per_vertex=args.walks, seed=args.seed)
+                                    weighted=weighted, seed=args.seed)
+    return gpipe.walks.deepwalk(g, length=args.length, walks_per_vertex=args.walks, weighted=weighted, seed=args.seed)
 
 
-def trained(walks, args) -> tuple:
+def trained(walks, args, sync: int) -> tuple:
     t0 = time.perf_counter()
     emb = gpipe.embeddings.word2vec(walks, dim=args.dim, window=args.window, negative=args.negative,
                                     epochs=args.epochs, sample=args.sample, seed=args.seed, mode=args.mode,
-                                    sync=args.sync)
+                                    sync=sync)
     vectors = emb.compute()
     return emb, vectors, time.perf_counter() - t0
 
@@ -121,22 +128,25 @@ def quality(client, args) -> list[dict]:
     records = []
     for name in args.graph:
         edges, labels, n = labeled_graph(name, Path(args.data))
-        g = gpipe.from_edges(edges)
-        walks = walked(g, args)
+        weighted = "weight" in edges
+        g = gpipe.from_edges(edges, weight="weight" if weighted else None)
+        walks = walked(g, args, weighted)
         walks.persist()
-        emb, vectors, seconds = trained(walks, args)
-        record = {"graph": name, "walk": args.walk, "trainer": "gpipe", "workers": emb.stats["workers"],
-                  "mode": args.mode, "seconds": seconds, "tokens": emb.stats["tokens"],
-                  "tokens_per_second": emb.stats["tokens"] / seconds, "train_seconds": emb.stats["seconds"],
-                  "loss": emb.stats["loss"], "paper_deepwalk_macro_f1": PAPER_DEEPWALK_MACRO_F1.get(name),
-                  "paper_node2vec_macro_f1": PAPER_NODE2VEC_MACRO_F1.get(name),
-                  **scores(by_vertex(vectors, emb.ids, n), labels, args.splits, args.seed)}
-        records.append(record)
-        print(record, flush=True)
+        for sync in args.sync:
+            emb, vectors, seconds = trained(walks, args, sync)
+            record = {"graph": name, "walk": args.walk, "weighted": weighted, "trainer": "gpipe",
+                      "workers": emb.stats["workers"], "mode": args.mode, "sync": sync, "seconds": seconds,
+                      "tokens": emb.stats["tokens"], "tokens_per_second": emb.stats["tokens"] / seconds,
+                      "train_seconds": emb.stats["seconds"], "loss": emb.stats["loss"],
+                      "paper_deepwalk_macro_f1": PAPER_DEEPWALK_MACRO_F1.get(name),
+                      "paper_node2vec_macro_f1": PAPER_NODE2VEC_MACRO_F1.get(name),
+                      **scores(by_vertex(vectors, emb.ids, n), labels, args.splits, args.seed)}
+            records.append(record)
+            print(record, flush=True)
         if args.gensim:
             rows = walks.compute()
             vectors, seconds, version = gensim_vectors(rows, args, n)
-            record = {"graph": name, "walk": args.walk, "trainer": "gensim", "version": version,
+            record = {"graph": name, "walk": args.walk, "weighted": weighted, "trainer": "gensim", "version": version,
                       "threads": os.cpu_count(), "seconds": seconds, "tokens": emb.stats["tokens"],
                       "tokens_per_second": emb.stats["tokens"] / seconds,
                       **scores(vectors, labels, args.splits, args.seed)}
@@ -154,7 +164,7 @@ def speed(client, args) -> list[dict]:
     walks.persist()
     walked_seconds = time.perf_counter() - t0
     for _ in range(args.repeat):
-        emb, vectors, seconds = trained(walks, args)
+        emb, vectors, seconds = trained(walks, args, args.sync[0])
         records.append({"graph": f"rmat{args.scale}", "walk": args.walk, "trainer": "gpipe",
                         "workers": emb.stats["workers"], "mode": args.mode, "walk_seconds": walked_seconds,
                         "seconds": seconds, "train_seconds": emb.stats["seconds"], "tokens": emb.stats["tokens"],
@@ -189,14 +199,19 @@ def main() -> None:
     ap.add_argument("--epochs", type=int, default=1)
     ap.add_argument("--sample", type=float, default=0.0)
     ap.add_argument("--mode", choices=["fast", "serialized"], default="fast")
-    ap.add_argument("--sync", type=int, default=4)
+    ap.add_argument("--sync", type=int, nargs="+", default=[4], help="rounds per epoch between merges of the "
+                    "workers' replicas (several: a training each, on the same walks)")
+    ap.add_argument("--block-size", type=int, default=None,
+                    help="gpipe.walks.block-size: walks per block (smaller: blocks, and training, on more workers)")
     ap.add_argument("--splits", type=int, default=10)
     ap.add_argument("--no-gensim", dest="gensim", action="store_false")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default="embeddings.json")
     args = ap.parse_args()
-    with gpipe.connect(n_workers=args.workers, device=args.device, dashboard_address=":0") as client:
+    settings = {} if args.block_size is None else {"gpipe.walks.block-size": args.block_size}
+    with dask.config.set(settings), gpipe.connect(n_workers=args.workers, device=args.device,
+                                                  dashboard_address=":0") as client:
         records = (quality if args.part == "quality" else speed)(client, args)
         report = {**report_head(client, args), "records": records}
     write_json(args.out, report)

@@ -313,7 +313,8 @@ def _embeddings(plt, report: dict):
     panels = 2 if scored else 1
     fig, axes = plt.subplots(1, panels, figsize=(6 * panels, 0.5 * len(records) + 2), squeeze=False)
     labels = [f"{r['graph']} {r.get('walk', '')}: {r['trainer']}"
-              + (f" ({r['workers']} worker{'s' * (r['workers'] != 1)}, {r['mode']})" if "workers" in r
+              + (f" ({r['workers']} worker{'s' * (r['workers'] != 1)}, {r['mode']}"
+                 + (f", sync {r['sync']}" if r["workers"] > 1 and "sync" in r else "") + ")" if "workers" in r
                  else f" ({r.get('threads', '?')} threads)") for r in records]
     if scored:
         ax, y = axes[0, 0], np.arange(len(scored))
