@@ -24,7 +24,8 @@ class Embeddings(HeldResult):
     ``v{dim-1}``) and ``to_word2vec`` word2vec's text format (gensim's
     ``KeyedVectors.load_word2vec_format`` reads it), each from that worker,
     complete or not at all. ``map_blocks(fn)`` runs ``fn(vectors)`` there.
-    ``stats`` says how the training went.
+    ``to_dask()`` gives them as a dask array made there. ``stats`` says how
+    the training went.
 
     Examples
     --------
@@ -65,6 +66,13 @@ class Embeddings(HeldResult):
             return self._on_client_gpu("embeddings", lambda: ({"vectors": (self.shape, np.float32)}, [0]),
                                        _as_vectors)["vectors"]
         return self._gather("embeddings", _vectors)[0]
+
+    def to_dask(self):
+        """The vectors as a dask array of one chunk, made where they are held (in host memory)."""
+        import dask.array as da
+
+        [future] = self._on_blocks(_vectors)
+        return da.from_delayed(future, self.shape, dtype=np.float32)
 
     def map_blocks(self, fn, *args, **kwargs) -> list:
         """Futures (one: the table is one block) of ``fn(vectors, *args, **kwargs)``, run on the worker holding the
