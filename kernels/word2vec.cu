@@ -15,14 +15,12 @@ __device__ __forceinline__ unsigned int w2v_word(ulonglong2 block, long long k) 
     return (unsigned int)((k & 1) ? (w >> 32) : w);
 }
 
-// the vertex a 32-bit draw picks: the first v with cum[v] > r (the twin: gpipe/_search.py::first_above)
-__device__ __forceinline__ long long w2v_negative(const long long* __restrict__ cum, long long vocab, long long r) {
-    long long lo = 0, hi = vocab - 1;
-    while (lo < hi) {
-        const long long mid = (lo + hi) / 2;
-        if (cum[mid] > r) hi = mid; else lo = mid + 1;
-    }
-    return lo;
+// the vertex a 32-bit draw picks: the first v with cum[v] > r, from the guide table's (about one step on)
+__device__ __forceinline__ long long w2v_negative(const long long* __restrict__ cum,
+                                                  const long long* __restrict__ guide, long long shift, long long r) {
+    long long v = guide[r >> shift];
+    while (cum[v] <= r) ++v;
+    return v;
 }
 
 __device__ __forceinline__ float w2v_warp_sum(float v) {
@@ -37,7 +35,8 @@ __global__ void gp_word2vec(const IdT* __restrict__ walks, long long rows, long 
                             long long first_walk, const long long* __restrict__ offset, long long done,
                             long long total, long long epoch, float* __restrict__ syn0, float* __restrict__ syn1,
                             long long dim, const long long* __restrict__ keep, const long long* __restrict__ cum,
-                            long long vocab, long long window, long long negative, unsigned long long key,
+                            long long vocab, const long long* __restrict__ guide, long long shift, long long window,
+                            long long negative, unsigned long long key,
                             float alpha, float min_alpha, int* __restrict__ effective, double* __restrict__ loss,
                             long long* __restrict__ terms) {
     const long long warp = ((long long)blockIdx.x * blockDim.x + threadIdx.x) / W2V_LANES;
@@ -89,7 +88,7 @@ __global__ void gp_word2vec(const IdT* __restrict__ walks, long long rows, long 
                     float label = 1.0f;
                     if (k > 0) {
                         const ulonglong2 block = gp_bits(key, walk_id, step, 2 + pq * blocks + (k - 1) / 4);
-                        target = w2v_negative(cum, vocab, (long long)w2v_word(block, (k - 1) % 4));
+                        target = w2v_negative(cum, guide, shift, (long long)w2v_word(block, (k - 1) % 4));
                         if (target == center) continue;
                         label = 0.0f;
                     }

@@ -10,7 +10,8 @@ import pytest
 
 import gpipe
 from gpipe import _rng
-from gpipe.embeddings._kernels import DOMAIN, INIT_STEP, MAX_EXP, keep_table, negative_table
+from gpipe.embeddings._kernels import (DOMAIN, INIT_STEP, MAX_EXP, guide_table, keep_table, negative_table,
+                                       pick_negative)
 from gpipe.errors import GpipeValueError
 from helpers import centroid_accuracy, planted_partition
 
@@ -122,6 +123,18 @@ def test_the_negative_table_draws_each_vertex_by_its_count_to_the_three_quarters
     # a draw r picks the first vertex whose cumulative count exceeds it: never one left out
     picked = np.searchsorted(cum, np.arange(0, DOMAIN, DOMAIN // 4096), side="right")
     assert set(picked.tolist()) <= set(np.flatnonzero(retained).tolist())
+
+
+@pytest.mark.parametrize("vertices", [1, 7, 1000])
+def test_the_guide_table_picks_the_vertex_a_search_of_the_cumulative_table_picks(vertices):
+    rng = np.random.default_rng(vertices)
+    counts = rng.zipf(1.5, vertices) * (rng.random(vertices) < 0.8)  # a few hubs, many rare, some never visited
+    counts[0] = max(counts[0], 1)
+    cum = negative_table(counts, counts > 0)
+    guide, shift = guide_table(cum)
+    draws = np.concatenate([rng.integers(0, DOMAIN, 5000), cum[cum < DOMAIN], np.maximum(cum - 1, 0), [DOMAIN - 1]])
+    picked = [pick_negative(cum, guide, shift, np.int64(r)) for r in draws]
+    np.testing.assert_array_equal(picked, np.searchsorted(cum, draws, side="right"))
 
 
 def test_subsampling_keeps_a_token_with_word2vecs_probability():

@@ -25,7 +25,7 @@ from ..backend import to_host
 from ..errors import GpipeValueError
 from ..runtime import Summing, anywhere, gather_pinned, on_worker, summing, wait_pinned, worker_xp
 from ..walks import WalkResult
-from ._kernels import INIT_STEP, INITIAL, PER_LANE, keep_table, negative_table, train_kernel
+from ._kernels import INIT_STEP, INITIAL, PER_LANE, guide_table, keep_table, negative_table, train_kernel
 from ._result import Embeddings
 
 MODES = ("fast", "serialized")
@@ -64,6 +64,8 @@ class Vocabulary:
     counts: np.ndarray
     keep: np.ndarray
     cum: np.ndarray
+    guide: np.ndarray
+    shift: int
     tokens: list[int]
 
 
@@ -267,7 +269,8 @@ def _vocabulary(spec: Word2VecSpec, *counted: np.ndarray) -> Vocabulary:
     if not retained.any():
         raise GpipeValueError(f"'min_count' leaves no vertex to train: none of the walks' vertices is visited "
                               f"{spec.min_count} times, got {spec.min_count}")
-    return Vocabulary(counts, keep_table(counts, retained, spec.sample), negative_table(counts, retained),
+    cum = negative_table(counts, retained)
+    return Vocabulary(counts, keep_table(counts, retained, spec.sample), cum, *guide_table(cum),
                       [int(c.sum()) for c in counted])
 
 
@@ -289,7 +292,7 @@ def _trained(spec: Word2VecSpec, epoch: int, round_: int, vocabulary: Vocabulary
     worker's change to ``table`` summed into it. ``table`` is left as it is (other tasks here may read it)."""
     x = worker_xp()
     syn0, syn1 = x.array(table.syn0), x.array(table.syn1)
-    keep, cum = x.asarray(vocabulary.keep), x.asarray(vocabulary.cum)
+    keep, cum, guide = x.asarray(vocabulary.keep), x.asarray(vocabulary.cum), x.asarray(vocabulary.guide)
     lengths = [(x.asarray(block) >= 0).sum(axis=1).astype(x.int64) for block in blocks]
     mine = sum(int(n.sum()) for n in lengths)
     slices = [[n.shape[0] * r // spec.rounds for r in range(spec.rounds + 1)] for n in lengths]
@@ -305,7 +308,8 @@ def _trained(spec: Word2VecSpec, epoch: int, round_: int, vocabulary: Vocabulary
         train_kernel(spec.dim).launch(
             walks=rows, rows=hi - lo, width=spec.width, warps=1 if spec.mode == "serialized" else hi - lo,
             first_walk=first + lo, offset=offset, done=done, total=max(mine * spec.epochs, 1), epoch=epoch, syn0=syn0,
-            syn1=syn1, dim=spec.dim, keep=keep, cum=cum, vocab=spec.num_vertices, window=spec.window,
+            syn1=syn1, dim=spec.dim, keep=keep, cum=cum, vocab=spec.num_vertices, guide=guide,
+            shift=vocabulary.shift, window=spec.window,
             negative=spec.negative, key=spec.key, alpha=spec.alpha, min_alpha=spec.min_alpha,
             effective=x.empty(rows.shape, x.int32), loss=out_loss, terms=out_terms)
         loss += float(out_loss.sum())

@@ -6,7 +6,7 @@ import pytest
 
 import gpipe
 from gpipe.backend import gpu_problem
-from gpipe.embeddings._kernels import INITIAL, keep_table, negative_table, train_kernel
+from gpipe.embeddings._kernels import INITIAL, guide_table, keep_table, negative_table, train_kernel
 
 pytestmark = pytest.mark.gpu
 
@@ -26,11 +26,12 @@ def _launch(x, walks: np.ndarray, syn0: np.ndarray, syn1: np.ndarray, keep, cum,
     offset = np.cumsum(lengths) - lengths
     syn0, syn1 = x.asarray(syn0.copy()), x.asarray(syn1.copy())
     loss, terms = x.zeros(rows, x.float64), x.zeros(rows, x.int64)
+    guide, shift = guide_table(cum)
     train_kernel(dim).launch(
         walks=x.asarray(walks), rows=rows, width=width, warps=warps, first_walk=0, offset=x.asarray(offset), done=0,
         total=int(lengths.sum()), epoch=0, syn0=syn0, syn1=syn1, dim=dim, keep=x.asarray(keep), cum=x.asarray(cum),
-        vocab=syn0.shape[0], window=4, negative=7, key=12345, alpha=0.05, min_alpha=0.0001,
-        effective=x.empty((rows, width), x.int32), loss=loss, terms=terms)
+        vocab=syn0.shape[0], guide=x.asarray(guide), shift=shift, window=4, negative=7, key=12345, alpha=0.05,
+        min_alpha=0.0001, effective=x.empty((rows, width), x.int32), loss=loss, terms=terms)
     return (np.asarray(syn0.get() if x is cupy else syn0), np.asarray(syn1.get() if x is cupy else syn1),
             float(loss.sum()), int(terms.sum()))
 
