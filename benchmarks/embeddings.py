@@ -89,7 +89,7 @@ def walked(g, args, weighted: bool = False):
     return gpipe.walks.deepwalk(g, length=args.length, walks_per_vertex=args.walks, weighted=weighted, seed=args.seed)
 
 
-def trained(walks, args, sync: int) -> tuple:
+def trained(walks, args, sync: int | str) -> tuple:
     t0 = time.perf_counter()
     emb = gpipe.embeddings.word2vec(walks, dim=args.dim, window=args.window, negative=args.negative,
                                     epochs=args.epochs, sample=args.sample, seed=args.seed, mode=args.mode,
@@ -135,7 +135,8 @@ def quality(client, args) -> list[dict]:
         for sync in args.sync:
             emb, vectors, seconds = trained(walks, args, sync)
             record = {"graph": name, "walk": args.walk, "weighted": weighted, "trainer": "gpipe",
-                      "workers": emb.stats["workers"], "mode": args.mode, "sync": sync, "seconds": seconds,
+                      "workers": emb.stats["workers"], "mode": args.mode, "sync": sync,
+                      "rounds_per_epoch": emb.stats["rounds_per_epoch"], "seconds": seconds,
                       "tokens": emb.stats["tokens"], "tokens_per_second": emb.stats["tokens"] / seconds,
                       "train_seconds": emb.stats["seconds"], "loss": emb.stats["loss"],
                       "paper_deepwalk_macro_f1": PAPER_DEEPWALK_MACRO_F1.get(name),
@@ -199,8 +200,9 @@ def main() -> None:
     ap.add_argument("--epochs", type=int, default=1)
     ap.add_argument("--sample", type=float, default=0.0)
     ap.add_argument("--mode", choices=["fast", "serialized"], default="fast")
-    ap.add_argument("--sync", type=int, nargs="+", default=[4], help="rounds per epoch between merges of the "
-                    "workers' replicas (several: a training each, on the same walks)")
+    ap.add_argument("--sync", type=lambda v: v if v == "auto" else int(v), nargs="+", default=["auto"],
+                    help="rounds per epoch between merges of the workers' replicas, or auto (several: a training "
+                    "each, on the same walks)")
     ap.add_argument("--block-size", type=int, default=None,
                     help="gpipe.walks.block-size: walks per block (smaller: blocks, and training, on more workers)")
     ap.add_argument("--splits", type=int, default=10)
