@@ -51,6 +51,7 @@ class Word2VecSpec:
     seed: int
     mode: str
     rounds: int = 1  # per epoch (:func:`_rounds_per_epoch`)
+    replicas: int = 1  # the workers training, each on its replica
 
     @property
     def key(self) -> int:
@@ -201,7 +202,7 @@ def word2vec(walks, dim: int = 128, window: int = 10, negative: int = 5, epochs:
     vocabulary = anywhere(client, _vocabulary, spec, *counted)
     tokens = gather_pinned(client, [anywhere(client, _tokens, vocabulary)], held, "vocabulary", "worker")[0]
     del counted
-    spec = dataclasses.replace(spec, rounds=_rounds_per_epoch(mode, sync, tokens, num_vertices))
+    spec = dataclasses.replace(spec, rounds=_rounds_per_epoch(mode, sync, tokens, num_vertices), replicas=len(workers))
     placed = {w: ([blocks[b] for b in mine[w]], [b * spec.block_rows for b in mine[w]]) for w in workers}
     total = sum(tokens) * epochs
     table, losses = _rounds(client, spec, placed, vocabulary, on_worker(client, workers[0], _initial, spec),
@@ -312,9 +313,11 @@ def _trained(spec: Word2VecSpec, epoch: int, round_: int, vocabulary: Vocabulary
              nccl: Summing | None, firsts: list[int], *blocks) -> Trained:
     """This worker's replica of ``table`` trained on round ``round_`` of ``epoch`` of its ``blocks`` (whose first
     walks are ``firsts``): of each block, the rows of the round's slice, blocks in order; with ``nccl``, every
-    worker's change to ``table`` summed into it. ``table`` is left as it is (other tasks here may read it)."""
+    worker's change to ``table`` summed into it. ``table`` is left as it is where other replicas' changes are
+    added to it; a lone replica is trained in place (no task reads the round's start again, and a copy of an
+    R-MAT 24 model is 17 GB more on the GPU)."""
     x = worker_xp()
-    syn0, syn1 = x.array(table.syn0), x.array(table.syn1)
+    syn0, syn1 = (x.array(table.syn0), x.array(table.syn1)) if spec.replicas > 1 else (table.syn0, table.syn1)
     keep, cum, guide = x.asarray(vocabulary.keep), x.asarray(vocabulary.cum), x.asarray(vocabulary.guide)
     lengths = [(x.asarray(block) >= 0).sum(axis=1).astype(x.int64) for block in blocks]
     mine = sum(int(n.sum()) for n in lengths)
