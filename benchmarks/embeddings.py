@@ -2,7 +2,7 @@
 
     python benchmarks/embeddings.py quality --graph blogcatalog --out results/embeddings_blogcatalog_cpu.json
     python benchmarks/embeddings.py quality --graph ppi_Homo_sapiens wikipedia_POS --device gpu --walk node2vec
-    python benchmarks/embeddings.py speed --scale 20 --device gpu --out results/embeddings_rmat20_h200.json
+    python benchmarks/embeddings.py speed --scale 20 --device gpu --write /tmp/vectors --out results/embeddings_rmat20_h200.json
 
 ``quality``: the node2vec paper's protocol on the labeled graphs of
 ``../shared/data/realgraphs`` (``.mat``: ``network`` the adjacency, ``group``
@@ -14,8 +14,9 @@ DeepWalk paper's scoring), Macro- and Micro-F1 averaged over 10 splits. With
 ``--gensim`` (the default), gensim's ``Word2Vec`` (``sg=1, hs=0``, the same
 parameters, every core of the host) is trained on the same walks and scored on
 the same splits. ``speed``: tokens per second of the training alone, and the
-whole call from ``read``/generation to the embeddings in hand, on an R-MAT
-graph. scikit-learn and gensim are the benchmark's, not gpipe's, dependencies
+whole call from the R-MAT graph's generation to the embeddings in hand (and
+written, with ``--write``), beside gensim on the first ``--baseline-walks`` of
+the same walks on every core of the host. scikit-learn and gensim are the benchmark's, not gpipe's, dependencies
 (``pip install gensim scikit-learn``).
 """
 
@@ -158,6 +159,9 @@ def quality(client, args) -> list[dict]:
 
 
 def speed(client, args) -> list[dict]:
+    """Tokens/s of the training alone, and the whole call: the R-MAT graph generated on the workers, walked,
+    trained, the vectors in hand (and written, with ``--write``); gensim beside it on ``--baseline-walks`` of the
+    same walks, on every core of this host."""
     records = []
     t0 = time.perf_counter()
     g = gpipe.generators.rmat(args.scale, edge_factor=16, seed=args.seed)
@@ -166,11 +170,25 @@ def speed(client, args) -> list[dict]:
     walked_seconds = time.perf_counter() - t0
     for _ in range(args.repeat):
         emb, vectors, seconds = trained(walks, args, args.sync[0])
-        records.append({"graph": f"rmat{args.scale}", "walk": args.walk, "trainer": "gpipe",
-                        "workers": emb.stats["workers"], "mode": args.mode, "walk_seconds": walked_seconds,
-                        "seconds": seconds, "train_seconds": emb.stats["seconds"], "tokens": emb.stats["tokens"],
-                        "tokens_per_second": emb.stats["tokens_per_second"],
-                        "end_to_end_seconds": walked_seconds + seconds, "loss": emb.stats["loss"]})
+        record = {"graph": f"rmat{args.scale}", "walk": args.walk, "trainer": "gpipe", "workers": emb.stats["workers"],
+                  "mode": args.mode, "rounds_per_epoch": emb.stats["rounds_per_epoch"], "walk_seconds": walked_seconds,
+                  "seconds": seconds, "train_seconds": emb.stats["seconds"], "tokens": emb.stats["tokens"],
+                  "tokens_per_second": emb.stats["tokens_per_second"], "end_to_end_seconds": walked_seconds + seconds,
+                  "loss": emb.stats["loss"]}
+        if args.write:
+            t1 = time.perf_counter()
+            emb.to_parquet(args.write, overwrite=True)
+            record["write_seconds"] = time.perf_counter() - t1
+            record["end_to_end_seconds"] += record["write_seconds"]
+        records.append(record)
+        print(record, flush=True)
+    if args.gensim:
+        rows = walks.compute()[:args.baseline_walks]
+        vectors, seconds, version = gensim_vectors(rows, args, g.num_vertices)
+        tokens = int((rows >= 0).sum()) * args.epochs
+        records.append({"graph": f"rmat{args.scale}", "walk": args.walk, "trainer": "gensim", "version": version,
+                        "threads": os.cpu_count(), "walks": len(rows), "seconds": seconds, "tokens": tokens,
+                        "tokens_per_second": tokens / seconds})
         print(records[-1], flush=True)
     return records
 
@@ -208,6 +226,8 @@ def main() -> None:
     ap.add_argument("--splits", type=int, default=10)
     ap.add_argument("--no-gensim", dest="gensim", action="store_false")
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--write", help="speed: write the vectors to this folder (to_parquet), timed in the call")
+    ap.add_argument("--baseline-walks", type=int, default=100_000, help="speed: gensim's walks (the first ones)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default="embeddings.json")
     args = ap.parse_args()
