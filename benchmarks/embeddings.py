@@ -2,7 +2,8 @@
 
     python benchmarks/embeddings.py quality --graph blogcatalog --out results/embeddings_blogcatalog_cpu.json
     python benchmarks/embeddings.py quality --graph ppi_Homo_sapiens wikipedia_POS --device gpu --walk node2vec
-    python benchmarks/embeddings.py speed --scale 20 --device gpu --write /tmp/vectors --out results/embeddings_rmat20_h200.json
+    python benchmarks/embeddings.py speed --scale 20 --device gpu --write /tmp/vectors \
+        --out results/embeddings_rmat20_h200.json
 
 ``quality``: the node2vec paper's protocol on the labeled graphs of
 ``../shared/data/realgraphs`` (``.mat``: ``network`` the adjacency, ``group``
