@@ -238,27 +238,38 @@ def _rounds(client, spec: Word2VecSpec, placed: dict[str, tuple[list, list[int]]
     """Every round of every epoch, on the workers of ``placed`` (a worker -> the futures of its blocks and their
     first walks), from ``table``: a future of the trained tables, and the mean loss of each epoch. Between GPU workers
     with NCCL the replicas are summed on its data plane as each round ends, each worker keeping its own; otherwise
-    a task merges them (:func:`_merged`), the tables travelling as Dask data."""
+    a task merges them (:func:`_merged`), the tables travelling as Dask data. A round is placed before the one
+    before it is heard of (its sums gathered, ``progress`` told): the workers go on while the client listens."""
     workers = list(placed)
     held = dict(enumerate(workers))
     tables = dict.fromkeys(workers, table)
-    losses, done = [], 0
+    sums = [[0.0, 0] for _ in range(spec.epochs)]  # each epoch's loss and terms
+    done, unheard = 0, None  # the round placed last, not yet heard of
+
+    def hear(epoch: int, future) -> None:
+        nonlocal done
+        loss, terms, tokens = gather_pinned(client, [future], held, "training", "worker")[0]
+        sums[epoch][0] += loss
+        sums[epoch][1] += terms
+        done += tokens
+        if progress is not None:
+            progress(epoch=epoch, tokens=done, total=total, loss=sums[epoch][0] / max(sums[epoch][1], 1))
+
     with summing(client, workers) as nccl:
         for epoch in range(spec.epochs):
-            loss = terms = 0.0
             for round_ in range(spec.rounds):
                 trained = [on_worker(client, w, _trained, spec, epoch, round_, vocabulary, tables[w], nccl, firsts,
                                      *blocks) for w, (blocks, firsts) in placed.items()]
                 tables = (dict(zip(workers, trained)) if nccl is not None
                           else dict.fromkeys(workers, anywhere(client, _merged, tables[workers[0]], *trained)))
-                sums = gather_pinned(client, [anywhere(client, _sums, *trained)], held, "training", "worker")[0]
+                this_round = (epoch, anywhere(client, _sums, *trained))
                 del trained
-                loss, terms, done = loss + sums[0], terms + sums[1], done + sums[2]
-                if progress is not None:
-                    progress(epoch=epoch, tokens=done, total=total, loss=loss / max(terms, 1))
-            losses.append(loss / max(terms, 1))
+                if unheard is not None:
+                    hear(*unheard)
+                unheard = this_round
+        hear(*unheard)
         wait_pinned(client, [tables[workers[0]]], held, "training", "worker")  # before the communicator goes back
-    return tables[workers[0]], losses
+    return tables[workers[0]], [loss / max(terms, 1) for loss, terms in sums]
 
 
 def _holders(client, futures: list, held: dict[int, str]) -> list[str]:
