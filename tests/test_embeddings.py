@@ -244,6 +244,7 @@ def test_progress_reports_every_round_and_stats_say_how_training_went(cpu):
     assert heard[-1]["total"] == emb.stats["tokens"] == 3 * tokens
     assert len(emb.stats["loss"]) == 3 and emb.stats["loss"][-1] < emb.stats["loss"][0]
     assert emb.stats["workers"] == 1 and emb.stats["mode"] == "fast" and emb.stats["tokens_per_second"] > 0
+    assert emb.stats["vocabulary"] == np.unique(walks.compute()[walks.compute() >= 0]).size
 
 
 @pytest.fixture(scope="module")

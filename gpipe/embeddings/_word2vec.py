@@ -60,15 +60,15 @@ class Word2VecSpec:
 
 @dataclasses.dataclass
 class Vocabulary:
-    """What the walks' counts give every worker: the keep thresholds and the negatives' table (:mod:`._kernels`),
-    the visits of each vertex and the tokens of each worker."""
+    """What the walks' counts give every worker: the keep thresholds and the negatives' tables (:mod:`._kernels`);
+    and the tokens of each worker and the vertices trained (visited ``min_count`` times, at least once)."""
 
-    counts: np.ndarray
     keep: np.ndarray
     cum: np.ndarray
     guide: np.ndarray
     shift: int
     tokens: list[int]
+    trained: int
 
 
 @dataclasses.dataclass
@@ -148,7 +148,8 @@ def word2vec(walks, dim: int = 128, window: int = 10, negative: int = 5, epochs:
     -------
     Embeddings
         One float32 vector per vertex of the walks' graph; ``stats`` holds ``tokens``, ``seconds``,
-        ``tokens_per_second``, ``loss`` (per epoch: the mean ``-log sigmoid`` term), ``workers`` and ``mode``.
+        ``tokens_per_second``, ``loss`` (per epoch: the mean ``-log sigmoid`` term), ``workers``, ``mode``,
+        ``rounds_per_epoch`` and ``vocabulary`` (the vertices trained).
 
     Raises
     ------
@@ -200,7 +201,8 @@ def word2vec(walks, dim: int = 128, window: int = 10, negative: int = 5, epochs:
     held = dict(enumerate(workers))
     counted = [on_worker(client, w, _visits, spec, *[blocks[b] for b in mine[w]]) for w in workers]
     vocabulary = anywhere(client, _vocabulary, spec, *counted)
-    tokens = gather_pinned(client, [anywhere(client, _tokens, vocabulary)], held, "vocabulary", "worker")[0]
+    tokens, vocabulary_size = gather_pinned(client, [anywhere(client, _sizes, vocabulary)], held, "vocabulary",
+                                            "worker")[0]
     del counted
     spec = dataclasses.replace(spec, rounds=_rounds_per_epoch(mode, sync, tokens, num_vertices), replicas=len(workers))
     placed = {w: ([blocks[b] for b in mine[w]], [b * spec.block_rows for b in mine[w]]) for w in workers}
@@ -210,7 +212,7 @@ def word2vec(walks, dim: int = 128, window: int = 10, negative: int = 5, epochs:
     seconds = time.perf_counter() - started
     stats = {"tokens": total, "seconds": seconds, "tokens_per_second": total / seconds if seconds else 0.0,
              "loss": losses, "workers": len(workers), "mode": mode, "rounds_per_epoch": spec.rounds, "dim": dim,
-             "num_vertices": num_vertices, "device": walks.stats.get("device", "cpu")}
+             "num_vertices": num_vertices, "vocabulary": vocabulary_size, "device": walks.stats["device"]}
     holder = _holders(client, [table], held)[0]
     return Embeddings(client, table, holder, walks.vertex_ids, num_vertices, dim, stats)
 
@@ -305,12 +307,12 @@ def _vocabulary(spec: Word2VecSpec, *counted: np.ndarray) -> Vocabulary:
         raise GpipeValueError(f"'min_count' leaves no vertex to train: none of the walks' vertices is visited "
                               f"{spec.min_count} times, got {spec.min_count}")
     cum = negative_table(counts, retained)
-    return Vocabulary(counts, keep_table(counts, retained, spec.sample), cum, *guide_table(cum),
-                      [int(c.sum()) for c in counted])
+    return Vocabulary(keep_table(counts, retained, spec.sample), cum, *guide_table(cum),
+                      [int(c.sum()) for c in counted], int(retained.sum()))
 
 
-def _tokens(vocabulary: Vocabulary) -> list[int]:
-    return vocabulary.tokens
+def _sizes(vocabulary: Vocabulary) -> tuple[list[int], int]:
+    return vocabulary.tokens, vocabulary.trained
 
 
 def _initial(spec: Word2VecSpec) -> Table:
