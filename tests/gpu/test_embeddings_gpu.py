@@ -19,7 +19,7 @@ from helpers import centroid_accuracy, planted_partition  # noqa: E402
 
 
 def _launch(x, walks: np.ndarray, syn0: np.ndarray, syn1: np.ndarray, keep, cum, *, warps: int, dim: int) -> tuple:
-    """One epoch of ``TRAIN`` over ``walks`` on the arrays of ``x`` (numpy: the twin; cupy: the kernel); the tables
+    """One epoch of ``gp_word2vec`` over ``walks`` on the arrays of ``x`` (numpy: the twin; cupy: the kernel); the tables
     and the summed loss."""
     rows, width = walks.shape
     lengths = (walks >= 0).sum(axis=1)
