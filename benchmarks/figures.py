@@ -49,7 +49,8 @@ def draw(report: dict, path: str) -> str | None:
     family = {"gnn": _gnn, "counting": _counting, "mining": _mining, "fpm": _fpm, "dynamic": _dynamic,
               "dynamic_updates": _dynamic_updates, "io": _io,
               "interval_coverage": _interval_coverage, "superstep": _superstep, "superstep_kernel": _superstep_kernel,
-              "memory": _memory, "first_call": _first_call, "locality": _locality}.get(report.get("benchmark"))
+              "memory": _memory, "first_call": _first_call, "locality": _locality,
+              "embeddings": _embeddings}.get(report.get("benchmark"))
     if family is not None:
         fig = family(plt, report)
         fig.savefig(path, dpi=110)
@@ -321,6 +322,45 @@ def _first_call(plt, report: dict):
     ax.set_xlim(right=max(c["seconds"] for r in records for c in r["calls"]) * 1.5)
     ax.set_title(_title(report), fontsize=9)
     ax.legend(loc="lower right", fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def _embeddings(plt, report: dict):
+    """Vertex embeddings (``embeddings.py``): per graph and trainer, Macro- and Micro-F1 (the node2vec paper's
+    DeepWalk Macro-F1 marked) where the records were scored, and training tokens per second."""
+    records = report["records"]
+    scored = [r for r in records if "macro_f1" in r]
+    panels = 2 if scored else 1
+    fig, axes = plt.subplots(1, panels, figsize=(6 * panels, 0.5 * len(records) + 2), squeeze=False)
+    labels = [f"{r['graph']} {r.get('walk', '')}: {r['trainer']}"
+              + (f" ({r['workers']} worker{'s' * (r['workers'] != 1)}, {r['mode']}"
+                 + (f", sync {r['sync']}" if r["workers"] > 1 and "sync" in r else "") + ")" if "workers" in r
+                 else f" ({r.get('threads', '?')} threads)") for r in records]
+    if scored:
+        ax, y = axes[0, 0], np.arange(len(scored))
+        for offset, key, name in ((-0.2, "macro_f1", "Macro-F1"), (0.2, "micro_f1", "Micro-F1")):
+            rects = ax.barh(y + offset, [r[key] for r in scored], 0.4, xerr=[r[f"{key}_std"] for r in scored],
+                            label=name)
+            ax.bar_label(rects, [f"{r[key]:.3f}" for r in scored], fontsize=7, padding=3)
+        for i, r in enumerate(scored):
+            if r.get("paper_deepwalk_macro_f1"):
+                ax.plot([r["paper_deepwalk_macro_f1"]] * 2, [i - 0.4, i], color="black", linestyle=":")
+        ax.set_yticks(y, [labels[records.index(r)] for r in scored], fontsize=7)
+        ax.invert_yaxis()
+        ax.set_xlabel("F1 over 10 splits (dotted: the node2vec paper's DeepWalk Macro-F1)")
+        ax.set_xlim(right=max(r["micro_f1"] for r in scored) * 1.35)
+        ax.legend(loc="upper right", fontsize=8)
+    ax = axes[0, panels - 1]
+    rects = ax.barh(np.arange(len(records)), [r["tokens_per_second"] for r in records],
+                    color=["tab:blue" if r["trainer"] == "gpipe" else "tab:gray" for r in records])
+    ax.bar_label(rects, [_si(r["tokens_per_second"]) for r in records], fontsize=7, padding=3)
+    ax.set_yticks(np.arange(len(records)), labels, fontsize=7)
+    ax.invert_yaxis()
+    ax.set_xlabel("training tokens / s")
+    ax.set_xlim(right=max(r["tokens_per_second"] for r in records) * 1.25)
+    ax.xaxis.set_major_formatter(lambda v, _: _si(v))
+    fig.suptitle(_title(report), fontsize=9)
     fig.tight_layout()
     return fig
 

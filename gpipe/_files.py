@@ -31,6 +31,7 @@ GRAPH_FILES = rf"_gpipe\.json|ids\.parquet|{GRAPH_PART}"
 WALK_FILES = r"walks-\d{12}\.parquet"
 SAMPLE_FILES = r"(?:edges|nodes)-\d{6}\.parquet"
 EMBEDDING_FILES = r"embeddings-\d{6}\.parquet"
+VECTOR_FILES = r"vectors-\d{6}\.parquet"
 SCORE_FILES = r"scores-\d{6}\.parquet"
 
 # The list of what a folder writer wrote in its folder: the files' paths (relative, '/'-separated), each with its

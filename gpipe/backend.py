@@ -200,9 +200,10 @@ def unique(x, values):
     return values[keep]
 
 
-def cpu_kernel(*, parallel: bool = False):
-    """Decorator compiling a CPU twin with numba (cached on disk, GIL released)."""
-    return numba.njit(cache=True, nogil=True, parallel=parallel)
+def cpu_kernel(*, parallel: bool = False, fastmath: bool = False):
+    """Decorator compiling a CPU twin with numba (cached on disk, GIL released); ``fastmath``: its float sums may
+    be reordered (vectorized), as a CUDA kernel's sums across lanes are."""
+    return numba.njit(cache=True, nogil=True, parallel=parallel, fastmath=fastmath)
 
 
 prange = numba.prange

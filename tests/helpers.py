@@ -1,5 +1,5 @@
 """What several test modules share: a folder's files and summary, a workflow's script, a call run in a thread, a
-worker lost under a graph or killed mid-run, the steps of walks and their law."""
+worker lost under a graph or killed mid-run, the steps of walks and their law, a graph of planted communities."""
 
 import importlib.util
 import json
@@ -192,3 +192,23 @@ def hub_partition(ids, lo: int, seed: int, to=np.asarray):
     indices = rng.integers(0, 1 << 20, indptr[-1]).astype(ids)
     hi = lo + degrees.size
     return Partition(0, lo, hi, np.array([0, lo, hi]), to(indptr), to(indices), None)
+
+
+def planted_partition(blocks: int = 4, size: int = 60, inside: float = 0.25, across: float = 0.01, seed: int = 0):
+    """A graph of ``blocks`` communities of ``size`` vertices (an edge within one with probability ``inside``,
+    between two with ``across``) and each vertex's community."""
+    rng = np.random.default_rng(seed)
+    labels = np.repeat(np.arange(blocks), size)
+    u, v = np.triu_indices(blocks * size, 1)
+    p = np.where(labels[u] == labels[v], inside, across)
+    chosen = rng.random(u.size) < p
+    return pd.DataFrame({"src": u[chosen], "dst": v[chosen]}), labels
+
+
+def centroid_accuracy(vectors: np.ndarray, labels: np.ndarray, seed: int = 0) -> float:
+    """Nearest-centroid (cosine) accuracy on half the vertices, trained on the other half."""
+    unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    train = np.random.default_rng(seed).random(len(labels)) < 0.5
+    centroids = np.stack([unit[train & (labels == c)].mean(axis=0) for c in np.unique(labels)])
+    predicted = np.argmax(unit[~train] @ centroids.T, axis=1)
+    return float((predicted == labels[~train]).mean())

@@ -138,6 +138,7 @@ FLOORS = (
     ("runtime",),
     ("graph",),
     ("walks", "sampling", "mining", "counting", "dynamic", "gnn", "sort"),  # the families
+    ("embeddings",),  # trained on the walks
     ("cluster", "workflow", "cli", "__init__", "__main__"),  # the face
 )
 FLOOR = {unit: floor for floor, units in enumerate(FLOORS) for unit in units}

@@ -128,7 +128,7 @@ def _listening(pid: int) -> set:
 def test_local_sh_cluster_listens_on_loopback_only_speaks_tls_and_runs_a_workflow_with_gpipe_run(tmp_path):
     run_dir, out = tmp_path / "cluster", tmp_path / "out"
     config = _write(tmp_path / "walks.yaml", "workflow: embeddings\ngraph: {path: 'rmat:7:4'}\n"
-                    "walks: {algorithm: deepwalk, length: 5, walks_per_vertex: 1, params: {}}\n"
+                    "walks: {algorithm: deepwalk, length: 5, walks_per_vertex: 1, params: {}, corpus: true}\n"
                     f"output: {out}\ncluster: {{device: cpu}}\n")
     env = _env(tmp_path, N_WORKERS="2", RUN_DIR=str(run_dir))
     del env["DASHBOARD"]  # local.sh's own default (the next free port where 8787 is taken)

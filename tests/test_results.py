@@ -33,6 +33,8 @@ FAMILIES = {  # family -> (result, the rows compute() gives as a frame)
     "frontier": (lambda g: gpipe.walks.multidimensional(g, frontier_size=8, budget=30, instances=4, seed=1),
                  lambda rows: rows),
     "mining": (lambda g: gpipe.mining.list_cliques(g, 3), pd.DataFrame),
+    "embeddings": (lambda g: gpipe.embeddings.word2vec(gpipe.walks.deepwalk(g, length=6, seed=1), dim=4, seed=1),
+                   pd.DataFrame),
 }
 
 

@@ -28,10 +28,11 @@ def test_embeddings_workflow_writes_node2vec_walks_along_edges_summary_and_embed
     code = embeddings.main(["--set", f"cluster.address={cpu_cluster.scheduler.address}", "--set", "cluster.device=cpu",
                             "--set", "graph.path=rmat:7:4", "--set", "walks.length=6",
                             "--set", "walks.walks_per_vertex=2", "--set", "walks.params={p: 0.5, q: 2}",
-                            "--set", f"output={out}"])
+                            "--set", "walks.corpus=true", "--set", "word2vec.dim=8",
+                            "--set", "word2vec.params={min_count: 2}", "--set", f"output={out}"])
     stdout = capsys.readouterr().out
     assert code == 0
-    assert "node2vec on 128 vertices" in stdout
+    assert "node2vec on 128 vertices" in stdout and "vectors of 8" in stdout
 
     with open(out / "corpus.txt") as f:
         walks = [line.split() for line in f]
@@ -50,15 +51,22 @@ def test_embeddings_workflow_writes_node2vec_walks_along_edges_summary_and_embed
     assert summary["status"] == "ok" and summary["walk"]["steps"] > 0
     assert summary["graph"]["num_vertices"] == 128 and summary["config"]["walks"]["length"] == 6
     assert summary["walk"]["algorithm"] == "node2vec" and summary["config"]["walks"]["params"] == {"p": 0.5, "q": 2}
-    if importlib.util.find_spec("gensim") is None:
-        assert summary["embeddings"] == {"status": "skipped", "reason": "gensim is not installed"}
-        assert not (out / "embeddings.w2v").exists() and "pip install gensim" in stdout
-    else:
-        n_words = len({v for w in walks for v in w})
-        with open(out / "embeddings.w2v") as f:
-            assert f.readline().strip() == f"{n_words} 64"
-        assert summary["embeddings"]["status"] == "ok"
-        assert summary["outputs"]["embeddings"] == str(out / "embeddings.w2v")
+    with open(out / "embeddings.w2v") as f:  # a vector per vertex of the graph, trained or not
+        lines = f.read().splitlines()
+    assert lines[0] == "128 8" and len(lines) == 129 and all(len(line.split()) == 9 for line in lines[1:])
+    assert summary["embeddings"]["tokens"] == sum(len(w) for w in walks) and summary["embeddings"]["dim"] == 8
+    assert summary["outputs"] == {name: str(out / file) for name, file in
+                                  (("corpus", "corpus.txt"), ("embeddings", "embeddings.w2v"),
+                                   ("summary", "summary.json"))}
+
+
+def test_embeddings_workflow_writes_no_corpus_unless_asked(embeddings, cpu_cluster, tmp_path, capsys):
+    out = tmp_path / "out"
+    code = embeddings.main(["--set", f"cluster.address={cpu_cluster.scheduler.address}", "--set", "cluster.device=cpu",
+                            "--set", "graph.path=rmat:6:4", "--set", "walks.length=4", "--set", "word2vec.dim=4",
+                            "--set", f"output={out}"])
+    assert code == 0, capsys.readouterr().err
+    assert sorted(f for f in os.listdir(out) if not f.startswith(".")) == ["embeddings.w2v", "summary.json"]
 
 
 @pytest.mark.parametrize("override, expected", [
@@ -71,6 +79,9 @@ def test_embeddings_workflow_writes_node2vec_walks_along_edges_summary_and_embed
     ("walks.length=0", ["'walks.length' must be a positive integer"]),
     ("graph.path=no/such/edges.txt", ["'graph.path'", "no/such/edges.txt"]),
     ("walks", ["'--set' must be key.sub=value"]),
+    ("word2vec.params={vector_size: 3}", ["'word2vec.params.vector_size'", "word2vec takes"]),
+    ("word2vec.params={dim: 3}", ["'word2vec.params.dim'"]),
+    ("walks.corpus=3", ["'walks.corpus'"]),
 ])
 def test_bad_config_exits_2_naming_the_key_before_connecting(embeddings, capsys, override, expected):
     code = embeddings.main(["--set", "cluster.address=tcp://127.0.0.1:1", "--set", override])
@@ -92,7 +103,7 @@ def test_a_config_file_is_merged_over_the_defaults(embeddings, tmp_path):
     path.write_text("walks:\n  length: 3\noutput: elsewhere\n")
     config = embeddings.validate_config(embeddings.load_config(str(path), ["walks.seed=4"]))
     assert config["walks"]["length"] == 3 and config["walks"]["seed"] == 4 and config["output"] == "elsewhere"
-    assert config["walks"]["walks_per_vertex"] == 10 and config["word2vec"]["vector_size"] == 64
+    assert config["walks"]["walks_per_vertex"] == 10 and config["word2vec"]["dim"] == 64
     assert config["walks"]["params"] == {"p": 1.0, "q": 1.0}
 
 

@@ -10,6 +10,7 @@ e.g. the samplers' ``EdgeSample``).
 
 from ._advance import neighbor_lists, output_totals, step_kernel
 from ._superstep import failing, worker_device, worker_xp
+from ._collective import Summing, summing
 from ._driver import check_memory, run_supersteps
 from ._held import HeldResult
 from ._lent import Lent
@@ -36,5 +37,6 @@ __all__ = ["VERTEX", "WATCH_SECONDS", "Grouped", "HeldResult", "Lent", "OutputBl
            "keep_partition", "kept_blocks", "kept_for_clients", "neighbor_lists", "on_each", "on_every_worker",
            "on_holders", "on_partitions", "on_worker", "output_blocks", "output_on_device",
            "output_totals", "partition", "placed", "replica", "run_going", "run_later", "run_outputs", "run_state",
-           "run_supersteps", "spread", "step_kernel", "store", "wait_pinned", "worker_address", "worker_device",
+           "run_supersteps", "spread", "step_kernel", "store", "summing", "Summing", "wait_pinned", "worker_address",
+           "worker_device",
            "worker_memory", "worker_xp", "workers_info"]

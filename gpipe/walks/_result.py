@@ -78,6 +78,12 @@ class WalkResult(HeldResult):
     def shape(self) -> tuple[int, int]:
         return (self.num_walks, self.width)
 
+    @property
+    def vertex_ids(self):
+        """The original id of each dense vertex id of the blocks (:meth:`map_blocks`), or None where the graph's
+        ids are its dense ids."""
+        return self._id_map
+
     def __len__(self) -> int:
         return self.num_walks
 

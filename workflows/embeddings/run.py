@@ -15,7 +15,6 @@ unless ``overwrite`` is set. A bad config exits with status 2 and one line on st
 
 from __future__ import annotations
 
-import importlib.util
 import inspect
 import os
 import sys
@@ -31,6 +30,8 @@ OUTPUT_FILES = r"corpus\.txt|embeddings\.w2v|summary\.json"
 
 # Walk arguments the workflow sets itself; a walk's other keywords may go in walks.params.
 _SET_BY_WORKFLOW = ("g", "length", "walks_per_vertex", "seed", "start", "progress")
+# word2vec's arguments the workflow sets itself (its keys); the others may go in word2vec.params.
+_SET_BY_WORD2VEC = ("walks", "dim", "window", "negative", "epochs", "seed", "progress")
 # The walks of gpipe.walks that start walks_per_vertex walks from every vertex: those an embedding needs
 # (not ppr, whose walks start from given sources).
 WALKS = tuple(name for name in gpipe.walks.__all__
@@ -78,6 +79,8 @@ def validate_config(config: dict) -> dict:
     workflow.check_config(config, _RULES)
     walk = config["walks"]
     workflow.check_params("walks.params", getattr(gpipe.walks, walk["algorithm"]), walk["params"], _SET_BY_WORKFLOW)
+    workflow.check_params("word2vec.params", gpipe.embeddings.word2vec, config["word2vec"]["params"],
+                          _SET_BY_WORD2VEC)
     return config
 
 
@@ -92,13 +95,13 @@ _RULES = {
     "walks.walks_per_vertex": _positive,
     "walks.seed": workflow.seed,
     "walks.params": workflow.mapping,
-    "word2vec.vector_size": _positive,
+    "walks.corpus": workflow.one_of((False, True)),
+    "word2vec.dim": _positive,
     "word2vec.window": _positive,
-    "word2vec.min_count": workflow.integer(minimum=0),
-    "word2vec.sg": workflow.integer(minimum=0, maximum=1),
+    "word2vec.negative": _positive,
     "word2vec.epochs": _positive,
-    "word2vec.workers": _positive,
     "word2vec.seed": workflow.seed,
+    "word2vec.params": workflow.mapping,
 }
 
 
@@ -117,8 +120,9 @@ def _run(config: dict) -> dict:
 
 def _write(config: dict, folder: str, out: str) -> dict:
     """The run, writing into ``folder``, which becomes ``out``."""
-    graph, walks, cluster = config["graph"], config["walks"], config["cluster"]
+    graph, walks, cluster, options = config["graph"], config["walks"], config["cluster"], config["word2vec"]
     walk = getattr(gpipe.walks, walks["algorithm"])
+    outputs = {"embeddings": "embeddings.w2v", "summary": "summary.json"}
     marks = {"start": time.perf_counter()}
     with gpipe.connect(cluster["scheduler_file"], cluster["address"], n_workers=cluster["n_workers"],
                        device=cluster["device"]) as client, client.as_current():
@@ -132,8 +136,15 @@ def _write(config: dict, folder: str, out: str) -> dict:
         result = walk(g, length=walks["length"], walks_per_vertex=walks["walks_per_vertex"], seed=walks["seed"],
                       **walks["params"])
         marks["walk"] = time.perf_counter()
-        result.to_corpus(os.path.join(folder, "corpus.txt"))
-        marks["corpus"] = time.perf_counter()
+        if walks["corpus"]:
+            result.to_corpus(os.path.join(folder, "corpus.txt"))
+            outputs["corpus"] = "corpus.txt"
+            marks["corpus"] = time.perf_counter()
+        vectors = gpipe.embeddings.word2vec(result, dim=options["dim"], window=options["window"],
+                                            negative=options["negative"], epochs=options["epochs"],
+                                            seed=options["seed"], **options["params"])
+        vectors.to_word2vec(os.path.join(folder, "embeddings.w2v"))
+        marks["word2vec"] = time.perf_counter()
         summary = {
             "status": "ok",
             "config": config,
@@ -141,46 +152,29 @@ def _write(config: dict, folder: str, out: str) -> dict:
                       "directed": g.directed},
             "cluster": {"scheduler": client.scheduler.address, "dashboard": client.dashboard_link},
             "walk": result.stats,
+            "embeddings": {"vectors": vectors.num_vertices, "dim": vectors.dim, **vectors.stats},
         }
         g.release()  # on a shared cluster, nothing would free it once this client is closed
     marks["disconnect"] = time.perf_counter()
-    summary["embeddings"] = _train(os.path.join(folder, "corpus.txt"), os.path.join(folder, "embeddings.w2v"),
-                                   config["word2vec"])
-    marks["word2vec"] = time.perf_counter()
-    outputs = {"corpus": "corpus.txt", "embeddings": "embeddings.w2v", "summary": "summary.json"}
-    if summary["embeddings"]["status"] != "ok":
-        del outputs["embeddings"]
-    summary["outputs"] = {key: os.path.join(out, name) for key, name in outputs.items()}
+    summary["outputs"] = {key: os.path.join(out, name) for key, name in sorted(outputs.items())}
     summary["timings"] = dict({b: marks[b] - marks[a] for a, b in pairwise(marks)},
-                              total=marks["word2vec"] - marks["start"])
+                              total=marks["disconnect"] - marks["start"])
     summary["gpipe_version"] = gpipe.__version__
     workflow.write_json(os.path.join(folder, "summary.json"), summary)
     return summary
 
 
-def _train(corpus: str, path: str, options: dict) -> dict:
-    """Train word2vec on the corpus and write the vectors to ``path``; skipped when gensim is missing."""
-    if importlib.util.find_spec("gensim") is None:
-        return {"status": "skipped", "reason": "gensim is not installed"}
-    from gensim.models import Word2Vec
-
-    model = Word2Vec(corpus_file=corpus, **options)
-    model.wv.save_word2vec_format(path)
-    return {"status": "ok", "words": len(model.wv), "vector_size": model.wv.vector_size}
-
-
 def _report(summary: dict) -> None:
-    graph, stats, embeddings, outputs = summary["graph"], summary["walk"], summary["embeddings"], summary["outputs"]
-    if embeddings["status"] == "ok":
-        vectors = f"{outputs['embeddings']} ({embeddings['words']:,} vectors of {embeddings['vector_size']})"
-    else:
-        vectors = f"skipped: {embeddings['reason']} (`pip install gensim` to train them)"
+    graph, stats, trained, outputs = summary["graph"], summary["walk"], summary["embeddings"], summary["outputs"]
+    corpus = f"  corpus      {outputs['corpus']}\n" if "corpus" in outputs else ""
     print(f"embeddings: {stats['algorithm']} on {graph['num_vertices']:,} vertices, {graph['num_edges']:,} edges, "
           f"{stats['workers']} worker(s) on {stats['device']}\n"
           f"  walks       {stats['walks']:,} of length {stats['length']}: {stats['steps']:,} steps in "
           f"{stats['seconds']:.3f} s = {stats['steps_per_second']:,.0f} steps/s\n"
-          f"  corpus      {outputs['corpus']}\n"
-          f"  embeddings  {vectors}\n"
+          f"{corpus}"
+          f"  embeddings  {outputs['embeddings']} ({trained['vectors']:,} vectors of {trained['dim']}: "
+          f"{trained['tokens']:,} tokens in {trained['seconds']:.3f} s = {trained['tokens_per_second']:,.0f} "
+          f"tokens/s)\n"
           f"  summary     {outputs['summary']}")
 
 

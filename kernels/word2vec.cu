@@ -1,0 +1,142 @@
+// word2vec's skip-gram with negative sampling on blocks of walks: a warp per walk, its lanes over the dimensions
+// (a lane holds dims lane, lane + 32, ... of the context's syn0 row and of its gradient in registers; a dot product
+// is summed across the lanes with shuffles). `warps` warps take the rows, warp w rows w, w + warps, ...: with one
+// (mode="serialized") the updates run in word2vec's order, a row after another; with a warp per row (mode="fast")
+// the rows run at once and update the tables without locks (Hogwild).
+// The rules, the draws and the tables (keep, cum) are written in gpipe/embeddings/_kernels.py, whose _train_cpu is
+// the CPU twin (same random stream; _initial_cpu for gp_word2vec_init). W2V_MAX_EXP, W2V_INIT_STEP and W2V_DOMAIN:
+// defined by the loader, from _kernels.py's MAX_EXP, INIT_STEP and DOMAIN.
+#include "rng.cuh"
+
+#define W2V_LANES 32
+
+__device__ __forceinline__ unsigned int w2v_word(ulonglong2 block, long long k) {
+    const unsigned long long w = k < 2 ? block.x : block.y;
+    return (unsigned int)((k & 1) ? (w >> 32) : w);
+}
+
+// the vertex a 32-bit draw picks: the first v with cum[v] > r, from the guide table's (about one step on)
+__device__ __forceinline__ long long w2v_negative(const long long* __restrict__ cum,
+                                                  const long long* __restrict__ guide, long long shift, long long r) {
+    long long v = guide[r >> shift];
+    while (cum[v] <= r) ++v;
+    return v;
+}
+
+__device__ __forceinline__ float w2v_warp_sum(float v) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
+// PER_LANE: the dims a lane holds in registers, dim <= 32 * PER_LANE (_kernels.py's train_kernel picks it)
+template <typename IdT, int PER_LANE>
+__global__ void gp_word2vec(const IdT* __restrict__ walks, long long rows, long long width, long long warps,
+                            long long first_walk, const long long* __restrict__ offset, long long done,
+                            long long total, long long epoch, float* __restrict__ syn0, float* __restrict__ syn1,
+                            long long dim, const long long* __restrict__ keep, const long long* __restrict__ cum,
+                            long long vocab, const long long* __restrict__ guide, long long shift, long long window,
+                            long long negative, unsigned long long key,
+                            float alpha, float min_alpha, int* __restrict__ effective, double* __restrict__ loss,
+                            long long* __restrict__ terms) {
+    const long long warp = ((long long)blockIdx.x * blockDim.x + threadIdx.x) / W2V_LANES;
+    const int lane = threadIdx.x % W2V_LANES;
+    const long long blocks = (negative + 3) / 4;
+    for (long long r = warp; r < rows; r += warps) {
+        const IdT* walk = walks + r * width;
+        int* kept = effective + r * width;
+        const unsigned long long walk_id = (unsigned long long)(first_walk + r);
+        const unsigned long long step0 = (unsigned long long)(epoch * width);
+        // the tokens that stay, in order: 32 positions at a time, compacted by ballot
+        long long n = 0;
+        for (long long base = 0; base < width; base += W2V_LANES) {
+            const long long p = base + lane;
+            const long long v = p < width ? (long long)walk[p] : -1;
+            bool stays = v >= 0 && keep[v] > 0;
+            if (stays && keep[v] < W2V_DOMAIN)
+                stays = (long long)w2v_word(gp_bits(key, walk_id, step0 + p, 0), 0) < keep[v];
+            const unsigned int mask = __ballot_sync(0xffffffffu, stays);
+            if (stays) kept[n + __popc(mask & ((1u << lane) - 1u))] = (int)p;
+            n += __popc(mask);
+            if (__any_sync(0xffffffffu, v < 0)) break;  // padding only follows a walk's end
+        }
+        __syncwarp();
+        double row_loss = 0.0;
+        long long row_terms = 0;
+        for (long long i = 0; i < n; ++i) {
+            const long long pc = kept[i];
+            const long long center = (long long)walk[pc];
+            const unsigned long long step = step0 + pc;
+            const float a = (float)((double)alpha - (double)(alpha - min_alpha) *
+                                                    ((double)(done + offset[r] + pc) / (double)total));
+            const long long b = gp_below(gp_bits(key, walk_id, step, 1), (unsigned long long)window);
+            const long long lo = i - window + b > 0 ? i - window + b : 0;
+            const long long hi = i + window + 1 - b < n ? i + window + 1 - b : n;
+            for (long long j = lo; j < hi; ++j) {
+                if (j == i) continue;
+                const long long pq = kept[j];
+                float* context = syn0 + (long long)walk[pq] * dim;
+                float l1[PER_LANE], work[PER_LANE];
+#pragma unroll
+                for (int t = 0; t < PER_LANE; ++t) {
+                    const long long d = lane + (long long)t * W2V_LANES;
+                    l1[t] = d < dim ? context[d] : 0.0f;
+                    work[t] = 0.0f;
+                }
+                for (long long k = 0; k <= negative; ++k) {
+                    long long target = center;
+                    float label = 1.0f;
+                    if (k > 0) {
+                        const ulonglong2 block = gp_bits(key, walk_id, step, 2 + pq * blocks + (k - 1) / 4);
+                        target = w2v_negative(cum, guide, shift, (long long)w2v_word(block, (k - 1) % 4));
+                        if (target == center) continue;
+                        label = 0.0f;
+                    }
+                    float* row = syn1 + target * dim;
+                    float part = 0.0f;
+#pragma unroll
+                    for (int t = 0; t < PER_LANE; ++t) {
+                        const long long d = lane + (long long)t * W2V_LANES;
+                        if (d < dim) part += l1[t] * row[d];
+                    }
+                    const float f = w2v_warp_sum(part);
+                    // -log sigmoid(x) is this term's loss; in floats (the twin's doubles: the same up to rounding)
+                    const float x = k == 0 ? f : -f;
+                    row_loss += (double)(fmaxf(-x, 0.0f) + log1pf(expf(-fabsf(x))));
+                    ++row_terms;
+                    float g;
+                    if (f > W2V_MAX_EXP) g = (label - 1.0f) * a;
+                    else if (f < -W2V_MAX_EXP) g = label * a;
+                    else g = (label - 1.0f / (1.0f + expf(-f))) * a;
+#pragma unroll
+                    for (int t = 0; t < PER_LANE; ++t) {
+                        const long long d = lane + (long long)t * W2V_LANES;
+                        if (d < dim) {
+                            work[t] += g * row[d];
+                            row[d] += g * l1[t];
+                        }
+                    }
+                }
+#pragma unroll
+                for (int t = 0; t < PER_LANE; ++t) {
+                    const long long d = lane + (long long)t * W2V_LANES;
+                    if (d < dim) context[d] += work[t];
+                }
+            }
+        }
+        if (lane == 0) {
+            loss[r] = row_loss;
+            terms[r] = row_terms;
+        }
+        __syncwarp();
+    }
+}
+
+// syn0 uniform in [-0.5 / dim, 0.5 / dim): element i is draw (i % dim) of vertex i / dim at step W2V_INIT_STEP
+extern "C" __global__ void gp_word2vec_init(float* __restrict__ syn0, long long n, long long dim,
+                                            unsigned long long key) {
+    const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n)
+        syn0[i] = (float)((gp_unit(gp_bits(key, (unsigned long long)(i / dim), W2V_INIT_STEP,
+                                           (unsigned long long)(i % dim))) - 0.5) / (double)dim);
+}

@@ -1,0 +1,270 @@
+"""word2vec's skip-gram on walks: the serialized twin against a plain NumPy loop, the tables it draws from, the
+parameters, the result's outputs, and the fast mode's quality on one and two workers."""
+
+import math
+
+import dask
+import numpy as np
+import pandas as pd
+import pytest
+
+import gpipe
+from gpipe import _rng
+from gpipe.embeddings._kernels import (DOMAIN, INIT_STEP, MAX_EXP, guide_table, keep_table, negative_table,
+                                       pick_negative)
+from gpipe.errors import GpipeValueError
+from helpers import centroid_accuracy, planted_partition
+
+
+def reference(walks: np.ndarray, num_vertices: int, *, dim, window, negative, epochs, alpha, min_alpha, min_count,
+              sample, seed) -> np.ndarray:
+    """word2vec's SGNS loop as gensim's ``train_batch_sg`` runs it, one walk after another, drawing what the twin
+    draws (``gpipe/embeddings/_kernels.py``): a plain-Python reading of the same rules."""
+    key = np.uint64(_rng.key(seed))
+    counts = np.bincount(walks[walks >= 0], minlength=num_vertices)
+    retained = counts >= max(min_count, 1)
+    weights = np.where(retained, counts ** 0.75, 0.0)
+    cum = np.rint(np.cumsum(weights) / weights.sum() * 2**32).astype(np.int64)
+    total_retained = counts[retained].sum()
+
+    def bits(*counter):
+        return np.array(_rng.bits(key, *counter), np.uint64)
+
+    def word(block, k):
+        w = int(block[0] if k < 2 else block[1])
+        return w >> 32 if k % 2 else w & 0xFFFFFFFF
+
+    syn0 = np.array([[(_rng.unit(bits(v, INIT_STEP, d)) - 0.5) / dim for d in range(dim)]
+                     for v in range(num_vertices)], np.float32)
+    syn1 = np.zeros((num_vertices, dim), np.float32)
+    lengths = (walks >= 0).sum(axis=1)
+    tokens = int(lengths.sum())
+    width = walks.shape[1]
+    for epoch in range(epochs):
+        done = epoch * tokens
+        for w, walk in enumerate(walks):
+            kept = []
+            for p in range(lengths[w]):
+                v = walk[p]
+                if not retained[v]:
+                    continue
+                if sample > 0:
+                    c, t = counts[v], sample * total_retained
+                    keep = min(1.0, (math.sqrt(c / t) + 1) * t / c)
+                    if word(bits(w, epoch * width + p, 0), 0) >= round(keep * 2**32):
+                        continue
+                kept.append(p)
+            for i, pc in enumerate(kept):
+                center, step = walk[pc], epoch * width + pc
+                a = np.float32(alpha - (alpha - min_alpha) * (done + pc) / (tokens * epochs))
+                b = _rng.below(bits(w, step, 1), window)
+                for j in range(max(0, i - window + b), min(len(kept), i + window + 1 - b)):
+                    if j == i:
+                        continue
+                    pq = kept[j]
+                    context = walk[pq]
+                    work = np.zeros(dim, np.float32)
+                    for k in range(negative + 1):
+                        if k == 0:
+                            target, label = center, np.float32(1)
+                        else:
+                            block = bits(w, step, 2 + pq * ((negative + 3) // 4) + (k - 1) // 4)
+                            target = int(np.searchsorted(cum, word(block, (k - 1) % 4), side="right"))
+                            if target == center:
+                                continue
+                            label = np.float32(0)
+                        f = np.float32(np.dot(syn0[context], syn1[target]))
+                        if f > MAX_EXP:
+                            g = (label - 1) * a
+                        elif f < -MAX_EXP:
+                            g = label * a
+                        else:
+                            g = (label - np.float32(1) / (np.float32(1) + np.float32(math.exp(-f)))) * a
+                        work += np.float32(g) * syn1[target]
+                        syn1[target] += np.float32(g) * syn0[context]
+                    syn0[context] += work
+            done += lengths[w]
+    return syn0
+
+
+def _walks(g, **kwargs):
+    return gpipe.walks.deepwalk(g, **kwargs)
+
+
+@pytest.mark.parametrize("sample, min_count", [(0.0, 0), (0.05, 3)])
+def test_the_serialized_twin_is_the_plain_numpy_loop(cpu, sample, min_count):
+    g = gpipe.generators.rmat(5, edge_factor=3, seed=3)
+    walks = _walks(g, length=9, walks_per_vertex=1, seed=4)
+    params = dict(dim=8, window=3, negative=6, epochs=2, alpha=0.05, min_alpha=0.001, min_count=min_count,
+                  sample=sample, seed=9)
+    got = gpipe.embeddings.word2vec(walks, mode="serialized", **params).compute()
+    expected = reference(walks.compute(), g.num_vertices, **params)
+    np.testing.assert_allclose(got, expected, atol=1e-6, rtol=0)
+
+
+def test_serialized_vectors_do_not_depend_on_how_many_workers_hold_the_walks(cpu):
+    g = gpipe.generators.rmat(6, edge_factor=3, seed=3)
+    with dask.config.set({"gpipe.walks.block-size": 16}):
+        spread = _walks(g, length=8, seed=4)
+    whole = _walks(g, length=8, seed=4)
+    a = gpipe.embeddings.word2vec(spread, dim=8, window=3, mode="serialized", seed=1)
+    b = gpipe.embeddings.word2vec(whole, dim=8, window=3, mode="serialized", seed=1)
+    np.testing.assert_array_equal(a.compute(), b.compute())
+
+
+def test_the_negative_table_draws_each_vertex_by_its_count_to_the_three_quarters():
+    counts = np.array([0, 1, 5, 100, 7, 0, 2])
+    retained = counts >= 2
+    cum = negative_table(counts, retained)
+    assert cum[-1] == DOMAIN
+    share = np.diff(np.concatenate([[0], cum])) / DOMAIN
+    weights = np.where(retained, counts ** 0.75, 0)
+    np.testing.assert_allclose(share, weights / weights.sum(), atol=2**-32)
+    # a draw r picks the first vertex whose cumulative count exceeds it: never one left out
+    picked = np.searchsorted(cum, np.arange(0, DOMAIN, DOMAIN // 4096), side="right")
+    assert set(picked.tolist()) <= set(np.flatnonzero(retained).tolist())
+
+
+@pytest.mark.parametrize("vertices", [1, 7, 1000])
+def test_the_guide_table_picks_the_vertex_a_search_of_the_cumulative_table_picks(vertices):
+    rng = np.random.default_rng(vertices)
+    counts = rng.zipf(1.5, vertices) * (rng.random(vertices) < 0.8)  # a few hubs, many rare, some never visited
+    counts[0] = max(counts[0], 1)
+    cum = negative_table(counts, counts > 0)
+    guide, shift = guide_table(cum)
+    draws = np.concatenate([rng.integers(0, DOMAIN, 5000), cum[cum < DOMAIN], np.maximum(cum - 1, 0), [DOMAIN - 1]])
+    picked = [pick_negative(cum, guide, shift, np.int64(r)) for r in draws]
+    np.testing.assert_array_equal(picked, np.searchsorted(cum, draws, side="right"))
+
+
+def test_subsampling_keeps_a_token_with_word2vecs_probability():
+    counts = np.array([1000, 10, 1, 0, 50])
+    retained = counts >= 1
+    sample = 0.01
+    keep = keep_table(counts, retained, sample) / DOMAIN
+    t = sample * counts[retained].sum()
+    expected = [min(1.0, (math.sqrt(c / t) + 1) * t / c) if r else 0.0 for c, r in zip(counts, retained)]
+    np.testing.assert_allclose(keep, expected, atol=2**-32)
+    assert (keep_table(counts, retained, 0.0) == np.where(retained, DOMAIN, 0)).all()
+
+
+@pytest.mark.parametrize("name, value, message", [
+    ("dim", 0, "'dim' must be a positive integer, got 0"),
+    ("dim", 2000, "'dim' must be an integer <= 1024, got 2000"),
+    ("window", 1.5, "'window' must be an integer, got 1.5"),
+    ("negative", 0, "'negative' must be a positive integer, got 0"),
+    ("epochs", 0, "'epochs' must be a positive integer, got 0"),
+    ("alpha", 0.0, "'alpha' must be in (0, 1], got 0.0"),
+    ("min_alpha", 0.5, "'min_alpha' must be at most 'alpha' (0.025), got 0.5"),
+    ("min_count", -1, "'min_count' must be an integer >= 0, got -1"),
+    ("sample", 2.0, "'sample' must be in [0, 1], got 2.0"),
+    ("seed", -1, "'seed' must be an integer >= 0, got -1"),
+    ("mode", "slow", "'mode' must be one of 'fast', 'serialized'; got 'slow'"),
+    ("sync", 0, "'sync' must be a positive integer or 'auto', got 0"),
+    ("sync", "often", "'sync' must be a positive integer or 'auto', got 'often'"),
+    ("progress", 3, "'progress'"),
+    ("min_count", 10**6, "'min_count' leaves no vertex to train"),
+])
+def test_a_bad_parameter_is_refused_naming_it(cpu, name, value, message):
+    walks = _walks(gpipe.generators.rmat(4, seed=1), length=4, seed=1)
+    with pytest.raises(GpipeValueError) as caught:
+        gpipe.embeddings.word2vec(walks, **{name: value})
+    assert message in str(caught.value)
+
+
+def test_walks_must_be_a_walk_result(cpu):
+    with pytest.raises(GpipeValueError, match="'walks' must be a gpipe.WalkResult"):
+        gpipe.embeddings.word2vec(np.zeros((3, 4), int))
+
+
+@pytest.fixture(scope="module")
+def named(cpu_cluster):
+    """Embeddings of a graph whose ids are strings (renumbered), with their walks."""
+    with cpu_cluster.as_current():
+        rng = np.random.default_rng(0)
+        src, dst = rng.integers(0, 30, 120), rng.integers(0, 30, 120)
+        g = gpipe.from_edges(pd.DataFrame({"src": [f"v{i}" for i in src], "dst": [f"v{i}" for i in dst]}))
+        walks = _walks(g, length=10, walks_per_vertex=3, seed=2)
+        yield g, gpipe.embeddings.word2vec(walks, dim=6, window=3, seed=5, epochs=2)
+
+
+def test_rows_are_the_graphs_vertices_in_its_order_with_their_ids(cpu, named):
+    g, emb = named
+    vectors = emb.compute()
+    assert vectors.shape == (g.num_vertices, 6) and vectors.dtype == np.float32
+    assert emb.ids.tolist() == g.to_original(np.arange(g.num_vertices)).tolist()
+
+
+def test_a_function_runs_where_the_vectors_are_and_a_cpu_cluster_refuses_device_vectors(cpu, named):
+    _, emb = named
+    assert cpu.gather(emb.map_blocks(lambda vectors, k: vectors[:k].shape, 3)) == [(3, 6)]
+    with pytest.raises(GpipeValueError, match="device=True: .* this cluster computes on the CPU"):
+        emb.compute(device=True)
+
+
+def test_to_parquet_reads_back_as_the_ids_and_the_vectors(cpu, named, tmp_path):
+    _, emb = named
+    frame = pd.read_parquet(emb.to_parquet(tmp_path / "vectors"))
+    assert frame["id"].tolist() == emb.ids.tolist()
+    np.testing.assert_array_equal(frame[[f"v{d}" for d in range(6)]].to_numpy(), emb.compute())
+
+
+def test_to_word2vec_writes_the_text_format_a_float32_reads_back_from(cpu, named, tmp_path):
+    _, emb = named
+    lines = open(emb.to_word2vec(tmp_path / "vectors.txt")).read().splitlines()
+    assert lines[0] == f"{emb.num_vertices} 6"
+    ids = [line.split()[0] for line in lines[1:]]
+    values = np.array([line.split()[1:] for line in lines[1:]], np.float32)
+    assert ids == emb.ids.tolist()
+    np.testing.assert_array_equal(values, emb.compute())
+
+
+def test_most_similar_ranks_by_cosine_leaving_the_vertex_out(cpu, named):
+    _, emb = named
+    vectors = emb.compute()
+    unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    row = 4
+    cosines = unit @ unit[row]
+    cosines[row] = -np.inf
+    order = np.argsort(-cosines)[:5]
+    near = emb.most_similar(emb.ids[row], k=5)
+    assert [i for i, _ in near] == emb.ids[order].tolist()
+    np.testing.assert_allclose([c for _, c in near], cosines[order], atol=1e-5)
+    with pytest.raises(GpipeValueError, match="'vertex' must be a vertex of the graph, got 'nope'"):
+        emb.most_similar("nope")
+
+
+def test_progress_reports_every_round_and_stats_say_how_training_went(cpu):
+    walks = _walks(gpipe.generators.rmat(6, seed=1), length=10, seed=1)
+    heard = []
+    emb = gpipe.embeddings.word2vec(walks, dim=8, epochs=3, sync=2, seed=1, progress=lambda **r: heard.append(r))
+    tokens = int((walks.compute() >= 0).sum())
+    assert [r["epoch"] for r in heard] == [0, 0, 1, 1, 2, 2]
+    assert [r["tokens"] for r in heard[1::2]] == [tokens, 2 * tokens, 3 * tokens]
+    assert heard[-1]["total"] == emb.stats["tokens"] == 3 * tokens
+    assert len(emb.stats["loss"]) == 3 and emb.stats["loss"][-1] < emb.stats["loss"][0]
+    assert emb.stats["workers"] == 1 and emb.stats["mode"] == "fast" and emb.stats["tokens_per_second"] > 0
+    assert emb.stats["vocabulary"] == np.unique(walks.compute()[walks.compute() >= 0]).size
+
+
+@pytest.fixture(scope="module")
+def communities(cpu_cluster):
+    edges, labels = planted_partition()
+    with cpu_cluster.as_current():
+        g = gpipe.from_edges(edges)
+        assert (g.to_original(np.arange(g.num_vertices)) == np.arange(len(labels))).all()
+        with dask.config.set({"gpipe.walks.block-size": 600}):  # two blocks: one on each worker
+            spread = _walks(g, length=40, walks_per_vertex=5, seed=3)
+        whole = _walks(g, length=40, walks_per_vertex=5, seed=3)
+        yield spread, whole, labels
+
+
+def test_the_fast_mode_separates_planted_communities_on_one_worker_and_on_two(cpu, communities):
+    spread, whole, labels = communities
+    params = dict(dim=32, window=5, negative=5, seed=1)
+    one = gpipe.embeddings.word2vec(whole, **params)
+    two = gpipe.embeddings.word2vec(spread, **params)
+    assert one.stats["workers"] == 1 and two.stats["workers"] == 2 and two.stats["rounds_per_epoch"] > 4
+    alone, together = centroid_accuracy(one.compute(), labels), centroid_accuracy(two.compute(), labels)
+    assert alone > 0.9 and together > 0.9
+    assert together >= alone - 0.03
