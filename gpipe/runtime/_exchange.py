@@ -397,7 +397,7 @@ class Round:
 
     def wait(self) -> None:
         """Until the peers' headers and payloads of the round are here (once)."""
-        if self._heard is None:
+        if self._heard is None and self.counts is None:
             t0 = time.perf_counter()
             matrix, received, on_wire = self._wait()
             self._heard = (matrix, received)
@@ -412,7 +412,7 @@ class Round:
             self.wait()
             t0 = time.perf_counter()
             self.counts = self._exchange._arrived(self._superstep, *self._heard)
-            self._heard = ((), {})  # the payloads, as the inboxes hold them
+            self._heard = None  # its walkers are in the inboxes
             self.waited += time.perf_counter() - t0
         return self.counts
 

@@ -18,6 +18,7 @@ import numpy as np
 
 from ..backend import to_host, xp
 from ..errors import GpipeError, TaskError
+from ._packing import walker_count
 from ._run import Run
 from ._spec import Grouped, RunSpec, StartSet, StepSpec
 from ._store import store
@@ -148,13 +149,13 @@ def in_chunks(spec: RunSpec, run: Run, exchange, initial: dict, *, part: int, wa
         with failing("advance", part, superstep):
             walkers = _arrivals(spec, run, store().partitions.get(spec.graph_id, part), initial.pop(part, None),
                                 part, superstep)
-        size = -(-next(iter(walkers.values())).shape[0] // chunks)
+        size = -(-walker_count(walkers) // chunks)
     me = store().worker_address
     pending = None
     for i in range(chunks):
         chunk = {k: v[i * size:(i + 1) * size] for k, v in walkers.items()}
         to = np.zeros(len(spec.placement), np.int64)
-        if chunk and next(iter(chunk.values())).shape[0]:
+        if chunk and walker_count(chunk):
             if pending is not None:
                 run.overlap(pending.wait)
             with failing("advance", part, superstep):
@@ -294,7 +295,7 @@ def _advance_partition(spec: RunSpec, run: Run, walkers: dict | int | StartSet |
     inside = (p.bounds[:-1] >= p.lo) & (p.bounds[1:] <= p.hi)  # the partitions of p (a span's, or its own)
     here = store().worker_address
     for q, walkers, routed in _routes(x, moved, p.bounds):
-        counts[q] += next(iter(walkers.values())).shape[0]
+        counts[q] += walker_count(walkers)
         if spec.placement[q] == here:
             run.deliver(superstep + 1, q, walkers, local=True)
         else:
