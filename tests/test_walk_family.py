@@ -5,6 +5,7 @@ import inspect
 from collections import Counter, defaultdict
 
 import dask
+import networkx as nx
 import numpy as np
 import pandas as pd
 import pytest
@@ -162,6 +163,18 @@ def _exact_ppr(edges: pd.DataFrame, n: int, source: int, restart: float) -> np.n
     for _ in range(500):
         x = restart * home + (1 - restart) * (x @ P + x[out == 0].sum() * home)
     return x
+
+
+def test_ppr_restart_is_one_minus_the_alpha_of_networkx_pagerank(dead_end_edges):
+    """What ppr's docstring says: the personalized PageRank its walks estimate (the power iteration the test below
+    holds them to) is networkx's with alpha = 1 - restart and the source as personalization, dead ends included."""
+    graph = nx.from_pandas_edgelist(dead_end_edges, "src", "dst", edge_attr="w", create_using=nx.DiGraph)
+    restart = 0.2
+    for source in (3, 40):  # 40: a dead end
+        theirs = nx.pagerank(graph, alpha=1 - restart, personalization={source: 1}, weight="w", tol=1e-13,
+                             max_iter=1000)
+        np.testing.assert_allclose(_exact_ppr(dead_end_edges, 42, source, restart),
+                                   [theirs[v] for v in range(42)], atol=1e-10)
 
 
 def test_ppr_scores_are_personalized_pagerank_within_monte_carlo_error(cpu, dead_end_edges):

@@ -133,6 +133,12 @@ def ppr(g, start, restart: float = 0.15, walks_per_source: int = 100, length: in
     visits between restarts: :meth:`PPRResult.scores` says how, and how close
     (``length`` bounds the bias, ``walks_per_source`` the noise).
 
+    ``restart`` is ``1 - alpha`` of :func:`networkx.pagerank`, whose ``alpha``
+    is the probability of following an edge: the scores of source ``s``
+    estimate ``networkx.pagerank(G, alpha=1 - restart, personalization={s: 1})``
+    (``weight=None`` unless ``weighted``; networkx's dead ends, as these walks',
+    go back to ``s``).
+
     Parameters
     ----------
     g : Graph, gpipe.dynamic.DynamicGraph or gpipe.dynamic.Snapshot
@@ -142,7 +148,7 @@ def ppr(g, start, restart: float = 0.15, walks_per_source: int = 100, length: in
         raise ``walks_per_source``. Called ``sources`` before: that name is
         still taken, with a DeprecationWarning, until the next release.
     restart : float
-        Restart probability, in [0, 1).
+        Restart probability, in [0, 1): networkx's ``1 - alpha``.
     walks_per_source : int
         Walks from each source.
     length : int
