@@ -56,7 +56,7 @@ def _walk(name: str, g, args):
         return gpipe.walks.deepwalk(g, length=args.length, weighted=True, seed=args.seed)
     if name == "node2vec":
         return gpipe.walks.node2vec(g, p=0.5, q=2.0, length=args.length, weighted=True, seed=args.seed)
-    return gpipe.walks.ppr(g, sources=np.arange(g.num_vertices), restart=args.restart, walks_per_source=1,
+    return gpipe.walks.ppr(g, start=np.arange(g.num_vertices), restart=args.restart, walks_per_source=1,
                            length=args.length, weighted=True, seed=args.seed)
 
 

@@ -96,7 +96,7 @@ def _workloads(g, args) -> dict:
         "node2vec": (gpipe.walks.node2vec, {**walk, "p": args.p, "q": args.q}),
         "metropolis-hastings": (gpipe.walks.metropolis_hastings, walk),
         "jump": (gpipe.walks.with_jump, {**walk, "jump": 0.1}),
-        "ppr": (gpipe.walks.ppr, {"sources": g.to_original(np.arange(g.num_vertices)), "restart": 0.15,
+        "ppr": (gpipe.walks.ppr, {"start": g.to_original(np.arange(g.num_vertices)), "restart": 0.15,
                                   "walks_per_source": args.walks_per_vertex, "length": args.length}),
         "multidimensional": (gpipe.walks.multidimensional, {"frontier_size": args.frontier_size,
                                                             "budget": args.budget,

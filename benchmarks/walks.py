@@ -59,7 +59,7 @@ WALKS = {
     "node2vec-weighted": (gpipe.walks.node2vec, {"p": "P", "q": "Q", "weighted": True}),
     "metropolis-hastings": (gpipe.walks.metropolis_hastings, {}),
     "jump": (gpipe.walks.with_jump, {"jump": 0.1}),
-    "ppr": (gpipe.walks.ppr, {"sources": "ALL", "restart": 0.15, "walks_per_source": 1}),
+    "ppr": (gpipe.walks.ppr, {"start": "ALL", "restart": 0.15, "walks_per_source": 1}),
 }
 
 
@@ -71,8 +71,7 @@ def _kwargs(template: dict, args, g) -> dict:
 def _run_walk(name: str, g, args) -> dict:
     function, template = WALKS[name]
     kwargs = _kwargs(template, args, g)
-    warm = dict(kwargs, sources=warm_starts(g)) if "sources" in kwargs else dict(kwargs, start=warm_starts(g))
-    function(g, length=2, seed=99, **warm).persist()  # compile the kernels on every worker
+    function(g, length=2, seed=99, **dict(kwargs, start=warm_starts(g))).persist()  # compile the kernels on every worker
     runs = []
     for r in range(args.repeat):
         called = time.perf_counter()
@@ -97,8 +96,8 @@ def _run_walk(name: str, g, args) -> dict:
     return {
         "workload": name,
         "parameters": {"length": args.length, "repeat": args.repeat,
-                       **{k: v for k, v in kwargs.items() if k != "sources"},
-                       **({"sources": "every vertex"} if "sources" in kwargs else {"walks_per_vertex": 1})},
+                       **{k: v for k, v in kwargs.items() if k != "start"},
+                       **({"start": "every vertex"} if "start" in kwargs else {"walks_per_vertex": 1})},
         "walks": best["walks"], "steps": best["steps"], "seconds": best["seconds"],
         "steps_per_second": best["steps_per_second"],
         "fraction_of_h200_ceiling": best["steps_per_second"] / H200_CEILING_STEPS_PER_S,

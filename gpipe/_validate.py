@@ -2,16 +2,41 @@
 
 from __future__ import annotations
 
+import functools
+import inspect
 import numbers
 import os
 import textwrap
-from collections.abc import Iterable
+import warnings
+from collections.abc import Callable, Iterable
 
 import cloudpickle
 import numpy as np
 from distributed import Client
 
 from .errors import GpipeValueError
+
+
+def renamed(old: str, new: str) -> Callable[[Callable], Callable]:
+    """A decorator: the function's parameter ``new`` is still taken by its old name ``old`` for one release, with a
+    DeprecationWarning that names both; both at once is an error that names both."""
+    def rename(function: Callable) -> Callable:
+        parameters = list(inspect.signature(function).parameters)
+        position = parameters.index(new)  # ``new`` came by position when more arguments than this did
+
+        @functools.wraps(function)
+        def call(*args, **kwargs):
+            if old in kwargs:
+                name = function.__name__
+                if new in kwargs or len(args) > position:
+                    raise GpipeValueError(f"{name}(): '{new}' and '{old}' (its old name) must not both be given, got "
+                                          f"both: pass {new} only")
+                warnings.warn(f"{name}(): '{old}' is deprecated, it is now '{new}' ({name}({parameters[0]}, "
+                              f"{new}=...)); '{old}' goes in the next release", DeprecationWarning, stacklevel=2)
+                kwargs[new] = kwargs.pop(old)
+            return function(*args, **kwargs)
+        return call
+    return rename
 
 
 def check_int(name: str, value, *, minimum: int | None = None, maximum: int | None = None) -> int:

@@ -183,7 +183,7 @@ def test_walk_with_a_vertex_order_steps_along_the_graphs_edges_in_its_ids(capsys
 
 
 def test_walk_ppr_writes_scores_that_sum_to_one_per_source(capsys, cpu_cluster, rmat_7_4, tmp_path):
-    code, out, err = _run(capsys, cpu_cluster, "walk", "ppr", "--graph", "rmat:7:4", "--sources", "0,5",
+    code, out, err = _run(capsys, cpu_cluster, "walk", "ppr", "--graph", "rmat:7:4", "--start", "0,5",
                           "--walks-per-source", "10", "--length", "8", "--quiet", "--out", str(tmp_path))
     assert code == 0, err
     walks = _walks(tmp_path / "walks.txt")
@@ -197,7 +197,19 @@ def test_walk_ppr_writes_scores_that_sum_to_one_per_source(capsys, cpu_cluster, 
     summary = read_summary(tmp_path)
     assert summary["status"] == "ok" and summary["walk"]["walks"] == 20
     assert summary["outputs"]["scores"] == str(tmp_path / "scores.parquet") and "scores.parquet" in out
-    assert summary["parameters"]["sources"] == "0,5" and summary["parameters"]["walks_per_source"] == 10
+    assert summary["parameters"]["start"] == "0,5" and summary["parameters"]["walks_per_source"] == 10
+
+
+def test_walk_ppr_still_takes_sources_for_start_warning_and_walking_the_same(capsys, cpu_cluster, tmp_path):
+    runs = {}
+    for flag in ("--start", "--sources"):
+        code, _, err = _run(capsys, cpu_cluster, "walk", "ppr", "--graph", "rmat:7:4", flag, "0,5",
+                            "--walks-per-source", "3", "--length", "4", "--quiet", "--out", str(tmp_path / flag))
+        assert code == 0, err
+        runs[flag] = (tmp_path / flag / "walks.txt").read_text(), err
+    assert runs["--sources"][0] == runs["--start"][0] and runs["--start"][1] == ""
+    assert runs["--sources"][1] == ("gpipe walk ppr: warning: --sources is deprecated, it is now --start; --sources "
+                                    "goes in the next release\n")
 
 
 @pytest.mark.parametrize("algorithm, flags, name", [("metropolis-hastings", [], "metropolis_hastings"),
@@ -249,7 +261,7 @@ def test_walk_start_with_string_ids(capsys, cpu_cluster, tmp_path):
     assert [w.split()[0] for w in walks if w] == ["d", "a"]
 
 
-def test_start_sources_and_seeds_are_read_as_the_graph_reads_its_ids(capsys, cpu_cluster, tmp_path):
+def test_start_and_seeds_are_read_as_the_graph_reads_its_ids(capsys, cpu_cluster, tmp_path):
     path = tmp_path / "edges.txt"
     path.write_text("007 a\na 1\n1 007\n")  # ids read as strings: '007' is not 7, and '1' is not 1
     code, _, err = _run(capsys, cpu_cluster, "walk", "deepwalk", "--graph", str(path), "--start", "1,007",
@@ -351,10 +363,11 @@ def test_walk_rejects_bad_flags_before_connecting(capsys, args, name):
 @pytest.mark.parametrize("args, name", [
     (["node2vec", "--p", "0"], "'p'"),
     (["node2vec", "--q", "inf"], "'q'"),
-    (["ppr", "--sources", "0", "--restart", "1"], "'restart'"),
-    (["ppr", "--sources", "0", "--walks-per-source", "0"], "'walks_per_source'"),
-    (["ppr"], "--sources"),
-    (["ppr", "--sources", "1,,2"], "'sources'"),
+    (["ppr", "--start", "0", "--restart", "1"], "'restart'"),
+    (["ppr", "--start", "0", "--walks-per-source", "0"], "'walks_per_source'"),
+    (["ppr"], "--start"),
+    (["ppr", "--start", "1,,2"], "'start'"),
+    (["ppr", "--start", "0", "--sources", "1"], "argument --sources: not allowed with argument --start"),
     (["jump", "--jump", "1.5"], "'jump'"),
     (["deepwalk", "--start", "@no/such/starts.txt"], "'start'"),
     (["metropolis-hastings", "--weighted"], "--weighted"),
@@ -433,7 +446,7 @@ def test_walk_applies_an_update_log_in_rounds_walking_after_each(capsys, cpu_clu
 def test_a_bad_update_log_names_its_row_and_leaves_no_output(capsys, cpu_cluster, tmp_path):
     log = _update_log(tmp_path / "log.csv", [("insert", 0, 200, 1.0), ("insert", 1, 2, 1.0),
                                              ("delete", 0, 200, None), ("delete", 0, 200, None)])
-    code, _, err = _run(capsys, cpu_cluster, "walk", "ppr", "--graph", "rmat:7:4", "--sources", "0",
+    code, _, err = _run(capsys, cpu_cluster, "walk", "ppr", "--graph", "rmat:7:4", "--start", "0",
                         "--updates", log, "--rounds", "2", "--quiet", "--out", str(tmp_path / "o"))
     assert code == 2 and err.count("\n") == 1 and "Traceback" not in err
     assert f"{log}: round 2: update 3: cannot delete edge (0, 200): it is not in the graph" in err

@@ -54,6 +54,8 @@ def graphs(cpu_cluster):
                "weighted": gpipe.generators.rmat(9, seed=4, weighted=True, partitions=3)}
 
 
+PPR_WALKS = {"walks_per_source": 20, "length": 12, "seed": 7}  # from [0, 7, 9]
+PPR_SCORES = {"walks_per_source": 30, "length": 12, "weighted": True, "seed": 8}  # from [1, 2]
 CASES = {
     "deepwalk": lambda g: gpipe.walks.deepwalk(g["unweighted"], length=12, walks_per_vertex=2, seed=1).compute(),
     "deepwalk-weighted": lambda g: gpipe.walks.deepwalk(g["weighted"], length=12, weighted=True, seed=2).compute(),
@@ -62,10 +64,8 @@ CASES = {
                                                         seed=4).compute(),
     "metropolis-hastings": lambda g: gpipe.walks.metropolis_hastings(g["unweighted"], length=12, seed=5).compute(),
     "jump": lambda g: gpipe.walks.with_jump(g["unweighted"], jump=0.2, length=12, seed=6).compute(),
-    "ppr-walks": lambda g: gpipe.walks.ppr(g["unweighted"], sources=[0, 7, 9], walks_per_source=20, length=12,
-                                           seed=7).compute(),
-    "ppr-scores": lambda g: gpipe.walks.ppr(g["weighted"], sources=[1, 2], walks_per_source=30, length=12,
-                                            weighted=True, seed=8).scores(),
+    "ppr-walks": lambda g: gpipe.walks.ppr(g["unweighted"], start=[0, 7, 9], **PPR_WALKS).compute(),
+    "ppr-scores": lambda g: gpipe.walks.ppr(g["weighted"], start=[1, 2], **PPR_SCORES).scores(),
     "multidimensional": lambda g: gpipe.walks.multidimensional(g["unweighted"], frontier_size=20, budget=60,
                                                                instances=3, seed=9).compute(),
     "neighbor": lambda g: gpipe.sampling.neighbor(g["unweighted"], seeds=np.arange(30), fanout=3, depth=2,
@@ -90,3 +90,13 @@ def test_results_match_their_pinned_digest(cpu_cluster, graphs, name):
     with cpu_cluster.as_current():
         got = digest(CASES[name](graphs))
     assert got == DIGESTS[name], f"{name}: digest {got}, pinned {DIGESTS[name]}"
+
+
+def test_ppr_by_the_old_name_sources_warns_naming_start_and_gives_the_pinned_digests(cpu_cluster, graphs):
+    old = r"ppr\(\): 'sources' is deprecated, it is now 'start' \(ppr\(g, start=...\)\); 'sources' goes in the next"
+    with cpu_cluster.as_current():
+        with pytest.warns(DeprecationWarning, match=old):
+            walks = gpipe.walks.ppr(graphs["unweighted"], sources=[0, 7, 9], **PPR_WALKS).compute()
+        with pytest.warns(DeprecationWarning, match=old):
+            scores = gpipe.walks.ppr(graphs["weighted"], sources=[1, 2], **PPR_SCORES).scores()
+    assert (digest(walks), digest(scores)) == (DIGESTS["ppr-walks"], DIGESTS["ppr-scores"])

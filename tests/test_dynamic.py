@@ -485,7 +485,7 @@ def test_a_run_snapshot_that_a_batch_pins_first_holds_the_graph_as_taken(one_wor
     (gpipe.walks.deepwalk, {}),
     (gpipe.walks.deepwalk, {"weighted": True}),
     (gpipe.walks.with_jump, {"jump": 0.2, "weighted": True}),
-    (gpipe.walks.ppr, {"sources": [0, 3, 31], "restart": 0.2, "walks_per_source": 5, "weighted": True}),
+    (gpipe.walks.ppr, {"start": [0, 3, 31], "restart": 0.2, "walks_per_source": 5, "weighted": True}),
     (gpipe.walks.node2vec, {"p": 0.5, "q": 2.0}),
     (gpipe.walks.node2vec, {"p": 0.01, "q": 50.0, "weighted": True}),
 ])

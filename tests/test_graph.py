@@ -232,7 +232,7 @@ def test_read_edges_formats_agree(cpu, small_edges, tmp_path):
         (lambda: gpipe.walks.deepwalk(None), "'g' must be a gpipe.Graph .*, got NoneType"),
         (lambda: gpipe.walks.metropolis_hastings(pd.DataFrame({"src": [0], "dst": [1]})),
          "'g' must be a gpipe.Graph .*, got DataFrame"),
-        (lambda: gpipe.walks.ppr(None, sources=[0]), "'g' must be a gpipe.Graph .*, got NoneType"),
+        (lambda: gpipe.walks.ppr(None, start=[0]), "'g' must be a gpipe.Graph .*, got NoneType"),
         (lambda: gpipe.walks.multidimensional("graph.txt"), "'g' must be a gpipe.Graph .*, got str"),
     ],
 )

@@ -73,7 +73,7 @@ def test_a_run_on_a_graph_that_lost_a_worker_fails_naming_its_partitions(killabl
 def test_walks_whose_worker_is_lost_fail_naming_its_partitions_and_leave_no_output(killable_cluster, tmp_path, use):
     g = _graph()
     with dask.config.set({"gpipe.walks.block-size": 4}):  # blocks on both workers (each block's pieces go to its own)
-        w = gpipe.walks.ppr(g, sources=[0, g.num_vertices - 1], walks_per_source=5, length=5, seed=1)
+        w = gpipe.walks.ppr(g, start=[0, g.num_vertices - 1], walks_per_source=5, length=5, seed=1)
     _fails_naming(_kill(killable_cluster, g), lambda: use(w, tmp_path))
     assert os.listdir(tmp_path) == []
 

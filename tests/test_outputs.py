@@ -35,7 +35,7 @@ def _writers(g):
     walks = gpipe.walks.deepwalk(g, length=3, seed=0)
     sample = gpipe.sampling.neighbor(g, seeds=[0, 2], fanout=1, depth=2)
     paths = gpipe.mining.match(g, [(0, 1), (1, 2)], embeddings=True)
-    ppr = gpipe.walks.ppr(g, sources=[0, 2], walks_per_source=4, length=5, seed=0)
+    ppr = gpipe.walks.ppr(g, start=[0, 2], walks_per_source=4, length=5, seed=0)
     return {"graph": g.to_parquet, "walks": walks.to_parquet, "sample": sample.to_parquet,
             "embeddings": paths.to_parquet, "scores": ppr.scores_to_parquet}
 
@@ -121,7 +121,7 @@ def test_folder_writers_write_into_an_empty_folder(graph, tmp_path):
 
 
 def test_a_scores_folder_reads_back_as_the_scores(graph, tmp_path):
-    ppr = gpipe.walks.ppr(graph, sources=[0, 2], walks_per_source=4, length=5, seed=0)
+    ppr = gpipe.walks.ppr(graph, start=[0, 2], walks_per_source=4, length=5, seed=0)
     pd.testing.assert_frame_equal(pd.read_parquet(ppr.scores_to_parquet(tmp_path / "scores")), ppr.scores())
 
 

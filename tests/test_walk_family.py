@@ -1,9 +1,11 @@
 """The walk family against exact probabilities (fixed seeds, chi-square at a 1e-3 false-alarm rate),
 and the same walks for any partitioning."""
 
+import inspect
 from collections import Counter, defaultdict
 
 import dask
+import networkx as nx
 import numpy as np
 import pandas as pd
 import pytest
@@ -29,6 +31,12 @@ def weighted_edges() -> pd.DataFrame:
     frame = frame.loc[~key.duplicated()].reset_index(drop=True)
     frame["w"] = rng.uniform(0.5, 2.0, len(frame)).round(3)
     return frame
+
+
+@pytest.fixture(scope="module")
+def dead_end_edges(weighted_edges) -> pd.DataFrame:
+    """``weighted_edges`` as directed edges and three more, into vertices 40 and 41, which have no out-edge."""
+    return pd.concat([weighted_edges, pd.DataFrame({"src": [5, 12, 30], "dst": [40, 41, 41], "w": [1.0, 2.0, 0.5]})])
 
 
 def _adjacency(edges: pd.DataFrame) -> dict:
@@ -157,14 +165,25 @@ def _exact_ppr(edges: pd.DataFrame, n: int, source: int, restart: float) -> np.n
     return x
 
 
-def test_ppr_scores_are_personalized_pagerank_within_monte_carlo_error(cpu, weighted_edges):
+def test_ppr_restart_is_one_minus_the_alpha_of_networkx_pagerank(dead_end_edges):
+    """What ppr's docstring says: the personalized PageRank its walks estimate (the power iteration the test below
+    holds them to) is networkx's with alpha = 1 - restart and the source as personalization, dead ends included."""
+    graph = nx.from_pandas_edgelist(dead_end_edges, "src", "dst", edge_attr="w", create_using=nx.DiGraph)
+    restart = 0.2
+    for source in (3, 40):  # 40: a dead end
+        theirs = nx.pagerank(graph, alpha=1 - restart, personalization={source: 1}, weight="w", tol=1e-13,
+                             max_iter=1000)
+        np.testing.assert_allclose(_exact_ppr(dead_end_edges, 42, source, restart),
+                                   [theirs[v] for v in range(42)], atol=1e-10)
+
+
+def test_ppr_scores_are_personalized_pagerank_within_monte_carlo_error(cpu, dead_end_edges):
     """1e5 walks per source (10 seeds of 1e4) on a weighted directed graph with dead ends, against power iteration:
     every score within the Monte Carlo error the seeds' spread shows (t-test per vertex, Bonferroni over all,
     false-alarm rate 1e-3): L1 0.002, at most 4.3 standard errors here, where the share of visits of
     fixed-length walks missed by 0.02 to 0.03, up to 59 standard errors (the source +4 %)."""
-    edges = pd.concat([weighted_edges, pd.DataFrame({"src": [5, 12, 30], "dst": [40, 41, 41], "w": [1.0, 2.0, 0.5]})])
     n, restart, sources, seeds = 42, 0.2, [3, 12, 40], range(10)  # 40: a dead end
-    g = gpipe.from_edges(edges, weight="w", directed=True, partitions=3)
+    g = gpipe.from_edges(dead_end_edges, weight="w", directed=True, partitions=3)
     runs = []
     for seed in seeds:
         scores = gpipe.walks.ppr(g, sources, restart=restart, walks_per_source=10_000, length=40, weighted=True,
@@ -172,7 +191,7 @@ def test_ppr_scores_are_personalized_pagerank_within_monte_carlo_error(cpu, weig
         runs.append([scores[scores.source == s].set_index("vertex").score.reindex(range(n), fill_value=0.0)
                      for s in sources])
     runs = np.array(runs)  # seed, source, vertex
-    exact = np.array([_exact_ppr(edges, n, s, restart) for s in sources])
+    exact = np.array([_exact_ppr(dead_end_edges, n, s, restart) for s in sources])
     mean = runs.mean(axis=0)
     error = runs.std(axis=0, ddof=1) / np.sqrt(len(seeds))
     np.testing.assert_allclose(runs.sum(axis=2), 1.0)
@@ -244,9 +263,19 @@ def test_directed_graphs_end_at_dead_ends(cpu, walk):
     (lambda g: gpipe.walks.node2vec(g, start=[10**6]), "'start' must hold vertices of the graph"),
     (lambda g: gpipe.walks.ppr(g, [0], restart=1.0), r"'restart' must be in \[0, 1\), got 1.0"),
     (lambda g: gpipe.walks.ppr(g, [0], restart=-0.1), r"'restart' must be in \[0, 1\), got -0.1"),
-    (lambda g: gpipe.walks.ppr(g, [10**6]), "'sources' must hold vertices of the graph"),
-    (lambda g: gpipe.walks.ppr(g, [5, 0, 5, 5]), r"'sources' must hold each vertex once .*; 5 is there 3 times"),
+    (lambda g: gpipe.walks.ppr(g, [10**6]), "'start' must hold vertices of the graph"),
+    (lambda g: gpipe.walks.ppr(g, [5, 0, 5, 5]), r"'start' must hold each vertex once .*; 5 is there 3 times"),
     (lambda g: gpipe.walks.ppr(g, [0], walks_per_source=0), "'walks_per_source' must be a positive integer"),
+    (lambda g: gpipe.walks.ppr(g, []), "'start' must hold at least one vertex, got an empty array"),
+    (lambda g: gpipe.walks.ppr(g, [0], sources=[1]),
+     r"ppr\(\): 'start' and 'sources' \(its old name\) must not both be given, got both: pass start only"),
+    (lambda g: gpipe.walks.ppr(g, start=[0], sources=[1]), r"'start' and 'sources' \(its old name\) must not both"),
+    (lambda g: gpipe.walks.deepwalk(g, 80), r"'start' must be a list or array of vertex ids \(the second parameter "
+                                            r"of every walk; pass length and the others by name\), got the single "
+                                            r"value 80"),
+    (lambda g: gpipe.walks.node2vec(g, 0.5, 2.0), "'start' must be a list or array .*, got the single value 0.5"),
+    (lambda g: gpipe.walks.ppr(g, 0), "'start' must be a list or array .*, got the single value 0"),
+    (lambda g: gpipe.walks.multidimensional(g, 50), "'start' must be a list or array .*, got the single value 50"),
     (lambda g: gpipe.walks.with_jump(g, jump=1.5), r"'jump' must be in \[0, 1\], got 1.5"),
     (lambda g: gpipe.walks.metropolis_hastings(g, length=-2), "'length' must be a positive integer, got -2"),
     (lambda g: gpipe.walks.node2vec(g, weighted=True), "'weighted' needs a graph with edge weights"),
@@ -255,6 +284,14 @@ def test_bad_parameters_are_rejected_by_name(cpu, call, message):
     g = gpipe.generators.rmat(scale=6, edge_factor=2, seed=0, partitions=1)
     with pytest.raises(GpipeValueError, match=message):
         call(g)
+
+
+def test_every_walk_takes_the_graph_first_and_its_start_vertices_second_by_position_or_name():
+    walks = [getattr(gpipe.walks, name) for name in gpipe.walks.__all__ if inspect.isfunction(getattr(gpipe.walks, name))]
+    assert len(walks) == 6
+    for walk in walks:
+        g, start = list(inspect.signature(walk).parameters.values())[:2]
+        assert (g.name, start.name, start.kind) == ("g", "start", inspect.Parameter.POSITIONAL_OR_KEYWORD), walk
 
 
 def test_frontier_sampling_selects_pool_members_in_proportion_to_degree(cpu):

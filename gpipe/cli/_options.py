@@ -146,7 +146,8 @@ def _probability(function: Callable, flag: str, text: str, **rule) -> tuple[str,
 
 # name -> (function, its extra flags as (flag, argparse keywords)); every walk also takes --length and --seed,
 # and --walks-per-vertex when its function does. Each flag is the keyword of the same name (dashes as
-# underscores) of the function. A new walk is one entry here.
+# underscores) of the function; ``old=`` names its old flag, still taken for one release (_parser._add_flags).
+# A new walk is one entry here.
 _WALKS: dict[str, tuple[Callable, tuple[tuple[str, dict], ...]]] = {
     "deepwalk": (walks.deepwalk, (_start(walks.deepwalk), _weighted(walks.deepwalk))),
     "node2vec": (walks.node2vec, (
@@ -158,9 +159,9 @@ _WALKS: dict[str, tuple[Callable, tuple[tuple[str, dict], ...]]] = {
         _probability(walks.with_jump, "--jump", "probability of jumping to a uniformly random vertex, in [0, 1]"),
         _start(walks.with_jump), _weighted(walks.with_jump))),
     "ppr": (walks.ppr, (
-        _option(walks.ppr, "--sources", type=_vertices("sources"), required=True, default=None, metavar="IDS",
-                help="source vertices, each once, ID,ID,... or @FILE with one id per line; also writes "
-                     "the folder DIR/scores.parquet"),
+        _option(walks.ppr, "--start", type=_vertices("start"), required=True, default=None, metavar="IDS",
+                old="--sources", help="the sources (start vertices), each once, ID,ID,... or @FILE with one id "
+                                      "per line; also writes the folder DIR/scores.parquet"),
         _probability(walks.ppr, "--restart", "probability of returning to the source at each step, in [0, 1)",
                      open_high=True),
         _option(walks.ppr, "--walks-per-source", type=_positive("walks_per_source"), metavar="R",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import inspect
+import sys
 from functools import partial
 
 from .. import __version__, config, counting, generators, mining, walks, workflow
@@ -21,6 +22,35 @@ from ._run import _run_workflow
 from ._sample import _sample
 from ._walk import _walk
 from ._warmup import _warmup
+
+
+class _OldName(argparse.Action):
+    """A flag's old name, kept for one release: it warns on stderr and stores its value as the new flag would."""
+
+    def __init__(self, option_strings: list[str], dest: str, new: str, **keywords):
+        super().__init__(option_strings, dest, **keywords)
+        self.new = new
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        print(f"{parser.prog}: warning: {option_string} is deprecated, it is now {self.new}; {option_string} goes in "
+              f"the next release", file=sys.stderr)
+        setattr(namespace, self.dest, values)
+
+
+def _add_flags(parser: argparse.ArgumentParser, extra) -> None:
+    """Add a command's extra flags (flag, argparse keywords). A flag renamed (keyword ``old``: its old name) takes
+    either name but not both (argparse says so), and one of them when it is required."""
+    for flag, keywords in extra:
+        keywords = dict(keywords)
+        old = keywords.pop("old", None)
+        if old is None:
+            parser.add_argument(flag, **keywords)
+            continue
+        either = parser.add_mutually_exclusive_group(required=keywords.pop("required", False))
+        either.add_argument(flag, **keywords)
+        either.add_argument(old, action=_OldName, new=flag, dest=_dest(flag), type=keywords["type"],
+                            metavar=keywords["metavar"], default=argparse.SUPPRESS,
+                            help=f"deprecated: the old name of {flag}, taken until the next release")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -67,8 +97,7 @@ def build_parser() -> argparse.ArgumentParser:
         _partitions_flag(one)
         _vertex_order_flag(one)
         _walk_flags(one, function)
-        for flag, keywords in extra:
-            one.add_argument(flag, **keywords)
+        _add_flags(one, extra)
         one.add_argument("--format", choices=_FORMATS, default="corpus",
                          help="DIR/walks.txt (one walk per line), DIR/walks.parquet/, or both (default: %(default)s)")
         _update_flags(one)
@@ -89,8 +118,7 @@ def build_parser() -> argparse.ArgumentParser:
         _vertex_order_flag(one)
         one.add_argument("--seed", type=_checked(partial(check_seed, "seed")), default=_default(function, "seed"),
                          help="seed of the sample (default: %(default)s)")
-        for flag, keywords in extra:
-            one.add_argument(flag, **keywords)
+        _add_flags(one, extra)
         nodes = ", DIR/nodes.parquet" if name in _NODE_SAMPLERS else ""
         _out_flags(one, f"writes DIR/edges.parquet{nodes} and DIR/summary.json", required=True)
         _cluster_flags(one, local=True)

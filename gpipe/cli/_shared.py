@@ -69,7 +69,7 @@ def _load_graph(args, weighted: bool, mode: str | None = None) -> Graph:
 
 
 def _typed_as_ids_of(g: Graph, options: dict) -> dict:
-    """``options`` with their vertex lists (``--start``, ``--sources``, ``--seeds``) typed as ``g``'s ids."""
+    """``options`` with their vertex lists (``--start``, ``--seeds``) typed as ``g``'s ids."""
     return {name: value.of(g) if isinstance(value, _Vertices) else value for name, value in options.items()}
 
 

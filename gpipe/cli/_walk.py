@@ -48,9 +48,8 @@ def _run_walk(args) -> dict:
         # compile the kernels on every worker: one short walk from the first vertex of each non-empty partition
         if "length" in taken:
             warm_up = dict(options, length=2)
-            for name in ("start", "sources"):
-                if name in taken:
-                    warm_up[name] = g.to_original(g.bounds[:-1][np.diff(g.bounds) > 0])  # distinct, as sources must be
+            if "start" in taken:
+                warm_up["start"] = g.to_original(g.bounds[:-1][np.diff(g.bounds) > 0])  # distinct, as ppr's must be
             for name in ("walks_per_vertex", "walks_per_source"):
                 if name in taken:
                     warm_up[name] = 1

@@ -1,11 +1,14 @@
 """Random walks on the partitioned runtime: a step kernel pair (CUDA + CPU twin) and one function each.
 
-Every walk starts ``walks_per_vertex`` walks from every vertex or from the
-``start`` vertices (walk ``r * len(start) + i`` is the ``r``-th from
-``start[i]``), takes at most ``length`` steps, ends early at a vertex with no
-out-edge, and draws its random numbers from ``(seed, walk id, step)`` only: the
-walks are the same for any number of partitions, workers or GPUs, on the CPU
-and on the GPU.
+Every walk takes the graph first and the vertices its walks start at second:
+``start``, by position or by name, as the random walks of cuGraph
+(``start_vertices``), DGL (``nodes``) and torch_cluster (``start``) take them;
+``seed`` is always the random stream. It starts ``walks_per_vertex`` walks
+from every vertex or from the ``start`` vertices (walk ``r * len(start) + i``
+is the ``r``-th from ``start[i]``), takes at most ``length`` steps, ends early
+at a vertex with no out-edge, and draws its random numbers from
+``(seed, walk id, step)`` only: the walks are the same for any number of
+partitions, workers or GPUs, on the CPU and on the GPU.
 
 DeepWalk, walks with jump, PPR and node2vec also run on a graph that changes
 (:class:`gpipe.dynamic.DynamicGraph`): a run reads the snapshot of its last
@@ -21,7 +24,7 @@ from typing import Callable
 
 import numpy as np
 
-from .._validate import check_bool, check_int, check_probability, check_seed
+from .._validate import check_bool, check_int, check_probability, check_seed, renamed
 from ..dynamic import DynamicGraph, Snapshot
 from ..errors import GpipeValueError
 from ..graph import check_graph
@@ -38,7 +41,7 @@ __all__ = ["PPRResult", "WalkResult", "deepwalk", "metropolis_hastings", "multid
            "with_jump"]
 
 
-def deepwalk(g, length: int = 80, walks_per_vertex: int = 1, start=None, weighted: bool = False, seed: int = 0,
+def deepwalk(g, start=None, length: int = 80, walks_per_vertex: int = 1, weighted: bool = False, seed: int = 0,
              *, progress: Callable | None = None) -> WalkResult:
     """Uniform random walks (DeepWalk), or walks biased by edge weight.
 
@@ -56,12 +59,13 @@ def deepwalk(g, length: int = 80, walks_per_vertex: int = 1, start=None, weighte
     g : Graph, gpipe.dynamic.DynamicGraph or gpipe.dynamic.Snapshot
         A dynamic graph is walked as its snapshot at the call (see the module's
         doc); the ids are its dense ids, with the vertices updates added.
+    start : array-like, optional
+        Start vertices (original ids), a list or an array, in walk order;
+        default every vertex of ``g``.
     length : int
         Steps per walk (each row holds ``length + 1`` vertices).
     walks_per_vertex : int
         Walks started from each start vertex.
-    start : array-like, optional
-        Start vertices (original ids); default every vertex of ``g``.
     weighted : bool
         Bias each step by the edge weights (``g`` must have them).
     seed : int
@@ -94,7 +98,7 @@ def deepwalk(g, length: int = 80, walks_per_vertex: int = 1, start=None, weighte
                         weighted=weighted, seed=seed, progress=progress, alpha=0.0, teleport="none")
 
 
-def with_jump(g, jump: float = 0.1, length: int = 80, walks_per_vertex: int = 1, start=None,
+def with_jump(g, start=None, jump: float = 0.1, length: int = 80, walks_per_vertex: int = 1,
               weighted: bool = False, seed: int = 0, *, progress: Callable | None = None) -> WalkResult:
     """Random walks that jump to a uniformly random vertex with probability ``jump`` at each step.
 
@@ -116,9 +120,10 @@ def with_jump(g, jump: float = 0.1, length: int = 80, walks_per_vertex: int = 1,
                         weighted=weighted, seed=seed, progress=progress, alpha=jump, teleport="uniform")
 
 
-def ppr(g, sources, restart: float = 0.15, walks_per_source: int = 100, length: int = 80, weighted: bool = False,
+@renamed("sources", "start")
+def ppr(g, start, restart: float = 0.15, walks_per_source: int = 100, length: int = 80, weighted: bool = False,
         seed: int = 0, *, progress: Callable | None = None) -> PPRResult:
-    """Random walks with restart from each source, and the personalized PageRank they estimate.
+    """Random walks with restart from each start vertex (its source), and the personalized PageRank they estimate.
 
     At each step a walk returns to its source with probability ``restart``,
     else moves to an out-neighbor (uniformly, or by weight when ``weighted``);
@@ -128,15 +133,22 @@ def ppr(g, sources, restart: float = 0.15, walks_per_source: int = 100, length: 
     visits between restarts: :meth:`PPRResult.scores` says how, and how close
     (``length`` bounds the bias, ``walks_per_source`` the noise).
 
+    ``restart`` is ``1 - alpha`` of :func:`networkx.pagerank`, whose ``alpha``
+    is the probability of following an edge: the scores of source ``s``
+    estimate ``networkx.pagerank(G, alpha=1 - restart, personalization={s: 1})``
+    (``weight=None`` unless ``weighted``; networkx's dead ends, as these walks',
+    go back to ``s``).
+
     Parameters
     ----------
     g : Graph, gpipe.dynamic.DynamicGraph or gpipe.dynamic.Snapshot
         As :func:`deepwalk`'s.
-    sources : array-like
-        Source vertices (original ids), each once: for more walks from a
-        source, raise ``walks_per_source``.
+    start : array-like
+        The sources (original ids), each once: for more walks from a source,
+        raise ``walks_per_source``. Called ``sources`` before: that name is
+        still taken, with a DeprecationWarning, until the next release.
     restart : float
-        Restart probability, in [0, 1).
+        Restart probability, in [0, 1): networkx's ``1 - alpha``.
     walks_per_source : int
         Walks from each source.
     length : int
@@ -156,13 +168,14 @@ def ppr(g, sources, restart: float = 0.15, walks_per_source: int = 100, length: 
     Raises
     ------
     GpipeValueError
-        A parameter is out of range, or a source is not in the graph or is repeated.
+        A parameter is out of range, a start vertex is not in the graph or is
+        repeated, or both ``start`` and ``sources`` are given.
 
     Examples
     --------
     >>> import gpipe
     >>> with gpipe.connect(n_workers=1, device="cpu"):
-    ...     r = gpipe.walks.ppr(gpipe.generators.rmat(8, seed=0), sources=[0, 5], restart=0.2, seed=3)
+    ...     r = gpipe.walks.ppr(gpipe.generators.rmat(8, seed=0), start=[0, 5], restart=0.2, seed=3)
     ...     scores = r.scores()
     >>> scores.head(3)
        source  vertex     score
@@ -174,14 +187,12 @@ def ppr(g, sources, restart: float = 0.15, walks_per_source: int = 100, length: 
     """
     restart = check_probability("restart", restart, open_high=True)
     g = _walked(g)
-    starts = g.to_internal(sources, "sources")
-    if starts.size == 0:
-        raise GpipeValueError("'sources' must hold at least one vertex, got an empty array")
+    starts = _start_ids(g, start)
     if not (starts[1:] > starts[:-1]).all():  # not ascending (as every vertex in order is): counted
         vertices, counts = np.unique(starts, return_counts=True)
         if (counts > 1).any():
             repeated = np.argmax(counts > 1)
-            raise GpipeValueError(f"'sources' must hold each vertex once (for more walks, raise walks_per_source); "
+            raise GpipeValueError(f"'start' must hold each vertex once (for more walks, raise walks_per_source); "
                                   f"{g.to_original(vertices[[repeated]]).tolist()[0]!r} is there {counts[repeated]} "
                                   f"times")
     walks_per_source = check_int("walks_per_source", walks_per_source, minimum=1)
@@ -189,10 +200,10 @@ def ppr(g, sources, restart: float = 0.15, walks_per_source: int = 100, length: 
                         weighted=weighted, seed=seed, progress=progress, alpha=restart, teleport="source",
                         fields=(("source", "int64", "vertex"),), spans=(Span("source", 0, VERTEX),),
                         result_type=PPRResult,
-                        sources=np.asarray(sources).ravel(), restart=restart, walk_seed=seed)
+                        sources=np.asarray(start).ravel(), restart=restart, walk_seed=seed)
 
 
-def node2vec(g, p: float = 1.0, q: float = 1.0, length: int = 80, walks_per_vertex: int = 1, *, start=None,
+def node2vec(g, start=None, p: float = 1.0, q: float = 1.0, length: int = 80, walks_per_vertex: int = 1, *,
              weighted: bool = False, seed: int = 0, progress: Callable | None = None) -> WalkResult:
     """node2vec's second-order random walks, exact, on a partitioned graph.
 
@@ -245,7 +256,7 @@ def node2vec(g, p: float = 1.0, q: float = 1.0, length: int = 80, walks_per_vert
                      walks_per_vertex, starts, progress)  # a walker takes the list of the vertex it came from along
 
 
-def metropolis_hastings(g, length: int = 80, walks_per_vertex: int = 1, start=None, seed: int = 0, *,
+def metropolis_hastings(g, start=None, length: int = 80, walks_per_vertex: int = 1, seed: int = 0, *,
                         progress: Callable | None = None) -> WalkResult:
     """Metropolis-Hastings random walks, whose stationary distribution is uniform over the vertices.
 
@@ -269,8 +280,8 @@ def metropolis_hastings(g, length: int = 80, walks_per_vertex: int = 1, start=No
     return run_walks(g, "metropolis_hastings", spec, walks_per_vertex, starts, progress)
 
 
-def multidimensional(g, frontier_size: int = 2000, budget: int | None = None, instances: int = 1, seed: int = 0,
-                     start=None, *, progress: Callable | None = None) -> EdgeSample:
+def multidimensional(g, start=None, frontier_size: int = 2000, budget: int | None = None, instances: int = 1,
+                     seed: int = 0, *, progress: Callable | None = None) -> EdgeSample:
     """Multi-dimensional random walk (frontier sampling), many independent instances at once.
 
     Each instance keeps a pool of ``frontier_size`` vertices (drawn uniformly
@@ -284,6 +295,9 @@ def multidimensional(g, frontier_size: int = 2000, budget: int | None = None, in
     Parameters
     ----------
     g : Graph
+    start : array-like, optional
+        The starting pool (original ids): ``frontier_size`` vertices shared by
+        every instance, or one row of them per instance.
     frontier_size : int
         Vertices in each instance's pool.
     budget : int, optional
@@ -292,9 +306,6 @@ def multidimensional(g, frontier_size: int = 2000, budget: int | None = None, in
         Independent samples.
     seed : int
         Seed of the random stream.
-    start : array-like, optional
-        The starting pool (original ids): ``frontier_size`` vertices shared by
-        every instance, or one row of them per instance.
 
     Returns
     -------
@@ -323,11 +334,11 @@ def multidimensional(g, frontier_size: int = 2000, budget: int | None = None, in
         raise GpipeValueError("'g' must have edges for frontier sampling, got a graph with none")
     pool = None
     if start is not None:
-        shape = np.shape(start)
+        ids, shape = _start_ids(g, start), np.shape(start)
         if shape not in ((frontier_size,), (instances, frontier_size)):
             raise GpipeValueError(f"'start' must have shape ({frontier_size},) or ({instances}, {frontier_size}) "
                                   f"(frontier_size, or instances x frontier_size), got {shape}")
-        pool = np.broadcast_to(g.to_internal(start, "start").reshape(shape), (instances, frontier_size))
+        pool = np.broadcast_to(ids.reshape(shape), (instances, frontier_size))
     sample = _frontier.sample(g, frontier_size, budget, instances, seed, pool, progress)
     stats = sample.stats
     edges_per_second = len(sample) / stats["seconds"] if stats["seconds"] > 0 else 0.0
@@ -353,6 +364,15 @@ def _walked(g):
     return g if isinstance(g, Snapshot) else check_graph("g", g)
 
 
+def _start_ids(g, start) -> np.ndarray:
+    """The dense ids of the start vertices. A single value is refused, not read as one vertex: it is what a call
+    that passed ``length`` (or ``p``, ``jump``, ``frontier_size``) second, where gpipe 0.1 took it, passes now."""
+    if np.ndim(start) == 0:
+        raise GpipeValueError(f"'start' must be a list or array of vertex ids (the second parameter of every walk; "
+                              f"pass length and the others by name), got the single value {start!r}")
+    return g.to_internal(start, "start")
+
+
 @dataclass(frozen=True)
 class _Dense:
     """Start vertices already in dense ids (checked by the caller): not mapped again."""
@@ -374,7 +394,7 @@ def _checked_starts(g, length: int, walks_per_vertex: int, start, weighted: bool
     seed = check_seed("seed", seed)
     if check_bool("weighted", weighted) and not g.weighted:
         raise GpipeValueError("'weighted' needs a graph with edge weights; this graph has none, got weighted=True")
-    starts = start.ids if isinstance(start, _Dense) else None if start is None else g.to_internal(start, "start")
+    starts = start.ids if isinstance(start, _Dense) else None if start is None else _start_ids(g, start)
     if starts is not None and starts.size == 0:
         raise GpipeValueError("'start' must hold at least one vertex, got an empty array")
     return length, walks_per_vertex, starts, seed

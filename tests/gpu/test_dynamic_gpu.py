@@ -124,7 +124,7 @@ def test_a_batch_applied_on_the_gpu_builds_the_cpu_twins_space_to_the_bit(scale)
     (gpipe.walks.deepwalk, {}),
     (gpipe.walks.deepwalk, {"weighted": True}),
     (gpipe.walks.with_jump, {"jump": 0.2, "weighted": True}),
-    (gpipe.walks.ppr, {"sources": list(range(0, 200, 3)), "restart": 0.2, "walks_per_source": 3, "weighted": True}),
+    (gpipe.walks.ppr, {"start": list(range(0, 200, 3)), "restart": 0.2, "walks_per_source": 3, "weighted": True}),
     (gpipe.walks.node2vec, {"p": 0.5, "q": 2.0}),
     (gpipe.walks.node2vec, {"p": 2.0, "q": 0.5, "weighted": True}),
     (gpipe.walks.node2vec, {"p": 0.01, "q": 50.0, "weighted": True}),  # the exact draw after 256 rejections

@@ -125,7 +125,7 @@ def test_the_routed_first_order_advance_cuda_equals_cpu_twin(teleport, alpha, we
     (gpipe.walks.node2vec, {"p": 1e300, "q": 1e-300}),
     (gpipe.walks.metropolis_hastings, {}),
     (gpipe.walks.with_jump, {"jump": 0.2}),
-    (gpipe.walks.ppr, {"sources": list(range(0, 2048, 7)), "restart": 0.2, "walks_per_source": 3}),
+    (gpipe.walks.ppr, {"start": list(range(0, 2048, 7)), "restart": 0.2, "walks_per_source": 3}),
 ])
 @pytest.mark.parametrize("partitions", [1, 4])
 def test_walk_family_cuda_equals_cpu_twin(gpu_cluster, cpu_cluster, walk, kwargs, partitions):

@@ -40,7 +40,7 @@ OUTPUT_FILES = r"corpus\.txt|updates\.parquet|summary\.json"
 # The walks of gpipe.walks that take a DynamicGraph; ppr starts walks_per_vertex walks from every vertex.
 WALKS = ("deepwalk", "node2vec", "with_jump", "ppr")
 # Walk arguments the workflow sets itself; a walk's other keywords may go in walks.params.
-_SET_BY_WORKFLOW = ("g", "length", "walks_per_vertex", "walks_per_source", "sources", "seed", "start", "progress")
+_SET_BY_WORKFLOW = ("g", "length", "walks_per_vertex", "walks_per_source", "seed", "start", "progress")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -195,7 +195,7 @@ def _write(config: dict, folder: str, out: str) -> dict:
 def _walk(walk, dg: DynamicGraph, walks: dict, length: int):
     """``walk`` from every vertex of ``dg`` as it is now, ``walks_per_vertex`` times."""
     if walk is gpipe.walks.ppr:
-        return walk(dg, sources=np.arange(dg.num_vertices), walks_per_source=walks["walks_per_vertex"],
+        return walk(dg, start=np.arange(dg.num_vertices), walks_per_source=walks["walks_per_vertex"],
                     length=length, seed=walks["seed"], **walks["params"])
     return walk(dg, length=length, walks_per_vertex=walks["walks_per_vertex"], seed=walks["seed"], **walks["params"])
 
