@@ -298,7 +298,7 @@ def _chunks(client, frame, columns: list[str]) -> list:
     if len(frame) == 0:
         raise GpipeValueError("'frame' must hold at least one edge, got an empty frame")
     if len(columns) == 3:
-        _check_weights(frame[columns[2]], columns[2])
+        _check_weights(frame[columns[2]], f"'weight' column {columns[2]!r}")
     step = config.get("graph.chunk-edges")
     pieces = [frame[columns].iloc[i:i + step] for i in range(0, len(frame), step)]
     return placed(client, pieces)  # equal data scattered twice must not share a key
@@ -314,16 +314,18 @@ def _check_columns(frame, columns: list[str]) -> None:
         )
 
 
-def _check_weights(values: pd.Series, name: str) -> None:
+def _check_weights(values: pd.Series, what: str, unit: str = "row") -> None:
+    """Refuse weights gpipe does not take, naming ``what`` holds them (``"'weight' column 'w'"``) and the first bad
+    one by its ``unit`` (row, edge, ...) and position."""
     if not pd.api.types.is_numeric_dtype(values) or pd.api.types.is_bool_dtype(values):
-        raise GpipeValueError(f"'weight' column {name!r} must be numeric, got dtype {values.dtype}")
+        raise GpipeValueError(f"{what} must be numeric, got dtype {values.dtype}")
     arr = values.to_numpy(dtype=np.float64, na_value=np.nan)
     if weights_fit(np.ascontiguousarray(arr)):
         return
     bad = float32_misfits(arr) | (arr < 0)
     if bad.any():
-        raise GpipeValueError(f"'weight' column {name!r} must hold finite, non-negative numbers that fit float32 "
-                              f"({FLOAT32_RANGE}); row {int(np.argmax(bad))} is {arr[bad][0]}")
+        raise GpipeValueError(f"{what} must hold finite, non-negative numbers that fit float32 ({FLOAT32_RANGE}); "
+                              f"{unit} {int(np.argmax(bad))} is {arr[bad][0]}")
 
 
 def _unique_ids(chunk: pd.DataFrame | dict, src: str, dst: str) -> np.ndarray:
@@ -454,7 +456,7 @@ def _to_dense(chunk: pd.DataFrame | dict, src: str, dst: str, weight: str | None
         out = {"src": lookup.get_indexer(chunk[src].to_numpy()).astype(np.int64),
                "dst": lookup.get_indexer(chunk[dst].to_numpy()).astype(np.int64)}
     if weight is not None:
-        _check_weights(chunk[weight], weight)
+        _check_weights(chunk[weight], f"'weight' column {weight!r}")
         out["weight"] = chunk[weight].to_numpy(np.float32)
     return out
 

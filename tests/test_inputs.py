@@ -1,0 +1,146 @@
+"""The inputs users have in hand: a networkx graph, a SciPy sparse matrix, PyG's edge_index; each gives the graph
+gpipe.from_edges builds from the same edges, on a real two-worker cluster."""
+
+from pathlib import Path
+
+import networkx as nx
+import numpy as np
+import pandas as pd
+import pytest
+import scipy.sparse as sp
+
+import gpipe
+from gpipe.errors import GpipeValueError
+
+
+def _held(g, folder) -> tuple:
+    """What a graph is: its shape, flags, ids and stored edges (as ``Graph.to_parquet`` writes them)."""
+    parts = sorted(Path(g.to_parquet(folder)).glob("part-*.parquet"))
+    edges = pd.concat(map(pd.read_parquet, parts)).sort_values(["src", "dst"]).reset_index(drop=True)
+    ids = None if g.id_map is None else list(g.id_map)
+    return g.num_vertices, g.num_edges, g.directed, g.weighted, ids, edges.to_dict("list")
+
+
+@pytest.mark.parametrize("directed", [False, True])
+def test_a_networkx_graph_is_the_graph_of_its_edges(cpu, tmp_path, directed):
+    G = (nx.DiGraph if directed else nx.Graph)()
+    G.add_weighted_edges_from([("a", "b", 0.5), ("b", "c", 2.0), ("c", "a", 1.0), ("c", "d", 3.0)])
+    g = gpipe.from_networkx(G, weight="weight", partitions=2)
+    frame = pd.DataFrame(list(G.edges(data="weight")), columns=["src", "dst", "w"])
+    ref = gpipe.from_edges(frame, weight="w", directed=directed, partitions=2)
+    assert _held(g, tmp_path / "g") == _held(ref, tmp_path / "ref")
+    assert g.directed is directed and g.degrees().to_dict()["c"] == (2 if directed else 3)
+    np.testing.assert_array_equal(gpipe.walks.deepwalk(g, length=5, seed=3).compute(),
+                                  gpipe.walks.deepwalk(ref, length=5, seed=3).compute())
+
+
+def test_a_networkx_graph_numbered_0_to_n_minus_1_keeps_its_nodes_without_edges(cpu):
+    G = nx.path_graph(3)
+    G.add_node(3)
+    g = gpipe.from_networkx(G)
+    assert (g.num_vertices, g.id_map) == (4, None) and g.degrees().tolist() == [1, 2, 1, 0]
+    sparse = nx.Graph([(10, 20)])
+    sparse.add_node(30)  # not numbered 0..n-1: the vertices are the nodes with edges, as from_edges has them
+    assert gpipe.from_networkx(sparse).degrees().to_dict() == {10: 1, 20: 1}
+
+
+def test_from_networkx_takes_directedness_from_the_graph_unless_told(cpu):
+    G = nx.DiGraph([(0, 1), (1, 2)])
+    assert gpipe.from_networkx(G).degrees().tolist() == [1, 1, 0]
+    assert gpipe.from_networkx(G, directed=False).degrees().tolist() == [1, 2, 1]
+
+
+def test_networkx_edges_without_the_weight_attribute_weigh_one_and_parallel_edges_merge(cpu, tmp_path):
+    G = nx.MultiDiGraph()
+    G.add_edge(0, 1, w=4.0)
+    G.add_edge(0, 1, w=2.0)
+    G.add_edge(1, 2)
+    g = gpipe.from_networkx(G, weight="w")
+    assert _held(g, tmp_path / "g")[-1] == {"src": [0, 1], "dst": [1, 2], "weight": [4.0, 1.0]}
+
+
+@pytest.mark.parametrize("build", [sp.csr_array, sp.csc_array, sp.coo_array, sp.csr_matrix])
+def test_a_sparse_matrix_is_the_graph_of_its_entries_with_its_rows_as_vertices(cpu, tmp_path, build):
+    rows, cols, values = [0, 1, 2, 2, 4], [1, 2, 0, 4, 0], [0.5, 1.0, 2.0, 3.0, 0.25]
+    matrix = build((values, (rows, cols)), shape=(6, 6))
+    g = gpipe.from_scipy(matrix, weighted=True, directed=True, partitions=2)
+    ref = gpipe.from_edges(pd.DataFrame({"src": rows, "dst": cols, "w": values}), weight="w", directed=True,
+                           partitions=2, num_vertices=6)
+    assert _held(g, tmp_path / "g") == _held(ref, tmp_path / "ref")
+    assert g.degrees().tolist() == [1, 1, 2, 0, 1, 0]  # vertex 5, with no entry, is a vertex
+    unweighted = gpipe.from_scipy(matrix)
+    assert (unweighted.weighted, unweighted.directed, unweighted.degrees().tolist()) == (
+        False, False, [3, 2, 3, 0, 2, 0])
+
+
+def test_an_edge_index_is_the_graph_of_its_columns_with_its_ids_as_vertices(cpu, tmp_path):
+    edge_index = np.array([[0, 2, 2, 5], [2, 0, 5, 0]], dtype=np.int32)
+    weight = np.array([1.0, 2.0, 0.5, 4.0], dtype=np.float32)
+    g = gpipe.from_edge_index(edge_index, weight=weight, directed=True, partitions=2)
+    ref = gpipe.from_edges(pd.DataFrame({"src": edge_index[0], "dst": edge_index[1], "w": weight}), weight="w",
+                           directed=True, partitions=2, renumber=False)
+    assert _held(g, tmp_path / "g") == _held(ref, tmp_path / "ref")
+    assert g.degrees().tolist() == [1, 0, 2, 0, 0, 1]  # ids 1, 3 and 4: isolated vertices, never renumbered away
+    assert gpipe.from_edge_index(edge_index.tolist(), num_vertices=8).num_vertices == 8
+
+
+class _DLPackProducer:
+    """An array that numpy reads only through DLPack, as it reads a CPU torch tensor (torch is not installed here:
+    the protocol is what gpipe relies on, not torch)."""
+
+    def __init__(self, array: np.ndarray):
+        self._array = array
+
+    def __dlpack__(self, **kwargs):
+        return self._array.__dlpack__(**kwargs)
+
+    def __dlpack_device__(self):
+        return self._array.__dlpack_device__()
+
+
+def test_an_edge_index_read_through_dlpack_is_the_array_it_holds(cpu):
+    edge_index = np.array([[0, 1, 3], [1, 2, 0]])
+    g = gpipe.from_edge_index(_DLPackProducer(edge_index), weight=_DLPackProducer(np.array([1.0, 2.0, 3.0])))
+    ref = gpipe.from_edge_index(edge_index, weight=np.array([1.0, 2.0, 3.0]))
+    assert g.weighted and g.degrees().tolist() == ref.degrees().tolist() == [2, 2, 1, 1]
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: gpipe.from_networkx([(0, 1)]), "'G' must be a networkx graph, got list"),
+    (lambda: gpipe.from_networkx(nx.empty_graph(3)), "'G' must have at least one edge, got a Graph of 3 nodes"),
+    (lambda: gpipe.from_networkx(nx.Graph([(0, "a")])), "'G' nodes must be all integers or all strings, got "
+     "mixed-integer nodes such as 0: relabel them with networkx.convert_node_labels_to_integers"),
+    (lambda: gpipe.from_networkx(nx.Graph([((0, 0), (0, 1))])), "'G' nodes must be all integers or all strings, got "
+     r"mixed nodes such as \(0, 0\)"),
+    (lambda: gpipe.from_networkx(nx.Graph([(0, 1)]), weight="w"),
+     "'weight' must name an edge attribute of 'G', got 'w', which no edge has"),
+    (lambda: gpipe.from_networkx(nx.Graph([(0, 1, {"w": 1.0}), (1, 2, {"w": -2.0})]), weight="w"),
+     r"'G' edge attribute 'w' must hold finite, non-negative numbers that fit float32 .*; edge 1 is -2.0"),
+    (lambda: gpipe.from_networkx(nx.Graph([(0, 1, {"w": "heavy"})]), weight="w"),
+     "'G' edge attribute 'w' must be numeric, got dtype"),
+    (lambda: gpipe.from_networkx(nx.Graph([(0, 1)]), directed="yes"), "'directed' must be true or false, got 'yes'"),
+    (lambda: gpipe.from_scipy(np.eye(3)), "'matrix' must be a SciPy sparse matrix or array .*, got ndarray: a dense "
+     r"array a converts with scipy.sparse.csr_array\(a\)"),
+    (lambda: gpipe.from_scipy(sp.csr_array(np.ones((2, 3)))),
+     r"'matrix' must be square \(row i and column i are vertex i\), got shape \(2, 3\)"),
+    (lambda: gpipe.from_scipy(sp.csr_array((3, 3))), r"'matrix' must hold at least one stored entry .*shape \(3, 3\)"),
+    (lambda: gpipe.from_scipy(sp.coo_array(([1.0, -1.0], ([0, 1], [1, 0])), shape=(2, 2)), weighted=True),
+     "'matrix' values must hold finite, non-negative numbers that fit float32 .*; stored entry 1 is -1.0"),
+    (lambda: gpipe.from_scipy(sp.eye(2), weighted=1), "'weighted' must be true or false, got 1"),
+    (lambda: gpipe.from_edge_index(np.array([[0, 1], [1, 2], [2, 0]])),
+     r"'edge_index' must be a 2 x E array \(sources in row 0, targets in row 1\), got shape \(3, 2\): pass "
+     r"edge_index.T for an E x 2 array"),
+    (lambda: gpipe.from_edge_index(np.zeros((2, 0), int)), r"'edge_index' must hold at least one edge, got shape"),
+    (lambda: gpipe.from_edge_index([[0, -1], [1, 0]]), "'edge_index' must hold integers >= 0, got -1"),
+    (lambda: gpipe.from_edge_index([[0.5, 1], [1, 0]]), "'edge_index' must hold integers, got dtype float64"),
+    (lambda: gpipe.from_edge_index([[0, 5], [1, 0]], num_vertices=5),
+     r"'num_vertices' must exceed the largest id \(5\), got 5"),
+    (lambda: gpipe.from_edge_index([[0, 1], [1, 0]], num_vertices=0), "'num_vertices' must be a positive integer"),
+    (lambda: gpipe.from_edge_index([[0, 1], [1, 0]], weight=[[1.0], [2.0]]),
+     r"'weight' must be a 1-D array of one value per edge \(2\), got shape \(2, 1\)"),
+    (lambda: gpipe.from_edge_index([[0, 1], [1, 0]], weight=[1.0, np.inf]),
+     "'weight' must hold finite, non-negative numbers that fit float32 .*; edge 1 is inf"),
+])
+def test_bad_inputs_are_rejected_by_name(cpu, call, message):
+    with pytest.raises(GpipeValueError, match=message):
+        call()
