@@ -1,16 +1,18 @@
-"""The inputs users have in hand: a networkx graph, a SciPy sparse matrix, PyG's edge_index; each gives the graph
-gpipe.from_edges builds from the same edges, on a real two-worker cluster."""
+"""The inputs users have in hand: a networkx graph, a SciPy sparse matrix, PyG's edge_index, a MatrixMarket file;
+each gives the graph gpipe.from_edges builds from the same edges, on a real two-worker cluster."""
 
 from pathlib import Path
 
+import dask
 import networkx as nx
 import numpy as np
 import pandas as pd
 import pytest
+import scipy.io
 import scipy.sparse as sp
 
 import gpipe
-from gpipe.errors import GpipeValueError
+from gpipe.errors import GpipeFileError, GpipeValueError
 
 
 def _held(g, folder) -> tuple:
@@ -144,3 +146,31 @@ def test_an_edge_index_read_through_dlpack_is_the_array_it_holds(cpu):
 def test_bad_inputs_are_rejected_by_name(cpu, call, message):
     with pytest.raises(GpipeValueError, match=message):
         call()
+
+
+def _mtx(path, matrix, symmetry="general"):
+    scipy.io.mmwrite(path, matrix, symmetry=symmetry)
+    return path
+
+
+@pytest.mark.parametrize("directed", [False, True])
+def test_a_matrixmarket_file_is_the_graph_of_its_matrix(cpu, tmp_path, directed):
+    rng = np.random.default_rng(7)
+    lower = sp.tril(sp.random_array((60, 60), density=0.08, format="coo", rng=rng)).tocoo()
+    full = (lower + sp.triu(lower.T, k=1)).tocoo()  # the symmetric matrix whose lower triangle a symmetric file holds
+    general = _mtx(tmp_path / "general.mtx", full)
+    symmetric = _mtx(tmp_path / "symmetric.mtx", full, symmetry="symmetric")
+    ref = _held(gpipe.from_scipy(full, weighted=True, directed=directed, partitions=2), tmp_path / "ref")
+    with dask.config.set({"gpipe.graph.read-bytes": 300}):  # pieces from the byte after the header, read apart
+        for i, path in enumerate([general, symmetric]):
+            assert _held(gpipe.read_edges(path, directed=directed, partitions=2), tmp_path / f"g{i}") == ref
+
+
+def test_a_bad_entry_in_a_later_piece_of_a_matrixmarket_file_names_its_line(cpu, tmp_path):
+    lines = ["%%MatrixMarket matrix coordinate pattern general", "200 200 100"]
+    lines += [f"{i + 1} {(i * 7) % 200 + 1}" for i in range(99)] + ["5 201"]
+    path = tmp_path / "g.mtx"
+    path.write_text("\n".join(lines) + "\n")
+    with dask.config.set({"gpipe.graph.read-bytes": 300}), pytest.raises(
+            GpipeFileError, match=rf"{path}:102: column '201' is not an integer from 1 to 200"):
+        gpipe.read_edges(path)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import operator
 import os
 
@@ -44,11 +45,14 @@ def read_edges(path, src: str = "src", dst: str = "dst", weight: str | bool | No
         ``.txt``/``.el``/``.edges``/``.tsv`` (SNAP: whitespace-separated, ``#`` or
         ``%`` comments, 2 or 3 columns), ``.csv`` (with a header), ``.parquet``
         (a file, a folder or a glob such as ``"edges/*.parquet"``), ``.npz`` (CSR:
-        scipy ``save_npz`` or ``indptr``, ``indices``, ``weights``), or a gpipe
-        graph folder. Text files may end in ``.gz``, ``.bz2``, ``.xz`` or ``.zst``.
+        scipy ``save_npz`` or ``indptr``, ``indices``, ``weights``), ``.mtx``
+        (MatrixMarket: a square matrix's entries in the coordinate format,
+        real, integer or pattern, general or symmetric; row ``i`` is vertex
+        ``i - 1``, as ``scipy.io.mmread`` numbers them), or a gpipe graph
+        folder. Text files may end in ``.gz``, ``.bz2``, ``.xz`` or ``.zst``.
     src, dst, weight : str
         Column names (CSV and Parquet). For SNAP files a third column is the
-        weight unless ``weight=False``.
+        weight unless ``weight=False``; so are a MatrixMarket file's values.
     directed : bool
         Keep edges directed; by default both directions are stored.
     partitions : int, optional
@@ -60,13 +64,13 @@ def read_edges(path, src: str = "src", dst: str = "dst", weight: str | bool | No
         communication. 'auto' replicates when no ``partitions`` are asked for
         and the graph takes at most ``gpipe.graph.replicate-fraction`` of each
         worker's (GPU) memory. Results are the same in every mode.
-    fmt : {'snap', 'csv', 'parquet', 'npz'}, optional
+    fmt : {'snap', 'csv', 'parquet', 'npz', 'mtx'}, optional
         Force a format instead of guessing it from the extension.
     renumber : bool, optional
         Map ids to ``0..n-1`` (default: unless the ids are exactly ``0..n-1``, or
-        the input gives the vertex count: the rows of a CSR ``.npz``, whose
-        isolated vertices are kept). Renumbered, the graph has exactly the
-        vertices in the input. ``False`` keeps non-negative integer ids as
+        the input gives the vertex count: the rows of a CSR ``.npz`` or of a
+        ``.mtx`` matrix, whose isolated vertices are kept). Renumbered, the
+        graph has exactly the vertices in the input. ``False`` keeps non-negative integer ids as
         vertex numbers, adding a vertex for every missing id below the largest.
         Outputs always use the original ids.
     keep_self_loops, keep_duplicates : bool
@@ -144,12 +148,14 @@ def read_edges(path, src: str = "src", dst: str = "dst", weight: str | bool | No
         return build(session, arrays, npz.num_vertices, directed=directed, weighted=weighted, id_map=None,
                      partitions=partitions, mode=mode, keep_self_loops=keep_self_loops,
                      keep_duplicates=keep_duplicates, vertex_order=vertex_order)
-    weighted = plan.keep_weight and plan.width == 3 if plan.fmt == "snap" else len(plan.columns) == 3
+    weighted = plan.keep_weight and plan.width == 3 if plan.fmt in ("snap", "mtx") else len(plan.columns) == 3
+    if plan.mirror and not directed:  # a symmetric matrix's other triangle: the reverse edges build adds anyway
+        plan = dataclasses.replace(plan, mirror=False)
     frames, uniques = _read_on_workers(session.client, plan)
     return _build_from_chunks(session, frames, src="src", dst="dst", weight="weight" if weighted else None,
                               directed=directed, partitions=partitions, mode=mode, renumber=renumber,
-                              keep_self_loops=keep_self_loops, keep_duplicates=keep_duplicates, num_vertices=None,
-                              uniques=uniques, vertex_order=vertex_order)
+                              keep_self_loops=keep_self_loops, keep_duplicates=keep_duplicates,
+                              num_vertices=plan.vertices or None, uniques=uniques, vertex_order=vertex_order)
 
 
 def _read_bytes(device: str) -> int:
