@@ -1,9 +1,13 @@
 """The inputs users have in hand: a networkx graph, a SciPy sparse matrix, PyG's edge_index, a MatrixMarket file;
 each gives the graph gpipe.from_edges builds from the same edges, on a real two-worker cluster."""
 
+import concurrent.futures
+import gzip
+import tempfile
 from pathlib import Path
 
 import dask
+import fsspec
 import networkx as nx
 import numpy as np
 import pandas as pd
@@ -13,6 +17,7 @@ import scipy.sparse as sp
 
 import gpipe
 from gpipe.errors import GpipeFileError, GpipeValueError
+from gpipe.graph._remote import _copy
 
 
 def _held(g, folder) -> tuple:
@@ -174,3 +179,67 @@ def test_a_bad_entry_in_a_later_piece_of_a_matrixmarket_file_names_its_line(cpu,
     with dask.config.set({"gpipe.graph.read-bytes": 300}), pytest.raises(
             GpipeFileError, match=rf"{path}:102: column '201' is not an integer from 1 to 200"):
         gpipe.read_edges(path)
+
+
+def _in_memory(local: Path, name: str) -> str:
+    """``local`` (a file or a folder) put in fsspec's in-memory filesystem of this process, at ``memory://<name>``:
+    object storage that the workers do not share, so what they read is the copy read_edges gives their host."""
+    fs = fsspec.filesystem("memory")
+    fs.put(str(local), f"/{name}", recursive=local.is_dir())
+    return f"memory://{name}"
+
+
+def _written(folder: Path, edges: pd.DataFrame) -> dict:
+    """The edges written in each format read_edges reads, by the name of their input."""
+    edges.to_csv(folder / "e.csv", index=False)
+    (folder / "e.txt").write_text("".join(f"{s} {d} {w}\n" for s, d, w in edges.itertuples(index=False)))
+    (folder / "e.txt.gz").write_bytes(gzip.compress((folder / "e.txt").read_bytes()))
+    (folder / "pq").mkdir()
+    edges.iloc[:40].to_parquet(folder / "pq" / "a.parquet")
+    edges.iloc[40:].to_parquet(folder / "pq" / "b.parquet")
+    n = int(edges[["src", "dst"]].max().max()) + 1
+    matrix = sp.coo_array((edges.w, (edges.src, edges.dst)), shape=(n, n))
+    sp.save_npz(folder / "e.npz", matrix.tocsr())
+    scipy.io.mmwrite(folder / "e.mtx", matrix)
+    return {"e.csv": {"weight": "w"}, "e.txt": {}, "e.txt.gz": {}, "pq": {"weight": "w"},
+            "pq/*.parquet": {"weight": "w"}, "e.npz": {"weight": True}, "e.mtx": {}}
+
+
+def test_every_format_read_edges_reads_is_read_from_a_url_as_from_a_file(cpu, tmp_path):
+    rng = np.random.default_rng(3)
+    edges = pd.DataFrame({"src": rng.integers(0, 30, 90), "dst": rng.integers(0, 30, 90),
+                          "w": rng.integers(1, 9, 90).astype(float)})
+    local = tmp_path / "local"
+    local.mkdir()
+    inputs = _written(local, edges)
+    bucket = _in_memory(local, "bucket")
+    for name, options in inputs.items():
+        ref = gpipe.read_edges(str(local / name), **options)
+        g = gpipe.read_edges(f"{bucket}/{name}", **options)
+        assert (g.num_vertices, g.num_edges, g.weighted) == (ref.num_vertices, ref.num_edges, True), name
+        pd.testing.assert_series_equal(g.degrees(), ref.degrees())
+    folder = gpipe.from_edges(edges, weight="w").to_parquet(tmp_path / "graph")
+    g = gpipe.read_edges(_in_memory(Path(folder), "graph-folder"))
+    assert (g.num_edges, g.weighted) == (gpipe.read_edges(folder).num_edges, True)
+    assert not list(Path(tempfile.gettempdir()).glob("gpipe-remote-*"))  # the copies are removed
+
+
+def test_a_bad_file_at_a_url_is_named_by_its_url_and_line(cpu, tmp_path):
+    (tmp_path / "bad.txt").write_text("0 1\n1 2\n2 3 4 5\n")
+    url = _in_memory(tmp_path / "bad.txt", "bad/bad.txt")
+    with pytest.raises(GpipeFileError, match=f"^{url}:3: expected 2 or 3 whitespace-separated fields, got 4$"):
+        gpipe.read_edges(url)
+    with pytest.raises(GpipeFileError, match="^memory://bad/gone.txt: missing: no such file or folder$"):
+        gpipe.read_edges("memory://bad/gone.txt")
+
+
+def test_a_host_copies_a_url_once_though_its_workers_copy_it_at_once(tmp_path):
+    fs = fsspec.filesystem("memory")
+    fs.pipe("/once/e.txt", b"0 1\n")
+    folder = str(tmp_path / "copy")
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        list(pool.map(lambda _: _copy(fs, ["/once/e.txt"], "/once", folder), range(4)))
+    assert [p.name for p in tmp_path.iterdir()] == ["copy"] and (tmp_path / "copy" / "e.txt").read_text() == "0 1\n"
+    fs.pipe("/once/e.txt", b"2 3\n")
+    _copy(fs, ["/once/e.txt"], "/once", folder)  # the host has it: nothing is fetched again
+    assert (tmp_path / "copy" / "e.txt").read_text() == "0 1\n"

@@ -19,6 +19,7 @@ from ._graph import Graph, build, check_mode
 from ._readers import (FLOAT32_RANGE, NpzPlan, TablePlan, check_graph_parts, float32_misfits, graph_folder_ids,
                        id_kind, is_graph_folder, npz_problem, plan_graph_folder, plan_npz, plan_table, npz_frame,
                        read_graph_part, read_npz_piece, read_piece, weights_fit)
+from ._remote import is_url, local_copy
 
 __all__ = ["from_edges", "read_edges"]
 
@@ -50,6 +51,12 @@ def read_edges(path, src: str = "src", dst: str = "dst", weight: str | bool | No
         real, integer or pattern, general or symmetric; row ``i`` is vertex
         ``i - 1``, as ``scipy.io.mmread`` numbers them), or a gpipe graph
         folder. Text files may end in ``.gz``, ``.bz2``, ``.xz`` or ``.zst``.
+        Any of these may be a URL that fsspec opens (``s3://``, ``gs://``,
+        ``https://``, ``memory://``, ...; its package installed: ``s3fs``,
+        ``gcsfs``, ...): it is copied once to each host of the cluster (into
+        its temporary folder; a local cluster's host copies it once) and
+        read there as a local file, the copies removed when the graph is
+        built. Errors name the URL.
     src, dst, weight : str
         Column names (CSV and Parquet). For SNAP files a third column is the
         weight unless ``weight=False``; so are a MatrixMarket file's values.
@@ -121,9 +128,25 @@ def read_edges(path, src: str = "src", dst: str = "dst", weight: str | bool | No
     ...     g = gpipe.read_edges(path)
     ...     g.num_vertices, g.num_edges, g.degrees().tolist()
     (4, 4, [2, 2, 3, 1])
+
+    A MatrixMarket file at a URL (``memory://``, fsspec's in-memory store, as
+    ``s3://`` or ``gs://`` would be read):
+
+    >>> import fsspec
+    >>> with fsspec.open("memory://bucket/edges.mtx", "w") as f:
+    ...     _ = f.write("%%MatrixMarket matrix coordinate pattern general\\n4 4 3\\n1 2\\n2 3\\n3 1\\n")
+    >>> with gpipe.connect(n_workers=1, device="cpu"):
+    ...     g = gpipe.read_edges("memory://bucket/edges.mtx", directed=True)
+    ...     g.num_vertices, g.degrees().tolist()
+    (4, [1, 1, 1, 0])
     """
     mode = check_mode(mode)
     vertex_order = check_vertex_order("vertex_order", vertex_order)
+    if is_url(path):
+        with local_copy(current(), path) as local:
+            return read_edges(local, src, dst, weight, directed, partitions, mode=mode, fmt=fmt, renumber=renumber,
+                              keep_self_loops=keep_self_loops, keep_duplicates=keep_duplicates,
+                              vertex_order=vertex_order)
     path = os.path.abspath(os.fspath(path))  # the workers open it: their working directory may not be this one's
     if is_graph_folder(path):  # whole or damaged: never read as a plain parquet folder
         return _read_graph_folder(path, partitions, mode, vertex_order)
