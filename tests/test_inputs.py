@@ -243,3 +243,14 @@ def test_a_host_copies_a_url_once_though_its_workers_copy_it_at_once(tmp_path):
     fs.pipe("/once/e.txt", b"2 3\n")
     _copy(fs, ["/once/e.txt"], "/once", folder)  # the host has it: nothing is fetched again
     assert (tmp_path / "copy" / "e.txt").read_text() == "0 1\n"
+
+
+def test_an_edge_index_on_a_gpu_this_process_cannot_read_says_to_pass_it_from_the_host(cpu):
+    class OnGpu(_DLPackProducer):
+        def __dlpack_device__(self):
+            return (2, 0)  # kDLCUDA
+
+    if gpipe.backend.gpu_problem() is None:
+        pytest.skip("this process has a GPU: it reads the array")
+    with pytest.raises(GpipeValueError, match=r"'edge_index' must be on the host .*: pass edge_index.cpu\(\)"):
+        gpipe.from_edge_index(OnGpu(np.array([[0], [1]])))

@@ -9,7 +9,7 @@ import pandas as pd
 from .._validate import (check_bool, check_edge_index, check_optional_int, check_per_edge, check_sparse_square,
                          check_text)
 from ..backend import as_host
-from ..errors import GpipeValueError
+from ..errors import DeviceUnavailableError, GpipeValueError
 from ._graph import Graph
 from ._io import _check_weights, from_edges
 
@@ -211,6 +211,9 @@ def _host(name: str, value) -> np.ndarray:
     """``value`` on the host (:func:`gpipe.backend.as_host`); one DLPack cannot export is refused by ``name``."""
     try:
         return as_host(value)
+    except DeviceUnavailableError as exc:  # on a GPU, with no cupy here to read it
+        raise GpipeValueError(f"'{name}' must be on the host where this process has no GPU to read it from: pass "
+                              f"{name}.cpu() ({exc})") from None
     except (TypeError, ValueError, BufferError, RuntimeError) as exc:  # what DLPack's producers raise
         raise GpipeValueError(f"'{name}' must be an array NumPy, CuPy or DLPack can read, got "
                               f"{type(value).__name__}: {exc}") from None
