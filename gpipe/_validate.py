@@ -238,6 +238,37 @@ def check_integers(name: str, value, *, minimum: int | None = 0) -> np.ndarray:
     return values
 
 
+def check_edge_index(name: str, value: np.ndarray) -> np.ndarray:
+    """PyG's ``edge_index``: a 2 x E array of at least one edge's non-negative integer vertex ids, sources in row 0
+    and targets in row 1; as int64."""
+    if value.ndim != 2 or value.shape[0] != 2:
+        hint = f": pass {name}.T for an E x 2 array" if value.ndim == 2 and value.shape[1] == 2 else ""
+        raise GpipeValueError(f"'{name}' must be a 2 x E array (sources in row 0, targets in row 1), got shape "
+                              f"{value.shape}{hint}")
+    if value.shape[1] == 0:
+        raise GpipeValueError(f"'{name}' must hold at least one edge, got shape {value.shape}")
+    return check_integers(name, value)
+
+
+def check_per_edge(name: str, value: np.ndarray, edges: int) -> np.ndarray:
+    """``value``, if it holds one number per edge: a 1-D array of ``edges`` values."""
+    if value.shape != (edges,):
+        raise GpipeValueError(f"'{name}' must be a 1-D array of one value per edge ({edges}), got shape {value.shape}")
+    return value
+
+
+def check_sparse_square(name: str, value) -> None:
+    """A sparse matrix of at least one stored entry whose rows and columns are the same vertices: square."""
+    shape = getattr(value, "shape", None)
+    if not hasattr(value, "tocoo") or shape is None or len(shape) != 2:
+        raise GpipeValueError(f"'{name}' must be a SciPy sparse matrix or array (CSR, CSC, COO, ...), got "
+                              f"{type(value).__name__}: a dense array a converts with scipy.sparse.csr_array(a)")
+    if shape[0] != shape[1]:
+        raise GpipeValueError(f"'{name}' must be square (row i and column i are vertex i), got shape {shape}")
+    if value.nnz == 0:
+        raise GpipeValueError(f"'{name}' must hold at least one stored entry (an edge), got none in shape {shape}")
+
+
 def _int(value) -> bool:
     return isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_))
 

@@ -307,7 +307,7 @@ def test_a_file_whose_extension_says_nothing_is_refused_before_connecting_naming
                  "--address", "tcp://127.0.0.1:1"])
     err = capsys.readouterr().err
     assert code == 2 and err.startswith("gpipe: error: 'graph' must end in one of .txt") and err.count("\n") == 1
-    assert f"pass --fmt one of 'snap', 'csv', 'parquet', 'npz' to force a format; got {str(path)!r}" in err
+    assert f"pass --fmt one of 'snap', 'csv', 'parquet', 'npz', 'mtx' to force a format; got {str(path)!r}" in err
     assert "fmt=" not in err
 
 
