@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
-from .._validate import check_bool, check_int, check_optional_int, check_probability
+from .._validate import check_bool, check_fanouts, check_int, check_optional_int, check_probability, renamed
+from ..errors import GpipeValueError
 from ._result import EdgeSample
 from ._sampler import Sampler
 
 
-def neighbor(g, seeds, fanout: int = 2, depth: int = 2, weighted: bool = False, replace: bool = False,
-             seed: int = 0) -> EdgeSample:
-    """Neighbor sampling: every frontier vertex picks ``fanout`` out-neighbors, without replacement unless ``replace``.
+@renamed("fanout", "fanouts")
+def neighbor(g, seeds, fanouts: int | list[int] = 2, depth: int | None = None, weighted: bool = False,
+             replace: bool = False, seed: int = 0) -> EdgeSample:
+    """Neighbor sampling: every frontier vertex at depth ``d`` picks ``fanouts[d]`` out-neighbors (all of them for
+    -1), without replacement unless ``replace``.
+
+    ``fanouts`` is a list, one a depth from the seeds outwards (as :func:`gpipe.gnn.sample_blocks` takes it), or one
+    int for each of ``depth`` depths (2 by default); ``fanout``, its old name, is taken until the next release.
 
     Uniformly, or in proportion to the edge weights when ``weighted``: then each draw reads the vertex's alias
     table (SELECT's ``"alias"`` method; every row's is built at the graph's first weighted sample and kept with
@@ -18,8 +24,8 @@ def neighbor(g, seeds, fanout: int = 2, depth: int = 2, weighted: bool = False, 
         VERTEXBIAS: none (the whole pool is the frontier)
         EDGEBIAS:   1, or the edge's weight
         UPDATE:     every picked neighbor joins the next frontier
-        Sampler(edge_bias="weight" if weighted else "uniform", update="all", neighbor_size=fanout, depth=depth,
-                replace=replace, select="alias" if weighted else "bipartite")
+        Sampler(edge_bias="weight" if weighted else "uniform", update="all", neighbor_size=fanouts,
+                replace=replace, select="alias" if weighted else "bipartite")   # -1 as None
 
     Returns an :class:`EdgeSample`: ``compute()`` the sampled edges ``instance, depth, src, dst`` (one instance
     per seed, or per row of a 2-D ``seeds``), ``nodes()`` each instance's vertices ``instance, vertex`` (its
@@ -35,7 +41,7 @@ def neighbor(g, seeds, fanout: int = 2, depth: int = 2, weighted: bool = False, 
     >>> import gpipe
     >>> with gpipe.connect(n_workers=1, device="cpu"):
     ...     g = gpipe.generators.rmat(10, seed=0)
-    ...     gpipe.sampling.neighbor(g, seeds=[0, 1], fanout=2, depth=2, seed=4).compute()
+    ...     gpipe.sampling.neighbor(g, seeds=[0, 1], fanouts=[2, 2], seed=4).compute()
         instance  depth  src  dst
     0          0      0    0  314
     1          0      0    0  348
@@ -50,10 +56,15 @@ def neighbor(g, seeds, fanout: int = 2, depth: int = 2, weighted: bool = False, 
     10         1      1  620   53
     11         1      1  620  367
     """
-    fanout = check_int("fanout", fanout, minimum=1)
+    fanouts = check_fanouts("fanouts", fanouts, 2 if depth is None and not isinstance(fanouts, (list, tuple))
+                            else depth)
     weighted = check_bool("weighted", weighted)
-    sampler = Sampler(edge_bias="weight" if weighted else "uniform", update="all", neighbor_size=fanout, depth=depth,
-                      replace=replace, select="alias" if weighted else "bipartite")
+    if check_bool("replace", replace) and -1 in fanouts:
+        raise GpipeValueError(f"'replace' = True needs a number of picks at every depth, not -1 (every neighbor, "
+                              f"each taken once), got fanouts={fanouts}")
+    sampler = Sampler(edge_bias="weight" if weighted else "uniform", update="all",
+                      neighbor_size=[None if f == -1 else f for f in fanouts], replace=replace,
+                      select="alias" if weighted else "bipartite")
     return sampler.run(g, seeds, seed=seed)
 
 
