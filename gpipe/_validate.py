@@ -187,19 +187,17 @@ def check_mapping(name: str, value) -> dict:
 
 def check_fanouts(name: str, value, depth: int | None = None) -> list[int]:
     """Per-depth fanouts (neighbors picked per vertex at each depth, from the seeds outwards): a non-empty list of
-    positive ints or -1 (every neighbor), one a depth (``depth``, when given, its length); or one such int for each
-    of ``depth`` depths."""
-    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
-        if depth is None:
-            raise GpipeValueError(f"'{name}' must be a list of per-depth fanouts, or an int with 'depth', got "
-                                  f"{value!r} without 'depth'")
+    positive ints or -1 (every neighbor), one a depth (``depth``, when given, its length); or, given ``depth``, one
+    such int for each of its depths."""
+    if depth is not None and isinstance(value, numbers.Integral) and not isinstance(value, bool):
         values = [value] * check_int("depth", depth, minimum=1)
     else:
         values = list(value) if isinstance(value, (list, tuple)) else None
     if not values or any(isinstance(f, bool) or not isinstance(f, numbers.Integral) or (f < 1 and f != -1)
                          for f in values):
-        raise GpipeValueError(f"'{name}' must be a non-empty list of positive ints or -1 (every neighbor), or one "
-                              f"such int, got {value!r}")
+        either = "" if depth is None else ", or one such int"
+        raise GpipeValueError(f"'{name}' must be a non-empty list of positive ints or -1 (every neighbor){either}, "
+                              f"got {value!r}")
     if depth is not None and check_int("depth", depth, minimum=1) != len(values):
         raise GpipeValueError(f"'depth' must be None or the length of '{name}' ({len(values)}), got {depth}")
     return [int(f) for f in values]

@@ -36,12 +36,13 @@ class LoaderSpec:
 
 
 def check_loader(g, seeds, *, fanouts, batch_size, shuffle, drop_last, seed, features, labels, replace, weighted,
-                 fused) -> tuple:
-    """The checked ``(seeds as dense ids (numpy), LoaderSpec, features, labels)`` of a loader over ``g``."""
-    dense, fanouts, replace, weighted, seed = check_sampling(g, seeds, fanouts, replace, weighted, seed)
+                 fused, edge_dir) -> tuple:
+    """The checked ``(the graph edge_dir reads, seeds as dense ids (numpy), LoaderSpec, features, labels)`` of a
+    loader over ``g``."""
+    g, dense, fanouts, replace, weighted, seed = check_sampling(g, seeds, fanouts, replace, weighted, seed, edge_dir)
     spec = LoaderSpec(tuple(fanouts), check_int("batch_size", batch_size, minimum=1), check_bool("shuffle", shuffle),
                       check_bool("drop_last", drop_last), seed, replace, weighted, check_bool("fused", fused))
-    return dense, spec, _per_vertex("features", features, g), _per_vertex("labels", labels, g)
+    return g, dense, spec, _per_vertex("features", features, g), _per_vertex("labels", labels, g)
 
 
 def _per_vertex(name: str, values, g):
@@ -70,7 +71,7 @@ class NeighborLoader:
     seeds : array-like of int
         Distinct vertices (the training vertices).
     fanouts : list of int
-        Neighbors picked per vertex at each hop, from the seeds outwards; ``-1`` every out-edge.
+        Neighbors picked per vertex at each hop, from the seeds outwards; ``-1`` every one.
     batch_size : int
         Seeds per batch.
     shuffle : bool
@@ -88,6 +89,8 @@ class NeighborLoader:
         batch carries those of its ``output_nodes`` as ``labels``.
     replace, weighted, fused : bool
         As for :func:`sample_blocks`.
+    edge_dir : {'out', 'in'}
+        As for :func:`sample_blocks`: pick out-neighbors, or in-neighbors.
 
     Raises
     ------
@@ -106,10 +109,10 @@ class NeighborLoader:
 
     def __init__(self, g, seeds, fanouts, batch_size: int, *, shuffle: bool = True, drop_last: bool = False,
                  seed: int = 0, features=None, labels=None, replace: bool = False, weighted: bool = False,
-                 fused: bool = True):
-        dense, spec, features, labels = check_loader(
+                 fused: bool = True, edge_dir: str = "out"):
+        g, dense, spec, features, labels = check_loader(
             g, seeds, fanouts=fanouts, batch_size=batch_size, shuffle=shuffle, drop_last=drop_last, seed=seed,
-            features=features, labels=labels, replace=replace, weighted=weighted, fused=fused)
+            features=features, labels=labels, replace=replace, weighted=weighted, fused=fused, edge_dir=edge_dir)
         self._start(local_graph(g), g.device, dense, spec, features, labels)
 
     @classmethod

@@ -37,10 +37,10 @@ from typing import Callable
 import numpy as np
 
 from .. import _rng, config
-from .._validate import (check_array, check_bool, check_choice, check_int, check_optional_int,
+from .._validate import (check_array, check_bool, check_choice, check_edge_dir, check_int, check_optional_int,
                          check_picklable, check_probability, check_seed)
 from ..errors import GpipeValueError
-from ..graph import check_graph
+from ..graph import check_graph, oriented
 from ..runtime import StartSet, StepSpec, check_memory, output_totals, run_supersteps
 from ._result import EdgeSample, SampleLayout
 from ._select import METHODS
@@ -149,6 +149,13 @@ class Sampler:
         as exponential races instead.
     bitmap : bool
         Detect SELECT's collisions with a strided bitmap (else by scanning the picks).
+    edge_dir : {'out', 'in'}
+        The neighbors a frontier vertex reads: its out-neighbors (the edges as
+        stored), or its in-neighbors (the sample of the graph's reverse,
+        :meth:`gpipe.Graph.reverse`, built at the first such run and kept:
+        a sampled ``src, dst`` is then the edge ``dst -> src`` of the graph,
+        and a ``'degree'`` bias the in-degree). On an undirected graph the two
+        are the same.
 
     Notes
     -----
@@ -181,7 +188,7 @@ class Sampler:
     def __init__(self, vertex_bias: str | Callable = "uniform", edge_bias: str | Callable = "uniform", *,
                  update: str = "all", frontier_size: int | None = None,
                  neighbor_size: int | None | tuple | list = 2, neighbor_pool: str = "vertex", depth: int | None = None,
-                 replace: bool = False, select: str = "bipartite", bitmap: bool = True):
+                 replace: bool = False, select: str = "bipartite", bitmap: bool = True, edge_dir: str = "out"):
         self.vertex_bias = (check_picklable("vertex_bias", vertex_bias) if callable(vertex_bias)
                             else check_choice("vertex_bias", vertex_bias, VERTEX_BIASES))
         self.edge_bias = (check_picklable("edge_bias", edge_bias) if callable(edge_bias)
@@ -210,6 +217,7 @@ class Sampler:
         self.replace = replace
         self.select = check_choice("select", select, tuple(METHODS))
         self.bitmap = check_bool("bitmap", bitmap)
+        self.edge_dir = check_edge_dir(edge_dir)
 
     def _most_edges(self, g, first_frontier: int) -> int | None:
         """The most edges one instance can sample from a first frontier of ``first_frontier`` vertices.
@@ -253,7 +261,7 @@ class Sampler:
         vertices ``instance, vertex`` — the frontiers it expanded (its seeds,
         its picked vertices: those without an edge too) and its edges' ends.
         """
-        check_graph("g", g)
+        g = oriented(check_graph("g", g), self.edge_dir)
         seed = check_seed("seed", seed)
         instances = check_optional_int("instances", instances, minimum=1)
         for name, bias in (("edge_bias", self.edge_bias), ("vertex_bias", self.vertex_bias)):
@@ -292,8 +300,8 @@ class Sampler:
         if seeds is None and self.frontier_size is None:  # every edge is the pool; an undirected one once
             edge_pool = "degrees" if g.directed else "upper_degrees"
         settings = Settings(**{k: getattr(self, k) for k in (
-            "vertex_bias", "edge_bias", "update", "frontier_size", "neighbor_sizes", "neighbor_pool", "depth", "replace",
-            "select", "bitmap")}, num_vertices=g.num_vertices, implicit=seeds is None, graph_id=g.graph_id,
+            "vertex_bias", "edge_bias", "update", "frontier_size", "neighbor_sizes", "neighbor_pool", "depth",
+            "replace", "select", "bitmap")}, num_vertices=g.num_vertices, implicit=seeds is None, graph_id=g.graph_id,
             edge_pool=edge_pool, fused=self._fuses(g, seeds is not None, count), max_degree=int(g.max_degree),
             candidate_budget=config.budget("sampling.candidate-budget"))
         arrays = {"degrees"} if self.edge_bias == "degree" or callable(self.edge_bias) else set()

@@ -126,8 +126,8 @@ def _gather_neighbors(x, part, instance, vertex, depth, spec: StepSpec, run: Run
     if spec.params.neighbor_pool == "vertex" and _row_picks(spec, level):  # off the CSR rows, no candidate table
         s = spec.params
         out = _fused.sample(x, part, instance, vertex, key=spec.key, num_vertices=n,
-                            fanouts=(s.neighbor_sizes[level],), step=NEIGHBOR_STEP + level, weighted=s.edge_bias == "weight", replace=s.replace,
-                            method=s.select, bitmap=s.bitmap, max_degree=s.max_degree)
+                            fanouts=(s.neighbor_sizes[level],), step=NEIGHBOR_STEP + level,
+                            weighted=s.edge_bias == "weight", replace=s.replace, method=s.select, bitmap=s.bitmap, max_degree=s.max_degree)
         return _picked(x, spec, out["instance"], level, out["src"], out["dst"], out["iterations"])
     local = vertex - part.lo
     start, end = part.indptr[local], part.indptr[local + 1]
