@@ -290,6 +290,29 @@ def test_loader_batches_depend_on_the_seed_and_epoch_only(graphs):
     assert not all(np.array_equal(x.output_nodes, y.output_nodes) for x, y in zip(epoch(a, 0), first))
 
 
+@pytest.mark.skipif(importlib.util.find_spec("torch") is not None, reason="torch is installed")
+def test_without_torch_the_loader_is_a_plain_iterable_of_len_batches(graphs):
+    loader = gpipe.gnn.NeighborLoader(graphs["one"], np.arange(100), [3, 2], batch_size=32, seed=1)
+    assert type(loader).__mro__[1:] == (object,) and len(loader) == 4
+    batches = iter(loader)
+    assert next(batches).output_nodes.size == 32 and [b.output_nodes.size for b in batches] == [32, 32, 4]
+
+
+def test_a_torch_dataloader_yields_the_loaders_batches_from_this_process_and_from_worker_processes(graphs):
+    """Not run where torch is not installed (gpipe's CI without the gnn extra)."""
+    data = pytest.importorskip("torch.utils.data")
+    loader = gpipe.gnn.NeighborLoader(graphs["one"], np.arange(100), [3, 2], batch_size=16, seed=1)
+    assert isinstance(loader, data.IterableDataset)
+    loader.set_epoch(2)
+    expected = list(loader)
+    for workers in (0, 2):
+        loader.set_epoch(2)
+        batches = list(data.DataLoader(loader, batch_size=None, num_workers=workers))
+        assert len(batches) == len(expected) == len(data.DataLoader(loader, batch_size=None)) == 7, workers
+        for got, want in zip(batches, expected):  # the workers' shares, interleaved back in order
+            _assert_same(got, want)
+
+
 def test_loader_gathers_the_feature_rows_of_the_input_nodes_and_the_labels_of_the_seeds(graphs):
     features = np.random.default_rng(1).random((300, 5)).astype(np.float32)
     labels = np.random.default_rng(2).integers(0, 7, 300)

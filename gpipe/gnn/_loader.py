@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Iterator
@@ -18,6 +19,12 @@ from ._local import LocalGraph, local_graph
 from ._sample import check_sampling
 
 SHUFFLE_STEP = 1 << 31  # the step of the shuffle's draws: apart from the sampling's (its hops)
+
+
+if importlib.util.find_spec("torch") is not None:  # the loader is a torch dataset where torch is installed
+    from torch.utils.data import IterableDataset, get_worker_info
+else:
+    IterableDataset, get_worker_info = object, None
 
 
 @dataclass(frozen=True)
@@ -53,16 +60,24 @@ def _per_vertex(name: str, values, g):
     return values
 
 
-class NeighborLoader:
+class NeighborLoader(IterableDataset):
     """Mini-batches of seeds and their sampled neighborhoods, as PyG's and DGL's neighbor loaders give them.
 
     Each iteration is one epoch over ``seeds``, in ``batch_size`` batches (in
-    a shuffled order when ``shuffle``), each yielded as :class:`Blocks` from
-    :func:`sample_blocks` (the next epoch on the next iteration; see
-    :meth:`set_epoch`). Sampling runs in this process, on the graph's CSR
-    gathered once from the workers (on the GPU when the graph is on GPUs).
-    The next batch is prepared while the current one is used: in a thread,
-    and on the GPU on a stream of its own (a batch is complete when yielded).
+    a shuffled order when ``shuffle``; ``len(loader)`` of them), each yielded
+    as :class:`Blocks` from :func:`sample_blocks` (the next epoch on the next
+    iteration; see :meth:`set_epoch`). Sampling runs in this process, on the
+    graph's CSR gathered once from the workers (on the GPU when the graph is
+    on GPUs). The next batch is prepared while the current one is used: in a
+    thread, and on the GPU on a stream of its own (a batch is complete when
+    yielded).
+
+    Where torch is installed the loader is a ``torch.utils.data.IterableDataset``
+    of batches: ``DataLoader(loader, batch_size=None)`` yields its batches
+    (``num_workers`` > 0: each worker process samples every ``num_workers``-th
+    batch, on the CPU; call :meth:`set_epoch` before each epoch, as the
+    workers' copies of the loader do not count epochs back here). Without
+    torch it is a plain iterable.
 
     Parameters
     ----------
@@ -144,6 +159,8 @@ class NeighborLoader:
     def __iter__(self) -> Iterator[Blocks]:
         epoch, batches = self.epoch, len(self)
         self.epoch += 1
+        worker = get_worker_info() if get_worker_info is not None else None
+        first, every = (0, 1) if worker is None else (worker.id, worker.num_workers)  # a DataLoader worker's share
         x = self._x
         count = int(self._seeds.shape[0])
         order = x.arange(count, dtype=x.int64)
@@ -152,12 +169,15 @@ class NeighborLoader:
             order = x.lexsort(x.stack([order.astype(x.uint64), draws[:, 0]]))
         if self._stream is not None:  # the loader's stream reads the order
             x.cuda.get_current_stream().synchronize()
+        mine = range(first, batches, every)
+        if not mine:
+            return
         with ThreadPoolExecutor(1, thread_name_prefix="gpipe-gnn-loader") as ahead:
-            upcoming = ahead.submit(self._batch, order, epoch, 0)
-            for b in range(batches):
+            upcoming = ahead.submit(self._batch, order, epoch, mine[0])
+            for b in mine:
                 batch = upcoming.result()
-                if b + 1 < batches:
-                    upcoming = ahead.submit(self._batch, order, epoch, b + 1)
+                if b + every < batches:
+                    upcoming = ahead.submit(self._batch, order, epoch, b + every)
                 yield batch
 
     def _batch(self, order, epoch: int, b: int) -> Blocks:
