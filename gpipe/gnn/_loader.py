@@ -11,8 +11,9 @@ import numpy as np
 
 from .. import _rng
 from .._validate import check_bool, check_int
-from ..backend import xp
+from ..backend import to_host, xp
 from ..errors import GpipeValueError
+from ..graph import check_graph
 from ._blocks import Blocks
 from ._fused import sample
 from ._local import LocalGraph, local_graph
@@ -50,6 +51,21 @@ def check_loader(g, seeds, *, fanouts, batch_size, shuffle, drop_last, seed, fea
     spec = LoaderSpec(tuple(fanouts), check_int("batch_size", batch_size, minimum=1), check_bool("shuffle", shuffle),
                       check_bool("drop_last", drop_last), seed, replace, weighted, check_bool("fused", fused))
     return g, dense, spec, _per_vertex("features", features, g), _per_vertex("labels", labels, g)
+
+
+def seeds_of(g, nodes, name: str) -> np.ndarray:
+    """The seed vertices PyG's ``input_nodes`` or DGL's ``indices`` name: None (every vertex), a boolean mask with
+    an entry per vertex, or vertex ids (NumPy, CuPy or a CPU torch tensor)."""
+    check_graph("g", g)
+    if nodes is None:
+        return np.arange(g.num_vertices) if g.id_map is None else g.id_map
+    values = np.asarray(to_host(nodes) if hasattr(nodes, "__cuda_array_interface__") else nodes)
+    if values.dtype == bool:
+        if values.shape != (g.num_vertices,):
+            raise GpipeValueError(f"'{name}' as a mask must have an entry per vertex ({g.num_vertices}), got shape "
+                                  f"{values.shape}")
+        return np.flatnonzero(values) if g.id_map is None else g.id_map[values]
+    return values
 
 
 def _per_vertex(name: str, values, g):
