@@ -185,14 +185,30 @@ def check_mapping(name: str, value) -> dict:
     return value
 
 
-def check_fanouts(name: str, value) -> list[int]:
-    """A non-empty list of per-hop fanouts: each a positive int, or -1 for every neighbor."""
-    values = list(value) if isinstance(value, (list, tuple)) else None
+def check_fanouts(name: str, value, depth: int | None = None) -> list[int]:
+    """Per-depth fanouts (neighbors picked per vertex at each depth, from the seeds outwards): a non-empty list of
+    positive ints or -1 (every neighbor), one a depth (``depth``, when given, its length); or, given ``depth``, one
+    such int for each of its depths."""
+    if depth is not None and isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        values = [value] * check_int("depth", depth, minimum=1)
+    else:
+        values = list(value) if isinstance(value, (list, tuple)) else None
     if not values or any(isinstance(f, bool) or not isinstance(f, numbers.Integral) or (f < 1 and f != -1)
                          for f in values):
-        raise GpipeValueError(f"'{name}' must be a non-empty list of positive ints or -1 (every neighbor), "
+        either = "" if depth is None else ", or one such int"
+        raise GpipeValueError(f"'{name}' must be a non-empty list of positive ints or -1 (every neighbor){either}, "
                               f"got {value!r}")
+    if depth is not None and check_int("depth", depth, minimum=1) != len(values):
+        raise GpipeValueError(f"'depth' must be None or the length of '{name}' ({len(values)}), got {depth}")
     return [int(f) for f in values]
+
+
+EDGE_DIRS = ("out", "in")  # PyG's and DGL's edge_dir: which neighbors of a vertex a sampler, walk or loader reads
+
+
+def check_edge_dir(value) -> str:
+    """``edge_dir``: 'out' (a vertex's out-neighbors, the edges as stored) or 'in' (its in-neighbors)."""
+    return check_choice("edge_dir", value, EDGE_DIRS)
 
 
 def check_bytes(name: str, value, *, minimum: int = 0) -> int:

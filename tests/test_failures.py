@@ -214,7 +214,7 @@ CASES = [
          _only(WALK_PHASES, "superstep", "exchange")),
     Case("ppr", lambda ctx: gpipe.walks.ppr(ctx.graph("rmat"), [0, 3, 9], walks_per_source=20, length=6,
                                             seed=1).compute(), _only(WALK_PHASES, "superstep", "gather")),
-    Case("neighbor", lambda ctx: gpipe.sampling.neighbor(ctx.graph("rmat"), np.arange(30), fanout=2, depth=2,
+    Case("neighbor", lambda ctx: gpipe.sampling.neighbor(ctx.graph("rmat"), np.arange(30), fanouts=2, depth=2,
                                                          seed=1).compute(), SAMPLE_PHASES),
     Case("sampler", _sampler, _only(SAMPLE_PHASES, "superstep", "exchange"), lambda ctx: _sampler(ctx, _boom)),
     Case("sample_blocks", _sample_blocks, {"gather": "gpipe.gnn._local:_partition_csr"}),
