@@ -13,7 +13,7 @@ from dask.utils import format_bytes
 
 
 class _Stopwatch:
-    """Seconds spent in each phase of a command, one lap per phase."""
+    """Seconds spent in each phase of a run, one lap per phase."""
 
     def __init__(self):
         self._last = time.perf_counter()
@@ -21,7 +21,7 @@ class _Stopwatch:
 
     def lap(self, phase: str) -> None:
         now = time.perf_counter()
-        self.seconds[phase] = now - self._last
+        self.seconds[phase] = self.seconds.get(phase, 0.0) + now - self._last  # a phase resumed adds up
         self._last = now
 
     def total(self) -> float:

@@ -1,17 +1,20 @@
-"""Batch workflows: one script and one YAML config each, run by ``gpipe run`` or as a script.
+"""Batch runs: the workflows (one script and one YAML config each, run by ``gpipe run`` or as a script) and the
+``gpipe`` commands, which are workflows with flags.
 
 A workflow is a folder holding ``run.py``, whose ``main(argv)`` runs it from
 ``[config.yaml] [--set key.sub=value ...]``, and ``config.yaml``, which holds every
 key of its config with its default, ``workflow: NAME`` included. The shipped ones
 are in ``workflows/`` of the source tree (``gpipe/_workflows`` in a wheel); users
-copy and adapt them. This module holds what they share: :func:`load_config` and
-:func:`check_config` (a config merged over the defaults, then the overrides, and
-checked against a table of rules that extends :data:`RULES`, built with the rules
-:func:`integer`, :func:`one_of`, :func:`seed` and :func:`mapping`), :func:`main` (a
-script's command line), :func:`load_graph`, :func:`atomic_dir` (the ``output`` folder),
-:func:`atomic_file` and :func:`write_json` (outputs that appear complete or not at all),
-and :func:`run`, which runs the
-workflow that a YAML file names on a given cluster (``gpipe run``).
+copy and adapt them. This module holds what they share: :class:`Workflow` (a script's
+config and command line, declared once: :func:`load_config` merges a config over the
+defaults, then the overrides, and :func:`check_config` checks it against a table of rules
+that extends :data:`RULES`, built with the rules :func:`integer`, :func:`one_of`,
+:func:`seed` and :func:`mapping`; :func:`main` is a script's command line), :class:`Run`
+(the one runner: the output folder, the cluster, the graph of :func:`load_graph`, the
+phases and ``summary.json``, which the ``gpipe`` commands run on too, from a config their
+flags make), :func:`atomic_dir`, :func:`atomic_file` and :func:`write_json` (outputs that
+appear complete or not at all), and :func:`run`, which runs the workflow that a YAML file
+names on a given cluster (``gpipe run``).
 """
 
 from __future__ import annotations
@@ -24,7 +27,8 @@ import importlib.util
 import json
 import os
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 import dask.config
@@ -39,7 +43,7 @@ from .errors import GpipeError, GpipeFileError, GpipeValueError
 from .graph import Graph, generators, read_edges
 from .runtime import current, workers_info
 
-__all__ = ["RULES", "Run", "atomic_dir", "atomic_file", "check_config", "check_params", "integer", "load_config", "load_graph",
+__all__ = ["RULES", "Run", "Workflow", "atomic_dir", "atomic_file", "check_config", "check_params", "integer", "load_config", "load_graph",
            "main", "mapping", "one_of", "run", "seed", "write_json"]
 
 _GRAPH_RULES = {key: rule for key, rule in RULES.items() if key.startswith("graph.")}
@@ -150,6 +154,65 @@ def load_graph(section: dict, *, weighted: bool = False, mode: str | None = None
                       fmt=fmt, weight=weight, vertex_order=vertex_order)
 
 
+@dataclass(frozen=True)
+class Workflow:
+    """A workflow script's config and command line, declared once: ``load_config``, ``validate_config`` and
+    ``main`` follow from its defaults file and its table of rules.
+
+    Parameters
+    ----------
+    prog, description : str
+        The script's name, which starts its error messages, and its one-line description.
+    defaults : str
+        Its ``config.yaml``, which holds every key.
+    rules : mapping
+        Its keys and their rules (``{**RULES, "section.key": rule, ...}``).
+    run : callable
+        ``run(config)``: runs the workflow on a checked config and reports.
+    check : callable, optional
+        ``check(config)``: what the rules cannot say alone (a key that depends on another); raises
+        :class:`GpipeValueError`.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from gpipe.workflow import Workflow, integer
+    >>> defaults = os.path.join(tempfile.mkdtemp(), "config.yaml")
+    >>> _ = open(defaults, "w").write("walks: {length: 40}\\n")
+    >>> demo = Workflow("demo", "A demo.", defaults, {"walks.length": integer(minimum=1)}, run=print)
+    >>> demo.main(["--set", "walks.length=5"])
+    {'walks': {'length': 5}}
+    0
+    """
+
+    prog: str
+    description: str
+    defaults: str
+    rules: Mapping
+    run: Callable[[dict], object]
+    check: Callable[[dict], object] | None = None
+
+    def load_config(self, path: str | None = None, overrides: Iterable[str] = ()) -> dict:
+        """The config at ``path`` merged over the defaults, then the ``key.sub=value`` overrides (not yet
+        checked; see :func:`load_config`)."""
+        return load_config(path, overrides, defaults=self.defaults, rules=self.rules)
+
+    def validate_config(self, config: dict) -> dict:
+        """Check that ``config`` has exactly the known keys and valid values (:func:`check_config`, then
+        ``check``), and return it; else raise :class:`GpipeValueError` naming the key, the rule and the value."""
+        check_config(config, self.rules)
+        if self.check is not None:
+            self.check(config)
+        return config
+
+    def main(self, argv: list[str] | None = None) -> int:
+        """Run the workflow from ``[config.yaml] [--set key.sub=value ...]`` (default ``sys.argv[1:]``): 0 on
+        success; 2 on a bad config or bad input, printed as ``PROG: error: ...`` on stderr (see :func:`main`)."""
+        return main(argv, prog=self.prog, description=self.description, defaults=self.defaults,
+                    configure=lambda path, overrides: self.validate_config(self.load_config(path, overrides)),
+                    run=self.run)
+
+
 # -- a run ------------------------------------------------------------------------------------
 
 class Run:
@@ -203,6 +266,7 @@ class Run:
         self._graph = None
 
     def __enter__(self) -> Run:
+        self._watch = _Stopwatch()
         self._stack = contextlib.ExitStack().__enter__()
         try:
             self.folder = None if self._out is None else self._stack.enter_context(
@@ -216,7 +280,6 @@ class Run:
         except BaseException:
             self._stack.__exit__(*sys.exc_info())
             raise
-        self._watch = _Stopwatch()
         self.lap("connect")
         return self
 
@@ -238,9 +301,10 @@ class Run:
         """The config's graph, generated or read (:func:`load_graph`, with ``reading`` for
         :func:`gpipe.read_edges`), or what ``load()`` returns; told as a phase, timed as ``lap``, described in
         the summary and released at the end of a run that succeeds."""
-        path = self.config["graph"]["path"]
-        rmat = _rmat_spec(path)
-        with self.phase(f"generating R-MAT scale {rmat[0]}" if rmat else _reading(path)) as phase:
+        path = self.config["graph"].get("path")  # none where the run makes its graph (gnn_training)
+        rmat = None if path is None else _rmat_spec(path)
+        text = "making the graph" if path is None else f"generating R-MAT scale {rmat[0]}" if rmat else _reading(path)
+        with self.phase(text) as phase:
             self._graph = load() if load is not None else load_graph(self.config["graph"], weighted=weighted,
                                                                      mode=mode, **reading)
             _graph_done(phase, self._graph)
