@@ -32,8 +32,18 @@ import dask.config
 import yaml
 
 from ._files import atomic_dir, atomic_file, write_json
-from ._validate import (check_bool, check_callable, check_choice, check_int, check_mapping, check_optional_int,
-                        check_seed, check_text, check_texts, is_ascii_digits)
+from ._validate import (
+    check_bool,
+    check_callable,
+    check_choice,
+    check_int,
+    check_mapping,
+    check_optional_int,
+    check_seed,
+    check_text,
+    check_texts,
+    is_ascii_digits,
+)
 from .backend import DEVICES
 from .errors import GpipeError, GpipeFileError, GpipeValueError
 from .graph import Graph, generators, read_edges

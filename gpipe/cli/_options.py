@@ -22,7 +22,6 @@ from ..cluster import ENV_ADDRESS, ENV_SCHEDULER_FILE
 from ..errors import GpipeValueError
 from ..graph import FORMATS, Graph
 
-
 _FORMATS = ("corpus", "parquet", "both")
 
 

@@ -15,9 +15,28 @@ from ._demo import _demo
 from ._generate import _generate
 from ._info import _info
 from ._mine import _mine
-from ._options import (_FORMATS, _MINERS, _NODE_SAMPLERS, _SAMPLERS, _WALKS, _checked, _cluster_flags, _default, _dest,
-                       _graph_flags, _graph_source, _out_flags, _partitions_flag, _pattern_edges, _positive,
-                       _positive_finite, _update_flags, _vertex_order_flag, _vertices, _walk_flags)
+from ._options import (
+    _FORMATS,
+    _MINERS,
+    _NODE_SAMPLERS,
+    _SAMPLERS,
+    _WALKS,
+    _checked,
+    _cluster_flags,
+    _default,
+    _dest,
+    _graph_flags,
+    _graph_source,
+    _out_flags,
+    _partitions_flag,
+    _pattern_edges,
+    _positive,
+    _positive_finite,
+    _update_flags,
+    _vertex_order_flag,
+    _vertices,
+    _walk_flags,
+)
 from ._run import _run_workflow
 from ._sample import _sample
 from ._walk import _walk

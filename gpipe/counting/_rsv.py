@@ -18,6 +18,7 @@ from ..errors import GpipeValueError, TaskError
 from ..runtime import worker_xp
 from ._common import LANES
 
+
 class CandidateTable:
     """The rows ``(partial sample, local candidate)`` at one position, as columns (numpy or cupy arrays):
 

@@ -10,7 +10,8 @@ import pandas as pd
 
 from .._validate import check_array, check_integers
 from ..errors import GpipeValueError
-from ._kernels import OPS, _INSERT, _DELETE
+from ._kernels import OPS, _DELETE, _INSERT
+
 
 @dataclass(frozen=True)
 class Batch:

@@ -50,8 +50,27 @@ from .._validate import check_array, check_int, check_probability
 from ..backend import cpu_threads, device_of, group_max, resolve, segments, to_host, xp
 from ..errors import GpipeError, GpipeValueError
 from ._batches import Batch, absent, check_batch
-from ._kernels import (BUILD, CHUNK, CHUNKS, COUNT, DECIMAL, ELEMENTS, MAX_GROUPS, PLACE, PLAY, SAMPLE, SPACE_ARGS,
-                       _GROUP_FIELDS, _INSERT, _ONE, _DENSE, _TABLES, _pair_order, _replay, _sorted_rows)
+from ._kernels import (
+    BUILD,
+    CHUNK,
+    CHUNKS,
+    COUNT,
+    DECIMAL,
+    ELEMENTS,
+    MAX_GROUPS,
+    PLACE,
+    PLAY,
+    SAMPLE,
+    SPACE_ARGS,
+    _DENSE,
+    _GROUP_FIELDS,
+    _INSERT,
+    _ONE,
+    _TABLES,
+    _pair_order,
+    _replay,
+    _sorted_rows,
+)
 from ._pools import _Pool, _exclusive, _slots, _threads, _twins
 
 SMALL_BATCH = 256  # a GPU space stages and builds a batch of at most this many updates on the host, in a few copies

@@ -26,7 +26,7 @@ from ..backend import to_host
 from ..errors import GpipeValueError
 from ..runtime import Summing, anywhere, gather_pinned, on_worker, summing, wait_pinned, worker_xp
 from ..walks import WalkResult
-from ._kernels import INIT_STEP, INITIAL, PER_LANE, guide_table, keep_table, negative_table, train_kernel
+from ._kernels import INITIAL, INIT_STEP, PER_LANE, guide_table, keep_table, negative_table, train_kernel
 from ._result import Embeddings
 
 MODES = ("fast", "serialized")

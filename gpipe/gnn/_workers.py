@@ -16,8 +16,17 @@ from distributed.protocol import pickle
 from .._validate import check_callable, check_mapping, check_picklable
 from ..backend import to_host
 from ..errors import GpipeError, GpipeValueError, TaskError
-from ..runtime import (check_held, end_here, end_later, gather_pinned, in_worker, on_every_worker, on_worker, run_going,
-                       workers_info)
+from ..runtime import (
+    check_held,
+    end_here,
+    end_later,
+    gather_pinned,
+    in_worker,
+    on_every_worker,
+    on_worker,
+    run_going,
+    workers_info,
+)
 from ._loader import LoaderSpec, NeighborLoader, check_loader
 from ._local import assemble, check_integer_ids, csr_pieces
 

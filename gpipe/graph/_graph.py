@@ -20,8 +20,21 @@ from .._files import GRAPH_FILES, atomic_dir
 from .._validate import check_choice, check_int, check_integers
 from ..backend import device_of, to_host, unique, xp
 from ..errors import GpipeError, GpipeValueError
-from ..runtime import (Session, anywhere, call_workers, check_held, end_graph, end_graph_later, fetching,
-                       gather_pinned, in_each_worker, keep_arrays, on_worker, partition, workers_info)
+from ..runtime import (
+    Session,
+    anywhere,
+    call_workers,
+    check_held,
+    end_graph,
+    end_graph_later,
+    fetching,
+    gather_pinned,
+    in_each_worker,
+    keep_arrays,
+    on_worker,
+    partition,
+    workers_info,
+)
 from . import _build, _order
 
 

@@ -15,9 +15,25 @@ from ..errors import GpipeFileError, GpipeValueError
 from ..runtime import anywhere, current, fetching, on_worker, placed, worker_device
 from ._build import id_table, small_range
 from ._graph import Graph, build, check_mode
-from ._readers import (FLOAT32_RANGE, NpzPlan, TablePlan, check_graph_parts, float32_misfits, graph_folder_ids,
-                       id_kind, is_graph_folder, npz_problem, plan_graph_folder, plan_npz, plan_table, npz_frame,
-                       read_graph_part, read_npz_piece, read_piece, weights_fit)
+from ._readers import (
+    FLOAT32_RANGE,
+    NpzPlan,
+    TablePlan,
+    check_graph_parts,
+    float32_misfits,
+    graph_folder_ids,
+    id_kind,
+    is_graph_folder,
+    npz_frame,
+    npz_problem,
+    plan_graph_folder,
+    plan_npz,
+    plan_table,
+    read_graph_part,
+    read_npz_piece,
+    read_piece,
+    weights_fit,
+)
 
 __all__ = ["from_edges", "read_edges"]
 

@@ -11,7 +11,6 @@ from .._search import arc_bit
 from ..backend import cpu_kernel, device_of, prange, xp
 from ..kernels import Arg, Kernel
 
-
 # The arc filter's bits an arc. On the peers' R-MAT 20 on an H200, node2vec's kernel (p 2, q 0.5) took 7.6 ms with a
 # filter that spared no search, 5.5 ms at 8 bits an arc (one bit in nine set), 5.3 ms at 16 (half the memory of the
 # graph's int32 ids).

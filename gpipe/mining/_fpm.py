@@ -25,13 +25,23 @@ import numpy as np
 import pandas as pd
 
 from .._validate import check_int
+from ..backend import cpu_kernel
 from ..errors import GpipeValueError
 from ..runtime import holder_workers
 from ._grow import check_mined_graph, write_parquet
-from ..backend import cpu_kernel
 from ._mni import Round, check, task_fields
-from ._patterns import (_COUNT_SHIFT, MAX_EDGES, MAX_LABELS, MAX_VERTICES, canonical_forms, grown, label_of, pack,
-                        smaller, unpack)
+from ._patterns import (
+    MAX_EDGES,
+    MAX_LABELS,
+    MAX_VERTICES,
+    _COUNT_SHIFT,
+    canonical_forms,
+    grown,
+    label_of,
+    pack,
+    smaller,
+    unpack,
+)
 
 
 @dataclass(frozen=True)

@@ -12,8 +12,8 @@ from .._validate import check_bool
 from ..errors import GpipeValueError
 from ._extend import extend_match
 from ._grow import ColumnPlan, check_mined_graph, mine
-from ._result import MiningResult
 from ._partitioned import Checks
+from ._result import MiningResult
 
 MAX_PATTERN_VERTICES = 16
 MAX_AUTOMORPHISMS = 10_000  # a pattern with more (a star of 8 leaves has 40,320) is counted with no symmetry broken

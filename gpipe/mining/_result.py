@@ -15,7 +15,6 @@ from ..errors import GpipeError, GpipeValueError
 from ..runtime import HeldResult, id_dtype, kept_blocks, run_state, worker_address, worker_xp
 
 
-
 @dataclass
 class MiningState:
     """A mining run's state on a worker, held until the run is let go: a listing run's rows by block key (dense

@@ -21,7 +21,7 @@ from ._kept import block_key, keep_here
 from ._run import Run
 from ._spec import OutputBlocks, RunSpec, StartSet, StepSpec
 from ._store import store
-from ._superstep import phase, failing, worker_xp
+from ._superstep import failing, phase, worker_xp
 
 
 def step_kernel(fill=None, *, writes: tuple[str, ...] | None = None, ends: bool = False):

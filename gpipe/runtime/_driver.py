@@ -31,7 +31,6 @@ from ._spec import OutputBlocks, RunSpec, StartSet, StepSpec
 from ._store import drop_run, store, transfers
 from ._watch import call_workers
 
-
 _MEMORY: dict[tuple[str, str], tuple] = {}  # (client, worker) -> GpipeStore.memory(), asked once per cluster
 
 

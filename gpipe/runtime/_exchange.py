@@ -42,7 +42,6 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
-
 from distributed.protocol import to_serialize
 from distributed.utils import sync
 

@@ -27,6 +27,7 @@ import numpy as np
 
 from ..backend import xp
 
+
 class Residency:
     """The staged partitions of one worker and which of them are on its device."""
 

@@ -10,8 +10,8 @@ from distributed.client import AllExit
 from distributed.gc import disable_gc_diagnosis
 
 from .. import config
-from ..backend import DEVICES, gpu_problem
 from .._validate import check_bool, check_choice
+from ..backend import DEVICES, gpu_problem
 from ..errors import DeviceUnavailableError, GpipeError
 from ._store import PLUGIN_NAME, GpipeStore
 

@@ -28,8 +28,9 @@ import pyarrow as pa
 from distributed import Status, WorkerPlugin, get_worker
 from distributed.worker_state_machine import FreeKeysEvent
 
-from .. import config, errors
+from .. import errors
 from ..backend import gpu_count, set_cpu_threads, xp
+from ..errors import GpipeError
 from ._cma import Loans
 from ._nccl import Communicators
 from ._outputs import Outputs
@@ -37,7 +38,6 @@ from ._partitions import Partitions
 from ._peers import Peers
 from ._run import ENDED, Run
 from ._wire import pack, unpack
-from ..errors import GpipeError
 
 PLUGIN_NAME = "gpipe"
 RUN_THREADS = 8  # runs at once on one worker (each may wait on its peers at a superstep's barrier)

@@ -37,14 +37,22 @@ from typing import Callable
 import numpy as np
 
 from .. import _rng, config
-from .._validate import (check_array, check_bool, check_choice, check_int, check_optional_int,
-                         check_picklable, check_probability, check_seed)
+from .._validate import (
+    check_array,
+    check_bool,
+    check_choice,
+    check_int,
+    check_optional_int,
+    check_picklable,
+    check_probability,
+    check_seed,
+)
 from ..errors import GpipeValueError
 from ..graph import check_graph
 from ..runtime import StartSet, StepSpec, check_memory, output_totals, run_supersteps
 from ._result import EdgeSample, SampleLayout
 from ._select import METHODS
-from ._step import EDGE_COLUMNS, POOL, FRONTIER, NEIGHBORS, _seed_entries, _step, entry_spans
+from ._step import EDGE_COLUMNS, FRONTIER, NEIGHBORS, POOL, _seed_entries, _step, entry_spans
 
 VERTEX_BIASES = ("uniform", "degree")
 

@@ -13,11 +13,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .._files import WALK_FILES, atomic_file
+from .._validate import check_bool, check_path
 from ..backend import cpu_kernel, prange, to_host
 from ..errors import GpipeValueError
-from .._validate import check_bool, check_path
 from ..runtime import HeldResult, OutputBlocks, anywhere, assemble_blocks, gather_pinned, on_every_worker, worker_xp
-
 
 WRITE_THREADS, WRITE_BYTES = 8, 1 << 26  # a corpus block's text is written in up to 8 ranges of at least 64 MB
 

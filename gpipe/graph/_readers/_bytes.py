@@ -10,7 +10,6 @@ import numpy as np
 
 from ...errors import GpipeFileError
 
-
 _READ_THREADS = min(8, os.cpu_count() or 1)  # threads reading a piece into a GPU worker's pinned memory
 _STAGE_BYTES = 8 << 20  # what each of them reads at a time, into one of its two pinned buffers
 

@@ -26,7 +26,6 @@ import pyarrow as pa
 from ...backend import cpu_kernel, prange
 from ...errors import GpipeFileError
 
-
 _COMMENT = ("#", "%")
 # A comment line after a '\n' (a lone '\r' ends lines too rarely to slow every search down by looking for it).
 _COMMENT_LINE = re.compile(rb"\n[ \t\f\v]*[#%][^\r\n]*")

@@ -7,8 +7,21 @@ import csv
 import pandas as pd
 
 from ...errors import GpipeFileError
-from ._common import (Piece, TablePlan, _both_int, _FAST_FAILURES, _first_line, _frame, _ids, _is_utf8, _open_text,
-                      _pandas_warnings, _parse_weight, _piece_bytes, _weights_taken)
+from ._common import (
+    _FAST_FAILURES,
+    Piece,
+    TablePlan,
+    _both_int,
+    _first_line,
+    _frame,
+    _ids,
+    _is_utf8,
+    _open_text,
+    _pandas_warnings,
+    _parse_weight,
+    _piece_bytes,
+    _weights_taken,
+)
 
 
 def _csv_header(path: str, columns: tuple[str, ...]) -> tuple[str, ...]:

@@ -16,7 +16,6 @@ from ..._validate import check_bool, check_int
 from ...errors import GpipeFileError, GpipeValueError
 from ._parquet import _parquet_table, _parquet_weights
 
-
 GRAPH_META = "_gpipe.json"
 _GRAPH_PART = re.compile(GRAPH_PART)
 # The most bytes a _gpipe.json is read to: what gpipe writes for a graph of far more partitions than anyone uses (its

@@ -14,8 +14,7 @@ from ...backend import segments, to_host, xp
 from ...errors import GpipeFileError
 from ...runtime import worker_device
 from ._bytes import read_to_device
-from ._common import FLOAT32_RANGE, float32_misfits, _frame
-
+from ._common import FLOAT32_RANGE, _frame, float32_misfits
 
 _NPY_HEADERS = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
 

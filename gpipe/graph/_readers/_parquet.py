@@ -13,7 +13,7 @@ import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 
 from ...errors import GpipeFileError
-from ._common import Piece, TablePlan, _check_weights, _frame, _INT64_MAX
+from ._common import _INT64_MAX, Piece, TablePlan, _check_weights, _frame
 
 
 def _parquet_files(pattern: str) -> list[str]:
