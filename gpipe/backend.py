@@ -13,6 +13,7 @@ import functools
 import importlib
 import os
 import threading
+from itertools import pairwise
 
 import numba
 import numpy as np
@@ -173,7 +174,7 @@ def ranges_within(ends: np.ndarray, most: int) -> list[slice]:
     while cuts[-1] < count:
         before = int(ends[cuts[-1] - 1]) if cuts[-1] else 0
         cuts.append(max(cuts[-1] + 1, int(np.searchsorted(ends, before + most, side="right"))))
-    return [slice(a, b) for a, b in zip(cuts, cuts[1:])]
+    return [slice(a, b) for a, b in pairwise(cuts)]
 
 
 def segments(x, sizes):

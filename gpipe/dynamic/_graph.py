@@ -106,7 +106,7 @@ class DynamicGraph:
         SamplingSpace(0, scale=scale)  # checks scale here, not on the workers
         dg = cls(g, uuid.uuid4().hex, float(scale))
         edges = dg._call(_from_partition, "dynamic graph", lambda part: (g.graph_id, part, dg.graph_id, dg.scale))
-        dg._part_edges = dict(zip(dg._held, edges))
+        dg._part_edges = dict(zip(dg._held, edges, strict=True))
         dg.num_edges = sum(edges)
         return dg
 
@@ -219,7 +219,7 @@ class DynamicGraph:
             except BaseException:  # a missing edge, a worker's error, an interrupt: no partition keeps the batch
                 self._call(_take_back, "dynamic take-back", lambda part: (self.graph_id, part, token), touched)
                 raise
-            self._part_edges.update(zip(touched, edges))
+            self._part_edges.update(zip(touched, edges, strict=True))
             self.num_edges = sum(self._part_edges.values())
             if len(batch.src):
                 self.num_vertices = max(self.num_vertices, int(batch.src.max()) + 1, int(batch.dst.max()) + 1)

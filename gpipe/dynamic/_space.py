@@ -159,7 +159,7 @@ class _Undo:
             array[index] = values
         space.num_vertices, space.num_edges, space.version, space._tables_pinned = self.counts
         space._tables = self.tables
-        for pool, (arrays, top, live) in zip(space._pools(), self.pools):
+        for pool, (arrays, top, live) in zip(space._pools(), self.pools, strict=True):
             pool.arrays, pool.top, pool.live = arrays, top, live
 
 
@@ -440,7 +440,7 @@ class SamplingSpace:
         moved = {}
         for pool, (start, count), columns, old in zip(
                 self._pools(), _BLOCKS, ({"dst": dst, "weight": weight, "units": units, "frac": frac,
-                                          "adjacency": adjacency}, {"members": members}, built), left):
+                                          "adjacency": adjacency}, {"members": members}, built), left, strict=True):
             def staying(count=count):  # every vertex's block but the touched ones'
                 counts = tables[count][:self.num_vertices].copy()
                 counts[at] = 0

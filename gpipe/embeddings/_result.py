@@ -86,7 +86,8 @@ class Embeddings(HeldResult):
         row = self._row("vertex", vertex)
         nearest, cosines = self._gather("most similar", _nearest, lambda b: (row, k))[0]
         ids = self.ids
-        return [(ids[i].item() if hasattr(ids[i], "item") else ids[i], float(c)) for i, c in zip(nearest, cosines)]
+        return [(ids[i].item() if hasattr(ids[i], "item") else ids[i], float(c))
+                for i, c in zip(nearest, cosines, strict=True)]
 
     def _row(self, name: str, vertex) -> int:
         if self._id_map is None:

@@ -262,7 +262,7 @@ def _rounds(client, spec: Word2VecSpec, placed: dict[str, tuple[list, list[int]]
             for round_ in range(spec.rounds):
                 trained = [on_worker(client, w, _trained, spec, epoch, round_, vocabulary, tables[w], nccl, firsts,
                                      *blocks) for w, (blocks, firsts) in placed.items()]
-                tables = (dict(zip(workers, trained)) if nccl is not None
+                tables = (dict(zip(workers, trained, strict=True)) if nccl is not None
                           else dict.fromkeys(workers, anywhere(client, _merged, tables[workers[0]], *trained)))
                 this_round = (epoch, anywhere(client, _sums, *trained))
                 del trained
@@ -335,9 +335,9 @@ def _trained(spec: Word2VecSpec, epoch: int, round_: int, vocabulary: Vocabulary
     lengths = [(x.asarray(block) >= 0).sum(axis=1).astype(x.int64) for block in blocks]
     mine = sum(int(n.sum()) for n in lengths)
     slices = [[n.shape[0] * r // spec.rounds for r in range(spec.rounds + 1)] for n in lengths]
-    done = epoch * mine + sum(int(n[:s[round_]].sum()) for n, s in zip(lengths, slices))
+    done = epoch * mine + sum(int(n[:s[round_]].sum()) for n, s in zip(lengths, slices, strict=True))
     loss = terms = tokens = 0
-    for block, n, s, first in zip(blocks, lengths, slices, firsts):
+    for block, n, s, first in zip(blocks, lengths, slices, firsts, strict=True):
         lo, hi = s[round_], s[round_ + 1]
         if hi == lo:
             continue

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from itertools import pairwise
 
 import numpy as np
 
@@ -78,13 +79,13 @@ class Partition:
         walked as one span (see ``runtime.Partitions.span``)."""
         x = xp(device_of(parts[0].indptr))
         ends = np.cumsum([0] + [p.num_edges for p in parts])
-        indptr = x.concatenate([p.indptr[:-1] + int(e) for p, e in zip(parts, ends)] +
+        indptr = x.concatenate([p.indptr[:-1] + int(e) for p, e in zip(parts, ends[:-1], strict=True)] +
                                [x.full(1, int(ends[-1]), parts[0].indptr.dtype)])
         indices = x.concatenate([p.indices for p in parts])
         weights = None if parts[0].weights is None else x.concatenate([p.weights for p in parts])
         span = Partition(parts[0].part, parts[0].lo, parts[-1].hi, parts[0].bounds, indptr, indices, weights)
         views = []
-        for p, a, b in zip(parts, ends, ends[1:]):
+        for p, (a, b) in zip(parts, pairwise(ends), strict=True):
             rows = slice(p.lo - span.lo, p.hi - span.lo + 1)
             views.append(p.with_arrays(indptr[rows] - int(a), indices[a:b], None if weights is None else weights[a:b]))
         return span, views

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from itertools import pairwise
 
 import numpy as np
 import pandas as pd
@@ -176,7 +177,7 @@ class _Mining:
         order = np.argsort(ranks, kind="stable")
         bounds = np.searchsorted(ranks[order], np.arange(MAX_LABELS + 1))
         ids = np.int32 if ranks.size <= np.iinfo(np.int32).max else np.int64  # what crosses to the workers
-        self.lists = [order[lo:hi].astype(ids) for lo, hi in zip(bounds[:-1], bounds[1:])]  # labels', then valid
+        self.lists = [order[lo:hi].astype(ids) for lo, hi in pairwise(bounds)]  # labels', then valid
         self.code = np.empty(0, np.int64)  # the last level's frequent patterns
         self.valid = np.empty((0, MAX_VERTICES), np.int64)  # their valid lists' indices in self.lists, -1 none
         self.pairs = np.empty((0, 2), np.int64)

@@ -13,6 +13,7 @@ import tempfile
 import time
 import uuid
 from dataclasses import dataclass
+from itertools import pairwise
 
 import numpy as np
 import pandas as pd
@@ -132,7 +133,7 @@ def _ranges(degree: np.ndarray, count: int) -> list[tuple[int, int]]:
     work = np.cumsum(degree.astype(np.float64) ** 2 + 1)
     cuts = np.searchsorted(work, work[-1] * np.arange(1, count) / count, "right") if work.size else []
     bounds = [0, *(int(c) for c in cuts if 0 < c < degree.size), int(degree.size)]
-    return [(lo, hi) for lo, hi in zip(bounds[:-1], bounds[1:]) if hi > lo]
+    return [(lo, hi) for lo, hi in pairwise(bounds) if hi > lo]
 
 
 def _grow_here(spec: Spec, ranges: list) -> tuple[list, dict]:

@@ -114,7 +114,7 @@ class EmbeddingTable:
                 name = os.path.join(self.folder, f"column{column}-chunk{self._files}")
                 self._files += 1
                 chunk.paths = (f"{name}-vertex.npy", None if parent is None else f"{name}-parent.npy")
-                for path, array in zip(chunk.paths, (vertex, parent)):
+                for path, array in zip(chunk.paths, (vertex, parent), strict=True):
                     if path is not None:
                         np.save(path, to_host(array))
         self.columns[column].append(chunk)

@@ -221,7 +221,7 @@ def borrowed(loans: list[Loan], worker_of: list[str], into: Callable[[int, Lent]
     the value is then those bytes viewed as ``lent``'s array."""
     global _POOL
     values, reads = [], []
-    for i, (loan, worker) in enumerate(zip(loans, worker_of)):
+    for i, (loan, worker) in enumerate(zip(loans, worker_of, strict=True)):
         def made(lent, loan=loan, worker=worker, i=i):
             if not isinstance(lent, Lent):
                 return lent

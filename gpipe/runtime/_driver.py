@@ -52,7 +52,7 @@ def check_memory(graph, nbytes: int, names: str, what: str) -> None:
     if missing:
         held, unit = graph.holders
         asked = call_workers(graph.client, [(w, _memory, (), {}) for w in missing], held, "memory check", unit)
-        _MEMORY.update(((cluster, w), memory) for w, memory in zip(missing, asked))
+        _MEMORY.update(((cluster, w), memory) for w, memory in zip(missing, asked, strict=True))
     limit = config.get("memory.output-limit")
     room = 0
     for host, device, auto in (_MEMORY[(cluster, w)] for w in workers):
@@ -155,12 +155,13 @@ def run_supersteps(graph, spec: StepSpec, initial: int | StartSet | dict, *, num
              "opening_seconds": max(s["opening_seconds"] for s in summaries),
              "worker_seconds": max(s["worker_seconds"] for s in summaries),
              "host_memory_peak": max(s["host_memory_peak"] for s in summaries),
+             # each worker's (the two above: the most)
              "memory_peaks": {w: {"host": s["host_memory_peak"], "device": s["device_memory_peak"]}
-                              for w, s in zip(workers, summaries)},  # each worker's (the two above: the most)
+                              for w, s in zip(workers, summaries, strict=True)},
              "device_memory_peak": None if graph.device != "gpu" else max(s["device_memory_peak"]
                                                                         for s in summaries)}
     if stats["gathered"]:  # the busiest worker's seconds, every worker's bytes; the rows its steps wrote in place
-        layouts = {w: s["rows"] for w, s in zip(workers, summaries)}
+        layouts = {w: s["rows"] for w, s in zip(workers, summaries, strict=True)}
         stats.update(gather_seconds=max(s["gathered"]["seconds"] for s in summaries),
                      gathered_bytes=sum(s["gathered"]["sent"] for s in summaries),
                      rows=layouts[workers[0]] if len(set(layouts.values())) == 1 else layouts)

@@ -129,13 +129,13 @@ class HeldResult:
         results = [None] * len(futures)
         try:
             done = call_workers(self._client, calls, self._held, phase, self._unit)
-            for blocks, replies in zip(mine.values(), done):
-                for b, result in zip(blocks, replies):
+            for blocks, replies in zip(mine.values(), done, strict=True):
+                for b, result in zip(blocks, replies, strict=True):
                     results[b] = result
             loaned = [b for b, worker in enumerate(self._holders) if read[worker]]  # read at once, every worker's
             placed = None if into is None else lambda i, lent: into(loaned[i], lent)
             for b, result in zip(loaned, _cma.borrowed([results[b] for b in loaned],
-                                                       [self._holders[b] for b in loaned], placed)):
+                                                       [self._holders[b] for b in loaned], placed), strict=True):
                 results[b] = result
         finally:  # the loans, read or not (a worker still lending when the call fails keeps none)
             tell_workers(self._client, [w for w in mine if read[w]], "gpipe_return", token=token,

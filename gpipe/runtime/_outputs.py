@@ -115,7 +115,7 @@ class Outputs:
         taken by the worker holding them and fetched from it."""
         here, worker = self._store.worker_address, self._store.worker
         remote = {p: w for p, w in partitions.items() if w != here}
-        fetched = dict(zip(remote, sync(worker.loop, self._fetch_groups, run_id, key, remote, group))
+        fetched = dict(zip(remote, sync(worker.loop, self._fetch_groups, run_id, key, remote, group), strict=True)
                        if remote else ())
         return [fetched[p] if p in remote else self.take_group(run_id, p, key, group) for p in partitions]
 

@@ -76,7 +76,7 @@ class Partitions:
                 span, views = kind.join([self._held[k] for k in keys])
             except MemoryError:  # (CuPy's out of memory is one) no room to join them now: each walks on its own
                 return None
-            self._held.update(zip(keys, views))
+            self._held.update(zip(keys, views, strict=True))
             self._spans[key] = span
             return span
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+from itertools import pairwise
 
 from ._session import run_later
 from ._store import drop_graph, drop_run, store
@@ -50,8 +51,8 @@ def spread(g, phase: str, function, total: int, *args) -> list:
     ``0..total-1`` in order; the results in that order (a worker with an empty range is not called)."""
     workers = holder_workers(g)
     cuts = [total * i // len(workers) for i in range(len(workers) + 1)]
-    return on_each(g, phase, [(w, function, (lo, hi - lo, *args)) for w, lo, hi in zip(workers, cuts, cuts[1:])
-                              if hi > lo])
+    return on_each(g, phase, [(w, function, (lo, hi - lo, *args))
+                              for w, (lo, hi) in zip(workers, pairwise(cuts), strict=True) if hi > lo])
 
 
 def on_worker(client, worker: str, function, *args, key: str | None = None):

@@ -230,7 +230,7 @@ def _decode(x, codes, dtype):
 def _decoded(x, chunks, dtype, zeros: list, nans: list):
     """The sorted (codes, values) chunks with their keys decoded, each zero and NaN given back its own bits: the
     ``zeros`` and ``nans`` of the input, in input order, are the order in which the stable sort lets them out."""
-    tied = list(zip(_encode(np, np.array([0.0, np.nan])), map(np.concatenate, (zeros, nans)))) \
+    tied = list(zip(_encode(np, np.array([0.0, np.nan])), map(np.concatenate, (zeros, nans)), strict=True)) \
         if dtype.kind == "f" else []
     taken = [0] * len(tied)
     for codes, values in chunks:
@@ -266,7 +266,7 @@ def _multimerge(device: str, runs: list, items: int):
     spacing = max(1, items // len(runs))
     checkpoints = [(k[spacing::spacing], np.full(len(k[spacing::spacing]), r), np.arange(spacing, len(k), spacing))
                    for r, (k, _) in enumerate(runs)]
-    key, run, position = (np.concatenate(c) for c in zip(*checkpoints))
+    key, run, position = (np.concatenate(c) for c in zip(*checkpoints, strict=True))
     order = np.lexsort((position, run, key))
     key, run, position = key[order], run[order], position[order]
     bounds = np.empty((len(runs), key.shape[0] + 2), dtype=np.int64)  # matched index of each checkpoint in each run

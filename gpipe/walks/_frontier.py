@@ -215,7 +215,7 @@ def _round_summary(sets: list[dict], instances: int) -> tuple[np.ndarray, dict]:
 
     moves = np.bincount(column("instance", np.int64), minlength=instances)
     parked = {k: column(k, dtype, lambda s: s["parked"])
-              for k, dtype in zip(PARKED_FIELDS, (np.int64, np.int64, np.int32, np.float64))}
+              for k, dtype in zip(PARKED_FIELDS, (np.int64, np.int64, np.int32, np.float64), strict=True)}
     return moves, parked
 
 

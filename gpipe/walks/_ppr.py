@@ -76,7 +76,7 @@ class PPRResult(WalkResult):
         sizes = gather_pinned(self._client, [anywhere(self._client, len, r) for r in ranges],
                               self._held, "scores sizing")
         bases = np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)]).tolist()
-        parts = [anywhere(self._client, _numbered, r, base) for r, base in zip(ranges, bases)]
+        parts = [anywhere(self._client, _numbered, r, base) for r, base in zip(ranges, bases[:-1], strict=True)]
         one = (np.zeros(1, np.int64), np.ones(1))  # a row, for the dtypes pandas infers from ids (str, not object)
         meta = _numbered(_range_scores([one], self.sources, self._id_map, 1).iloc[:0], 0)
         return dd.from_delayed(parts, meta=meta, divisions=(*bases[:-1], bases[-1] - 1), verify_meta=False)
@@ -103,7 +103,7 @@ class PPRResult(WalkResult):
         client, n, n_sources = self._client, int(self.stats["num_vertices"]), len(self.sources)
         starts = self._map_blocks(_cycle_starts, n_sources, self._key, self.restart)
         while len(starts) > 1:  # integer sums: any order gives the same
-            starts = [anywhere(client, np.add, a, b) for a, b in zip(starts[::2], starts[1::2])] + \
+            starts = [anywhere(client, np.add, a, b) for a, b in zip(starts[::2], starts[1::2], strict=False)] + \
                 starts[len(starts) // 2 * 2:]
         weights = anywhere(client, _visit_weights, starts[0])
         wait_pinned(client, [weights], self._held, "scores")

@@ -187,7 +187,7 @@ class WalkResult(HeldResult):
         futures = self._map_blocks(_original, self._walk_dtype)
         rows = [min(self.block_rows, self.num_walks - b * self.block_rows) for b in range(len(futures))]
         return da.concatenate([da.from_delayed(f, (r, self.width), dtype=self._walk_dtype)
-                               for f, r in zip(futures, rows)])
+                               for f, r in zip(futures, rows, strict=True)])
 
     def to_parquet(self, path, overwrite: bool = False) -> str:
         """Write one Parquet file per block (columns ``walk``, ``step_0`` .. ``step_L``) into folder ``path``.
@@ -236,7 +236,7 @@ class WalkResult(HeldResult):
             out.truncate(offsets[-1])
             out.flush()
             written = [anywhere(self._client, _write_corpus_block, block, ids, size, out.name, offsets[b])
-                       for b, (block, size) in enumerate(zip(blocks, sizes))]
+                       for b, (block, size) in enumerate(zip(blocks, sizes, strict=True))]
             gather_pinned(self._client, written, self._held, "corpus writing")
         return path
 

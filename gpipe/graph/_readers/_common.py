@@ -122,7 +122,7 @@ def _text_pieces(path: str, piece_bytes: int | None) -> tuple[Piece, ...]:
             start = offset + cut + 1 if block else size
             if start < size and start > starts[-1]:
                 starts.append(start)
-    return tuple(Piece(path, a, b) for a, b in zip(starts, starts[1:] + [size]))
+    return tuple(Piece(path, a, b) for a, b in zip(starts, starts[1:] + [size], strict=True))
 
 
 class _Decompressed(io.RawIOBase):

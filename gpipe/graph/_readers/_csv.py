@@ -84,7 +84,7 @@ def _scan_csv(plan: TablePlan, piece: Piece, line: int, strings: bool) -> pd.Dat
                     raise GpipeFileError(path, lineno, f"expected {len(header)} fields like the header, got {len(row)}")
                 if not _is_utf8(",".join(row)):
                     raise GpipeFileError(path, lineno, "line is not valid UTF-8")
-                for k, (name, i) in enumerate(zip(columns, where)):
+                for k, (name, i) in enumerate(zip(columns, where, strict=True)):
                     if k == 2:
                         picked[k].append(_parse_weight(path, lineno, row[i]))
                     elif row[i] == "":

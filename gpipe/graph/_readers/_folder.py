@@ -82,7 +82,7 @@ def check_graph_parts(meta: dict, paths: list[str], counts) -> None:
     """Check the parts' ``counts`` (from :func:`read_graph_part`, an iterable taken in order) against ``meta``:
     each part's edges (format version 2 on), and their sum."""
     rows, loops = 0, 0
-    for p, (path, count) in enumerate(zip(paths, counts)):
+    for p, (path, count) in enumerate(zip(paths, counts, strict=True)):
         if "part_edges" in meta and count["edges"] != meta["part_edges"][p]:
             raise GpipeFileError(path, None, f"holds {count['edges']} edges; {GRAPH_META} says "
                                              f"{meta['part_edges'][p]}")

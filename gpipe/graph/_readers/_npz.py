@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import zipfile
+from itertools import pairwise
 from typing import NoReturn
 
 import numpy as np
@@ -110,7 +111,7 @@ def plan_npz(path: str, weight: bool, piece_bytes: int | None = None) -> NpzPlan
     if split and indices.length > piece_edges:
         targets = np.arange(piece_edges, indices.length, piece_edges)
         cuts = np.unique(np.concatenate([[0], np.searchsorted(indptr, targets, side="left"), [n]])).tolist()
-    pieces = tuple(zip(cuts[:-1], cuts[1:]))
+    pieces = tuple(pairwise(cuts))
     return NpzPlan(path, n, arrays["indptr"], indices, values, key, pieces, tuple(int(indptr[c]) for c in cuts))
 
 
