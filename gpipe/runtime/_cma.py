@@ -37,6 +37,7 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -94,7 +95,7 @@ class Loan:
     :class:`Lent`, kept by process ``pid`` until the client gives them back."""
 
     pid: int
-    value: object
+    value: Any
 
 
 def lend(value) -> tuple[Loan, list[np.ndarray]]:

@@ -17,7 +17,7 @@ import contextlib
 import time
 import uuid
 from collections import defaultdict
-from typing import Callable, NamedTuple
+from typing import Any, Callable, NamedTuple
 
 import numpy as np
 from dask.utils import format_bytes
@@ -120,7 +120,7 @@ def run_supersteps(graph, spec: StepSpec, initial: int | StartSet | dict, *, num
         t0 = time.perf_counter()
         with _reporting(client, run_id, progress, len(workers), num_walks):
             queues, counts = _initial_walkers(graph, initial)
-            loops = [(w, _advance.run_partitions,
+            loops: list[tuple] = [(w, _advance.run_partitions,
                       (run, {p: q for p, q in queues.items() if placement[p] == w}, counts), {}) for w in workers]
             summaries = _call_run(client, run_id, loops, dict(enumerate(placement)), "supersteps")
         seconds = time.perf_counter() - t0
@@ -210,7 +210,8 @@ def _run_replicated(graph, spec: StepSpec, initial: int | StartSet | dict, progr
     t0 = time.perf_counter()
     if isinstance(initial, int):
         cuts = np.linspace(0, graph.num_vertices, count + 1).astype(np.int64)
-        shares = {r: (initial, int(cuts[r]), int(cuts[r + 1])) for r in range(count) if cuts[r] < cuts[r + 1]}
+        shares: dict[int, Any] = {r: (initial, int(cuts[r]), int(cuts[r + 1]))
+                                  for r in range(count) if cuts[r] < cuts[r + 1]}
     elif isinstance(initial, StartSet):
         cuts = np.linspace(0, len(initial.vertices), count + 1).astype(np.int64)
         shares = {r: initial.share(int(cuts[r]), int(cuts[r + 1])) for r in range(count) if cuts[r] < cuts[r + 1]}

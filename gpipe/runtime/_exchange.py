@@ -40,6 +40,7 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from distributed.protocol import to_serialize
@@ -305,7 +306,7 @@ class Exchange:
         self.bounds, self.length, self.device = bounds, length, device
         self.wire = Wire(int(bounds[-1]), length, walks, spans)  # how the walkers travel (``walks``: the run's
         # walks, where it is a walk run; ``spans``: its family's, ``StepSpec.spans``)
-        self.lending = None  # a ``_lent.Lending`` where the walkers take neighbor lists along
+        self.lending: Any = None  # a ``_lent.Lending`` where the walkers take neighbor lists along
         self.parts = len(placement)
         self.of_rank = [[p for p, w in enumerate(placement) if w == worker] for worker in workers]
         self.watch = Watch(run, [w for r, w in enumerate(workers) if r != self.rank])

@@ -69,7 +69,8 @@ def gather(run, exchange, blocks: OutputBlocks, part: int, superstep: int, limit
     cap = max(1, min(sum(sizes) // _pieces.GROUPING_BATCHES, free_memory(x) // ROOM))
     sent = spilled = 0
     while True:
-        batch, held = [], 0
+        batch: list = []
+        held = 0
         while sets and (not batch or held + sizes[0] <= cap):
             batch.append({k: to_device(v, exchange.device) for k, v in sets.pop(0).items()})
             held += sizes.pop(0)

@@ -6,6 +6,7 @@ import time
 import uuid
 import weakref
 from collections.abc import Callable
+from typing import Self
 
 from distributed import Future
 from distributed.utils import sync
@@ -66,7 +67,7 @@ class HeldResult:
             self._block_futures = self._assemble()
         return self._block_futures
 
-    def persist(self):
+    def persist(self) -> Self:
         """Make the blocks on the workers and wait for them; ``stats['assemble_seconds']`` says how long."""
         t0 = time.perf_counter()
         try:
@@ -121,7 +122,7 @@ class HeldResult:
             mine.setdefault(worker, []).append(b)
         read = _cma.readable(self._client, list(mine)) if lent else dict.fromkeys(mine, False)
         token = uuid.uuid4().hex
-        calls = []
+        calls: list[tuple] = []
         for worker, blocks in mine.items():
             items = [(futures[b].key, args[b]) for b in blocks]
             calls.append((worker, _lent_here, (items, func, token), {}) if read[worker]
