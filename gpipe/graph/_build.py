@@ -16,6 +16,7 @@ float32), already renumbered. The pipeline, all on the workers:
 from __future__ import annotations
 
 import operator
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -150,7 +151,7 @@ def assemble(graph_id: str, part: int, bounds: np.ndarray, keep_duplicates: bool
         raise TaskError("assemble", part, None, repr(exc)) from exc
 
 
-def csr(x, pieces: list[dict], *, lo: int, hi: int, n: int, keep_duplicates: bool, index_dtype) -> tuple:
+def csr(x, pieces: Sequence[dict], *, lo: int, hi: int, n: int, keep_duplicates: bool, index_dtype) -> tuple:
     """The CSR ``(indptr, indices, weights, self-loops)`` of rows ``lo .. hi - 1`` from the edge ``pieces`` (arrays of
     ``x``, every source in the rows), sorted by (src, dst), duplicates merged to their largest weight unless kept;
     ``indices`` of ``index_dtype``."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from itertools import pairwise
+from typing import Any
 
 import numpy as np
 
@@ -32,9 +33,9 @@ class Partition:
     lo: int
     hi: int
     bounds: np.ndarray
-    indptr: object
-    indices: object
-    weights: object | None
+    indptr: Any
+    indices: Any
+    weights: Any
     _kept: dict = field(default_factory=dict, init=False, repr=False)  # name -> arrays built from these
 
     @property
@@ -90,18 +91,18 @@ class Partition:
             views.append(p.with_arrays(indptr[rows] - int(a), indices[a:b], None if weights is None else weights[a:b]))
         return span, views
 
-    def cdf(self):
+    def cdf(self) -> Any:
         """Per-vertex prefix sums of the edge weights (float64), built once and kept (CUDA: ``kernels/cdf.cu``)."""
         return self.kept("cdf", _build_cdf)[0]
 
-    def arc_filter(self):
+    def arc_filter(self) -> Any:
         """This partition's arc filter, built once and kept: a uint32 array of ``ARC_FILTER_BITS`` bits an arc (32 at
         least) in which every arc ``(t, x)`` set bit ``arc_bit(t, x, size)`` of its ``size`` bits (``gpipe._search``).
         A clear bit says in one load that ``x`` is not a neighbor of ``t``, which a search of t's sorted list says in
         log d (CUDA: ``kernels/arcs.cu``; ``walk.cuh``'s ``gp_arc_maybe``)."""
         return self.kept("arc_filter", _build_arc_filter)[0]
 
-    def alias(self):
+    def alias(self) -> Any:
         """Per-vertex packed alias tables of the edge weights (:mod:`gpipe._alias`: a draw reads one word, whatever
         the degree), a vertex whose every weight is zero all ``NO_CANDIDATE`` (a draw names no edge), built once
         and kept."""

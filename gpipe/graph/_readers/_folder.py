@@ -130,8 +130,8 @@ def _graph_meta(meta_path: str, parts: list[str]) -> dict:
     except FileNotFoundError:
         if os.path.islink(meta_path):
             raise GpipeFileError(meta_path, None, "a symbolic link that leads to no file") from None
-        found = f" ({', '.join(parts[:2])}{', ...' if len(parts) > 2 else ''})"
-        raise GpipeFileError(meta_path, None, f"missing: the folder holds gpipe's part files{found} but no "
+        listed = f" ({', '.join(parts[:2])}{', ...' if len(parts) > 2 else ''})"
+        raise GpipeFileError(meta_path, None, f"missing: the folder holds gpipe's part files{listed} but no "
                                               f"{GRAPH_META}, so it is a damaged graph folder; write it again with "
                                               "Graph.to_parquet") from None
     except OSError as exc:

@@ -6,7 +6,7 @@ import dataclasses
 import os
 import zipfile
 from itertools import pairwise
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import numpy as np
 import pandas as pd
@@ -182,7 +182,7 @@ def read_npz_piece(plan: NpzPlan, piece: int) -> tuple[dict, dict]:
     indices = _npz_slice(x, plan.path, plan.indices, first, last).astype(x.int64)
     degrees = x.diff(x.asarray(_npz_read(plan.path, plan.indptr, lo, hi + 1).astype(np.int64)))
     bad = indices[(indices < 0) | (indices >= plan.num_vertices)]
-    problems = {"bad_index": int(bad[0]) if bad.shape[0] else None}
+    problems: dict[str, Any] = {"bad_index": int(bad[0]) if bad.shape[0] else None}
     arrays = {"src": segments(x, degrees)[0] + lo, "dst": indices}
     if plan.weights is not None:
         values = _npz_slice(x, plan.path, plan.weights, first, last)
