@@ -223,7 +223,8 @@ class _Mining:
         alive = np.where(c.root >= 0, c.size >= self.min_support, True).all(axis=1)
         support = np.full(c.codes.size, _NONE, np.int64)
         valid = np.full((c.codes.size, MAX_VERTICES), -1, np.int64)
-        lists, checks, rounds, seconds = [], 0, 0, 0.0
+        lists: list = []
+        checks, rounds, seconds = 0, 0, 0.0
         for r in range(MAX_VERTICES):
             tasks = np.flatnonzero(alive & (c.root[:, r] >= 0))
             if not tasks.size:
@@ -237,7 +238,7 @@ class _Mining:
             found, took = check(self.g, round_)
             checks, rounds, seconds = checks + found.size, rounds + 1, seconds + took
             images = np.add.reduceat(found, start[:-1], dtype=np.int64)
-            alive[tasks[images < self.min_support]] = False
+            alive[tasks[images < self.min_support]] = False  # type: ignore[index]
             support[tasks] = np.minimum(support[tasks], images)
             for t in np.flatnonzero(images >= self.min_support).tolist():
                 first = at[which[t]]

@@ -14,6 +14,7 @@ import time
 import uuid
 from dataclasses import dataclass
 from itertools import pairwise
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -34,7 +35,7 @@ from ._table import EmbeddingTable, Stats, merged, worker_budgets
 class Spec:
     graph_id: str
     run_id: str  # a listing run keeps its rows in this run's state on the workers
-    plan: object  # grow(x, graph, spec, table, lo, hi, stats): a range's result (ColumnPlan: cliques, matches);
+    plan: Any  # grow(x, graph, spec, table, lo, hi, stats): a range's result (ColumnPlan: cliques, matches);
     # degree_ordered: whether the graph it grows on is the degree-ordered orientation
     listing: bool
     capacity: int  # candidate slots per extension batch, so per chunk

@@ -15,6 +15,7 @@ import contextlib
 import os
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import psutil
@@ -36,7 +37,7 @@ class Stats:
     spilled_bytes: int = 0
     exchanged_bytes: dict = field(default_factory=lambda: {"embeddings": 0, "adjacency": 0})
     seconds: dict = field(default_factory=dict)
-    synchronize: object = None  # the device's synchronize, so a primitive's seconds include its kernels
+    synchronize: Any = None  # the device's synchronize, so a primitive's seconds include its kernels
 
     @contextlib.contextmanager
     def timer(self, primitive: str):

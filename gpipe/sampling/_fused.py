@@ -14,6 +14,7 @@ fanout below 0 takes every out-edge, in order.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -191,10 +192,10 @@ class Queue:
     """What a queue's run leaves: its tasks in queue order, each one's picks (edge ids) at ``edge_id[task_first:
     task_first + task_count]``, and SELECT's draws."""
 
-    tasks: object
-    task_first: object
-    task_count: object
-    edge_id: object
+    tasks: Any
+    task_first: Any
+    task_count: Any
+    edge_id: Any
     iterations: int
 
 
@@ -244,9 +245,9 @@ def neighbor_queue(x, part, first, *, instances: int, key, num_vertices: int, fa
                   edge_base=x.asarray(edge_base), edge_id=edge_id, task_first=task_first, task_count=task_count,
                   slots=slots, max_degree=width, lo=part.lo, cdf=cdf, positive=positive,
                   bitmap=x.empty(max(1, slots * bit_width), x.uint8), use_table=use_table, table=table)
-    counters = [int(c) for c in counters.tolist()]
-    tail = counters[TAIL]
-    return Queue(tasks[:tail], task_first[:tail], task_count[:tail], edge_id, counters[ITERATIONS])
+    counted = [int(c) for c in counters.tolist()]
+    tail = counted[TAIL]
+    return Queue(tasks[:tail], task_first[:tail], task_count[:tail], edge_id, counted[ITERATIONS])
 
 
 def _bounds(starts: int, instances: int, fanouts, *, sources: bool, n: int, nnz: int, max_degree: int,

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from itertools import pairwise
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -18,6 +19,9 @@ from .._files import SAMPLE_FILES
 from .._validate import check_bool
 from ..backend import device_of, to_device, to_host, xp
 from ..runtime import HeldResult, failing, id_dtype, kept_blocks, output_on_device, run_outputs, worker_device
+
+if TYPE_CHECKING:
+    import dask.dataframe as dd
 
 
 @dataclass(frozen=True)
@@ -145,13 +149,13 @@ class EdgeSample(HeldResult):
                  for b, lo in zip(blocks, ends[:-1], strict=True)])
         return pd.DataFrame(columns, copy=False)  # the arrays are the frame's own: no copy into one 2-D block
 
-    def compute(self, device: bool = False):
+    def compute(self, device: bool = False) -> pd.DataFrame | dict[str, Any]:
         """The edges as a frame of original vertex ids; with ``device=True``, its columns as a dict of CuPy arrays
         on this process's GPU (``cudf.DataFrame(columns)`` makes it a frame), written there straight from the
         workers' GPUs (GPU workers on this host, integer ids; CUDA IPC: no host copy, no Dask comms)."""
         return self._on_gpu(nodes=False) if check_bool("device", device) else self._original_frame(nodes=False)
 
-    def nodes(self, device: bool = False):
+    def nodes(self, device: bool = False) -> pd.DataFrame | dict[str, Any]:
         """Each instance's vertices, once each: a frame ``instance, vertex`` (original ids) in order of instance;
         ``device=True`` as in :meth:`compute`."""
         return self._on_gpu(nodes=True) if check_bool("device", device) else self._original_frame(nodes=True)
@@ -171,7 +175,7 @@ class EdgeSample(HeldResult):
             self._sizes[nodes] = self._gather("sample sizing", _block_size, lambda b: (nodes,))
         return np.concatenate([[0], np.cumsum(self._sizes[nodes], dtype=np.int64)]).tolist()
 
-    def to_dask(self, nodes: bool = False):
+    def to_dask(self, nodes: bool = False) -> dd.DataFrame:
         """The edges (or, with ``nodes``, the nodes) as a dask DataFrame of original ids, a partition per block,
         made on the worker holding it; its index is the row's in ``compute()`` (``nodes()``)."""
         import dask.dataframe as dd

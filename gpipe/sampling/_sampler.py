@@ -278,7 +278,7 @@ class Sampler:
             dense = g.to_internal(seeds, "seeds")
             if seeds.ndim == 1 and not instances:  # an instance per seed: the seeds go, their entries made there
                 count, first = dense.size, 1
-                entries = StartSet(dense.astype(g.vertex_dtype), 1, total=count)
+                entries = StartSet(dense.astype(g.vertex_dtype), 1, total=count)  # type: ignore[assignment]
             else:
                 dense = np.tile(dense, (instances, 1)) if instances else dense.reshape(seeds.shape)
                 count, first = dense.shape

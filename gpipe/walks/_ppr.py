@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import operator
 import os
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -15,6 +16,9 @@ from .._validate import check_bool, check_path
 from ..backend import cpu_kernel, prange, to_host
 from ..runtime import anywhere, gather_pinned, on_every_worker, on_worker, wait_pinned
 from ._result import WalkResult
+
+if TYPE_CHECKING:
+    import dask.dataframe as dd
 
 
 class PPRResult(WalkResult):
@@ -63,7 +67,7 @@ class PPRResult(WalkResult):
         frames = gather_pinned(self._client, self._score_ranges(), self._held, "scores")
         return pd.concat(frames, ignore_index=True)
 
-    def scores_to_dask(self):
+    def scores_to_dask(self) -> dd.DataFrame:
         """:meth:`scores` as a dask DataFrame, a partition per range of sources, made and kept on the workers.
 
         Its rows, columns and index are those of ``scores()``, which gathers
@@ -108,7 +112,7 @@ class PPRResult(WalkResult):
         weights = anywhere(client, _visit_weights, starts[0])
         wait_pinned(client, [weights], self._held, "scores")
         client.replicate([weights])
-        rank = np.empty(n_sources, np.int64)
+        rank: Any = np.empty(n_sources, np.int64)  # then its future
         rank[pd.Series(self.sources).sort_values(kind="stable").index.to_numpy()] = np.arange(n_sources)
         cuts = np.linspace(0, n_sources, min(n_sources, len(self._blocks())) + 1).round().astype(np.int64)
         rank, sources = on_every_worker(client, rank), on_every_worker(client, self.sources)
