@@ -169,7 +169,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     mine = commands.add_parser("mine", help="mine cliques, pattern matches or frequent patterns in a graph")
     whats = mine.add_subparsers(dest="algorithm", required=True, metavar="WHAT")
-    for name, function in _MINERS.items():
+    for name, function in _MINERS.items():  # type: ignore[assignment]
         summary_line = inspect.getdoc(function).splitlines()[0].replace("``", "")
         one = whats.add_parser(name, help=summary_line, description=summary_line)
         one.add_argument("--graph", type=_graph_source, required=True, metavar="PATH",

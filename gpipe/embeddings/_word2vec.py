@@ -17,6 +17,7 @@ import dataclasses
 import numbers
 import time
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -75,8 +76,8 @@ class Vocabulary:
 class Table:
     """The two tables of a model (word2vec's ``syn0`` and ``syn1neg``), on a worker's device."""
 
-    syn0: object
-    syn1: object
+    syn0: Any
+    syn1: Any
 
 
 @dataclasses.dataclass
@@ -336,7 +337,8 @@ def _trained(spec: Word2VecSpec, epoch: int, round_: int, vocabulary: Vocabulary
     mine = sum(int(n.sum()) for n in lengths)
     slices = [[n.shape[0] * r // spec.rounds for r in range(spec.rounds + 1)] for n in lengths]
     done = epoch * mine + sum(int(n[:s[round_]].sum()) for n, s in zip(lengths, slices, strict=True))
-    loss = terms = tokens = 0
+    loss: float = 0
+    terms = tokens = 0
     for block, n, s, first in zip(blocks, lengths, slices, firsts, strict=True):
         lo, hi = s[round_], s[round_ + 1]
         if hi == lo:

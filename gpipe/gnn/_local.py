@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import weakref
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -26,7 +27,7 @@ class LocalGraph:
 
     part: Partition
     max_degree: int
-    id_map: object | None
+    id_map: Any
 
 
 def local_graph(g) -> LocalGraph:

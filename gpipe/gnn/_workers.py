@@ -8,7 +8,7 @@ import os
 import socket
 import uuid
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable
 
 from distributed.comm import get_address_host
 from distributed.protocol import pickle
@@ -44,7 +44,7 @@ class RankTask:
     world: int
     rendezvous: dict  # MASTER_ADDR and MASTER_PORT
     num_vertices: int
-    id_map: object  # the graph's original ids, or None
+    id_map: Any  # the graph's original ids, or None
     device: str
     spec: LoaderSpec
     kwargs: dict  # train_fn's own keywords
