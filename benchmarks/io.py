@@ -284,7 +284,7 @@ def run_format(fmt: str, path: str, rows: int, args, folder: str, quiet: bool = 
     seeds = np.random.default_rng(args.seed).choice(degrees.index.to_numpy()[degrees.to_numpy() > 0],
                                                     size=args.seeds)
     def neighbor():
-        return gpipe.sampling.neighbor(g, seeds, fanout=args.fanout, depth=args.depth, seed=args.seed)
+        return gpipe.sampling.neighbor(g, seeds, fanouts=args.fanout, depth=args.depth, seed=args.seed)
 
     neighbor()  # compile its kernels (the first format's run) and look the seeds' ids up once
     seconds, sample = min((_timed(neighbor) for _ in range(3)), key=lambda timed: timed[0])

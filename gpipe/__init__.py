@@ -16,7 +16,7 @@ from . import (
 )
 from .cluster import connect, warmup
 from .errors import DeviceUnavailableError, GpipeError, GpipeFileError, GpipeValueError, TaskError, WorkerLostError
-from .graph import Graph, from_edges, generators, read_edges
+from .graph import Graph, from_edge_index, from_edges, from_networkx, from_scipy, generators, read_edges
 from .runtime import attach
 from .walks import WalkResult
 
@@ -35,7 +35,10 @@ __all__ = [
     "counting",
     "dynamic",
     "embeddings",
+    "from_edge_index",
     "from_edges",
+    "from_networkx",
+    "from_scipy",
     "generators",
     "gnn",
     "mining",

@@ -185,14 +185,30 @@ def check_mapping(name: str, value) -> dict:
     return value
 
 
-def check_fanouts(name: str, value) -> list[int]:
-    """A non-empty list of per-hop fanouts: each a positive int, or -1 for every neighbor."""
-    values = list(value) if isinstance(value, (list, tuple)) else None
+def check_fanouts(name: str, value, depth: int | None = None) -> list[int]:
+    """Per-depth fanouts (neighbors picked per vertex at each depth, from the seeds outwards): a non-empty list of
+    positive ints or -1 (every neighbor), one a depth (``depth``, when given, its length); or, given ``depth``, one
+    such int for each of its depths."""
+    if depth is not None and isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        values: list | None = [value] * check_int("depth", depth, minimum=1)
+    else:
+        values = list(value) if isinstance(value, (list, tuple)) else None
     if not values or any(isinstance(f, bool) or not isinstance(f, numbers.Integral) or (f < 1 and f != -1)
                          for f in values):
-        raise GpipeValueError(f"'{name}' must be a non-empty list of positive ints or -1 (every neighbor), "
+        either = "" if depth is None else ", or one such int"
+        raise GpipeValueError(f"'{name}' must be a non-empty list of positive ints or -1 (every neighbor){either}, "
                               f"got {value!r}")
+    if depth is not None and check_int("depth", depth, minimum=1) != len(values):
+        raise GpipeValueError(f"'depth' must be None or the length of '{name}' ({len(values)}), got {depth}")
     return [int(f) for f in values]
+
+
+EDGE_DIRS = ("out", "in")  # PyG's and DGL's edge_dir: which neighbors of a vertex a sampler, walk or loader reads
+
+
+def check_edge_dir(value) -> str:
+    """``edge_dir``: 'out' (a vertex's out-neighbors, the edges as stored) or 'in' (its in-neighbors)."""
+    return check_choice("edge_dir", value, EDGE_DIRS)
 
 
 def check_bytes(name: str, value, *, minimum: int = 0) -> int:
@@ -236,6 +252,37 @@ def check_integers(name: str, value, *, minimum: int | None = 0) -> np.ndarray:
     if minimum is not None and values.size and values.min() < minimum:
         raise GpipeValueError(f"'{name}' must hold integers >= {minimum}, got {int(values.min())}")
     return values
+
+
+def check_edge_index(name: str, value: np.ndarray) -> np.ndarray:
+    """PyG's ``edge_index``: a 2 x E array of at least one edge's non-negative integer vertex ids, sources in row 0
+    and targets in row 1; as int64."""
+    if value.ndim != 2 or value.shape[0] != 2:
+        hint = f": pass {name}.T for an E x 2 array" if value.ndim == 2 and value.shape[1] == 2 else ""
+        raise GpipeValueError(f"'{name}' must be a 2 x E array (sources in row 0, targets in row 1), got shape "
+                              f"{value.shape}{hint}")
+    if value.shape[1] == 0:
+        raise GpipeValueError(f"'{name}' must hold at least one edge, got shape {value.shape}")
+    return check_integers(name, value)
+
+
+def check_per_edge(name: str, value: np.ndarray, edges: int) -> np.ndarray:
+    """``value``, if it holds one number per edge: a 1-D array of ``edges`` values."""
+    if value.shape != (edges,):
+        raise GpipeValueError(f"'{name}' must be a 1-D array of one value per edge ({edges}), got shape {value.shape}")
+    return value
+
+
+def check_sparse_square(name: str, value) -> None:
+    """A sparse matrix of at least one stored entry whose rows and columns are the same vertices: square."""
+    shape = getattr(value, "shape", None)
+    if not hasattr(value, "tocoo") or shape is None or len(shape) != 2:
+        raise GpipeValueError(f"'{name}' must be a SciPy sparse matrix or array (CSR, CSC, COO, ...), got "
+                              f"{type(value).__name__}: a dense array a converts with scipy.sparse.csr_array(a)")
+    if shape[0] != shape[1]:
+        raise GpipeValueError(f"'{name}' must be square (row i and column i are vertex i), got shape {shape}")
+    if value.nnz == 0:
+        raise GpipeValueError(f"'{name}' must hold at least one stored entry (an edge), got none in shape {shape}")
 
 
 def _int(value) -> bool:

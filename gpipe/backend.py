@@ -103,6 +103,23 @@ def to_host(array) -> np.ndarray:
     return _staged_copy(xp("gpu").ascontiguousarray(array), np.empty(array.shape, array.dtype))
 
 
+_DLPACK_CPU = 1  # DLPack's device type of host memory (kDLCPU); a GPU's is 2 (kDLCUDA)
+
+
+def as_host(value) -> np.ndarray:
+    """``value`` as a numpy array: a numpy or cupy array, any DLPack producer (a torch tensor, on the CPU or on a
+    GPU: read through DLPack, no torch import), or what ``np.asarray`` takes (a list). A CPU producer's memory is
+    shared, not copied; a GPU's is copied to the host."""
+    if isinstance(value, np.ndarray):
+        return value
+    device = getattr(value, "__dlpack_device__", None)
+    if device is not None and device()[0] != _DLPACK_CPU:
+        return to_host(xp("gpu").from_dlpack(value))
+    if hasattr(value, "__dlpack__"):
+        return np.from_dlpack(value)
+    return np.asarray(value)
+
+
 def to_device(array, device: str) -> Any:
     """``array`` (numpy or cupy) on ``device``."""
     if device == "cpu":

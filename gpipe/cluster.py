@@ -296,7 +296,7 @@ def _warm_calls(client: Client, workers: int) -> float:
                 for weighted in (False, True):
                     deepwalk(g, length=8, weighted=weighted, seed=1).compute()
                     node2vec(g, p=2.0, q=0.5, length=8, weighted=weighted, seed=1).compute()
-                    neighbor(g, seeds=[0, 1, 2], fanout=2, depth=2, weighted=weighted, seed=1).compute()
+                    neighbor(g, seeds=[0, 1, 2], fanouts=2, depth=2, weighted=weighted, seed=1).compute()
                 metropolis_hastings(g, length=8, seed=1).compute()
                 with_jump(g, length=8, seed=1).compute()
                 ppr(g, [0, 1], walks_per_source=4, length=8, seed=1).compute()

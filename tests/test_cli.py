@@ -307,7 +307,7 @@ def test_a_file_whose_extension_says_nothing_is_refused_before_connecting_naming
                  "--address", "tcp://127.0.0.1:1"])
     err = capsys.readouterr().err
     assert code == 2 and err.startswith("gpipe: error: 'graph' must end in one of .txt") and err.count("\n") == 1
-    assert f"pass --fmt one of 'snap', 'csv', 'parquet', 'npz' to force a format; got {str(path)!r}" in err
+    assert f"pass --fmt one of 'snap', 'csv', 'parquet', 'npz', 'mtx' to force a format; got {str(path)!r}" in err
     assert "fmt=" not in err
 
 
@@ -474,18 +474,20 @@ def test_walk_refuses_a_bad_update_log_before_connecting(capsys, tmp_path, rows,
     assert code == 2 and message in err and err.count("\n") == 1, err
 
 
-def test_sample_neighbor_writes_edges_of_the_graph_at_most_fanout_per_vertex(capsys, cpu_cluster, rmat_7_4, tmp_path):
+def test_sample_neighbor_writes_edges_of_the_graph_at_most_each_depths_fanout_per_vertex(capsys, cpu_cluster, rmat_7_4,
+                                                                                        tmp_path):
     code, out, err = _run(capsys, cpu_cluster, "sample", "neighbor", "--graph", "rmat:7:4", "--seeds", "0,1,2",
-                          "--fanout", "2", "--depth", "2", "--quiet", "--out", str(tmp_path))
+                          "--fanouts", "3,1", "--quiet", "--out", str(tmp_path))
     assert code == 0, err
     edges = pd.read_parquet(tmp_path / "edges.parquet")
     assert list(edges.columns) == ["instance", "depth", "src", "dst"] and len(edges) > 0
     assert set(zip(edges.src, edges.dst)) <= rmat_7_4[False]
-    assert set(edges.instance) <= {0, 1, 2} and edges.groupby(["instance", "depth", "src"]).size().max() <= 2
+    per_vertex = edges.groupby(["instance", "depth", "src"]).size().groupby("depth").max()
+    assert set(edges.instance) <= {0, 1, 2} and per_vertex.to_dict() == {0: 3, 1: 1}
     summary = read_summary(tmp_path)
     assert summary["status"] == "ok" and summary["command"] == "sample"
     assert summary["sample"]["edges"] == len(edges) and summary["sample"]["algorithm"] == "neighbor"
-    assert summary["parameters"]["seeds"] == "0,1,2" and summary["parameters"]["fanout"] == 2
+    assert summary["parameters"]["seeds"] == "0,1,2" and summary["parameters"]["fanouts"] == [3, 1]
     assert set(summary["outputs"]) == {"edges", "summary"}
     assert set(summary["timings"]) == {"connect", "graph", "compile", "sample", "write", "total"}
     assert "edges/s" in out
@@ -520,7 +522,8 @@ def test_sample_random_nodes_and_edges_need_no_seeds(capsys, cpu_cluster, rmat_7
 
 
 @pytest.mark.parametrize("args, name", [
-    (["neighbor", "--fanout", "0"], "'fanout'"),
+    (["neighbor", "--fanouts", "0"], "'fanouts'"),
+    (["neighbor", "--fanouts", "2,x"], "'fanouts'"),
     (["layer", "--layer-size", "0"], "'layer_size'"),
     (["neighbor", "--depth", "0"], "'depth'"),
     (["forest-fire", "--p-forward", "1"], "'p_forward'"),

@@ -173,7 +173,7 @@ def test_batch_script_starts_a_worker_per_node_runs_the_workflow_and_stops_them(
     # SLURM names the workflow; PBS gives the path of its run.py, as a copied and adapted workflow would
     workflow = "graph_sampling" if kind == "slurm" else run_py
     config = _write(tmp_path / "sample.yaml", f"workflow: {workflow}\ngraph: {{path: 'rmat:7:4'}}\n"
-                    "sampler: {seed: 3, params: {fanout: 2, depth: 2}}\nseeds: {random: 4}\ncluster: {device: cpu}\n")
+                    "sampler: {seed: 3, params: {fanouts: 2, depth: 2}}\nseeds: {random: 4}\ncluster: {device: cpu}\n")
     if kind == "slurm":
         script = os.path.join(CLUSTER, "slurm", "gpipe.sbatch")
         env = _env(tmp_path, SLURM_JOB_ID="4242", SLURM_JOB_NUM_NODES="2", SLURM_NNODES="2",

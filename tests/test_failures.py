@@ -18,6 +18,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
+import dask
 import numpy as np
 import pandas as pd
 import pytest
@@ -89,6 +90,7 @@ def _dynamic():
 
 _GRAPHS = {
     "rmat": lambda: gpipe.generators.rmat(scale=7, edge_factor=4, seed=2, partitions=4),
+    "halves": lambda: gpipe.generators.rmat(scale=7, edge_factor=4, seed=2, partitions=2),  # one a worker
     "labeled": _labeled,
     "dynamic": _dynamic,
 }
@@ -152,6 +154,15 @@ def _deepwalk(ctx):
     return gpipe.walks.deepwalk(ctx.graph("rmat"), length=6, seed=1)
 
 
+def _deepwalk_in_chunks(ctx):
+    """A walk whose workers hold a partition each, its supersteps in chunks: each chunk's leavers sent in a round
+    of their own (``Exchange.start``) that is finished (``Round.finish``) after the next chunk's step."""
+    with dask.config.set({"gpipe.exchange-chunks": 3}):
+        walks = gpipe.walks.deepwalk(ctx.graph("halves"), length=6, walks_per_vertex=2, seed=1)
+    assert walks.stats["supersteps"] > 1
+    return walks.compute()
+
+
 def _to_parquet(ctx):
     path = _deepwalk(ctx).to_parquet(ctx.folder / "walks", overwrite=True)
     return pd.read_parquet(path)
@@ -196,11 +207,14 @@ def _only(phases: dict, *names: str) -> dict:
 # as deepwalk's, the neighbor sampler's and count_cliques'.
 CASES = [
     Case("deepwalk", lambda ctx: _deepwalk(ctx).compute(), WALK_PHASES),
+    Case("deepwalk_chunked", _deepwalk_in_chunks,
+         {"superstep": WALK_PHASES["superstep"], "exchange": "gpipe.runtime._exchange:Exchange.start",
+          "finish": "gpipe.runtime._exchange:Round.finish"}),
     Case("node2vec", lambda ctx: gpipe.walks.node2vec(ctx.graph("rmat"), p=0.5, q=2.0, length=6, seed=1).compute(),
          _only(WALK_PHASES, "superstep", "exchange")),
     Case("ppr", lambda ctx: gpipe.walks.ppr(ctx.graph("rmat"), [0, 3, 9], walks_per_source=20, length=6,
                                             seed=1).compute(), _only(WALK_PHASES, "superstep", "gather")),
-    Case("neighbor", lambda ctx: gpipe.sampling.neighbor(ctx.graph("rmat"), np.arange(30), fanout=2, depth=2,
+    Case("neighbor", lambda ctx: gpipe.sampling.neighbor(ctx.graph("rmat"), np.arange(30), fanouts=2, depth=2,
                                                          seed=1).compute(), SAMPLE_PHASES),
     Case("sampler", _sampler, _only(SAMPLE_PHASES, "superstep", "exchange"), lambda ctx: _sampler(ctx, _boom)),
     Case("sample_blocks", _sample_blocks, {"gather": "gpipe.gnn._local:_partition_csr"}),
@@ -231,7 +245,7 @@ CASES = [
 BY_NAME = {case.name: case for case in CASES}
 AT_PHASES = [pytest.param(case.name, phase, id=f"{case.name}-{phase}") for case in CASES for phase in case.phases]
 # Ctrl-C where the client waits on something different: a run's loop, its blocks' making, a loan, a write
-INTERRUPTED_AT = {"deepwalk": ("start", "superstep", "gather", "loan"), "neighbor": ("assembly", "loan"),
+INTERRUPTED_AT = {"deepwalk": ("start", "superstep", "gather", "loan"), "deepwalk_chunked": ("exchange",), "neighbor": ("assembly", "loan"),
                   "sampler": ("superstep",), "sample_blocks": ("gather",), "run_on_workers": ("superstep",),
                   "list_cliques": ("superstep", "assembly"), "estimate": ("superstep",), "dynamic_batch": ("write",),
                   "dynamic_walk": ("superstep",), "to_parquet": ("write",), "to_corpus": ("write",)}

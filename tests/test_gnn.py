@@ -290,6 +290,83 @@ def test_loader_batches_depend_on_the_seed_and_epoch_only(graphs):
     assert not all(np.array_equal(x.output_nodes, y.output_nodes) for x, y in zip(epoch(a, 0), first))
 
 
+@pytest.mark.skipif(importlib.util.find_spec("torch") is not None, reason="torch is installed")
+def test_without_torch_the_loader_is_a_plain_iterable_of_len_batches(graphs):
+    loader = gpipe.gnn.NeighborLoader(graphs["one"], np.arange(100), [3, 2], batch_size=32, seed=1)
+    assert type(loader).__mro__[1:] == (object,) and len(loader) == 4
+    batches = iter(loader)
+    assert next(batches).output_nodes.size == 32 and [b.output_nodes.size for b in batches] == [32, 32, 4]
+
+
+def test_a_torch_dataloader_yields_the_loaders_batches_from_this_process_and_from_worker_processes(graphs):
+    """Not run where torch is not installed (gpipe's CI without the gnn extra)."""
+    data = pytest.importorskip("torch.utils.data")
+    loader = gpipe.gnn.NeighborLoader(graphs["one"], np.arange(100), [3, 2], batch_size=16, seed=1)
+    assert isinstance(loader, data.IterableDataset)
+    loader.set_epoch(2)
+    expected = list(loader)
+    for workers in (0, 2):
+        loader.set_epoch(2)
+        batches = list(data.DataLoader(loader, batch_size=None, num_workers=workers))
+        assert len(batches) == len(expected) == len(data.DataLoader(loader, batch_size=None)) == 7, workers
+        for got, want in zip(batches, expected):  # the workers' shares, interleaved back in order
+            _assert_same(got, want)
+
+
+@pytest.fixture(scope="module")
+def directed(cpu_cluster):
+    with cpu_cluster.as_current():
+        g = gpipe.generators.rmat(8, seed=3, directed=True, partitions=2)
+        yield g
+        g.release()
+
+
+def test_pygs_loader_arguments_sample_what_gpipes_loader_samples_inwards(cpu, directed):
+    mask = np.zeros(directed.num_vertices, bool)
+    mask[::3] = True
+    ported = gpipe.gnn.pyg.NeighborLoader(directed, num_neighbors=[3, 2], input_nodes=mask, batch_size=16,
+                                          shuffle=True, seed=4)
+    native = gpipe.gnn.NeighborLoader(directed, np.flatnonzero(mask), [3, 2], 16, shuffle=True, seed=4,
+                                      edge_dir="in")
+    batches = list(gpipe.gnn.NeighborLoader.__iter__(ported))  # the Blocks it hands to_pyg()
+    assert len(ported) == len(native) == len(batches) == 6
+    for got, want in zip(batches, native):
+        _assert_same(got, want)
+    defaults = gpipe.gnn.pyg.NeighborLoader(directed, [2])  # PyG's: every vertex, one a batch, in order
+    assert (len(defaults), defaults.batch_size, defaults.shuffle) == (directed.num_vertices, 1, False)
+
+
+def test_dgls_sampler_and_loader_arguments_sample_what_gpipes_loader_samples_inwards(cpu, directed):
+    sampler = gpipe.gnn.dgl.NeighborSampler([3, -1], replace=False)
+    ported = gpipe.gnn.dgl.DataLoader(directed, np.arange(0, 200, 2), sampler, batch_size=32, drop_last=True, seed=5)
+    native = gpipe.gnn.NeighborLoader(directed, np.arange(0, 200, 2), [3, -1], 32, shuffle=False, drop_last=True,
+                                      seed=5, edge_dir="in")
+    assert sampler.edge_dir == "in" and len(ported) == len(native) == 3
+    for got, want in zip(gpipe.gnn.NeighborLoader.__iter__(ported), native):
+        _assert_same(got, want)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("torch") is not None, reason="torch is installed")
+def test_the_ported_loaders_say_what_to_install_for_their_batches(cpu, directed):
+    with pytest.raises(ImportError, match=r"Blocks.to_pyg\(\) needs torch"):
+        next(iter(gpipe.gnn.pyg.NeighborLoader(directed, [2], input_nodes=[0, 1])))
+    with pytest.raises(ImportError, match=r"Blocks.to_dgl\(\) needs torch"):
+        next(iter(gpipe.gnn.dgl.DataLoader(directed, [0, 1], gpipe.gnn.dgl.NeighborSampler([2]))))
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda g: gpipe.gnn.dgl.NeighborSampler([0]), "'fanouts' must be a non-empty list of positive ints or -1"),
+    (lambda g: gpipe.gnn.dgl.NeighborSampler([2], edge_dir="both"), "'edge_dir' must be one of 'out', 'in'"),
+    (lambda g: gpipe.gnn.dgl.DataLoader(g, None, {"fanouts": [2]}), "'graph_sampler' must be a "
+                                                                    "gpipe.gnn.dgl.NeighborSampler, got dict"),
+    (lambda g: gpipe.gnn.pyg.NeighborLoader(g, [2], input_nodes=np.ones(3, bool)),
+     r"'input_nodes' as a mask must have an entry per vertex \(256\), got shape \(3,\)"),
+])
+def test_the_ported_loaders_refuse_bad_input_naming_the_parameter(cpu, directed, call, message):
+    with pytest.raises(GpipeValueError, match=message):
+        call(directed)
+
+
 def test_loader_gathers_the_feature_rows_of_the_input_nodes_and_the_labels_of_the_seeds(graphs):
     features = np.random.default_rng(1).random((300, 5)).astype(np.float32)
     labels = np.random.default_rng(2).integers(0, 7, 300)

@@ -32,7 +32,7 @@ def _ring(n: int = 40) -> pd.DataFrame:
     (lambda g: gpipe.walks.ppr(g, [0, 1], walks_per_source=10**9, length=100), "'length' x the number of walks"),
     (lambda g: gpipe.walks.multidimensional(g, frontier_size=10, budget=2**31 - 1, instances=10**5),
      "'instances' x 'budget'"),
-    (lambda g: gpipe.sampling.neighbor(g, seeds=np.arange(40), fanout=10**7, depth=3, replace=True),
+    (lambda g: gpipe.sampling.neighbor(g, seeds=np.arange(40), fanouts=10**7, depth=3, replace=True),
      r"'instances' x the seeds x 'neighbor_size' \*\* 'depth': the sampled edges"),
     (lambda g: gpipe.sampling.Sampler(neighbor_size=10**9, neighbor_pool="frontier", depth=2, replace=True).run(
         g, instances=1000), "'instances' x the seeds x 'neighbor_size'"),

@@ -87,7 +87,7 @@ def test_walks_whose_worker_is_lost_fail_naming_its_partitions_and_leave_no_outp
 def test_a_sample_whose_worker_is_lost_fails_naming_its_partitions_and_leaves_no_output(killable_cluster, tmp_path,
                                                                                          use):
     g = _graph()
-    s = gpipe.sampling.neighbor(g, seeds=[0, g.num_vertices - 1], fanout=2, depth=2, seed=1)  # both partitions
+    s = gpipe.sampling.neighbor(g, seeds=[0, g.num_vertices - 1], fanouts=2, depth=2, seed=1)  # both partitions
     _fails_naming(_kill(killable_cluster, g), lambda: use(s, tmp_path))
     assert os.listdir(tmp_path) == []
 

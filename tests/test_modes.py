@@ -20,7 +20,7 @@ RUNS = {
     "node2vec": lambda g: gpipe.walks.node2vec(g, p=0.5, q=2.0, length=20, seed=3).compute(),
     "ppr": lambda g: gpipe.walks.ppr(g, start=[0, 5], walks_per_source=50, seed=3).scores(),
     "frontier": lambda g: gpipe.walks.multidimensional(g, frontier_size=20, budget=30, instances=7, seed=3).compute(),
-    "neighbor": lambda g: gpipe.sampling.neighbor(g, np.arange(60), fanout=3, depth=2, weighted=True).compute(),
+    "neighbor": lambda g: gpipe.sampling.neighbor(g, np.arange(60), fanouts=3, depth=2, weighted=True).compute(),
     "forest_fire": lambda g: gpipe.sampling.forest_fire(g, np.arange(40), depth=3, seed=2).compute(),
     "layer": lambda g: Sampler(neighbor_size=5, neighbor_pool="frontier", depth=3).run(g, np.arange(50)).compute(),
     "random_node": lambda g: gpipe.sampling.random_node(g, 300, instances=5, seed=4).compute(),

@@ -18,7 +18,7 @@ def _rmat(budget=None, parts=4):
 RUNS = {
     "deepwalk": lambda g: gpipe.walks.deepwalk(g, length=15, seed=1, weighted=True),
     "node2vec": lambda g: gpipe.walks.node2vec(g, p=0.5, q=2.0, length=15, seed=1),
-    "neighbor": lambda g: gpipe.sampling.neighbor(g, np.arange(0, 1024, 9), fanout=3, depth=3, seed=1),
+    "neighbor": lambda g: gpipe.sampling.neighbor(g, np.arange(0, 1024, 9), fanouts=3, depth=3, seed=1),
     "layer": lambda g: Sampler(neighbor_size=4, neighbor_pool="frontier", depth=2).run(g, np.arange(40), seed=1),
 }
 
@@ -47,7 +47,7 @@ def test_sparse_frontiers_read_partitions_in_place_instead_of_copying_them(cpu):
     runs = {}
     for below in (0.0, 0.5):
         with dask.config.set({"gpipe.memory.read-in-place-below": below}):
-            runs[below] = gpipe.sampling.neighbor(g, seeds, fanout=3, depth=3, seed=1)
+            runs[below] = gpipe.sampling.neighbor(g, seeds, fanouts=3, depth=3, seed=1)
     copied, in_place = runs[0.0].stats, runs[0.5].stats
     pd.testing.assert_frame_equal(runs[0.0].compute(), runs[0.5].compute())
     assert copied["partition_reads_in_place"] == 0 and copied["partition_transfers"] > 0
@@ -58,7 +58,7 @@ def _transfers(policy):
     seeds = np.tile(np.arange(0, 64), 4)  # a skewed seed set: every instance starts in the first partition
     g = _rmat(budget=2)
     with dask.config.set({"gpipe.memory.schedule": policy, "gpipe.memory.read-in-place-below": 0}):
-        sample = gpipe.sampling.neighbor(g, seeds, fanout=3, depth=4, seed=3)
+        sample = gpipe.sampling.neighbor(g, seeds, fanouts=3, depth=4, seed=3)
     return sample.stats, sample.compute()
 
 

@@ -33,7 +33,7 @@ def graph(cpu):
 def _writers(g):
     """Each folder writer, as ``write(path, **kwargs)``."""
     walks = gpipe.walks.deepwalk(g, length=3, seed=0)
-    sample = gpipe.sampling.neighbor(g, seeds=[0, 2], fanout=1, depth=2)
+    sample = gpipe.sampling.neighbor(g, seeds=[0, 2], fanouts=1, depth=2)
     paths = gpipe.mining.match(g, [(0, 1), (1, 2)], embeddings=True)
     ppr = gpipe.walks.ppr(g, start=[0, 2], walks_per_source=4, length=5, seed=0)
     return {"graph": g.to_parquet, "walks": walks.to_parquet, "sample": sample.to_parquet,
@@ -247,7 +247,7 @@ def test_overwrite_keeps_a_folder_holding_a_link_an_empty_folder_or_a_fifo_and_n
 
 
 def test_a_sample_folder_reads_back_as_the_sample(graph, tmp_path):
-    sample = gpipe.sampling.neighbor(graph, seeds=[0, 1, 3], fanout=1, depth=2)
+    sample = gpipe.sampling.neighbor(graph, seeds=[0, 1, 3], fanouts=1, depth=2)
     pd.testing.assert_frame_equal(pd.read_parquet(sample.to_parquet(tmp_path / "edges")), sample.compute())
     pd.testing.assert_frame_equal(pd.read_parquet(sample.to_parquet(tmp_path / "nodes", nodes=True)), sample.nodes())
 
@@ -261,7 +261,7 @@ def test_a_samples_blocks_come_narrow_and_are_the_frames_the_workers_make(cpu, n
     name = (lambda v: np.char.add("v", v.astype(str))) if names == "strings" else (lambda v: v * (1 << 40) - 7)
     g = gpipe.from_edges(pd.DataFrame({"src": name(src), "dst": name(dst)}), partitions=2)
     with dask.config.set({"gpipe.sampling.block-size": 300}):
-        s = gpipe.sampling.neighbor(g, seeds=name(np.arange(0, 300, 3)), fanout=3, depth=2, seed=1)
+        s = gpipe.sampling.neighbor(g, seeds=name(np.arange(0, 300, 3)), fanouts=3, depth=2, seed=1)
     edges, nodes = s.compute(), s.nodes()
     assert s.to_dask().npartitions > 3 and set(edges.src) <= set(name(src))
     pd.testing.assert_frame_equal(edges, s.to_dask().compute())  # widened on the client as the workers make them

@@ -1,4 +1,4 @@
-"""Tests of gpipe.graph._readers.read_table: snap, csv, parquet and npz edge tables; and of graph folders."""
+"""Tests of gpipe.graph._readers.read_table: snap, csv, parquet, npz and mtx edge tables; and of graph folders."""
 
 import bz2
 import gzip
@@ -402,6 +402,59 @@ def test_npz_non_square_shape(tmp_path):
     path = tmp_path / "g.npz"
     sparse.save_npz(path, sparse.csr_matrix(np.ones((2, 3))))
     _file_error(path, None, "square")
+
+
+# --- mtx ----------------------------------------------------------------------------------------
+
+_MTX = "%%MatrixMarket matrix coordinate {field} {symmetry}\n% a comment\n"
+
+
+def test_mtx_entries_are_edges_between_0_based_rows_with_the_order_as_vertex_count(tmp_path):
+    path = _write(tmp_path / "g.mtx", _MTX.format(field="real", symmetry="general") + "5 5 3\n1 2 0.5\n3 2 2\n5 1 1e1\n")
+    frame, n = read_table(path)
+    assert (_rows(frame), n) == ([[0, 1, 0.5], [2, 1, 2.0], [4, 0, 10.0]], 5)
+    assert _rows(read_table(path, weight=False)[0]) == [[0, 1], [2, 1], [4, 0]]
+
+
+def test_mtx_symmetric_entries_off_the_diagonal_are_read_both_ways(tmp_path):
+    path = _write(tmp_path / "g.mtx.gz", "")
+    path.write_bytes(gzip.compress((_MTX.format(field="pattern", symmetry="symmetric") +
+                                    "%%\n\n3 3 2\n2 1\n3 3\n").encode()))
+    frame, n = read_table(path)
+    assert (sorted(_rows(frame)), n) == ([[0, 1], [1, 0], [2, 2]], 3)
+
+
+def test_mtx_agrees_with_scipy(tmp_path):
+    io, sparse = pytest.importorskip("scipy.io"), pytest.importorskip("scipy.sparse")
+    matrix = sparse.random_array((40, 40), density=0.1, format="coo", rng=np.random.default_rng(1))
+    io.mmwrite(tmp_path / "g.mtx", matrix)
+    frame, n = read_table(tmp_path / "g.mtx")
+    back = sparse.coo_array((frame["weight"], (frame["src"], frame["dst"])), shape=(n, n))
+    np.testing.assert_allclose(back.toarray(), io.mmread(tmp_path / "g.mtx").toarray())
+
+
+@pytest.mark.parametrize("text, line, message", [
+    ("%%MatrixMarket matrix array real general\n2 2\n1\n", 1, "format 'array' is not read: .* 'coordinate'"),
+    ("%%MatrixMarket matrix coordinate complex general\n2 2 1\n1 2 1 0\n", 1, "field 'complex' is not read"),
+    ("%%MatrixMarket matrix coordinate real skew-symmetric\n2 2 1\n2 1 1\n", 1, "symmetry 'skew-symmetric'"),
+    ("1 2\n2 3\n", 1, "expected the MatrixMarket banner '%%MatrixMarket matrix coordinate"),
+    (_MTX.format(field="real", symmetry="general") + "2 3 1\n1 2 1\n", 3, "the matrix is 2 x 3: .* square"),
+    (_MTX.format(field="real", symmetry="general") + "2 2\n1 2 1\n", 3, "expected the size line"),
+    (_MTX.format(field="pattern", symmetry="general") + "2 2 1\n1 2 1\n", 4, "expected 2 fields per entry"),
+    (_MTX.format(field="real", symmetry="general") + "3 3 3\n1 2 1\n2 4 1\n3 1 1\n", 5,
+     "column '4' is not an integer from 1 to 3"),
+    (_MTX.format(field="real", symmetry="general") + "3 3 2\n1 2 1\n0 1 1\n", 5, "row '0' is not an integer"),
+    (_MTX.format(field="integer", symmetry="general") + "3 3 2\n1 2 1\nx 1 1\n", 5, "row 'x' is not an integer"),
+    (_MTX.format(field="real", symmetry="general") + "3 3 2\n1 2 1\n2 1 -1\n", 5, "weight '-1' is negative"),
+    (_MTX.format(field="real", symmetry="general") + "3 3 0\n", None, "no edges"),
+])
+def test_a_bad_mtx_file_names_the_file_and_line(tmp_path, text, line, message):
+    _file_error(_write(tmp_path / "g.mtx", text), line, message)
+
+
+def test_mtx_pattern_has_no_weight_to_ask_for(tmp_path):
+    path = _write(tmp_path / "g.mtx", _MTX.format(field="pattern", symmetry="general") + "2 2 1\n1 2\n")
+    _file_error(path, None, "weight=True but a pattern matrix has no values", weight=True)
 
 
 # --- weights float32 cannot hold ---------------------------------------------------------------

@@ -28,7 +28,7 @@ def _graph(partitions: int):
 FAMILIES = {  # family -> (result, the rows compute() gives as a frame)
     "walks": (lambda g: gpipe.walks.deepwalk(g, length=6, seed=1), lambda rows: pd.DataFrame(rows)),
     "ppr": (lambda g: gpipe.walks.ppr(g, [0, 5], walks_per_source=20, length=6, seed=1), pd.DataFrame),
-    "sampler": (lambda g: gpipe.sampling.neighbor(g, seeds=list(range(20)), fanout=2, depth=2, seed=1),
+    "sampler": (lambda g: gpipe.sampling.neighbor(g, seeds=list(range(20)), fanouts=2, depth=2, seed=1),
                 lambda rows: rows),
     "frontier": (lambda g: gpipe.walks.multidimensional(g, frontier_size=8, budget=30, instances=4, seed=1),
                  lambda rows: rows),
@@ -87,7 +87,7 @@ def test_a_samples_frame_is_filled_in_ranges_on_every_core_as_its_blocks_say(cpu
     g = gpipe.from_edges(frame, renumber=ids != "dense")
     monkeypatch.setattr(_result, "FILL_ROWS", 97)  # ranges that cut the blocks anywhere
     with dask.config.set({"gpipe.sampling.block-size": 500}):
-        sample = gpipe.sampling.neighbor(g, seeds=g.degrees().index[:200], fanout=3, depth=2, seed=4)
+        sample = gpipe.sampling.neighbor(g, seeds=g.degrees().index[:200], fanouts=3, depth=2, seed=4)
         rows = sample.compute()
     assert len(rows) > 2000 and sample._layout.blocks > 1
     pd.testing.assert_frame_equal(rows, sample.to_dask().compute().reset_index(drop=True), check_dtype=False)

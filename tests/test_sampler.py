@@ -277,7 +277,7 @@ def _ends(frame) -> set:
 def test_nodes_are_the_seeds_and_the_endpoints_of_each_instances_edges(cpu):
     """A seed with no out-edge is in its instance's nodes; random edges' nodes are their endpoints."""
     g = gpipe.from_edges(pd.DataFrame({"src": [0, 0, 1], "dst": [1, 2, 3]}), directed=True, partitions=2)
-    for sample, seeds in [(gpipe.sampling.neighbor(g, seeds=[0, 3], fanout=1, depth=2, seed=1), {(0, 0), (1, 3)}),
+    for sample, seeds in [(gpipe.sampling.neighbor(g, seeds=[0, 3], fanouts=1, depth=2, seed=1), {(0, 0), (1, 3)}),
                           (gpipe.sampling.random_edge(g, 2, instances=50, seed=2), set())]:
         frame, nodes = sample.compute(), sample.nodes()
         assert list(nodes.columns) == ["instance", "vertex"] and not nodes.duplicated().any()
@@ -337,7 +337,7 @@ def test_random_edge_on_an_undirected_graph_picks_each_edge_once_uniformly(cpu):
 def test_picks_with_replacement_are_independent_draws(cpu):
     weights = np.array([8.0, 4.0, 2.0, 1.0])
     g = gpipe.from_edges(pd.DataFrame({"src": 0, "dst": np.arange(1, 5), "w": weights}), weight="w", directed=True)
-    frame = gpipe.sampling.neighbor(g, seeds=np.zeros(3000, int), fanout=6, depth=1, weighted=True,
+    frame = gpipe.sampling.neighbor(g, seeds=np.zeros(3000, int), fanouts=6, depth=1, weighted=True,
                                     replace=True, seed=8).compute()
     assert frame.groupby("instance").size().eq(6).all()  # more picks than neighbors
     assert frame.duplicated(["instance", "dst"]).any()
@@ -365,7 +365,7 @@ def test_a_sampler_run_leaves_nothing_on_the_workers_whether_it_ends_or_fails(cp
 
 def test_neighbor_is_the_sampler_it_documents(cpu):
     g = _rmat(3)
-    a = gpipe.sampling.neighbor(g, np.arange(30), fanout=2, depth=2, weighted=True, seed=1).compute()
+    a = gpipe.sampling.neighbor(g, np.arange(30), fanouts=2, depth=2, weighted=True, seed=1).compute()
     b = Sampler(edge_bias="weight", update="all", neighbor_size=2, depth=2, select="alias").run(
         g, np.arange(30), seed=1).compute()
     pd.testing.assert_frame_equal(a, b)
@@ -431,8 +431,20 @@ def test_a_graph_samples_again_after_the_memory_manager_ran(cpu):
 
 def test_builtin_samplers_reject_bad_parameters(cpu):
     g = _rmat(1)
-    with pytest.raises(GpipeValueError, match="'fanout' must be a positive integer, got 0"):
-        gpipe.sampling.neighbor(g, [0], fanout=0)
+    with pytest.raises(GpipeValueError, match=r"'fanouts' must be a non-empty list of positive ints or -1 \(every "
+                                              r"neighbor\), got \[2, 0\]"):
+        gpipe.sampling.neighbor(g, [0], fanouts=[2, 0])
+    with pytest.raises(GpipeValueError, match=r"'fanouts' must be .* -1 \(every neighbor\), or one such int, got 0"):
+        gpipe.sampling.neighbor(g, [0], fanouts=0)
+    with pytest.raises(GpipeValueError, match=r"'depth' must be None or the length of 'fanouts' \(2\), got 3"):
+        gpipe.sampling.neighbor(g, [0], fanouts=[2, 2], depth=3)
+    with pytest.raises(GpipeValueError, match=r"'replace' = True needs a number of picks at every depth, not -1"):
+        gpipe.sampling.neighbor(g, [0], fanouts=[2, -1], replace=True)
+    with pytest.raises(GpipeValueError, match=r"'depth' must be None or the length of 'neighbor_size' \(2\), got 1"):
+        Sampler(neighbor_size=[2, None], depth=1)
+    with pytest.raises(GpipeValueError, match=r"'neighbor_size' must be an int, None or \('geometric', p\) \(or a "
+                                              r"list of them, one a depth\), got \('geo', 0.5\)"):
+        Sampler(neighbor_size=[2, ("geo", 0.5)])
     with pytest.raises(GpipeValueError, match=r"'p_forward' must be in \[0, 1\), got 1.0"):
         gpipe.sampling.forest_fire(g, [0], p_forward=1.0)
     with pytest.raises(GpipeValueError, match="'max_per_vertex' must be a positive integer, got 0"):
@@ -440,7 +452,7 @@ def test_builtin_samplers_reject_bad_parameters(cpu):
 
 
 def test_a_samples_exports_refuse_flags_that_are_not_booleans(cpu, tmp_path):
-    sample = gpipe.sampling.neighbor(_rmat(1), [0, 1], fanout=2)
+    sample = gpipe.sampling.neighbor(_rmat(1), [0, 1], fanouts=2)
     with pytest.raises(GpipeValueError, match="'nodes' must be true or false, got 'yes'"):
         sample.to_dask(nodes="yes")
     with pytest.raises(GpipeValueError, match="'overwrite' must be true or false, got 1"):
@@ -481,7 +493,7 @@ def _sample_outputs(client, parts: int, folder) -> dict:
     """A neighbor sample's every output on ``client`` with ``parts`` partitions, cut into several blocks."""
     with client.as_current(), dask.config.set({"gpipe.sampling.block-size": 100}):
         g = _rmat(parts)
-        s = gpipe.sampling.neighbor(g, seeds=np.arange(0, 600, 7), fanout=3, depth=2, seed=4)
+        s = gpipe.sampling.neighbor(g, seeds=np.arange(0, 600, 7), fanouts=3, depth=2, seed=4)
         outputs = {"compute": s.compute(), "nodes": s.nodes(), "dask": s.to_dask(), "dask nodes": s.to_dask(nodes=True)}
         outputs.update({k: outputs[k].compute() for k in ("dask", "dask nodes")},
                        npartitions=outputs["dask"].npartitions, divisions=outputs["dask"].divisions)
@@ -528,7 +540,7 @@ def test_a_sample_left_unused_leaves_nothing_on_the_workers(cpu):
         return set().union(*cpu.run(runs_here).values())
 
     before = held()
-    s = gpipe.sampling.neighbor(_rmat(3), seeds=np.arange(20), fanout=2, depth=2)
+    s = gpipe.sampling.neighbor(_rmat(3), seeds=np.arange(20), fanouts=2, depth=2)
     assert held() - before  # the sampled edges wait in the run's stores
     del s
     deadline = time.monotonic() + 10
@@ -559,19 +571,20 @@ def sampler_graphs(cpu_cluster, one_worker_cluster):
 def test_fused_neighbor_sampling_is_the_superstep_sample(cpu_cluster, one_worker_cluster, sampler_graphs, weighted,
                                                          replace):
     seeds = [np.arange(0, 600, 7), np.array([[3, 3, 9], [9, 40, 3], [5, 5, 5]])]  # a seed twice in an instance
-    for (fanout, depth), first in zip([(1, 4), (3, 3), (8, 2), (40, 2)], seeds * 2):  # 40: by a bitmap
+    # a fanout a depth, or one for every depth; 40: by a bitmap
+    for (fanout, depth), first in zip([(1, 4), ([3, 1, 2], None), (8, 2), (40, 2)], seeds * 2):
         expected = None
         for workers, client in ((1, one_worker_cluster), (2, cpu_cluster)):
             for mode, g in sampler_graphs[workers].items():
                 for fused in (False, True):
                     with client.as_current(), dask.config.set({"gpipe.sampling.fused": fused}):
-                        s = gpipe.sampling.neighbor(g, first, fanout=fanout, depth=depth, weighted=weighted,
+                        s = gpipe.sampling.neighbor(g, first, fanouts=fanout, depth=depth, weighted=weighted,
                                                     replace=replace, seed=6)
                         got = (s.compute(), s.nodes(), s.stats["select_picks"], s.stats["iterations_per_pick"])
                     # counted by the workers as their runs ended (no round trip of its own), in every mode
                     assert s.stats["edges"] == len(got[0]) and "output_totals" not in s.stats
                     one_launch = fused and mode != "three partitions"
-                    assert (s.stats["supersteps"] == 1) == (one_launch or depth == 1), (mode, fused)
+                    assert (s.stats["supersteps"] == 1) == one_launch, (mode, fused)
                     if expected is None:
                         expected = got
                         assert len(got[0]) > len(first)
@@ -595,3 +608,31 @@ def _edge_weights(table):
 
 def _edge_ones(table):
     return np.ones(table.size)
+
+
+def test_neighbor_picks_each_depths_own_fanout_and_minus_one_takes_every_neighbor(cpu, graph_edges):
+    frame = gpipe.sampling.neighbor(_rmat(3), seeds=np.arange(40), fanouts=[4, 1, -1], seed=2).compute()
+    degree = graph_edges.groupby("src").size()
+    per_source = frame.groupby(["instance", "depth", "src"]).dst.size()
+    depth, degrees = per_source.index.get_level_values("depth"), degree.reindex(per_source.index.get_level_values(
+        "src")).to_numpy()
+    want = np.select([depth == 0, depth == 1], [np.minimum(4, degrees), 1], degrees)
+    assert np.array_equal(per_source.to_numpy(), want) and set(frame.depth) == {0, 1, 2}
+
+
+def test_neighbor_with_one_fanout_for_every_depth_is_the_list_of_it(cpu):
+    g = _rmat(3)
+    as_list = gpipe.sampling.neighbor(g, np.arange(30), fanouts=[3, 3, 3], seed=5).compute()
+    pd.testing.assert_frame_equal(gpipe.sampling.neighbor(g, np.arange(30), fanouts=3, depth=3, seed=5).compute(),
+                                  as_list)
+    two = gpipe.sampling.neighbor(g, np.arange(30), fanouts=3, seed=5).compute()  # depth 2 by default
+    pd.testing.assert_frame_equal(two, as_list[as_list.depth < 2].reset_index(drop=True))
+
+
+def test_neighbor_by_the_old_name_fanout_warns_naming_fanouts_and_samples_the_same(cpu):
+    g = _rmat(1)
+    with pytest.warns(DeprecationWarning, match=r"neighbor\(\): 'fanout' is deprecated, it is now 'fanouts'"):
+        old = gpipe.sampling.neighbor(g, [0, 1], fanout=2, depth=2, seed=3).compute()
+    pd.testing.assert_frame_equal(old, gpipe.sampling.neighbor(g, [0, 1], fanouts=[2, 2], seed=3).compute())
+    with pytest.raises(GpipeValueError, match="'fanouts' and 'fanout' \\(its old name\\) must not both be given"):
+        gpipe.sampling.neighbor(g, [0], fanouts=2, fanout=2)

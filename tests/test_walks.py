@@ -502,7 +502,7 @@ def test_map_blocks_runs_where_each_block_is_on_its_dense_ids(cpu):
         w.map_blocks(3)
     with pytest.raises(GpipeValueError, match="'fn' must be picklable"):
         w.map_blocks(lambda block, lock=threading.Lock(): block)
-    s = gpipe.sampling.neighbor(g, seeds=["a"], fanout=1, depth=1, seed=0)
+    s = gpipe.sampling.neighbor(g, seeds=["a"], fanouts=1, depth=1, seed=0)
     with pytest.raises(GpipeValueError, match="'fn' must be callable, got 'sum'"):
         s.map_blocks("sum")
 

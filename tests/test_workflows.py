@@ -138,7 +138,7 @@ def test_graph_sampling_workflow_samples_edges_from_random_seeds(graph_sampling,
     code = graph_sampling.main(["--set", f"cluster.address={cpu_cluster.scheduler.address}",
                                 "--set", "cluster.device=cpu", "--set", "graph.path=rmat:7:4",
                                 "--set", "seeds={random: 5}", "--set", "sampler.seed=3",
-                                "--set", "sampler.params={fanout: 2, depth: 2}", "--set", f"output={out}"])
+                                "--set", "sampler.params={fanouts: [2, 2]}", "--set", f"output={out}"])
     captured = capsys.readouterr()
     assert code == 0, captured.err
     assert "neighbor on 128 vertices" in captured.out
@@ -164,7 +164,7 @@ def test_graph_sampling_workflow_samples_edges_from_random_seeds(graph_sampling,
 
 @pytest.mark.parametrize("override, expected", [
     ("sampler.fanout=2", ["unknown key 'sampler.fanout'", "algorithm, seed, params"]),
-    ("sampler.params.p=0.5", ["unknown key 'sampler.params.p'", "neighbor takes fanout, depth, weighted"]),
+    ("sampler.params.p=0.5", ["unknown key 'sampler.params.p'", "neighbor takes fanouts, depth, weighted"]),
     ("sampler.algorithm=walk", ["'sampler.algorithm'", "'walk'"]),
     ("seeds={random: 0}", ["'seeds.random' must be a positive integer"]),
     ("seeds=[]", ["'seeds'"]),

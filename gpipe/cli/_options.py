@@ -16,7 +16,7 @@ import numpy as np
 
 from .. import generators, mining, sampling, walks, workflow
 from .._files import GRAPH_FILES, SAMPLE_FILES, SCORE_FILES, WALK_FILES
-from .._validate import VERTEX_ORDERS, check_int, check_probability, check_seed, is_ascii_digits
+from .._validate import VERTEX_ORDERS, check_fanouts, check_int, check_probability, check_seed, is_ascii_digits
 from ..backend import DEVICES
 from ..cluster import ENV_ADDRESS, ENV_SCHEDULER_FILE
 from ..errors import GpipeValueError
@@ -59,6 +59,12 @@ def _checked(check: Callable, convert: Callable = int) -> Callable[[str], Any]:
 
 def _positive(name: str) -> Callable[[str], int]:
     return _checked(partial(check_int, name, minimum=1))
+
+
+def _fanouts(text: str) -> int | list[int]:
+    """``--fanouts``: one int (for every depth) or a list of them, ``K,K,...``."""
+    fanouts = _checked(partial(check_fanouts, "fanouts"), lambda t: [int(k) for k in t.split(",")])(text)
+    return fanouts if "," in text else fanouts[0]
 
 
 def _positive_finite(name: str, value) -> float:
@@ -183,9 +189,11 @@ def _depth(function: Callable) -> tuple[str, dict]:
 # name -> (function, its extra flags), as _WALKS; every sampler also takes --seeds and --seed. A new one is one entry.
 _SAMPLERS: dict[str, tuple[Callable, tuple[tuple[str, dict], ...]]] = {
     "neighbor": (sampling.neighbor, (
-        _option(sampling.neighbor, "--fanout", type=_positive("fanout"), metavar="K",
-                help="out-neighbors each frontier vertex picks (default: %(default)s)"),
-        _depth(sampling.neighbor),
+        _option(sampling.neighbor, "--fanouts", type=_fanouts, metavar="K[,K...]", old="--fanout",
+                help="neighbors each frontier vertex picks: K,K,... one a depth from the seeds outwards, or one K "
+                     "at each of --depth depths (-1: all of them; default: %(default)s)"),
+        _option(sampling.neighbor, "--depth", type=_positive("depth"), metavar="D",
+                help="expansion rounds from the seeds, with one K in --fanouts (default: 2)"),
         _option(sampling.neighbor, "--weighted", action="store_true",
                 help="pick in proportion to the edge weights (with rmat:..., generate a weighted graph)"))),
     "snowball": (sampling.snowball, (

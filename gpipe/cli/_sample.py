@@ -17,6 +17,8 @@ def _sample(args) -> int:
     if "seeds" in args:
         options["seeds"] = args.seeds
     tiny: dict[str, Any] = {k: 1 for k in ("depth", "instances") if k in options}
+    if isinstance(options.get("fanouts"), list):  # one depth: the first
+        tiny.update(fanouts=options["fanouts"][:1], depth=None)
     _check_graph_flags(args)
     watch = _Stopwatch()
     with _out_folder(args) as folder, _cluster(args) as client:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Iterator
@@ -10,14 +11,21 @@ import numpy as np
 
 from .. import _rng
 from .._validate import check_bool, check_int
-from ..backend import xp
+from ..backend import to_host, xp
 from ..errors import GpipeValueError
+from ..graph import check_graph
 from ._blocks import Blocks
 from ._fused import sample
 from ._local import LocalGraph, local_graph
 from ._sample import check_sampling
 
 SHUFFLE_STEP = 1 << 31  # the step of the shuffle's draws: apart from the sampling's (its hops)
+
+
+if importlib.util.find_spec("torch") is not None:  # the loader is a torch dataset where torch is installed
+    from torch.utils.data import IterableDataset, get_worker_info
+else:
+    IterableDataset, get_worker_info = object, None
 
 
 @dataclass(frozen=True)
@@ -36,12 +44,28 @@ class LoaderSpec:
 
 
 def check_loader(g, seeds, *, fanouts, batch_size, shuffle, drop_last, seed, features, labels, replace, weighted,
-                 fused) -> tuple:
-    """The checked ``(seeds as dense ids (numpy), LoaderSpec, features, labels)`` of a loader over ``g``."""
-    dense, fanouts, replace, weighted, seed = check_sampling(g, seeds, fanouts, replace, weighted, seed)
+                 fused, edge_dir) -> tuple:
+    """The checked ``(the graph edge_dir reads, seeds as dense ids (numpy), LoaderSpec, features, labels)`` of a
+    loader over ``g``."""
+    g, dense, fanouts, replace, weighted, seed = check_sampling(g, seeds, fanouts, replace, weighted, seed, edge_dir)
     spec = LoaderSpec(tuple(fanouts), check_int("batch_size", batch_size, minimum=1), check_bool("shuffle", shuffle),
                       check_bool("drop_last", drop_last), seed, replace, weighted, check_bool("fused", fused))
-    return dense, spec, _per_vertex("features", features, g), _per_vertex("labels", labels, g)
+    return g, dense, spec, _per_vertex("features", features, g), _per_vertex("labels", labels, g)
+
+
+def seeds_of(g, nodes, name: str) -> np.ndarray:
+    """The seed vertices PyG's ``input_nodes`` or DGL's ``indices`` name: None (every vertex), a boolean mask with
+    an entry per vertex, or vertex ids (NumPy, CuPy or a CPU torch tensor)."""
+    check_graph("g", g)
+    if nodes is None:
+        return np.arange(g.num_vertices) if g.id_map is None else g.id_map
+    values = np.asarray(to_host(nodes) if hasattr(nodes, "__cuda_array_interface__") else nodes)
+    if values.dtype == bool:
+        if values.shape != (g.num_vertices,):
+            raise GpipeValueError(f"'{name}' as a mask must have an entry per vertex ({g.num_vertices}), got shape "
+                                  f"{values.shape}")
+        return np.flatnonzero(values) if g.id_map is None else g.id_map[values]
+    return values
 
 
 def _per_vertex(name: str, values, g):
@@ -52,16 +76,24 @@ def _per_vertex(name: str, values, g):
     return values
 
 
-class NeighborLoader:
+class NeighborLoader(IterableDataset):
     """Mini-batches of seeds and their sampled neighborhoods, as PyG's and DGL's neighbor loaders give them.
 
     Each iteration is one epoch over ``seeds``, in ``batch_size`` batches (in
-    a shuffled order when ``shuffle``), each yielded as :class:`Blocks` from
-    :func:`sample_blocks` (the next epoch on the next iteration; see
-    :meth:`set_epoch`). Sampling runs in this process, on the graph's CSR
-    gathered once from the workers (on the GPU when the graph is on GPUs).
-    The next batch is prepared while the current one is used: in a thread,
-    and on the GPU on a stream of its own (a batch is complete when yielded).
+    a shuffled order when ``shuffle``; ``len(loader)`` of them), each yielded
+    as :class:`Blocks` from :func:`sample_blocks` (the next epoch on the next
+    iteration; see :meth:`set_epoch`). Sampling runs in this process, on the
+    graph's CSR gathered once from the workers (on the GPU when the graph is
+    on GPUs). The next batch is prepared while the current one is used: in a
+    thread, and on the GPU on a stream of its own (a batch is complete when
+    yielded).
+
+    Where torch is installed the loader is a ``torch.utils.data.IterableDataset``
+    of batches: ``DataLoader(loader, batch_size=None)`` yields its batches
+    (``num_workers`` > 0: each worker process samples every ``num_workers``-th
+    batch, on the CPU; call :meth:`set_epoch` before each epoch, as the
+    workers' copies of the loader do not count epochs back here). Without
+    torch it is a plain iterable.
 
     Parameters
     ----------
@@ -70,7 +102,7 @@ class NeighborLoader:
     seeds : array-like of int
         Distinct vertices (the training vertices).
     fanouts : list of int
-        Neighbors picked per vertex at each hop, from the seeds outwards; ``-1`` every out-edge.
+        Neighbors picked per vertex at each hop, from the seeds outwards; ``-1`` every one.
     batch_size : int
         Seeds per batch.
     shuffle : bool
@@ -88,6 +120,8 @@ class NeighborLoader:
         batch carries those of its ``output_nodes`` as ``labels``.
     replace, weighted, fused : bool
         As for :func:`sample_blocks`.
+    edge_dir : {'out', 'in'}
+        As for :func:`sample_blocks`: pick out-neighbors, or in-neighbors.
 
     Raises
     ------
@@ -106,10 +140,10 @@ class NeighborLoader:
 
     def __init__(self, g, seeds, fanouts, batch_size: int, *, shuffle: bool = True, drop_last: bool = False,
                  seed: int = 0, features=None, labels=None, replace: bool = False, weighted: bool = False,
-                 fused: bool = True):
-        dense, spec, features, labels = check_loader(
+                 fused: bool = True, edge_dir: str = "out"):
+        g, dense, spec, features, labels = check_loader(
             g, seeds, fanouts=fanouts, batch_size=batch_size, shuffle=shuffle, drop_last=drop_last, seed=seed,
-            features=features, labels=labels, replace=replace, weighted=weighted, fused=fused)
+            features=features, labels=labels, replace=replace, weighted=weighted, fused=fused, edge_dir=edge_dir)
         self._start(local_graph(g), g.device, dense, spec, features, labels)
 
     @classmethod
@@ -141,6 +175,8 @@ class NeighborLoader:
     def __iter__(self) -> Iterator[Blocks]:
         epoch, batches = self.epoch, len(self)
         self.epoch += 1
+        worker = get_worker_info() if get_worker_info is not None else None
+        first, every = (0, 1) if worker is None else (worker.id, worker.num_workers)  # a DataLoader worker's share
         x = self._x
         count = int(self._seeds.shape[0])
         order = x.arange(count, dtype=x.int64)
@@ -149,12 +185,15 @@ class NeighborLoader:
             order = x.lexsort(x.stack([order.astype(x.uint64), draws[:, 0]]))
         if self._stream is not None:  # the loader's stream reads the order
             x.cuda.get_current_stream().synchronize()
+        mine = range(first, batches, every)
+        if not mine:
+            return
         with ThreadPoolExecutor(1, thread_name_prefix="gpipe-gnn-loader") as ahead:
-            upcoming = ahead.submit(self._batch, order, epoch, 0)
-            for b in range(batches):
+            upcoming = ahead.submit(self._batch, order, epoch, mine[0])
+            for b in mine:
                 batch = upcoming.result()
-                if b + 1 < batches:
-                    upcoming = ahead.submit(self._batch, order, epoch, b + 1)
+                if b + every < batches:
+                    upcoming = ahead.submit(self._batch, order, epoch, b + every)
                 yield batch
 
     def _batch(self, order, epoch: int, b: int) -> Blocks:

@@ -9,18 +9,18 @@ from .. import _rng
 from .._validate import check_array, check_bool, check_fanouts, check_seed
 from ..backend import to_host, xp
 from ..errors import GpipeValueError
-from ..graph import check_graph
+from ..graph import check_graph, oriented
 from ._blocks import Blocks
 from ._fused import sample
 from ._local import local_graph
 
 
 def sample_blocks(g, seeds, fanouts, replace: bool = False, weighted: bool = False, seed: int = 0,
-                  fused: bool = True) -> Blocks:
+                  fused: bool = True, *, edge_dir: str = "out") -> Blocks:
     """Sample the multi-hop neighborhood of a mini-batch of seeds, as one block per layer (GraphSAGE sampling).
 
-    Hop ``h`` picks up to ``fanouts[h]`` out-neighbors of every vertex of its
-    frontier; the next frontier is that frontier and the picked neighbors
+    Hop ``h`` picks up to ``fanouts[h]`` out-neighbors (in-neighbors with
+    ``edge_dir='in'``) of every vertex of its frontier; the next frontier is that frontier and the picked neighbors
     (the destination nodes of a layer are among its source nodes). Runs in
     this process on the graph's CSR, gathered from the workers on first use
     and kept (on the GPU when the graph is on GPUs): no Dask round trip per
@@ -35,7 +35,7 @@ def sample_blocks(g, seeds, fanouts, replace: bool = False, weighted: bool = Fal
         Distinct vertices: the output nodes.
     fanouts : list of int
         Neighbors picked per vertex at each hop, from the seeds outwards;
-        ``-1`` takes every out-edge.
+        ``-1`` takes every one.
     replace : bool
         Pick with replacement (``fanout`` independent draws per vertex).
     weighted : bool
@@ -51,6 +51,12 @@ def sample_blocks(g, seeds, fanouts, replace: bool = False, weighted: bool = Fal
         ``NeighborSampler`` does (bulk-synchronous: a sampling kernel over
         the hop's frontier, then a unique to number the new vertices before
         the next hop; for comparison); the blocks are the same.
+    edge_dir : {'out', 'in'}
+        Pick each vertex's out-neighbors, or its in-neighbors (what a GNN
+        aggregates on a directed graph, and PyG's and DGL's samplers pick):
+        the blocks of the graph's reverse (:meth:`gpipe.Graph.reverse`, built
+        at the first such call and kept; a block's ``edge_ids`` are then
+        positions in the reverse's CSR). The same on an undirected graph.
 
     Returns
     -------
@@ -72,15 +78,16 @@ def sample_blocks(g, seeds, fanouts, replace: bool = False, weighted: bool = Fal
     ...     [(b.num_src_nodes, b.num_dst_nodes) for b in blocks.blocks], blocks.num_sampled_nodes
     ([(34, 10), (10, 3)], (3, 7, 24))
     """
-    dense, fanouts, replace, weighted, seed = check_sampling(g, seeds, fanouts, replace, weighted, seed)
+    g, dense, fanouts, replace, weighted, seed = check_sampling(g, seeds, fanouts, replace, weighted, seed, edge_dir)
     local = local_graph(g)
     x = xp(g.device)
     return sample(local, x.asarray(dense), fanouts, replace=replace, weighted=weighted, key=_rng.key(seed), batch=0,
                   fused=check_bool("fused", fused))
 
 
-def check_sampling(g, seeds, fanouts, replace, weighted, seed) -> tuple:
-    """The checked parameters, with ``seeds`` as distinct dense ids (numpy)."""
+def check_sampling(g, seeds, fanouts, replace, weighted, seed, edge_dir) -> tuple:
+    """The checked parameters, with ``g`` the graph ``edge_dir`` reads (:func:`gpipe.graph.oriented`) and ``seeds``
+    as distinct dense ids (numpy)."""
     check_graph("g", g)
     fanouts = check_fanouts("fanouts", fanouts)
     replace, weighted = check_bool("replace", replace), check_bool("weighted", weighted)
@@ -95,4 +102,4 @@ def check_sampling(g, seeds, fanouts, replace, weighted, seed) -> tuple:
         repeated = g.to_original(unique[counts > 1])
         raise GpipeValueError(f"'seeds' must be distinct vertices; {repeated.size} repeat, e.g. "
                               f"{repeated[:3].tolist()}")
-    return dense, fanouts, replace, weighted, check_seed("seed", seed)
+    return oriented(g, edge_dir), dense, fanouts, replace, weighted, check_seed("seed", seed)

@@ -53,7 +53,7 @@ _RESERVED = ("loader", "rank", "world_size")  # train_fn's own arguments: not in
 
 def run_on_workers(train_fn, g, seeds, fanouts, batch_size: int, *, shuffle: bool = True, drop_last: bool = False,
                    seed: int = 0, features=None, labels=None, replace: bool = False, weighted: bool = False,
-                   fused: bool = True, kwargs: dict | None = None) -> list:
+                   fused: bool = True, edge_dir: str = "out", kwargs: dict | None = None) -> list:
     """Run ``train_fn(loader, rank, world_size, **kwargs)`` on every worker at once, each with a loader of its own.
 
     Data-parallel training as torch DDP does it, with the cluster's workers
@@ -92,7 +92,7 @@ def run_on_workers(train_fn, g, seeds, fanouts, batch_size: int, *, shuffle: boo
         A graph with integer vertex ids.
     seeds : array-like of int
         Distinct vertices (the training vertices), split among the ranks.
-    fanouts, batch_size, shuffle, drop_last, seed, features, labels, replace, weighted, fused
+    fanouts, batch_size, shuffle, drop_last, seed, features, labels, replace, weighted, fused, edge_dir
         As for :class:`NeighborLoader`; ``features`` and ``labels`` (host or
         device arrays) are sent once to every worker.
     kwargs : dict, optional
@@ -131,9 +131,9 @@ def run_on_workers(train_fn, g, seeds, fanouts, batch_size: int, *, shuffle: boo
     [(0, 1, 200)]
     """
     check_picklable("train_fn", check_callable("train_fn", train_fn))
-    dense, spec, features, labels = check_loader(
+    g, dense, spec, features, labels = check_loader(
         g, seeds, fanouts=fanouts, batch_size=batch_size, shuffle=shuffle, drop_last=drop_last, seed=seed,
-        features=features, labels=labels, replace=replace, weighted=weighted, fused=fused)
+        features=features, labels=labels, replace=replace, weighted=weighted, fused=fused, edge_dir=edge_dir)
     kwargs = check_picklable("kwargs", _check_kwargs(kwargs))
     check_integer_ids(g)
     client = g.client

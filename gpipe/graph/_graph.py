@@ -17,7 +17,7 @@ from distributed import Client, Future
 
 from .. import config
 from .._files import GRAPH_FILES, atomic_dir
-from .._validate import check_choice, check_int, check_integers
+from .._validate import check_choice, check_edge_dir, check_int, check_integers
 from ..backend import device_of, to_host, unique, xp
 from ..errors import GpipeError, GpipeValueError
 from ..runtime import (
@@ -78,6 +78,7 @@ class Graph:
         self._vertex_arrays: dict[str, np.ndarray] = {}  # per-vertex arrays gathered from the partitions
         self._on_workers: set[str] = set()  # those of them put into the stores of the graph's workers
         self._label_values: np.ndarray | None = None  # the distinct labels, sorted, once asked for
+        self._reversed: Graph | None = None  # a directed graph's transpose, once asked for (:meth:`reverse`)
         self._finalizer = weakref.finalize(self, end_graph_later, session.client, graph_id)
 
     def release(self) -> None:
@@ -85,6 +86,35 @@ class Graph:
         client = self._session.client  # not ``self.client``: a closed cluster took the partitions, nothing to free
         if self._finalizer.detach() is not None and client.status == "running":
             end_graph(client, self.graph_id)
+        if self._reversed is not None:
+            self._reversed.release()
+            self._reversed = None
+
+    def reverse(self) -> Graph:
+        """The graph of this one's edges reversed, each ``u -> v`` as ``v -> u``: its out-edges are this graph's
+        in-edges (``edge_dir='in'`` of the samplers, walks and loaders reads them).
+
+        Built on the workers at the first call, from the partitions (the same number of them, edge-balanced by
+        in-degree, or replicated as this graph is), and kept with this graph: released with it. An undirected
+        graph is its own reverse (no copy). Vertex ids, weights, self-loops and parallel edges are as here.
+
+        Examples
+        --------
+        >>> import pandas as pd, gpipe
+        >>> with gpipe.connect(n_workers=1, device="cpu"):
+        ...     g = gpipe.from_edges(pd.DataFrame({"src": [0, 0, 1], "dst": [1, 2, 2]}), directed=True)
+        ...     g.reverse().degrees().tolist()   # the in-degrees of g
+        [0, 1, 2]
+        """
+        if not self.directed:
+            return self
+        if self._reversed is None:
+            client = self.client
+            chunks = [on_worker(client, w, _reversed_edges, self.graph_id, p) for p, w in enumerate(self.placement)]
+            self._reversed = build(self._session, chunks, self.num_vertices, directed=True, weighted=self.weighted,
+                                   id_map=self.id_map, partitions=self.num_partitions, mode=self.mode,
+                                   keep_self_loops=True, keep_duplicates=True)
+        return self._reversed
 
     # -- shape -------------------------------------------------------------------
     @property
@@ -340,6 +370,18 @@ def _partition_upper_degrees(graph_id: str, part: int) -> np.ndarray:
 VERTEX_ARRAYS = {"degrees": _partition_degrees, "upper_degrees": _partition_upper_degrees}  # name -> per partition
 
 
+def _reversed_edges(graph_id: str, part: int) -> dict:
+    """Partition ``part``'s edges reversed, as a chunk of dense-id edges for :func:`build` (on the worker's
+    device)."""
+    p = partition(graph_id, part)
+    x = xp(device_of(p.indptr))
+    row = x.searchsorted(p.indptr[1:], x.arange(p.num_edges), side="right")  # each edge's row (as cupy has no
+    chunk = {"src": p.indices.astype(x.int64), "dst": (row + p.lo).astype(x.int64)}  # repeat by an array)
+    if p.weights is not None:
+        chunk["weight"] = p.weights
+    return chunk
+
+
 def _write_partition(graph_id: str, part: int, folder: str) -> int:
     """Write partition ``part`` to ``folder``; return its number of edges (rows)."""
     p = partition(graph_id, part)
@@ -491,3 +533,9 @@ def check_graph(name: str, value) -> Graph:
         raise GpipeValueError(f"'{name}' must be a gpipe.Graph (from gpipe.read_edges, gpipe.from_edges or "
                               f"gpipe.generators), got {type(value).__name__}")
     return value
+
+
+def oriented(g: Graph, edge_dir: str) -> Graph:
+    """The graph whose out-edges a run with ``edge_dir`` reads (the families' check of their ``edge_dir``): ``g``
+    for 'out', its :meth:`~Graph.reverse` for 'in'."""
+    return g if check_edge_dir(edge_dir) == "out" else g.reverse()

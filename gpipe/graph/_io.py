@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import operator
 import os
 
@@ -34,6 +35,7 @@ from ._readers import (
     read_piece,
     weights_fit,
 )
+from ._remote import is_url, local_copy
 
 __all__ = ["from_edges", "read_edges"]
 
@@ -60,11 +62,20 @@ def read_edges(path, src: str = "src", dst: str = "dst", weight: str | bool | No
         ``.txt``/``.el``/``.edges``/``.tsv`` (SNAP: whitespace-separated, ``#`` or
         ``%`` comments, 2 or 3 columns), ``.csv`` (with a header), ``.parquet``
         (a file, a folder or a glob such as ``"edges/*.parquet"``), ``.npz`` (CSR:
-        scipy ``save_npz`` or ``indptr``, ``indices``, ``weights``), or a gpipe
-        graph folder. Text files may end in ``.gz``, ``.bz2``, ``.xz`` or ``.zst``.
+        scipy ``save_npz`` or ``indptr``, ``indices``, ``weights``), ``.mtx``
+        (MatrixMarket: a square matrix's entries in the coordinate format,
+        real, integer or pattern, general or symmetric; row ``i`` is vertex
+        ``i - 1``, as ``scipy.io.mmread`` numbers them), or a gpipe graph
+        folder. Text files may end in ``.gz``, ``.bz2``, ``.xz`` or ``.zst``.
+        Any of these may be a URL that fsspec opens (``s3://``, ``gs://``,
+        ``https://``, ``memory://``, ...; its package installed: ``s3fs``,
+        ``gcsfs``, ...): it is copied once to each host of the cluster (into
+        its temporary folder; a local cluster's host copies it once) and
+        read there as a local file, the copies removed when the graph is
+        built. Errors name the URL.
     src, dst, weight : str
         Column names (CSV and Parquet). For SNAP files a third column is the
-        weight unless ``weight=False``.
+        weight unless ``weight=False``; so are a MatrixMarket file's values.
     directed : bool
         Keep edges directed; by default both directions are stored.
     partitions : int, optional
@@ -76,13 +87,13 @@ def read_edges(path, src: str = "src", dst: str = "dst", weight: str | bool | No
         communication. 'auto' replicates when no ``partitions`` are asked for
         and the graph takes at most ``gpipe.graph.replicate-fraction`` of each
         worker's (GPU) memory. Results are the same in every mode.
-    fmt : {'snap', 'csv', 'parquet', 'npz'}, optional
+    fmt : {'snap', 'csv', 'parquet', 'npz', 'mtx'}, optional
         Force a format instead of guessing it from the extension.
     renumber : bool, optional
         Map ids to ``0..n-1`` (default: unless the ids are exactly ``0..n-1``, or
-        the input gives the vertex count: the rows of a CSR ``.npz``, whose
-        isolated vertices are kept). Renumbered, the graph has exactly the
-        vertices in the input. ``False`` keeps non-negative integer ids as
+        the input gives the vertex count: the rows of a CSR ``.npz`` or of a
+        ``.mtx`` matrix, whose isolated vertices are kept). Renumbered, the
+        graph has exactly the vertices in the input. ``False`` keeps non-negative integer ids as
         vertex numbers, adding a vertex for every missing id below the largest.
         Outputs always use the original ids.
     keep_self_loops, keep_duplicates : bool
@@ -133,9 +144,25 @@ def read_edges(path, src: str = "src", dst: str = "dst", weight: str | bool | No
     ...     g = gpipe.read_edges(path)
     ...     g.num_vertices, g.num_edges, g.degrees().tolist()
     (4, 4, [2, 2, 3, 1])
+
+    A MatrixMarket file at a URL (``memory://``, fsspec's in-memory store, as
+    ``s3://`` or ``gs://`` would be read):
+
+    >>> import fsspec
+    >>> with fsspec.open("memory://bucket/edges.mtx", "w") as f:
+    ...     _ = f.write("%%MatrixMarket matrix coordinate pattern general\\n4 4 3\\n1 2\\n2 3\\n3 1\\n")
+    >>> with gpipe.connect(n_workers=1, device="cpu"):
+    ...     g = gpipe.read_edges("memory://bucket/edges.mtx", directed=True)
+    ...     g.num_vertices, g.degrees().tolist()
+    (4, [1, 1, 1, 0])
     """
     mode = check_mode(mode)
     vertex_order = check_vertex_order("vertex_order", vertex_order)
+    if is_url(path):
+        with local_copy(current(), path) as local:
+            return read_edges(local, src, dst, weight, directed, partitions, mode=mode, fmt=fmt, renumber=renumber,
+                              keep_self_loops=keep_self_loops, keep_duplicates=keep_duplicates,
+                              vertex_order=vertex_order)
     path = os.path.abspath(os.fspath(path))  # the workers open it: their working directory may not be this one's
     if is_graph_folder(path):  # whole or damaged: never read as a plain parquet folder
         return _read_graph_folder(path, partitions, mode, vertex_order)
@@ -160,12 +187,14 @@ def read_edges(path, src: str = "src", dst: str = "dst", weight: str | bool | No
         return build(session, arrays, npz.num_vertices, directed=directed, weighted=weighted, id_map=None,
                      partitions=partitions, mode=mode, keep_self_loops=keep_self_loops,
                      keep_duplicates=keep_duplicates, vertex_order=vertex_order)
-    weighted = plan.keep_weight and plan.width == 3 if plan.fmt == "snap" else len(plan.columns) == 3
+    weighted = plan.keep_weight and plan.width == 3 if plan.fmt in ("snap", "mtx") else len(plan.columns) == 3
+    if plan.mirror and not directed:  # a symmetric matrix's other triangle: the reverse edges build adds anyway
+        plan = dataclasses.replace(plan, mirror=False)
     frames, uniques = _read_on_workers(session.client, plan)
     return _build_from_chunks(session, frames, src="src", dst="dst", weight="weight" if weighted else None,
                               directed=directed, partitions=partitions, mode=mode, renumber=renumber,
-                              keep_self_loops=keep_self_loops, keep_duplicates=keep_duplicates, num_vertices=None,
-                              uniques=uniques, vertex_order=vertex_order)
+                              keep_self_loops=keep_self_loops, keep_duplicates=keep_duplicates,
+                              num_vertices=plan.vertices or None, uniques=uniques, vertex_order=vertex_order)
 
 
 def _read_bytes(device: str) -> int:
@@ -314,7 +343,7 @@ def _chunks(client, frame, columns: list[str]) -> list:
     if len(frame) == 0:
         raise GpipeValueError("'frame' must hold at least one edge, got an empty frame")
     if len(columns) == 3:
-        _check_weights(frame[columns[2]], columns[2])
+        _check_weights(frame[columns[2]], f"'weight' column {columns[2]!r}")
     step = config.get("graph.chunk-edges")
     pieces = [frame[columns].iloc[i:i + step] for i in range(0, len(frame), step)]
     return placed(client, pieces)  # equal data scattered twice must not share a key
@@ -330,16 +359,18 @@ def _check_columns(frame, columns: list[str]) -> None:
         )
 
 
-def _check_weights(values: pd.Series, name: str) -> None:
+def _check_weights(values: pd.Series, what: str, unit: str = "row") -> None:
+    """Refuse weights gpipe does not take, naming ``what`` holds them (``"'weight' column 'w'"``) and the first bad
+    one by its ``unit`` (row, edge, ...) and position."""
     if not pd.api.types.is_numeric_dtype(values) or pd.api.types.is_bool_dtype(values):
-        raise GpipeValueError(f"'weight' column {name!r} must be numeric, got dtype {values.dtype}")
+        raise GpipeValueError(f"{what} must be numeric, got dtype {values.dtype}")
     arr = values.to_numpy(dtype=np.float64, na_value=np.nan)
     if weights_fit(np.ascontiguousarray(arr)):
         return
     bad = float32_misfits(arr) | (arr < 0)
     if bad.any():
-        raise GpipeValueError(f"'weight' column {name!r} must hold finite, non-negative numbers that fit float32 "
-                              f"({FLOAT32_RANGE}); row {int(np.argmax(bad))} is {arr[bad][0]}")
+        raise GpipeValueError(f"{what} must hold finite, non-negative numbers that fit float32 ({FLOAT32_RANGE}); "
+                              f"{unit} {int(np.argmax(bad))} is {arr[bad][0]}")
 
 
 def _unique_ids(chunk: pd.DataFrame | dict, src: str, dst: str) -> np.ndarray:
@@ -470,7 +501,7 @@ def _to_dense(chunk: pd.DataFrame | dict, src: str, dst: str, weight: str | None
         out = {"src": lookup.get_indexer(chunk[src].to_numpy()).astype(np.int64),
                "dst": lookup.get_indexer(chunk[dst].to_numpy()).astype(np.int64)}
     if weight is not None:
-        _check_weights(chunk[weight], weight)
+        _check_weights(chunk[weight], f"'weight' column {weight!r}")
         out["weight"] = chunk[weight].to_numpy(np.float32)
     return out
 

@@ -172,11 +172,7 @@ class CommsTransport:
     def __init__(self, run, workers: list[str], rank: int):
         self.run, self.workers, self.rank = run, workers, rank
 
-    def exchange(self, superstep: int, words: np.ndarray, payloads: dict, watch: Watch, sizes=None):
-        matrix, received, _ = self.start(superstep, words, payloads, watch, sizes)()
-        return matrix, received
-
-    def start(self, superstep: int, words: np.ndarray, payloads: dict, watch: Watch, sizes=None):
+    def start(self, superstep: int, words: np.ndarray, payloads: dict, watch: Watch, sizes):
         """Send this rank's header and payloads of round ``superstep``. Returns the call that waits for the peers':
         it gives every rank's header (a row each), the payloads received by rank, and the seconds from this
         rank's sending to the last peer's message arriving."""
@@ -248,10 +244,6 @@ class NcclTransport:
                                         cupyx.empty_pinned(size * words, np.int64))
         return self._headers[words]
 
-    def exchange(self, superstep: int, words: np.ndarray, payloads: dict, watch: Watch, sizes):
-        matrix, received, _ = self.start(superstep, words, payloads, watch, sizes)()
-        return matrix, received
-
     def start(self, superstep: int, words: np.ndarray, payloads: dict, watch: Watch, sizes):
         """All-gather the headers (waited for here: they size what comes), then queue the payloads' send/recv on
         the communicator's stream, after the work queued so far on the current stream (the payloads' packing), not
@@ -316,8 +308,14 @@ class Exchange:
         """Whether every rank says yes: a word from each, before the run's first superstep (numbered
         :data:`OPENING` in the comms' mailbox)."""
         self.watch.start()
-        matrix, _ = self.transport.exchange(OPENING, np.array([int(yes)], np.int64), {}, self.watch, lambda m: {})
+        matrix, _ = self.swap(OPENING, np.array([int(yes)], np.int64), {}, lambda m: {})
         return bool(matrix.all())
+
+    def swap(self, superstep: int, words: np.ndarray, payloads: dict, sizes) -> tuple[np.ndarray, dict]:
+        """A round of the transport's, sent and waited for: every rank's header (a row each) and the payloads
+        received by rank (``sizes``: the bytes each peer sends, from the headers)."""
+        matrix, received, _ = self.transport.start(superstep, words, payloads, self.watch, sizes)()
+        return matrix, received
 
     def end_superstep(self, superstep: int, sent: np.ndarray, outbound: dict[int, list[dict]],
                       routed: bool) -> np.ndarray:

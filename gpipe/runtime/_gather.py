@@ -90,7 +90,7 @@ def gather(run, exchange, blocks: OutputBlocks, part: int, superstep: int, limit
                     for r, row in enumerate(matrix) if r != me and row[me]}
 
         exchange.watch.start()
-        matrix, received = exchange.transport.exchange(superstep, words, payloads, exchange.watch, expected)
+        matrix, received = exchange.swap(superstep, words, payloads, expected)
         sent += sum(int(p.nbytes) for p in payloads.values())
         del payloads
         if local is not None:
@@ -155,7 +155,7 @@ def merge_rows(run, exchange, blocks: OutputBlocks, superstep: int) -> dict:
                     for r, row in enumerate(matrix) if r != me and row[me]}
 
         exchange.watch.start()
-        matrix, received = exchange.transport.exchange(superstep, words, payloads, exchange.watch, expected)
+        matrix, received = exchange.swap(superstep, words, payloads, expected)
         sent += sum(int(p.nbytes) for p in payloads.values())
         del payloads
         for r in sorted(received):

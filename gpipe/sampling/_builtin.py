@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
-from .._validate import check_bool, check_int, check_optional_int, check_probability
+from .._validate import check_bool, check_fanouts, check_int, check_optional_int, check_probability, renamed
+from ..errors import GpipeValueError
 from ._result import EdgeSample
 from ._sampler import Sampler
 
 
-def neighbor(g, seeds, fanout: int = 2, depth: int = 2, weighted: bool = False, replace: bool = False,
-             seed: int = 0) -> EdgeSample:
-    """Neighbor sampling: every frontier vertex picks ``fanout`` out-neighbors, without replacement unless ``replace``.
+@renamed("fanout", "fanouts")
+def neighbor(g, seeds, fanouts: int | list[int] = 2, depth: int | None = None, weighted: bool = False,
+             replace: bool = False, seed: int = 0, *, edge_dir: str = "out") -> EdgeSample:
+    """Neighbor sampling: every frontier vertex at depth ``d`` picks ``fanouts[d]`` out-neighbors (all of them for
+    -1), without replacement unless ``replace``.
+
+    ``fanouts`` is a list, one a depth from the seeds outwards (as :func:`gpipe.gnn.sample_blocks` takes it), or one
+    int for each of ``depth`` depths (2 by default); ``fanout``, its old name, is taken until the next release.
+    ``edge_dir='in'`` picks in-neighbors instead (see :class:`Sampler`): a sampled ``src, dst`` is then the edge
+    ``dst -> src`` of the graph.
 
     Uniformly, or in proportion to the edge weights when ``weighted``: then each draw reads the vertex's alias
     table (SELECT's ``"alias"`` method; every row's is built at the graph's first weighted sample and kept with
@@ -18,8 +26,8 @@ def neighbor(g, seeds, fanout: int = 2, depth: int = 2, weighted: bool = False, 
         VERTEXBIAS: none (the whole pool is the frontier)
         EDGEBIAS:   1, or the edge's weight
         UPDATE:     every picked neighbor joins the next frontier
-        Sampler(edge_bias="weight" if weighted else "uniform", update="all", neighbor_size=fanout, depth=depth,
-                replace=replace, select="alias" if weighted else "bipartite")
+        Sampler(edge_bias="weight" if weighted else "uniform", update="all", neighbor_size=fanouts,
+                replace=replace, select="alias" if weighted else "bipartite")   # -1 as None
 
     Returns an :class:`EdgeSample`: ``compute()`` the sampled edges ``instance, depth, src, dst`` (one instance
     per seed, or per row of a 2-D ``seeds``), ``nodes()`` each instance's vertices ``instance, vertex`` (its
@@ -35,7 +43,7 @@ def neighbor(g, seeds, fanout: int = 2, depth: int = 2, weighted: bool = False, 
     >>> import gpipe
     >>> with gpipe.connect(n_workers=1, device="cpu"):
     ...     g = gpipe.generators.rmat(10, seed=0)
-    ...     gpipe.sampling.neighbor(g, seeds=[0, 1], fanout=2, depth=2, seed=4).compute()
+    ...     gpipe.sampling.neighbor(g, seeds=[0, 1], fanouts=[2, 2], seed=4).compute()
         instance  depth  src  dst
     0          0      0    0  314
     1          0      0    0  348
@@ -50,14 +58,20 @@ def neighbor(g, seeds, fanout: int = 2, depth: int = 2, weighted: bool = False, 
     10         1      1  620   53
     11         1      1  620  367
     """
-    fanout = check_int("fanout", fanout, minimum=1)
+    fanouts = check_fanouts("fanouts", fanouts, 2 if depth is None and not isinstance(fanouts, (list, tuple))
+                            else depth)
     weighted = check_bool("weighted", weighted)
-    sampler = Sampler(edge_bias="weight" if weighted else "uniform", update="all", neighbor_size=fanout, depth=depth,
-                      replace=replace, select="alias" if weighted else "bipartite")
+    if check_bool("replace", replace) and -1 in fanouts:
+        raise GpipeValueError(f"'replace' = True needs a number of picks at every depth, not -1 (every neighbor, "
+                              f"each taken once), got fanouts={fanouts}")
+    sampler = Sampler(edge_bias="weight" if weighted else "uniform", update="all",
+                      neighbor_size=[None if f == -1 else f for f in fanouts], replace=replace,
+                      select="alias" if weighted else "bipartite", edge_dir=edge_dir)
     return sampler.run(g, seeds, seed=seed)
 
 
-def snowball(g, seeds, depth: int = 2, max_per_vertex: int | None = None, seed: int = 0) -> EdgeSample:
+def snowball(g, seeds, depth: int = 2, max_per_vertex: int | None = None, seed: int = 0, *,
+             edge_dir: str = "out") -> EdgeSample:
     """Snowball sampling: every frontier vertex adds its out-neighbors (at most ``max_per_vertex``,
     picked uniformly), and each vertex is expanded once per instance. Its three functions::
 
@@ -69,6 +83,7 @@ def snowball(g, seeds, depth: int = 2, max_per_vertex: int | None = None, seed: 
     Returns an :class:`EdgeSample`: ``compute()`` the sampled edges ``instance, depth, src, dst`` (one instance
     per seed, or per row of a 2-D ``seeds``), ``nodes()`` each instance's vertices ``instance, vertex`` (its
     seeds and its edges' ends).
+    ``edge_dir='in'`` reads in-neighbors instead (see :class:`Sampler`).
 
     Examples
     --------
@@ -80,11 +95,13 @@ def snowball(g, seeds, depth: int = 2, max_per_vertex: int | None = None, seed: 
     [3, 9, 3, 9]
     """
     max_per_vertex = check_optional_int("max_per_vertex", max_per_vertex, minimum=1)
-    sampler = Sampler(edge_bias="uniform", update="unvisited", neighbor_size=max_per_vertex, depth=depth)
+    sampler = Sampler(edge_bias="uniform", update="unvisited", neighbor_size=max_per_vertex, depth=depth,
+                      edge_dir=edge_dir)
     return sampler.run(g, seeds, seed=seed)
 
 
-def forest_fire(g, seeds, p_forward: float = 0.7, depth: int = 2, seed: int = 0) -> EdgeSample:
+def forest_fire(g, seeds, p_forward: float = 0.7, depth: int = 2, seed: int = 0, *,
+                edge_dir: str = "out") -> EdgeSample:
     """Forest fire sampling (Leskovec & Faloutsos): every burning vertex burns a number of its
     out-neighbors drawn geometric with mean ``p_forward / (1 - p_forward)``; a vertex burns (is expanded)
     once per instance. Its three functions::
@@ -97,6 +114,7 @@ def forest_fire(g, seeds, p_forward: float = 0.7, depth: int = 2, seed: int = 0)
     Returns an :class:`EdgeSample`: ``compute()`` the sampled edges ``instance, depth, src, dst`` (one instance
     per seed, or per row of a 2-D ``seeds``), ``nodes()`` each instance's vertices ``instance, vertex`` (its
     seeds and its edges' ends).
+    ``edge_dir='in'`` reads in-neighbors instead (see :class:`Sampler`).
 
     Examples
     --------
@@ -108,11 +126,12 @@ def forest_fire(g, seeds, p_forward: float = 0.7, depth: int = 2, seed: int = 0)
     {1: 3}
     """
     p_forward = check_probability("p_forward", p_forward, open_high=True)
-    sampler = Sampler(edge_bias="uniform", update="unvisited", neighbor_size=("geometric", p_forward), depth=depth)
+    sampler = Sampler(edge_bias="uniform", update="unvisited", neighbor_size=("geometric", p_forward), depth=depth,
+                      edge_dir=edge_dir)
     return sampler.run(g, seeds, seed=seed)
 
 
-def layer(g, seeds, layer_size: int = 8, depth: int = 2, seed: int = 0) -> EdgeSample:
+def layer(g, seeds, layer_size: int = 8, depth: int = 2, seed: int = 0, *, edge_dir: str = "out") -> EdgeSample:
     """Layer sampling: each instance picks ``layer_size`` edges, uniformly without replacement, from all the
     out-edges of its whole frontier, per layer. Its three functions::
 
@@ -124,6 +143,7 @@ def layer(g, seeds, layer_size: int = 8, depth: int = 2, seed: int = 0) -> EdgeS
     Returns an :class:`EdgeSample`: ``compute()`` the sampled edges ``instance, depth, src, dst`` (one instance
     per seed, or per row of a 2-D ``seeds``), ``nodes()`` each instance's vertices ``instance, vertex`` (its
     seeds and its edges' ends).
+    ``edge_dir='in'`` reads in-neighbors instead (see :class:`Sampler`).
 
     Examples
     --------
@@ -136,7 +156,7 @@ def layer(g, seeds, layer_size: int = 8, depth: int = 2, seed: int = 0) -> EdgeS
     """
     layer_size = check_int("layer_size", layer_size, minimum=1)
     sampler = Sampler(edge_bias="uniform", update="all", neighbor_size=layer_size, neighbor_pool="frontier",
-                      depth=depth)
+                      depth=depth, edge_dir=edge_dir)
     return sampler.run(g, seeds, seed=seed)
 
 

@@ -263,19 +263,21 @@ def _bounds(starts: int, instances: int, fanouts, *, sources: bool, n: int, nnz:
     return tasks, picks
 
 
-def sample(x, part, instance, vertex, *, key, num_vertices: int, depth: int, fanout: int, step: int, weighted: bool,
-           replace: bool, method: str, bitmap: bool, max_degree: int) -> dict:
-    """The sample of the entries ``(instance, vertex)`` at depth 0, in one launch: the pieces the superstep path
-    leaves (edges ``instance, depth, src, dst``, the expanded ``node_instance, node_vertex``, ``picks`` and
-    SELECT's ``iterations``), in queue order. ``part`` is the whole graph or, for one depth (``depth`` 1, ``step``
-    that depth's), the partition owning the entries' vertices; entries may repeat only then, each picking alone."""
+def sample(x, part, instance, vertex, *, key, num_vertices: int, fanouts: tuple[int, ...], step: int,
+           weighted: bool, replace: bool, method: str, bitmap: bool, max_degree: int) -> dict:
+    """The sample of the entries ``(instance, vertex)`` at depth 0, ``fanouts[d]`` picks a vertex at depth ``d``,
+    in one launch: the pieces the superstep path leaves (edges ``instance, depth, src, dst``, the expanded
+    ``node_instance, node_vertex``, ``picks`` and SELECT's ``iterations``), in queue order. ``part`` is the whole
+    graph or, for one depth (one fanout, ``step`` that depth's), the partition owning the entries' vertices; entries
+    may repeat only then, each picking alone."""
+    depth = len(fanouts)
     first = instance * num_vertices + vertex
     rising = first.shape[0] < 2 or bool((first[1:] > first[:-1]).all())  # e.g. a seed per instance: distinct
     if depth > 1 and not rising:  # a task's picks enqueue each (instance, vertex) of the next depth once
         first = unique(x, first)
     first *= depth  # the depth-0 tasks, each pair once
     queue = neighbor_queue(x, part, first, instances=int(first.shape[0]), key=key, num_vertices=num_vertices,
-                           fanouts=(fanout,) * depth, step=step, sources=False, weighted=weighted, replace=replace,
+                           fanouts=tuple(fanouts), step=step, sources=False, weighted=weighted, replace=replace,
                            method=method, bitmap=bitmap, max_degree=max_degree)
     tail = int(queue.tasks.shape[0])
     at = x.cumsum(queue.task_count) - queue.task_count

@@ -83,7 +83,7 @@ class EdgeSample(HeldResult):
     >>> import pandas as pd, gpipe
     >>> with gpipe.connect(n_workers=1, device="cpu"):
     ...     g = gpipe.from_edges(pd.DataFrame({"src": ["a", "b", "c", "c"], "dst": ["b", "c", "a", "d"]}))
-    ...     s = gpipe.sampling.neighbor(g, seeds=["a", "d"], fanout=1, depth=2, seed=3)
+    ...     s = gpipe.sampling.neighbor(g, seeds=["a", "d"], fanouts=1, depth=2, seed=3)
     ...     edges, nodes, lazy = s.compute(), s.nodes(), s.to_dask().compute()
     >>> edges
        instance  depth src dst
@@ -206,7 +206,7 @@ class EdgeSample(HeldResult):
         >>> import pandas as pd, gpipe
         >>> with gpipe.connect(n_workers=1, device="cpu") as client:
         ...     g = gpipe.from_edges(pd.DataFrame({"src": [0, 1, 2], "dst": [1, 2, 0]}), directed=True)
-        ...     s = gpipe.sampling.neighbor(g, seeds=[0, 1], fanout=1, depth=2, seed=3)
+        ...     s = gpipe.sampling.neighbor(g, seeds=[0, 1], fanouts=1, depth=2, seed=3)
         ...     client.gather(s.map_blocks(lambda c: c["dst"].tolist()))
         [[1, 2, 2, 0]]
         """

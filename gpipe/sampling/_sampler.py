@@ -41,6 +41,7 @@ from .._validate import (
     check_array,
     check_bool,
     check_choice,
+    check_edge_dir,
     check_int,
     check_optional_int,
     check_picklable,
@@ -48,7 +49,7 @@ from .._validate import (
     check_seed,
 )
 from ..errors import GpipeValueError
-from ..graph import check_graph
+from ..graph import check_graph, oriented
 from ..runtime import StartSet, StepSpec, check_memory, output_totals, run_supersteps
 from ._result import EdgeSample, SampleLayout
 from ._select import METHODS
@@ -95,7 +96,7 @@ class Settings:
     edge_bias: str | Callable
     update: str
     frontier_size: int | None
-    neighbor_size: int | None | tuple
+    neighbor_sizes: tuple  # one a depth: an int, None or ('geometric', p)
     neighbor_pool: str
     depth: int
     replace: bool
@@ -137,15 +138,16 @@ class Sampler:
     frontier_size : int or None
         Vertices each instance selects from its pool, by ``vertex_bias``, to
         expand; None: the whole pool.
-    neighbor_size : int, None or ('geometric', p)
+    neighbor_size : int, None, ('geometric', p), or a list of them
         Neighbors picked per frontier vertex (``neighbor_pool='vertex'``) or per
         instance from all its frontier's neighbors (``'frontier'``); None: all;
         ``('geometric', p)``: a count drawn each time, geometric with mean
-        ``p / (1 - p)`` (forest fire's burning).
+        ``p / (1 - p)`` (forest fire's burning). A list gives one a depth, from
+        the seeds outwards (the fanouts of :func:`neighbor`).
     neighbor_pool : {'vertex', 'frontier'}
         Where ``neighbor_size`` applies.
-    depth : int
-        Frontier expansions.
+    depth : int, optional
+        Frontier expansions: the length of a list ``neighbor_size``, else 2 by default.
     replace : bool
         Pick neighbors with replacement (independent draws) instead of without.
     select : {'bipartite', 'updated', 'repeated', 'alias'}
@@ -156,6 +158,13 @@ class Sampler:
         as exponential races instead.
     bitmap : bool
         Detect SELECT's collisions with a strided bitmap (else by scanning the picks).
+    edge_dir : {'out', 'in'}
+        The neighbors a frontier vertex reads: its out-neighbors (the edges as
+        stored), or its in-neighbors (the sample of the graph's reverse,
+        :meth:`gpipe.Graph.reverse`, built at the first such run and kept:
+        a sampled ``src, dst`` is then the edge ``dst -> src`` of the graph,
+        and a ``'degree'`` bias the in-degree). On an undirected graph the two
+        are the same.
 
     Notes
     -----
@@ -186,30 +195,38 @@ class Sampler:
     """
 
     def __init__(self, vertex_bias: str | Callable = "uniform", edge_bias: str | Callable = "uniform", *,
-                 update: str = "all", frontier_size: int | None = None, neighbor_size: int | None | tuple = 2,
-                 neighbor_pool: str = "vertex", depth: int = 2, replace: bool = False, select: str = "bipartite",
-                 bitmap: bool = True):
+                 update: str = "all", frontier_size: int | None = None,
+                 neighbor_size: int | None | tuple | list = 2, neighbor_pool: str = "vertex", depth: int | None = None,
+                 replace: bool = False, select: str = "bipartite", bitmap: bool = True, edge_dir: str = "out"):
         self.vertex_bias = (check_picklable("vertex_bias", vertex_bias) if callable(vertex_bias)
                             else check_choice("vertex_bias", vertex_bias, VERTEX_BIASES))
         self.edge_bias = (check_picklable("edge_bias", edge_bias) if callable(edge_bias)
                           else check_choice("edge_bias", edge_bias, EDGE_BIASES))
         self.update = check_choice("update", update, UPDATES)
         self.frontier_size = check_optional_int("frontier_size", frontier_size, minimum=1)
-        if isinstance(neighbor_size, tuple):
-            if len(neighbor_size) != 2 or neighbor_size[0] != "geometric":
-                raise GpipeValueError(f"'neighbor_size' must be an int, None or ('geometric', p), got {neighbor_size!r}")
-            neighbor_size = ("geometric", check_probability("p", neighbor_size[1], open_high=True))
-        elif neighbor_size is not None:
-            neighbor_size = check_int("neighbor_size", neighbor_size, minimum=1)
-        self.neighbor_size = neighbor_size
+        if isinstance(neighbor_size, (list, tuple)) and (not neighbor_size or neighbor_size[0] != "geometric"):
+            if not neighbor_size:
+                raise GpipeValueError("'neighbor_size' must be an int, None, ('geometric', p) or a non-empty list of "
+                                      "them (one a depth), got []")
+            self.neighbor_sizes = tuple(_neighbor_size(size) for size in neighbor_size)
+            if depth is not None and check_int("depth", depth, minimum=1) != len(neighbor_size):
+                raise GpipeValueError(f"'depth' must be None or the length of 'neighbor_size' ({len(neighbor_size)}), "
+                                      f"got {depth}")
+            self.neighbor_size: int | None | tuple | list = list(self.neighbor_sizes)  # one a depth
+        else:
+            self.neighbor_sizes = (_neighbor_size(neighbor_size),) * check_int("depth", 2 if depth is None else depth,
+                                                                               minimum=1)
+            self.neighbor_size = self.neighbor_sizes[0]
         self.neighbor_pool = check_choice("neighbor_pool", neighbor_pool, NEIGHBOR_POOLS)
-        self.depth = check_int("depth", depth, minimum=1)
+        self.depth = len(self.neighbor_sizes)
         replace = check_bool("replace", replace)
-        if replace and neighbor_size is None:
-            raise GpipeValueError("'replace' = True needs a 'neighbor_size' (all neighbors are taken once)")
+        if replace and None in self.neighbor_sizes:
+            raise GpipeValueError("'replace' = True needs a 'neighbor_size' at every depth (all neighbors are taken "
+                                  f"once), got {self.neighbor_size!r}")
         self.replace = replace
         self.select = check_choice("select", select, tuple(METHODS))
         self.bitmap = check_bool("bitmap", bitmap)
+        self.edge_dir = check_edge_dir(edge_dir)
 
     def _most_edges(self, g, first_frontier: int) -> int | None:
         """The most edges one instance can sample from a first frontier of ``first_frontier`` vertices.
@@ -221,16 +238,12 @@ class Sampler:
         whole degree at every vertex, would refuse forest fire on any skewed graph (6.5 TiB for 2,000
         instances on R-MAT 22) for a sample that takes a few megabytes.
         """
-        if isinstance(self.neighbor_size, tuple):  # ('geometric', p)
-            asked = math.ceil(self.neighbor_size[1] / (1 - self.neighbor_size[1]))
-        else:
-            asked = self.neighbor_size
-        if (self.replace and asked is None) or self.neighbor_size is None:
+        if None in self.neighbor_sizes:
             return None
-        most_degree = asked if self.replace else g.max_degree
-        asked = most_degree if asked is None else asked
         frontier, most = min(first_frontier, g.num_vertices), 0
-        for _ in range(self.depth):  # an instance's frontier holds each vertex once
+        for size in self.neighbor_sizes:  # an instance's frontier holds each vertex once
+            asked = math.ceil(size[1] / (1 - size[1])) if isinstance(size, tuple) else size  # ('geometric', p)
+            most_degree = asked if self.replace else g.max_degree
             if self.frontier_size is not None:
                 frontier = min(frontier, self.frontier_size)
             if self.neighbor_pool == "frontier":
@@ -257,7 +270,7 @@ class Sampler:
         vertices ``instance, vertex`` — the frontiers it expanded (its seeds,
         its picked vertices: those without an edge too) and its edges' ends.
         """
-        check_graph("g", g)
+        g = oriented(check_graph("g", g), self.edge_dir)
         seed = check_seed("seed", seed)
         instances = check_optional_int("instances", instances, minimum=1)
         for name, bias in (("edge_bias", self.edge_bias), ("vertex_bias", self.vertex_bias)):
@@ -296,8 +309,8 @@ class Sampler:
         if seeds is None and self.frontier_size is None:  # every edge is the pool; an undirected one once
             edge_pool = "degrees" if g.directed else "upper_degrees"
         settings = Settings(**{k: getattr(self, k) for k in (
-            "vertex_bias", "edge_bias", "update", "frontier_size", "neighbor_size", "neighbor_pool", "depth", "replace",
-            "select", "bitmap")}, num_vertices=g.num_vertices, implicit=seeds is None, graph_id=g.graph_id,
+            "vertex_bias", "edge_bias", "update", "frontier_size", "neighbor_sizes", "neighbor_pool", "depth",
+            "replace", "select", "bitmap")}, num_vertices=g.num_vertices, implicit=seeds is None, graph_id=g.graph_id,
             edge_pool=edge_pool, fused=self._fuses(g, seeds is not None, count), max_degree=int(g.max_degree),
             candidate_budget=config.budget("sampling.candidate-budget"))
         arrays = {"degrees"} if self.edge_bias == "degree" or callable(self.edge_bias) else set()
@@ -323,7 +336,8 @@ class Sampler:
         of the vertex's own edges, every pick in the next frontier) on a graph whole on each worker, unless
         ``gpipe.sampling.fused`` is false. The sample is the same either way."""
         return (bool(config.get("sampling.fused")) and seeded and self.edge_bias in ("uniform", "weight")
-                and self.update == "all" and self.frontier_size is None and isinstance(self.neighbor_size, int)
+                and self.update == "all" and self.frontier_size is None
+                and all(isinstance(size, int) for size in self.neighbor_sizes)
                 and self.neighbor_pool == "vertex" and (g.replicas is not None or g.num_partitions == 1)
                 and instances * g.num_vertices * self.depth < 2 ** 62)  # a task's packed id fits
 
@@ -335,7 +349,7 @@ class Sampler:
                                       f"'uniform' or 'degree', got {self.vertex_bias!r}")
             stage = FRONTIER
         elif self.neighbor_pool == "frontier":
-            if self.edge_bias != "uniform" or not isinstance(self.neighbor_size, int):
+            if self.edge_bias != "uniform" or not isinstance(self.neighbor_sizes[0], int):
                 raise GpipeValueError("without 'seeds' and 'frontier_size' the pool is every edge, which takes "
                                       "'edge_bias' = 'uniform' and an int 'neighbor_size', got "
                                       f"{self.edge_bias!r} and {self.neighbor_size!r}")
@@ -346,3 +360,13 @@ class Sampler:
         instance = np.arange(count, dtype=np.int64)
         return {"instance": instance, "vertex": np.full(count, -1, np.int64), "depth": np.zeros(count, np.int32),
                 "stage": np.full(count, stage, np.int8), "to": instance % parts}
+
+
+def _neighbor_size(size):
+    """One depth's ``neighbor_size``, checked: an int, None or ('geometric', p)."""
+    if isinstance(size, (list, tuple)):
+        if len(size) != 2 or size[0] != "geometric":
+            raise GpipeValueError(f"'neighbor_size' must be an int, None or ('geometric', p) (or a list of them, one "
+                                  f"a depth), got {size!r}")
+        return "geometric", check_probability("p", size[1], open_high=True)
+    return None if size is None else check_int("neighbor_size", size, minimum=1)

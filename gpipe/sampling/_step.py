@@ -57,7 +57,7 @@ def _seed_entries(x, spec: StepSpec, lo: int, hi: int, n: int, seeds: StartSet) 
 def _fused_sample(x, part, entries: dict, spec: StepSpec):
     s = spec.params
     out = _fused.sample(x, part, entries["instance"], entries["vertex"], key=spec.key, num_vertices=s.num_vertices,
-                        depth=s.depth, fanout=s.neighbor_size, step=NEIGHBOR_STEP, weighted=s.edge_bias == "weight",
+                        fanouts=s.neighbor_sizes, step=NEIGHBOR_STEP, weighted=s.edge_bias == "weight",
                         replace=s.replace, method=s.select, bitmap=s.bitmap, max_degree=s.max_degree)
     movers = {"instance": x.zeros(0, x.int64), "vertex": x.zeros(0, x.int64), "depth": x.zeros(0, x.int32),
               "stage": x.zeros(0, x.int8)}
@@ -123,11 +123,11 @@ def _gather_neighbors(x, part, instance, vertex, depth, spec: StepSpec, run: Run
     if spec.params.update == "unvisited":
         _visited(x, part, run, add=key)
     level = int(depth[0]) if depth.size else 0  # every entry here is at the same depth
-    if spec.params.neighbor_pool == "vertex" and _row_picks(spec):  # off the CSR rows, no candidate table
+    if spec.params.neighbor_pool == "vertex" and _row_picks(spec, level):  # off the CSR rows, no candidate table
         s = spec.params
-        out = _fused.sample(x, part, instance, vertex, key=spec.key, num_vertices=n, depth=1, fanout=s.neighbor_size,
-                            step=NEIGHBOR_STEP + level, weighted=s.edge_bias == "weight", replace=s.replace,
-                            method=s.select, bitmap=s.bitmap, max_degree=s.max_degree)
+        out = _fused.sample(x, part, instance, vertex, key=spec.key, num_vertices=n,
+                            fanouts=(s.neighbor_sizes[level],), step=NEIGHBOR_STEP + level,
+                            weighted=s.edge_bias == "weight", replace=s.replace, method=s.select, bitmap=s.bitmap, max_degree=s.max_degree)
         return _picked(x, spec, out["instance"], level, out["src"], out["dst"], out["iterations"])
     local = vertex - part.lo
     start, end = part.indptr[local], part.indptr[local + 1]
@@ -138,7 +138,7 @@ def _gather_neighbors(x, part, instance, vertex, depth, spec: StepSpec, run: Run
         picked_instance, src, dst, iterations = (x.concatenate([chunk[i] for chunk in chunks]) for i in range(4))
         return _picked(x, spec, picked_instance, level, src, dst, iterations)
     offsets, edge, table = _candidates(x, part, instance, vertex, depth, start=start, end=end, spec=spec)
-    if _races(spec):
+    if _races(spec, level):
         return _race_entries(x, part, table, instance, vertex, key=key, offsets=offsets, edge=edge, level=level,
                              spec=spec)
     parts = len(part.bounds) - 1
@@ -176,7 +176,7 @@ def _pick_from(x, part, instance, vertex, depth, *, key, start, end, level: int,
     SELECT's draws per entry."""
     offsets, edge, table = _candidates(x, part, instance, vertex, depth, start=start, end=end, spec=spec)
     bias = _biases(x, "edge_bias", spec.params.edge_bias, table)
-    want = _wanted(x, spec, key, COUNT_STEP + level, end - start)
+    want = _wanted(x, spec, key, level, COUNT_STEP + level, end - start)
     pick_offsets, picks, iterations = select(bias, offsets, want, key, spec.key, NEIGHBOR_STEP + level,
                                              method=spec.params.select, bitmap=spec.params.bitmap,
                                              replace=spec.params.replace)
@@ -205,7 +205,7 @@ def _neighbors(x, part, entries: dict, spec: StepSpec, run: Run):
     if spec.params.implicit and spec.params.frontier_size is None and level == 0:
         # the pool is every edge: draw global edge ids, resolved by their owners
         ends = x.cumsum(_graph_array(spec, spec.params.edge_pool))
-        instance, edge = _first_distinct(x, entries["instance"], spec.params.neighbor_size, int(ends[-1]),
+        instance, edge = _first_distinct(x, entries["instance"], spec.params.neighbor_sizes[0], int(ends[-1]),
                                          INSTANCE_NEIGHBOR_STEP, spec)
         first_edges = x.concatenate([x.zeros(1, ends.dtype), ends])[x.asarray(part.bounds[1:-1])]
         owner = x.searchsorted(first_edges, edge, side="right")
@@ -228,7 +228,7 @@ def _neighbors(x, part, entries: dict, spec: StepSpec, run: Run):
                    degree=lambda: _graph_array(spec, "degrees")[candidate],
                    in_frontier=lambda: x.isin(instance * n + candidate, frontier))
     bias = _biases(x, "edge_bias", spec.params.edge_bias, table)
-    want = _wanted(x, spec, streams, COUNT_STEP + INSTANCE_NEIGHBOR_STEP + level, offsets[1:] - offsets[:-1])
+    want = _wanted(x, spec, streams, level, COUNT_STEP + INSTANCE_NEIGHBOR_STEP + level, offsets[1:] - offsets[:-1])
     _, picks, iterations = select(bias, offsets, want, streams, spec.key, INSTANCE_NEIGHBOR_STEP + level,
                                   method=spec.params.select, bitmap=spec.params.bitmap, replace=spec.params.replace)
     return _picked(x, spec, instance[picks], level, src[picks], candidate[picks], iterations)
@@ -262,16 +262,18 @@ def _reverse(x, instance, spec: StepSpec):
     return _rng.unit_array(_rng.draws(x, spec.key, instance, DIRECTION_STEP, rank)) < 0.5
 
 
-def _row_picks(spec: StepSpec) -> bool:
-    """Whether each entry picks straight off its vertex's CSR row (``_fused.sample``, one depth): a built-in edge
-    bias and a fixed count, the same picks as SELECT over its candidate table, which is not made (at a hub, a row
-    of its degree per instance that reaches it)."""
-    return spec.params.edge_bias in ("uniform", "weight") and isinstance(spec.params.neighbor_size, int)
+def _row_picks(spec: StepSpec, level: int) -> bool:
+    """Whether each entry at depth ``level`` picks straight off its vertex's CSR row (``_fused.sample``, one depth):
+    a built-in edge bias and a fixed count, the same picks as SELECT over its candidate table, which is not made (at
+    a hub, a row of its degree per instance that reaches it)."""
+    return spec.params.edge_bias in ("uniform", "weight") and isinstance(spec.params.neighbor_sizes[level], int)
 
 
-def _races(spec: StepSpec) -> bool:
-    """Whether a selection over the whole frontier's neighbors runs as exponential races (see _race_entries)."""
-    return not callable(spec.params.edge_bias) and not spec.params.replace and spec.params.neighbor_size is not None
+def _races(spec: StepSpec, level: int) -> bool:
+    """Whether a selection over the whole frontier's neighbors at depth ``level`` runs as exponential races (see
+    _race_entries)."""
+    return (not callable(spec.params.edge_bias) and not spec.params.replace
+            and spec.params.neighbor_sizes[level] is not None)
 
 
 def _race_entries(x, part, table: _Table, instance, vertex, *, key, offsets, edge, level: int, spec: StepSpec):
@@ -284,7 +286,7 @@ def _race_entries(x, part, table: _Table, instance, vertex, *, key, offsets, edg
     """
     bias = _biases(x, "edge_bias", spec.params.edge_bias, table)
     step = INSTANCE_NEIGHBOR_STEP + level
-    want = _wanted(x, spec, instance, COUNT_STEP + step, None)
+    want = _wanted(x, spec, instance, level, COUNT_STEP + step, None)
     win_offsets, winners, races = race(bias, offsets, want, key, spec.key, step)
     entry = x.searchsorted(win_offsets[1:], x.arange(winners.shape[0]), side="right")
     rows = {"instance": instance[entry], "frontier": vertex[entry],
@@ -302,7 +304,7 @@ def _fastest(x, rows: dict, level: int, spec: StepSpec):
     order = x.lexsort(x.stack([rows["race"], rows["instance"].astype(x.float64)]))
     instance = rows["instance"][order]
     streams, offsets = _segments(x, instance)
-    want = _wanted(x, spec, streams, COUNT_STEP + INSTANCE_NEIGHBOR_STEP + level, None)
+    want = _wanted(x, spec, streams, level, COUNT_STEP + INSTANCE_NEIGHBOR_STEP + level, None)
     rank = x.arange(instance.shape[0])
     segment = x.searchsorted(offsets[1:], rank, side="right")
     return order[rank - offsets[segment] < want[segment]]
@@ -438,9 +440,10 @@ def _first_distinct(x, instances, want: int, size: int, step: int, spec: StepSpe
     return instances[row[order]], v[order]
 
 
-def _wanted(x, spec: StepSpec, streams, step: int, degree):
-    """Neighbors to pick per segment: a constant, all, or (forest fire) geometric with mean p / (1 - p)."""
-    size = spec.params.neighbor_size
+def _wanted(x, spec: StepSpec, streams, level: int, step: int, degree):
+    """Neighbors to pick per segment at depth ``level``: a constant, all, or (forest fire) geometric with mean
+    p / (1 - p)."""
+    size = spec.params.neighbor_sizes[level]
     if size is None:
         return degree.astype(x.int64)
     if isinstance(size, int):

@@ -8,7 +8,10 @@ from every vertex or from the ``start`` vertices (walk ``r * len(start) + i``
 is the ``r``-th from ``start[i]``), takes at most ``length`` steps, ends early
 at a vertex with no out-edge, and draws its random numbers from
 ``(seed, walk id, step)`` only: the walks are the same for any number of
-partitions, workers or GPUs, on the CPU and on the GPU.
+partitions, workers or GPUs, on the CPU and on the GPU. With ``edge_dir='in'``
+a walk steps along in-edges instead, to an in-neighbor (it walks the graph's
+reverse, :meth:`gpipe.Graph.reverse`, built at the first such walk and kept):
+``u -> v`` in a walk is then the edge ``v -> u`` of the graph.
 
 DeepWalk, walks with jump, PPR and node2vec also run on a graph that changes
 (:class:`gpipe.dynamic.DynamicGraph`): a run reads the snapshot of its last
@@ -24,10 +27,10 @@ from typing import Callable
 
 import numpy as np
 
-from .._validate import check_bool, check_int, check_probability, check_seed, renamed
+from .._validate import check_bool, check_edge_dir, check_int, check_probability, check_seed, renamed
 from ..dynamic import DynamicGraph, Snapshot
 from ..errors import GpipeValueError
-from ..graph import check_graph
+from ..graph import check_graph, oriented
 from ..runtime import VERTEX, Span
 from ..sampling import EdgeSample
 from . import _frontier, _mh, _node2vec
@@ -42,7 +45,7 @@ __all__ = ["PPRResult", "WalkResult", "deepwalk", "metropolis_hastings", "multid
 
 
 def deepwalk(g, start=None, length: int = 80, walks_per_vertex: int = 1, weighted: bool = False, seed: int = 0,
-             *, progress: Callable | None = None) -> WalkResult:
+             *, progress: Callable | None = None, edge_dir: str = "out") -> WalkResult:
     """Uniform random walks (DeepWalk), or walks biased by edge weight.
 
     Each step moves to an out-neighbor chosen uniformly at random, or with
@@ -72,6 +75,9 @@ def deepwalk(g, start=None, length: int = 80, walks_per_vertex: int = 1, weighte
         Seed of the random stream.
     progress : callable, optional
         Called after every superstep with ``superstep, active, steps, total``.
+    edge_dir : {'out', 'in'}
+        Step to an out-neighbor (the edges as stored), or to an in-neighbor
+        (a static graph only; see the module's doc).
 
     Returns
     -------
@@ -95,11 +101,13 @@ def deepwalk(g, start=None, length: int = 80, walks_per_vertex: int = 1, weighte
            [3, 2, 1, 2, 0]])
     """
     return _first_order(g, "deepwalk", length=length, walks_per_vertex=walks_per_vertex, start=start,
-                        weighted=weighted, seed=seed, progress=progress, alpha=0.0, teleport="none")
+                        weighted=weighted, seed=seed, progress=progress, alpha=0.0, teleport="none",
+                        edge_dir=edge_dir)
 
 
 def with_jump(g, start=None, jump: float = 0.1, length: int = 80, walks_per_vertex: int = 1,
-              weighted: bool = False, seed: int = 0, *, progress: Callable | None = None) -> WalkResult:
+              weighted: bool = False, seed: int = 0, *, progress: Callable | None = None,
+              edge_dir: str = "out") -> WalkResult:
     """Random walks that jump to a uniformly random vertex with probability ``jump`` at each step.
 
     Otherwise a step moves to an out-neighbor (uniformly, or by weight when
@@ -117,12 +125,13 @@ def with_jump(g, start=None, jump: float = 0.1, length: int = 80, walks_per_vert
     """
     jump = check_probability("jump", jump)
     return _first_order(g, "with_jump", length=length, walks_per_vertex=walks_per_vertex, start=start,
-                        weighted=weighted, seed=seed, progress=progress, alpha=jump, teleport="uniform")
+                        weighted=weighted, seed=seed, progress=progress, alpha=jump, teleport="uniform",
+                        edge_dir=edge_dir)
 
 
 @renamed("sources", "start")
 def ppr(g, start, restart: float = 0.15, walks_per_source: int = 100, length: int = 80, weighted: bool = False,
-        seed: int = 0, *, progress: Callable | None = None) -> PPRResult:
+        seed: int = 0, *, progress: Callable | None = None, edge_dir: str = "out") -> PPRResult:
     """Random walks with restart from each start vertex (its source), and the personalized PageRank they estimate.
 
     At each step a walk returns to its source with probability ``restart``,
@@ -157,6 +166,8 @@ def ppr(g, start, restart: float = 0.15, walks_per_source: int = 100, length: in
         Bias the steps by the edge weights.
     seed : int
         Seed of the random stream.
+    edge_dir : {'out', 'in'}
+        As :func:`deepwalk`'s.
 
     Returns
     -------
@@ -186,7 +197,7 @@ def ppr(g, start, restart: float = 0.15, walks_per_source: int = 100, length: in
     [1.0, 1.0]
     """
     restart = check_probability("restart", restart, open_high=True)
-    g = _walked(g)
+    g = _walked(g, edge_dir)
     starts = _start_ids(g, start)
     if not (starts[1:] > starts[:-1]).all():  # not ascending (as every vertex in order is): counted
         vertices, counts = np.unique(starts, return_counts=True)
@@ -204,7 +215,8 @@ def ppr(g, start, restart: float = 0.15, walks_per_source: int = 100, length: in
 
 
 def node2vec(g, start=None, p: float = 1.0, q: float = 1.0, length: int = 80, walks_per_vertex: int = 1, *,
-             weighted: bool = False, seed: int = 0, progress: Callable | None = None) -> WalkResult:
+             weighted: bool = False, seed: int = 0, progress: Callable | None = None,
+             edge_dir: str = "out") -> WalkResult:
     """node2vec's second-order random walks, exact, on a partitioned graph.
 
     At v, having come from t, the walk moves to a neighbor x with probability
@@ -246,7 +258,7 @@ def node2vec(g, start=None, p: float = 1.0, q: float = 1.0, length: int = 80, wa
     ((256, 21), [0, 221, 103, 205, 72, 139])
     """
     p, q = _positive_float("p", p), _positive_float("q", q)
-    g = _walked(g)
+    g = _walked(g, edge_dir)
     length, walks_per_vertex, starts, seed = _checked_starts(g, length, walks_per_vertex, start, weighted, seed,
                                                              dynamic=True)
     walk = _node2vec.Node2Vec(bool(weighted), p, q, (g.graph_id, tuple(g.placement)))
@@ -257,7 +269,7 @@ def node2vec(g, start=None, p: float = 1.0, q: float = 1.0, length: int = 80, wa
 
 
 def metropolis_hastings(g, start=None, length: int = 80, walks_per_vertex: int = 1, seed: int = 0, *,
-                        progress: Callable | None = None) -> WalkResult:
+                        progress: Callable | None = None, edge_dir: str = "out") -> WalkResult:
     """Metropolis-Hastings random walks, whose stationary distribution is uniform over the vertices.
 
     At v the walk proposes a uniform out-neighbor u and moves there with
@@ -276,12 +288,13 @@ def metropolis_hastings(g, start=None, length: int = 80, walks_per_vertex: int =
     ((256, 21), [0, 0, 33, 33, 24, 110])
     """
     length, walks_per_vertex, starts, seed = _checked_starts(g, length, walks_per_vertex, start, False, seed)
+    g = oriented(g, edge_dir)
     spec = walk_spec(_mh.advance_mh, seed, length, None, _mh.FIELDS, spans=_mh.SPANS)
     return run_walks(g, "metropolis_hastings", spec, walks_per_vertex, starts, progress)
 
 
 def multidimensional(g, start=None, frontier_size: int = 2000, budget: int | None = None, instances: int = 1,
-                     seed: int = 0, *, progress: Callable | None = None) -> EdgeSample:
+                     seed: int = 0, *, progress: Callable | None = None, edge_dir: str = "out") -> EdgeSample:
     """Multi-dimensional random walk (frontier sampling), many independent instances at once.
 
     Each instance keeps a pool of ``frontier_size`` vertices (drawn uniformly
@@ -306,6 +319,10 @@ def multidimensional(g, start=None, frontier_size: int = 2000, budget: int | Non
         Independent samples.
     seed : int
         Seed of the random stream.
+    edge_dir : {'out', 'in'}
+        Replace a pool vertex with an out-neighbor, or with an in-neighbor (the
+        recorded ``src, dst`` is then the edge ``dst -> src``; degrees are
+        in-degrees).
 
     Returns
     -------
@@ -330,7 +347,8 @@ def multidimensional(g, start=None, frontier_size: int = 2000, budget: int | Non
     budget = frontier_size if budget is None else check_int("budget", budget, minimum=1, maximum=2**31 - 1)
     instances = check_int("instances", instances, minimum=1)
     seed = check_seed("seed", seed)
-    if check_graph("g", g).num_edges == 0:
+    g = oriented(check_graph("g", g), edge_dir)
+    if g.num_edges == 0:
         raise GpipeValueError("'g' must have edges for frontier sampling, got a graph with none")
     pool = None
     if start is not None:
@@ -356,12 +374,16 @@ def _positive_float(name: str, value) -> float:
     return float(value)
 
 
-def _walked(g):
-    """What a walk that takes a dynamic graph runs on: ``g``, or a DynamicGraph's snapshot, taken now for this run (the run holds
-    it, so it reads one committed version however many batches apply meanwhile; its pins go with it)."""
-    if isinstance(g, DynamicGraph):
-        return g.run_snapshot()
-    return g if isinstance(g, Snapshot) else check_graph("g", g)
+def _walked(g, edge_dir: str = "out"):
+    """What a walk that takes a dynamic graph runs on: ``g`` (its reverse for ``edge_dir`` 'in'), or a DynamicGraph's
+    snapshot, taken now for this run (the run holds it, so it reads one committed version however many batches apply
+    meanwhile; its pins go with it)."""
+    if isinstance(g, (DynamicGraph, Snapshot)):
+        if check_edge_dir(edge_dir) == "in":
+            raise GpipeValueError(f"'edge_dir' = 'in' needs a gpipe.Graph (a dynamic graph is walked along its "
+                                  f"out-edges), got a {type(g).__name__}")
+        return g.run_snapshot() if isinstance(g, DynamicGraph) else g
+    return oriented(check_graph("g", g), edge_dir)
 
 
 def _start_ids(g, start) -> np.ndarray:
@@ -401,8 +423,8 @@ def _checked_starts(g, length: int, walks_per_vertex: int, start, weighted: bool
 
 
 def _first_order(g, algorithm: str, *, length, walks_per_vertex, start, weighted, seed, progress, alpha: float,
-                 teleport: str, fields: tuple = (), spans: tuple = (), **result):
-    g = _walked(g)
+                 teleport: str, edge_dir: str = "out", fields: tuple = (), spans: tuple = (), **result):
+    g = _walked(g, edge_dir)
     length, walks_per_vertex, starts, seed = _checked_starts(g, length, walks_per_vertex, start, weighted, seed,
                                                              dynamic=True)
     walk = FirstOrder(bool(weighted), alpha, teleport, g.num_vertices)

@@ -75,7 +75,7 @@ def test_a_samples_map_blocks_hands_its_columns_over_on_the_device(gpu_cluster):
 
     with gpu_cluster.as_current():
         g = gpipe.generators.rmat(scale=10, edge_factor=4, seed=2, partitions=2)
-        s = gpipe.sampling.neighbor(g, seeds=np.arange(0, 1000, 3), fanout=4, depth=2, seed=1)
+        s = gpipe.sampling.neighbor(g, seeds=np.arange(0, 1000, 3), fanouts=4, depth=2, seed=1)
         blocks = gpu_cluster.gather(s.map_blocks(lambda c: ({type(v).__module__.split(".")[0] for v in c.values()},
                                                             {k: cupy.asnumpy(v) for k, v in c.items()})))
         edges = s.compute()
@@ -237,7 +237,7 @@ def test_an_edge_list_read_by_a_gpu_worker_is_the_cpu_workers_graph(gpu_cluster,
         with dask.config.set({"gpipe.graph.read-bytes": 64 << 20 if text == "clean" else 1 << 20}):
             g = gpipe.read_edges(str(path))
         seeds = g.degrees().index.to_numpy()[::7]
-        sample = gpipe.sampling.neighbor(g, seeds, fanout=4, depth=2, weighted=True, seed=2)
+        sample = gpipe.sampling.neighbor(g, seeds, fanouts=4, depth=2, weighted=True, seed=2)
         return (g.num_vertices, g.num_edges, g.degrees().to_numpy(), gpipe.walks.deepwalk(
             g, length=12, weighted=True, seed=4).compute(), sample.compute())
 
@@ -365,7 +365,7 @@ def test_neighbor_sampling_in_one_launch_on_the_gpu_is_the_cpu_superstep_sample(
             # blocks of ~2,000 edges: the GPU splits and sorts them on the device, the CPU on the host
             with dask.config.set({"gpipe.sampling.fused": fused, "gpipe.sampling.block-size": 2000}):
                 g = gpipe.generators.rmat(scale=11, edge_factor=4, seed=5, weighted=True, mode="replicated")
-                result = gpipe.sampling.neighbor(g, np.arange(0, 2048, 5), fanout=fanout, depth=depth,
+                result = gpipe.sampling.neighbor(g, np.arange(0, 2048, 5), fanouts=fanout, depth=depth,
                                                  weighted=weighted, replace=replace, seed=2)
                 stats = result.stats
                 assert (stats["supersteps"] == 1) == fused
@@ -386,7 +386,7 @@ def test_a_samples_blocks_stay_on_the_gpu_within_the_output_limit(gpu_cluster, c
     def run():
         with dask.config.set({"gpipe.memory.output-limit": limit, "gpipe.sampling.block-size": 500}):
             g = gpipe.generators.rmat(scale=10, edge_factor=4, seed=5, partitions=2)
-            s = gpipe.sampling.neighbor(g, np.arange(0, 1024, 7), fanout=3, depth=2, seed=2)
+            s = gpipe.sampling.neighbor(g, np.arange(0, 1024, 7), fanouts=3, depth=2, seed=2)
             kept = None
             if g.device == "gpu":  # each block's type where it is kept
                 client = s._client
@@ -434,7 +434,7 @@ def _walk_and_sample_equal_cpu(gpu_client, cpu_client, build: dict, run: dict, w
         here = run if g.device == "gpu" else {k: v for k, v in run.items() if k != "gpipe.exchange"}
         with dask.config.set(here):
             walks = walk(g)
-            sample = gpipe.sampling.neighbor(g, np.arange(0, 2048, 7), fanout=2, depth=3, weighted=True, seed=1)
+            sample = gpipe.sampling.neighbor(g, np.arange(0, 2048, 7), fanouts=2, depth=3, weighted=True, seed=1)
         if check is not None:
             check(g, walks, sample)
         return walks.stats, walks.compute(), sample.compute()

@@ -33,7 +33,7 @@ def test_device_results_are_cupy_on_this_gpu_and_equal_compute(gpu_cluster, limi
     with gpu_cluster.as_current(), dask.config.set(config):
         g, seeds = _graph(dense)
         w = gpipe.walks.deepwalk(g, length=6, seed=3)
-        s = gpipe.sampling.neighbor(g, seeds, fanout=3, depth=2, seed=2)
+        s = gpipe.sampling.neighbor(g, seeds, fanouts=3, depth=2, seed=2)
         walks, edges, nodes = w.compute(device=True), s.compute(device=True), s.nodes(device=True)
         expected = w.compute(), s.compute(), s.nodes()
     assert w._layout.count > 1 and len(s._blocks()) > 1  # several blocks, each written at its rows
@@ -53,6 +53,6 @@ def test_a_device_result_of_string_ids_is_refused_before_work(gpu_cluster):
         w = gpipe.walks.deepwalk(g, length=3, seed=1)
         with pytest.raises(gpipe.GpipeValueError, match="device=True needs vertex ids that are non-negative"):
             w.compute(device=True)
-        s = gpipe.sampling.neighbor(g, ["a"], fanout=1, depth=1, seed=1)
+        s = gpipe.sampling.neighbor(g, ["a"], fanouts=1, depth=1, seed=1)
         with pytest.raises(gpipe.GpipeValueError, match="device=True needs integer vertex ids"):
             s.compute(device=True)

@@ -120,7 +120,10 @@ def _write(config: dict, folder: str, out: str) -> dict:
             seeds = np.array(config["seeds"], dtype=object if any(isinstance(v, str) for v in config["seeds"])
                              else np.int64)
         # compile the kernels on every worker, so that the timed sample measures sampling only
-        sample(g, seeds[:1], **dict(sampler["params"], depth=1), seed=sampler["seed"])
+        tiny = {"depth": 1}
+        if isinstance(sampler["params"].get("fanouts"), list):  # one depth: the first
+            tiny = {"fanouts": sampler["params"]["fanouts"][:1], "depth": None}
+        sample(g, seeds[:1], **dict(sampler["params"], **tiny), seed=sampler["seed"])
         marks["compile"] = time.perf_counter()
         result = sample(g, seeds, seed=sampler["seed"], **sampler["params"])
         result.stats["algorithm"] = sampler["algorithm"]

@@ -1,6 +1,7 @@
-"""Read an edge table from disk: SNAP edge lists, CSV, parquet and CSR ``.npz`` files; and graph folders.
+"""Read an edge table from disk: SNAP edge lists, CSV, parquet, CSR ``.npz`` and MatrixMarket ``.mtx`` files; and
+graph folders.
 
-A module per format (``_snap``, ``_csv``, ``_parquet``, ``_npz``; ``_folder`` for graph folders) behind one
+A module per format (``_snap``, ``_csv``, ``_parquet``, ``_npz``, ``_mtx``; ``_folder`` for graph folders) behind one
 protocol: a :class:`TablePlan` of the input, then :func:`read_piece` of each of its pieces, which hands the piece
 to its format's reader (:data:`READERS`); ``_common`` holds what they share.
 
@@ -49,6 +50,7 @@ from ._folder import (
     plan_graph_folder,
     read_graph_part,
 )
+from ._mtx import _plan_mtx, _read_mtx
 from ._npz import NpzPlan, npz_frame, npz_problem, plan_npz, read_npz, read_npz_piece
 from ._parquet import _parquet_files, _parquet_pieces, _read_parquet
 from ._snap import _first_data_line, _read_snap
@@ -58,11 +60,11 @@ __all__ = ["FLOAT32_RANGE", "FORMATS", "GRAPH_META", "NpzPlan", "Piece", "READER
            "npz_problem", "plan_graph_folder", "plan_npz", "plan_table", "read_graph_part", "read_npz",
            "read_npz_piece", "read_piece", "read_table", "weights_fit"]
 
-FORMATS = ("snap", "csv", "parquet", "npz")
+FORMATS = ("snap", "csv", "parquet", "npz", "mtx")
 # each format's reader of a piece: (plan, piece, strings) -> its edges (npz is read by rows: see ``_npz``)
-READERS = {"snap": _read_snap, "csv": _read_csv, "parquet": _read_parquet}
+READERS = {"snap": _read_snap, "csv": _read_csv, "parquet": _read_parquet, "mtx": _read_mtx}
 _EXTENSIONS = {".txt": "snap", ".el": "snap", ".edges": "snap", ".tsv": "snap", ".snap": "snap",
-               ".csv": "csv", ".parquet": "parquet", ".pq": "parquet", ".npz": "npz"}
+               ".csv": "csv", ".parquet": "parquet", ".pq": "parquet", ".npz": "npz", ".mtx": "mtx"}
 
 
 def read_table(path, *, src: str = "src", dst: str = "dst", weight=None,
@@ -75,7 +77,8 @@ def read_table(path, *, src: str = "src", dst: str = "dst", weight=None,
     a third column is returned unless it is False, and a true value requires one. For
     npz input a true ``weight`` returns the ``weights`` (or ``data``) array.
     ``num_vertices`` is the row count of a CSR ``.npz`` (isolated vertices included),
-    else None. Malformed input raises :class:`GpipeFileError` naming the file and line.
+    else None; for mtx input ``weight`` is a flag as for snap, the vertices are the matrix's rows (0-based), its
+    order ``num_vertices``. Malformed input raises :class:`GpipeFileError` naming the file and line.
     This process reads the input as one piece per file (:func:`plan_table`); ``read_edges``
     has the workers read pieces.
     """
@@ -88,7 +91,7 @@ def read_table(path, *, src: str = "src", dst: str = "dst", weight=None,
         frames = [read_piece(plan, piece, strings=True) for piece in plan.pieces]
     if not any(len(frame) for frame in frames):
         raise GpipeFileError(plan.path, None, "no edges")
-    return pd.concat(frames, ignore_index=True), None
+    return pd.concat(frames, ignore_index=True), plan.vertices or None
 
 
 def plan_table(path, *, src: str = "src", dst: str = "dst", weight=None, fmt: str | None = None,
@@ -118,6 +121,8 @@ def plan_table(path, *, src: str = "src", dst: str = "dst", weight=None, fmt: st
     fmt = fmt or edge_format(path)
     if fmt == "npz":
         return TablePlan(fmt, path, ())
+    if fmt == "mtx":
+        return _plan_mtx(path, weight, piece_bytes)
     if fmt == "snap":
         width, first = _first_data_line(path)
         if weight and width == 2:
@@ -163,9 +168,9 @@ def edge_format(path: str, *, name: str = "path", force: str = "fmt=") -> str:
     stem, ext = os.path.splitext(path.lower())
     compressed = ext in _DECOMPRESSORS
     fmt = _EXTENSIONS.get(os.path.splitext(stem)[1] if compressed else ext)
-    if fmt is None or (compressed and fmt not in ("snap", "csv")):
+    if fmt is None or (compressed and fmt not in ("snap", "csv", "mtx")):
         raise GpipeValueError(
-            f"'{name}' must end in one of {', '.join(_EXTENSIONS)} (snap and csv files may add "
+            f"'{name}' must end in one of {', '.join(_EXTENSIONS)} (snap, csv and mtx files may add "
             f"{', '.join(_DECOMPRESSORS)}) or be a directory of parquet files; pass {force} one of "
             f"{', '.join(map(repr, FORMATS))} to force a format; got {path!r}")
     return fmt

@@ -73,8 +73,8 @@ _DECOMPRESSORS = {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open, ".zst": 
 
 @dataclasses.dataclass(frozen=True)
 class Piece:
-    """A part of an edge input one task parses: bytes ``start..end`` of a text file (``end`` None: all
-    of it, through its decompressor), or row groups ``start..end-1`` of a parquet file."""
+    """A part of an edge input one task parses: bytes ``start..end`` of a text file (``end`` None: from
+    ``start`` to its end, through its decompressor), or row groups ``start..end-1`` of a parquet file."""
 
     path: str
     start: int = 0
@@ -92,14 +92,16 @@ class TablePlan:
     header: tuple[str, ...] = ()    # csv: the header row
     width: int = 0                  # snap: the fields of the first data line ...
     first: int = 0                  # ... and its line number
-    keep_weight: bool = False       # snap: return the third column
+    keep_weight: bool = False       # snap and mtx: return the third column
+    vertices: int = 0               # mtx: the matrix's order, its rows' count
+    mirror: bool = False            # mtx: an entry (i, j) off the diagonal is (j, i) too (a symmetric matrix's)
 
 
 def _first_line(piece: Piece) -> int:
-    """The number of a text piece's first line: 1 + the line ends (newlines) of the file before it."""
+    """The number of a text piece's first line: 1 + the line ends (newlines) of the file's text before it."""
     if not piece.start:
         return 1
-    with open(piece.path, "rb") as f:
+    with _piece_bytes(Piece(piece.path)) as f:
         left, ends = piece.start, 0
         while left:
             block = f.read(min(left, _BLOCK))
@@ -108,13 +110,14 @@ def _first_line(piece: Piece) -> int:
     return ends + 1
 
 
-def _text_pieces(path: str, piece_bytes: int | None) -> tuple[Piece, ...]:
+def _text_pieces(path: str, piece_bytes: int | None, start: int = 0) -> tuple[Piece, ...]:
+    """The pieces of a text file's lines from byte ``start`` of its text (a header before it is read by the plan)."""
     size = os.path.getsize(path)
-    if piece_bytes is None or os.path.splitext(path)[1].lower() in _DECOMPRESSORS or size <= piece_bytes:
-        return (Piece(path),)
-    starts = [0]
+    if piece_bytes is None or os.path.splitext(path)[1].lower() in _DECOMPRESSORS or size - start <= piece_bytes:
+        return (Piece(path, start),)
+    starts = [start]
     with open(path, "rb") as f:
-        for offset in range(piece_bytes, size, piece_bytes):
+        for offset in range(start + piece_bytes, size, piece_bytes):
             if offset < starts[-1]:
                 continue  # a line longer than a piece: the piece before holds it
             f.seek(offset)
@@ -158,8 +161,13 @@ class _Decompressed(io.RawIOBase):
 def _piece_bytes(piece: Piece):
     if piece.end is None:
         decompressor = _DECOMPRESSORS.get(os.path.splitext(piece.path)[1].lower())
-        return open(piece.path, "rb") if decompressor is None else io.BufferedReader(
-            _Decompressed(piece.path, decompressor), _BLOCK)
+        if decompressor is None:
+            f = open(piece.path, "rb")
+            f.seek(piece.start)
+            return f
+        text = io.BufferedReader(_Decompressed(piece.path, decompressor), _BLOCK)
+        text.read(piece.start)  # (a header's bytes, read by the plan)
+        return text
     with open(piece.path, "rb") as f:
         f.seek(piece.start)
         return io.BytesIO(f.read(piece.end - piece.start))

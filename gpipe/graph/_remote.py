@@ -1,0 +1,88 @@
+"""Edge inputs at a URL that fsspec opens (``s3://``, ``gs://``, ``https://``, ``memory://``, ...): copied to each host
+that reads them, read there by the local readers, the copies removed once the graph is built."""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import os
+import posixpath
+import shutil
+import tempfile
+import uuid
+from collections.abc import Iterator
+
+from ..errors import GpipeFileError, GpipeValueError
+from ..runtime import on_worker
+
+
+def is_url(path) -> bool:
+    """Whether ``path`` is a URL for fsspec (``protocol://...``, or a chain such as ``simplecache::s3://...``)."""
+    return isinstance(path, str) and ("://" in path or "::" in path)
+
+
+@contextlib.contextmanager
+def local_copy(session, url: str) -> Iterator[str]:
+    """The local path of ``url`` (a file, a folder, or a glob of files) copied into a fresh folder of this host's
+    temporary folder and of every worker's host (a host that has it already, such as a local cluster's, copies
+    nothing), removed from them all on the way out. A ``file://`` URL is its local path, not copied. An error that
+    names the copy names ``url`` instead."""
+    import fsspec  # a dependency of dask's
+
+    fs, root = fsspec.core.url_to_fs(url)
+    if isinstance(fs, fsspec.implementations.local.LocalFileSystem):
+        yield root
+        return
+    files = _files(fs, root, url)
+    parts = root.split("/")
+    cut = next((i for i, part in enumerate(parts) if glob.has_magic(part)), len(parts) - 1)
+    base = "/".join(parts[:cut])  # the folder the input is in: the copy keeps the names below it
+    folder = os.path.join(tempfile.gettempdir(), f"gpipe-remote-{uuid.uuid4().hex}")
+    local = os.path.join(folder, posixpath.relpath(root, base or "."))
+    client, workers = session.client, session.workers()
+    try:
+        _copy(fs, files, base, folder)
+        for copied in [on_worker(client, w, _copy, fs, files, base, folder) for w in workers]:
+            copied.result()
+        yield local
+    except (GpipeFileError, GpipeValueError) as exc:
+        def named(text: str) -> str:
+            return text.replace(local, url).replace(folder, fs.unstrip_protocol(base))
+
+        if isinstance(exc, GpipeFileError):
+            raise GpipeFileError(named(exc.path), exc.line, named(exc.reason)) from None
+        raise GpipeValueError(named(str(exc))) from None
+    finally:
+        for removed in [on_worker(client, w, shutil.rmtree, folder, True) for w in workers]:
+            removed.result()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _files(fs, root: str, url: str) -> list[str]:
+    """The files of the input at ``root``: itself, the files under it, or those its glob matches."""
+    if glob.has_magic(root):
+        files = [name for name in fs.glob(root) if fs.isfile(name)]
+    elif fs.isfile(root):
+        files = [root]
+    else:
+        files = fs.find(root) if fs.isdir(root) else []
+    if not files:
+        raise GpipeFileError(url, None, "missing: no such file or folder" if not glob.has_magic(root) else
+                             "no file matches the glob")
+    return sorted(files)
+
+
+def _copy(fs, files: list[str], base: str, folder: str) -> None:
+    """Copy ``files`` into ``folder`` under their names below ``base``, unless this host has the folder already;
+    workers of one host copying at once each write a folder of their own, the first renamed into place."""
+    if os.path.exists(folder):
+        return
+    part = f"{folder}.{uuid.uuid4().hex}.part"
+    for name in files:
+        target = os.path.join(part, posixpath.relpath(name, base or "."))
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        fs.get_file(name, target)
+    try:
+        os.rename(part, folder)
+    except OSError:  # another worker of this host renamed its copy first
+        shutil.rmtree(part, ignore_errors=True)
