@@ -27,13 +27,24 @@ from collections.abc import Callable, Iterable, Mapping
 from functools import partial
 from pathlib import Path
 from types import MappingProxyType
+from typing import Any
 
 import dask.config
 import yaml
 
 from ._files import atomic_dir, atomic_file, write_json
-from ._validate import (check_bool, check_callable, check_choice, check_int, check_mapping, check_optional_int,
-                        check_seed, check_text, check_texts, is_ascii_digits)
+from ._validate import (
+    check_bool,
+    check_callable,
+    check_choice,
+    check_int,
+    check_mapping,
+    check_optional_int,
+    check_seed,
+    check_text,
+    check_texts,
+    is_ascii_digits,
+)
 from .backend import DEVICES
 from .errors import GpipeError, GpipeFileError, GpipeValueError
 from .graph import Graph, generators, read_edges
@@ -41,7 +52,7 @@ from .graph import Graph, generators, read_edges
 __all__ = ["RULES", "atomic_dir", "atomic_file", "check_config", "check_params", "integer", "load_config", "load_graph",
            "main", "mapping", "one_of", "run", "seed", "write_json"]
 
-_Rule = Callable[[str, object], object]
+_Rule = Callable[[str, Any], Any]
 
 
 def integer(minimum: int | None = None, maximum: int | None = None) -> _Rule:
@@ -402,7 +413,7 @@ def main(argv: list[str] | None, *, prog: str, description: str, defaults: str,
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse has printed the usage error or the help
-        return exc.code
+        return int(exc.code or 0)
     try:
         run(configure(args.config, args.set))
     except (GpipeError, FileNotFoundError) as exc:
@@ -511,7 +522,7 @@ def run(workflow: str, overrides: Iterable[str] = (), *, scheduler_file: str | N
         raise GpipeValueError(f"give 'scheduler_file' or 'address', not both; got {scheduler_file!r} and {address!r}")
     if scheduler_file is not None or address is not None:  # JSON is YAML: the values stay strings
         overrides += [f"cluster.scheduler_file={json.dumps(scheduler_file)}", f"cluster.address={json.dumps(address)}"]
-    waits = {}
+    waits: dict[str, float] = {}
     if wait_for_workers is not None:
         waits["gpipe.cluster.wait-for-workers"] = check_int("wait_for_workers", wait_for_workers, minimum=1)
     if wait_timeout is not None:
@@ -581,7 +592,7 @@ def _load_script(path: Path):
 def _binds_main(tree: ast.Module) -> bool:
     """Whether a module's own code (outside its functions and classes) binds the name ``main``: defines, assigns
     or imports it (a ``*`` import may)."""
-    pending = list(tree.body)
+    pending: list[ast.AST] = list(tree.body)
     while pending:
         node = pending.pop()
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from ._options import _NODE_SAMPLERS, _SAMPLERS, _dest
 from ._progress import _Phase, _Stopwatch, _written
@@ -15,7 +16,7 @@ def _sample(args) -> int:
     options = {"seed": args.seed, **{_dest(flag): getattr(args, _dest(flag)) for flag, _ in extra}}
     if "seeds" in args:
         options["seeds"] = args.seeds
-    tiny = {k: 1 for k in ("depth", "instances") if k in options}
+    tiny: dict[str, Any] = {k: 1 for k in ("depth", "instances") if k in options}
     if isinstance(options.get("fanouts"), list):  # one depth: the first
         tiny.update(fanouts=options["fanouts"][:1], depth=None)
     _check_graph_flags(args)

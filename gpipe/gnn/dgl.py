@@ -58,6 +58,6 @@ class DataLoader(_loader.NeighborLoader):
                          drop_last=drop_last, replace=s.replace, weighted=s.prob is not None, edge_dir=s.edge_dir,
                          **kwargs)
 
-    def __iter__(self) -> Iterator[tuple]:
+    def __iter__(self) -> Iterator[tuple]:  # type: ignore[override]  # DGL's batches, not gpipe's Blocks: the point
         for batch in super().__iter__():
             yield batch.input_nodes, batch.output_nodes, batch.to_dgl()
