@@ -2,8 +2,18 @@
 
 __version__ = "0.1.0"
 
-from . import config  # noqa: F401  (merges gpipe.yaml into dask.config)
-from . import counting, dynamic, embeddings, gnn, mining, sampling, sort, walks, workflow
+from . import (
+    config,  # noqa: F401  (merges gpipe.yaml into dask.config)
+    counting,
+    dynamic,
+    embeddings,
+    gnn,
+    mining,
+    sampling,
+    sort,
+    walks,
+    workflow,
+)
 from .cluster import connect, warmup
 from .errors import DeviceUnavailableError, GpipeError, GpipeFileError, GpipeValueError, TaskError, WorkerLostError
 from .graph import Graph, from_edge_index, from_edges, from_networkx, from_scipy, generators, read_edges

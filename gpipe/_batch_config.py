@@ -10,15 +10,25 @@ import os
 from collections.abc import Callable, Iterable, Mapping
 from functools import partial
 from types import MappingProxyType
+from typing import Any
 
 import yaml
 
-from ._validate import (check_bool, check_choice, check_int, check_mapping, check_optional_int, check_seed,
-                        check_text, check_texts, is_ascii_digits)
+from ._validate import (
+    check_bool,
+    check_choice,
+    check_int,
+    check_mapping,
+    check_optional_int,
+    check_seed,
+    check_text,
+    check_texts,
+    is_ascii_digits,
+)
 from .backend import DEVICES
 from .errors import GpipeValueError
 
-_Rule = Callable[[str, object], object]
+_Rule = Callable[[str, Any], Any]
 
 
 def integer(minimum: int | None = None, maximum: int | None = None) -> _Rule:

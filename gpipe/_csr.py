@@ -4,14 +4,15 @@ once, so that a multigraph is searched as the simple graph underneath."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
 class Rows:
     """A CSR as the searches read it: ``indptr`` and ``indices``, sorted per vertex, each neighbor once."""
 
-    indptr: object
-    indices: object
+    indptr: Any
+    indices: Any
 
 
 def simple_rows(x, indptr, indices, first: int | None = None) -> Rows:

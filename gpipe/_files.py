@@ -21,6 +21,8 @@ import re
 import shutil
 import stat
 import uuid
+from collections.abc import Iterator
+from typing import IO
 
 from ._validate import check_bool
 from .errors import GpipeValueError
@@ -189,7 +191,7 @@ def check_file_target(path: str, name: str = "path") -> str:
 
 
 @contextlib.contextmanager
-def atomic_dir(path: str, *, owned: str, overwrite: bool = False, name: str = "path"):
+def atomic_dir(path: str, *, owned: str, overwrite: bool = False, name: str = "path") -> Iterator[str]:
     """Yield a temporary folder that replaces the folder ``path`` when the block succeeds.
 
     ``path`` is checked before the block, so that a refusal comes before the work, and again
@@ -315,7 +317,7 @@ def _fill(tmp: str, path: str, name: str, given: str) -> None:
 
 
 @contextlib.contextmanager
-def atomic_file(path: str, mode: str = "w", *, name: str = "path"):
+def atomic_file(path: str, mode: str = "w", *, name: str = "path") -> Iterator[IO]:
     """Yield an open temporary file that replaces the file ``path`` when the block succeeds.
 
     Parameters

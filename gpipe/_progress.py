@@ -41,7 +41,7 @@ class _Phase:
         self._text = text
         self._detail = "done"
         self._stop = threading.Event()
-        self._ticker = None
+        self._ticker: threading.Thread | None = None
 
     @property
     def seconds(self) -> float:

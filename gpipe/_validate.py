@@ -56,7 +56,7 @@ def check_optional_int(name: str, value, *, minimum: int | None = None) -> int |
 
 
 def check_probability(name: str, value, *, open_low: bool = False, open_high: bool = False) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not np.isfinite(value):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not np.isfinite(value):  # type: ignore[call-overload]
         raise GpipeValueError(f"'{name}' must be a finite number, got {value!r}")
     value = float(value)
     low_ok = value > 0 if open_low else value >= 0
@@ -115,7 +115,7 @@ def check_array(name: str, value) -> np.ndarray:
     try:
         return np.asarray(value)
     except ValueError:
-        first_row = {}  # each row length, at the first row that has it
+        first_row: dict[int, int] = {}  # each row length, at the first row that has it
         for row, item in enumerate(value):
             first_row.setdefault(_length(item), row)
         if len(first_row) == 1:  # the rows agree at the top: they differ further down
@@ -190,7 +190,7 @@ def check_fanouts(name: str, value, depth: int | None = None) -> list[int]:
     positive ints or -1 (every neighbor), one a depth (``depth``, when given, its length); or, given ``depth``, one
     such int for each of its depths."""
     if depth is not None and isinstance(value, numbers.Integral) and not isinstance(value, bool):
-        values = [value] * check_int("depth", depth, minimum=1)
+        values: list | None = [value] * check_int("depth", depth, minimum=1)
     else:
         values = list(value) if isinstance(value, (list, tuple)) else None
     if not values or any(isinstance(f, bool) or not isinstance(f, numbers.Integral) or (f < 1 and f != -1)

@@ -13,6 +13,10 @@ import functools
 import importlib
 import os
 import threading
+from collections.abc import Callable, Iterator
+from itertools import pairwise
+from types import ModuleType
+from typing import Any
 
 import numba
 import numpy as np
@@ -64,7 +68,7 @@ def gpu_count() -> int:
     return int(cupy.cuda.runtime.getDeviceCount())
 
 
-def xp(device: str):
+def xp(device: str) -> ModuleType:
     """numpy for 'cpu', cupy for 'gpu'."""
     if device == "gpu":
         resolve("gpu")
@@ -72,7 +76,7 @@ def xp(device: str):
     return np
 
 
-def xdf(device: str):
+def xdf(device: str) -> ModuleType:
     """pandas for 'cpu', cudf for 'gpu' where installed (pandas otherwise: frames are for I/O only)."""
     if device == "gpu":
         try:
@@ -116,7 +120,7 @@ def as_host(value) -> np.ndarray:
     return np.asarray(value)
 
 
-def to_device(array, device: str):
+def to_device(array, device: str) -> Any:
     """``array`` (numpy or cupy) on ``device``."""
     if device == "cpu":
         return to_host(array)
@@ -126,7 +130,7 @@ def to_device(array, device: str):
     return cupy.asarray(array)
 
 
-def minus_ones(x, shape, dtype):
+def minus_ones(x, shape, dtype) -> Any:
     """An array of -1 of a signed integer ``dtype``: on a GPU one memset of 0xFF bytes (-1 in two's complement),
     no elementwise kernel (CuPy compiles one for each indexing width: a first fill past 2**31 elements on a host
     compiled its own)."""
@@ -137,7 +141,7 @@ def minus_ones(x, shape, dtype):
     return out
 
 
-def group_max(x, values, group):
+def group_max(x, values, group) -> Any:
     """Per-group maximum of non-negative ``values``; ``group`` is sorted, dense from 0."""
     out = x.zeros(int(group[-1]) + 1, dtype=values.dtype)
     if x is np:
@@ -190,10 +194,10 @@ def ranges_within(ends: np.ndarray, most: int) -> list[slice]:
     while cuts[-1] < count:
         before = int(ends[cuts[-1] - 1]) if cuts[-1] else 0
         cuts.append(max(cuts[-1] + 1, int(np.searchsorted(ends, before + most, side="right"))))
-    return [slice(a, b) for a, b in zip(cuts, cuts[1:])]
+    return [slice(a, b) for a, b in pairwise(cuts)]
 
 
-def segments(x, sizes):
+def segments(x, sizes) -> tuple[Any, Any]:
     """For items laid out segment after segment (``sizes[i]`` in segment ``i``): each item's segment and its
     position within it."""
     ends = x.cumsum(sizes)
@@ -206,7 +210,7 @@ def segments(x, sizes):
     return segment, item - (ends - sizes)[segment]
 
 
-def unique(x, values):
+def unique(x, values) -> Any:
     """The sorted distinct ``values`` (an array of ``x``). On the host by a sort: NumPy's own (a hash table since
     2.3) takes ~80x as long on a million mostly distinct integers."""
     if x is not np:
@@ -217,7 +221,7 @@ def unique(x, values):
     return values[keep]
 
 
-def cpu_kernel(*, parallel: bool = False, fastmath: bool = False):
+def cpu_kernel(*, parallel: bool = False, fastmath: bool = False) -> Callable[[Callable], Any]:
     """Decorator compiling a CPU twin with numba (cached on disk, GIL released); ``fastmath``: its float sums may
     be reordered (vectorized), as a CUDA kernel's sums across lanes are."""
     return numba.njit(cache=True, nogil=True, parallel=parallel, fastmath=fastmath)
@@ -228,11 +232,11 @@ prange = numba.prange
 
 def set_cpu_threads(n: int) -> None:
     """Threads the numba CPU twins may use in this process."""
-    numba.set_num_threads(max(1, min(int(n), numba.config.NUMBA_NUM_THREADS)))
+    numba.set_num_threads(max(1, min(int(n), numba.config.NUMBA_NUM_THREADS)))  # type: ignore[attr-defined]
 
 
 @contextlib.contextmanager
-def cpu_threads(n: int):
+def cpu_threads(n: int) -> Iterator[None]:
     """The numba CPU twins called in this block (on this thread) use at most ``n`` threads: a small job's thread pool
     costs more to wake than it saves (a streaming update: 0.6 ms on one thread, 11 ms on a busy pool of two)."""
     before = numba.get_num_threads()
@@ -244,7 +248,7 @@ def cpu_threads(n: int):
 
 
 @functools.cache
-def _stage_buffers(device_id: int, size: int) -> tuple[np.ndarray, np.ndarray]:
+def _stage_buffers(device_id: int, size: int) -> tuple[np.ndarray, ...]:
     """This process's two pinned buffers of ``size`` bytes for copies to and from GPU ``device_id``."""
     cupy = xp("gpu")
     return tuple(np.frombuffer(cupy.cuda.alloc_pinned_memory(size), np.uint8, size) for _ in range(2))

@@ -162,7 +162,7 @@ def named_cluster(scheduler_file: str | None = None, address: str | None = None)
                                                                os.environ.get(ENV_ADDRESS))),
                           (("gpipe.cluster.scheduler-file", "gpipe.cluster.address"),
                            (config.get("cluster.scheduler-file"), config.get("cluster.address")))):
-        for kind, (name, value) in enumerate(zip(names, values)):
+        for kind, (name, value) in enumerate(zip(names, values, strict=True)):
             if value:
                 return ((value, None) if kind == 0 else (None, value)), name
     return (None, None), None
@@ -276,7 +276,7 @@ def warmup(client: Client | None = None, *, device: str | None = None, progress=
     done = gathered(client, [on_worker(client, w, _warm_here) for w in workers], (dict(enumerate(workers)), "worker"),
                     "warmup")
     calls = _warm_calls(client, len(workers))
-    return {w: {**d, "calls_seconds": calls} for w, d in zip(workers, done)}
+    return {w: {**d, "calls_seconds": calls} for w, d in zip(workers, done, strict=True)}
 
 
 def _warm_calls(client: Client, workers: int) -> float:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import numbers
 import os
+from typing import Any
 
 import dask.config
 import yaml
@@ -106,7 +107,7 @@ RULES = {
 }
 
 
-def get(key: str):
+def get(key: str) -> Any:
     """``dask.config.get('gpipe.' + key)``, checked against its rule in :data:`RULES`: a bad value is a
     :class:`~gpipe.GpipeValueError` naming the setting and the value."""
     return RULES[key](f"gpipe.{key}", dask.config.get(f"gpipe.{key}"))

@@ -1,5 +1,7 @@
 """The exceptions gpipe raises; every one is a :class:`GpipeError`."""
 
+from collections.abc import Sequence
+
 __all__ = ["GpipeError", "GpipeValueError", "GpipeFileError", "DeviceUnavailableError", "TaskError",
            "WorkerLostError"]
 
@@ -47,7 +49,7 @@ class WorkerLostError(GpipeError, RuntimeError):
     """
 
     def __init__(self, phase: str, workers: list[str], partitions: list[int], unit: str = "partition",
-                 out_of_memory: list[str] = ()):
+                 out_of_memory: Sequence[str] = ()):
         self.phase, self.workers, self.partitions, self.unit = phase, workers, partitions, unit
         self.out_of_memory = list(out_of_memory)
         many = len(partitions) > 1

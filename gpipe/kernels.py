@@ -23,7 +23,7 @@ import hashlib
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
@@ -101,7 +101,7 @@ class Kernel:
     file: str
     name: str
     args: tuple[Arg, ...]
-    twin: Callable
+    twin: Any  # a numba dispatcher: py_func, compile
     items: str
     queued: bool = False
     lanes: int = 1
@@ -202,7 +202,8 @@ def warm(device: str, progress: Callable | None = None) -> dict:
     ``progress(done, total, kernel)`` after each. Returns what it did: ``device``, ``kernels`` (instantiations)
     and ``seconds``."""
     started = time.perf_counter()
-    todo = [(k, ids) for k in declared() for ids in (tuple(_ID_TYPES) if k.templated else (None,))]
+    todo: list[tuple[Kernel, Any]] = [(k, ids) for k in declared()
+                                      for ids in (tuple(_ID_TYPES) if k.templated else (None,))]
     for done, (kernel, ids) in enumerate(todo, 1):
         try:
             if device == "gpu":

@@ -33,11 +33,22 @@ from pathlib import Path
 
 import dask.config
 
-from ._batch_config import (RULES, _optional, _read_yaml, _rmat_spec, check_config, check_params, integer,
-                            load_config, mapping, one_of, seed)
+from ._batch_config import (
+    RULES,
+    _optional,
+    _read_yaml,
+    _rmat_spec,
+    check_config,
+    check_params,
+    integer,
+    load_config,
+    mapping,
+    one_of,
+    seed,
+)
 from ._files import atomic_dir, atomic_file, write_json
-from ._progress import _graph_done, _Phase, _reading, _Stopwatch, _written
-from ._validate import (check_bool, check_callable, check_int, check_mapping, check_text, check_texts)
+from ._progress import _Phase, _Stopwatch, _graph_done, _reading, _written
+from ._validate import check_bool, check_callable, check_int, check_mapping, check_text, check_texts
 from .cluster import connect
 from .errors import GpipeError, GpipeFileError, GpipeValueError
 from .graph import Graph, generators, read_edges
@@ -102,7 +113,7 @@ def main(argv: list[str] | None, *, prog: str, description: str, defaults: str,
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse has printed the usage error or the help
-        return exc.code
+        return int(exc.code or 0)
     try:
         run(configure(args.config, args.set))
     except (GpipeError, FileNotFoundError) as exc:
@@ -230,8 +241,8 @@ class Run:
     config : dict
         A checked config holding the keys of :data:`RULES`; ``output`` None writes no folder (the outputs then
         lie where the run puts them, and :meth:`finish` returns the summary unwritten).
-    owned : str
-        The files the run writes in its folder, as :func:`atomic_dir` takes them.
+    owned : str, optional
+        The files the run writes in its folder, as :func:`atomic_dir` takes them; none where ``output`` is None.
     prog : str
         The name that starts the run's lines on stderr (``graph_sampling``, ``gpipe``).
     header : dict, optional
@@ -255,15 +266,16 @@ class Run:
     ({'vertices': 64}, ['connect', 'graph', 'total'])
     """
 
-    def __init__(self, config: dict, *, owned: str, prog: str, header: dict | None = None, quiet: bool = False,
-                 output_name: str = "output"):
+    def __init__(self, config: dict, *, owned: str | None = None, prog: str, header: dict | None = None,
+                 quiet: bool = False, output_name: str = "output") -> None:
         self.config = config
         self.quiet = quiet
         self.outputs: dict[str, str] = {}
-        self._owned, self._prog, self._output_name = owned, prog, output_name
-        self._header = {"config": config} if header is None else header
         self._out = None if config["output"] is None else os.path.abspath(config["output"])
-        self._graph = None
+        self._owned = owned if self._out is None else check_text("owned", owned)
+        self._prog, self._output_name = prog, output_name
+        self._header = {"config": config} if header is None else header
+        self._graph: Graph | None = None
 
     def __enter__(self) -> Run:
         self._watch = _Stopwatch()
@@ -283,10 +295,10 @@ class Run:
         self.lap("connect")
         return self
 
-    def __exit__(self, kind, error, traceback) -> bool:
+    def __exit__(self, kind, error, traceback) -> None:
         if kind is None and self._graph is not None:
             self._graph.release()  # on a shared cluster, nothing would free it once this client is closed
-        return self._stack.__exit__(kind, error, traceback)
+        self._stack.__exit__(kind, error, traceback)  # none of its contexts swallows an error
 
     def lap(self, name: str) -> None:
         """Time the step that ends now as ``name`` in the summary's ``timings``."""
@@ -419,7 +431,7 @@ def run(workflow: str, overrides: Iterable[str] = (), *, scheduler_file: str | N
         raise GpipeValueError(f"give 'scheduler_file' or 'address', not both; got {scheduler_file!r} and {address!r}")
     if scheduler_file is not None or address is not None:  # JSON is YAML: the values stay strings
         overrides += [f"cluster.scheduler_file={json.dumps(scheduler_file)}", f"cluster.address={json.dumps(address)}"]
-    waits = {}
+    waits: dict[str, float] = {}
     if wait_for_workers is not None:
         waits["gpipe.cluster.wait-for-workers"] = check_int("wait_for_workers", wait_for_workers, minimum=1)
     if wait_timeout is not None:
@@ -489,7 +501,7 @@ def _load_script(path: Path):
 def _binds_main(tree: ast.Module) -> bool:
     """Whether a module's own code (outside its functions and classes) binds the name ``main``: defines, assigns
     or imports it (a ``*`` import may)."""
-    pending = list(tree.body)
+    pending: list[ast.AST] = list(tree.body)
     while pending:
         node = pending.pop()
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):

@@ -1,9 +1,10 @@
-"""What several test modules share: a folder's files and summary, a workflow's script, a call run in a thread, a
+"""What several test modules share: a page's Python blocks, a folder's files and summary, a workflow's script, a call run in a thread, a
 worker lost under a graph or killed mid-run, the steps of walks and their law, a graph of planted communities."""
 
 import importlib.util
 import json
 import os
+import re
 import signal
 import threading
 import time
@@ -13,6 +14,12 @@ import pandas as pd
 
 import gpipe
 from gpipe.errors import WorkerLostError
+
+
+def python_blocks(markdown: str) -> list[str]:
+    """The ```python blocks of a Markdown text, in order, as the code they hold (top-level blocks only: a block
+    indented inside a list item is an illustration, not run)."""
+    return re.findall(r"^```python\n(.*?)^```$", markdown, flags=re.MULTILINE | re.DOTALL)
 
 
 def tree(folder) -> dict:

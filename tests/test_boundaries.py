@@ -296,7 +296,14 @@ def test_the_positional_check_counts_what_a_call_may_pass_by_position(source, fo
 MOST_LINES = 600  # a module longer than this does more than one thing: split it along its seams
 
 
+def _lines(source: str) -> int:
+    """The lines of ``source``, each import counted as one: ruff writes a long one a name to a line."""
+    tree = ast.parse(source)
+    imports = (node for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom)))
+    return len(source.splitlines()) - sum(node.end_lineno - node.lineno for node in imports)
+
+
 def test_no_module_of_gpipe_is_longer_than_six_hundred_lines():
     long = [f"{path.relative_to(REPO)}: {n} lines" for path in SOURCES if path.is_relative_to(REPO / "gpipe")
-            and (n := len(path.read_text().splitlines())) > MOST_LINES]
+            and (n := _lines(path.read_text())) > MOST_LINES]
     assert not long, "modules past 600 lines:\n" + "\n".join(long)

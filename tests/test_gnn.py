@@ -337,9 +337,9 @@ def test_pygs_loader_arguments_sample_what_gpipes_loader_samples_inwards(cpu, di
 
 
 def test_dgls_sampler_and_loader_arguments_sample_what_gpipes_loader_samples_inwards(cpu, directed):
-    sampler = gpipe.gnn.dgl.NeighborSampler([3, -1], replace=False)
+    sampler = gpipe.gnn.dgl.NeighborSampler([3, -1], replace=False)  # DGL's order: the last layer's around the seeds
     ported = gpipe.gnn.dgl.DataLoader(directed, np.arange(0, 200, 2), sampler, batch_size=32, drop_last=True, seed=5)
-    native = gpipe.gnn.NeighborLoader(directed, np.arange(0, 200, 2), [3, -1], 32, shuffle=False, drop_last=True,
+    native = gpipe.gnn.NeighborLoader(directed, np.arange(0, 200, 2), [-1, 3], 32, shuffle=False, drop_last=True,
                                       seed=5, edge_dir="in")
     assert sampler.edge_dir == "in" and len(ported) == len(native) == 3
     for got, want in zip(gpipe.gnn.NeighborLoader.__iter__(ported), native):

@@ -7,8 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from helpers import python_blocks
+
 README = Path(__file__).resolve().parents[1] / "README.md"
-BLOCKS = re.findall(r"^```python\n(.*?)^```$", README.read_text(), flags=re.MULTILINE | re.DOTALL)
+BLOCKS = python_blocks(README.read_text())
 
 
 def test_the_readme_has_python_blocks_to_run():

@@ -69,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             args = build_parser().parse_args(argv)
         except SystemExit as exc:  # argparse has printed the usage error or the help
-            return exc.code
+            return int(exc.code or 0)  # argparse's status: 2 for a usage error, 0 for --help
         args.command_line = shlex.join(["gpipe", *argv])
         with _terminate_as_interrupt():
             return args.run(args)

@@ -10,7 +10,7 @@ import os
 import re
 from dataclasses import dataclass
 from functools import partial
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
@@ -21,7 +21,6 @@ from ..backend import DEVICES
 from ..cluster import ENV_ADDRESS, ENV_SCHEDULER_FILE
 from ..errors import GpipeValueError
 from ..graph import FORMATS, Graph
-
 
 _FORMATS = ("corpus", "parquet", "both")
 
@@ -44,7 +43,7 @@ def _dest(flag: str) -> str:
     return flag.lstrip("-").replace("-", "_")
 
 
-def _checked(check: Callable, convert: Callable = int) -> Callable[[str], object]:
+def _checked(check: Callable, convert: Callable = int) -> Callable[[str], Any]:
     """An argparse type applying gpipe's ``check`` to the converted text, so its message names the parameter."""
     def parse(text: str):
         try:

@@ -15,9 +15,28 @@ from ._demo import _demo
 from ._generate import _generate
 from ._info import _info
 from ._mine import _mine
-from ._options import (_FORMATS, _MINERS, _NODE_SAMPLERS, _SAMPLERS, _WALKS, _checked, _cluster_flags, _default, _dest,
-                       _graph_flags, _graph_source, _out_flags, _partitions_flag, _pattern_edges, _positive,
-                       _positive_finite, _update_flags, _vertex_order_flag, _vertices, _walk_flags)
+from ._options import (
+    _FORMATS,
+    _MINERS,
+    _NODE_SAMPLERS,
+    _SAMPLERS,
+    _WALKS,
+    _checked,
+    _cluster_flags,
+    _default,
+    _dest,
+    _graph_flags,
+    _graph_source,
+    _out_flags,
+    _partitions_flag,
+    _pattern_edges,
+    _positive,
+    _positive_finite,
+    _update_flags,
+    _vertex_order_flag,
+    _vertices,
+    _walk_flags,
+)
 from ._run import _run_workflow
 from ._sample import _sample
 from ._walk import _walk
@@ -154,7 +173,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     mine = commands.add_parser("mine", help="mine cliques, pattern matches or frequent patterns in a graph")
     whats = mine.add_subparsers(dest="algorithm", required=True, metavar="WHAT")
-    for name, function in _MINERS.items():
+    for name, function in _MINERS.items():  # type: ignore[assignment]
         summary_line = inspect.getdoc(function).splitlines()[0].replace("``", "")
         one = whats.add_parser(name, help=summary_line, description=summary_line)
         one.add_argument("--graph", type=_graph_source, required=True, metavar="PATH",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from ._options import _NODE_SAMPLERS, _RUN_FILES, _SAMPLERS, _dest
 from ._shared import _check_graph_flags, _reading, _run, _typed_as_ids_of
 
@@ -12,7 +14,7 @@ def _sample(args) -> int:
     options = {"seed": args.seed, **{_dest(flag): getattr(args, _dest(flag)) for flag, _ in extra}}
     if "seeds" in args:
         options["seeds"] = args.seeds
-    tiny = {k: 1 for k in ("depth", "instances") if k in options}
+    tiny: dict[str, Any] = {k: 1 for k in ("depth", "instances") if k in options}
     if isinstance(options.get("fanouts"), list):  # one depth: the first
         tiny.update(fanouts=options["fanouts"][:1], depth=None)
     _check_graph_flags(args)

@@ -11,7 +11,8 @@ from ..graph import Graph, edge_format
 from ._options import _NOT_PARAMETERS, _Rmat, _Vertices, _dest
 
 
-def _run(args, owned: str | None = None, *, graph: str | None = None, header: dict | None = None) -> workflow.Run:
+def _run(args, owned: str | None = None, *, graph: str | None = None,
+         header: dict | None = None) -> workflow.Run:
     """The run of a command: the workflow runner on the config its flags give (:data:`gpipe.workflow.RULES`'
     keys; ``graph``: the graph's path when there is no ``--graph``), writing ``owned`` files into ``--out``
     (where the command has one) and a summary that starts with the command, ``header`` and its parameters."""

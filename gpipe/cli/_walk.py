@@ -12,9 +12,9 @@ from typing import Callable
 import numpy as np
 
 from .. import dynamic, walks
+from .._progress import _Progress
 from ..errors import GpipeValueError
 from ..sampling import EdgeSample
-from .._progress import _Progress
 from ._options import _DYNAMIC_WALKS, _RUN_FILES, _WALKS, _dest
 from ._shared import _check_graph_flags, _reading, _run, _typed_as_ids_of
 

@@ -20,8 +20,8 @@ from ..errors import GpipeValueError
 from ..graph import check_graph
 from ..kernels import Arg, Kernel
 from ..runtime import check_memory, end_run, spread, worker_xp
-from ._candidates import hold, kept
 from . import _rsv
+from ._candidates import hold, kept
 from ._common import LANES, extends, local_candidates
 from ._inputs import MAX_QUERY_VERTICES, check_query
 

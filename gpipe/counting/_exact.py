@@ -18,6 +18,8 @@ class Count(int):
     """An exact count: an ``int``, with ``stats`` as every result of gpipe has (the whole call's ``seconds``, the
     root candidates it split over the workers)."""
 
+    stats: dict
+
     def __new__(cls, value: int, stats: dict):
         count = super().__new__(cls, value)
         count.stats = stats

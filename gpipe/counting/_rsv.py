@@ -10,6 +10,8 @@ estimate is the kernel's, bit for bit.
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
 from .. import _rng
@@ -17,6 +19,7 @@ from ..backend import to_host
 from ..errors import GpipeValueError, TaskError
 from ..runtime import worker_xp
 from ._common import LANES
+
 
 class CandidateTable:
     """The rows ``(partial sample, local candidate)`` at one position, as columns (numpy or cupy arrays):
@@ -87,7 +90,7 @@ def run_groups(first_group: int, groups: int, arrays: dict, order: np.ndarray, k
         local = x.arange(len(owner)) - (x.cumsum(counts) - counts)[owner]
         candidate = a["edge_indices"][lo[owner] + local]
 
-        def extends(rows_owner, rows_candidate):
+        def extends(rows_owner, rows_candidate, *, live=live, d=d, first=first):  # bound: a refine may read it later
             """Whether each candidate extends its partial sample (``_common.extends``, vectorized)."""
             at = live[rows_owner]
             vertex = a["cand_vertices"][a["cand_offsets"][d] + rows_candidate]
@@ -102,7 +105,7 @@ def run_groups(first_group: int, groups: int, arrays: dict, order: np.ndarray, k
         table = CandidateTable({"sample": sample[live][owner], "local": local, "candidate": candidate,
                                 "vertex": a["cand_vertices"][a["cand_offsets"][d] + candidate],
                                 "coin": _rng.unit_array(blocks), "position": d, "query_vertex": int(order[d])},
-                               lambda: extends(owner, candidate))
+                               partial(extends, owner, candidate))
         keep = x.flatnonzero(x.asarray(_kept_rows(refine, table, d)))  # a refine in numpy, on a GPU worker too
         kept = x.bincount(owner[keep], minlength=len(live))
         # rows come by owner, then local index: two stable sorts leave each owner's largest key (lowest local

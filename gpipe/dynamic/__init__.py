@@ -10,8 +10,8 @@ from a file.
 """
 
 from ._graph import Applied, DynamicGraph, Snapshot
-from ._log import UPDATE_COLUMNS, read_updates, update_log
 from ._kernels import PICK_DEFINES, SPACE_ARGS, pick_in_space
+from ._log import UPDATE_COLUMNS, read_updates, update_log
 from ._space import SamplingSpace, SpaceView
 
 __all__ = ["PICK_DEFINES", "SPACE_ARGS", "UPDATE_COLUMNS", "Applied", "DynamicGraph", "SamplingSpace", "Snapshot",

@@ -10,7 +10,8 @@ import pandas as pd
 
 from .._validate import check_array, check_integers
 from ..errors import GpipeValueError
-from ._kernels import OPS, _INSERT, _DELETE
+from ._kernels import OPS, _DELETE, _INSERT
+
 
 @dataclass(frozen=True)
 class Batch:
@@ -97,13 +98,13 @@ def _vertex_ids(name: str, ids: np.ndarray, given, first: int) -> np.ndarray:
         to_blame = ~((ids >= 0) & (ids < 2**63) & ((ids == np.floor(ids)) if ids.dtype.kind == "f" else True))
     else:  # strings, booleans, objects
         to_blame = np.array([isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Integral)
-                             or not 0 <= v < 2**63 for v in ids.tolist()])
+                             or not 0 <= v < 2**63 for v in ids.tolist()])  # type: ignore[operator]
     if not to_blame.any():
         raise GpipeValueError(f"'{name}' must hold integer vertex ids, got dtype {ids.dtype}")
     bad = int(np.argmax(to_blame))
     shown = given[bad] if isinstance(given, (list, tuple)) and len(given) == len(ids) else ids[bad]
     shown = shown.item() if isinstance(shown, np.generic) else shown
-    too_large = isinstance(shown, numbers.Real) and not isinstance(shown, bool) and 2**63 <= shown < float("inf")
+    too_large = isinstance(shown, numbers.Real) and not isinstance(shown, bool) and 2**63 <= shown < float("inf")  # type: ignore[operator]
     rule = "integer vertex ids below 2**63" if too_large else "non-negative integer vertex ids"
     raise GpipeValueError(f"update {first + bad}: '{name}' must hold {rule}, got {shown!r}")
 

@@ -12,6 +12,7 @@ import threading
 import time
 import uuid
 import weakref
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -21,11 +22,24 @@ from .._validate import check_int
 from ..backend import to_host
 from ..errors import GpipeError, GpipeValueError, TaskError, WorkerLostError
 from ..graph import Graph, check_graph
-from ..runtime import (WATCH_SECONDS, call_workers, check_held, end_graph, end_graph_later, holds_partition,
-                       keep_partition, partition, worker_device, worker_memory)
+from ..runtime import (
+    WATCH_SECONDS,
+    call_workers,
+    check_held,
+    end_graph,
+    end_graph_later,
+    holds_partition,
+    keep_partition,
+    partition,
+    worker_device,
+    worker_memory,
+)
 from ._batches import Batch, absent, check_batch
 from ._kernels import VERTEX_BYTES
 from ._space import SamplingSpace
+
+if TYPE_CHECKING:
+    from distributed import Client
 
 
 class DynamicGraph:
@@ -75,7 +89,8 @@ class DynamicGraph:
         self._lost: WorkerLostError | None = None  # the loss of partitions seen, after which nothing is done
         self._asked = -np.inf  # when the scheduler last said that the graph's workers were all there
         self._room: int | None = None  # the memory of the last partition's worker, asked at the first growth
-        self._deferred = weakref.WeakSet()  # run snapshots whose pins their runs make (see run_snapshot)
+        # run snapshots whose pins their runs make (see run_snapshot)
+        self._deferred: weakref.WeakSet = weakref.WeakSet()
         self._finalizer = weakref.finalize(self, end_graph_later, g.client, graph_id)
 
     @classmethod
@@ -96,14 +111,15 @@ class DynamicGraph:
         SamplingSpace(0, scale=scale)  # checks scale here, not on the workers
         dg = cls(g, uuid.uuid4().hex, float(scale))
         edges = dg._call(_from_partition, "dynamic graph", lambda part: (g.graph_id, part, dg.graph_id, dg.scale))
-        dg._part_edges = dict(zip(dg._held, edges))
+        dg._part_edges = dict(zip(dg._held, edges, strict=True))
         dg.num_edges = sum(edges)
         return dg
 
     def _call(self, function, phase: str, args, parts=None) -> list:
         """``function(*args(part))`` on the worker of each partition of ``parts`` (default: all), in that order; a
         lost worker is remembered (:meth:`_usable`)."""
-        calls = [(self._held[part], function, args(part), {}) for part in (self._held if parts is None else parts)]
+        calls: list[tuple] = [(self._held[part], function, args(part), {})
+                              for part in (self._held if parts is None else parts)]
         try:
             return call_workers(self._graph.client, calls, self._held, phase)
         except WorkerLostError as lost:
@@ -209,7 +225,7 @@ class DynamicGraph:
             except BaseException:  # a missing edge, a worker's error, an interrupt: no partition keeps the batch
                 self._call(_take_back, "dynamic take-back", lambda part: (self.graph_id, part, token), touched)
                 raise
-            self._part_edges.update(zip(touched, edges))
+            self._part_edges.update(zip(touched, edges, strict=True))
             self.num_edges = sum(self._part_edges.values())
             if len(batch.src):
                 self.num_vertices = max(self.num_vertices, int(batch.src.max()) + 1, int(batch.dst.max()) + 1)
@@ -338,7 +354,8 @@ class Snapshot:
     """
 
     replicas = None  # partitioned, held on the workers' devices, with dense ids (as DynamicGraph.from_graph asks)
-    prelude = None  # (function, args) pinning it on its worker, run before its run (see DynamicGraph.run_snapshot)
+    # (function, args) pinning it on its worker, run before its run (see DynamicGraph.run_snapshot)
+    prelude: tuple | None = None
     device_partitions = None
     id_map = None
     weighted = True
@@ -366,7 +383,7 @@ class Snapshot:
         return self._graph.device
 
     @property
-    def client(self):
+    def client(self) -> Client:
         return self._graph.client
 
     def release(self) -> None:
@@ -376,8 +393,8 @@ class Snapshot:
 
     def __repr__(self) -> str:
         kind = "directed" if self.directed else "undirected"
-        return (f"<gpipe.dynamic.Snapshot {kind} version {self.version}: {self.num_vertices} vertices, "
-                f"{self.num_edges} edges, {self.num_partitions} partitions on {self.device}>")
+        return (f"<gpipe.dynamic.Snapshot {kind} version {self.version}: {self.num_vertices} vertices, "  # type: ignore[misc]
+                f"{self.num_edges} edges, {self.num_partitions} partitions on {self.device}>")  # type: ignore[misc]
 
 
 @dataclasses.dataclass(frozen=True)

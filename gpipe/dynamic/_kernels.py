@@ -276,7 +276,8 @@ def _drawn_exactly(edge_start, degree, units, frac, member_start, members, v, ki
 
 @cpu_kernel()
 def pick_in_space(edge_start, degree, units, frac, member_start, members, group_row, group_count, group_kind,
-                  group_bit, group_start, group_size, alias_prob, alias_other, key, stream, step, first, v):
+                  group_bit, group_start, group_size, alias_prob, alias_other, key, stream, step, first,
+                  v) -> int | np.int64:
     """The edge (its slot in the edge pool) drawn from vertex ``v`` of a space's arrays (-1 if it has none), with the
     draws ``first ..`` of ``(key, stream, step)``: draws ``first`` and ``first + 1`` pick the group through the alias
     table; draws ``first + 2t + 2`` and ``first + 2t + 3`` are the t-th try within it (the edge: a member, or in a

@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -50,8 +51,27 @@ from .._validate import check_array, check_int, check_probability
 from ..backend import cpu_threads, device_of, group_max, resolve, segments, to_host, xp
 from ..errors import GpipeError, GpipeValueError
 from ._batches import Batch, absent, check_batch
-from ._kernels import (BUILD, CHUNK, CHUNKS, COUNT, DECIMAL, ELEMENTS, MAX_GROUPS, PLACE, PLAY, SAMPLE, SPACE_ARGS,
-                       _GROUP_FIELDS, _INSERT, _ONE, _DENSE, _TABLES, _pair_order, _replay, _sorted_rows)
+from ._kernels import (
+    BUILD,
+    CHUNK,
+    CHUNKS,
+    COUNT,
+    DECIMAL,
+    ELEMENTS,
+    MAX_GROUPS,
+    PLACE,
+    PLAY,
+    SAMPLE,
+    SPACE_ARGS,
+    _DENSE,
+    _GROUP_FIELDS,
+    _INSERT,
+    _ONE,
+    _TABLES,
+    _pair_order,
+    _replay,
+    _sorted_rows,
+)
 from ._pools import _Pool, _exclusive, _slots, _threads, _twins
 
 SMALL_BATCH = 256  # a GPU space stages and builds a batch of at most this many updates on the host, in a few copies
@@ -75,11 +95,11 @@ class SpaceView:
     hi: int
     bounds: np.ndarray
     arrays: dict
-    adjacency: object  # each vertex's destinations sorted, in its slots of the edge pool, on the worker's device
+    adjacency: Any  # each vertex's destinations sorted, in its slots of the edge pool, on the worker's device
     version: int = 0
 
     @property
-    def indices(self):
+    def indices(self) -> Any:
         """The edge pool's destinations sorted per vertex (what a peer borrows, through :meth:`rows`)."""
         return self.adjacency
 
@@ -127,7 +147,7 @@ class _Undo:
         self.counts = (space.num_vertices, space.num_edges, space.version, space._tables_pinned)
         self.tables = dict(space._tables)
         self.pools = [(dict(pool.arrays), pool.top, pool.live) for pool in space._pools()]
-        self.rows = []  # (array, index, its values before)
+        self.rows: list[tuple] = []  # (array, index, its values before)
 
     def write(self, array, index, values) -> None:
         """``array[index] = values``, keeping what was there if ``array`` is one of the tables as they were."""
@@ -140,7 +160,7 @@ class _Undo:
             array[index] = values
         space.num_vertices, space.num_edges, space.version, space._tables_pinned = self.counts
         space._tables = self.tables
-        for pool, (arrays, top, live) in zip(space._pools(), self.pools):
+        for pool, (arrays, top, live) in zip(space._pools(), self.pools, strict=True):
             pool.arrays, pool.top, pool.live = arrays, top, live
 
 
@@ -195,7 +215,7 @@ class SamplingSpace:
         self._groups = _Pool(self.device, _GROUP_FIELDS)
         self._tables = {name: xp(self.device).zeros(0, np.int64) for name in _TABLES}  # per vertex, room to grow
         self._tables_pinned = False  # a view holds the tables: the next commit writes a copy
-        self._staged = None  # a batch replayed, not yet applied (_stage, _commit)
+        self._staged: tuple | None = None  # a batch replayed, not yet applied (_stage, _commit)
         self._lock = threading.Lock()  # a DynamicGraph batch's stage, commit or take-back at a time
         self._token = -1  # the DynamicGraph batch staged last (or taken back)
         self._undo = None  # what takes that batch back, committed
@@ -225,7 +245,7 @@ class SamplingSpace:
         first = int(self._tables[start][v])
         return to_host(pool.arrays[name][first:first + int(self._tables[count][v])])
 
-    def edges(self, v: int) -> tuple[np.ndarray, np.ndarray]:
+    def edges(self, v: int) -> tuple[np.ndarray, ...]:
         """Vertex ``v``'s out-neighbors and biases, in log order (duplicates kept)."""
         return tuple(self._row(v, self._edges, name, "edge_start", "degree") for name in ("dst", "weight"))
 
@@ -287,7 +307,8 @@ class SamplingSpace:
         if (self.device != "cpu" and len(batch.src) > SMALL_BATCH) if play is None else play:
             return self._play(batch)
         x = xp(self.device)
-        batch = Batch(batch.op, *(to_host(a) for a in (batch.codes, batch.src, batch.dst, batch.weight)), batch.given)
+        codes, src, dst, weight = (to_host(a) for a in (batch.codes, batch.src, batch.dst, batch.weight))
+        batch = Batch(batch.op, codes, src, dst, weight, batch.given)
         order = np.argsort(batch.src, kind="stable")  # each source's updates together, in log order
         vertices, op_start = np.unique(batch.src[order], return_index=True)
         op_start = np.append(op_start, len(order)).astype(np.int64)
@@ -421,7 +442,7 @@ class SamplingSpace:
         moved = {}
         for pool, (start, count), columns, old in zip(
                 self._pools(), _BLOCKS, ({"dst": dst, "weight": weight, "units": units, "frac": frac,
-                                          "adjacency": adjacency}, {"members": members}, built), left):
+                                          "adjacency": adjacency}, {"members": members}, built), left, strict=True):
             def staying(count=count):  # every vertex's block but the touched ones'
                 counts = tables[count][:self.num_vertices].copy()
                 counts[at] = 0
@@ -453,7 +474,7 @@ class SamplingSpace:
         with self._lock:
             if token != self._token or self._staged is None:
                 raise GpipeError(f"batch {token} is not staged here (taken back, or its stage failed)")
-            self._undo = self._commit()
+            self._undo = self._commit()  # type: ignore[assignment]
 
     def _take_back(self, token: int) -> None:
         """Take batch ``token`` back: drop it staged, or undo it committed; its stage, arriving later, stages
@@ -488,7 +509,7 @@ class SamplingSpace:
         self._tables_pinned = True
         return SpaceView(part, lo, hi, bounds, self._arrays(), self._edges.arrays["adjacency"], self.version)
 
-    def sample(self, vertices, seed: int, streams=None):
+    def sample(self, vertices, seed: int, streams=None) -> Any:
         """One neighbor of each of ``vertices`` (-1 for a vertex without edges), drawn from stream ``streams[i]``
         (default ``i``) of ``seed``'s counter-based random stream: a numpy array, or cupy on the GPU."""
         vertices = np.ascontiguousarray(check_array("vertices", vertices), np.int64).ravel()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -12,6 +13,9 @@ from .._validate import check_bool, check_int, check_path
 from ..backend import to_host
 from ..errors import GpipeValueError
 from ..runtime import HeldResult, worker_xp
+
+if TYPE_CHECKING:
+    import dask.array as da
 
 
 class Embeddings(HeldResult):
@@ -59,7 +63,7 @@ class Embeddings(HeldResult):
         """The original id of each row (the graph's ids; ``0 .. num_vertices - 1`` where they are dense)."""
         return np.arange(self.num_vertices) if self._id_map is None else self._id_map
 
-    def compute(self, device: bool = False):
+    def compute(self, device: bool = False) -> Any:
         """The vectors as a float32 ``(num_vertices, dim)`` NumPy array; with ``device=True`` a CuPy array on this
         process's GPU, written there from the worker's (``torch.from_dlpack`` takes it without a copy)."""
         if check_bool("device", device):
@@ -67,7 +71,7 @@ class Embeddings(HeldResult):
                                        _as_vectors)["vectors"]
         return self._gather("embeddings", _vectors)[0]
 
-    def to_dask(self):
+    def to_dask(self) -> da.Array:
         """The vectors as a dask array of one chunk, made where they are held (in host memory)."""
         import dask.array as da
 
@@ -86,7 +90,8 @@ class Embeddings(HeldResult):
         row = self._row("vertex", vertex)
         nearest, cosines = self._gather("most similar", _nearest, lambda b: (row, k))[0]
         ids = self.ids
-        return [(ids[i].item() if hasattr(ids[i], "item") else ids[i], float(c)) for i, c in zip(nearest, cosines)]
+        return [(ids[i].item() if hasattr(ids[i], "item") else ids[i], float(c))
+                for i, c in zip(nearest, cosines, strict=True)]
 
     def _row(self, name: str, vertex) -> int:
         if self._id_map is None:

@@ -17,6 +17,7 @@ import dataclasses
 import numbers
 import time
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -26,7 +27,7 @@ from ..backend import to_host
 from ..errors import GpipeValueError
 from ..runtime import Summing, anywhere, gather_pinned, on_worker, summing, wait_pinned, worker_xp
 from ..walks import WalkResult
-from ._kernels import INIT_STEP, INITIAL, PER_LANE, guide_table, keep_table, negative_table, train_kernel
+from ._kernels import INITIAL, INIT_STEP, PER_LANE, guide_table, keep_table, negative_table, train_kernel
 from ._result import Embeddings
 
 MODES = ("fast", "serialized")
@@ -75,8 +76,8 @@ class Vocabulary:
 class Table:
     """The two tables of a model (word2vec's ``syn0`` and ``syn1neg``), on a worker's device."""
 
-    syn0: object
-    syn1: object
+    syn0: Any
+    syn1: Any
 
 
 @dataclasses.dataclass
@@ -262,7 +263,7 @@ def _rounds(client, spec: Word2VecSpec, placed: dict[str, tuple[list, list[int]]
             for round_ in range(spec.rounds):
                 trained = [on_worker(client, w, _trained, spec, epoch, round_, vocabulary, tables[w], nccl, firsts,
                                      *blocks) for w, (blocks, firsts) in placed.items()]
-                tables = (dict(zip(workers, trained)) if nccl is not None
+                tables = (dict(zip(workers, trained, strict=True)) if nccl is not None
                           else dict.fromkeys(workers, anywhere(client, _merged, tables[workers[0]], *trained)))
                 this_round = (epoch, anywhere(client, _sums, *trained))
                 del trained
@@ -335,9 +336,10 @@ def _trained(spec: Word2VecSpec, epoch: int, round_: int, vocabulary: Vocabulary
     lengths = [(x.asarray(block) >= 0).sum(axis=1).astype(x.int64) for block in blocks]
     mine = sum(int(n.sum()) for n in lengths)
     slices = [[n.shape[0] * r // spec.rounds for r in range(spec.rounds + 1)] for n in lengths]
-    done = epoch * mine + sum(int(n[:s[round_]].sum()) for n, s in zip(lengths, slices))
-    loss = terms = tokens = 0
-    for block, n, s, first in zip(blocks, lengths, slices, firsts):
+    done = epoch * mine + sum(int(n[:s[round_]].sum()) for n, s in zip(lengths, slices, strict=True))
+    loss: float = 0
+    terms = tokens = 0
+    for block, n, s, first in zip(blocks, lengths, slices, firsts, strict=True):
         lo, hi = s[round_], s[round_ + 1]
         if hi == lo:
             continue

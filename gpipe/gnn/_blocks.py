@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
+from typing import Any
 
 from ..backend import device_of, xp
 
@@ -19,9 +20,9 @@ class Block:
     destination; a destination's edges are in the order they were drawn.
     """
 
-    src: object
-    dst: object
-    edge_ids: object
+    src: Any
+    dst: Any
+    edge_ids: Any
     num_src_nodes: int
     num_dst_nodes: int
 
@@ -52,20 +53,20 @@ class Blocks:
         The label rows of ``output_nodes``, when a loader was given labels.
     """
 
-    input_nodes: object
-    output_nodes: object
+    input_nodes: Any
+    output_nodes: Any
     blocks: tuple
     num_sampled_nodes: tuple
     num_sampled_edges: tuple
-    features: object = None
-    labels: object = None
+    features: Any = None
+    labels: Any = None
 
     @property
     def device(self) -> str:
         """'cpu' (numpy arrays) or 'gpu' (cupy arrays)."""
         return device_of(self.input_nodes)
 
-    def to_pyg(self):
+    def to_pyg(self) -> Any:
         """A ``torch_geometric.data.Data`` shaped as PyG ``NeighborLoader``'s output.
 
         ``n_id`` (= ``input_nodes``), ``edge_index`` (row 0 the sampled

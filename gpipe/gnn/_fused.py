@@ -16,6 +16,7 @@ are ordered by destination, then in the order they were drawn.
 from __future__ import annotations
 
 from dataclasses import replace
+from itertools import pairwise
 
 import numpy as np
 
@@ -131,7 +132,7 @@ def sample(local, seeds, fanouts: list[int], *, replace: bool, weighted: bool, k
     id_map, size = local.id_map, int(seeds.shape[0])
     return Blocks(input_nodes=nodes if id_map is None else id_map[nodes],
                   output_nodes=seeds if id_map is None else id_map[seeds], blocks=blocks[::-1],
-                  num_sampled_nodes=tuple([size] + [b - a for a, b in zip(counted, counted[1:])]),
+                  num_sampled_nodes=tuple([size] + [b - a for a, b in pairwise(counted)]),
                   num_sampled_edges=tuple(int(src.shape[0]) for src, _, _ in edges),
                   features=None if features is None else features[nodes])
 
@@ -171,7 +172,7 @@ def _fused(local, x, seeds, fanouts: list[int], *, replace: bool, weighted: bool
     PLACE.launch(tasks=tasks, task_first=queue.task_first, task_count=queue.task_count, edge_id=queue.edge_id,
                  indices=csr.indices, local=ids, hop_row=hop_row, row_start=row_end - row_count, hops=hops, n=queued,
                  src=src, dst=dst, eid=eid)
-    return nodes, counted, [(src[a:b], dst[a:b], eid[a:b]) for a, b in zip(ends, ends[1:])]
+    return nodes, counted, [(src[a:b], dst[a:b], eid[a:b]) for a, b in pairwise(ends)]
 
 
 def _per_hop(local, x, seeds, fanouts: list[int], *, replace: bool, weighted: bool, key, batch: int) -> tuple:

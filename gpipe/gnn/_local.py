@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import weakref
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -26,7 +27,7 @@ class LocalGraph:
 
     part: Partition
     max_degree: int
-    id_map: object | None
+    id_map: Any
 
 
 def local_graph(g) -> LocalGraph:
@@ -58,7 +59,8 @@ def assemble(pieces: list[tuple], num_vertices: int, id_map, device: str) -> Loc
     """The whole CSR on ``device`` (this process's current GPU for 'gpu') from its partitions' host pieces."""
     x = xp(device)
     ends = np.cumsum([0] + [indices.shape[0] for _, indices, _ in pieces])
-    indptr = np.concatenate([ptr[:-1] + start for (ptr, _, _), start in zip(pieces, ends)] + [ends[-1:]])
+    indptr = np.concatenate([ptr[:-1] + start for (ptr, _, _), start in zip(pieces, ends[:-1], strict=True)] +
+                            [ends[-1:]])
     weighted = pieces[0][2] is not None
     weights = np.concatenate([w for _, _, w in pieces]) if weighted else None
     part = Partition(0, 0, num_vertices, np.array([0, num_vertices]), x.asarray(indptr),

@@ -8,7 +8,7 @@ import os
 import socket
 import uuid
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable
 
 from distributed.comm import get_address_host
 from distributed.protocol import pickle
@@ -16,8 +16,17 @@ from distributed.protocol import pickle
 from .._validate import check_callable, check_mapping, check_picklable
 from ..backend import to_host
 from ..errors import GpipeError, GpipeValueError, TaskError
-from ..runtime import (check_held, end_here, end_later, gather_pinned, in_worker, on_every_worker, on_worker, run_going,
-                       workers_info)
+from ..runtime import (
+    check_held,
+    end_here,
+    end_later,
+    gather_pinned,
+    in_worker,
+    on_every_worker,
+    on_worker,
+    run_going,
+    workers_info,
+)
 from ._loader import LoaderSpec, NeighborLoader, check_loader
 from ._local import assemble, check_integer_ids, csr_pieces
 
@@ -35,7 +44,7 @@ class RankTask:
     world: int
     rendezvous: dict  # MASTER_ADDR and MASTER_PORT
     num_vertices: int
-    id_map: object  # the graph's original ids, or None
+    id_map: Any  # the graph's original ids, or None
     device: str
     spec: LoaderSpec
     kwargs: dict  # train_fn's own keywords

@@ -14,9 +14,10 @@ __all__ = ["DataLoader", "NeighborSampler"]
 
 @dataclass(frozen=True)
 class NeighborSampler:
-    """``dgl.dataloading.NeighborSampler``'s arguments: ``fanouts`` a hop, from the seeds outwards (-1: every
-    neighbor); ``edge_dir`` 'in' (DGL's default: each vertex's in-edges) or 'out'; ``prob`` any edge feature name to
-    pick in proportion to the graph's weights (a gpipe graph has one); ``replace``."""
+    """``dgl.dataloading.NeighborSampler``'s arguments: ``fanouts`` in DGL's order, one a GNN layer, the input layer
+    first, so the last is sampled around the seeds (-1: every neighbor; gpipe's own ``fanouts`` go from the seeds
+    outwards, the other way round); ``edge_dir`` 'in' (DGL's default: each vertex's in-edges) or 'out'; ``prob`` any
+    edge feature name to pick in proportion to the graph's weights (a gpipe graph has one); ``replace``."""
 
     fanouts: list
     edge_dir: str = "in"
@@ -53,11 +54,11 @@ class DataLoader(_loader.NeighborLoader):
         if not isinstance(graph_sampler, NeighborSampler):
             raise GpipeValueError(f"'graph_sampler' must be a gpipe.gnn.dgl.NeighborSampler, got "
                             f"{type(graph_sampler).__name__}")
-        s = graph_sampler
-        super().__init__(graph, _loader.seeds_of(graph, indices, "indices"), s.fanouts, batch_size, shuffle=shuffle,
-                         drop_last=drop_last, replace=s.replace, weighted=s.prob is not None, edge_dir=s.edge_dir,
-                         **kwargs)
+        s = graph_sampler  # DGL samples its fanouts from the last, around the seeds, to the first
+        super().__init__(graph, _loader.seeds_of(graph, indices, "indices"), s.fanouts[::-1], batch_size,
+                         shuffle=shuffle, drop_last=drop_last, replace=s.replace, weighted=s.prob is not None,
+                         edge_dir=s.edge_dir, **kwargs)
 
-    def __iter__(self) -> Iterator[tuple]:
+    def __iter__(self) -> Iterator[tuple]:  # type: ignore[override]  # DGL's batches, not gpipe's Blocks: the point
         for batch in super().__iter__():
             yield batch.input_nodes, batch.output_nodes, batch.to_dgl()

@@ -16,6 +16,7 @@ float32), already renumbered. The pipeline, all on the workers:
 from __future__ import annotations
 
 import operator
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -126,7 +127,7 @@ def split(chunk: dict, bounds: np.ndarray) -> list[dict]:
     ends = np.cumsum(counts)
     sorted_chunk = {k: v[order] for k, v in chunk.items()}
     return [
-        {k: v[int(e - c) : int(e)] for k, v in sorted_chunk.items()} for c, e in zip(counts, ends)
+        {k: v[int(e - c) : int(e)] for k, v in sorted_chunk.items()} for c, e in zip(counts, ends, strict=True)
     ]
 
 
@@ -150,7 +151,7 @@ def assemble(graph_id: str, part: int, bounds: np.ndarray, keep_duplicates: bool
         raise TaskError("assemble", part, None, repr(exc)) from exc
 
 
-def csr(x, pieces: list[dict], *, lo: int, hi: int, n: int, keep_duplicates: bool, index_dtype) -> tuple:
+def csr(x, pieces: Sequence[dict], *, lo: int, hi: int, n: int, keep_duplicates: bool, index_dtype) -> tuple:
     """The CSR ``(indptr, indices, weights, self-loops)`` of rows ``lo .. hi - 1`` from the edge ``pieces`` (arrays of
     ``x``, every source in the rows), sorted by (src, dst), duplicates merged to their largest weight unless kept;
     ``indices`` of ``index_dtype``."""
@@ -177,7 +178,8 @@ def replica(graph_id: str, replica_id: str, placement: list[str], bounds: np.nda
         sizes = [int(p["indices"].shape[0]) for p in parts]
         starts = np.concatenate([[0], np.cumsum(sizes)])
         indptr = x.concatenate([x.asarray(parts[0]["indptr"][:1])] + [
-            x.asarray(p["indptr"][1:]) + int(start) for p, start in zip(parts, starts[:-1])]).astype(x.int64)
+            x.asarray(p["indptr"][1:]) + int(start)
+            for p, start in zip(parts, starts[:-1], strict=True)]).astype(x.int64)
         indices = x.concatenate([x.asarray(p["indices"]) for p in parts])
         weighted = parts[0]["weights"] is not None
         weights = x.concatenate([x.asarray(p["weights"]) for p in parts]) if weighted else None

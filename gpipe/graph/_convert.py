@@ -6,8 +6,14 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .._validate import (check_bool, check_edge_index, check_optional_int, check_per_edge, check_sparse_square,
-                         check_text)
+from .._validate import (
+    check_bool,
+    check_edge_index,
+    check_optional_int,
+    check_per_edge,
+    check_sparse_square,
+    check_text,
+)
 from ..backend import as_host
 from ..errors import DeviceUnavailableError, GpipeValueError
 from ._graph import Graph

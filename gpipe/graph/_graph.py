@@ -13,15 +13,28 @@ import numpy as np
 import pandas as pd
 import psutil
 from dask.utils import format_bytes
-from distributed import Future
+from distributed import Client, Future
 
 from .. import config
 from .._files import GRAPH_FILES, atomic_dir
 from .._validate import check_choice, check_edge_dir, check_int, check_integers
 from ..backend import device_of, to_host, unique, xp
 from ..errors import GpipeError, GpipeValueError
-from ..runtime import (Session, anywhere, call_workers, check_held, end_graph, end_graph_later, fetching,
-                       gather_pinned, in_each_worker, keep_arrays, on_worker, partition, workers_info)
+from ..runtime import (
+    Session,
+    anywhere,
+    call_workers,
+    check_held,
+    end_graph,
+    end_graph_later,
+    fetching,
+    gather_pinned,
+    in_each_worker,
+    keep_arrays,
+    on_worker,
+    partition,
+    workers_info,
+)
 from . import _build, _order
 
 
@@ -136,7 +149,7 @@ class Graph:
         return self._session.device
 
     @property
-    def client(self):
+    def client(self) -> Client:
         """The graph's Dask client; a :class:`GpipeError` once it is closed, since the partitions went with it."""
         client = self._session.client
         if client.status in ("closing", "closed"):
@@ -201,12 +214,12 @@ class Graph:
         """The id map as a pandas Index, whose hash table of every id is built once, at its first lookup."""
         return pd.Index(self.id_map)
 
-    def to_original(self, dense):
+    def to_original(self, dense) -> np.ndarray:
         """Original ids of dense ids (the identity when the graph was not renumbered)."""
         dense = np.asarray(dense)
         return dense if self.id_map is None else self.id_map[dense]
 
-    def owner(self, v):
+    def owner(self, v) -> int | np.ndarray:
         """Partition holding vertex ``v`` (an original id, or an array of them)."""
         dense = self.to_internal(v, "v")
         parts = np.searchsorted(self.bounds, dense, side="right") - 1
@@ -411,15 +424,15 @@ def build(session: Session, chunks: list, n: int | Future, *, directed: bool, we
         order = anywhere(client, _order.order_of, vertex_order, n, directed, *prepared)
         rank = anywhere(client, _order.ranks, order)
         prepared = [anywhere(client, _order.relabel, c, rank) for c in prepared]
-        order = fetching(client, order)  # while the partitions are built
+        order = fetching(client, order)  # type: ignore[assignment]  # while the partitions are built
     if parts == 1:  # the one partition holds every vertex: no bounds to find, no chunk to split (~50 tasks less)
         bounds = anywhere(client, _build.whole, n) if isinstance(n, Future) else _build.whole(n)
         splits = None
     else:
         hists = [anywhere(client, _build.histogram, c, n) for c in prepared]
         hist, n = client.gather([anywhere(client, _build.total, hists) if hists else np.zeros(1, np.int64), n])
-        parts = _partition_count(parts, n, partitions)
-        bounds = _build.balanced_bounds(hist, n, parts)
+        parts = _partition_count(parts, n, partitions)  # type: ignore[arg-type]
+        bounds = _build.balanced_bounds(hist, n, parts)  # type: ignore[arg-type]
         splits = [anywhere(client, _build.split, c, bounds) for c in prepared]
     placement = [workers[p * len(workers) // parts] for p in range(parts)]
     budget = config.get("memory.device-partitions")

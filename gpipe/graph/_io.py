@@ -16,9 +16,25 @@ from ..errors import GpipeFileError, GpipeValueError
 from ..runtime import anywhere, current, fetching, on_worker, placed, worker_device
 from ._build import id_table, small_range
 from ._graph import Graph, build, check_mode
-from ._readers import (FLOAT32_RANGE, NpzPlan, TablePlan, check_graph_parts, float32_misfits, graph_folder_ids,
-                       id_kind, is_graph_folder, npz_problem, plan_graph_folder, plan_npz, plan_table, npz_frame,
-                       read_graph_part, read_npz_piece, read_piece, weights_fit)
+from ._readers import (
+    FLOAT32_RANGE,
+    NpzPlan,
+    TablePlan,
+    check_graph_parts,
+    float32_misfits,
+    graph_folder_ids,
+    id_kind,
+    is_graph_folder,
+    npz_frame,
+    npz_problem,
+    plan_graph_folder,
+    plan_npz,
+    plan_table,
+    read_graph_part,
+    read_npz_piece,
+    read_piece,
+    weights_fit,
+)
 from ._remote import is_url, local_copy
 
 __all__ = ["from_edges", "read_edges"]
@@ -208,7 +224,7 @@ def _read_on_workers(client, plan: TablePlan) -> tuple[list, list]:
         uniques.append(anywhere(client, _unique_ids, frames[-1], "src", "dst"))
     kinds = [kind.result() for kind in kinds]
     if "int" in kinds and "str" in kinds:  # as one file would be read: integer ids are strings beside strings
-        for i, (piece, kind) in enumerate(zip(plan.pieces, kinds)):
+        for i, (piece, kind) in enumerate(zip(plan.pieces, kinds, strict=True)):
             if kind == "int":
                 frames[i] = anywhere(client, read_piece, plan, piece, strings=True)
                 uniques[i] = anywhere(client, _unique_ids, frames[i], "src", "dst")
@@ -364,7 +380,7 @@ def _unique_ids(chunk: pd.DataFrame | dict, src: str, dst: str) -> np.ndarray:
         x = xp(device_of(ends[0]))
         return unique(x, x.concatenate(ends)) if marked is None else marked
     ends = chunk[src].to_numpy(), chunk[dst].to_numpy()
-    for end, column, values in zip(("src", "dst"), (src, dst), ends):
+    for end, column, values in zip(("src", "dst"), (src, dst), ends, strict=True):
         if values.dtype.kind == "u" and values.size and values.max() > np.iinfo(np.int64).max:  # int64 would wrap it
             raise GpipeValueError(f"'{end}' column {column!r} must hold integer ids below 2**63, got "
                                   f"{int(values.max())}: store larger ones as strings")

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from itertools import pairwise
+from typing import Any
 
 import numpy as np
 
@@ -10,7 +12,6 @@ from .._alias import tables
 from .._search import arc_bit
 from ..backend import cpu_kernel, device_of, prange, xp
 from ..kernels import Arg, Kernel
-
 
 # The arc filter's bits an arc. On the peers' R-MAT 20 on an H200, node2vec's kernel (p 2, q 0.5) took 7.6 ms with a
 # filter that spared no search, 5.5 ms at 8 bits an arc (one bit in nine set), 5.3 ms at 16 (half the memory of the
@@ -32,9 +33,9 @@ class Partition:
     lo: int
     hi: int
     bounds: np.ndarray
-    indptr: object
-    indices: object
-    weights: object | None
+    indptr: Any
+    indices: Any
+    weights: Any
     _kept: dict = field(default_factory=dict, init=False, repr=False)  # name -> arrays built from these
 
     @property
@@ -79,29 +80,29 @@ class Partition:
         walked as one span (see ``runtime.Partitions.span``)."""
         x = xp(device_of(parts[0].indptr))
         ends = np.cumsum([0] + [p.num_edges for p in parts])
-        indptr = x.concatenate([p.indptr[:-1] + int(e) for p, e in zip(parts, ends)] +
+        indptr = x.concatenate([p.indptr[:-1] + int(e) for p, e in zip(parts, ends[:-1], strict=True)] +
                                [x.full(1, int(ends[-1]), parts[0].indptr.dtype)])
         indices = x.concatenate([p.indices for p in parts])
         weights = None if parts[0].weights is None else x.concatenate([p.weights for p in parts])
         span = Partition(parts[0].part, parts[0].lo, parts[-1].hi, parts[0].bounds, indptr, indices, weights)
         views = []
-        for p, a, b in zip(parts, ends, ends[1:]):
+        for p, (a, b) in zip(parts, pairwise(ends), strict=True):
             rows = slice(p.lo - span.lo, p.hi - span.lo + 1)
             views.append(p.with_arrays(indptr[rows] - int(a), indices[a:b], None if weights is None else weights[a:b]))
         return span, views
 
-    def cdf(self):
+    def cdf(self) -> Any:
         """Per-vertex prefix sums of the edge weights (float64), built once and kept (CUDA: ``kernels/cdf.cu``)."""
         return self.kept("cdf", _build_cdf)[0]
 
-    def arc_filter(self):
+    def arc_filter(self) -> Any:
         """This partition's arc filter, built once and kept: a uint32 array of ``ARC_FILTER_BITS`` bits an arc (32 at
         least) in which every arc ``(t, x)`` set bit ``arc_bit(t, x, size)`` of its ``size`` bits (``gpipe._search``).
         A clear bit says in one load that ``x`` is not a neighbor of ``t``, which a search of t's sorted list says in
         log d (CUDA: ``kernels/arcs.cu``; ``walk.cuh``'s ``gp_arc_maybe``)."""
         return self.kept("arc_filter", _build_arc_filter)[0]
 
-    def alias(self):
+    def alias(self) -> Any:
         """Per-vertex packed alias tables of the edge weights (:mod:`gpipe._alias`: a draw reads one word, whatever
         the degree), a vertex whose every weight is zero all ``NO_CANDIDATE`` (a draw names no edge), built once
         and kept."""

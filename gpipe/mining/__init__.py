@@ -3,9 +3,9 @@ held on the device, in host memory or on disk."""
 
 from ._cliques import count_cliques, list_cliques
 from ._fpm import FrequentPatterns, frequent_patterns
-from ._result import MiningResult
 from ._match import check_pattern, match
 from ._patterns import MAX_EDGES as FPM_MAX_EDGES  # the most edges of a pattern frequent_patterns mines
+from ._result import MiningResult
 
 __all__ = ["FPM_MAX_EDGES", "FrequentPatterns", "MiningResult", "check_pattern", "count_cliques", "frequent_patterns",
            "list_cliques", "match"]

@@ -8,8 +8,8 @@ from .._validate import check_int
 from ..errors import GpipeValueError
 from ._extend import extend_cliques
 from ._grow import ColumnPlan, check_mined_graph, mine
-from ._result import MiningResult
 from ._partitioned import Checks
+from ._result import MiningResult
 
 
 @dataclass(frozen=True)

@@ -20,18 +20,29 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from itertools import pairwise
 
 import numpy as np
 import pandas as pd
 
 from .._validate import check_int
+from ..backend import cpu_kernel
 from ..errors import GpipeValueError
 from ..runtime import holder_workers
 from ._grow import check_mined_graph, write_parquet
-from ..backend import cpu_kernel
 from ._mni import Round, check, task_fields
-from ._patterns import (_COUNT_SHIFT, MAX_EDGES, MAX_LABELS, MAX_VERTICES, canonical_forms, grown, label_of, pack,
-                        smaller, unpack)
+from ._patterns import (
+    MAX_EDGES,
+    MAX_LABELS,
+    MAX_VERTICES,
+    _COUNT_SHIFT,
+    canonical_forms,
+    grown,
+    label_of,
+    pack,
+    smaller,
+    unpack,
+)
 
 
 @dataclass(frozen=True)
@@ -166,7 +177,7 @@ class _Mining:
         order = np.argsort(ranks, kind="stable")
         bounds = np.searchsorted(ranks[order], np.arange(MAX_LABELS + 1))
         ids = np.int32 if ranks.size <= np.iinfo(np.int32).max else np.int64  # what crosses to the workers
-        self.lists = [order[lo:hi].astype(ids) for lo, hi in zip(bounds[:-1], bounds[1:])]  # labels', then valid
+        self.lists = [order[lo:hi].astype(ids) for lo, hi in pairwise(bounds)]  # labels', then valid
         self.code = np.empty(0, np.int64)  # the last level's frequent patterns
         self.valid = np.empty((0, MAX_VERTICES), np.int64)  # their valid lists' indices in self.lists, -1 none
         self.pairs = np.empty((0, 2), np.int64)
@@ -212,7 +223,8 @@ class _Mining:
         alive = np.where(c.root >= 0, c.size >= self.min_support, True).all(axis=1)
         support = np.full(c.codes.size, _NONE, np.int64)
         valid = np.full((c.codes.size, MAX_VERTICES), -1, np.int64)
-        lists, checks, rounds, seconds = [], 0, 0, 0.0
+        lists: list = []
+        checks, rounds, seconds = 0, 0, 0.0
         for r in range(MAX_VERTICES):
             tasks = np.flatnonzero(alive & (c.root[:, r] >= 0))
             if not tasks.size:
@@ -226,7 +238,7 @@ class _Mining:
             found, took = check(self.g, round_)
             checks, rounds, seconds = checks + found.size, rounds + 1, seconds + took
             images = np.add.reduceat(found, start[:-1], dtype=np.int64)
-            alive[tasks[images < self.min_support]] = False
+            alive[tasks[images < self.min_support]] = False  # type: ignore[index]
             support[tasks] = np.minimum(support[tasks], images)
             for t in np.flatnonzero(images >= self.min_support).tolist():
                 first = at[which[t]]

@@ -13,6 +13,8 @@ import tempfile
 import time
 import uuid
 from dataclasses import dataclass
+from itertools import pairwise
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -33,7 +35,7 @@ from ._table import EmbeddingTable, Stats, merged, worker_budgets
 class Spec:
     graph_id: str
     run_id: str  # a listing run keeps its rows in this run's state on the workers
-    plan: object  # grow(x, graph, spec, table, lo, hi, stats): a range's result (ColumnPlan: cliques, matches);
+    plan: Any  # grow(x, graph, spec, table, lo, hi, stats): a range's result (ColumnPlan: cliques, matches);
     # degree_ordered: whether the graph it grows on is the degree-ordered orientation
     listing: bool
     capacity: int  # candidate slots per extension batch, so per chunk
@@ -132,7 +134,7 @@ def _ranges(degree: np.ndarray, count: int) -> list[tuple[int, int]]:
     work = np.cumsum(degree.astype(np.float64) ** 2 + 1)
     cuts = np.searchsorted(work, work[-1] * np.arange(1, count) / count, "right") if work.size else []
     bounds = [0, *(int(c) for c in cuts if 0 < c < degree.size), int(degree.size)]
-    return [(lo, hi) for lo, hi in zip(bounds[:-1], bounds[1:]) if hi > lo]
+    return [(lo, hi) for lo, hi in pairwise(bounds) if hi > lo]
 
 
 def _grow_here(spec: Spec, ranges: list) -> tuple[list, dict]:

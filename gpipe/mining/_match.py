@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numbers
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -12,8 +13,8 @@ from .._validate import check_bool
 from ..errors import GpipeValueError
 from ._extend import extend_match
 from ._grow import ColumnPlan, check_mined_graph, mine
-from ._result import MiningResult
 from ._partitioned import Checks
+from ._result import MiningResult
 
 MAX_PATTERN_VERTICES = 16
 MAX_AUTOMORPHISMS = 10_000  # a pattern with more (a star of 8 leaves has 40,320) is counted with no symmetry broken
@@ -47,7 +48,7 @@ class MatchPlan(ColumnPlan):
                       self.above[column] if self.above else ())
 
     @property
-    def counted_columns(self) -> int:
+    def counted_columns(self) -> int:  # type: ignore[override]
         """A count's columns counted, not stored: the last, and the one before when the last pattern vertex is a
         leaf (one neighbor, not induced), whose matches are counted from its neighbor's list (2 from 3 columns)."""
         return 2 if self.columns >= 3 and len(self.back[-1]) == 1 and not self.apart[-1] else 1
@@ -142,7 +143,7 @@ def match(g, pattern, induced: bool = False, *, embeddings: bool = False, device
     return result
 
 
-def check_pattern(pattern):
+def check_pattern(pattern) -> Any:
     """Check a pattern for :func:`match` without a graph: what ``match`` refuses of it, refused before any work.
 
     A command line checks its ``--pattern`` with it before it starts a cluster
@@ -215,7 +216,7 @@ def _sorted_vertices(nodes) -> list:
     try:
         return sorted(nodes)
     except TypeError:
-        kinds = {}
+        kinds: dict = {}
         for u in nodes:  # a vertex of each kind, for the message
             kinds.setdefault(type(u), u)
         shown = sorted(kinds.values(), key=lambda u: type(u).__name__)[:2] if len(kinds) > 1 else list(nodes)[:2]
@@ -227,7 +228,7 @@ def matching_plan(m: int, edges: list[tuple[int, int]], induced: bool, broken: b
     """The matching order (the highest degree first, then the most neighbors already matched, then the higher
     degree, then the lower position) and, per position, what a candidate is checked against; ``broken``: with
     the pattern's symmetries broken (:func:`symmetry_conditions`), each checked at the later of its positions."""
-    adjacent = [set() for _ in range(m)]
+    adjacent: list[set] = [set() for _ in range(m)]
     for u, v in edges:
         adjacent[u].add(v)
         adjacent[v].add(u)

@@ -22,7 +22,7 @@ from ..backend import cpu_kernel, prange, to_device, to_host
 from ..kernels import Arg, Kernel
 from ..runtime import spread
 from ._extend import whole_graph
-from ._patterns import _COUNT_SHIFT, LABEL_BITS, MAX_EDGES, MAX_VERTICES, adjacent, label_of
+from ._patterns import LABEL_BITS, MAX_EDGES, MAX_VERTICES, _COUNT_SHIFT, adjacent, label_of
 
 # a task's int32 fields: its vertex count, then per place its label rank, pattern degree and mask of earlier
 # neighbors (GP_MNI_FIELDS of kernels/fpm.cu)

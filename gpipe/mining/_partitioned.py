@@ -34,8 +34,18 @@ import numpy as np
 
 from .._csr import Rows, simple_rows
 from ..backend import device_of, to_device, to_host, unique, xp
-from ..runtime import (call_peer, end_run, graph_array, held_partition, neighbor_lists, on_holders, run_state,
-                       worker_address, worker_device, worker_xp)
+from ..runtime import (
+    call_peer,
+    end_run,
+    graph_array,
+    held_partition,
+    neighbor_lists,
+    on_holders,
+    run_state,
+    worker_address,
+    worker_device,
+    worker_xp,
+)
 from ._extend import compress, extend_match
 from ._result import MiningState, keep_rows
 from ._table import EmbeddingTable, Stats, merged, worker_budgets

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import os
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -14,6 +15,8 @@ from .._validate import check_bool
 from ..errors import GpipeError, GpipeValueError
 from ..runtime import HeldResult, id_dtype, kept_blocks, run_state, worker_address, worker_xp
 
+if TYPE_CHECKING:
+    import dask.dataframe as dd
 
 
 @dataclass
@@ -22,7 +25,7 @@ class MiningState:
     ids, host int64), and the tables a partitioned run keeps between its steps."""
 
     listed: dict = field(default_factory=dict)
-    kept: object = None
+    kept: Any = None
 
 
 @dataclass(frozen=True)
@@ -31,7 +34,7 @@ class Listed:
     rows)`` of ``blocks``, in order (``width`` columns, dense ids that ``id_map`` maps to the original ones), on
     the workers of ``holders`` (the graph's, for a wait to name one that leaves)."""
 
-    client: object
+    client: Any
     run_id: str
     blocks: tuple
     width: int
@@ -151,7 +154,7 @@ class MiningResult(HeldResult):
         listed = self._listing()
         return _frame_of(self.embeddings, 0, id_dtype(listed.id_map), self.columns)
 
-    def to_dask(self):
+    def to_dask(self) -> dd.DataFrame:
         """The embeddings as a dask DataFrame of original ids, a partition per block, each made on the worker
         holding it; its index is the row's in :meth:`compute` (and :meth:`to_frame`)."""
         import dask.dataframe as dd

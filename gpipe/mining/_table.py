@@ -15,6 +15,7 @@ import contextlib
 import os
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import psutil
@@ -36,7 +37,7 @@ class Stats:
     spilled_bytes: int = 0
     exchanged_bytes: dict = field(default_factory=lambda: {"embeddings": 0, "adjacency": 0})
     seconds: dict = field(default_factory=dict)
-    synchronize: object = None  # the device's synchronize, so a primitive's seconds include its kernels
+    synchronize: Any = None  # the device's synchronize, so a primitive's seconds include its kernels
 
     @contextlib.contextmanager
     def timer(self, primitive: str):
@@ -114,7 +115,7 @@ class EmbeddingTable:
                 name = os.path.join(self.folder, f"column{column}-chunk{self._files}")
                 self._files += 1
                 chunk.paths = (f"{name}-vertex.npy", None if parent is None else f"{name}-parent.npy")
-                for path, array in zip(chunk.paths, (vertex, parent)):
+                for path, array in zip(chunk.paths, (vertex, parent), strict=True):
                     if path is not None:
                         np.save(path, to_host(array))
         self.columns[column].append(chunk)

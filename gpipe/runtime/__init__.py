@@ -9,23 +9,51 @@ e.g. the samplers' ``EdgeSample``).
 """
 
 from ._advance import neighbor_lists, output_totals, step_kernel
-from ._superstep import failing, worker_device, worker_xp
 from ._collective import Summing, summing
 from ._driver import check_memory, run_supersteps
 from ._held import HeldResult
-from ._lent import Lent
-from ._reach import (anywhere, end_graph, end_graph_later, end_here, end_later, end_run, fetch_partitions, fetching,
-                     gathered, graph_array, held_partition, holder_workers, holds_partition, in_each_worker, in_worker,
-                     keep_arrays, keep_partition, on_each, on_every_worker, on_holders, on_partitions, on_worker,
-                     output_on_device,
-                     partition, placed, replica, run_going, run_outputs, run_state, spread, worker_address,
-                     worker_memory)
 from ._kept import kept_blocks
+from ._lent import Lent
+from ._reach import (
+                     anywhere,
+                     end_graph,
+                     end_graph_later,
+                     end_here,
+                     end_later,
+                     end_run,
+                     fetch_partitions,
+                     fetching,
+                     gathered,
+                     graph_array,
+                     held_partition,
+                     holder_workers,
+                     holds_partition,
+                     in_each_worker,
+                     in_worker,
+                     keep_arrays,
+                     keep_partition,
+                     on_each,
+                     on_every_worker,
+                     on_holders,
+                     on_partitions,
+                     on_worker,
+                     output_on_device,
+                     partition,
+                     placed,
+                     replica,
+                     run_going,
+                     run_outputs,
+                     run_state,
+                     spread,
+                     worker_address,
+                     worker_memory,
+)
 from ._result import assemble_blocks, id_dtype, output_blocks
 from ._run import Run
 from ._session import Session, attach, current, run_later, workers_info
 from ._spec import VERTEX, Grouped, OutputBlocks, Span, StartSet, StepSpec
 from ._store import call_peer, drop_graph, drop_run, kept_for_clients, store
+from ._superstep import failing, worker_device, worker_xp
 from ._watch import WATCH_SECONDS, call_workers, check_held, gather_pinned, wait_pinned
 
 __all__ = ["VERTEX", "WATCH_SECONDS", "Grouped", "HeldResult", "Lent", "OutputBlocks", "Run", "Session", "Span",

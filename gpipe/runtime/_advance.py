@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import time
+from collections.abc import Callable
 
 import numpy as np
 
@@ -21,10 +22,10 @@ from ._kept import block_key, keep_here
 from ._run import Run
 from ._spec import OutputBlocks, RunSpec, StartSet, StepSpec
 from ._store import store
-from ._superstep import phase, failing, worker_xp
+from ._superstep import failing, phase, worker_xp
 
 
-def step_kernel(fill=None, *, writes: tuple[str, ...] | None = None, ends: bool = False):
+def step_kernel(fill=None, *, writes: tuple[str, ...] | None = None, ends: bool = False) -> Callable:
     """Make a runtime step function from a kernel that fills per-walker outputs.
 
     ``fill(x, partition, walkers, spec, out)`` gets room for the steps each
@@ -190,7 +191,7 @@ def _ends(spec: RunSpec, run: Run, exchange, part: int, superstep: int) -> dict:
     merged = {"sent": 0, "spilled": 0, "seconds": 0.0, "rounds": 0}
     if run.rows is not None and run.rows.ranks == 1:
         merged = _gather.merge_rows(run, exchange, spec.blocks, superstep)
-    gathered = _gather.gather(run, exchange, spec.blocks, part, superstep + merged["rounds"], spec.output_limit)
+    gathered = _gather.gather(run, exchange, spec.blocks, part, superstep + merged["rounds"], spec.output_limit)  # type: ignore[arg-type]
     return {k: merged[k] + gathered[k] for k in ("sent", "spilled", "seconds")}
 
 
@@ -256,7 +257,8 @@ def _exchange_of(spec: RunSpec, run: Run, workers: list[str]):
         key, uid = spec.nccl
         with failing("exchange", st.worker_address, 0, "worker"):
             communicator = st.communicators.get(key, uid, len(workers), rank, watch)
-        transport = _exchange.NcclTransport(communicator, workers, rank)
+        transport: _exchange.NcclTransport | _exchange.CommsTransport = _exchange.NcclTransport(communicator, workers,
+                                                                                                rank)
     else:
         transport = _exchange.CommsTransport(run, workers, rank)
     try:
@@ -317,7 +319,7 @@ def advance_local(spec: RunSpec, walkers: dict | tuple | StartSet, *, part: int,
         walkers = step.start(x, step, lo, hi, n, count)
     elif isinstance(walkers, StartSet):
         walkers = step.start(x, step, 0, n, n, walkers)
-    walkers = {k: x.asarray(v) for k, v in walkers.items()}
+    walkers = {k: x.asarray(v) for k, v in walkers.items()}  # type: ignore[union-attr]
     steps = supersteps = spilled = batches = 0
     seconds = 0.0
     with st.going(spec.run_id).loop() as run:

@@ -37,6 +37,7 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -94,7 +95,7 @@ class Loan:
     :class:`Lent`, kept by process ``pid`` until the client gives them back."""
 
     pid: int
-    value: object
+    value: Any
 
 
 def lend(value) -> tuple[Loan, list[np.ndarray]]:
@@ -221,7 +222,7 @@ def borrowed(loans: list[Loan], worker_of: list[str], into: Callable[[int, Lent]
     the value is then those bytes viewed as ``lent``'s array."""
     global _POOL
     values, reads = [], []
-    for i, (loan, worker) in enumerate(zip(loans, worker_of)):
+    for i, (loan, worker) in enumerate(zip(loans, worker_of, strict=True)):
         def made(lent, loan=loan, worker=worker, i=i):
             if not isinstance(lent, Lent):
                 return lent

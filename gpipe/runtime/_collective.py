@@ -11,11 +11,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from . import _nccl
-from ._superstep import failing
 from ._exchange import Watch
 from ._reach import end_later
 from ._session import current
 from ._store import store
+from ._superstep import failing
 
 
 @dataclass(frozen=True)

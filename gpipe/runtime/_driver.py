@@ -17,7 +17,7 @@ import contextlib
 import time
 import uuid
 from collections import defaultdict
-from typing import Callable, NamedTuple
+from typing import Any, Callable, NamedTuple
 
 import numpy as np
 from dask.utils import format_bytes
@@ -30,7 +30,6 @@ from ._kept import announce, block_key, finished, forget, making
 from ._spec import OutputBlocks, RunSpec, StartSet, StepSpec
 from ._store import drop_run, store, transfers
 from ._watch import call_workers
-
 
 _MEMORY: dict[tuple[str, str], tuple] = {}  # (client, worker) -> GpipeStore.memory(), asked once per cluster
 
@@ -53,7 +52,7 @@ def check_memory(graph, nbytes: int, names: str, what: str) -> None:
     if missing:
         held, unit = graph.holders
         asked = call_workers(graph.client, [(w, _memory, (), {}) for w in missing], held, "memory check", unit)
-        _MEMORY.update(((cluster, w), memory) for w, memory in zip(missing, asked))
+        _MEMORY.update(((cluster, w), memory) for w, memory in zip(missing, asked, strict=True))
     limit = config.get("memory.output-limit")
     room = 0
     for host, device, auto in (_MEMORY[(cluster, w)] for w in workers):
@@ -121,7 +120,7 @@ def run_supersteps(graph, spec: StepSpec, initial: int | StartSet | dict, *, num
         t0 = time.perf_counter()
         with _reporting(client, run_id, progress, len(workers), num_walks):
             queues, counts = _initial_walkers(graph, initial)
-            loops = [(w, _advance.run_partitions,
+            loops: list[tuple] = [(w, _advance.run_partitions,
                       (run, {p: q for p, q in queues.items() if placement[p] == w}, counts), {}) for w in workers]
             summaries = _call_run(client, run_id, loops, dict(enumerate(placement)), "supersteps")
         seconds = time.perf_counter() - t0
@@ -156,12 +155,13 @@ def run_supersteps(graph, spec: StepSpec, initial: int | StartSet | dict, *, num
              "opening_seconds": max(s["opening_seconds"] for s in summaries),
              "worker_seconds": max(s["worker_seconds"] for s in summaries),
              "host_memory_peak": max(s["host_memory_peak"] for s in summaries),
+             # each worker's (the two above: the most)
              "memory_peaks": {w: {"host": s["host_memory_peak"], "device": s["device_memory_peak"]}
-                              for w, s in zip(workers, summaries)},  # each worker's (the two above: the most)
+                              for w, s in zip(workers, summaries, strict=True)},
              "device_memory_peak": None if graph.device != "gpu" else max(s["device_memory_peak"]
                                                                         for s in summaries)}
     if stats["gathered"]:  # the busiest worker's seconds, every worker's bytes; the rows its steps wrote in place
-        layouts = {w: s["rows"] for w, s in zip(workers, summaries)}
+        layouts = {w: s["rows"] for w, s in zip(workers, summaries, strict=True)}
         stats.update(gather_seconds=max(s["gathered"]["seconds"] for s in summaries),
                      gathered_bytes=sum(s["gathered"]["sent"] for s in summaries),
                      rows=layouts[workers[0]] if len(set(layouts.values())) == 1 else layouts)
@@ -210,7 +210,8 @@ def _run_replicated(graph, spec: StepSpec, initial: int | StartSet | dict, progr
     t0 = time.perf_counter()
     if isinstance(initial, int):
         cuts = np.linspace(0, graph.num_vertices, count + 1).astype(np.int64)
-        shares = {r: (initial, int(cuts[r]), int(cuts[r + 1])) for r in range(count) if cuts[r] < cuts[r + 1]}
+        shares: dict[int, Any] = {r: (initial, int(cuts[r]), int(cuts[r + 1]))
+                                  for r in range(count) if cuts[r] < cuts[r + 1]}
     elif isinstance(initial, StartSet):
         cuts = np.linspace(0, len(initial.vertices), count + 1).astype(np.int64)
         shares = {r: initial.share(int(cuts[r]), int(cuts[r + 1])) for r in range(count) if cuts[r] < cuts[r + 1]}

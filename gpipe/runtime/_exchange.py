@@ -40,9 +40,9 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
-
 from distributed.protocol import to_serialize
 from distributed.utils import sync
 
@@ -78,7 +78,7 @@ class Arrival:
             x = xp(device_of(walkers[next(iter(rules))]))
             spans = to_host(x.stack([x.stack([walkers[name].min(), walkers[name].max()]).astype(x.int64)
                                      for name in rules]))  # one copy to the host
-            for (name, (lo, hi)), (low, high) in zip(rules.items(), spans):
+            for (name, (lo, hi)), (low, high) in zip(rules.items(), spans, strict=True):
                 if low < lo or high >= hi:
                     wrong.append(f"{name} spans [{low}, {high}], outside [{lo}, {hi - 1}]")
         if wrong:
@@ -124,7 +124,7 @@ async def _ping(worker, run_id: str, peers: list[str], what: str, unanswered: di
             await _still_there(worker, peer, time.perf_counter() - first, what)
             return
         except Exception as exc:
-            raise GpipeError(f"worker {peer} cannot be reached while waiting for {what}: {exc!r}")
+            raise GpipeError(f"worker {peer} cannot be reached while waiting for {what}: {exc!r}") from exc
         unanswered.pop(peer, None)
         if ended:
             raise GpipeError(f"the run has ended on worker {peer} (it failed there, or its client let it go) while "
@@ -209,7 +209,7 @@ class CommsTransport:
                     f"it to take superstep {superstep}")
             except Exception as exc:
                 cause = str(exc) if isinstance(exc, GpipeError) else repr(exc)
-                raise GpipeError(f"could not reach worker {peer} at the end of superstep {superstep}: {cause}")
+                raise GpipeError(f"could not reach worker {peer} at the end of superstep {superstep}: {cause}") from exc
 
         await asyncio.gather(*(one(r) for r in peers))
 
@@ -298,7 +298,7 @@ class Exchange:
         self.bounds, self.length, self.device = bounds, length, device
         self.wire = Wire(int(bounds[-1]), length, walks, spans)  # how the walkers travel (``walks``: the run's
         # walks, where it is a walk run; ``spans``: its family's, ``StepSpec.spans``)
-        self.lending = None  # a ``_lent.Lending`` where the walkers take neighbor lists along
+        self.lending: Any = None  # a ``_lent.Lending`` where the walkers take neighbor lists along
         self.parts = len(placement)
         self.of_rank = [[p for p, w in enumerate(placement) if w == worker] for worker in workers]
         self.watch = Watch(run, [w for r, w in enumerate(workers) if r != self.rank])
@@ -344,7 +344,7 @@ class Exchange:
             self.wire.sent.add(packing)
         if payloads and not all(slot.raw for slot in packing.slots):
             wrong = [f"{slot.name} outside [{slot.lo}, {slot.lo + (1 << slot.bits) - 1}] (its {slot.bits} bits)"
-                     for slot, flag in zip(packing.slots, to_host(bad)) if flag]
+                     for slot, flag in zip(packing.slots, to_host(bad), strict=True) if flag]
             if wrong:
                 raise GpipeError(f"walkers leaving at the end of superstep {superstep} hold values that their "
                                  f"family's spans and the run's sizes leave out: " + "; ".join(wrong))

@@ -69,7 +69,8 @@ def gather(run, exchange, blocks: OutputBlocks, part: int, superstep: int, limit
     cap = max(1, min(sum(sizes) // _pieces.GROUPING_BATCHES, free_memory(x) // ROOM))
     sent = spilled = 0
     while True:
-        batch, held = [], 0
+        batch: list = []
+        held = 0
         while sets and (not batch or held + sizes[0] <= cap):
             batch.append({k: to_device(v, exchange.device) for k, v in sets.pop(0).items()})
             held += sizes.pop(0)
@@ -191,7 +192,7 @@ def _split(x, batch: list[dict], blocks: OutputBlocks, ranks: int) -> list[dict 
     firsts, lasts = x.asarray(ends[present] - counts[present]), x.asarray(ends[present] - 1)
     bounds = to_host(x.stack([ordered["offset"][firsts], ordered["offset"][lasts] + ordered["length"][lasts]]))
     shares: list[dict | None] = [None] * ranks
-    for r, lo, hi in zip(present, *bounds):
+    for r, lo, hi in zip(present, *bounds, strict=True):
         c, e, lo, hi = int(ends[r] - counts[r]), int(ends[r]), int(lo), int(hi)
         shares[r] = ({k: ordered[k][c:e] for k in ("walk_id", "start", "length")}
                      | {"offset": ordered["offset"][c:e] - lo, "flat": ordered["flat"][lo:hi]})

@@ -6,6 +6,7 @@ import time
 import uuid
 import weakref
 from collections.abc import Callable
+from typing import Self
 
 from distributed import Future
 from distributed.utils import sync
@@ -66,7 +67,7 @@ class HeldResult:
             self._block_futures = self._assemble()
         return self._block_futures
 
-    def persist(self):
+    def persist(self) -> Self:
         """Make the blocks on the workers and wait for them; ``stats['assemble_seconds']`` says how long."""
         t0 = time.perf_counter()
         try:
@@ -121,7 +122,7 @@ class HeldResult:
             mine.setdefault(worker, []).append(b)
         read = _cma.readable(self._client, list(mine)) if lent else dict.fromkeys(mine, False)
         token = uuid.uuid4().hex
-        calls = []
+        calls: list[tuple] = []
         for worker, blocks in mine.items():
             items = [(futures[b].key, args[b]) for b in blocks]
             calls.append((worker, _lent_here, (items, func, token), {}) if read[worker]
@@ -129,13 +130,13 @@ class HeldResult:
         results = [None] * len(futures)
         try:
             done = call_workers(self._client, calls, self._held, phase, self._unit)
-            for blocks, replies in zip(mine.values(), done):
-                for b, result in zip(blocks, replies):
+            for blocks, replies in zip(mine.values(), done, strict=True):
+                for b, result in zip(blocks, replies, strict=True):
                     results[b] = result
             loaned = [b for b, worker in enumerate(self._holders) if read[worker]]  # read at once, every worker's
             placed = None if into is None else lambda i, lent: into(loaned[i], lent)
             for b, result in zip(loaned, _cma.borrowed([results[b] for b in loaned],
-                                                       [self._holders[b] for b in loaned], placed)):
+                                                       [self._holders[b] for b in loaned], placed), strict=True):
                 results[b] = result
         finally:  # the loans, read or not (a worker still lending when the call fails keeps none)
             tell_workers(self._client, [w for w in mine if read[w]], "gpipe_return", token=token,

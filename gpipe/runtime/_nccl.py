@@ -64,7 +64,8 @@ def unusable(client, workers: list[str]) -> dict[str, str]:
     missing = [w for w in workers if (client.id, w) not in _USABLE]
     if missing:
         _USABLE.update(((client.id, w), found) for w, found in client.run(available, workers=missing).items())
-    why, gpus = {}, {}
+    why: dict = {}
+    gpus: dict = {}
     for w in workers:
         reason, gpu = _USABLE[(client.id, w)]
         if reason is None and gpu in gpus:

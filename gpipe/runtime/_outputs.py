@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from typing import cast
 
 import numpy as np
 from distributed.protocol import to_serialize
@@ -26,7 +27,7 @@ class Outputs:
     def limit(self, limit: int | str | None) -> int | None:
         """``gpipe.memory.output-limit`` here, in bytes: 'auto' is half of a GPU's memory, and no limit (None) on a
         CPU worker, whose outputs are in host memory already."""
-        return self._auto_limit if limit == "auto" else limit
+        return self._auto_limit if limit == "auto" else cast(int | None, limit)
 
     def keep_block(self, block, limit: int | str | None):
         """An assembled output block as it is to be kept: on the device while this GPU's live arrays (the runs'
@@ -115,7 +116,7 @@ class Outputs:
         taken by the worker holding them and fetched from it."""
         here, worker = self._store.worker_address, self._store.worker
         remote = {p: w for p, w in partitions.items() if w != here}
-        fetched = dict(zip(remote, sync(worker.loop, self._fetch_groups, run_id, key, remote, group))
+        fetched = dict(zip(remote, sync(worker.loop, self._fetch_groups, run_id, key, remote, group), strict=True)
                        if remote else ())
         return [fetched[p] if p in remote else self.take_group(run_id, p, key, group) for p in partitions]
 

@@ -108,7 +108,7 @@ class Packing:
     def pack(self, x, fields: list, words, base: int, stride: int, bad) -> None:
         """Pack ``fields`` (arrays of one walker set, in slot order) into ``words`` (uint32): word j of walker i
         at ``base + j * stride + i``; ``bad[k]`` set where slot k's values do not fit its bits."""
-        fields = [field.view(slot.carrier) for field, slot in zip(fields, self.slots)]
+        fields = [field.view(slot.carrier) for field, slot in zip(fields, self.slots, strict=True)]
         if x is np:
             _pack_numpy(self, fields, words, base, stride, bad)
         else:
@@ -121,7 +121,7 @@ class Packing:
         else:
             fields = [x.empty(count, slot.carrier) for slot in self.slots]
             _kernels(x, self)[1](words, base, stride, *fields)
-        return {slot.name: field.view(slot.dtype) for slot, field in zip(self.slots, fields)}
+        return {slot.name: field.view(slot.dtype) for slot, field in zip(self.slots, fields, strict=True)}
 
 
 def _pack_numpy(packing: Packing, fields: list, words: np.ndarray, base: int, stride: int, bad: np.ndarray) -> None:
@@ -131,7 +131,7 @@ def _pack_numpy(packing: Packing, fields: list, words: np.ndarray, base: int, st
     for start in range(0, count, CHUNK):
         end = min(count, start + CHUNK)
         values = []
-        for k, (field, slot) in enumerate(zip(fields, packing.slots)):
+        for k, (field, slot) in enumerate(zip(fields, packing.slots, strict=True)):
             value = field[start:end].astype(np.uint64)  # a signed one sign-extended: its two's complement
             if not slot.raw:
                 value -= np.uint64(slot.lo % (1 << 64))
@@ -151,7 +151,7 @@ def _unpack_numpy(packing: Packing, words: np.ndarray, base: int, stride: int, c
         end = min(count, start + CHUNK)
         read = [words[base + j * stride + start:base + j * stride + end].astype(np.uint64)
                 for j in range(packing.words)]
-        for field, slot, cuts in zip(fields, packing.slots, packing.by_slot):
+        for field, slot, cuts in zip(fields, packing.slots, packing.by_slot, strict=True):
             pieces = [_shifted(read[j], -shift) for j, shift in cuts] or [np.zeros(end - start, np.uint64)]
             value = functools.reduce(np.bitwise_or, pieces)
             if slot.bits < 64:  # a new array: ``value`` may be one of ``read``

@@ -76,7 +76,7 @@ class Partitions:
                 span, views = kind.join([self._held[k] for k in keys])
             except MemoryError:  # (CuPy's out of memory is one) no room to join them now: each walks on its own
                 return None
-            self._held.update(zip(keys, views))
+            self._held.update(zip(keys, views, strict=True))
             self._spans[key] = span
             return span
 
@@ -124,10 +124,10 @@ class Partitions:
         keys = [k for k in self._held if k[0] == graph_id]
         for k in keys:
             del self._held[k]
-        for k in [k for k in self._arrays if k[0] == graph_id]:
-            del self._arrays[k]
-        for k in [k for k in self._spans if k[0] == graph_id]:
-            del self._spans[k]
+        for array_key in [k for k in self._arrays if k[0] == graph_id]:
+            del self._arrays[array_key]
+        for span_key in [k for k in self._spans if k[0] == graph_id]:
+            del self._spans[span_key]
         staged = sum(1 for k in self.residency.staged if k[0] == graph_id)
         self.residency.drop(graph_id)
         return len(keys) + staged

@@ -41,7 +41,8 @@ class Peers:
         here, partitions = self._store.worker_address, self._store.partitions
         local = {p: partitions.get(graph_id, p) for p, w in enumerate(placement) if w == here}
         remote = {p: w for p, w in enumerate(placement) if w != here}
-        fetched = (dict(zip(remote, sync(self._store.worker.loop, self._fetch_partitions, graph_id, remote)))
+        fetched = (dict(zip(remote, sync(self._store.worker.loop, self._fetch_partitions, graph_id, remote),
+                            strict=True))
                    if remote else {})
         return [vars(local[p]) if p in local else fetched[p] for p in range(len(placement))]
 
@@ -57,7 +58,8 @@ class Peers:
         owner = np.searchsorted(bounds, vertices, side="right") - 1
         wanted = {int(p): vertices[owner == p] for p in unique(np, owner)}
         remote = {p: v for p, v in wanted.items() if placement[p] != self._store.worker_address}
-        fetched = dict(zip(remote, sync(self._store.worker.loop, self._fetch_neighbors, graph_id, placement, remote))
+        fetched = dict(zip(remote, sync(self._store.worker.loop, self._fetch_neighbors, graph_id, placement, remote),
+                           strict=True)
                        if remote else ())
         rows = [fetched[p] if p in remote else rows_of(self._store.partitions.as_held(graph_id, p), v)
                 for p, v in wanted.items()]

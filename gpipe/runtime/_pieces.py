@@ -54,7 +54,7 @@ def concat(x, piece_sets: list[dict], dtype) -> dict:
         return piece_sets[0]
     shifts = np.cumsum([0] + [p["flat"].shape[0] for p in piece_sets[:-1]])
     out = {k: x.concatenate([p[k] for p in piece_sets]) for k in ("walk_id", "start", "length", "flat")}
-    out["offset"] = x.concatenate([p["offset"] + int(s) for p, s in zip(piece_sets, shifts)])
+    out["offset"] = x.concatenate([p["offset"] + int(s) for p, s in zip(piece_sets, shifts, strict=True)])
     return out
 
 
@@ -80,7 +80,7 @@ def group_by_block(x, piece_sets: list[dict], block_rows: int, n_blocks: int, dt
     """
     if x is np:
         blocks = [p["walk_id"] // block_rows for p in piece_sets]
-        if all(_in_order(p, block) for p, block in zip(piece_sets, blocks)):
+        if all(_in_order(p, block) for p, block in zip(piece_sets, blocks, strict=True)):
             return _cut_in_order(piece_sets, blocks, n_blocks, dtype)
         del blocks
     size = [sum(int(p[k].nbytes) for k in ("walk_id", "start", "length", "offset", "flat")) for p in piece_sets]
@@ -126,7 +126,7 @@ def _cut_in_order(piece_sets: list[dict], blocks: list, n_blocks: int, dtype) ->
     set cut into its blocks' ranges (views), then each block's ranges joined (and compacted where gaps are most of
     them)."""
     cut: dict[int, list[dict]] = {b: [] for b in range(n_blocks)}
-    for pieces, block in zip(piece_sets, blocks):
+    for pieces, block in zip(piece_sets, blocks, strict=True):
         for b, c, e in _block_ranges(np, block, n_blocks):
             lo, hi = int(pieces["offset"][c]), int(pieces["offset"][e - 1] + pieces["length"][e - 1])
             cut[b].append(dict({k: pieces[k][c:e] for k in ("walk_id", "start", "length")},

@@ -15,6 +15,10 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+from itertools import pairwise
+from typing import Any
+
+from distributed import Future
 
 from ._session import run_later
 from ._store import drop_graph, drop_run, store
@@ -41,7 +45,7 @@ def on_partitions(g, phase: str, function, *args) -> list:
     """``function(graph_id, part, *args)`` on the worker holding each of ``g``'s partitions (a replicated graph's
     one partition: on its first replica); the results in partition order."""
     held, unit = g.holders
-    calls = [(held[p], function, (g.graph_id, p, *args), {}) for p in range(g.num_partitions)]
+    calls: list[tuple] = [(held[p], function, (g.graph_id, p, *args), {}) for p in range(g.num_partitions)]
     return call_workers(g.client, calls, held, phase, unit)
 
 
@@ -50,18 +54,18 @@ def spread(g, phase: str, function, total: int, *args) -> list:
     ``0..total-1`` in order; the results in that order (a worker with an empty range is not called)."""
     workers = holder_workers(g)
     cuts = [total * i // len(workers) for i in range(len(workers) + 1)]
-    return on_each(g, phase, [(w, function, (lo, hi - lo, *args)) for w, lo, hi in zip(workers, cuts, cuts[1:])
-                              if hi > lo])
+    return on_each(g, phase, [(w, function, (lo, hi - lo, *args))
+                              for w, (lo, hi) in zip(workers, pairwise(cuts), strict=True) if hi > lo])
 
 
-def on_worker(client, worker: str, function, *args, key: str | None = None):
+def on_worker(client, worker: str, function, *args, key: str | None = None) -> Future:
     """A future of ``function(*args)`` run as a task on ``worker`` and no other (where a run keeps its rows);
     ``key``: the task's name (Dask's key), else a fresh one."""
     return client.submit(function, *args, workers=[worker], allow_other_workers=False, pure=False,
                          **({} if key is None else {"key": key}))
 
 
-def anywhere(client, function, *args, **kwargs):
+def anywhere(client, function, *args, **kwargs) -> Future:
     """A future of ``function(*args, **kwargs)`` run as a task on whichever worker the scheduler picks: where
     the futures among its arguments are, or one it moves them to (``kwargs`` go to ``function``, none of them
     named as one of ``Client.submit``'s own, e.g. ``key``)."""
@@ -85,13 +89,13 @@ def in_each_worker(client, function, *args) -> dict:
     return client.run(function, *args)
 
 
-def in_worker(client, worker: str, function, *args):
+def in_worker(client, worker: str, function, *args) -> Any:
     """``function(*args)`` run in ``worker``'s process itself, outside its task threads (asked of it now: a port
     free on its host); its result."""
     return client.run(function, *args, workers=[worker])[worker]
 
 
-def on_every_worker(client, value):
+def on_every_worker(client, value) -> Future:
     """A future of ``value``, copied to every worker once (a table each block's task reads: the id map)."""
     [future] = _scattered(client, [value], broadcast=True)
     return future
@@ -156,7 +160,7 @@ def end_here(run_id: str) -> None:
 # -- on a worker
 
 
-def run_state(run_id: str, kind: type):
+def run_state(run_id: str, kind: type) -> Any:
     """On a worker: the state a run keeps here, an object of the family's state type ``kind`` (made by ``kind()``
     on first use), held by its :class:`Run` until the run ends; an error once the run has ended here (it is not
     made again)."""
@@ -187,13 +191,13 @@ def worker_address() -> str:
     return store().worker_address
 
 
-def held_partition(graph_id: str, part: int):
+def held_partition(graph_id: str, part: int) -> Any:
     """On a worker: partition ``part`` of a graph where it is held (an out-of-memory one where it sits, staged in
     host memory or on the device, not copied in)."""
     return store().partitions.as_held(graph_id, part)
 
 
-def partition(graph_id: str, part: int):
+def partition(graph_id: str, part: int) -> Any:
     """On a worker: partition ``part`` of a graph held here, on the worker's device."""
     return store().partitions.get(graph_id, part)
 
@@ -226,11 +230,11 @@ def worker_memory() -> tuple:
     return store().memory()
 
 
-def replica(graph_id: str):
+def replica(graph_id: str) -> Any:
     """On a worker: its whole copy of a replicated graph (partition 0)."""
     return store().partitions.get(graph_id, 0)
 
 
-def graph_array(graph_id: str, name: str):
+def graph_array(graph_id: str, name: str) -> Any:
     """On a worker: an array of a graph put on every worker (``Graph.put_on_workers``: its degrees, labels ...)."""
     return store().partitions.array(graph_id, name)

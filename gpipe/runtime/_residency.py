@@ -22,10 +22,12 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any
 
 import numpy as np
 
 from ..backend import xp
+
 
 class Residency:
     """The staged partitions of one worker and which of them are on its device."""
@@ -33,7 +35,7 @@ class Residency:
     def __init__(self, device: str):
         self.device = device
         self.budgets: dict[str, int] = {}
-        self.staged: dict[tuple[str, int], object] = {}
+        self.staged: dict[tuple[str, int], Any] = {}  # a graph Partition each
         self.resident: OrderedDict[tuple[str, int], object] = OrderedDict()  # least recently used first
         self.counters: dict[str, list] = {}  # graph id -> [transfers, bytes, seconds, reads in place]
         self._views: dict[tuple[str, int], object] = {}  # staged partitions as the device sees them in place

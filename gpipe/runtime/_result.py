@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import pandas as pd
 
@@ -27,12 +29,13 @@ def assemble_blocks(client, run_id: str, partitions: dict[int, str], blocks: Out
     held = {w: p for p, w in partitions.items()}  # gathered: each worker's one partition, its blocks' pieces
     rank = {w: r for r, w in enumerate(workers)}
     keys = {block_key(run_id, b): (workers[b % len(workers)], b) for b in range(blocks.count)}
-    made = ((_advance.assemble_owned, lambda w: (run_id, held[w], blocks, len(workers), rank[w], limit)) if gathered
-            else (_advance.assemble, lambda w: (run_id, partitions, blocks, limit)))
+    made: tuple[Callable, Callable] = (
+        (_advance.assemble_owned, lambda w: (run_id, held[w], blocks, len(workers), rank[w], limit)) if gathered
+        else (_advance.assemble, lambda w: (run_id, partitions, blocks, limit)))
     futures = kept_blocks(client, keys, *made, partitions, "assembly")
     return [futures[key] for key in keys]
 
 
-def id_dtype(id_map):
+def id_dtype(id_map) -> np.dtype | None:
     """The dtype of an id column in original ids: that of a non-empty one, so that every block's is the same."""
     return None if id_map is None or id_map.size == 0 else pd.Series(id_map[:1]).dtype

@@ -16,7 +16,8 @@ import contextlib
 import threading
 import time
 from collections import defaultdict
-from typing import TYPE_CHECKING, Callable
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any, Callable, Self
 
 import numpy as np
 
@@ -60,7 +61,7 @@ class Run:
     # -- its loop
 
     @contextlib.contextmanager
-    def loop(self):
+    def loop(self) -> Iterator[Self]:
         """While the run's superstep loop runs here; its walkers and the family's state go when it ends. A loop
         that fails ends the run here: everything it holds goes, and a peer's rank waiting on this one finds it
         ended (``_exchange.Watch``) without the client, which may be gone."""
@@ -111,7 +112,7 @@ class Run:
         if not (self.looping or self._pieces or self._blocks or self.rows is not None):
             self.store.unregister(self)
 
-    def state(self, kind: type):
+    def state(self, kind: type) -> Any:
         """The family's own state of this run here: one object of ``kind`` (a family's state type, e.g. the
         sampler's), made by ``kind()`` on first use and held until the run ends here (or its superstep loop does);
         a run holds the state of one family."""
@@ -292,7 +293,7 @@ class Run:
 
         return self.take_group(part, block, by_block)
 
-    def take_group(self, part: int, key, group: Callable[..., dict], rows: bool = False):
+    def take_group(self, part: int, key, group: Callable[..., dict], rows: bool = False) -> Any:
         """Group ``key`` of partition ``part``'s outputs: on the first call every piece set there is taken and
         split by ``group`` (piece sets -> every group by key; with ``rows``, ``group(piece sets, the rows kept
         or None)``, the rows taken too), later calls take the other groups."""

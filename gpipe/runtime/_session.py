@@ -10,8 +10,8 @@ from distributed.client import AllExit
 from distributed.gc import disable_gc_diagnosis
 
 from .. import config
-from ..backend import DEVICES, gpu_problem
 from .._validate import check_bool, check_choice
+from ..backend import DEVICES, gpu_problem
 from ..errors import DeviceUnavailableError, GpipeError
 from ._store import PLUGIN_NAME, GpipeStore
 
@@ -71,8 +71,8 @@ def attach(client: Client, device: str = "auto", timeout: float = 60, *, local: 
     resolved = "cpu" if device == "cpu" or missing else "gpu"
     if set(client.run(_store_device).values()) != {resolved}:
         client.register_plugin(GpipeStore(resolved, local), name=PLUGIN_NAME)
-    if client.loop.asyncio_loop.get_exception_handler() is None:
-        client.loop.asyncio_loop.set_exception_handler(_but_interrupted_waits)
+    if client.loop.asyncio_loop.get_exception_handler() is None:  # type: ignore[attr-defined]
+        client.loop.asyncio_loop.set_exception_handler(_but_interrupted_waits)  # type: ignore[attr-defined]
     if local:  # its scheduler runs in this process, and watches every garbage collection here
         disable_gc_diagnosis(force=True)
     session = _sessions[client.id] = Session(client, resolved)

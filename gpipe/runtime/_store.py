@@ -21,6 +21,7 @@ import threading
 import time
 import traceback
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any, cast
 
 import numpy as np
 import psutil
@@ -28,8 +29,9 @@ import pyarrow as pa
 from distributed import Status, WorkerPlugin, get_worker
 from distributed.worker_state_machine import FreeKeysEvent
 
-from .. import config, errors
+from .. import errors
 from ..backend import gpu_count, set_cpu_threads, xp
+from ..errors import GpipeError
 from ._cma import Loans
 from ._nccl import Communicators
 from ._outputs import Outputs
@@ -37,7 +39,6 @@ from ._partitions import Partitions
 from ._peers import Peers
 from ._run import ENDED, Run
 from ._wire import pack, unpack
-from ..errors import GpipeError
 
 PLUGIN_NAME = "gpipe"
 RUN_THREADS = 8  # runs at once on one worker (each may wait on its peers at a superstep's barrier)
@@ -338,7 +339,7 @@ def store() -> GpipeStore:
     except ValueError:
         raise GpipeError("gpipe's worker store is only reachable from a task running on a Dask worker") from None
     try:
-        return worker.plugins[PLUGIN_NAME]
+        return cast(GpipeStore, worker.plugins[PLUGIN_NAME])
     except KeyError:
         raise GpipeError(
             f"worker {worker.address} has no gpipe store: attach the client with gpipe.connect() "
@@ -346,7 +347,7 @@ def store() -> GpipeStore:
         ) from None
 
 
-def call_peer(peer: str, function, *args):
+def call_peer(peer: str, function, *args) -> Any:
     """On a worker: ``function(*args)`` run on worker ``peer``'s gpipe store, its result here (see
     ``Peers.call``)."""
     return store().peers.call(peer, function, *args)

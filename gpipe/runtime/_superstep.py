@@ -12,7 +12,10 @@ import functools
 import itertools
 import time
 import traceback
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any
 
 import numpy as np
 
@@ -25,7 +28,7 @@ from ._store import store
 
 
 @contextlib.contextmanager
-def failing(name: str, part: int, superstep: int | None = None, unit: str = "partition"):
+def failing(name: str, part: int, superstep: int | None = None, unit: str = "partition") -> Iterator[None]:
     """Turn a failure into a :class:`TaskError` naming the phase, the superstep and the partition (or other unit)."""
     try:
         yield
@@ -49,7 +52,7 @@ def phase(name: str, unit: str = "partition"):
     return wrap
 
 
-def worker_xp():
+def worker_xp() -> ModuleType:
     """numpy or cupy: the array module of the device this worker computes on."""
     return xp(store().device)
 
@@ -70,7 +73,7 @@ class _Superstep:
     the wire that passed while a kernel ran (:class:`~._exchange.Round`)."""
 
     counts: np.ndarray
-    steps: object = 0  # an int, or a count on the device (a whole-graph step's)
+    steps: Any = 0  # an int, or a count on the device (a whole-graph step's)
     seconds: float = 0.0
     spilled: int = 0
     batches: int = 0
@@ -132,7 +135,7 @@ def chunk_count(spec: RunSpec, counts: np.ndarray, ranks: int) -> int:
     """How many chunks this superstep is taken in, from the walker counts every rank has."""
     if spec.chunks == "auto":
         return int(max(1, min(AUTO_CHUNKS, counts.sum() // (CHUNK_WALKERS * ranks))))
-    return spec.chunks
+    return int(spec.chunks)
 
 
 def in_chunks(spec: RunSpec, run: Run, exchange, initial: dict, *, part: int, waiting: int, chunks: int,
@@ -295,11 +298,11 @@ def _advance_partition(spec: RunSpec, run: Run, walkers: dict | int | StartSet |
     inside = (p.bounds[:-1] >= p.lo) & (p.bounds[1:] <= p.hi)  # the partitions of p (a span's, or its own)
     here = store().worker_address
     for q, walkers, routed in _routes(x, moved, p.bounds):
-        counts[q] += walker_count(walkers)
+        counts[q] += walker_count(walkers)  # type: ignore[arg-type]
         if spec.placement[q] == here:
-            run.deliver(superstep + 1, q, walkers, local=True)
+            run.deliver(superstep + 1, q, walkers, local=True)  # type: ignore[arg-type]
         else:
-            run.hold(q, walkers, routed)
+            run.hold(q, walkers, routed)  # type: ignore[arg-type]
     return {"to": counts, "steps": steps, "seconds": seconds, "spilled": spilled, "batches": len(moved),
             "crossed": int(counts[~inside].sum())}
 
@@ -315,11 +318,11 @@ def _routes(x, moved: list, bounds: np.ndarray):
     plain = [m for m in moved if not isinstance(m, Grouped)]
     if not plain:
         return
-    movers = plain[0] if len(plain) == 1 else {k: x.concatenate([m[k] for m in plain]) for k in plain[0]}
-    routed = "to" in movers  # to partition ``to``, not to the owner of ``vertex``
-    dest = movers.pop("to") if routed else x.searchsorted(x.asarray(bounds[1:-1]), movers["vertex"], side="right")
+    movers = plain[0] if len(plain) == 1 else {k: x.concatenate([m[k] for m in plain]) for k in plain[0]}  # type: ignore[assignment]
+    routed = "to" in movers  # type: ignore[operator]  # to partition ``to``, not to the owner of ``vertex``
+    dest = movers.pop("to") if routed else x.searchsorted(x.asarray(bounds[1:-1]), movers["vertex"], side="right")  # type: ignore[attr-defined, index]
     counts = to_host(x.bincount(dest, minlength=len(bounds) - 1)).astype(np.int64)
-    for q, walkers in _by_destination(x, movers, dest, counts):
+    for q, walkers in _by_destination(x, movers, dest, counts):  # type: ignore[arg-type]
         yield q, walkers, routed
 
 
@@ -335,7 +338,7 @@ def _arrivals(spec: RunSpec, run: Run, p, walkers: dict | int | StartSet | None,
                                                         for k in arrived[0]}
     elif isinstance(walkers, (int, StartSet)):
         walkers = spec.step.start(x, spec.step, p.lo, p.hi, int(p.bounds[-1]), walkers)
-    return {k: x.asarray(v) for k, v in walkers.items()}
+    return {k: x.asarray(v) for k, v in walkers.items()}  # type: ignore[union-attr]
 
 
 def _by_destination(x, movers: dict, dest, counts: np.ndarray):

@@ -57,6 +57,7 @@ def wait_pinned(client, futures: list, held: dict[int, str], phase: str, unit: s
         if not _finished(futures, timeout):
             return PENDING
         _raise_first_failure(futures)
+        return None
 
     _watched(client, held, phase, unit, block, lambda: client.cancel(futures))
 

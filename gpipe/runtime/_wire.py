@@ -15,7 +15,7 @@ INLINE_BYTES = 1 << 20  # a call's arrays up to this many bytes in all travel in
 def pack(obj) -> bytes | Pickled:
     """``obj`` (a call, or its result) for a message: one pickle when its arrays are small, else with each array
     a frame of its own (not copied into the pickle)."""
-    buffers = []
+    buffers: list = []
     head = pickle.dumps(obj, buffer_callback=buffers.append)
     if sum(memoryview(b).nbytes for b in buffers) > INLINE_BYTES:
         return Pickled({"pickled-obj": head}, [memoryview(b).cast("B") for b in buffers])

@@ -14,6 +14,7 @@ fanout below 0 takes every out-edge, in order.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -21,7 +22,7 @@ from .. import _rng
 from .._alias import tables
 from ..backend import cpu_kernel, device_of, prange, unique, xp
 from ..kernels import Arg, Kernel
-from ._select import _WITH_REPLACEMENT, LANES, METHODS, ROUNDS, positive_counts, segment_cdf, select_segment
+from ._select import LANES, METHODS, ROUNDS, _WITH_REPLACEMENT, positive_counts, segment_cdf, select_segment
 
 TAIL, PENDING, ITERATIONS, EDGES = range(4)  # the counters (EDGES + depth: that depth's edge slots taken)
 TICKETS = 4  # queue slots a warp takes at once (one add to the shared `next` per 4 tasks)
@@ -191,10 +192,10 @@ class Queue:
     """What a queue's run leaves: its tasks in queue order, each one's picks (edge ids) at ``edge_id[task_first:
     task_first + task_count]``, and SELECT's draws."""
 
-    tasks: object
-    task_first: object
-    task_count: object
-    edge_id: object
+    tasks: Any
+    task_first: Any
+    task_count: Any
+    edge_id: Any
     iterations: int
 
 
@@ -244,9 +245,9 @@ def neighbor_queue(x, part, first, *, instances: int, key, num_vertices: int, fa
                   edge_base=x.asarray(edge_base), edge_id=edge_id, task_first=task_first, task_count=task_count,
                   slots=slots, max_degree=width, lo=part.lo, cdf=cdf, positive=positive,
                   bitmap=x.empty(max(1, slots * bit_width), x.uint8), use_table=use_table, table=table)
-    counters = [int(c) for c in counters.tolist()]
-    tail = counters[TAIL]
-    return Queue(tasks[:tail], task_first[:tail], task_count[:tail], edge_id, counters[ITERATIONS])
+    counted = [int(c) for c in counters.tolist()]
+    tail = counted[TAIL]
+    return Queue(tasks[:tail], task_first[:tail], task_count[:tail], edge_id, counted[ITERATIONS])
 
 
 def _bounds(starts: int, instances: int, fanouts, *, sources: bool, n: int, nnz: int, max_degree: int,

@@ -8,6 +8,8 @@ import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from itertools import pairwise
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -16,8 +18,10 @@ from .. import config
 from .._files import SAMPLE_FILES
 from .._validate import check_bool
 from ..backend import device_of, to_device, to_host, xp
-from ..runtime import (HeldResult, failing, id_dtype, kept_blocks, output_on_device, run_outputs,
-                       worker_device)
+from ..runtime import HeldResult, failing, id_dtype, kept_blocks, output_on_device, run_outputs, worker_device
+
+if TYPE_CHECKING:
+    import dask.dataframe as dd
 
 
 @dataclass(frozen=True)
@@ -142,16 +146,16 @@ class EdgeSample(HeldResult):
         mapped = {k for k in dtypes if ids is not None and k in ("src", "dst", "vertex")}
         columns = {k: np.empty(ends[-1], ids.dtype if k in mapped else dtype) for k, dtype in dtypes.items()}
         _filled([(columns[k], lo, b[k], ids if k in mapped else None) for k in columns
-                 for b, lo in zip(blocks, ends[:-1])])
+                 for b, lo in zip(blocks, ends[:-1], strict=True)])
         return pd.DataFrame(columns, copy=False)  # the arrays are the frame's own: no copy into one 2-D block
 
-    def compute(self, device: bool = False):
+    def compute(self, device: bool = False) -> pd.DataFrame | dict[str, Any]:
         """The edges as a frame of original vertex ids; with ``device=True``, its columns as a dict of CuPy arrays
         on this process's GPU (``cudf.DataFrame(columns)`` makes it a frame), written there straight from the
         workers' GPUs (GPU workers on this host, integer ids; CUDA IPC: no host copy, no Dask comms)."""
         return self._on_gpu(nodes=False) if check_bool("device", device) else self._original_frame(nodes=False)
 
-    def nodes(self, device: bool = False):
+    def nodes(self, device: bool = False) -> pd.DataFrame | dict[str, Any]:
         """Each instance's vertices, once each: a frame ``instance, vertex`` (original ids) in order of instance;
         ``device=True`` as in :meth:`compute`."""
         return self._on_gpu(nodes=True) if check_bool("device", device) else self._original_frame(nodes=True)
@@ -171,7 +175,7 @@ class EdgeSample(HeldResult):
             self._sizes[nodes] = self._gather("sample sizing", _block_size, lambda b: (nodes,))
         return np.concatenate([[0], np.cumsum(self._sizes[nodes], dtype=np.int64)]).tolist()
 
-    def to_dask(self, nodes: bool = False):
+    def to_dask(self, nodes: bool = False) -> dd.DataFrame:
         """The edges (or, with ``nodes``, the nodes) as a dask DataFrame of original ids, a partition per block,
         made on the worker holding it; its index is the row's in ``compute()`` (``nodes()``)."""
         import dask.dataframe as dd
@@ -250,7 +254,7 @@ def _sorted(edges: dict, layout: SampleLayout) -> dict:
     if layout.order:
         keys = [edges[c] for c in layout.order]
         if set(layout.order) == set(edges):  # every column is in the key
-            ordered = dict(zip(layout.order, _sorted_rows(keys)))
+            ordered = dict(zip(layout.order, _sorted_rows(keys), strict=True))
             edges = {k: ordered[k] for k in edges}
         else:
             order = _stable_order(keys)
@@ -268,7 +272,7 @@ def _packed(keys: list) -> tuple | None:
     if min(int(k.min()) for k in keys) < 0 or sum(widths) > 63:
         return None
     packed = x.zeros(keys[0].size, x.int64)
-    for k, width in zip(keys, widths):
+    for k, width in zip(keys, widths, strict=True):
         packed <<= width
         packed |= k.astype(x.int64, copy=False)
     return packed, widths
@@ -277,7 +281,7 @@ def _packed(keys: list) -> tuple | None:
 def _unpacked(packed, widths: list[int], dtypes: list) -> list:
     """The keys :func:`_packed` packed, as ``dtypes``."""
     keys, shift = [], sum(widths)
-    for width, dtype in zip(widths, dtypes):
+    for width, dtype in zip(widths, dtypes, strict=True):
         shift -= width
         keys.append(((packed >> shift) & ((1 << width) - 1)).astype(dtype))
     return keys
@@ -323,7 +327,7 @@ def _split_by_instance(sets: list[dict], layout: SampleLayout) -> dict[int, dict
 
     edges = _sorted({c: column(c, dtype) for c, dtype in layout.columns}, layout)
     vertices = {k: column(name, np.int64) if layout.vertices else x.zeros(0, np.int64)
-                for k, name in zip(("instance", "vertex"), layout.vertices or ("", ""))}
+                for k, name in zip(("instance", "vertex"), layout.vertices or ("", ""), strict=True)}
     cuts = x.asarray(layout.cuts, x.int64)
 
     def split(rows: dict, by_instance: bool) -> list[dict]:
@@ -337,11 +341,11 @@ def _split_by_instance(sets: list[dict], layout: SampleLayout) -> dict[int, dict
             rows = {k: v[order] for k, v in rows.items()}
             ends = x.searchsorted(block[order], x.arange(layout.blocks + 1), side="left").tolist()
         rows = {k: _narrow(v) for k, v in rows.items()}  # on the device: fewer bytes to move and keep
-        return [{k: v[lo:hi] for k, v in rows.items()} for lo, hi in zip(ends[:-1], ends[1:])]
+        return [{k: v[lo:hi] for k, v in rows.items()} for lo, hi in pairwise(ends)]
 
     by_instance = bool(layout.order) and layout.order[0] == "instance"
     return {b: {"edges": e, "vertices": v}
-            for b, (e, v) in enumerate(zip(split(edges, by_instance), split(vertices, False)))}
+            for b, (e, v) in enumerate(zip(split(edges, by_instance), split(vertices, False), strict=True))}
 
 
 def _assemble_sample(run_ids: tuple[str, ...], partitions: dict[int, str], layout: SampleLayout, limit, *,
@@ -411,7 +415,7 @@ def _narrow(values):
 def _shipped(block: dict, nodes: bool) -> dict[str, np.ndarray]:
     """A block's columns as they go to the client, in host memory: its narrow edge columns as kept (widened
     there), or its nodes'."""
-    columns = dict(zip(("instance", "vertex"), _node_rows(block))) if nodes else block["edges"]
+    columns = dict(zip(("instance", "vertex"), _node_rows(block), strict=True)) if nodes else block["edges"]
     return {k: to_host(v) for k, v in columns.items()}
 
 
@@ -446,7 +450,7 @@ def _columns(block: dict, nodes: bool, device: str = "cpu") -> dict:
     """A block's edge columns (or its nodes', ``instance, vertex``), dense ids, each of its type in the sample, as
     arrays of ``device`` (moved narrow, then widened)."""
     wide = {} if nodes else block.get("wide", {})
-    columns = dict(zip(("instance", "vertex"), _node_rows(block))) if nodes else block["edges"]
+    columns = dict(zip(("instance", "vertex"), _node_rows(block), strict=True)) if nodes else block["edges"]
     return {k: to_device(v, device).astype(wide.get(k, v.dtype), copy=False) for k, v in columns.items()}
 
 

@@ -37,14 +37,23 @@ from typing import Callable
 import numpy as np
 
 from .. import _rng, config
-from .._validate import (check_array, check_bool, check_choice, check_edge_dir, check_int, check_optional_int,
-                         check_picklable, check_probability, check_seed)
+from .._validate import (
+    check_array,
+    check_bool,
+    check_choice,
+    check_edge_dir,
+    check_int,
+    check_optional_int,
+    check_picklable,
+    check_probability,
+    check_seed,
+)
 from ..errors import GpipeValueError
 from ..graph import check_graph, oriented
 from ..runtime import StartSet, StepSpec, check_memory, output_totals, run_supersteps
 from ._result import EdgeSample, SampleLayout
 from ._select import METHODS
-from ._step import EDGE_COLUMNS, POOL, FRONTIER, NEIGHBORS, _seed_entries, _step, entry_spans
+from ._step import EDGE_COLUMNS, FRONTIER, NEIGHBORS, POOL, _seed_entries, _step, entry_spans
 
 VERTEX_BIASES = ("uniform", "degree")
 
@@ -195,8 +204,7 @@ class Sampler:
                           else check_choice("edge_bias", edge_bias, EDGE_BIASES))
         self.update = check_choice("update", update, UPDATES)
         self.frontier_size = check_optional_int("frontier_size", frontier_size, minimum=1)
-        per_depth = isinstance(neighbor_size, (list, tuple)) and (not neighbor_size or neighbor_size[0] != "geometric")
-        if per_depth:
+        if isinstance(neighbor_size, (list, tuple)) and (not neighbor_size or neighbor_size[0] != "geometric"):
             if not neighbor_size:
                 raise GpipeValueError("'neighbor_size' must be an int, None, ('geometric', p) or a non-empty list of "
                                       "them (one a depth), got []")
@@ -204,10 +212,11 @@ class Sampler:
             if depth is not None and check_int("depth", depth, minimum=1) != len(neighbor_size):
                 raise GpipeValueError(f"'depth' must be None or the length of 'neighbor_size' ({len(neighbor_size)}), "
                                       f"got {depth}")
+            self.neighbor_size: int | None | tuple | list = list(self.neighbor_sizes)  # one a depth
         else:
             self.neighbor_sizes = (_neighbor_size(neighbor_size),) * check_int("depth", 2 if depth is None else depth,
                                                                                minimum=1)
-        self.neighbor_size = list(self.neighbor_sizes) if per_depth else self.neighbor_sizes[0]
+            self.neighbor_size = self.neighbor_sizes[0]
         self.neighbor_pool = check_choice("neighbor_pool", neighbor_pool, NEIGHBOR_POOLS)
         self.depth = len(self.neighbor_sizes)
         replace = check_bool("replace", replace)
@@ -282,7 +291,7 @@ class Sampler:
             dense = g.to_internal(seeds, "seeds")
             if seeds.ndim == 1 and not instances:  # an instance per seed: the seeds go, their entries made there
                 count, first = dense.size, 1
-                entries = StartSet(dense.astype(g.vertex_dtype), 1, total=count)
+                entries = StartSet(dense.astype(g.vertex_dtype), 1, total=count)  # type: ignore[assignment]
             else:
                 dense = np.tile(dense, (instances, 1)) if instances else dense.reshape(seeds.shape)
                 count, first = dense.shape

@@ -167,7 +167,7 @@ def _candidates(x, part, instance, vertex, depth, *, start, end, spec: StepSpec)
     table = _Table({}, size=total, instance=lambda: instance[segment], frontier=lambda: vertex[segment],
                    candidate=lambda: part.indices[edge].astype(x.int64), depth=lambda: depth[segment],
                    weight=lambda: part.weights[edge] if part.weights is not None else x.ones(total, x.float32),
-                   degree=lambda: _graph_array(spec, "degrees")[table["candidate"]])
+                   degree=lambda: _graph_array(spec, "degrees")[table["candidate"]])  # type: ignore[has-type]
     return offsets, edge, table
 
 

@@ -11,6 +11,8 @@ subtasks come out in order.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import psutil
 
@@ -28,7 +30,7 @@ _KEY_WORK_BYTES = 40
 _MIN_ITEMS = 64  # the smallest budget, in elements, that still leaves each of two merged runs a piece
 
 
-def external_sort(keys, values=None, *, budget=None, device: str | None = None):
+def external_sort(keys, values=None, *, budget=None, device: str | None = None) -> Any:
     """Sort keys (and the values that follow them) larger than the device's memory, by GAMMA's multi-merge.
 
     The input is cut into runs that fit ``budget`` and each run is sorted on
@@ -99,7 +101,8 @@ def external_sort(keys, values=None, *, budget=None, device: str | None = None):
     value_chunks = None if values is None else _chunks(values)
     device = resolve("gpu" if kind == "cupy" else config.get("device") if device is None else
                      check_choice("device", device, DEVICES))
-    runs, pending, dtype, items, tied = [], [], None, 0, ([], [])
+    runs, pending, dtype, items = [], [], None, 0
+    tied: tuple[list, list] = ([], [])
     for i, k in enumerate(key_chunks):
         v = None if value_chunks is None else next(value_chunks, None)
         k, v = _checked(k, v, i, value_chunks is not None, kind == "list")
@@ -230,7 +233,7 @@ def _decode(x, codes, dtype):
 def _decoded(x, chunks, dtype, zeros: list, nans: list):
     """The sorted (codes, values) chunks with their keys decoded, each zero and NaN given back its own bits: the
     ``zeros`` and ``nans`` of the input, in input order, are the order in which the stable sort lets them out."""
-    tied = list(zip(_encode(np, np.array([0.0, np.nan])), map(np.concatenate, (zeros, nans)))) \
+    tied = list(zip(_encode(np, np.array([0.0, np.nan])), map(np.concatenate, (zeros, nans)), strict=True)) \
         if dtype.kind == "f" else []
     taken = [0] * len(tied)
     for codes, values in chunks:
@@ -266,7 +269,7 @@ def _multimerge(device: str, runs: list, items: int):
     spacing = max(1, items // len(runs))
     checkpoints = [(k[spacing::spacing], np.full(len(k[spacing::spacing]), r), np.arange(spacing, len(k), spacing))
                    for r, (k, _) in enumerate(runs)]
-    key, run, position = (np.concatenate(c) for c in zip(*checkpoints))
+    key, run, position = (np.concatenate(c) for c in zip(*checkpoints, strict=True))
     order = np.lexsort((position, run, key))
     key, run, position = key[order], run[order], position[order]
     bounds = np.empty((len(runs), key.shape[0] + 2), dtype=np.int64)  # matched index of each checkpoint in each run

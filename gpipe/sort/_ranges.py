@@ -3,6 +3,8 @@ by the multi-merge sort where Dask runs it (a worker, with its device), all lazi
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 import numpy as np
 
 from ..backend import to_host
@@ -33,7 +35,8 @@ def sort_by_ranges(sort, encode, keys, values, budget, device):
         value_blocks = list(values.to_delayed().reshape(count))
     samples = [dask.delayed(_sample)(encode, block) for block in key_blocks]
     splitters = dask.delayed(_splitters)(samples, count)
-    parts = [dask.delayed(_split, nout=count)(encode, k, v, splitters) for k, v in zip(key_blocks, value_blocks)]
+    parts = [dask.delayed(_split, nout=count)(encode, k, v, splitters)
+             for k, v in zip(key_blocks, value_blocks, strict=True)]
     ranges = [dask.delayed(_sort_range, nout=2)(sort, [p[r] for p in parts], budget, device) for r in range(count)]
     sorted_keys = da.concatenate([da.from_delayed(k, (np.nan,), keys.dtype) for k, _ in ranges])
     if values is None:
@@ -61,7 +64,7 @@ def _split(encode, keys, values, splitters) -> tuple:
     bounds = np.searchsorted(ranges[order], np.arange(splitters.shape[0] + 2))
     keys = keys[order]
     values = None if values is None else to_host(values)[order]
-    return tuple((keys[a:b], None if values is None else values[a:b]) for a, b in zip(bounds[:-1], bounds[1:]))
+    return tuple((keys[a:b], None if values is None else values[a:b]) for a, b in pairwise(bounds))
 
 
 def _sort_range(sort, parts: list, budget, device) -> tuple:

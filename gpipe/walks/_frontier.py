@@ -26,6 +26,7 @@ import dataclasses
 import functools
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -170,7 +171,7 @@ def sample(g, frontier_size: int, budget: int, instances: int, seed: int, pool: 
                  "sampled edges")
     run_ids, held = [], {}
     have = np.zeros(instances, np.int64)
-    stats = {"steps": 0, "seconds": 0.0, "kernel_seconds": 0.0, "supersteps": 0, "rounds": 0}
+    stats: dict[str, Any] = {"steps": 0, "seconds": 0.0, "kernel_seconds": 0.0, "supersteps": 0, "rounds": 0}
     summed = ("steps", "seconds", "kernel_seconds", "supersteps", "walker_bytes", "exchange_seconds", "opening_seconds",
               "worker_seconds")
     summarize = functools.partial(_round_summary, instances=instances)
@@ -215,7 +216,7 @@ def _round_summary(sets: list[dict], instances: int) -> tuple[np.ndarray, dict]:
 
     moves = np.bincount(column("instance", np.int64), minlength=instances)
     parked = {k: column(k, dtype, lambda s: s["parked"])
-              for k, dtype in zip(PARKED_FIELDS, (np.int64, np.int64, np.int32, np.float64))}
+              for k, dtype in zip(PARKED_FIELDS, (np.int64, np.int64, np.int32, np.float64), strict=True)}
     return moves, parked
 
 

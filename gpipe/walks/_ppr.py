@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import operator
 import os
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -15,6 +16,9 @@ from .._validate import check_bool, check_path
 from ..backend import cpu_kernel, prange, to_host
 from ..runtime import anywhere, gather_pinned, on_every_worker, on_worker, wait_pinned
 from ._result import WalkResult
+
+if TYPE_CHECKING:
+    import dask.dataframe as dd
 
 
 class PPRResult(WalkResult):
@@ -63,7 +67,7 @@ class PPRResult(WalkResult):
         frames = gather_pinned(self._client, self._score_ranges(), self._held, "scores")
         return pd.concat(frames, ignore_index=True)
 
-    def scores_to_dask(self):
+    def scores_to_dask(self) -> dd.DataFrame:
         """:meth:`scores` as a dask DataFrame, a partition per range of sources, made and kept on the workers.
 
         Its rows, columns and index are those of ``scores()``, which gathers
@@ -76,7 +80,7 @@ class PPRResult(WalkResult):
         sizes = gather_pinned(self._client, [anywhere(self._client, len, r) for r in ranges],
                               self._held, "scores sizing")
         bases = np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)]).tolist()
-        parts = [anywhere(self._client, _numbered, r, base) for r, base in zip(ranges, bases)]
+        parts = [anywhere(self._client, _numbered, r, base) for r, base in zip(ranges, bases[:-1], strict=True)]
         one = (np.zeros(1, np.int64), np.ones(1))  # a row, for the dtypes pandas infers from ids (str, not object)
         meta = _numbered(_range_scores([one], self.sources, self._id_map, 1).iloc[:0], 0)
         return dd.from_delayed(parts, meta=meta, divisions=(*bases[:-1], bases[-1] - 1), verify_meta=False)
@@ -103,12 +107,12 @@ class PPRResult(WalkResult):
         client, n, n_sources = self._client, int(self.stats["num_vertices"]), len(self.sources)
         starts = self._map_blocks(_cycle_starts, n_sources, self._key, self.restart)
         while len(starts) > 1:  # integer sums: any order gives the same
-            starts = [anywhere(client, np.add, a, b) for a, b in zip(starts[::2], starts[1::2])] + \
+            starts = [anywhere(client, np.add, a, b) for a, b in zip(starts[::2], starts[1::2], strict=False)] + \
                 starts[len(starts) // 2 * 2:]
         weights = anywhere(client, _visit_weights, starts[0])
         wait_pinned(client, [weights], self._held, "scores")
         client.replicate([weights])
-        rank = np.empty(n_sources, np.int64)
+        rank: Any = np.empty(n_sources, np.int64)  # then its future
         rank[pd.Series(self.sources).sort_values(kind="stable").index.to_numpy()] = np.arange(n_sources)
         cuts = np.linspace(0, n_sources, min(n_sources, len(self._blocks())) + 1).round().astype(np.int64)
         rank, sources = on_every_worker(client, rank), on_every_worker(client, self.sources)

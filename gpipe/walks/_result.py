@@ -6,6 +6,7 @@ import dataclasses
 import functools
 import os
 from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -13,11 +14,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .._files import WALK_FILES, atomic_file
+from .._validate import check_bool, check_path
 from ..backend import cpu_kernel, prange, to_host
 from ..errors import GpipeValueError
-from .._validate import check_bool, check_path
 from ..runtime import HeldResult, OutputBlocks, anywhere, assemble_blocks, gather_pinned, on_every_worker, worker_xp
 
+if TYPE_CHECKING:
+    import dask.array as da
 
 WRITE_THREADS, WRITE_BYTES = 8, 1 << 26  # a corpus block's text is written in up to 8 ranges of at least 64 MB
 
@@ -69,7 +72,7 @@ class WalkResult(HeldResult):
         self.num_walks = blocks.walks
         self.width = blocks.width
         self._layout = blocks
-        self._corpus_ids = None
+        self._corpus_ids: Any = None
 
     def _assemble(self) -> list:
         return assemble_blocks(self._client, self._run_id, self._held, self._layout, self.stats.get("gathered", False))
@@ -79,7 +82,7 @@ class WalkResult(HeldResult):
         return (self.num_walks, self.width)
 
     @property
-    def vertex_ids(self):
+    def vertex_ids(self) -> np.ndarray | None:
         """The original id of each dense vertex id of the blocks (:meth:`map_blocks`), or None where the graph's
         ids are its dense ids."""
         return self._id_map
@@ -145,7 +148,7 @@ class WalkResult(HeldResult):
         """
         return self._map(_on_device, fn, args, kwargs)
 
-    def compute(self, device: bool = False):
+    def compute(self, device: bool = False) -> Any:
         """All walks as one host array of original vertex ids; with ``device=True``, as a CuPy array on this
         process's GPU.
 
@@ -181,14 +184,14 @@ class WalkResult(HeldResult):
                                     ids=("walks",))
         return walks["walks"]
 
-    def to_dask(self):
+    def to_dask(self) -> da.Array:
         """The walks as a dask array, one chunk per block, original vertex ids."""
         import dask.array as da
 
         futures = self._map_blocks(_original, self._walk_dtype)
         rows = [min(self.block_rows, self.num_walks - b * self.block_rows) for b in range(len(futures))]
         return da.concatenate([da.from_delayed(f, (r, self.width), dtype=self._walk_dtype)
-                               for f, r in zip(futures, rows)])
+                               for f, r in zip(futures, rows, strict=True)])
 
     def to_parquet(self, path, overwrite: bool = False) -> str:
         """Write one Parquet file per block (columns ``walk``, ``step_0`` .. ``step_L``) into folder ``path``.
@@ -237,7 +240,7 @@ class WalkResult(HeldResult):
             out.truncate(offsets[-1])
             out.flush()
             written = [anywhere(self._client, _write_corpus_block, block, ids, size, out.name, offsets[b])
-                       for b, (block, size) in enumerate(zip(blocks, sizes))]
+                       for b, (block, size) in enumerate(zip(blocks, sizes, strict=True))]
             gather_pinned(self._client, written, self._held, "corpus writing")
         return path
 
@@ -383,7 +386,7 @@ def _write_corpus_block(block, ids: _CorpusIds, sizes: np.ndarray, name: str, of
     size = int(sizes.sum())
     text = np.empty(size, np.uint8)
     _corpus_fill(to_host(block), ids.kind, ids.ids, ids.text, ids.end, starts, text)
-    view, cuts = memoryview(text), np.linspace(0, size, min(WRITE_THREADS, size // WRITE_BYTES + 1) + 1)
+    view, cuts = text.data, np.linspace(0, size, min(WRITE_THREADS, size // WRITE_BYTES + 1) + 1)
 
     def write(a: int, b: int) -> None:
         while a < b:

@@ -39,7 +39,7 @@ def run_walks(g, algorithm: str, spec: StepSpec, walks_per_vertex: int, starts: 
     check_memory(g, num_walks * ((length + 1) * dtype.itemsize + walker),
                  f"'length' x the number of walks ({num_walks} walks of {length} steps)", "walks")
     if starts is None:
-        initial = walks_per_vertex  # made where they start (first_walkers)
+        initial: int | StartSet = walks_per_vertex  # made where they start (first_walkers)
     else:
         initial = StartSet.of(starts, walks_per_vertex, dtype)
     blocks = output_blocks(num_walks, length + 1, config.get("walks.block-size"), dtype)

@@ -31,11 +31,25 @@ import pandas as pd
 
 from ..._validate import check_choice
 from ...errors import GpipeFileError, GpipeValueError
-from ._common import (FLOAT32_RANGE, Piece, TablePlan, _DECOMPRESSORS, _text_pieces, float32_misfits, input_status,
-                      weights_fit)
+from ._common import (
+    FLOAT32_RANGE,
+    _DECOMPRESSORS,
+    Piece,
+    TablePlan,
+    _text_pieces,
+    float32_misfits,
+    input_status,
+    weights_fit,
+)
 from ._csv import _csv_header, _read_csv
-from ._folder import (GRAPH_META, check_graph_parts, graph_folder_ids, is_graph_folder, plan_graph_folder,
-                      read_graph_part)
+from ._folder import (
+    GRAPH_META,
+    check_graph_parts,
+    graph_folder_ids,
+    is_graph_folder,
+    plan_graph_folder,
+    read_graph_part,
+)
 from ._mtx import _plan_mtx, _read_mtx
 from ._npz import NpzPlan, npz_frame, npz_problem, plan_npz, read_npz, read_npz_piece
 from ._parquet import _parquet_files, _parquet_pieces, _read_parquet

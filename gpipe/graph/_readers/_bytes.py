@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import concurrent.futures
 import os
+from typing import Any
 
 import numpy as np
 
 from ...errors import GpipeFileError
-
 
 _READ_THREADS = min(8, os.cpu_count() or 1)  # threads reading a piece into a GPU worker's pinned memory
 _STAGE_BYTES = 8 << 20  # what each of them reads at a time, into one of its two pinned buffers
@@ -35,7 +35,7 @@ def read_to_device(x, path: str, start: int, end: int):
         with device, open(path, "rb") as f:  # a file of its own: the kernel reads ahead of each range
             stream = x.cuda.Stream(non_blocking=True)
             buffers = [np.frombuffer(x.cuda.alloc_pinned_memory(stage), np.uint8, stage) for _ in range(2)]
-            copied = [None, None]
+            copied: list[Any] = [None, None]
             try:
                 for k, offset in enumerate(range(first, last, stage)):
                     host = buffers[k % 2][:min(stage, last - offset)]
@@ -65,7 +65,7 @@ def read_into(host: np.ndarray, path: str, start: int) -> None:
 
 def _pread(fd: int, into: np.ndarray, path: str, position: int) -> None:
     """``into.size`` bytes of the open file ``fd`` (at ``path``) from ``position`` into ``into``."""
-    view = memoryview(into)
+    view = into.data  # a memoryview
     while len(view):  # a read may return fewer bytes than asked
         got = os.preadv(fd, [view], position)
         if not got:

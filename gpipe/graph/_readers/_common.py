@@ -18,6 +18,7 @@ import re
 import stat
 import warnings
 from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -25,7 +26,6 @@ import pyarrow as pa
 
 from ...backend import cpu_kernel, prange
 from ...errors import GpipeFileError
-
 
 _COMMENT = ("#", "%")
 # A comment line after a '\n' (a lone '\r' ends lines too rarely to slow every search down by looking for it).
@@ -126,7 +126,7 @@ def _text_pieces(path: str, piece_bytes: int | None, start: int = 0) -> tuple[Pi
             start = offset + cut + 1 if block else size
             if start < size and start > starts[-1]:
                 starts.append(start)
-    return tuple(Piece(path, a, b) for a, b in zip(starts, starts[1:] + [size]))
+    return tuple(Piece(path, a, b) for a, b in zip(starts, starts[1:] + [size], strict=True))
 
 
 class _Decompressed(io.RawIOBase):
@@ -202,7 +202,7 @@ def _both_int(a: pd.Series, b: pd.Series) -> bool:
     return a.dtype == np.int64 and b.dtype == np.int64
 
 
-def float32_misfits(values: np.ndarray) -> np.ndarray:
+def float32_misfits(values: np.ndarray | np.floating) -> np.ndarray:
     """Where ``values`` are not finite, or float32 would make them inf, or 0 or subnormal from nonzero."""
     with np.errstate(over="ignore"):
         single = np.abs(values).astype(np.float32)
@@ -237,7 +237,7 @@ def _is_utf8(text: str) -> bool:
     return True
 
 
-def _ids(srcs: list[str], dsts: list[str], strings: bool = False) -> tuple:
+def _ids(srcs: list[str], dsts: list[str], strings: bool = False) -> tuple[Any, Any]:
     if not strings and all(_INT.fullmatch(t) for t in srcs) and all(_INT.fullmatch(t) for t in dsts):
         with contextlib.suppress(OverflowError):  # beyond int64: keep them as strings
             return np.array([int(t) for t in srcs], np.int64), np.array([int(t) for t in dsts], np.int64)

@@ -7,8 +7,21 @@ import csv
 import pandas as pd
 
 from ...errors import GpipeFileError
-from ._common import (Piece, TablePlan, _both_int, _FAST_FAILURES, _first_line, _frame, _ids, _is_utf8, _open_text,
-                      _pandas_warnings, _parse_weight, _piece_bytes, _weights_taken)
+from ._common import (
+    _FAST_FAILURES,
+    Piece,
+    TablePlan,
+    _both_int,
+    _first_line,
+    _frame,
+    _ids,
+    _is_utf8,
+    _open_text,
+    _pandas_warnings,
+    _parse_weight,
+    _piece_bytes,
+    _weights_taken,
+)
 
 
 def _csv_header(path: str, columns: tuple[str, ...]) -> tuple[str, ...]:
@@ -71,7 +84,7 @@ def _scan_csv(plan: TablePlan, piece: Piece, line: int, strings: bool) -> pd.Dat
                     raise GpipeFileError(path, lineno, f"expected {len(header)} fields like the header, got {len(row)}")
                 if not _is_utf8(",".join(row)):
                     raise GpipeFileError(path, lineno, "line is not valid UTF-8")
-                for k, (name, i) in enumerate(zip(columns, where)):
+                for k, (name, i) in enumerate(zip(columns, where, strict=True)):
                     if k == 2:
                         picked[k].append(_parse_weight(path, lineno, row[i]))
                     elif row[i] == "":

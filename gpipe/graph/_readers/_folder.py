@@ -16,7 +16,6 @@ from ..._validate import check_bool, check_int
 from ...errors import GpipeFileError, GpipeValueError
 from ._parquet import _parquet_table, _parquet_weights
 
-
 GRAPH_META = "_gpipe.json"
 _GRAPH_PART = re.compile(GRAPH_PART)
 # The most bytes a _gpipe.json is read to: what gpipe writes for a graph of far more partitions than anyone uses (its
@@ -83,7 +82,7 @@ def check_graph_parts(meta: dict, paths: list[str], counts) -> None:
     """Check the parts' ``counts`` (from :func:`read_graph_part`, an iterable taken in order) against ``meta``:
     each part's edges (format version 2 on), and their sum."""
     rows, loops = 0, 0
-    for p, (path, count) in enumerate(zip(paths, counts)):
+    for p, (path, count) in enumerate(zip(paths, counts, strict=True)):
         if "part_edges" in meta and count["edges"] != meta["part_edges"][p]:
             raise GpipeFileError(path, None, f"holds {count['edges']} edges; {GRAPH_META} says "
                                              f"{meta['part_edges'][p]}")
@@ -131,8 +130,8 @@ def _graph_meta(meta_path: str, parts: list[str]) -> dict:
     except FileNotFoundError:
         if os.path.islink(meta_path):
             raise GpipeFileError(meta_path, None, "a symbolic link that leads to no file") from None
-        found = f" ({', '.join(parts[:2])}{', ...' if len(parts) > 2 else ''})"
-        raise GpipeFileError(meta_path, None, f"missing: the folder holds gpipe's part files{found} but no "
+        listed = f" ({', '.join(parts[:2])}{', ...' if len(parts) > 2 else ''})"
+        raise GpipeFileError(meta_path, None, f"missing: the folder holds gpipe's part files{listed} but no "
                                               f"{GRAPH_META}, so it is a damaged graph folder; write it again with "
                                               "Graph.to_parquet") from None
     except OSError as exc:

@@ -103,7 +103,7 @@ def _read_mtx(plan: TablePlan, piece: Piece, strings: bool) -> pd.DataFrame | di
 def _name_bad_index(plan: TablePlan, piece: Piece) -> None:
     """Raise the error of the piece's first entry whose row or column is not an integer from 1 to the order."""
     for lineno, fields in _snap_lines(piece, _first_line(piece)):
-        for what, token in zip(("row", "column"), fields):
+        for what, token in zip(("row", "column"), fields, strict=False):
             if not (_INT.fullmatch(token) and 1 <= int(token) <= plan.vertices):
                 raise GpipeFileError(plan.path, lineno, f"{what} {token!r} is not an integer from 1 to "
                                                         f"{plan.vertices}, the matrix's order")

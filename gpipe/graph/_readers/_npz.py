@@ -5,7 +5,8 @@ from __future__ import annotations
 import dataclasses
 import os
 import zipfile
-from typing import NoReturn
+from itertools import pairwise
+from typing import Any, NoReturn
 
 import numpy as np
 import pandas as pd
@@ -14,8 +15,7 @@ from ...backend import segments, to_host, xp
 from ...errors import GpipeFileError
 from ...runtime import worker_device
 from ._bytes import read_to_device
-from ._common import FLOAT32_RANGE, float32_misfits, _frame
-
+from ._common import FLOAT32_RANGE, _frame, float32_misfits
 
 _NPY_HEADERS = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
 
@@ -111,7 +111,7 @@ def plan_npz(path: str, weight: bool, piece_bytes: int | None = None) -> NpzPlan
     if split and indices.length > piece_edges:
         targets = np.arange(piece_edges, indices.length, piece_edges)
         cuts = np.unique(np.concatenate([[0], np.searchsorted(indptr, targets, side="left"), [n]])).tolist()
-    pieces = tuple(zip(cuts[:-1], cuts[1:]))
+    pieces = tuple(pairwise(cuts))
     return NpzPlan(path, n, arrays["indptr"], indices, values, key, pieces, tuple(int(indptr[c]) for c in cuts))
 
 
@@ -182,7 +182,7 @@ def read_npz_piece(plan: NpzPlan, piece: int) -> tuple[dict, dict]:
     indices = _npz_slice(x, plan.path, plan.indices, first, last).astype(x.int64)
     degrees = x.diff(x.asarray(_npz_read(plan.path, plan.indptr, lo, hi + 1).astype(np.int64)))
     bad = indices[(indices < 0) | (indices >= plan.num_vertices)]
-    problems = {"bad_index": int(bad[0]) if bad.shape[0] else None}
+    problems: dict[str, Any] = {"bad_index": int(bad[0]) if bad.shape[0] else None}
     arrays = {"src": segments(x, degrees)[0] + lo, "dst": indices}
     if plan.weights is not None:
         values = _npz_slice(x, plan.path, plan.weights, first, last)

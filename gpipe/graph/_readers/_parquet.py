@@ -13,7 +13,7 @@ import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 
 from ...errors import GpipeFileError
-from ._common import Piece, TablePlan, _check_weights, _frame, _INT64_MAX
+from ._common import _INT64_MAX, Piece, TablePlan, _check_weights, _frame
 
 
 def _parquet_files(pattern: str) -> list[str]:
@@ -85,11 +85,11 @@ def _read_parquet(plan: TablePlan, piece: Piece, strings: bool) -> pd.DataFrame:
     path, columns = piece.path, list(plan.columns)
     table = _parquet_table(path, columns, range(piece.start, piece.end))
     ids = [table.column(name) for name in columns[:2]]
-    for name, col in zip(columns, ids):
+    for name, col in zip(columns[:2], ids, strict=True):
         if not (pa.types.is_integer(col.type) or pa.types.is_string(col.type) or pa.types.is_large_string(col.type)):
             raise GpipeFileError(path, None, f"column {name!r} has type {col.type}; ids must be integers or strings")
     if not strings and all(pa.types.is_integer(col.type) for col in ids):
-        for name, col in zip(columns, ids):
+        for name, col in zip(columns[:2], ids, strict=True):
             largest = pc.max(col).as_py()
             if largest > _INT64_MAX:
                 raise GpipeFileError(path, None, f"column {name!r} holds id {largest}, above 2**63 - 1: integer ids "

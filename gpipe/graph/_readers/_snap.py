@@ -15,11 +15,26 @@ from ...errors import GpipeFileError
 from ...runtime import worker_device, worker_xp
 from .._parse import parse_edges
 from ._bytes import read_to_device
-from ._common import (Piece, TablePlan, _BLOCK, _both_int, _byte_range, _COMMENT, _FAST_FAILURES, _first_line,
-                      float32_misfits, _frame, _ids, _is_utf8, _open_text, _pandas_warnings, _parse_weight,
-                      _Uncommented, _uncompressed_bytes, _weights_taken)
-
-
+from ._common import (
+    _BLOCK,
+    _COMMENT,
+    _FAST_FAILURES,
+    Piece,
+    TablePlan,
+    _Uncommented,
+    _both_int,
+    _byte_range,
+    _first_line,
+    _frame,
+    _ids,
+    _is_utf8,
+    _open_text,
+    _pandas_warnings,
+    _parse_weight,
+    _uncompressed_bytes,
+    _weights_taken,
+    float32_misfits,
+)
 
 
 def _snap_lines(piece: Piece, line: int) -> Iterator[tuple[int, list[str]]]:
