@@ -1,363 +1,63 @@
-"""Batch workflows: one script and one YAML config each, run by ``gpipe run`` or as a script.
+"""Batch runs: the workflows (one script and one YAML config each, run by ``gpipe run`` or as a script) and the
+``gpipe`` commands, which are workflows with flags.
 
 A workflow is a folder holding ``run.py``, whose ``main(argv)`` runs it from
 ``[config.yaml] [--set key.sub=value ...]``, and ``config.yaml``, which holds every
 key of its config with its default, ``workflow: NAME`` included. The shipped ones
 are in ``workflows/`` of the source tree (``gpipe/_workflows`` in a wheel); users
-copy and adapt them. This module holds what they share: :func:`load_config` and
-:func:`check_config` (a config merged over the defaults, then the overrides, and
-checked against a table of rules that extends :data:`RULES`, built with the rules
-:func:`integer`, :func:`one_of`, :func:`seed` and :func:`mapping`), :func:`main` (a
-script's command line), :func:`load_graph`, :func:`atomic_dir` (the ``output`` folder),
-:func:`atomic_file` and :func:`write_json` (outputs that appear complete or not at all),
-and :func:`run`, which runs the
-workflow that a YAML file names on a given cluster (``gpipe run``).
+copy and adapt them. This module holds what they share: :class:`Workflow` (a script's
+config and command line, declared once: :func:`load_config` merges a config over the
+defaults, then the overrides, and :func:`check_config` checks it against a table of rules
+that extends :data:`RULES`, built with the rules :func:`integer`, :func:`one_of`,
+:func:`seed` and :func:`mapping`; :func:`main` is a script's command line), :class:`Run`
+(the one runner: the output folder, the cluster, the graph of :func:`load_graph`, the
+phases and ``summary.json``, which the ``gpipe`` commands run on too, from a config their
+flags make), :func:`atomic_dir`, :func:`atomic_file` and :func:`write_json` (outputs that
+appear complete or not at all), and :func:`run`, which runs the workflow that a YAML file
+names on a given cluster (``gpipe run``).
 """
 
 from __future__ import annotations
 
 import argparse
 import ast
+import contextlib
+import importlib
 import importlib.util
-import inspect
 import json
 import os
 import sys
 from collections.abc import Callable, Iterable, Mapping
-from functools import partial
+from dataclasses import dataclass
 from pathlib import Path
-from types import MappingProxyType
-from typing import Any
 
 import dask.config
-import yaml
 
-from ._files import atomic_dir, atomic_file, write_json
-from ._validate import (
-    check_bool,
-    check_callable,
-    check_choice,
-    check_int,
-    check_mapping,
-    check_optional_int,
-    check_seed,
-    check_text,
-    check_texts,
-    is_ascii_digits,
+from ._batch_config import (
+    RULES,
+    _optional,
+    _read_yaml,
+    _rmat_spec,
+    check_config,
+    check_params,
+    integer,
+    load_config,
+    mapping,
+    one_of,
+    seed,
 )
-from .backend import DEVICES
+from ._files import atomic_dir, atomic_file, write_json
+from ._progress import _Phase, _Stopwatch, _graph_done, _reading, _written
+from ._validate import check_bool, check_callable, check_int, check_mapping, check_text, check_texts
+from .cluster import connect
 from .errors import GpipeError, GpipeFileError, GpipeValueError
 from .graph import Graph, generators, read_edges
+from .runtime import current, workers_info
 
-__all__ = ["RULES", "atomic_dir", "atomic_file", "check_config", "check_params", "integer", "load_config", "load_graph",
+__all__ = ["RULES", "Run", "Workflow", "atomic_dir", "atomic_file", "check_config", "check_params", "integer", "load_config", "load_graph",
            "main", "mapping", "one_of", "run", "seed", "write_json"]
 
-_Rule = Callable[[str, Any], Any]
-
-
-def integer(minimum: int | None = None, maximum: int | None = None) -> _Rule:
-    """The rule of a key whose value is an integer in ``minimum..maximum`` (either bound optional).
-
-    Parameters
-    ----------
-    minimum, maximum : int, optional
-        The bounds, inclusive.
-
-    Returns
-    -------
-    callable
-        ``rule(key, value)``: returns the value as an int, or raises :class:`GpipeValueError` naming the key.
-
-    Raises
-    ------
-    GpipeValueError
-        A bound is not an integer, or ``minimum > maximum``.
-
-    Examples
-    --------
-    >>> from gpipe.workflow import integer
-    >>> integer(minimum=1)("walks.length", 40)
-    40
-    """
-    minimum = check_optional_int("minimum", minimum)
-    maximum = check_optional_int("maximum", maximum)
-    if minimum is not None and maximum is not None and minimum > maximum:
-        raise GpipeValueError(f"'maximum' must be at least 'minimum' ({minimum}), got {maximum}")
-    return partial(check_int, minimum=minimum, maximum=maximum)
-
-
-def one_of(choices: Iterable) -> _Rule:
-    """The rule of a key whose value is one of ``choices``.
-
-    Parameters
-    ----------
-    choices : iterable
-        The values the key takes, named in the error.
-
-    Returns
-    -------
-    callable
-        ``rule(key, value)``: returns the value, or raises :class:`GpipeValueError` naming the key and the choices.
-
-    Raises
-    ------
-    GpipeValueError
-        ``choices`` is empty, a string (its characters would be the choices) or not iterable.
-
-    Examples
-    --------
-    >>> from gpipe.workflow import one_of
-    >>> one_of(("cpu", "gpu"))("cluster.device", "cpu")
-    'cpu'
-    """
-    if isinstance(choices, str) or not isinstance(choices, Iterable) or not (choices := tuple(choices)):
-        raise GpipeValueError(f"'choices' must be a non-empty iterable of values (not a string), got {choices!r}")
-    return lambda name, value: check_choice(name, value, choices)
-
-
-def seed(name: str, value) -> int:
-    """The rule of a random seed: an integer in ``0..2**63-1``; returns it, else raises :class:`GpipeValueError`.
-
-    Examples
-    --------
-    >>> from gpipe.workflow import seed
-    >>> seed("walks.seed", 42)
-    42
-    """
-    return check_seed(name, value)
-
-
-def mapping(name: str, value) -> dict:
-    """The rule of a key whose value is a mapping (``walks.params``); returns it, else raises :class:`GpipeValueError`.
-
-    Examples
-    --------
-    >>> from gpipe.workflow import mapping
-    >>> mapping("walks.params", {"p": 0.5})
-    {'p': 0.5}
-    """
-    return check_mapping(name, value)
-
-
-def _optional(rule: _Rule) -> _Rule:
-    return lambda name, value: None if value is None else rule(name, value)
-
-
-def _check_rules(rules) -> Mapping[str, _Rule]:
-    if not isinstance(rules, Mapping):
-        raise GpipeValueError(f"'rules' must be a mapping of 'section.key' to rule(key, value), got {rules!r}")
-    for key, rule in rules.items():
-        if not isinstance(key, str) or not all(key.split(".")) or not callable(rule):
-            raise GpipeValueError(f"'rules' must map each 'section.key' to a callable rule(key, value), got "
-                                  f"{key!r}: {rule!r}")
-    return rules
-
-
-def _rmat_spec(text: str) -> tuple[int, ...] | None:
-    """``(scale,)`` or ``(scale, edge_factor)`` for ``rmat:SCALE[:EDGE_FACTOR]``, else None."""
-    fields = text.split(":")
-    if fields[0] == "rmat" and len(fields) in (2, 3) and all(is_ascii_digits(f) and int(f) > 0 for f in fields[1:]):
-        return tuple(map(int, fields[1:]))
-    return None
-
-
-def _graph_path(name: str, value) -> str:
-    if _rmat_spec(check_text(name, value)) is None and not os.path.exists(value):
-        raise GpipeValueError(f"'{name}' must be an existing edge file or graph folder, or rmat:SCALE[:EDGE_FACTOR] "
-                              f"with positive integers, got {value!r}")
-    return value
-
-
-_positive = integer(minimum=1)
-
-#: The keys every workflow's config has, each with the rule its value follows (``rule(key, value)`` raises
-#: :class:`GpipeValueError` naming the key): the workflow's name, the graph, the output folder (written with
-#: :func:`atomic_dir`; ``overwrite`` replaces an earlier run's) and the cluster.
-#: A workflow's own table is ``{**RULES, "section.key": rule, ...}``; a key of the table is replaced whole when
-#: configs are merged, a section (``graph``) is merged key by key.
-RULES: Mapping[str, _Rule] = MappingProxyType({
-    "workflow": check_text,
-    "graph.path": _graph_path,
-    "graph.directed": check_bool,
-    "graph.partitions": _optional(_positive),
-    "output": check_text,
-    "overwrite": check_bool,
-    "cluster.scheduler_file": _optional(check_text),
-    "cluster.address": _optional(check_text),
-    "cluster.device": one_of(DEVICES),
-    "cluster.n_workers": _optional(_positive),
-})
 _GRAPH_RULES = {key: rule for key, rule in RULES.items() if key.startswith("graph.")}
-
-
-# -- configs ----------------------------------------------------------------------------------
-
-def load_config(path: str | None, overrides: Iterable[str] = (), *, defaults: str,
-                rules: Mapping[str, _Rule]) -> dict:
-    """The config at ``path`` merged over the ``defaults`` file, then the ``key.sub=value`` overrides.
-
-    Sections are merged key by key; the value of a key of ``rules`` (a mapping such as ``walks.params``
-    included) is replaced whole, while the override ``walks.params.p=0.5`` sets one entry of it.
-
-    Parameters
-    ----------
-    path : str or None
-        A YAML config holding the keys it changes; None for the defaults alone.
-    overrides : iterable of str
-        ``key.sub=value`` items, as ``--set`` takes them; each value is read as YAML.
-    defaults : str
-        The workflow's ``config.yaml``, which holds every key.
-    rules : mapping
-        The workflow's keys and their rules (see :data:`RULES`).
-
-    Returns
-    -------
-    dict
-        The merged config, not yet checked: see :func:`check_config`.
-
-    Raises
-    ------
-    GpipeValueError
-        A file is missing or is not YAML, ``path`` holds an unknown key (the message names the file and the
-        key), an override is not ``key.sub=value``, or a parameter is not of the kind above.
-
-    Examples
-    --------
-    >>> import os, tempfile
-    >>> from gpipe.workflow import load_config
-    >>> defaults = os.path.join(tempfile.mkdtemp(), "config.yaml")
-    >>> with open(defaults, "w") as f:
-    ...     _ = f.write("walks: {length: 40, params: {p: 1.0, q: 1.0}}\\n")
-    >>> rules = {"walks.length": lambda name, value: value, "walks.params": lambda name, value: value}
-    >>> load_config(None, ["walks.length=5", "walks.params.q=2"], defaults=defaults, rules=rules)
-    {'walks': {'length': 5, 'params': {'p': 1.0, 'q': 2}}}
-    """
-    path = _optional(check_text)("path", path)
-    overrides = check_texts("overrides", overrides)
-    rules = _check_rules(rules)
-    config = _read_yaml(check_text("defaults", defaults))
-    if path is not None:
-        update = _read_yaml(path)
-        try:
-            _check_keys(update, "", rules, complete=False)
-        except GpipeValueError as exc:
-            raise GpipeValueError(f"{path}: {exc}") from None
-        _merge(config, update, "", rules)
-    for item in overrides:
-        key, equals, text = item.partition("=")
-        if not equals or not all(key.split(".")):
-            raise GpipeValueError(f"'--set' must be key.sub=value, got {item!r}")
-        try:
-            value = yaml.safe_load(text)
-        except yaml.YAMLError as exc:
-            raise GpipeValueError(f"'--set {item}': the value is not valid YAML ({' '.join(str(exc).split())})") \
-                from None
-        *sections, last = key.split(".")
-        section = config
-        for name in sections:
-            if not isinstance(section.get(name), dict):
-                section[name] = {}
-            section = section[name]
-        _merge(section, {last: value}, "".join(f"{name}." for name in sections), rules)
-    return config
-
-
-def check_config(config: dict, rules: Mapping[str, _Rule]) -> dict:
-    """Check that ``config`` has exactly the keys of ``rules`` and that each value follows its rule.
-
-    Parameters
-    ----------
-    config : dict
-        A config, as :func:`load_config` returns it.
-    rules : mapping
-        The workflow's keys (``section.key``) and their rules (see :data:`RULES`).
-
-    Returns
-    -------
-    dict
-        ``config`` itself.
-
-    Raises
-    ------
-    GpipeValueError
-        The message names the key, the rule and the value; for an unknown key, the keys its section takes.
-
-    Examples
-    --------
-    >>> from gpipe.workflow import check_config
-    >>> check_config({"run": {"length": 3}}, {"run.length": lambda name, value: value})
-    {'run': {'length': 3}}
-    """
-    rules = _check_rules(rules)
-    _check_keys(config, "", rules)
-    for key, rule in rules.items():
-        value = config
-        for name in key.split("."):
-            value = value[name]
-        rule(key, value)
-    return config
-
-
-def check_params(key: str, function: Callable, params: dict, set_by_workflow: Iterable[str]) -> None:
-    """Check that every name in ``params`` (the config's ``key`` section) is a parameter of ``function`` that the
-    workflow does not set itself.
-
-    Raises
-    ------
-    GpipeValueError
-        ``unknown key 'key.name'``, saying which parameters ``function`` takes.
-
-    Examples
-    --------
-    >>> from gpipe.workflow import check_params
-    >>> check_params("walks.params", gpipe.walks.node2vec, {"p": 0.5}, ("g", "seed"))
-    >>> check_params("walks.params", gpipe.walks.deepwalk, {"q": 2}, ("g", "seed", "length", "walks_per_vertex",
-    ...                                                                "start", "progress", "weighted"))
-    Traceback (most recent call last):
-    ...
-    gpipe.errors.GpipeValueError: unknown key 'walks.params.q': deepwalk takes no extra parameters
-    """
-    accepted = [p for p in inspect.signature(function).parameters if p not in set_by_workflow]
-    for name in params:
-        if name not in accepted:
-            raise GpipeValueError(f"unknown key '{key}.{name}': {function.__name__} takes "
-                                  f"{', '.join(accepted) or 'no extra parameters'}")
-
-
-def _check_keys(section, prefix: str, rules: Mapping[str, _Rule], complete: bool = True) -> None:
-    """Every key under ``prefix`` is known and, when ``complete``, present, recursively."""
-    check_mapping(prefix.rstrip(".") or "config", section)
-    known = list(dict.fromkeys(k[len(prefix):].split(".")[0] for k in rules if k.startswith(prefix)))
-    for key in section:
-        if key not in known:
-            takes = f"'{prefix.rstrip('.')}' takes" if prefix else "the config takes"
-            raise GpipeValueError(f"unknown key '{prefix}{key}': {takes} {', '.join(known)}")
-    for key in known:
-        if key not in section:
-            if complete:
-                raise GpipeValueError(f"missing key '{prefix}{key}'")
-        elif prefix + key not in rules:
-            _check_keys(section[key], f"{prefix}{key}.", rules, complete)
-
-
-def _read_yaml(path: str | os.PathLike) -> dict:
-    try:
-        with open(path) as f:
-            config = yaml.safe_load(f)
-    except FileNotFoundError:
-        raise GpipeValueError(f"the config file {os.fspath(path)!r} does not exist") from None
-    except yaml.YAMLError as exc:
-        raise GpipeValueError(f"{os.fspath(path)}: not valid YAML ({' '.join(str(exc).split())})") from None
-    return check_mapping(os.fspath(path), {} if config is None else config)
-
-
-def _merge(base: dict, update: dict, prefix: str, rules: Mapping[str, _Rule]) -> None:
-    """Merge ``update`` into ``base`` (at ``prefix``), section by section; a key of ``rules`` is replaced whole."""
-    for key, value in update.items():
-        if isinstance(value, dict) and isinstance(base.get(key), dict) and prefix + key not in rules:
-            _merge(base[key], value, f"{prefix}{key}.", rules)
-        else:
-            base[key] = value
 
 
 # -- a workflow script ------------------------------------------------------------------------
@@ -422,7 +122,8 @@ def main(argv: list[str] | None, *, prog: str, description: str, defaults: str,
     return 0
 
 
-def load_graph(section: dict, *, weighted: bool = False, mode: str | None = None) -> Graph:
+def load_graph(section: dict, *, weighted: bool = False, mode: str | None = None, fmt: str | None = None,
+               weight: str | None = None, vertex_order: str | None = None) -> Graph:
     """The graph of a config's ``graph`` section, on the current client.
 
     Parameters
@@ -435,16 +136,16 @@ def load_graph(section: dict, *, weighted: bool = False, mode: str | None = None
         Generate an ``rmat:`` graph with edge weights (for a walk or sampler that uses them).
     mode : {'auto', 'partitioned', 'replicated'}, optional
         How the graph is held (see :func:`gpipe.read_edges`); pattern mining needs ``'replicated'``.
+    fmt, weight : str, optional
+        How an edge file is read: its format and its weight column, as :func:`gpipe.read_edges` takes them.
+    vertex_order : {'rcmk', 'metis'}, optional
+        Renumber the vertices before the partitions are cut (see :func:`gpipe.read_edges`).
 
     Returns
     -------
     Graph
-
-    Raises
-    ------
-    GpipeValueError
-        ``section`` lacks one of those keys, has another, or a value breaks its rule in :data:`RULES`
-        (the message names the key ``graph.KEY``); ``weighted`` is not a bool.
+        Read or generated, as the section says; a bad key, an unreadable file or a bad argument raises the
+        :class:`GpipeValueError` of :func:`check_config` or of the reader, naming it.
 
     Examples
     --------
@@ -459,8 +160,216 @@ def load_graph(section: dict, *, weighted: bool = False, mode: str | None = None
     rmat = _rmat_spec(section["path"])
     if rmat is not None:
         return generators.rmat(*rmat, directed=section["directed"], partitions=section["partitions"],
-                               weighted=weighted, mode=mode)
-    return read_edges(section["path"], directed=section["directed"], partitions=section["partitions"], mode=mode)
+                               weighted=weighted, mode=mode, vertex_order=vertex_order)
+    return read_edges(section["path"], directed=section["directed"], partitions=section["partitions"], mode=mode,
+                      fmt=fmt, weight=weight, vertex_order=vertex_order)
+
+
+@dataclass(frozen=True)
+class Workflow:
+    """A workflow script's config and command line, declared once: ``load_config``, ``validate_config`` and
+    ``main`` follow from its defaults file and its table of rules.
+
+    Parameters
+    ----------
+    prog, description : str
+        The script's name, which starts its error messages, and its one-line description.
+    defaults : str
+        Its ``config.yaml``, which holds every key.
+    rules : mapping
+        Its keys and their rules (``{**RULES, "section.key": rule, ...}``).
+    run : callable
+        ``run(config)``: runs the workflow on a checked config and reports.
+    check : callable, optional
+        ``check(config)``: what the rules cannot say alone (a key that depends on another); raises
+        :class:`GpipeValueError`.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from gpipe.workflow import Workflow, integer
+    >>> defaults = os.path.join(tempfile.mkdtemp(), "config.yaml")
+    >>> _ = open(defaults, "w").write("walks: {length: 40}\\n")
+    >>> demo = Workflow("demo", "A demo.", defaults, {"walks.length": integer(minimum=1)}, run=print)
+    >>> demo.main(["--set", "walks.length=5"])
+    {'walks': {'length': 5}}
+    0
+    """
+
+    prog: str
+    description: str
+    defaults: str
+    rules: Mapping
+    run: Callable[[dict], object]
+    check: Callable[[dict], object] | None = None
+
+    def load_config(self, path: str | None = None, overrides: Iterable[str] = ()) -> dict:
+        """The config at ``path`` merged over the defaults, then the ``key.sub=value`` overrides (not yet
+        checked; see :func:`load_config`)."""
+        return load_config(path, overrides, defaults=self.defaults, rules=self.rules)
+
+    def validate_config(self, config: dict) -> dict:
+        """Check that ``config`` has exactly the known keys and valid values (:func:`check_config`, then
+        ``check``), and return it; else raise :class:`GpipeValueError` naming the key, the rule and the value."""
+        check_config(config, self.rules)
+        if self.check is not None:
+            self.check(config)
+        return config
+
+    def main(self, argv: list[str] | None = None) -> int:
+        """Run the workflow from ``[config.yaml] [--set key.sub=value ...]`` (default ``sys.argv[1:]``): 0 on
+        success; 2 on a bad config or bad input, printed as ``PROG: error: ...`` on stderr (see :func:`main`)."""
+        return main(argv, prog=self.prog, description=self.description, defaults=self.defaults,
+                    configure=lambda path, overrides: self.validate_config(self.load_config(path, overrides)),
+                    run=self.run)
+
+
+# -- a run ------------------------------------------------------------------------------------
+
+class Run:
+    """One batch run, a workflow's or a ``gpipe`` command's: its output folder, its cluster, its graph, its
+    phases and its ``summary.json``.
+
+    ``with Run(config, owned=..., prog=...) as run:`` checks the ``output`` folder and opens a temporary one
+    (:func:`atomic_dir`, which becomes ``output`` once the block succeeds), connects to the config's
+    ``cluster`` (:func:`gpipe.connect`, current inside the block) and prints the Dask dashboard link. Inside,
+    :meth:`graph` loads the config's ``graph``, :meth:`phase` tells a long step on stderr, :meth:`lap` times
+    one, :meth:`path` names a file in the output folder and :meth:`finish` writes ``summary.json`` last.
+
+    Parameters
+    ----------
+    config : dict
+        A checked config holding the keys of :data:`RULES`; ``output`` None writes no folder (the outputs then
+        lie where the run puts them, and :meth:`finish` returns the summary unwritten).
+    owned : str, optional
+        The files the run writes in its folder, as :func:`atomic_dir` takes them; none where ``output`` is None.
+    prog : str
+        The name that starts the run's lines on stderr (``graph_sampling``, ``gpipe``).
+    header : dict, optional
+        What the summary says first about the run (default ``{"config": config}``).
+    quiet : bool
+        Print nothing on stderr: no dashboard link, no phases.
+    output_name : str
+        The name the output folder was given by (``output``, ``out``), in the errors.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from gpipe.workflow import Run
+    >>> config = {"graph": {"path": "rmat:6:4", "directed": False, "partitions": None}, "overwrite": False,
+    ...           "output": os.path.join(tempfile.mkdtemp(), "out"),
+    ...           "cluster": {"scheduler_file": None, "address": None, "device": "cpu", "n_workers": 1}}
+    >>> with Run(config, owned=r"summary\\.json", prog="demo", quiet=True) as run:
+    ...     g = run.graph()
+    ...     summary = run.finish(found={"vertices": g.num_vertices})
+    >>> summary["found"], sorted(summary["timings"])
+    ({'vertices': 64}, ['connect', 'graph', 'total'])
+    """
+
+    def __init__(self, config: dict, *, owned: str | None = None, prog: str, header: dict | None = None,
+                 quiet: bool = False, output_name: str = "output") -> None:
+        self.config = config
+        self.quiet = quiet
+        self.outputs: dict[str, str] = {}
+        self._out = None if config["output"] is None else os.path.abspath(config["output"])
+        self._owned = owned if self._out is None else check_text("owned", owned)
+        self._prog, self._output_name = prog, output_name
+        self._header = {"config": config} if header is None else header
+        self._graph: Graph | None = None
+
+    def __enter__(self) -> Run:
+        self._watch = _Stopwatch()
+        self._stack = contextlib.ExitStack().__enter__()
+        try:
+            self.folder = None if self._out is None else self._stack.enter_context(
+                atomic_dir(self._out, owned=self._owned, overwrite=self.config["overwrite"], name=self._output_name))
+            cluster = self.config["cluster"]
+            self.client = self._stack.enter_context(connect(cluster["scheduler_file"], cluster["address"],
+                                                            n_workers=cluster["n_workers"], device=cluster["device"]))
+            self._stack.enter_context(self.client.as_current())
+            if not self.quiet:
+                print(f"{self._prog}: Dask dashboard at {self.client.dashboard_link}", file=sys.stderr)
+        except BaseException:
+            self._stack.__exit__(*sys.exc_info())
+            raise
+        self.lap("connect")
+        return self
+
+    def __exit__(self, kind, error, traceback) -> None:
+        if kind is None and self._graph is not None:
+            self._graph.release()  # on a shared cluster, nothing would free it once this client is closed
+        self._stack.__exit__(kind, error, traceback)  # none of its contexts swallows an error
+
+    def lap(self, name: str) -> None:
+        """Time the step that ends now as ``name`` in the summary's ``timings``."""
+        self._watch.lap(name)
+
+    def phase(self, text: str) -> _Phase:
+        """A long step told on stderr as it starts, then what it did (``phase.done(...)``) and its seconds."""
+        return _Phase(self, text)
+
+    def graph(self, load: Callable[[], Graph] | None = None, *, lap: str = "graph", weighted: bool = False,
+              mode: str | None = None, **reading) -> Graph:
+        """The config's graph, generated or read (:func:`load_graph`, with ``reading`` for
+        :func:`gpipe.read_edges`), or what ``load()`` returns; told as a phase, timed as ``lap``, described in
+        the summary and released at the end of a run that succeeds."""
+        path = self.config["graph"].get("path")  # none where the run makes its graph (gnn_training)
+        rmat = None if path is None else _rmat_spec(path)
+        text = "making the graph" if path is None else f"generating R-MAT scale {rmat[0]}" if rmat else _reading(path)
+        with self.phase(text) as phase:
+            self._graph = load() if load is not None else load_graph(self.config["graph"], weighted=weighted,
+                                                                     mode=mode, **reading)
+            _graph_done(phase, self._graph)
+        self.lap(lap)
+        return self._graph
+
+    def path(self, name: str) -> str:
+        """Where the output file (or folder) ``name`` is written: in the temporary folder."""
+        return os.path.join(self.folder, name)
+
+    def written(self, phase: _Phase, outputs: dict[str, str]) -> None:
+        """Record ``outputs`` (output name -> the path written) and say at the end of ``phase`` how much it wrote."""
+        _written(phase, outputs)
+        self.outputs.update(outputs)
+
+    def finish(self, **sections) -> dict:
+        """Write ``summary.json`` into the output folder, its last file, and return the summary.
+
+        The summary holds ``status``, the header, ``graph`` (the graph of :meth:`graph`, unless ``sections``
+        gives it), ``cluster``, ``sections`` (each the run's own, under its key; None ones left out), ``outputs``
+        (where each is once the folder is ``output``), ``timings`` and ``gpipe_version``.
+        """
+        g = self._graph
+        graph = sections.pop("graph", None) or {
+            "num_vertices": g.num_vertices, "num_edges": g.num_edges, "num_partitions": g.num_partitions,
+            "directed": g.directed, "weighted": g.weighted}
+        outputs = {key: path if self.folder is None else os.path.join(self._out, os.path.relpath(path, self.folder))
+                   for key, path in self.outputs.items()}
+        if self.folder is not None:
+            outputs["summary"] = os.path.join(self._out, "summary.json")
+        summary = {
+            "status": "ok",
+            **self._header,
+            "graph": graph,
+            "cluster": _cluster_info(self.client),
+            **{key: value for key, value in sections.items() if value is not None},
+            "outputs": outputs,
+            "timings": dict(self._watch.seconds, total=self._watch.total()),
+            # gpipe's door imports this module: its version is read from it once it is loaded
+            "gpipe_version": importlib.import_module(__package__).__version__,
+        }
+        if self.folder is not None:
+            write_json(os.path.join(self.folder, "summary.json"), summary)
+        return summary
+
+
+def _cluster_info(client) -> dict:
+    """The summary's ``cluster``: the scheduler, the dashboard, the device and each worker."""
+    workers = workers_info(client)
+    return {"scheduler": client.scheduler.address, "dashboard": client.dashboard_link,
+            "device": current(client).device,
+            "workers": [{"address": address, "name": w.get("name"), "nthreads": w.get("nthreads")}
+                        for address, w in sorted(workers.items())]}
 
 
 # -- gpipe run --------------------------------------------------------------------------------

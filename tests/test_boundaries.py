@@ -134,7 +134,8 @@ def test_no_module_imports_another_packages_private_names():
 # The floors of gpipe, lowest first: a module imports only from its own floor or below, and no circle runs through
 # the units (a top-level module, or a subpackage as a whole), lazy imports inside functions included.
 FLOORS = (
-    ("errors", "config", "backend", "kernels", "_validate", "_files", "_rng", "_search", "_alias", "_csr"),  # base
+    ("errors", "config", "backend", "kernels", "_validate", "_files", "_rng", "_search", "_alias", "_csr",
+     "_progress", "_batch_config"),  # base
     ("runtime",),
     ("graph",),
     ("walks", "sampling", "mining", "counting", "dynamic", "gnn", "sort"),  # the families

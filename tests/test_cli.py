@@ -15,7 +15,8 @@ import pandas as pd
 import pytest
 
 import gpipe
-from gpipe.cli import _parser, _progress
+from gpipe import _progress
+from gpipe.cli import _parser
 from gpipe.cli import main
 from helpers import read_summary, tree
 

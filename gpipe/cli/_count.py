@@ -6,20 +6,15 @@ import time
 from dataclasses import asdict
 
 from .. import counting
-from ._progress import _Stopwatch, _graph_done, _read_phase
-from ._shared import _cluster, _out_folder, _write_summary
+from ._options import _RUN_FILES
+from ._shared import _run
 
 
 def _count(args) -> int:
     """Read the labeled graph, count (or estimate) the query's embeddings in it, write summary.json."""
     query = counting.Query.from_file(args.query)  # before any work: a malformed query names its file and line
-    watch = _Stopwatch()
-    with _out_folder(args) as folder, _cluster(args) as client:
-        watch.lap("connect")
-        with _read_phase(args, args.graph) as phase:
-            g = counting.read_graph(args.graph, partitions=args.partitions)
-            _graph_done(phase, g)
-        watch.lap("graph")
+    with _run(args, _RUN_FILES) as run:
+        g = run.graph(lambda: counting.read_graph(args.graph, partitions=args.partitions))
         if args.algorithm == "exact":
             started = time.perf_counter()
             section = {"count": counting.count_exact(g, query), "seconds": time.perf_counter() - started}
@@ -27,11 +22,10 @@ def _count(args) -> int:
             options = {"method": args.method, "alpha": args.alpha, "seed": args.seed,
                        "inheritance": args.inheritance}
             counting.estimate(g, query, samples=1, **options)  # compile the kernels: one group
-            watch.lap("compile")
+            run.lap("compile")
             section = asdict(counting.estimate(g, query, samples=args.samples, **options))
-        watch.lap("count")
-        summary = _write_summary(args, folder, client, g, {}, watch, count=section)
-        g.release()
+        run.lap("count")
+        summary = run.finish(count=section)
     result = summary["count"]
     if args.algorithm == "exact":
         print(f"exact count: {result['count']:,} embeddings in {result['seconds']:.3f} s")

@@ -6,7 +6,8 @@ import json
 
 from ..backend import gpu_problem, versions
 from ..cluster import ENV_ADDRESS, ENV_SCHEDULER_FILE, connect
-from ._shared import _cluster_info, _running_cluster
+from ..workflow import _cluster_info
+from ._shared import _running_cluster
 
 
 def _info(args) -> int:

@@ -72,6 +72,24 @@ def _add_flags(parser: argparse.ArgumentParser, extra) -> None:
                             help=f"deprecated: the old name of {flag}, taken until the next release")
 
 
+def _on_a_graph(commands, name: str, summary_line: str) -> argparse.ArgumentParser:
+    """The parser of command ``name`` that reads or generates ``--graph``, with the flags on how (the config's
+    graph section, and how an edge file is read)."""
+    one = commands.add_parser(name, help=summary_line, description=summary_line)
+    _graph_flags(one)
+    _partitions_flag(one)
+    _vertex_order_flag(one)
+    return one
+
+
+def _run_flags(parser: argparse.ArgumentParser, writes: str, command) -> None:
+    """The flags of a command that runs (``--out`` and the cluster: the config's output and cluster), and the
+    function that runs it."""
+    _out_flags(parser, writes, required=True)
+    _cluster_flags(parser, local=True)
+    parser.set_defaults(run=command)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="gpipe", description="Graph sampling and random walks at scale, on Dask.")
     parser.add_argument("--version", action="version", version=f"gpipe {__version__}")
@@ -103,45 +121,33 @@ def build_parser() -> argparse.ArgumentParser:
     rmat.add_argument("--weighted", action="store_true", help="weights uniform in (0, 1]")
     _partitions_flag(rmat)
     _vertex_order_flag(rmat)
-    _out_flags(rmat, "writes DIR/graph/ and DIR/summary.json", required=True)
-    _cluster_flags(rmat, local=True)
-    rmat.set_defaults(run=_generate)
+    _run_flags(rmat, "writes DIR/graph/ and DIR/summary.json", _generate)
 
     walk = commands.add_parser("walk", help="random walks on a graph")
     algorithms = walk.add_subparsers(dest="algorithm", required=True, metavar="ALGORITHM")
     for name, (function, extra) in _WALKS.items():
         summary_line = inspect.getdoc(function).splitlines()[0].replace("``", "")
-        one = algorithms.add_parser(name, help=summary_line, description=summary_line)
-        _graph_flags(one)
-        _partitions_flag(one)
-        _vertex_order_flag(one)
+        one = _on_a_graph(algorithms, name, summary_line)
         _walk_flags(one, function)
         _add_flags(one, extra)
         one.add_argument("--format", choices=_FORMATS, default="corpus",
                          help="DIR/walks.txt (one walk per line), DIR/walks.parquet/, or both (default: %(default)s)")
         _update_flags(one)
-        _out_flags(one, "writes the walks and DIR/summary.json", required=True)
-        _cluster_flags(one, local=True)
-        one.set_defaults(run=_walk)
+        _run_flags(one, "writes the walks and DIR/summary.json", _walk)
 
     sample = commands.add_parser("sample", help="sample edges around seed vertices")
     samplers = sample.add_subparsers(dest="algorithm", required=True, metavar="ALGORITHM")
     for name, (function, extra) in _SAMPLERS.items():
         summary_line = " ".join(inspect.getdoc(function).split("\n\n")[0].split()).split(":")[0]
-        one = samplers.add_parser(name, help=summary_line, description=summary_line)
-        _graph_flags(one)
+        one = _on_a_graph(samplers, name, summary_line)
         if "seeds" in inspect.signature(function).parameters:
             one.add_argument("--seeds", type=_vertices("seeds"), required=True, metavar="IDS",
                              help="seed vertices, one instance each: ID,ID,... or @FILE with one id per line")
-        _partitions_flag(one)
-        _vertex_order_flag(one)
         one.add_argument("--seed", type=_checked(partial(check_seed, "seed")), default=_default(function, "seed"),
                          help="seed of the sample (default: %(default)s)")
         _add_flags(one, extra)
         nodes = ", DIR/nodes.parquet" if name in _NODE_SAMPLERS else ""
-        _out_flags(one, f"writes DIR/edges.parquet{nodes} and DIR/summary.json", required=True)
-        _cluster_flags(one, local=True)
-        one.set_defaults(run=_sample)
+        _run_flags(one, f"writes DIR/edges.parquet{nodes} and DIR/summary.json", _sample)
 
     count = commands.add_parser("count", help="count a query's embeddings in a labeled graph")
     hows = count.add_subparsers(dest="algorithm", required=True, metavar="HOW")
@@ -163,9 +169,7 @@ def build_parser() -> argparse.ArgumentParser:
                              help="seed of the samples (default: %(default)s)")
             one.add_argument("--no-inheritance", action="store_false", dest="inheritance",
                              help="samples that die do not inherit live ones of their warp")
-        _out_flags(one, "writes DIR/summary.json", required=True)
-        _cluster_flags(one, local=True)
-        one.set_defaults(run=_count)
+        _run_flags(one, "writes DIR/summary.json", _count)
 
     mine = commands.add_parser("mine", help="mine cliques, pattern matches or frequent patterns in a graph")
     whats = mine.add_subparsers(dest="algorithm", required=True, metavar="WHAT")

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
-from ._options import _NODE_SAMPLERS, _SAMPLERS, _dest
-from ._progress import _Phase, _Stopwatch, _written
-from ._shared import _check_graph_flags, _cluster, _load_graph, _out_folder, _typed_as_ids_of, _write_summary
+from ._options import _NODE_SAMPLERS, _RUN_FILES, _SAMPLERS, _dest
+from ._shared import _check_graph_flags, _reading, _run, _typed_as_ids_of
 
 
 def _sample(args) -> int:
@@ -20,27 +18,23 @@ def _sample(args) -> int:
     if isinstance(options.get("fanouts"), list):  # one depth: the first
         tiny.update(fanouts=options["fanouts"][:1], depth=None)
     _check_graph_flags(args)
-    watch = _Stopwatch()
-    with _out_folder(args) as folder, _cluster(args) as client:
-        watch.lap("connect")
-        g = _load_graph(args, weighted=options.get("weighted", False))
+    with _run(args, _RUN_FILES) as run:
+        g = run.graph(weighted=options.get("weighted", False), **_reading(args))
         options = _typed_as_ids_of(g, options)
         if "seeds" in options:
             tiny["seeds"] = options["seeds"][:1]
-        watch.lap("graph")
         function(g, **dict(options, **tiny))  # compile the kernels: a tiny sample
-        watch.lap("compile")
+        run.lap("compile")
         result = function(g, **options)
         result.stats["algorithm"] = function.__name__
-        watch.lap("sample")
-        with _Phase(args, f"writing {args.out}") as phase:
-            outputs = {"edges": result.to_parquet(os.path.join(folder, "edges.parquet"))}
+        run.lap("sample")
+        with run.phase(f"writing {args.out}") as phase:
+            outputs = {"edges": result.to_parquet(run.path("edges.parquet"))}
             if args.algorithm in _NODE_SAMPLERS:
-                outputs["nodes"] = result.to_parquet(os.path.join(folder, "nodes.parquet"), nodes=True)
-            _written(phase, outputs)
-        watch.lap("write")
-        summary = _write_summary(args, folder, client, g, outputs, watch, sample=result.stats)
-        g.release()  # on a shared cluster, nothing would free it once this client is closed
+                outputs["nodes"] = result.to_parquet(run.path("nodes.parquet"), nodes=True)
+            run.written(phase, outputs)
+        run.lap("write")
+        summary = run.finish(sample=result.stats)
     stats, written = summary["sample"], ", ".join(summary["outputs"][k] for k in outputs)
     print(f"{stats['algorithm']}: {stats['edges']:,} edges in {stats['instances']:,} instances in "
           f"{stats['seconds']:.3f} s, {stats['edges_per_second']:,.0f} edges/s -> {written}")

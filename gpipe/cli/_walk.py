@@ -12,11 +12,11 @@ from typing import Callable
 import numpy as np
 
 from .. import dynamic, walks
+from .._progress import _Progress
 from ..errors import GpipeValueError
 from ..sampling import EdgeSample
-from ._options import _DYNAMIC_WALKS, _WALKS, _dest
-from ._progress import _Phase, _Progress, _Stopwatch, _written
-from ._shared import _check_graph_flags, _cluster, _load_graph, _out_folder, _typed_as_ids_of, _write_summary
+from ._options import _DYNAMIC_WALKS, _RUN_FILES, _WALKS, _dest
+from ._shared import _check_graph_flags, _reading, _run, _typed_as_ids_of
 
 
 def _walk(args) -> int:
@@ -37,14 +37,11 @@ def _run_walk(args) -> dict:
         options["walks_per_vertex"] = args.walks_per_vertex
     _check_graph_flags(args)
     log = _update_log(args)
-    watch = _Stopwatch()
-    with _out_folder(args) as folder, _cluster(args) as client:
-        watch.lap("connect")
-        g = _load_graph(args, weighted=options.get("weighted", False),
-                        mode=None if log is None else "partitioned")
+    with _run(args, _RUN_FILES) as run:
+        g = run.graph(weighted=options.get("weighted", False), mode=None if log is None else "partitioned",
+                      **_reading(args))
         options = _typed_as_ids_of(g, options)
         walked = g if log is None else dynamic.DynamicGraph.from_graph(g)
-        watch.lap("graph")
         # compile the kernels on every worker: one short walk from the first vertex of each non-empty partition
         if "length" in taken:
             warm_up = dict(options, length=2)
@@ -56,7 +53,7 @@ def _run_walk(args) -> dict:
         else:  # frontier sampling: one small instance
             warm_up = dict(options, budget=2, instances=1)
         function(walked, **warm_up)
-        watch.lap("compile")
+        run.lap("compile")
         if "length" in taken:
             options["length"] = args.length
         rounds = None
@@ -64,14 +61,11 @@ def _run_walk(args) -> dict:
             result = function(g, progress=None if args.quiet else _Progress(sys.stderr), **options)
         else:
             result, rounds = _walk_rounds(args, walked, function, options, log)
-        watch.lap("walk")
-        with _Phase(args, f"writing {args.out}") as phase:
-            outputs = _walk_outputs(args, result, folder)
-            _written(phase, outputs)
-        watch.lap("write")
-        summary = _write_summary(args, folder, client, g, outputs, watch, walk=result.stats, rounds=rounds)
-        g.release()  # on a shared cluster, nothing would free it once this client is closed
-    return summary
+        run.lap("walk")
+        with run.phase(f"writing {args.out}") as phase:
+            run.written(phase, _walk_outputs(args, result, run.folder))
+        run.lap("write")
+        return run.finish(walk=result.stats, rounds=rounds)
 
 
 def _walk_outputs(args, result, folder: str) -> dict:

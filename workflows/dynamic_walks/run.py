@@ -24,7 +24,6 @@ from __future__ import annotations
 import os
 import sys
 import time
-from itertools import pairwise
 
 import numpy as np
 
@@ -41,44 +40,6 @@ OUTPUT_FILES = r"corpus\.txt|updates\.parquet|summary\.json"
 WALKS = ("deepwalk", "node2vec", "with_jump", "ppr")
 # Walk arguments the workflow sets itself; a walk's other keywords may go in walks.params.
 _SET_BY_WORKFLOW = ("g", "length", "walks_per_vertex", "walks_per_source", "seed", "start", "progress")
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Run the workflow.
-
-    Parameters
-    ----------
-    argv : list of str, optional
-        ``[config.yaml] [--set key.sub=value ...]`` (default ``sys.argv[1:]``).
-
-    Returns
-    -------
-    int
-        0 on success; 2 on a bad config, a bad update log or bad input, whose message is printed to stderr as
-        ``dynamic_walks: error: ...`` without a traceback.
-    """
-    return workflow.main(argv, prog="dynamic_walks", description=__doc__.splitlines()[0], defaults=DEFAULTS,
-                         configure=lambda path, overrides: validate_config(load_config(path, overrides)),
-                         run=lambda config: _report(_run(config)))
-
-
-def load_config(path: str | None = None, overrides=()) -> dict:
-    """The config at ``path`` merged over the defaults, then the ``key.sub=value`` overrides (not yet checked)."""
-    return workflow.load_config(path, overrides, defaults=DEFAULTS, rules=_RULES)
-
-
-def validate_config(config: dict) -> dict:
-    """Check that ``config`` has exactly the known keys and valid values, and return it.
-
-    Raises
-    ------
-    GpipeValueError
-        The message names the key, the rule and the value (for an unknown key, the keys its section takes).
-    """
-    workflow.check_config(config, _RULES)
-    walk = config["walks"]
-    workflow.check_params("walks.params", getattr(gpipe.walks, walk["algorithm"]), walk["params"], _SET_BY_WORKFLOW)
-    return config
 
 
 _positive = workflow.integer(minimum=1)
@@ -109,19 +70,23 @@ def _log_file(name: str, value) -> str:
     return path
 
 
+def _check(config: dict) -> None:
+    walk = config["walks"]
+    workflow.check_params("walks.params", getattr(gpipe.walks, walk["algorithm"]), walk["params"], _SET_BY_WORKFLOW)
+
+
+WORKFLOW = workflow.Workflow("dynamic_walks", __doc__.splitlines()[0], DEFAULTS, _RULES, check=_check,
+                             run=lambda config: _report(_run(config)))
+# The script's door (``gpipe run`` calls main): main(argv) -> exit status; the config checked before connecting.
+main, load_config, validate_config = WORKFLOW.main, WORKFLOW.load_config, WORKFLOW.validate_config
+
+
 # -- the run ----------------------------------------------------------------------------------
 
-def _run(config: dict) -> dict:
-    """Apply the log in rounds, walking after each; write summary.json, the corpus and a made log."""
-    out = os.path.abspath(config["output"])
-    with workflow.atomic_dir(out, owned=OUTPUT_FILES, overwrite=config["overwrite"], name="output") as folder:
-        return _write(config, folder, out)
-
-
-def _initial(config: dict, folder: str) -> tuple[DynamicGraph, object, str]:
+def _initial(run: workflow.Run) -> tuple[DynamicGraph, object, str]:
     """The dynamic graph to start from, the log and where it came from (a file, or made and written here)."""
-    updates, weighted = config["updates"], config["walks"]["params"].get("weighted", False)
-    g = workflow.load_graph(config["graph"], weighted=weighted, mode="partitioned")
+    updates, weighted = run.config["updates"], run.config["walks"]["params"].get("weighted", False)
+    g = run.graph(weighted=weighted, mode="partitioned")
     if updates["path"] is not None:
         return DynamicGraph.from_graph(g), read_updates(updates["path"]), os.path.abspath(updates["path"])
     edges = DynamicGraph.from_graph(g).edges()  # every stored edge: an undirected one twice, kept once below
@@ -134,27 +99,25 @@ def _initial(config: dict, folder: str) -> tuple[DynamicGraph, object, str]:
     start = gpipe.from_edges(initial, weight="weight", directed=g.directed, num_vertices=g.num_vertices,
                              partitions=g.num_partitions, mode="partitioned")
     g.release()
-    log.to_parquet(os.path.join(folder, "updates.parquet"), index=False)
+    run.outputs["updates"] = run.path("updates.parquet")
+    log.to_parquet(run.outputs["updates"], index=False)
     return DynamicGraph.from_graph(start), log, "updates.parquet"
 
 
-def _write(config: dict, folder: str, out: str) -> dict:
-    """The run, writing into ``folder``, which becomes ``out``."""
-    updates, walks, cluster = config["updates"], config["walks"], config["cluster"]
+def _run(config: dict) -> dict:
+    """Apply the log in rounds, walking after each; write summary.json, the corpus and a made log into ``output``
+    (whole once the run has succeeded); return the summary."""
+    updates, walks = config["updates"], config["walks"]
     walk = getattr(gpipe.walks, walks["algorithm"])
-    marks = {"start": time.perf_counter()}
-    with gpipe.connect(cluster["scheduler_file"], cluster["address"], n_workers=cluster["n_workers"],
-                       device=cluster["device"]) as client, client.as_current():
-        print(f"dynamic_walks: Dask dashboard at {client.dashboard_link}", file=sys.stderr)
-        marks["connect"] = time.perf_counter()
-        dg, log, source = _initial(config, folder)
+    with workflow.Run(config, owned=OUTPUT_FILES, prog="dynamic_walks") as run:
+        dg, log, source = _initial(run)
         if updates["rounds"] > len(log):
             raise GpipeValueError(f"'updates.rounds' must be at most the log's {len(log)} updates, got "
                                   f"{updates['rounds']}")
         initial = {"num_vertices": dg.num_vertices, "num_edges": dg.num_edges, "directed": dg.directed}
-        marks["graph"] = time.perf_counter()
+        run.lap("graph")
         _walk(walk, dg, walks, length=2)  # compile the kernels on every worker: the timed walks measure walking only
-        marks["compile"] = time.perf_counter()
+        run.lap("compile")
         rounds = []
         for number, rows in enumerate(np.array_split(np.arange(len(log)), updates["rounds"]), 1):
             batch = log.iloc[rows]
@@ -168,28 +131,12 @@ def _write(config: dict, folder: str, out: str) -> dict:
                            "updates_per_second": len(rows) / update_seconds, "walk_seconds": walk_seconds,
                            "steps": steps, "steps_per_second": steps / walk_seconds,
                            "num_vertices": dg.num_vertices, "num_edges": dg.num_edges})
-        marks["rounds"] = time.perf_counter()
-        result.to_corpus(os.path.join(folder, "corpus.txt"))
-        marks["corpus"] = time.perf_counter()
-        summary = {
-            "status": "ok",
-            "config": config,
-            "graph": initial,
-            "updates": {"log": source, "count": len(log), "rounds": updates["rounds"],
-                        "ops": log["op"].value_counts().to_dict()},
-            "cluster": {"scheduler": client.scheduler.address, "dashboard": client.dashboard_link},
-            "rounds": rounds,
-            "walk": result.stats,
-        }
-    outputs = {"corpus": "corpus.txt", "updates": "updates.parquet", "summary": "summary.json"}
-    if source != "updates.parquet":
-        del outputs["updates"]
-    summary["outputs"] = {key: os.path.join(out, name) for key, name in outputs.items()}
-    summary["timings"] = dict({b: marks[b] - marks[a] for a, b in pairwise(marks)},
-                              total=marks["corpus"] - marks["start"])
-    summary["gpipe_version"] = gpipe.__version__
-    workflow.write_json(os.path.join(folder, "summary.json"), summary)
-    return summary
+        run.lap("rounds")
+        run.outputs["corpus"] = result.to_corpus(run.path("corpus.txt"))
+        run.lap("corpus")
+        return run.finish(graph=initial, updates={"log": source, "count": len(log), "rounds": updates["rounds"],
+                                                  "ops": log["op"].value_counts().to_dict()},
+                          rounds=rounds, walk=result.stats)
 
 
 def _walk(walk, dg: DynamicGraph, walks: dict, length: int):

@@ -18,8 +18,6 @@ from __future__ import annotations
 import inspect
 import os
 import sys
-import time
-from itertools import pairwise
 
 import gpipe
 from gpipe import workflow
@@ -36,52 +34,6 @@ _SET_BY_WORD2VEC = ("walks", "dim", "window", "negative", "epochs", "seed", "pro
 # (not ppr, whose walks start from given sources).
 WALKS = tuple(name for name in gpipe.walks.__all__
               if "walks_per_vertex" in inspect.signature(getattr(gpipe.walks, name)).parameters)
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Run the workflow.
-
-    Parameters
-    ----------
-    argv : list of str, optional
-        ``[config.yaml] [--set key.sub=value ...]`` (default ``sys.argv[1:]``).
-
-    Returns
-    -------
-    int
-        0 on success; 2 on a bad config or bad input, whose message is printed
-        to stderr as ``embeddings: error: ...`` without a traceback.
-    """
-    return workflow.main(argv, prog="embeddings", description=__doc__.splitlines()[0], defaults=DEFAULTS,
-                         configure=lambda path, overrides: validate_config(load_config(path, overrides)),
-                         run=lambda config: _report(_run(config)))
-
-
-def load_config(path: str | None = None, overrides=()) -> dict:
-    """The config at ``path`` merged over the defaults, then the ``key.sub=value`` overrides (not yet checked).
-
-    Sections are merged key by key; a key's value, ``walks.params`` included, is replaced whole (so a config
-    or ``--set walks.params={}`` for another walk drops node2vec's p and q), while ``--set walks.params.p=...``
-    sets one entry of it.
-    """
-    return workflow.load_config(path, overrides, defaults=DEFAULTS, rules=_RULES)
-
-
-def validate_config(config: dict) -> dict:
-    """Check that ``config`` has exactly the known keys and valid values, and return it.
-
-    Raises
-    ------
-    GpipeValueError
-        The message names the key, the rule and the value (for an unknown key,
-        the keys its section takes; for an unknown walk, the walks in ``WALKS``).
-    """
-    workflow.check_config(config, _RULES)
-    walk = config["walks"]
-    workflow.check_params("walks.params", getattr(gpipe.walks, walk["algorithm"]), walk["params"], _SET_BY_WORKFLOW)
-    workflow.check_params("word2vec.params", gpipe.embeddings.word2vec, config["word2vec"]["params"],
-                          _SET_BY_WORD2VEC)
-    return config
 
 
 _positive = workflow.integer(minimum=1)
@@ -105,63 +57,48 @@ _RULES = {
 }
 
 
+def _check(config: dict) -> None:
+    """The walk's and word2vec's own keywords (for an unknown walk, the walks in ``WALKS``)."""
+    walk = config["walks"]
+    workflow.check_params("walks.params", getattr(gpipe.walks, walk["algorithm"]), walk["params"], _SET_BY_WORKFLOW)
+    workflow.check_params("word2vec.params", gpipe.embeddings.word2vec, config["word2vec"]["params"],
+                          _SET_BY_WORD2VEC)
+
+
+# Sections are merged key by key; a key's value, walks.params included, is replaced whole (so a config or
+# `--set walks.params={}` for another walk drops node2vec's p and q), while `--set walks.params.p=...` sets one
+# entry of it.
+WORKFLOW = workflow.Workflow("embeddings", __doc__.splitlines()[0], DEFAULTS, _RULES, check=_check,
+                             run=lambda config: _report(_run(config)))
+# The script's door (``gpipe run`` calls main): main(argv) -> exit status; the config checked before connecting.
+main, load_config, validate_config = WORKFLOW.main, WORKFLOW.load_config, WORKFLOW.validate_config
+
+
 # -- the run ----------------------------------------------------------------------------------
 
 def _run(config: dict) -> dict:
-    """Walk the graph, write the corpus, the embeddings and summary.json; return the summary.
-
-    They are written into a temporary folder that becomes ``output`` once the run has succeeded (``output`` is
-    checked before connecting); the summary names each file where it is then.
-    """
-    out = os.path.abspath(config["output"])
-    with workflow.atomic_dir(out, owned=OUTPUT_FILES, overwrite=config["overwrite"], name="output") as folder:
-        return _write(config, folder, out)
-
-
-def _write(config: dict, folder: str, out: str) -> dict:
-    """The run, writing into ``folder``, which becomes ``out``."""
-    graph, walks, cluster, options = config["graph"], config["walks"], config["cluster"], config["word2vec"]
+    """Walk the graph, write the corpus, the embeddings and summary.json into ``output`` (whole once the run has
+    succeeded); return the summary."""
+    walks, options = config["walks"], config["word2vec"]
     walk = getattr(gpipe.walks, walks["algorithm"])
-    outputs = {"embeddings": "embeddings.w2v", "summary": "summary.json"}
-    marks = {"start": time.perf_counter()}
-    with gpipe.connect(cluster["scheduler_file"], cluster["address"], n_workers=cluster["n_workers"],
-                       device=cluster["device"]) as client, client.as_current():
-        print(f"embeddings: Dask dashboard at {client.dashboard_link}", file=sys.stderr)
-        marks["connect"] = time.perf_counter()
-        g = workflow.load_graph(graph, weighted=walks["params"].get("weighted", False))  # weights if the walk uses them
-        marks["graph"] = time.perf_counter()
+    with workflow.Run(config, owned=OUTPUT_FILES, prog="embeddings") as run:
+        g = run.graph(weighted=walks["params"].get("weighted", False))  # weights if the walk uses them
         # compile the kernels on every worker, so that the timed walk measures walking only
         walk(g, length=2, start=g.to_original(g.bounds[:-1]), seed=walks["seed"], **walks["params"])
-        marks["compile"] = time.perf_counter()
+        run.lap("compile")
         result = walk(g, length=walks["length"], walks_per_vertex=walks["walks_per_vertex"], seed=walks["seed"],
                       **walks["params"])
-        marks["walk"] = time.perf_counter()
+        run.lap("walk")
         if walks["corpus"]:
-            result.to_corpus(os.path.join(folder, "corpus.txt"))
-            outputs["corpus"] = "corpus.txt"
-            marks["corpus"] = time.perf_counter()
+            run.outputs["corpus"] = result.to_corpus(run.path("corpus.txt"))
+            run.lap("corpus")
         vectors = gpipe.embeddings.word2vec(result, dim=options["dim"], window=options["window"],
                                             negative=options["negative"], epochs=options["epochs"],
                                             seed=options["seed"], **options["params"])
-        vectors.to_word2vec(os.path.join(folder, "embeddings.w2v"))
-        marks["word2vec"] = time.perf_counter()
-        summary = {
-            "status": "ok",
-            "config": config,
-            "graph": {"num_vertices": g.num_vertices, "num_edges": g.num_edges, "num_partitions": g.num_partitions,
-                      "directed": g.directed},
-            "cluster": {"scheduler": client.scheduler.address, "dashboard": client.dashboard_link},
-            "walk": result.stats,
-            "embeddings": {"vectors": vectors.num_vertices, "dim": vectors.dim, **vectors.stats},
-        }
-        g.release()  # on a shared cluster, nothing would free it once this client is closed
-    marks["disconnect"] = time.perf_counter()
-    summary["outputs"] = {key: os.path.join(out, name) for key, name in sorted(outputs.items())}
-    summary["timings"] = dict({b: marks[b] - marks[a] for a, b in pairwise(marks)},
-                              total=marks["disconnect"] - marks["start"])
-    summary["gpipe_version"] = gpipe.__version__
-    workflow.write_json(os.path.join(folder, "summary.json"), summary)
-    return summary
+        run.outputs["embeddings"] = vectors.to_word2vec(run.path("embeddings.w2v"))
+        run.lap("word2vec")
+        return run.finish(walk=result.stats,
+                          embeddings={"vectors": vectors.num_vertices, "dim": vectors.dim, **vectors.stats})
 
 
 def _report(summary: dict) -> None:

@@ -35,27 +35,9 @@ DEFAULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "config.yaml
 OUTPUT_FILES = r"summary\.json"
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Run the workflow: 0 on success; 2 on a bad config, bad input or no torch (``gnn_training: error: ...``)."""
-    return workflow.main(argv, prog="gnn_training", description=__doc__.splitlines()[0], defaults=DEFAULTS,
-                         configure=lambda path, overrides: _needs_torch(validate_config(load_config(path, overrides))),
-                         run=lambda config: _report(_run(config)))
-
-
-def load_config(path: str | None = None, overrides=()) -> dict:
-    """The config at ``path`` merged over the defaults, then the ``key.sub=value`` overrides (not yet checked)."""
-    return workflow.load_config(path, overrides, defaults=DEFAULTS, rules=_RULES)
-
-
-def validate_config(config: dict) -> dict:
-    """Check that ``config`` has exactly the known keys and valid values, and return it (else GpipeValueError)."""
-    return workflow.check_config(config, _RULES)
-
-
-def _needs_torch(config: dict) -> dict:
+def _needs_torch() -> None:
     if importlib.util.find_spec("torch") is None:
         raise GpipeError("this workflow trains with PyTorch, which is not installed: `pip install 'gpipe[gnn]'`")
-    return config
 
 
 def _number(low: float, high: float | None = None, *, open_low: bool = False):
@@ -105,6 +87,11 @@ _RULES = {
     "train.seed": workflow.seed,
     "train.on_workers": _boolean,
 }
+
+WORKFLOW = workflow.Workflow("gnn_training", __doc__.splitlines()[0], DEFAULTS, _RULES,
+                             run=lambda config: _report(_run(config)))
+# The script's door (``gpipe run`` calls main): main(argv) -> exit status; the config checked before connecting.
+main, load_config, validate_config = WORKFLOW.main, WORKFLOW.load_config, WORKFLOW.validate_config
 
 
 # -- the data: a planted partition ---------------------------------------------------------------
@@ -256,17 +243,10 @@ def accuracy(g, seeds, state, *, model_args: dict, fanouts, batch_size: int, fea
 # -- the run ----------------------------------------------------------------------------------
 
 def _run(config: dict) -> dict:
-    """Train and evaluate, write summary.json; return the summary (written into a temporary folder that becomes
-    ``output`` once the run has succeeded)."""
-    out = os.path.abspath(config["output"])
-    with workflow.atomic_dir(out, owned=OUTPUT_FILES, overwrite=config["overwrite"], name="output") as folder:
-        return _write(config, folder, out)
-
-
-def _write(config: dict, folder: str, out: str) -> dict:
-    """The run, writing into ``folder``, which becomes ``out``."""
-    graph, data, opts, cluster = config["graph"], config["features"], config["train"], config["cluster"]
-    marks = {"start": time.perf_counter()}
+    """Train and evaluate, write summary.json into ``output`` (whole once the run has succeeded); return the
+    summary. Without torch, say what to install before connecting."""
+    _needs_torch()
+    graph, data, opts = config["graph"], config["features"], config["train"]
     edges, labels, features = planted_partition(graph["vertices"], graph["communities"], graph["degree"],
                                                 graph["mixing"], data["dim"], data["noise"], graph["seed"])
     order = np.random.default_rng(graph["seed"]).permutation(graph["vertices"])
@@ -277,50 +257,35 @@ def _write(config: dict, folder: str, out: str) -> dict:
     loader_args = {"fanouts": opts["fanouts"], "batch_size": opts["batch_size"], "seed": opts["seed"],
                    "features": features, "labels": labels}
     train_args = {"model_args": model_args, "epochs": opts["epochs"], "lr": opts["lr"], "seed": opts["seed"]}
-    with gpipe.connect(cluster["scheduler_file"], cluster["address"], n_workers=cluster["n_workers"],
-                       device=cluster["device"]) as client, client.as_current():
-        print(f"gnn_training: Dask dashboard at {client.dashboard_link}", file=sys.stderr)
-        marks["connect"] = time.perf_counter()
-        g = gpipe.from_edges(edges, partitions=graph["partitions"], num_vertices=graph["vertices"])
+    with workflow.Run(config, owned=OUTPUT_FILES, prog="gnn_training") as run:
+        g = run.graph(lambda: gpipe.from_edges(edges, partitions=graph["partitions"], num_vertices=graph["vertices"]))
         train_args["device"] = g.device
-        marks["graph"] = time.perf_counter()
+        started = time.perf_counter()
         if opts["on_workers"]:
             ranks = gpipe.gnn.run_on_workers(train, g, train_seeds, **loader_args,
                                              kwargs=dict(train_args, distributed=True))
         else:
             ranks = [train(gpipe.gnn.NeighborLoader(g, train_seeds, **loader_args), 0, 1, **train_args,
                            distributed=False)]
-        marks["train"] = time.perf_counter()
+        seconds = time.perf_counter() - started
+        run.lap("train")
         evaluate = dict(model_args=model_args, fanouts=opts["fanouts"], batch_size=opts["batch_size"],
                         features=features, labels=labels, seed=opts["seed"])
         before = accuracy(g, test_seeds, None, **evaluate)
         after = [accuracy(g, test_seeds, state, **evaluate) for state in ranks[0]["states"]]
-        marks["evaluate"] = time.perf_counter()
-        summary = {
-            "status": "ok",
-            "config": config,
-            "graph": {"num_vertices": g.num_vertices, "num_edges": g.num_edges, "num_partitions": g.num_partitions},
-            "cluster": {"scheduler": client.scheduler.address, "dashboard": client.dashboard_link},
-            "training": {
-                "mode": "workers" if opts["on_workers"] else "in_process",
-                "world_size": len(ranks),
-                "train_vertices": int(train_seeds.size),
-                "test_vertices": int(test_seeds.size),
-                "chance": float(np.bincount(labels[test_seeds]).max() / test_seeds.size),
-                "accuracy_before": before,
-                "accuracy": after[-1],
-                "epochs": [{"epoch": e + 1, "loss": float(np.mean([r["losses"][e] for r in ranks])),
-                            "test_accuracy": a} for e, a in enumerate(after)],
-                "seconds": marks["train"] - marks["graph"],
-            },
-            "outputs": {"summary": os.path.join(out, "summary.json")},
-            "timings": dict({b: marks[b] - marks[a] for a, b in pairwise(marks)},
-                            total=marks["evaluate"] - marks["start"]),
-            "gpipe_version": gpipe.__version__,
-        }
-        g.release()  # on a shared cluster, nothing would free it once this client is closed
-    workflow.write_json(os.path.join(folder, "summary.json"), summary)
-    return summary
+        run.lap("evaluate")
+        return run.finish(training={
+            "mode": "workers" if opts["on_workers"] else "in_process",
+            "world_size": len(ranks),
+            "train_vertices": int(train_seeds.size),
+            "test_vertices": int(test_seeds.size),
+            "chance": float(np.bincount(labels[test_seeds]).max() / test_seeds.size),
+            "accuracy_before": before,
+            "accuracy": after[-1],
+            "epochs": [{"epoch": e + 1, "loss": float(np.mean([r["losses"][e] for r in ranks])),
+                        "test_accuracy": a} for e, a in enumerate(after)],
+            "seconds": seconds,
+        })
 
 
 def _report(summary: dict) -> None:

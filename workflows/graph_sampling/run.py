@@ -19,8 +19,6 @@ from __future__ import annotations
 import inspect
 import os
 import sys
-import time
-from itertools import pairwise
 
 import numpy as np
 
@@ -36,26 +34,6 @@ SAMPLERS = tuple(name for name in gpipe.sampling.__all__ if name != "Sampler"
                  and "seeds" in inspect.signature(getattr(gpipe.sampling, name)).parameters)
 # Sampler arguments the workflow sets itself; a sampler's other keywords go in sampler.params.
 _SET_BY_WORKFLOW = ("g", "seeds", "seed")
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Run the workflow: 0 on success; 2 on a bad config or bad input (``graph_sampling: error: ...`` on stderr)."""
-    return workflow.main(argv, prog="graph_sampling", description=__doc__.splitlines()[0], defaults=DEFAULTS,
-                         configure=lambda path, overrides: validate_config(load_config(path, overrides)),
-                         run=lambda config: _report(_run(config)))
-
-
-def load_config(path: str | None = None, overrides=()) -> dict:
-    """The config at ``path`` merged over the defaults, then the ``key.sub=value`` overrides (not yet checked)."""
-    return workflow.load_config(path, overrides, defaults=DEFAULTS, rules=_RULES)
-
-
-def validate_config(config: dict) -> dict:
-    """Check that ``config`` has exactly the known keys and valid values, and return it (else GpipeValueError)."""
-    workflow.check_config(config, _RULES)
-    sampler = config["sampler"]
-    workflow.check_params("sampler.params", getattr(gpipe.sampling, sampler["algorithm"]), sampler["params"], _SET_BY_WORKFLOW)
-    return config
 
 
 def _seeds(name: str, value):
@@ -81,6 +59,18 @@ _RULES = {
 }
 
 
+def _check(config: dict) -> None:
+    sampler = config["sampler"]
+    workflow.check_params("sampler.params", getattr(gpipe.sampling, sampler["algorithm"]), sampler["params"],
+                          _SET_BY_WORKFLOW)
+
+
+WORKFLOW = workflow.Workflow("graph_sampling", __doc__.splitlines()[0], DEFAULTS, _RULES, check=_check,
+                             run=lambda config: _report(_run(config)))
+# The script's door (``gpipe run`` calls main): main(argv) -> exit status; the config checked before connecting.
+main, load_config, validate_config = WORKFLOW.main, WORKFLOW.load_config, WORKFLOW.validate_config
+
+
 def random_seeds(g, count: int, seed: int) -> np.ndarray:
     """``count`` distinct vertices among ``0..n-1`` of a graph whose ids are ``0..n-1``, drawn with ``seed``."""
     dense = g.id_map is None or (np.issubdtype(g.id_map.dtype, np.integer)
@@ -93,27 +83,12 @@ def random_seeds(g, count: int, seed: int) -> np.ndarray:
 
 
 def _run(config: dict) -> dict:
-    """Sample the graph, write edges.parquet and summary.json; return the summary.
-
-    They are written into a temporary folder that becomes ``output`` once the run has succeeded (``output`` is
-    checked before connecting); the summary names each file where it is then.
-    """
-    out = os.path.abspath(config["output"])
-    with workflow.atomic_dir(out, owned=OUTPUT_FILES, overwrite=config["overwrite"], name="output") as folder:
-        return _write(config, folder, out)
-
-
-def _write(config: dict, folder: str, out: str) -> dict:
-    """The run, writing into ``folder``, which becomes ``out``."""
-    graph, sampler, cluster = config["graph"], config["sampler"], config["cluster"]
+    """Sample the graph, write edges.parquet and summary.json into ``output`` (whole once the run has succeeded);
+    return the summary."""
+    sampler = config["sampler"]
     sample = getattr(gpipe.sampling, sampler["algorithm"])
-    marks = {"start": time.perf_counter()}
-    with gpipe.connect(cluster["scheduler_file"], cluster["address"], n_workers=cluster["n_workers"],
-                       device=cluster["device"]) as client, client.as_current():
-        print(f"graph_sampling: Dask dashboard at {client.dashboard_link}", file=sys.stderr)
-        marks["connect"] = time.perf_counter()
-        g = workflow.load_graph(graph, weighted=sampler["params"].get("weighted", False))
-        marks["graph"] = time.perf_counter()
+    with workflow.Run(config, owned=OUTPUT_FILES, prog="graph_sampling") as run:
+        g = run.graph(weighted=sampler["params"].get("weighted", False))
         if isinstance(config["seeds"], dict):
             seeds = random_seeds(g, config["seeds"]["random"], sampler["seed"])
         else:
@@ -124,29 +99,13 @@ def _write(config: dict, folder: str, out: str) -> dict:
         if isinstance(sampler["params"].get("fanouts"), list):  # one depth: the first
             tiny = {"fanouts": sampler["params"]["fanouts"][:1], "depth": None}
         sample(g, seeds[:1], **dict(sampler["params"], **tiny), seed=sampler["seed"])
-        marks["compile"] = time.perf_counter()
+        run.lap("compile")
         result = sample(g, seeds, seed=sampler["seed"], **sampler["params"])
         result.stats["algorithm"] = sampler["algorithm"]
-        marks["sample"] = time.perf_counter()
-        result.to_parquet(os.path.join(folder, "edges.parquet"))
-        outputs = {"edges": os.path.join(out, "edges.parquet"), "summary": os.path.join(out, "summary.json")}
-        marks["write"] = time.perf_counter()
-        summary = {
-            "status": "ok",
-            "config": config,
-            "seeds": seeds.tolist(),
-            "graph": {"num_vertices": g.num_vertices, "num_edges": g.num_edges, "num_partitions": g.num_partitions,
-                      "directed": g.directed},
-            "cluster": {"scheduler": client.scheduler.address, "dashboard": client.dashboard_link},
-            "sample": result.stats,
-            "outputs": outputs,
-            "timings": dict({b: marks[b] - marks[a] for a, b in pairwise(marks)},
-                            total=marks["write"] - marks["start"]),
-            "gpipe_version": gpipe.__version__,
-        }
-        g.release()  # on a shared cluster, nothing would free it once this client is closed
-    workflow.write_json(os.path.join(folder, "summary.json"), summary)
-    return summary
+        run.lap("sample")
+        run.outputs["edges"] = result.to_parquet(run.path("edges.parquet"))
+        run.lap("write")
+        return run.finish(seeds=seeds.tolist(), sample=result.stats)
 
 
 def _report(summary: dict) -> None:

@@ -19,8 +19,6 @@ from __future__ import annotations
 
 import os
 import sys
-import time
-from itertools import pairwise
 
 import numpy as np
 
@@ -32,26 +30,6 @@ DEFAULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "config.yaml
 # The files the workflow writes in its output folder: `overwrite` replaces a folder that holds no other.
 OUTPUT_FILES = r"summary\.json|patterns\.parquet|embeddings\.parquet/embeddings-\d{6}\.parquet"
 ALGORITHMS = ("cliques", "match", "fpm")
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Run the workflow: 0 on success; 2 on a bad config or bad input (``mining: error: ...`` on stderr)."""
-    return workflow.main(argv, prog="mining", description=__doc__.splitlines()[0], defaults=DEFAULTS,
-                         configure=lambda path, overrides: validate_config(load_config(path, overrides)),
-                         run=lambda config: _report(_run(config)))
-
-
-def load_config(path: str | None = None, overrides=()) -> dict:
-    """The config at ``path`` merged over the defaults, then the ``key.sub=value`` overrides (not yet checked)."""
-    return workflow.load_config(path, overrides, defaults=DEFAULTS, rules=_RULES)
-
-
-def validate_config(config: dict) -> dict:
-    """Check that ``config`` has exactly the known keys and valid values, and return it (else GpipeValueError)."""
-    workflow.check_config(config, _RULES)
-    if config["graph"]["directed"]:
-        raise GpipeValueError("'graph.directed' must be false: gpipe.mining mines undirected graphs, got true")
-    return config
 
 
 def _flag(name: str, value) -> bool:
@@ -93,35 +71,30 @@ _RULES = {
 }
 
 
+def _check(config: dict) -> None:
+    if config["graph"]["directed"]:
+        raise GpipeValueError("'graph.directed' must be false: gpipe.mining mines undirected graphs, got true")
+
+
+WORKFLOW = workflow.Workflow("mining", __doc__.splitlines()[0], DEFAULTS, _RULES, check=_check,
+                             run=lambda config: _report(_run(config)))
+# The script's door (``gpipe run`` calls main): main(argv) -> exit status; the config checked before connecting.
+main, load_config, validate_config = WORKFLOW.main, WORKFLOW.load_config, WORKFLOW.validate_config
+
+
 def _run(config: dict) -> dict:
-    """Mine the graph, write the outputs and summary.json; return the summary.
-
-    They are written into a temporary folder that becomes ``output`` once the run has succeeded (``output`` is
-    checked before connecting); the summary names each file where it is then.
-    """
-    out = os.path.abspath(config["output"])
-    with workflow.atomic_dir(out, owned=OUTPUT_FILES, overwrite=config["overwrite"], name="output") as folder:
-        return _write(config, folder, out)
-
-
-def _write(config: dict, folder: str, out: str) -> dict:
-    """The run, writing into ``folder``, which becomes ``out``."""
-    mining, cluster = config["mining"], config["cluster"]
+    """Mine the graph, write the outputs and summary.json into ``output`` (whole once the run has succeeded);
+    return the summary."""
+    mining = config["mining"]
     budgets = {"device_budget": mining["device_budget"], "host_budget": mining["host_budget"]}
-    marks = {"start": time.perf_counter()}
-    with gpipe.connect(cluster["scheduler_file"], cluster["address"], n_workers=cluster["n_workers"],
-                       device=cluster["device"]) as client, client.as_current():
-        print(f"mining: Dask dashboard at {client.dashboard_link}", file=sys.stderr)
-        marks["connect"] = time.perf_counter()
-        g = workflow.load_graph(config["graph"], mode="replicated")
-        marks["graph"] = time.perf_counter()
-        outputs, found = {}, {}
+    with workflow.Run(config, owned=OUTPUT_FILES, prog="mining") as run:
+        g = run.graph(mode="replicated")
+        found = {}
         if mining["algorithm"] == "fpm":
             labels = np.random.default_rng(mining["seed"]).integers(0, mining["random_labels"], g.num_vertices)
             result = gpipe.mining.frequent_patterns(g, mining["max_edges"], mining["min_support"], labels=labels)
-            marks["mine"] = time.perf_counter()
-            result.to_parquet(os.path.join(folder, "patterns.parquet"))
-            outputs["patterns"] = os.path.join(out, "patterns.parquet")
+            run.lap("mine")
+            run.outputs["patterns"] = result.to_parquet(run.path("patterns.parquet"))
             found["patterns"] = len(result)
         else:
             listing = mining["embeddings"]
@@ -131,28 +104,12 @@ def _write(config: dict, folder: str, out: str) -> dict:
             else:
                 result = gpipe.mining.match(g, [tuple(e) for e in mining["pattern"]], mining["induced"],
                                             embeddings=listing, **budgets)
-            marks["mine"] = time.perf_counter()
+            run.lap("mine")
             if listing:
-                result.to_parquet(os.path.join(folder, "embeddings.parquet"))
-                outputs["embeddings"] = os.path.join(out, "embeddings.parquet")
+                run.outputs["embeddings"] = result.to_parquet(run.path("embeddings.parquet"))
             found["count"] = result.count
-        outputs["summary"] = os.path.join(out, "summary.json")
-        marks["write"] = time.perf_counter()
-        summary = {
-            "status": "ok",
-            "config": config,
-            "graph": {"num_vertices": g.num_vertices, "num_edges": g.num_edges},
-            "cluster": {"scheduler": client.scheduler.address, "dashboard": client.dashboard_link},
-            **found,
-            "stats": result.stats,
-            "outputs": outputs,
-            "timings": dict({b: marks[b] - marks[a] for a, b in pairwise(marks)},
-                            total=marks["write"] - marks["start"]),
-            "gpipe_version": gpipe.__version__,
-        }
-        g.release()  # on a shared cluster, nothing would free it once this client is closed
-    workflow.write_json(os.path.join(folder, "summary.json"), summary)
-    return summary
+        run.lap("write")
+        return run.finish(**found, stats=result.stats)
 
 
 def _report(summary: dict) -> None:

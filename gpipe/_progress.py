@@ -1,4 +1,5 @@
-"""The progress the commands print on stderr: phases with a spinner and byte counts, walk supersteps, timings."""
+"""The progress a batch run (a workflow or a ``gpipe`` command) prints on stderr: phases with a spinner and byte
+counts, walk supersteps, timings."""
 
 from __future__ import annotations
 
@@ -10,11 +11,9 @@ import time
 
 from dask.utils import format_bytes
 
-from ..graph import Graph
-
 
 class _Stopwatch:
-    """Seconds spent in each phase of a command, one lap per phase."""
+    """Seconds spent in each phase of a run, one lap per phase."""
 
     def __init__(self):
         self._last = time.perf_counter()
@@ -22,7 +21,7 @@ class _Stopwatch:
 
     def lap(self, phase: str) -> None:
         now = time.perf_counter()
-        self.seconds[phase] = now - self._last
+        self.seconds[phase] = self.seconds.get(phase, 0.0) + now - self._last  # a phase resumed adds up
         self._last = now
 
     def total(self) -> float:
@@ -94,11 +93,13 @@ def _bytes_at(path: str) -> int:
     return total
 
 
-def _read_phase(args, g_text: str) -> _Phase:
-    return _Phase(args, f"reading {g_text} ({format_bytes(_bytes_at(g_text))})")
+def _reading(path: str) -> str:
+    """What a phase that reads ``path`` says: the path and its bytes."""
+    return f"reading {path} ({format_bytes(_bytes_at(path))})"
 
 
-def _graph_done(phase: _Phase, g: Graph) -> None:
+def _graph_done(phase: _Phase, g) -> None:
+    """Say what the graph ``g`` (a :class:`gpipe.Graph`) holds at the end of the phase that loaded it."""
     phase.done(f"{g.num_vertices:,} vertices, {g.num_edges:,} edges "
                f"({g.num_edges / max(phase.seconds, 1e-9):,.0f} edges/s)")
 
