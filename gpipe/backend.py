@@ -1,6 +1,8 @@
-"""The one place that imports cupy, cudf and numba.
+"""The one place that imports cupy and numba.
 
-``xp(device)`` is numpy or cupy, ``xdf(device)`` pandas or cudf. GPU libraries
+``xp(device)`` is numpy or cupy. gpipe's frames are pandas on every device: cudf is not
+installed on any GPU host it is tested on, so no path returns cudf (a cudf frame given to
+``from_edges`` is copied to pandas, see the README). GPU libraries
 are imported lazily, so ``import gpipe`` works on a machine without them, and
 asking for a GPU that is not usable raises :class:`DeviceUnavailableError`
 saying what is missing — there is no silent fallback to the CPU.
@@ -74,16 +76,6 @@ def xp(device: str) -> ModuleType:
         resolve("gpu")
         return importlib.import_module("cupy")
     return np
-
-
-def xdf(device: str) -> ModuleType:
-    """pandas for 'cpu', cudf for 'gpu' where installed (pandas otherwise: frames are for I/O only)."""
-    if device == "gpu":
-        try:
-            return importlib.import_module("cudf")
-        except ImportError:
-            pass
-    return importlib.import_module("pandas")
 
 
 def device_of(array) -> str:
