@@ -182,7 +182,7 @@ __device__ __noinline__ void gp_first_order_piece(const Graph& g, long long lo, 
 // walker moves while it stays inside [lo, hi), and
 //  - if this worker makes its walk's block (ranks > 0: block walk_id / block_rows, made by rank block % ranks),
 //    its vertices go straight to the walk's row of `rows` (this worker's blocks, one after another, width wide), a
-//    sector at a time (GpSectorRow), for as long as it stays;
+//    whole sector at a time (GpMergedRow: a partial one read and merged first), for as long as it stays;
 //  - else it writes at most STAGE vertices (then it stops where it is, to go on in its own partition's next advance),
 //    kept in a stage of its own and then stored at the range of `flat` it reserves on counts[0], as a piece at the
 //    slot it reserves on counts[3]: piece_walk_id, piece_start (its first step), piece_len vertices at piece_offset;
@@ -193,14 +193,15 @@ __device__ __noinline__ void gp_first_order_piece(const Graph& g, long long lo, 
 //  - the steps it took are added to counts[2] (once a thread).
 // The lanes of a warp that reserve together take one atomicAdd (gp_reserve), for walkers too. Pieces and movers go
 // where the reservations land: their order depends on the schedule, never their contents (a walker's draws depend
-// on its walk_id and step alone). At most 32 registers a thread, as the whole-graph kernel. What bounds it is the
-// rows: a walker writes the few vertices of its visit to a row of its own, scattered, each visit a partial sector.
-// On an H100 (R-MAT 23, a partition of two) a superstep's kernels stepped at 6.1 G steps/s against the whole-graph
-// kernel's 16.5 (benchmarks/results/superstep_kernel_rmat23_h100.json); the same body writing no rows, at the
-// whole-graph kernel's speed.
+// on its walk_id and step alone). What bounds it is the rows: a walker writes the few vertices of its visit to a
+// row of its own, scattered, each visit a partial sector. On an H100 (R-MAT 23, a partition of two) a superstep's
+// kernels stepped at 7.7 G steps/s against the whole-graph kernel's 16.5, the call 0.50 s against 0.23
+// (benchmarks/results/superstep_kernel_rmat23_h100.json); writing each partial sector as it came, at 32 registers
+// a thread, 6.1 G steps/s and 0.63 s; the same body writing no rows, at the whole-graph kernel's speed. 64
+// registers a thread (4 blocks of 256 an SM) hold the merged sector without spilling.
 // CPU twin: gpipe/walks/_first_order.py::_advance_routed_cpu (the same pieces and movers, in walker order).
 template <typename IdT>
-__global__ void __launch_bounds__(GP_SECTOR_THREADS, 8)
+__global__ void __launch_bounds__(GP_SECTOR_THREADS, 4)
 gp_walk_first_order_routed(const long long* __restrict__ indptr, const IdT* __restrict__ indices,
                            const unsigned long long* __restrict__ table, int weighted, long long lo, long long hi,
                            long long num_vertices, unsigned long long key, int length, double alpha, int teleport,
@@ -224,8 +225,8 @@ gp_walk_first_order_routed(const long long* __restrict__ indptr, const IdT* __re
         bool moves;
         const long long block = ranks > 0 ? w / block_rows : 0;
         if (ranks > 0 && block % ranks == rank) {
-            GpSectorRow<IdT> out(rows + ((block / ranks) * block_rows + w % block_rows) * (long long)width + first,
-                                 gp_sector_stage);
+            IdT* row = rows + ((block / ranks) * block_rows + w % block_rows) * (long long)width;
+            GpMergedRow<IdT> out(row + first, row, row + width, gp_sector_stage);
             gp_first_order_walk(g, lo, hi, num_vertices, key, length, alpha, teleport, (unsigned long long)w,
                                 source + i, v, s, out, 0x7fffffff, moves);
         } else {
