@@ -41,6 +41,7 @@ __global__ void gp_word2vec(const IdT* __restrict__ walks, long long rows, long 
                             long long* __restrict__ terms) {
     const long long warp = ((long long)blockIdx.x * blockDim.x + threadIdx.x) / W2V_LANES;
     const int lane = threadIdx.x % W2V_LANES;
+    if (warp >= warps) return;  // the launch rounds up to whole blocks: only `warps` warps take rows
     const long long blocks = (negative + 3) / 4;
     for (long long r = warp; r < rows; r += warps) {
         const IdT* walk = walks + r * width;
