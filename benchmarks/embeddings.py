@@ -4,6 +4,7 @@
     python benchmarks/embeddings.py quality --graph ppi_Homo_sapiens wikipedia_POS --device gpu --walk node2vec
     python benchmarks/embeddings.py speed --scale 20 --device gpu --write /tmp/vectors \
         --out results/embeddings_rmat20_h200.json
+    python benchmarks/embeddings.py speed --scale 24 --device gpu --edges /tmp/rmat24 --write /tmp/vectors
 
 ``quality``: the node2vec paper's protocol on the labeled graphs of
 ``../shared/data/realgraphs`` (``.mat``: ``network`` the adjacency, ``group``
@@ -160,18 +161,22 @@ def quality(client, args) -> list[dict]:
 
 
 def speed(client, args) -> list[dict]:
-    """Tokens/s of the training alone, and the whole call: the R-MAT graph generated on the workers, walked,
-    trained, the vectors in hand (and written, with ``--write``); gensim beside it on ``--baseline-walks`` of the
-    same walks, on every core of this host."""
+    """Tokens/s of the training alone, and the whole call: the R-MAT graph generated on the workers (or read from
+    its Parquet edges, with ``--edges``), walked, trained, the vectors in hand (and written, with ``--write``);
+    gensim beside it on ``--baseline-walks`` of the same walks, on every core of this host."""
     records = []
+    if args.edges and not Path(args.edges).exists():
+        gpipe.generators.rmat(args.scale, edge_factor=16, seed=args.seed).to_parquet(args.edges)
     t0 = time.perf_counter()
-    g = gpipe.generators.rmat(args.scale, edge_factor=16, seed=args.seed)
+    g = (gpipe.read_edges(args.edges) if args.edges
+         else gpipe.generators.rmat(args.scale, edge_factor=16, seed=args.seed))
     walks = walked(g, args)
     walks.persist()
     walked_seconds = time.perf_counter() - t0
     for _ in range(args.repeat):
         emb, vectors, seconds = trained(walks, args, args.sync[0])
-        record = {"graph": f"rmat{args.scale}", "walk": args.walk, "trainer": "gpipe", "workers": emb.stats["workers"],
+        record = {"graph": f"rmat{args.scale}", "source": "read_edges" if args.edges else "generated",
+                  "walk": args.walk, "trainer": "gpipe", "workers": emb.stats["workers"],
                   "mode": args.mode, "rounds_per_epoch": emb.stats["rounds_per_epoch"], "walk_seconds": walked_seconds,
                   "seconds": seconds, "train_seconds": emb.stats["seconds"], "tokens": emb.stats["tokens"],
                   "tokens_per_second": emb.stats["tokens_per_second"], "end_to_end_seconds": walked_seconds + seconds,
@@ -228,6 +233,8 @@ def main() -> None:
     ap.add_argument("--no-gensim", dest="gensim", action="store_false")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--write", help="speed: write the vectors to this folder (to_parquet), timed in the call")
+    ap.add_argument("--edges", help="speed: read the R-MAT graph's Parquet edges from this folder (written there "
+                    "first, untimed, where it is absent): the call then starts at read_edges")
     ap.add_argument("--baseline-walks", type=int, default=100_000, help="speed: gensim's walks (the first ones)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default="embeddings.json")
