@@ -11,16 +11,19 @@
 #define GP_SECTOR_THREADS 256
 #define GP_SECTOR_STAGE __shared__ __align__(16) unsigned char gp_sector_stage[GP_SECTOR_THREADS * 32]
 
-template <typename Id>
+template <typename Id, bool Merge = false>
 struct GpSectorRow {
     static constexpr int PER = 32 / (int)sizeof(Id);
-    Id* out;    // the row: out[k] is the k-th id put
-    Id* stage;  // this thread's sector in shared memory
-    int first;  // where out[0] falls in its sector
+    Id* out;           // the row: out[k] is the k-th id put
+    Id* stage;         // this thread's sector in shared memory
+    int first;         // where out[0] falls in its sector
+    const Id* row_lo;  // Merge: the whole row, [row_lo, row_hi)
+    const Id* row_hi;
 
-    __device__ __forceinline__ GpSectorRow(Id* row, unsigned char* stages)
+    __device__ __forceinline__ GpSectorRow(Id* row, unsigned char* stages, const Id* lo = nullptr,
+                                           const Id* hi = nullptr)
         : out(row), stage(reinterpret_cast<Id*>(stages + threadIdx.x * 32)),
-          first((int)(((unsigned long long)row / sizeof(Id)) & (PER - 1))) {}
+          first((int)(((unsigned long long)row / sizeof(Id)) & (PER - 1))), row_lo(lo), row_hi(hi) {}
 
     // out[k] = v (k: the row's ids put so far, in order).
     __device__ __forceinline__ void put(int k, Id v) {
@@ -38,6 +41,30 @@ struct GpSectorRow {
   private:
     // The staged ids of out[from .. from + count - 1], from a sector's start (before the row's where from < 0).
     __device__ __forceinline__ void store(int from, int count) {
+        if (Merge) {  // a sector of the row's own (inside [row_lo, row_hi)) read, merged and stored whole
+            Id* base = out + from;
+            int4* to = reinterpret_cast<int4*>(base);
+            const int lo = from < 0 ? -from : 0;  // cells [lo, count) of the sector are staged
+            if (lo == 0 && count == PER) {
+                const int4* staged = reinterpret_cast<const int4*>(stage);
+                to[0] = staged[0];
+                to[1] = staged[1];
+                return;
+            }
+            if (base >= row_lo && base + PER <= row_hi) {
+                Id cells[PER];
+                *reinterpret_cast<int4*>(cells) = to[0];
+                *reinterpret_cast<int4*>(cells + PER / 2) = to[1];
+#pragma unroll
+                for (int j = 0; j < PER; ++j)
+                    if (j >= lo && j < count) cells[j] = stage[j];
+                to[0] = *reinterpret_cast<const int4*>(cells);
+                to[1] = *reinterpret_cast<const int4*>(cells + PER / 2);
+                return;
+            }
+            for (int j = lo; j < count; ++j) base[j] = stage[j];
+            return;
+        }
         if (from >= 0 && count == PER) {
             int4* to = reinterpret_cast<int4*>(out + from);
             const int4* staged = reinterpret_cast<const int4*>(stage);
@@ -49,61 +76,14 @@ struct GpSectorRow {
     }
 };
 
-// GpSectorRow for a row written in several visits (a partitioned walk's): a partial sector that lies inside the
-// row is read, merged with the staged ids and stored whole, so no partial write reaches memory (with ECC, a partial
-// sector is read and written back by the memory itself, later and scattered). Only the row's own writer touches a
-// sector inside it; the sectors it shares with its neighbors (its first and last) are written id by id. On an H100
-// (a partition of R-MAT 23 at random steps, out/ab_routed.cu) 9.3 G steps/s against 8.2 sector by sector.
+// GpSectorRow for a row written in several visits (a partitioned walk's, whose row is [lo, hi)): a partial sector
+// that lies inside the row is read, merged with the staged ids and stored whole, so no partial write reaches
+// memory (with ECC, a partial sector is read and written back by the memory itself, later and scattered). Only the
+// row's own writer touches a sector inside it; the sectors it shares with its neighbors (its first and last) are
+// written id by id. On an H100 (a partition of R-MAT 23 at random steps, out/ab_routed.cu) 9.3 G steps/s against
+// 8.2 sector by sector.
 template <typename Id>
-struct GpMergedRow {
-    static constexpr int PER = 32 / (int)sizeof(Id);
-    Id* out;           // where the visit's first id goes
-    const Id* row_lo;  // the row: [row_lo, row_hi)
-    const Id* row_hi;
-    Id* stage;
-    int first;
-
-    __device__ __forceinline__ GpMergedRow(Id* at, const Id* lo, const Id* hi, unsigned char* stages)
-        : out(at), row_lo(lo), row_hi(hi), stage(reinterpret_cast<Id*>(stages + threadIdx.x * 32)),
-          first((int)(((unsigned long long)at / sizeof(Id)) & (PER - 1))) {}
-
-    __device__ __forceinline__ void put(int k, Id v) {
-        const int slot = (first + k) & (PER - 1);
-        stage[slot] = v;
-        if (slot == PER - 1) store(k - slot, PER);
-    }
-
-    __device__ __forceinline__ void done(int k) {
-        const int slot = (first + k) & (PER - 1);
-        if (slot) store(k - slot, slot);
-    }
-
-  private:
-    // Cells [lo, count) of the sector starting at out + from are the visit's (lo > 0 where from < 0).
-    __device__ __forceinline__ void store(int from, int count) {
-        Id* base = out + from;
-        int4* to = reinterpret_cast<int4*>(base);
-        const int lo = from < 0 ? -from : 0;
-        if (lo == 0 && count == PER) {
-            const int4* staged = reinterpret_cast<const int4*>(stage);
-            to[0] = staged[0];
-            to[1] = staged[1];
-            return;
-        }
-        if (base >= row_lo && base + PER <= row_hi) {
-            Id cells[PER];
-            *reinterpret_cast<int4*>(cells) = to[0];
-            *reinterpret_cast<int4*>(cells + PER / 2) = to[1];
-#pragma unroll
-            for (int j = 0; j < PER; ++j)
-                if (j >= lo && j < count) cells[j] = stage[j];
-            to[0] = *reinterpret_cast<const int4*>(cells);
-            to[1] = *reinterpret_cast<const int4*>(cells + PER / 2);
-            return;
-        }
-        for (int j = lo; j < count; ++j) base[j] = stage[j];
-    }
-};
+using GpMergedRow = GpSectorRow<Id, true>;
 
 // A row written an id at a time (a stage of the thread's own: registers or local memory).
 template <typename Id>

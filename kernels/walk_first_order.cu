@@ -226,7 +226,7 @@ gp_walk_first_order_routed(const long long* __restrict__ indptr, const IdT* __re
         const long long block = ranks > 0 ? w / block_rows : 0;
         if (ranks > 0 && block % ranks == rank) {
             IdT* row = rows + ((block / ranks) * block_rows + w % block_rows) * (long long)width;
-            GpMergedRow<IdT> out(row + first, row, row + width, gp_sector_stage);
+            GpMergedRow<IdT> out(row + first, gp_sector_stage, row, row + width);
             gp_first_order_walk(g, lo, hi, num_vertices, key, length, alpha, teleport, (unsigned long long)w,
                                 source + i, v, s, out, 0x7fffffff, moves);
         } else {
