@@ -980,7 +980,7 @@ def test_borrowed_lists_are_fetched_once_a_run_and_kept_by_id(monkeypatch):
     import importlib
     from types import SimpleNamespace
 
-    from gpipe.runtime import Lent
+    from gpipe.runtime import LentLists
 
     borrowing = importlib.import_module("gpipe.walks._borrowed")
 
@@ -994,7 +994,7 @@ def test_borrowed_lists_are_fetched_once_a_run_and_kept_by_id(monkeypatch):
 
     monkeypatch.setattr(borrowing, "neighbor_lists", fetch)
     monkeypatch.setattr(borrowing, "worker_xp", lambda: np)
-    borrowed = Lent()
+    borrowed = LentLists()
     run, graph = SimpleNamespace(state=lambda kind: borrowed), ("g", [])
 
     def rows(csr):

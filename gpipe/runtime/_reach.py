@@ -3,8 +3,8 @@
 Walks and samplers run as supersteps (``run_supersteps``); the rest of every
 family (mining, counting, dynamic graphs, GNN training, PPR's scores) reaches
 the workers only through these: where to run (on each worker holding the
-graph, on each partition where it is held, on explicit workers, anywhere, or
-over ranges of a total spread across the holders), the state a run keeps on a
+graph, on each partition where it is held, or over ranges of a total spread
+across the holders; a task anywhere else is Dask's, ``_tasks.submit``), the state a run keeps on a
 worker (in its :class:`Run`, ended as one), a partition and the graph's arrays
 as they are held on the worker, and how a run's state or a graph is let go.
 Each wait names what a lost worker held.
@@ -12,17 +12,13 @@ Each wait names what a lost worker held.
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
 import contextlib
 from itertools import pairwise
 from typing import Any
 
-from distributed import Future
-
 from ._session import run_later
 from ._store import drop_graph, drop_run, store
-from ._watch import call_workers, gather_pinned
+from ._watch import call_workers
 
 
 def holder_workers(g) -> list[str]:
@@ -56,75 +52,6 @@ def spread(g, phase: str, function, total: int, *args) -> list:
     cuts = [total * i // len(workers) for i in range(len(workers) + 1)]
     return on_each(g, phase, [(w, function, (lo, hi - lo, *args))
                               for w, (lo, hi) in zip(workers, pairwise(cuts), strict=True) if hi > lo])
-
-
-def on_worker(client, worker: str, function, *args, key: str | None = None) -> Future:
-    """A future of ``function(*args)`` run as a task on ``worker`` and no other (where a run keeps its rows);
-    ``key``: the task's name (Dask's key), else a fresh one."""
-    return client.submit(function, *args, workers=[worker], allow_other_workers=False, pure=False,
-                         **({} if key is None else {"key": key}))
-
-
-def anywhere(client, function, *args, **kwargs) -> Future:
-    """A future of ``function(*args, **kwargs)`` run as a task on whichever worker the scheduler picks: where
-    the futures among its arguments are, or one it moves them to (``kwargs`` go to ``function``, none of them
-    named as one of ``Client.submit``'s own, e.g. ``key``)."""
-    return client.submit(function, *args, **kwargs, pure=False)
-
-
-def fetching(client, future) -> concurrent.futures.Future:
-    """``future``'s value, brought to the client in its loop as soon as it is ready, while the caller goes on (a
-    renumbered graph's id map comes while the graph is assembled, not after: 19 MB for R-MAT 22's edge list)."""
-    return asyncio.run_coroutine_threadsafe(client.gather(future, asynchronous=True), client.loop.asyncio_loop)
-
-
-def placed(client, values: list) -> list:
-    """Futures of ``values``, each copied to a worker the scheduler picks (equal values get keys of their own)."""
-    return _scattered(client, values, broadcast=False)
-
-
-def in_each_worker(client, function, *args) -> dict:
-    """``function(*args)`` run in every worker's process itself, outside its task threads; the results by
-    worker."""
-    return client.run(function, *args)
-
-
-def in_worker(client, worker: str, function, *args) -> Any:
-    """``function(*args)`` run in ``worker``'s process itself, outside its task threads (asked of it now: a port
-    free on its host); its result."""
-    return client.run(function, *args, workers=[worker])[worker]
-
-
-def on_every_worker(client, value) -> Future:
-    """A future of ``value``, copied to every worker once (a table each block's task reads: the id map)."""
-    [future] = _scattered(client, [value], broadcast=True)
-    return future
-
-
-def _scattered(client, values: list, broadcast: bool) -> list:
-    """``client.scatter(values, broadcast=broadcast, hash=False)``, run to its end in the client's loop should the
-    wait for it be interrupted, and what it placed then let go: the scheduler takes the values as this client's
-    before the client makes their futures, and only those futures let them go (an interrupted PPR kept its
-    sources and ranks on every worker until its client closed)."""
-    scattering = asyncio.run_coroutine_threadsafe(
-        client.scatter(values, broadcast=broadcast, hash=False, asynchronous=True), client.loop.asyncio_loop)
-    try:
-        return scattering.result()
-    except BaseException:
-        scattering.add_done_callback(_let_go)
-        raise
-
-
-def _let_go(scattered: concurrent.futures.Future) -> None:
-    if not scattered.cancelled() and scattered.exception() is None:
-        for future in scattered.result():
-            future.release()
-
-
-def gathered(client, futures: list, holders: tuple, phase: str) -> list:
-    """The results of ``futures`` in order; a worker of ``holders`` (a graph's) that leaves meanwhile is named."""
-    held, unit = holders
-    return gather_pinned(client, futures, held, phase, unit)
 
 
 def end_run(g, run_id: str) -> None:
