@@ -15,7 +15,9 @@ from . import config, kernels
 from ._validate import check_callable, check_choice, check_client, check_optional_int
 from .backend import DEVICES, gpu_count, gpu_problem, resolve
 from .errors import DeviceUnavailableError, GpipeError, GpipeValueError
-from .runtime import attach, gather_pinned, submit, worker_device, workers_info
+from .runtime import attach, workers_info
+from .runtime.calls import gather_pinned, submit
+from .runtime.workers import worker_device
 
 ENV_SCHEDULER_FILE = "GPIPE_SCHEDULER_FILE"
 ENV_ADDRESS = "GPIPE_SCHEDULER_ADDRESS"

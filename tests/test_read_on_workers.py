@@ -19,7 +19,7 @@ import gpipe
 from gpipe.errors import GpipeFileError, GpipeValueError
 from gpipe.graph._io import _read_bytes
 from gpipe.graph._readers import plan_npz, plan_table, read_table
-from gpipe.runtime import gather_in_background, submit
+from gpipe.runtime.calls import gather_in_background, submit
 
 
 @pytest.fixture(params=["cpu_cluster", "one_worker_cluster"], ids=["2 workers", "1 worker"])

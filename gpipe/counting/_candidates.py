@@ -12,7 +12,8 @@ import numpy as np
 from ..backend import device_of, to_host, xp
 from ..errors import GpipeError
 from ..graph import Graph
-from ..runtime import call_peer, holder_workers, on_each, run_state, worker_xp
+from ..runtime.calls import holder_workers, on_each
+from ..runtime.workers import call_peer, run_state, worker_xp
 from ._candidate_kernels import DEGREE, EDGES, FILTER, REFINE
 from ._common import on_partition_rows
 from ._inputs import Query

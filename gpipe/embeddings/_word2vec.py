@@ -25,7 +25,9 @@ from .. import _rng
 from .._validate import check_callable, check_choice, check_int, check_probability, check_seed
 from ..backend import to_host
 from ..errors import GpipeValueError
-from ..runtime import Summing, gather_pinned, submit, summing, wait_pinned, worker_xp
+from ..runtime.calls import gather_pinned, submit, wait_pinned
+from ..runtime.exchange import Summing, summing
+from ..runtime.workers import worker_xp
 from ..walks import WalkResult
 from ._kernels import INITIAL, INIT_STEP, PER_LANE, guide_table, keep_table, negative_table, train_kernel
 from ._result import Embeddings

@@ -16,7 +16,8 @@ import numpy as np
 from ..backend import to_host, xp
 from ..errors import GpipeValueError
 from ..graph import Partition
-from ..runtime import gather_pinned, held_partition, submit
+from ..runtime.calls import gather_pinned, submit
+from ..runtime.workers import held_partition
 
 _KEPT: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # Graph -> {device: LocalGraph}
 

@@ -16,17 +16,9 @@ from distributed.protocol import pickle
 from .._validate import check_callable, check_mapping, check_picklable
 from ..backend import to_host
 from ..errors import GpipeError, GpipeValueError, TaskError
-from ..runtime import (
-    check_held,
-    end_here,
-    end_later,
-    gather_pinned,
-    run,
-    run_going,
-    scatter,
-    submit,
-    workers_info,
-)
+from ..runtime import workers_info
+from ..runtime.calls import check_held, end_later, gather_pinned, run, scatter, submit
+from ..runtime.workers import end_here, run_going
 from ._loader import LoaderSpec, NeighborLoader, check_loader
 from ._local import assemble, check_integer_ids, csr_pieces
 

@@ -20,20 +20,18 @@ from .._files import GRAPH_FILES, atomic_dir
 from .._validate import check_choice, check_edge_dir, check_int, check_integers
 from ..backend import device_of, to_host, unique, xp
 from ..errors import GpipeError, GpipeValueError
-from ..runtime import (
-    Session,
+from ..runtime import Session, workers_info
+from ..runtime.calls import (
     call_workers,
     check_held,
     end_graph,
     end_graph_later,
     gather_in_background,
     gather_pinned,
-    keep_arrays,
-    partition,
     run,
     submit,
-    workers_info,
 )
+from ..runtime.workers import keep_arrays, partition
 from . import _build, _order
 
 
@@ -297,7 +295,7 @@ class Graph:
     def put_on_workers(self, names) -> None:
         """Put per-vertex arrays (``"degrees"``, ``"upper_degrees"``, ``"labels"``) into the stores of the graph's workers, once.
 
-        Runs there read them by name (``gpipe.runtime.graph_array``); they go with the graph.
+        Runs there read them by name (``gpipe.runtime.workers.graph_array``); they go with the graph.
         """
         missing = sorted(set(names) - self._on_workers)
         if not missing:

@@ -13,7 +13,9 @@ from .. import config
 from .._validate import check_bool, check_vertex_order
 from ..backend import cpu_kernel, device_of, prange, to_host, unique, xp
 from ..errors import GpipeFileError, GpipeValueError
-from ..runtime import current, gather_in_background, scatter, submit, worker_device
+from ..runtime import current
+from ..runtime.calls import gather_in_background, scatter, submit
+from ..runtime.workers import worker_device
 from ._build import id_table, small_range
 from ._graph import Graph, build, check_mode
 from ._readers import (

@@ -13,7 +13,7 @@ import uuid
 from collections.abc import Iterator
 
 from ..errors import GpipeFileError, GpipeValueError
-from ..runtime import submit
+from ..runtime.calls import submit
 
 
 def is_url(path) -> bool:

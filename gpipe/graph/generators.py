@@ -9,7 +9,9 @@ from .._validate import check_bool, check_int, check_probability, check_seed, ch
 from ..backend import cpu_kernel, prange
 from ..errors import GpipeValueError
 from ..kernels import Arg, Kernel
-from ..runtime import current, submit, worker_xp
+from ..runtime import current
+from ..runtime.calls import submit
+from ..runtime.workers import worker_xp
 from ._graph import Graph, build, check_graph_memory, check_mode
 
 __all__ = ["rmat"]

@@ -34,13 +34,12 @@ import numpy as np
 
 from .._csr import Rows, simple_rows
 from ..backend import device_of, to_device, to_host, unique, xp
-from ..runtime import (
+from ..runtime import neighbor_lists
+from ..runtime.calls import end_run, on_holders
+from ..runtime.workers import (
     call_peer,
-    end_run,
     graph_array,
     held_partition,
-    neighbor_lists,
-    on_holders,
     run_state,
     worker_address,
     worker_device,

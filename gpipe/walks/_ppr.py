@@ -14,7 +14,7 @@ from .. import _rng
 from .._files import SCORE_FILES, atomic_dir
 from .._validate import check_bool, check_path
 from ..backend import cpu_kernel, prange, to_host
-from ..runtime import gather_pinned, scatter, submit, wait_pinned
+from ..runtime.calls import gather_pinned, scatter, submit, wait_pinned
 from ._result import WalkResult
 
 if TYPE_CHECKING:

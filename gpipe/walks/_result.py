@@ -17,7 +17,10 @@ from .._files import WALK_FILES, atomic_file
 from .._validate import check_bool, check_path
 from ..backend import cpu_kernel, prange, to_host
 from ..errors import GpipeValueError
-from ..runtime import HeldResult, OutputBlocks, assemble_blocks, gather_pinned, scatter, submit, worker_xp
+from ..runtime import OutputBlocks
+from ..runtime.calls import gather_pinned, scatter, submit
+from ..runtime.results import HeldResult, assemble_blocks
+from ..runtime.workers import worker_xp
 
 if TYPE_CHECKING:
     import dask.array as da
@@ -110,7 +113,7 @@ class WalkResult(HeldResult):
 
     def _map_blocks(self, func, *args, **kwargs):
         """Futures of ``func(block, id_map, first_row, *args, **kwargs)`` of every block, where it is held
-        (``kwargs`` as :func:`gpipe.runtime.submit` takes them)."""
+        (``kwargs`` as :func:`gpipe.runtime.calls.submit` takes them)."""
         return self._on_blocks(func, self._placed(*args), **kwargs)
 
     def _gather_blocks(self, phase: str, func, *args) -> list:

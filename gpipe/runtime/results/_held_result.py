@@ -11,15 +11,14 @@ from typing import Self
 from distributed import Future
 from distributed.utils import sync
 
-from .._files import atomic_dir
-from .._validate import check_callable, check_path, check_picklable
-from ..errors import GpipeError
-from . import _cma
+from ..._files import atomic_dir
+from ..._validate import check_callable, check_path, check_picklable
+from ...errors import GpipeError
+from .. import _cma
+from .._store import store
+from .._watch import call_workers, gather_pinned, tell_workers, wait_pinned
+from ..calls import end_later, scatter, submit
 from ._ipc import DeviceResult, written
-from ._reach import end_later
-from ._store import store
-from ._tasks import scatter, submit
-from ._watch import call_workers, gather_pinned, tell_workers, wait_pinned
 
 
 class HeldResult:
