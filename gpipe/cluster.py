@@ -15,7 +15,9 @@ from . import config, kernels
 from ._validate import check_callable, check_choice, check_client, check_optional_int
 from .backend import DEVICES, gpu_count, gpu_problem, resolve
 from .errors import DeviceUnavailableError, GpipeError, GpipeValueError
-from .runtime import attach, gathered, on_worker, worker_device, workers_info
+from .runtime import attach, workers_info
+from .runtime.calls import gather_pinned, submit
+from .runtime.workers import worker_device
 
 ENV_SCHEDULER_FILE = "GPIPE_SCHEDULER_FILE"
 ENV_ADDRESS = "GPIPE_SCHEDULER_ADDRESS"
@@ -273,8 +275,8 @@ def warmup(client: Client | None = None, *, device: str | None = None, progress=
                               "progress here: pass neither 'device' nor 'progress' with a client (got "
                               f"{device!r}, {progress!r})")
     workers = sorted(workers_info(client))
-    done = gathered(client, [on_worker(client, w, _warm_here) for w in workers], (dict(enumerate(workers)), "worker"),
-                    "warmup")
+    done = gather_pinned(client, [submit(client, _warm_here, workers=[w]) for w in workers], dict(enumerate(workers)),
+                         "warmup", "worker")
     calls = _warm_calls(client, len(workers))
     return {w: {**d, "calls_seconds": calls} for w, d in zip(workers, done, strict=True)}
 

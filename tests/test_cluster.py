@@ -203,7 +203,7 @@ def _a_bug() -> None:
 def test_a_gpipe_error_of_a_direct_call_is_left_to_the_client_and_a_bug_keeps_its_worker_traceback(cpu):
     """A failed call to a worker of a local cluster (the workers share the user's terminal) printed Dask's 30 to 60
     lines of 'Exception while handling op gpipe_call' above the one-line error the client raises."""
-    from gpipe.runtime import call_workers
+    from gpipe.runtime.calls import call_workers
 
     worker = min(cpu.nthreads())
     cpu.run(_logged, "distributed.core", True, workers=[worker])
@@ -284,7 +284,7 @@ def test_bad_connect_parameters():
 
 
 def test_failed_task_names_phase_and_partition(cpu):
-    from gpipe.runtime import drop_graph
+    from gpipe.runtime.workers import drop_graph
 
     g = gpipe.generators.rmat(scale=6, edge_factor=2, seed=0, partitions=2)
     cpu.run(drop_graph, g.graph_id)  # as if the workers had lost the graph

@@ -642,7 +642,7 @@ def test_an_estimate_too_large_for_the_workers_is_refused_before_any_work(cpu, d
     before = runs_left(cpu)
     import importlib
 
-    reach = importlib.import_module("gpipe.runtime._reach")  # the runtime's one road for counting's work
+    reach = importlib.import_module("gpipe.runtime.calls._reach")  # the runtime's one road for counting's work
     calls = []  # what counting asked the workers to do: build the candidate graph, sample, let a run go
     call_workers = reach.call_workers
 

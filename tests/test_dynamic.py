@@ -15,8 +15,8 @@ from gpipe.dynamic import DynamicGraph, SamplingSpace
 from gpipe.dynamic import _graph as graph_module
 from gpipe.dynamic import _pools
 from gpipe.dynamic._kernels import CHUNK, DECIMAL, KINDS, SAMPLE, VERTEX_BYTES
-from gpipe.runtime import WATCH_SECONDS
-from gpipe.runtime import call_workers as gpipe_call_workers
+from gpipe.runtime.calls import WATCH_SECONDS
+from gpipe.runtime.calls import call_workers as gpipe_call_workers
 
 ALPHA = 1e-3  # the false-alarm rate of each chi-square test
 

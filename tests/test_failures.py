@@ -238,7 +238,7 @@ CASES = [
          _only(WALK_PHASES, "start", "superstep", "exchange")),
     Case("to_parquet", _to_parquet, {"write": "gpipe.walks._result:_write_parquet"}),
     Case("to_corpus", _to_corpus, {"write": "gpipe.walks._result:_write_corpus_block"}),
-    Case("map_blocks", _map_blocks, {"superstep": "gpipe.runtime._held:_applied"},
+    Case("map_blocks", _map_blocks, {"superstep": "gpipe.runtime.results._held_result:_applied"},
          lambda ctx: _map_blocks(ctx, _boom)),
     Case("cliques_to_parquet", _list_parquet, {"write": "gpipe.mining._result:_write"}),
 ]

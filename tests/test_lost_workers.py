@@ -12,8 +12,9 @@ import pytest
 import gpipe
 from gpipe.dynamic import _graph as graph_module
 from gpipe.dynamic._batches import Batch
-from gpipe.runtime import WATCH_SECONDS, workers_info
-from gpipe.runtime import call_workers as gpipe_call_workers
+from gpipe.runtime import workers_info
+from gpipe.runtime.calls import WATCH_SECONDS
+from gpipe.runtime.calls import call_workers as gpipe_call_workers
 from helpers import assert_lost, holder, started
 
 BOUND = 5.0  # seconds from the loss to the error: the watchdog checks at once, then once a second

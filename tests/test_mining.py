@@ -224,7 +224,7 @@ def test_letting_a_listing_result_go_frees_its_rows_on_the_workers(cpu_cluster, 
 
 def test_an_interrupted_to_parquet_leaves_no_folder(cpu_cluster, tmp_path, monkeypatch):
     found = gpipe.mining.list_cliques(_replicated(cpu_cluster, nx.gnp_random_graph(40, 0.3, seed=4)), 3)
-    from gpipe.runtime import _held
+    from gpipe.runtime.results import _held_result
 
     def interrupted(gather):
         def then_interrupted(*args, **kwargs):
@@ -233,7 +233,7 @@ def test_an_interrupted_to_parquet_leaves_no_folder(cpu_cluster, tmp_path, monke
         return then_interrupted
 
     for name in ("gather_pinned", "call_workers"):  # by tasks, or by direct calls
-        monkeypatch.setattr(_held, name, interrupted(getattr(_held, name)))
+        monkeypatch.setattr(_held_result, name, interrupted(getattr(_held_result, name)))
     with pytest.raises(KeyboardInterrupt):
         found.to_parquet(tmp_path / "cliques")
     assert list(tmp_path.iterdir()) == []  # neither the folder nor the temporary one

@@ -19,7 +19,7 @@ import gpipe
 from gpipe.errors import GpipeFileError, GpipeValueError
 from gpipe.graph._io import _read_bytes
 from gpipe.graph._readers import plan_npz, plan_table, read_table
-from gpipe.runtime import anywhere, fetching
+from gpipe.runtime.calls import gather_in_background, submit
 
 
 @pytest.fixture(params=["cpu_cluster", "one_worker_cluster"], ids=["2 workers", "1 worker"])
@@ -216,11 +216,11 @@ def test_the_client_never_holds_the_edge_list(cpu, tmp_path):
 
 def test_a_value_is_fetched_to_the_client_as_soon_as_it_is_ready_unasked(cpu):
     """A renumbered graph's id map comes while the graph is assembled (the client waits for nothing to start it)."""
-    ids = anywhere(cpu, np.arange, 5)
-    fetched = fetching(cpu, ids)
+    ids = submit(cpu, np.arange, 5)
+    fetched = gather_in_background(cpu, ids)
     done, _ = concurrent.futures.wait([fetched], timeout=30)
     assert done and fetched.result().tolist() == [0, 1, 2, 3, 4]
-    failed = fetching(cpu, anywhere(cpu, np.arange, "five"))
+    failed = gather_in_background(cpu, submit(cpu, np.arange, "five"))
     with pytest.raises(TypeError):
         failed.result(timeout=30)
 

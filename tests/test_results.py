@@ -1,4 +1,4 @@
-"""Every result a family keeps on the workers comes from one base (``gpipe.runtime.HeldResult``) and keeps its
+"""Every result a family keeps on the workers comes from one base (``gpipe.runtime.results.HeldResult``) and keeps its
 contract: ``stats``; ``compute()`` on the client; ``to_dask()`` and ``to_parquet()`` made on the workers, equal to
 it; ``map_blocks`` run on each block where it is held, the blocks together holding every row."""
 
@@ -18,7 +18,7 @@ import pytest
 
 import faults
 import gpipe
-from gpipe.runtime import HeldResult
+from gpipe.runtime.results import HeldResult
 
 
 def _graph(partitions: int):
@@ -141,8 +141,8 @@ def _loans(client) -> list[int]:
 
 
 def _kept_for_clients(client) -> list[dict]:
-    """Each worker's loans and marks (``gpipe.runtime.kept_for_clients``), in address order."""
-    from gpipe.runtime import kept_for_clients
+    """Each worker's loans and marks (``gpipe.runtime.workers.kept_for_clients``), in address order."""
+    from gpipe.runtime.workers import kept_for_clients
 
     return [state for _, state in sorted(client.run(kept_for_clients).items())]
 
@@ -210,7 +210,7 @@ def test_a_loan_lends_numeric_arrays_and_sends_objects_as_values():
 
     value = {"ids": np.arange(10, dtype=np.int32)[::2], "names": np.array(["a", "b"], object), "count": 3}
     loan, kept = _cma.lend(value)
-    assert isinstance(loan.value["ids"], _cma.Lent) and loan.value["names"] is value["names"]
+    assert isinstance(loan.value["ids"], _cma.LentArray) and loan.value["names"] is value["names"]
     assert len(kept) == 1 and kept[0].flags.c_contiguous  # a strided array is lent as a copy, kept
     back = _cma.borrowed([loan], ["here"])[0]
     np.testing.assert_array_equal(back["ids"], [0, 2, 4, 6, 8])
@@ -219,16 +219,16 @@ def test_a_loan_lends_numeric_arrays_and_sends_objects_as_values():
 
 def _lending_late(seconds: float, dask_worker=None) -> None:
     """On a worker: its results for a compute() made ``seconds`` late (0: on time again)."""
-    from gpipe.runtime import _held
+    from gpipe.runtime.results import _held_result
 
-    applied = getattr(_held._applied_here, "on_time", _held._applied_here)
+    applied = getattr(_held_result._applied_here, "on_time", _held_result._applied_here)
 
     def late(items, func):
         time.sleep(seconds)
         return applied(items, func)
 
     late.on_time = applied
-    _held._applied_here = late if seconds else applied
+    _held_result._applied_here = late if seconds else applied
 
 
 def test_a_compute_interrupted_while_the_workers_still_lend_leaves_no_loan_on_any_worker(cpu):
@@ -348,7 +348,7 @@ class _SlowToSend:
 def test_an_interrupted_scatter_leaves_nothing_this_client_wants(cpu, broadcast):
     """A table sent to the workers (a PPR's sources and ranks, an id map) and interrupted on its way: the scatter
     ends in the client's loop and what it placed is let go; it stayed wanted until the client closed."""
-    from gpipe.runtime import _reach
+    from gpipe.runtime.calls import scatter
 
     def wanted(dask_scheduler=None, client=cpu.id) -> set:
         return {task.key for task in dask_scheduler.clients[client].wants_what}
@@ -356,10 +356,7 @@ def test_an_interrupted_scatter_leaves_nothing_this_client_wants(cpu, broadcast)
     before = cpu.run_on_scheduler(wanted)
     threading.Timer(0.3, signal.pthread_kill, (threading.main_thread().ident, signal.SIGINT)).start()
     with pytest.raises(KeyboardInterrupt):
-        if broadcast:
-            _reach.on_every_worker(cpu, _SlowToSend(1.0))
-        else:
-            _reach.placed(cpu, [_SlowToSend(1.0)])
+        scatter(cpu, [_SlowToSend(1.0)], broadcast=broadcast)
     time.sleep(1.5)  # the scatter ended by now
     assert cpu.run_on_scheduler(wanted) <= before
 

@@ -388,7 +388,7 @@ def _alone(run_id: str, workers: list[str], outbound: dict | None = None):
 def test_a_rank_stops_waiting_on_a_peer_where_its_run_has_ended(cpu):
     """A rank whose peer's loop failed, or whose client ended the run there but could not here (interrupted again,
     or gone), finds the run ended there when it checks on the silent peer, instead of waiting for it for good."""
-    from gpipe.runtime import drop_run
+    from gpipe.runtime.workers import drop_run
 
     workers = sorted(cpu.nthreads())
     run = f"ended-on-a-peer-{uuid.uuid4().hex}"
@@ -472,7 +472,7 @@ def _begun_late(run_id: str, dask_worker=None) -> bool:
 def test_a_run_dropped_before_it_began_on_a_worker_is_not_begun_there_by_what_comes_late(cpu):
     """A GNN rank that starts after a sibling failed (the client's drop_run arriving first) stops instead of
     training to the end on a run of its own."""
-    from gpipe.runtime import drop_run
+    from gpipe.runtime.workers import drop_run
 
     cpu.run(drop_run, "dropped-before-it-began")
     assert not any(cpu.run(_begun_late, "dropped-before-it-began").values())

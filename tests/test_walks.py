@@ -12,7 +12,7 @@ from scipy import stats
 
 import gpipe
 from gpipe.errors import GpipeError, GpipeValueError
-from gpipe.runtime import kept_for_clients
+from gpipe.runtime.workers import kept_for_clients
 from helpers import routed_first_order, started, transition_chi2, walk_steps
 
 
@@ -827,7 +827,7 @@ def test_a_failed_step_lets_go_of_its_arrays_at_once():
     import weakref
 
     from gpipe.errors import TaskError
-    from gpipe.runtime import failing
+    from gpipe.runtime.workers import failing
 
     held = []
 
@@ -898,7 +898,7 @@ def test_pieces_grouped_by_block_in_batches_are_the_blocks_of_all_pieces_at_once
     assert given == []
     for e, g in zip(expected, got):
         np.testing.assert_array_equal(g, e)
-    layout_of = gpipe.runtime.output_blocks(walks, width, block_rows, np.int64)
+    layout_of = gpipe.runtime.results.output_blocks(walks, width, block_rows, np.int64)
     for ranks in (1, 2, 3):  # each rank's blocks made at once from their pieces (a gathered run's)
         for rank in range(ranks):
             mine = [{k: v[p["walk_id"] // block_rows % ranks == rank] if k != "flat" else v for k, v in p.items()}
@@ -980,7 +980,7 @@ def test_borrowed_lists_are_fetched_once_a_run_and_kept_by_id(monkeypatch):
     import importlib
     from types import SimpleNamespace
 
-    from gpipe.runtime import Lent
+    from gpipe.runtime.exchange import LentLists
 
     borrowing = importlib.import_module("gpipe.walks._borrowed")
 
@@ -994,7 +994,7 @@ def test_borrowed_lists_are_fetched_once_a_run_and_kept_by_id(monkeypatch):
 
     monkeypatch.setattr(borrowing, "neighbor_lists", fetch)
     monkeypatch.setattr(borrowing, "worker_xp", lambda: np)
-    borrowed = Lent()
+    borrowed = LentLists()
     run, graph = SimpleNamespace(state=lambda kind: borrowed), ("g", [])
 
     def rows(csr):

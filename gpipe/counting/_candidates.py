@@ -12,7 +12,8 @@ import numpy as np
 from ..backend import device_of, to_host, xp
 from ..errors import GpipeError
 from ..graph import Graph
-from ..runtime import call_peer, holder_workers, on_each, run_state, worker_xp
+from ..runtime.calls import holder_workers, on_each
+from ..runtime.workers import call_peer, run_state, worker_xp
 from ._candidate_kernels import DEGREE, EDGES, FILTER, REFINE
 from ._common import on_partition_rows
 from ._inputs import Query
@@ -141,7 +142,7 @@ def candidates(g: Graph, query: Query) -> CandidateGraph:
 
 
 @dataclass(frozen=True)
-class Held:
+class CandidateSummary:
     """What the client keeps of a candidate graph held on the workers (:func:`hold`): its candidates per query
     vertex, its matching order and whether a query vertex has no candidate."""
 
@@ -151,12 +152,12 @@ class Held:
     source: str | None = None  # the worker the others fetch it from, when first read there (see :func:`kept`)
 
 
-def hold(g: Graph, query: Query, run_id: str) -> Held:
+def hold(g: Graph, query: Query, run_id: str) -> CandidateSummary:
     """:func:`candidates`, kept on every worker holding ``g`` (those that sample) in the state of run ``run_id``
     (``state["candidates"]``), until the run ends there: built on a replica's worker, from which the others fetch
-    it when they first read it (:func:`kept`, given ``Held.source``); or, on a partitioned graph, its candidate
-    edges built partition by partition where they are held and gathered by each worker. Only its summary comes to
-    the client; an empty one is not built further."""
+    it when they first read it (:func:`kept`, given ``CandidateSummary.source``); or, on a partitioned graph, its
+    candidate edges built partition by partition where they are held and gathered by each worker. Only its summary
+    comes to the client; an empty one is not built further."""
     query.check_against(g)
     workers = holder_workers(g)
     if g.num_partitions == 1:
@@ -165,7 +166,7 @@ def hold(g: Graph, query: Query, run_id: str) -> Held:
     sets = _partitioned_sets(g, query)
     counts = np.diff(_candidate_lists(sets, query.num_vertices)[1])
     order = _order(counts, query.neighbors())
-    held = Held(counts, np.asarray(order, np.int64), bool((counts == 0).any()))
+    held = CandidateSummary(counts, np.asarray(order, np.int64), bool((counts == 0).any()))
     if held.empty:
         return held
     on_partition_rows(g, "counting: candidate edges",
@@ -186,7 +187,7 @@ class CountingState:
 
 def kept(run_id: str, source: str | None = None) -> CandidateGraph:
     """On a worker: the candidate graph :func:`hold` keeps here for run ``run_id``; fetched from worker ``source``
-    (``Held.source``) and kept here, the first time it is read here."""
+    (``CandidateSummary.source``) and kept here, the first time it is read here."""
     state = run_state(run_id, CountingState)
     if state.candidates is None:
         if source is None:
@@ -195,11 +196,11 @@ def kept(run_id: str, source: str | None = None) -> CandidateGraph:
     return state.candidates
 
 
-def _summary(cg: CandidateGraph) -> Held:
-    return Held(cg.counts, cg.order, cg.empty)
+def _summary(cg: CandidateGraph) -> CandidateSummary:
+    return CandidateSummary(cg.counts, cg.order, cg.empty)
 
 
-def _whole_kept(indptr, indices, lo: int, labels: np.ndarray, query: Query, run_id: str) -> Held:
+def _whole_kept(indptr, indices, lo: int, labels: np.ndarray, query: Query, run_id: str) -> CandidateSummary:
     cg = build(indptr, indices, labels, query)
     run_state(run_id, CountingState).candidates = cg
     return _summary(cg)

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from .._csr import simple_rows
 from ..backend import cpu_kernel
-from ..runtime import graph_array, held_partition, on_partitions, worker_xp
+from ..runtime.calls import on_partitions
+from ..runtime.workers import graph_array, held_partition, worker_xp
 
 LANES = 32  # samples per group: a warp, whose lanes inherit from each other
 

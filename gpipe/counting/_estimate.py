@@ -19,7 +19,9 @@ from ..backend import cpu_kernel, prange, to_host
 from ..errors import GpipeValueError
 from ..graph import check_graph
 from ..kernels import Arg, Kernel
-from ..runtime import check_memory, end_run, spread, worker_xp
+from ..runtime import check_memory
+from ..runtime.calls import end_run, spread
+from ..runtime.workers import worker_xp
 from . import _rsv
 from ._candidates import hold, kept
 from ._common import LANES, extends, local_candidates

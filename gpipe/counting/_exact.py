@@ -8,7 +8,7 @@ import numpy as np
 
 from ..backend import cpu_kernel, prange
 from ..graph import check_graph
-from ..runtime import spread
+from ..runtime.calls import spread
 from ._candidates import candidates
 from ._common import extends, local_candidates
 from ._inputs import Query, check_query

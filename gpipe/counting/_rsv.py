@@ -17,7 +17,7 @@ import numpy as np
 from .. import _rng
 from ..backend import to_host
 from ..errors import GpipeValueError, TaskError
-from ..runtime import worker_xp
+from ..runtime.workers import worker_xp
 from ._common import LANES
 
 

@@ -22,18 +22,8 @@ from .._validate import check_int
 from ..backend import to_host
 from ..errors import GpipeError, GpipeValueError, TaskError, WorkerLostError
 from ..graph import Graph, check_graph
-from ..runtime import (
-    WATCH_SECONDS,
-    call_workers,
-    check_held,
-    end_graph,
-    end_graph_later,
-    holds_partition,
-    keep_partition,
-    partition,
-    worker_device,
-    worker_memory,
-)
+from ..runtime.calls import WATCH_SECONDS, call_workers, check_held, end_graph, end_graph_later
+from ..runtime.workers import holds_partition, keep_partition, partition, worker_device, worker_memory
 from ._batches import Batch, absent, check_batch
 from ._kernels import VERTEX_BYTES
 from ._space import SamplingSpace

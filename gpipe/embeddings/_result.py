@@ -12,7 +12,8 @@ from .._files import VECTOR_FILES, atomic_file
 from .._validate import check_bool, check_int, check_path
 from ..backend import to_host
 from ..errors import GpipeValueError
-from ..runtime import HeldResult, worker_xp
+from ..runtime.results import HeldResult
+from ..runtime.workers import worker_xp
 
 if TYPE_CHECKING:
     import dask.array as da

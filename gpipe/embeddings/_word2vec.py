@@ -25,7 +25,9 @@ from .. import _rng
 from .._validate import check_callable, check_choice, check_int, check_probability, check_seed
 from ..backend import to_host
 from ..errors import GpipeValueError
-from ..runtime import Summing, anywhere, gather_pinned, on_worker, summing, wait_pinned, worker_xp
+from ..runtime.calls import gather_pinned, submit, wait_pinned
+from ..runtime.exchange import Summing, summing
+from ..runtime.workers import worker_xp
 from ..walks import WalkResult
 from ._kernels import INITIAL, INIT_STEP, PER_LANE, guide_table, keep_table, negative_table, train_kernel
 from ._result import Embeddings
@@ -200,15 +202,15 @@ def word2vec(walks, dim: int = 128, window: int = 10, negative: int = 5, epochs:
     spec = Word2VecSpec(num_vertices, walks.width, walks.block_rows, dim, window, negative, epochs, alpha, min_alpha,
                         min_count, sample, seed, mode)
     held = dict(enumerate(workers))
-    counted = [on_worker(client, w, _visits, spec, *[blocks[b] for b in mine[w]]) for w in workers]
-    vocabulary = anywhere(client, _vocabulary, spec, *counted)
-    tokens, vocabulary_size = gather_pinned(client, [anywhere(client, _sizes, vocabulary)], held, "vocabulary",
+    counted = [submit(client, _visits, spec, *[blocks[b] for b in mine[w]], workers=[w]) for w in workers]
+    vocabulary = submit(client, _vocabulary, spec, *counted)
+    tokens, vocabulary_size = gather_pinned(client, [submit(client, _sizes, vocabulary)], held, "vocabulary",
                                             "worker")[0]
     del counted
     spec = dataclasses.replace(spec, rounds=_rounds_per_epoch(mode, sync, tokens, num_vertices), replicas=len(workers))
     placed = {w: ([blocks[b] for b in mine[w]], [b * spec.block_rows for b in mine[w]]) for w in workers}
     total = sum(tokens) * epochs
-    table, losses = _rounds(client, spec, placed, vocabulary, on_worker(client, workers[0], _initial, spec),
+    table, losses = _rounds(client, spec, placed, vocabulary, submit(client, _initial, spec, workers=[workers[0]]),
                             progress, total)
     seconds = time.perf_counter() - started
     stats = {"tokens": total, "seconds": seconds, "tokens_per_second": total / seconds if seconds else 0.0,
@@ -261,11 +263,11 @@ def _rounds(client, spec: Word2VecSpec, placed: dict[str, tuple[list, list[int]]
     with summing(client, workers) as nccl:
         for epoch in range(spec.epochs):
             for round_ in range(spec.rounds):
-                trained = [on_worker(client, w, _trained, spec, epoch, round_, vocabulary, tables[w], nccl, firsts,
-                                     *blocks) for w, (blocks, firsts) in placed.items()]
+                trained = [submit(client, _trained, spec, epoch, round_, vocabulary, tables[w], nccl, firsts, *blocks,
+                                  workers=[w]) for w, (blocks, firsts) in placed.items()]
                 tables = (dict(zip(workers, trained, strict=True)) if nccl is not None
-                          else dict.fromkeys(workers, anywhere(client, _merged, tables[workers[0]], *trained)))
-                this_round = (epoch, anywhere(client, _sums, *trained))
+                          else dict.fromkeys(workers, submit(client, _merged, tables[workers[0]], *trained)))
+                this_round = (epoch, submit(client, _sums, *trained))
                 del trained
                 if unheard is not None:
                     hear(*unheard)

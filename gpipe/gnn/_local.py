@@ -16,7 +16,8 @@ import numpy as np
 from ..backend import to_host, xp
 from ..errors import GpipeValueError
 from ..graph import Partition
-from ..runtime import gather_pinned, held_partition, on_worker
+from ..runtime.calls import gather_pinned, submit
+from ..runtime.workers import held_partition
 
 _KEPT: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # Graph -> {device: LocalGraph}
 
@@ -47,11 +48,12 @@ def csr_pieces(g, workers: list[str] | None = None) -> list:
     """Futures of the host CSR pieces of ``g``, each computed by the worker holding it; with ``workers``, a list of
     them per worker: a replicated graph's own replica where the worker holds one."""
     client = g.client
-    parts = [on_worker(client, w, _partition_csr, g.graph_id, p) for p, w in enumerate(g.placement)]
+    parts = [submit(client, _partition_csr, g.graph_id, p, workers=[w]) for p, w in enumerate(g.placement)]
     if workers is None:
         return parts
     replicas = set(g.replicas or ())
-    return [[on_worker(client, w, _partition_csr, g.graph_id, 0)] if w in replicas and w != g.placement[0] else parts
+    return [[submit(client, _partition_csr, g.graph_id, 0, workers=[w])] if w in replicas and w != g.placement[0]
+            else parts
             for w in workers]
 
 

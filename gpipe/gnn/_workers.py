@@ -16,17 +16,9 @@ from distributed.protocol import pickle
 from .._validate import check_callable, check_mapping, check_picklable
 from ..backend import to_host
 from ..errors import GpipeError, GpipeValueError, TaskError
-from ..runtime import (
-    check_held,
-    end_here,
-    end_later,
-    gather_pinned,
-    in_worker,
-    on_every_worker,
-    on_worker,
-    run_going,
-    workers_info,
-)
+from ..runtime import workers_info
+from ..runtime.calls import check_held, end_later, gather_pinned, run, scatter, submit
+from ..runtime.workers import end_here, run_going
 from ._loader import LoaderSpec, NeighborLoader, check_loader
 from ._local import assemble, check_integer_ids, csr_pieces
 
@@ -147,14 +139,15 @@ def run_on_workers(train_fn, g, seeds, fanouts, batch_size: int, *, shuffle: boo
     if share == 0:
         raise GpipeValueError(f"'seeds' must hold at least one vertex per worker ({world}), got {dense.size}")
     rendezvous = {"MASTER_ADDR": get_address_host(workers[0]),
-                  "MASTER_PORT": str(in_worker(client, workers[0], _free_port))}
+                  "MASTER_PORT": str(run(client, _free_port, workers=[workers[0]])[workers[0]])}
     pieces = csr_pieces(g, workers)
-    features, labels = (None if a is None else on_every_worker(client, to_host(a)) for a in (features, labels))
+    features, labels = (None if a is None else scatter(client, [to_host(a)], broadcast=True)[0]
+                        for a in (features, labels))
     run_id = uuid.uuid4().hex
-    futures = [on_worker(client, w, _train, RankTask(train_fn, run_id, rank, world, rendezvous, g.num_vertices,
-                                                     g.id_map, g.device, spec, kwargs),
-                         pieces[rank], dense[rank:world * share:world], features, labels,
-                         key=f"gpipe-gnn-train-{run_id}-{rank}")
+    futures = [submit(client, _train, RankTask(train_fn, run_id, rank, world, rendezvous, g.num_vertices,
+                                                 g.id_map, g.device, spec, kwargs),
+                      pieces[rank], dense[rank:world * share:world], features, labels,
+                      workers=[w], key=f"gpipe-gnn-train-{run_id}-{rank}")
                  for rank, w in enumerate(workers)]
     try:
         results = gather_pinned(client, futures, dict(enumerate(workers)), PHASE, unit="rank")

@@ -31,7 +31,7 @@ from ..backend import (
     xp,
 )
 from ..errors import TaskError
-from ..runtime import fetch_partitions, keep_partition, worker_xp
+from ..runtime.workers import fetch_partitions, keep_partition, worker_xp
 from ._partition import Partition
 
 MAX_BUCKETS = 1 << 20

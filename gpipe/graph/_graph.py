@@ -20,21 +20,18 @@ from .._files import GRAPH_FILES, atomic_dir
 from .._validate import check_choice, check_edge_dir, check_int, check_integers
 from ..backend import device_of, to_host, unique, xp
 from ..errors import GpipeError, GpipeValueError
-from ..runtime import (
-    Session,
-    anywhere,
+from ..runtime import Session, workers_info
+from ..runtime.calls import (
     call_workers,
     check_held,
     end_graph,
     end_graph_later,
-    fetching,
+    gather_in_background,
     gather_pinned,
-    in_each_worker,
-    keep_arrays,
-    on_worker,
-    partition,
-    workers_info,
+    run,
+    submit,
 )
+from ..runtime.workers import keep_arrays, partition
 from . import _build, _order
 
 
@@ -110,7 +107,8 @@ class Graph:
             return self
         if self._reversed is None:
             client = self.client
-            chunks = [on_worker(client, w, _reversed_edges, self.graph_id, p) for p, w in enumerate(self.placement)]
+            chunks = [submit(client, _reversed_edges, self.graph_id, p, workers=[w])
+                      for p, w in enumerate(self.placement)]
             self._reversed = build(self._session, chunks, self.num_vertices, directed=True, weighted=self.weighted,
                                    id_map=self.id_map, partitions=self.num_partitions, mode=self.mode,
                                    keep_self_loops=True, keep_duplicates=True)
@@ -229,7 +227,7 @@ class Graph:
     def _on_partitions(self, phase: str, func, *args) -> list:
         """``func(graph_id, part, *args)`` on the worker of every partition, watched; the results in order."""
         client = self.client
-        futures = [on_worker(client, w, func, self.graph_id, p, *args) for p, w in enumerate(self.placement)]
+        futures = [submit(client, func, self.graph_id, p, *args, workers=[w]) for p, w in enumerate(self.placement)]
         return gather_pinned(client, futures, dict(enumerate(self.placement)), phase)
 
     def degrees(self) -> pd.Series:
@@ -297,7 +295,7 @@ class Graph:
     def put_on_workers(self, names) -> None:
         """Put per-vertex arrays (``"degrees"``, ``"upper_degrees"``, ``"labels"``) into the stores of the graph's workers, once.
 
-        Runs there read them by name (``gpipe.runtime.graph_array``); they go with the graph.
+        Runs there read them by name (``gpipe.runtime.workers.graph_array``); they go with the graph.
         """
         missing = sorted(set(names) - self._on_workers)
         if not missing:
@@ -408,7 +406,7 @@ def build(session: Session, chunks: list, n: int | Future, *, directed: bool, we
           keep_duplicates: bool = False, symmetrize: bool = True, vertex_order: str | None = None) -> Graph:
     """Partition and store a graph from futures of dense-id edge chunks; replicate it if ``mode`` says so. The
     vertex count ``n`` may be a future (the client asks for it only where partitions' bounds need it), and the
-    ``id_map`` on its way to the client (:func:`fetching`) while the partitions are built. A ``vertex_order``
+    ``id_map`` on its way to the client (``gather_in_background``) while the partitions are built. A ``vertex_order``
     (checked by the caller: :func:`gpipe._validate.check_vertex_order`) renumbers the dense ids by the graph's
     structure before the ranges are cut (:mod:`._order`); the id map then names the ids it had before."""
     client = session.client
@@ -417,29 +415,30 @@ def build(session: Session, chunks: list, n: int | Future, *, directed: bool, we
     if not isinstance(n, Future):
         parts = _partition_count(parts, n, partitions)
     prepared = [
-        anywhere(client, _build.prepare, c, n, directed or not symmetrize, keep_self_loops) for c in chunks
+        submit(client, _build.prepare, c, n, directed or not symmetrize, keep_self_loops) for c in chunks
     ]
     order = None
     if vertex_order is not None:
-        order = anywhere(client, _order.order_of, vertex_order, n, directed, *prepared)
-        rank = anywhere(client, _order.ranks, order)
-        prepared = [anywhere(client, _order.relabel, c, rank) for c in prepared]
-        order = fetching(client, order)  # type: ignore[assignment]  # while the partitions are built
+        order = submit(client, _order.order_of, vertex_order, n, directed, *prepared)
+        rank = submit(client, _order.ranks, order)
+        prepared = [submit(client, _order.relabel, c, rank) for c in prepared]
+        order = gather_in_background(client, order)  # type: ignore[assignment]  # while the partitions are built
     if parts == 1:  # the one partition holds every vertex: no bounds to find, no chunk to split (~50 tasks less)
-        bounds = anywhere(client, _build.whole, n) if isinstance(n, Future) else _build.whole(n)
+        bounds = submit(client, _build.whole, n) if isinstance(n, Future) else _build.whole(n)
         splits = None
     else:
-        hists = [anywhere(client, _build.histogram, c, n) for c in prepared]
-        hist, n = client.gather([anywhere(client, _build.total, hists) if hists else np.zeros(1, np.int64), n])
+        hists = [submit(client, _build.histogram, c, n) for c in prepared]
+        hist, n = client.gather([submit(client, _build.total, hists) if hists else np.zeros(1, np.int64), n])
         parts = _partition_count(parts, n, partitions)  # type: ignore[arg-type]
         bounds = _build.balanced_bounds(hist, n, parts)  # type: ignore[arg-type]
-        splits = [anywhere(client, _build.split, c, bounds) for c in prepared]
+        splits = [submit(client, _build.split, c, bounds) for c in prepared]
     placement = [workers[p * len(workers) // parts] for p in range(parts)]
     budget = config.get("memory.device-partitions")
     graph_id = uuid.uuid4().hex
     built = [
-        on_worker(client, placement[p], _build.assemble, graph_id, p, bounds, keep_duplicates, budget,
-                  *(prepared if splits is None else [anywhere(client, _build.pick, s, p) for s in splits]))
+        submit(client, _build.assemble, graph_id, p, bounds, keep_duplicates, budget,
+               *(prepared if splits is None else [submit(client, _build.pick, s, p) for s in splits]),
+               workers=[placement[p]])
         for p in range(parts)
     ]
     info = gather_pinned(client, built + ([bounds] if isinstance(bounds, Future) else []), dict(enumerate(placement)),
@@ -476,7 +475,7 @@ def _partition_count(parts: int, n: int, asked: int | None) -> int:
 
 def _fits_every_worker(session: Session, nbytes: int) -> bool:
     """Whether ``nbytes`` is at most ``gpipe.graph.replicate-fraction`` of every worker's (GPU) memory."""
-    memory = in_each_worker(session.client, _gpu_memory).values() if session.device == "gpu" else _host_memory(session)
+    memory = run(session.client, _gpu_memory).values() if session.device == "gpu" else _host_memory(session)
     return nbytes <= config.get("graph.replicate-fraction") * min(memory)
 
 
@@ -485,7 +484,7 @@ def check_graph_memory(session: Session, nbytes: int, names: str) -> None:
     their GPUs' memory), before any task is submitted; ``names`` are the parameters that make it that large."""
     room = sum(_host_memory(session))
     if session.device == "gpu":
-        room += sum(in_each_worker(session.client, _gpu_memory).values())
+        room += sum(run(session.client, _gpu_memory).values())
     if nbytes > room:
         raise GpipeValueError(f"{names}: the graph would take at least {format_bytes(nbytes)}, more than the "
                               f"workers' {format_bytes(room)} of memory")
@@ -511,8 +510,8 @@ def _replicate(g: Graph, workers: list[str]) -> Graph:
         return Graph(g._session, g.graph_id, g.bounds, workers, num_edges=g.num_edges, directed=g.directed,
                      weighted=g.weighted, id_map=g.id_map, partition_info=g.partition_info, replicas=workers)
     replica_id = uuid.uuid4().hex
-    copies = [on_worker(client, w, _build.replica, g.graph_id, replica_id, g.placement, g.bounds,
-                        key=f"gpipe-replicate-{replica_id}-{i}")
+    copies = [submit(client, _build.replica, g.graph_id, replica_id, g.placement, g.bounds, workers=[w],
+                     key=f"gpipe-replicate-{replica_id}-{i}")
               for i, w in enumerate(workers)]
     try:
         nbytes = gather_pinned(client, copies, dict(enumerate(g.placement)), "replication")[0]

@@ -13,7 +13,9 @@ from .. import config
 from .._validate import check_bool, check_vertex_order
 from ..backend import cpu_kernel, device_of, prange, to_host, unique, xp
 from ..errors import GpipeFileError, GpipeValueError
-from ..runtime import anywhere, current, fetching, on_worker, placed, worker_device
+from ..runtime import current
+from ..runtime.calls import gather_in_background, scatter, submit
+from ..runtime.workers import worker_device
 from ._build import id_table, small_range
 from ._graph import Graph, build, check_mode
 from ._readers import (
@@ -178,7 +180,7 @@ def read_edges(path, src: str = "src", dst: str = "dst", weight: str | bool | No
         arrays = _read_npz_on_workers(session.client, npz)
         weighted = npz.weights is not None
         if renumber:  # only the ids that occur, numbered: the general path
-            frames = [anywhere(session.client, npz_frame, a) for a in arrays]
+            frames = [submit(session.client, npz_frame, a) for a in arrays]
             return _build_from_chunks(session, frames, src="src", dst="dst", weight="weight" if weighted else None,
                                       directed=directed, partitions=partitions, mode=mode, renumber=renumber,
                                       keep_self_loops=keep_self_loops, keep_duplicates=keep_duplicates,
@@ -219,15 +221,15 @@ def _read_on_workers(client, plan: TablePlan) -> tuple[list, list]:
     """
     frames, uniques, kinds = [], [], []
     for piece in plan.pieces:  # submitted in turn: a worker finds a piece's ids before it reads the next piece
-        frames.append(anywhere(client, read_piece, plan, piece))
-        kinds.append(anywhere(client, id_kind, frames[-1]))
-        uniques.append(anywhere(client, _unique_ids, frames[-1], "src", "dst"))
+        frames.append(submit(client, read_piece, plan, piece))
+        kinds.append(submit(client, id_kind, frames[-1]))
+        uniques.append(submit(client, _unique_ids, frames[-1], "src", "dst"))
     kinds = [kind.result() for kind in kinds]
     if "int" in kinds and "str" in kinds:  # as one file would be read: integer ids are strings beside strings
         for i, (piece, kind) in enumerate(zip(plan.pieces, kinds, strict=True)):
             if kind == "int":
-                frames[i] = anywhere(client, read_piece, plan, piece, strings=True)
-                uniques[i] = anywhere(client, _unique_ids, frames[i], "src", "dst")
+                frames[i] = submit(client, read_piece, plan, piece, strings=True)
+                uniques[i] = submit(client, _unique_ids, frames[i], "src", "dst")
     kept = [i for i, kind in enumerate(kinds) if kind is not None]
     if not kept:
         raise GpipeFileError(plan.path, None, "no edges")
@@ -237,11 +239,11 @@ def _read_on_workers(client, plan: TablePlan) -> tuple[list, list]:
 def _read_npz_on_workers(client, plan: NpzPlan) -> list:
     """Futures of the edge arrays of ``plan``'s row ranges, each read by a worker; only the pieces' problems
     (counts and first offenders) reach the client, which raises the error one whole read would."""
-    read = [anywhere(client, read_npz_piece, plan, i) for i in range(len(plan.pieces))]
-    error = npz_problem(plan, client.gather([anywhere(client, operator.itemgetter(1), r) for r in read]))
+    read = [submit(client, read_npz_piece, plan, i) for i in range(len(plan.pieces))]
+    error = npz_problem(plan, client.gather([submit(client, operator.itemgetter(1), r) for r in read]))
     if error is not None:
         raise error
-    return [anywhere(client, operator.itemgetter(0), r) for r in read]
+    return [submit(client, operator.itemgetter(0), r) for r in read]
 
 
 def from_edges(frame, src: str = "src", dst: str = "dst", weight: str | None = None, directed: bool = False,
@@ -317,15 +319,15 @@ def _build_from_chunks(session, chunks: list, *, src: str, dst: str, weight: str
     """
     client = session.client
     if uniques is None:
-        uniques = [anywhere(client, _unique_ids, c, src, dst) for c in chunks]
+        uniques = [submit(client, _unique_ids, c, src, dst) for c in chunks]
     ids = _merged_on_workers(client, uniques)
     # decided where the ids are: the client submits the rest without waiting (a round trip of 11-22 ms on an H200
     # host, between the ids' range and the lookup)
-    numbering = anywhere(client, _numbered, ids, renumber, num_vertices)
-    lookup = anywhere(client, _lookup_of, ids, numbering)  # made once, shared by the chunks
-    dense = [anywhere(client, _to_dense, c, src, dst, weight, lookup) for c in chunks]
-    id_map = fetching(client, anywhere(client, _id_map, ids, numbering))  # while the graph builds
-    return build(session, dense, anywhere(client, operator.itemgetter(1), numbering), directed=directed,
+    numbering = submit(client, _numbered, ids, renumber, num_vertices)
+    lookup = submit(client, _lookup_of, ids, numbering)  # made once, shared by the chunks
+    dense = [submit(client, _to_dense, c, src, dst, weight, lookup) for c in chunks]
+    id_map = gather_in_background(client, submit(client, _id_map, ids, numbering))  # while the graph builds
+    return build(session, dense, submit(client, operator.itemgetter(1), numbering), directed=directed,
                  weighted=weight is not None, id_map=id_map, partitions=partitions, mode=mode,
                  keep_self_loops=keep_self_loops, keep_duplicates=keep_duplicates, vertex_order=vertex_order)
 
@@ -346,7 +348,7 @@ def _chunks(client, frame, columns: list[str]) -> list:
         _check_weights(frame[columns[2]], f"'weight' column {columns[2]!r}")
     step = config.get("graph.chunk-edges")
     pieces = [frame[columns].iloc[i:i + step] for i in range(0, len(frame), step)]
-    return placed(client, pieces)  # equal data scattered twice must not share a key
+    return scatter(client, pieces)  # equal data scattered twice must not share a key
 
 
 def _check_columns(frame, columns: list[str]) -> None:
@@ -398,7 +400,7 @@ def _merged_on_workers(client, uniques: list):
     """The future of :func:`_merge_ids` of the ``uniques`` futures, merged by a tree of tasks: none holds more than
     a few pieces' distinct ids."""
     while True:
-        uniques = [anywhere(client, _merge_ids, *uniques[i:i + 8]) for i in range(0, len(uniques), 8)]
+        uniques = [submit(client, _merge_ids, *uniques[i:i + 8]) for i in range(0, len(uniques), 8)]
         if len(uniques) == 1:
             return uniques[0]
 
@@ -549,11 +551,11 @@ def _read_graph_folder(path: str, partitions: int | None, mode: str | None, vert
     meta, paths = plan_graph_folder(path)
     session = current()
     client, workers = session.client, session.workers()
-    read = [on_worker(client, workers[p * len(workers) // len(paths)], read_graph_part, name, meta)
+    read = [submit(client, read_graph_part, name, meta, workers=[workers[p * len(workers) // len(paths)]])
             for p, name in enumerate(paths)]
-    check_graph_parts(meta, paths, (anywhere(client, operator.itemgetter(1), r).result() for r in read))
+    check_graph_parts(meta, paths, (submit(client, operator.itemgetter(1), r).result() for r in read))
     id_map = graph_folder_ids(path, meta)
-    chunks = [anywhere(client, operator.itemgetter(0), r) for r in read]
+    chunks = [submit(client, operator.itemgetter(0), r) for r in read]
     return build(session, chunks, meta["num_vertices"], directed=meta["directed"], weighted=meta["weighted"],
                  id_map=id_map, partitions=partitions, mode=mode, keep_self_loops=True, keep_duplicates=True,
                  symmetrize=False, vertex_order=vertex_order)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..backend import cpu_kernel, device_of, scatter_min, segments, to_host, unique, xp
-from ..runtime import partition, worker_xp
+from ..runtime.workers import partition, worker_xp
 from ._build import balanced_bounds, bucket_width, csr
 
 # METIS cuts the graph by recursive bisection into this many parts of about equal arcs, laid out part after part:

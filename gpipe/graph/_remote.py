@@ -13,7 +13,7 @@ import uuid
 from collections.abc import Iterator
 
 from ..errors import GpipeFileError, GpipeValueError
-from ..runtime import on_worker
+from ..runtime.calls import submit
 
 
 def is_url(path) -> bool:
@@ -42,7 +42,7 @@ def local_copy(session, url: str) -> Iterator[str]:
     client, workers = session.client, session.workers()
     try:
         _copy(fs, files, base, folder)
-        for copied in [on_worker(client, w, _copy, fs, files, base, folder) for w in workers]:
+        for copied in [submit(client, _copy, fs, files, base, folder, workers=[w]) for w in workers]:
             copied.result()
         yield local
     except (GpipeFileError, GpipeValueError) as exc:
@@ -53,7 +53,7 @@ def local_copy(session, url: str) -> Iterator[str]:
             raise GpipeFileError(named(exc.path), exc.line, named(exc.reason)) from None
         raise GpipeValueError(named(str(exc))) from None
     finally:
-        for removed in [on_worker(client, w, shutil.rmtree, folder, True) for w in workers]:
+        for removed in [submit(client, shutil.rmtree, folder, True, workers=[w]) for w in workers]:
             removed.result()
         shutil.rmtree(folder, ignore_errors=True)
 

@@ -9,7 +9,9 @@ from .._validate import check_bool, check_int, check_probability, check_seed, ch
 from ..backend import cpu_kernel, prange
 from ..errors import GpipeValueError
 from ..kernels import Arg, Kernel
-from ..runtime import anywhere, current, worker_xp
+from ..runtime import current
+from ..runtime.calls import submit
+from ..runtime.workers import worker_xp
 from ._graph import Graph, build, check_graph_memory, check_mode
 
 __all__ = ["rmat"]
@@ -95,7 +97,7 @@ def rmat(scale: int, edge_factor: int = 16, a: float = 0.57, b: float = 0.19, c:
     step = config.get("graph.chunk-edges")
     thresholds = (a, a + b, a + b + c)
     chunks = [
-        anywhere(session.client, _rmat_chunk, scale, thresholds, seed, start, min(step, m - start), scramble, weighted)
+        submit(session.client, _rmat_chunk, scale, thresholds, seed, start, min(step, m - start), scramble, weighted)
         for start in range(0, m, step)
     ]
     return build(session, chunks, n, directed=directed, weighted=weighted, id_map=None, partitions=partitions,

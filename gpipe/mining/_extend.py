@@ -9,7 +9,7 @@ from .._csr import Rows, simple_rows
 from .._search import has_edge, lower_bound
 from ..backend import cpu_kernel, device_of, prange, segments, to_host, xp
 from ..kernels import Arg, Kernel
-from ..runtime import replica, worker_device, worker_xp
+from ..runtime.workers import replica, worker_device, worker_xp
 
 
 @cpu_kernel()

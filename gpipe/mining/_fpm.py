@@ -28,7 +28,7 @@ import pandas as pd
 from .._validate import check_int
 from ..backend import cpu_kernel
 from ..errors import GpipeValueError
-from ..runtime import holder_workers
+from ..runtime.calls import holder_workers
 from ._grow import check_mined_graph, write_parquet
 from ._mni import Round, check, task_fields
 from ._patterns import (

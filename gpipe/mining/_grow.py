@@ -24,7 +24,8 @@ from .._files import atomic_file
 from ..backend import to_host
 from ..errors import GpipeValueError
 from ..graph import check_graph
-from ..runtime import end_run, on_each, run_state, worker_address
+from ..runtime.calls import end_run, on_each
+from ..runtime.workers import run_state, worker_address
 from ._extend import compress, degrees, whole_graph
 from ._partitioned import grow_partitioned
 from ._result import Listed, MiningResult, MiningState, keep_rows

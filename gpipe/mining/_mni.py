@@ -20,7 +20,7 @@ import numpy as np
 from .._search import has_edge
 from ..backend import cpu_kernel, prange, to_device, to_host
 from ..kernels import Arg, Kernel
-from ..runtime import spread
+from ..runtime.calls import spread
 from ._extend import whole_graph
 from ._patterns import LABEL_BITS, MAX_EDGES, MAX_VERTICES, _COUNT_SHIFT, adjacent, label_of
 

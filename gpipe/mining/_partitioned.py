@@ -34,13 +34,12 @@ import numpy as np
 
 from .._csr import Rows, simple_rows
 from ..backend import device_of, to_device, to_host, unique, xp
-from ..runtime import (
+from ..runtime import neighbor_lists
+from ..runtime.calls import end_run, on_holders
+from ..runtime.workers import (
     call_peer,
-    end_run,
     graph_array,
     held_partition,
-    neighbor_lists,
-    on_holders,
     run_state,
     worker_address,
     worker_device,
@@ -52,7 +51,9 @@ from ._table import EmbeddingTable, Stats, merged, worker_budgets
 
 
 @dataclass(frozen=True)
-class Exchange:
+class Routing:
+    """Where a partitioned mining run sends each embedding: the partition owning a vertex, and its worker."""
+
     run_id: str
     placement: tuple  # partition -> worker
     bounds: np.ndarray  # partition p owns vertices bounds[p] .. bounds[p + 1] - 1
@@ -72,7 +73,7 @@ class Checks:
     above: tuple = ()
 
 
-class Held:
+class WorkerTables:
     """One worker's part of a partitioned run: its tables (one per partition the embeddings go to), budgets and
     stats, and the count of what it found."""
 
@@ -114,18 +115,18 @@ def grow_partitioned(g, spec) -> tuple[int, list, dict]:
     listing run keeps in run ``spec.run_id`` (``(worker, partition, rows)`` in partition order; else none) and
     the stats. A listing run lives on: its caller ends it."""
     g.put_on_workers(["degrees"])
-    exchange = Exchange(spec.run_id, tuple(g.placement), np.asarray(g.bounds))
+    routing = Routing(spec.run_id, tuple(g.placement), np.asarray(g.bounds))
     try:
-        if any(on_holders(g, "mining: first vertices", _start, spec, exchange)):  # edges repeat
-            on_holders(g, "mining: degrees", _simple_degrees, spec, exchange)
+        if any(on_holders(g, "mining: first vertices", _start, spec, routing)):  # edges repeat
+            on_holders(g, "mining: degrees", _simple_degrees, spec, routing)
         for column in range(spec.plan.columns - 1):
-            on_holders(g, f"mining: extension of column {column}", _level, spec, exchange, column)
-        replies = on_holders(g, "mining: collection", _finish, spec, exchange)
+            on_holders(g, f"mining: extension of column {column}", _level, spec, routing, column)
+        replies = on_holders(g, "mining: collection", _finish, spec, routing)
         if spec.listing:  # once every worker has pulled its partitions' rows from the others
-            on_holders(g, "mining: tables freed", _close, exchange)
+            on_holders(g, "mining: tables freed", _close, routing)
     finally:
         if not spec.listing:
-            end_run(g, exchange.run_id)
+            end_run(g, routing.run_id)
     stats = merged([summary for _, _, summary in replies])
     stats["primitive_seconds"] = stats.pop("seconds")
     stats.update(ranges=g.num_partitions, partitions=g.num_partitions, workers=len(replies), device=g.device)
@@ -138,18 +139,18 @@ def _kept(part: int) -> int:
     return -1 - part
 
 
-def _mine(exchange: Exchange, address: str) -> list[int]:
-    return [p for p, w in enumerate(exchange.placement) if w == address]
+def _mine(routing: Routing, address: str) -> list[int]:
+    return [p for p, w in enumerate(routing.placement) if w == address]
 
 
-def _start(spec, exchange: Exchange) -> bool:
+def _start(spec, routing: Routing) -> bool:
     """On a worker: its partitions' first vertices (of the least degree the plan needs), each partition's in its
     own table (the first vertex is the one extended to column 1); whether any of its partitions repeats an edge."""
     address, device, x = worker_address(), worker_device(), worker_xp()
-    held = run_state(exchange.run_id, MiningState).kept = Held(spec, device, x)
+    held = run_state(routing.run_id, MiningState).kept = WorkerTables(spec, device, x)
     held.stats.count(0, 0)
     repeats = False
-    for p in _mine(exchange, address):
+    for p in _mine(routing, address):
         part = held_partition(spec.graph_id, p)
         with held.stats.timer("filtering"):
             first = x.arange(part.lo, part.hi, dtype=part.indices.dtype)
@@ -169,15 +170,15 @@ def _degrees_of(graph_id: str, part: int) -> np.ndarray:
     return to_host(rows.indptr[1:] - rows.indptr[:-1])
 
 
-def _simple_degrees(spec, exchange: Exchange) -> None:
+def _simple_degrees(spec, routing: Routing) -> None:
     """On a worker of a multigraph: every vertex's degree in the simple graph underneath, each partition's from
     its worker, for the extension's degree tests and routing in place of the graph's degrees (which count every
     repeat)."""
     device, x = worker_device(), worker_xp()
-    held: Held = run_state(exchange.run_id, MiningState).kept
+    held: WorkerTables = run_state(routing.run_id, MiningState).kept
     with held.stats.timer("exchange"):
         held.degree = x.concatenate([to_device(call_peer(worker, _degrees_of, spec.graph_id, p), device)
-                                     for p, worker in enumerate(exchange.placement)])
+                                     for p, worker in enumerate(routing.placement)])
 
 
 def _take(run_id: str, part: int, column: int, to_host_memory: bool):
@@ -186,30 +187,30 @@ def _take(run_id: str, part: int, column: int, to_host_memory: bool):
     return to_host(rows) if to_host_memory and rows is not None else rows
 
 
-def _level(spec, exchange: Exchange, column: int) -> None:
+def _level(spec, routing: Routing, column: int) -> None:
     """On a worker: extend every embedding of ``column`` routed to its partitions, from every worker."""
     address, device, x = worker_address(), worker_device(), worker_xp()
-    held: Held = run_state(exchange.run_id, MiningState).kept
+    held: WorkerTables = run_state(routing.run_id, MiningState).kept
     degree = graph_array(spec.graph_id, "degrees") if held.degree is None else held.degree
     held.stats.count(column + 1, 0)
-    for p in _mine(exchange, address):
-        for source in sorted(set(exchange.placement), key=lambda w: (w != address, w)):  # its own first
+    for p in _mine(routing, address):
+        for source in sorted(set(routing.placement), key=lambda w: (w != address, w)):  # its own first
             while True:
                 with held.stats.timer("exchange"):
-                    rows = call_peer(source, _take, exchange.run_id, p, column, source != address)
+                    rows = call_peer(source, _take, routing.run_id, p, column, source != address)
                 if rows is None:
                     break
                 if source != address:
                     held.stats.exchanged_bytes["embeddings"] += int(rows.nbytes)
                     rows = to_device(rows, device)
-                _extend(x, spec, exchange, held, degree, rows, column=column + 1, address=address)
+                _extend(x, spec, routing, held, degree, rows, column=column + 1, address=address)
 
 
-def _extend(x, spec, exchange: Exchange, held: Held, degree, rows, *, column: int, address: str) -> None:
+def _extend(x, spec, routing: Routing, held: WorkerTables, degree, rows, *, column: int, address: str) -> None:
     """Grow ``rows`` (embeddings of ``column - 1`` columns) to ``column`` and route what grew."""
     checks = spec.plan.checks(column)
     last = column == spec.plan.columns - 1
-    graph = _rows_of(x, spec, exchange, held, rows[:, list(checks.back + checks.apart)], address)
+    graph = _rows_of(x, spec, routing, held, rows[:, list(checks.back + checks.apart)], address)
     for vertex, parent in extend_match(x, graph, rows, back=checks.back, apart=checks.apart, min_degree=0,
                                        capacity=spec.capacity, timer=held.stats.timer, above=checks.above):
         with held.stats.timer("filtering"):  # what the kernel cannot test on rows of the tested vertices only
@@ -225,13 +226,13 @@ def _extend(x, spec, exchange: Exchange, held: Held, degree, rows, *, column: in
         if last and grown.shape[0]:
             held.count += int(grown.shape[0])
             with held.stats.timer("placement"):
-                owner = x.searchsorted(x.asarray(exchange.bounds), grown[:, 0], side="right") - 1
+                owner = x.searchsorted(x.asarray(routing.bounds), grown[:, 0], side="right") - 1
                 parts = to_host(unique(x, owner))
             for p in parts.tolist():
                 held.put(_kept(p), column, grown[owner == p])
         elif grown.shape[0]:
             with held.stats.timer("placement"):
-                owner = x.searchsorted(x.asarray(exchange.bounds), _extended(x, degree, grown,
+                owner = x.searchsorted(x.asarray(routing.bounds), _extended(x, degree, grown,
                                                                              spec.plan.checks(column + 1).back),
                                        side="right") - 1
                 parts = to_host(unique(x, owner))
@@ -246,39 +247,39 @@ def _extended(x, degree, rows, back: tuple):
     return tested[x.arange(rows.shape[0]), degree[tested].argmin(axis=1)]
 
 
-def _rows_of(x, spec, exchange: Exchange, held: Held, tested, address: str) -> Rows:
+def _rows_of(x, spec, routing: Routing, held: WorkerTables, tested, address: str) -> Rows:
     """The adjacency rows of the ``tested`` vertices (read here or fetched from their partitions' workers), each
     neighbor once, as a CSR over every vertex id (the others' rows empty), which the extension kernel reads as the
     whole graph's."""
     with held.stats.timer("adjacency"):
         vertices = unique(x, tested)
-        indptr, indices = neighbor_lists((spec.graph_id, list(exchange.placement)), exchange.bounds, vertices)
-        owner = np.searchsorted(exchange.bounds, to_host(vertices), side="right") - 1
-        remote = to_device(np.array([exchange.placement[p] != address for p in owner.tolist()], bool), held.device)
+        indptr, indices = neighbor_lists((spec.graph_id, list(routing.placement)), routing.bounds, vertices)
+        owner = np.searchsorted(routing.bounds, to_host(vertices), side="right") - 1
+        remote = to_device(np.array([routing.placement[p] != address for p in owner.tolist()], bool), held.device)
         held.stats.exchanged_bytes["adjacency"] += int((indptr[1:] - indptr[:-1])[remote].sum()) * indices.itemsize
         rows = simple_rows(x, indptr, indices)
-        counts = x.zeros(int(exchange.bounds[-1]), x.int64)
+        counts = x.zeros(int(routing.bounds[-1]), x.int64)
         counts[vertices.astype(x.int64)] = rows.indptr[1:] - rows.indptr[:-1]
         whole = x.zeros(counts.shape[0] + 1, x.int64)
         x.cumsum(counts, out=whole[1:])
     return Rows(whole, rows.indices)
 
 
-def _finish(spec, exchange: Exchange) -> tuple:
+def _finish(spec, routing: Routing) -> tuple:
     """On a worker: what it found (the count; a listing run's blocks here: its partitions' rows, pulled from
     every worker, sorted and kept) and its stats; a counting run's tables go."""
     address = worker_address()
-    held: Held = run_state(exchange.run_id, MiningState).kept
+    held: WorkerTables = run_state(routing.run_id, MiningState).kept
     if not spec.listing:
         held.close()
         return held.count, [], held.stats.summary()
     kept, last = [], spec.plan.columns - 1
-    for p in _mine(exchange, address):
+    for p in _mine(routing, address):
         chunks = [np.empty((0, spec.plan.columns), np.int64)]
-        for source in sorted(set(exchange.placement)):
+        for source in sorted(set(routing.placement)):
             while True:
                 with held.stats.timer("exchange"):
-                    rows = call_peer(source, _take, exchange.run_id, _kept(p), last, True)
+                    rows = call_peer(source, _take, routing.run_id, _kept(p), last, True)
                 if rows is None:
                     break
                 if source != address:
@@ -286,13 +287,13 @@ def _finish(spec, exchange: Exchange) -> tuple:
                 chunks.append(rows.astype(np.int64))
         with held.stats.timer("listing"):
             rows = np.concatenate(chunks)
-            keep_rows(exchange.run_id, p, spec.plan.listed(rows[np.lexsort(rows.T[::-1])]))
+            keep_rows(routing.run_id, p, spec.plan.listed(rows[np.lexsort(rows.T[::-1])]))
         kept.append((address, p, int(rows.shape[0])))
     return held.count, kept, held.stats.summary()
 
 
-def _close(exchange: Exchange) -> None:
+def _close(routing: Routing) -> None:
     """On a worker: a listing run's tables go (their rows are kept, or were pulled by their partitions' workers)."""
-    state = run_state(exchange.run_id, MiningState)
+    state = run_state(routing.run_id, MiningState)
     state.kept, held = None, state.kept
     held.close()

@@ -13,7 +13,8 @@ import pandas as pd
 from .._files import EMBEDDING_FILES
 from .._validate import check_bool
 from ..errors import GpipeError, GpipeValueError
-from ..runtime import HeldResult, id_dtype, kept_blocks, run_state, worker_address, worker_xp
+from ..runtime.results import HeldResult, id_dtype, kept_blocks
+from ..runtime.workers import run_state, worker_address, worker_xp
 
 if TYPE_CHECKING:
     import dask.dataframe as dd

@@ -4,67 +4,23 @@ It knows no algorithm: a workload family hands it a :class:`StepSpec` (its
 step function, e.g. made by :func:`step_kernel`, and its own frozen
 parameters), and it moves walkers between the partitions until none is left;
 what the step output stays on the workers until the family sums it up
-(``run_supersteps(..., summarize=...)``) or assembles it into blocks (:func:`assemble_blocks`, or a family's own,
-e.g. the samplers' ``EdgeSample``).
+(``run_supersteps(..., summarize=...)``) or assembles it into blocks
+(:mod:`.results`, or a family's own, e.g. the samplers' ``EdgeSample``).
+
+Its parts, each a door of its own: :mod:`.calls` (the client's calls to the
+workers: Dask's by Dask's names, those to a graph's holders, the waits that
+name a lost worker), :mod:`.workers` (what a family's functions find on a
+worker), :mod:`.results` (a result kept on the workers in blocks) and
+:mod:`.exchange` (what the ranks of a run send one another beside walkers).
 """
 
+from . import calls, exchange, results, workers
 from ._advance import neighbor_lists, output_totals, step_kernel
-from ._collective import Summing, summing
 from ._driver import check_memory, run_supersteps
-from ._held import HeldResult
-from ._kept import kept_blocks
-from ._lent import Lent
-from ._reach import (
-                     anywhere,
-                     end_graph,
-                     end_graph_later,
-                     end_here,
-                     end_later,
-                     end_run,
-                     fetch_partitions,
-                     fetching,
-                     gathered,
-                     graph_array,
-                     held_partition,
-                     holder_workers,
-                     holds_partition,
-                     in_each_worker,
-                     in_worker,
-                     keep_arrays,
-                     keep_partition,
-                     on_each,
-                     on_every_worker,
-                     on_holders,
-                     on_partitions,
-                     on_worker,
-                     output_on_device,
-                     partition,
-                     placed,
-                     replica,
-                     run_going,
-                     run_outputs,
-                     run_state,
-                     spread,
-                     worker_address,
-                     worker_memory,
-)
-from ._result import assemble_blocks, id_dtype, output_blocks
 from ._run import Run
-from ._session import Session, attach, current, run_later, workers_info
+from ._session import Session, attach, current, workers_info
 from ._spec import VERTEX, Grouped, OutputBlocks, Span, StartSet, StepSpec
-from ._store import call_peer, drop_graph, drop_run, kept_for_clients, store
-from ._superstep import failing, worker_device, worker_xp
-from ._watch import WATCH_SECONDS, call_workers, check_held, gather_pinned, wait_pinned
 
-__all__ = ["VERTEX", "WATCH_SECONDS", "Grouped", "HeldResult", "Lent", "OutputBlocks", "Run", "Session", "Span",
-           "StartSet", "StepSpec", "anywhere",
-           "assemble_blocks", "attach", "call_peer", "call_workers", "check_held", "check_memory", "current",
-           "drop_graph", "drop_run", "end_graph", "end_graph_later", "end_here", "end_later", "end_run", "failing",
-           "fetch_partitions", "fetching", "gather_pinned", "gathered", "graph_array", "held_partition",
-           "holder_workers", "holds_partition", "id_dtype", "in_each_worker", "in_worker", "keep_arrays",
-           "keep_partition", "kept_blocks", "kept_for_clients", "neighbor_lists", "on_each", "on_every_worker",
-           "on_holders", "on_partitions", "on_worker", "output_blocks", "output_on_device",
-           "output_totals", "partition", "placed", "replica", "run_going", "run_later", "run_outputs", "run_state",
-           "run_supersteps", "spread", "step_kernel", "store", "summing", "Summing", "wait_pinned", "worker_address",
-           "worker_device",
-           "worker_memory", "worker_xp", "workers_info"]
+__all__ = ["VERTEX", "Grouped", "OutputBlocks", "Run", "Session", "Span", "StartSet", "StepSpec", "attach", "calls",
+           "check_memory", "current", "exchange", "neighbor_lists", "output_totals", "results", "run_supersteps",
+           "step_kernel", "workers", "workers_info"]

@@ -81,7 +81,7 @@ class _Iovec(ctypes.Structure):
 
 
 @dataclass(frozen=True)
-class Lent:
+class LentArray:
     """An array a worker lends: ``shape`` of ``dtype`` at ``address`` in its memory."""
 
     address: int
@@ -92,7 +92,7 @@ class Lent:
 @dataclass(frozen=True)
 class Loan:
     """A worker's reply for one block: ``value`` with each of its arrays (itself, or a dict's values) a
-    :class:`Lent`, kept by process ``pid`` until the client gives them back."""
+    :class:`LentArray`, kept by process ``pid`` until the client gives them back."""
 
     pid: int
     value: Any
@@ -108,7 +108,7 @@ def lend(value) -> tuple[Loan, list[np.ndarray]]:
             return a
         a = np.ascontiguousarray(a)
         kept.append(a)
-        return Lent(a.ctypes.data, a.shape, a.dtype)
+        return LentArray(a.ctypes.data, a.shape, a.dtype)
 
     value = {k: lent(v) for k, v in value.items()} if isinstance(value, dict) else lent(value)
     return Loan(os.getpid(), value), kept
@@ -212,9 +212,9 @@ def _probe(host: str, pid: int, address: int, expected: bytes) -> str | None:
 _POOL: ThreadPoolExecutor | None = None
 
 
-def borrowed(loans: list[Loan], worker_of: list[str], into: Callable[[int, Lent], np.ndarray] | None = None
+def borrowed(loans: list[Loan], worker_of: list[str], into: Callable[[int, LentArray], np.ndarray] | None = None
              ) -> list:
-    """The values of ``loans`` with each :class:`Lent` read into a new array here, the reads spread over
+    """The values of ``loans`` with each :class:`LentArray` read into a new array here, the reads spread over
     threads; a read that fails is a :class:`GpipeError` naming the worker (``worker_of[i]`` lent ``loans[i]``).
 
     ``into(i, lent)`` (for loans of one array each): the contiguous bytes, ``lent``'s size, that loan ``i``'s array is
@@ -224,7 +224,7 @@ def borrowed(loans: list[Loan], worker_of: list[str], into: Callable[[int, Lent]
     values, reads = [], []
     for i, (loan, worker) in enumerate(zip(loans, worker_of, strict=True)):
         def made(lent, loan=loan, worker=worker, i=i):
-            if not isinstance(lent, Lent):
+            if not isinstance(lent, LentArray):
                 return lent
             out = np.empty(lent.shape, lent.dtype) if into is None else into(i, lent).view(lent.dtype).reshape(
                 lent.shape)

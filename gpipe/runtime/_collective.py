@@ -12,10 +12,10 @@ from dataclasses import dataclass
 
 from . import _nccl
 from ._exchange import Watch
-from ._reach import end_later
 from ._session import current
 from ._store import store
 from ._superstep import failing
+from .calls import end_later
 
 
 @dataclass(frozen=True)

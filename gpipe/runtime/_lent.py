@@ -11,7 +11,7 @@ so that it never meets a superstep's own. A round's header is two int64 words
 per rank: the vertices and the neighbors sent to it. A payload holds the
 vertex ids (int64), their list lengths (int64) and the neighbors (the graph's
 id dtype), each array starting on an ``ALIGN``-byte offset. Arrived lists wait
-in the run's :class:`Lent` state until its step keeps them.
+in the run's :class:`LentLists` state until its step keeps them.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from ._peers import rows_of
 
 
 @dataclass
-class Lent:
+class LentLists:
     """A walk run's state on a worker: the out-neighbor lists of other partitions its steps read, those peers sent
     with their walkers (``arrived``: ``(ids, indptr, indices)`` each, not yet taken by a step) and those kept, by
     graph id (``kept``: see ``walks/_borrowed.py``)."""
@@ -74,7 +74,7 @@ class Lending:
         ex.watch.start()
         matrix, received = ex.swap(-(superstep + 1), words, payloads, expected)
         self.sent_bytes += sum(int(p.shape[0]) for p in payloads.values())
-        arrived = ex.run.state(Lent).arrived
+        arrived = ex.run.state(LentLists).arrived
         for r in sorted(received):
             arrived.append(self._unpack(received.pop(r), int(matrix[r, me]), int(matrix[r, ranks + me]),
                                      ex.workers[r]))

@@ -18,7 +18,8 @@ from .. import config
 from .._files import SAMPLE_FILES
 from .._validate import check_bool
 from ..backend import device_of, to_device, to_host, xp
-from ..runtime import HeldResult, failing, id_dtype, kept_blocks, output_on_device, run_outputs, worker_device
+from ..runtime.results import HeldResult, id_dtype, kept_blocks
+from ..runtime.workers import failing, output_on_device, run_outputs, worker_device
 
 if TYPE_CHECKING:
     import dask.dataframe as dd

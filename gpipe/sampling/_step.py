@@ -12,7 +12,8 @@ import psutil
 from .. import _rng
 from ..backend import ranges_within, to_host, unique
 from ..errors import GpipeValueError
-from ..runtime import VERTEX, Run, Span, StartSet, StepSpec, graph_array, worker_xp
+from ..runtime import VERTEX, Run, Span, StartSet, StepSpec
+from ..runtime.workers import graph_array, worker_xp
 from . import _fused
 from ._race import race
 from ._select import select

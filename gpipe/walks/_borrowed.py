@@ -7,7 +7,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..backend import free_memory, segments
-from ..runtime import Lent, Run, neighbor_lists, worker_xp
+from ..runtime import Run, neighbor_lists
+from ..runtime.exchange import LentLists
+from ..runtime.workers import worker_xp
 
 
 def borrowed_lists(run: Run, graph: tuple[str, list[str]], bounds: np.ndarray, vertices=None,
@@ -15,13 +17,12 @@ def borrowed_lists(run: Run, graph: tuple[str, list[str]], bounds: np.ndarray, v
     """For a step function: a CSR ``(ids, indptr, indices)`` of out-neighbor lists of other partitions, ``ids``
     sorted: those of ``vertices`` (sorted, unique) and of every vertex borrowed before in ``run`` on this worker
     (``vertices`` None: those alone, or None if there are none), the lists walkers brought here kept first. A
-    list is fetched once a run rather than once a
-    superstep: the lists are kept (the run's :class:`~gpipe.runtime.Lent` state) while they hold at most ``most`` edges
-    (default: as many as a quarter of the memory free when they grow takes), beyond which those of ``vertices``
+    list is fetched once a run rather than once a superstep: the lists are kept (the run's
+    :class:`~gpipe.runtime.exchange.LentLists` state) while they hold at most ``most`` edges (default: as many as a quarter of the memory free when they grow takes), beyond which those of ``vertices``
     come alone. (node2vec on R-MAT 16 in 2 partitions fetched 21 times the graph's edges a run: the same hubs'
     lists in each of 75 supersteps.)"""
     x = worker_xp()
-    state = run.state(Lent)
+    state = run.state(LentLists)
     kept, lent = state.kept, state.arrived
     while lent:  # the lists walkers brought along (``StepSpec.lends``), kept while there is room
         ids, indptr, indices = lent.pop()

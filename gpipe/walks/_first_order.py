@@ -14,7 +14,8 @@ import numpy as np
 from .. import _rng
 from ..backend import cpu_kernel, prange, to_host
 from ..kernels import Arg, Kernel
-from ..runtime import Grouped, Run, StepSpec, step_kernel, worker_xp
+from ..runtime import Grouped, Run, StepSpec, step_kernel
+from ..runtime.workers import worker_xp
 from ._common import uniform_vertex
 from ._graphs import DEFINES, NO_CDF, PICK_ALIAS, PICK_UNIFORM, Csr, degree, head, pick, start
 

@@ -33,7 +33,8 @@ import numpy as np
 from .. import _rng
 from ..backend import cpu_kernel, prange, to_host
 from ..kernels import Arg, Kernel
-from ..runtime import Run, Span, StepSpec, check_memory, run_supersteps, worker_xp
+from ..runtime import Run, Span, StepSpec, check_memory, run_supersteps
+from ..runtime.workers import worker_xp
 from ..sampling import EdgeSample, SampleLayout
 
 INIT_STEP = 2**32 - 1  # the draw counter of a member's start vertex; moves use 0..budget-1

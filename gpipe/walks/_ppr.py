@@ -14,7 +14,7 @@ from .. import _rng
 from .._files import SCORE_FILES, atomic_dir
 from .._validate import check_bool, check_path
 from ..backend import cpu_kernel, prange, to_host
-from ..runtime import anywhere, gather_pinned, on_every_worker, on_worker, wait_pinned
+from ..runtime.calls import gather_pinned, scatter, submit, wait_pinned
 from ._result import WalkResult
 
 if TYPE_CHECKING:
@@ -77,10 +77,10 @@ class PPRResult(WalkResult):
         import dask.dataframe as dd
 
         ranges = self._score_ranges()
-        sizes = gather_pinned(self._client, [anywhere(self._client, len, r) for r in ranges],
+        sizes = gather_pinned(self._client, [submit(self._client, len, r) for r in ranges],
                               self._held, "scores sizing")
         bases = np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)]).tolist()
-        parts = [anywhere(self._client, _numbered, r, base) for r, base in zip(ranges, bases[:-1], strict=True)]
+        parts = [submit(self._client, _numbered, r, base) for r, base in zip(ranges, bases[:-1], strict=True)]
         one = (np.zeros(1, np.int64), np.ones(1))  # a row, for the dtypes pandas infers from ids (str, not object)
         meta = _numbered(_range_scores([one], self.sources, self._id_map, 1).iloc[:0], 0)
         return dd.from_delayed(parts, meta=meta, divisions=(*bases[:-1], bases[-1] - 1), verify_meta=False)
@@ -92,7 +92,7 @@ class PPRResult(WalkResult):
         :meth:`WalkResult.to_parquet`."""
         path, overwrite = check_path("path", path), check_bool("overwrite", overwrite)
         with atomic_dir(path, owned=SCORE_FILES, overwrite=overwrite) as tmp:
-            written = [anywhere(self._client, _write_scores, r, i, tmp)
+            written = [submit(self._client, _write_scores, r, i, tmp)
                        for i, r in enumerate(self._score_ranges())]
             gather_pinned(self._client, written, self._held, "scores writing")
         return path
@@ -107,21 +107,21 @@ class PPRResult(WalkResult):
         client, n, n_sources = self._client, int(self.stats["num_vertices"]), len(self.sources)
         starts = self._map_blocks(_cycle_starts, n_sources, self._key, self.restart)
         while len(starts) > 1:  # integer sums: any order gives the same
-            starts = [anywhere(client, np.add, a, b) for a, b in zip(starts[::2], starts[1::2], strict=False)] + \
+            starts = [submit(client, np.add, a, b) for a, b in zip(starts[::2], starts[1::2], strict=False)] + \
                 starts[len(starts) // 2 * 2:]
-        weights = anywhere(client, _visit_weights, starts[0])
+        weights = submit(client, _visit_weights, starts[0])
         wait_pinned(client, [weights], self._held, "scores")
         client.replicate([weights])
         rank: Any = np.empty(n_sources, np.int64)  # then its future
         rank[pd.Series(self.sources).sort_values(kind="stable").index.to_numpy()] = np.arange(n_sources)
         cuts = np.linspace(0, n_sources, min(n_sources, len(self._blocks())) + 1).round().astype(np.int64)
-        rank, sources = on_every_worker(client, rank), on_every_worker(client, self.sources)
+        rank, sources = scatter(client, [rank, self.sources], broadcast=True)
         blocks = self._map_blocks(_visits_by_range, n_sources, walk_key=self._key, restart=self.restart, n=n,
                                   weights=weights, rank=rank, cuts=cuts)
         workers = sorted(set(self._held.values()))
         self._score_futures = [
-            on_worker(client, workers[r % len(workers)], _range_scores,
-                      [anywhere(client, operator.getitem, b, r) for b in blocks], sources, self._ids(), n)
+            submit(client, _range_scores, [submit(client, operator.getitem, b, r) for b in blocks], sources,
+                   self._ids(), n, workers=[workers[r % len(workers)]])
             for r in range(len(cuts) - 1)]
         return self._score_futures
 

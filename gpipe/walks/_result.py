@@ -17,7 +17,10 @@ from .._files import WALK_FILES, atomic_file
 from .._validate import check_bool, check_path
 from ..backend import cpu_kernel, prange, to_host
 from ..errors import GpipeValueError
-from ..runtime import HeldResult, OutputBlocks, anywhere, assemble_blocks, gather_pinned, on_every_worker, worker_xp
+from ..runtime import OutputBlocks
+from ..runtime.calls import gather_pinned, scatter, submit
+from ..runtime.results import HeldResult, assemble_blocks
+from ..runtime.workers import worker_xp
 
 if TYPE_CHECKING:
     import dask.array as da
@@ -97,7 +100,7 @@ class WalkResult(HeldResult):
 
     def _ids(self):
         if self._id_map is not None and self._id_future is None:
-            self._id_future = on_every_worker(self._client, self._id_map)
+            self._id_future = scatter(self._client, [self._id_map], broadcast=True)[0]
         return self._id_future
 
     @functools.cached_property
@@ -110,7 +113,7 @@ class WalkResult(HeldResult):
 
     def _map_blocks(self, func, *args, **kwargs):
         """Futures of ``func(block, id_map, first_row, *args, **kwargs)`` of every block, where it is held
-        (``kwargs`` as :func:`gpipe.runtime.anywhere` takes them)."""
+        (``kwargs`` as :func:`gpipe.runtime.calls.submit` takes them)."""
         return self._on_blocks(func, self._placed(*args), **kwargs)
 
     def _gather_blocks(self, phase: str, func, *args) -> list:
@@ -229,17 +232,17 @@ class WalkResult(HeldResult):
         with atomic_file(path, "wb") as out:  # a path it may not write is refused before the work
             if self._corpus_ids is None:  # dense ids need no table: sent with each task, not broadcast beforehand
                 ids = _CorpusIds.of(self._id_map)
-                self._corpus_ids = ids if self._id_map is None else on_every_worker(self._client, ids)
+                self._corpus_ids = ids if self._id_map is None else scatter(self._client, [ids], broadcast=True)[0]
             ids = self._corpus_ids
             blocks = self.persist()._blocks()
             # each block's line sizes stay on its worker for the write; only their sums come here
-            sizes = [anywhere(self._client, _corpus_sizes, block, ids) for block in blocks]
-            totals = gather_pinned(self._client, [anywhere(self._client, _total, s) for s in sizes],
+            sizes = [submit(self._client, _corpus_sizes, block, ids) for block in blocks]
+            totals = gather_pinned(self._client, [submit(self._client, _total, s) for s in sizes],
                                    self._held, "corpus sizing")
             offsets = np.concatenate([[0], np.cumsum(totals, dtype=np.int64)]).tolist()
             out.truncate(offsets[-1])
             out.flush()
-            written = [anywhere(self._client, _write_corpus_block, block, ids, size, out.name, offsets[b])
+            written = [submit(self._client, _write_corpus_block, block, ids, size, out.name, offsets[b])
                        for b, (block, size) in enumerate(zip(blocks, sizes, strict=True))]
             gather_pinned(self._client, written, self._held, "corpus writing")
         return path

@@ -13,7 +13,8 @@ from typing import Callable
 import numpy as np
 
 from .. import _rng, config
-from ..runtime import StartSet, StepSpec, check_memory, output_blocks, run_supersteps
+from ..runtime import StartSet, StepSpec, check_memory, run_supersteps
+from ..runtime.results import output_blocks
 from ._result import WalkResult
 
 

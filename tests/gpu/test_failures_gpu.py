@@ -20,7 +20,7 @@ from test_failures import (AFTER, BY_NAME, CALL_SECONDS, Case, Context, _deepwal
                            assert_cost_only_its_call, expected_result, leave_clean)
 
 ON_DEVICE = Case("compute_on_device", lambda ctx: _deepwalk(ctx).compute(device=True).get(),
-                 {"loan": "gpipe.runtime._ipc:DeviceRows.write"})  # the workers write into this process's GPU
+                 {"loan": "gpipe.runtime.results._ipc:DeviceRows.write"})  # the workers write into this process's GPU
 CASES = {case.name: case for case in (*(BY_NAME[n] for n in ("deepwalk", "neighbor", "sampler", "list_cliques",
                                                               "estimate", "dynamic_walk", "to_parquet")), ON_DEVICE)}
 # (cluster fixture, its workers): one GPU worker gathers nothing (a run's rows are all where its blocks are made)

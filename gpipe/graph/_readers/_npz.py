@@ -13,7 +13,7 @@ import pandas as pd
 
 from ...backend import segments, to_host, xp
 from ...errors import GpipeFileError
-from ...runtime import worker_device
+from ...runtime.workers import worker_device
 from ._bytes import read_to_device
 from ._common import FLOAT32_RANGE, _frame, float32_misfits
 

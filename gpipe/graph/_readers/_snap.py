@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 
 from ...errors import GpipeFileError
-from ...runtime import worker_device, worker_xp
+from ...runtime.workers import worker_device, worker_xp
 from .._parse import parse_edges
 from ._bytes import read_to_device
 from ._common import (

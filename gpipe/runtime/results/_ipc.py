@@ -18,10 +18,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..backend import gpu_problem, xp
-from ..errors import DeviceUnavailableError, GpipeError, GpipeValueError
-from ._session import current
-from ._superstep import worker_device
+from ...backend import gpu_problem, xp
+from ...errors import DeviceUnavailableError, GpipeError, GpipeValueError
+from .._session import current
+from .._superstep import worker_device
 
 ALIGN = 256  # each column starts on a 256-byte boundary of the allocation
 

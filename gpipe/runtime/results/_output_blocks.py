@@ -7,10 +7,10 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
-from .. import config
-from . import _advance
-from ._kept import block_key, kept_blocks
-from ._spec import OutputBlocks
+from ... import config
+from .. import _advance
+from .._kept import block_key, kept_blocks
+from .._spec import OutputBlocks
 
 
 def output_blocks(num_walks: int, width: int, block_rows: int, dtype) -> OutputBlocks:

@@ -11,14 +11,14 @@ from typing import Self
 from distributed import Future
 from distributed.utils import sync
 
-from .._files import atomic_dir
-from .._validate import check_callable, check_path, check_picklable
-from ..errors import GpipeError
-from . import _cma
+from ..._files import atomic_dir
+from ..._validate import check_callable, check_path, check_picklable
+from ...errors import GpipeError
+from .. import _cma
+from .._store import store
+from .._watch import call_workers, gather_pinned, tell_workers, wait_pinned
+from ..calls import end_later, scatter, submit
 from ._ipc import DeviceResult, written
-from ._reach import anywhere, end_later, on_every_worker
-from ._store import store
-from ._watch import call_workers, gather_pinned, tell_workers, wait_pinned
 
 
 class HeldResult:
@@ -85,13 +85,13 @@ class HeldResult:
     def _ids(self):
         """A future of the graph's id map on every worker (None for dense ids), sent once."""
         if self._id_map is not None and self._id_future is None:
-            self._id_future = on_every_worker(self._client, self._id_map)
+            self._id_future = scatter(self._client, [self._id_map], broadcast=True)[0]
         return self._id_future
 
     def _on_blocks(self, func, args_of: Callable[[int], tuple] = lambda b: (), **kwargs) -> list:
         """Futures of ``func(block, *args_of(b), **kwargs)`` of each block ``b``, run where it is held."""
         self.persist()
-        return [anywhere(self._client, func, block, *args_of(b), **kwargs) for b, block in enumerate(self._blocks())]
+        return [submit(self._client, func, block, *args_of(b), **kwargs) for b, block in enumerate(self._blocks())]
 
     def _gather(self, phase: str, func, args_of: Callable[[int], tuple] = lambda b: (), *, lent: bool = False,
                 into: Callable | None = None) -> list:
