@@ -155,7 +155,9 @@ DIGEST_SLICE = 1 << 30  # bytes of a walk block hashed at once
 def _block_digest(block, _ids, _first_row: int) -> bytes:
     """blake2b of a 64-bit hash of each row of a walk block, hashed on the worker's device (a block kept in host
     memory goes there in slices of rows; only the row hashes come to host)."""
-    device = gpipe.runtime.store().device
+    from gpipe.runtime.workers import store
+
+    device = store().device
     x = xp(device)
     rows = max(1, DIGEST_SLICE // max(1, block.shape[1] * block.itemsize))
     h = hashlib.blake2b(digest_size=16)

@@ -44,7 +44,7 @@ import gpipe
 from gpipe.backend import device_of, segments, xp
 from gpipe.counting._inputs import _parse as parse_labeled_graph
 from gpipe.graph._order import crossing_fractions, order_of
-from gpipe.runtime import partition
+from gpipe.runtime.workers import partition
 
 REAL = Path(__file__).resolve().parents[2] / "shared" / "data" / "realgraphs"
 MAT_GRAPHS = {"blogcatalog": "blogcatalog.mat", "ppi": "ppi_Homo_sapiens.mat", "wikipedia_pos": "wikipedia_POS.mat"}
