@@ -53,6 +53,7 @@ from .cluster import connect
 from .errors import GpipeError, GpipeFileError, GpipeValueError
 from .graph import Graph, generators, read_edges
 from .runtime import current, workers_info
+from .runtime.calls import as_current
 
 __all__ = ["RULES", "Run", "Workflow", "atomic_dir", "atomic_file", "check_config", "check_params", "integer", "load_config", "load_graph",
            "main", "mapping", "one_of", "run", "seed", "write_json"]
@@ -286,7 +287,7 @@ class Run:
             cluster = self.config["cluster"]
             self.client = self._stack.enter_context(connect(cluster["scheduler_file"], cluster["address"],
                                                             n_workers=cluster["n_workers"], device=cluster["device"]))
-            self._stack.enter_context(self.client.as_current())
+            self._stack.enter_context(as_current(self.client))
             if not self.quiet:
                 print(f"{self._prog}: Dask dashboard at {self.client.dashboard_link}", file=sys.stderr)
         except BaseException:

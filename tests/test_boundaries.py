@@ -28,6 +28,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import distributed
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
@@ -222,29 +223,35 @@ def test_the_floor_check_sees_each_import_as_its_units(source, where, found):
     assert {(a, b) for a, b, _ in unit_imports(source, REPO / where)} == found
 
 
+# The connect layer makes, checks and closes a client: it may call one and import distributed, as the runtime does.
+CONNECT = REPO / "gpipe" / "cluster.py"
+# Every public method of a Dask client: past the runtime (and the connect layer), none is called, nor handed on.
+CLIENT_METHODS = frozenset(name for name in dir(distributed.Client)
+                           if not name.startswith("_") and callable(getattr(distributed.Client, name)))
+
+
 def _reaches(source: str) -> list[tuple[int, str]]:
-    """``(line, call)`` of each call in ``source`` that reaches workers past the runtime: ``<x>.client.run``,
-    ``client.submit``, ``self._client.scatter`` (a client by any name ending in ``client``) or ``store()``."""
+    """``(line, call)`` of each use in ``source`` that reaches workers past the runtime: a method of a Dask client
+    (:data:`CLIENT_METHODS`: ``<x>.client.run``, ``client.gather(...)``, ``self._client.scatter``, a client by any
+    name ending in ``client``; called or handed on, where its state, ``client.status``, may be read) or ``store()``."""
     found = []
     for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Call):
-            f = node.func
-            if isinstance(f, ast.Name) and f.id == "store":
-                found.append((node.lineno, "store()"))
-            elif (isinstance(f, ast.Attribute) and f.attr in ("run", "submit", "scatter")
-                  and (isinstance(f.value, ast.Name) and f.value.id.endswith("client")
-                       or isinstance(f.value, ast.Attribute) and f.value.attr.endswith("client"))):
-                found.append((node.lineno, f"client.{f.attr}"))
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "store":
+            found.append((node.lineno, "store()"))
+        elif (isinstance(node, ast.Attribute) and node.attr in CLIENT_METHODS
+              and (isinstance(node.value, ast.Name) and node.value.id.endswith("client")
+                   or isinstance(node.value, ast.Attribute) and node.value.attr.endswith("client"))):
+            found.append((node.lineno, f"client.{node.attr}"))
     return found
 
 
 def test_nothing_past_the_runtime_reaches_the_workers_but_through_it():
-    """One way for the graph and every family to reach its workers (``runtime/_reach.py``): no private gateway
-    of its own, no ``client.run`` / ``client.submit`` / ``client.scatter`` or ``store()`` of its own."""
+    """One way for the graph and every family to reach its workers (``runtime/calls/``, Dask's calls by Dask's
+    names): no private gateway of its own, no method of a Dask client called itself, no ``store()``."""
     assert not any((REPO / "gpipe" / family / "_cluster.py").exists() for family in ("mining", "counting"))
     runtime = REPO / "gpipe" / "runtime"
-    found = [f"{path.relative_to(REPO)}:{line}: {call}" for path in SOURCES if runtime not in path.parents
-             for line, call in _reaches(path.read_text())]
+    found = [f"{path.relative_to(REPO)}:{line}: {call}" for path in SOURCES
+             if runtime not in path.parents and path != CONNECT for line, call in _reaches(path.read_text())]
     assert not found, "calls past the runtime:\n" + "\n".join(found)
 
 
@@ -252,11 +259,84 @@ def test_nothing_past_the_runtime_reaches_the_workers_but_through_it():
     ("g.client.run(drop_run, run_id)", ["client.run"]),
     ("self._client.scatter([ids], broadcast=True)", ["client.scatter"]),
     ("client.submit(f, workers=[w])", ["client.submit"]),
+    ("hist, n = client.gather([total, n])", ["client.gather"]),
+    ("self._stack.enter_context(self.client.as_current())", ["client.as_current"]),
+    ("asyncio.run_coroutine_threadsafe(client.who_has(futures), loop)", ["client.who_has"]),
+    ("finalize(self, g.client.cancel, futures)", ["client.cancel"]),
     ("store().worker_address", ["store()"]),
     ("run_state(run_id, MiningState)", []),
+    ("gather(client, futures)", []),
+    ("client.status == 'running' and client.dashboard_link", []),
+    ("partitions.get(p)", []),
 ])
 def test_the_reach_check_sees_each_call_past_the_runtime(source, found):
     assert [call for _, call in _reaches(source)] == found
+
+
+def test_the_reach_check_sees_every_method_of_a_dask_client():
+    assert {"run", "submit", "scatter", "gather", "compute", "replicate", "who_has", "cancel", "as_current"} \
+        <= CLIENT_METHODS
+    assert [call for method in sorted(CLIENT_METHODS) for _, call in _reaches(f"g.client.{method}()")] == \
+        [f"client.{method}" for method in sorted(CLIENT_METHODS)]
+
+
+# Where gpipe imports distributed past the runtime and the connect layer, and what: ``check_client``, with the
+# validation of every argument in one module (gpipe/_validate.py, below the runtime), knows a client by its class.
+DASK_IMPORTS = {"gpipe/_validate.py": {"distributed.Client"}}
+
+
+def _typing_only(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING"
+            or isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+def _dask_imports(source: str) -> list[tuple[int, str]]:
+    """``(line, name)`` of each import in ``source`` of ``distributed`` or any of its modules (``dask.distributed``
+    too), but those under ``if TYPE_CHECKING:``, which annotations read and the program never runs."""
+    tree = ast.parse(source)
+    typing_only = {id(inner) for node in ast.walk(tree) if isinstance(node, ast.If) and _typing_only(node.test)
+                   for statement in node.body for inner in ast.walk(statement)}
+    found = []
+    for node in ast.walk(tree):
+        if id(node) in typing_only:
+            continue
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and not node.level:
+            names = [f"{node.module}.{alias.name}" for alias in node.names]
+        else:
+            continue
+        found += [(node.lineno, name) for name in names
+                  if name.split(".")[0] == "distributed" or name.split(".")[:2] == ["dask", "distributed"]]
+    return found
+
+
+def test_nothing_past_the_runtime_imports_distributed():
+    """Dask's client, its futures, comms and pickle are the runtime's (``gpipe.runtime.calls`` has them by Dask's
+    names), so that Dask's internals, and the versions they hold to, are met in one place."""
+    runtime = REPO / "gpipe" / "runtime"
+    found = [f"{path.relative_to(REPO)}:{line}: {name}" for path in SOURCES
+             if runtime not in path.parents and path != CONNECT for line, name in _dask_imports(path.read_text())
+             if name not in DASK_IMPORTS.get(str(path.relative_to(REPO)), ())]
+    assert not found, "imports of distributed past the runtime:\n" + "\n".join(found)
+
+
+@pytest.mark.parametrize("source, found", [
+    ("from distributed import Client, Future", ["distributed.Client", "distributed.Future"]),
+    ("from distributed.comm import get_address_host", ["distributed.comm.get_address_host"]),
+    ("import distributed.protocol", ["distributed.protocol"]),
+    ("from dask.distributed import wait", ["dask.distributed.wait"]),
+    ("from dask import distributed", ["dask.distributed"]),
+    ("def f():\n    from distributed.utils import sync", ["distributed.utils.sync"]),
+    ("if TYPE_CHECKING:\n    from distributed import Client", []),
+    ("if typing.TYPE_CHECKING:\n    import distributed", []),
+    ("if TYPE_CHECKING:\n    pass\nelse:\n    import distributed", ["distributed"]),
+    ("from dask.utils import format_bytes", []),
+    ("import torch.distributed", []),
+    ("from ..runtime.calls import Future, gather", []),
+])
+def test_the_import_check_sees_each_import_of_distributed(source, found):
+    assert [name for _, name in _dask_imports(source)] == found
 
 
 MOST_POSITIONAL = 7  # parameters a function takes by position (``self`` and ``cls`` aside); options go by keyword

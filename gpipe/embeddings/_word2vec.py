@@ -25,7 +25,7 @@ from .. import _rng
 from .._validate import check_callable, check_choice, check_int, check_probability, check_seed
 from ..backend import to_host
 from ..errors import GpipeValueError
-from ..runtime.calls import gather_pinned, submit, wait_pinned
+from ..runtime.calls import gather_pinned, submit, wait_pinned, who_has
 from ..runtime.exchange import Summing, summing
 from ..runtime.workers import worker_xp
 from ..walks import WalkResult
@@ -281,7 +281,7 @@ def _holders(client, futures: list, held: dict[int, str]) -> list[str]:
     """The worker holding each of ``futures`` once they are made (a wait naming a worker of ``held`` that
     leaves)."""
     wait_pinned(client, futures, held, "training", "worker")
-    who = client.who_has(futures)
+    who = who_has(client, futures)
     return [who[f.key][0] for f in futures]
 
 

@@ -10,14 +10,11 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from distributed.comm import get_address_host
-from distributed.protocol import pickle
-
 from .._validate import check_callable, check_mapping, check_picklable
 from ..backend import to_host
 from ..errors import GpipeError, GpipeValueError, TaskError
 from ..runtime import workers_info
-from ..runtime.calls import check_held, end_later, gather_pinned, run, scatter, submit
+from ..runtime.calls import cancel, check_held, dumps, end_later, gather_pinned, loads, run, scatter, submit
 from ..runtime.workers import end_here, run_going
 from ._loader import LoaderSpec, NeighborLoader, check_loader
 from ._local import assemble, check_integer_ids, csr_pieces
@@ -129,7 +126,8 @@ def run_on_workers(train_fn, g, seeds, fanouts, batch_size: int, *, shuffle: boo
     kwargs = check_picklable("kwargs", _check_kwargs(kwargs))
     check_integer_ids(g)
     client = g.client
-    workers = sorted(workers_info(client))
+    info = workers_info(client)
+    workers = sorted(info)
     held, unit = g.holders
     # Once the ranks are known: a holder still there now is a rank, watched while they run; one gone already would
     # leave them waiting forever on its CSR pieces (and with no worker left, there would be no rank at all).
@@ -138,7 +136,7 @@ def run_on_workers(train_fn, g, seeds, fanouts, batch_size: int, *, shuffle: boo
     share = dense.size // world
     if share == 0:
         raise GpipeValueError(f"'seeds' must hold at least one vertex per worker ({world}), got {dense.size}")
-    rendezvous = {"MASTER_ADDR": get_address_host(workers[0]),
+    rendezvous = {"MASTER_ADDR": info[workers[0]]["host"],  # the scheduler's: its address's host
                   "MASTER_PORT": str(run(client, _free_port, workers=[workers[0]])[workers[0]])}
     pieces = csr_pieces(g, workers)
     features, labels = (None if a is None else scatter(client, [to_host(a)], broadcast=True)[0]
@@ -152,7 +150,7 @@ def run_on_workers(train_fn, g, seeds, fanouts, batch_size: int, *, shuffle: boo
     try:
         results = gather_pinned(client, futures, dict(enumerate(workers)), PHASE, unit="rank")
     except BaseException:
-        client.cancel(futures)
+        cancel(client, futures)
         end_later(client, run_id)  # the ranks still training stop at their next batch
         raise
     return [_unpickled(rank, result) for rank, result in enumerate(results)]
@@ -178,7 +176,7 @@ def _free_port() -> int:
 
 def _unpickled(rank: int, result: bytes):
     try:
-        return pickle.loads(result)
+        return loads(result)
     except Exception as exc:  # whatever a reduction raises: a class this process cannot import, a device it lacks
         raise GpipeError(f"{PHASE}: the result of rank {rank} cannot be unpickled here: {exc!r}") from None
 
@@ -218,7 +216,7 @@ def _train(task: RankTask, pieces: list, seeds, features, labels) -> bytes:
             else:
                 os.environ[name] = value
     try:
-        return pickle.dumps(result)
+        return dumps(result)
     except Exception as exc:  # whatever a reduction raises
         raise TaskError(PHASE, rank, None, f"train_fn's result cannot be pickled to reach the client: {exc!r}",
                         unit="rank") from None

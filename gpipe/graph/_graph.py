@@ -8,12 +8,12 @@ import json
 import os
 import uuid
 import weakref
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 import psutil
 from dask.utils import format_bytes
-from distributed import Client, Future
 
 from .. import config
 from .._files import GRAPH_FILES, atomic_dir
@@ -22,10 +22,12 @@ from ..backend import device_of, to_host, unique, xp
 from ..errors import GpipeError, GpipeValueError
 from ..runtime import Session, workers_info
 from ..runtime.calls import (
+    Future,
     call_workers,
     check_held,
     end_graph,
     end_graph_later,
+    gather,
     gather_in_background,
     gather_pinned,
     run,
@@ -33,6 +35,9 @@ from ..runtime.calls import (
 )
 from ..runtime.workers import keep_arrays, partition
 from . import _build, _order
+
+if TYPE_CHECKING:
+    from distributed import Client
 
 
 class Graph:
@@ -428,7 +433,7 @@ def build(session: Session, chunks: list, n: int | Future, *, directed: bool, we
         splits = None
     else:
         hists = [submit(client, _build.histogram, c, n) for c in prepared]
-        hist, n = client.gather([submit(client, _build.total, hists) if hists else np.zeros(1, np.int64), n])
+        hist, n = gather(client, [submit(client, _build.total, hists) if hists else np.zeros(1, np.int64), n])
         parts = _partition_count(parts, n, partitions)  # type: ignore[arg-type]
         bounds = _build.balanced_bounds(hist, n, parts)  # type: ignore[arg-type]
         splits = [submit(client, _build.split, c, bounds) for c in prepared]

@@ -14,7 +14,7 @@ from .._validate import check_bool, check_vertex_order
 from ..backend import cpu_kernel, device_of, prange, to_host, unique, xp
 from ..errors import GpipeFileError, GpipeValueError
 from ..runtime import current
-from ..runtime.calls import gather_in_background, scatter, submit
+from ..runtime.calls import compute, gather, gather_in_background, scatter, submit
 from ..runtime.workers import worker_device
 from ._build import id_table, small_range
 from ._graph import Graph, build, check_mode
@@ -240,7 +240,7 @@ def _read_npz_on_workers(client, plan: NpzPlan) -> list:
     """Futures of the edge arrays of ``plan``'s row ranges, each read by a worker; only the pieces' problems
     (counts and first offenders) reach the client, which raises the error one whole read would."""
     read = [submit(client, read_npz_piece, plan, i) for i in range(len(plan.pieces))]
-    error = npz_problem(plan, client.gather([submit(client, operator.itemgetter(1), r) for r in read]))
+    error = npz_problem(plan, gather(client, [submit(client, operator.itemgetter(1), r) for r in read]))
     if error is not None:
         raise error
     return [submit(client, operator.itemgetter(0), r) for r in read]
@@ -336,7 +336,7 @@ def _chunks(client, frame, columns: list[str]) -> list:
     """Futures of pandas chunks of ``frame`` on the workers, after checking its columns."""
     if hasattr(frame, "to_delayed") and hasattr(frame, "npartitions"):
         _check_columns(frame, columns)
-        return client.compute(frame[columns].to_delayed())
+        return compute(client, frame[columns].to_delayed())
     if hasattr(frame, "to_pandas") and not isinstance(frame, pd.DataFrame):
         frame = frame.to_pandas()
     if not isinstance(frame, pd.DataFrame):

@@ -6,6 +6,8 @@ each way, about a small sampling call's kernel, where one pickle costs ~20 us.
 
 from __future__ import annotations
 
+from typing import Any
+
 from distributed.protocol import pickle
 from distributed.protocol.serialize import Pickled
 
@@ -25,3 +27,14 @@ def pack(obj) -> bytes | Pickled:
 def unpack(message):
     """What :func:`pack` made, as it arrives (Dask unpickles the framed form itself)."""
     return pickle.loads(message) if isinstance(message, bytes) else message
+
+
+def dumps(obj) -> bytes:
+    """``distributed.protocol.pickle.dumps(obj)``: ``obj`` as Dask pickles a task's result (pickle, else
+    cloudpickle), for a family that sends it as bytes, to tell a result that cannot be pickled from a failed task."""
+    return pickle.dumps(obj)
+
+
+def loads(data: bytes) -> Any:
+    """``distributed.protocol.pickle.loads(data)``: what :func:`dumps` made."""
+    return pickle.loads(data)

@@ -14,7 +14,7 @@ from .. import _rng
 from .._files import SCORE_FILES, atomic_dir
 from .._validate import check_bool, check_path
 from ..backend import cpu_kernel, prange, to_host
-from ..runtime.calls import gather_pinned, scatter, submit, wait_pinned
+from ..runtime.calls import gather_pinned, replicate, scatter, submit, wait_pinned
 from ._result import WalkResult
 
 if TYPE_CHECKING:
@@ -111,7 +111,7 @@ class PPRResult(WalkResult):
                 starts[len(starts) // 2 * 2:]
         weights = submit(client, _visit_weights, starts[0])
         wait_pinned(client, [weights], self._held, "scores")
-        client.replicate([weights])
+        replicate(client, [weights])
         rank: Any = np.empty(n_sources, np.int64)  # then its future
         rank[pd.Series(self.sources).sort_values(kind="stable").index.to_numpy()] = np.arange(n_sources)
         cuts = np.linspace(0, n_sources, min(n_sources, len(self._blocks())) + 1).round().astype(np.int64)

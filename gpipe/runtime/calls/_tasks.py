@@ -1,16 +1,20 @@
-"""Dask's task calls, by Dask's names, with the two rules every gpipe task follows.
+"""Dask's client calls, by Dask's names, with the two rules every gpipe task follows.
 
 ``submit``: a gpipe task is never taken for an equal one (``pure=False``:
 two reads of one file, two chunks of one generator, are two tasks), and one
 given ``workers`` runs there and nowhere else (a run keeps its rows there).
 ``scatter``: values are placed under keys of their own (``hash=False``), and
-an interrupted wait does not leak what was placed. ``run``: ``client.run``.
+an interrupted wait does not leak what was placed. The rest are the client's
+own, as they are (``run``, ``gather``, ``compute``, ``replicate``,
+``who_has``, ``cancel``, ``as_current``): past the runtime, nothing calls the
+client itself (``tests/test_boundaries.py``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 
 from distributed import Client, Future
 
@@ -49,6 +53,37 @@ def run(client: Client, function, *args, workers: list[str] | None = None) -> di
     """``client.run(function, *args, workers=workers)``: ``function`` in each worker's process itself (outside its
     task threads), every worker's or those of ``workers``; the results by worker."""
     return client.run(function, *args, workers=workers)
+
+
+def gather(client: Client, futures: list) -> list:
+    """``client.gather(futures)``: their values, here, in their order."""
+    return client.gather(futures)
+
+
+def compute(client: Client, collections: list) -> list:
+    """``client.compute(collections)``: a future of each of ``collections`` (Dask collections, e.g. a dask frame's
+    ``to_delayed()`` partitions), computed on the workers."""
+    return client.compute(collections)
+
+
+def replicate(client: Client, futures: list) -> None:
+    """``client.replicate(futures)``: ``futures``' values copied to every worker."""
+    client.replicate(futures)
+
+
+def who_has(client: Client, futures: list) -> dict:
+    """``client.who_has(futures)``: the workers holding each of ``futures``, by key."""
+    return client.who_has(futures)
+
+
+def cancel(client: Client, futures: list) -> None:
+    """``client.cancel(futures)``: their tasks stopped where not yet run, their values let go."""
+    client.cancel(futures)
+
+
+def as_current(client: Client) -> contextlib.AbstractContextManager:
+    """``client.as_current()``: ``client`` the one Dask's collections compute on inside the ``with``."""
+    return client.as_current()
 
 
 def gather_in_background(client: Client, future: Future) -> concurrent.futures.Future:
