@@ -1,8 +1,11 @@
 // word2vec's skip-gram with negative sampling on blocks of walks: a warp per walk, its lanes over the dimensions
-// (a lane holds dims lane, lane + 32, ... of the context's syn0 row and of its gradient in registers; a dot product
-// is summed across the lanes with shuffles). `warps` warps take the rows, warp w rows w, w + warps, ...: with one
+// (lane l holds dims l * PER_LANE .. l * PER_LANE + PER_LANE - 1 of the context's syn0 row and of its gradient in
+// registers, read and added a float4 (float2) at a time where the rows are aligned for it; a dot product is summed
+// across the lanes with shuffles). `warps` warps take the rows, warp w rows w, w + warps, ...: with one
 // (mode="serialized") the updates run in word2vec's order, a row after another; with a warp per row (mode="fast")
-// the rows run at once and update the tables without locks (Hogwild).
+// the rows run at once without locks (Hogwild), each addition to a table an atomic one: on BlogCatalog plain
+// read-modify-writes lost so many of the hubs' updates that Macro-F1 fell from the twin's 0.213 to 0.125 (atomic:
+// 0.210, benchmarks/results/embeddings_blogcatalog_h100.json).
 // The rules, the draws and the tables (keep, cum) are written in gpipe/embeddings/_kernels.py, whose _train_cpu is
 // the CPU twin (same random stream; _initial_cpu for gp_word2vec_init). W2V_MAX_EXP, W2V_INIT_STEP and W2V_DOMAIN:
 // defined by the loader, from _kernels.py's MAX_EXP, INIT_STEP and DOMAIN.
@@ -29,6 +32,53 @@ __device__ __forceinline__ float w2v_warp_sum(float v) {
     return v;
 }
 
+// A lane's PER_LANE dims of a row from d0: in groups of G (PER_LANE's, at most 4), one access a group where `packed`
+// (dim a multiple of G, so every group is whole and aligned), else float by float; zeros past dim.
+template <int PER_LANE>
+struct W2vLane {
+    static constexpr int G = PER_LANE < 4 ? PER_LANE : 4;
+    __device__ __forceinline__ static void load(const float* __restrict__ row, long long d0, long long dim, bool packed,
+                                                float (&x)[PER_LANE]) {
+#pragma unroll
+        for (int t = 0; t < PER_LANE; t += G) {
+            if (packed && d0 + t < dim) {
+                if constexpr (G == 4) {
+                    const float4 q = *reinterpret_cast<const float4*>(row + d0 + t);
+                    x[t] = q.x; x[t + 1] = q.y; x[t + 2] = q.z; x[t + 3] = q.w;
+                } else if constexpr (G == 2) {
+                    const float2 q = *reinterpret_cast<const float2*>(row + d0 + t);
+                    x[t] = q.x; x[t + 1] = q.y;
+                } else {
+                    x[t] = row[d0 + t];
+                }
+            } else {
+#pragma unroll
+                for (int u = 0; u < G; ++u) x[t + u] = !packed && d0 + t + u < dim ? row[d0 + t + u] : 0.0f;
+            }
+        }
+    }
+    // row[d0 ..] += v, atomically (red.global.add: the float additions a plain += would make, none lost)
+    __device__ __forceinline__ static void add(float* __restrict__ row, long long d0, long long dim, bool packed,
+                                               const float (&v)[PER_LANE]) {
+#pragma unroll
+        for (int t = 0; t < PER_LANE; t += G) {
+            if (packed) {
+                if (d0 + t >= dim) continue;
+                if constexpr (G == 4)
+                    atomicAdd(reinterpret_cast<float4*>(row + d0 + t), make_float4(v[t], v[t + 1], v[t + 2], v[t + 3]));
+                else if constexpr (G == 2)
+                    atomicAdd(reinterpret_cast<float2*>(row + d0 + t), make_float2(v[t], v[t + 1]));
+                else
+                    atomicAdd(row + d0 + t, v[t]);
+            } else {
+#pragma unroll
+                for (int u = 0; u < G; ++u)
+                    if (d0 + t + u < dim) atomicAdd(row + d0 + t + u, v[t + u]);
+            }
+        }
+    }
+};
+
 // PER_LANE: the dims a lane holds in registers, dim <= 32 * PER_LANE (_kernels.py's train_kernel picks it)
 template <typename IdT, int PER_LANE>
 __global__ void gp_word2vec(const IdT* __restrict__ walks, long long rows, long long width, long long warps,
@@ -43,6 +93,8 @@ __global__ void gp_word2vec(const IdT* __restrict__ walks, long long rows, long 
     const int lane = threadIdx.x % W2V_LANES;
     if (warp >= warps) return;  // the launch rounds up to whole blocks: only `warps` warps take rows
     const long long blocks = (negative + 3) / 4;
+    const long long d0 = (long long)lane * PER_LANE;
+    const bool packed = dim % W2vLane<PER_LANE>::G == 0;
     for (long long r = warp; r < rows; r += warps) {
         const IdT* walk = walks + r * width;
         int* kept = effective + r * width;
@@ -77,13 +129,10 @@ __global__ void gp_word2vec(const IdT* __restrict__ walks, long long rows, long 
                 if (j == i) continue;
                 const long long pq = kept[j];
                 float* context = syn0 + (long long)walk[pq] * dim;
-                float l1[PER_LANE], work[PER_LANE];
+                float l1[PER_LANE], work[PER_LANE], row[PER_LANE], change[PER_LANE];
+                W2vLane<PER_LANE>::load(context, d0, dim, packed, l1);
 #pragma unroll
-                for (int t = 0; t < PER_LANE; ++t) {
-                    const long long d = lane + (long long)t * W2V_LANES;
-                    l1[t] = d < dim ? context[d] : 0.0f;
-                    work[t] = 0.0f;
-                }
+                for (int t = 0; t < PER_LANE; ++t) work[t] = 0.0f;
                 for (long long k = 0; k <= negative; ++k) {
                     long long target = center;
                     float label = 1.0f;
@@ -93,13 +142,11 @@ __global__ void gp_word2vec(const IdT* __restrict__ walks, long long rows, long 
                         if (target == center) continue;
                         label = 0.0f;
                     }
-                    float* row = syn1 + target * dim;
+                    float* target_row = syn1 + target * dim;
+                    W2vLane<PER_LANE>::load(target_row, d0, dim, packed, row);
                     float part = 0.0f;
 #pragma unroll
-                    for (int t = 0; t < PER_LANE; ++t) {
-                        const long long d = lane + (long long)t * W2V_LANES;
-                        if (d < dim) part += l1[t] * row[d];
-                    }
+                    for (int t = 0; t < PER_LANE; ++t) part += l1[t] * row[t];
                     const float f = w2v_warp_sum(part);
                     // -log sigmoid(x) is this term's loss; in floats (the twin's doubles: the same up to rounding)
                     const float x = k == 0 ? f : -f;
@@ -111,18 +158,12 @@ __global__ void gp_word2vec(const IdT* __restrict__ walks, long long rows, long 
                     else g = (label - 1.0f / (1.0f + expf(-f))) * a;
 #pragma unroll
                     for (int t = 0; t < PER_LANE; ++t) {
-                        const long long d = lane + (long long)t * W2V_LANES;
-                        if (d < dim) {
-                            work[t] += g * row[d];
-                            row[d] += g * l1[t];
-                        }
+                        work[t] += g * row[t];
+                        change[t] = g * l1[t];
                     }
+                    W2vLane<PER_LANE>::add(target_row, d0, dim, packed, change);
                 }
-#pragma unroll
-                for (int t = 0; t < PER_LANE; ++t) {
-                    const long long d = lane + (long long)t * W2V_LANES;
-                    if (d < dim) context[d] += work[t];
-                }
+                W2vLane<PER_LANE>::add(context, d0, dim, packed, work);
             }
         }
         if (lane == 0) {

@@ -206,9 +206,10 @@ _TRAIN_ARGS = (Arg("walks", "IdT[rows,width]", note="dense ids, -1 after a walk'
                Arg("window", "i64"), Arg("negative", "i64"), Arg("key", "u64"), Arg("alpha", "f32"),
                Arg("min_alpha", "f32"), Arg("effective", "i32[rows,width]", out=True, note="scratch"),
                Arg("loss", "f64[rows]", out=True), Arg("terms", "i64[rows]", out=True))
-# one instantiation per dims a lane holds in registers (dim up to 32 times it): a lane's context row and gradient
-# take 2 of them each, so d 128 runs at 4, not at the 32 that d 1024 needs (64 registers a thread, fewer warps)
-PER_LANE = (4, 8, 16, 32)
+# one instantiation per dims a lane holds in registers (dim up to 32 times it): a lane's context row, its gradient
+# and the target's row take 3 of them each, so d 128 runs at 4, not at the 32 that d 1024 needs (fewer warps), and
+# d 64 at 2 (every lane holding dims)
+PER_LANE = (1, 2, 4, 8, 16, 32)
 TRAIN = {lanes: Kernel("word2vec.cu", "gp_word2vec", template=(str(lanes),), twin=_train_cpu, items="warps",
                        lanes=32, defines=DEFINES, args=_TRAIN_ARGS) for lanes in PER_LANE}
 

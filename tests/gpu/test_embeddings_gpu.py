@@ -36,7 +36,7 @@ def _launch(x, walks: np.ndarray, syn0: np.ndarray, syn1: np.ndarray, keep, cum,
             float(loss.sum()), int(terms.sum()))
 
 
-@pytest.mark.parametrize("dim", [8, 45, 128])
+@pytest.mark.parametrize("dim", [8, 45, 64, 100, 128])
 def test_the_serialized_kernel_gives_the_twins_vectors(dim):
     rng = np.random.default_rng(dim)
     n, rows, width = 50, 40, 17
