@@ -4,8 +4,8 @@
 // across the lanes with shuffles). `warps` warps take the rows, warp w rows w, w + warps, ...: with one
 // (mode="serialized") the updates run in word2vec's order, a row after another; with a warp per row (mode="fast")
 // the rows run at once without locks (Hogwild), each addition to a table an atomic one: on BlogCatalog plain
-// read-modify-writes lost so many of the hubs' updates that Macro-F1 fell from the twin's 0.213 to 0.125 (atomic:
-// 0.210, benchmarks/results/embeddings_blogcatalog_h100.json).
+// read-modify-writes lost so many of the hubs' updates that Macro-F1 fell from the twin's 0.213 to 0.125 (an A/B on
+// an H100; atomic, 0.213: benchmarks/results/embeddings_quality_h100.json).
 // The rules, the draws and the tables (keep, cum) are written in gpipe/embeddings/_kernels.py, whose _train_cpu is
 // the CPU twin (same random stream; _initial_cpu for gp_word2vec_init). W2V_MAX_EXP, W2V_INIT_STEP and W2V_DOMAIN:
 // defined by the loader, from _kernels.py's MAX_EXP, INIT_STEP and DOMAIN.
