@@ -110,12 +110,16 @@ def forest_fire(g, seeds, p_forward: float = 0.7, depth: int = 2, seed: int = 0,
 
     Examples
     --------
-    >>> import gpipe
+    On a ring of 8 vertices the fire from vertex 0 spreads both ways, a vertex a depth (it may burn back along
+    an edge it came by; a vertex burns once):
+
+    >>> import gpipe, pandas as pd
+    >>> ring = pd.DataFrame({"src": range(8), "dst": [1, 2, 3, 4, 5, 6, 7, 0]})
     >>> with gpipe.connect(n_workers=1, device="cpu"):
-    ...     g = gpipe.generators.rmat(10, seed=0)
-    ...     edges = gpipe.sampling.forest_fire(g, seeds=[0, 1], p_forward=0.7, depth=2, seed=1).compute()
-    >>> edges.groupby("instance").size().to_dict()   # instance 0 burned no neighbor of its seed
-    {1: 3}
+    ...     edges = gpipe.sampling.forest_fire(gpipe.from_edges(ring), seeds=[0], p_forward=0.8, depth=3,
+    ...                                        seed=0).compute()
+    >>> edges.groupby("depth").size().tolist(), sorted(set(edges.dst))
+    ([2, 4, 3], [0, 1, 2, 3, 6, 7])
     """
     p_forward = check_probability("p_forward", p_forward, open_high=True)
     sampler = Sampler(edge_bias="uniform", update="unvisited", neighbor_size=("geometric", p_forward), depth=depth,
