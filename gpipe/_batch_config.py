@@ -19,6 +19,7 @@ import yaml
 
 from ._validate import (
     check_bool,
+    check_bytes,
     check_callable,
     check_choice,
     check_int,
@@ -135,6 +136,31 @@ def seed(name: str, value) -> int:
     42
     """
     return check_seed(name, _number(value))
+
+
+def boolean(name: str, value) -> bool:
+    """The rule of a switch: true or false; returns it, else raises :class:`GpipeValueError`.
+
+    Examples
+    --------
+    >>> from gpipe.workflow import boolean
+    >>> boolean("mining.induced", True)
+    True
+    """
+    return check_bool(name, value)
+
+
+def byte_count(name: str, value) -> int | None:
+    """The rule of a memory budget: null, or a byte count such as ``2000000000`` or ``'2 GB'``; returns it in bytes,
+    else raises :class:`GpipeValueError`.
+
+    Examples
+    --------
+    >>> from gpipe.workflow import byte_count
+    >>> byte_count("mining.device_budget", "2 GB")
+    2000000000
+    """
+    return None if value is None else check_bytes(name, value)
 
 
 def mapping(name: str, value) -> dict:

@@ -39,6 +39,8 @@ from ._batch_config import (
     RULES,
     _read_yaml,
     _rmat_spec,
+    boolean,
+    byte_count,
     check_config,
     check_params,
     integer,
@@ -59,7 +61,7 @@ from .graph import Graph, generators, read_edges
 from .runtime import current, workers_info
 from .runtime.calls import as_current
 
-__all__ = ["RULES", "Run", "Workflow", "atomic_dir", "atomic_file", "check_config", "check_params", "integer",
+__all__ = ["RULES", "Run", "Workflow", "atomic_dir", "atomic_file", "boolean", "byte_count", "check_config", "check_params", "integer",
            "load_config", "load_graph", "main", "mapping", "number", "one_of", "optional", "probability", "run", "seed",
            "write_json"]
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from .. import counting, generators, mining, workflow
 from .._batch_config import _read_yaml
-from .._validate import check_bool, check_text
+from .._validate import check_text
 from ._count import _count
 from ._mine import _mine
 from ._options import (
@@ -23,7 +23,6 @@ from ._options import (
     _SAMPLERS,
     _WALKS,
     _Flag,
-    _byte_count,
     _cluster_flags,
     _default,
     _flag,
@@ -114,7 +113,7 @@ def _mine_command(algorithm: str) -> tuple[_Flag, ...]:
     if algorithm != "fpm":
         for flag in ("--device-budget", "--host-budget"):
             where = "on its device" if "device" in flag else "in host memory"
-            flags.append(_Flag(flag, flag[2:].replace("-", "_"), _byte_count, metavar="BYTES",
+            flags.append(_Flag(flag, flag[2:].replace("-", "_"), workflow.byte_count, metavar="BYTES",
                                help=f"table bytes a worker keeps {where} (e.g. '2 GB'; default: "
                                     f"gpipe.mining.{flag[2:]})"))
         flags += [_Flag("--embeddings", "embeddings", workflow.optional(check_text), metavar="DIR",
@@ -187,12 +186,12 @@ _COMMANDS: dict[str, tuple[tuple[str, ...] | None, Callable[[Any], tuple[_Flag, 
 # gpipe.device), the graph as read.
 _RUN_KEYS: dict[str, tuple[Callable, Any]] = {
     **{key: (rule, None) for key, rule in workflow.RULES.items()},
-    "graph.directed": (check_bool, False),
+    "graph.directed": (workflow.boolean, False),
     "output": (workflow.optional(check_text), None),
-    "overwrite": (check_bool, False),
+    "overwrite": (workflow.boolean, False),
     "graph.path": (workflow.optional(workflow.RULES["graph.path"]), None),
     "cluster.device": (workflow.optional(workflow.RULES["cluster.device"]), None),
-    "quiet": (check_bool, False),
+    "quiet": (workflow.boolean, False),
 }
 
 # The commands that are workflows, run by gpipe run from a config file too (``workflow: walk``).

@@ -14,7 +14,7 @@ import numpy as np
 
 from .. import mining, sampling, walks, workflow
 from .._files import GRAPH_FILES, SAMPLE_FILES, SCORE_FILES, WALK_FILES
-from .._validate import VERTEX_ORDERS, check_bool, check_bytes, check_fanouts, check_text, is_ascii_digits
+from .._validate import VERTEX_ORDERS, check_fanouts, check_text, is_ascii_digits
 from ..backend import DEVICES
 from ..cluster import ENV_ADDRESS, ENV_SCHEDULER_FILE
 from ..errors import GpipeValueError
@@ -67,7 +67,7 @@ def _flag(function: Callable, flag: str, rule: Callable, text: str, **keywords) 
 
 
 def _switch(flag: str, key: str, text: str, value: bool = True) -> _Flag:
-    return _Flag(flag, key, check_bool, default=not value, help=text, switch=value)
+    return _Flag(flag, key, workflow.boolean, default=not value, help=text, switch=value)
 
 
 def _positive_int(function: Callable, flag: str, text: str, **keywords) -> _Flag:
@@ -162,10 +162,6 @@ def _pattern(name: str, value) -> list[tuple]:
     return value
 
 
-def _byte_count(name: str, value) -> int | None:
-    return None if value is None else check_bytes(name, value)
-
-
 def _graph_file(name: str, value) -> str:
     """The rule of a graph given as a file only (a labeled t/v/e graph)."""
     if not os.path.isfile(check_text(name, value)):
@@ -184,7 +180,7 @@ def _start(function: Callable) -> _Flag:
 
 def _weighted(function: Callable, text: str = "bias each step by the edge weights (with rmat:..., generate a weighted "
                                              "graph)") -> _Flag:
-    return _Flag("--weighted", "weighted", check_bool, default=_default(function, "weighted"), help=text, switch=True)
+    return _Flag("--weighted", "weighted", workflow.boolean, default=_default(function, "weighted"), help=text, switch=True)
 
 
 def _number(function: Callable, flag: str, text: str) -> _Flag:
@@ -259,7 +255,7 @@ _SAMPLERS: dict[str, tuple[Callable, tuple[_Flag, ...]]] = {
         _flag(sampling.random_node, "--n", _POSITIVE, "vertices per instance; the sample is the subgraph they induce",
               required=True, default=None, metavar="N"),
         _instances(sampling.random_node),
-        _Flag("--by-degree", "by_degree", check_bool, default=False, switch=True,
+        _Flag("--by-degree", "by_degree", workflow.boolean, default=False, switch=True,
               help="pick vertices in proportion to their out-degree"))),
     "random-edge": (sampling.random_edge, (
         _flag(sampling.random_edge, "--m", _POSITIVE, "edges per instance", required=True, default=None,
