@@ -1,14 +1,17 @@
 """The one config loader of batch runs (the workflows and the ``gpipe`` commands): a YAML config merged over a
 workflow's defaults and ``key.sub=value`` overrides, checked against a table of ``section.key`` -> ``rule(key,
-value)``, whose rules are gpipe's own checks (:mod:`gpipe._validate`) under the names the workflows use. Its public
-names are :mod:`gpipe.workflow`'s."""
+value)``, whose rules are gpipe's own checks (:mod:`gpipe._validate`) under the names the workflows use. A
+``gpipe`` command's flags are keys of its config given on the command line: each flag's text goes to the key's rule
+as it is (a rule of numbers reads a number written as text), named as the flag in the errors. Its public names are
+:mod:`gpipe.workflow`'s."""
 
 from __future__ import annotations
 
+import copy
 import inspect
+import math
 import os
 from collections.abc import Callable, Iterable, Mapping
-from functools import partial
 from types import MappingProxyType
 from typing import Any
 
@@ -16,10 +19,13 @@ import yaml
 
 from ._validate import (
     check_bool,
+    check_bytes,
+    check_callable,
     check_choice,
     check_int,
     check_mapping,
     check_optional_int,
+    check_probability,
     check_seed,
     check_text,
     check_texts,
@@ -59,7 +65,36 @@ def integer(minimum: int | None = None, maximum: int | None = None) -> _Rule:
     maximum = check_optional_int("maximum", maximum)
     if minimum is not None and maximum is not None and minimum > maximum:
         raise GpipeValueError(f"'maximum' must be at least 'minimum' ({minimum}), got {maximum}")
-    return partial(check_int, minimum=minimum, maximum=maximum)
+    return lambda name, value: check_int(name, _number(value), minimum=minimum, maximum=maximum)
+
+
+def number(name: str, value) -> float:
+    """The rule of a key whose value is a positive finite number; returns it as a float, else raises
+    :class:`GpipeValueError`.
+
+    Examples
+    --------
+    >>> from gpipe.workflow import number
+    >>> number("walks.params.p", "0.5")
+    0.5
+    """
+    value = _number(value)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+        raise GpipeValueError(f"'{name}' must be a positive finite number, got {value!r}")
+    return float(value)
+
+
+def probability(*, open_low: bool = False, open_high: bool = False) -> _Rule:
+    """The rule of a key whose value is a probability: in [0, 1], either end open.
+
+    Examples
+    --------
+    >>> from gpipe.workflow import probability
+    >>> probability(open_high=True)("walks.params.restart", 0.15)
+    0.15
+    """
+    open_low, open_high = check_bool("open_low", open_low), check_bool("open_high", open_high)
+    return lambda name, value: check_probability(name, _number(value), open_low=open_low, open_high=open_high)
 
 
 def one_of(choices: Iterable) -> _Rule:
@@ -100,7 +135,32 @@ def seed(name: str, value) -> int:
     >>> seed("walks.seed", 42)
     42
     """
-    return check_seed(name, value)
+    return check_seed(name, _number(value))
+
+
+def boolean(name: str, value) -> bool:
+    """The rule of a switch: true or false; returns it, else raises :class:`GpipeValueError`.
+
+    Examples
+    --------
+    >>> from gpipe.workflow import boolean
+    >>> boolean("mining.induced", True)
+    True
+    """
+    return check_bool(name, value)
+
+
+def byte_count(name: str, value) -> int | None:
+    """The rule of a memory budget: null, or a byte count such as ``2000000000`` or ``'2 GB'``; returns it in bytes,
+    else raises :class:`GpipeValueError`.
+
+    Examples
+    --------
+    >>> from gpipe.workflow import byte_count
+    >>> byte_count("mining.device_budget", "2 GB")
+    2000000000
+    """
+    return None if value is None else check_bytes(name, value)
 
 
 def mapping(name: str, value) -> dict:
@@ -115,8 +175,30 @@ def mapping(name: str, value) -> dict:
     return check_mapping(name, value)
 
 
-def _optional(rule: _Rule) -> _Rule:
+def optional(rule: _Rule) -> _Rule:
+    """The rule of a key that is None or follows ``rule``.
+
+    Examples
+    --------
+    >>> from gpipe.workflow import integer, optional
+    >>> optional(integer(minimum=1))("graph.partitions", None) is None
+    True
+    """
+    check_callable("rule", rule)
     return lambda name, value: None if value is None else rule(name, value)
+
+
+
+def _number(value):
+    """``value``, or the int or float a text holds (a flag's value): a rule of numbers reads what it is given."""
+    if not isinstance(value, str):
+        return value
+    for kind in (int, float):
+        try:
+            return kind(value)
+        except ValueError:
+            pass
+    return value
 
 
 def _check_rules(rules) -> Mapping[str, _Rule]:
@@ -155,21 +237,21 @@ RULES: Mapping[str, _Rule] = MappingProxyType({
     "workflow": check_text,
     "graph.path": _graph_path,
     "graph.directed": check_bool,
-    "graph.partitions": _optional(_positive),
+    "graph.partitions": optional(_positive),
     "output": check_text,
     "overwrite": check_bool,
-    "cluster.scheduler_file": _optional(check_text),
-    "cluster.address": _optional(check_text),
+    "cluster.scheduler_file": optional(check_text),
+    "cluster.address": optional(check_text),
     "cluster.device": one_of(DEVICES),
-    "cluster.n_workers": _optional(_positive),
+    "cluster.n_workers": optional(_positive),
 })
 
 
 # -- configs ----------------------------------------------------------------------------------
 
-def load_config(path: str | None, overrides: Iterable[str] = (), *, defaults: str,
-                rules: Mapping[str, _Rule]) -> dict:
-    """The config at ``path`` merged over the ``defaults`` file, then the ``key.sub=value`` overrides.
+def load_config(path: str | None, overrides: Iterable[str] = (), *, defaults: str | Mapping,
+                rules: Mapping[str, _Rule], values: Mapping[str, Any] | None = None) -> dict:
+    """The config at ``path`` merged over the ``defaults``, then the ``key.sub=value`` overrides, then ``values``.
 
     Sections are merged key by key; the value of a key of ``rules`` (a mapping such as ``walks.params``
     included) is replaced whole, while the override ``walks.params.p=0.5`` sets one entry of it.
@@ -180,10 +262,12 @@ def load_config(path: str | None, overrides: Iterable[str] = (), *, defaults: st
         A YAML config holding the keys it changes; None for the defaults alone.
     overrides : iterable of str
         ``key.sub=value`` items, as ``--set`` takes them; each value is read as YAML.
-    defaults : str
-        The workflow's ``config.yaml``, which holds every key.
+    defaults : str or mapping
+        The workflow's ``config.yaml``, which holds every key, or that config itself (a ``gpipe`` command's).
     rules : mapping
         The workflow's keys and their rules (see :data:`RULES`).
+    values : mapping, optional
+        ``section.key`` -> a value set whole, as it is (a ``gpipe`` command's flags: their text).
 
     Returns
     -------
@@ -207,10 +291,12 @@ def load_config(path: str | None, overrides: Iterable[str] = (), *, defaults: st
     >>> load_config(None, ["walks.length=5", "walks.params.q=2"], defaults=defaults, rules=rules)
     {'walks': {'length': 5, 'params': {'p': 1.0, 'q': 2}}}
     """
-    path = _optional(check_text)("path", path)
+    path = optional(check_text)("path", path)
     overrides = check_texts("overrides", overrides)
     rules = _check_rules(rules)
-    config = _read_yaml(check_text("defaults", defaults))
+    values = check_mapping("values", {} if values is None else values)
+    config = copy.deepcopy(dict(defaults)) if isinstance(defaults, Mapping) else _read_yaml(check_text("defaults",
+                                                                                                       defaults))
     if path is not None:
         update = _read_yaml(path)
         try:
@@ -234,11 +320,15 @@ def load_config(path: str | None, overrides: Iterable[str] = (), *, defaults: st
                 section[name] = {}
             section = section[name]
         _merge(section, {last: value}, "".join(f"{name}." for name in sections), rules)
+    for key, value in values.items():
+        _check_keys(_nested(key, value), "", rules, complete=False)
+        _merge(config, _nested(key, value), "", rules)
     return config
 
 
-def check_config(config: dict, rules: Mapping[str, _Rule]) -> dict:
-    """Check that ``config`` has exactly the keys of ``rules`` and that each value follows its rule.
+def check_config(config: dict, rules: Mapping[str, _Rule], names: Mapping[str, str] | None = None) -> dict:
+    """Check that ``config`` has exactly the keys of ``rules`` and that each value follows its rule, which gives
+    the value the config keeps (an int for a number given as text).
 
     Parameters
     ----------
@@ -246,11 +336,13 @@ def check_config(config: dict, rules: Mapping[str, _Rule]) -> dict:
         A config, as :func:`load_config` returns it.
     rules : mapping
         The workflow's keys (``section.key``) and their rules (see :data:`RULES`).
+    names : mapping, optional
+        ``section.key`` -> the name a rule's error gives the key (a ``gpipe`` command's flag); default the key.
 
     Returns
     -------
     dict
-        ``config`` itself.
+        ``config`` itself, each value as its rule returned it.
 
     Raises
     ------
@@ -264,12 +356,14 @@ def check_config(config: dict, rules: Mapping[str, _Rule]) -> dict:
     {'run': {'length': 3}}
     """
     rules = _check_rules(rules)
+    names = check_mapping("names", {} if names is None else names)
     _check_keys(config, "", rules)
     for key, rule in rules.items():
-        value = config
-        for name in key.split("."):
-            value = value[name]
-        rule(key, value)
+        *sections, last = key.split(".")
+        section = config
+        for name in sections:
+            section = section[name]
+        section[last] = rule(names.get(key, key), section[last])
     return config
 
 
@@ -313,6 +407,13 @@ def _check_keys(section, prefix: str, rules: Mapping[str, _Rule], complete: bool
                 raise GpipeValueError(f"missing key '{prefix}{key}'")
         elif prefix + key not in rules:
             _check_keys(section[key], f"{prefix}{key}.", rules, complete)
+
+
+def _nested(key: str, value) -> dict:
+    """``{'a': {'b': value}}`` for the key ``'a.b'``."""
+    for name in reversed(key.split(".")):
+        value = {name: value}
+    return value
 
 
 def _read_yaml(path: str | os.PathLike) -> dict:

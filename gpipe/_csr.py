@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from .backend import cpu_kernel
+
 
 @dataclass(frozen=True)
 class Rows:
@@ -31,3 +33,10 @@ def simple_rows(x, indptr, indices, first: int | None = None) -> Rows:
     if not gone.shape[0]:
         return Rows(indptr, indices)
     return Rows(indptr - x.searchsorted(gone, indptr), indices[~dropped])  # less the slots dropped before
+
+
+@cpu_kernel()
+def row_span(indptr, row):
+    """Where CSR row ``row`` starts in ``indices``, and its length: a CPU twin's read of a vertex's neighbors."""
+    start = indptr[row]
+    return start, indptr[row + 1] - start

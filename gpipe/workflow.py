@@ -12,7 +12,8 @@ that extends :data:`RULES`, built with the rules :func:`integer`, :func:`one_of`
 :func:`seed` and :func:`mapping`; :func:`main` is a script's command line), :class:`Run`
 (the one runner: the output folder, the cluster, the graph of :func:`load_graph`, the
 phases and ``summary.json``, which the ``gpipe`` commands run on too, from a config their
-flags make), :func:`atomic_dir`, :func:`atomic_file` and :func:`write_json` (outputs that
+flags make: each flag is a key of it, checked under the key's rule, so that ``gpipe walk|sample|mine|count`` are
+the workflows ``walk``, ``sample``, ``mine`` and ``count`` with flags), :func:`atomic_dir`, :func:`atomic_file` and :func:`write_json` (outputs that
 appear complete or not at all), and :func:`run`, which runs the workflow that a YAML file
 names on a given cluster (``gpipe run``).
 """
@@ -30,20 +31,25 @@ import sys
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import dask.config
 
 from ._batch_config import (
     RULES,
-    _optional,
     _read_yaml,
     _rmat_spec,
+    boolean,
+    byte_count,
     check_config,
     check_params,
     integer,
     load_config,
     mapping,
+    number,
     one_of,
+    optional,
+    probability,
     seed,
 )
 from ._files import atomic_dir, atomic_file, write_json
@@ -55,8 +61,9 @@ from .graph import Graph, generators, read_edges
 from .runtime import current, workers_info
 from .runtime.calls import as_current
 
-__all__ = ["RULES", "Run", "Workflow", "atomic_dir", "atomic_file", "check_config", "check_params", "integer", "load_config", "load_graph",
-           "main", "mapping", "one_of", "run", "seed", "write_json"]
+__all__ = ["RULES", "Run", "Workflow", "atomic_dir", "atomic_file", "boolean", "byte_count", "check_config", "check_params", "integer",
+           "load_config", "load_graph", "main", "mapping", "number", "one_of", "optional", "probability", "run", "seed",
+           "write_json"]
 
 _GRAPH_RULES = {key: rule for key, rule in RULES.items() if key.startswith("graph.")}
 
@@ -64,7 +71,7 @@ _GRAPH_RULES = {key: rule for key, rule in RULES.items() if key.startswith("grap
 # -- a workflow script ------------------------------------------------------------------------
 
 def main(argv: list[str] | None, *, prog: str, description: str, defaults: str,
-         configure: Callable[[str | None, list[str]], dict], run: Callable[[dict], object]) -> int:
+         configure: Callable[[str | None, list[str]], Any], run: Callable[[Any], object]) -> int:
     """The command line of a workflow script: ``[config.yaml] [--set key.sub=value ...]``.
 
     Parameters
@@ -76,9 +83,10 @@ def main(argv: list[str] | None, *, prog: str, description: str, defaults: str,
     defaults : str
         The script's ``config.yaml``, named in the help.
     configure : callable
-        ``configure(path, overrides)``: the checked config (raises :class:`GpipeError` on a bad one).
+        ``configure(path, overrides)``: the checked config, or what ``run`` takes made of it (raises
+        :class:`GpipeError` on a bad one).
     run : callable
-        ``run(config)``: runs the workflow and reports.
+        ``run(config)``: runs the workflow on what ``configure`` returned, and reports.
 
     Returns
     -------
@@ -376,7 +384,8 @@ def _cluster_info(client) -> dict:
 # -- gpipe run --------------------------------------------------------------------------------
 
 def run(workflow: str, overrides: Iterable[str] = (), *, scheduler_file: str | None = None,
-        address: str | None = None, wait_for_workers: int | None = None, wait_timeout: float | None = None) -> int:
+        address: str | None = None, wait_for_workers: int | None = None, wait_timeout: float | None = None,
+        commands: Mapping[str, Callable[[list[str]], int]] | None = None) -> int:
     """Run the workflow that a YAML file names, on a running cluster or a local one.
 
     Parameters
@@ -398,6 +407,9 @@ def run(workflow: str, overrides: Iterable[str] = (), *, scheduler_file: str | N
         config is checked (``gpipe.cluster.wait-for-workers``).
     wait_timeout : float, optional
         Seconds to wait for the scheduler file and those workers (default ``gpipe.cluster.wait-timeout``).
+    commands : mapping, optional
+        More workflows a config may name: name -> ``main(argv)``, as a ``run.py``'s (``gpipe run`` passes the
+        ``gpipe`` commands, ``walk``, ``sample``, ``mine`` and ``count``, each the workflow its flags make).
 
     Returns
     -------
@@ -424,10 +436,11 @@ def run(workflow: str, overrides: Iterable[str] = (), *, scheduler_file: str | N
     >>> sorted(os.listdir(out))
     ['.gpipe-files.json', 'edges.parquet', 'summary.json']
     """
-    script, config = _find(check_text("workflow", workflow))
+    commands = check_mapping("commands", {} if commands is None else dict(commands))
+    script, config = _find(check_text("workflow", workflow), commands)
     overrides = check_texts("overrides", overrides)
-    scheduler_file = _optional(check_text)("scheduler_file", scheduler_file)
-    address = _optional(check_text)("address", address)
+    scheduler_file = optional(check_text)("scheduler_file", scheduler_file)
+    address = optional(check_text)("address", address)
     if scheduler_file is not None and address is not None:
         raise GpipeValueError(f"give 'scheduler_file' or 'address', not both; got {scheduler_file!r} and {address!r}")
     if scheduler_file is not None or address is not None:  # JSON is YAML: the values stay strings
@@ -440,7 +453,7 @@ def run(workflow: str, overrides: Iterable[str] = (), *, scheduler_file: str | N
             raise GpipeValueError(f"'wait_timeout' must be a positive number of seconds, got {wait_timeout!r}")
         waits["gpipe.cluster.wait-timeout"] = wait_timeout
     argv = ([config] if config is not None else []) + [arg for item in overrides for arg in ("--set", item)]
-    main = _load_script(script).main
+    main = script if callable(script) else _load_script(script).main
     with dask.config.set(waits):  # gpipe.connect waits, after the workflow has checked its config
         return main(argv)
 
@@ -454,9 +467,10 @@ def _shipped() -> dict[str, Path]:
     return {}
 
 
-def _find(workflow: str) -> tuple[Path, str | None]:
-    """The ``run.py`` that ``workflow`` names, and the config file to give it (None: its defaults)."""
-    shipped = _shipped()
+def _find(workflow: str, commands: Mapping[str, Callable]) -> tuple[Path | Callable, str | None]:
+    """The ``run.py`` (or the ``main`` of ``commands``) that ``workflow`` names, and the config file to give it
+    (None: its defaults)."""
+    shipped: dict[str, Path | Callable] = {**_shipped(), **commands}
     names = ", ".join(shipped) or "none shipped"
     if workflow in shipped and not os.path.exists(workflow):
         return shipped[workflow], None

@@ -343,13 +343,13 @@ def test_walk_reports_a_malformed_edge_file(capsys, cpu_cluster, tmp_path):
 
 
 @pytest.mark.parametrize("args, name", [
-    (["--length", "0"], "'length'"),
-    (["--graph", "rmat:x"], "'graph'"),
-    (["--graph", "rmat:²"], "'graph'"),  # a digit to str.isdigit, not to int
-    (["--graph", "rmat:8:4:2"], "'graph'"),
+    (["--length", "0"], "gpipe: error: '--length' must be a positive integer, got 0\n"),
+    (["--graph", "rmat:x"], "'--graph' must be"),
+    (["--graph", "rmat:²"], "'--graph' must be"),  # a digit to str.isdigit, not to int
+    (["--graph", "rmat:8:4:2"], "'--graph' must be"),
     (["--graph", "no/such/edges.txt"], "no/such/edges.txt"),
     (["--format", "xml"], "--format"),
-    (["--seed", "-1"], "'seed'"),
+    (["--seed", "-1"], "'--seed' must be"),
     (["--fmt", "xml"], "--fmt"),
     (["--fmt", "csv"], "'fmt' must be given with an edge file only"),
     (["--weight-column", "w"], "'weight_column' must be given with an edge file only"),
@@ -362,15 +362,15 @@ def test_walk_rejects_bad_flags_before_connecting(capsys, args, name):
 
 
 @pytest.mark.parametrize("args, name", [
-    (["node2vec", "--p", "0"], "'p'"),
-    (["node2vec", "--q", "inf"], "'q'"),
-    (["ppr", "--start", "0", "--restart", "1"], "'restart'"),
-    (["ppr", "--start", "0", "--walks-per-source", "0"], "'walks_per_source'"),
+    (["node2vec", "--p", "0"], "'--p' must be a positive finite number, got 0"),
+    (["node2vec", "--q", "inf"], "'--q' must be a positive finite number, got inf"),
+    (["ppr", "--start", "0", "--restart", "1"], "'--restart' must be in [0, 1), got 1.0"),
+    (["ppr", "--start", "0", "--walks-per-source", "0"], "'--walks-per-source' must be a positive integer, got 0"),
     (["ppr"], "--start"),
-    (["ppr", "--start", "1,,2"], "'start'"),
+    (["ppr", "--start", "1,,2"], "'--start' must be ID,ID,... with no empty id, got '1,,2'"),
     (["ppr", "--start", "0", "--sources", "1"], "argument --sources: not allowed with argument --start"),
-    (["jump", "--jump", "1.5"], "'jump'"),
-    (["deepwalk", "--start", "@no/such/starts.txt"], "'start'"),
+    (["jump", "--jump", "1.5"], "'--jump' must be in [0, 1], got 1.5"),
+    (["deepwalk", "--start", "@no/such/starts.txt"], "'--start' must be ID,ID,... or @FILE"),
     (["metropolis-hastings", "--weighted"], "--weighted"),
 ])
 def test_walk_rejects_bad_values_of_each_walk(capsys, args, name):
@@ -523,13 +523,13 @@ def test_sample_random_nodes_and_edges_need_no_seeds(capsys, cpu_cluster, rmat_7
 
 
 @pytest.mark.parametrize("args, name", [
-    (["neighbor", "--fanouts", "0"], "'fanouts'"),
-    (["neighbor", "--fanouts", "2,x"], "'fanouts'"),
-    (["layer", "--layer-size", "0"], "'layer_size'"),
-    (["neighbor", "--depth", "0"], "'depth'"),
-    (["forest-fire", "--p-forward", "1"], "'p_forward'"),
-    (["snowball", "--max-per-vertex", "x"], "'max_per_vertex'"),
-    (["neighbor", "--seeds", "1,,2"], "'seeds'"),
+    (["neighbor", "--fanouts", "0"], "'--fanouts' must be a non-empty list of positive ints or -1"),
+    (["neighbor", "--fanouts", "2,x"], "'--fanouts' must be a non-empty list of positive ints or -1"),
+    (["layer", "--layer-size", "0"], "'--layer-size' must be a positive integer, got 0"),
+    (["neighbor", "--depth", "0"], "'--depth' must be a positive integer, got 0"),
+    (["forest-fire", "--p-forward", "1"], "'--p-forward' must be in [0, 1), got 1.0"),
+    (["snowball", "--max-per-vertex", "x"], "'--max-per-vertex' must be an integer, got 'x'"),
+    (["neighbor", "--seeds", "1,,2"], "'--seeds' must be ID,ID,... with no empty id"),
 ])
 def test_sample_rejects_bad_values_before_connecting(capsys, args, name):
     algorithm, *flags = args
@@ -761,20 +761,20 @@ def test_gpipe_mine_fpm_reads_a_labeled_graph_and_writes_the_patterns(capsys, cp
 
 
 @pytest.mark.parametrize("args, message", [
-    (["cliques", "--graph", "rmat:6", "--k", "2"], "'k' must be an integer >= 3, got 2"),
-    (["match", "--graph", "rmat:6", "--pattern", "0-1,2"], "'pattern' must be edges such as 0-1,1-2,2-0, got '0-1,2'"),
+    (["cliques", "--graph", "rmat:6", "--k", "2"], "'--k' must be an integer >= 3, got 2"),
+    (["match", "--graph", "rmat:6", "--pattern", "0-1,2"], "'--pattern' must be edges such as 0-1,1-2,2-0, got '0-1,2'"),
     (["fpm", "--graph", "rmat:6", "--max-edges", "0", "--min-support", "1"],
-     "'max_edges' must be a positive integer, got 0"),
+     "'--max-edges' must be a positive integer, got 0"),
     (["fpm", "--graph", "rmat:6", "--max-edges", "5", "--min-support", "1"],
-     "'max_edges' must be an integer <= 4, got 5"),
+     "'--max-edges' must be an integer <= 4, got 5"),
     (["fpm", "--graph", "rmat:6", "--max-edges", "2", "--min-support", "0"],
-     "'min_support' must be a positive integer, got 0"),
+     "'--min-support' must be a positive integer, got 0"),
     (["fpm", "--graph", "rmat:6", "--max-edges", "2", "--min-support", "1"],
      "'labels' must come with the graph: give --random-labels L or a t/v/e graph"),
     (["cliques", "--graph", "rmat:6", "--k", "3", "--device-budget", "big"],
-     "'device_budget' must be a byte count such as 1000000 or '4 GB', got 'big'"),
+     "'--device-budget' must be a byte count such as 1000000 or '4 GB', got 'big'"),
     (["cliques", "--graph", "rmat:6", "--k", "3", "--host-budget", "1e400"],
-     "'host_budget' must be a byte count such as 1000000 or '4 GB', got '1e400'"),
+     "'--host-budget' must be a byte count such as 1000000 or '4 GB', got '1e400'"),
 ])
 def test_gpipe_mine_refuses_bad_input_by_name(capsys, args, message):
     code = main(["mine", *args])

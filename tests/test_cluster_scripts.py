@@ -232,11 +232,11 @@ def test_gpipe_run_names_a_shipped_workflow_and_checks_its_flags(capsys):
     assert capsys.readouterr().err == "embeddings: error: 'walks.length' must be a positive integer, got 0\n"
     assert main(["run", "nope"]) == 2
     assert "'workflow' must be a workflow YAML file or the name of a shipped workflow (dynamic_walks, embeddings, " \
-           "gnn_training, graph_sampling, mining), got 'nope'" in capsys.readouterr().err
+           "gnn_training, graph_sampling, mining, walk, sample, mine, count), got 'nope'" in capsys.readouterr().err
     assert main(["run", "embeddings", "--scheduler-file", "s.json", "--address", "tcp://127.0.0.1:1"]) == 2
     assert "give 'scheduler_file' or 'address', not both" in capsys.readouterr().err
     assert main(["run", "embeddings", "--wait-for-workers", "0"]) == 2
-    assert "'wait_for_workers' must be a positive integer, got 0" in capsys.readouterr().err
+    assert "'--wait-for-workers' must be a positive integer, got 0" in capsys.readouterr().err
 
 
 def test_gpipe_run_gives_up_on_a_scheduler_file_that_never_appears(tmp_path, capsys):

@@ -576,19 +576,19 @@ def test_gpipe_count_exact_and_estimate_write_their_summaries(capsys, cpu_cluste
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--samples", "0"], "'samples' must be a positive integer, got 0"),
-    (["--alpha", "2"], r"'alpha' must be in \(0, 1\], got 2.0"),
+    (["--samples", "0"], "'--samples' must be a positive integer, got 0"),
+    (["--alpha", "2"], r"'--alpha' must be in \(0, 1\], got 2.0"),
 ])
 def test_gpipe_count_estimate_rejects_bad_values_before_any_work(capsys, tmp_path, args, message):
     query = write(tmp_path, "t 1 0\nv 0 1 0\n", "q.graph")
-    assert main(["count", "estimate", "--graph", "g.graph", "--query", str(query), "--out", str(tmp_path / "o"),
+    assert main(["count", "estimate", "--graph", str(query), "--query", str(query), "--out", str(tmp_path / "o"),
                  *args]) == 2
     assert re.search(message, capsys.readouterr().err)
 
 
 def test_gpipe_count_names_a_malformed_query_file(capsys, tmp_path):
     query = write(tmp_path, "t 2 1\nv 0 1 1\nv 1 1 1\ne 0 5\n", "q.graph")
-    assert main(["count", "exact", "--graph", "g.graph", "--query", str(query), "--out", str(tmp_path / "o")]) == 2
+    assert main(["count", "exact", "--graph", str(query), "--query", str(query), "--out", str(tmp_path / "o")]) == 2
     assert f"{query}:4: edge (0, 5) has an end not listed" in capsys.readouterr().err
     assert not (tmp_path / "o").exists()
 

@@ -38,13 +38,12 @@ message naming the parameter, the rule and the value, before any work.
 from __future__ import annotations
 
 import contextlib
-import shlex
 import signal
 import sys
 import threading
 
 from ..errors import GpipeError
-from ._parser import build_parser
+from ._parser import parsed
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -67,10 +66,9 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     try:
         try:
-            args = build_parser().parse_args(argv)
+            args = parsed(argv)
         except SystemExit as exc:  # argparse has printed the usage error or the help
             return int(exc.code or 0)  # argparse's status: 2 for a usage error, 0 for --help
-        args.command_line = shlex.join(["gpipe", *argv])
         with _terminate_as_interrupt():
             return args.run(args)
     except (GpipeError, FileNotFoundError) as exc:

@@ -8,7 +8,8 @@ from ._shared import _run
 
 
 def _generate(args) -> int:
-    with _run(args, _RUN_FILES, graph=f"rmat:{args.scale}:{args.edge_factor}") as run:
+    args.config["graph"]["path"] = f"rmat:{args.scale}:{args.edge_factor}"  # what the run tells it is making
+    with _run(args, _RUN_FILES) as run:
         g = run.graph(lambda: generators.rmat(args.scale, args.edge_factor, args.a, args.b, args.c, args.seed,
                                               directed=args.directed, weighted=args.weighted,
                                               partitions=args.partitions, vertex_order=args.vertex_order),

@@ -12,13 +12,12 @@ from .. import counting, mining, workflow
 from .._files import EMBEDDING_FILES, check_folder_target, write_json
 from ..errors import GpipeValueError
 from ..graph import Graph
-from ._options import _Rmat
-from ._shared import _check_graph_flags, _run
+from ._shared import _check_graph_flags, _generated, _run
 
 
 def _mine(args) -> int:
     """Read or generate the graph (replicated), mine it, print the JSON summary or write it to ``--summary``."""
-    labeled = not isinstance(args.graph, _Rmat) and args.graph.endswith(".graph")
+    labeled = not _generated(args) and args.graph.endswith(".graph")
     if not labeled:
         _check_graph_flags(args)
     if args.algorithm == "fpm" and not labeled and args.random_labels is None:

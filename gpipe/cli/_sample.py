@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._options import _NODE_SAMPLERS, _RUN_FILES, _SAMPLERS, _dest
+from ._options import _NODE_SAMPLERS, _RUN_FILES, _SAMPLERS
 from ._shared import _check_graph_flags, _reading, _run, _typed_as_ids_of
 
 
 def _sample(args) -> int:
     """Load or generate ``args.graph``, sample it, write edges.parquet (and nodes.parquet) and summary.json."""
     function, extra = _SAMPLERS[args.algorithm]
-    options = {"seed": args.seed, **{_dest(flag): getattr(args, _dest(flag)) for flag, _ in extra}}
+    options = {"seed": args.seed, **{flag.dest: getattr(args, flag.dest) for flag in extra}}
     if "seeds" in args:
         options["seeds"] = args.seeds
     tiny: dict[str, Any] = {k: 1 for k in ("depth", "instances") if k in options}

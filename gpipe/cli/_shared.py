@@ -5,29 +5,30 @@ from __future__ import annotations
 import os
 
 from .. import workflow
+from .._batch_config import _rmat_spec
 from ..cluster import named_cluster
 from ..errors import GpipeValueError
 from ..graph import Graph, edge_format
-from ._options import _NOT_PARAMETERS, _Rmat, _Vertices, _dest
+from ._options import _Vertices, _dest
 
 
-def _run(args, owned: str | None = None, *, graph: str | None = None,
-         header: dict | None = None) -> workflow.Run:
-    """The run of a command: the workflow runner on the config its flags give (:data:`gpipe.workflow.RULES`'
-    keys; ``graph``: the graph's path when there is no ``--graph``), writing ``owned`` files into ``--out``
-    (where the command has one) and a summary that starts with the command, ``header`` and its parameters."""
-    config = {
-        "workflow": f"gpipe {args.command}",
-        "graph": {"path": graph or str(args.graph), "directed": getattr(args, "directed", False),
-                  "partitions": getattr(args, "partitions", None)},
-        "output": getattr(args, "out", None),
-        "overwrite": getattr(args, "overwrite", False),
-        "cluster": {"scheduler_file": args.scheduler_file, "address": args.address, "device": args.device,
-                    "n_workers": args.workers},
-    }
+def _run(args, owned: str | None = None, *, header: dict | None = None) -> workflow.Run:
+    """The run of a command: the workflow runner on the checked config its flags give (``args.config``, which has
+    :data:`gpipe.workflow.RULES`' keys), writing ``owned`` files into ``--out`` (where the command has one) and a
+    summary that starts with the command, ``header`` and its parameters (each flag's value under its name)."""
+    parameters = {name: value for name, value in vars(args).items() if name not in _NOT_PARAMETERS}
     header = {"command": args.command, **(header or {}), "command_line": args.command_line,
-              "parameters": {k: v for k, v in vars(args).items() if k not in _NOT_PARAMETERS}}
-    return workflow.Run(config, owned=owned, prog="gpipe", header=header, quiet=args.quiet, output_name="out")
+              "parameters": parameters}
+    return workflow.Run(args.config, owned=owned, prog="gpipe", header=header, quiet=args.quiet, output_name="out")
+
+
+# What the namespace of a command holds beside its flags' values.
+_NOT_PARAMETERS = ("run", "command", "command_line", "config")
+
+
+def _generated(args) -> bool:
+    """Whether ``--graph`` is ``rmat:SCALE[:EDGE_FACTOR]``, generated, not read."""
+    return _rmat_spec(args.graph) is not None
 
 
 def _running_cluster(args) -> bool:
@@ -44,11 +45,11 @@ def _check_graph_flags(args) -> None:
     """Before any work: the flags on reading an edge file are refused with ``rmat:...``, which reads none; an
     edge file needs ``--fmt`` when its extension names no format."""
     for flag in ("--fmt", "--weight-column"):
-        value = getattr(args, _dest(flag))
-        if value is not None and isinstance(args.graph, _Rmat):
+        value = getattr(args, _dest(flag), None)
+        if value is not None and _generated(args):
             raise GpipeValueError(f"'{_dest(flag)}' must be given with an edge file only, got {flag} {value} with "
                                   f"--graph {args.graph}, which is generated")
-    if args.fmt is None and not isinstance(args.graph, _Rmat):
+    if args.fmt is None and not _generated(args):
         edge_format(args.graph, name="graph", force="--fmt")
 
 

@@ -15,7 +15,7 @@ from .. import dynamic, walks
 from .._progress import _Progress
 from ..errors import GpipeValueError
 from ..sampling import EdgeSample
-from ._options import _DYNAMIC_WALKS, _RUN_FILES, _WALKS, _dest
+from ._options import _DYNAMIC_WALKS, _RUN_FILES, _WALKS
 from ._shared import _check_graph_flags, _reading, _run, _typed_as_ids_of
 
 
@@ -32,7 +32,7 @@ def _run_walk(args) -> dict:
     """Load or generate ``args.graph``, walk it, write the walks and summary.json; return the summary."""
     function, extra = _WALKS[args.algorithm]
     taken = inspect.signature(function).parameters
-    options = {"seed": args.seed, **{_dest(flag): getattr(args, _dest(flag)) for flag, _ in extra}}
+    options = {"seed": args.seed, **{flag.dest: getattr(args, flag.dest) for flag in extra}}
     if "walks_per_vertex" in taken:
         options["walks_per_vertex"] = args.walks_per_vertex
     _check_graph_flags(args)

@@ -54,10 +54,6 @@ class CandidateGraph:
     edge_indices: np.ndarray
 
     @property
-    def num_positions(self) -> int:
-        return len(self.order)
-
-    @property
     def counts(self) -> np.ndarray:
         """The number of candidates of each query vertex (by query vertex id, not by position)."""
         out = np.empty(len(self.order), np.int64)
@@ -68,6 +64,11 @@ class CandidateGraph:
     def empty(self) -> bool:
         """Whether a query vertex has no candidate: then the query has no embedding."""
         return bool((np.diff(to_host(self.cand_offsets)) == 0).any())
+
+    @property
+    def num_positions(self) -> int:
+        """Positions of the matching order, one a query vertex."""
+        return len(self.order)
 
     @property
     def num_edges(self) -> int:

@@ -136,10 +136,8 @@ def estimate(g, query, method="partial_refine", samples: int = 1_000_000, alpha:
     Parameters
     ----------
     g : Graph
-        An undirected graph with vertex labels. A multigraph
-        (``keep_duplicates=True``) is counted as the simple graph
-        underneath: an edge repeated is one edge and a self-loop is no part
-        of any embedding; its candidate graph is the simple graph's, so its
+        As :func:`count_exact` takes it (a multigraph counted as the simple
+        graph underneath); its candidate graph is the simple graph's, so its
         estimate for a seed is too.
     query : Query
         The query graph.

@@ -63,13 +63,16 @@ def count_exact(g, query: Query) -> Count:
 
     Examples
     --------
+    A star of three leaves labeled 1 around a center labeled 0 holds the
+    query's two-leaf star in 3 x 2 ways, its leaves' images taken in order:
+
     >>> import gpipe, pandas as pd
-    >>> edges = pd.DataFrame({"src": [0, 1, 2, 2], "dst": [1, 2, 0, 3]})
+    >>> star = pd.DataFrame({"src": [0, 0, 0], "dst": [1, 2, 3]})
     >>> with gpipe.connect(n_workers=1, device="cpu"):
-    ...     g = gpipe.from_edges(edges)
-    ...     g.set_labels([0, 0, 1, 1])
-    ...     gpipe.counting.count_exact(g, gpipe.counting.Query.from_edges([(0, 1), (1, 2)], [0, 0, 1]))
-    2
+    ...     g = gpipe.from_edges(star)
+    ...     g.set_labels([0, 1, 1, 1])
+    ...     gpipe.counting.count_exact(g, gpipe.counting.Query.from_edges([(0, 1), (0, 2)], [0, 1, 1]))
+    6
     """
     check_graph("g", g)
     t0 = time.perf_counter()

@@ -148,10 +148,12 @@ class Query:
 
     @property
     def num_vertices(self) -> int:
+        """The query's vertices ``0..n-1``, one a label."""
         return len(self.labels)
 
     @property
     def num_edges(self) -> int:
+        """The query's edges, each once."""
         return len(self.edges)
 
     def neighbors(self) -> list[list[int]]:

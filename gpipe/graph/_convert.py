@@ -52,6 +52,7 @@ def from_networkx(G, weight: str | None = None, directed: bool | None = None, pa
     Returns
     -------
     Graph
+        ``G``'s edges, its nodes the ids.
 
     Raises
     ------
@@ -125,6 +126,7 @@ def from_scipy(matrix, weighted: bool = False, directed: bool = False, partition
     Returns
     -------
     Graph
+        The matrix's entries as edges: row ``i``, column ``j`` the edge ``(i, j)``.
 
     Raises
     ------
@@ -185,6 +187,7 @@ def from_edge_index(edge_index, num_vertices: int | None = None, weight=None, di
     Returns
     -------
     Graph
+        Each column an edge, from its row 0 to its row 1.
 
     Raises
     ------

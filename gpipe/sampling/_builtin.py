@@ -73,17 +73,13 @@ def neighbor(g, seeds, fanouts: int | list[int] = 2, depth: int | None = None, w
 def snowball(g, seeds, depth: int = 2, max_per_vertex: int | None = None, seed: int = 0, *,
              edge_dir: str = "out") -> EdgeSample:
     """Snowball sampling: every frontier vertex adds its out-neighbors (at most ``max_per_vertex``,
-    picked uniformly), and each vertex is expanded once per instance. Its three functions::
+    picked uniformly), and each vertex is expanded once per instance; an :class:`EdgeSample`, as :func:`neighbor`
+    gives (``edge_dir='in'`` reads in-neighbors instead, see :class:`Sampler`). Its three functions::
 
         VERTEXBIAS: none (the whole pool is the frontier)
         EDGEBIAS:   1
         UPDATE:     picked neighbors the instance has not expanded yet
         Sampler(edge_bias="uniform", update="unvisited", neighbor_size=max_per_vertex, depth=depth)
-
-    Returns an :class:`EdgeSample`: ``compute()`` the sampled edges ``instance, depth, src, dst`` (one instance
-    per seed, or per row of a 2-D ``seeds``), ``nodes()`` each instance's vertices ``instance, vertex`` (its
-    seeds and its edges' ends).
-    ``edge_dir='in'`` reads in-neighbors instead (see :class:`Sampler`).
 
     Examples
     --------
@@ -104,26 +100,26 @@ def forest_fire(g, seeds, p_forward: float = 0.7, depth: int = 2, seed: int = 0,
                 edge_dir: str = "out") -> EdgeSample:
     """Forest fire sampling (Leskovec & Faloutsos): every burning vertex burns a number of its
     out-neighbors drawn geometric with mean ``p_forward / (1 - p_forward)``; a vertex burns (is expanded)
-    once per instance. Its three functions::
+    once per instance; an :class:`EdgeSample`, as :func:`neighbor` gives (``edge_dir='in'`` reads in-neighbors
+    instead, see :class:`Sampler`). Its three functions::
 
         VERTEXBIAS: none (the whole pool is the frontier)
         EDGEBIAS:   1, with NeighborSize geometric(p_forward) per burning vertex
         UPDATE:     burned neighbors not burning before
         Sampler(edge_bias="uniform", update="unvisited", neighbor_size=("geometric", p_forward), depth=depth)
 
-    Returns an :class:`EdgeSample`: ``compute()`` the sampled edges ``instance, depth, src, dst`` (one instance
-    per seed, or per row of a 2-D ``seeds``), ``nodes()`` each instance's vertices ``instance, vertex`` (its
-    seeds and its edges' ends).
-    ``edge_dir='in'`` reads in-neighbors instead (see :class:`Sampler`).
-
     Examples
     --------
-    >>> import gpipe
+    On a ring of 8 vertices the fire from vertex 0 spreads both ways, a vertex a depth (it may burn back along
+    an edge it came by; a vertex burns once):
+
+    >>> import gpipe, pandas as pd
+    >>> ring = pd.DataFrame({"src": range(8), "dst": [1, 2, 3, 4, 5, 6, 7, 0]})
     >>> with gpipe.connect(n_workers=1, device="cpu"):
-    ...     g = gpipe.generators.rmat(10, seed=0)
-    ...     edges = gpipe.sampling.forest_fire(g, seeds=[0, 1], p_forward=0.7, depth=2, seed=1).compute()
-    >>> edges.groupby("instance").size().to_dict()   # instance 0 burned no neighbor of its seed
-    {1: 3}
+    ...     edges = gpipe.sampling.forest_fire(gpipe.from_edges(ring), seeds=[0], p_forward=0.8, depth=3,
+    ...                                        seed=0).compute()
+    >>> edges.groupby("depth").size().tolist(), sorted(set(edges.dst))
+    ([2, 4, 3], [0, 1, 2, 3, 6, 7])
     """
     p_forward = check_probability("p_forward", p_forward, open_high=True)
     sampler = Sampler(edge_bias="uniform", update="unvisited", neighbor_size=("geometric", p_forward), depth=depth,
@@ -133,17 +129,13 @@ def forest_fire(g, seeds, p_forward: float = 0.7, depth: int = 2, seed: int = 0,
 
 def layer(g, seeds, layer_size: int = 8, depth: int = 2, seed: int = 0, *, edge_dir: str = "out") -> EdgeSample:
     """Layer sampling: each instance picks ``layer_size`` edges, uniformly without replacement, from all the
-    out-edges of its whole frontier, per layer. Its three functions::
+    out-edges of its whole frontier, per layer; an :class:`EdgeSample`, as :func:`neighbor` gives (``edge_dir='in'``
+    reads in-neighbors instead, see :class:`Sampler`). Its three functions::
 
         VERTEXBIAS: none (the whole pool is the frontier)
         EDGEBIAS:   1, over the frontier's neighbor pool (NeighborSize for the whole frontier)
         UPDATE:     every picked neighbor joins the next frontier
         Sampler(edge_bias="uniform", update="all", neighbor_size=layer_size, neighbor_pool="frontier", depth=depth)
-
-    Returns an :class:`EdgeSample`: ``compute()`` the sampled edges ``instance, depth, src, dst`` (one instance
-    per seed, or per row of a 2-D ``seeds``), ``nodes()`` each instance's vertices ``instance, vertex`` (its
-    seeds and its edges' ends).
-    ``edge_dir='in'`` reads in-neighbors instead (see :class:`Sampler`).
 
     Examples
     --------

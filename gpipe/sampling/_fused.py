@@ -20,6 +20,7 @@ import numpy as np
 
 from .. import _rng
 from .._alias import tables
+from .._csr import row_span
 from ..backend import cpu_kernel, device_of, prange, unique, xp
 from ..kernels import Arg, Kernel
 from ._select import LANES, METHODS, ROUNDS, _WITH_REPLACEMENT, positive_counts, segment_cdf, select_segment
@@ -69,8 +70,7 @@ def _sample_cpu(indptr, indices, weights, weighted, replace, method, use_bitmap,
         level = item % depth
         v = stream % num_vertices
         instance = stream // num_vertices
-        a = indptr[v - lo]
-        d = indptr[v - lo + 1] - a
+        a, d = row_span(indptr, v - lo)
         f = fanouts[level]
         mine = positive[v - lo] if weighted else d  # the positive biases
         k = d if f < 0 else (f if mine > 0 else 0) if replace else min(mine, f)

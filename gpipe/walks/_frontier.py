@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from .. import _rng
+from .._csr import row_span
 from ..backend import cpu_kernel, prange, to_host
 from ..kernels import Arg, Kernel
 from ..runtime import Run, Span, StepSpec, check_memory, run_supersteps
@@ -98,8 +99,7 @@ def _advance_cpu(indptr, indices, lo, hi, key, budget, horizon, room, n, walk_id
         while True:
             if s >= budget:
                 break
-            a = indptr[v - lo]
-            d = indptr[v - lo + 1] - a
+            a, d = row_span(indptr, v - lo)
             if d == 0:
                 break
             nt = t - np.log(1.0 - _rng.unit(_rng.bits(key, walk_id[i], s, 0))) / np.float64(d)

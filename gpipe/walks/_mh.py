@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _rng
+from .._csr import row_span
 from ..backend import cpu_kernel, prange
 from ..kernels import Arg, Kernel
 from ..runtime import VERTEX, Run, Span, StepSpec, step_kernel
@@ -64,8 +65,7 @@ def _advance_cpu(indptr, indices, lo, hi, key, length, n, walk_id, vertex, step,
             k += 1
             if s >= length:
                 break
-            a = indptr[v - lo]
-            d = indptr[v - lo + 1] - a
+            a, d = row_span(indptr, v - lo)
             if d == 0:
                 break
             u = np.int64(indices[a + _rng.below(_rng.bits(key, walk_id[i], s, 0), d)])

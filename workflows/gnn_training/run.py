@@ -59,12 +59,6 @@ def _fanouts(name: str, value) -> list:
     return value
 
 
-def _boolean(name: str, value) -> bool:
-    if not isinstance(value, bool):
-        raise GpipeValueError(f"'{name}' must be true or false, got {value!r}")
-    return value
-
-
 _positive = workflow.integer(minimum=1)
 
 # Every key of the config and its rule: gpipe.workflow.RULES but the graph's path and direction (this workflow
@@ -85,7 +79,7 @@ _RULES = {
     "train.epochs": _positive,
     "train.lr": _number(0, open_low=True),
     "train.seed": workflow.seed,
-    "train.on_workers": _boolean,
+    "train.on_workers": workflow.boolean,
 }
 
 WORKFLOW = workflow.Workflow("gnn_training", __doc__.splitlines()[0], DEFAULTS, _RULES,

@@ -32,19 +32,6 @@ OUTPUT_FILES = r"summary\.json|patterns\.parquet|embeddings\.parquet/embeddings-
 ALGORITHMS = ("cliques", "match", "fpm")
 
 
-def _flag(name: str, value) -> bool:
-    if not isinstance(value, bool):
-        raise GpipeValueError(f"'{name}' must be true or false, got {value!r}")
-    return value
-
-
-def _budget(name: str, value):
-    """Null, or a byte count such as 2000000000 or '2 GB' (checked by gpipe.mining itself: a bad one names it)."""
-    if value is not None and (isinstance(value, bool) or not isinstance(value, (int, str))):
-        raise GpipeValueError(f"'{name}' must be null or a byte count such as 1000000 or '4 GB', got {value!r}")
-    return value
-
-
 def _pattern(name: str, value) -> list:
     """A non-empty list of [u, v] edges."""
     if not isinstance(value, list) or not value or not all(
@@ -60,14 +47,14 @@ _RULES = {
     "mining.algorithm": workflow.one_of(ALGORITHMS),
     "mining.k": workflow.integer(minimum=3),
     "mining.pattern": _pattern,
-    "mining.induced": _flag,
+    "mining.induced": workflow.boolean,
     "mining.max_edges": workflow.integer(minimum=1, maximum=gpipe.mining.FPM_MAX_EDGES),
     "mining.min_support": workflow.integer(minimum=1),
     "mining.random_labels": workflow.integer(minimum=1),
     "mining.seed": workflow.seed,
-    "mining.embeddings": _flag,
-    "mining.device_budget": _budget,
-    "mining.host_budget": _budget,
+    "mining.embeddings": workflow.boolean,
+    "mining.device_budget": workflow.byte_count,
+    "mining.host_budget": workflow.byte_count,
 }
 
 

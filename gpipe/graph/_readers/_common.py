@@ -222,11 +222,18 @@ def weights_fit(values):
     return bad == 0
 
 
-def _weights_taken(values: pd.Series) -> bool:
-    """Whether the fast path's weights are all ones gpipe takes; if not, the scan names the first bad line."""
-    if values.dtype.kind not in "iuf":
-        return False
-    return weights_fit(np.ascontiguousarray(values.to_numpy(dtype=np.float64)))
+def _fast_frame(src, dst, weight: pd.Series | None) -> pd.DataFrame | None:
+    """The frame a fast path read, or None where its weights are not all ones gpipe takes: the scan then names the
+    first bad line."""
+    if weight is not None and (weight.dtype.kind not in "iuf"
+                               or not weights_fit(np.ascontiguousarray(weight.to_numpy(dtype=np.float64)))):
+        return None
+    return _frame(src, dst, weight)
+
+
+def _scanned_frame(srcs: list[str], dsts: list[str], strings: bool, weights: list[float] | None) -> pd.DataFrame:
+    """The frame a line-by-line scan read: its ids typed as :func:`_ids` types them, its weights parsed already."""
+    return _frame(*_ids(srcs, dsts, strings), weights)
 
 
 def _is_utf8(text: str) -> bool:

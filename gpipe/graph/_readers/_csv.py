@@ -12,15 +12,14 @@ from ._common import (
     Piece,
     TablePlan,
     _both_int,
+    _fast_frame,
     _first_line,
-    _frame,
-    _ids,
     _is_utf8,
     _open_text,
     _pandas_warnings,
     _parse_weight,
     _piece_bytes,
-    _weights_taken,
+    _scanned_frame,
 )
 
 
@@ -62,9 +61,7 @@ def _csv_fast(plan: TablePlan, piece: Piece, strings: bool) -> pd.DataFrame | No
     if table.empty or list(table.columns) != header or table[list({*columns, header[-1]})].isna().any(axis=None):
         return None
     weight = table[columns[2]] if len(columns) == 3 else None
-    if weight is not None and not _weights_taken(weight):
-        return None
-    return _frame(table[src], table[dst], weight)
+    return _fast_frame(table[src], table[dst], weight)
 
 
 def _scan_csv(plan: TablePlan, piece: Piece, line: int, strings: bool) -> pd.DataFrame:
@@ -93,4 +90,4 @@ def _scan_csv(plan: TablePlan, piece: Piece, line: int, strings: bool) -> pd.Dat
                         picked[k].append(row[i])
         except csv.Error as exc:
             raise GpipeFileError(path, rows.line_num + line - 1, str(exc)) from None
-    return _frame(*_ids(picked[0], picked[1], strings), picked[2] if len(columns) == 3 else None)
+    return _scanned_frame(picked[0], picked[1], strings, picked[2] if len(columns) == 3 else None)

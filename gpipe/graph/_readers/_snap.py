@@ -24,15 +24,14 @@ from ._common import (
     _Uncommented,
     _both_int,
     _byte_range,
+    _fast_frame,
     _first_line,
-    _frame,
-    _ids,
     _is_utf8,
     _open_text,
     _pandas_warnings,
     _parse_weight,
+    _scanned_frame,
     _uncompressed_bytes,
-    _weights_taken,
     float32_misfits,
 )
 
@@ -106,9 +105,7 @@ def _snap_arrow(plan: TablePlan, piece: Piece, strings: bool) -> pd.DataFrame | 
     if not table.num_rows or any(column.null_count for column in table.columns):
         return None
     weight = pd.Series(table.column("2").to_numpy()) if "2" in keep else None
-    if weight is not None and not _weights_taken(weight):
-        return None
-    return _frame(table.column("0").to_numpy(), table.column("1").to_numpy(), weight)
+    return _fast_frame(table.column("0").to_numpy(), table.column("1").to_numpy(), weight)
 
 
 def _delimiter(start: bytes) -> str:
@@ -161,9 +158,7 @@ def _snap_fast(plan: TablePlan, piece: Piece, strings: bool) -> pd.DataFrame | N
     except _FAST_FAILURES:
         return None
     weight = table[2] if table.shape[1] == 3 and plan.keep_weight else None
-    if weight is not None and not _weights_taken(weight):
-        return None
-    return _frame(table[0], table[1], weight)
+    return _fast_frame(table[0], table[1], weight)
 
 
 def _scan_snap(plan: TablePlan, piece: Piece, line: int, strings: bool) -> pd.DataFrame:
@@ -177,4 +172,4 @@ def _scan_snap(plan: TablePlan, piece: Piece, line: int, strings: bool) -> pd.Da
         dsts.append(fields[1])
         if width == 3 and keep_weight:
             weights.append(_parse_weight(path, lineno, fields[2]))
-    return _frame(*_ids(srcs, dsts, strings), weights if width == 3 and keep_weight else None)
+    return _scanned_frame(srcs, dsts, strings, weights if width == 3 and keep_weight else None)
