@@ -98,7 +98,7 @@ def _select_alone(graph_id: str, part: int, degrees, frontier: str, segments: in
     """SELECT on this worker, on the out-edges of ``segments`` vertices of partition ``part``: drawn by degree
     (``frontier='degree'``, as a depth-1 frontier is), or uniformly among those with more than ``picks``."""
     from gpipe.runtime.workers import store, worker_xp
-    from gpipe.sampling._select import select
+    from gpipe._select import select
 
     x = worker_xp()
     p = store().partitions.get(graph_id, part)

@@ -1,7 +1,7 @@
 // Drawing an edge from Bingo's radix-factorized per-vertex sampling space (gpipe/dynamic/_space.py says the layout).
 // DECIMAL_GROUP, SPACE_TRIES, GROUP_ONE, GROUP_DENSE, GROUP_LISTED: defined by the loader (dynamic/_kernels.py's
 // PICK_DEFINES).
-// CPU twin: gpipe/dynamic/_kernels.py::pick_in_space (same random stream).
+// CPU twin: gpipe/_space_pick.py::pick_in_space (same random stream).
 #pragma once
 #include "rng.cuh"
 

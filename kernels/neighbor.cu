@@ -26,8 +26,8 @@
 // table (gpipe/_alias.py); uniform picks need neither. Warp w < slots uses
 // bitmap[w * ((max_degree + 7) / 8) ..] with use_bitmap (else the array may hold one element); warps beyond `slots`
 // leave at once. The rows are those of vertices lo.. (a partition's: indptr[v - lo]; 0 for the whole graph).
-// CPU twin: gpipe/sampling/_fused.py::_sample_cpu (the queue in order).
-// GP_NBR_*: defined by the loader, from gpipe/sampling/_fused.py; SELECT's constants from _select.py.
+// CPU twin: gpipe/_neighbor.py::_sample_cpu (the queue in order).
+// GP_NBR_*: defined by the loader, from gpipe/_neighbor.py; SELECT's constants from _select.py.
 #include "select.cuh"
 
 struct GpWeightBias {
@@ -189,7 +189,7 @@ __global__ void __launch_bounds__(GP_NBR_BLOCK, GP_NBR_MIN_BLOCKS) gp_sample_nei
 }
 
 // Every row's CDF of the weights, a warp per row: gp_segment_cdf's sums, into cdf[indptr[v] .. indptr[v + 1]),
-// and its count of positive weights into positive[v]. CPU twin: gpipe/sampling/_fused.py::_row_cdf_cpu.
+// and its count of positive weights into positive[v]. CPU twin: gpipe/_neighbor.py::_row_cdf_cpu.
 extern "C" __global__ void gp_row_cdf(const long long* __restrict__ indptr, const float* __restrict__ weights,
                                       long long num_rows, double* __restrict__ cdf, long long* __restrict__ positive) {
     const long long v = (blockIdx.x * (long long)blockDim.x + threadIdx.x) / GP_LANES;
@@ -206,7 +206,7 @@ extern "C" __global__ void gp_row_cdf(const long long* __restrict__ indptr, cons
 
 // The edges of task t (a warp each) at `at[t]` on (exclusive prefix sums of task_count, in queue order):
 // (instance, depth, src) from its item, dst each pick's head, in pick order. CPU twin:
-// gpipe/sampling/_fused.py::_pieces_cpu.
+// gpipe/_neighbor.py::_pieces_cpu.
 template <typename IdT>
 __global__ void gp_nbr_pieces(const long long* __restrict__ tasks, const long long* __restrict__ task_first,
                               const long long* __restrict__ task_count, const long long* __restrict__ at,

@@ -25,9 +25,9 @@
 // succeeded after GP_SELECT_ROUNDS rounds (extremely skewed biases) is made by
 // one updated-sampling pass, which keeps it exact. Draws: (step, 0, 1, ...);
 // every lane makes the same draws and searches, lane 0 records the picks.
-// CPU twin: gpipe/sampling/_select.py::_select_cpu.
+// CPU twin: gpipe/_select.py::_select_cpu.
 // GP_SELECT_ROUNDS, GP_LANES and the methods GP_SELECT_BIPARTITE, GP_SELECT_UPDATED, GP_SELECT_WITH_REPLACEMENT:
-// defined by the loader, from gpipe/sampling/_select.py (ROUNDS, LANES, METHODS).
+// defined by the loader, from gpipe/_select.py (ROUNDS, LANES, METHODS).
 #include "select.cuh"
 
 extern "C" __global__ void gp_select(long long nseg, const long long* __restrict__ offsets,

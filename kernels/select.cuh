@@ -1,6 +1,6 @@
 // SELECT's device functions (C-SAW, Fig. 5), shared by gp_select (select.cu) and the fused neighbor sampler
 // (neighbor.cu); the rule is written in select.cu. GP_SELECT_ROUNDS, GP_LANES and the methods: defined by the
-// loader, from gpipe/sampling/_select.py.
+// loader, from gpipe/_select.py.
 #pragma once
 #include "alias.cuh"
 #include "rng.cuh"

@@ -136,7 +136,7 @@ def test_no_module_imports_another_packages_private_names():
 # the units (a top-level module, or a subpackage as a whole), lazy imports inside functions included.
 FLOORS = (
     ("errors", "config", "backend", "kernels", "_validate", "_files", "_rng", "_search", "_alias", "_csr",
-     "_progress", "_batch_config"),  # base
+     "_progress", "_batch_config", "_select", "_neighbor", "_space_pick"),  # base
     ("runtime",),
     ("graph",),
     ("walks", "sampling", "mining", "counting", "dynamic", "gnn", "sort"),  # the families

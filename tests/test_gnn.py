@@ -200,10 +200,10 @@ def test_one_and_four_partitions_give_the_same_blocks(graphs, config):
 @pytest.mark.parametrize("weighted", [False, True])
 def test_a_hops_picks_are_selects_the_samplings_one_rule(graphs, weighted):
     """Hop 0 of a batch (batch 0) picks each seed's edges as SELECT does its row: stream ``batch * n + vertex`` at
-    step 0, the bipartite method; the same picks, in the same order, as SELECT (``gpipe.sampling._select.select``) gives."""
+    step 0, the bipartite method; the same picks, in the same order, as SELECT (``gpipe._select.select``) gives."""
     from gpipe import _rng
     from gpipe.gnn._local import local_graph
-    from gpipe.sampling._select import select
+    from gpipe._select import select
 
     g = graphs["one"]
     blocks = gpipe.gnn.sample_blocks(g, SEEDS, [6], seed=4, weighted=weighted)

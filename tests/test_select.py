@@ -9,7 +9,7 @@ import pytest
 from scipy import stats
 
 from gpipe import _rng
-from gpipe.sampling._select import METHODS, select
+from gpipe._select import METHODS, select
 
 ALPHA = 1e-3
 KEY = _rng.key(11)

@@ -4,16 +4,15 @@
 partition's vertices and, per vertex, the groups of its biases' radix factorization, an alias table over them and
 the decimal group of floating-point biases; a batch of inserts, deletes and re-weights applies in log order per
 vertex, completely or not at all. A :class:`Snapshot` pins one committed version for runs (the walks of
-``gpipe.walks`` take one), which draw each step with :func:`pick_in_space` (CUDA: ``kernels/dynamic.cuh``).
+``gpipe.walks`` take one), which draw each step with ``pick_in_space`` (``gpipe/_space_pick.py``, which the
+walks share; CUDA: ``kernels/dynamic.cuh``).
 :func:`update_log` makes the logs of Bingo's evaluation from a graph's edges; :func:`read_updates` reads a log
 from a file.
 """
 
 from ._graph import Applied, DynamicGraph, Snapshot
-from ._kernels import PICK_DEFINES, SPACE_ARGS, pick_in_space
 from ._log import UPDATE_COLUMNS, read_updates, update_log
 from ._space import SamplingSpace, SpaceView
 
-__all__ = ["PICK_DEFINES", "SPACE_ARGS", "UPDATE_COLUMNS", "Applied", "DynamicGraph", "SamplingSpace", "Snapshot",
-           "SpaceView",
-           "pick_in_space", "read_updates", "update_log"]
+__all__ = ["UPDATE_COLUMNS", "Applied", "DynamicGraph", "SamplingSpace", "Snapshot", "SpaceView", "read_updates",
+           "update_log"]

@@ -47,6 +47,7 @@ from typing import Any
 import numpy as np
 
 from .. import _rng, config
+from .._space_pick import DECIMAL, SPACE_ARGS, _DENSE, _ONE
 from .._validate import check_array, check_int, check_probability
 from ..backend import cpu_threads, device_of, group_max, resolve, segments, to_host, xp
 from ..errors import GpipeError, GpipeValueError
@@ -56,17 +57,13 @@ from ._kernels import (
     CHUNK,
     CHUNKS,
     COUNT,
-    DECIMAL,
     ELEMENTS,
     MAX_GROUPS,
     PLACE,
     PLAY,
     SAMPLE,
-    SPACE_ARGS,
-    _DENSE,
     _GROUP_FIELDS,
     _INSERT,
-    _ONE,
     _TABLES,
     _pair_order,
     _replay,

@@ -1,6 +1,6 @@
 """Multi-hop neighbor sampling of one mini-batch on an in-process CSR: fused (one queue for every hop) or per hop.
 
-Both pick as ``gpipe.sampling.neighbor`` does, with its fused neighbor sampler (:func:`gpipe.sampling.neighbor_queue`)
+Both pick as ``gpipe.sampling.neighbor`` does, with its fused neighbor sampler (``gpipe._neighbor.neighbor_queue``)
 and SELECT's rule: a batch is one instance, its hops the depths, each with its own fanout (below 0: every out-edge,
 in order). Fused (PGSampler): the sampler's persistent kernel over a global task
 queue, in which a hop's destinations are the next hop's sources too, then four small kernels (CUDA in
@@ -20,9 +20,9 @@ from itertools import pairwise
 
 import numpy as np
 
+from .._neighbor import neighbor_queue
 from ..backend import cpu_kernel, device_of, segments, to_host, unique, xp
 from ..kernels import Arg, Kernel
-from ..sampling import neighbor_queue
 from ._blocks import Block, Blocks
 
 _ONE = np.uint64(1)

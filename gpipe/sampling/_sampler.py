@@ -37,6 +37,7 @@ from typing import Callable
 import numpy as np
 
 from .. import _rng, config
+from .._select import METHODS
 from .._validate import (
     check_array,
     check_bool,
@@ -52,7 +53,6 @@ from ..errors import GpipeValueError
 from ..graph import check_graph, oriented
 from ..runtime import StartSet, StepSpec, check_memory, output_totals, run_supersteps
 from ._result import EdgeSample, SampleLayout
-from ._select import METHODS
 from ._step import EDGE_COLUMNS, FRONTIER, NEIGHBORS, POOL, _seed_entries, _step, entry_spans
 
 VERTEX_BIASES = ("uniform", "degree")

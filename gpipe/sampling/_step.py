@@ -9,14 +9,13 @@ import dataclasses
 import numpy as np
 import psutil
 
-from .. import _rng
+from .. import _neighbor, _rng
+from .._select import select
 from ..backend import ranges_within, to_host, unique
 from ..errors import GpipeValueError
 from ..runtime import VERTEX, Run, Span, StartSet, StepSpec
 from ..runtime.workers import graph_array, worker_xp
-from . import _fused
 from ._race import race
-from ._select import select
 
 POOL, FRONTIER, EXPAND, NEIGHBORS, RESOLVE = range(5)  # the stages an entry goes through
 
@@ -57,7 +56,7 @@ def _seed_entries(x, spec: StepSpec, lo: int, hi: int, n: int, seeds: StartSet) 
 
 def _fused_sample(x, part, entries: dict, spec: StepSpec):
     s = spec.params
-    out = _fused.sample(x, part, entries["instance"], entries["vertex"], key=spec.key, num_vertices=s.num_vertices,
+    out = _neighbor.sample(x, part, entries["instance"], entries["vertex"], key=spec.key, num_vertices=s.num_vertices,
                         fanouts=s.neighbor_sizes, step=NEIGHBOR_STEP, weighted=s.edge_bias == "weight",
                         replace=s.replace, method=s.select, bitmap=s.bitmap, max_degree=s.max_degree)
     movers = {"instance": x.zeros(0, x.int64), "vertex": x.zeros(0, x.int64), "depth": x.zeros(0, x.int32),
@@ -126,7 +125,7 @@ def _gather_neighbors(x, part, instance, vertex, depth, spec: StepSpec, run: Run
     level = int(depth[0]) if depth.size else 0  # every entry here is at the same depth
     if spec.params.neighbor_pool == "vertex" and _row_picks(spec, level):  # off the CSR rows, no candidate table
         s = spec.params
-        out = _fused.sample(x, part, instance, vertex, key=spec.key, num_vertices=n,
+        out = _neighbor.sample(x, part, instance, vertex, key=spec.key, num_vertices=n,
                             fanouts=(s.neighbor_sizes[level],), step=NEIGHBOR_STEP + level,
                             weighted=s.edge_bias == "weight", replace=s.replace, method=s.select, bitmap=s.bitmap, max_degree=s.max_degree)
         return _picked(x, spec, out["instance"], level, out["src"], out["dst"], out["iterations"])
@@ -264,7 +263,7 @@ def _reverse(x, instance, spec: StepSpec):
 
 
 def _row_picks(spec: StepSpec, level: int) -> bool:
-    """Whether each entry at depth ``level`` picks straight off its vertex's CSR row (``_fused.sample``, one depth):
+    """Whether each entry at depth ``level`` picks straight off its vertex's CSR row (``_neighbor.sample``, one depth):
     a built-in edge bias and a fixed count, the same picks as SELECT over its candidate table, which is not made (at
     a hub, a row of its degree per instance that reaches it)."""
     return spec.params.edge_bias in ("uniform", "weight") and isinstance(spec.params.neighbor_sizes[level], int)

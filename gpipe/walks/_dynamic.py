@@ -2,7 +2,7 @@
 
 First-order (``advance_dynamic``): DeepWalk (uniform, or biased by weight through the sampling space), walks with
 jump, walks with restart (PPR) — the semantics and draws of ``_first_order``. Draws per step: 0 = teleport?, then
-uniform: 1 = the edge; weighted: 1 .. = :func:`~gpipe.dynamic.pick_in_space` from draw 1.
+uniform: 1 = the edge; weighted: 1 .. = ``pick_in_space`` (``gpipe/_space_pick.py``) from draw 1.
 
 node2vec (``advance_node2vec_dynamic``): the static walk's rule (``_node2vec``): a candidate x drawn as a first-order
 step (uniform over v's edges, or from the space by weight; a duplicated edge counts once per copy) is accepted with
@@ -25,8 +25,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._space_pick import SPACE_ARGS
 from ..backend import cpu_kernel, prange, unique
-from ..dynamic import SPACE_ARGS
 from ..kernels import Arg, Kernel
 from ..runtime import VERTEX, Run, Span, StepSpec, step_kernel
 from ._borrowed import borrowed_lists

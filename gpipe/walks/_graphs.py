@@ -27,7 +27,7 @@ from numba.extending import overload
 from .. import _rng
 from .._alias import draw
 from .._search import pick_edge
-from ..dynamic import PICK_DEFINES, pick_in_space
+from .._space_pick import PICK_DEFINES, pick_in_space
 
 Csr = namedtuple("Csr", "indices cdf weighted indptr table")
 # How a static partition's edge is picked (Csr.weighted; GpCsrEdges' `weighted`): uniformly, by inverse transform

@@ -167,7 +167,7 @@ def test_deepwalk_gpu_string_ids_and_starts(gpu_cluster, cpu_cluster):
 @pytest.mark.parametrize("bitmap", [True, False])
 @pytest.mark.parametrize("largest,segments", [(60, 5000), (3000, 400)])  # one round of the warp's search, or several
 def test_select_cuda_equals_cpu_twin(method, bitmap, largest, segments):
-    from gpipe.sampling._select import select
+    from gpipe._select import select
 
     rng = np.random.default_rng(3)
     sizes = rng.integers(0, largest, segments)

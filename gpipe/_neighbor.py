@@ -18,12 +18,12 @@ from typing import Any
 
 import numpy as np
 
-from .. import _rng
-from .._alias import tables
-from .._csr import row_span
-from ..backend import cpu_kernel, device_of, prange, unique, xp
-from ..kernels import Arg, Kernel
+from . import _rng
+from ._alias import tables
+from ._csr import row_span
 from ._select import LANES, METHODS, ROUNDS, _WITH_REPLACEMENT, positive_counts, segment_cdf, select_segment
+from .backend import cpu_kernel, device_of, prange, unique, xp
+from .kernels import Arg, Kernel
 
 TAIL, PENDING, ITERATIONS, EDGES = range(4)  # the counters (EDGES + depth: that depth's edge slots taken)
 TICKETS = 4  # queue slots a warp takes at once (one add to the shared `next` per 4 tasks)

@@ -31,10 +31,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import _alias, _rng
-from .._search import first_above
-from ..backend import cpu_kernel, device_of, prange, xp
-from ..kernels import Arg, Kernel
+from . import _alias, _rng
+from ._search import first_above
+from .backend import cpu_kernel, device_of, prange, xp
+from .kernels import Arg, Kernel
 
 METHODS = {"bipartite": 0, "updated": 1, "repeated": 2, "alias": 2}  # the kernels' collision rule (alias: repeated's)
 _WITH_REPLACEMENT = 3
