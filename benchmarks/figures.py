@@ -50,7 +50,7 @@ def draw(report: dict, path: str) -> str | None:
               "dynamic_updates": _dynamic_updates, "io": _io,
               "interval_coverage": _interval_coverage, "superstep": _superstep, "superstep_kernel": _superstep_kernel,
               "memory": _memory, "first_call": _first_call, "locality": _locality,
-              "embeddings": _embeddings}.get(report.get("benchmark"))
+              "embeddings": _embeddings, "graphsage": _graphsage}.get(report.get("benchmark"))
     if family is not None:
         fig = family(plt, report)
         fig.savefig(path, dpi=110)
@@ -384,6 +384,29 @@ def _time_to_f1(plt, report: dict):
     ax.set_xlabel("seconds")
     ax.set_ylabel(f"Macro-F1 ({gpipe_record['graph']}, {gpipe_record['splits']} splits)")
     ax.legend(fontsize=8)
+    fig.suptitle(_title(report), fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+def _graphsage(plt, report: dict):
+    """``graphsage.py``: per loader, an epoch's seconds split into waiting on the loader (sampling) and training."""
+    records = report["records"]
+    fig, ax = plt.subplots(figsize=(7, 0.6 * len(records) + 1.6))
+    y = np.arange(len(records))
+    ran = [r for r in records if "error" not in r]
+    sampling = [r.get("sampling_seconds", 0.0) for r in records]
+    training = [r.get("training_seconds", 0.0) for r in records]
+    ax.barh(y, sampling, color="tab:orange", label="waiting on the loader (sampling)")
+    rects = ax.barh(y, training, left=sampling, color="tab:blue", label="training steps")
+    ax.bar_label(rects, [f"{r['seconds']:.2f} s, sampling {r['sampling_share']:.0%}" if "error" not in r
+                         else f"did not run: {r['error']}"[:60] for r in records], fontsize=7, padding=3)
+    ax.set_yticks(y, [r["loader"] for r in records])
+    ax.invert_yaxis()
+    ax.set_xlabel(f"seconds per epoch ({report['parameters']['seeds']:,} seeds, batches of "
+                  f"{report['parameters']['batch_size']:,}, fanouts {report['parameters']['fanouts']})")
+    ax.set_xlim(right=max([r["seconds"] for r in ran] or [1.0]) * 1.6)
+    ax.legend(fontsize=8, loc="lower right")
     fig.suptitle(_title(report), fontsize=9)
     fig.tight_layout()
     return fig
