@@ -2,15 +2,18 @@
 the seed only — not on fused or per-hop runs, nor on the partitioning. CPU; the CUDA twin is in tests/gpu."""
 
 import importlib.util
+import subprocess
+import sys
 import time
 
+import numba
 import numpy as np
 import pandas as pd
 import pytest
 from scipy import stats
 
 import gpipe
-from gpipe.errors import GpipeValueError
+from gpipe.errors import GpipeError, GpipeValueError
 
 ALPHA = 1e-3  # the false-alarm rate of each chi-square test (its seed is fixed: it fails or passes every time)
 
@@ -290,27 +293,57 @@ def test_loader_batches_depend_on_the_seed_and_epoch_only(graphs):
     assert not all(np.array_equal(x.output_nodes, y.output_nodes) for x, y in zip(epoch(a, 0), first))
 
 
-@pytest.mark.skipif(importlib.util.find_spec("torch") is not None, reason="torch is installed")
-def test_without_torch_the_loader_is_a_plain_iterable_of_len_batches(graphs):
-    loader = gpipe.gnn.NeighborLoader(graphs["one"], np.arange(100), [3, 2], batch_size=32, seed=1)
+def _not_installed(monkeypatch, *packages):
+    """Make importing each package (and its modules already imported) fail, as where it is not installed."""
+    for name in [m for m in list(sys.modules) if m.split(".")[0] in packages] + list(packages):
+        monkeypatch.setitem(sys.modules, name, None)
+
+
+def test_where_torch_cannot_be_imported_the_loader_is_a_plain_iterable_of_len_batches(graphs, monkeypatch):
+    _not_installed(monkeypatch, "torch")
+    spec = importlib.util.find_spec("gpipe.gnn._loader")
+    plain = importlib.util.module_from_spec(spec)  # the loader's module as its first import makes it without torch
+    monkeypatch.setitem(sys.modules, spec.name, plain)
+    spec.loader.exec_module(plain)
+    loader = plain.NeighborLoader(graphs["one"], np.arange(100), [3, 2], batch_size=32, seed=1)
     assert type(loader).__mro__[1:] == (object,) and len(loader) == 4
     batches = iter(loader)
     assert next(batches).output_nodes.size == 32 and [b.output_nodes.size for b in batches] == [32, 32, 4]
 
 
-def test_a_torch_dataloader_yields_the_loaders_batches_from_this_process_and_from_worker_processes(graphs):
-    """Not run where torch is not installed (gpipe's CI without the gnn extra)."""
+def test_importing_gpipe_imports_no_torch():
+    """Every Dask worker imports gpipe: torch (2 s and 180 MB) comes only with the loader's first use."""
+    code = "import sys, gpipe; gpipe.gnn.sample_blocks; print(sorted({m.split('.')[0] for m in sys.modules} & " \
+           "{'torch', 'torch_geometric', 'dgl'}))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_a_torch_dataloader_yields_the_loaders_batches_from_this_process_and_from_spawned_workers(graphs):
     data = pytest.importorskip("torch.utils.data")
     loader = gpipe.gnn.NeighborLoader(graphs["one"], np.arange(100), [3, 2], batch_size=16, seed=1)
     assert isinstance(loader, data.IterableDataset)
     loader.set_epoch(2)
     expected = list(loader)
-    for workers in (0, 2):
+    for workers, context in ((0, None), (2, "spawn")):
         loader.set_epoch(2)
-        batches = list(data.DataLoader(loader, batch_size=None, num_workers=workers))
+        batches = list(data.DataLoader(loader, batch_size=None, num_workers=workers, multiprocessing_context=context))
         assert len(batches) == len(expected) == len(data.DataLoader(loader, batch_size=None)) == 7, workers
         for got, want in zip(batches, expected):  # the workers' shares, interleaved back in order
             _assert_same(got, want)
+
+
+def test_a_dataloader_worker_forked_after_numbas_openmp_threads_ran_says_to_spawn(graphs):
+    data = pytest.importorskip("torch.utils.data")
+    loader = gpipe.gnn.NeighborLoader(graphs["one"], np.arange(100), [3, 2], batch_size=16, seed=1)
+    list(loader)  # the shuffle's and the sampler's parallel kernels run here first
+    if numba.threading_layer() != "omp":
+        pytest.skip(f"numba's threading layer here is {numba.threading_layer()!r}, which survives a fork")
+    forked = data.DataLoader(loader, batch_size=None, num_workers=1, multiprocessing_context="fork")
+    with pytest.raises(GpipeError, match=r"gpipe.gnn.NeighborLoader cannot run in this process: it was forked from "
+                                         r"one whose numba CPU kernels ran on OpenMP threads.*'spawn' or 'forkserver' "
+                                         r"\(DataLoader\(\.\.\., multiprocessing_context='spawn'\)\)"):
+        list(forked)
 
 
 @pytest.fixture(scope="module")
@@ -346,8 +379,8 @@ def test_dgls_sampler_and_loader_arguments_sample_what_gpipes_loader_samples_inw
         _assert_same(got, want)
 
 
-@pytest.mark.skipif(importlib.util.find_spec("torch") is not None, reason="torch is installed")
-def test_the_ported_loaders_say_what_to_install_for_their_batches(cpu, directed):
+def test_the_ported_loaders_say_what_to_install_for_their_batches(cpu, directed, monkeypatch):
+    _not_installed(monkeypatch, "torch")
     with pytest.raises(ImportError, match=r"Blocks.to_pyg\(\) needs torch"):
         next(iter(gpipe.gnn.pyg.NeighborLoader(directed, [2], input_nodes=[0, 1])))
     with pytest.raises(ImportError, match=r"Blocks.to_dgl\(\) needs torch"):
@@ -377,11 +410,15 @@ def test_loader_gathers_the_feature_rows_of_the_input_nodes_and_the_labels_of_th
     assert next(iter(gpipe.gnn.NeighborLoader(graphs["one"], SEEDS, [4], batch_size=5))).labels is None
 
 
-@pytest.mark.skipif(importlib.util.find_spec("torch") is not None, reason="torch is installed")
-@pytest.mark.parametrize("method", ["to_pyg", "to_dgl"])
-def test_adapters_without_torch_say_what_to_install(graphs, method):
+@pytest.mark.parametrize("method, missing", [("to_pyg", "torch"), ("to_dgl", "torch"), ("to_pyg", "torch_geometric"),
+                                             ("to_dgl", "dgl")])
+def test_adapters_without_their_library_say_what_to_install(graphs, monkeypatch, method, missing):
+    if missing != "torch":
+        pytest.importorskip("torch")  # asked for first
+    _not_installed(monkeypatch, missing)
     blocks = gpipe.gnn.sample_blocks(graphs["one"], SEEDS, [2])
-    with pytest.raises(ImportError, match=rf"Blocks.{method}\(\) needs torch, which cannot be imported .*gpipe\[gnn\]"):
+    with pytest.raises(ImportError, match=rf"Blocks.{method}\(\) needs {missing}, which cannot be imported .*"
+                                          rf"gpipe\[gnn\]"):
         getattr(blocks, method)()
 
 
