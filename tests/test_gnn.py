@@ -453,6 +453,101 @@ def test_to_dgl_gives_blocks_a_sage_stack_takes(graphs):
     assert h.shape == (SEEDS.size, 8)
 
 
+# -- the acceptance of issue 68: GraphSAGE trained PyG's way over gpipe's loader, on a directed graph ---------------
+
+PLANTED, IN_DEGREE = 600, 5
+
+
+def _planted(seed: int = 4) -> tuple:
+    """A directed graph in which every vertex has 5 in-edges from distinct others; a color (0 or 1) per vertex, one-hot
+    in the first 2 of its 8 noisy features; as its label the color most of its in-neighbors have, of which its own
+    features and its out-neighbors' say nothing. Returns the edges, the features and the labels."""
+    rng = np.random.default_rng(seed)
+    src = np.concatenate([rng.choice(np.delete(np.arange(PLANTED), v), IN_DEGREE, replace=False)
+                          for v in range(PLANTED)])
+    color = rng.integers(0, 2, PLANTED)
+    features = rng.normal(0, 0.2, (PLANTED, 8)).astype(np.float32)
+    features[np.arange(PLANTED), color] += 1
+    labels = (color[src].reshape(PLANTED, IN_DEGREE).sum(axis=1) > IN_DEGREE // 2).astype(np.int64)
+    return pd.DataFrame({"src": src, "dst": np.repeat(np.arange(PLANTED), IN_DEGREE)}), features, labels
+
+
+@pytest.fixture(scope="module")
+def planted(cpu_cluster):
+    frame, features, labels = _planted()
+    with cpu_cluster.as_current():
+        g = gpipe.from_edges(frame, directed=True, partitions=2, num_vertices=PLANTED)
+        yield g, frame, features, labels
+        g.release()
+
+
+def test_pygs_loader_gives_each_seed_its_in_edges_pointing_from_its_in_neighbors(cpu, planted):
+    pytest.importorskip("torch_geometric")
+    g, frame, features, labels = planted
+    edges = set(zip(frame.src.tolist(), frame.dst.tolist()))
+    in_neighbors = frame.groupby("dst")["src"].apply(sorted).to_dict()
+    loader = gpipe.gnn.pyg.NeighborLoader(g, num_neighbors=[IN_DEGREE, 3], input_nodes=np.arange(0, PLANTED, 7),
+                                          batch_size=16, shuffle=True, edge_dir="in", features=features,
+                                          labels=labels)
+    for data in loader:
+        n_id = data.n_id.numpy()
+        src, dst = n_id[data.edge_index.numpy()]  # as the graph's ids; messages flow from row 0 to row 1
+        assert set(zip(src.tolist(), dst.tolist())) <= edges, "a sampled edge that is no edge u -> v of the graph"
+        first = data.num_sampled_edges[0]  # the first hop's edges: those into the seeds
+        for seed in n_id[:data.batch_size]:
+            assert sorted(src[:first][dst[:first] == seed].tolist()) == in_neighbors[seed]
+        np.testing.assert_array_equal(data.x.numpy(), features[n_id])
+        np.testing.assert_array_equal(data.y.numpy(), labels[n_id[:data.batch_size]])
+
+
+def test_graphsage_trained_pygs_way_over_gpipes_loader_learns_labels_planted_in_the_in_neighbors(cpu, planted):
+    pytest.importorskip("torch_geometric")
+    import torch
+    from torch_geometric.nn import SAGEConv
+
+    g, _, features, labels = planted
+    order = np.random.default_rng(5).permutation(PLANTED)
+    train, test = order[:420], order[420:]
+
+    def loader(seeds, shuffle):
+        return gpipe.gnn.pyg.NeighborLoader(g, num_neighbors=[IN_DEGREE, IN_DEGREE], input_nodes=seeds,
+                                            batch_size=64, shuffle=shuffle, edge_dir="in", features=features,
+                                            labels=labels, seed=1)
+
+    class GraphSAGE(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv1, self.conv2 = SAGEConv(8, 32), SAGEConv(32, 2)
+
+        def forward(self, x, edge_index):
+            return self.conv2(self.conv1(x, edge_index).relu(), edge_index)
+
+    def accuracy(model) -> float:
+        model.eval()
+        with torch.no_grad():
+            right = sum(int((model(data.x, data.edge_index)[:data.batch_size].argmax(1) == data.y).sum())
+                        for data in loader(test, shuffle=False))
+        return right / test.size
+
+    torch.manual_seed(0)
+    model = GraphSAGE()
+    optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
+    before, losses, batches = accuracy(model), [], loader(train, shuffle=True)
+    for _ in range(8):
+        model.train()
+        total = 0.0
+        for data in batches:  # PyG's loop, as its examples write it
+            optimizer.zero_grad()
+            loss = torch.nn.functional.cross_entropy(model(data.x, data.edge_index)[:data.batch_size], data.y)
+            loss.backward()
+            optimizer.step()
+            total += loss.item() * data.batch_size
+        losses.append(total / train.size)
+    after = accuracy(model)
+    assert losses[-1] < 0.5 * losses[0], losses
+    assert after > 0.85 and after > before + 0.2, (before, after)  # chance: 0.5
+
+
 # -- run_on_workers: a loader on every worker, over its share of the seeds ----------------------
 
 def _batches(loader, rank, world_size, epochs=2):
