@@ -24,7 +24,7 @@ import numba
 import numpy as np
 
 from ._validate import check_choice
-from .errors import DeviceUnavailableError
+from .errors import DeviceUnavailableError, GpipeError
 
 DEVICES = ("auto", "cpu", "gpu")
 
@@ -225,6 +225,30 @@ prange = numba.prange
 def set_cpu_threads(n: int) -> None:
     """Threads the numba CPU twins may use in this process."""
     numba.set_num_threads(max(1, min(int(n), numba.config.NUMBA_NUM_THREADS)))  # type: ignore[attr-defined]
+
+
+_FORKED_AFTER_OPENMP = False  # whether this process was forked from one whose parallel CPU twins ran on OpenMP
+
+
+def _note_fork() -> None:
+    global _FORKED_AFTER_OPENMP
+    try:
+        _FORKED_AFTER_OPENMP = numba.threading_layer() == "omp"
+    except ValueError:  # no parallel twin ran before the fork: this process starts numba's threads afresh
+        pass
+
+
+os.register_at_fork(after_in_child=_note_fork)
+
+
+def check_cpu_kernels_run_here(who: str, remedy: str) -> None:
+    """Raise :class:`GpipeError` where numba's parallel CPU twins cannot run: in a process forked from one in which
+    they ran on GNU OpenMP's threads, which numba's OpenMP layer ends at its first parallel kernel (GNU OpenMP is not
+    fork-safe), so that the caller learns why and ``remedy`` instead of a process gone."""
+    if _FORKED_AFTER_OPENMP:
+        raise GpipeError(f"{who} cannot run in this process: it was forked from one whose numba CPU kernels ran on "
+                         f"OpenMP threads, which do not survive a fork; start the process with 'spawn' or "
+                         f"'forkserver' ({remedy})")
 
 
 @contextlib.contextmanager

@@ -2,15 +2,18 @@
 the seed only — not on fused or per-hop runs, nor on the partitioning. CPU; the CUDA twin is in tests/gpu."""
 
 import importlib.util
+import subprocess
+import sys
 import time
 
+import numba
 import numpy as np
 import pandas as pd
 import pytest
 from scipy import stats
 
 import gpipe
-from gpipe.errors import GpipeValueError
+from gpipe.errors import GpipeError, GpipeValueError
 
 ALPHA = 1e-3  # the false-alarm rate of each chi-square test (its seed is fixed: it fails or passes every time)
 
@@ -290,27 +293,57 @@ def test_loader_batches_depend_on_the_seed_and_epoch_only(graphs):
     assert not all(np.array_equal(x.output_nodes, y.output_nodes) for x, y in zip(epoch(a, 0), first))
 
 
-@pytest.mark.skipif(importlib.util.find_spec("torch") is not None, reason="torch is installed")
-def test_without_torch_the_loader_is_a_plain_iterable_of_len_batches(graphs):
-    loader = gpipe.gnn.NeighborLoader(graphs["one"], np.arange(100), [3, 2], batch_size=32, seed=1)
+def _not_installed(monkeypatch, *packages):
+    """Make importing each package (and its modules already imported) fail, as where it is not installed."""
+    for name in [m for m in list(sys.modules) if m.split(".")[0] in packages] + list(packages):
+        monkeypatch.setitem(sys.modules, name, None)
+
+
+def test_where_torch_cannot_be_imported_the_loader_is_a_plain_iterable_of_len_batches(graphs, monkeypatch):
+    _not_installed(monkeypatch, "torch")
+    spec = importlib.util.find_spec("gpipe.gnn._loader")
+    plain = importlib.util.module_from_spec(spec)  # the loader's module as its first import makes it without torch
+    monkeypatch.setitem(sys.modules, spec.name, plain)
+    spec.loader.exec_module(plain)
+    loader = plain.NeighborLoader(graphs["one"], np.arange(100), [3, 2], batch_size=32, seed=1)
     assert type(loader).__mro__[1:] == (object,) and len(loader) == 4
     batches = iter(loader)
     assert next(batches).output_nodes.size == 32 and [b.output_nodes.size for b in batches] == [32, 32, 4]
 
 
-def test_a_torch_dataloader_yields_the_loaders_batches_from_this_process_and_from_worker_processes(graphs):
-    """Not run where torch is not installed (gpipe's CI without the gnn extra)."""
+def test_importing_gpipe_imports_no_torch():
+    """Every Dask worker imports gpipe: torch (2 s and 180 MB) comes only with the loader's first use."""
+    code = "import sys, gpipe; gpipe.gnn.sample_blocks; print(sorted({m.split('.')[0] for m in sys.modules} & " \
+           "{'torch', 'torch_geometric', 'dgl'}))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_a_torch_dataloader_yields_the_loaders_batches_from_this_process_and_from_spawned_workers(graphs):
     data = pytest.importorskip("torch.utils.data")
     loader = gpipe.gnn.NeighborLoader(graphs["one"], np.arange(100), [3, 2], batch_size=16, seed=1)
     assert isinstance(loader, data.IterableDataset)
     loader.set_epoch(2)
     expected = list(loader)
-    for workers in (0, 2):
+    for workers, context in ((0, None), (2, "spawn")):
         loader.set_epoch(2)
-        batches = list(data.DataLoader(loader, batch_size=None, num_workers=workers))
+        batches = list(data.DataLoader(loader, batch_size=None, num_workers=workers, multiprocessing_context=context))
         assert len(batches) == len(expected) == len(data.DataLoader(loader, batch_size=None)) == 7, workers
         for got, want in zip(batches, expected):  # the workers' shares, interleaved back in order
             _assert_same(got, want)
+
+
+def test_a_dataloader_worker_forked_after_numbas_openmp_threads_ran_says_to_spawn(graphs):
+    data = pytest.importorskip("torch.utils.data")
+    loader = gpipe.gnn.NeighborLoader(graphs["one"], np.arange(100), [3, 2], batch_size=16, seed=1)
+    list(loader)  # the shuffle's and the sampler's parallel kernels run here first
+    if numba.threading_layer() != "omp":
+        pytest.skip(f"numba's threading layer here is {numba.threading_layer()!r}, which survives a fork")
+    forked = data.DataLoader(loader, batch_size=None, num_workers=1, multiprocessing_context="fork")
+    with pytest.raises(GpipeError, match=r"gpipe.gnn.NeighborLoader cannot run in this process: it was forked from "
+                                         r"one whose numba CPU kernels ran on OpenMP threads.*'spawn' or 'forkserver' "
+                                         r"\(DataLoader\(\.\.\., multiprocessing_context='spawn'\)\)"):
+        list(forked)
 
 
 @pytest.fixture(scope="module")
@@ -346,8 +379,8 @@ def test_dgls_sampler_and_loader_arguments_sample_what_gpipes_loader_samples_inw
         _assert_same(got, want)
 
 
-@pytest.mark.skipif(importlib.util.find_spec("torch") is not None, reason="torch is installed")
-def test_the_ported_loaders_say_what_to_install_for_their_batches(cpu, directed):
+def test_the_ported_loaders_say_what_to_install_for_their_batches(cpu, directed, monkeypatch):
+    _not_installed(monkeypatch, "torch")
     with pytest.raises(ImportError, match=r"Blocks.to_pyg\(\) needs torch"):
         next(iter(gpipe.gnn.pyg.NeighborLoader(directed, [2], input_nodes=[0, 1])))
     with pytest.raises(ImportError, match=r"Blocks.to_dgl\(\) needs torch"):
@@ -377,11 +410,15 @@ def test_loader_gathers_the_feature_rows_of_the_input_nodes_and_the_labels_of_th
     assert next(iter(gpipe.gnn.NeighborLoader(graphs["one"], SEEDS, [4], batch_size=5))).labels is None
 
 
-@pytest.mark.skipif(importlib.util.find_spec("torch") is not None, reason="torch is installed")
-@pytest.mark.parametrize("method", ["to_pyg", "to_dgl"])
-def test_adapters_without_torch_say_what_to_install(graphs, method):
+@pytest.mark.parametrize("method, missing", [("to_pyg", "torch"), ("to_dgl", "torch"), ("to_pyg", "torch_geometric"),
+                                             ("to_dgl", "dgl")])
+def test_adapters_without_their_library_say_what_to_install(graphs, monkeypatch, method, missing):
+    if missing != "torch":
+        pytest.importorskip("torch")  # asked for first
+    _not_installed(monkeypatch, missing)
     blocks = gpipe.gnn.sample_blocks(graphs["one"], SEEDS, [2])
-    with pytest.raises(ImportError, match=rf"Blocks.{method}\(\) needs torch, which cannot be imported .*gpipe\[gnn\]"):
+    with pytest.raises(ImportError, match=rf"Blocks.{method}\(\) needs {missing}, which cannot be imported .*"
+                                          rf"gpipe\[gnn\]"):
         getattr(blocks, method)()
 
 
@@ -414,6 +451,101 @@ def test_to_dgl_gives_blocks_a_sage_stack_takes(graphs):
     for block in dgl_blocks:
         h = SAGEConv(8, 8, "mean")(block, h)
     assert h.shape == (SEEDS.size, 8)
+
+
+# -- the acceptance of issue 68: GraphSAGE trained PyG's way over gpipe's loader, on a directed graph ---------------
+
+PLANTED, IN_DEGREE = 600, 5
+
+
+def _planted(seed: int = 4) -> tuple:
+    """A directed graph in which every vertex has 5 in-edges from distinct others; a color (0 or 1) per vertex, one-hot
+    in the first 2 of its 8 noisy features; as its label the color most of its in-neighbors have, of which its own
+    features and its out-neighbors' say nothing. Returns the edges, the features and the labels."""
+    rng = np.random.default_rng(seed)
+    src = np.concatenate([rng.choice(np.delete(np.arange(PLANTED), v), IN_DEGREE, replace=False)
+                          for v in range(PLANTED)])
+    color = rng.integers(0, 2, PLANTED)
+    features = rng.normal(0, 0.2, (PLANTED, 8)).astype(np.float32)
+    features[np.arange(PLANTED), color] += 1
+    labels = (color[src].reshape(PLANTED, IN_DEGREE).sum(axis=1) > IN_DEGREE // 2).astype(np.int64)
+    return pd.DataFrame({"src": src, "dst": np.repeat(np.arange(PLANTED), IN_DEGREE)}), features, labels
+
+
+@pytest.fixture(scope="module")
+def planted(cpu_cluster):
+    frame, features, labels = _planted()
+    with cpu_cluster.as_current():
+        g = gpipe.from_edges(frame, directed=True, partitions=2, num_vertices=PLANTED)
+        yield g, frame, features, labels
+        g.release()
+
+
+def test_pygs_loader_gives_each_seed_its_in_edges_pointing_from_its_in_neighbors(cpu, planted):
+    pytest.importorskip("torch_geometric")
+    g, frame, features, labels = planted
+    edges = set(zip(frame.src.tolist(), frame.dst.tolist()))
+    in_neighbors = frame.groupby("dst")["src"].apply(sorted).to_dict()
+    loader = gpipe.gnn.pyg.NeighborLoader(g, num_neighbors=[IN_DEGREE, 3], input_nodes=np.arange(0, PLANTED, 7),
+                                          batch_size=16, shuffle=True, edge_dir="in", features=features,
+                                          labels=labels)
+    for data in loader:
+        n_id = data.n_id.numpy()
+        src, dst = n_id[data.edge_index.numpy()]  # as the graph's ids; messages flow from row 0 to row 1
+        assert set(zip(src.tolist(), dst.tolist())) <= edges, "a sampled edge that is no edge u -> v of the graph"
+        first = data.num_sampled_edges[0]  # the first hop's edges: those into the seeds
+        for seed in n_id[:data.batch_size]:
+            assert sorted(src[:first][dst[:first] == seed].tolist()) == in_neighbors[seed]
+        np.testing.assert_array_equal(data.x.numpy(), features[n_id])
+        np.testing.assert_array_equal(data.y.numpy(), labels[n_id[:data.batch_size]])
+
+
+def test_graphsage_trained_pygs_way_over_gpipes_loader_learns_labels_planted_in_the_in_neighbors(cpu, planted):
+    pytest.importorskip("torch_geometric")
+    import torch
+    from torch_geometric.nn import SAGEConv
+
+    g, _, features, labels = planted
+    order = np.random.default_rng(5).permutation(PLANTED)
+    train, test = order[:420], order[420:]
+
+    def loader(seeds, shuffle):
+        return gpipe.gnn.pyg.NeighborLoader(g, num_neighbors=[IN_DEGREE, IN_DEGREE], input_nodes=seeds,
+                                            batch_size=64, shuffle=shuffle, edge_dir="in", features=features,
+                                            labels=labels, seed=1)
+
+    class GraphSAGE(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv1, self.conv2 = SAGEConv(8, 32), SAGEConv(32, 2)
+
+        def forward(self, x, edge_index):
+            return self.conv2(self.conv1(x, edge_index).relu(), edge_index)
+
+    def accuracy(model) -> float:
+        model.eval()
+        with torch.no_grad():
+            right = sum(int((model(data.x, data.edge_index)[:data.batch_size].argmax(1) == data.y).sum())
+                        for data in loader(test, shuffle=False))
+        return right / test.size
+
+    torch.manual_seed(0)
+    model = GraphSAGE()
+    optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
+    before, losses, batches = accuracy(model), [], loader(train, shuffle=True)
+    for _ in range(8):
+        model.train()
+        total = 0.0
+        for data in batches:  # PyG's loop, as its examples write it
+            optimizer.zero_grad()
+            loss = torch.nn.functional.cross_entropy(model(data.x, data.edge_index)[:data.batch_size], data.y)
+            loss.backward()
+            optimizer.step()
+            total += loss.item() * data.batch_size
+        losses.append(total / train.size)
+    after = accuracy(model)
+    assert losses[-1] < 0.5 * losses[0], losses
+    assert after > 0.85 and after > before + 0.2, (before, after)  # chance: 0.5
 
 
 # -- run_on_workers: a loader on every worker, over its share of the seeds ----------------------

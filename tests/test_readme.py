@@ -17,6 +17,12 @@ def test_the_readme_has_python_blocks_to_run():
     assert BLOCKS
 
 
+def test_ci_runs_the_readmes_test_command():
+    command = re.search(r"^python -m pip install .* && python -m pytest$", README.read_text(), re.M)
+    ci = (README.parent / ".ci" / "run").read_text().strip().splitlines()[-1]
+    assert command and ci == command.group(0).replace("pip install", "pip install -q", 1)
+
+
 @pytest.mark.slow  # each block starts its own local cluster: run by CI all the same
 @pytest.mark.parametrize("block", BLOCKS, ids=[f"block{i}" for i in range(len(BLOCKS))])
 def test_a_readme_python_block_runs_as_a_script_and_writes_what_it_says(tmp_path, block):

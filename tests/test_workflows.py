@@ -3,6 +3,7 @@
 import importlib.util
 import json
 import os
+import sys
 
 import pandas as pd
 import pytest
@@ -213,8 +214,8 @@ def test_gnn_training_learns_the_planted_communities_well_above_chance(gnn_train
     assert training["accuracy"] > training["accuracy_before"] + 0.3
 
 
-@pytest.mark.skipif(_TORCH, reason="torch is installed")
-def test_gnn_training_without_torch_exits_2_saying_what_to_install(gnn_training, capsys):
+def test_gnn_training_without_torch_exits_2_saying_what_to_install(gnn_training, capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "torch", None)  # as where it is not installed
     code = gnn_training.main(["--set", "cluster.address=tcp://127.0.0.1:1"])
     err = capsys.readouterr().err
     assert code == 2 and err.startswith("gnn_training: error: this workflow trains with PyTorch, which is not "

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import importlib.util
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
-from typing import Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 import numpy as np
 
 from .. import _rng
 from .._validate import check_bool, check_int
-from ..backend import to_host, xp
+from ..backend import check_cpu_kernels_run_here, to_host, xp
 from ..errors import GpipeValueError
 from ..graph import check_graph
 from ._blocks import Blocks
@@ -22,10 +21,16 @@ from ._sample import check_sampling
 SHUFFLE_STEP = 1 << 31  # the step of the shuffle's draws: apart from the sampling's (its hops)
 
 
-if importlib.util.find_spec("torch") is not None:  # the loader is a torch dataset where torch is installed
-    from torch.utils.data import IterableDataset, get_worker_info
+if TYPE_CHECKING:  # checked as the plain iterable it is without torch: the same code either way
+    _Dataset = object
+
+    def get_worker_info() -> Any: ...
 else:
-    IterableDataset, get_worker_info = object, None
+    try:  # the loader is a torch dataset where torch can be imported (gpipe.gnn imports this module on first use)
+        from torch.utils.data import IterableDataset as _Dataset
+        from torch.utils.data import get_worker_info
+    except ImportError:
+        _Dataset, get_worker_info = object, lambda: None  # no DataLoader worker without torch
 
 
 @dataclass(frozen=True)
@@ -76,7 +81,7 @@ def _per_vertex(name: str, values, g):
     return values
 
 
-class NeighborLoader(IterableDataset):
+class NeighborLoader(_Dataset):
     """Mini-batches of seeds and their sampled neighborhoods, as PyG's and DGL's neighbor loaders give them.
 
     Each iteration is one epoch over ``seeds``, in ``batch_size`` batches (in
@@ -91,9 +96,12 @@ class NeighborLoader(IterableDataset):
     Where torch is installed the loader is a ``torch.utils.data.IterableDataset``
     of batches: ``DataLoader(loader, batch_size=None)`` yields its batches
     (``num_workers`` > 0: each worker process samples every ``num_workers``-th
-    batch, on the CPU; call :meth:`set_epoch` before each epoch, as the
-    workers' copies of the loader do not count epochs back here). Without
-    torch it is a plain iterable.
+    batch, on the CPU, with a copy of the loader, so call :meth:`set_epoch`
+    before each epoch; start the workers with
+    ``multiprocessing_context='spawn'`` or ``'forkserver'``: a worker forked
+    from a process whose CPU kernels ran on numba's OpenMP threads cannot
+    sample, and raises a :class:`GpipeError` that says so). Without torch it
+    is a plain iterable.
 
     Parameters
     ----------
@@ -128,6 +136,9 @@ class NeighborLoader(IterableDataset):
     GpipeValueError
         As :func:`sample_blocks`, and ``batch_size`` below 1 or ``features``
         or ``labels`` without a row per vertex.
+    GpipeError
+        Iterated on the CPU in a process forked after numba's OpenMP threads
+        ran (a ``DataLoader`` worker started by 'fork').
 
     Examples
     --------
@@ -157,12 +168,22 @@ class NeighborLoader(IterableDataset):
         self._spec, self._local = spec, local
         self.batch_size, self.shuffle, self.drop_last = spec.batch_size, spec.shuffle, spec.drop_last
         self._key = _rng.key(spec.seed)
-        self._x = x = xp(device)
+        self._device = device
+        x = xp(device)
         self._seeds = x.asarray(dense)
         self._features = None if features is None else x.asarray(features)  # copied to the graph's device once
         self._labels = None if labels is None else x.asarray(labels)
-        self._stream = None if x is np else x.cuda.Stream(non_blocking=True)
+        self._stream = _stream(x)
         self.epoch = 0
+
+    def __getstate__(self) -> dict:
+        """What a ``DataLoader`` worker started by 'spawn' or 'forkserver' gets: the loader but its GPU stream, which
+        belongs to this process (the worker makes its own)."""
+        return {**self.__dict__, "_stream": None}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._stream = _stream(xp(self._device))
 
     def __len__(self) -> int:
         count = int(self._seeds.shape[0])
@@ -175,9 +196,11 @@ class NeighborLoader(IterableDataset):
     def __iter__(self) -> Iterator[Blocks]:
         epoch, batches = self.epoch, len(self)
         self.epoch += 1
-        worker = get_worker_info() if get_worker_info is not None else None
+        worker = get_worker_info()
         first, every = (0, 1) if worker is None else (worker.id, worker.num_workers)  # a DataLoader worker's share
-        x = self._x
+        x = xp(self._device)
+        if x is np:
+            check_cpu_kernels_run_here("gpipe.gnn.NeighborLoader", "DataLoader(..., multiprocessing_context='spawn')")
         count = int(self._seeds.shape[0])
         order = x.arange(count, dtype=x.int64)
         if self.shuffle:  # by each seed position's draw for the epoch (ties: by position)
@@ -211,3 +234,8 @@ class NeighborLoader(IterableDataset):
         blocks = sample(self._local, seeds, list(spec.fanouts), replace=spec.replace, weighted=spec.weighted,
                         key=self._key, batch=epoch * len(self) + b, fused=spec.fused, features=self._features)
         return blocks if self._labels is None else replace(blocks, labels=self._labels[seeds])
+
+
+def _stream(x):
+    """A stream of the loader's own on the GPU (cupy ``x``); None on the CPU."""
+    return None if x is np else x.cuda.Stream(non_blocking=True)
