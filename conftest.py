@@ -1,6 +1,7 @@
 """Fixtures shared by the tests (``tests/``) and the docstring examples (``gpipe/``): real Dask clusters of
 worker processes, never mocks."""
 
+import gc
 from pathlib import Path
 
 import numpy as np
@@ -11,6 +12,11 @@ import gpipe
 from gpipe.cluster import ENV_ADDRESS
 
 _PACKAGE = Path(__file__).resolve().parent / "gpipe"  # the examples: its modules' docstrings
+
+# What the tests' process has imported (gpipe and its dependencies, 340,000 objects) lives as long as the session:
+# left out of every collection, the tests' gc.collect() (what a failed call's traceback held, let go) scans only
+# what the tests made since, as a worker's does (gpipe's store freezes what a worker holds at its setup)
+gc.freeze()
 
 
 def _local(n_workers: int, device: str):

@@ -273,6 +273,8 @@ def leave_clean(ctx) -> None:
         if faults.settled(ctx.client, seconds=1.0):
             ctx.client.restart()
             ctx.graphs.clear()
+    ctx.client.run(faults.frozen)
+    faults.frozen()
 
 
 @pytest.fixture

@@ -86,6 +86,10 @@ class GpipeStore(WorkerPlugin):
         self._unwanted: dict = {}  # key -> 'dropped' before its call ended, or 'failed' call; oldest first (_kept.py)
         if self.local:  # here for every worker, those its nanny starts again too
             _leave_the_terminal_to_the_client()
+        # What the worker holds now (Dask, NumPy, numba, Arrow, gpipe: 270,000 objects) lives as long as the
+        # process: left out of every collection, a failed call's (_let_go) scans only what the runs made since,
+        # 0.01 s instead of 0.33 s on two cores
+        gc.freeze()
 
     def teardown(self, worker):
         self._runner.shutdown(wait=False)
