@@ -55,8 +55,9 @@ class _Flag:
 
     @property
     def dest(self) -> str:
-        """The flag's name in the summary's parameters and on the namespace a command runs on."""
-        return _dest(self.flag)
+        """The flag's name in the summary's parameters and on the namespace a command runs on: a ``--no-...``
+        switch's is its key's (``--no-inheritance`` sets ``inheritance``, false)."""
+        return self.key if self.switch is False else _dest(self.flag)
 
 
 def _flag(function: Callable, flag: str, rule: Callable, text: str, **keywords) -> _Flag:
