@@ -14,37 +14,20 @@ import pyarrow.csv as pacsv
 from ...errors import GpipeFileError
 from ...runtime.workers import worker_device, worker_xp
 from .._parse import parse_edges
+from . import _common
 from ._bytes import read_to_device
-from ._common import (
-    _BLOCK,
-    _COMMENT,
-    _FAST_FAILURES,
-    Piece,
-    TablePlan,
-    _Uncommented,
-    _both_int,
-    _byte_range,
-    _fast_frame,
-    _first_line,
-    _is_utf8,
-    _open_text,
-    _pandas_warnings,
-    _parse_weight,
-    _scanned_frame,
-    _uncompressed_bytes,
-    float32_misfits,
-)
+from ._common import Piece, TablePlan
 
 
 def _snap_lines(piece: Piece, line: int) -> Iterator[tuple[int, list[str]]]:
     """(line number, fields) of the data lines of a snap ``piece`` whose first line is ``line``, each of
     valid UTF-8 and 2 or 3 fields."""
-    with _open_text(piece) as lines:
+    with _common._open_text(piece) as lines:
         for lineno, text in enumerate(lines, line):
             fields = text.split()
-            if not fields or fields[0].startswith(_COMMENT):
+            if not fields or fields[0].startswith(_common._COMMENT):
                 continue
-            if not _is_utf8(text):
+            if not _common._is_utf8(text):
                 raise GpipeFileError(piece.path, lineno, "line is not valid UTF-8")
             if len(fields) not in (2, 3):
                 raise GpipeFileError(piece.path, lineno,
@@ -64,7 +47,7 @@ def _read_snap(plan: TablePlan, piece: Piece, strings: bool) -> pd.DataFrame:
     if table is None:
         table = _snap_fast(plan, piece, strings)
     if table is None:  # the third column, unless dropped, is checked line by line
-        table = _scan_snap(plan, piece, _first_line(piece), strings)
+        table = _scan_snap(plan, piece, _common._first_line(piece), strings)
     return table
 
 
@@ -82,12 +65,12 @@ def _snap_arrow(plan: TablePlan, piece: Piece, strings: bool) -> pd.DataFrame | 
     keep = names[:3 if plan.width == 3 and plan.keep_weight else 2]
     options = {"convert_options": pacsv.ConvertOptions(column_types={name: pa.float64() if name == "2" else pa.int64()
                                                                      for name in keep}, include_columns=keep)}
-    where = _byte_range(piece)
+    where = _common._byte_range(piece)
     if where is not None and worker_device() != "cpu":  # a comment is outside the device parser's rule: no scan first
         edges = _snap_device(piece.path, *where, plan.width, len(keep) == 3)
         if edges is not None:
             return edges
-    whole = None if where is None else _uncompressed_bytes(piece.path, *where)
+    whole = None if where is None else _common._uncompressed_bytes(piece.path, *where)
     try:
         if whole is not None and not whole[1]:
             whole = whole[0]
@@ -95,17 +78,18 @@ def _snap_arrow(plan: TablePlan, piece: Piece, strings: bool) -> pd.DataFrame | 
             table = pacsv.read_csv(pa.BufferReader(whole), **options, **_snap_options(
                 whole.slice(0, min(4096, whole.size)).to_pybytes(), names, block_size))
         else:
-            with io.BufferedReader(_Uncommented(piece), _BLOCK) as lines:  # comment lines emptied: pyarrow skips them
+            # comment lines emptied: pyarrow skips them
+            with io.BufferedReader(_common._Uncommented(piece), _common._BLOCK) as lines:
                 # read_csv parses its blocks on every core while this thread decompresses the next (open_csv parsed
                 # them in turn: 1.0 s of a 4 M-edge .gz piece on 2 cores, against 0.7 s)
                 table = pacsv.read_csv(pa.PythonFile(lines, mode="r"), **options,
-                                       **_snap_options(lines.peek(_BLOCK), names, 1 << 24))
+                                       **_snap_options(lines.peek(_common._BLOCK), names, 1 << 24))
     except pa.ArrowException:  # quote_char=False: quoting is off, as in the C parser
         return None
     if not table.num_rows or any(column.null_count for column in table.columns):
         return None
     weight = pd.Series(table.column("2").to_numpy()) if "2" in keep else None
-    return _fast_frame(table.column("0").to_numpy(), table.column("1").to_numpy(), weight)
+    return _common._fast_frame(table.column("0").to_numpy(), table.column("1").to_numpy(), weight)
 
 
 def _delimiter(start: bytes) -> str:
@@ -128,7 +112,8 @@ def _snap_device(path: str, start: int, end: int, width: int, keep_weight: bool)
     if parsed is None or not parsed[0].shape[0]:
         return None
     src, dst, weight = parsed
-    if weight is not None and bool((float32_misfits(weight) | (weight < 0)).any()):  # (numpy's ufuncs take cupy's)
+    # float32_misfits runs on the device: numpy's ufuncs take cupy's arrays
+    if weight is not None and bool((_common.float32_misfits(weight) | (weight < 0)).any()):
         return None
     return {"src": src, "dst": dst} if weight is None else {"src": src, "dst": dst, "weight": weight}
 
@@ -141,24 +126,25 @@ def _snap_options(start: bytes, names: list[str], block_size: int) -> dict:
 
 def _snap_fast(plan: TablePlan, piece: Piece, strings: bool) -> pd.DataFrame | None:
     def read(**dtype) -> pd.DataFrame:
-        with _Uncommented(piece) as lines:
+        with _common._Uncommented(piece) as lines:
             return pd.read_csv(lines, sep=r"\s+", header=None, engine="c", na_filter=False,
                                quoting=csv.QUOTE_NONE, **dtype)
 
     try:
-        with _pandas_warnings():
+        with _common._pandas_warnings():
             table = read(**({"dtype": {0: str, 1: str}} if strings else {}))
             if table.shape[1] != plan.width:
                 return None
-            if not strings and not _both_int(table[0], table[1]):
+            if not strings and not _common._both_int(table[0], table[1]):
                 table = read(dtype={0: str, 1: str})
             # A comment after a lone '\r' is parsed as data here; a short line leaves its missing field empty.
-            if not _both_int(table[0], table[1]) and (table[0].str.startswith(_COMMENT).any() or table[1].eq("").any()):
+            if not _common._both_int(table[0], table[1]) and (table[0].str.startswith(_common._COMMENT).any()
+                                                               or table[1].eq("").any()):
                 return None
-    except _FAST_FAILURES:
+    except _common._FAST_FAILURES:
         return None
     weight = table[2] if table.shape[1] == 3 and plan.keep_weight else None
-    return _fast_frame(table[0], table[1], weight)
+    return _common._fast_frame(table[0], table[1], weight)
 
 
 def _scan_snap(plan: TablePlan, piece: Piece, line: int, strings: bool) -> pd.DataFrame:
@@ -171,5 +157,5 @@ def _scan_snap(plan: TablePlan, piece: Piece, line: int, strings: bool) -> pd.Da
         srcs.append(fields[0])
         dsts.append(fields[1])
         if width == 3 and keep_weight:
-            weights.append(_parse_weight(path, lineno, fields[2]))
-    return _scanned_frame(srcs, dsts, strings, weights if width == 3 and keep_weight else None)
+            weights.append(_common._parse_weight(path, lineno, fields[2]))
+    return _common._scanned_frame(srcs, dsts, strings, weights if width == 3 and keep_weight else None)
