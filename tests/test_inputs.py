@@ -4,6 +4,7 @@ each gives the graph gpipe.from_edges builds from the same edges, on a real two-
 import concurrent.futures
 import gzip
 import tempfile
+import threading
 from pathlib import Path
 
 import dask
@@ -243,6 +244,53 @@ def test_a_host_copies_a_url_once_though_its_workers_copy_it_at_once(tmp_path):
     fs.pipe("/once/e.txt", b"2 3\n")
     _copy(fs, ["/once/e.txt"], "/once", folder)  # the host has it: nothing is fetched again
     assert (tmp_path / "copy" / "e.txt").read_text() == "0 1\n"
+
+
+class _Store:
+    """Object storage whose fetches are counted, the first ``failing`` of them writing half the file and failing,
+    each waiting (up to ``wait`` seconds) for ``copiers`` fetches to be under way at once: copiers that do not take
+    turns are all seen fetching."""
+
+    def __init__(self, copiers: int, failing: int = 0, wait: float = 0.2):
+        self.copiers, self.failing, self.wait = copiers, failing, wait
+        self.fetches, self.at_once, self.most_at_once = 0, 0, 0
+        self.changed = threading.Condition()
+
+    def get_file(self, name: str, target: str) -> None:
+        with self.changed:
+            self.fetches += 1
+            self.at_once += 1
+            self.most_at_once = max(self.most_at_once, self.at_once)
+            fails = self.fetches <= self.failing
+            self.changed.notify_all()
+            self.changed.wait_for(lambda: self.at_once == self.copiers, self.wait)
+        try:
+            Path(target).write_text("0 1\n"[:2 if fails else 4])
+            if fails:
+                raise OSError(f"{name}: the connection was reset")
+        finally:
+            with self.changed:
+                self.at_once -= 1
+
+
+def test_the_workers_of_a_host_fetch_a_url_once_one_at_a_time(tmp_path):
+    store, folder = _Store(copiers=8), str(tmp_path / "copy")
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        list(pool.map(lambda _: _copy(store, ["/once/e.txt"], "/once", folder), range(8)))
+    assert (store.fetches, store.most_at_once) == (1, 1)
+    assert [p.name for p in tmp_path.iterdir()] == ["copy"] and (tmp_path / "copy" / "e.txt").read_text() == "0 1\n"
+
+
+def test_a_copy_that_fails_leaves_nothing_and_the_next_copier_copies(tmp_path):
+    store, folder = _Store(copiers=4, failing=1, wait=0.05), str(tmp_path / "copy")
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        copies = [pool.submit(_copy, store, ["/once/e.txt"], "/once", folder) for _ in range(4)]
+    assert [str(c.exception()) for c in copies if c.exception()] == ["/once/e.txt: the connection was reset"]
+    assert [p.name for p in tmp_path.iterdir()] == ["copy"] and (tmp_path / "copy" / "e.txt").read_text() == "0 1\n"
+    store.failing = store.fetches + 1  # the next fetch fails
+    with pytest.raises(OSError, match="the connection was reset"):
+        _copy(store, ["/again/e.txt"], "/again", str(tmp_path / "again"))
+    assert [p.name for p in tmp_path.iterdir()] == ["copy"]  # no half-made folder, no lock
 
 
 def test_an_edge_index_on_a_gpu_this_process_cannot_read_says_to_pass_it_from_the_host(cpu):

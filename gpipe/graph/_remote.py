@@ -42,7 +42,10 @@ def local_copy(session, url: str) -> Iterator[str]:
     client, workers = session.client, session.workers()
     try:
         _copy(fs, files, base, folder)
-        for copied in [submit(client, _copy, fs, files, base, folder, workers=[w]) for w in workers]:
+        copies = [submit(client, _copy, fs, files, base, folder, workers=[w]) for w in workers]
+        for copied in copies:  # all end before one's error is raised: one still copying would outlive the removal
+            copied.exception()
+        for copied in copies:
             copied.result()
         yield local
     except (GpipeFileError, GpipeValueError) as exc:
@@ -73,16 +76,47 @@ def _files(fs, root: str, url: str) -> list[str]:
 
 
 def _copy(fs, files: list[str], base: str, folder: str) -> None:
-    """Copy ``files`` into ``folder`` under their names below ``base``, unless this host has the folder already;
-    workers of one host copying at once each write a folder of their own, the first renamed into place."""
-    if os.path.exists(folder):
-        return
+    """Copy ``files`` into ``folder`` under their names below ``base``, unless this host has the folder already.
+    The copiers of one host (its workers, the client) take turns: the first copies into a folder of its own and
+    renames it into place, the others then find it there. Should a copy fail, the next copier tries; nothing but
+    the finished folder is left."""
+    while not os.path.exists(folder):
+        with _turn(f"{folder}.lock") as mine:
+            if mine and not os.path.exists(folder):
+                _fetch(fs, files, base, folder)
+
+
+def _fetch(fs, files: list[str], base: str, folder: str) -> None:
     part = f"{folder}.{uuid.uuid4().hex}.part"
-    for name in files:
-        target = os.path.join(part, posixpath.relpath(name, base or "."))
-        os.makedirs(os.path.dirname(target), exist_ok=True)
-        fs.get_file(name, target)
     try:
+        for name in files:
+            target = os.path.join(part, posixpath.relpath(name, base or "."))
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            fs.get_file(name, target)
         os.rename(part, folder)
-    except OSError:  # another worker of this host renamed its copy first
+    except BaseException:
         shutil.rmtree(part, ignore_errors=True)
+        raise
+
+
+@contextlib.contextmanager
+def _turn(path: str) -> Iterator[bool]:
+    """An exclusive lock on the file at ``path`` (made if missing) for one thread or process of this host at a
+    time, the file removed by its holder before it lets go. Yields whether the lock is the file's still: a holder
+    before this one may have removed it, leaving this one a lock that no newcomer sees, so it must try again."""
+    import fcntl  # POSIX: imported here, so that gpipe imports where it is not
+
+    descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX)  # flock, not lockf: a lock per open file, so threads exclude too
+        try:
+            mine = os.path.samestat(os.fstat(descriptor), os.stat(path))
+        except FileNotFoundError:
+            mine = False
+        try:
+            yield mine
+        finally:
+            if mine:
+                os.unlink(path)
+    finally:
+        os.close(descriptor)
