@@ -150,55 +150,80 @@ __device__ __forceinline__ int gp_owner(const long long* __restrict__ bounds, in
     return lo;
 }
 
-// A walker of the routed kernel whose block another worker makes: at most STAGE of its vertices, staged in its own
-// stage, then stored as a piece (see gp_walk_first_order_routed). Not inlined: the stage and the reservations stay
-// out of the registers of the kernel's path where every walk's row is here.
-template <typename Graph>
-__device__ __noinline__ void gp_first_order_piece(const Graph& g, long long lo, long long hi, long long num_vertices,
+// Where GpCarriedRow stores a sector of a walk whose block this worker makes: straight to its row of `rows`.
+template <typename Id>
+struct GpRowSink {
+    Id* rows;
+    long long row_lo, row_hi;
+    __device__ __forceinline__ void store(long long at, int lo, int hi, const Id* stage) {
+        gp_store_cells(rows, at, lo, hi, stage, row_lo, row_hi);
+    }
+};
+
+// Where GpCarriedRow stores a sector of a walk whose block another worker makes: as a piece, its cells at the
+// range of `flat` it reserves on counts[0], the piece at the slot it reserves on counts[3] (walk id, the step of its
+// first cell, cells, offset). The lanes storing together take one atomicAdd each (gp_reserve).
+template <typename Id>
+struct GpPieceSink {
+    long long walk_id, row_lo;
+    long long* __restrict__ piece_walk_id;
+    int* __restrict__ piece_start;
+    int* __restrict__ piece_len;
+    long long* __restrict__ piece_offset;
+    Id* __restrict__ flat;
+    unsigned long long* __restrict__ counts;
+    __device__ __forceinline__ void store(long long at, int lo, int hi, const Id* stage) {
+        const unsigned long long to = gp_reserve(&counts[0], (unsigned)(hi - lo));
+        const unsigned long long p = gp_reserve(&counts[3], 1u);
+        piece_walk_id[p] = walk_id;
+        piece_start[p] = (int)(at + lo - row_lo);
+        piece_len[p] = hi - lo;
+        piece_offset[p] = (long long)to;
+        for (int j = lo; j < hi; ++j) flat[to + j - lo] = stage[j];
+    }
+};
+
+// One visit of a walker to the partition (gp_first_order_walk) with its row written through GpCarriedRow into
+// `sink`, at most `most` vertices; then, if it moves on to a partition of this worker (local[q]) holding every
+// cell of its current sector that is not stored yet (lo 0), it carries them (`*carry` 1); else it stores them
+// (flush) and carries none.
+template <typename Graph, typename Sink>
+__device__ __forceinline__ void gp_first_order_visit(const Graph& g, long long lo, long long hi, long long num_vertices,
                                                   unsigned long long key, int length, double alpha, int teleport,
                                                   long long w, const long long* __restrict__ source, long long& v,
-                                                  int& s, int first, long long* __restrict__ piece_walk_id,
-                                                  int* __restrict__ piece_start, int* __restrict__ piece_len,
-                                                  long long* __restrict__ piece_offset,
-                                                  typename Graph::Id* __restrict__ flat,
-                                                  unsigned long long* __restrict__ counts, unsigned char* stages,
-                                                  bool& moves) {
-    typename Graph::Id stage[STAGE];
-    GpPlainRow<typename Graph::Id> staged{stage};
+                                                  int& s, long long pos0, int first_cell, Sink& sink,
+                                                  typename Graph::Id* stage, int most,
+                                                  const long long* __restrict__ bounds, int parts,
+                                                  const signed char* __restrict__ local, bool& moves, int& q,
+                                                  bool& carry) {
+    GpCarriedRow<typename Graph::Id, Sink> out{stage, pos0, first_cell, sink};
     const int k = gp_first_order_walk(g, lo, hi, num_vertices, key, length, alpha, teleport, (unsigned long long)w,
-                                      source, v, s, staged, STAGE, moves);
-    const unsigned long long at = gp_reserve(&counts[0], (unsigned)k);
-    const unsigned long long p = gp_reserve(&counts[3], 1u);
-    piece_walk_id[p] = w;
-    piece_start[p] = first;
-    piece_len[p] = k;
-    piece_offset[p] = (long long)at;
-    GpSectorRow<typename Graph::Id> out(flat + at, stages);  // (pieces side by side share sectors: id by id)
-    for (int j = 0; j < k; ++j) out.put(j, stage[j]);
-    out.done(k);
+                                      source, v, s, out, most, moves);
+    q = moves ? gp_owner(bounds, parts, v) : 0;
+    carry = moves && local[q] && out.lo == 0;
+    if (!carry) out.flush(k);
 }
 
 // The same walk over a partition of a graph cut in several, with what the runtime does around it fused in: each
 // walker moves while it stays inside [lo, hi), and
+//  - its vertices go to its walk's row through GpCarriedRow (rows.cuh): a sector stored once full, the cells of the
+//    one not yet full carried along where the walker moves to a partition of this worker (`local`), stored where
+//    it ends or leaves the worker. A walker arrives with the cells it carries (`carried` 1: in sector0..3, little
+//    end first, words 8 bytes each) or none (`carried` 0: its sector's earlier cells are stored already);
 //  - if this worker makes its walk's block (ranks > 0: block walk_id / block_rows, made by rank block % ranks),
-//    its vertices go straight to the walk's row of `rows` (this worker's blocks, one after another, width wide), a
-//    whole sector at a time (GpMergedRow: a partial one read and merged first), for as long as it stays;
-//  - else it writes at most STAGE vertices (then it stops where it is, to go on in its own partition's next advance),
-//    kept in a stage of its own and then stored at the range of `flat` it reserves on counts[0], as a piece at the
-//    slot it reserves on counts[3]: piece_walk_id, piece_start (its first step), piece_len vertices at piece_offset;
+//    a sector goes straight to the walk's row of `rows` (this worker's blocks, one after another, width wide, rows
+//    32-byte aligned), for as long as the walker stays;
+//  - else it is stored as a piece (GpPieceSink; several a visit), and the walker writes at most STAGE vertices in
+//    an advance (then it stops where it is, to go on in its own partition's next advance);
 //  - if it moves on (left the partition, or stopped at STAGE), it goes to the partition q owning its vertex (of
 //    `parts`, cut at `bounds`): it is written at the slot it reserves on counts[4 + q], of q's movers at q * n..:
-//    walk_id, vertex, step, and source when keep_source; and counted in counts[1] (so the runtime finds the leavers
-//    grouped by where they go, with no search or sort);
+//    walk_id, vertex, step, carried and the sector words of the cells it carries (none to a peer: these fields
+//    travel there in no bits, and arrive as 0), and source when keep_source; and counted in counts[1] (so the
+//    runtime finds the leavers grouped by where they go, with no search or sort);
 //  - the steps it took are added to counts[2] (once a thread).
 // The lanes of a warp that reserve together take one atomicAdd (gp_reserve), for walkers too. Pieces and movers go
 // where the reservations land: their order depends on the schedule, never their contents (a walker's draws depend
-// on its walk_id and step alone). What bounds it is the rows: a walker writes the few vertices of its visit to a
-// row of its own, scattered, each visit a partial sector. On an H100 (R-MAT 23, a partition of two) a superstep's
-// kernels stepped at 7.7 G steps/s against the whole-graph kernel's 16.5, the call 0.50 s against 0.23
-// (benchmarks/results/superstep_kernel_rmat23_h100.json); writing each partial sector as it came, at 32 registers
-// a thread, 6.1 G steps/s and 0.63 s; the same body writing no rows, at the whole-graph kernel's speed. 64
-// registers a thread (4 blocks of 256 an SM) hold the merged sector without spilling.
+// on its walk_id and step alone).
 // CPU twin: gpipe/walks/_first_order.py::_advance_routed_cpu (the same pieces and movers, in walker order).
 template <typename IdT>
 __global__ void __launch_bounds__(GP_SECTOR_THREADS, 4)
@@ -207,40 +232,76 @@ gp_walk_first_order_routed(const long long* __restrict__ indptr, const IdT* __re
                            long long num_vertices, unsigned long long key, int length, double alpha, int teleport,
                            long long n, const long long* __restrict__ walk_id, const long long* __restrict__ source,
                            const long long* __restrict__ vertex, const int* __restrict__ step, int keep_source,
-                           IdT* __restrict__ rows, long long block_rows, int ranks, int rank, int width,
+                           const signed char* __restrict__ carried, const unsigned long long* __restrict__ sector0,
+                           const unsigned long long* __restrict__ sector1,
+                           const unsigned long long* __restrict__ sector2,
+                           const unsigned long long* __restrict__ sector3, IdT* __restrict__ rows,
+                           long long block_rows, int ranks, int rank, int width,
                            long long* __restrict__ piece_walk_id, int* __restrict__ piece_start,
                            int* __restrict__ piece_len, long long* __restrict__ piece_offset, IdT* __restrict__ flat,
-                           const long long* __restrict__ bounds, int parts, long long* __restrict__ mover_walk_id,
-                           long long* __restrict__ mover_source, long long* __restrict__ mover_vertex,
-                           int* __restrict__ mover_step, unsigned long long* __restrict__ counts,
+                           const long long* __restrict__ bounds, int parts, const signed char* __restrict__ local,
+                           long long* __restrict__ mover_walk_id, long long* __restrict__ mover_source,
+                           long long* __restrict__ mover_vertex, int* __restrict__ mover_step,
+                           signed char* __restrict__ mover_carried, unsigned long long* __restrict__ mover_sector0,
+                           unsigned long long* __restrict__ mover_sector1,
+                           unsigned long long* __restrict__ mover_sector2,
+                           unsigned long long* __restrict__ mover_sector3, unsigned long long* __restrict__ counts,
                            unsigned long long* __restrict__ next) {
     GP_SECTOR_STAGE;
+    constexpr int PER = 32 / (int)sizeof(IdT);
     const GpCsr<IdT> g{{indices, nullptr, weighted, table}, indptr};
+    IdT* stage = reinterpret_cast<IdT*>(gp_sector_stage + threadIdx.x * 32);
+    constexpr int IDS = 8 / (int)sizeof(IdT);  // ids a word
+    const unsigned long long* in[4] = {sector0, sector1, sector2, sector3};
+    unsigned long long* out[4] = {mover_sector0, mover_sector1, mover_sector2, mover_sector3};
     unsigned long long taken = 0, moved = 0;
     for (long long i = (long long)gp_reserve(next, 1u); i < n; i = (long long)gp_reserve(next, 1u)) {
         const long long w = walk_id[i];
         const int first = step[i];
         long long v = vertex[i];
         int s = first;
-        bool moves;
-        const long long block = ranks > 0 ? w / block_rows : 0;
-        if (ranks > 0 && block % ranks == rank) {
-            IdT* row = rows + ((block / ranks) * block_rows + w % block_rows) * (long long)width;
-            GpMergedRow<IdT> out(row + first, gp_sector_stage, row, row + width);
-            gp_first_order_walk(g, lo, hi, num_vertices, key, length, alpha, teleport, (unsigned long long)w,
-                                source + i, v, s, out, 0x7fffffff, moves);
+        const long long block = ranks > 1 ? w / block_rows : 0;  // (one rank: every block, row w; no division)
+        const long long row = ranks > 1 ? (block / ranks) * block_rows + w % block_rows : w;
+        const long long row_lo = row * width, pos0 = row_lo + first;
+        const int cell = (int)(pos0 & (PER - 1));
+        const bool has = carried[i] != 0;
+#pragma unroll
+        for (int j = 0; j < 4; ++j)  // the words of the cells it carries, little end first
+            if (has && j * IDS < cell) {
+                const unsigned long long word = in[j][i];
+#pragma unroll
+                for (int b = 0; b < IDS; ++b) stage[j * IDS + b] = (IdT)(word >> (64 / IDS * b));
+            }
+        bool moves, carry;
+        int q;
+        if (ranks == 1 || (ranks > 1 && block % ranks == rank)) {
+            GpRowSink<IdT> sink{rows, row_lo, row_lo + width};
+            gp_first_order_visit(g, lo, hi, num_vertices, key, length, alpha, teleport, w, source + i, v, s, pos0,
+                                 has ? 0 : cell, sink, stage, 0x7fffffff, bounds, parts, local, moves, q, carry);
         } else {
-            gp_first_order_piece(g, lo, hi, num_vertices, key, length, alpha, teleport, w, source + i, v, s, first,
-                                 piece_walk_id, piece_start, piece_len, piece_offset, flat, counts, gp_sector_stage,
-                                 moves);
+            GpPieceSink<IdT> sink{w, row_lo, piece_walk_id, piece_start, piece_len, piece_offset, flat, counts};
+            gp_first_order_visit(g, lo, hi, num_vertices, key, length, alpha, teleport, w, source + i, v, s, pos0,
+                                 has ? 0 : cell, sink, stage, STAGE, bounds, parts, local, moves, q, carry);
         }
         taken += (unsigned long long)(s - first);
         if (moves) {
-            const int q = gp_owner(bounds, parts, v);
             const long long slot = q * n + (long long)gp_reserve_in(counts + 4, q);
             mover_walk_id[slot] = w;
             mover_vertex[slot] = v;
             mover_step[slot] = s;
+            mover_carried[slot] = (signed char)carry;
+            const int held = carry ? (int)((row_lo + s) & (PER - 1)) : 0;  // cells
+#pragma unroll
+            for (int j = 0; j < 4; ++j)  // the words of the cells it carries
+                if (j * IDS < held) {
+                    unsigned long long word = 0;
+#pragma unroll
+                    for (int b = 0; b < IDS; ++b)
+                        if (j * IDS + b < held)
+                            word |= (IDS == 2 ? (unsigned long long)(unsigned int)stage[j * IDS + b]
+                                              : (unsigned long long)stage[j * IDS + b]) << (64 / IDS * b);
+                    out[j][slot] = word;
+                }
             if (keep_source) mover_source[slot] = source[i];
             ++moved;
         }

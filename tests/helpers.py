@@ -123,12 +123,14 @@ def run_and_kill(client, work, timeout: float = 120):
 
 
 def routed_first_order(x, teleport: int, alpha: float, lo: int, hi: int, weighted: bool = False,
-                       ranks: int = 0) -> dict:
+                       ranks: int = 0, local: tuple = (1, 1, 1)) -> dict:
     """``gp_walk_first_order_routed`` (``x``: numpy for the CPU twin, cupy for CUDA) on 2,000 walkers of a random
-    graph of 300 vertices inside partition ``lo..hi-1``, as the first of ``ranks`` workers making blocks of 10^5
-    walks (0: none, every walker writes a piece): its outputs on the host, each walker's vertices by walker (from
-    its row or its piece), whether it wrote to its row, the movers sorted by walk id (their order follows the
-    kernel's schedule), and the inputs."""
+    graph of 300 vertices inside partition ``lo..hi-1`` (the second of three; ``local``: which are on this worker),
+    as the first of ``ranks`` workers making blocks of 10^5 walks (0: none, every walker writes pieces), a third of
+    the walkers arriving with the cells of their sector carried (random ids): its outputs on the host, each
+    walker's vertices from its first carried cell on (stored to its row or its pieces, then those its mover
+    carries on), whether it wrote to its row, the movers sorted by walk id (their order follows the kernel's
+    schedule) with the cells each carries, and the inputs."""
     import importlib
 
     from gpipe import _alias, _rng
@@ -145,19 +147,29 @@ def routed_first_order(x, teleport: int, alpha: float, lo: int, hi: int, weighte
     if weighted:  # every 7th vertex's weights all zero: its walkers end there
         weights = rng.random(int(offsets[-1])) * np.repeat(np.arange(lo, hi) % 7 != 0, degree[lo:hi])
         table = _alias.tables(offsets, weights, dead=True)
+    carried_cells = rng.integers(0, n_v, (n, 8)).astype(np.int32)  # a sector of int32 ids: 8 cells, 4 words
+    words = carried_cells.view(np.uint64)
     inputs = dict(indptr=offsets, indices=indices[indptr[lo]:indptr[hi]], table=table,
                   walk_id=rng.permutation(10**6)[:n].astype(np.int64), vertex=rng.integers(lo, hi, n).astype(np.int64),
-                  step=rng.integers(0, 40, n).astype(np.int32))
+                  step=rng.integers(0, 40, n).astype(np.int32), **{f"sector{k}": words[:, k].copy() for k in range(4)})
     inputs["source"] = inputs["vertex"][::-1].copy()
-    width, block_rows, stage = 41, 10**5, first_order.STAGE
+    width, block_rows, stage, per = 41, 10**5, first_order.STAGE, 8
+    walk_id, step = inputs["walk_id"], inputs["step"]
+    row = (walk_id // block_rows // ranks * block_rows + walk_id % block_rows) if ranks else walk_id
+    cell = (row * width + step) % per  # of its sector, whose cells before it it may carry: those of its row only
+    inputs["carried"] = ((rng.random(n) < 1 / 3) & (cell <= step)).astype(np.int8)
     owned = len(range(0, 10, ranks)) * block_rows if ranks else 0
     bounds = np.array([0, lo, hi, n_v], np.int64)  # the partition is the second of three (the third maybe empty)
     parts = len(bounds) - 1
-    out = dict(rows=np.full(max(1, owned * width), -1, np.int32), piece_walk_id=np.empty(n, np.int64),
-               piece_start=np.empty(n, np.int32), piece_len=np.empty(n, np.int32), piece_offset=np.empty(n, np.int64),
-               flat=np.empty(n * stage, np.int32), bounds=bounds, mover_walk_id=np.empty(parts * n, np.int64),
+    most = n * first_order.most_pieces(per)
+    out = dict(rows=np.full(max(1, owned * width), -1, np.int32), piece_walk_id=np.empty(most, np.int64),
+               piece_start=np.empty(most, np.int32), piece_len=np.empty(most, np.int32),
+               piece_offset=np.empty(most, np.int64), flat=np.empty(n * (stage + per - 1), np.int32), bounds=bounds,
+               local=np.array(local, np.int8), mover_walk_id=np.empty(parts * n, np.int64),
                mover_source=np.empty(parts * n, np.int64), mover_vertex=np.empty(parts * n, np.int64),
-               mover_step=np.empty(parts * n, np.int32), counts=np.zeros(4 + parts, np.uint64))
+               mover_step=np.empty(parts * n, np.int32), mover_carried=np.empty(parts * n, np.int8),
+               counts=np.zeros(4 + parts, np.uint64), **{f"mover_sector{k}": np.empty(parts * n, np.uint64)
+                                                          for k in range(4)})
     on = {k: x.asarray(v) for k, v in {**inputs, **out}.items()}
     first_order.ROUTED.launch(**on, weighted=PICK_ALIAS if weighted else PICK_UNIFORM, lo=lo, hi=hi, num_vertices=n_v,
                               key=np.uint64(_rng.key(7)), length=40, alpha=alpha, teleport=teleport, n=n,
@@ -168,27 +180,37 @@ def routed_first_order(x, teleport: int, alpha: float, lo: int, hi: int, weighte
     going = got["counts"][4:].astype(np.int64)  # each partition's movers, at q * n..
     assert going.sum() == moved
     movers = {k: np.concatenate([got[f"mover_{k}"][q * n:q * n + going[q]] for q in range(parts)])
-              for k in ("walk_id", "source", "vertex", "step")}
+              for k in ("walk_id", "source", "vertex", "step", "carried", *(f"sector{j}" for j in range(4)))}
     owner = np.repeat(np.arange(parts), going)
     assert (np.searchsorted(bounds[1:-1], movers["vertex"], side="right") == owner).all(), "each where it goes"
-    order = np.argsort(movers["walk_id"])
-    piece = {int(w): (int(s), got["flat"][o:o + k]) for w, s, k, o in
-             zip(*(got[f"piece_{f}"][:kept] for f in ("walk_id", "start", "len", "offset")))}
-    walk_id, step = inputs["walk_id"], inputs["step"]
     home = (walk_id // block_rows % ranks == 0) if ranks else np.zeros(n, bool)
+    start = np.where(inputs["carried"] == 1, step - cell, step)  # its first cell's step
+    mover_row = dict(zip(walk_id.tolist(), (row * width).tolist()))
+    carries = {}  # walk id -> the cells its mover carries on
+    for i, w in enumerate(movers["walk_id"].tolist()):
+        held = (mover_row[w] + int(movers["step"][i])) % per if movers["carried"][i] else 0
+        sector = np.stack([movers[f"sector{j}"][i] for j in range(4)]).view(np.int32)
+        carries[w] = sector[:held]
+    pieces: dict[int, list] = {}
+    for w, s, k, o in zip(*(got[f"piece_{f}"][:kept] for f in ("walk_id", "start", "len", "offset"))):
+        pieces.setdefault(int(w), []).append((int(s), got["flat"][o:o + k]))
     vertices = []
-    for w, s, at_home in zip(walk_id.tolist(), step.tolist(), home):
-        if at_home:  # its row, from its first step to the first vertex not written (rows start at -1)
-            at = (w // block_rows // ranks * block_rows + w % block_rows) * width + s
+    for i, (w, s, at_home) in enumerate(zip(walk_id.tolist(), start.tolist(), home)):
+        if at_home:  # its row, from its first cell to the first not written (rows start at -1)
+            at = int(row[i]) * width + s
             written = got["rows"][at:at + width - s]
-            vertices.append(written[:np.flatnonzero(np.append(written, -1) < 0)[0]])
+            stored = written[:np.flatnonzero(np.append(written, -1) < 0)[0]]
         else:
-            assert piece[w][0] == s, "a piece starts at its walker's step"
-            vertices.append(piece[w][1])
-    assert len(piece) == kept == (~home).sum(), "one piece for each walker not at home, and no other"
-    return {"inputs": inputs, "counts": got["counts"], "piece_len": np.array([len(v) for v in vertices]),
-            "pieces": vertices, "home": home,
-            "movers": {k: v[order] for k, v in movers.items()}}
+            mine = sorted(pieces.pop(w, []), key=lambda piece: piece[0])
+            assert all(a[0] + len(a[1]) == b[0] for a, b in zip(mine, mine[1:])), "its pieces one after another"
+            assert not mine or mine[0][0] == s, "its first piece at its first cell"
+            stored = np.concatenate([p[1] for p in mine]) if mine else np.empty(0, np.int32)
+        vertices.append(np.concatenate([stored, carries.get(w, np.empty(0, np.int32))]))
+    assert not pieces, "pieces only of walkers not at home"
+    order = np.argsort(movers["walk_id"])
+    return {"inputs": inputs, "counts": got["counts"], "start": start, "cells": carried_cells, "vertices": vertices,
+            "home": home, "movers": {k: v[order] for k, v in movers.items() if not k.startswith("sector")},
+            "carries": [carries[w] for w in movers["walk_id"][order].tolist()]}
 
 
 def hub_partition(ids, lo: int, seed: int, to=np.asarray):

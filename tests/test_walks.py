@@ -125,14 +125,16 @@ def test_a_partitioned_walks_stats_count_its_crossings_and_each_supersteps_kerne
 
 
 def test_a_deepwalk_walker_crosses_in_the_8_bytes_its_runs_sizes_allow(cpu):
-    """4,096 vertices, 16,384 walks of 80 steps: 12 + 14 + 7 bits, 8 bytes a walker (``stats['wire']``); the bytes
+    """4,096 vertices, 16,384 walks of 80 steps: 12 + 14 + 7 bits, 8 bytes a walker (``stats['wire']``; the cells of
+    its row's sector it carries between partitions of a worker stay there: no bits); the bytes
     sent are 8 for each step into the other worker's partition, the paths say, and up to 8 of padding for each
     partition's walkers a superstep (their words start on 16 bytes)."""
     g = gpipe.generators.rmat(scale=12, edge_factor=4, seed=2, partitions=2)
     w = gpipe.walks.deepwalk(g, length=80, walks_per_vertex=4, seed=9)
     walks = w.compute()
     assert w.stats["workers"] == 2 and w.stats["exchange"] == "comms"
-    assert w.stats["wire"] == {"bytes_per_walker": 8, "bits": {"walk_id": 14, "vertex": 12, "step": 7}}
+    sector = {"carried": 0, **{f"sector{k}": 0 for k in range(4)}}  # what it carries between partitions of a worker
+    assert w.stats["wire"] == {"bytes_per_walker": 8, "bits": {"walk_id": 14, "vertex": 12, "step": 7, **sector}}
     owner = np.searchsorted(np.asarray(g.bounds), walks, side="right") - 1
     crossings = int(((owner[:, 1:] != owner[:, :-1]) & (walks[:, 1:] >= 0)).sum())
     padding = w.stats["walker_bytes"] - 8 * crossings
@@ -1026,34 +1028,40 @@ def test_borrowed_lists_are_fetched_once_a_run_and_kept_by_id(monkeypatch):
 @pytest.mark.parametrize("teleport, alpha, weighted", [(0, 0.0, False), (0, 0.0, True), (1, 0.2, False),
                                                        (2, 0.3, False)])
 @pytest.mark.parametrize("lo, hi", [(100, 200), (5, 300)])  # a third of the graph; most of it (pieces stop at STAGE)
-@pytest.mark.parametrize("ranks", [0, 3])  # every walker writes a piece; those of 4 blocks in 10 write to rows
+@pytest.mark.parametrize("ranks", [0, 3])  # every walker writes pieces; those of 4 blocks in 10 write to rows
+@pytest.mark.parametrize("local", [(1, 1, 1), (0, 1, 0)])  # every partition on this worker; only its own
 def test_the_routed_first_order_advance_is_the_plain_one_cut_where_it_leaves(teleport, alpha, weighted, lo, hi,
-                                                                              ranks):
+                                                                              ranks, local):
     """The fused advance of a partition of several writes each walker's vertices (to its walk's row on the worker
-    making its block, for as long as it stays; else as a piece of at most STAGE vertices) and the walkers that move
-    on: the plain advance's vertices, cut where the walker left, or at STAGE for a piece, and the walkers that left
-    or stopped there, where they are."""
+    making its block, for as long as it stays; else as pieces, at most STAGE vertices) after the cells it arrived
+    with, and the walkers that move on: the plain advance's vertices, cut where the walker left, or at STAGE for
+    pieces, and the walkers that left or stopped there, where they are. A sector is stored whole once full; the
+    cells of the one not yet full go on with a walker moving to a partition of this worker, and are stored where
+    it ends or leaves the worker."""
     import importlib
 
     from gpipe.walks._graphs import PICK_ALIAS, PICK_UNIFORM
 
     first_order = importlib.import_module("gpipe.walks._first_order")
     stage = first_order.STAGE
-    routed = routed_first_order(np, teleport, alpha, lo, hi, weighted, ranks)
+    routed = routed_first_order(np, teleport, alpha, lo, hi, weighted, ranks, local)
     inputs = routed["inputs"]
     n, width = len(inputs["walk_id"]), 41
     plain = dict(flat=np.full(n * width, -1, np.int32), piece_len=np.empty(n, np.int32),
                  out_vertex=np.empty(n, np.int64), out_step=np.empty(n, np.int32), moved=np.empty(n, np.int8))
-    first_order.ADVANCE.launch(**inputs, **plain, offset=np.arange(n, dtype=np.int64) * width,
+    plain_inputs = {k: v for k, v in inputs.items() if k in ("indptr", "indices", "table", "walk_id", "source",
+                                                               "vertex", "step")}
+    first_order.ADVANCE.launch(**plain_inputs, **plain, offset=np.arange(n, dtype=np.int64) * width,
                                weighted=PICK_ALIAS if weighted else PICK_UNIFORM,
                                lo=lo, hi=hi, num_vertices=300, key=np.uint64(gpipe._rng.key(7)), length=40,
                                alpha=alpha, teleport=teleport, n=n)
     away = ~routed["home"]
     stopped = (plain["piece_len"] > stage) & away
-    np.testing.assert_array_equal(routed["piece_len"], np.where(away, np.minimum(plain["piece_len"], stage),
-                                                                plain["piece_len"]))
-    for i, piece in enumerate(routed["pieces"]):
-        np.testing.assert_array_equal(piece, plain["flat"][i * width:i * width + len(piece)])
+    walked = np.where(away, np.minimum(plain["piece_len"], stage), plain["piece_len"])
+    arrived = inputs["step"] - routed["start"]  # cells it arrived with
+    for i, vertices in enumerate(routed["vertices"]):
+        expected = np.concatenate([routed["cells"][i][:arrived[i]], plain["flat"][i * width:i * width + walked[i]]])
+        np.testing.assert_array_equal(vertices, expected, err_msg=f"walker {i}")
     moving = (plain["moved"] == 1) | stopped
     at = np.arange(n) * width + stage
     vertex = np.where(stopped, plain["flat"][np.minimum(at, n * width - 1)], plain["out_vertex"])
@@ -1062,8 +1070,15 @@ def test_the_routed_first_order_advance_is_the_plain_one_cut_where_it_leaves(tel
     expected = {"walk_id": inputs["walk_id"], "source": inputs["source"], "vertex": vertex, "step": step}
     for name, values in expected.items():
         np.testing.assert_array_equal(routed["movers"][name], values[moving][order], err_msg=name)
+    owner = np.searchsorted([lo, hi], routed["movers"]["vertex"], side="right")
+    carrying = routed["movers"]["carried"] == 1
+    assert not (carrying & (np.asarray(local)[owner] == 0)).any(), "none carries its cells off the worker"
+    assert carrying.any() == (np.asarray(local)[owner] == 1).any()  # (2,000 walkers: some carry where they may)
+    assert sum(len(c) for c in routed["carries"]) > 0 or not carrying.any()
     taken = np.where(stopped, stage, plain["out_step"] - inputs["step"])
-    assert routed["counts"][:4].tolist() == [routed["piece_len"][away].sum(), moving.sum(), taken.sum(), away.sum()]
+    pieces = sum(len(v) for v, h in zip(routed["vertices"], routed["home"]) if not h)
+    assert routed["counts"][1:3].tolist() == [moving.sum(), taken.sum()]
+    assert routed["counts"][0] <= pieces  # the pieces' cells: their vertices but those carried on
     assert moving.any() and (lo > 50 or stopped.any()) and (ranks == 0 or 0 < away.sum() < n)
     if ranks and lo < 50:  # walkers writing their rows go on past STAGE where they stay
         assert (plain["piece_len"][routed["home"]] > stage).any()

@@ -6,7 +6,8 @@ The widths are chosen as the run starts (:class:`Wire`), the same on every rank:
 run's walks, ``vertex`` (and any field a family spans up to :data:`~gpipe.runtime.VERTEX`) in those of the graph's
 vertices, ``step`` in those of the walks' length, a family's own fields in those of its
 :class:`~gpipe.runtime.Span` s (``StepSpec.spans``); a field of unknown values (no span, or a float) travels at its
-dtype's full width, its bits as they are: never cut. DeepWalk on R-MAT 24 with 10 walks a vertex of 80 steps: 28 +
+dtype's full width, its bits as they are: never cut; a field whose span is one value travels in no bits (it is not
+read, and arrives holding that value: a walk's carried sector, which stays on its worker). DeepWalk on R-MAT 24 with 10 walks a vertex of 80 steps: 28 +
 24 + 7 bits, 8 bytes a walker (``stats['wire']``, :func:`stated`). A partition's walkers lie word-major (word 0 of
 each, then word 1, ...), partitions in ascending order, each starting on an ``ALIGN``-byte offset; the payload is
 bytes, which either transport of ``_exchange`` carries as they are. The sender packs in one pass (a CuPy kernel
@@ -80,7 +81,7 @@ class Packing:
         by ``shift`` (left by ``-shift`` where negative)."""
         cuts, offset = [], 0
         for k, slot in enumerate(self.slots):
-            for j in range(offset // WORD_BITS, -(-(offset + slot.bits) // WORD_BITS)):
+            for j in range(offset // WORD_BITS, -(-(offset + slot.bits) // WORD_BITS) if slot.bits else 0):
                 cuts.append((k, j, j * WORD_BITS - offset))
             offset += slot.bits
         return tuple(cuts)
@@ -107,12 +108,16 @@ class Packing:
 
     def pack(self, x, fields: list, words, base: int, stride: int, bad) -> None:
         """Pack ``fields`` (arrays of one walker set, in slot order) into ``words`` (uint32): word j of walker i
-        at ``base + j * stride + i``; ``bad[k]`` set where slot k's values do not fit its bits."""
-        fields = [field.view(slot.carrier) for field, slot in zip(fields, self.slots, strict=True)]
+        at ``base + j * stride + i``; ``bad[k]`` set where slot k's values do not fit its bits. A slot of no bits
+        (its span one value) is not read: every walker arrives holding that value."""
+        fields = [field.view(slot.carrier) if slot.bits else None
+                  for field, slot in zip(fields, self.slots, strict=True)]
+        if self.words == 0:  # every field of no bits: nothing to write
+            return
         if x is np:
             _pack_numpy(self, fields, words, base, stride, bad)
         else:
-            _kernels(x, self)[0](*fields, base, stride, words, bad)
+            _kernels(x, self)[0](*(field for field in fields if field is not None), base, stride, words, bad)
 
     def unpack(self, x, words, base: int, stride: int, count: int) -> dict:
         """The fields of ``count`` walkers packed by :meth:`pack`, by name, each of its dtype."""
@@ -127,11 +132,14 @@ class Packing:
 def _pack_numpy(packing: Packing, fields: list, words: np.ndarray, base: int, stride: int, bad: np.ndarray) -> None:
     """:meth:`Packing.pack` on the CPU: the kernel of :func:`_kernels` in numpy, the same bits, :data:`CHUNK`
     walkers at a time."""
-    count = fields[0].shape[0]
+    count = next(field for field in fields if field is not None).shape[0]
     for start in range(0, count, CHUNK):
         end = min(count, start + CHUNK)
-        values = []
+        values: list = []
         for k, (field, slot) in enumerate(zip(fields, packing.slots, strict=True)):
+            if field is None:  # no bits: not read
+                values.append(None)
+                continue
             value = field[start:end].astype(np.uint64)  # a signed one sign-extended: its two's complement
             if not slot.raw:
                 value -= np.uint64(slot.lo % (1 << 64))
@@ -175,8 +183,11 @@ def _kernels(x, packing: Packing) -> tuple:
     code written for its slots: the same arithmetic as :func:`_pack_numpy` and :func:`_unpack_numpy`."""
     slots = packing.slots
     fields = ", ".join(f"{slot.carrier.name} f{k}" for k, slot in enumerate(slots))
+    read = ", ".join(f"{slot.carrier.name} f{k}" for k, slot in enumerate(slots) if slot.bits)  # what pack reads
     pack = []
     for k, slot in enumerate(slots):
+        if not slot.bits:
+            continue
         if slot.raw:
             pack.append(f"const unsigned long long u{k} = (unsigned long long)f{k};")
         else:
@@ -196,7 +207,7 @@ def _kernels(x, packing: Packing) -> tuple:
         ctype = _C_TYPES[slot.carrier.name]
         unpack.append(f"f{k} = ({ctype})({value});" if slot.raw else
                       f"f{k} = ({ctype})((long long)({value}) + ({slot.lo}LL));")
-    return (x.ElementwiseKernel(f"{fields}, int64 base, int64 stride", "raw uint32 out, raw int32 bad",
+    return (x.ElementwiseKernel(f"{read}, int64 base, int64 stride", "raw uint32 out, raw int32 bad",
                                 "\n".join(pack), "gpipe_pack_walkers"),
             x.ElementwiseKernel("raw uint32 words, int64 base, int64 stride", fields, "\n".join(unpack),
                                 "gpipe_unpack_walkers"))

@@ -35,7 +35,7 @@ from ..runtime import VERTEX, Span
 from ..sampling import EdgeSample
 from . import _frontier, _mh, _node2vec
 from ._dynamic import N2V_FIELDS, N2V_SPANS, advance_dynamic, advance_node2vec_dynamic
-from ._first_order import FirstOrder, advance_first_order
+from ._first_order import FirstOrder, advance_first_order, sector_fields
 from ._ppr import PPRResult
 from ._result import WalkResult
 from ._walkers import run_walks, walk_spec
@@ -429,6 +429,9 @@ def _first_order(g, algorithm: str, *, length, walks_per_vertex, start, weighted
                                                              dynamic=True)
     walk = FirstOrder(bool(weighted), alpha, teleport, g.num_vertices)
     step = advance_dynamic if isinstance(g, Snapshot) else advance_first_order
+    if step is advance_first_order:
+        sectors, sector_spans = sector_fields(g)
+        fields, spans = fields + sectors, spans + sector_spans
     spec = walk_spec(step, seed, length, walk, fields, rows="home" if step is advance_first_order else "alone",
                      spans=spans)
     return run_walks(g, algorithm, spec, walks_per_vertex, starts, progress, **result)

@@ -14,7 +14,7 @@ import numpy as np
 from .. import _rng
 from ..backend import cpu_kernel, prange, to_host
 from ..kernels import Arg, Kernel
-from ..runtime import Grouped, Run, StepSpec, step_kernel
+from ..runtime import Grouped, Run, Span, StepSpec, step_kernel
 from ..runtime.workers import worker_xp
 from ._common import uniform_vertex
 from ._graphs import DEFINES, NO_CDF, PICK_ALIAS, PICK_UNIFORM, Csr, degree, head, pick, start
@@ -34,7 +34,23 @@ class FirstOrder:
     num_vertices: int
 
 
-STAGE = 16  # the most vertices a walker writes as a piece in one routed advance (kernels/walk_first_order.cu's STAGE)
+STAGE = 16  # the most vertices a walker writes as pieces in one routed advance (kernels/walk_first_order.cu's STAGE)
+
+
+@cpu_kernel()
+def most_pieces(per: int) -> int:
+    """The most pieces a walker makes in one routed advance, sectors of ``per`` ids: its carried cells and STAGE
+    more ids span that many sectors."""
+    return (per - 1 + STAGE) // per + 1
+
+
+def sector_fields(g) -> tuple[tuple, tuple]:
+    """The walker fields of a first-order walk on ``g`` (a graph cut in partitions) that carry a walker's partial
+    sector of its row between the partitions of a worker (:data:`SECTOR`, see ``_advance_routed``), and their spans:
+    none of them is carried to a peer, so each travels there in no bits (and arrives as 0: carried none)."""
+    if g.mode != "partitioned" or g.num_partitions == 1:
+        return (), ()
+    return SECTOR_FIELDS, tuple(Span(name, 0, 0) for name, _, _ in SECTOR_FIELDS)
 
 
 def advance_first_order(part, walkers: dict, spec: StepSpec, run: Run):
@@ -73,9 +89,12 @@ def _advance_routed(part, walkers: dict, spec: StepSpec, run: Run):
     """The walk on one partition of several, as a runtime step (pieces, movers, steps): one kernel writes the
     vertices of the walks whose blocks this worker makes straight to their rows (``run.rows``, where the run
     keeps them), the others' as pieces over a flat buffer with no gaps (none where every walk's row is here), and
-    the walkers that move on, packed; one copy of four counts comes to the host. (A walker writing a piece stops
+    the walkers that move on, packed; one copy of four counts comes to the host. (A walker writing pieces stops
     at :data:`STAGE` vertices, and goes on in its partition's next advance; one writing its row goes on while it
-    stays, so every walker moving on leaves the partition.)"""
+    stays, so every walker moving on leaves the partition.) A row is written a whole sector at a time: the ids of
+    the sector not yet full go on with a walker moving to a partition of this worker (``run.here``), in its
+    :data:`SECTOR` fields (:func:`sector_fields`), and are stored where it ends or leaves the worker (see
+    ``kernels/rows.cuh``'s ``GpCarriedRow``)."""
     x = worker_xp()
     n = walkers["walk_id"].shape[0]
     keep_source = "source" in walkers
@@ -83,19 +102,22 @@ def _advance_routed(part, walkers: dict, spec: StepSpec, run: Run):
     movers = {k: x.empty(parts * n, v.dtype) for k, v in walkers.items()}  # a region of n for each partition
     rows = run.rows
     room = 1 if rows is not None and rows.ranks == 1 else n  # every walk's row here: no piece to make
-    pieces = {"walk_id": x.empty(room, x.int64), "start": x.empty(room, x.int32), "length": x.empty(room, x.int32),
-              "offset": x.empty(room, x.int64)}
-    flat = x.empty(room * STAGE, part.indices.dtype)
+    per = 32 // part.indices.dtype.itemsize  # ids a sector
+    most = room * most_pieces(per)
+    pieces = {"walk_id": x.empty(most, x.int64), "start": x.empty(most, x.int32), "length": x.empty(most, x.int32),
+              "offset": x.empty(most, x.int64)}
+    flat = x.empty(room * (STAGE + per - 1), part.indices.dtype)
     counts = x.zeros(4 + parts, x.uint64)
     home = (dict(rows=x.empty(1, flat.dtype), block_rows=0, ranks=0, rank=0) if rows is None else
             dict(rows=rows.array.reshape(-1), block_rows=rows.blocks.rows, ranks=rows.ranks, rank=rows.rank))
     ROUTED.launch(**_graph_args(x, part, spec), **home, n=n, walk_id=walkers["walk_id"],
                   source=walkers.get("source", walkers["vertex"]), vertex=walkers["vertex"], step=walkers["step"],
-                  keep_source=int(keep_source), width=spec.length + 1, piece_walk_id=pieces["walk_id"],
-                  piece_start=pieces["start"], piece_len=pieces["length"], piece_offset=pieces["offset"], flat=flat,
-                  bounds=x.asarray(part.bounds), parts=parts, mover_walk_id=movers["walk_id"],
+                  keep_source=int(keep_source), **{k: walkers[k] for k in SECTOR}, width=spec.length + 1,
+                  piece_walk_id=pieces["walk_id"], piece_start=pieces["start"], piece_len=pieces["length"],
+                  piece_offset=pieces["offset"], flat=flat, bounds=x.asarray(part.bounds), parts=parts,
+                  local=x.asarray(run.here.astype(np.int8)), mover_walk_id=movers["walk_id"],
                   mover_source=movers.get("source", movers["walk_id"]), mover_vertex=movers["vertex"],
-                  mover_step=movers["step"], counts=counts)
+                  mover_step=movers["step"], **{f"mover_{k}": movers[k] for k in SECTOR}, counts=counts)
     run.while_kernel()  # the runtime's work meanwhile: a chunked superstep's exchange of the chunk before
     counted = to_host(counts)
     used, _, steps, kept = (int(c) for c in counted[:4])
@@ -174,44 +196,108 @@ def _advance_cpu(indptr, indices, table, weighted, lo, hi, num_vertices, key, le
                 walk_id, source, vertex, step, offset, flat, piece_len, out_vertex, out_step, moved)
 
 
+@cpu_kernel()
+def _word(sector0, sector1, sector2, sector3, i, k):
+    """Word ``k`` of walker ``i``'s carried sector (``sector0..3``)."""
+    return sector0[i] if k == 0 else sector1[i] if k == 1 else sector2[i] if k == 2 else sector3[i]
+
+
+@cpu_kernel()
+def _store_cells(home, rows, at, lo, hi, stage, base, row_lo, piece_start, piece_len, piece_cells, cells_at, pieces):
+    """Cells ``lo..hi-1`` of the sector at row position ``at`` (staged at ``stage[base:]``): to the rows where the
+    walk's block is here (``home``), else as the walker's next piece (its cells after its earlier pieces' in
+    ``piece_cells[cells_at:]``); the kernels' ``GpRowSink`` / ``GpPieceSink``. Returns the walker's pieces."""
+    if home:
+        for j in range(lo, hi):
+            rows[at + j] = stage[base + j]
+        return pieces
+    used = 0
+    for m in range(pieces):
+        used += piece_len[m]
+    piece_start[pieces] = at + lo - row_lo
+    piece_len[pieces] = hi - lo
+    for j in range(lo, hi):
+        piece_cells[cells_at + used + j - lo] = stage[base + j]
+    return pieces + 1
+
+
 @cpu_kernel(parallel=True)
 def _advance_routed_cpu(indptr, indices, table, weighted, lo, hi, num_vertices, key, length, alpha, teleport, n,
-                        walk_id, source, vertex, step, keep_source, rows, block_rows, ranks, rank, width,
-                        piece_walk_id, piece_start, piece_len, piece_offset, flat, bounds, parts, mover_walk_id,
-                        mover_source, mover_vertex, mover_step, counts):
+                        walk_id, source, vertex, step, keep_source, carried, sector0, sector1, sector2, sector3, rows,
+                        block_rows, ranks, rank, width, piece_walk_id, piece_start, piece_len, piece_offset, flat,
+                        bounds, parts, local, mover_walk_id, mover_source, mover_vertex, mover_step, mover_carried,
+                        mover_sector0, mover_sector1, mover_sector2, mover_sector3, counts):
     graph = Csr(indices, NO_CDF, weighted, indptr, table)
-    stage = np.empty(n * STAGE, flat.dtype)
-    written = np.empty(n, np.int32)
+    size = flat.itemsize
+    per = 32 // size  # ids a sector
+    mask = np.uint64(0xFFFFFFFF) if size == 4 else np.uint64(0xFFFFFFFFFFFFFFFF)  # an id's bits in a word
+    pieces_most, most_cells = most_pieces(per), per - 1 + STAGE  # a walker's in one advance, away
+    stage = np.empty(n * per, flat.dtype)
+    cells = np.empty(n * most_cells, flat.dtype)
+    starts = np.empty(n * pieces_most, np.int32)
+    lengths = np.empty(n * pieces_most, np.int32)
+    made = np.zeros(n, np.int32)
     at_vertex = np.empty(n, np.int64)
     at_step = np.empty(n, np.int32)
     moves = np.zeros(n, np.bool_)
+    carries = np.zeros(n, np.bool_)
+    held = np.zeros(n, np.int64)  # cells carried
     home = np.zeros(n, np.bool_)
     for i in prange(n):
-        if ranks > 0 and (walk_id[i] // block_rows) % ranks == rank:  # its row is here: written for as long as it stays
-            block = walk_id[i] // block_rows
-            home[i] = True
-            row = ((block // ranks) * block_rows + walk_id[i] % block_rows) * width + step[i]
-            k, v, s, left = _walk_one(graph, lo, hi, num_vertices, key, length, alpha, teleport, walk_id[i], source[i],
-                                      vertex[i], step[i], rows, row, 2**31 - 1)
-        else:
-            k, v, s, left = _walk_one(graph, lo, hi, num_vertices, key, length, alpha, teleport, walk_id[i], source[i],
-                                      vertex[i], step[i], stage, i * STAGE, STAGE)
-        written[i] = k
+        w = walk_id[i]
+        block = w // block_rows if ranks > 0 else 0
+        row = (block // ranks) * block_rows + w % block_rows if ranks > 0 else w
+        row_lo = row * width
+        home[i] = ranks > 0 and block % ranks == rank
+        pos = row_lo + step[i]  # of the next id
+        c = pos & (per - 1)
+        base = i * per
+        if carried[i]:  # its cells 0..c-1, little end first
+            for j in range(c):
+                word = _word(sector0, sector1, sector2, sector3, i, j * size // 8)
+                stage[base + j] = word >> np.uint64(j * size % 8 * 8)  # cast: its low bits
+        first = 0 if carried[i] else c
+        v, s = vertex[i], step[i]
+        written, budget, pieces = 0, 2**31 - 1 if home[i] else STAGE, 0
+        moved = False
+        while True:  # a sector at a time: the kernel stores one as its last cell is put
+            k, v, s, left = _walk_one(graph, lo, hi, num_vertices, key, length, alpha, teleport, w, source[i], v, s,
+                                      stage, base + c, min(per - c, budget - written))
+            written += k
+            c += k
+            pos += k
+            if c == per:
+                pieces = _store_cells(home[i], rows, pos - per, first, per, stage, base, row_lo,
+                                      starts[i * pieces_most:], lengths[i * pieces_most:], cells, i * most_cells,
+                                      pieces)
+                first, c = 0, 0
+            if not left:  # its walk ended
+                break
+            if v < lo or v >= hi or written == budget:  # stepped out, or stopped at STAGE to go on next time
+                moved = True
+                break
+        q = np.searchsorted(bounds[1:parts], v, side="right") if moved else 0
+        carries[i] = moved and local[q] != 0 and first == 0
+        held[i] = c if carries[i] else 0
+        if not carries[i] and c > first:  # its partial sector stored where it ends or leaves the worker
+            pieces = _store_cells(home[i], rows, pos - c, first, c, stage, base, row_lo,
+                                  starts[i * pieces_most:], lengths[i * pieces_most:], cells, i * most_cells, pieces)
+        made[i] = pieces
         at_vertex[i] = v
         at_step[i] = s
-        moves[i] = left
-    used, moved, steps, pieces = np.int64(counts[0]), np.int64(counts[1]), np.int64(counts[2]), np.int64(counts[3])
-    at = np.empty(n, np.int64)
+        moves[i] = moved
+    used, moved_count, steps, kept = np.int64(counts[0]), np.int64(counts[1]), np.int64(counts[2]), np.int64(counts[3])
+    flat_at = np.empty(n, np.int64)
     for i in range(n):  # in walker order (the kernel's in the order its reservations land)
         steps += at_step[i] - step[i]
-        if not home[i]:
-            at[i] = used
-            piece_walk_id[pieces] = walk_id[i]
-            piece_start[pieces] = step[i]
-            piece_len[pieces] = written[i]
-            piece_offset[pieces] = used
-            used += written[i]
-            pieces += 1
+        flat_at[i] = used
+        for m in range(made[i]):
+            piece_walk_id[kept] = walk_id[i]
+            piece_start[kept] = starts[i * pieces_most + m]
+            piece_len[kept] = lengths[i * pieces_most + m]
+            piece_offset[kept] = used
+            used += lengths[i * pieces_most + m]
+            kept += 1
         if moves[i]:  # to the region of the partition owning its vertex
             q = np.searchsorted(bounds[1:parts], at_vertex[i], side="right")
             slot = q * n + np.int64(counts[4 + q])
@@ -219,14 +305,28 @@ def _advance_routed_cpu(indptr, indices, table, weighted, lo, hi, num_vertices, 
             mover_walk_id[slot] = walk_id[i]
             mover_vertex[slot] = at_vertex[i]
             mover_step[slot] = at_step[i]
+            mover_carried[slot] = carries[i]
+            for k in range(4):  # the words of the cells it carries
+                word = np.uint64(0)
+                for j in range(held[i]):
+                    if j * size // 8 == k:
+                        word |= (np.uint64(stage[i * per + j]) & mask) << np.uint64(j * size % 8 * 8)
+                if k * 8 < held[i] * size:
+                    if k == 0:
+                        mover_sector0[slot] = word
+                    elif k == 1:
+                        mover_sector1[slot] = word
+                    elif k == 2:
+                        mover_sector2[slot] = word
+                    else:
+                        mover_sector3[slot] = word
             if keep_source:
                 mover_source[slot] = source[i]
-            moved += 1
+            moved_count += 1
     for i in prange(n):
-        if not home[i]:
-            for j in range(written[i]):
-                flat[at[i] + j] = stage[i * STAGE + j]
-    counts[0], counts[1], counts[2], counts[3] = used, moved, steps, pieces
+        for j in range(lengths[i * pieces_most:i * pieces_most + made[i]].sum()):
+            flat[flat_at[i] + j] = cells[i * most_cells + j]
+    counts[0], counts[1], counts[2], counts[3] = used, moved_count, steps, kept
 
 
 # walk_first_order.cu is compiled whole with a kernel's defines: each of its kernels takes all of them
@@ -237,19 +337,26 @@ _GRAPH_ARGS = (Arg("indptr", "i64[]"), Arg("indices", "IdT[]"),
                Arg("lo", "i64"), Arg("hi", "i64"), Arg("num_vertices", "i64"), Arg("key", "u64"), Arg("length", "i32"),
                Arg("alpha", "f64"), Arg("teleport", "i32"), Arg("n", "i64"), Arg("walk_id", "i64[n]"),
                Arg("source", "i64[n]"), Arg("vertex", "i64[n]"), Arg("step", "i32[n]"))
+# A routed walker's carried sector (kernels/rows.cuh's GpCarriedRow): whether it carries its cells, and their words
+SECTOR_FIELDS = (("carried", "int8", 0), *((f"sector{k}", "uint64", 0) for k in range(4)))
+SECTOR = tuple(name for name, _, _ in SECTOR_FIELDS)
+_SECTOR_ARGS = (Arg("carried", "i8[n]"), *(Arg(f"sector{k}", "u64[n]") for k in range(4)))
 ADVANCE = Kernel("walk_first_order.cu", "gp_walk_first_order", twin=_advance_cpu, items="n", queued=True,
                  defines=DEFINES_FIRST_ORDER, args=_GRAPH_ARGS + (
     Arg("offset", "i64[n]"), Arg("flat", "IdT[]", out=True), Arg("piece_len", "i32[n]", out=True),
     Arg("out_vertex", "i64[n]", out=True), Arg("out_step", "i32[n]", out=True), Arg("moved", "i8[n]", out=True)))
 ROUTED = Kernel("walk_first_order.cu", "gp_walk_first_order_routed", twin=_advance_routed_cpu, items="n",
                 queued=True, defines=DEFINES_FIRST_ORDER, args=_GRAPH_ARGS + (
-    Arg("keep_source", "i32"), Arg("rows", "IdT[]", out=True, note="written when ranks > 0"),
+    Arg("keep_source", "i32"), *_SECTOR_ARGS, Arg("rows", "IdT[]", out=True, note="written when ranks > 0"),
     Arg("block_rows", "i64"), Arg("ranks", "i32"), Arg("rank", "i32"), Arg("width", "i32"),
-    Arg("piece_walk_id", "i64[n]", out=True), Arg("piece_start", "i32[n]", out=True),
-    Arg("piece_len", "i32[n]", out=True), Arg("piece_offset", "i64[n]", out=True),
-    Arg("flat", "IdT[n*STAGE]", out=True), Arg("bounds", "i64[parts+1]"), Arg("parts", "i32"),
+    Arg("piece_walk_id", "i64[]", out=True, note="room for most_pieces(ids a sector) a walker"),
+    Arg("piece_start", "i32[]", out=True), Arg("piece_len", "i32[]", out=True), Arg("piece_offset", "i64[]", out=True),
+    Arg("flat", "IdT[]", out=True, note="room for STAGE + a sector's ids less one a walker"),
+    Arg("bounds", "i64[parts+1]"), Arg("parts", "i32"),
+    Arg("local", "i8[parts]", note="1 where the partition is on this worker: a walker carries its cells there"),
     Arg("mover_walk_id", "i64[parts*n]", out=True, note="partition q's movers at q*n.."),
     Arg("mover_source", "i64[parts*n]", out=True, note="written when keep_source"),
     Arg("mover_vertex", "i64[parts*n]", out=True), Arg("mover_step", "i32[parts*n]", out=True),
+    *(Arg(f"mover_{a.name}", f"{a.base}[parts*n]", out=True) for a in _SECTOR_ARGS),
     Arg("counts", "u64[4+parts]", out=True,
         note="added to: vertices in flat, movers, steps, pieces, then each partition's movers")))

@@ -100,21 +100,24 @@ def test_deepwalk_cuda_equals_cpu_twin(gpu_cluster, cpu_cluster, partitions):
 
 @pytest.mark.parametrize("threads", [256, 100])  # 100: a block's last warp is not whole
 @pytest.mark.parametrize("teleport, alpha, weighted", [(0, 0.0, False), (0, 0.0, True), (2, 0.3, False)])
-@pytest.mark.parametrize("ranks", [0, 3])  # every walker writes a piece; those of 4 blocks in 10 write to rows
-def test_the_routed_first_order_advance_cuda_equals_cpu_twin(teleport, alpha, weighted, threads, ranks):
-    """Each walker's vertices (from its row or its piece), movers (in the order of walk ids: the kernel writes them
-    where its reservations land) and counts; on a partition most walkers stay in, so some stop at STAGE."""
+@pytest.mark.parametrize("ranks", [0, 3])  # every walker writes pieces; those of 4 blocks in 10 write to rows
+@pytest.mark.parametrize("local", [(1, 1, 1), (0, 1, 0)])  # every partition on this worker; only its own
+def test_the_routed_first_order_advance_cuda_equals_cpu_twin(teleport, alpha, weighted, threads, ranks, local):
+    """Each walker's vertices (from its row or its pieces, then the cells it carries on), movers (in the order of
+    walk ids: the kernel writes them where its reservations land) and counts; on a partition most walkers stay in,
+    so some stop at STAGE."""
     import dask
 
     with dask.config.set({"gpipe.kernels.threads-per-block": threads}):
-        gpu = routed_first_order(cupy, teleport, alpha, 5, 300, weighted, ranks)
-    cpu = routed_first_order(np, teleport, alpha, 5, 300, weighted, ranks)
+        gpu = routed_first_order(cupy, teleport, alpha, 5, 300, weighted, ranks, local)
+    cpu = routed_first_order(np, teleport, alpha, 5, 300, weighted, ranks, local)
     np.testing.assert_array_equal(gpu["counts"], cpu["counts"])
-    np.testing.assert_array_equal(gpu["piece_len"], cpu["piece_len"])
-    for g, c in zip(gpu["pieces"], cpu["pieces"]):
+    for g, c in zip(gpu["vertices"], cpu["vertices"], strict=True):
         np.testing.assert_array_equal(g, c)
     for name in cpu["movers"]:
         np.testing.assert_array_equal(gpu["movers"][name], cpu["movers"][name], err_msg=name)
+    for g, c in zip(gpu["carries"], cpu["carries"], strict=True):
+        np.testing.assert_array_equal(g, c)
 
 
 @pytest.mark.parametrize("walk, kwargs", [
