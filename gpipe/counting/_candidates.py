@@ -70,11 +70,6 @@ class CandidateGraph:
         """Positions of the matching order, one a query vertex."""
         return len(self.order)
 
-    @property
-    def num_edges(self) -> int:
-        """Candidate edges, each once (from the earlier position to the later)."""
-        return len(self.edge_indices)
-
     def arrays(self) -> dict:
         """The arrays the counting kernels read, by their argument names."""
         return {name: getattr(self, name) for name in ("cand_offsets", "cand_vertices", "back_offsets", "back_pos",
