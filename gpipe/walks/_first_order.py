@@ -203,19 +203,36 @@ def _word(sector0, sector1, sector2, sector3, i, k):
 
 
 @cpu_kernel()
-def _store_cells(home, rows, at, lo, hi, stage, base, row_lo, piece_start, piece_len, piece_cells, cells_at, pieces):
+def _owner(bounds, parts, v):
+    """The partition of ``parts`` (cut at ``bounds``) owning vertex ``v``: the last q with bounds[q] <= v (the kernels'
+    ``gp_owner``; no slice of ``bounds``: see :func:`_store_cells`)."""
+    lo, hi = 0, parts - 1
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if bounds[mid] <= v:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+@cpu_kernel()
+def _store_cells(home, rows, at, lo, hi, stage, base, row_lo, piece_start, piece_len, first_piece, piece_cells,
+                 cells_at, pieces):
     """Cells ``lo..hi-1`` of the sector at row position ``at`` (staged at ``stage[base:]``): to the rows where the
-    walk's block is here (``home``), else as the walker's next piece (its cells after its earlier pieces' in
-    ``piece_cells[cells_at:]``); the kernels' ``GpRowSink`` / ``GpPieceSink``. Returns the walker's pieces."""
+    walk's block is here (``home``), else as the walker's next piece (at ``first_piece + pieces`` of ``piece_start``
+    and ``piece_len``, its cells after its earlier pieces' in ``piece_cells[cells_at:]``); the kernels'
+    ``GpRowSink`` / ``GpPieceSink``. Returns the walker's pieces. (Indices, not slices: a slice in a parallel loop
+    counts references to its array, atomically, from every thread.)"""
     if home:
         for j in range(lo, hi):
             rows[at + j] = stage[base + j]
         return pieces
     used = 0
     for m in range(pieces):
-        used += piece_len[m]
-    piece_start[pieces] = at + lo - row_lo
-    piece_len[pieces] = hi - lo
+        used += piece_len[first_piece + m]
+    piece_start[first_piece + pieces] = at + lo - row_lo
+    piece_len[first_piece + pieces] = hi - lo
     for j in range(lo, hi):
         piece_cells[cells_at + used + j - lo] = stage[base + j]
     return pieces + 1
@@ -242,6 +259,8 @@ def _advance_routed_cpu(indptr, indices, table, weighted, lo, hi, num_vertices, 
     moves = np.zeros(n, np.bool_)
     carries = np.zeros(n, np.bool_)
     held = np.zeros(n, np.int64)  # cells carried
+    words = np.zeros(n * 4, np.uint64)  # theirs, little end first
+    goes = np.zeros(n, np.int64)  # the partition a mover goes to
     home = np.zeros(n, np.bool_)
     for i in prange(n):
         w = walk_id[i]
@@ -267,21 +286,23 @@ def _advance_routed_cpu(indptr, indices, table, weighted, lo, hi, num_vertices, 
             c += k
             pos += k
             if c == per:
-                pieces = _store_cells(home[i], rows, pos - per, first, per, stage, base, row_lo,
-                                      starts[i * pieces_most:], lengths[i * pieces_most:], cells, i * most_cells,
-                                      pieces)
+                pieces = _store_cells(home[i], rows, pos - per, first, per, stage, base, row_lo, starts, lengths,
+                                      i * pieces_most, cells, i * most_cells, pieces)
                 first, c = 0, 0
             if not left:  # its walk ended
                 break
             if v < lo or v >= hi or written == budget:  # stepped out, or stopped at STAGE to go on next time
                 moved = True
                 break
-        q = np.searchsorted(bounds[1:parts], v, side="right") if moved else 0
+        q = _owner(bounds, parts, v) if moved else 0
         carries[i] = moved and local[q] != 0 and first == 0
         held[i] = c if carries[i] else 0
+        goes[i] = q
+        for j in range(held[i]):
+            words[i * 4 + j * size // 8] |= (np.uint64(stage[base + j]) & mask) << np.uint64(j * size % 8 * 8)
         if not carries[i] and c > first:  # its partial sector stored where it ends or leaves the worker
-            pieces = _store_cells(home[i], rows, pos - c, first, c, stage, base, row_lo,
-                                  starts[i * pieces_most:], lengths[i * pieces_most:], cells, i * most_cells, pieces)
+            pieces = _store_cells(home[i], rows, pos - c, first, c, stage, base, row_lo, starts, lengths,
+                                  i * pieces_most, cells, i * most_cells, pieces)
         made[i] = pieces
         at_vertex[i] = v
         at_step[i] = s
@@ -299,32 +320,30 @@ def _advance_routed_cpu(indptr, indices, table, weighted, lo, hi, num_vertices, 
             used += lengths[i * pieces_most + m]
             kept += 1
         if moves[i]:  # to the region of the partition owning its vertex
-            q = np.searchsorted(bounds[1:parts], at_vertex[i], side="right")
+            q = goes[i]
             slot = q * n + np.int64(counts[4 + q])
             counts[4 + q] += 1
             mover_walk_id[slot] = walk_id[i]
             mover_vertex[slot] = at_vertex[i]
             mover_step[slot] = at_step[i]
             mover_carried[slot] = carries[i]
-            for k in range(4):  # the words of the cells it carries
-                word = np.uint64(0)
-                for j in range(held[i]):
-                    if j * size // 8 == k:
-                        word |= (np.uint64(stage[i * per + j]) & mask) << np.uint64(j * size % 8 * 8)
-                if k * 8 < held[i] * size:
-                    if k == 0:
-                        mover_sector0[slot] = word
-                    elif k == 1:
-                        mover_sector1[slot] = word
-                    elif k == 2:
-                        mover_sector2[slot] = word
-                    else:
-                        mover_sector3[slot] = word
+            carried_words = -(-held[i] * size // 8)  # the words of the cells it carries
+            if carried_words > 0:
+                mover_sector0[slot] = words[i * 4]
+            if carried_words > 1:
+                mover_sector1[slot] = words[i * 4 + 1]
+            if carried_words > 2:
+                mover_sector2[slot] = words[i * 4 + 2]
+            if carried_words > 3:
+                mover_sector3[slot] = words[i * 4 + 3]
             if keep_source:
                 mover_source[slot] = source[i]
             moved_count += 1
     for i in prange(n):
-        for j in range(lengths[i * pieces_most:i * pieces_most + made[i]].sum()):
+        total = 0
+        for m in range(made[i]):
+            total += lengths[i * pieces_most + m]
+        for j in range(total):
             flat[flat_at[i] + j] = cells[i * most_cells + j]
     counts[0], counts[1], counts[2], counts[3] = used, moved_count, steps, kept
 
