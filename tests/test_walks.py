@@ -125,16 +125,15 @@ def test_a_partitioned_walks_stats_count_its_crossings_and_each_supersteps_kerne
 
 
 def test_a_deepwalk_walker_crosses_in_the_8_bytes_its_runs_sizes_allow(cpu):
-    """4,096 vertices, 16,384 walks of 80 steps: 12 + 14 + 7 bits, 8 bytes a walker (``stats['wire']``; the cells of
-    its row's sector it carries between partitions of a worker stay there: no bits); the bytes
+    """4,096 vertices, 16,384 walks of 80 steps: 12 + 14 + 7 bits, 8 bytes a walker (``stats['wire']``; on CPU
+    workers a walker carries no cells of its row between partitions: no field for them); the bytes
     sent are 8 for each step into the other worker's partition, the paths say, and up to 8 of padding for each
     partition's walkers a superstep (their words start on 16 bytes)."""
     g = gpipe.generators.rmat(scale=12, edge_factor=4, seed=2, partitions=2)
     w = gpipe.walks.deepwalk(g, length=80, walks_per_vertex=4, seed=9)
     walks = w.compute()
     assert w.stats["workers"] == 2 and w.stats["exchange"] == "comms"
-    sector = {"carried": 0, **{f"sector{k}": 0 for k in range(4)}}  # what it carries between partitions of a worker
-    assert w.stats["wire"] == {"bytes_per_walker": 8, "bits": {"walk_id": 14, "vertex": 12, "step": 7, **sector}}
+    assert w.stats["wire"] == {"bytes_per_walker": 8, "bits": {"walk_id": 14, "vertex": 12, "step": 7}}
     owner = np.searchsorted(np.asarray(g.bounds), walks, side="right") - 1
     crossings = int(((owner[:, 1:] != owner[:, :-1]) & (walks[:, 1:] >= 0)).sum())
     padding = w.stats["walker_bytes"] - 8 * crossings
@@ -1029,7 +1028,7 @@ def test_borrowed_lists_are_fetched_once_a_run_and_kept_by_id(monkeypatch):
                                                        (2, 0.3, False)])
 @pytest.mark.parametrize("lo, hi", [(100, 200), (5, 300)])  # a third of the graph; most of it (pieces stop at STAGE)
 @pytest.mark.parametrize("ranks", [0, 3])  # every walker writes pieces; those of 4 blocks in 10 write to rows
-@pytest.mark.parametrize("local", [(1, 1, 1), (0, 1, 0)])  # every partition on this worker; only its own
+@pytest.mark.parametrize("local", [(1, 1, 1), (0, 1, 0), (0, 0, 0)])  # all here; its own; none (no carrying)
 def test_the_routed_first_order_advance_is_the_plain_one_cut_where_it_leaves(teleport, alpha, weighted, lo, hi,
                                                                               ranks, local):
     """The fused advance of a partition of several writes each walker's vertices (to its walk's row on the worker

@@ -45,10 +45,13 @@ def most_pieces(per: int) -> int:
 
 
 def sector_fields(g) -> tuple[tuple, tuple]:
-    """The walker fields of a first-order walk on ``g`` (a graph cut in partitions) that carry a walker's partial
-    sector of its row between the partitions of a worker (:data:`SECTOR`, see ``_advance_routed``), and their spans:
-    none of them is carried to a peer, so each travels there in no bits (and arrives as 0: carried none)."""
-    if g.mode != "partitioned" or g.num_partitions == 1:
+    """The walker fields of a first-order walk on ``g`` (a graph cut in partitions on GPU workers) that carry a
+    walker's partial sector of its row between the partitions of a worker (:data:`SECTOR`, see ``_advance_routed``),
+    and their spans: none of them is carried to a peer, so each travels there in no bits (and arrives as 0: carried
+    none). None on CPU workers, whose caches merge a row's partial writes: there the fields' 33 bytes a walker
+    through the inboxes cost (2 partitions of R-MAT 14: 1.02-1.06 s of kernels against 0.69-0.78 s) and saved
+    nothing."""
+    if g.mode != "partitioned" or g.num_partitions == 1 or g.device != "gpu":
         return (), ()
     return SECTOR_FIELDS, tuple(Span(name, 0, 0) for name, _, _ in SECTOR_FIELDS)
 
@@ -94,12 +97,19 @@ def _advance_routed(part, walkers: dict, spec: StepSpec, run: Run):
     stays, so every walker moving on leaves the partition.) A row is written a whole sector at a time: the ids of
     the sector not yet full go on with a walker moving to a partition of this worker (``run.here``), in its
     :data:`SECTOR` fields (:func:`sector_fields`), and are stored where it ends or leaves the worker (see
-    ``kernels/rows.cuh``'s ``GpCarriedRow``)."""
+    ``kernels/rows.cuh``'s ``GpCarriedRow``); walkers without those fields carry none."""
     x = worker_xp()
     n = walkers["walk_id"].shape[0]
     keep_source = "source" in walkers
     parts = len(part.bounds) - 1
     movers = {k: x.empty(parts * n, v.dtype) for k, v in walkers.items()}  # a region of n for each partition
+    carrying = SECTOR[0] in walkers
+    sectors = ({k: walkers[k] for k in SECTOR} if carrying else  # none carried in, none out (local all 0): the
+               {"carried": x.zeros(n, x.int8), **{k: x.empty(0, x.uint64) for k in SECTOR[1:]}})  # words unread
+    mover_sectors = ({f"mover_{k}": movers[k] for k in SECTOR} if carrying else
+                     {"mover_carried": x.empty(parts * n, x.int8),
+                      **{f"mover_{k}": x.empty(0, x.uint64) for k in SECTOR[1:]}})
+    local = run.here if carrying else np.zeros(parts, np.bool_)
     rows = run.rows
     room = 1 if rows is not None and rows.ranks == 1 else n  # every walk's row here: no piece to make
     per = 32 // part.indices.dtype.itemsize  # ids a sector
@@ -112,12 +122,12 @@ def _advance_routed(part, walkers: dict, spec: StepSpec, run: Run):
             dict(rows=rows.array.reshape(-1), block_rows=rows.blocks.rows, ranks=rows.ranks, rank=rows.rank))
     ROUTED.launch(**_graph_args(x, part, spec), **home, n=n, walk_id=walkers["walk_id"],
                   source=walkers.get("source", walkers["vertex"]), vertex=walkers["vertex"], step=walkers["step"],
-                  keep_source=int(keep_source), **{k: walkers[k] for k in SECTOR}, width=spec.length + 1,
+                  keep_source=int(keep_source), **sectors, width=spec.length + 1,
                   piece_walk_id=pieces["walk_id"], piece_start=pieces["start"], piece_len=pieces["length"],
                   piece_offset=pieces["offset"], flat=flat, bounds=x.asarray(part.bounds), parts=parts,
-                  local=x.asarray(run.here.astype(np.int8)), mover_walk_id=movers["walk_id"],
+                  local=x.asarray(local.astype(np.int8)), mover_walk_id=movers["walk_id"],
                   mover_source=movers.get("source", movers["walk_id"]), mover_vertex=movers["vertex"],
-                  mover_step=movers["step"], **{f"mover_{k}": movers[k] for k in SECTOR}, counts=counts)
+                  mover_step=movers["step"], **mover_sectors, counts=counts)
     run.while_kernel()  # the runtime's work meanwhile: a chunked superstep's exchange of the chunk before
     counted = to_host(counts)
     used, _, steps, kept = (int(c) for c in counted[:4])
@@ -250,16 +260,18 @@ def _advance_routed_cpu(indptr, indices, table, weighted, lo, hi, num_vertices, 
     mask = np.uint64(0xFFFFFFFF) if size == 4 else np.uint64(0xFFFFFFFFFFFFFFFF)  # an id's bits in a word
     pieces_most, most_cells = most_pieces(per), per - 1 + STAGE  # a walker's in one advance, away
     stage = np.empty(n * per, flat.dtype)
-    cells = np.empty(n * most_cells, flat.dtype)
-    starts = np.empty(n * pieces_most, np.int32)
-    lengths = np.empty(n * pieces_most, np.int32)
+    away = n if ranks != 1 else 0  # walkers that may write pieces (none where every row is here)
+    cells = np.empty(away * most_cells, flat.dtype)
+    starts = np.empty(away * pieces_most, np.int32)
+    lengths = np.empty(away * pieces_most, np.int32)
     made = np.zeros(n, np.int32)
     at_vertex = np.empty(n, np.int64)
     at_step = np.empty(n, np.int32)
     moves = np.zeros(n, np.bool_)
     carries = np.zeros(n, np.bool_)
     held = np.zeros(n, np.int64)  # cells carried
-    words = np.zeros(n * 4, np.uint64)  # theirs, little end first
+    carrying = local[:parts].any()  # whether a mover may carry its cells on
+    words = np.zeros(n * 4 if carrying else 0, np.uint64)  # theirs, little end first
     goes = np.zeros(n, np.int64)  # the partition a mover goes to
     home = np.zeros(n, np.bool_)
     for i in prange(n):
@@ -279,21 +291,28 @@ def _advance_routed_cpu(indptr, indices, table, weighted, lo, hi, num_vertices, 
         v, s = vertex[i], step[i]
         written, budget, pieces = 0, 2**31 - 1 if home[i] else STAGE, 0
         moved = False
-        while True:  # a sector at a time: the kernel stores one as its last cell is put
-            k, v, s, left = _walk_one(graph, lo, hi, num_vertices, key, length, alpha, teleport, w, source[i], v, s,
-                                      stage, base + c, min(per - c, budget - written))
-            written += k
-            c += k
-            pos += k
-            if c == per:
-                pieces = _store_cells(home[i], rows, pos - per, first, per, stage, base, row_lo, starts, lengths,
-                                      i * pieces_most, cells, i * most_cells, pieces)
-                first, c = 0, 0
-            if not left:  # its walk ended
-                break
-            if v < lo or v >= hi or written == budget:  # stepped out, or stopped at STAGE to go on next time
-                moved = True
-                break
+        if home[i] and not carrying:  # no walker carries cells on: the row written as it goes (the cells a sector
+            # at a time stores; a fifth of the twin's time on CPU workers, which carry none), those it came with first
+            _store_cells(True, rows, pos - c, first, c, stage, base, row_lo, starts, lengths, 0, cells, 0, 0)
+            _, v, s, moved = _walk_one(graph, lo, hi, num_vertices, key, length, alpha, teleport, w, source[i], v, s,
+                                       rows, pos, budget)
+            c = first
+        else:
+            while True:  # a sector at a time: the kernel stores one as its last cell is put
+                k, v, s, left = _walk_one(graph, lo, hi, num_vertices, key, length, alpha, teleport, w, source[i], v,
+                                          s, stage, base + c, min(per - c, budget - written))
+                written += k
+                c += k
+                pos += k
+                if c == per:
+                    pieces = _store_cells(home[i], rows, pos - per, first, per, stage, base, row_lo, starts,
+                                          lengths, i * pieces_most, cells, i * most_cells, pieces)
+                    first, c = 0, 0
+                if not left:  # its walk ended
+                    break
+                if v < lo or v >= hi or written == budget:  # stepped out, or stopped at STAGE to go on next time
+                    moved = True
+                    break
         q = _owner(bounds, parts, v) if moved else 0
         carries[i] = moved and local[q] != 0 and first == 0
         held[i] = c if carries[i] else 0

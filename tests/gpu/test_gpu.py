@@ -101,7 +101,7 @@ def test_deepwalk_cuda_equals_cpu_twin(gpu_cluster, cpu_cluster, partitions):
 @pytest.mark.parametrize("threads", [256, 100])  # 100: a block's last warp is not whole
 @pytest.mark.parametrize("teleport, alpha, weighted", [(0, 0.0, False), (0, 0.0, True), (2, 0.3, False)])
 @pytest.mark.parametrize("ranks", [0, 3])  # every walker writes pieces; those of 4 blocks in 10 write to rows
-@pytest.mark.parametrize("local", [(1, 1, 1), (0, 1, 0)])  # every partition on this worker; only its own
+@pytest.mark.parametrize("local", [(1, 1, 1), (0, 1, 0), (0, 0, 0)])  # all here; its own; none (no carrying)
 def test_the_routed_first_order_advance_cuda_equals_cpu_twin(teleport, alpha, weighted, threads, ranks, local):
     """Each walker's vertices (from its row or its pieces, then the cells it carries on), movers (in the order of
     walk ids: the kernel writes them where its reservations land) and counts; on a partition most walkers stay in,
@@ -497,6 +497,16 @@ def test_supersteps_in_chunks_on_gpu_workers_sharing_a_gpu_equal_cpu(shared_gpu_
     stats = _walk_and_sample_equal_cpu(shared_gpu_cluster, cpu_cluster, {"partitions": 2},
                                        {"gpipe.exchange-chunks": 3}, walk=_deepwalk)
     assert stats["workers"] == 2 and stats["exchange"] == "comms" and stats["walker_bytes"] > 0
+
+
+def test_deepwalk_on_gpu_workers_carries_row_sectors_between_their_partitions_equal_cpu(shared_gpu_cluster,
+                                                                                         cpu_cluster):
+    """Two partitions a GPU worker: a walker crossing to its worker's other partition carries the cells of its row's
+    sector not yet full (fields of no bits on the wire to a peer); CPU workers carry none. The same walks."""
+    sector = importlib.import_module("gpipe.walks._first_order").SECTOR
+    stats = _walk_and_sample_equal_cpu(shared_gpu_cluster, cpu_cluster, {"partitions": 4}, {}, walk=_deepwalk)
+    assert stats["workers"] == 2 and stats["walker_bytes"] > 0
+    assert {k: b for k, b in stats["wire"]["bits"].items() if k in sector} == dict.fromkeys(sector, 0)
 
 
 def test_nccl_asked_for_workers_sharing_a_gpu_is_refused_naming_them(shared_gpu_cluster):
