@@ -14,8 +14,10 @@ import scipy.sparse
 
 import gpipe
 from gpipe import _rng
+from gpipe.embeddings import Embeddings
 from gpipe.embeddings._kernels import (DOMAIN, INIT_STEP, MAX_EXP, guide_table, keep_table, negative_table,
                                        pick_negative)
+from gpipe.embeddings._word2vec import Table
 from gpipe.errors import GpipeValueError
 from helpers import centroid_accuracy, macro_f1_on_halves, planted_partition
 
@@ -239,6 +241,86 @@ def test_most_similar_ranks_by_cosine_leaving_the_vertex_out(cpu, named):
     np.testing.assert_allclose([c for _, c in near], cosines[order], atol=1e-5)
     with pytest.raises(GpipeValueError, match="'vertex' must be a vertex of the graph, got 'nope'"):
         emb.most_similar("nope")
+
+
+BOUNDS = [0, 4, 19]  # then the vertex count: three uneven shards
+
+
+def _rows(table, lo: int, hi: int) -> Table:
+    return Table(table.syn0[lo:hi].copy(), table.syn1[lo:hi].copy())
+
+
+@pytest.fixture(params=["dense ids", "string ids"])
+def one_and_sharded(request, cpu, named):
+    """``named``'s table as one shard on a worker, and as three shards of rows BOUNDS on the two workers (the first
+    and the last on one, the middle one on the other), both with dense ids or both with the graph's. Each is made
+    on its worker from the table sent with the task: a task taking a table held on another worker would copy it
+    there, and Dask's active memory manager drops one of the two copies within seconds, maybe the one a result
+    found its block on."""
+    _, emb = named
+    table, num_vertices, dim = cpu.gather(emb.persist()._blocks()[0]), emb.num_vertices, emb.dim
+    id_map = None if request.param == "dense ids" else emb.ids
+    assert num_vertices > BOUNDS[-1]
+    workers = sorted(cpu.scheduler_info()["workers"])
+    whole = cpu.submit(_rows, table, 0, num_vertices, workers=[workers[1]], pure=False)
+    one = Embeddings(cpu, [whole], [workers[1]], [0, num_vertices], id_map, num_vertices, dim, dict(emb.stats))
+    holders = [workers[0], workers[1], workers[0]]
+    bounds = [*BOUNDS, num_vertices]
+    shards = [cpu.submit(_rows, table, lo, hi, workers=[w], pure=False)
+              for lo, hi, w in zip(bounds, bounds[1:], holders, strict=False)]
+    sharded = Embeddings(cpu, shards, holders, bounds, id_map, num_vertices, dim, {**emb.stats, "workers": 2})
+    return one, sharded
+
+
+def test_sharded_vectors_are_the_one_tables_rows_in_order_wherever_asked_for(cpu, one_and_sharded):
+    one, sharded = one_and_sharded
+    n = one.num_vertices
+    expected = one.compute()
+    assert repr(sharded) == f"<gpipe.embeddings.Embeddings: {n} vertices x 6 (fast, 2 workers, 3 shards)>"
+    assert repr(one) == f"<gpipe.embeddings.Embeddings: {n} vertices x 6 (fast, 1 worker)>"
+    np.testing.assert_array_equal(sharded.compute(), expected)
+    lazy = sharded.to_dask()
+    assert lazy.chunks == ((4, 15, n - 19), (6,))
+    np.testing.assert_array_equal(lazy.compute(), expected)
+    assert cpu.gather(sharded.map_blocks(lambda vectors: vectors.shape)) == [(4, 6), (15, 6), (n - 19, 6)]
+    firsts = cpu.gather(sharded.map_blocks(lambda vectors, k: vectors[:k].copy(), 2))
+    np.testing.assert_array_equal(np.concatenate(firsts), expected[[0, 1, 4, 5, 19, 20]])
+    with pytest.raises(GpipeValueError, match="device=True: .* this cluster computes on the CPU"):
+        sharded.compute(device=True)
+
+
+@pytest.mark.parametrize("k", [1, 4, 1000])
+def test_sharded_most_similar_ranks_every_shards_rows_as_one_table_does(cpu, one_and_sharded, k):
+    one, sharded = one_and_sharded
+    for row in [0, 3, 4, 10, 18, 19, one.num_vertices - 1]:  # each shard's first and last rows
+        vertex = one.ids[row]
+        expected, got = one.most_similar(vertex, k=k), sharded.most_similar(vertex, k=k)
+        assert len(got) == min(k, one.num_vertices - 1)
+        assert [i for i, _ in got] == [i for i, _ in expected]
+        np.testing.assert_allclose([c for _, c in got], [c for _, c in expected], rtol=0, atol=1e-6)
+
+
+def test_sharded_to_parquet_writes_a_file_per_shard_that_read_back_in_order(cpu, one_and_sharded, tmp_path):
+    one, sharded = one_and_sharded
+    folder = one.to_parquet(tmp_path / "vectors")
+    sharded.to_parquet(folder, overwrite=True)  # one table's output is gpipe's: replaced
+    names = [f"vectors-{s:06d}.parquet" for s in range(3)]
+    assert sorted(p.name for p in (tmp_path / "vectors").iterdir()) == [".gpipe-files.json", *names]
+    assert [len(pd.read_parquet(tmp_path / "vectors" / name)) for name in names] == [4, 15, one.num_vertices - 19]
+    frame = pd.read_parquet(folder)
+    assert frame["id"].tolist() == one.ids.tolist()
+    np.testing.assert_array_equal(frame[[f"v{d}" for d in range(6)]].to_numpy(), one.compute())
+    sharded.to_parquet(folder, overwrite=True)  # and its own too
+
+
+def test_sharded_to_word2vec_writes_the_one_tables_file(cpu, one_and_sharded, tmp_path):
+    one, sharded = one_and_sharded
+    written = open(sharded.to_word2vec(tmp_path / "sharded.txt")).read()
+    assert written == open(one.to_word2vec(tmp_path / "one.txt")).read()
+    lines = written.splitlines()
+    assert lines[0] == f"{one.num_vertices} 6" and len(lines) == one.num_vertices + 1
+    assert [line.split()[0] for line in lines[1:]] == [str(i) for i in one.ids]
+    np.testing.assert_array_equal(np.array([line.split()[1:] for line in lines[1:]], np.float32), one.compute())
 
 
 def test_progress_reports_every_round_and_stats_say_how_training_went(cpu):

@@ -217,7 +217,7 @@ def word2vec(walks, dim: int = 128, window: int = 10, negative: int = 5, epochs:
              "loss": losses, "workers": len(workers), "mode": mode, "rounds_per_epoch": spec.rounds, "dim": dim,
              "num_vertices": num_vertices, "vocabulary": vocabulary_size, "device": walks.stats["device"]}
     holder = _holders(client, [table], held)[0]
-    return Embeddings(client, table, holder, walks.vertex_ids, num_vertices, dim, stats)
+    return Embeddings(client, [table], [holder], [0, num_vertices], walks.vertex_ids, num_vertices, dim, stats)
 
 
 SYNC_VISITS = 4  # sync="auto": a round lasts about this many visits of each vertex on each worker
