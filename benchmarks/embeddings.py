@@ -94,11 +94,11 @@ def walked(g, args, weighted: bool = False):
     return gpipe.walks.deepwalk(g, length=args.length, walks_per_vertex=args.walks, weighted=weighted, seed=args.seed)
 
 
-def trained(walks, args, sync: int | str) -> tuple:
+def trained(walks, args, sync: int | str, table: str) -> tuple:
     t0 = time.perf_counter()
     emb = gpipe.embeddings.word2vec(walks, dim=args.dim, window=args.window, negative=args.negative,
                                     epochs=args.epochs, sample=args.sample, seed=args.seed, mode=args.mode,
-                                    sync=sync)
+                                    table=table, sync=sync)
     vectors = emb.compute()
     return emb, vectors, time.perf_counter() - t0
 
@@ -137,10 +137,11 @@ def quality(client, args) -> list[dict]:
         g = gpipe.from_edges(edges, weight="weight" if weighted else None)
         walks = walked(g, args, weighted)
         walks.persist()
-        for sync in args.sync:
-            emb, vectors, seconds = trained(walks, args, sync)
+        for table, sync in ((t, s) for t in args.table for s in args.sync):
+            emb, vectors, seconds = trained(walks, args, sync, table)
             record = {"graph": name, "walk": args.walk, "weighted": weighted, "trainer": "gpipe",
-                      "workers": emb.stats["workers"], "mode": args.mode, "sync": sync,
+                      "workers": emb.stats["workers"], "mode": args.mode, "table": table,
+                      "shards": emb.stats["shards"], "sync": sync,
                       "rounds_per_epoch": emb.stats["rounds_per_epoch"], "seconds": seconds,
                       "tokens": emb.stats["tokens"], "tokens_per_second": emb.stats["tokens"] / seconds,
                       "train_seconds": emb.stats["seconds"], "loss": emb.stats["loss"],
@@ -176,10 +177,11 @@ def speed(client, args) -> list[dict]:
     walks.persist()
     walked_seconds = time.perf_counter() - t0
     for _ in range(args.repeat):
-        emb, vectors, seconds = trained(walks, args, args.sync[0])
+        emb, vectors, seconds = trained(walks, args, args.sync[0], args.table[0])
         record = {"graph": f"rmat{args.scale}", "source": "read_edges" if args.edges else "generated",
                   "walk": args.walk, "trainer": "gpipe", "workers": emb.stats["workers"],
-                  "mode": args.mode, "rounds_per_epoch": emb.stats["rounds_per_epoch"], "walk_seconds": walked_seconds,
+                  "mode": args.mode, "table": args.table[0], "shards": emb.stats["shards"],
+                  "rounds_per_epoch": emb.stats["rounds_per_epoch"], "walk_seconds": walked_seconds,
                   "seconds": seconds, "train_seconds": emb.stats["seconds"], "tokens": emb.stats["tokens"],
                   "tokens_per_second": emb.stats["tokens_per_second"], "end_to_end_seconds": walked_seconds + seconds,
                   "loss": emb.stats["loss"]}
@@ -219,7 +221,7 @@ def pyg(client, args) -> list[dict]:
     edges, labels, n = labeled_graph(name, Path(args.data))
     t0 = time.perf_counter()
     g = gpipe.from_edges(edges)
-    emb, vectors, _ = trained(walked(g, args), args, args.sync[0])
+    emb, vectors, _ = trained(walked(g, args), args, args.sync[0], args.table[0])
     seconds = time.perf_counter() - t0
     target = scores(by_vertex(vectors, emb.ids, n), labels, args.splits, args.seed)
     records = [{"graph": name, "trainer": "gpipe", "seconds": seconds, "epochs": args.epochs, **target}]
@@ -265,7 +267,8 @@ def pyg(client, args) -> list[dict]:
 def report_head(client, args) -> dict:
     return {"benchmark": "embeddings", **environment(client, args.device),
             "parameters": {k: getattr(args, k) for k in ("dim", "window", "negative", "epochs", "sample", "length",
-                                                          "walks", "walk", "p", "q", "mode", "sync", "seed")}}
+                                                          "walks", "walk", "p", "q", "mode", "table", "sync",
+                                                          "seed")}}
 
 
 def main() -> None:
@@ -287,6 +290,8 @@ def main() -> None:
     ap.add_argument("--epochs", type=int, default=1)
     ap.add_argument("--sample", type=float, default=0.0)
     ap.add_argument("--mode", choices=["fast", "serialized"], default="fast")
+    ap.add_argument("--table", choices=["replicated", "sharded"], nargs="+", default=["replicated"],
+                    help="quality: where the tables are kept (each trained in turn)")
     ap.add_argument("--sync", type=lambda v: v if v == "auto" else int(v), nargs="+", default=["auto"],
                     help="rounds per epoch between merges of the workers' replicas, or auto (several: a training "
                     "each, on the same walks)")

@@ -13,6 +13,22 @@ from .backend import cpu_kernel
 
 
 @cpu_kernel()
+def owner(bounds, parts, v):
+    """The range of ``parts`` (cut at ``bounds``, ``parts + 1`` of them) holding ``v``: the last ``q`` with
+    ``bounds[q] <= v``, as numpy's ``searchsorted(bounds[1:-1], v, side="right")`` finds it (an empty range holds
+    nothing; ``kernels/bounds.cuh``'s ``gp_owner``). No slice of ``bounds``: a slice in a parallel loop counts
+    references to its array, atomically, from every thread."""
+    lo, hi = 0, parts - 1
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if bounds[mid] <= v:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+@cpu_kernel()
 def first_above(cdf, a, d, target):
     """The first index e in a..a+d-1 with cdf[e] > target; the last one if rounding reaches the end."""
     lo = a

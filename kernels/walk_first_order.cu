@@ -7,6 +7,7 @@
 // CPU twin: gpipe/walks/_first_order.py::_walk_one (same random stream).
 // TELEPORT_NONE, TELEPORT_UNIFORM, TELEPORT_SOURCE: defined by the loader, from _first_order.py's TELEPORT; the
 // graphs' defines (walk_graphs.cuh) too.
+#include "bounds.cuh"
 #include "walk_graphs.cuh"
 
 // Walk one walker from (v, s) while it stays inside [lo, hi), writing its vertices to its row `out` (rows.cuh), at
@@ -137,17 +138,6 @@ __device__ __forceinline__ unsigned long long gp_reserve_in(unsigned long long* 
     unsigned long long base = 0;
     if (lane == leader) base = atomicAdd(&counters[q], (unsigned long long)__popc(same));
     return __shfl_sync(same, base, leader) + __popc(same & ((1u << lane) - 1));
-}
-
-// The partition of `parts` (cut at `bounds`, parts + 1 of them) owning vertex v: the last q with bounds[q] <= v, as
-// numpy's searchsorted(bounds[1:-1], v, side="right") finds it (an empty partition owns nothing).
-__device__ __forceinline__ int gp_owner(const long long* __restrict__ bounds, int parts, long long v) {
-    int lo = 0, hi = parts - 1;
-    while (lo < hi) {
-        const int mid = (lo + hi + 1) / 2;
-        if (__ldg(bounds + mid) <= v) lo = mid; else hi = mid - 1;
-    }
-    return lo;
 }
 
 // Where GpCarriedRow stores a sector of a walk whose block this worker makes: straight to its row of `rows`.

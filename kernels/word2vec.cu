@@ -9,6 +9,7 @@
 // The rules, the draws and the tables (keep, cum) are written in gpipe/embeddings/_kernels.py, whose _train_cpu is
 // the CPU twin (same random stream; _initial_cpu for gp_word2vec_init). W2V_MAX_EXP, W2V_INIT_STEP and W2V_DOMAIN:
 // defined by the loader, from _kernels.py's MAX_EXP, INIT_STEP and DOMAIN.
+#include "bounds.cuh"
 #include "rng.cuh"
 
 #define W2V_LANES 32
@@ -79,6 +80,82 @@ struct W2vLane {
     }
 };
 
+// The positions of `walk` whose tokens stay (min_count, `sample`'s draws), in order, into `kept`: how many. A warp's
+// lanes take 32 positions at a time, compacted by ballot.
+template <typename IdT>
+__device__ __forceinline__ long long w2v_kept(const IdT* __restrict__ walk, long long width, int* __restrict__ kept,
+                                              const long long* __restrict__ keep, unsigned long long key,
+                                              unsigned long long walk_id, unsigned long long step0, int lane) {
+    long long n = 0;
+    for (long long base = 0; base < width; base += W2V_LANES) {
+        const long long p = base + lane;
+        const long long v = p < width ? (long long)walk[p] : -1;
+        bool stays = v >= 0 && keep[v] > 0;
+        if (stays && keep[v] < W2V_DOMAIN)
+            stays = (long long)w2v_word(gp_bits(key, walk_id, step0 + p, 0), 0) < keep[v];
+        const unsigned int mask = __ballot_sync(0xffffffffu, stays);
+        if (stays) kept[n + __popc(mask & ((1u << lane) - 1u))] = (int)p;
+        n += __popc(mask);
+        if (__any_sync(0xffffffffu, v < 0)) break;  // padding only follows a walk's end
+    }
+    __syncwarp();
+    return n;
+}
+
+// the learning rate at a center with `done` tokens of `total` before it: linear from alpha to min_alpha
+__device__ __forceinline__ float w2v_alpha(float alpha, float min_alpha, long long done, long long total) {
+    return (float)((double)alpha - (double)(alpha - min_alpha) * ((double)done / (double)total));
+}
+
+// One (center, context) pair's updates in word2vec's order (_kernels.py's _train_pair): the context's syn0 row
+// (`context`) against syn1's row `center` (label 1) and `negative` draws of the negatives' table (label 0; cum and
+// guide over syn1's rows; a draw equal to the center skipped), each term's change to a syn1 row added at once, the
+// context's after the last; the terms' -log sigmoid added to `loss`, their count to `terms`.
+template <int PER_LANE>
+__device__ __forceinline__ void w2v_pair(float* __restrict__ context, long long center, float* __restrict__ syn1,
+                                         long long dim, long long d0, bool packed, long long negative,
+                                         unsigned long long key, unsigned long long walk_id, unsigned long long step,
+                                         long long pq, const long long* __restrict__ cum,
+                                         const long long* __restrict__ guide, long long shift, float a, double& loss,
+                                         long long& terms) {
+    const long long blocks = (negative + 3) / 4;
+    float l1[PER_LANE], work[PER_LANE], row[PER_LANE], change[PER_LANE];
+    W2vLane<PER_LANE>::load(context, d0, dim, packed, l1);
+#pragma unroll
+    for (int t = 0; t < PER_LANE; ++t) work[t] = 0.0f;
+    for (long long k = 0; k <= negative; ++k) {
+        long long target = center;
+        float label = 1.0f;
+        if (k > 0) {
+            const ulonglong2 block = gp_bits(key, walk_id, step, 2 + pq * blocks + (k - 1) / 4);
+            target = w2v_negative(cum, guide, shift, (long long)w2v_word(block, (k - 1) % 4));
+            if (target == center) continue;
+            label = 0.0f;
+        }
+        float* target_row = syn1 + target * dim;
+        W2vLane<PER_LANE>::load(target_row, d0, dim, packed, row);
+        float part = 0.0f;
+#pragma unroll
+        for (int t = 0; t < PER_LANE; ++t) part += l1[t] * row[t];
+        const float f = w2v_warp_sum(part);
+        // -log sigmoid(x) is this term's loss; in floats (the twin's doubles: the same up to rounding)
+        const float x = k == 0 ? f : -f;
+        loss += (double)(fmaxf(-x, 0.0f) + log1pf(expf(-fabsf(x))));
+        ++terms;
+        float g;
+        if (f > W2V_MAX_EXP) g = (label - 1.0f) * a;
+        else if (f < -W2V_MAX_EXP) g = label * a;
+        else g = (label - 1.0f / (1.0f + expf(-f))) * a;
+#pragma unroll
+        for (int t = 0; t < PER_LANE; ++t) {
+            work[t] += g * row[t];
+            change[t] = g * l1[t];
+        }
+        W2vLane<PER_LANE>::add(target_row, d0, dim, packed, change);
+    }
+    W2vLane<PER_LANE>::add(context, d0, dim, packed, work);
+}
+
 // PER_LANE: the dims a lane holds in registers, dim <= 32 * PER_LANE (_kernels.py's train_kernel picks it)
 template <typename IdT, int PER_LANE>
 __global__ void gp_word2vec(const IdT* __restrict__ walks, long long rows, long long width, long long warps,
@@ -92,7 +169,6 @@ __global__ void gp_word2vec(const IdT* __restrict__ walks, long long rows, long 
     const long long warp = ((long long)blockIdx.x * blockDim.x + threadIdx.x) / W2V_LANES;
     const int lane = threadIdx.x % W2V_LANES;
     if (warp >= warps) return;  // the launch rounds up to whole blocks: only `warps` warps take rows
-    const long long blocks = (negative + 3) / 4;
     const long long d0 = (long long)lane * PER_LANE;
     const bool packed = dim % W2vLane<PER_LANE>::G == 0;
     for (long long r = warp; r < rows; r += warps) {
@@ -100,70 +176,21 @@ __global__ void gp_word2vec(const IdT* __restrict__ walks, long long rows, long 
         int* kept = effective + r * width;
         const unsigned long long walk_id = (unsigned long long)(first_walk + r);
         const unsigned long long step0 = (unsigned long long)(epoch * width);
-        // the tokens that stay, in order: 32 positions at a time, compacted by ballot
-        long long n = 0;
-        for (long long base = 0; base < width; base += W2V_LANES) {
-            const long long p = base + lane;
-            const long long v = p < width ? (long long)walk[p] : -1;
-            bool stays = v >= 0 && keep[v] > 0;
-            if (stays && keep[v] < W2V_DOMAIN)
-                stays = (long long)w2v_word(gp_bits(key, walk_id, step0 + p, 0), 0) < keep[v];
-            const unsigned int mask = __ballot_sync(0xffffffffu, stays);
-            if (stays) kept[n + __popc(mask & ((1u << lane) - 1u))] = (int)p;
-            n += __popc(mask);
-            if (__any_sync(0xffffffffu, v < 0)) break;  // padding only follows a walk's end
-        }
-        __syncwarp();
+        const long long n = w2v_kept(walk, width, kept, keep, key, walk_id, step0, lane);
         double row_loss = 0.0;
         long long row_terms = 0;
         for (long long i = 0; i < n; ++i) {
             const long long pc = kept[i];
             const long long center = (long long)walk[pc];
             const unsigned long long step = step0 + pc;
-            const float a = (float)((double)alpha - (double)(alpha - min_alpha) *
-                                                    ((double)(done + offset[r] + pc) / (double)total));
+            const float a = w2v_alpha(alpha, min_alpha, done + offset[r] + pc, total);
             const long long b = gp_below(gp_bits(key, walk_id, step, 1), (unsigned long long)window);
             const long long lo = i - window + b > 0 ? i - window + b : 0;
             const long long hi = i + window + 1 - b < n ? i + window + 1 - b : n;
             for (long long j = lo; j < hi; ++j) {
                 if (j == i) continue;
-                const long long pq = kept[j];
-                float* context = syn0 + (long long)walk[pq] * dim;
-                float l1[PER_LANE], work[PER_LANE], row[PER_LANE], change[PER_LANE];
-                W2vLane<PER_LANE>::load(context, d0, dim, packed, l1);
-#pragma unroll
-                for (int t = 0; t < PER_LANE; ++t) work[t] = 0.0f;
-                for (long long k = 0; k <= negative; ++k) {
-                    long long target = center;
-                    float label = 1.0f;
-                    if (k > 0) {
-                        const ulonglong2 block = gp_bits(key, walk_id, step, 2 + pq * blocks + (k - 1) / 4);
-                        target = w2v_negative(cum, guide, shift, (long long)w2v_word(block, (k - 1) % 4));
-                        if (target == center) continue;
-                        label = 0.0f;
-                    }
-                    float* target_row = syn1 + target * dim;
-                    W2vLane<PER_LANE>::load(target_row, d0, dim, packed, row);
-                    float part = 0.0f;
-#pragma unroll
-                    for (int t = 0; t < PER_LANE; ++t) part += l1[t] * row[t];
-                    const float f = w2v_warp_sum(part);
-                    // -log sigmoid(x) is this term's loss; in floats (the twin's doubles: the same up to rounding)
-                    const float x = k == 0 ? f : -f;
-                    row_loss += (double)(fmaxf(-x, 0.0f) + log1pf(expf(-fabsf(x))));
-                    ++row_terms;
-                    float g;
-                    if (f > W2V_MAX_EXP) g = (label - 1.0f) * a;
-                    else if (f < -W2V_MAX_EXP) g = label * a;
-                    else g = (label - 1.0f / (1.0f + expf(-f))) * a;
-#pragma unroll
-                    for (int t = 0; t < PER_LANE; ++t) {
-                        work[t] += g * row[t];
-                        change[t] = g * l1[t];
-                    }
-                    W2vLane<PER_LANE>::add(target_row, d0, dim, packed, change);
-                }
-                W2vLane<PER_LANE>::add(context, d0, dim, packed, work);
+                w2v_pair<PER_LANE>(syn0 + (long long)walk[kept[j]] * dim, center, syn1, dim, d0, packed, negative, key,
+                                   walk_id, step, kept[j], cum, guide, shift, a, row_loss, row_terms);
             }
         }
         if (lane == 0) {
@@ -174,11 +201,92 @@ __global__ void gp_word2vec(const IdT* __restrict__ walks, long long rows, long 
     }
 }
 
-// syn0 uniform in [-0.5 / dim, 0.5 / dim): element i is draw (i % dim) of vertex i / dim at step W2V_INIT_STEP
-extern "C" __global__ void gp_word2vec_init(float* __restrict__ syn0, long long n, long long dim,
+// A table sharded by vertex (_kernels.py's _pairs_cpu): the (center, context) pairs of a block of walks, as
+// gp_word2vec trains them, each into the bucket of its context's shard and its center's (bucket context * shards +
+// center): its ids there (less their shard's first), its walk, positions and learning rate. A warp a row: the
+// tokens that stay by ballot, then its lanes over the centers. `fill` 0: each bucket's pairs counted into cursor;
+// 1: written from cursor (each bucket's first slot), which moves on.
+template <typename IdT>
+__global__ void gp_word2vec_pairs(const IdT* __restrict__ walks, long long rows, long long width, long long first_walk,
+                                  const long long* __restrict__ offset, long long done, long long total,
+                                  long long epoch, const long long* __restrict__ keep, unsigned long long key,
+                                  long long window, float alpha, float min_alpha, const long long* __restrict__ bounds,
+                                  long long shards, int* __restrict__ effective, int fill,
+                                  unsigned long long* __restrict__ cursor, int* __restrict__ pair_context,
+                                  int* __restrict__ pair_center, long long* __restrict__ pair_walk,
+                                  int* __restrict__ pair_context_at, int* __restrict__ pair_center_at,
+                                  float* __restrict__ pair_alpha) {
+    const long long r = ((long long)blockIdx.x * blockDim.x + threadIdx.x) / W2V_LANES;
+    const int lane = threadIdx.x % W2V_LANES;
+    if (r >= rows) return;
+    const IdT* walk = walks + r * width;
+    int* kept = effective + r * width;
+    const unsigned long long walk_id = (unsigned long long)(first_walk + r);
+    const unsigned long long step0 = (unsigned long long)(epoch * width);
+    const long long n = w2v_kept(walk, width, kept, keep, key, walk_id, step0, lane);
+    for (long long i = lane; i < n; i += W2V_LANES) {
+        const long long pc = kept[i];
+        const long long center = (long long)walk[pc];
+        const long long to = gp_owner(bounds, (int)shards, center);
+        const unsigned long long step = step0 + pc;
+        const float a = w2v_alpha(alpha, min_alpha, done + offset[r] + pc, total);
+        const long long b = gp_below(gp_bits(key, walk_id, step, 1), (unsigned long long)window);
+        const long long lo = i - window + b > 0 ? i - window + b : 0;
+        const long long hi = i + window + 1 - b < n ? i + window + 1 - b : n;
+        for (long long j = lo; j < hi; ++j) {
+            if (j == i) continue;
+            const long long context = (long long)walk[kept[j]];
+            const long long from = gp_owner(bounds, (int)shards, context);
+            const unsigned long long slot = atomicAdd(cursor + from * shards + to, 1ULL);
+            if (!fill) continue;
+            pair_context[slot] = (int)(context - bounds[from]);
+            pair_center[slot] = (int)(center - bounds[to]);
+            pair_walk[slot] = (long long)walk_id;
+            pair_context_at[slot] = kept[j];
+            pair_center_at[slot] = (int)pc;
+            pair_alpha[slot] = a;
+        }
+    }
+}
+
+// The pairs of one bucket trained (_kernels.py's _train_pairs_cpu): syn0 the rows of their contexts' shard, syn1 and
+// the negatives' table (cum, guide) those of their centers'. Warp w takes pairs w * per_warp .. (w + 1) * per_warp - 1
+// in order (the warps at once, without locks: Hogwild), their loss and terms into loss[w], terms[w].
+template <int PER_LANE>
+__global__ void gp_word2vec_train_pairs(const int* __restrict__ pair_context, const int* __restrict__ pair_center,
+                                        const long long* __restrict__ pair_walk,
+                                        const int* __restrict__ pair_context_at,
+                                        const int* __restrict__ pair_center_at, const float* __restrict__ pair_alpha,
+                                        long long pairs, long long per_warp, long long warps, long long step0,
+                                        float* __restrict__ syn0, float* __restrict__ syn1, long long dim,
+                                        const long long* __restrict__ cum, const long long* __restrict__ guide,
+                                        long long shift, long long negative, unsigned long long key,
+                                        double* __restrict__ loss, long long* __restrict__ terms) {
+    const long long warp = ((long long)blockIdx.x * blockDim.x + threadIdx.x) / W2V_LANES;
+    const int lane = threadIdx.x % W2V_LANES;
+    if (warp >= warps) return;
+    const long long d0 = (long long)lane * PER_LANE;
+    const bool packed = dim % W2vLane<PER_LANE>::G == 0;
+    double warp_loss = 0.0;
+    long long warp_terms = 0;
+    const long long end = (warp + 1) * per_warp < pairs ? (warp + 1) * per_warp : pairs;
+    for (long long p = warp * per_warp; p < end; ++p)
+        w2v_pair<PER_LANE>(syn0 + (long long)pair_context[p] * dim, (long long)pair_center[p], syn1, dim, d0, packed,
+                           negative, key, (unsigned long long)pair_walk[p],
+                           (unsigned long long)step0 + (unsigned long long)pair_center_at[p], pair_context_at[p], cum,
+                           guide, shift, pair_alpha[p], warp_loss, warp_terms);
+    if (lane == 0) {
+        loss[warp] = warp_loss;
+        terms[warp] = warp_terms;
+    }
+}
+
+// syn0 uniform in [-0.5 / dim, 0.5 / dim): element i is draw (i % dim) of vertex first + i / dim at step
+// W2V_INIT_STEP (a shard's rows start at vertex `first`)
+extern "C" __global__ void gp_word2vec_init(float* __restrict__ syn0, long long n, long long dim, long long first,
                                             unsigned long long key) {
     const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n)
-        syn0[i] = (float)((gp_unit(gp_bits(key, (unsigned long long)(i / dim), W2V_INIT_STEP,
+        syn0[i] = (float)((gp_unit(gp_bits(key, (unsigned long long)(first + i / dim), W2V_INIT_STEP,
                                            (unsigned long long)(i % dim))) - 0.5) / (double)dim);
 }

@@ -19,7 +19,7 @@ from gpipe.embeddings._kernels import (DOMAIN, INIT_STEP, MAX_EXP, guide_table, 
                                        pick_negative)
 from gpipe.embeddings._word2vec import Table
 from gpipe.errors import GpipeValueError
-from helpers import centroid_accuracy, macro_f1_on_halves, planted_partition
+from helpers import centroid_accuracy, macro_f1_on_halves, planted_partition, word2vec_pairs
 
 PPI = Path(__file__).resolve().parents[2] / "shared" / "data" / "realgraphs" / "ppi_Homo_sapiens.mat"
 PAPER_DEEPWALK_PPI_MACRO_F1 = 0.1768  # the node2vec paper's Table 2 (Grover and Leskovec, KDD 2016)
@@ -100,6 +100,74 @@ def _walks(g, **kwargs):
     return gpipe.walks.deepwalk(g, **kwargs)
 
 
+def _pairs_by_hand(case: dict, window: int = 4) -> list[tuple]:
+    """The (walk, center position, context position, context, center, learning rate) pairs of ``word2vec_pairs``'s
+    walks (epoch 1, walk ids from 1000, 7 tokens before them), by word2vec's rules as :func:`reference` reads them."""
+    key, walks, keep = np.uint64(424242), case["walks"], case["keep"]
+    width, total = walks.shape[1], int(case["counts"].sum()) + 7
+    pairs = []
+    for r, walk in enumerate(walks):
+        w = 1000 + r
+        kept = [p for p in range(width) if walk[p] >= 0 and keep[walk[p]] > 0 and
+                (keep[walk[p]] == DOMAIN or int(_rng.bits(key, w, width + p, 0)[0]) & 0xFFFFFFFF < keep[walk[p]])]
+        for i, pc in enumerate(kept):
+            a = np.float32(np.float32(0.05) - (np.float32(0.05) - np.float32(0.001)) *
+                           ((7 + case["offset"][r] + pc) / total))
+            b = _rng.below(np.array(_rng.bits(key, w, width + pc, 1), np.uint64), window)
+            for j in range(max(0, i - window + b), min(len(kept), i + window + 1 - b)):
+                if j != i:
+                    pairs.append((w, pc, kept[j], int(walk[kept[j]]), int(walk[pc]), float(a)))
+    return sorted(pairs)
+
+
+@pytest.mark.parametrize("bounds", [[0, 50], [0, 7, 30, 50], [0, 0, 50]])  # one shard; three; one of them empty
+def test_a_sharded_tables_pairs_are_words2vecs_each_in_the_bucket_of_its_shards(bounds):
+    """``gp_word2vec_pairs`` makes the pairs the row kernel trains, each with its walk, positions and learning rate,
+    in the bucket of its context's shard and its center's, its ids less their shards' first; counted first, then
+    written from each bucket's first slot."""
+    case = word2vec_pairs(np, bounds)
+    pairs, shards = case["pairs"], len(bounds) - 1
+    a, b = pairs["bucket"] // shards, pairs["bucket"] % shards
+    sizes = np.diff(bounds)
+    assert ((0 <= pairs["context"]) & (pairs["context"] < sizes[a]) & (0 <= pairs["center"]) &
+            (pairs["center"] < sizes[b])).all()
+    made = sorted(zip(pairs["walk"].tolist(), pairs["center_at"].tolist(), pairs["context_at"].tolist(),
+                      (pairs["context"] + np.asarray(bounds)[a]).tolist(),
+                      (pairs["center"] + np.asarray(bounds)[b]).tolist(), pairs["alpha"].tolist()))
+    assert len(made) > 1000 and made == _pairs_by_hand(case)
+    np.testing.assert_array_equal(case["cursor"], case["starts"][1:])  # every bucket filled to its end
+
+
+def test_one_shards_pairs_trained_in_order_are_the_serialized_row_training():
+    """The pairs of one shard, in the twin's order (the walks', then the centers', then the contexts') and trained
+    by one warp, update the tables as the row kernel's serialized mode does: the same float operations."""
+    from gpipe.embeddings._kernels import train_kernel, train_pairs_kernel
+
+    case = word2vec_pairs(np, [0, 50])
+    walks, pairs, dim = case["walks"], case["pairs"], 24
+    rng = np.random.default_rng(3)
+    start = rng.uniform(-0.1, 0.1, (50, dim)).astype(np.float32), rng.uniform(-0.1, 0.1, (50, dim)).astype(np.float32)
+    cum = negative_table(case["counts"], case["counts"] > 0)
+    guide, shift = guide_table(cum)
+    common = dict(dim=dim, cum=cum, guide=guide, shift=shift, negative=6, key=424242)  # the pairs' key
+    by_rows = [t.copy() for t in start]
+    rows, width = walks.shape
+    train_kernel(dim).launch(
+        walks=walks, rows=rows, width=width, warps=1, first_walk=1000, offset=case["offset"], done=7,
+        total=int(case["counts"].sum()) + 7, epoch=1, syn0=by_rows[0], syn1=by_rows[1], keep=case["keep"], vocab=50,
+        window=4, alpha=0.05, min_alpha=0.001, effective=np.empty((rows, width), np.int32),
+        loss=np.zeros(rows), terms=np.zeros(rows, np.int64), **common)
+    by_pairs = [t.copy() for t in start]
+    n = len(pairs["walk"])
+    loss, terms = np.zeros(1), np.zeros(1, np.int64)
+    train_pairs_kernel(dim).launch(
+        **{f"pair_{k}": pairs[k] for k in ("context", "center", "walk", "context_at", "center_at", "alpha")}, pairs=n,
+        per_warp=n, warps=1, step0=width, syn0=by_pairs[0], syn1=by_pairs[1], loss=loss, terms=terms, **common)
+    np.testing.assert_array_equal(by_pairs[0], by_rows[0])
+    np.testing.assert_array_equal(by_pairs[1], by_rows[1])
+    assert terms[0] > n and not np.array_equal(by_pairs[0], start[0])
+
+
 @pytest.mark.parametrize("sample, min_count", [(0.0, 0), (0.05, 3)])
 def test_the_serialized_twin_is_the_plain_numpy_loop(cpu, sample, min_count):
     g = gpipe.generators.rmat(5, edge_factor=3, seed=3)
@@ -169,6 +237,7 @@ def test_subsampling_keeps_a_token_with_word2vecs_probability():
     ("sample", 2.0, "'sample' must be in [0, 1], got 2.0"),
     ("seed", -1, "'seed' must be an integer >= 0, got -1"),
     ("mode", "slow", "'mode' must be one of 'fast', 'serialized'; got 'slow'"),
+    ("table", "mirrored", "'table' must be one of 'replicated', 'sharded'; got 'mirrored'"),
     ("sync", 0, "'sync' must be a positive integer or 'auto', got 0"),
     ("sync", "often", "'sync' must be a positive integer or 'auto', got 'often'"),
     ("progress", 3, "'progress'"),
@@ -179,6 +248,13 @@ def test_a_bad_parameter_is_refused_naming_it(cpu, name, value, message):
     with pytest.raises(GpipeValueError) as caught:
         gpipe.embeddings.word2vec(walks, **{name: value})
     assert message in str(caught.value)
+
+
+def test_a_sharded_table_trains_in_the_fast_mode_only(cpu):
+    walks = _walks(gpipe.generators.rmat(4, seed=1), length=4, seed=1)
+    with pytest.raises(GpipeValueError, match="'table' \"sharded\" trains in the fast mode only .*, got "
+                                              "mode='serialized'"):
+        gpipe.embeddings.word2vec(walks, mode="serialized", table="sharded")
 
 
 def test_walks_must_be_a_walk_result(cpu):
@@ -357,6 +433,25 @@ def test_the_fast_mode_separates_planted_communities_on_one_worker_and_on_two(cp
     alone, together = centroid_accuracy(one.compute(), labels), centroid_accuracy(two.compute(), labels)
     assert alone > 0.9 and together > 0.9
     assert together >= alone - 0.03
+
+
+def test_a_sharded_table_separates_planted_communities_on_two_workers_as_a_replicated_one(cpu, communities):
+    """A shard of the tables on each worker, trained a block of (context shard, center shard) pairs at a time, each
+    pair's negatives from its center's shard: as good as the replicated tables on the same walks; the result's
+    shards stay where they were trained."""
+    spread, _, labels = communities
+    params = dict(dim=32, window=5, negative=5, seed=1)
+    sharded = gpipe.embeddings.word2vec(spread, table="sharded", **params)
+    replicated = gpipe.embeddings.word2vec(spread, **params)
+    assert {k: sharded.stats[k] for k in ("table", "shards", "workers")} == {"table": "sharded", "shards": 2,
+                                                                             "workers": 2}
+    assert sharded.stats["tokens"] == replicated.stats["tokens"] and sharded.stats["loss"][0] < 0.6
+    vectors = sharded.compute()
+    assert vectors.shape == (len(labels), 32) and len(set(sharded._held.values())) == 2
+    assert centroid_accuracy(vectors, labels) > 0.9
+    assert centroid_accuracy(vectors, labels) >= centroid_accuracy(replicated.compute(), labels) - 0.03
+    near = sharded.most_similar(0, k=5)
+    assert sum(labels[i] == labels[0] for i, _ in near) >= 4
 
 
 def test_the_fast_mode_reaches_the_node2vec_papers_deepwalk_macro_f1_on_ppi_where_random_vectors_do_not(cpu):

@@ -29,6 +29,13 @@ position ``q``) in its ``k % 4``-th 32-bit word. The initial ``syn0`` draws
 ``(vertex, INIT_STEP, d)``. So the draws do not depend on the order the
 updates run in, nor on the device or the workers.
 
+A sharded table's round is made of pairs instead (``gp_word2vec_pairs``,
+:func:`_pairs_cpu`): each (center, context) pair of the rules above, with its
+walk, positions and ``alpha``, in the bucket of its context's shard and its
+center's; ``gp_word2vec_train_pairs`` (:func:`_train_pairs_cpu`) trains a
+bucket's pairs as the rows' training does, each pair's negatives drawn (the
+same draws) from the table of its center's shard.
+
 ``warps`` threads of the twin (warps of the kernel) take the rows: one
 (``mode="serialized"``) runs them in order, a row after another, which the
 kernel's single warp does too; more (``"fast"``) run rows at once, updating
@@ -43,6 +50,7 @@ import math
 import numpy as np
 
 from .. import _rng
+from .._search import owner
 from ..backend import cpu_kernel, prange
 from ..kernels import Arg, Kernel
 
@@ -62,6 +70,8 @@ def negative_table(counts: np.ndarray, retained: np.ndarray) -> np.ndarray:
     unigram table; vertices not ``retained`` have none."""
     weights = np.where(retained, counts.astype(np.float64) ** 0.75, 0.0)
     cum = np.cumsum(weights)
+    if cum.shape[0] == 0 or cum[-1] == 0:  # a shard with no vertex retained: no pair's center there, none drawn
+        return np.zeros(cum.shape[0], np.int64)
     return np.rint(cum / cum[-1] * DOMAIN).astype(np.int64)
 
 
@@ -103,11 +113,10 @@ def pick_negative(cum, guide, shift, r):
     return v
 
 
-@cpu_kernel(fastmath=True)
-def _train_row(walks, r, width, walk_id, progress, total, epoch, syn0, syn1, dim, keep, cum, guide, shift, window,
-               negative, key, alpha, min_alpha, effective, loss, terms):
-    """One walk (row ``r``), its updates in word2vec's order; its loss and terms into ``loss[r]``, ``terms[r]``."""
-    step0 = np.uint64(epoch * width)
+@cpu_kernel()
+def _kept(walks, r, width, walk_id, step0, keep, key, effective) -> int:
+    """The positions of row ``r`` whose tokens stay (``min_count``, ``sample``'s draws), in order, into
+    ``effective[r]``: how many."""
     n = 0
     for p in range(width):
         v = walks[r, p]
@@ -120,56 +129,82 @@ def _train_row(walks, r, width, walk_id, progress, total, epoch, syn0, syn1, dim
                 continue
         effective[r, n] = p
         n += 1
+    return n
+
+
+@cpu_kernel(fastmath=True)
+def _train_pair(syn0, context, syn1, center, dim, negative, key, walk_id, step, pq, cum, guide, shift, a, work):
+    """One (center, context) pair's updates in word2vec's order: ``syn0[context]`` against ``syn1[center]`` (label 1)
+    and ``negative`` draws of the negatives' table (label 0; ``cum`` and ``guide`` over ``syn1``'s rows; a draw equal
+    to the center skipped), the context's gradient added after the last; its loss (the ``-log sigmoid`` terms'
+    sum) and terms."""
     blocks = (negative + 3) // 4
+    one = np.float32(1.0)
+    for d in range(dim):
+        work[d] = 0
+    total_loss = 0.0
+    count = 0
+    for k in range(negative + 1):
+        if k == 0:
+            target = center
+            label = one
+        else:
+            block = _rng.bits(key, walk_id, step, 2 + pq * blocks + (k - 1) // 4)
+            target = pick_negative(cum, guide, shift, np.int64(_word(block, (k - 1) % 4)))
+            if target == center:
+                continue
+            label = np.float32(0.0)
+        f = np.float32(0.0)
+        for d in range(dim):
+            f += syn0[context, d] * syn1[target, d]
+        x = np.float64(f) if k == 0 else -np.float64(f)  # -log sigmoid(x) is this term's loss
+        total_loss += max(-x, 0.0) + math.log1p(math.exp(-abs(x)))
+        count += 1
+        if f > MAX_EXP:
+            g = (label - one) * a
+        elif f < -MAX_EXP:
+            g = label * a
+        else:
+            g = (label - one / (one + np.float32(math.exp(-np.float64(f))))) * a
+        for d in range(dim):
+            work[d] += g * syn1[target, d]
+        for d in range(dim):
+            syn1[target, d] += g * syn0[context, d]
+    for d in range(dim):
+        syn0[context, d] += work[d]
+    return total_loss, count
+
+
+@cpu_kernel(fastmath=True)
+def _train_row(walks, r, width, walk_id, progress, total, epoch, syn0, syn1, dim, keep, cum, guide, shift, window,
+               negative, key, alpha, min_alpha, effective, loss, terms):
+    """One walk (row ``r``), its updates in word2vec's order; its loss and terms into ``loss[r]``, ``terms[r]``."""
+    step0 = np.uint64(epoch * width)
+    n = _kept(walks, r, width, walk_id, step0, keep, key, effective)
     work = np.empty(dim, np.float32)
     total_loss = 0.0
     count = 0
-    one = np.float32(1.0)
     for i in range(n):
         pc = effective[r, i]
-        center = walks[r, pc]
         step = step0 + np.uint64(pc)
-        a = np.float32(alpha - (alpha - min_alpha) * (np.float64(progress + pc) / np.float64(total)))
+        a = _alpha(alpha, min_alpha, progress + pc, total)
         b = _rng.below(_rng.bits(key, walk_id, step, 1), window)
-        lo = max(0, i - window + b)
-        hi = min(n, i + window + 1 - b)
-        for j in range(lo, hi):
-            if j == i:
-                continue
-            pq = effective[r, j]
-            context = walks[r, pq]
-            for d in range(dim):
-                work[d] = 0
-            for k in range(negative + 1):
-                if k == 0:
-                    target = center
-                    label = one
-                else:
-                    block = _rng.bits(key, walk_id, step, 2 + pq * blocks + (k - 1) // 4)
-                    target = pick_negative(cum, guide, shift, np.int64(_word(block, (k - 1) % 4)))
-                    if target == center:
-                        continue
-                    label = np.float32(0.0)
-                f = np.float32(0.0)
-                for d in range(dim):
-                    f += syn0[context, d] * syn1[target, d]
-                x = np.float64(f) if k == 0 else -np.float64(f)  # -log sigmoid(x) is this term's loss
-                total_loss += max(-x, 0.0) + math.log1p(math.exp(-abs(x)))
-                count += 1
-                if f > MAX_EXP:
-                    g = (label - one) * a
-                elif f < -MAX_EXP:
-                    g = label * a
-                else:
-                    g = (label - one / (one + np.float32(math.exp(-np.float64(f))))) * a
-                for d in range(dim):
-                    work[d] += g * syn1[target, d]
-                for d in range(dim):
-                    syn1[target, d] += g * syn0[context, d]
-            for d in range(dim):
-                syn0[context, d] += work[d]
+        for j in range(max(0, i - window + b), min(n, i + window + 1 - b)):
+            if j != i:
+                pair_loss, pair_terms = _train_pair(syn0, walks[r, effective[r, j]], syn1, walks[r, effective[r, i]],
+                                                    dim, negative, key, walk_id, step, effective[r, j], cum, guide,
+                                                    shift, a, work)
+                total_loss += pair_loss
+                count += pair_terms
     loss[r] = total_loss
     terms[r] = count
+
+
+@cpu_kernel()
+def _alpha(alpha, min_alpha, done, total):
+    """The learning rate at a center with ``done`` tokens of ``total`` before it: linear from ``alpha`` to
+    ``min_alpha``."""
+    return np.float32(alpha - (alpha - min_alpha) * (np.float64(done) / np.float64(total)))
 
 
 @cpu_kernel(parallel=True)
@@ -187,11 +222,62 @@ def _train_cpu(walks, rows, width, warps, first_walk, offset, done, total, epoch
                        guide, shift, window, negative, key, alpha, min_alpha, effective, loss, terms)
 
 
+@cpu_kernel()
+def _pairs_cpu(walks, rows, width, first_walk, offset, done, total, epoch, keep, key, window, alpha, min_alpha, bounds,
+               shards, effective, fill, cursor, pair_context, pair_center, pair_walk, pair_context_at, pair_center_at,
+               pair_alpha):
+    """The twin of ``gp_word2vec_pairs``: the pairs of every row, in order (the kernel's in the order its atomics
+    land), each into its bucket (its context's shard times ``shards`` plus its center's)."""
+    for r in range(rows):
+        walk_id = first_walk + r
+        step0 = np.uint64(epoch * width)
+        n = _kept(walks, r, width, walk_id, step0, keep, key, effective)
+        for i in range(n):
+            pc = effective[r, i]
+            center = walks[r, pc]
+            to = owner(bounds, shards, center)
+            a = _alpha(alpha, min_alpha, done + offset[r] + pc, total)
+            b = _rng.below(_rng.bits(key, walk_id, step0 + np.uint64(pc), 1), window)
+            for j in range(max(0, i - window + b), min(n, i + window + 1 - b)):
+                if j == i:
+                    continue
+                context = walks[r, effective[r, j]]
+                bucket = owner(bounds, shards, context) * shards + to
+                slot = cursor[bucket]
+                cursor[bucket] += 1
+                if fill:
+                    pair_context[slot] = context - bounds[bucket // shards]
+                    pair_center[slot] = center - bounds[to]
+                    pair_walk[slot] = walk_id
+                    pair_context_at[slot] = effective[r, j]
+                    pair_center_at[slot] = pc
+                    pair_alpha[slot] = a
+
+
 @cpu_kernel(parallel=True)
-def _initial_cpu(syn0, n, dim, key):
-    """The twin of ``gp_word2vec_init``: ``syn0`` uniform in [-0.5 / dim, 0.5 / dim), a draw per element."""
+def _train_pairs_cpu(pair_context, pair_center, pair_walk, pair_context_at, pair_center_at, pair_alpha, pairs,
+                     per_warp, warps, step0, syn0, syn1, dim, cum, guide, shift, negative, key, loss, terms):
+    """The twin of ``gp_word2vec_train_pairs``: warp ``w``'s pairs in order, the warps in parallel (Hogwild)."""
+    for w in prange(warps):
+        work = np.empty(dim, np.float32)
+        warp_loss = 0.0
+        warp_terms = 0
+        for p in range(w * per_warp, min(pairs, (w + 1) * per_warp)):
+            pair_loss, pair_terms = _train_pair(syn0, pair_context[p], syn1, pair_center[p], dim, negative, key,
+                                                pair_walk[p], np.uint64(step0) + np.uint64(pair_center_at[p]),
+                                                pair_context_at[p], cum, guide, shift, pair_alpha[p], work)
+            warp_loss += pair_loss
+            warp_terms += pair_terms
+        loss[w] = warp_loss
+        terms[w] = warp_terms
+
+
+@cpu_kernel(parallel=True)
+def _initial_cpu(syn0, n, dim, first, key):
+    """The twin of ``gp_word2vec_init``: ``syn0`` (vertices ``first`` on) uniform in [-0.5 / dim, 0.5 / dim), a draw
+    per element."""
     for i in prange(n):
-        u = _rng.unit(_rng.bits(key, i // dim, INIT_STEP, i % dim))
+        u = _rng.unit(_rng.bits(key, first + i // dim, INIT_STEP, i % dim))
         syn0[i] = np.float32((u - 0.5) / dim)
 
 
@@ -214,11 +300,47 @@ TRAIN = {lanes: Kernel("word2vec.cu", "gp_word2vec", template=(str(lanes),), twi
                        lanes=32, defines=DEFINES, args=_TRAIN_ARGS) for lanes in PER_LANE}
 
 
+def _lanes(dim: int) -> int:
+    """The dims a lane of the kernels' warps holds for vectors of ``dim``."""
+    return next(lanes for lanes in PER_LANE if 32 * lanes >= dim)
+
+
 def train_kernel(dim: int) -> Kernel:
     """The instantiation of ``gp_word2vec`` for vectors of ``dim`` (at most ``32 * PER_LANE[-1]``)."""
-    return TRAIN[next(lanes for lanes in PER_LANE if 32 * lanes >= dim)]
+    return TRAIN[_lanes(dim)]
+
+
+PAIRS = Kernel("word2vec.cu", "gp_word2vec_pairs", twin=_pairs_cpu, items="rows", lanes=32, defines=DEFINES, args=(
+    Arg("walks", "IdT[rows,width]", note="dense ids, -1 after a walk's end"), Arg("rows", "i64"), Arg("width", "i64"),
+    Arg("first_walk", "i64", note="walk id of row 0"), Arg("offset", "i64[rows]", note="tokens before each row"),
+    Arg("done", "i64"), Arg("total", "i64"), Arg("epoch", "i64"), Arg("keep", "i64[vocab]"), Arg("key", "u64"),
+    Arg("window", "i64"), Arg("alpha", "f32"), Arg("min_alpha", "f32"),
+    Arg("bounds", "i64[shards+1]", note="shard s: vertices bounds[s] .. bounds[s+1]-1"), Arg("shards", "i64"),
+    Arg("effective", "i32[rows,width]", out=True, note="scratch"), Arg("fill", "i32", note="0: count, 1: write"),
+    Arg("cursor", "u64[shards*shards]", out=True, note="each bucket's count, or its next slot"),
+    Arg("pair_context", "i32[pairs]", out=True, note="less its shard's first vertex"),
+    Arg("pair_center", "i32[pairs]", out=True, note="less its shard's first vertex"),
+    Arg("pair_walk", "i64[pairs]", out=True), Arg("pair_context_at", "i32[pairs]", out=True),
+    Arg("pair_center_at", "i32[pairs]", out=True), Arg("pair_alpha", "f32[pairs]", out=True)))
+_TRAIN_PAIRS_ARGS = (
+    Arg("pair_context", "i32[pairs]"), Arg("pair_center", "i32[pairs]"), Arg("pair_walk", "i64[pairs]"),
+    Arg("pair_context_at", "i32[pairs]"), Arg("pair_center_at", "i32[pairs]"), Arg("pair_alpha", "f32[pairs]"),
+    Arg("pairs", "i64"), Arg("per_warp", "i64"), Arg("warps", "i64"), Arg("step0", "i64", note="epoch * width"),
+    Arg("syn0", "f32[rows0,dim]", out=True, note="the contexts' shard"),
+    Arg("syn1", "f32[rows1,dim]", out=True, note="the centers' shard"), Arg("dim", "i64"),
+    Arg("cum", "i64[rows1]", note="the centers' shard's"), Arg("guide", "i64[guides]"), Arg("shift", "i64"),
+    Arg("negative", "i64"), Arg("key", "u64"), Arg("loss", "f64[warps]", out=True),
+    Arg("terms", "i64[warps]", out=True))
+TRAIN_PAIRS = {lanes: Kernel("word2vec.cu", "gp_word2vec_train_pairs", template=(str(lanes),), twin=_train_pairs_cpu,
+                             items="warps", lanes=32, defines=DEFINES, args=_TRAIN_PAIRS_ARGS) for lanes in PER_LANE}
+
+
+def train_pairs_kernel(dim: int) -> Kernel:
+    """The instantiation of ``gp_word2vec_train_pairs`` for vectors of ``dim``."""
+    return TRAIN_PAIRS[_lanes(dim)]
 
 
 INITIAL = Kernel("word2vec.cu", "gp_word2vec_init", twin=_initial_cpu, items="n",
                  defines=DEFINES, args=(Arg("syn0", "f32[n]", out=True), Arg("n", "i64"), Arg("dim", "i64"),
-                                              Arg("key", "u64")))
+                                        Arg("first", "i64", note="the vertex of row 0 (a shard's first)"),
+                                        Arg("key", "u64")))

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import _rng
+from .._search import owner
 from ..backend import cpu_kernel, prange, to_host
 from ..kernels import Arg, Kernel
 from ..runtime import Grouped, Run, Span, StepSpec, step_kernel
@@ -213,20 +214,6 @@ def _word(sector0, sector1, sector2, sector3, i, k):
 
 
 @cpu_kernel()
-def _owner(bounds, parts, v):
-    """The partition of ``parts`` (cut at ``bounds``) owning vertex ``v``: the last q with bounds[q] <= v (the kernels'
-    ``gp_owner``; no slice of ``bounds``: see :func:`_store_cells`)."""
-    lo, hi = 0, parts - 1
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if bounds[mid] <= v:
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
-
-
-@cpu_kernel()
 def _store_cells(home, rows, at, lo, hi, stage, base, row_lo, piece_start, piece_len, first_piece, piece_cells,
                  cells_at, pieces):
     """Cells ``lo..hi-1`` of the sector at row position ``at`` (staged at ``stage[base:]``): to the rows where the
@@ -313,7 +300,7 @@ def _advance_routed_cpu(indptr, indices, table, weighted, lo, hi, num_vertices, 
                 if v < lo or v >= hi or written == budget:  # stepped out, or stopped at STAGE to go on next time
                     moved = True
                     break
-        q = _owner(bounds, parts, v) if moved else 0
+        q = owner(bounds, parts, v) if moved else 0
         carries[i] = moved and local[q] != 0 and first == 0
         held[i] = c if carries[i] else 0
         goes[i] = q

@@ -1,5 +1,6 @@
-"""word2vec's CUDA kernel against its CPU twin: the serialized mode's vectors equal up to float rounding, the
-initial vectors bit for bit, and the fast mode's quality on planted communities (run with -m gpu on a GPU host)."""
+"""word2vec's CUDA kernels against their CPU twins: the serialized mode's vectors equal up to float rounding, the
+initial vectors bit for bit, a sharded table's pairs and their training, and the fast mode's quality on planted
+communities, replicated and sharded (run with -m gpu on a GPU host)."""
 
 import numpy as np
 import pytest
@@ -15,7 +16,7 @@ if gpu_problem() is not None:
 
 import cupy  # noqa: E402
 
-from helpers import centroid_accuracy, planted_partition  # noqa: E402
+from helpers import centroid_accuracy, planted_partition, word2vec_pairs  # noqa: E402
 
 
 def _launch(x, walks: np.ndarray, syn0: np.ndarray, syn1: np.ndarray, keep, cum, *, warps: int, dim: int) -> tuple:
@@ -56,19 +57,62 @@ def test_the_serialized_kernel_gives_the_twins_vectors(dim):
     assert kernel[2] == pytest.approx(twin[2], rel=1e-4)
 
 
-def test_the_initial_vectors_are_the_twins_bit_for_bit():
+@pytest.mark.parametrize("bounds", [[0, 50], [0, 7, 30, 50]])
+def test_the_pairs_kernel_makes_the_twins_pairs_in_each_bucket(bounds):
+    """The same pairs in every bucket (their order there follows the kernel's atomics)."""
+    cpu, gpu = word2vec_pairs(np, bounds), word2vec_pairs(cupy, bounds)
+    np.testing.assert_array_equal(gpu["starts"], cpu["starts"])
+    np.testing.assert_array_equal(gpu["cursor"], cpu["cursor"])
+    for case in (cpu, gpu):
+        p = case["pairs"]
+        order = np.lexsort((p["context_at"], p["center_at"], p["walk"], p["bucket"]))
+        case["sorted"] = {k: v[order] for k, v in p.items()}
+    for name, values in cpu["sorted"].items():
+        np.testing.assert_array_equal(gpu["sorted"][name], values, err_msg=name)
+
+
+@pytest.mark.parametrize("dim", [8, 45, 128])
+def test_the_pairs_training_kernel_in_one_warp_gives_the_twins_vectors(dim):
+    """One bucket's pairs, in the twin's order, trained by one warp: the twin's tables up to float rounding."""
+    from gpipe.embeddings._kernels import train_pairs_kernel
+
+    case = word2vec_pairs(np, [0, 50])
+    pairs, n = case["pairs"], len(case["pairs"]["walk"])
+    cum = negative_table(case["counts"], case["counts"] > 0)
+    guide, shift = guide_table(cum)
+    rng = np.random.default_rng(dim)
+    start = rng.uniform(-0.1, 0.1, (50, dim)).astype(np.float32), rng.uniform(-0.1, 0.1, (50, dim)).astype(np.float32)
+    out = []
+    for x in (np, cupy):
+        syn0, syn1 = x.asarray(start[0].copy()), x.asarray(start[1].copy())
+        loss, terms = x.zeros(1, x.float64), x.zeros(1, x.int64)
+        train_pairs_kernel(dim).launch(
+            **{f"pair_{k}": x.asarray(pairs[k]) for k in ("context", "center", "walk", "context_at", "center_at",
+                                                          "alpha")},
+            pairs=n, per_warp=n, warps=1, step0=17, syn0=syn0, syn1=syn1, dim=dim, cum=x.asarray(cum),
+            guide=x.asarray(guide), shift=shift, negative=6, key=424242, loss=loss, terms=terms)
+        out.append([np.asarray(a.get() if x is cupy else a) for a in (syn0, syn1, loss, terms)])
+    (cpu0, cpu1, cpu_loss, cpu_terms), (gpu0, gpu1, gpu_loss, gpu_terms) = out
+    np.testing.assert_allclose(gpu0, cpu0, atol=1e-5)
+    np.testing.assert_allclose(gpu1, cpu1, atol=1e-5)
+    assert gpu_terms[0] == cpu_terms[0] and gpu_loss[0] == pytest.approx(cpu_loss[0], rel=1e-4)
+
+
+@pytest.mark.parametrize("first", [0, 1000])  # the whole table's first rows; a shard's
+def test_the_initial_vectors_are_the_twins_bit_for_bit(first):
     host, device = np.empty(77 * 45, np.float32), cupy.empty(77 * 45, cupy.float32)
     for syn0 in (host, device):
-        INITIAL.launch(syn0=syn0, n=syn0.shape[0], dim=45, key=987654321)
+        INITIAL.launch(syn0=syn0, n=syn0.shape[0], dim=45, first=first, key=987654321)
     np.testing.assert_array_equal(device.get(), host)
 
 
-def test_the_fast_kernel_separates_planted_communities(gpu_cluster):
+@pytest.mark.parametrize("table", ["replicated", "sharded"])
+def test_the_fast_kernel_separates_planted_communities(gpu_cluster, table):
     edges, labels = planted_partition()
     with gpu_cluster.as_current():
         g = gpipe.from_edges(edges)
         walks = gpipe.walks.deepwalk(g, length=40, walks_per_vertex=5, seed=3)
-        emb = gpipe.embeddings.word2vec(walks, dim=32, window=5, seed=1)
+        emb = gpipe.embeddings.word2vec(walks, dim=32, window=5, seed=1, table=table)
         vectors = emb.compute()
         near = emb.most_similar(0, k=5)
     assert centroid_accuracy(vectors, labels) > 0.9
