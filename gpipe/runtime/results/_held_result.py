@@ -89,9 +89,15 @@ class HeldResult:
         return self._id_future
 
     def _on_blocks(self, func, args_of: Callable[[int], tuple] = lambda b: (), **kwargs) -> list:
-        """Futures of ``func(block, *args_of(b), **kwargs)`` of each block ``b``, run where it is held."""
+        """Futures of ``func(block, *args_of(b), **kwargs)`` of each block ``b``, run where it is held: pinned there,
+        as a task the scheduler placed or a worker stole elsewhere copies the block to that worker, and Dask's
+        memory manager then drops one of the two copies within seconds, maybe the one :meth:`_gather` found it on
+        (a KeyError there, seen under load)."""
         self.persist()
-        return [submit(self._client, func, block, *args_of(b), **kwargs) for b, block in enumerate(self._blocks())]
+        futures = self._blocks()
+        who_has = self._client.who_has(futures)
+        return [submit(self._client, func, block, *args_of(b), **kwargs,
+                       workers=list(who_has[block.key][:1]) or None) for b, block in enumerate(futures)]
 
     def _gather(self, phase: str, func, args_of: Callable[[int], tuple] = lambda b: (), *, lent: bool = False,
                 into: Callable | None = None) -> list:
