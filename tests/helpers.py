@@ -291,7 +291,7 @@ def word2vec_pairs(x, bounds: list[int], seed: int = 0) -> dict:
     order), each bucket's first slot (``starts``) and the walks' inputs (``walks``, ``keep``, ``offset``,
     ``counts``)."""
     from gpipe.embeddings._kernels import PAIRS, keep_table
-    from gpipe.embeddings._word2vec import PAIR_DTYPES, PAIR_FIELDS
+    from gpipe.embeddings._sharded import PAIR_DTYPES, PAIR_FIELDS
 
     rng = np.random.default_rng(seed)
     n, rows, width = 50, 60, 17

@@ -17,7 +17,7 @@ from gpipe import _rng
 from gpipe.embeddings import Embeddings
 from gpipe.embeddings._kernels import (DOMAIN, INIT_STEP, MAX_EXP, guide_table, keep_table, negative_table,
                                        pick_negative)
-from gpipe.embeddings._word2vec import Table
+from gpipe.embeddings._training import Table
 from gpipe.errors import GpipeValueError
 from helpers import centroid_accuracy, macro_f1_on_halves, planted_partition, word2vec_pairs
 
@@ -339,12 +339,12 @@ def one_and_sharded(request, cpu, named):
     assert num_vertices > BOUNDS[-1]
     workers = sorted(cpu.scheduler_info()["workers"])
     whole = cpu.submit(_rows, table, 0, num_vertices, workers=[workers[1]], pure=False)
-    one = Embeddings(cpu, [whole], [workers[1]], [0, num_vertices], id_map, num_vertices, dim, dict(emb.stats))
+    one = Embeddings(cpu, [whole], [workers[1]], [0, num_vertices], id_map, dim, dict(emb.stats))
     holders = [workers[0], workers[1], workers[0]]
     bounds = [*BOUNDS, num_vertices]
     shards = [cpu.submit(_rows, table, lo, hi, workers=[w], pure=False)
               for lo, hi, w in zip(bounds, bounds[1:], holders, strict=False)]
-    sharded = Embeddings(cpu, shards, holders, bounds, id_map, num_vertices, dim, {**emb.stats, "workers": 2})
+    sharded = Embeddings(cpu, shards, holders, bounds, id_map, dim, {**emb.stats, "workers": 2})
     return one, sharded
 
 

@@ -53,14 +53,14 @@ class Embeddings(HeldResult):
     (3, True)
     """
 
-    def __init__(self, client, tables: list, holders: list[str], bounds: list[int], id_map, num_vertices: int,
-                 dim: int, stats: dict):
-        # tables[s]: a future of the Table whose syn0 holds rows bounds[s]:bounds[s + 1], on holders[s]
+    def __init__(self, client, tables: list, holders: list[str], bounds: list[int], id_map, dim: int, stats: dict):
+        # tables[s]: a future of the Table whose syn0 holds rows bounds[s]:bounds[s + 1], on holders[s]; the last
+        # bound is the vertex count
         super().__init__(client, dict(enumerate(holders)), id_map, stats, (),
                          unit="table" if len(tables) == 1 else "shard")
         self._block_futures = list(tables)
         self._bounds = [int(b) for b in bounds]
-        self.num_vertices, self.dim = num_vertices, dim
+        self.num_vertices, self.dim = self._bounds[-1], dim
 
     def __repr__(self) -> str:
         s, shards = self.stats, len(self._bounds) - 1

@@ -117,3 +117,21 @@ def test_the_fast_kernel_separates_planted_communities(gpu_cluster, table):
         near = emb.most_similar(0, k=5)
     assert centroid_accuracy(vectors, labels) > 0.9
     assert sum(labels[i] == labels[0] for i, _ in near) >= 4
+
+
+def test_a_sharded_table_on_two_gpu_workers_separates_planted_communities(shared_gpu_cluster):
+    """A shard of the tables on each of two GPU workers (sharing a GPU: the pairs and the shards of syn1 go between
+    them as Dask data), trained by the CUDA kernels, as well as on the CPU."""
+    import dask
+
+    edges, labels = planted_partition()
+    with shared_gpu_cluster.as_current():
+        g = gpipe.from_edges(edges)
+        with dask.config.set({"gpipe.walks.block-size": 600}):  # two blocks: one on each worker
+            walks = gpipe.walks.deepwalk(g, length=40, walks_per_vertex=5, seed=3)
+        emb = gpipe.embeddings.word2vec(walks, dim=32, window=5, seed=1, table="sharded")
+        vectors = emb.compute()
+        near = emb.most_similar(0, k=5)
+    assert emb.stats["shards"] == 2 and emb.stats["workers"] == 2 and emb.stats["device"] == "gpu"
+    assert centroid_accuracy(vectors, labels) > 0.9
+    assert sum(labels[i] == labels[0] for i, _ in near) >= 4
