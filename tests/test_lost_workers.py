@@ -79,6 +79,14 @@ def test_walks_whose_worker_is_lost_fail_naming_its_partitions_and_leave_no_outp
     assert os.listdir(tmp_path) == []
 
 
+@pytest.mark.parametrize("table", ["replicated", "sharded"])
+def test_embeddings_of_walks_whose_worker_is_lost_fail_naming_its_partitions(killable_cluster, table):
+    g = _graph()
+    with dask.config.set({"gpipe.walks.block-size": 64}):  # blocks on both workers
+        w = gpipe.walks.deepwalk(g, length=5, seed=1)
+    _fails_naming(_kill(killable_cluster, g), lambda: gpipe.embeddings.word2vec(w, dim=8, table=table))
+
+
 @pytest.mark.parametrize("use", [
     lambda s, path: s.compute(),
     lambda s, path: s.nodes(),
@@ -218,3 +226,23 @@ def test_gnn_training_on_a_graph_whose_workers_all_left_fails_naming_its_partiti
     killable_cluster.cluster.scale(0)  # no worker left, none restarted
     assert eventually(lambda: not workers_info(killable_cluster))
     _fails_naming([0, 1], lambda: _train(g))
+
+
+@pytest.mark.parametrize("table", ["replicated", "sharded"])
+def test_embeddings_whose_worker_is_lost_while_training_fail_within_seconds(killable_cluster, table):
+    """A worker training (its replica, or its shard and the pairs sent to it) killed mid-epoch: the call raises a
+    WorkerLostError naming the training within seconds, never waits on the pinned tasks that cannot run."""
+    from gpipe.errors import WorkerLostError
+
+    g = gpipe.generators.rmat(scale=10, edge_factor=8, seed=3, partitions=2)
+    with dask.config.set({"gpipe.walks.block-size": 8192}):  # blocks on both workers
+        w = gpipe.walks.deepwalk(g, length=40, walks_per_vertex=16, seed=1).persist()
+    thread, outcome = started(lambda: gpipe.embeddings.word2vec(w, dim=64, epochs=20, table=table))
+    time.sleep(1.0)
+    assert thread.is_alive(), "the training ended before a worker could be lost"
+    since = time.monotonic()
+    pid, _ = holder(killable_cluster, g)
+    os.kill(pid, signal.SIGKILL)
+    thread.join(max(0.0, since + BOUND - time.monotonic()))
+    assert not thread.is_alive(), f"still training {BOUND} s after a worker was lost"
+    assert isinstance(outcome.get("error"), WorkerLostError) and "training" in str(outcome["error"]), repr(outcome)
