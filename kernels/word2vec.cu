@@ -9,7 +9,6 @@
 // The rules, the draws and the tables (keep, cum) are written in gpipe/embeddings/_kernels.py, whose _train_cpu is
 // the CPU twin (same random stream; _initial_cpu for gp_word2vec_init). W2V_MAX_EXP, W2V_INIT_STEP and W2V_DOMAIN:
 // defined by the loader, from _kernels.py's MAX_EXP, INIT_STEP and DOMAIN.
-#include "bounds.cuh"
 #include "rng.cuh"
 
 #define W2V_LANES 32
@@ -203,15 +202,14 @@ __global__ void gp_word2vec(const IdT* __restrict__ walks, long long rows, long 
 
 // A table sharded by vertex (_kernels.py's _pairs_cpu): the (center, context) pairs of a block of walks, as
 // gp_word2vec trains them, each into the bucket of its context's shard and its center's (bucket context * shards +
-// center): its ids there (less their shard's first), its walk, positions and learning rate. A warp a row: the
-// tokens that stay by ballot, then its lanes over the centers. `fill` 0: each bucket's pairs counted into cursor;
-// 1: written from cursor (each bucket's first slot), which moves on.
+// center; shard s: the vertices v with v % shards == s, row v / shards): its rows there, its walk, positions and
+// learning rate. A warp a row: the tokens that stay by ballot, then its lanes over the centers. `fill` 0: each
+// bucket's pairs counted into cursor; 1: written from cursor (each bucket's first slot), which moves on.
 template <typename IdT>
 __global__ void gp_word2vec_pairs(const IdT* __restrict__ walks, long long rows, long long width, long long first_walk,
                                   const long long* __restrict__ offset, long long done, long long total,
                                   long long epoch, const long long* __restrict__ keep, unsigned long long key,
-                                  long long window, float alpha, float min_alpha, const long long* __restrict__ bounds,
-                                  long long shards, int* __restrict__ effective, int fill,
+                                  long long window, float alpha, float min_alpha, long long shards, int* __restrict__ effective, int fill,
                                   unsigned long long* __restrict__ cursor, int* __restrict__ pair_context,
                                   int* __restrict__ pair_center, long long* __restrict__ pair_walk,
                                   int* __restrict__ pair_context_at, int* __restrict__ pair_center_at,
@@ -227,7 +225,7 @@ __global__ void gp_word2vec_pairs(const IdT* __restrict__ walks, long long rows,
     for (long long i = lane; i < n; i += W2V_LANES) {
         const long long pc = kept[i];
         const long long center = (long long)walk[pc];
-        const long long to = gp_owner(bounds, (int)shards, center);
+        const long long to = center % shards;
         const unsigned long long step = step0 + pc;
         const float a = w2v_alpha(alpha, min_alpha, done + offset[r] + pc, total);
         const long long b = gp_below(gp_bits(key, walk_id, step, 1), (unsigned long long)window);
@@ -236,11 +234,11 @@ __global__ void gp_word2vec_pairs(const IdT* __restrict__ walks, long long rows,
         for (long long j = lo; j < hi; ++j) {
             if (j == i) continue;
             const long long context = (long long)walk[kept[j]];
-            const long long from = gp_owner(bounds, (int)shards, context);
+            const long long from = context % shards;
             const unsigned long long slot = atomicAdd(cursor + from * shards + to, 1ULL);
             if (!fill) continue;
-            pair_context[slot] = (int)(context - bounds[from]);
-            pair_center[slot] = (int)(center - bounds[to]);
+            pair_context[slot] = (int)(context / shards);
+            pair_center[slot] = (int)(center / shards);
             pair_walk[slot] = (long long)walk_id;
             pair_context_at[slot] = kept[j];
             pair_center_at[slot] = (int)pc;
@@ -281,12 +279,12 @@ __global__ void gp_word2vec_train_pairs(const int* __restrict__ pair_context, co
     }
 }
 
-// syn0 uniform in [-0.5 / dim, 0.5 / dim): element i is draw (i % dim) of vertex first + i / dim at step
-// W2V_INIT_STEP (a shard's rows start at vertex `first`)
+// syn0 uniform in [-0.5 / dim, 0.5 / dim): element i is draw (i % dim) of vertex first + (i / dim) * stride at step
+// W2V_INIT_STEP (a shard's rows are its vertices first, first + stride, ...)
 extern "C" __global__ void gp_word2vec_init(float* __restrict__ syn0, long long n, long long dim, long long first,
-                                            unsigned long long key) {
+                                            long long stride, unsigned long long key) {
     const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n)
-        syn0[i] = (float)((gp_unit(gp_bits(key, (unsigned long long)(first + i / dim), W2V_INIT_STEP,
+        syn0[i] = (float)((gp_unit(gp_bits(key, (unsigned long long)(first + i / dim * stride), W2V_INIT_STEP,
                                            (unsigned long long)(i % dim))) - 0.5) / (double)dim);
 }

@@ -284,10 +284,10 @@ def macro_f1_on_halves(vectors: np.ndarray, labels: np.ndarray, splits: int, see
     return np.array(scores)
 
 
-def word2vec_pairs(x, bounds: list[int], seed: int = 0) -> dict:
+def word2vec_pairs(x, shards: int, seed: int = 0) -> dict:
     """``gp_word2vec_pairs`` (``x``: numpy for the CPU twin, cupy for CUDA) on 60 random walks of up to 17 of 50
-    vertices (padded with -1, ``sample`` 0.02: some tokens dropped), window 4, their vertices cut in shards at
-    ``bounds``: counted, then written. The pairs on the host (``PAIR_FIELDS`` plus ``bucket``, in the kernel's
+    vertices (padded with -1, ``sample`` 0.02: some tokens dropped), window 4, their vertices cut in ``shards``
+    shards (``v % shards``): counted, then written. The pairs on the host (``PAIR_FIELDS`` plus ``bucket``, in the kernel's
     order), each bucket's first slot (``starts``) and the walks' inputs (``walks``, ``keep``, ``offset``,
     ``counts``)."""
     from gpipe.embeddings._kernels import PAIRS, keep_table
@@ -302,12 +302,11 @@ def word2vec_pairs(x, bounds: list[int], seed: int = 0) -> dict:
     keep = keep_table(counts, counts > 0, 0.02)
     lengths = (walks >= 0).sum(axis=1)
     offset = (np.cumsum(lengths) - lengths).astype(np.int64)
-    shards = len(bounds) - 1
     cursor = x.zeros(shards * shards, x.uint64)
     arrays = {name: x.empty(0, dtype) for name, dtype in zip(PAIR_FIELDS, PAIR_DTYPES)}
     args = dict(walks=x.asarray(walks), rows=rows, width=width, first_walk=1000, offset=x.asarray(offset), done=7,
                 total=int(lengths.sum()) + 7, epoch=1, keep=x.asarray(keep), key=424242, window=4, alpha=0.05,
-                min_alpha=0.001, bounds=x.asarray(np.asarray(bounds, np.int64)), shards=shards,
+                min_alpha=0.001, shards=shards,
                 effective=x.empty((rows, width), x.int32))
     PAIRS.launch(**args, fill=0, cursor=cursor, **{f"pair_{k}": v for k, v in arrays.items()})
     size = np.asarray(cursor.get() if hasattr(cursor, "get") else cursor).astype(np.int64)

@@ -120,22 +120,41 @@ def _pairs_by_hand(case: dict, window: int = 4) -> list[tuple]:
     return sorted(pairs)
 
 
-@pytest.mark.parametrize("bounds", [[0, 50], [0, 7, 30, 50], [0, 0, 50]])  # one shard; three; one of them empty
-def test_a_sharded_tables_pairs_are_words2vecs_each_in_the_bucket_of_its_shards(bounds):
+@pytest.mark.parametrize("shards", [1, 3, 60])  # one shard; three; more than the 50 vertices (some empty)
+def test_a_sharded_tables_pairs_are_words2vecs_each_in_the_bucket_of_its_shards(shards):
     """``gp_word2vec_pairs`` makes the pairs the row kernel trains, each with its walk, positions and learning rate,
-    in the bucket of its context's shard and its center's, its ids less their shards' first; counted first, then
-    written from each bucket's first slot."""
-    case = word2vec_pairs(np, bounds)
-    pairs, shards = case["pairs"], len(bounds) - 1
+    in the bucket of its context's shard and its center's (shard ``v % shards``), its ids their rows there
+    (``v // shards``); counted first, then written from each bucket's first slot."""
+    case = word2vec_pairs(np, shards)
+    pairs = case["pairs"]
     a, b = pairs["bucket"] // shards, pairs["bucket"] % shards
-    sizes = np.diff(bounds)
-    assert ((0 <= pairs["context"]) & (pairs["context"] < sizes[a]) & (0 <= pairs["center"]) &
-            (pairs["center"] < sizes[b])).all()
+    context, center = pairs["context"] * shards + a, pairs["center"] * shards + b
+    assert ((0 <= pairs["context"]) & (context < 50) & (0 <= pairs["center"]) & (center < 50)).all()
     made = sorted(zip(pairs["walk"].tolist(), pairs["center_at"].tolist(), pairs["context_at"].tolist(),
-                      (pairs["context"] + np.asarray(bounds)[a]).tolist(),
-                      (pairs["center"] + np.asarray(bounds)[b]).tolist(), pairs["alpha"].tolist()))
+                      context.tolist(), center.tolist(), pairs["alpha"].tolist()))
     assert len(made) > 1000 and made == _pairs_by_hand(case)
     np.testing.assert_array_equal(case["cursor"], case["starts"][1:])  # every bucket filled to its end
+
+
+def test_a_shards_initial_vectors_are_the_whole_tables_rows_of_its_vertices():
+    from gpipe.embeddings._kernels import INITIAL
+
+    whole, shard = np.empty(50 * 8, np.float32), np.empty(16 * 8, np.float32)  # shard 2 of 3: vertices 2, 5, .. 47
+    INITIAL.launch(syn0=whole, n=whole.shape[0], dim=8, first=0, stride=1, key=99)
+    INITIAL.launch(syn0=shard, n=shard.shape[0], dim=8, first=2, stride=3, key=99)
+    np.testing.assert_array_equal(shard.reshape(16, 8), whole.reshape(50, 8)[2::3])
+
+
+@pytest.mark.parametrize("shards", [2, 3])
+def test_a_sharded_tables_vectors_come_back_in_vertex_order(cpu, communities, shards):
+    """Trained at a learning rate too small to move them, the shards' vectors (every ``shards``-th vertex each) come
+    back as the replicated table's, row for row: rejoined into vertex ranges where they were trained."""
+    spread, _, labels = communities
+    params = dict(dim=8, window=2, alpha=1e-9, min_alpha=0.0, seed=5)
+    sharded = gpipe.embeddings.word2vec(spread, table="sharded", shards=shards, **params)
+    replicated = gpipe.embeddings.word2vec(spread, **params)
+    np.testing.assert_allclose(sharded.compute(), replicated.compute(), atol=1e-6)
+    assert sharded._bounds == [len(labels) * s // shards for s in range(shards + 1)]
 
 
 def test_one_shards_pairs_trained_in_order_are_the_serialized_row_training():
@@ -143,7 +162,7 @@ def test_one_shards_pairs_trained_in_order_are_the_serialized_row_training():
     by one warp, update the tables as the row kernel's serialized mode does: the same float operations."""
     from gpipe.embeddings._kernels import train_kernel, train_pairs_kernel
 
-    case = word2vec_pairs(np, [0, 50])
+    case = word2vec_pairs(np, 1)
     walks, pairs, dim = case["walks"], case["pairs"], 24
     rng = np.random.default_rng(3)
     start = rng.uniform(-0.1, 0.1, (50, dim)).astype(np.float32), rng.uniform(-0.1, 0.1, (50, dim)).astype(np.float32)
@@ -238,6 +257,8 @@ def test_subsampling_keeps_a_token_with_word2vecs_probability():
     ("seed", -1, "'seed' must be an integer >= 0, got -1"),
     ("mode", "slow", "'mode' must be one of 'fast', 'serialized'; got 'slow'"),
     ("table", "mirrored", "'table' must be one of 'replicated', 'sharded'; got 'mirrored'"),
+    ("shards", 0, "'shards' must be a positive integer, got 0"),
+    ("shards", 2, "'shards' cuts a sharded table (table=\"sharded\"), got shards=2 with table='replicated'"),
     ("sync", 0, "'sync' must be a positive integer or 'auto', got 0"),
     ("sync", "often", "'sync' must be a positive integer or 'auto', got 'often'"),
     ("progress", 3, "'progress'"),
@@ -435,19 +456,24 @@ def test_the_fast_mode_separates_planted_communities_on_one_worker_and_on_two(cp
     assert together >= alone - 0.03
 
 
-def test_a_sharded_table_separates_planted_communities_on_two_workers_as_a_replicated_one(cpu, communities):
-    """A shard of the tables on each worker, trained a block of (context shard, center shard) pairs at a time, each
-    pair's negatives from its center's shard: as good as the replicated tables on the same walks; the result's
-    shards stay where they were trained."""
-    spread, _, labels = communities
+# a shard a worker (2); 3 on 2 workers; 2 on 1
+@pytest.mark.parametrize("on, shards", [("spread", None), ("spread", 3), ("whole", 2)])
+def test_a_sharded_table_separates_planted_communities_as_a_replicated_one(cpu, communities, on, shards):
+    """The tables cut in shards over the workers holding walks, trained a block of (context shard, center shard)
+    pairs at a time, each pair's negatives from its center's shard: as good as the replicated tables on the same
+    walks; the result's shards stay where they were trained."""
+    spread, whole, labels = communities
+    walks = spread if on == "spread" else whole
     params = dict(dim=32, window=5, negative=5, seed=1)
-    sharded = gpipe.embeddings.word2vec(spread, table="sharded", **params)
-    replicated = gpipe.embeddings.word2vec(spread, **params)
-    assert {k: sharded.stats[k] for k in ("table", "shards", "workers")} == {"table": "sharded", "shards": 2,
-                                                                             "workers": 2}
+    sharded = gpipe.embeddings.word2vec(walks, table="sharded", shards=shards, **params)
+    replicated = gpipe.embeddings.word2vec(walks, **params)
+    workers = 2 if on == "spread" else 1
+    assert {k: sharded.stats[k] for k in ("table", "shards", "workers")} == {"table": "sharded",
+                                                                             "shards": shards or 2, "workers": workers}
     assert sharded.stats["tokens"] == replicated.stats["tokens"] and sharded.stats["loss"][0] < 0.6
     vectors = sharded.compute()
-    assert vectors.shape == (len(labels), 32) and len(set(sharded._held.values())) == 2
+    assert vectors.shape == (len(labels), 32) and len(set(sharded._held.values())) == workers
+    assert len(sharded._held) == (shards or 2)
     assert centroid_accuracy(vectors, labels) > 0.9
     assert centroid_accuracy(vectors, labels) >= centroid_accuracy(replicated.compute(), labels) - 0.03
     near = sharded.most_similar(0, k=5)

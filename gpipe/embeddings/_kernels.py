@@ -32,7 +32,8 @@ updates run in, nor on the device or the workers.
 A sharded table's round is made of pairs instead (``gp_word2vec_pairs``,
 :func:`_pairs_cpu`): each (center, context) pair of the rules above, with its
 walk, positions and ``alpha``, in the bucket of its context's shard and its
-center's; ``gp_word2vec_train_pairs`` (:func:`_train_pairs_cpu`) trains a
+center's (shard ``s`` of ``S``: the vertices ``v`` with ``v % S == s``, row ``v // S``: a sample of the vertices
+whatever their ids' order); ``gp_word2vec_train_pairs`` (:func:`_train_pairs_cpu`) trains a
 bucket's pairs as the rows' training does, each pair's negatives drawn (the
 same draws) from the table of its center's shard.
 
@@ -50,7 +51,6 @@ import math
 import numpy as np
 
 from .. import _rng
-from .._search import owner
 from ..backend import cpu_kernel, prange
 from ..kernels import Arg, Kernel
 
@@ -223,8 +223,8 @@ def _train_cpu(walks, rows, width, warps, first_walk, offset, done, total, epoch
 
 
 @cpu_kernel()
-def _pairs_cpu(walks, rows, width, first_walk, offset, done, total, epoch, keep, key, window, alpha, min_alpha, bounds,
-               shards, effective, fill, cursor, pair_context, pair_center, pair_walk, pair_context_at, pair_center_at,
+def _pairs_cpu(walks, rows, width, first_walk, offset, done, total, epoch, keep, key, window, alpha, min_alpha, shards,
+               effective, fill, cursor, pair_context, pair_center, pair_walk, pair_context_at, pair_center_at,
                pair_alpha):
     """The twin of ``gp_word2vec_pairs``: the pairs of every row, in order (the kernel's in the order its atomics
     land), each into its bucket (its context's shard times ``shards`` plus its center's)."""
@@ -235,19 +235,19 @@ def _pairs_cpu(walks, rows, width, first_walk, offset, done, total, epoch, keep,
         for i in range(n):
             pc = effective[r, i]
             center = walks[r, pc]
-            to = owner(bounds, shards, center)
+            to = center % shards
             a = _alpha(alpha, min_alpha, done + offset[r] + pc, total)
             b = _rng.below(_rng.bits(key, walk_id, step0 + np.uint64(pc), 1), window)
             for j in range(max(0, i - window + b), min(n, i + window + 1 - b)):
                 if j == i:
                     continue
                 context = walks[r, effective[r, j]]
-                bucket = owner(bounds, shards, context) * shards + to
+                bucket = context % shards * shards + to
                 slot = cursor[bucket]
                 cursor[bucket] += 1
                 if fill:
-                    pair_context[slot] = context - bounds[bucket // shards]
-                    pair_center[slot] = center - bounds[to]
+                    pair_context[slot] = context // shards
+                    pair_center[slot] = center // shards
                     pair_walk[slot] = walk_id
                     pair_context_at[slot] = effective[r, j]
                     pair_center_at[slot] = pc
@@ -273,11 +273,11 @@ def _train_pairs_cpu(pair_context, pair_center, pair_walk, pair_context_at, pair
 
 
 @cpu_kernel(parallel=True)
-def _initial_cpu(syn0, n, dim, first, key):
-    """The twin of ``gp_word2vec_init``: ``syn0`` (vertices ``first`` on) uniform in [-0.5 / dim, 0.5 / dim), a draw
-    per element."""
+def _initial_cpu(syn0, n, dim, first, stride, key):
+    """The twin of ``gp_word2vec_init``: ``syn0`` (row ``r`` vertex ``first + r * stride``) uniform in
+    [-0.5 / dim, 0.5 / dim), a draw per element."""
     for i in prange(n):
-        u = _rng.unit(_rng.bits(key, first + i // dim, INIT_STEP, i % dim))
+        u = _rng.unit(_rng.bits(key, first + i // dim * stride, INIT_STEP, i % dim))
         syn0[i] = np.float32((u - 0.5) / dim)
 
 
@@ -315,11 +315,11 @@ PAIRS = Kernel("word2vec.cu", "gp_word2vec_pairs", twin=_pairs_cpu, items="rows"
     Arg("first_walk", "i64", note="walk id of row 0"), Arg("offset", "i64[rows]", note="tokens before each row"),
     Arg("done", "i64"), Arg("total", "i64"), Arg("epoch", "i64"), Arg("keep", "i64[vocab]"), Arg("key", "u64"),
     Arg("window", "i64"), Arg("alpha", "f32"), Arg("min_alpha", "f32"),
-    Arg("bounds", "i64[shards+1]", note="shard s: vertices bounds[s] .. bounds[s+1]-1"), Arg("shards", "i64"),
+    Arg("shards", "i64", note="shard s: the vertices v with v % shards == s, row v // shards"),
     Arg("effective", "i32[rows,width]", out=True, note="scratch"), Arg("fill", "i32", note="0: count, 1: write"),
     Arg("cursor", "u64[shards*shards]", out=True, note="each bucket's count, or its next slot"),
-    Arg("pair_context", "i32[pairs]", out=True, note="less its shard's first vertex"),
-    Arg("pair_center", "i32[pairs]", out=True, note="less its shard's first vertex"),
+    Arg("pair_context", "i32[pairs]", out=True, note="its row in its shard"),
+    Arg("pair_center", "i32[pairs]", out=True, note="its row in its shard"),
     Arg("pair_walk", "i64[pairs]", out=True), Arg("pair_context_at", "i32[pairs]", out=True),
     Arg("pair_center_at", "i32[pairs]", out=True), Arg("pair_alpha", "f32[pairs]", out=True)))
 _TRAIN_PAIRS_ARGS = (
@@ -343,4 +343,5 @@ def train_pairs_kernel(dim: int) -> Kernel:
 INITIAL = Kernel("word2vec.cu", "gp_word2vec_init", twin=_initial_cpu, items="n",
                  defines=DEFINES, args=(Arg("syn0", "f32[n]", out=True), Arg("n", "i64"), Arg("dim", "i64"),
                                         Arg("first", "i64", note="the vertex of row 0 (a shard's first)"),
+                                        Arg("stride", "i64", note="between the vertices of two rows"),
                                         Arg("key", "u64")))

@@ -34,11 +34,12 @@ class Word2VecSpec:
     mode: str
     rounds: int = 1  # per epoch (:func:`_rounds_per_epoch`)
     replicas: int = 1  # the workers training, each on its replica
-    bounds: tuple[int, ...] = ()  # a sharded table: shard s holds the vertices bounds[s] .. bounds[s + 1] - 1
+    shards: int = 0  # a sharded table's shards (shard s: the vertices v with v % shards == s, row v // shards); 0:
+    # replicated
 
-    @property
-    def shards(self) -> int:
-        return max(len(self.bounds) - 1, 1)
+    def rows(self, a: int) -> int:
+        """The rows of shard ``a`` (of the whole table where it is replicated)."""
+        return -(-(self.num_vertices - a) // self.shards) if self.shards else self.num_vertices
 
     @property
     def key(self) -> int:
@@ -97,13 +98,14 @@ def train_epochs(client, spec: Word2VecSpec, workers: list[str], progress: Calla
     return [loss / max(terms, 1) for loss, terms in sums]
 
 
-def initial(spec: Word2VecSpec, lo: int, hi: int) -> Table:
-    """The initial tables of vertices ``lo .. hi - 1`` (all of them, or a shard's: its ``syn1`` made apart, by
-    :func:`~._sharded._syn1`, as it passes from worker to worker)."""
+def initial(spec: Word2VecSpec, a: int) -> Table:
+    """The initial tables of shard ``a`` (its vertices ``a``, ``a + shards``, ...; its ``syn1`` made apart, by
+    :func:`~._sharded._syn1`, as it passes from worker to worker), or of every vertex (replicated: ``a`` 0)."""
     x = worker_xp()
-    syn0 = x.empty((hi - lo) * spec.dim, x.float32)
-    INITIAL.launch(syn0=syn0, n=syn0.shape[0], dim=spec.dim, first=lo, key=spec.key)
-    return Table(syn0.reshape(hi - lo, spec.dim), None if spec.bounds else x.zeros((hi - lo, spec.dim), x.float32))
+    rows = spec.rows(a)
+    syn0 = x.empty(rows * spec.dim, x.float32)
+    INITIAL.launch(syn0=syn0, n=syn0.shape[0], dim=spec.dim, first=a, stride=max(spec.shards, 1), key=spec.key)
+    return Table(syn0.reshape(rows, spec.dim), None if spec.shards else x.zeros((rows, spec.dim), x.float32))
 
 
 @dataclasses.dataclass

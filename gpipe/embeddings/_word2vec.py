@@ -60,7 +60,8 @@ class Trained(Table):
 
 def word2vec(walks, dim: int = 128, window: int = 10, negative: int = 5, epochs: int = 1, *, alpha: float = 0.025,
              min_alpha: float = 0.0001, min_count: int = 0, sample: float = 0.0, seed: int = 0, mode: str = "fast",
-             table: str = "replicated", sync: int | str = "auto", progress: Callable | None = None) -> Embeddings:
+             table: str = "replicated", shards: int | None = None, sync: int | str = "auto",
+             progress: Callable | None = None) -> Embeddings:
     """Vertex embeddings by word2vec's skip-gram with negative sampling, trained on walks where the workers hold them.
 
     The walks are the corpus: each walk a sentence of its vertices, as
@@ -107,11 +108,16 @@ def word2vec(walks, dim: int = 128, window: int = 10, negative: int = 5, epochs:
     mode : {"fast", "serialized"}
     table : {"replicated", "sharded"}
         Where the fast mode keeps the tables: a replica on every worker (merged after each round), or cut by
-        vertex in one shard a worker (for tables larger than one worker's memory). A sharded table is trained a
-        block of (context shard, center shard) pairs at a time: a worker keeps its shard of ``syn0`` and trains
-        the pairs of its contexts, in turn against every shard of ``syn1``, which pass from worker to worker as
-        Dask data (GraphVite's schedule); a pair's negatives are drawn from its center's shard (unigram^0.75
-        within it), so no row is ever updated in two places and nothing is merged.
+        vertex in ``shards`` shards over the workers (for tables larger than one worker's memory). A sharded
+        table is trained a block of (context shard, center shard) pairs at a time: a worker keeps its shards of
+        ``syn0`` and trains the pairs of their contexts, in turn against every shard of ``syn1``, which pass from
+        worker to worker as Dask data (GraphVite's schedule); a pair's negatives are drawn from its center's shard
+        (unigram^0.75 within it), so no row is ever updated in two places and nothing is merged.
+    shards : int, optional
+        A sharded table's shards, shard ``s`` every ``shards``-th vertex from ``s`` (a sample of the vertices
+        whatever the order of their ids: a pair's negatives come from its center's shard) on the ``s % W``-th of
+        the ``W`` workers holding walks; default one a worker. The shards shape the training, so a given count
+        trains the same way on any number of workers. The vectors come back in vertex ranges, one a shard.
     sync : int or "auto"
         Rounds per epoch (fast mode): the workers' replicas are merged after each, and ``progress`` told;
         ``"auto"``: 4 on one worker, and on more a round to about 4 visits of each vertex on each worker (the
@@ -165,6 +171,11 @@ def word2vec(walks, dim: int = 128, window: int = 10, negative: int = 5, epochs:
     if table == "sharded" and mode != "fast":
         raise GpipeValueError(f"'table' \"sharded\" trains in the fast mode only (its shards on every worker at "
                               f"once), got mode={mode!r}")
+    if shards is not None:
+        shards = check_int("shards", shards, minimum=1)
+        if table != "sharded":
+            raise GpipeValueError(f"'shards' cuts a sharded table (table=\"sharded\"), got shards={shards} with "
+                                  f"table={table!r}")
     if sync != "auto" and (isinstance(sync, bool) or not isinstance(sync, numbers.Integral) or sync < 1):
         raise GpipeValueError(f"'sync' must be a positive integer or 'auto', got {sync!r}")
     if progress is not None:
@@ -177,10 +188,12 @@ def word2vec(walks, dim: int = 128, window: int = 10, negative: int = 5, epochs:
     workers = sorted(set(holders)) if mode == "fast" else [holders[0]]
     mine = {w: [b for b, h in enumerate(holders) if h == w or mode == "serialized"] for w in workers}
     num_vertices = int(walks.stats["num_vertices"])
-    shards = min(len(workers), num_vertices) if table == "sharded" else 0  # a shard a worker
+    if table == "sharded":
+        shards = shards or min(len(workers), num_vertices)  # by default a shard a worker
+    else:
+        shards = 0
     spec = Word2VecSpec(num_vertices, walks.width, walks.block_rows, dim, window, negative, epochs, alpha, min_alpha,
-                        min_count, sample, seed, mode,
-                        bounds=tuple(num_vertices * s // shards for s in range(shards + 1)) if shards else ())
+                        min_count, sample, seed, mode, shards=shards)
     held = dict(enumerate(workers))
     counted = [submit(client, _visits, spec, *[blocks[b] for b in mine[w]], workers=[w]) for w in workers]
     vocabulary = submit(client, _vocabulary, spec, *counted)
@@ -191,14 +204,13 @@ def word2vec(walks, dim: int = 128, window: int = 10, negative: int = 5, epochs:
     placed = {w: ([blocks[b] for b in mine[w]], [b * spec.block_rows for b in mine[w]]) for w in workers}
     total = sum(tokens) * epochs
     train = sharded if shards else _replicated
-    tables, losses = train(client, spec, placed, vocabulary, progress, total)
+    tables, bounds, losses = train(client, spec, placed, vocabulary, progress, total)
     seconds = time.perf_counter() - started
     stats = {"tokens": total, "seconds": seconds, "tokens_per_second": total / seconds if seconds else 0.0,
              "loss": losses, "workers": len(workers), "mode": mode, "table": table, "shards": max(shards, 1),
              "rounds_per_epoch": spec.rounds, "dim": dim, "num_vertices": num_vertices,
              "vocabulary": vocabulary_size, "device": walks.stats["device"]}
-    return Embeddings(client, tables, _holders(client, tables, held), list(spec.bounds or (0, num_vertices)),
-                      walks.vertex_ids, dim, stats)
+    return Embeddings(client, tables, _holders(client, tables, held), bounds, walks.vertex_ids, dim, stats)
 
 
 SYNC_VISITS = 4  # sync="auto": a round lasts about this many visits of each vertex on each worker
@@ -216,22 +228,22 @@ def _rounds_per_epoch(spec: Word2VecSpec, sync: int | str, tokens: list[int]) ->
         return 1
     if sync != "auto":
         return int(sync)
-    if spec.bounds:
+    if spec.shards:
         pairs = max(tokens) * (spec.window + 1) * PAIR_BYTES
-        return max(1, -(-pairs // max(2 * 4 * spec.dim * -(-spec.num_vertices // spec.shards), PAIRS_AT_LEAST)))
+        return max(1, -(-pairs // max(2 * 4 * spec.dim * spec.rows(0), PAIRS_AT_LEAST)))
     if len(tokens) == 1:
         return 4
     return max(4, -(-max(tokens) // (SYNC_VISITS * max(spec.num_vertices, 1))))
 
 
 def _replicated(client, spec: Word2VecSpec, placed: dict[str, tuple[list, list[int]]], vocabulary,
-                progress: Callable | None, total: int) -> tuple[list, list[float]]:
+                progress: Callable | None, total: int) -> tuple[list, list[int], list[float]]:
     """The tables replicated on the workers of ``placed`` (a worker -> the futures of its blocks and their first
-    walks), trained from their initial values: a future of the trained tables (one block), and the mean loss of each
-    epoch. Between GPU workers with NCCL the replicas are summed on its data plane as each round ends, each worker
-    keeping its own; otherwise a task merges them (:func:`_merged`), the tables travelling as Dask data."""
+    walks), trained from their initial values: a future of the trained tables (one block, all the vertices), and
+    the mean loss of each epoch. Between GPU workers with NCCL the replicas are summed on its data plane as each
+    round ends, each worker keeping its own; otherwise a task merges them (:func:`_merged`), the tables travelling as Dask data."""
     workers = list(placed)
-    tables = dict.fromkeys(workers, submit(client, initial, spec, 0, spec.num_vertices, workers=[workers[0]]))
+    tables = dict.fromkeys(workers, submit(client, initial, spec, 0, workers=[workers[0]]))
     with summing(client, workers) as nccl:
         def place(epoch: int, round_: int):
             nonlocal tables
@@ -244,7 +256,7 @@ def _replicated(client, spec: Word2VecSpec, placed: dict[str, tuple[list, list[i
         losses = train_epochs(client, spec, workers, progress, total, place)
         wait_pinned(client, [tables[workers[0]]], dict(enumerate(workers)), "training", "worker")  # before the
         # communicator goes back
-    return [tables[workers[0]]], losses
+    return [tables[workers[0]]], [0, spec.num_vertices], losses
 
 
 def _holders(client, futures: list, held: dict[int, str]) -> list[str]:
@@ -281,12 +293,12 @@ def _vocabulary(spec: Word2VecSpec, *counted: np.ndarray) -> Vocabulary:
                               f"{spec.min_count} times, got {spec.min_count}")
     keep, tokens = keep_table(counts, retained, spec.sample), [int(c.sum()) for c in counted]
     trained = int(retained.sum())
-    if not spec.bounds:
+    if not spec.shards:
         cum = negative_table(counts, retained)
         return Vocabulary(keep, cum, *guide_table(cum), tokens, trained, [])
     shards = []  # a pair's negatives are drawn from its center's shard
-    for lo, hi in zip(spec.bounds[:-1], spec.bounds[1:], strict=True):
-        cum = negative_table(counts[lo:hi], retained[lo:hi])
+    for a in range(spec.shards):
+        cum = negative_table(counts[a::spec.shards], retained[a::spec.shards])
         shards.append((cum, *guide_table(cum)))
     return Vocabulary(keep, np.zeros(0, np.int64), np.zeros(0, np.int64), 0, tokens, trained, shards)
 
