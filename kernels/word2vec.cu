@@ -155,16 +155,19 @@ __device__ __forceinline__ void w2v_pair(float* __restrict__ context, long long 
     W2vLane<PER_LANE>::add(context, d0, dim, packed, work);
 }
 
-// PER_LANE: the dims a lane holds in registers, dim <= 32 * PER_LANE (_kernels.py's train_kernel picks it)
+// PER_LANE: the dims a lane holds in registers, dim <= 32 * PER_LANE (_kernels.py's train_kernel picks it). A
+// sharded table's block (shard s of `shards`: the vertices v with v % shards == s, row v / shards): only the pairs
+// whose context is in `context_shard` (syn0: its rows) and whose center is in `center_shard` (syn1, cum and guide:
+// its); every pair where `shards` is 1
 template <typename IdT, int PER_LANE>
 __global__ void gp_word2vec(const IdT* __restrict__ walks, long long rows, long long width, long long warps,
                             long long first_walk, const long long* __restrict__ offset, long long done,
                             long long total, long long epoch, float* __restrict__ syn0, float* __restrict__ syn1,
                             long long dim, const long long* __restrict__ keep, const long long* __restrict__ cum,
                             long long vocab, const long long* __restrict__ guide, long long shift, long long window,
-                            long long negative, unsigned long long key,
-                            float alpha, float min_alpha, int* __restrict__ effective, double* __restrict__ loss,
-                            long long* __restrict__ terms) {
+                            long long negative, unsigned long long key, float alpha, float min_alpha,
+                            long long shards, long long context_shard, long long center_shard,
+                            int* __restrict__ effective, double* __restrict__ loss, long long* __restrict__ terms) {
     const long long warp = ((long long)blockIdx.x * blockDim.x + threadIdx.x) / W2V_LANES;
     const int lane = threadIdx.x % W2V_LANES;
     if (warp >= warps) return;  // the launch rounds up to whole blocks: only `warps` warps take rows
@@ -181,15 +184,17 @@ __global__ void gp_word2vec(const IdT* __restrict__ walks, long long rows, long 
         for (long long i = 0; i < n; ++i) {
             const long long pc = kept[i];
             const long long center = (long long)walk[pc];
+            if (center % shards != center_shard) continue;
             const unsigned long long step = step0 + pc;
             const float a = w2v_alpha(alpha, min_alpha, done + offset[r] + pc, total);
             const long long b = gp_below(gp_bits(key, walk_id, step, 1), (unsigned long long)window);
             const long long lo = i - window + b > 0 ? i - window + b : 0;
             const long long hi = i + window + 1 - b < n ? i + window + 1 - b : n;
             for (long long j = lo; j < hi; ++j) {
-                if (j == i) continue;
-                w2v_pair<PER_LANE>(syn0 + (long long)walk[kept[j]] * dim, center, syn1, dim, d0, packed, negative, key,
-                                   walk_id, step, kept[j], cum, guide, shift, a, row_loss, row_terms);
+                const long long context = (long long)walk[kept[j]];
+                if (j == i || context % shards != context_shard) continue;
+                w2v_pair<PER_LANE>(syn0 + context / shards * dim, center / shards, syn1, dim, d0, packed, negative,
+                                   key, walk_id, step, kept[j], cum, guide, shift, a, row_loss, row_terms);
             }
         }
         if (lane == 0) {
@@ -197,85 +202,6 @@ __global__ void gp_word2vec(const IdT* __restrict__ walks, long long rows, long 
             terms[r] = row_terms;
         }
         __syncwarp();
-    }
-}
-
-// A table sharded by vertex (_kernels.py's _pairs_cpu): the (center, context) pairs of a block of walks, as
-// gp_word2vec trains them, each into the bucket of its context's shard and its center's (bucket context * shards +
-// center; shard s: the vertices v with v % shards == s, row v / shards): its rows there, its walk, positions and
-// learning rate. A warp a row: the tokens that stay by ballot, then its lanes over the centers. `fill` 0: each
-// bucket's pairs counted into cursor; 1: written from cursor (each bucket's first slot), which moves on.
-template <typename IdT>
-__global__ void gp_word2vec_pairs(const IdT* __restrict__ walks, long long rows, long long width, long long first_walk,
-                                  const long long* __restrict__ offset, long long done, long long total,
-                                  long long epoch, const long long* __restrict__ keep, unsigned long long key,
-                                  long long window, float alpha, float min_alpha, long long shards, int* __restrict__ effective, int fill,
-                                  unsigned long long* __restrict__ cursor, int* __restrict__ pair_context,
-                                  int* __restrict__ pair_center, long long* __restrict__ pair_walk,
-                                  int* __restrict__ pair_context_at, int* __restrict__ pair_center_at,
-                                  float* __restrict__ pair_alpha) {
-    const long long r = ((long long)blockIdx.x * blockDim.x + threadIdx.x) / W2V_LANES;
-    const int lane = threadIdx.x % W2V_LANES;
-    if (r >= rows) return;
-    const IdT* walk = walks + r * width;
-    int* kept = effective + r * width;
-    const unsigned long long walk_id = (unsigned long long)(first_walk + r);
-    const unsigned long long step0 = (unsigned long long)(epoch * width);
-    const long long n = w2v_kept(walk, width, kept, keep, key, walk_id, step0, lane);
-    for (long long i = lane; i < n; i += W2V_LANES) {
-        const long long pc = kept[i];
-        const long long center = (long long)walk[pc];
-        const long long to = center % shards;
-        const unsigned long long step = step0 + pc;
-        const float a = w2v_alpha(alpha, min_alpha, done + offset[r] + pc, total);
-        const long long b = gp_below(gp_bits(key, walk_id, step, 1), (unsigned long long)window);
-        const long long lo = i - window + b > 0 ? i - window + b : 0;
-        const long long hi = i + window + 1 - b < n ? i + window + 1 - b : n;
-        for (long long j = lo; j < hi; ++j) {
-            if (j == i) continue;
-            const long long context = (long long)walk[kept[j]];
-            const long long from = context % shards;
-            const unsigned long long slot = atomicAdd(cursor + from * shards + to, 1ULL);
-            if (!fill) continue;
-            pair_context[slot] = (int)(context / shards);
-            pair_center[slot] = (int)(center / shards);
-            pair_walk[slot] = (long long)walk_id;
-            pair_context_at[slot] = kept[j];
-            pair_center_at[slot] = (int)pc;
-            pair_alpha[slot] = a;
-        }
-    }
-}
-
-// The pairs of one bucket trained (_kernels.py's _train_pairs_cpu): syn0 the rows of their contexts' shard, syn1 and
-// the negatives' table (cum, guide) those of their centers'. Warp w takes pairs w * per_warp .. (w + 1) * per_warp - 1
-// in order (the warps at once, without locks: Hogwild), their loss and terms into loss[w], terms[w].
-template <int PER_LANE>
-__global__ void gp_word2vec_train_pairs(const int* __restrict__ pair_context, const int* __restrict__ pair_center,
-                                        const long long* __restrict__ pair_walk,
-                                        const int* __restrict__ pair_context_at,
-                                        const int* __restrict__ pair_center_at, const float* __restrict__ pair_alpha,
-                                        long long pairs, long long per_warp, long long warps, long long step0,
-                                        float* __restrict__ syn0, float* __restrict__ syn1, long long dim,
-                                        const long long* __restrict__ cum, const long long* __restrict__ guide,
-                                        long long shift, long long negative, unsigned long long key,
-                                        double* __restrict__ loss, long long* __restrict__ terms) {
-    const long long warp = ((long long)blockIdx.x * blockDim.x + threadIdx.x) / W2V_LANES;
-    const int lane = threadIdx.x % W2V_LANES;
-    if (warp >= warps) return;
-    const long long d0 = (long long)lane * PER_LANE;
-    const bool packed = dim % W2vLane<PER_LANE>::G == 0;
-    double warp_loss = 0.0;
-    long long warp_terms = 0;
-    const long long end = (warp + 1) * per_warp < pairs ? (warp + 1) * per_warp : pairs;
-    for (long long p = warp * per_warp; p < end; ++p)
-        w2v_pair<PER_LANE>(syn0 + (long long)pair_context[p] * dim, (long long)pair_center[p], syn1, dim, d0, packed,
-                           negative, key, (unsigned long long)pair_walk[p],
-                           (unsigned long long)step0 + (unsigned long long)pair_center_at[p], pair_context_at[p], cum,
-                           guide, shift, pair_alpha[p], warp_loss, warp_terms);
-    if (lane == 0) {
-        loss[warp] = warp_loss;
-        terms[warp] = warp_terms;
     }
 }
 

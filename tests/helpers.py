@@ -283,38 +283,3 @@ def macro_f1_on_halves(vectors: np.ndarray, labels: np.ndarray, splits: int, see
         scores.append(np.mean(2 * (given & held).sum(axis=0) / np.maximum(given.sum(axis=0) + held.sum(axis=0), 1)))
     return np.array(scores)
 
-
-def word2vec_pairs(x, shards: int, seed: int = 0) -> dict:
-    """``gp_word2vec_pairs`` (``x``: numpy for the CPU twin, cupy for CUDA) on 60 random walks of up to 17 of 50
-    vertices (padded with -1, ``sample`` 0.02: some tokens dropped), window 4, their vertices cut in ``shards``
-    shards (``v % shards``): counted, then written. The pairs on the host (``PAIR_FIELDS`` plus ``bucket``, in the kernel's
-    order), each bucket's first slot (``starts``) and the walks' inputs (``walks``, ``keep``, ``offset``,
-    ``counts``)."""
-    from gpipe.embeddings._kernels import PAIRS, keep_table
-    from gpipe.embeddings._sharded import PAIR_DTYPES, PAIR_FIELDS
-
-    rng = np.random.default_rng(seed)
-    n, rows, width = 50, 60, 17
-    walks = rng.integers(0, n, (rows, width)).astype(np.int32)
-    for r in range(rows):
-        walks[r, rng.integers(1, width + 1):] = -1
-    counts = np.bincount(walks[walks >= 0], minlength=n)
-    keep = keep_table(counts, counts > 0, 0.02)
-    lengths = (walks >= 0).sum(axis=1)
-    offset = (np.cumsum(lengths) - lengths).astype(np.int64)
-    cursor = x.zeros(shards * shards, x.uint64)
-    arrays = {name: x.empty(0, dtype) for name, dtype in zip(PAIR_FIELDS, PAIR_DTYPES)}
-    args = dict(walks=x.asarray(walks), rows=rows, width=width, first_walk=1000, offset=x.asarray(offset), done=7,
-                total=int(lengths.sum()) + 7, epoch=1, keep=x.asarray(keep), key=424242, window=4, alpha=0.05,
-                min_alpha=0.001, shards=shards,
-                effective=x.empty((rows, width), x.int32))
-    PAIRS.launch(**args, fill=0, cursor=cursor, **{f"pair_{k}": v for k, v in arrays.items()})
-    size = np.asarray(cursor.get() if hasattr(cursor, "get") else cursor).astype(np.int64)
-    starts = np.concatenate([[0], np.cumsum(size)])
-    arrays = {name: x.empty(int(starts[-1]), dtype) for name, dtype in zip(PAIR_FIELDS, PAIR_DTYPES)}
-    cursor = x.asarray(starts[:-1].astype(np.uint64))
-    PAIRS.launch(**args, fill=1, cursor=cursor, **{f"pair_{k}": v for k, v in arrays.items()})
-    pairs = {k: np.asarray(v.get() if hasattr(v, "get") else v) for k, v in arrays.items()}
-    pairs["bucket"] = np.repeat(np.arange(shards * shards), size)
-    return {"pairs": pairs, "starts": starts, "walks": walks, "keep": keep, "offset": offset, "counts": counts,
-            "cursor": np.asarray(cursor.get() if hasattr(cursor, "get") else cursor)}

@@ -29,13 +29,12 @@ position ``q``) in its ``k % 4``-th 32-bit word. The initial ``syn0`` draws
 ``(vertex, INIT_STEP, d)``. So the draws do not depend on the order the
 updates run in, nor on the device or the workers.
 
-A sharded table's round is made of pairs instead (``gp_word2vec_pairs``,
-:func:`_pairs_cpu`): each (center, context) pair of the rules above, with its
-walk, positions and ``alpha``, in the bucket of its context's shard and its
-center's (shard ``s`` of ``S``: the vertices ``v`` with ``v % S == s``, row ``v // S``: a sample of the vertices
-whatever their ids' order); ``gp_word2vec_train_pairs`` (:func:`_train_pairs_cpu`) trains a
-bucket's pairs as the rows' training does, each pair's negatives drawn (the
-same draws) from the table of its center's shard.
+A sharded table (shard ``s`` of ``S``: the vertices ``v`` with ``v % S == s``,
+row ``v // S``: a sample of the vertices whatever their ids' order) is
+trained a block of shards at a time: of each row, only the pairs whose context
+is in the block's context shard (``syn0``: its rows) and whose center is in
+its center shard (``syn1`` and the negatives' table: its), each pair's
+negatives drawn (the same draws) from its center's shard.
 
 ``warps`` threads of the twin (warps of the kernel) take the rows: one
 (``mode="serialized"``) runs them in order, a row after another, which the
@@ -177,8 +176,9 @@ def _train_pair(syn0, context, syn1, center, dim, negative, key, walk_id, step, 
 
 @cpu_kernel(fastmath=True)
 def _train_row(walks, r, width, walk_id, progress, total, epoch, syn0, syn1, dim, keep, cum, guide, shift, window,
-               negative, key, alpha, min_alpha, effective, loss, terms):
-    """One walk (row ``r``), its updates in word2vec's order; its loss and terms into ``loss[r]``, ``terms[r]``."""
+               negative, key, alpha, min_alpha, shards, context_shard, center_shard, effective, loss, terms):
+    """One walk (row ``r``), its updates in word2vec's order (of a sharded table's block, only the pairs of its
+    shards); its loss and terms into ``loss[r]``, ``terms[r]``."""
     step0 = np.uint64(epoch * width)
     n = _kept(walks, r, width, walk_id, step0, keep, key, effective)
     work = np.empty(dim, np.float32)
@@ -186,14 +186,17 @@ def _train_row(walks, r, width, walk_id, progress, total, epoch, syn0, syn1, dim
     count = 0
     for i in range(n):
         pc = effective[r, i]
+        center = walks[r, pc]
+        if center % shards != center_shard:
+            continue
         step = step0 + np.uint64(pc)
         a = _alpha(alpha, min_alpha, progress + pc, total)
         b = _rng.below(_rng.bits(key, walk_id, step, 1), window)
         for j in range(max(0, i - window + b), min(n, i + window + 1 - b)):
-            if j != i:
-                pair_loss, pair_terms = _train_pair(syn0, walks[r, effective[r, j]], syn1, walks[r, effective[r, i]],
-                                                    dim, negative, key, walk_id, step, effective[r, j], cum, guide,
-                                                    shift, a, work)
+            context = walks[r, effective[r, j]]
+            if j != i and context % shards == context_shard:
+                pair_loss, pair_terms = _train_pair(syn0, context // shards, syn1, center // shards, dim, negative,
+                                                    key, walk_id, step, effective[r, j], cum, guide, shift, a, work)
                 total_loss += pair_loss
                 count += pair_terms
     loss[r] = total_loss
@@ -209,67 +212,20 @@ def _alpha(alpha, min_alpha, done, total):
 
 @cpu_kernel(parallel=True)
 def _train_cpu(walks, rows, width, warps, first_walk, offset, done, total, epoch, syn0, syn1, dim, keep, cum, vocab,
-               guide, shift, window, negative, key, alpha, min_alpha, effective, loss, terms):
+               guide, shift, window, negative, key, alpha, min_alpha, shards, context_shard, center_shard, effective,
+               loss, terms):
     """The twin of ``gp_word2vec``: rows in order with one warp, else chunks of rows in parallel (Hogwild)."""
     if warps == 1:
         for r in range(rows):
             _train_row(walks, r, width, first_walk + r, done + offset[r], total, epoch, syn0, syn1, dim, keep, cum,
-                       guide, shift, window, negative, key, alpha, min_alpha, effective, loss, terms)
+                       guide, shift, window, negative, key, alpha, min_alpha, shards, context_shard, center_shard,
+                       effective, loss, terms)
         return
     for c in range(0, rows, CHUNK):
         for r in prange(c, min(rows, c + CHUNK)):
             _train_row(walks, r, width, first_walk + r, done + offset[r], total, epoch, syn0, syn1, dim, keep, cum,
-                       guide, shift, window, negative, key, alpha, min_alpha, effective, loss, terms)
-
-
-@cpu_kernel()
-def _pairs_cpu(walks, rows, width, first_walk, offset, done, total, epoch, keep, key, window, alpha, min_alpha, shards,
-               effective, fill, cursor, pair_context, pair_center, pair_walk, pair_context_at, pair_center_at,
-               pair_alpha):
-    """The twin of ``gp_word2vec_pairs``: the pairs of every row, in order (the kernel's in the order its atomics
-    land), each into its bucket (its context's shard times ``shards`` plus its center's)."""
-    for r in range(rows):
-        walk_id = first_walk + r
-        step0 = np.uint64(epoch * width)
-        n = _kept(walks, r, width, walk_id, step0, keep, key, effective)
-        for i in range(n):
-            pc = effective[r, i]
-            center = walks[r, pc]
-            to = center % shards
-            a = _alpha(alpha, min_alpha, done + offset[r] + pc, total)
-            b = _rng.below(_rng.bits(key, walk_id, step0 + np.uint64(pc), 1), window)
-            for j in range(max(0, i - window + b), min(n, i + window + 1 - b)):
-                if j == i:
-                    continue
-                context = walks[r, effective[r, j]]
-                bucket = context % shards * shards + to
-                slot = cursor[bucket]
-                cursor[bucket] += 1
-                if fill:
-                    pair_context[slot] = context // shards
-                    pair_center[slot] = center // shards
-                    pair_walk[slot] = walk_id
-                    pair_context_at[slot] = effective[r, j]
-                    pair_center_at[slot] = pc
-                    pair_alpha[slot] = a
-
-
-@cpu_kernel(parallel=True)
-def _train_pairs_cpu(pair_context, pair_center, pair_walk, pair_context_at, pair_center_at, pair_alpha, pairs,
-                     per_warp, warps, step0, syn0, syn1, dim, cum, guide, shift, negative, key, loss, terms):
-    """The twin of ``gp_word2vec_train_pairs``: warp ``w``'s pairs in order, the warps in parallel (Hogwild)."""
-    for w in prange(warps):
-        work = np.empty(dim, np.float32)
-        warp_loss = 0.0
-        warp_terms = 0
-        for p in range(w * per_warp, min(pairs, (w + 1) * per_warp)):
-            pair_loss, pair_terms = _train_pair(syn0, pair_context[p], syn1, pair_center[p], dim, negative, key,
-                                                pair_walk[p], np.uint64(step0) + np.uint64(pair_center_at[p]),
-                                                pair_context_at[p], cum, guide, shift, pair_alpha[p], work)
-            warp_loss += pair_loss
-            warp_terms += pair_terms
-        loss[w] = warp_loss
-        terms[w] = warp_terms
+                       guide, shift, window, negative, key, alpha, min_alpha, shards, context_shard, center_shard,
+                       effective, loss, terms)
 
 
 @cpu_kernel(parallel=True)
@@ -290,7 +246,12 @@ _TRAIN_ARGS = (Arg("walks", "IdT[rows,width]", note="dense ids, -1 after a walk'
                Arg("dim", "i64"), Arg("keep", "i64[vocab]"), Arg("cum", "i64[vocab]"), Arg("vocab", "i64"),
                Arg("guide", "i64[guides]", note="guide_table's"), Arg("shift", "i64"),
                Arg("window", "i64"), Arg("negative", "i64"), Arg("key", "u64"), Arg("alpha", "f32"),
-               Arg("min_alpha", "f32"), Arg("effective", "i32[rows,width]", out=True, note="scratch"),
+               Arg("min_alpha", "f32"),
+               Arg("shards", "i64", note="a sharded table's (shard s: the vertices v with v % shards == s, row "
+                                         "v // shards); 1: the whole table"),
+               Arg("context_shard", "i64", note="the block's: syn0's"), Arg("center_shard", "i64",
+                                                                             note="the block's: syn1's, cum's"),
+               Arg("effective", "i32[rows,width]", out=True, note="scratch"),
                Arg("loss", "f64[rows]", out=True), Arg("terms", "i64[rows]", out=True))
 # one instantiation per dims a lane holds in registers (dim up to 32 times it): a lane's context row, its gradient
 # and the target's row take 3 of them each, so d 128 runs at 4, not at the 32 that d 1024 needs (fewer warps), and
@@ -308,36 +269,6 @@ def _lanes(dim: int) -> int:
 def train_kernel(dim: int) -> Kernel:
     """The instantiation of ``gp_word2vec`` for vectors of ``dim`` (at most ``32 * PER_LANE[-1]``)."""
     return TRAIN[_lanes(dim)]
-
-
-PAIRS = Kernel("word2vec.cu", "gp_word2vec_pairs", twin=_pairs_cpu, items="rows", lanes=32, defines=DEFINES, args=(
-    Arg("walks", "IdT[rows,width]", note="dense ids, -1 after a walk's end"), Arg("rows", "i64"), Arg("width", "i64"),
-    Arg("first_walk", "i64", note="walk id of row 0"), Arg("offset", "i64[rows]", note="tokens before each row"),
-    Arg("done", "i64"), Arg("total", "i64"), Arg("epoch", "i64"), Arg("keep", "i64[vocab]"), Arg("key", "u64"),
-    Arg("window", "i64"), Arg("alpha", "f32"), Arg("min_alpha", "f32"),
-    Arg("shards", "i64", note="shard s: the vertices v with v % shards == s, row v // shards"),
-    Arg("effective", "i32[rows,width]", out=True, note="scratch"), Arg("fill", "i32", note="0: count, 1: write"),
-    Arg("cursor", "u64[shards*shards]", out=True, note="each bucket's count, or its next slot"),
-    Arg("pair_context", "i32[pairs]", out=True, note="its row in its shard"),
-    Arg("pair_center", "i32[pairs]", out=True, note="its row in its shard"),
-    Arg("pair_walk", "i64[pairs]", out=True), Arg("pair_context_at", "i32[pairs]", out=True),
-    Arg("pair_center_at", "i32[pairs]", out=True), Arg("pair_alpha", "f32[pairs]", out=True)))
-_TRAIN_PAIRS_ARGS = (
-    Arg("pair_context", "i32[pairs]"), Arg("pair_center", "i32[pairs]"), Arg("pair_walk", "i64[pairs]"),
-    Arg("pair_context_at", "i32[pairs]"), Arg("pair_center_at", "i32[pairs]"), Arg("pair_alpha", "f32[pairs]"),
-    Arg("pairs", "i64"), Arg("per_warp", "i64"), Arg("warps", "i64"), Arg("step0", "i64", note="epoch * width"),
-    Arg("syn0", "f32[rows0,dim]", out=True, note="the contexts' shard"),
-    Arg("syn1", "f32[rows1,dim]", out=True, note="the centers' shard"), Arg("dim", "i64"),
-    Arg("cum", "i64[rows1]", note="the centers' shard's"), Arg("guide", "i64[guides]"), Arg("shift", "i64"),
-    Arg("negative", "i64"), Arg("key", "u64"), Arg("loss", "f64[warps]", out=True),
-    Arg("terms", "i64[warps]", out=True))
-TRAIN_PAIRS = {lanes: Kernel("word2vec.cu", "gp_word2vec_train_pairs", template=(str(lanes),), twin=_train_pairs_cpu,
-                             items="warps", lanes=32, defines=DEFINES, args=_TRAIN_PAIRS_ARGS) for lanes in PER_LANE}
-
-
-def train_pairs_kernel(dim: int) -> Kernel:
-    """The instantiation of ``gp_word2vec_train_pairs`` for vectors of ``dim``."""
-    return TRAIN_PAIRS[_lanes(dim)]
 
 
 INITIAL = Kernel("word2vec.cu", "gp_word2vec_init", twin=_initial_cpu, items="n",

@@ -40,7 +40,7 @@ from ._kernels import (
     train_kernel,
 )
 from ._result import Embeddings
-from ._sharded import PAIRS_AT_LEAST, PAIR_BYTES, sharded
+from ._sharded import ROUND_AT_LEAST, WALK_BYTES, sharded
 from ._training import Table, Vocabulary, Word2VecSpec, initial, round_slices, train_epochs
 
 MODES = ("fast", "serialized")
@@ -222,18 +222,19 @@ def _rounds_per_epoch(spec: Word2VecSpec, sync: int | str, tokens: list[int]) ->
     worker, at least 4. The longer a round, the more the replicas drift apart before they are merged: on BlogCatalog
     on 2 workers (4.2 M tokens each), Macro-F1 0.157, 0.182, 0.202, 0.207 and 0.209 at 1, 4, 16, 64 and 256 rounds,
     against 0.213 on one (benchmarks/results/embeddings_blogcatalog_cpu_2workers.json). A sharded table has no
-    replicas to drift: its rounds keep the pairs a worker makes in one (about ``window + 1`` a token) within the
-    size of its shard of the two tables (or 64 MiB)."""
+    replicas to drift, but its blocks are trained a turn after the other, so a round that is long trains a block's
+    pairs long before or after the others' (one round an epoch: BlogCatalog's Macro-F1 0.202 on 2 shards, against
+    0.216 at 102): it takes as many rounds as the replicas, and more where a round's walks, which every shard's
+    worker holds, would pass the size of its shard of the two tables (or 64 MiB)."""
     if spec.mode == "serialized":
         return 1
     if sync != "auto":
         return int(sync)
+    visits = max(4, -(-max(tokens) // (SYNC_VISITS * max(spec.num_vertices, 1))))
     if spec.shards:
-        pairs = max(tokens) * (spec.window + 1) * PAIR_BYTES
-        return max(1, -(-pairs // max(2 * 4 * spec.dim * spec.rows(0), PAIRS_AT_LEAST)))
-    if len(tokens) == 1:
-        return 4
-    return max(4, -(-max(tokens) // (SYNC_VISITS * max(spec.num_vertices, 1))))
+        walks = sum(tokens) * WALK_BYTES  # every worker's, on each shard's worker
+        return max(visits, -(-walks // max(2 * 4 * spec.dim * spec.rows(0), ROUND_AT_LEAST)))
+    return 4 if len(tokens) == 1 else visits
 
 
 def _replicated(client, spec: Word2VecSpec, placed: dict[str, tuple[list, list[int]]], vocabulary,
@@ -328,7 +329,8 @@ def _trained(spec: Word2VecSpec, epoch: int, round_: int, vocabulary: Vocabulary
             first_walk=piece.first_walk, offset=piece.offset, done=piece.done, total=max(mine * spec.epochs, 1),
             epoch=epoch, syn0=syn0, syn1=syn1, dim=spec.dim, keep=keep, cum=cum, vocab=spec.num_vertices, guide=guide,
             shift=vocabulary.shift, window=spec.window, negative=spec.negative, key=spec.key, alpha=spec.alpha,
-            min_alpha=spec.min_alpha, effective=x.empty(piece.rows.shape, x.int32), loss=out_loss, terms=out_terms)
+            min_alpha=spec.min_alpha, shards=1, context_shard=0, center_shard=0,
+            effective=x.empty(piece.rows.shape, x.int32), loss=out_loss, terms=out_terms)
         loss += float(out_loss.sum())
         terms += int(out_terms.sum())
         tokens += piece.tokens

@@ -1,6 +1,6 @@
 """word2vec's CUDA kernels against their CPU twins: the serialized mode's vectors equal up to float rounding, the
-initial vectors bit for bit, a sharded table's pairs and their training, and the fast mode's quality on planted
-communities, replicated and sharded (run with -m gpu on a GPU host)."""
+initial vectors bit for bit, a sharded table's blocks, and the fast mode's quality on planted communities, replicated
+and sharded (run with -m gpu on a GPU host)."""
 
 import numpy as np
 import pytest
@@ -16,10 +16,11 @@ if gpu_problem() is not None:
 
 import cupy  # noqa: E402
 
-from helpers import centroid_accuracy, planted_partition, word2vec_pairs  # noqa: E402
+from helpers import centroid_accuracy, planted_partition  # noqa: E402
 
 
-def _launch(x, walks: np.ndarray, syn0: np.ndarray, syn1: np.ndarray, keep, cum, *, warps: int, dim: int) -> tuple:
+def _launch(x, walks: np.ndarray, syn0: np.ndarray, syn1: np.ndarray, keep, cum, *, warps: int, dim: int,
+            block: tuple = (1, 0, 0)) -> tuple:
     """One epoch of ``gp_word2vec`` over ``walks`` on the arrays of ``x`` (numpy: the twin; cupy: the kernel); the tables
     and the summed loss."""
     rows, width = walks.shape
@@ -32,13 +33,15 @@ def _launch(x, walks: np.ndarray, syn0: np.ndarray, syn1: np.ndarray, keep, cum,
         walks=x.asarray(walks), rows=rows, width=width, warps=warps, first_walk=0, offset=x.asarray(offset), done=0,
         total=int(lengths.sum()), epoch=0, syn0=syn0, syn1=syn1, dim=dim, keep=x.asarray(keep), cum=x.asarray(cum),
         vocab=syn0.shape[0], guide=x.asarray(guide), shift=shift, window=4, negative=7, key=12345, alpha=0.05,
-        min_alpha=0.0001, effective=x.empty((rows, width), x.int32), loss=loss, terms=terms)
+        min_alpha=0.0001, shards=block[0], context_shard=block[1], center_shard=block[2],
+        effective=x.empty((rows, width), x.int32), loss=loss, terms=terms)
     return (np.asarray(syn0.get() if x is cupy else syn0), np.asarray(syn1.get() if x is cupy else syn1),
             float(loss.sum()), int(terms.sum()))
 
 
 @pytest.mark.parametrize("dim", [8, 45, 64, 100, 128])
-def test_the_serialized_kernel_gives_the_twins_vectors(dim):
+@pytest.mark.parametrize("block", [(1, 0, 0), (3, 2, 1)])  # the whole table; a sharded table's block of shards 2, 1
+def test_the_serialized_kernel_gives_the_twins_vectors(dim, block):
     rng = np.random.default_rng(dim)
     n, rows, width = 50, 40, 17
     walks = rng.integers(0, n, (rows, width)).astype(np.int32)
@@ -46,56 +49,17 @@ def test_the_serialized_kernel_gives_the_twins_vectors(dim):
         walks[r, rng.integers(1, width + 1):] = -1
     counts = np.bincount(walks[walks >= 0], minlength=n)
     retained = counts > 0
-    keep, cum = keep_table(counts, retained, 0.02), negative_table(counts, retained)
-    syn0 = ((rng.random((n, dim)) - 0.5) / dim).astype(np.float32)
+    shards, center_shard = block[0], block[2]  # the negatives: the centers' shard's
+    keep = keep_table(counts, retained, 0.02)
+    cum = negative_table(counts[center_shard::shards], retained[center_shard::shards])
+    syn0 = ((rng.random((n, dim)) - 0.5) / dim).astype(np.float32)  # rows enough for any shard
     syn1 = np.zeros((n, dim), np.float32)
-    twin = _launch(np, walks, syn0, syn1, keep, cum, warps=1, dim=dim)
-    kernel = _launch(cupy, walks, syn0, syn1, keep, cum, warps=1, dim=dim)
+    twin = _launch(np, walks, syn0, syn1, keep, cum, warps=1, dim=dim, block=block)
+    kernel = _launch(cupy, walks, syn0, syn1, keep, cum, warps=1, dim=dim, block=block)
     np.testing.assert_allclose(kernel[0], twin[0], atol=1e-5)
     np.testing.assert_allclose(kernel[1], twin[1], atol=1e-5)
     assert kernel[3] == twin[3]
     assert kernel[2] == pytest.approx(twin[2], rel=1e-4)
-
-
-@pytest.mark.parametrize("shards", [1, 3])
-def test_the_pairs_kernel_makes_the_twins_pairs_in_each_bucket(shards):
-    """The same pairs in every bucket (their order there follows the kernel's atomics)."""
-    cpu, gpu = word2vec_pairs(np, shards), word2vec_pairs(cupy, shards)
-    np.testing.assert_array_equal(gpu["starts"], cpu["starts"])
-    np.testing.assert_array_equal(gpu["cursor"], cpu["cursor"])
-    for case in (cpu, gpu):
-        p = case["pairs"]
-        order = np.lexsort((p["context_at"], p["center_at"], p["walk"], p["bucket"]))
-        case["sorted"] = {k: v[order] for k, v in p.items()}
-    for name, values in cpu["sorted"].items():
-        np.testing.assert_array_equal(gpu["sorted"][name], values, err_msg=name)
-
-
-@pytest.mark.parametrize("dim", [8, 45, 128])
-def test_the_pairs_training_kernel_in_one_warp_gives_the_twins_vectors(dim):
-    """One bucket's pairs, in the twin's order, trained by one warp: the twin's tables up to float rounding."""
-    from gpipe.embeddings._kernels import train_pairs_kernel
-
-    case = word2vec_pairs(np, 1)
-    pairs, n = case["pairs"], len(case["pairs"]["walk"])
-    cum = negative_table(case["counts"], case["counts"] > 0)
-    guide, shift = guide_table(cum)
-    rng = np.random.default_rng(dim)
-    start = rng.uniform(-0.1, 0.1, (50, dim)).astype(np.float32), rng.uniform(-0.1, 0.1, (50, dim)).astype(np.float32)
-    out = []
-    for x in (np, cupy):
-        syn0, syn1 = x.asarray(start[0].copy()), x.asarray(start[1].copy())
-        loss, terms = x.zeros(1, x.float64), x.zeros(1, x.int64)
-        train_pairs_kernel(dim).launch(
-            **{f"pair_{k}": x.asarray(pairs[k]) for k in ("context", "center", "walk", "context_at", "center_at",
-                                                          "alpha")},
-            pairs=n, per_warp=n, warps=1, step0=17, syn0=syn0, syn1=syn1, dim=dim, cum=x.asarray(cum),
-            guide=x.asarray(guide), shift=shift, negative=6, key=424242, loss=loss, terms=terms)
-        out.append([np.asarray(a.get() if x is cupy else a) for a in (syn0, syn1, loss, terms)])
-    (cpu0, cpu1, cpu_loss, cpu_terms), (gpu0, gpu1, gpu_loss, gpu_terms) = out
-    np.testing.assert_allclose(gpu0, cpu0, atol=1e-5)
-    np.testing.assert_allclose(gpu1, cpu1, atol=1e-5)
-    assert gpu_terms[0] == cpu_terms[0] and gpu_loss[0] == pytest.approx(cpu_loss[0], rel=1e-4)
 
 
 @pytest.mark.parametrize("first", [0, 1000])  # the whole table's first rows; a shard's (every third vertex)
