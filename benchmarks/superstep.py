@@ -21,8 +21,9 @@ until they leave it, written to their rows, the leavers grouped for their partit
 partitions it holds into one span where walkers may cross freely; here that is turned off on the worker, so the
 walkers that leave a partition wait in the next's inbox, which the worker drains as it would a peer's arrivals.)
 Per run: the whole call's seconds, the kernels' (``kernel_seconds``, each advance until its leavers are counted
-on the host), their steps per second (``kernel_steps_per_second``) and its ratio to the whole graph's, the
-crossings per step, and the walks' digest, which must be the same for every cut.
+on the host; ``superstep_kernels``: each superstep's steps and seconds), their steps per second
+(``kernel_steps_per_second``) and its ratio to the whole graph's, the crossings per step, and the walks' digest,
+which must be the same for every cut.
 """
 
 from __future__ import annotations
@@ -108,7 +109,8 @@ def _kernel(client, args) -> list[dict]:
                       "steps_per_second": stats["steps"] / seconds, "kernel_seconds": stats["kernel_seconds"],
                       "kernel_steps_per_second": stats["kernel_steps_per_second"],
                       "crossings_per_step": stats.get("crossings_per_step", 0.0), "batches": stats["batches"],
-                      "device_memory_peak": stats["device_memory_peak"]}
+                      "device_memory_peak": stats["device_memory_peak"],
+                      "superstep_kernels": stats.get("superstep_kernels")}  # each superstep's steps and seconds
             if repeat == args.repeat - 1:
                 record["digest"] = digest(w)
             del w

@@ -435,6 +435,7 @@ def test_the_fast_mode_separates_planted_communities_on_one_worker_and_on_two(cp
     one = gpipe.embeddings.word2vec(whole, **params)
     two = gpipe.embeddings.word2vec(spread, **params)
     assert one.stats["workers"] == 1 and two.stats["workers"] == 2 and two.stats["rounds_per_epoch"] > 4
+    assert (one.stats["exchange"], two.stats["exchange"]) == ("none", "comms")  # CPU workers: Dask data
     alone, together = centroid_accuracy(one.compute(), labels), centroid_accuracy(two.compute(), labels)
     assert alone > 0.9 and together > 0.9
     assert together >= alone - 0.03
@@ -452,8 +453,8 @@ def test_a_sharded_table_separates_planted_communities_as_a_replicated_one(cpu, 
     sharded = gpipe.embeddings.word2vec(walks, table="sharded", shards=shards, **params)
     replicated = gpipe.embeddings.word2vec(walks, **params)
     workers = 2 if on == "spread" else 1
-    assert {k: sharded.stats[k] for k in ("table", "shards", "workers")} == {"table": "sharded",
-                                                                             "shards": shards or 2, "workers": workers}
+    assert {k: sharded.stats[k] for k in ("table", "shards", "workers", "exchange")} == {
+        "table": "sharded", "shards": shards or 2, "workers": workers, "exchange": "comms" if workers > 1 else "none"}
     assert sharded.stats["tokens"] == replicated.stats["tokens"] and sharded.stats["loss"][0] < 0.6
     vectors = sharded.compute()
     assert vectors.shape == (len(labels), 32) and len(set(sharded._held.values())) == workers

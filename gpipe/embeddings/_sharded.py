@@ -15,19 +15,19 @@ from typing import Any
 from ..runtime.calls import submit, wait_pinned
 from ..runtime.workers import worker_xp
 from ._kernels import train_kernel
-from ._training import Slice, Table, Vocabulary, Word2VecSpec, initial, round_slices, train_epochs
+from ._training import Slice, Table, Training, Vocabulary, Word2VecSpec, initial, round_slices, train_epochs
 
 WALK_BYTES = 8  # a token of a round's walks, at most (int64 ids), as every shard's worker holds them
 ROUND_AT_LEAST = 1 << 26  # bytes of a sharded round's walks a worker may hold, however small its shard
 
 
 def sharded(client, spec: Word2VecSpec, placed: dict[str, tuple[list, list[int]]], vocabulary,
-            progress: Callable | None, total: int) -> tuple[list, list[int], list[float]]:
+            progress: Callable | None, total: int) -> Training:
     """The tables cut in ``spec.shards`` shards over the workers of ``placed`` (shard ``a``, the vertices ``v`` with
     ``v % shards == a``, on the ``a % W``-th of ``W``: each shard a sample of the vertices, whatever their ids'
-    order, as a pair's negatives come from its center's shard), trained from their initial values: the trained
-    ``syn0`` as shards of vertex ranges (``bounds``; :func:`_joined`, a :class:`Table` each, shard ``s`` on shard
-    ``s``'s worker), the bounds, and the mean loss of each epoch. Each round, every worker cuts its walks' slice
+    order, as a pair's negatives come from its center's shard), trained from their initial values: a
+    :class:`Training` whose ``syn0`` is in shards of vertex ranges (:func:`_joined`, shard ``s`` on shard ``s``'s
+    worker). Each round, every worker cuts its walks' slice
     (:func:`_round`), which goes to every shard's worker; then ``shards`` turns: in turn ``t`` the worker of shard
     ``a`` trains the pairs whose contexts are in shard ``a`` and centers in shard ``(a + t) % shards`` against that
     shard's ``syn1``, which the turn before left on shard ``a + 1``'s worker (:func:`_turn`): a turn's blocks share no
@@ -63,7 +63,7 @@ def sharded(client, spec: Word2VecSpec, placed: dict[str, tuple[list, list[int]]
                        for a, (table, w) in enumerate(zip(tables, owners, strict=True))], workers=[owners[s]])
               for s in range(shards)]
     wait_pinned(client, joined, dict(enumerate(workers)), "training", "worker")
-    return joined, bounds, losses
+    return Training(joined, bounds, losses, "comms" if len(workers) > 1 else "none")  # no NCCL path yet
 
 
 @dataclasses.dataclass
@@ -104,9 +104,9 @@ def _syn1(spec: Word2VecSpec, a: int) -> Turn:
 def _turn(spec: Word2VecSpec, epoch: int, block: tuple[int, int], vocabulary: Vocabulary, table: Table, held: Turn,
           _after, *rounds: Round) -> Turn:
     """A turn of a sharded table's round on the worker of shard ``a``: the pairs of every worker's slice (``rounds``)
-    whose contexts are in shard ``a`` and centers in shard ``b`` (``block``), trained on ``table`` (shard ``a``'s ``syn0``, in
-    place, after the shard's turn before: ``_after``) and on ``held`` (shard ``b``'s ``syn1``, which goes on to the
-    next turn's worker), each pair's negatives from shard ``b``."""
+    whose contexts are in shard ``a`` and centers in shard ``b`` (``block``), trained on ``table`` (shard ``a``'s
+    ``syn0``, in place, after the shard's turn before: ``_after``) and on ``held`` (shard ``b``'s ``syn1``, which
+    goes on to the next turn's worker), each pair's negatives from shard ``b``."""
     x = worker_xp()
     a, b = block
     cum, guide, shift = vocabulary.shards[b]

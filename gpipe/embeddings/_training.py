@@ -68,6 +68,18 @@ class Table:
     syn1: Any
 
 
+@dataclasses.dataclass
+class Training:
+    """What a training gives the client: the futures of the trained ``syn0`` (a :class:`Table` each, rows
+    ``bounds[s] .. bounds[s + 1] - 1`` in the ``s``-th), the bounds, each epoch's mean loss, and how the workers'
+    tables met (``"nccl"``: summed on its data plane; ``"comms"``: as Dask data; ``"none"``: one worker)."""
+
+    tables: list
+    bounds: list[int]
+    losses: list[float]
+    exchange: str
+
+
 def train_epochs(client, spec: Word2VecSpec, workers: list[str], progress: Callable | None, total: int,
             place: Callable) -> list[float]:
     """Every round of every epoch, placed by ``place(epoch, round)`` (a future of the round's loss, terms and tokens

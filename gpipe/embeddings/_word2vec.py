@@ -41,7 +41,7 @@ from ._kernels import (
 )
 from ._result import Embeddings
 from ._sharded import ROUND_AT_LEAST, WALK_BYTES, sharded
-from ._training import Table, Vocabulary, Word2VecSpec, initial, round_slices, train_epochs
+from ._training import Table, Training, Vocabulary, Word2VecSpec, initial, round_slices, train_epochs
 
 MODES = ("fast", "serialized")
 TABLES = ("replicated", "sharded")
@@ -132,7 +132,8 @@ def word2vec(walks, dim: int = 128, window: int = 10, negative: int = 5, epochs:
     Embeddings
         One float32 vector per vertex of the walks' graph; ``stats`` holds ``tokens``, ``seconds``,
         ``tokens_per_second``, ``loss`` (per epoch: the mean ``-log sigmoid`` term), ``workers``, ``mode``,
-        ``table``, ``shards``, ``rounds_per_epoch`` and ``vocabulary`` (the vertices trained).
+        ``table``, ``shards``, ``exchange`` (how the workers' tables met: ``"nccl"``, ``"comms"`` (Dask data) or
+        ``"none"``), ``rounds_per_epoch`` and ``vocabulary`` (the vertices trained).
 
     Raises
     ------
@@ -204,13 +205,14 @@ def word2vec(walks, dim: int = 128, window: int = 10, negative: int = 5, epochs:
     placed = {w: ([blocks[b] for b in mine[w]], [b * spec.block_rows for b in mine[w]]) for w in workers}
     total = sum(tokens) * epochs
     train = sharded if shards else _replicated
-    tables, bounds, losses = train(client, spec, placed, vocabulary, progress, total)
+    done = train(client, spec, placed, vocabulary, progress, total)
     seconds = time.perf_counter() - started
     stats = {"tokens": total, "seconds": seconds, "tokens_per_second": total / seconds if seconds else 0.0,
-             "loss": losses, "workers": len(workers), "mode": mode, "table": table, "shards": max(shards, 1),
-             "rounds_per_epoch": spec.rounds, "dim": dim, "num_vertices": num_vertices,
+             "loss": done.losses, "workers": len(workers), "mode": mode, "table": table, "shards": max(shards, 1),
+             "exchange": done.exchange, "rounds_per_epoch": spec.rounds, "dim": dim, "num_vertices": num_vertices,
              "vocabulary": vocabulary_size, "device": walks.stats["device"]}
-    return Embeddings(client, tables, _holders(client, tables, held), bounds, walks.vertex_ids, dim, stats)
+    return Embeddings(client, done.tables, _holders(client, done.tables, held), done.bounds, walks.vertex_ids, dim,
+                      stats)
 
 
 SYNC_VISITS = 4  # sync="auto": a round lasts about this many visits of each vertex on each worker
@@ -238,11 +240,11 @@ def _rounds_per_epoch(spec: Word2VecSpec, sync: int | str, tokens: list[int]) ->
 
 
 def _replicated(client, spec: Word2VecSpec, placed: dict[str, tuple[list, list[int]]], vocabulary,
-                progress: Callable | None, total: int) -> tuple[list, list[int], list[float]]:
+                progress: Callable | None, total: int) -> Training:
     """The tables replicated on the workers of ``placed`` (a worker -> the futures of its blocks and their first
-    walks), trained from their initial values: a future of the trained tables (one block, all the vertices), and
-    the mean loss of each epoch. Between GPU workers with NCCL the replicas are summed on its data plane as each
-    round ends, each worker keeping its own; otherwise a task merges them (:func:`_merged`), the tables travelling as Dask data."""
+    walks), trained from their initial values (a :class:`Training` of one table, all the vertices). Between GPU
+    workers with NCCL the replicas are summed on its data plane as each round ends, each worker keeping its own;
+    otherwise a task merges them (:func:`_merged`), the tables travelling as Dask data."""
     workers = list(placed)
     tables = dict.fromkeys(workers, submit(client, initial, spec, 0, workers=[workers[0]]))
     with summing(client, workers) as nccl:
@@ -257,7 +259,8 @@ def _replicated(client, spec: Word2VecSpec, placed: dict[str, tuple[list, list[i
         losses = train_epochs(client, spec, workers, progress, total, place)
         wait_pinned(client, [tables[workers[0]]], dict(enumerate(workers)), "training", "worker")  # before the
         # communicator goes back
-    return [tables[workers[0]]], [0, spec.num_vertices], losses
+        exchange = "none" if len(workers) == 1 else "nccl" if nccl is not None else "comms"
+    return Training([tables[workers[0]]], [0, spec.num_vertices], losses, exchange)
 
 
 def _holders(client, futures: list, held: dict[int, str]) -> list[str]:
