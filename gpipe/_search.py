@@ -13,7 +13,7 @@ from .backend import cpu_kernel
 
 
 @cpu_kernel()
-def owner(bounds, parts, v):
+def range_of(bounds, parts, v):
     """The range of ``parts`` (cut at ``bounds``, ``parts + 1`` of them) holding ``v``: the last ``q`` with
     ``bounds[q] <= v``, as numpy's ``searchsorted(bounds[1:-1], v, side="right")`` finds it (an empty range holds
     nothing; ``kernels/bounds.cuh``'s ``gp_owner``). No slice of ``bounds``: a slice in a parallel loop counts

@@ -1,5 +1,5 @@
 // Ranges cut at bounds: which one holds a vertex (a graph's partitions, a sharded table's shards). Its CPU twin:
-// gpipe/_search.py's owner.
+// gpipe/_search.py's range_of.
 #pragma once
 
 // The partition of `parts` (cut at `bounds`, parts + 1 of them) owning vertex v: the last q with bounds[q] <= v, as

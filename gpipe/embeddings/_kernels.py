@@ -261,14 +261,9 @@ TRAIN = {lanes: Kernel("word2vec.cu", "gp_word2vec", template=(str(lanes),), twi
                        lanes=32, defines=DEFINES, args=_TRAIN_ARGS) for lanes in PER_LANE}
 
 
-def _lanes(dim: int) -> int:
-    """The dims a lane of the kernels' warps holds for vectors of ``dim``."""
-    return next(lanes for lanes in PER_LANE if 32 * lanes >= dim)
-
-
 def train_kernel(dim: int) -> Kernel:
     """The instantiation of ``gp_word2vec`` for vectors of ``dim`` (at most ``32 * PER_LANE[-1]``)."""
-    return TRAIN[_lanes(dim)]
+    return TRAIN[next(lanes for lanes in PER_LANE if 32 * lanes >= dim)]
 
 
 INITIAL = Kernel("word2vec.cu", "gp_word2vec_init", twin=_initial_cpu, items="n",

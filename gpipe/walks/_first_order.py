@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import _rng
-from .._search import owner
+from .._search import range_of
 from ..backend import cpu_kernel, prange, to_host
 from ..kernels import Arg, Kernel
 from ..runtime import Grouped, Run, Span, StepSpec, step_kernel
@@ -300,7 +300,7 @@ def _advance_routed_cpu(indptr, indices, table, weighted, lo, hi, num_vertices, 
                 if v < lo or v >= hi or written == budget:  # stepped out, or stopped at STAGE to go on next time
                     moved = True
                     break
-        q = owner(bounds, parts, v) if moved else 0
+        q = range_of(bounds, parts, v) if moved else 0
         carries[i] = moved and local[q] != 0 and first == 0
         held[i] = c if carries[i] else 0
         goes[i] = q
