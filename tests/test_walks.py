@@ -396,6 +396,25 @@ def test_a_workers_partitions_on_its_device_are_walked_as_one_span(cpu):
     assert all(all(row) for rows in held.values() for row in rows)
 
 
+def test_routed_advances_are_batched_by_their_pieces_not_by_whole_paths(cpu):
+    """On a partition of a graph cut in several a walker writes at most ROUTED_ROOM ids outside its walk's row in an
+    advance: its batches are bounded by that room, not a whole path's (R-MAT 23 in 2 partitions on one GPU ran 3
+    batches an advance, 122 advances in all). The same limit does split the whole graph's walks."""
+    from gpipe.walks._first_order import ROUTED_ROOM
+
+    walks = 1024 * 4
+    limit = 4 * ROUTED_ROOM * 4 * walks  # a quarter holds every walker's pieces; a quarter of their paths
+    runs = {}
+    for parts in (2, 1):
+        g = gpipe.generators.rmat(scale=10, edge_factor=4, seed=2, partitions=parts)
+        for lim in (limit, None):
+            with dask.config.set({"gpipe.memory.output-limit": lim}):
+                runs[parts, lim] = gpipe.walks.deepwalk(g, length=80, walks_per_vertex=4, seed=3)
+    assert runs[2, limit].stats["batches"] == runs[2, None].stats["batches"]
+    assert runs[1, limit].stats["batches"] > runs[1, None].stats["batches"]
+    np.testing.assert_array_equal(runs[2, limit].compute(), runs[1, None].compute())
+
+
 def _no_room_to_join(broken: bool, dask_worker=None) -> None:
     """On a worker: partitions cannot be joined (out of memory), or can again."""
     from gpipe.graph._partition import Partition

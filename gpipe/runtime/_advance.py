@@ -132,7 +132,7 @@ def run_partitions(spec: RunSpec, initial: dict, counts: np.ndarray) -> dict:
     # order-free walkers on several partitions here, all on the device: walked as one, crossing freely between them
     span = st.partitions.span(spec.graph_id, mine) if spec.step.order_free and len(mine) > 1 else None
     with st.going(spec.run_id).loop() as run, _exchange_of(spec, run, workers) as exchange:
-        run.here = np.array([w == me for w in placement])
+        run.here = to_device(np.array([w == me for w in placement], np.int8), st.device)
         rows = None
         if spec.blocks is not None and spec.step.rows is not None:
             with failing("advance", mine[0], 0):  # the partition may be gone (a released snapshot's)

@@ -52,7 +52,8 @@ class Run:
         self._pieces: dict[int, list] = defaultdict(list)  # part -> what the step output there, oldest first
         self._blocks: dict[int, dict] = {}  # part -> output block (or group) -> its piece sets
         self.rows = None  # the rows of the output blocks this worker makes, where its steps write (OwnedRows)
-        self.here: np.ndarray | None = None  # partition -> whether it is on this worker (set as the loop starts)
+        self.here = None  # partition -> 1 where it is on this worker, 0 where not (int8 on the worker's device, as
+        # the routed walk kernels read it: set as the loop starts)
         self._held = 0  # bytes of the pieces not spilled (on the device of a GPU worker)
         self._state = None  # the family's own (one object of its state type, e.g. the sampler's visited sets)
         self._meanwhile: Callable[[], object] | None = None  # work for the next step to do while its kernel runs

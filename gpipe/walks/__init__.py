@@ -35,7 +35,7 @@ from ..runtime import VERTEX, Span
 from ..sampling import EdgeSample
 from . import _frontier, _mh, _node2vec
 from ._dynamic import N2V_FIELDS, N2V_SPANS, advance_dynamic, advance_node2vec_dynamic
-from ._first_order import FirstOrder, advance_first_order, sector_fields
+from ._first_order import ROUTED_ROOM, FirstOrder, advance_first_order, sector_fields
 from ._ppr import PPRResult
 from ._result import WalkResult
 from ._walkers import run_walks, walk_spec
@@ -432,6 +432,7 @@ def _first_order(g, algorithm: str, *, length, walks_per_vertex, start, weighted
     if step is advance_first_order:
         sectors, sector_spans = sector_fields(g)
         fields, spans = fields + sectors, spans + sector_spans
-    spec = walk_spec(step, seed, length, walk, fields, rows="home" if step is advance_first_order else "alone",
-                     spans=spans)
+    first_order = step is advance_first_order
+    spec = walk_spec(step, seed, length, walk, fields, rows="home" if first_order else "alone", spans=spans,
+                     routed_room=ROUTED_ROOM if first_order else None)
     return run_walks(g, algorithm, spec, walks_per_vertex, starts, progress, **result)

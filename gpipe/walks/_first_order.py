@@ -13,7 +13,7 @@ import numpy as np
 
 from .. import _rng
 from .._search import range_of
-from ..backend import cpu_kernel, prange, to_host
+from ..backend import cpu_kernel, device_of, prange, to_device, to_host
 from ..kernels import Arg, Kernel
 from ..runtime import Grouped, Run, Span, StepSpec, step_kernel
 from ..runtime.workers import worker_xp
@@ -36,6 +36,7 @@ class FirstOrder:
 
 
 STAGE = 16  # the most vertices a walker writes as pieces in one routed advance (kernels/walk_first_order.cu's STAGE)
+ROUTED_ROOM = STAGE + 32 // 4 - 1  # and the most cells of its pieces: those and its sector's earlier ones (4-byte ids)
 
 
 @cpu_kernel()
@@ -110,7 +111,7 @@ def _advance_routed(part, walkers: dict, spec: StepSpec, run: Run):
     mover_sectors = ({f"mover_{k}": movers[k] for k in SECTOR} if carrying else
                      {"mover_carried": x.empty(parts * n, x.int8),
                       **{f"mover_{k}": x.empty(0, x.uint64) for k in SECTOR[1:]}})
-    local = run.here if carrying else np.zeros(parts, np.bool_)
+    local = run.here if carrying else x.zeros(parts, x.int8)
     rows = run.rows
     room = 1 if rows is not None and rows.ranks == 1 else n  # every walk's row here: no piece to make
     per = 32 // part.indices.dtype.itemsize  # ids a sector
@@ -125,8 +126,8 @@ def _advance_routed(part, walkers: dict, spec: StepSpec, run: Run):
                   source=walkers.get("source", walkers["vertex"]), vertex=walkers["vertex"], step=walkers["step"],
                   keep_source=int(keep_source), **sectors, width=spec.length + 1,
                   piece_walk_id=pieces["walk_id"], piece_start=pieces["start"], piece_len=pieces["length"],
-                  piece_offset=pieces["offset"], flat=flat, bounds=x.asarray(part.bounds), parts=parts,
-                  local=x.asarray(local.astype(np.int8)), mover_walk_id=movers["walk_id"],
+                  piece_offset=pieces["offset"], flat=flat, bounds=part.kept("bounds", _device_bounds)[0],
+                  parts=parts, local=local, mover_walk_id=movers["walk_id"],
                   mover_source=movers.get("source", movers["walk_id"]), mover_vertex=movers["vertex"],
                   mover_step=movers["step"], **mover_sectors, counts=counts)
     run.while_kernel()  # the runtime's work meanwhile: a chunked superstep's exchange of the chunk before
@@ -148,6 +149,12 @@ def _advance_routed(part, walkers: dict, spec: StepSpec, run: Run):
         base = np.arange(parts, dtype=np.int64) * n
     return pieces, Grouped({int(q): {k: v[base[q]:base[q] + int(counted[4 + q])] for k, v in movers.items()}
                             for q in going}), steps
+
+
+def _device_bounds(part) -> tuple:
+    """The graph's partition bounds on the partition's device (kept with it: the routed kernel reads them at
+    every advance)."""
+    return (to_device(part.bounds, device_of(part.indptr)),)
 
 
 @cpu_kernel()

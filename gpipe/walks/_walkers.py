@@ -19,13 +19,13 @@ from ._result import WalkResult
 
 
 def walk_spec(step: Callable, seed: int, length: int, walk, fields: tuple = (), rows: str = "alone", *,
-              lends: str | None = None, spans: tuple = ()) -> StepSpec:
+              lends: str | None = None, spans: tuple = (), routed_room: int | None = None) -> StepSpec:
     """A walk's spec: walks of ``length`` steps, whose paths depend on no other walker's (order-free); ``rows``:
     where its step writes straight to the rows of a walk's block (``StepSpec.rows``); ``lends``: the field of a
     vertex whose neighbor list a walker takes along when it leaves a worker (``StepSpec.lends``); ``spans``: the
-    values of its own ``fields`` (``StepSpec.spans``)."""
+    values of its own ``fields`` (``StepSpec.spans``); ``routed_room``: see ``StepSpec.routed_room``."""
     return StepSpec(step, np.uint64(_rng.key(seed)), walk, fields, length=length, order_free=True,
-                    start=first_walkers, rows=rows, lends=lends, spans=spans)
+                    start=first_walkers, rows=rows, lends=lends, spans=spans, routed_room=routed_room)
 
 
 def run_walks(g, algorithm: str, spec: StepSpec, walks_per_vertex: int, starts: np.ndarray | None,
