@@ -237,7 +237,7 @@ def _drain(spec: RunSpec, run: Run, mine: list[int], superstep: int, span=None):
             arrived = {q: run.take_local(superstep + 1, q) for q in unit}
             taken = {q: sum(int(w["walk_id"].shape[0]) for w in sets) for q, sets in arrived.items()}
             sets = [w for q in unit for w in arrived[q]]
-            walkers = {k: x.concatenate([w[k] for w in sets]) for k in sets[0]}
+            walkers = sets[0] if len(sets) == 1 else {k: x.concatenate([w[k] for w in sets]) for k in sets[0]}
             with failing("advance", unit[0], superstep):
                 summary = _advance_partition(spec, run, walkers, unit[0], superstep, span=span)
             yield unit[0], taken, summary
