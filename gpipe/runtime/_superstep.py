@@ -287,7 +287,8 @@ def _advance_partition(spec: RunSpec, run: Run, walkers: dict | int | StartSet |
         partitions.prefetch(spec.graph_id, prefetch, part, pending)
     walkers = _arrivals(spec, run, p, walkers, part, superstep, span)
     seconds, steps, spilled, moved = 0.0, 0, 0, []
-    for batch in batches(walkers, step, p.indices.dtype.itemsize, store().outputs.limit(spec.output_limit), p.whole):
+    routed = step.routed_room is not None and not p.whole  # (a dynamic graph's snapshot has no routed room)
+    for batch in batches(walkers, step, p.indices.dtype.itemsize, store().outputs.limit(spec.output_limit), routed):
         t0 = time.perf_counter()
         pieces, movers, taken = step.step(p, batch, step, run)  # synchronous: it counts its movers on the host
         seconds += time.perf_counter() - t0
@@ -355,16 +356,16 @@ def _by_destination(x, movers: dict, dest, counts: np.ndarray):
         yield int(q), {k: v[order[int(ends[q] - counts[q]):int(ends[q])]] for k, v in movers.items()}
 
 
-def batches(walkers: dict, step: StepSpec, itemsize: int, limit: int | None, whole: bool = True):
-    """``walkers`` in consecutive batches whose paths (each walker's room, of ``itemsize`` bytes a vertex; on a
-    partition not ``whole``, its ``routed_room`` where the step has one) take at most a quarter of ``limit`` bytes:
+def batches(walkers: dict, step: StepSpec, itemsize: int, limit: int | None, routed: bool = False):
+    """``walkers`` in consecutive batches whose paths (each walker's room, of ``itemsize`` bytes a vertex; its
+    ``routed_room`` where it is ``routed``: on a partition not whole) take at most a quarter of ``limit`` bytes:
     all at once where there is no limit, no length, or walkers depend on each other. Each walker's random stream is
     its own, so the paths do not depend on the batches."""
     count = next(iter(walkers.values())).shape[0]
     if limit is None or step.length is None or not step.order_free or count == 0:
         yield walkers
         return
-    most = step.room if whole or step.routed_room is None else step.routed_room
+    most = step.routed_room if routed else step.room
     room = step.length + 1 if most is None else min(step.length + 1, most)
     size = max(1, limit // 4 // (room * itemsize))
     for lo in range(0, count, size):
