@@ -50,7 +50,7 @@ def draw(report: dict, path: str) -> str | None:
               "dynamic_updates": _dynamic_updates, "io": _io,
               "interval_coverage": _interval_coverage, "superstep": _superstep, "superstep_kernel": _superstep_kernel,
               "memory": _memory, "first_call": _first_call, "locality": _locality,
-              "embeddings": _embeddings, "graphsage": _graphsage}.get(report.get("benchmark"))
+              "embeddings": _embeddings, "graphsage": _graphsage, "model": _model}.get(report.get("benchmark"))
     if family is not None:
         fig = family(plt, report)
         fig.savefig(path, dpi=110)
@@ -300,6 +300,29 @@ def _locality(plt, report: dict):
     axes[0].invert_yaxis()
     axes[0].legend(loc="lower right", fontsize=8)
     fig.suptitle(f"crossings by vertex order on {report['device_name']} ({report['date'][:10]})", fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+def _model(plt, report: dict):
+    """The planning model (``model.py``): speedup over one GPU against the link's bandwidth, a line per GPU count,
+    on R-MAT's crossings, at the measured kernel fraction (solid) and at issue 66's bar of 0.8 (dashed)."""
+    records = [r for r in report["records"] if r["crossings"].startswith("R-MAT")]
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    for i, p in enumerate(sorted({r["gpus"] for r in records})):
+        for fraction, style in (("measured", "-"), ("issue 66's bar", "--")):
+            line = sorted((r["link_bytes_per_second"], r["speedup"]) for r in records
+                          if r["gpus"] == p and r["kernel_fraction"] == fraction)
+            ax.plot([b / 1e9 for b, _ in line], [v for _, v in line], style, color=f"C{i}", marker="o", markersize=3,
+                    label=f"{p} GPUs" + (", kernel at 0.8" if style == "--" else ""))
+    ax.axhline(1.0, color="gray", linestyle=":", label="one GPU")
+    ax.set_xscale("log")
+    ax.set_xlabel("link GB/s out of each GPU")
+    ax.set_ylabel("speedup over one GPU (model)")
+    params = report["parameters"]
+    ax.set_title(f"partitioned DeepWalk, R-MAT 24 x10 (model from the committed figures; kernel at "
+                 f"{params['kernel_fractions']['measured']:.2f} of whole)", fontsize=8)
+    ax.legend(fontsize=7, ncol=2)
     fig.tight_layout()
     return fig
 
