@@ -10,8 +10,11 @@ A DeepWalk-like run of ``S`` steps (``W`` walks of ``L`` steps) on one partition
     X = S * c * b / (P * B)             its walkers on the link (c: crossings a step; b: bytes a crossing walker;
                                         B: the link's bytes/s out of one GPU)
     n * t                               the supersteps' barriers (n supersteps of t seconds each, empty)
-    G = W * (L + 1) * i * (P - 1) / (P * P * B)     the rows written away from their block's GPU, sent once at the
-                                        end (i: bytes an id)
+    G = W * (L + 1) * i * (P - 1) / (P * B)         the rows as the run ends, up to 4 GPUs (each holds every
+                                        walk's rows and sends each peer the cells of its blocks, written there or
+                                        not: runtime/_advance.py's _keep_rows; i: bytes an id)
+    G = W * (L + 1) * p * (P - 1) / (P * P * B)     beyond 4, the pieces written away from their block's GPU
+                                        (p: bytes a vertex of them, about 10)
 
 with the exchange of a chunk hidden behind the next chunk's kernel (``gpipe.exchange-chunks``, k chunks): a
 superstep costs max(K, X) + min(K, X) / k of them. One GPU takes S / r. The figures each parameter comes from are
@@ -42,6 +45,8 @@ LOCALITY = "locality_cpu.json"
 LINKS = {"NVLink (2 H200, measured)": 354e9, "InfiniBand NDR 400 Gb/s": 50e9, "InfiniBand HDR 200 Gb/s": 25e9,
          "100 GbE": 12.5e9, "25 GbE": 3.125e9}
 CHUNKS = 4  # gpipe.exchange-chunks: auto's most
+EVERY_ROW_RANKS = 4  # up to this many GPUs each holds every walk's rows (runtime/_advance.py)
+PIECE_BYTES = 10  # what a vertex written as pieces sends (R-MAT 24: pieces of 1.3 vertices; _keep_rows' docstring)
 GPUS = (2, 4, 8, 16)
 
 
@@ -69,7 +74,8 @@ def seconds(p: int, *, steps: float, walks: int, length: int, rate: float, fract
         return {"kernel": steps / rate, "exchange": 0.0, "barriers": 0.0, "rows": 0.0, "seconds": steps / rate}
     kernel = steps / (p * fraction * rate)
     exchange = steps * crossing * wire / (p * link)
-    rows = walks * (length + 1) * id_bytes * (p - 1) / (p * p * link)
+    cells = walks * (length + 1)
+    rows = (cells * id_bytes * (p - 1) / p if p <= EVERY_ROW_RANKS else cells * PIECE_BYTES * (p - 1) / (p * p)) / link
     barriers = supersteps * barrier
     overlapped = max(kernel, exchange) + min(kernel, exchange) / chunks
     return {"kernel": kernel, "exchange": exchange, "barriers": barriers, "rows": rows,
