@@ -115,7 +115,7 @@ def _advance_routed(part, walkers: dict, spec: StepSpec, run: Run):
     rows = run.rows
     room = 1 if rows is not None and rows.ranks == 1 else n  # every walk's row here: no piece to make
     per = 32 // part.indices.dtype.itemsize  # ids a sector
-    most = room * most_pieces(per)
+    most = room * most_pieces.py_func(per)  # (the jitted one compiled at a GPU worker's first advance: ~0.4 s)
     pieces = {"walk_id": x.empty(most, x.int64), "start": x.empty(most, x.int32), "length": x.empty(most, x.int32),
               "offset": x.empty(most, x.int64)}
     flat = x.empty(room * (STAGE + per - 1), part.indices.dtype)
