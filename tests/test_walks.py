@@ -397,9 +397,9 @@ def test_a_workers_partitions_on_its_device_are_walked_as_one_span(cpu):
 
 
 def test_routed_advances_are_batched_by_their_pieces_not_by_whole_paths(cpu):
-    """On a partition of a graph cut in several a walker writes at most ROUTED_ROOM ids outside its walk's row in an
-    advance: its batches are bounded by that room, not a whole path's (R-MAT 23 in 2 partitions on one GPU ran 3
-    batches an advance, 122 advances in all). The same limit does split the whole graph's walks."""
+    """On a partition of a graph cut in several a walker writes at most ROUTED_ROOM ids' worth outside its walk's row
+    in an advance: its batches are bounded by that room, not a whole path's (R-MAT 23 in 2 partitions on one GPU ran
+    3 batches an advance, 122 advances in all). The same limit does split the whole graph's walks."""
     from gpipe.walks._first_order import ROUTED_ROOM
 
     walks = 1024 * 4

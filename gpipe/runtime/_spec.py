@@ -45,9 +45,9 @@ class StepSpec:
     fields: tuple[Field, ...] = ()  # walker fields beyond walk_id, vertex and step, made at step 0
     length: int | None = None  # a walk's length: its steps lie in [0, length]
     room: int | None = None  # the most steps a walker takes in one advance (None: all it has left)
-    routed_room: int | None = None  # on a partition of a graph cut in several (none whole), the most vertices a
-    # walker writes outside its walk's row in one advance, where the step says (the first-order walk's routed kernel:
-    # its pieces, a few sectors; R-MAT 23 on one GPU in 2 partitions ran 3 batches of the room of whole paths)
+    routed_room: int | None = None  # on a partition of a graph cut in several (none whole), the room (in ids) of
+    # what a walker writes outside its walk's row in one advance, where the step says (the first-order walk's routed
+    # kernel: its pieces and their records; R-MAT 23 on one GPU in 2 partitions ran 3 batches of whole paths' room)
     order_free: bool = False  # no walker depends on another: one may go on across partitions within a superstep
     start: Callable | None = None  # start(x, spec, lo, hi, n, initial): the first walkers of lo..hi-1 (of n)
     rows: str | None = None  # where the step writes a walk's vertices straight to its row (``Run.rows``) rather

@@ -36,7 +36,6 @@ class FirstOrder:
 
 
 STAGE = 16  # the most vertices a walker writes as pieces in one routed advance (kernels/walk_first_order.cu's STAGE)
-ROUTED_ROOM = STAGE + 32 // 4 - 1  # and the most cells of its pieces: those and its sector's earlier ones (4-byte ids)
 
 
 @cpu_kernel()
@@ -44,6 +43,12 @@ def most_pieces(per: int) -> int:
     """The most pieces a walker makes in one routed advance, sectors of ``per`` ids: its carried cells and STAGE
     more ids span that many sectors."""
     return (per - 1 + STAGE) // per + 1
+
+
+# What a walker writes outside its row in one routed advance, in 4-byte ids: its pieces' cells (STAGE and its
+# sector's earlier ones) and their records (walk id, start, cells, offset: 24 bytes each). StepSpec.routed_room: a
+# partition's walkers are advanced in batches whose pieces take at most a quarter of the output limit.
+ROUTED_ROOM = STAGE + 32 // 4 - 1 + most_pieces.py_func(32 // 4) * 24 // 4
 
 
 def sector_fields(g) -> tuple[tuple, tuple]:
