@@ -105,7 +105,7 @@ def _time_launches() -> None:
     if hasattr(kernels.Kernel, "_untimed"):
         return
     timed: list = []
-    lock = threading.Lock()
+    lock = kernels._timed_lock = threading.Lock()
     untimed = kernels.Kernel._untimed = kernels.Kernel.launch
 
     def launch(self, **values):
@@ -134,16 +134,22 @@ def _launches() -> dict:
     from gpipe import kernels
 
     out: dict = {}
-    taken, kernels._timed[:] = list(kernels._timed), []
+    with kernels._timed_lock:
+        taken, kernels._timed[:] = list(kernels._timed), []
     for name, spent in taken:
-        if isinstance(spent, tuple):
+        if isinstance(spent, tuple):  # CUDA events
             spent[1].synchronize()
-            import cupy
-
-            spent = cupy.cuda.get_elapsed_time(*spent) / 1e3
+            spent = _elapsed(*spent)
         count, seconds = out.get(name, (0, 0.0))
         out[name] = (count + 1, seconds + spent)
     return {name: {"count": c, "seconds": t} for name, (c, t) in out.items()}
+
+
+def _elapsed(start, end) -> float:
+    """Seconds between two recorded CUDA events."""
+    import cupy
+
+    return cupy.cuda.get_elapsed_time(start, end) / 1e3
 
 
 def _kernel(client, args) -> list[dict]:

@@ -10,7 +10,7 @@ import numpy as np
 
 from .._alias import tables
 from .._search import arc_bit
-from ..backend import cpu_kernel, device_of, prange, xp
+from ..backend import cpu_kernel, device_of, prange, to_device, xp
 from ..kernels import Arg, Kernel
 
 # The arc filter's bits an arc. On the peers' R-MAT 20 on an H200, node2vec's kernel (p 2, q 0.5) took 7.6 ms with a
@@ -101,6 +101,11 @@ class Partition:
         A clear bit says in one load that ``x`` is not a neighbor of ``t``, which a search of t's sorted list says in
         log d (CUDA: ``kernels/arcs.cu``; ``walk.cuh``'s ``gp_arc_maybe``)."""
         return self.kept("arc_filter", _build_arc_filter)[0]
+
+    def device_bounds(self) -> Any:
+        """:attr:`bounds` on the partition's device, copied once and kept (a routed walk's kernel reads them at
+        every advance)."""
+        return self.kept("bounds", lambda p: (to_device(p.bounds, device_of(p.indptr)),))[0]
 
     def alias(self) -> Any:
         """Per-vertex packed alias tables of the edge weights (:mod:`gpipe._alias`: a draw reads one word, whatever

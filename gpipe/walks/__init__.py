@@ -428,11 +428,11 @@ def _first_order(g, algorithm: str, *, length, walks_per_vertex, start, weighted
     length, walks_per_vertex, starts, seed = _checked_starts(g, length, walks_per_vertex, start, weighted, seed,
                                                              dynamic=True)
     walk = FirstOrder(bool(weighted), alpha, teleport, g.num_vertices)
-    step = advance_dynamic if isinstance(g, Snapshot) else advance_first_order
-    if step is advance_first_order:
+    first_order = not isinstance(g, Snapshot)
+    step = advance_first_order if first_order else advance_dynamic
+    if first_order:
         sectors, sector_spans = sector_fields(g)
         fields, spans = fields + sectors, spans + sector_spans
-    first_order = step is advance_first_order
     spec = walk_spec(step, seed, length, walk, fields, rows="home" if first_order else "alone", spans=spans,
                      routed_room=ROUTED_ROOM if first_order else None)
     return run_walks(g, algorithm, spec, walks_per_vertex, starts, progress, **result)

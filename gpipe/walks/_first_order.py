@@ -13,7 +13,7 @@ import numpy as np
 
 from .. import _rng
 from .._search import range_of
-from ..backend import cpu_kernel, device_of, prange, to_device, to_host
+from ..backend import cpu_kernel, prange, to_host
 from ..kernels import Arg, Kernel
 from ..runtime import Grouped, Run, Span, StepSpec, step_kernel
 from ..runtime.workers import worker_xp
@@ -131,7 +131,7 @@ def _advance_routed(part, walkers: dict, spec: StepSpec, run: Run):
                   source=walkers.get("source", walkers["vertex"]), vertex=walkers["vertex"], step=walkers["step"],
                   keep_source=int(keep_source), **sectors, width=spec.length + 1,
                   piece_walk_id=pieces["walk_id"], piece_start=pieces["start"], piece_len=pieces["length"],
-                  piece_offset=pieces["offset"], flat=flat, bounds=part.kept("bounds", _device_bounds)[0],
+                  piece_offset=pieces["offset"], flat=flat, bounds=part.device_bounds(),
                   parts=parts, local=local, mover_walk_id=movers["walk_id"],
                   mover_source=movers.get("source", movers["walk_id"]), mover_vertex=movers["vertex"],
                   mover_step=movers["step"], **mover_sectors, counts=counts)
@@ -154,12 +154,6 @@ def _advance_routed(part, walkers: dict, spec: StepSpec, run: Run):
         base = np.arange(parts, dtype=np.int64) * n
     return pieces, Grouped({int(q): {k: v[base[q]:base[q] + int(counted[4 + q])] for k, v in movers.items()}
                             for q in going}), steps
-
-
-def _device_bounds(part) -> tuple:
-    """The graph's partition bounds on the partition's device (kept with it: the routed kernel reads them at
-    every advance)."""
-    return (to_device(part.bounds, device_of(part.indptr)),)
 
 
 @cpu_kernel()
